@@ -1,0 +1,76 @@
+# gorperf: the index of what one can do. See README.md.
+SHELL := /bin/bash
+GO ?= go
+export PATH := $(PATH):/usr/local/go/bin:$(shell $(GO) env GOPATH 2>/dev/null)/bin
+
+BUILD := build
+TESTBIN := $(BUILD)/test
+VM := ci/rxe-vm/run
+# Packages whose tests touch a device: built here, run on the device or in the VM.
+# (those whose tests import internal/rdmatest)
+DEVICE_PKGS := $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... 2>/dev/null | awk '$$1 !~ /rdmatest$$/ && /internal\/rdmatest/ { print $$1 }')
+HAVE_DEVICE := $(shell ls /sys/class/infiniband 2>/dev/null | head -1)
+
+.PHONY: all deps build test unit device-tests device-tests-vm demo check bench clean
+
+all: build
+
+deps:
+	ci/deps.sh vm
+	$(GO) mod download
+
+build:
+	$(GO) build ./...
+
+## test: unit tests natively, then every device test on this host's RDMA
+## device if it has one, else inside the soft-RoCE VM. Device tests must run:
+## GORPERF_REQUIRE_DEVICE=1 turns a missing device into a failure.
+test: deps unit device-tests
+
+unit:
+	$(GO) test -count=1 ./...
+
+device-tests: test-binaries
+ifneq ($(HAVE_DEVICE),)
+	ci/device-tests.sh $(TESTBIN)
+else
+	$(VM) -2 -t 1200 -- ci/device-tests.sh $(TESTBIN)
+endif
+
+## The same tests in a VM without an rxe device must fail, not skip.
+device-tests-must-fail: test-binaries
+	@if $(VM) -n -t 300 -- ci/device-tests.sh $(TESTBIN) -- -test.run 'TestDeviceSmoke' >$(BUILD)/no-device.log 2>&1; then \
+		cat $(BUILD)/no-device.log; echo "FAIL: device tests passed in a VM without an RDMA device"; exit 1; \
+	else \
+		grep -q 'GORPERF_REQUIRE_DEVICE=1 but' $(BUILD)/no-device.log || { cat $(BUILD)/no-device.log; echo "FAIL: no device gave an unexpected error"; exit 1; }; \
+		echo "ok: without an RDMA device the device tests fail, as they must"; \
+	fi
+
+.PHONY: test-binaries device-tests-must-fail
+test-binaries:
+	@rm -rf $(TESTBIN); mkdir -p $(TESTBIN)
+	@for p in $(DEVICE_PKGS); do \
+		n=$$(echo $${p#github.com/gorperf/gorperf/} | tr / _); \
+		$(GO) test -c -o $(TESTBIN)/$$n.test $$p || exit 1; \
+		$(GO) list -f '{{.Dir}}' $$p > $(TESTBIN)/$$n.srcdir; \
+	done
+
+## demo: the main job. Runs the device smoke test on this host's RDMA device,
+## else in the soft-RoCE VM.
+demo: deps test-binaries
+ifneq ($(HAVE_DEVICE),)
+	ci/device-tests.sh $(TESTBIN) -- -test.run 'TestDeviceSmoke' -test.v
+else
+	$(VM) -t 600 -- ci/device-tests.sh $(TESTBIN) -- -test.run 'TestDeviceSmoke' -test.v
+endif
+
+check:
+	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) vet ./internal/stats ./internal/report ./internal/exchange
+	CGO_ENABLED=0 $(GO) build ./internal/stats ./internal/report ./internal/exchange ./ibverbs
+	test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
+
+bench: test-binaries
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,3 @@
+module github.com/gorperf/gorperf
+
+go 1.26

@@ -1,0 +1,84 @@
+//go:build linux
+
+package ibverbs
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// Buffer is page-aligned memory outside the Go heap, from mmap, for a NIC
+// to read and write. The garbage collector never moves or scans it, so its
+// address can be registered and handed to a device.
+type Buffer struct {
+	b    []byte
+	mem  []byte // the whole mapping, as mmap returned it
+	huge bool
+	kids refs
+}
+
+// BufferOptions tune NewBuffer.
+type BufferOptions struct {
+	// HugePages backs the buffer with huge pages (MAP_HUGETLB). The size is
+	// rounded up to 2 MiB, and the call fails if the system has none free.
+	HugePages bool
+}
+
+const hugePageSize = 2 << 20
+
+// NewBuffer maps size bytes of zeroed, page-aligned anonymous memory.
+func NewBuffer(size int, opt BufferOptions) (*Buffer, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("ibverbs: invalid buffer size %d: %w", size, syscall.EINVAL)
+	}
+	flags := syscall.MAP_PRIVATE | syscall.MAP_ANONYMOUS
+	n := size
+	if opt.HugePages {
+		flags |= syscall.MAP_HUGETLB
+		n = (size + hugePageSize - 1) &^ (hugePageSize - 1)
+	} else {
+		pg := os.Getpagesize()
+		n = (size + pg - 1) &^ (pg - 1)
+	}
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, flags)
+	if err != nil {
+		if opt.HugePages {
+			return nil, fmt.Errorf("ibverbs: %d bytes of huge pages (see /proc/sys/vm/nr_hugepages): %w", n, os.NewSyscallError("mmap", err))
+		}
+		return nil, fmt.Errorf("ibverbs: buffer of %d bytes: %w", n, os.NewSyscallError("mmap", err))
+	}
+	return &Buffer{b: b[:size:size], mem: b, huge: opt.HugePages}, nil
+}
+
+// Bytes returns the buffer's memory. The slice is invalid after Close.
+func (b *Buffer) Bytes() []byte { return b.b }
+
+// Len returns the buffer's size in bytes.
+func (b *Buffer) Len() int { return len(b.b) }
+
+// Addr returns the address of the first byte, or 0 after Close.
+func (b *Buffer) Addr() uintptr {
+	if b.b == nil {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b.b)))
+}
+
+// Close unmaps the buffer. It fails with EBUSY while MRs over it are
+// registered. Closing twice is a no-op.
+func (b *Buffer) Close() error {
+	if b.b == nil {
+		return nil
+	}
+	if n := b.kids.count(); n > 0 {
+		return busyError("munmap", "MRs over the buffer", n)
+	}
+	err := syscall.Munmap(b.mem)
+	b.b, b.mem = nil, nil
+	if err != nil {
+		return os.NewSyscallError("munmap", err)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// CompChannel is a completion event channel (struct ibv_comp_channel). CQs
+// created on it report completions as events after ReqNotify; Wait blocks
+// on them through the Go netpoller, so a waiting goroutine holds no thread.
+type CompChannel struct {
+	c    *C.struct_ibv_comp_channel
+	ctx  *Context
+	f    *os.File // a dup of the channel's fd, registered with the netpoller
+	rc   syscall.RawConn
+	kids refs
+}
+
+// CreateCompChannel creates a completion channel (ibv_create_comp_channel).
+func (c *Context) CreateCompChannel() (*CompChannel, error) {
+	if c.c == nil {
+		return nil, ErrClosed
+	}
+	ch, err := C.ibv_create_comp_channel(c.c)
+	if ch == nil {
+		return nil, errnoOf("ibv_create_comp_channel", err)
+	}
+	f, rc, err := pollable(int(ch.fd), "comp_channel")
+	if err != nil {
+		C.ibv_destroy_comp_channel(ch)
+		return nil, err
+	}
+	c.kids.add()
+	return &CompChannel{c: ch, ctx: c, f: f, rc: rc}, nil
+}
+
+// pollable makes fd non-blocking and returns a dup of it that the Go
+// netpoller watches. Readiness follows the shared file description, so the
+// verbs keep reading the original fd.
+func pollable(fd int, name string) (*os.File, syscall.RawConn, error) {
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	d, err := syscall.Dup(fd)
+	if err != nil {
+		return nil, nil, os.NewSyscallError("dup", err)
+	}
+	syscall.CloseOnExec(d)
+	f := os.NewFile(uintptr(d), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, rc, nil
+}
+
+// waitReadable runs try each time rc's fd may be readable, until try says
+// done or ctx ends. try returns done=false for "nothing yet".
+func waitReadable(ctx context.Context, f *os.File, rc syscall.RawConn, try func() bool) error {
+	if d, ok := ctx.Deadline(); ok {
+		f.SetReadDeadline(d)
+	} else {
+		f.SetReadDeadline(time.Time{})
+	}
+	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	err := rc.Read(func(uintptr) bool { return try() })
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return context.DeadlineExceeded
+		}
+		if errors.Is(err, os.ErrClosed) {
+			return ErrClosed
+		}
+	}
+	return err
+}
+
+// Fd returns the channel's file descriptor, for callers who poll it
+// themselves. It is non-blocking.
+func (ch *CompChannel) Fd() int {
+	if ch.c == nil {
+		return -1
+	}
+	return int(ch.c.fd)
+}
+
+// Wait blocks until a CQ on the channel has a completion event, acknowledges
+// it and returns the CQ (ibv_get_cq_event, ibv_ack_cq_events). Re-arm the CQ
+// with ReqNotify before polling it empty, as the ibv_get_cq_event man page
+// describes. Wait returns ctx's error when ctx ends first. One goroutine at a
+// time may wait on a channel.
+func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
+	if ch.c == nil {
+		return nil, ErrClosed
+	}
+	var cq *C.struct_ibv_cq
+	var errno C.int
+	err := waitReadable(ctx, ch.f, ch.rc, func() bool {
+		errno = C.gv_get_cq_event(ch.c, &cq)
+		return errno != C.int(syscall.EAGAIN)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if errno != 0 {
+		return nil, verbError("ibv_get_cq_event", int(errno))
+	}
+	C.ibv_ack_cq_events(cq, 1)
+	got, _ := ch.ctx.lookup(unsafe.Pointer(cq)).(*CQ)
+	if got == nil {
+		return nil, fmt.Errorf("ibv_get_cq_event: event for an unknown CQ %p", cq)
+	}
+	return got, nil
+}
+
+// Close destroys the channel (ibv_destroy_comp_channel). It fails with
+// EBUSY while CQs use it. Closing twice is a no-op.
+func (ch *CompChannel) Close() error {
+	if ch.c == nil {
+		return nil
+	}
+	if n := ch.kids.count(); n > 0 {
+		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
+	}
+	ch.f.Close()
+	rc := C.ibv_destroy_comp_channel(ch.c)
+	ch.c = nil
+	ch.ctx.kids.done()
+	if rc != 0 {
+		return verbError("ibv_destroy_comp_channel", int(rc))
+	}
+	return nil
+}

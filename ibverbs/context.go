@@ -1,0 +1,317 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// Context is an open RDMA device (struct ibv_context).
+type Context struct {
+	c     *C.struct_ibv_context
+	name  string
+	ports int
+	kids  refs
+
+	mu     sync.Mutex
+	objs   map[unsafe.Pointer]any // QPs, CQs and SRQs by C pointer, for async events
+	events *eventLoop
+}
+
+// Name returns the device's name, e.g. "mlx5_0" or "rxe0".
+func (c *Context) Name() string { return c.name }
+
+// Raw returns the underlying struct ibv_context pointer, for C code that
+// this package does not wrap. It stays valid until Close.
+func (c *Context) Raw() unsafe.Pointer { return unsafe.Pointer(c.c) }
+
+// Close closes the device (ibv_close_device). It fails with EBUSY while PDs,
+// CQs or completion channels of the context are open. Closing twice is a
+// no-op.
+func (c *Context) Close() error {
+	if c.c == nil {
+		return nil
+	}
+	if n := c.kids.count(); n > 0 {
+		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
+	}
+	if c.events != nil {
+		c.events.stop()
+		c.events = nil
+	}
+	rc := C.ibv_close_device(c.c)
+	c.c = nil
+	if rc != 0 {
+		return verbError("ibv_close_device", int(rc))
+	}
+	return nil
+}
+
+func (c *Context) register(p unsafe.Pointer, obj any) {
+	c.mu.Lock()
+	c.objs[p] = obj
+	c.mu.Unlock()
+}
+
+func (c *Context) unregister(p unsafe.Pointer) {
+	c.mu.Lock()
+	delete(c.objs, p)
+	c.mu.Unlock()
+}
+
+func (c *Context) lookup(p unsafe.Pointer) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.objs[p]
+}
+
+// DeviceAttr holds a device's capabilities (struct ibv_device_attr_ex).
+type DeviceAttr struct {
+	FWVer                   string
+	NodeGUID, SysImageGUID  uint64
+	MaxMRSize               uint64
+	PageSizeCap             uint64
+	VendorID, VendorPartID  uint32
+	HWVer                   uint32
+	MaxQP, MaxQPWR          int
+	DeviceCapFlags          uint32
+	MaxSGE, MaxSGERD        int
+	MaxCQ, MaxCQE           int
+	MaxMR, MaxPD            int
+	MaxQPRdAtom             int
+	MaxQPInitRdAtom         int
+	MaxSRQ, MaxSRQWR        int
+	MaxSRQSGE               int
+	MaxAH                   int
+	MaxPKeys                int
+	AtomicCap               AtomicCap
+	PhysPortCnt             int
+	CompletionTimestampMask uint64 // extended attributes below; zero when the driver lacks them
+	HCACoreClockKHz         uint64
+	DeviceCapFlagsEx        uint64
+	MaxCQModCount           int
+	MaxCQModPeriodUS        int
+	MaxDMSize               uint64
+}
+
+// QueryDevice returns the device's attributes (ibv_query_device_ex, falling
+// back to ibv_query_device where the driver lacks the extended verb).
+func (c *Context) QueryDevice() (DeviceAttr, error) {
+	if c.c == nil {
+		return DeviceAttr{}, ErrClosed
+	}
+	var a C.struct_ibv_device_attr_ex
+	if rc := C.gv_query_device_ex(c.c, &a); rc != 0 {
+		return DeviceAttr{}, verbError("ibv_query_device_ex", int(rc))
+	}
+	o := &a.orig_attr
+	return DeviceAttr{
+		FWVer:                   C.GoString(&o.fw_ver[0]),
+		NodeGUID:                be64(uint64(o.node_guid)),
+		SysImageGUID:            be64(uint64(o.sys_image_guid)),
+		MaxMRSize:               uint64(o.max_mr_size),
+		PageSizeCap:             uint64(o.page_size_cap),
+		VendorID:                uint32(o.vendor_id),
+		VendorPartID:            uint32(o.vendor_part_id),
+		HWVer:                   uint32(o.hw_ver),
+		MaxQP:                   int(o.max_qp),
+		MaxQPWR:                 int(o.max_qp_wr),
+		DeviceCapFlags:          uint32(o.device_cap_flags),
+		MaxSGE:                  int(o.max_sge),
+		MaxSGERD:                int(o.max_sge_rd),
+		MaxCQ:                   int(o.max_cq),
+		MaxCQE:                  int(o.max_cqe),
+		MaxMR:                   int(o.max_mr),
+		MaxPD:                   int(o.max_pd),
+		MaxQPRdAtom:             int(o.max_qp_rd_atom),
+		MaxQPInitRdAtom:         int(o.max_qp_init_rd_atom),
+		MaxSRQ:                  int(o.max_srq),
+		MaxSRQWR:                int(o.max_srq_wr),
+		MaxSRQSGE:               int(o.max_srq_sge),
+		MaxAH:                   int(o.max_ah),
+		MaxPKeys:                int(o.max_pkeys),
+		AtomicCap:               AtomicCap(o.atomic_cap),
+		PhysPortCnt:             int(o.phys_port_cnt),
+		CompletionTimestampMask: uint64(a.completion_timestamp_mask),
+		HCACoreClockKHz:         uint64(a.hca_core_clock),
+		DeviceCapFlagsEx:        uint64(a.device_cap_flags_ex),
+		MaxCQModCount:           int(a.cq_mod_caps.max_cq_count),
+		MaxCQModPeriodUS:        int(a.cq_mod_caps.max_cq_period),
+		MaxDMSize:               uint64(a.max_dm_size),
+	}, nil
+}
+
+// PortAttr holds a port's attributes (struct ibv_port_attr).
+type PortAttr struct {
+	State        PortState
+	MaxMTU       MTU
+	ActiveMTU    MTU
+	GIDTableLen  int
+	PortCapFlags uint32
+	MaxMsgSize   uint32
+	PKeyTableLen int
+	LID, SMLID   uint16
+	LMC          uint8
+	ActiveWidth  uint8 // IB width code: 1=1x 2=4x 4=8x 8=12x 16=2x
+	ActiveSpeed  uint8 // IB speed code: 1=SDR 2=DDR 4=QDR 8=FDR10 16=FDR 32=EDR 64=HDR 128=NDR
+	PhysState    uint8
+	LinkLayer    LinkLayer
+}
+
+// Lanes returns the number of lanes ActiveWidth encodes, or 0.
+func (p PortAttr) Lanes() int {
+	switch p.ActiveWidth {
+	case 1:
+		return 1
+	case 2:
+		return 4
+	case 4:
+		return 8
+	case 8:
+		return 12
+	case 16:
+		return 2
+	}
+	return 0
+}
+
+// Gbps returns the port's signalling rate in Gbit/s from its width and
+// speed codes, or 0 when the codes are unknown.
+func (p PortAttr) Gbps() float64 {
+	per := map[uint8]float64{1: 2.5, 2: 5, 4: 10, 8: 10.3125, 16: 14.0625, 32: 25.78125, 64: 53.125, 128: 106.25}[p.ActiveSpeed]
+	return per * float64(p.Lanes())
+}
+
+// PhysStateString names PhysState as ibv_devinfo does.
+func (p PortAttr) PhysStateString() string {
+	return enumName([]string{"", "SLEEP", "POLLING", "DISABLED", "PORT_CONFIGURATION_TRAINING",
+		"LINK_UP", "LINK_ERROR_RECOVERY", "PHY_TEST"}, int(p.PhysState), "PhysState")
+}
+
+func (c *Context) checkPort(port int) error {
+	if c.c == nil {
+		return ErrClosed
+	}
+	if port < 1 || port > c.ports {
+		return fmt.Errorf("invalid port %d: %s has ports 1-%d: %w", port, c.name, c.ports,
+			os.NewSyscallError("ibv_query_port", syscall.EINVAL))
+	}
+	return nil
+}
+
+// QueryPort returns the attributes of a port, numbered from 1
+// (ibv_query_port). A port the device does not have fails with EINVAL.
+func (c *Context) QueryPort(port int) (PortAttr, error) {
+	if err := c.checkPort(port); err != nil {
+		return PortAttr{}, err
+	}
+	var a C.struct_ibv_port_attr
+	if rc := C.gv_query_port(c.c, C.uint8_t(port), &a); rc != 0 {
+		return PortAttr{}, fmt.Errorf("%s port %d: %w", c.name, port, verbError("ibv_query_port", int(rc)))
+	}
+	return PortAttr{
+		State:        PortState(a.state),
+		MaxMTU:       MTU(a.max_mtu),
+		ActiveMTU:    MTU(a.active_mtu),
+		GIDTableLen:  int(a.gid_tbl_len),
+		PortCapFlags: uint32(a.port_cap_flags),
+		MaxMsgSize:   uint32(a.max_msg_sz),
+		PKeyTableLen: int(a.pkey_tbl_len),
+		LID:          uint16(a.lid),
+		SMLID:        uint16(a.sm_lid),
+		LMC:          uint8(a.lmc),
+		ActiveWidth:  uint8(a.active_width),
+		ActiveSpeed:  uint8(a.active_speed),
+		PhysState:    uint8(a.phys_state),
+		LinkLayer:    LinkLayer(a.link_layer),
+	}, nil
+}
+
+// GIDTable returns the valid entries of a port's GID table, with each
+// entry's type and netdev (ibv_query_gid_table).
+func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
+	pa, err := c.QueryPort(port)
+	if err != nil {
+		return nil, err
+	}
+	da, err := c.QueryDevice()
+	if err != nil {
+		return nil, err
+	}
+	max := pa.GIDTableLen * da.PhysPortCnt
+	if max == 0 {
+		return nil, nil
+	}
+	raw := make([]C.struct_ibv_gid_entry, max)
+	n := C.gv_query_gid_table(c.c, &raw[0], C.long(max))
+	runtime.KeepAlive(c)
+	if n < 0 {
+		return nil, fmt.Errorf("%s: %w", c.name, verbError("ibv_query_gid_table", int(-n)))
+	}
+	var out []GIDEntry
+	for _, r := range raw[:n] {
+		if int(r.port_num) != port {
+			continue
+		}
+		out = append(out, gidEntry(&r))
+	}
+	return out, nil
+}
+
+// QueryGID returns one entry of a port's GID table (ibv_query_gid_ex). An
+// index beyond the table fails with EINVAL; an unused slot with ENODATA.
+func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
+	pa, err := c.QueryPort(port)
+	if err != nil {
+		return GIDEntry{}, err
+	}
+	if index < 0 || index >= pa.GIDTableLen {
+		return GIDEntry{}, fmt.Errorf("GID index %d out of range: %s port %d has %d entries (0-%d): %w",
+			index, c.name, port, pa.GIDTableLen, pa.GIDTableLen-1, os.NewSyscallError("ibv_query_gid_ex", syscall.EINVAL))
+	}
+	var r C.struct_ibv_gid_entry
+	rc := C._ibv_query_gid_ex(c.c, C.uint32_t(port), C.uint32_t(index), &r, 0, C.size_t(unsafe.Sizeof(r)))
+	if rc != 0 {
+		return GIDEntry{}, fmt.Errorf("%s port %d GID index %d: %w", c.name, port, index, verbError("ibv_query_gid_ex", int(rc)))
+	}
+	return gidEntry(&r), nil
+}
+
+func gidEntry(r *C.struct_ibv_gid_entry) GIDEntry {
+	e := GIDEntry{
+		Index:   int(r.gid_index),
+		Port:    int(r.port_num),
+		Type:    GIDType(r.gid_type),
+		Ifindex: int(r.ndev_ifindex),
+	}
+	copy(e.GID[:], C.GoBytes(unsafe.Pointer(&r.gid), 16))
+	if e.Ifindex != 0 {
+		if ifc, err := net.InterfaceByIndex(e.Ifindex); err == nil {
+			e.Netdev = ifc.Name
+		}
+	}
+	return e
+}
+
+// SelectGID reads a port's GID table and picks a RoCE v2 entry by rule; see
+// the package function SelectGID for the rules.
+func (c *Context) SelectGID(port int, rule GIDRule) (GIDChoice, error) {
+	t, err := c.GIDTable(port)
+	if err != nil {
+		return GIDChoice{}, err
+	}
+	ch, err := SelectGID(t, rule)
+	if err != nil {
+		return ch, fmt.Errorf("%s port %d: %w", c.name, port, err)
+	}
+	return ch, nil
+}

@@ -1,0 +1,141 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"unsafe"
+)
+
+// CQ is a completion queue (struct ibv_cq).
+type CQ struct {
+	c    *C.struct_ibv_cq
+	ctx  *Context
+	ch   *CompChannel
+	cqe  int
+	kids refs
+}
+
+// CreateCQ creates a completion queue for at least cqe entries
+// (ibv_create_cq). ch may be nil for a CQ that is only polled.
+func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
+	if c.c == nil {
+		return nil, ErrClosed
+	}
+	var cch *C.struct_ibv_comp_channel
+	if ch != nil {
+		if ch.c == nil {
+			return nil, ErrClosed
+		}
+		cch = ch.c
+	}
+	q, err := C.ibv_create_cq(c.c, C.int(cqe), nil, cch, 0)
+	if q == nil {
+		return nil, fmt.Errorf("%s: %d entries: %w", c.name, cqe, errnoOf("ibv_create_cq", err))
+	}
+	cq := &CQ{c: q, ctx: c, ch: ch, cqe: int(q.cqe)}
+	c.kids.add()
+	if ch != nil {
+		ch.kids.add()
+	}
+	c.register(unsafe.Pointer(q), cq)
+	return cq, nil
+}
+
+// Len returns the number of entries the CQ was granted.
+func (cq *CQ) Len() int { return cq.cqe }
+
+// Raw returns the struct ibv_cq pointer, valid until Close.
+func (cq *CQ) Raw() unsafe.Pointer { return unsafe.Pointer(cq.c) }
+
+// Poll takes up to len(wcs) completions into wcs and returns how many it
+// took (ibv_poll_cq). It never blocks and never allocates; a batch is one
+// cgo call. Completions with a failed status are returned as they are:
+// check each with WC.Err.
+func (cq *CQ) Poll(wcs []WC) (int, error) {
+	if cq.c == nil {
+		return 0, ErrClosed
+	}
+	if len(wcs) == 0 {
+		return 0, nil
+	}
+	n := C.gv_poll_cq(cq.c, C.int(len(wcs)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])))
+	if n < 0 {
+		return 0, verbError("ibv_poll_cq", int(-n))
+	}
+	return int(n), nil
+}
+
+// ReqNotify arms the CQ to raise an event on its channel at the next
+// completion, or the next solicited one (ibv_req_notify_cq).
+func (cq *CQ) ReqNotify(solicitedOnly bool) error {
+	if cq.c == nil {
+		return ErrClosed
+	}
+	s := C.int(0)
+	if solicitedOnly {
+		s = 1
+	}
+	if rc := C.gv_req_notify_cq(cq.c, s); rc != 0 {
+		return verbError("ibv_req_notify_cq", int(rc))
+	}
+	return nil
+}
+
+// Wait blocks until at least one completion is ready or ctx ends, then
+// polls into wcs. It arms the CQ, polls once to close the race with a
+// completion that came before arming, and then waits on the CQ's channel.
+// The CQ must have been created with a channel that no other goroutine
+// waits on.
+func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
+	if cq.c == nil {
+		return 0, ErrClosed
+	}
+	if cq.ch == nil {
+		return 0, fmt.Errorf("ibverbs: CQ.Wait needs a CQ created with a completion channel")
+	}
+	for {
+		if n, err := cq.Poll(wcs); n > 0 || err != nil {
+			return n, err
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			return 0, err
+		}
+		if n, err := cq.Poll(wcs); n > 0 || err != nil {
+			return n, err
+		}
+		got, err := cq.ch.Wait(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if got != cq {
+			return 0, fmt.Errorf("ibverbs: CQ.Wait: event for another CQ on a shared channel; use CompChannel.Wait")
+		}
+	}
+}
+
+// Close destroys the CQ (ibv_destroy_cq). It fails with EBUSY while QPs or
+// SRQs use it. Closing twice is a no-op.
+func (cq *CQ) Close() error {
+	if cq.c == nil {
+		return nil
+	}
+	if n := cq.kids.count(); n > 0 {
+		return busyError("ibv_destroy_cq", "QPs or SRQs using the CQ", n)
+	}
+	p := unsafe.Pointer(cq.c)
+	if rc := C.ibv_destroy_cq(cq.c); rc != 0 {
+		return verbError("ibv_destroy_cq", int(rc))
+	}
+	cq.ctx.unregister(p)
+	cq.c = nil
+	cq.ctx.kids.done()
+	if cq.ch != nil {
+		cq.ch.kids.done()
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+// #include <stdlib.h>
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"unsafe"
+)
+
+// DeviceInfo describes an RDMA device from the device list
+// (ibv_get_device_list, ibv_get_device_name, ibv_get_device_guid).
+type DeviceInfo struct {
+	Name      string
+	GUID      uint64 // node GUID, in host order
+	NodeType  NodeType
+	Transport TransportType
+}
+
+// GUIDString formats the node GUID as ibv_devices does.
+func (d DeviceInfo) GUIDString() string { return fmt.Sprintf("%016x", d.GUID) }
+
+// Devices lists the RDMA devices on this host (ibv_get_device_list). An
+// empty list is not an error.
+func Devices() ([]DeviceInfo, error) {
+	var n C.int
+	list, err := C.ibv_get_device_list(&n)
+	if list == nil {
+		return nil, errnoOf("ibv_get_device_list", err)
+	}
+	defer C.ibv_free_device_list(list)
+	devs := unsafe.Slice(list, int(n))
+	out := make([]DeviceInfo, 0, len(devs))
+	for _, d := range devs {
+		out = append(out, DeviceInfo{
+			Name:      C.GoString(C.ibv_get_device_name(d)),
+			GUID:      be64(uint64(C.ibv_get_device_guid(d))),
+			NodeType:  NodeType(d.node_type),
+			Transport: TransportType(d.transport_type),
+		})
+	}
+	return out, nil
+}
+
+// Open opens the device with the given name, or the first device when name
+// is "" (ibv_open_device). An unknown name fails with an error that lists
+// the devices there are and matches syscall.ENODEV.
+func Open(name string) (*Context, error) {
+	var n C.int
+	list, err := C.ibv_get_device_list(&n)
+	if list == nil {
+		return nil, errnoOf("ibv_get_device_list", err)
+	}
+	defer C.ibv_free_device_list(list)
+	var names []string
+	for _, d := range unsafe.Slice(list, int(n)) {
+		dn := C.GoString(C.ibv_get_device_name(d))
+		names = append(names, dn)
+		if name != "" && dn != name {
+			continue
+		}
+		c, err := C.ibv_open_device(d)
+		if c == nil {
+			return nil, fmt.Errorf("open %s: %w", dn, errnoOf("ibv_open_device", err))
+		}
+		ctx := &Context{c: c, name: dn, objs: map[unsafe.Pointer]any{}}
+		var a C.struct_ibv_device_attr
+		if rc := C.ibv_query_device(c, &a); rc != 0 {
+			C.ibv_close_device(c)
+			return nil, fmt.Errorf("open %s: %w", dn, verbError("ibv_query_device", int(rc)))
+		}
+		ctx.ports = int(a.phys_port_cnt)
+		return ctx, nil
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("ibverbs: no RDMA devices found (is a driver loaded, or rxe set up? see `rdma link`): %w",
+			os.NewSyscallError("ibv_get_device_list", syscall.ENODEV))
+	}
+	return nil, fmt.Errorf("ibverbs: no RDMA device named %q (devices: %s): %w", name,
+		strings.Join(names, ", "), os.NewSyscallError("ibv_open_device", syscall.ENODEV))
+}
+
+func be64(v uint64) uint64 {
+	var b [8]byte
+	*(*uint64)(unsafe.Pointer(&b[0])) = v
+	var r uint64
+	for _, x := range b {
+		r = r<<8 | uint64(x)
+	}
+	return r
+}

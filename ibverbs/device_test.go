@@ -1,0 +1,137 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"syscall"
+	"testing"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// TestDeviceSmoke lists devices, opens the test device, queries port 1 and
+// reads its GID table, and checks what it read against the kernel's view:
+// an active Ethernet port with a RoCE v2 GID that maps its netdev's IPv4
+// address.
+func TestDeviceSmoke(t *testing.T) {
+	info := rdmatest.Device(t)
+	devs, err := ibverbs.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range devs {
+		if d.Name == info.Name {
+			found = true
+			if d.NodeType == ibverbs.NodeUnknown || d.GUID == 0 {
+				t.Errorf("%s: node type %v GUID %s", d.Name, d.NodeType, d.GUIDString())
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("Devices() lacks %s: %+v", info.Name, devs)
+	}
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	da, err := ctx.QueryDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if da.PhysPortCnt < 1 || da.MaxQP < 1 || da.MaxCQE < 1 || da.MaxMRSize == 0 {
+		t.Errorf("implausible device attributes: %+v", da)
+	}
+	pa, err := ctx.QueryPort(info.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa.State != ibverbs.PortActive {
+		t.Errorf("port state %v, want ACTIVE", pa.State)
+	}
+	if pa.LinkLayer != ibverbs.LinkLayerEthernet {
+		t.Skipf("link layer %v: the RoCE checks below need Ethernet", pa.LinkLayer)
+	}
+	if pa.ActiveMTU.Bytes() == 0 || pa.GIDTableLen == 0 {
+		t.Errorf("active MTU %v, GID table length %d", pa.ActiveMTU, pa.GIDTableLen)
+	}
+	table, err := ctx.GIDTable(info.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v2 *ibverbs.GIDEntry
+	for i, e := range table {
+		t.Logf("%v", e)
+		if e.Type == ibverbs.GIDTypeRoCEv2 && e.IP().Is4() && v2 == nil {
+			v2 = &table[i]
+		}
+	}
+	if v2 == nil {
+		t.Fatalf("no IPv4 RoCE v2 GID in %v", table)
+	}
+	if v2.Netdev == "" {
+		t.Fatalf("GID %v has no netdev", v2)
+	}
+	// The GID must map an IPv4 address the netdev really has.
+	ifc, err := net.InterfaceByName(v2.Netdev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := false
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == v2.IP() {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Errorf("GID %v maps %v, which %s does not have (it has %v)", v2.GID, v2.IP(), v2.Netdev, addrs)
+	}
+	// The single-entry query agrees with the table.
+	one, err := ctx.QueryGID(info.Port, v2.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.GID != v2.GID || one.Type != v2.Type {
+		t.Errorf("QueryGID(%d) = %v, table has %v", v2.Index, one, v2)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	info := rdmatest.Device(t)
+	_, err := ibverbs.Open("no-such-device")
+	if !errors.Is(err, syscall.ENODEV) {
+		t.Errorf("Open(unknown) = %v, want ENODEV", err)
+	}
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := ctx.QueryPort(info.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctx.QueryPort(99); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("QueryPort(99) = %v, want EINVAL", err)
+	}
+	if _, err := ctx.QueryGID(info.Port, pa.GIDTableLen); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("QueryGID(out of range) = %v, want EINVAL", err)
+	}
+	if err := ctx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := ctx.QueryPort(info.Port); !errors.Is(err, ibverbs.ErrClosed) {
+		t.Errorf("QueryPort after Close = %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,101 @@
+package ibverbs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// ErrClosed is returned by methods of an object after its Close.
+// errors.Is(err, os.ErrClosed) also holds.
+var ErrClosed = fmt.Errorf("ibverbs: object is closed: %w", os.ErrClosed)
+
+// verbError wraps an errno returned by verb. errors.Is works with the errno
+// (syscall.EBUSY, ...) and with errors.ErrUnsupported for ENOSYS and
+// EOPNOTSUPP.
+func verbError(verb string, errno int) error {
+	if errno == 0 {
+		errno = int(syscall.EIO)
+	}
+	if errno < 0 {
+		errno = -errno
+	}
+	return os.NewSyscallError(verb, syscall.Errno(errno))
+}
+
+// errnoOf extracts the errno cgo captured alongside a call's result.
+func errnoOf(verb string, err error) error {
+	var e syscall.Errno
+	if errors.As(err, &e) && e != 0 {
+		return os.NewSyscallError(verb, e)
+	}
+	return os.NewSyscallError(verb, syscall.EIO)
+}
+
+// busyError says that an object cannot close while others depend on it.
+func busyError(verb, what string, n int64) error {
+	return fmt.Errorf("%s: %d %s still open, close them first: %w", verb, n, what,
+		os.NewSyscallError(verb, syscall.EBUSY))
+}
+
+// WCError is a work completion whose status is not success.
+type WCError struct {
+	Status    WCStatus
+	VendorErr uint32
+	WRID      uint64
+	QPN       uint32
+	Opcode    WCOpcode
+}
+
+func (e *WCError) Error() string {
+	return fmt.Sprintf("work completion failed: IBV_WC_%s (%s), wr_id %d, QPN %#x, vendor error %#x",
+		e.Status, wcStatusText(e.Status), e.WRID, e.QPN, e.VendorErr)
+}
+
+func wcStatusText(s WCStatus) string {
+	switch s {
+	case WCLocLenErr:
+		return "local length error"
+	case WCLocQPOpErr:
+		return "local QP operation error"
+	case WCLocProtErr:
+		return "local protection error"
+	case WCWRFlushErr:
+		return "work request flushed: the QP is in the error state"
+	case WCLocAccessErr:
+		return "local access error"
+	case WCRemInvReqErr:
+		return "remote invalid request error"
+	case WCRemAccessErr:
+		return "remote access error: bad rkey, address or permissions"
+	case WCRemOpErr:
+		return "remote operation error"
+	case WCRetryExcErr:
+		return "transport retry counter exceeded: the peer does not answer"
+	case WCRNRRetryExcErr:
+		return "RNR retry counter exceeded: the peer posted no receive"
+	case WCBadRespErr:
+		return "bad response"
+	case WCFatalErr:
+		return "fatal error"
+	case WCRespTimeoutErr:
+		return "response timeout"
+	case WCGeneralErr:
+		return "general error"
+	}
+	return "error"
+}
+
+// PostError reports a post that stopped at the work request at Index: the
+// ones before it were posted, it and those after were not.
+type PostError struct {
+	Index int
+	Err   error
+}
+
+func (e *PostError) Error() string {
+	return fmt.Sprintf("%v (at work request %d)", e.Err, e.Index)
+}
+
+func (e *PostError) Unwrap() error { return e.Err }

@@ -1,0 +1,110 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// AsyncEvent is an asynchronous event from the device (struct
+// ibv_async_event), already acknowledged.
+type AsyncEvent struct {
+	Type EventType
+	Port int    // for port events
+	QPN  uint32 // for QP events
+	QP   *QP    // for QP events, when the QP is one of ours
+	CQ   *CQ    // for CQ events
+	SRQ  *SRQ   // for SRQ events
+}
+
+func (e AsyncEvent) String() string {
+	switch {
+	case e.Port != 0:
+		return fmt.Sprintf("%s on port %d", e.Type, e.Port)
+	case e.QPN != 0 || e.QP != nil:
+		return fmt.Sprintf("%s on QP %#x", e.Type, e.QPN)
+	}
+	return e.Type.String()
+}
+
+type eventLoop struct {
+	ch     chan AsyncEvent
+	cancel context.CancelFunc
+	done   chan struct{}
+	f      *os.File
+}
+
+// Events returns the device's asynchronous events (ibv_get_async_event),
+// acknowledged and delivered in order, until the Context is closed, when the
+// channel is closed. The first call starts a goroutine that waits on the
+// async fd through the Go netpoller; later calls return the same channel.
+// Events are held back, not dropped, while nobody receives.
+func (c *Context) Events() (<-chan AsyncEvent, error) {
+	if c.c == nil {
+		return nil, ErrClosed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.events != nil {
+		return c.events.ch, nil
+	}
+	f, rc, err := pollable(int(c.c.async_fd), "async_fd")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &eventLoop{ch: make(chan AsyncEvent, 16), cancel: cancel, done: make(chan struct{}), f: f}
+	c.events = l
+	go func() {
+		defer close(l.done)
+		defer close(l.ch)
+		for {
+			var ev C.struct_ibv_async_event
+			var qpn C.uint32_t
+			var obj unsafe.Pointer
+			var errno C.int
+			err := waitReadable(ctx, f, rc, func() bool {
+				errno = C.gv_get_async_event(c.c, &ev, &qpn, &obj)
+				return errno != C.int(syscall.EAGAIN)
+			})
+			if err != nil || errno != 0 {
+				return
+			}
+			e := AsyncEvent{Type: EventType(ev.event_type), QPN: uint32(qpn)}
+			switch e.Type {
+			case EventPortActive, EventPortErr, EventLIDChange, EventPKeyChange, EventSMChange,
+				EventClientReregister, EventGIDChange:
+				e.Port = int(*(*C.int)(unsafe.Pointer(&ev.element)))
+			}
+			if obj != nil {
+				switch o := c.lookup(obj).(type) {
+				case *QP:
+					e.QP = o
+				case *CQ:
+					e.CQ = o
+				case *SRQ:
+					e.SRQ = o
+				}
+			}
+			select {
+			case l.ch <- e:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return l.ch, nil
+}
+
+func (l *eventLoop) stop() {
+	l.cancel()
+	<-l.done
+	l.f.Close()
+}

@@ -1,0 +1,87 @@
+package ibverbs
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+)
+
+// GID is a 128-bit global identifier (union ibv_gid). On RoCE it holds an
+// IPv6 address, or an IPv4 address mapped into IPv6 (::ffff:a.b.c.d).
+type GID [16]byte
+
+// IsZero reports whether every byte of g is zero, as in unused table slots.
+func (g GID) IsZero() bool { return g == GID{} }
+
+// Addr returns g as an IP address, unmapping IPv4-mapped GIDs.
+func (g GID) Addr() netip.Addr { return netip.AddrFrom16(g).Unmap() }
+
+// IsLinkLocal reports whether g is an IPv6 link-local (fe80::/10) GID, which
+// RoCE v2 cannot route beyond one L2 segment.
+func (g GID) IsLinkLocal() bool { return g.Addr().IsLinkLocalUnicast() }
+
+// String formats g as IPv6 text, the way `ip` and show_gids print it
+// (e.g. "::ffff:198.18.0.1" or "fe80::1").
+func (g GID) String() string { return netip.AddrFrom16(g).String() }
+
+// Hex formats g as the colon-separated groups that sysfs uses
+// ("0000:0000:0000:0000:0000:ffff:c612:0001").
+func (g GID) Hex() string {
+	h := hex.EncodeToString(g[:])
+	var b strings.Builder
+	for i := 0; i < 32; i += 4 {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		b.WriteString(h[i : i+4])
+	}
+	return b.String()
+}
+
+// ParseGID parses a GID written as an IP address ("::ffff:198.18.0.1",
+// "198.18.0.1", "fe80::1") or in sysfs' eight hex groups.
+func ParseGID(s string) (GID, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return GID(a.As16()), nil
+	}
+	h := strings.ReplaceAll(s, ":", "")
+	var g GID
+	if len(h) == 32 {
+		if _, err := hex.Decode(g[:], []byte(h)); err == nil {
+			return g, nil
+		}
+	}
+	return GID{}, fmt.Errorf("invalid GID %q", s)
+}
+
+// GIDFromIP returns the RoCE GID for an IP address.
+func GIDFromIP(ip net.IP) GID {
+	var g GID
+	copy(g[:], ip.To16())
+	return g
+}
+
+// GIDEntry is one valid entry of a port's GID table (struct ibv_gid_entry),
+// with the network device it belongs to.
+type GIDEntry struct {
+	Index   int
+	Port    int
+	GID     GID
+	Type    GIDType
+	Ifindex int    // the netdev's interface index; 0 on InfiniBand
+	Netdev  string // the netdev's name, "" if unknown
+}
+
+// IP returns the address the entry maps to: the IPv4 address of an
+// IPv4-mapped GID, else the GID as an IPv6 address.
+func (e GIDEntry) IP() netip.Addr { return e.GID.Addr() }
+
+func (e GIDEntry) String() string {
+	s := fmt.Sprintf("index %d %s %s", e.Index, e.Type, e.GID)
+	if e.Netdev != "" {
+		s += " on " + e.Netdev
+	}
+	return s
+}

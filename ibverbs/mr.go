@@ -1,0 +1,99 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// MR is a registered memory region (struct ibv_mr) over all or part of a
+// Buffer. The buffer cannot be closed while the MR is registered.
+type MR struct {
+	c   *C.struct_ibv_mr
+	pd  *PD
+	buf *Buffer
+	b   []byte
+
+	lkey, rkey uint32 // copied at registration, so getters never touch freed C memory
+	addr       uint64
+}
+
+// RegMR registers the whole buffer with the given access (ibv_reg_mr).
+func (pd *PD) RegMR(buf *Buffer, access Access) (*MR, error) {
+	return pd.RegMRRange(buf, 0, buf.Len(), access)
+}
+
+// RegMRRange registers length bytes of buf from offset off (ibv_reg_mr).
+// Remote write or atomic access requires AccessLocalWrite too, as in C.
+func (pd *PD) RegMRRange(buf *Buffer, off, length int, access Access) (*MR, error) {
+	if pd.c == nil {
+		return nil, ErrClosed
+	}
+	if buf.b == nil {
+		return nil, ErrClosed
+	}
+	if off < 0 || length <= 0 || off+length > buf.Len() {
+		return nil, fmt.Errorf("ibv_reg_mr: range [%d, %d) outside a buffer of %d bytes: %w",
+			off, off+length, buf.Len(), syscall.EINVAL)
+	}
+	b := buf.b[off : off+length : off+length]
+	var errno C.int
+	m := C.gv_reg_mr(pd.c, unsafe.Pointer(&b[0]), C.size_t(length), C.int(access), &errno)
+	if m == nil {
+		err := verbError("ibv_reg_mr", int(errno))
+		if errno == C.int(syscall.ENOMEM) || errno == C.int(syscall.EPERM) {
+			return nil, fmt.Errorf("registering %d bytes: %w (the locked-memory limit may be too low: "+
+				"raise it with `ulimit -l unlimited`, or `--ulimit memlock=-1` for a container)", length, err)
+		}
+		return nil, fmt.Errorf("registering %d bytes with access %s: %w", length, access, err)
+	}
+	pd.kids.add()
+	buf.kids.add()
+	return &MR{c: m, pd: pd, buf: buf, b: b, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: uint64(uintptr(m.addr))}, nil
+}
+
+// LKey returns the key local work requests use to name this memory.
+func (m *MR) LKey() uint32 { return m.lkey }
+
+// RKey returns the key a peer uses for RDMA read, write and atomics.
+func (m *MR) RKey() uint32 { return m.rkey }
+
+// Addr returns the address of the region's first byte.
+func (m *MR) Addr() uint64 { return m.addr }
+
+// Len returns the region's length in bytes.
+func (m *MR) Len() int { return len(m.b) }
+
+// Bytes returns the registered memory.
+func (m *MR) Bytes() []byte { return m.b }
+
+// Buffer returns the buffer the region lies in.
+func (m *MR) Buffer() *Buffer { return m.buf }
+
+// SGE returns a scatter/gather element for length bytes at offset off of
+// the region. It does not check bounds: the device does.
+func (m *MR) SGE(off, length int) SGE {
+	return SGE{Addr: m.addr + uint64(off), Length: uint32(length), LKey: m.lkey}
+}
+
+// Raw returns the struct ibv_mr pointer, valid until Close.
+func (m *MR) Raw() unsafe.Pointer { return unsafe.Pointer(m.c) }
+
+// Close deregisters the region (ibv_dereg_mr). Closing twice is a no-op.
+func (m *MR) Close() error {
+	if m.c == nil {
+		return nil
+	}
+	if rc := C.ibv_dereg_mr(m.c); rc != 0 {
+		return verbError("ibv_dereg_mr", int(rc))
+	}
+	m.c = nil
+	m.pd.kids.done()
+	m.buf.kids.done()
+	return nil
+}

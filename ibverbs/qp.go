@@ -1,0 +1,246 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"unsafe"
+)
+
+// QPCap is a queue pair's capacity (struct ibv_qp_cap).
+type QPCap struct {
+	MaxSendWR, MaxRecvWR   int
+	MaxSendSGE, MaxRecvSGE int
+	MaxInline              int
+}
+
+// QPInit describes a queue pair to create (struct ibv_qp_init_attr).
+type QPInit struct {
+	Type   QPType
+	SendCQ *CQ
+	RecvCQ *CQ  // defaults to SendCQ
+	SRQ    *SRQ // receives come from the SRQ; RecvCQ still gets their completions
+	Cap    QPCap
+	// SigAll makes every send signalled, whatever its flags.
+	SigAll bool
+}
+
+// QP is a queue pair (struct ibv_qp).
+type QP struct {
+	c      *C.struct_ibv_qp
+	pd     *PD
+	send   *CQ
+	recv   *CQ
+	srq    *SRQ
+	typ    QPType
+	num    uint32
+	cap    QPCap
+	psn    uint32
+	sendS  *C.struct_gv_post_scratch
+	recvS  *C.struct_gv_post_scratch
+	port   int
+	gidIdx int
+}
+
+// maxBatch bounds the WRs one cgo call posts; longer lists take several.
+const maxBatch = 256
+
+// CreateQP creates a queue pair (ibv_create_qp). The capacities granted,
+// which may exceed those asked for, are in QP.Cap.
+func (pd *PD) CreateQP(init QPInit) (*QP, error) {
+	if pd.c == nil {
+		return nil, ErrClosed
+	}
+	if init.SendCQ == nil {
+		return nil, fmt.Errorf("ibv_create_qp: a send CQ is required: %w", syscall.EINVAL)
+	}
+	if init.RecvCQ == nil {
+		init.RecvCQ = init.SendCQ
+	}
+	if init.SendCQ.c == nil || init.RecvCQ.c == nil || (init.SRQ != nil && init.SRQ.c == nil) {
+		return nil, ErrClosed
+	}
+	if init.Cap.MaxSendSGE == 0 {
+		init.Cap.MaxSendSGE = 1
+	}
+	if init.Cap.MaxRecvSGE == 0 && init.SRQ == nil {
+		init.Cap.MaxRecvSGE = 1
+	}
+	var a C.struct_ibv_qp_init_attr
+	a.send_cq = init.SendCQ.c
+	a.recv_cq = init.RecvCQ.c
+	if init.SRQ != nil {
+		a.srq = init.SRQ.c
+	}
+	a.qp_type = C.enum_ibv_qp_type(init.Type)
+	a.cap.max_send_wr = C.uint32_t(init.Cap.MaxSendWR)
+	a.cap.max_recv_wr = C.uint32_t(init.Cap.MaxRecvWR)
+	a.cap.max_send_sge = C.uint32_t(init.Cap.MaxSendSGE)
+	a.cap.max_recv_sge = C.uint32_t(init.Cap.MaxRecvSGE)
+	a.cap.max_inline_data = C.uint32_t(init.Cap.MaxInline)
+	if init.SigAll {
+		a.sq_sig_all = 1
+	}
+	q, err := C.ibv_create_qp(pd.c, &a)
+	if q == nil {
+		return nil, fmt.Errorf("%s QP with %+v: %w", init.Type, init.Cap, errnoOf("ibv_create_qp", err))
+	}
+	qp := &QP{c: q, pd: pd, send: init.SendCQ, recv: init.RecvCQ, srq: init.SRQ, typ: init.Type,
+		num: uint32(q.qp_num), psn: rand.Uint32() & 0xffffff}
+	qp.cap = QPCap{
+		MaxSendWR: int(a.cap.max_send_wr), MaxRecvWR: int(a.cap.max_recv_wr),
+		MaxSendSGE: int(a.cap.max_send_sge), MaxRecvSGE: int(a.cap.max_recv_sge),
+		MaxInline: int(a.cap.max_inline_data),
+	}
+	qp.sendS = C.gv_scratch_new(C.int(min(max(qp.cap.MaxSendWR, 1), maxBatch)), C.int(qp.cap.MaxSendSGE), 1)
+	qp.recvS = C.gv_scratch_new(C.int(min(max(qp.cap.MaxRecvWR, 1), maxBatch)), C.int(max(qp.cap.MaxRecvSGE, 1)), 0)
+	if qp.sendS == nil || qp.recvS == nil {
+		C.gv_scratch_free(qp.sendS)
+		C.gv_scratch_free(qp.recvS)
+		C.ibv_destroy_qp(q)
+		return nil, fmt.Errorf("ibverbs: out of memory for post scratch: %w", syscall.ENOMEM)
+	}
+	pd.kids.add()
+	init.SendCQ.kids.add()
+	init.RecvCQ.kids.add()
+	if init.SRQ != nil {
+		init.SRQ.kids.add()
+	}
+	pd.ctx.register(unsafe.Pointer(q), qp)
+	return qp, nil
+}
+
+// Num returns the queue pair number.
+func (qp *QP) Num() uint32 { return qp.num }
+
+// Type returns the QP's transport type.
+func (qp *QP) Type() QPType { return qp.typ }
+
+// Cap returns the capacities the device granted.
+func (qp *QP) Cap() QPCap { return qp.cap }
+
+// PSN returns the send PSN this QP uses when it moves to RTS through
+// ToRTS or Connect. It is random; set it with SetPSN before Endpoint.
+func (qp *QP) PSN() uint32 { return qp.psn }
+
+// SetPSN sets the send PSN (24 bits) used by ToRTS and Connect.
+func (qp *QP) SetPSN(psn uint32) { qp.psn = psn & 0xffffff }
+
+// PD returns the QP's protection domain.
+func (qp *QP) PD() *PD { return qp.pd }
+
+// Raw returns the struct ibv_qp pointer, valid until Close.
+func (qp *QP) Raw() unsafe.Pointer { return unsafe.Pointer(qp.c) }
+
+// PostSend posts a list of send work requests, in as few cgo calls as the
+// list allows (one per 256 requests). It does not allocate. If the device
+// refuses a request, the error is a *PostError whose Index says which: the
+// ones before it were posted.
+func (qp *QP) PostSend(wrs []SendWR) error {
+	if qp.c == nil {
+		return ErrClosed
+	}
+	s := qp.sendS
+	capn := int(s.cap)
+	maxSGE := int(s.max_sge)
+	for base := 0; base < len(wrs); base += capn {
+		chunk := wrs[base:min(base+capn, len(wrs))]
+		gs := unsafe.Slice(s.gsend, capn)
+		sges := unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), capn*maxSGE)
+		off := 0
+		for i := range chunk {
+			w := &chunk[i]
+			if len(w.SGL) > maxSGE {
+				return &PostError{Index: base + i, Err: fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)}
+			}
+			g := &gs[i]
+			g.wr_id = C.uint64_t(w.ID)
+			g.opcode = C.uint32_t(w.Opcode)
+			g.send_flags = C.uint32_t(w.Flags)
+			g.imm_data = C.uint32_t(w.Imm)
+			g.remote_addr = C.uint64_t(w.RemoteAddr)
+			g.rkey = C.uint32_t(w.RKey)
+			g.compare_add = C.uint64_t(w.CompareAdd)
+			g.swap = C.uint64_t(w.Swap)
+			g.ah = nil
+			if w.AH != nil {
+				g.ah = w.AH.c
+				g.remote_qpn = C.uint32_t(w.RemoteQPN)
+				g.remote_qkey = C.uint32_t(w.RemoteQKey)
+			}
+			g.num_sge = C.uint32_t(len(w.SGL))
+			g.sge_off = C.uint32_t(off)
+			off += copy(sges[off:], w.SGL)
+		}
+		var bad C.int
+		if rc := C.gv_post_send(qp.c, s, C.int(len(chunk)), &bad); rc != 0 {
+			return &PostError{Index: base + int(bad), Err: verbError("ibv_post_send", int(rc))}
+		}
+	}
+	return nil
+}
+
+// PostRecv posts a list of receive work requests, like PostSend.
+func (qp *QP) PostRecv(wrs []RecvWR) error {
+	if qp.c == nil {
+		return ErrClosed
+	}
+	if qp.srq != nil {
+		return fmt.Errorf("ibv_post_recv: the QP takes receives from its SRQ: %w", syscall.EINVAL)
+	}
+	return postRecv(qp.recvS, wrs, func(n C.int, bad *C.int) C.int { return C.gv_post_recv(qp.c, qp.recvS, n, bad) }, "ibv_post_recv")
+}
+
+func postRecv(s *C.struct_gv_post_scratch, wrs []RecvWR, post func(C.int, *C.int) C.int, verb string) error {
+	capn := int(s.cap)
+	maxSGE := int(s.max_sge)
+	for base := 0; base < len(wrs); base += capn {
+		chunk := wrs[base:min(base+capn, len(wrs))]
+		gs := unsafe.Slice(s.grecv, capn)
+		sges := unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), capn*maxSGE)
+		off := 0
+		for i := range chunk {
+			w := &chunk[i]
+			if len(w.SGL) > maxSGE {
+				return &PostError{Index: base + i, Err: fmt.Errorf("%s: %d SGEs, the queue allows %d: %w", verb, len(w.SGL), maxSGE, syscall.EINVAL)}
+			}
+			gs[i].wr_id = C.uint64_t(w.ID)
+			gs[i].num_sge = C.uint32_t(len(w.SGL))
+			gs[i].sge_off = C.uint32_t(off)
+			off += copy(sges[off:], w.SGL)
+		}
+		var bad C.int
+		if rc := post(C.int(len(chunk)), &bad); rc != 0 {
+			return &PostError{Index: base + int(bad), Err: verbError(verb, int(rc))}
+		}
+	}
+	return nil
+}
+
+// Close destroys the QP (ibv_destroy_qp). Closing twice is a no-op.
+func (qp *QP) Close() error {
+	if qp.c == nil {
+		return nil
+	}
+	p := unsafe.Pointer(qp.c)
+	if rc := C.ibv_destroy_qp(qp.c); rc != 0 {
+		return verbError("ibv_destroy_qp", int(rc))
+	}
+	qp.pd.ctx.unregister(p)
+	qp.c = nil
+	C.gv_scratch_free(qp.sendS)
+	C.gv_scratch_free(qp.recvS)
+	qp.sendS, qp.recvS = nil, nil
+	qp.pd.kids.done()
+	qp.send.kids.done()
+	qp.recv.kids.done()
+	if qp.srq != nil {
+		qp.srq.kids.done()
+	}
+	return nil
+}

@@ -1,0 +1,348 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// GlobalRoute is the GRH part of an address vector (struct ibv_global_route).
+// RoCE always needs one.
+type GlobalRoute struct {
+	DGID         GID
+	FlowLabel    uint32
+	SGIDIndex    uint8
+	HopLimit     uint8
+	TrafficClass uint8
+}
+
+// AHAttr is an address vector (struct ibv_ah_attr): how to reach a peer.
+type AHAttr struct {
+	GRH         GlobalRoute
+	DLID        uint16
+	SL          uint8
+	SrcPathBits uint8
+	StaticRate  uint8
+	IsGlobal    bool
+	Port        uint8
+}
+
+// QPAttr holds queue pair attributes (struct ibv_qp_attr) for Modify and
+// Query. Which fields matter is said by a QPAttrMask.
+type QPAttr struct {
+	State           QPState
+	CurState        QPState
+	PathMTU         MTU
+	QKey            uint32
+	RQPSN           uint32
+	SQPSN           uint32
+	DestQPN         uint32
+	Access          Access
+	Cap             QPCap
+	AH              AHAttr
+	PKeyIndex       uint16
+	MaxRdAtomic     uint8
+	MaxDestRdAtomic uint8
+	MinRNRTimer     uint8
+	Port            uint8
+	Timeout         uint8
+	RetryCnt        uint8
+	RNRRetry        uint8
+	SQDraining      bool
+}
+
+func (a *AHAttr) toC(c *C.struct_ibv_ah_attr) {
+	*c = C.struct_ibv_ah_attr{}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&c.grh.dgid)), 16), a.GRH.DGID[:])
+	c.grh.flow_label = C.uint32_t(a.GRH.FlowLabel)
+	c.grh.sgid_index = C.uint8_t(a.GRH.SGIDIndex)
+	c.grh.hop_limit = C.uint8_t(a.GRH.HopLimit)
+	c.grh.traffic_class = C.uint8_t(a.GRH.TrafficClass)
+	c.dlid = C.uint16_t(a.DLID)
+	c.sl = C.uint8_t(a.SL)
+	c.src_path_bits = C.uint8_t(a.SrcPathBits)
+	c.static_rate = C.uint8_t(a.StaticRate)
+	if a.IsGlobal {
+		c.is_global = 1
+	}
+	c.port_num = C.uint8_t(a.Port)
+}
+
+func ahFromC(c *C.struct_ibv_ah_attr) AHAttr {
+	var a AHAttr
+	copy(a.GRH.DGID[:], unsafe.Slice((*byte)(unsafe.Pointer(&c.grh.dgid)), 16))
+	a.GRH.FlowLabel = uint32(c.grh.flow_label)
+	a.GRH.SGIDIndex = uint8(c.grh.sgid_index)
+	a.GRH.HopLimit = uint8(c.grh.hop_limit)
+	a.GRH.TrafficClass = uint8(c.grh.traffic_class)
+	a.DLID = uint16(c.dlid)
+	a.SL = uint8(c.sl)
+	a.SrcPathBits = uint8(c.src_path_bits)
+	a.StaticRate = uint8(c.static_rate)
+	a.IsGlobal = c.is_global != 0
+	a.Port = uint8(c.port_num)
+	return a
+}
+
+// Modify changes the QP's attributes selected by mask (ibv_modify_qp), one
+// to one with C.
+func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
+	if qp.c == nil {
+		return ErrClosed
+	}
+	var a C.struct_ibv_qp_attr
+	a.qp_state = C.enum_ibv_qp_state(attr.State)
+	a.cur_qp_state = C.enum_ibv_qp_state(attr.CurState)
+	a.path_mtu = C.enum_ibv_mtu(attr.PathMTU)
+	a.qkey = C.uint32_t(attr.QKey)
+	a.rq_psn = C.uint32_t(attr.RQPSN)
+	a.sq_psn = C.uint32_t(attr.SQPSN)
+	a.dest_qp_num = C.uint32_t(attr.DestQPN)
+	a.qp_access_flags = C.uint(attr.Access)
+	a.cap.max_send_wr = C.uint32_t(attr.Cap.MaxSendWR)
+	a.cap.max_recv_wr = C.uint32_t(attr.Cap.MaxRecvWR)
+	a.cap.max_send_sge = C.uint32_t(attr.Cap.MaxSendSGE)
+	a.cap.max_recv_sge = C.uint32_t(attr.Cap.MaxRecvSGE)
+	a.cap.max_inline_data = C.uint32_t(attr.Cap.MaxInline)
+	attr.AH.toC(&a.ah_attr)
+	a.pkey_index = C.uint16_t(attr.PKeyIndex)
+	a.max_rd_atomic = C.uint8_t(attr.MaxRdAtomic)
+	a.max_dest_rd_atomic = C.uint8_t(attr.MaxDestRdAtomic)
+	a.min_rnr_timer = C.uint8_t(attr.MinRNRTimer)
+	a.port_num = C.uint8_t(attr.Port)
+	a.timeout = C.uint8_t(attr.Timeout)
+	a.retry_cnt = C.uint8_t(attr.RetryCnt)
+	a.rnr_retry = C.uint8_t(attr.RNRRetry)
+	if rc := C.ibv_modify_qp(qp.c, &a, C.int(mask)); rc != 0 {
+		return fmt.Errorf("QP %#x to %s: %w", qp.num, attr.State, verbError("ibv_modify_qp", int(rc)))
+	}
+	return nil
+}
+
+// Query returns the QP's current attributes and its init capacities
+// (ibv_query_qp with every mask bit).
+func (qp *QP) Query() (QPAttr, error) {
+	if qp.c == nil {
+		return QPAttr{}, ErrClosed
+	}
+	var a C.struct_ibv_qp_attr
+	var ia C.struct_ibv_qp_init_attr
+	mask := C.int(0x1fffff)
+	if rc := C.ibv_query_qp(qp.c, &a, mask, &ia); rc != 0 {
+		return QPAttr{}, verbError("ibv_query_qp", int(rc))
+	}
+	return QPAttr{
+		State: QPState(a.qp_state), CurState: QPState(a.cur_qp_state), PathMTU: MTU(a.path_mtu),
+		QKey: uint32(a.qkey), RQPSN: uint32(a.rq_psn), SQPSN: uint32(a.sq_psn),
+		DestQPN: uint32(a.dest_qp_num), Access: Access(a.qp_access_flags),
+		Cap: QPCap{MaxSendWR: int(a.cap.max_send_wr), MaxRecvWR: int(a.cap.max_recv_wr),
+			MaxSendSGE: int(a.cap.max_send_sge), MaxRecvSGE: int(a.cap.max_recv_sge),
+			MaxInline: int(a.cap.max_inline_data)},
+		AH: ahFromC(&a.ah_attr), PKeyIndex: uint16(a.pkey_index),
+		MaxRdAtomic: uint8(a.max_rd_atomic), MaxDestRdAtomic: uint8(a.max_dest_rd_atomic),
+		MinRNRTimer: uint8(a.min_rnr_timer), Port: uint8(a.port_num), Timeout: uint8(a.timeout),
+		RetryCnt: uint8(a.retry_cnt), RNRRetry: uint8(a.rnr_retry), SQDraining: a.sq_draining != 0,
+	}, nil
+}
+
+// State returns the QP's current state (ibv_query_qp).
+func (qp *QP) State() (QPState, error) {
+	a, err := qp.Query()
+	return a.State, err
+}
+
+// ConnParams are the settings Connect and the To* steps use. Zero fields
+// take the defaults shown, as perftest does.
+type ConnParams struct {
+	Port      int    // 1
+	GIDIndex  int    // required on RoCE: the local GID's index (see SelectGID)
+	PKeyIndex uint16 // 0
+	QKey      uint32 // UD: 0x11111111
+	// Access is the remote access the QP allows: default for RC is remote
+	// write, read and atomic; for UC remote write.
+	Access       Access
+	MTU          MTU   // the smaller of the local active MTU and the peer's
+	Timeout      uint8 // 14 (4.096 µs × 2^14 ≈ 67 ms)
+	RetryCnt     uint8 // 7
+	RNRRetry     uint8 // 7 (retry for ever)
+	MinRNRTimer  uint8 // 12 (0.64 ms)
+	MaxRdAtomic  uint8 // outstanding RDMA reads and atomics: the device's max, up to 16
+	SL           uint8
+	TrafficClass uint8
+	HopLimit     uint8 // 64
+	FlowLabel    uint32
+}
+
+const defaultQKey = 0x11111111
+
+func (p *ConnParams) fill(qp *QP) error {
+	if p.Port == 0 {
+		p.Port = 1
+	}
+	if p.QKey == 0 {
+		p.QKey = defaultQKey
+	}
+	if p.Access == 0 {
+		switch qp.typ {
+		case QPTypeRC:
+			p.Access = AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic | AccessLocalWrite
+		case QPTypeUC:
+			p.Access = AccessRemoteWrite | AccessLocalWrite
+		}
+	}
+	if p.Timeout == 0 {
+		p.Timeout = 14
+	}
+	if p.RetryCnt == 0 {
+		p.RetryCnt = 7
+	}
+	if p.RNRRetry == 0 {
+		p.RNRRetry = 7
+	}
+	if p.MinRNRTimer == 0 {
+		p.MinRNRTimer = 12
+	}
+	if p.HopLimit == 0 {
+		p.HopLimit = 64
+	}
+	if p.MaxRdAtomic == 0 && qp.typ == QPTypeRC {
+		da, err := qp.pd.ctx.QueryDevice()
+		if err != nil {
+			return err
+		}
+		p.MaxRdAtomic = uint8(min(16, da.MaxQPRdAtom, da.MaxQPInitRdAtom))
+		if p.MaxRdAtomic == 0 {
+			p.MaxRdAtomic = 1
+		}
+	}
+	return nil
+}
+
+// ToInit moves the QP from RESET to INIT with the mask its type needs.
+func (qp *QP) ToInit(p ConnParams) error {
+	if err := p.fill(qp); err != nil {
+		return err
+	}
+	a := QPAttr{State: QPStateInit, PKeyIndex: p.PKeyIndex, Port: uint8(p.Port), Access: p.Access, QKey: p.QKey}
+	mask := QPAttrState | QPAttrPKeyIndex | QPAttrPort
+	switch qp.typ {
+	case QPTypeUD:
+		mask |= QPAttrQKey
+	case QPTypeRawPacket:
+		mask = QPAttrState | QPAttrPort
+	default:
+		mask |= QPAttrAccessFlags
+	}
+	return qp.Modify(&a, mask)
+}
+
+// ToRTR moves the QP from INIT to ready-to-receive, aimed at remote.
+func (qp *QP) ToRTR(remote Endpoint, p ConnParams) error {
+	if err := p.fill(qp); err != nil {
+		return err
+	}
+	a := QPAttr{State: QPStateRTR}
+	mask := QPAttrState
+	if qp.typ == QPTypeRC || qp.typ == QPTypeUC {
+		mtu := p.MTU
+		if mtu == 0 {
+			pa, err := qp.pd.ctx.QueryPort(p.Port)
+			if err != nil {
+				return err
+			}
+			mtu = pa.ActiveMTU
+			if remote.MTU != 0 && remote.MTU < mtu {
+				mtu = remote.MTU
+			}
+		}
+		a.PathMTU = mtu
+		a.DestQPN = remote.QPN
+		a.RQPSN = remote.PSN
+		a.AH = qp.ahFor(remote, p)
+		mask |= QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN
+		if qp.typ == QPTypeRC {
+			a.MaxDestRdAtomic = p.MaxRdAtomic
+			a.MinRNRTimer = p.MinRNRTimer
+			mask |= QPAttrMaxDestRdAtomic | QPAttrMinRNRTimer
+		}
+	}
+	return qp.Modify(&a, mask)
+}
+
+// ToRTS moves the QP from RTR to ready-to-send with send PSN qp.PSN().
+func (qp *QP) ToRTS(p ConnParams) error {
+	if err := p.fill(qp); err != nil {
+		return err
+	}
+	a := QPAttr{State: QPStateRTS, SQPSN: qp.psn, Timeout: p.Timeout, RetryCnt: p.RetryCnt,
+		RNRRetry: p.RNRRetry, MaxRdAtomic: p.MaxRdAtomic}
+	mask := QPAttrState | QPAttrSQPSN
+	if qp.typ == QPTypeRC {
+		mask |= QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic
+	}
+	return qp.Modify(&a, mask)
+}
+
+// Connect takes the QP from RESET through INIT and RTR to RTS, aimed at
+// remote (for UD, remote is unused: address each send with an AH).
+func (qp *QP) Connect(remote Endpoint, p ConnParams) error {
+	if err := qp.ToInit(p); err != nil {
+		return err
+	}
+	if err := qp.ToRTR(remote, p); err != nil {
+		return err
+	}
+	return qp.ToRTS(p)
+}
+
+// ToError moves the QP to the error state: outstanding work requests
+// complete with WCWRFlushErr.
+func (qp *QP) ToError() error {
+	return qp.Modify(&QPAttr{State: QPStateError}, QPAttrState)
+}
+
+// Reset moves the QP to RESET, dropping all its work; Connect can then
+// reuse it.
+func (qp *QP) Reset() error {
+	return qp.Modify(&QPAttr{State: QPStateReset}, QPAttrState)
+}
+
+func (qp *QP) ahFor(remote Endpoint, p ConnParams) AHAttr {
+	a := AHAttr{DLID: remote.LID, SL: p.SL, Port: uint8(p.Port)}
+	if !remote.GID.IsZero() {
+		a.IsGlobal = true
+		a.GRH = GlobalRoute{DGID: remote.GID, SGIDIndex: uint8(p.GIDIndex), HopLimit: p.HopLimit,
+			TrafficClass: p.TrafficClass, FlowLabel: p.FlowLabel}
+	}
+	return a
+}
+
+// Endpoint describes this QP for a peer: its number and PSN, and the given
+// port's LID, active MTU and the GID at gidIndex.
+func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
+	if qp.c == nil {
+		return Endpoint{}, ErrClosed
+	}
+	ctx := qp.pd.ctx
+	pa, err := ctx.QueryPort(port)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e := Endpoint{QPN: qp.num, PSN: qp.psn, LID: pa.LID, MTU: pa.ActiveMTU, Port: uint8(port), QKey: defaultQKey}
+	if pa.LinkLayer == LinkLayerEthernet || gidIndex > 0 {
+		g, err := ctx.QueryGID(port, gidIndex)
+		if err != nil {
+			return Endpoint{}, err
+		}
+		if g.GID.IsZero() {
+			return Endpoint{}, fmt.Errorf("GID index %d of %s port %d is empty: %w", gidIndex, ctx.name, port, syscall.EINVAL)
+		}
+		e.GID, e.GIDIndex, e.GIDType = g.GID, uint8(gidIndex), g.Type
+	}
+	return e, nil
+}

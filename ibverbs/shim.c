@@ -1,0 +1,246 @@
+#include "shim.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+
+struct gv_post_scratch *gv_scratch_new(int cap, int max_sge, int send)
+{
+	struct gv_post_scratch *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	if (max_sge < 1)
+		max_sge = 1;
+	s->cap = cap;
+	s->max_sge = max_sge;
+	s->sge = calloc((size_t)cap * max_sge, sizeof(*s->sge));
+	if (send) {
+		s->swr = calloc(cap, sizeof(*s->swr));
+		s->gsend = calloc(cap, sizeof(*s->gsend));
+	} else {
+		s->rwr = calloc(cap, sizeof(*s->rwr));
+		s->grecv = calloc(cap, sizeof(*s->grecv));
+	}
+	if (!s->sge || (send && (!s->swr || !s->gsend)) || (!send && (!s->rwr || !s->grecv))) {
+		gv_scratch_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void gv_scratch_free(struct gv_post_scratch *s)
+{
+	if (!s)
+		return;
+	free(s->sge);
+	free(s->swr);
+	free(s->rwr);
+	free(s->gsend);
+	free(s->grecv);
+	free(s);
+}
+
+// Build the ibv_send_wr chain for gsend[0:n] and post it in one call. On
+// failure *bad is the index of the first WR that was not posted.
+int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad)
+{
+	struct ibv_send_wr *bad_wr = NULL;
+	int i, rc;
+
+	for (i = 0; i < n; i++) {
+		struct gv_send_wr *g = &s->gsend[i];
+		struct ibv_send_wr *w = &s->swr[i];
+
+		w->wr_id = g->wr_id;
+		w->next = i + 1 < n ? &s->swr[i + 1] : NULL;
+		w->sg_list = g->num_sge ? &s->sge[g->sge_off] : NULL;
+		w->num_sge = g->num_sge;
+		w->opcode = g->opcode;
+		w->send_flags = g->send_flags;
+		w->imm_data = htonl(g->imm_data);
+		switch (g->opcode) {
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+		case IBV_WR_RDMA_READ:
+			w->wr.rdma.remote_addr = g->remote_addr;
+			w->wr.rdma.rkey = g->rkey;
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			w->wr.atomic.remote_addr = g->remote_addr;
+			w->wr.atomic.rkey = g->rkey;
+			w->wr.atomic.compare_add = g->compare_add;
+			w->wr.atomic.swap = g->swap;
+			break;
+		default:
+			if (g->ah) {
+				w->wr.ud.ah = g->ah;
+				w->wr.ud.remote_qpn = g->remote_qpn;
+				w->wr.ud.remote_qkey = g->remote_qkey;
+			}
+			break;
+		}
+	}
+	rc = ibv_post_send(qp, &s->swr[0], &bad_wr);
+	*bad = bad_wr ? (int)(bad_wr - &s->swr[0]) : (rc ? 0 : n);
+	return rc;
+}
+
+static void build_recv(struct gv_post_scratch *s, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct gv_recv_wr *g = &s->grecv[i];
+		struct ibv_recv_wr *w = &s->rwr[i];
+
+		w->wr_id = g->wr_id;
+		w->next = i + 1 < n ? &s->rwr[i + 1] : NULL;
+		w->sg_list = g->num_sge ? &s->sge[g->sge_off] : NULL;
+		w->num_sge = g->num_sge;
+	}
+}
+
+int gv_post_recv(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad)
+{
+	struct ibv_recv_wr *bad_wr = NULL;
+	int rc;
+
+	build_recv(s, n);
+	rc = ibv_post_recv(qp, &s->rwr[0], &bad_wr);
+	*bad = bad_wr ? (int)(bad_wr - &s->rwr[0]) : (rc ? 0 : n);
+	return rc;
+}
+
+int gv_post_srq_recv(struct ibv_srq *srq, struct gv_post_scratch *s, int n, int *bad)
+{
+	struct ibv_recv_wr *bad_wr = NULL;
+	int rc;
+
+	build_recv(s, n);
+	rc = ibv_post_srq_recv(srq, &s->rwr[0], &bad_wr);
+	*bad = bad_wr ? (int)(bad_wr - &s->rwr[0]) : (rc ? 0 : n);
+	return rc;
+}
+
+// Poll up to n completions into out. Returns the count, or -errno.
+int gv_poll_cq(struct ibv_cq *cq, int n, struct gv_wc *out)
+{
+	struct ibv_wc wc[32];
+	int got = 0;
+
+	while (got < n) {
+		int want = n - got < 32 ? n - got : 32;
+		int i, k = ibv_poll_cq(cq, want, wc);
+
+		if (k < 0)
+			return got ? got : -EIO;
+		for (i = 0; i < k; i++) {
+			struct gv_wc *o = &out[got + i];
+
+			o->wr_id = wc[i].wr_id;
+			o->status = wc[i].status;
+			o->opcode = wc[i].opcode;
+			o->vendor_err = wc[i].vendor_err;
+			o->byte_len = wc[i].byte_len;
+			o->imm_data = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc[i].imm_data) : 0;
+			o->qp_num = wc[i].qp_num;
+			o->src_qp = wc[i].src_qp;
+			o->wc_flags = wc[i].wc_flags;
+			o->pkey_index = wc[i].pkey_index;
+			o->slid = wc[i].slid;
+			o->sl = wc[i].sl;
+			o->dlid_path_bits = wc[i].dlid_path_bits;
+		}
+		got += k;
+		if (k < want)
+			break;
+	}
+	return got;
+}
+
+int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return ibv_req_notify_cq(cq, solicited_only);
+}
+
+int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+{
+	return ibv_query_port(ctx, port, attr);
+}
+
+int gv_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr)
+{
+	int rc = ibv_query_device_ex(ctx, NULL, attr);
+
+	if (rc == EOPNOTSUPP || rc == ENOSYS)
+		rc = ibv_query_device(ctx, &attr->orig_attr);
+	return rc;
+}
+
+long gv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, long max)
+{
+	ssize_t n = ibv_query_gid_table(ctx, e, max, 0);
+
+	return n < 0 ? (long)n : (long)n;
+}
+
+struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access, int *err)
+{
+	struct ibv_mr *mr;
+
+	errno = 0;
+	mr = ibv_reg_mr(pd, addr, len, access);
+	*err = mr ? 0 : (errno ? errno : EINVAL);
+	return mr;
+}
+
+// Returns 0, or an errno (EAGAIN when the non-blocking channel is empty).
+int gv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq)
+{
+	void *cq_ctx;
+
+	errno = 0;
+	if (ibv_get_cq_event(ch, cq, &cq_ctx))
+		return errno ? errno : EIO;
+	return 0;
+}
+
+// Reads and acknowledges one async event. *qpn is the QP number for QP
+// events; *obj the C object the event is about (QP, CQ, SRQ or WQ), or NULL.
+int gv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
+		       uint32_t *qpn, void **obj)
+{
+	errno = 0;
+	if (ibv_get_async_event(ctx, ev))
+		return errno ? errno : EIO;
+	*qpn = 0;
+	*obj = NULL;
+	switch (ev->event_type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		*qpn = ev->element.qp->qp_num;
+		*obj = ev->element.qp;
+		break;
+	case IBV_EVENT_CQ_ERR:
+		*obj = ev->element.cq;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		*obj = ev->element.srq;
+		break;
+	case IBV_EVENT_WQ_FATAL:
+		*obj = ev->element.wq;
+		break;
+	default:
+		break;
+	}
+	ibv_ack_async_event(ev);
+	return 0;
+}

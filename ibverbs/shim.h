@@ -1,0 +1,80 @@
+// C helpers for the ibverbs package: verbs that are macros or static inlines
+// in <infiniband/verbs.h>, errno returned from the call that set it, and
+// batched posting and polling over flat structs that Go can fill.
+#ifndef GORPERF_IBVERBS_SHIM_H
+#define GORPERF_IBVERBS_SHIM_H
+
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+// gv_send_wr is a send work request laid out for Go: no unions, no pointers
+// but the AH. Its SGEs are sge[sge_off : sge_off+num_sge] of the batch.
+struct gv_send_wr {
+	uint64_t wr_id;
+	uint64_t remote_addr;
+	uint64_t compare_add;
+	uint64_t swap;
+	struct ibv_ah *ah;
+	uint32_t rkey;
+	uint32_t opcode;
+	uint32_t send_flags;
+	uint32_t imm_data; // host order; converted to network order here
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
+	uint32_t num_sge;
+	uint32_t sge_off;
+};
+
+struct gv_recv_wr {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t sge_off;
+};
+
+// gv_wc has the layout of the Go type WC: Poll writes straight into Go's slice.
+struct gv_wc {
+	uint64_t wr_id;
+	uint32_t status;
+	uint32_t opcode;
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_data; // host order
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t wc_flags;
+	uint16_t pkey_index;
+	uint16_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+	uint8_t pad[2];
+};
+
+// gv_post_scratch is the C memory a QP or SRQ owns for building WR chains.
+struct gv_post_scratch {
+	int cap;
+	int max_sge;
+	struct ibv_send_wr *swr;
+	struct ibv_recv_wr *rwr;
+	struct ibv_sge *sge;
+	struct gv_send_wr *gsend;
+	struct gv_recv_wr *grecv;
+};
+
+struct gv_post_scratch *gv_scratch_new(int cap, int max_sge, int send);
+void gv_scratch_free(struct gv_post_scratch *s);
+
+int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad);
+int gv_post_recv(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad);
+int gv_post_srq_recv(struct ibv_srq *srq, struct gv_post_scratch *s, int n, int *bad);
+int gv_poll_cq(struct ibv_cq *cq, int n, struct gv_wc *out);
+int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+int gv_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr);
+long gv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, long max);
+struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access, int *err);
+int gv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
+int gv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
+		       uint32_t *qpn, void **obj);
+
+#endif

@@ -1,0 +1,105 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// SRQ is a shared receive queue (struct ibv_srq): QPs created with it take
+// their receive work requests from it.
+type SRQ struct {
+	c    *C.struct_ibv_srq
+	pd   *PD
+	s    *C.struct_gv_post_scratch
+	kids refs
+}
+
+// SRQInit describes a shared receive queue (struct ibv_srq_init_attr).
+type SRQInit struct {
+	MaxWR  int
+	MaxSGE int
+	// Limit arms the SRQ limit event: EventSRQLimitReached fires when fewer
+	// than Limit receives remain. 0 leaves it disarmed.
+	Limit int
+}
+
+// CreateSRQ creates a shared receive queue (ibv_create_srq).
+func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
+	if pd.c == nil {
+		return nil, ErrClosed
+	}
+	if init.MaxSGE == 0 {
+		init.MaxSGE = 1
+	}
+	var a C.struct_ibv_srq_init_attr
+	a.attr.max_wr = C.uint32_t(init.MaxWR)
+	a.attr.max_sge = C.uint32_t(init.MaxSGE)
+	a.attr.srq_limit = C.uint32_t(init.Limit)
+	q, err := C.ibv_create_srq(pd.c, &a)
+	if q == nil {
+		return nil, fmt.Errorf("SRQ with %d WRs: %w", init.MaxWR, errnoOf("ibv_create_srq", err))
+	}
+	s := C.gv_scratch_new(C.int(min(max(int(a.attr.max_wr), 1), maxBatch)), C.int(a.attr.max_sge), 0)
+	if s == nil {
+		C.ibv_destroy_srq(q)
+		return nil, fmt.Errorf("ibverbs: out of memory for post scratch: %w", syscall.ENOMEM)
+	}
+	srq := &SRQ{c: q, pd: pd, s: s}
+	pd.kids.add()
+	pd.ctx.register(unsafe.Pointer(q), srq)
+	return srq, nil
+}
+
+// PostRecv posts receive work requests to the SRQ (ibv_post_srq_recv), in
+// one cgo call per 256.
+func (srq *SRQ) PostRecv(wrs []RecvWR) error {
+	if srq.c == nil {
+		return ErrClosed
+	}
+	return postRecv(srq.s, wrs, func(n C.int, bad *C.int) C.int { return C.gv_post_srq_recv(srq.c, srq.s, n, bad) }, "ibv_post_srq_recv")
+}
+
+// Arm sets the SRQ limit (ibv_modify_srq with IBV_SRQ_LIMIT): when fewer
+// than limit receives remain, the context's event stream gets
+// EventSRQLimitReached once, and the SRQ must be armed again.
+func (srq *SRQ) Arm(limit int) error {
+	if srq.c == nil {
+		return ErrClosed
+	}
+	var a C.struct_ibv_srq_attr
+	a.srq_limit = C.uint32_t(limit)
+	if rc := C.ibv_modify_srq(srq.c, &a, C.IBV_SRQ_LIMIT); rc != 0 {
+		return verbError("ibv_modify_srq", int(rc))
+	}
+	return nil
+}
+
+// Raw returns the struct ibv_srq pointer, valid until Close.
+func (srq *SRQ) Raw() unsafe.Pointer { return unsafe.Pointer(srq.c) }
+
+// Close destroys the SRQ (ibv_destroy_srq). It fails with EBUSY while QPs
+// use it. Closing twice is a no-op.
+func (srq *SRQ) Close() error {
+	if srq.c == nil {
+		return nil
+	}
+	if n := srq.kids.count(); n > 0 {
+		return busyError("ibv_destroy_srq", "QPs using the SRQ", n)
+	}
+	p := unsafe.Pointer(srq.c)
+	if rc := C.ibv_destroy_srq(srq.c); rc != 0 {
+		return verbError("ibv_destroy_srq", int(rc))
+	}
+	srq.pd.ctx.unregister(p)
+	srq.c = nil
+	C.gv_scratch_free(srq.s)
+	srq.s = nil
+	srq.pd.kids.done()
+	return nil
+}

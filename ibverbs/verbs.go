@@ -1,0 +1,14 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #cgo pkg-config: libibverbs
+// #cgo CFLAGS: -O2 -Wall
+// #cgo noescape gv_poll_cq
+// #cgo nocallback gv_poll_cq
+// #cgo nocallback gv_post_send
+// #cgo nocallback gv_post_recv
+// #cgo nocallback gv_post_srq_recv
+// #cgo nocallback gv_req_notify_cq
+// #include "shim.h"
+import "C"

@@ -1,0 +1,28 @@
+package ibverbs
+
+// WC is a work completion (struct ibv_wc). Its layout matches the shim's
+// struct gv_wc, so Poll fills a caller's []WC without copying.
+type WC struct {
+	WRID         uint64
+	Status       WCStatus
+	Opcode       WCOpcode
+	VendorErr    uint32
+	ByteLen      uint32
+	Imm          uint32 // immediate data in host order, if Flags has WCWithImm
+	QPN          uint32
+	SrcQP        uint32
+	Flags        WCFlags
+	PKeyIndex    uint16
+	SLID         uint16
+	SL           uint8
+	DLIDPathBits uint8
+	_            [2]byte
+}
+
+// Err returns nil for a successful completion, else a *WCError.
+func (wc *WC) Err() error {
+	if wc.Status == WCSuccess {
+		return nil
+	}
+	return &WCError{Status: wc.Status, VendorErr: wc.VendorErr, WRID: wc.WRID, QPN: wc.QPN, Opcode: wc.Opcode}
+}

@@ -1,0 +1,38 @@
+package ibverbs
+
+// SGE is a scatter/gather element (struct ibv_sge): Length bytes at Addr in
+// memory registered with LKey. MR.SGE builds one.
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// SendWR is a send work request (struct ibv_send_wr) for PostSend. The
+// memory its SGEs name must stay registered and untouched until the
+// request's completion is polled (or, for inline sends, until PostSend
+// returns).
+type SendWR struct {
+	ID     uint64
+	Opcode Opcode
+	Flags  SendFlags
+	SGL    []SGE
+	// Imm is the immediate data of *WithImm opcodes, in host order.
+	Imm uint32
+	// RemoteAddr and RKey name the peer's memory for RDMA and atomics.
+	RemoteAddr uint64
+	RKey       uint32
+	// CompareAdd is the value to add (fetch-and-add) or compare
+	// (compare-and-swap); Swap the value swapped in.
+	CompareAdd, Swap uint64
+	// AH, RemoteQPN and RemoteQKey address a UD send.
+	AH         *AH
+	RemoteQPN  uint32
+	RemoteQKey uint32
+}
+
+// RecvWR is a receive work request (struct ibv_recv_wr).
+type RecvWR struct {
+	ID  uint64
+	SGL []SGE
+}

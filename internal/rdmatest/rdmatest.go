@@ -1,0 +1,135 @@
+//go:build linux && cgo
+
+// Package rdmatest finds the RDMA device that device tests run on.
+//
+// A device test calls Device or Open first. Without a usable device the
+// test is skipped, unless GORPERF_REQUIRE_DEVICE=1 is set (as CI does), when
+// it fails: in CI no device test may silently not run. GORPERF_TEST_DEVICE
+// names the device to use; if it names one that is missing, the test fails.
+package rdmatest
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// Info names the device and port under test.
+type Info struct {
+	Name string
+	Port int
+}
+
+// Required reports whether GORPERF_REQUIRE_DEVICE asks for device tests to
+// fail rather than skip.
+func Required() bool {
+	v, _ := strconv.ParseBool(os.Getenv("GORPERF_REQUIRE_DEVICE"))
+	return v
+}
+
+// unavailable skips the test, or fails it when a device is required.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if Required() {
+		t.Fatalf("GORPERF_REQUIRE_DEVICE=1 but "+format, args...)
+	}
+	t.Skipf("no RDMA device: "+format, args...)
+}
+
+// Device returns the device to test on: GORPERF_TEST_DEVICE, else the
+// first device with an active port.
+func Device(t testing.TB) Info {
+	t.Helper()
+	devs, err := ibverbs.Devices()
+	if err != nil {
+		unavailable(t, "listing devices: %v", err)
+	}
+	want := os.Getenv("GORPERF_TEST_DEVICE")
+	for _, d := range devs {
+		if want != "" && d.Name != want {
+			continue
+		}
+		port, err := activePort(d.Name)
+		if err != nil {
+			if want != "" {
+				t.Fatalf("GORPERF_TEST_DEVICE=%s: %v", want, err)
+			}
+			continue
+		}
+		return Info{Name: d.Name, Port: port}
+	}
+	if want != "" {
+		t.Fatalf("GORPERF_TEST_DEVICE=%s: no such device (have %d devices)", want, len(devs))
+	}
+	unavailable(t, "no device with an active port among %d devices", len(devs))
+	return Info{}
+}
+
+func activePort(name string) (int, error) {
+	ctx, err := ibverbs.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer ctx.Close()
+	da, err := ctx.QueryDevice()
+	if err != nil {
+		return 0, err
+	}
+	for p := 1; p <= da.PhysPortCnt; p++ {
+		pa, err := ctx.QueryPort(p)
+		if err == nil && pa.State == ibverbs.PortActive {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no active port")
+}
+
+// Open opens the test device and closes it when the test ends.
+func Open(t testing.TB) (*ibverbs.Context, Info) {
+	t.Helper()
+	info := Device(t)
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatalf("open %s: %v", info.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := ctx.Close(); err != nil {
+			t.Errorf("closing %s: %v", info.Name, err)
+		}
+	})
+	return ctx, info
+}
+
+// GIDIndex returns the index of the port's RoCE v2 GID that SelectGID
+// picks with the default rule, for tests that need one.
+func GIDIndex(t testing.TB, ctx *ibverbs.Context, port int) int {
+	t.Helper()
+	pa, err := ctx.QueryPort(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa.LinkLayer != ibverbs.LinkLayerEthernet {
+		return 0
+	}
+	ch, err := ctx.SelectGID(port, ibverbs.GIDRule{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch.Entry.Index
+}
+
+// SkipIfUnsupported skips the test when err says the device does not
+// support what it tried (errors.ErrUnsupported); any other error fails it.
+func SkipIfUnsupported(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("not supported by this device: %v", err)
+	}
+	t.Fatal(err)
+}

@@ -1,0 +1,55 @@
+package report
+
+import (
+	"encoding/csv"
+	"io"
+	"strconv"
+)
+
+// csvHeader names the columns of WriteCSV, after the JSON field names.
+var csvHeader = []string{
+	"test", "bytes", "iterations",
+	"bw_peak_mbps", "bw_avg_mbps", "bw_avg_gbps", "msg_rate_mpps",
+	"t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us",
+	"p50_us", "p90_us", "p99_us", "p99_9_us", "p99_99_us",
+}
+
+// WriteCSV writes r.Results as CSV: a header row, then one row per message
+// size. The columns are the same for every test; a field that the JSON
+// document leaves out (a zero bandwidth field in a latency test, say) is
+// an empty cell. The first column repeats r.Test, so that the output of
+// several runs can be concatenated (without their header rows).
+func WriteCSV(w io.Writer, r Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvHeader); err != nil {
+		return err
+	}
+	for _, s := range r.Results {
+		row := []string{
+			r.Test,
+			strconv.Itoa(s.Bytes),
+			strconv.FormatUint(s.Iterations, 10),
+		}
+		for _, v := range []float64{
+			s.BWPeakMBps, s.BWAvgMBps, s.BWAvgGbps, s.MsgRateMpps,
+			s.TMinUs, s.TMaxUs, s.TTypicalUs, s.TAvgUs, s.TStdevUs,
+			s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us,
+		} {
+			row = append(row, csvFloat(v))
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// csvFloat formats v in the fewest digits that read back exactly, or as
+// an empty cell when v is zero.
+func csvFloat(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}

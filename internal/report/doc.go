@@ -1,0 +1,20 @@
+// Package report writes gorperf results for people and for programs.
+//
+// The text output copies perftest 4.5 byte for byte where perftest has an
+// equivalent: the test header block (WriteHeader), the bandwidth table
+// (WriteBWHeader, WriteBWRow) and the latency table (WriteLatHeader,
+// WriteLatRow), separated by the same dashed rules (WriteRule). After the
+// perftest table gorperf adds what perftest lacks: a percentile line
+// (WritePercentiles) and a latency histogram (WriteHistogram).
+//
+// For programs there is a versioned JSON document (Result, WriteJSON) and
+// a CSV table (WriteCSV). Every write function returns the first error of
+// the underlying io.Writer.
+//
+// A full bandwidth report is written in this order:
+//
+//	WriteHeader(w, h)
+//	WriteBWHeader(w, gbits)
+//	WriteBWRow(w, bw, gbits) // once per message size
+//	WriteRule(w)
+package report

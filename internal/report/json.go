@@ -1,0 +1,165 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/stats"
+)
+
+// SchemaVersion is the version of the JSON document WriteJSON writes. It
+// changes when a field is removed or changes meaning; adding a field does
+// not change it.
+const SchemaVersion = 1
+
+// Tool is the value of the "tool" field of every JSON document.
+const Tool = "gorperf"
+
+// Result is the JSON document for one gorperf run. A run that failed
+// before measuring anything is still a valid Result: it carries an Error
+// and an empty Results array.
+type Result struct {
+	// SchemaVersion and Tool are set by WriteJSON.
+	SchemaVersion int    `json:"schema_version"`
+	Tool          string `json:"tool"`
+	// Version is gorperf's version.
+	Version string `json:"version"`
+	// Test names the test, for example "write_bw" or "send_lat".
+	Test string `json:"test"`
+	// Role is "client", "server" or "loopback".
+	Role      string `json:"role"`
+	Device    string `json:"device"`
+	Port      int    `json:"port"`
+	GIDIndex  int    `json:"gid_index"`
+	GIDReason string `json:"gid_reason"`
+	// Connection is "RC", "UC" or "UD".
+	Connection    string `json:"connection"`
+	QPs           int    `json:"qps"`
+	RdmaCM        bool   `json:"rdma_cm"`
+	Bidirectional bool   `json:"bidirectional"`
+	// Results holds one entry per message size; WriteJSON writes an
+	// empty array rather than null when there are none.
+	Results []SizeResult `json:"results"`
+	// Intervals holds the periodic reports of --run-infinitely.
+	Intervals []Interval `json:"intervals,omitempty"`
+	// Error describes why the run failed, if it did.
+	Error *Error `json:"error,omitempty"`
+	// Interrupted reports that the run was stopped (Ctrl-C) before it
+	// finished; Results then holds what was measured.
+	Interrupted bool `json:"interrupted"`
+}
+
+// SizeResult is the result for one message size. A bandwidth test fills
+// the bandwidth fields and a latency test the latency fields; the others
+// are left out of the JSON. Latencies are in microseconds.
+type SizeResult struct {
+	Bytes      int    `json:"bytes"`
+	Iterations uint64 `json:"iterations"`
+
+	// Bandwidth in MB/sec (MB = 2^20 bytes) and Gbit/sec.
+	BWPeakMBps  float64 `json:"bw_peak_mbps,omitempty"`
+	BWAvgMBps   float64 `json:"bw_avg_mbps,omitempty"`
+	BWAvgGbps   float64 `json:"bw_avg_gbps,omitempty"`
+	MsgRateMpps float64 `json:"msg_rate_mpps,omitempty"`
+
+	TMinUs     float64 `json:"t_min_us,omitempty"`
+	TMaxUs     float64 `json:"t_max_us,omitempty"`
+	TTypicalUs float64 `json:"t_typical_us,omitempty"`
+	TAvgUs     float64 `json:"t_avg_us,omitempty"`
+	TStdevUs   float64 `json:"t_stdev_us,omitempty"`
+	P50Us      float64 `json:"p50_us,omitempty"`
+	P90Us      float64 `json:"p90_us,omitempty"`
+	P99Us      float64 `json:"p99_us,omitempty"`
+	P999Us     float64 `json:"p99_9_us,omitempty"`
+	P9999Us    float64 `json:"p99_99_us,omitempty"`
+}
+
+// Interval is one periodic bandwidth report of a --run-infinitely run.
+type Interval struct {
+	// EndS is the end of the interval in seconds since the test started,
+	// and DurationS its length in seconds.
+	EndS      float64 `json:"end_s"`
+	DurationS float64 `json:"duration_s"`
+	// Iterations is the number of messages completed in the interval.
+	Iterations  uint64  `json:"iterations"`
+	BWAvgMBps   float64 `json:"bw_avg_mbps"`
+	BWAvgGbps   float64 `json:"bw_avg_gbps"`
+	MsgRateMpps float64 `json:"msg_rate_mpps"`
+}
+
+// Error is the JSON form of a failure: a stable machine-readable code and
+// a message for people.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// SizeFromBandwidth returns the SizeResult of a bandwidth test.
+func SizeFromBandwidth(b stats.Bandwidth) SizeResult {
+	_, gbps := b.Gbps()
+	return SizeResult{
+		Bytes:       b.Bytes,
+		Iterations:  b.Iterations,
+		BWPeakMBps:  b.PeakMBps,
+		BWAvgMBps:   b.AvgMBps,
+		BWAvgGbps:   gbps,
+		MsgRateMpps: b.MsgRateMpps,
+	}
+}
+
+// SizeFromLatency returns the SizeResult of a latency test of iters
+// iterations of size bytes. l is in nanoseconds; the result holds
+// microseconds rounded to the nanosecond, so that the JSON carries no
+// digits beyond what was measured.
+func SizeFromLatency(size int, iters uint64, l stats.Latency) SizeResult {
+	return SizeResult{
+		Bytes:      size,
+		Iterations: iters,
+		TMinUs:     usec(l.Min),
+		TMaxUs:     usec(l.Max),
+		TTypicalUs: usec(l.Typical),
+		TAvgUs:     usec(l.Avg),
+		TStdevUs:   usec(l.Stdev),
+		P50Us:      usec(l.P50),
+		P90Us:      usec(l.P90),
+		P99Us:      usec(l.P99),
+		P999Us:     usec(l.P999),
+		P9999Us:    usec(l.P9999),
+	}
+}
+
+// usec converts nanoseconds to microseconds rounded to the nanosecond.
+func usec(ns float64) float64 {
+	return math.Round(ns) / nsPerUsec
+}
+
+// IntervalFromBandwidth returns the Interval that ends at end (measured
+// from the start of the test) with the bandwidth b, as returned by
+// stats.Accumulator.Snapshot.
+func IntervalFromBandwidth(end time.Duration, b stats.Bandwidth) Interval {
+	_, gbps := b.Gbps()
+	return Interval{
+		EndS:        end.Seconds(),
+		DurationS:   b.Elapsed.Seconds(),
+		Iterations:  b.Iterations,
+		BWAvgMBps:   b.AvgMBps,
+		BWAvgGbps:   gbps,
+		MsgRateMpps: b.MsgRateMpps,
+	}
+}
+
+// WriteJSON writes r as one indented JSON document followed by a newline.
+// It sets SchemaVersion and Tool, and writes a nil Results as [].
+// Floating-point fields must be finite; encoding/json rejects NaN and Inf.
+func WriteJSON(w io.Writer, r Result) error {
+	r.SchemaVersion = SchemaVersion
+	r.Tool = Tool
+	if r.Results == nil {
+		r.Results = []SizeResult{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

@@ -1,0 +1,408 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/stats"
+)
+
+var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
+
+// checkGolden compares got with testdata/name, or rewrites the file when
+// the test runs with -update.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run go test -update if the change is intended)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// roceGID is ::ffff:198.18.0.1, a RoCE v2 IPv4 GID.
+var roceGID = [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 14: 0, 15: 1}
+
+func writeBWHeader() Header {
+	return Header{
+		Test:         "RDMA_Write BW Test",
+		Device:       "rxe0",
+		Port:         1,
+		NumQPs:       1,
+		Transport:    "IB",
+		Connection:   "RC",
+		TXDepth:      128,
+		CQModeration: 1,
+		Mtu:          1024,
+		LinkType:     "Ethernet",
+		GIDIndex:     1,
+		GIDReason:    "RoCE v2, IPv4 198.18.0.1 on rxeveth0: first routable IPv4 RoCE v2 entry",
+		DataEx:       "Ethernet",
+		ShowRKey:     true,
+		Local:        []Endpoint{{QPN: 0x11, PSN: 0x9f1c3a, RKey: 0x1234, VAddr: 0x7f1234567000, GID: FormatGID(roceGID)}},
+		Remote:       []Endpoint{{QPN: 0x12, PSN: 0x42, RKey: 0xabcdef01, VAddr: 0x7f0000001000, GID: FormatGID([16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 14: 0, 15: 2})}},
+	}
+}
+
+func TestWriteHeader(t *testing.T) {
+	tests := []struct {
+		golden string
+		h      Header
+	}{
+		{"header_write_bw.golden", writeBWHeader()},
+		{
+			// InfiniBand send latency on two QPs: LIDs, no GID, no RKey,
+			// both depths.
+			"header_send_lat_ib.golden",
+			Header{
+				Test: "Send Latency Test", Device: "mlx5_0", Port: 1, NumQPs: 2,
+				Transport: "IB", Connection: "UD", UsingSRQ: true, PCIeRelaxOrder: true,
+				TXDepth: 1, RXDepth: 512, Mtu: 4096, LinkType: "IB", GIDIndex: -1,
+				MaxInline: 236, RdmaCM: true, DataEx: "rdma_cm",
+				Local:  []Endpoint{{LID: 1, QPN: 0x4a, PSN: 0}, {LID: 1, QPN: 0x4b, PSN: 0x1}},
+				Remote: []Endpoint{{LID: 0x1f, QPN: 0x123456, PSN: 0xffffff}, {LID: 0x1f, QPN: 0x123457, PSN: 0x10}},
+			},
+		},
+		{
+			// A read test prints outstanding reads and OUT; no endpoints yet.
+			"header_read_bw_noaddr.golden",
+			Header{
+				Test: "RDMA_Read BW Test", Dual: true, Device: "rxe0", NumQPs: 1,
+				Transport: "IB", Connection: "RC", TXDepth: 128, CQModeration: 100,
+				Mtu: 1024, LinkType: "Ethernet", GIDIndex: 0, OutstandingReads: 16,
+			},
+		},
+		{
+			"header_read_bw.golden",
+			Header{
+				Test: "RDMA_Read BW Test", Device: "rxe0", NumQPs: 1,
+				Transport: "IB", Connection: "RC", TXDepth: 128, CQModeration: 100,
+				Mtu: 1024, LinkType: "Ethernet", GIDIndex: 3, OutstandingReads: 16, ShowRKey: true,
+				Local:  []Endpoint{{QPN: 0x11, PSN: 0x1, OutReads: 16, RKey: 0x1, VAddr: 0x1000, GID: FormatGID(roceGID)}},
+				Remote: []Endpoint{{QPN: 0x12, PSN: 0x2, OutReads: 16, RKey: 0x2, VAddr: 0x2000, GID: FormatGID(roceGID)}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteHeader(&buf, tt.h); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, tt.golden, buf.Bytes())
+		})
+	}
+}
+
+// The address line of the task's example, checked by hand against C's
+// printf rather than against a golden file.
+func TestAddressLine(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteHeader(&buf, writeBWHeader()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		" local address: LID 0000 QPN 0x0011 PSN 0x9f1c3a RKey 0x001234 VAddr 0x007f1234567000\n",
+		" GID: 00:00:00:00:00:00:00:00:00:00:255:255:198:18:00:01\n",
+		" remote address: LID 0000 QPN 0x0012 PSN 0x0042 RKey 0xabcdef01 VAddr 0x007f0000001000\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("header lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func TestCHex(t *testing.T) {
+	tests := []struct {
+		v     uint64
+		width int
+		want  string
+	}{
+		{0, 4, "0000"},
+		{1, 4, "0x01"},
+		{0x11, 6, "0x0011"},
+		{0x9f1c3a, 6, "0x9f1c3a"},
+		{0x1234567, 6, "0x1234567"},
+		{0x1234, 8, "0x001234"},
+		{0x7f1234567000, 16, "0x007f1234567000"},
+		{0, 0, "0"},
+	}
+	for _, tt := range tests {
+		if got := cHex(tt.v, tt.width); got != tt.want {
+			t.Errorf("cHex(%#x, %d) = %q, want %q", tt.v, tt.width, got, tt.want)
+		}
+	}
+}
+
+func TestFormatGID(t *testing.T) {
+	tests := []struct {
+		gid  [16]byte
+		want string
+	}{
+		{roceGID, "00:00:00:00:00:00:00:00:00:00:255:255:198:18:00:01"},
+		{[16]byte{0xfe, 0x80, 15: 9}, "254:128:00:00:00:00:00:00:00:00:00:00:00:00:00:09"},
+		{[16]byte{}, "00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00"},
+	}
+	for _, tt := range tests {
+		if got := FormatGID(tt.gid); got != tt.want {
+			t.Errorf("FormatGID(%v) = %q, want %q", tt.gid, got, tt.want)
+		}
+	}
+}
+
+// bwResults is a fixed bandwidth sweep.
+func bwResults() []stats.Bandwidth {
+	return []stats.Bandwidth{
+		stats.ComputeBandwidth(2, 5000, 25*time.Millisecond, 2*time.Microsecond),
+		stats.ComputeBandwidth(4096, 5000, 40*time.Millisecond, 5*time.Microsecond),
+		stats.ComputeBandwidth(65536, 5000, time.Second, 100*time.Microsecond),
+		stats.ComputeBandwidth(8388608, 5000, 3500*time.Millisecond, 0),
+	}
+}
+
+func TestBWTable(t *testing.T) {
+	for _, gbits := range []bool{false, true} {
+		var buf bytes.Buffer
+		check := func(err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(WriteBWHeader(&buf, gbits))
+		for _, b := range bwResults() {
+			check(WriteBWRow(&buf, b, gbits))
+		}
+		check(WriteRule(&buf))
+		name := "bw_table_mb.golden"
+		if gbits {
+			name = "bw_table_gb.golden"
+		}
+		checkGolden(t, name, buf.Bytes())
+	}
+}
+
+// latSamples returns n deterministic latency samples in nanoseconds: a
+// body between 2 and 3 us and a sparse tail up to about 40 us.
+func latSamples(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		v := 2000 + float64((i*7919)%1000)
+		if i%97 == 0 {
+			v += float64((i*104729)%20000) + 5000
+		}
+		if i == n/2 {
+			v = 40123.4
+		}
+		s[i] = v
+	}
+	return s
+}
+
+func latSummary(t *testing.T) stats.Latency {
+	t.Helper()
+	l, err := stats.Summarize(latSamples(999))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLatTable(t *testing.T) {
+	l := latSummary(t)
+	var buf bytes.Buffer
+	for _, err := range []error{
+		WriteLatHeader(&buf),
+		WriteLatRow(&buf, 2, 1000, l),
+		WriteRule(&buf),
+		WritePercentiles(&buf, l),
+		WriteHistogram(&buf, stats.NewHistogram(latSamples(999), 12), 40),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkGolden(t, "lat_table.golden", buf.Bytes())
+}
+
+func bwResult() Result {
+	r := Result{
+		Version: "0.1.0", Test: "write_bw", Role: "client", Device: "rxe0", Port: 1,
+		GIDIndex: 1, GIDReason: "first routable IPv4 RoCE v2 entry", Connection: "RC", QPs: 1,
+	}
+	for _, b := range bwResults() {
+		r.Results = append(r.Results, SizeFromBandwidth(b))
+	}
+	return r
+}
+
+func latResult(t *testing.T) Result {
+	return Result{
+		Version: "0.1.0", Test: "send_lat", Role: "server", Device: "rxe0", Port: 1,
+		GIDIndex: 1, Connection: "UD", QPs: 1, RdmaCM: true,
+		Results: []SizeResult{SizeFromLatency(2, 1000, latSummary(t))},
+	}
+}
+
+func infiniteResult() Result {
+	t0 := time.Unix(1700000000, 0)
+	acc := stats.NewAccumulator(t0)
+	r := Result{
+		Version: "0.1.0", Test: "write_bw", Role: "client", Device: "rxe0", Port: 1,
+		GIDIndex: 1, Connection: "RC", QPs: 2, Bidirectional: true, Interrupted: true,
+	}
+	for i := 1; i <= 3; i++ {
+		acc.Add(uint64(65536*1000*i), uint64(1000*i))
+		end := time.Duration(i) * 5 * time.Second
+		r.Intervals = append(r.Intervals, IntervalFromBandwidth(end, acc.Snapshot(t0.Add(end))))
+	}
+	return r
+}
+
+func errorResult() Result {
+	return Result{
+		Version: "0.1.0", Test: "write_bw", Role: "client", Device: "mlx5_9", Port: 1,
+		GIDIndex: -1, Connection: "RC", QPs: 1,
+		Error: &Error{Code: "device_not_found", Message: `no RDMA device named "mlx5_9"`},
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	tests := []struct {
+		golden string
+		r      Result
+	}{
+		{"write_bw.json.golden", bwResult()},
+		{"send_lat.json.golden", latResult(t)},
+		{"infinite.json.golden", infiniteResult()},
+		{"error.json.golden", errorResult()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteJSON(&buf, tt.r); err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid(buf.Bytes()) {
+				t.Fatalf("invalid JSON:\n%s", buf.Bytes())
+			}
+			checkGolden(t, tt.golden, buf.Bytes())
+		})
+	}
+}
+
+func TestWriteJSONErrorOnly(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, Result{Error: &Error{Code: "usage", Message: "bad flag"}}); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, buf.Bytes())
+	}
+	if v := doc["schema_version"]; v != float64(SchemaVersion) {
+		t.Errorf("schema_version = %v, want %d", v, SchemaVersion)
+	}
+	if v := doc["tool"]; v != "gorperf" {
+		t.Errorf("tool = %v, want gorperf", v)
+	}
+	if res, ok := doc["results"].([]any); !ok || len(res) != 0 {
+		t.Errorf("results = %#v, want []", doc["results"])
+	}
+	e, _ := doc["error"].(map[string]any)
+	if e["code"] != "usage" || e["message"] != "bad flag" {
+		t.Errorf("error = %#v", doc["error"])
+	}
+	if _, ok := doc["intervals"]; ok {
+		t.Errorf("intervals present in an error-only document")
+	}
+}
+
+func TestWriteJSONRoundTrip(t *testing.T) {
+	in := latResult(t)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	var out Result
+	if err := json.Unmarshal(buf.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	in.SchemaVersion, in.Tool = SchemaVersion, Tool
+	if out.Results[0] != in.Results[0] || out.Test != in.Test || out.SchemaVersion != 1 || out.Tool != "gorperf" {
+		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
+	}
+}
+
+func TestWriteJSONRejectsNaN(t *testing.T) {
+	r := Result{Results: []SizeResult{{Bytes: 2, TAvgUs: math.NaN()}}}
+	if err := WriteJSON(&bytes.Buffer{}, r); err == nil {
+		t.Error("WriteJSON with a NaN: no error")
+	}
+}
+
+func TestWriteCSV(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, bwResult()); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "write_bw.csv.golden", buf.Bytes())
+
+	buf.Reset()
+	if err := WriteCSV(&buf, latResult(t)); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "send_lat.csv.golden", buf.Bytes())
+
+	buf.Reset()
+	if err := WriteCSV(&buf, errorResult()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := buf.String(), strings.Join(csvHeader, ",")+"\n"; got != want {
+		t.Errorf("CSV without results = %q, want the header row %q", got, want)
+	}
+}
+
+// failWriter fails every write.
+type failWriter struct{}
+
+var errWrite = errors.New("write failed")
+
+func (failWriter) Write([]byte) (int, error) { return 0, errWrite }
+
+func TestWriteErrors(t *testing.T) {
+	l := latSummary(t)
+	writes := map[string]func(w failWriter) error{
+		"WriteHeader":      func(w failWriter) error { return WriteHeader(w, writeBWHeader()) },
+		"WriteBWHeader":    func(w failWriter) error { return WriteBWHeader(w, false) },
+		"WriteBWRow":       func(w failWriter) error { return WriteBWRow(w, bwResults()[0], true) },
+		"WriteLatHeader":   func(w failWriter) error { return WriteLatHeader(w) },
+		"WriteLatRow":      func(w failWriter) error { return WriteLatRow(w, 2, 1000, l) },
+		"WriteRule":        func(w failWriter) error { return WriteRule(w) },
+		"WritePercentiles": func(w failWriter) error { return WritePercentiles(w, l) },
+		"WriteHistogram":   func(w failWriter) error { return WriteHistogram(w, stats.NewHistogram([]float64{1, 2}, 2), 10) },
+		"WriteJSON":        func(w failWriter) error { return WriteJSON(w, bwResult()) },
+		"WriteCSV":         func(w failWriter) error { return WriteCSV(w, bwResult()) },
+	}
+	for name, write := range writes {
+		if err := write(failWriter{}); !errors.Is(err, errWrite) {
+			t.Errorf("%s to a failing writer = %v, want %v", name, err, errWrite)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"io"
+
+	"github.com/gorperf/gorperf/internal/stats"
+)
+
+// The column headers and row formats of perftest 4.5. The odd mixes of
+// spaces and tabs are perftest's own, kept so that output lines up the
+// same way and scripts that parse perftest keep working.
+const (
+	bwHeaderMB = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+	bwHeaderGb = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+	bwRow      = " %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n"
+
+	latHeader = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
+	latRow    = " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n"
+)
+
+// nsPerUsec converts stats' nanosecond samples to the microseconds of the
+// reports.
+const nsPerUsec = 1e3
+
+// WriteRule writes perftest's dashed rule, which closes a result table.
+func WriteRule(w io.Writer) error {
+	_, err := io.WriteString(w, rule)
+	return err
+}
+
+// WriteBWHeader writes the column header of the bandwidth table, in
+// MB/sec (MB = 2^20 bytes, perftest's default) or, with gbits, in Gb/sec
+// (perftest's --report_gbits).
+func WriteBWHeader(w io.Writer, gbits bool) error {
+	h := bwHeaderMB
+	if gbits {
+		h = bwHeaderGb
+	}
+	_, err := io.WriteString(w, h)
+	return err
+}
+
+// WriteBWRow writes one row of the bandwidth table, in the units chosen
+// by gbits as for WriteBWHeader.
+func WriteBWRow(w io.Writer, b stats.Bandwidth, gbits bool) error {
+	peak, avg := b.PeakMBps, b.AvgMBps
+	if gbits {
+		peak, avg = b.Gbps()
+	}
+	p := &printer{w: w}
+	p.printf(bwRow, b.Bytes, b.Iterations, peak, avg, b.MsgRateMpps)
+	return p.err
+}
+
+// WriteLatHeader writes the column header of the latency table.
+func WriteLatHeader(w io.Writer) error {
+	_, err := io.WriteString(w, latHeader)
+	return err
+}
+
+// WriteLatRow writes one row of the latency table for messages of size
+// bytes. iters is the number of iterations run, which perftest prints
+// even though it summarizes fewer samples; l is in nanoseconds and is
+// printed in microseconds.
+func WriteLatRow(w io.Writer, size int, iters uint64, l stats.Latency) error {
+	p := &printer{w: w}
+	p.printf(latRow, size, iters,
+		l.Min/nsPerUsec, l.Max/nsPerUsec, l.Typical/nsPerUsec, l.Avg/nsPerUsec,
+		l.Stdev/nsPerUsec, l.P99/nsPerUsec, l.P999/nsPerUsec)
+	return p.err
+}
+
+// WritePercentiles writes gorperf's percentile line, meant to follow the
+// perftest latency table:
+//
+//	p50: 1.23  p90: 1.45  p99: 2.01  p99.9: 3.50  p99.99: 4.00 [usec]
+func WritePercentiles(w io.Writer, l stats.Latency) error {
+	p := &printer{w: w}
+	p.printf(" p50: %.2f  p90: %.2f  p99: %.2f  p99.9: %.2f  p99.99: %.2f [usec]\n",
+		l.P50/nsPerUsec, l.P90/nsPerUsec, l.P99/nsPerUsec, l.P999/nsPerUsec, l.P9999/nsPerUsec)
+	return p.err
+}
+
+// WriteHistogram writes a latency histogram of nanosecond samples in
+// microseconds, under a title line, with bars at most width characters
+// long. It writes nothing for a histogram without buckets.
+func WriteHistogram(w io.Writer, h stats.Histogram, width int) error {
+	if len(h.Buckets) == 0 {
+		return nil
+	}
+	p := &printer{w: w}
+	p.printf(" latency histogram [usec]:\n")
+	if p.err != nil {
+		return p.err
+	}
+	return h.Scale(1/nsPerUsec).Render(w, width)
+}
