@@ -37,8 +37,9 @@ COPY . .
 # /out/gorperf              the command
 # /out/gorperf-device-tests ci/device-tests.sh
 # /out/tests/NAME.test      one test binary for each package with tests, NAME
-#                           its directory with / as - (internal/bench ->
-#                           internal-bench); NAME.srcdir names where it runs
+#                           its directory with / as _ (internal/bench ->
+#                           internal_bench, as make test-binaries names them);
+#                           NAME.srcdir names the directory it runs in
 # /out/src/DIR/testdata     each package's testdata, for the tests that read it
 RUN set -eu; \
     mkdir -p /out/tests /out/src; \
@@ -48,7 +49,7 @@ RUN set -eu; \
     pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); \
     for p in $pkgs; do \
         rel=${p#"$mod"}; rel=${rel#/}; \
-        name=$(echo "${rel:-${mod##*/}}" | tr / -); \
+        name=$(echo "${rel:-${mod##*/}}" | tr / _); \
         echo "test binary $name.test <- $p"; \
         go test -c -o "/out/tests/$name.test" "$p"; \
         mkdir -p "/out/src/$rel"; \

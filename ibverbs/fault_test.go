@@ -1,0 +1,360 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestRemoteAccessError(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+	err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: 77, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey() ^ 0x5a5a00}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	we := pollErr(t, p.a.cq)
+	if we.Status != ibverbs.WCRemAccessErr || we.WRID != 77 || we.QPN != p.a.qp.Num() {
+		t.Errorf("got %v, want REM_ACCESS_ERR for wr_id 77", we)
+	}
+	if !strings.Contains(we.Error(), "IBV_WC_REM_ACCESS_ERR") {
+		t.Errorf("error text %q lacks the status name", we.Error())
+	}
+	// The requester's QP is now in the error state.
+	if s, err := p.a.qp.State(); err != nil || s != ibverbs.QPStateError {
+		t.Errorf("QP state after the error: %v, %v", s, err)
+	}
+}
+
+func TestRNRRetryExceeded(t *testing.T) {
+	// No receive posted on b: a's send meets RNR NAKs until its one retry
+	// is spent.
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, params: ibverbs.ConnParams{RNRRetry: 1, MinRNRTimer: 1}})
+	err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: 5, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 16)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if we := pollErr(t, p.a.cq); we.Status != ibverbs.WCRNRRetryExcErr || we.WRID != 5 {
+		t.Errorf("got %v, want RNR_RETRY_EXC_ERR", we)
+	}
+}
+
+func TestFlushOnError(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+	recvs := []ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}, {ID: 2, SGL: []ibverbs.SGE{p.b.mr.SGE(64, 64)}}}
+	if err := p.b.qp.PostRecv(recvs); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.b.qp.ToError(); err != nil {
+		t.Fatal(err)
+	}
+	for i, wc := range pollN(t, p.b.cq, 2) {
+		if wc.Status != ibverbs.WCWRFlushErr || wc.WRID != uint64(i+1) {
+			t.Errorf("completion %d: %+v, want WR_FLUSH_ERR for wr_id %d", i, wc, i+1)
+		}
+	}
+	// Reset and reconnect: the QP works again.
+	if err := p.b.qp.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := p.b.qp.State(); s != ibverbs.QPStateReset {
+		t.Fatalf("state after Reset: %v", s)
+	}
+}
+
+func TestSRQSharedByTwoQPs(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	gid := rdmatest.GIDIndex(t, ctx, info.Port)
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	srq, err := pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, MaxSGE: 1})
+	if err != nil {
+		rdmatest.SkipIfUnsupported(t, err)
+	}
+	t.Cleanup(func() { closeOK(t, srq) })
+	o := pairOpts{typ: ibverbs.QPTypeRC}
+	// Two receivers share srq; each has its own sender.
+	r1 := newSide(t, ctx, pd, o, srq, info.Port, gid)
+	r2 := newSide(t, ctx, pd, o, srq, info.Port, gid)
+	s1 := newSide(t, ctx, pd, o, nil, info.Port, gid)
+	s2 := newSide(t, ctx, pd, o, nil, info.Port, gid)
+	if err := srq.Arm(3); err != nil {
+		t.Fatal(err)
+	}
+	events, err := ctx.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := ibverbs.ConnParams{Port: info.Port, GIDIndex: gid}
+	for _, c := range [][2]*side{{r1, s1}, {r2, s2}} {
+		if err := c[0].qp.Connect(c[1].ep, cp); err != nil {
+			t.Fatal(err)
+		}
+		if err := c[1].qp.Connect(c[0].ep, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r1.qp.PostRecv(nil); err == nil {
+		t.Error("PostRecv on a QP with an SRQ succeeded")
+	}
+	// The SRQ's receives land in r1's buffer, whoever they are for.
+	wrs := make([]ibverbs.RecvWR, 4)
+	for i := range wrs {
+		wrs[i] = ibverbs.RecvWR{ID: uint64(100 + i), SGL: []ibverbs.SGE{r1.mr.SGE(i*256, 256)}}
+	}
+	if err := srq.PostRecv(wrs); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*side{s1, s2} {
+		copy(s.buf.Bytes(), []byte{byte('A' + i), 'x', 'y'})
+		if err := s.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{s.mr.SGE(0, 3)}}}); err != nil {
+			t.Fatal(err)
+		}
+		pollOK(t, s.cq, ibverbs.WCSend)
+	}
+	w1 := pollOK(t, r1.cq, ibverbs.WCRecv)
+	w2 := pollOK(t, r2.cq, ibverbs.WCRecv)
+	if w1.QPN != r1.qp.Num() || w2.QPN != r2.qp.Num() {
+		t.Errorf("receive completions on QPs %#x, %#x; want %#x, %#x", w1.QPN, w2.QPN, r1.qp.Num(), r2.qp.Num())
+	}
+	seen := map[byte]bool{}
+	for _, wc := range []ibverbs.WC{w1, w2} {
+		if wc.WRID < 100 || wc.WRID > 103 {
+			t.Fatalf("wr_id %d is not one of the SRQ's", wc.WRID)
+		}
+		seen[r1.buf.Bytes()[(wc.WRID-100)*256]] = true
+	}
+	if !seen['A'] || !seen['B'] {
+		t.Errorf("SRQ buffers hold %v, want messages from both senders", seen)
+	}
+	// Two of four receives are left, under the limit of 3: the SRQ limit
+	// event arrives on the context's event stream.
+	select {
+	case ev := <-events:
+		if ev.Type != ibverbs.EventSRQLimitReached || ev.SRQ != srq {
+			t.Errorf("event %v (SRQ %p), want SRQ_LIMIT_REACHED on %p", ev, ev.SRQ, srq)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no SRQ_LIMIT_REACHED event in 10s")
+	}
+	// QPs using the SRQ keep it open.
+	if err := srq.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("closing an SRQ in use: %v, want EBUSY", err)
+	}
+}
+
+// TestAsyncEventPort takes the port's netdev down and up again and expects
+// PORT_ERR and then PORT_ACTIVE on the event stream. It needs to own the
+// netdev, so it runs only where the rxe VM says which netdev that is.
+// (rxe on Linux 6.1 raises no QP async events: a QP that fails, or is moved
+// to the error state, only flushes its work; see TestRemoteAccessError and
+// TestFlushOnError.)
+func TestAsyncEventPort(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	nd := os.Getenv("RXE_NETDEV")
+	if nd == "" || os.Getenv("GORPERF_TEST_DEVICE") != os.Getenv("RXE_DEV") {
+		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+			t.Fatal("in the rxe VM but RXE_NETDEV is unset")
+		}
+		t.Skip("needs the rxe VM's netdev (RXE_NETDEV) to take down")
+	}
+	events, err := ctx.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := func(state string) {
+		t.Helper()
+		if out, err := exec.Command("ip", "link", "set", nd, state).CombinedOutput(); err != nil {
+			t.Fatalf("ip link set %s %s: %v: %s", nd, state, err, out)
+		}
+	}
+	expect := func(want ibverbs.EventType) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatal("event stream closed")
+				}
+				if ev.Type == want && ev.Port == info.Port {
+					return
+				}
+				t.Logf("skipping event %v", ev)
+			case <-timeout:
+				t.Fatalf("no %v event in 10s", want)
+			}
+		}
+	}
+	link("down")
+	t.Cleanup(func() { exec.Command("ip", "link", "set", nd, "up").Run() })
+	expect(ibverbs.EventPortErr)
+	if pa, err := ctx.QueryPort(info.Port); err != nil || pa.State == ibverbs.PortActive {
+		t.Errorf("port after link down: %v, %v", pa.State, err)
+	}
+	link("up")
+	expect(ibverbs.EventPortActive)
+	waitFor(t, func() bool {
+		pa, err := ctx.QueryPort(info.Port)
+		return err == nil && pa.State == ibverbs.PortActive
+	})
+	// Closing the context ends the stream.
+}
+
+func TestCQWait(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	gid := rdmatest.GIDIndex(t, ctx, info.Port)
+	ch, err := ctx.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, ch) })
+	cq, err := ctx.CreateCQ(16, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, cq) })
+	wcs := make([]ibverbs.WC, 4)
+
+	// Nothing arrives: a cancelled context ends the wait promptly.
+	c1, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := cq.Wait(c1, wcs); !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait = %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancelled Wait took %v", d)
+	}
+	c2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	if _, err := cq.Wait(c2, wcs); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait = %v, want context.DeadlineExceeded", err)
+	}
+
+	// A completion wakes the waiter.
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	a := newSide(t, ctx, pd, pairOpts{typ: ibverbs.QPTypeRC}, nil, info.Port, gid)
+	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: a.cq, RecvCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, qp) })
+	ep, err := qp.Endpoint(info.Port, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := ibverbs.ConnParams{Port: info.Port, GIDIndex: gid}
+	if err := qp.Connect(a.ep, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.qp.Connect(ep, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.PostRecv([]ibverbs.RecvWR{{ID: 11, SGL: []ibverbs.SGE{a.mr.SGE(4096, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		n, err := cq.Wait(ctx, wcs)
+		if err == nil && (n != 1 || wcs[0].WRID != 11 || wcs[0].Err() != nil) {
+			err = errors.New("wrong completion")
+		}
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := a.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, SGL: []ibverbs.SGE{a.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Wait for a completion: %v", err)
+	}
+}
+
+// TestCloseOrder closes parents before children, children twice and uses
+// closed objects: each gives a defined error, never a crash.
+func TestCloseOrder(t *testing.T) {
+	info := rdmatest.Device(t)
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, _ := ctx.AllocPD()
+	buf, _ := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	mr, err := pd.RegMR(buf, ibverbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := ctx.CreateCompChannel()
+	cq, _ := ctx.CreateCQ(8, ch)
+	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 2, MaxRecvWR: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]closer{"context": ctx, "pd": pd, "buffer": buf, "cq": cq, "channel": ch} {
+		if err := c.Close(); !errors.Is(err, syscall.EBUSY) {
+			t.Errorf("closing the %s with live children: %v, want EBUSY", name, err)
+		}
+	}
+	for _, c := range []closer{qp, qp, mr, mr, cq, ch, buf, pd, ctx, ctx} {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close %T: %v", c, err)
+		}
+	}
+	wc := make([]ibverbs.WC, 1)
+	checks := map[string]error{
+		"PostSend":    qp.PostSend([]ibverbs.SendWR{{}}),
+		"PostRecv":    qp.PostRecv([]ibverbs.RecvWR{{}}),
+		"ToError":     qp.ToError(),
+		"ReqNotify":   cq.ReqNotify(false),
+		"AllocPD":     second(ctx.AllocPD()),
+		"CreateCQ":    second(ctx.CreateCQ(1, nil)),
+		"RegMR":       second(pd.RegMR(buf, 0)),
+		"QueryDevice": second(ctx.QueryDevice()),
+		"Events":      second(ctx.Events()),
+		"Wait":        second(ch.Wait(context.Background())),
+	}
+	_, checks["Poll"] = cq.Poll(wc)
+	for name, err := range checks {
+		if !errors.Is(err, ibverbs.ErrClosed) || !errors.Is(err, os.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	// Getters of closed objects still answer from what they cached.
+	_ = mr.LKey() + mr.RKey()
+	_ = qp.Num()
+}
+
+func second[T any](_ T, err error) error { return err }

@@ -1,0 +1,152 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+const bufSize = 64 << 10
+
+// side is one end of a test connection: its QP and the resources under it.
+type side struct {
+	pd  *ibverbs.PD
+	buf *ibverbs.Buffer
+	mr  *ibverbs.MR
+	cq  *ibverbs.CQ
+	qp  *ibverbs.QP
+	ep  ibverbs.Endpoint
+}
+
+type pairOpts struct {
+	typ    ibverbs.QPType
+	params ibverbs.ConnParams
+	cap    ibverbs.QPCap
+}
+
+// pair is two QPs of one type on the test device, connected to each other.
+type pair struct {
+	ctx  *ibverbs.Context
+	port int
+	gid  int
+	a, b *side
+}
+
+func newSide(t *testing.T, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq *ibverbs.SRQ, port, gid int) *side {
+	t.Helper()
+	s := &side{pd: pd}
+	var err error
+	if s.buf, err = ibverbs.NewBuffer(bufSize, ibverbs.BufferOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, s.buf) })
+	access := ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead | ibverbs.AccessRemoteAtomic
+	if s.mr, err = pd.RegMR(s.buf, access); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, s.mr) })
+	if s.cq, err = ctx.CreateCQ(256, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, s.cq) })
+	c := o.cap
+	if c.MaxSendWR == 0 {
+		c = ibverbs.QPCap{MaxSendWR: 128, MaxRecvWR: 128, MaxSendSGE: 4, MaxRecvSGE: 4}
+	}
+	if s.qp, err = pd.CreateQP(ibverbs.QPInit{Type: o.typ, SendCQ: s.cq, SRQ: srq, Cap: c}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, s.qp) })
+	if s.ep, err = s.qp.Endpoint(port, gid); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newPair(t *testing.T, o pairOpts) *pair {
+	t.Helper()
+	ctx, info := rdmatest.Open(t)
+	p := &pair{ctx: ctx, port: info.Port, gid: rdmatest.GIDIndex(t, ctx, info.Port)}
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	p.a = newSide(t, ctx, pd, o, nil, p.port, p.gid)
+	p.b = newSide(t, ctx, pd, o, nil, p.port, p.gid)
+	p.connect(t, o.params)
+	return p
+}
+
+func (p *pair) connect(t *testing.T, params ibverbs.ConnParams) {
+	t.Helper()
+	params.Port, params.GIDIndex = p.port, p.gid
+	if err := p.a.qp.Connect(p.b.ep, params); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.b.qp.Connect(p.a.ep, params); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type closer interface{ Close() error }
+
+func closeOK(t *testing.T, c closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("Close %T: %v", c, err)
+	}
+}
+
+// pollN polls cq until it has n completions or 10 s pass.
+func pollN(t *testing.T, cq *ibverbs.CQ, n int) []ibverbs.WC {
+	t.Helper()
+	out := make([]ibverbs.WC, 0, n)
+	wcs := make([]ibverbs.WC, 16)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(out) < n {
+		k, err := cq.Poll(wcs[:min(len(wcs), n-len(out))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, wcs[:k]...)
+		if k == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("got %d of %d completions in 10s", len(out), n)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return out
+}
+
+// pollOK polls one completion and fails the test unless it succeeded with
+// the given opcode.
+func pollOK(t *testing.T, cq *ibverbs.CQ, op ibverbs.WCOpcode) ibverbs.WC {
+	t.Helper()
+	wc := pollN(t, cq, 1)[0]
+	if err := wc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if wc.Opcode != op {
+		t.Fatalf("completion opcode %v, want %v", wc.Opcode, op)
+	}
+	return wc
+}
+
+// pollErr polls one completion and returns its *WCError, failing the test
+// if it succeeded.
+func pollErr(t *testing.T, cq *ibverbs.CQ) *ibverbs.WCError {
+	t.Helper()
+	wc := pollN(t, cq, 1)[0]
+	var we *ibverbs.WCError
+	if !errors.As(wc.Err(), &we) {
+		t.Fatalf("completion %+v succeeded, want an error", wc)
+	}
+	return we
+}
