@@ -17,10 +17,11 @@ import (
 
 // Context is an open RDMA device (struct ibv_context).
 type Context struct {
-	c     *C.struct_ibv_context
-	name  string
-	ports int
-	kids  refs
+	c        *C.struct_ibv_context
+	name     string
+	ports    int
+	borrowed bool // lent by another library (rdmacm): never closed by us
+	kids     refs
 
 	mu     sync.Mutex
 	objs   map[unsafe.Pointer]any // QPs, CQs and SRQs by C pointer, for async events
@@ -36,7 +37,7 @@ func (c *Context) Raw() unsafe.Pointer { return unsafe.Pointer(c.c) }
 
 // Close closes the device (ibv_close_device). It fails with EBUSY while PDs,
 // CQs or completion channels of the context are open. Closing twice is a
-// no-op.
+// no-op. Closing a borrowed context (WrapContext) only ends this handle.
 func (c *Context) Close() error {
 	if c.c == nil {
 		return nil
@@ -47,6 +48,10 @@ func (c *Context) Close() error {
 	if c.events != nil {
 		c.events.stop()
 		c.events = nil
+	}
+	if c.borrowed {
+		c.c = nil
+		return nil
 	}
 	rc := C.ibv_close_device(c.c)
 	c.c = nil
@@ -314,4 +319,21 @@ func (c *Context) SelectGID(port int, rule GIDRule) (GIDChoice, error) {
 		return ch, fmt.Errorf("%s port %d: %w", c.name, port, err)
 	}
 	return ch, nil
+}
+
+// WrapContext wraps a struct ibv_context that another library opened and
+// owns, such as librdmacm's cm_id->verbs. Close never closes the device; the
+// owner must outlive every object made from the returned Context.
+func WrapContext(raw unsafe.Pointer) (*Context, error) {
+	if raw == nil {
+		return nil, fmt.Errorf("ibverbs: WrapContext(nil): %w", syscall.EINVAL)
+	}
+	c := (*C.struct_ibv_context)(raw)
+	ctx := &Context{c: c, name: C.GoString(C.ibv_get_device_name(c.device)), borrowed: true, objs: map[unsafe.Pointer]any{}}
+	var a C.struct_ibv_device_attr
+	if rc := C.ibv_query_device(c, &a); rc != 0 {
+		return nil, verbError("ibv_query_device", int(rc))
+	}
+	ctx.ports = int(a.phys_port_cnt)
+	return ctx, nil
 }

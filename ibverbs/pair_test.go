@@ -37,7 +37,7 @@ type pair struct {
 	a, b *side
 }
 
-func newSide(t *testing.T, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq *ibverbs.SRQ, port, gid int) *side {
+func newSide(t testing.TB, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq *ibverbs.SRQ, port, gid int) *side {
 	t.Helper()
 	s := &side{pd: pd}
 	var err error
@@ -68,7 +68,7 @@ func newSide(t *testing.T, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq
 	return s
 }
 
-func newPair(t *testing.T, o pairOpts) *pair {
+func newPair(t testing.TB, o pairOpts) *pair {
 	t.Helper()
 	ctx, info := rdmatest.Open(t)
 	p := &pair{ctx: ctx, port: info.Port, gid: rdmatest.GIDIndex(t, ctx, info.Port)}
@@ -83,7 +83,7 @@ func newPair(t *testing.T, o pairOpts) *pair {
 	return p
 }
 
-func (p *pair) connect(t *testing.T, params ibverbs.ConnParams) {
+func (p *pair) connect(t testing.TB, params ibverbs.ConnParams) {
 	t.Helper()
 	params.Port, params.GIDIndex = p.port, p.gid
 	if err := p.a.qp.Connect(p.b.ep, params); err != nil {
@@ -96,7 +96,7 @@ func (p *pair) connect(t *testing.T, params ibverbs.ConnParams) {
 
 type closer interface{ Close() error }
 
-func closeOK(t *testing.T, c closer) {
+func closeOK(t testing.TB, c closer) {
 	t.Helper()
 	if err := c.Close(); err != nil {
 		t.Errorf("Close %T: %v", c, err)
@@ -104,7 +104,7 @@ func closeOK(t *testing.T, c closer) {
 }
 
 // pollN polls cq until it has n completions or 10 s pass.
-func pollN(t *testing.T, cq *ibverbs.CQ, n int) []ibverbs.WC {
+func pollN(t testing.TB, cq *ibverbs.CQ, n int) []ibverbs.WC {
 	t.Helper()
 	out := make([]ibverbs.WC, 0, n)
 	wcs := make([]ibverbs.WC, 16)
@@ -127,7 +127,7 @@ func pollN(t *testing.T, cq *ibverbs.CQ, n int) []ibverbs.WC {
 
 // pollOK polls one completion and fails the test unless it succeeded with
 // the given opcode.
-func pollOK(t *testing.T, cq *ibverbs.CQ, op ibverbs.WCOpcode) ibverbs.WC {
+func pollOK(t testing.TB, cq *ibverbs.CQ, op ibverbs.WCOpcode) ibverbs.WC {
 	t.Helper()
 	wc := pollN(t, cq, 1)[0]
 	if err := wc.Err(); err != nil {
@@ -141,7 +141,7 @@ func pollOK(t *testing.T, cq *ibverbs.CQ, op ibverbs.WCOpcode) ibverbs.WC {
 
 // pollErr polls one completion and returns its *WCError, failing the test
 // if it succeeded.
-func pollErr(t *testing.T, cq *ibverbs.CQ) *ibverbs.WCError {
+func pollErr(t testing.TB, cq *ibverbs.CQ) *ibverbs.WCError {
 	t.Helper()
 	wc := pollN(t, cq, 1)[0]
 	var we *ibverbs.WCError

@@ -32,19 +32,19 @@ type QPInit struct {
 
 // QP is a queue pair (struct ibv_qp).
 type QP struct {
-	c      *C.struct_ibv_qp
-	pd     *PD
-	send   *CQ
-	recv   *CQ
-	srq    *SRQ
-	typ    QPType
-	num    uint32
-	cap    QPCap
-	psn    uint32
-	sendS  *C.struct_gv_post_scratch
-	recvS  *C.struct_gv_post_scratch
-	port   int
-	gidIdx int
+	c     *C.struct_ibv_qp
+	pd    *PD
+	send  *CQ
+	recv  *CQ
+	srq   *SRQ
+	typ   QPType
+	num   uint32
+	cap   QPCap
+	psn   uint32
+	sendS *C.struct_gv_post_scratch
+	recvS *C.struct_gv_post_scratch
+	// destroy replaces ibv_destroy_qp for QPs made by other libraries.
+	destroy func() error
 }
 
 // maxBatch bounds the WRs one cgo call posts; longer lists take several.
@@ -90,19 +90,49 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	if q == nil {
 		return nil, fmt.Errorf("%s QP with %+v: %w", init.Type, init.Cap, errnoOf("ibv_create_qp", err))
 	}
-	qp := &QP{c: q, pd: pd, send: init.SendCQ, recv: init.RecvCQ, srq: init.SRQ, typ: init.Type,
+	return pd.adopt(q, init, &a.cap, nil)
+}
+
+// AdoptQP wraps a QP that C code created on pd, such as rdma_create_qp.
+// init must describe it as created, with the capacities granted. Close calls
+// destroy instead of ibv_destroy_qp.
+func (pd *PD) AdoptQP(raw unsafe.Pointer, init QPInit, destroy func() error) (*QP, error) {
+	if pd.c == nil {
+		return nil, ErrClosed
+	}
+	if raw == nil || init.SendCQ == nil || destroy == nil {
+		return nil, fmt.Errorf("ibverbs: AdoptQP needs a QP, its send CQ and a destroy function: %w", syscall.EINVAL)
+	}
+	if init.RecvCQ == nil {
+		init.RecvCQ = init.SendCQ
+	}
+	var c C.struct_ibv_qp_cap
+	c.max_send_wr = C.uint32_t(init.Cap.MaxSendWR)
+	c.max_recv_wr = C.uint32_t(init.Cap.MaxRecvWR)
+	c.max_send_sge = C.uint32_t(init.Cap.MaxSendSGE)
+	c.max_recv_sge = C.uint32_t(init.Cap.MaxRecvSGE)
+	c.max_inline_data = C.uint32_t(init.Cap.MaxInline)
+	return pd.adopt((*C.struct_ibv_qp)(raw), init, &c, destroy)
+}
+
+func (pd *PD) adopt(q *C.struct_ibv_qp, init QPInit, c *C.struct_ibv_qp_cap, destroy func() error) (*QP, error) {
+	qp := &QP{destroy: destroy, c: q, pd: pd, send: init.SendCQ, recv: init.RecvCQ, srq: init.SRQ, typ: init.Type,
 		num: uint32(q.qp_num), psn: rand.Uint32() & 0xffffff}
 	qp.cap = QPCap{
-		MaxSendWR: int(a.cap.max_send_wr), MaxRecvWR: int(a.cap.max_recv_wr),
-		MaxSendSGE: int(a.cap.max_send_sge), MaxRecvSGE: int(a.cap.max_recv_sge),
-		MaxInline: int(a.cap.max_inline_data),
+		MaxSendWR: int(c.max_send_wr), MaxRecvWR: int(c.max_recv_wr),
+		MaxSendSGE: max(int(c.max_send_sge), 1), MaxRecvSGE: int(c.max_recv_sge),
+		MaxInline: int(c.max_inline_data),
 	}
 	qp.sendS = C.gv_scratch_new(C.int(min(max(qp.cap.MaxSendWR, 1), maxBatch)), C.int(qp.cap.MaxSendSGE), 1)
 	qp.recvS = C.gv_scratch_new(C.int(min(max(qp.cap.MaxRecvWR, 1), maxBatch)), C.int(max(qp.cap.MaxRecvSGE, 1)), 0)
 	if qp.sendS == nil || qp.recvS == nil {
 		C.gv_scratch_free(qp.sendS)
 		C.gv_scratch_free(qp.recvS)
-		C.ibv_destroy_qp(q)
+		if destroy != nil {
+			destroy()
+		} else {
+			C.ibv_destroy_qp(q)
+		}
 		return nil, fmt.Errorf("ibverbs: out of memory for post scratch: %w", syscall.ENOMEM)
 	}
 	pd.kids.add()
@@ -228,7 +258,11 @@ func (qp *QP) Close() error {
 		return nil
 	}
 	p := unsafe.Pointer(qp.c)
-	if rc := C.ibv_destroy_qp(qp.c); rc != 0 {
+	if qp.destroy != nil {
+		if err := qp.destroy(); err != nil {
+			return err
+		}
+	} else if rc := C.ibv_destroy_qp(qp.c); rc != 0 {
 		return verbError("ibv_destroy_qp", int(rc))
 	}
 	qp.pd.ctx.unregister(p)

@@ -346,3 +346,9 @@ func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
 	}
 	return e, nil
 }
+
+// AHAttrFromRaw converts a C struct ibv_ah_attr, such as the one an
+// rdma_cm UD event carries, to an AHAttr.
+func AHAttrFromRaw(raw unsafe.Pointer) AHAttr {
+	return ahFromC((*C.struct_ibv_ah_attr)(raw))
+}

@@ -6,7 +6,10 @@ package ibverbs
 // #cgo CFLAGS: -O2 -Wall
 // #cgo noescape gv_poll_cq
 // #cgo nocallback gv_poll_cq
+// #cgo noescape gv_post_send
 // #cgo nocallback gv_post_send
+// #cgo noescape gv_post_recv
+// #cgo noescape gv_post_srq_recv
 // #cgo nocallback gv_post_recv
 // #cgo nocallback gv_post_srq_recv
 // #cgo nocallback gv_req_notify_cq

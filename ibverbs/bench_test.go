@@ -1,0 +1,63 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// BenchmarkWritePostPoll posts RDMA writes of 64 bytes in lists of the
+// given length, only the last signalled, and polls the completion: the
+// library's whole hot path. ns/op is per list; allocs/op must be 0.
+func BenchmarkWritePostPoll(b *testing.B) {
+	for _, batch := range []int{1, 16} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			p := benchPair(b)
+			wrs := make([]ibverbs.SendWR, batch)
+			sgl := []ibverbs.SGE{p.a.mr.SGE(0, 64)}
+			for i := range wrs {
+				wrs[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpRDMAWrite, SGL: sgl,
+					RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}
+			}
+			wrs[batch-1].Flags = ibverbs.SendSignaled
+			wcs := make([]ibverbs.WC, 16)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := p.a.qp.PostSend(wrs); err != nil {
+					b.Fatal(err)
+				}
+				for {
+					n, err := p.a.cq.Poll(wcs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if n > 0 {
+						if err := wcs[0].Err(); err != nil {
+							b.Fatal(err)
+						}
+						break
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/write")
+		})
+	}
+}
+
+// BenchmarkPollEmpty is the cost of one cgo call that finds nothing.
+func BenchmarkPollEmpty(b *testing.B) {
+	p := benchPair(b)
+	wcs := make([]ibverbs.WC, 16)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.a.cq.Poll(wcs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchPair(b *testing.B) *pair { return newPair(b, pairOpts{typ: ibverbs.QPTypeRC}) }

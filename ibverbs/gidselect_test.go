@@ -1,0 +1,158 @@
+package ibverbs
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func mustGID(t *testing.T, s string) GID {
+	t.Helper()
+	g, err := ParseGID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// A ConnectX-style table: each address has a RoCE v1 and a v2 entry, the
+// link-local pair first, then IPv4, then a global IPv6 address.
+func mlxTable(t *testing.T) []GIDEntry {
+	return []GIDEntry{
+		{Index: 0, GID: mustGID(t, "fe80::1"), Type: GIDTypeRoCEv1, Netdev: "eth0"},
+		{Index: 1, GID: mustGID(t, "fe80::1"), Type: GIDTypeRoCEv2, Netdev: "eth0"},
+		{Index: 2, GID: mustGID(t, "2001:db8::5"), Type: GIDTypeRoCEv1, Netdev: "eth0"},
+		{Index: 3, GID: mustGID(t, "2001:db8::5"), Type: GIDTypeRoCEv2, Netdev: "eth0"},
+		{Index: 4, GID: mustGID(t, "::ffff:198.18.0.1"), Type: GIDTypeRoCEv1, Netdev: "eth0"},
+		{Index: 5, GID: mustGID(t, "::ffff:198.18.0.1"), Type: GIDTypeRoCEv2, Netdev: "eth0"},
+		{Index: 6, GID: mustGID(t, "::ffff:198.19.0.1"), Type: GIDTypeRoCEv2, Netdev: "eth1.100"},
+	}
+}
+
+func TestSelectGID(t *testing.T) {
+	tests := []struct {
+		name string
+		rule GIDRule
+		want int
+	}{
+		{"default prefers IPv4 over an earlier IPv6", GIDRule{}, 5},
+		{"IPv6", GIDRule{Family: 6}, 3},
+		{"by address", GIDRule{Addr: netip.MustParseAddr("198.19.0.1")}, 6},
+		{"by subnet", GIDRule{Prefix: netip.MustParsePrefix("198.19.0.0/16")}, 6},
+		{"by netdev", GIDRule{Netdev: "eth1.100"}, 6},
+		{"link-local on request", GIDRule{Family: 6, AllowLinkLocal: true}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := SelectGID(mlxTable(t), tt.rule)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Entry.Index != tt.want {
+				t.Fatalf("chose %d, want %d\n%s", c.Entry.Index, tt.want, c.Explain())
+			}
+			if len(c.Skipped) != len(mlxTable(t))-1 {
+				t.Errorf("%d entries explained as skipped, want %d", len(c.Skipped), len(mlxTable(t))-1)
+			}
+		})
+	}
+}
+
+func TestSelectGIDReasons(t *testing.T) {
+	c, err := SelectGID(mlxTable(t), GIDRule{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := map[int]string{}
+	for _, s := range c.Skipped {
+		why[s.Entry.Index] = s.Reason
+	}
+	for idx, want := range map[int]string{
+		0: "RoCE v1 twin of index 1",
+		1: "link-local",
+		3: "IPv4, which is preferred",
+		4: "RoCE v1 twin of index 5",
+		6: "index 5 comes first",
+	} {
+		if !strings.Contains(why[idx], want) {
+			t.Errorf("index %d skipped for %q, want it to say %q", idx, why[idx], want)
+		}
+	}
+	if !strings.Contains(c.Reason, "IPv4 RoCE v2") || !strings.Contains(c.Explain(), "chose GID index 5") {
+		t.Errorf("reason %q / explanation %q", c.Reason, c.Explain())
+	}
+}
+
+func TestSelectGIDNone(t *testing.T) {
+	table := []GIDEntry{
+		{Index: 0, GID: mustGID(t, "fe80::1"), Type: GIDTypeRoCEv2},
+		{Index: 1, Type: GIDTypeRoCEv2},
+		{Index: 2, GID: mustGID(t, "::ffff:10.1.1.1"), Type: GIDTypeIB},
+	}
+	_, err := SelectGID(table, GIDRule{})
+	var ne *NoGIDError
+	if !errors.As(err, &ne) || len(ne.Skipped) != 3 {
+		t.Fatalf("err = %v, want a NoGIDError naming 3 entries", err)
+	}
+	for _, want := range []string{"link-local", "empty", "IB, not RoCE v2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	if _, err := SelectGID(nil, GIDRule{}); err == nil || !strings.Contains(err.Error(), "table is empty") {
+		t.Errorf("empty table: %v", err)
+	}
+	if _, err := SelectGID(mlxTable(t), GIDRule{Netdev: "eth9"}); err == nil || !strings.Contains(err.Error(), "on eth0, not eth9") {
+		t.Errorf("wrong netdev: %v", err)
+	}
+}
+
+func TestGIDText(t *testing.T) {
+	for in, want := range map[string]string{
+		"198.18.0.1":        "::ffff:198.18.0.1",
+		"::ffff:198.18.0.1": "::ffff:198.18.0.1",
+		"0000:0000:0000:0000:0000:ffff:c612:0001": "::ffff:198.18.0.1",
+		"fe80::1": "fe80::1",
+	} {
+		g, err := ParseGID(in)
+		if err != nil || g.String() != want {
+			t.Errorf("ParseGID(%q) = %v, %v; want %s", in, g, err, want)
+		}
+	}
+	g := mustGID(t, "198.18.0.1")
+	if g.Hex() != "0000:0000:0000:0000:0000:ffff:c612:0001" || !g.Addr().Is4() || g.IsLinkLocal() {
+		t.Errorf("Hex %s Addr %v", g.Hex(), g.Addr())
+	}
+	if _, err := ParseGID("not a gid"); err == nil {
+		t.Error("ParseGID accepted garbage")
+	}
+}
+
+func TestEnumStrings(t *testing.T) {
+	for got, want := range map[string]string{
+		WCRemAccessErr.String(): "REM_ACCESS_ERR",
+		WCStatus(99).String():   "WCStatus(99)",
+		MTU1024.String():        "1024",
+		MTU(9).String():         "MTU(9)",
+		(AccessLocalWrite | AccessRemoteRead | 1<<30).String(): "LOCAL_WRITE|REMOTE_READ|0x40000000",
+		QPTypeUD.String():      "UD",
+		EventPortErr.String():  "PORT_ERR",
+		GIDTypeRoCEv2.String(): "RoCE v2",
+		PortActive.String():    "ACTIVE",
+		SendFlags(0).String():  "0",
+	} {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+	if m, err := MTUFromBytes(4096); err != nil || m != MTU4096 {
+		t.Errorf("MTUFromBytes(4096) = %v, %v", m, err)
+	}
+	if _, err := MTUFromBytes(1500); err == nil {
+		t.Error("MTUFromBytes(1500) accepted")
+	}
+	if q, err := ParseQPType("UC"); err != nil || q != QPTypeUC {
+		t.Errorf("ParseQPType(UC) = %v, %v", q, err)
+	}
+}
