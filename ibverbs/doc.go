@@ -1,0 +1,84 @@
+// Package ibverbs is a thin, fast and safe binding to libibverbs, the
+// rdma-core library that drives RDMA NICs (ConnectX, soft-RoCE, ...).
+//
+// # Quick start
+//
+//	ctx, err := ibverbs.Open("mlx5_0")          // ibv_open_device
+//	gid, err := ctx.SelectGID(1, ibverbs.GIDRule{}) // the RoCE v2 GID to use, and why
+//	pd, err := ctx.AllocPD()
+//	buf, err := ibverbs.NewBuffer(1<<20, ibverbs.BufferOptions{}) // off the Go heap
+//	mr, err := pd.RegMR(buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite)
+//	cq, err := ctx.CreateCQ(256, nil)
+//	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq,
+//		Cap: ibverbs.QPCap{MaxSendWR: 128, MaxRecvWR: 128}})
+//	local, err := qp.Endpoint(1, gid.Entry.Index) // send this to the peer ...
+//	err = qp.Connect(remote, ibverbs.ConnParams{GIDIndex: gid.Entry.Index}) // ... and connect to its
+//	err = qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+//		SGL: []ibverbs.SGE{mr.SGE(0, 4096)}, RemoteAddr: raddr, RKey: rkey}})
+//	n, err := cq.Poll(wcs) // wcs is a []ibverbs.WC the caller reuses
+//
+// Every function that wraps a verb names it in its doc comment.
+//
+// # Naming
+//
+// The ibv_ prefix goes, the first C argument becomes the receiver, and every
+// destroy, dealloc and dereg is Close:
+//
+//	ibv_get_device_list        Devices
+//	ibv_open_device            Open                 ibv_close_device   (*Context).Close
+//	ibv_query_device_ex        (*Context).QueryDevice
+//	ibv_query_port             (*Context).QueryPort
+//	ibv_query_gid_table        (*Context).GIDTable  ibv_query_gid_ex   (*Context).QueryGID
+//	ibv_alloc_pd               (*Context).AllocPD   ibv_dealloc_pd     (*PD).Close
+//	ibv_reg_mr                 (*PD).RegMR, RegMRRange               ibv_dereg_mr (*MR).Close
+//	ibv_create_comp_channel    (*Context).CreateCompChannel
+//	ibv_get_cq_event           (*CompChannel).Wait  (acks with ibv_ack_cq_events)
+//	ibv_create_cq              (*Context).CreateCQ  ibv_destroy_cq     (*CQ).Close
+//	ibv_poll_cq                (*CQ).Poll           ibv_req_notify_cq  (*CQ).ReqNotify
+//	ibv_create_qp              (*PD).CreateQP       ibv_destroy_qp     (*QP).Close
+//	ibv_modify_qp              (*QP).Modify, ToInit, ToRTR, ToRTS, Connect, ToError, Reset
+//	ibv_query_qp               (*QP).Query, State
+//	ibv_post_send              (*QP).PostSend       ibv_post_recv      (*QP).PostRecv
+//	ibv_create_ah              (*PD).CreateAH, CreateAHTo            ibv_destroy_ah (*AH).Close
+//	ibv_create_srq             (*PD).CreateSRQ      ibv_post_srq_recv  (*SRQ).PostRecv
+//	ibv_modify_srq             (*SRQ).Arm           ibv_destroy_srq    (*SRQ).Close
+//	ibv_get_async_event        (*Context).Events    (acks with ibv_ack_async_event)
+//
+// Enums are named types with String methods (WCStatus, QPState, MTU, ...);
+// their values are checked against verbs.h by the tests.
+//
+// # Memory
+//
+// Memory a NIC touches never lives on the Go heap: a Buffer is an mmap of
+// page-aligned memory (optionally huge pages) exposed as a []byte, and MRs
+// register all or part of one. The memory a work request names must stay
+// registered and untouched until its completion is polled.
+//
+// # Lifetimes
+//
+// A child keeps its parent: an MR holds its PD and Buffer, a QP its PD, CQs
+// and SRQ, a CQ its Context and channel. Close a child before its parent. A
+// parent's Close while children are open fails with an error that matches
+// syscall.EBUSY and says how many are open, and changes nothing, so any
+// order a program tries is safe and the right order always works. Close is
+// idempotent. Methods of a closed object return ErrClosed (which also
+// matches os.ErrClosed); getters answer from values cached at creation.
+// Finalizers play no part. An object must not be closed while another
+// goroutine uses it.
+//
+// # Errors
+//
+// errno is taken from the call that set it and wrapped as an
+// *os.SyscallError naming the verb, so errors.Is works with syscall errnos
+// and with errors.ErrUnsupported (ENOSYS, EOPNOTSUPP). A failed work
+// completion is a *WCError with the status's name, the vendor error and the
+// wr_id (WC.Err).
+//
+// # Speed
+//
+// PostSend, PostRecv and Poll do not allocate. A list of work requests is
+// posted with one cgo call (per 256), and Poll fills a caller-owned []WC
+// with one cgo call; C-side arrays owned by each QP hold the requests.
+// Waiting for completions (CQ.Wait) and async events (Context.Events) goes
+// through the Go netpoller, so a waiting goroutine holds no OS thread.
+package ibverbs

@@ -1,0 +1,132 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// List the devices and their ports.
+func ExampleDevices() {
+	devs, err := ibverbs.Devices()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range devs {
+		ctx, err := ibverbs.Open(d.Name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pa, err := ctx.QueryPort(1)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s port 1: %s, %s, MTU %s\n", d.Name, pa.State, pa.LinkLayer, pa.ActiveMTU)
+		ctx.Close()
+	}
+}
+
+// Pick the RoCE v2 GID to use, and say why.
+func ExampleContext_SelectGID() {
+	ctx, err := ibverbs.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	choice, err := ctx.SelectGID(1, ibverbs.GIDRule{Family: 4})
+	if err != nil {
+		log.Fatal(err) // the error says why each entry was passed over
+	}
+	fmt.Print(choice.Explain())
+}
+
+// An RC connection and one RDMA write. The peer's Endpoint and the
+// address and rkey of its memory come over any channel the program likes.
+func ExampleQP_Connect() {
+	ctx, err := ibverbs.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	gid, err := ctx.SelectGID(1, ibverbs.GIDRule{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	pd, _ := ctx.AllocPD()
+	defer pd.Close()
+	buf, _ := ibverbs.NewBuffer(1<<20, ibverbs.BufferOptions{})
+	defer buf.Close()
+	mr, err := pd.RegMR(buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mr.Close()
+	cq, _ := ctx.CreateCQ(128, nil)
+	defer cq.Close()
+	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq,
+		Cap: ibverbs.QPCap{MaxSendWR: 64, MaxRecvWR: 64}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer qp.Close()
+
+	local, _ := qp.Endpoint(1, gid.Entry.Index)
+	remote, raddr, rkey := swapWithPeer(local, mr.Addr(), mr.RKey())
+	if err := qp.Connect(remote, ibverbs.ConnParams{GIDIndex: gid.Entry.Index}); err != nil {
+		log.Fatal(err)
+	}
+	err = qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{mr.SGE(0, 4096)}, RemoteAddr: raddr, RKey: rkey}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	wcs := make([]ibverbs.WC, 8)
+	for {
+		n, err := cq.Poll(wcs)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if n > 0 {
+			if err := wcs[0].Err(); err != nil {
+				log.Fatal(err) // a *WCError naming the status
+			}
+			break
+		}
+	}
+}
+
+// Wait for completions without spinning: the goroutine parks in the Go
+// netpoller until the CQ's channel fires or the context ends.
+func ExampleCQ_Wait() {
+	ctx, _ := ibverbs.Open("")
+	defer ctx.Close()
+	ch, _ := ctx.CreateCompChannel()
+	defer ch.Close()
+	cq, _ := ctx.CreateCQ(128, ch)
+	defer cq.Close()
+	wcs := make([]ibverbs.WC, 16)
+	n, err := cq.Wait(context.Background(), wcs)
+	fmt.Println(n, err)
+}
+
+// Async events (port changes, fatal QP errors) arrive on a channel.
+func ExampleContext_Events() {
+	ctx, _ := ibverbs.Open("")
+	events, err := ctx.Events()
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() {
+		for ev := range events {
+			log.Printf("%s: %v", ctx.Name(), ev)
+		}
+	}()
+}
+
+func swapWithPeer(ibverbs.Endpoint, uint64, uint32) (ibverbs.Endpoint, uint64, uint32) {
+	return ibverbs.Endpoint{}, 0, 0
+}
