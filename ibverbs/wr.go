@@ -1,3 +1,5 @@
+//go:build linux && cgo
+
 package ibverbs
 
 // SGE is a scatter/gather element (struct ibv_sge): Length bytes at Addr in
