@@ -1,0 +1,465 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// DoctorOptions are the options of `gorperf doctor`. The function fields
+// reach the host; tests replace them.
+type DoctorOptions struct {
+	IO      *IOStreams
+	Devices func(name string) ([]deviceReport, error)
+	Root    string // where /dev and /sys are: "/" but in tests
+	Device  string // -d: only this device
+	Port    int    // -i: only this port; 0 for all
+
+	Access  func(path string) error                     // may we read and write path?
+	Memlock func() (uint64, error)                      // RLIMIT_MEMLOCK's soft limit in bytes
+	Addrs   func(netdev string) ([]netip.Prefix, error) // a netdev's IP addresses
+}
+
+func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
+	opts := &DoctorOptions{
+		IO: f.IO, Devices: f.Devices, Root: f.Root,
+		Access:  func(p string) error { return syscall.Access(p, 6) }, // R_OK|W_OK
+		Memlock: memlock,
+		Addrs:   netdevAddrs,
+	}
+	cmd := &cobra.Command{
+		Use:   "doctor [-d DEV] [-i PORT]",
+		Short: "Check that this host is ready for RDMA, and say how to fix what is not",
+		Long: `Check the things RDMA needs: the uverbs device files, the locked-memory
+limit, an active port, a routable RoCE v2 GID, the netdev MTU against the RDMA
+MTU, and ECN and PFC where the driver exposes them. Each finding is [ ok ],
+[warn] or [FAIL]; warnings and failures come with a fix. The exit status is 1
+if anything failed.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Port < 0 {
+				return usageErrorf("invalid port %d: ports are numbered from 1", opts.Port)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return doctorRun(opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Device, "ib-dev", "d", "", "only this RDMA device (default: all)")
+	cmd.Flags().IntVarP(&opts.Port, "ib-port", "i", 0, "only this port (default: all)")
+	return cmd
+}
+
+// level is how bad a finding is.
+type level int
+
+const (
+	levelOK level = iota
+	levelWarn
+	levelFail
+)
+
+func (l level) tag() string { return [...]string{"[ ok ]", "[warn]", "[FAIL]"}[l] }
+
+// finding is the outcome of one check.
+type finding struct {
+	Level level
+	Msg   string // one line
+	Fix   string // for warn and fail: what to do
+}
+
+func ok(format string, a ...any) finding {
+	return finding{Level: levelOK, Msg: fmt.Sprintf(format, a...)}
+}
+func warn(fix, format string, a ...any) finding {
+	return finding{Level: levelWarn, Msg: fmt.Sprintf(format, a...), Fix: fix}
+}
+func fail(fix, format string, a ...any) finding {
+	return finding{Level: levelFail, Msg: fmt.Sprintf(format, a...), Fix: fix}
+}
+
+func doctorRun(opts *DoctorOptions) error {
+	fs := doctorChecks(opts)
+	if err := writeFindings(opts.IO.Out, fs); err != nil {
+		return err
+	}
+	for _, f := range fs {
+		if f.Level == levelFail {
+			return &silentError{exitError}
+		}
+	}
+	return nil
+}
+
+func writeFindings(w io.Writer, fs []finding) error {
+	var b strings.Builder
+	var n [3]int
+	for _, f := range fs {
+		n[f.Level]++
+		fmt.Fprintf(&b, "%s %s\n", f.Level.tag(), f.Msg)
+		if f.Fix != "" {
+			fmt.Fprintf(&b, "       fix: %s\n", f.Fix)
+		}
+	}
+	fmt.Fprintf(&b, "%d ok, %d warnings, %d failures\n", n[levelOK], n[levelWarn], n[levelFail])
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// doctorChecks runs every check and returns the findings in order.
+func doctorChecks(opts *DoctorOptions) []finding {
+	devs, err := opts.Devices(opts.Device)
+	fs := []finding{checkDevices(devs, err)}
+	fs = append(fs, checkDevFiles(opts.Root, devs, opts.Access)...)
+	lim, err := opts.Memlock()
+	fs = append(fs, checkMemlock(lim, err))
+	for _, d := range devs {
+		if d.Error != "" {
+			fs = append(fs, fail("check `dmesg` for the driver's errors", "%s: %s", d.Name, d.Error))
+			continue
+		}
+		if opts.Port > len(d.Ports) {
+			fs = append(fs, fail(fmt.Sprintf("pick a port with -i 1..%d", len(d.Ports)),
+				"%s has no port %d", d.Name, opts.Port))
+			continue
+		}
+		for _, p := range d.Ports {
+			if opts.Port != 0 && p.Port != opts.Port {
+				continue
+			}
+			fs = append(fs, checkPort(opts, d, p)...)
+		}
+	}
+	return fs
+}
+
+const noDevicesFix = "load the NIC's RDMA driver (e.g. `modprobe mlx5_ib`), or set up soft-RoCE: ci/setup-rxe.sh (`rdma link add rxe0 type rxe netdev eth0`)"
+
+func checkDevices(devs []deviceReport, err error) finding {
+	if err != nil {
+		return fail("name a device that `gorperf devices` lists", "RDMA devices: %v", err)
+	}
+	if len(devs) == 0 {
+		return fail(noDevicesFix, "no RDMA devices found")
+	}
+	names := make([]string, len(devs))
+	for i, d := range devs {
+		names[i] = d.Name
+	}
+	return ok("RDMA devices: %s", strings.Join(names, ", "))
+}
+
+// checkDevFiles checks that /dev/infiniband exists and that each device's
+// uverbs file, found through /sys/class/infiniband_verbs/*/ibdev, may be
+// opened for reading and writing.
+func checkDevFiles(root string, devs []deviceReport, access func(string) error) []finding {
+	dir := filepath.Join(root, "dev/infiniband")
+	if _, err := os.Stat(dir); err != nil {
+		return []finding{fail("load ib_uverbs (`modprobe ib_uverbs`); in a container, pass the device: `docker run --device=/dev/infiniband`",
+			"/dev/infiniband: %v", errors.Unwrap(err))}
+	}
+	uverbs := map[string]string{} // ibdev name -> uverbsN
+	cls, _ := filepath.Glob(filepath.Join(root, "sys/class/infiniband_verbs/uverbs*"))
+	for _, c := range cls {
+		if b, err := os.ReadFile(filepath.Join(c, "ibdev")); err == nil {
+			uverbs[strings.TrimSpace(string(b))] = filepath.Base(c)
+		}
+	}
+	var fs []finding
+	for _, d := range devs {
+		u, found := uverbs[d.Name]
+		if !found {
+			fs = append(fs, warn("check that ib_uverbs is loaded (`modprobe ib_uverbs`)",
+				"%s: no uverbs device in /sys/class/infiniband_verbs", d.Name))
+			continue
+		}
+		p := "/dev/infiniband/" + u
+		if err := access(filepath.Join(root, p)); err != nil {
+			fs = append(fs, fail(fmt.Sprintf("run as root, or grant access to %s (a udev rule giving it to the `rdma` group, mode 0660); in a container pass --device=/dev/infiniband", p),
+				"%s (%s) is not readable and writable: %v", p, d.Name, errors.Unwrap(err)))
+			continue
+		}
+		fs = append(fs, ok("%s (%s) is readable and writable", p, d.Name))
+	}
+	if len(devs) == 0 {
+		fs = append(fs, ok("/dev/infiniband exists"))
+	}
+	return fs
+}
+
+const (
+	mib            = 1 << 20
+	memlockWant    = 64 * mib
+	rlimitMemlock  = 8 // RLIMIT_MEMLOCK on Linux
+	rlimitInfinity = ^uint64(0)
+)
+
+func memlock() (uint64, error) {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(rlimitMemlock, &r); err != nil {
+		return 0, os.NewSyscallError("getrlimit", err)
+	}
+	return r.Cur, nil
+}
+
+const memlockFix = "`ulimit -l unlimited` (or memlock in /etc/security/limits.conf, LimitMEMLOCK=infinity for systemd); in a container `docker run --ulimit memlock=-1`"
+
+func checkMemlock(cur uint64, err error) finding {
+	switch {
+	case err != nil:
+		return warn(memlockFix, "locked-memory limit: %v", err)
+	case cur == rlimitInfinity:
+		return ok("locked-memory limit (ulimit -l) is unlimited")
+	case cur < memlockWant:
+		return warn(memlockFix, "locked-memory limit (ulimit -l) is %s: registering buffers larger than that fails with ENOMEM", sizeString(cur))
+	}
+	return ok("locked-memory limit (ulimit -l) is %s", sizeString(cur))
+}
+
+func sizeString(n uint64) string {
+	switch {
+	case n >= mib && n%mib == 0:
+		return fmt.Sprintf("%d MiB", n/mib)
+	case n >= 1024 && n%1024 == 0:
+		return fmt.Sprintf("%d KiB", n/1024)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// checkPort runs the checks of one port.
+func checkPort(opts *DoctorOptions, d deviceReport, p portReport) []finding {
+	at := fmt.Sprintf("%s port %d", d.Name, p.Port)
+	if p.Error != "" {
+		return []finding{fail("check `dmesg` for the driver's errors", "%s: %s", at, p.Error)}
+	}
+	fs := []finding{checkPortState(at, p)}
+	switch p.LinkLayer {
+	case "Ethernet":
+		fs = append(fs, ok("%s: link layer Ethernet (RoCE)", at))
+	case "InfiniBand":
+		if p.LID == 0 {
+			fs = append(fs, warn("start a subnet manager on the fabric (e.g. `systemctl start opensm`)",
+				"%s: link layer InfiniBand, but the port has no LID", at))
+		} else {
+			fs = append(fs, ok("%s: link layer InfiniBand, LID %d", at, p.LID))
+		}
+		return fs // the rest is about RoCE
+	default:
+		return append(fs, warn("check the driver with `ibv_devinfo -v`", "%s: link layer %s: not checked further", at, p.LinkLayer))
+	}
+	netdev := portNetdev(p)
+	fs = append(fs, checkGID(at, p, netdev, opts.Addrs)...)
+	if netdev == "" {
+		return fs
+	}
+	fs = append(fs, checkNetdevMTU(opts.Root, at, netdev, p))
+	drv := driverName(opts.Root, d.Name)
+	fs = append(fs, checkECN(opts.Root, netdev, drv), checkPFC(opts.Root, netdev, drv))
+	return fs
+}
+
+func checkPortState(at string, p portReport) finding {
+	if p.State == "ACTIVE" {
+		return ok("%s: state ACTIVE (%s)", at, p.PhysState)
+	}
+	fix := "bring the port's netdev up (`ip link set <netdev> up`) and check the cable and the switch port"
+	if p.LinkLayer == "InfiniBand" {
+		fix = "check the cable; an INIT port waits for a subnet manager (`systemctl start opensm`)"
+	}
+	return fail(fix, "%s: state %s (%s), not ACTIVE", at, p.State, p.PhysState)
+}
+
+// portNetdev returns the netdev of the port's default GID, else of its
+// first GID with one.
+func portNetdev(p portReport) string {
+	for _, g := range p.GIDs {
+		if p.DefaultGID != nil && g.Index == p.DefaultGID.Index && g.Netdev != "" {
+			return g.Netdev
+		}
+	}
+	for _, g := range p.GIDs {
+		if g.Netdev != "" {
+			return g.Netdev
+		}
+	}
+	return ""
+}
+
+// checkGID reports the RoCE v2 GID SelectGID would choose and whether its
+// address is one the netdev has, so that peers can route to it.
+func checkGID(at string, p portReport, netdev string, addrs func(string) ([]netip.Prefix, error)) []finding {
+	if p.DefaultGID == nil {
+		nd := netdev
+		if nd == "" {
+			nd = "<netdev>"
+		}
+		why := "no RoCE v2 GID"
+		if p.NoGIDReason != "" {
+			why = p.NoGIDReason
+		}
+		return []finding{fail(fmt.Sprintf("give %s a routable IP address (`ip addr add 198.18.0.1/24 dev %s`): the kernel adds its GIDs", nd, nd),
+			"%s: no usable RoCE v2 GID: %s", at, why)}
+	}
+	var g gidReport
+	for _, e := range p.GIDs {
+		if e.Index == p.DefaultGID.Index {
+			g = e
+		}
+	}
+	fs := []finding{ok("%s: RoCE v2 GID index %d (%s on %s) would be used: %s", at, g.Index, g.IP, dash(g.Netdev), p.DefaultGID.Reason)}
+	ip, err := netip.ParseAddr(g.IP)
+	if err != nil || g.Netdev == "" {
+		return append(fs, warn("check `rdma link show` and the GID table in /sys/class/infiniband/<dev>/ports/<port>/gid_attrs", "%s: cannot tell which netdev GID index %d belongs to", at, g.Index))
+	}
+	have, err := addrs(g.Netdev)
+	if err != nil {
+		return append(fs, warn("check the netdev with `ip addr show`", "%s: addresses of %s: %v", at, g.Netdev, err))
+	}
+	for _, a := range have {
+		if a.Addr().Unmap() == ip {
+			if ip.IsLinkLocalUnicast() {
+				return append(fs, warn("add a routable address to "+g.Netdev, "%s: %s on %s is link-local, not routable", at, ip, g.Netdev))
+			}
+			return append(fs, ok("%s: %s has %s: routable", at, g.Netdev, a))
+		}
+	}
+	return append(fs, warn(fmt.Sprintf("check `ip addr show %s`; a stale GID goes away when the address does", g.Netdev),
+		"%s: GID index %d's address %s is not on %s", at, g.Index, ip, g.Netdev))
+}
+
+// roceOverhead is what a RoCE v2 packet carries besides its RDMA payload,
+// counted inside the netdev MTU: the kernel's iboe_get_mtu subtracts the GRH
+// or IP header (40), UDP (8), BTH (12), the largest extended headers (XRC 4
+// + AtomicETH 28) and the ICRC (4). So IB MTU 1024 needs a netdev MTU of at
+// least 1120 and IB MTU 4096 one of 4192: a standard 1500 gives 1024, jumbo
+// frames of 4200 or more give 4096.
+const roceOverhead = 40 + 8 + 12 + 4 + 28 + 4
+
+func checkNetdevMTU(root, at, netdev string, p portReport) finding {
+	b, err := os.ReadFile(filepath.Join(root, "sys/class/net", netdev, "mtu"))
+	if err != nil {
+		return warn(fmt.Sprintf("check `ip link show %s`", netdev), "%s: MTU of %s: %v", at, netdev, errors.Unwrap(err))
+	}
+	mtu, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return warn(fmt.Sprintf("check `ip link show %s`", netdev), "%s: MTU of %s: %q is not a number", at, netdev, strings.TrimSpace(string(b)))
+	}
+	fits := 0 // the largest IB MTU that this netdev MTU carries, up to the port's max
+	for m := 256; m <= 4096 && m <= p.MaxMTU; m *= 2 {
+		if mtu-roceOverhead >= m {
+			fits = m
+		}
+	}
+	switch {
+	case mtu < p.ActiveMTU+roceOverhead:
+		return warn(fmt.Sprintf("raise it: `ip link set %s mtu %d` (and the switch ports' MTU)", netdev, p.ActiveMTU+roceOverhead),
+			"%s: %s MTU %d is too small for RDMA MTU %d, which needs %d+%d bytes of RoCE v2 headers: large packets will be dropped",
+			at, netdev, mtu, p.ActiveMTU, p.ActiveMTU, roceOverhead)
+	case fits > p.ActiveMTU:
+		return warn(fmt.Sprintf("most drivers set the port MTU from the netdev MTU: re-set it (`ip link set %s mtu %d`) and check `gorperf devices`", netdev, mtu),
+			"%s: %s MTU %d would carry RDMA MTU %d, but the port is active at %d", at, netdev, mtu, fits, p.ActiveMTU)
+	}
+	return ok("%s: %s MTU %d carries RDMA MTU %d (+%d bytes of RoCE v2 headers)", at, netdev, mtu, p.ActiveMTU, roceOverhead)
+}
+
+// driverName names the driver behind an RDMA device: the kernel driver of
+// its parent device, else the device name without its number.
+func driverName(root, ibdev string) string {
+	if l, err := os.Readlink(filepath.Join(root, "sys/class/infiniband", ibdev, "device/driver")); err == nil {
+		return filepath.Base(l)
+	}
+	return strings.TrimRight(ibdev, "0123456789_")
+}
+
+// checkECN reports on which priorities ECN is enabled, as mlx5 exposes it
+// in /sys/class/net/<netdev>/ecn/roce_{np,rp}/enable/<prio>: the
+// notification point (receiver, marks CNPs) and the reaction point (sender,
+// slows down).
+func checkECN(root, netdev, drv string) finding {
+	dir := filepath.Join(root, "sys/class/net", netdev, "ecn")
+	if _, err := os.Stat(dir); err != nil {
+		return ok("%s: ECN: not exposed by this driver (%s)", netdev, drv)
+	}
+	np, rp := ecnPrios(filepath.Join(dir, "roce_np/enable")), ecnPrios(filepath.Join(dir, "roce_rp/enable"))
+	if len(np) == 0 && len(rp) == 0 {
+		return warn(fmt.Sprintf("enable it on RoCE's priority, e.g. 3: `echo 1 > /sys/class/net/%s/ecn/roce_np/enable/3` and the same for roce_rp", netdev),
+			"%s: ECN is off on every priority: congestion will be met with drops or PFC pauses, not rate control", netdev)
+	}
+	return ok("%s: ECN on for priorities: notification point %s, reaction point %s", netdev, prioList(np), prioList(rp))
+}
+
+func ecnPrios(dir string) []int {
+	ents, _ := os.ReadDir(dir)
+	var on []int
+	for _, e := range ents {
+		prio, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && strings.TrimSpace(string(b)) == "1" {
+			on = append(on, prio)
+		}
+	}
+	sort.Ints(on)
+	return on
+}
+
+func prioList(p []int) string {
+	if len(p) == 0 {
+		return "none"
+	}
+	s := make([]string, len(p))
+	for i, v := range p {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+// checkPFC reports the netdev's priority flow control set-up where the
+// driver exposes it in /sys/class/net/<netdev>/qos/pfc.
+func checkPFC(root, netdev, drv string) finding {
+	b, err := os.ReadFile(filepath.Join(root, "sys/class/net", netdev, "qos/pfc"))
+	if err != nil {
+		return ok("%s: PFC: not exposed by this driver (%s); `dcb pfc show dev %s` may know", netdev, drv, netdev)
+	}
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if s == "" {
+		s = "(empty)"
+	}
+	return ok("%s: PFC: %s", netdev, s)
+}
+
+// netdevAddrs returns a network device's addresses.
+func netdevAddrs(name string) ([]netip.Prefix, error) {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil, err
+	}
+	as, err := ifc.Addrs()
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Prefix
+	for _, a := range as {
+		if n, ok := a.(*net.IPNet); ok {
+			ip, _ := netip.AddrFromSlice(n.IP)
+			ones, _ := n.Mask.Size()
+			if ip.Is4In6() {
+				ip = ip.Unmap()
+			}
+			out = append(out, netip.PrefixFrom(ip, ones))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,151 @@
+// Package cli is gorperf's command line: cobra wiring, one file a
+// subcommand. Each subcommand has an options struct, a newCmdX(f, runF)
+// constructor for the wiring and an xRun(opts) function for the work, which
+// writes only to the Factory's streams so that tests can capture it.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is gorperf's version, set at link time with
+// -ldflags "-X github.com/gorperf/gorperf/internal/cli.Version=v1.2.3".
+var Version = "dev"
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed
+	exitUsage = 2 // bad flags or arguments
+)
+
+// IOStreams are the streams a command reads and writes.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Factory holds what commands need from the outside world, so tests can
+// swap it.
+type Factory struct {
+	IO *IOStreams
+	// Devices gathers the RDMA devices to report on: the one named, or
+	// all when name is "".
+	Devices func(name string) ([]deviceReport, error)
+	// Root is the directory that /dev, /sys and /proc are found under: "/"
+	// except in tests.
+	Root string
+}
+
+func newFactory() *Factory {
+	return &Factory{
+		IO:      &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Devices: gatherDevices,
+		Root:    "/",
+	}
+}
+
+// Main runs gorperf with os.Args and returns its exit status.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, newFactory(), os.Args[1:])
+}
+
+// run executes the command line args and maps its error to an exit status.
+func run(ctx context.Context, f *Factory, args []string) int {
+	cmd := newCmdRoot(f)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	code := exitCode(err)
+	if err != nil && !errors.As(err, new(*silentError)) {
+		fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)
+		if code == exitUsage {
+			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", commandPath(cmd, args))
+		}
+	}
+	return code
+}
+
+// commandPath names the (sub)command that args select, for the usage hint.
+func commandPath(root *cobra.Command, args []string) string {
+	if c, _, err := root.Find(args); err == nil && c != nil {
+		return c.CommandPath()
+	}
+	return root.Name()
+}
+
+// usageError is a mistake on the command line: exit status 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// silentError carries an exit status for a failure the command has
+// already reported on its output, such as a doctor check that failed.
+type silentError struct{ code int }
+
+func (e *silentError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// exitCode maps an error from a command to gorperf's exit status.
+func exitCode(err error) int {
+	var ue *usageError
+	var se *silentError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &se):
+		return se.code
+	case errors.As(err, &ue):
+		return exitUsage
+	}
+	return exitError
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+func newCmdRoot(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gorperf",
+		Short: "RDMA bandwidth and latency tests, and a guide to the host's RDMA set-up",
+		Long: `gorperf measures RDMA bandwidth and latency as perftest does, and explains
+the RDMA devices of this host and what stands in the way of using them.`,
+		Version:       Version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Without this, cobra reports an unknown subcommand as a plain error.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.SetIn(f.IO.In)
+	cmd.SetOut(f.IO.Out)
+	cmd.SetErr(f.IO.ErrOut)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	cmd.SetVersionTemplate("gorperf {{.Version}}\n")
+	cmd.AddCommand(newCmdDevices(f, nil), newCmdDoctor(f, nil))
+	return cmd
+}
