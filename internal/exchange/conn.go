@@ -1,0 +1,260 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// Conn sends and receives framed messages over a net.Conn. Every wait is
+// bounded by the context of the call: its deadline becomes the connection's
+// deadline, and cancelling it interrupts the wait at once.
+//
+// One goroutine may send while another receives. After an error that left
+// a frame half written or half read the Conn refuses further sends or
+// receives; errors that left the stream intact (a *PeerError, a message of
+// the wrong type, a wait that timed out before any byte moved) do not.
+type Conn struct {
+	nc net.Conn
+
+	rmu  sync.Mutex
+	rerr error // sticky receive error
+
+	wmu  sync.Mutex
+	werr error // sticky send error
+	wbuf []byte
+}
+
+// NewConn returns a Conn over nc. The Conn reads no further than the frames
+// it returns, so nc can be used for something else afterwards.
+func NewConn(nc net.Conn) *Conn { return &Conn{nc: nc} }
+
+// NetConn returns the underlying connection.
+func (c *Conn) NetConn() net.Conn { return c.nc }
+
+// Close closes the underlying connection.
+func (c *Conn) Close() error { return c.nc.Close() }
+
+// bound sets the deadline that set controls to ctx's deadline (none if ctx
+// has none) and arranges for a deadline in the past when ctx is cancelled.
+// The returned stop must be called when the I/O is over; it returns once no
+// deadline can be set behind the next call's back.
+func bound(ctx context.Context, set func(time.Time) error) (stop func(), err error) {
+	dl, _ := ctx.Deadline()
+	if err := set(dl); err != nil {
+		return nil, err
+	}
+	fired := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		set(time.Unix(1, 0))
+		close(fired)
+	})
+	return func() {
+		if !stopAfter() {
+			<-fired
+		}
+	}, nil
+}
+
+// ctxErr returns the context's error for an I/O error caused by the
+// deadlines bound sets, and err otherwise.
+func ctxErr(ctx context.Context, err error) error {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	if e := ctx.Err(); e != nil {
+		return e
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// Send sends m. It fails without sending for a Setup of more than
+// MaxSetupQPs QPs.
+func (c *Conn) Send(ctx context.Context, m Message) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sending %v: %w", m.Type(), err)
+	}
+	frame, err := AppendFrame(c.wbuf[:0], m)
+	if err != nil {
+		return err
+	}
+	c.wbuf = frame[:0]
+	stop, err := bound(ctx, c.nc.SetWriteDeadline)
+	if err != nil {
+		return fmt.Errorf("sending %v: %w", m.Type(), err)
+	}
+	n, err := c.nc.Write(frame)
+	stop()
+	if err != nil {
+		err = fmt.Errorf("sending %v: %w", m.Type(), ctxErr(ctx, err))
+		if n != 0 || !isTimeout(err) {
+			c.werr = fmt.Errorf("connection unusable after an earlier error: %w", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// isTimeout reports whether err is a wait cut short by a deadline or a
+// cancelled context.
+func isTimeout(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled)
+}
+
+// Recv receives the next message. An ErrorMsg from the peer is returned as
+// a *PeerError.
+func (c *Conn) Recv(ctx context.Context) (Message, error) {
+	m, err := c.recv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := m.(ErrorMsg); ok {
+		return nil, &PeerError{Code: e.Code, Text: e.Text}
+	}
+	return m, nil
+}
+
+func (c *Conn) recv(ctx context.Context) (Message, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rerr != nil {
+		return nil, c.rerr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("receiving: %w", err)
+	}
+	stop, err := bound(ctx, c.nc.SetReadDeadline)
+	if err != nil {
+		return nil, fmt.Errorf("receiving: %w", err)
+	}
+	m, n, err := readFrame(c.nc)
+	stop()
+	if err == nil {
+		return m, nil
+	}
+	err = fmt.Errorf("receiving: %w", ctxErr(ctx, err))
+	if n != 0 || !isTimeout(err) {
+		c.rerr = fmt.Errorf("connection unusable after an earlier error: %w", err)
+	}
+	return nil, err
+}
+
+// recvAs receives a message of type T; any other type is an error.
+func recvAs[T Message](ctx context.Context, c *Conn) (T, error) {
+	var zero T
+	m, err := c.Recv(ctx)
+	if err != nil {
+		return zero, err
+	}
+	v, ok := m.(T)
+	if !ok {
+		return zero, fmt.Errorf("%w: expected %v, got %v", ErrUnexpected, zero.Type(), m.Type())
+	}
+	return v, nil
+}
+
+// RecvSpec receives the client's TestSpec. The server must check it with
+// CheckLimits before acting on it.
+func (c *Conn) RecvSpec(ctx context.Context) (TestSpec, error) { return recvAs[TestSpec](ctx, c) }
+
+// RecvSetup receives the peer's Setup. Check it against the TestSpec.
+func (c *Conn) RecvSetup(ctx context.Context) (Setup, error) { return recvAs[Setup](ctx, c) }
+
+// RecvSync receives the peer's Sync.
+func (c *Conn) RecvSync(ctx context.Context) (Sync, error) { return recvAs[Sync](ctx, c) }
+
+// RecvResult receives the peer's Result.
+func (c *Conn) RecvResult(ctx context.Context) (Result, error) { return recvAs[Result](ctx, c) }
+
+// SendError sends NewErrorMsg(err), telling the peer why this side gives up.
+func (c *Conn) SendError(ctx context.Context, err error) error {
+	return c.Send(ctx, NewErrorMsg(err))
+}
+
+// swap sends m while it receives the peer's message of the same type, so
+// that neither side's send waits on the other's receive (as it would on an
+// unbuffered transport such as net.Pipe).
+func swap[T Message](ctx context.Context, c *Conn, m T) (T, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sent := make(chan error, 1)
+	go func() { sent <- c.Send(ctx, m) }()
+	got, err := recvAs[T](ctx, c)
+	if err != nil {
+		cancel() // unblock a send the peer will never read
+		<-sent
+		return got, err
+	}
+	if err := <-sent; err != nil {
+		return got, err
+	}
+	return got, nil
+}
+
+// SwapSetup sends this side's Setup and returns the peer's. Check the
+// peer's against the TestSpec.
+func (c *Conn) SwapSetup(ctx context.Context, local Setup) (Setup, error) {
+	return swap(ctx, c, local)
+}
+
+// SwapResult sends this side's Result and returns the peer's.
+func (c *Conn) SwapResult(ctx context.Context, local Result) (Result, error) {
+	return swap(ctx, c, local)
+}
+
+// Barrier sends Sync{seq} and waits for the peer's Sync, which must carry
+// the same seq: when it returns nil, both sides have reached it.
+func (c *Conn) Barrier(ctx context.Context, seq uint32) error {
+	got, err := swap(ctx, c, Sync{Seq: seq})
+	if err != nil {
+		return fmt.Errorf("barrier %d: %w", seq, err)
+	}
+	if got.Seq != seq {
+		return fmt.Errorf("barrier out of step: this side is at %d, the peer at %d", seq, got.Seq)
+	}
+	return nil
+}
+
+// Handshake sends this side's Hello, naming tool (e.g. "gorperf 0.1.0"),
+// and checks the peer's; both sides call it first. It returns the peer's
+// Hello, or ErrNotGorperf when the peer's first bytes are not a gorperf
+// Hello (perftest's key exchange, another service, a closed connection), or
+// a *VersionError when the peer speaks another ProtocolVersion. Give ctx a
+// short deadline: a peer that speaks another protocol may wait for bytes we
+// never send.
+func Handshake(ctx context.Context, c *Conn, tool string) (Hello, error) {
+	h, err := swap(ctx, c, NewHello(tool))
+	if err != nil {
+		var pe *PeerError
+		switch {
+		case errors.As(err, &pe), errors.Is(err, ErrUnexpected):
+			// A gorperf peer that sent something else.
+		case errors.Is(err, ErrMalformed):
+			err = fmt.Errorf("%w: %w", ErrNotGorperf, err)
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			err = fmt.Errorf("%w: connection closed before its hello: %w", ErrNotGorperf, err)
+		}
+		return Hello{}, err
+	}
+	if string(h.Magic[:]) != Magic {
+		return h, fmt.Errorf("%w: hello magic %q", ErrNotGorperf, h.Magic[:])
+	}
+	if h.Version != ProtocolVersion {
+		return h, &VersionError{Local: ProtocolVersion, Remote: h.Version, RemoteTool: h.Tool}
+	}
+	return h, nil
+}

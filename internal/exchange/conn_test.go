@@ -1,0 +1,363 @@
+package exchange
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func pipe(t *testing.T) (*Conn, *Conn) {
+	t.Helper()
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return NewConn(a), NewConn(b)
+}
+
+func timeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// byteConn is a net.Conn that reads from fixed bytes, then io.EOF, and
+// discards writes.
+type byteConn struct{ r *bytes.Reader }
+
+func (c byteConn) Read(p []byte) (int, error)       { return c.r.Read(p) }
+func (c byteConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (c byteConn) Close() error                     { return nil }
+func (c byteConn) LocalAddr() net.Addr              { return nil }
+func (c byteConn) RemoteAddr() net.Addr             { return nil }
+func (c byteConn) SetDeadline(time.Time) error      { return nil }
+func (c byteConn) SetReadDeadline(time.Time) error  { return nil }
+func (c byteConn) SetWriteDeadline(time.Time) error { return nil }
+
+func bytesConn(b []byte) *Conn { return NewConn(byteConn{bytes.NewReader(b)}) }
+
+// A whole session, the way gorperf's client and server run it.
+func TestSession(t *testing.T) {
+	client, server := pipe(t)
+	ctx := timeout(t, 10*time.Second)
+	spec := testSpec()
+	setup := func(base uint32) Setup {
+		var s Setup
+		for i := range spec.NumQPs {
+			e := fullEndpoint()
+			e.QPN = base + uint32(i)
+			s.QPs = append(s.QPs, QPInfo{Endpoint: e, RKey: base, Addr: 4096, Len: uint64(spec.MaxSize())})
+		}
+		return s
+	}
+	serverResult := Result{Iterations: 5000, Bytes: 5000 * 65536, Elapsed: time.Second}
+
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			if h, err := Handshake(ctx, server, "server"); err != nil || h.Tool != "client" {
+				return errors.Join(err, errors.New("server handshake: peer "+h.Tool))
+			}
+			got, err := server.RecvSpec(ctx)
+			if err != nil {
+				return err
+			}
+			if err := got.CheckLimits(DefaultLimits()); err != nil {
+				return err
+			}
+			remote, err := server.SwapSetup(ctx, setup(0x100))
+			if err != nil {
+				return err
+			}
+			if err := remote.Check(got); err != nil {
+				return err
+			}
+			if err := server.Barrier(ctx, 1); err != nil {
+				return err
+			}
+			_, err = server.SwapResult(ctx, serverResult)
+			return err
+		}()
+	}()
+
+	if h, err := Handshake(ctx, client, "client"); err != nil || h.Tool != "server" {
+		t.Fatalf("client handshake: %+v, %v", h, err)
+	}
+	if err := client.Send(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	remote, err := client.SwapSetup(ctx, setup(0x200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(remote, setup(0x100)) {
+		t.Fatalf("client got setup %+v", remote)
+	}
+	if err := remote.Check(spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Barrier(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.SwapResult(ctx, Result{Iterations: 1})
+	if err != nil || res != serverResult {
+		t.Fatalf("SwapResult = %+v, %v", res, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("server: %v", err)
+	}
+}
+
+// The server refuses a test over its limits; the client learns why.
+func TestPeerError(t *testing.T) {
+	client, server := pipe(t)
+	ctx := timeout(t, 10*time.Second)
+	go func() {
+		spec, err := server.RecvSpec(ctx)
+		if err == nil {
+			err = spec.CheckLimits(DefaultLimits())
+		}
+		server.SendError(ctx, err)
+	}()
+	spec := testSpec()
+	spec.NumQPs = 1000
+	if err := client.Send(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	_, err := client.RecvSetup(ctx)
+	var pe *PeerError
+	if !errors.As(err, &pe) || pe.Code != CodeOverLimit || !errors.Is(err, ErrOverLimit) {
+		t.Fatalf("RecvSetup = %v; want a *PeerError matching ErrOverLimit", err)
+	}
+	if !strings.HasPrefix(err.Error(), "peer: ") || !strings.Contains(err.Error(), "1000 QPs") {
+		t.Fatalf("error text %q", err)
+	}
+}
+
+func TestErrorMsgCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err      error
+		code     ErrorCode
+		sentinel error // what the peer's *PeerError matches
+	}{
+		{errors.New("boom"), CodeFailed, nil},
+		{testSpec().CheckLimits(Limits{}), CodeOverLimit, ErrOverLimit},
+		{TestSpec{}.Validate(), CodeInvalidSpec, ErrInvalidSpec},
+		{errors.ErrUnsupported, CodeUnsupported, errors.ErrUnsupported},
+		{context.Canceled, CodeAborted, context.Canceled},
+		{&PeerError{Code: 77, Text: "relayed"}, 77, nil},
+	} {
+		m := NewErrorMsg(tc.err)
+		if m.Code != tc.code || m.Text != tc.err.Error() {
+			t.Errorf("NewErrorMsg(%v) = %+v, want code %v", tc.err, m, tc.code)
+		}
+		pe := &PeerError{Code: m.Code, Text: m.Text}
+		if tc.sentinel != nil && !errors.Is(pe, tc.sentinel) {
+			t.Errorf("%v does not match %v", pe, tc.sentinel)
+		}
+		for _, other := range []error{ErrOverLimit, ErrInvalidSpec, errors.ErrUnsupported, context.Canceled} {
+			if other != tc.sentinel && errors.Is(pe, other) {
+				t.Errorf("%v matches %v", pe, other)
+			}
+		}
+	}
+	if s := (&PeerError{Code: CodeAborted}).Error(); s != "peer: aborted" {
+		t.Errorf("empty PeerError = %q", s)
+	}
+	if s := (&PeerError{Text: "bad\x1b[2J\nthing"}).Error(); strings.ContainsAny(s, "\x1b\n") {
+		t.Errorf("PeerError passes control characters: %q", s)
+	}
+}
+
+func TestUnexpectedType(t *testing.T) {
+	a, b := pipe(t)
+	ctx := timeout(t, 10*time.Second)
+	go a.Send(ctx, Result{})
+	_, err := b.RecvSetup(ctx)
+	if !errors.Is(err, ErrUnexpected) || !strings.Contains(err.Error(), "expected Setup, got Result") {
+		t.Fatalf("RecvSetup = %v", err)
+	}
+	// The stream is intact: the Conn still works.
+	go a.Send(ctx, Sync{Seq: 3})
+	if s, err := b.RecvSync(ctx); err != nil || s.Seq != 3 {
+		t.Fatalf("after an unexpected type: %+v, %v", s, err)
+	}
+}
+
+func TestBarrierOutOfStep(t *testing.T) {
+	a, b := pipe(t)
+	ctx := timeout(t, 10*time.Second)
+	go a.Barrier(ctx, 2)
+	if err := b.Barrier(ctx, 1); err == nil || !strings.Contains(err.Error(), "out of step") {
+		t.Fatalf("Barrier = %v", err)
+	}
+}
+
+func TestVersionMismatch(t *testing.T) {
+	a, b := pipe(t)
+	ctx := timeout(t, 10*time.Second)
+	go func() {
+		h := NewHello("gorperf 9.0")
+		h.Version = ProtocolVersion + 1
+		a.Send(ctx, h)
+		a.Recv(ctx)
+	}()
+	_, err := Handshake(ctx, b, "gorperf 0.1")
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.Local != ProtocolVersion || ve.Remote != ProtocolVersion+1 {
+		t.Fatalf("Handshake = %v; want *VersionError", err)
+	}
+	for _, want := range []string{"version 1", "version 2", "gorperf 9.0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestNotGorperf(t *testing.T) {
+	badMagic, _ := AppendFrame(nil, Hello{Magic: [4]byte{'R', 'D', 'M', 'A'}, Version: ProtocolVersion})
+	for _, tc := range []struct {
+		name string
+		peer []byte
+	}{
+		// perftest's ethernet exchange: LID:QPN:PSN:RKey:VAddr[:GID].
+		{"perftest", []byte("0000:000011:9f1c3a:00000000:0000000000000000:fe:80:00:00:00:00:00:00:02:15:5d:ff:fe:34:01:08")},
+		{"perftest version", []byte("6.19\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")},
+		{"http", []byte("HTTP/1.1 400 Bad Request\r\n\r\n")},
+		{"ssh", []byte("SSH-2.0-OpenSSH_9.6\r\n")},
+		{"closed", nil},
+		{"half header", []byte{1, 0}},
+		{"bad magic", badMagic},
+		{"truncated hello", badMagic[:8]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Handshake(timeout(t, 10*time.Second), bytesConn(tc.peer), "gorperf")
+			if !errors.Is(err, ErrNotGorperf) {
+				t.Fatalf("Handshake = %v; want ErrNotGorperf", err)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// perftest's server talks over a real socket and, having written its line,
+// waits for ours: Handshake must not wait for a payload it would refuse.
+func TestNotGorperfPipe(t *testing.T) {
+	ours, theirs := pipe(t)
+	go func() {
+		theirs.NetConn().Write([]byte("0000:000011:9f1c3a:00000000:0000000000000000"))
+		io.Copy(io.Discard, theirs.NetConn()) // then never says more
+	}()
+	start := time.Now()
+	_, err := Handshake(timeout(t, 10*time.Second), ours, "gorperf")
+	if !errors.Is(err, ErrNotGorperf) || time.Since(start) > 5*time.Second {
+		t.Fatalf("Handshake = %v after %v", err, time.Since(start))
+	}
+}
+
+func TestGarbage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 2000 {
+		b := make([]byte, rng.IntN(300))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		if i%2 == 0 && len(b) > 0 {
+			b[0] = byte(TypeHello) // get past the type byte sometimes
+			if len(b) > 1 {
+				b[1] = 0
+			}
+		}
+		_, err := Handshake(t.Context(), bytesConn(b), "gorperf")
+		if !errors.Is(err, ErrNotGorperf) {
+			var pe *PeerError
+			if errors.As(err, &pe) || errors.Is(err, ErrUnexpected) {
+				continue // garbage that happens to be a well-formed frame
+			}
+			t.Fatalf("garbage %x: Handshake = %v", b, err)
+		}
+		c := bytesConn(b)
+		for range 10 {
+			if _, err := c.Recv(t.Context()); err != nil {
+				break
+			}
+		}
+	}
+}
+
+// A peer that says nothing: every wait ends with the context.
+func TestStall(t *testing.T) {
+	const bound = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		op   func(context.Context, *Conn) error
+	}{
+		{"recv", func(ctx context.Context, c *Conn) error { _, err := c.Recv(ctx); return err }},
+		{"send", func(ctx context.Context, c *Conn) error { return c.Send(ctx, Sync{}) }}, // nobody reads the pipe
+		{"handshake", func(ctx context.Context, c *Conn) error { _, err := Handshake(ctx, c, "x"); return err }},
+		{"barrier", func(ctx context.Context, c *Conn) error { return c.Barrier(ctx, 1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := pipe(t)
+			ctx, cancel := context.WithTimeout(t.Context(), bound)
+			defer cancel()
+			start := time.Now()
+			err := tc.op(ctx, a)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err = %v; want context.DeadlineExceeded", err)
+			}
+			if d := time.Since(start); d > bound+2*time.Second {
+				t.Fatalf("returned after %v, bound %v", d, bound)
+			}
+			// No byte moved, so the Conn still works both ways.
+			ctx = timeout(t, 10*time.Second)
+			go b.Send(ctx, Sync{Seq: 9})
+			if s, err := a.RecvSync(ctx); err != nil || s.Seq != 9 {
+				t.Fatalf("Recv after a timeout: %+v, %v", s, err)
+			}
+			go b.Recv(ctx)
+			if err := a.Send(ctx, Sync{Seq: 10}); err != nil {
+				t.Fatalf("Send after a timeout: %v", err)
+			}
+		})
+	}
+}
+
+func TestCancel(t *testing.T) {
+	a, _ := pipe(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := a.Recv(ctx)
+	if !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+		t.Fatalf("Recv = %v after %v; want context.Canceled", err, time.Since(start))
+	}
+	// An already cancelled context touches nothing.
+	if err := a.Send(ctx, Sync{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send = %v", err)
+	}
+}
+
+// A frame cut off mid-way leaves the Conn unusable, with a clear error.
+func TestBrokenStream(t *testing.T) {
+	a, b := pipe(t)
+	frame, _ := AppendFrame(nil, Result{Error: "x"})
+	go func() {
+		b.NetConn().Write(frame[:10])
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := a.Recv(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Recv = %v", err)
+	}
+	_, err := a.Recv(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "unusable") || !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Recv after a half-read frame = %v", err)
+	}
+}

@@ -1,0 +1,34 @@
+// Package exchange is gorperf's control protocol: how a client and a server
+// agree on a test over a TCP connection (port 18515 by default) and swap what
+// each needs to reach the other's queue pairs and memory.
+//
+// A session runs in this order; every step is one message each way, or one
+// message from the client:
+//
+//	both    Hello     Handshake: magic "GRPF" and ProtocolVersion must match
+//	client  TestSpec  the server learns the test from the client, then checks
+//	                  it with TestSpec.CheckLimits before it allocates anything
+//	both    Setup     SwapSetup: one QPInfo (endpoint, rkey, buffer) per QP
+//	both    Sync      Barrier, as often as the test needs
+//	both    Result    SwapResult: each side's counts, for bidirectional totals
+//
+// Instead of the message it is expected to send, a side may send an ErrorMsg
+// at any point; the receiver gets it back as a *PeerError.
+//
+// # Wire format
+//
+// Every message is a frame: a 4-byte header {type uint8, reserved uint8 (0),
+// length uint16} and a payload of that length, at most MaxPayload bytes. All
+// integers are big-endian; a bool is one byte, 0 or 1; a string is a one-byte
+// length and at most MaxString bytes. Each message type has a fixed payload
+// layout (see the AppendPayload methods) and only one encoding: decoders
+// reject unknown types, non-zero reserved bytes, bools other than 0 or 1,
+// counts over their bound and trailing bytes, so whatever decodes re-encodes
+// to the same bytes. The header is checked before the payload is read, so a
+// peer that speaks another protocol (perftest's ASCII key exchange, say) is
+// recognised at once and nothing larger than the bound for that type is ever
+// allocated. The decoders are fuzzed (fuzz_test.go).
+//
+// A Conn reads exactly one frame at a time without read-ahead, so the
+// underlying net.Conn can be used for something else after the exchange.
+package exchange

@@ -1,0 +1,118 @@
+package exchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+var (
+	// ErrNotGorperf means the peer's first bytes are not a gorperf Hello.
+	ErrNotGorperf = errors.New("peer does not speak the gorperf protocol (is it perftest or another service on that port?)")
+
+	// ErrUnexpected means a well-formed message came out of turn.
+	ErrUnexpected = errors.New("unexpected message")
+
+	// ErrInvalidSpec is wrapped by TestSpec.Validate's errors.
+	ErrInvalidSpec = errors.New("invalid test")
+
+	// ErrOverLimit is wrapped by TestSpec.CheckLimits's errors when a valid
+	// test asks for more than the server's Limits allow.
+	ErrOverLimit = errors.New("test exceeds the server's limits")
+)
+
+// VersionError is returned by Handshake when the peer speaks another
+// ProtocolVersion.
+type VersionError struct {
+	Local, Remote uint16
+	RemoteTool    string // the peer's Hello.Tool
+}
+
+func (e *VersionError) Error() string {
+	peer := "the peer"
+	if e.RemoteTool != "" {
+		peer += " (" + sanitize(e.RemoteTool) + ")"
+	}
+	return fmt.Sprintf("gorperf protocol version mismatch: this side speaks version %d, %s speaks version %d; run the same gorperf release on both sides",
+		e.Local, peer, e.Remote)
+}
+
+// ErrorCode classifies an ErrorMsg.
+type ErrorCode uint16
+
+// Error codes. A receiver treats an unknown code as CodeFailed.
+const (
+	CodeFailed      ErrorCode = 1 // anything else
+	CodeInvalidSpec ErrorCode = 2 // the TestSpec is invalid (ErrInvalidSpec)
+	CodeOverLimit   ErrorCode = 3 // the TestSpec exceeds the server's Limits (ErrOverLimit)
+	CodeUnsupported ErrorCode = 4 // the device cannot run the test (errors.ErrUnsupported)
+	CodeAborted     ErrorCode = 5 // the side was interrupted (context.Canceled)
+)
+
+var codeNames = [...]string{"", "failed", "invalid test", "over limit", "unsupported", "aborted"}
+
+func (c ErrorCode) String() string {
+	if c >= CodeFailed && c <= CodeAborted {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("ErrorCode(%d)", uint16(c))
+}
+
+// codeErrors maps codes to the errors a *PeerError matches with errors.Is.
+var codeErrors = map[ErrorCode]error{
+	CodeInvalidSpec: ErrInvalidSpec,
+	CodeOverLimit:   ErrOverLimit,
+	CodeUnsupported: errors.ErrUnsupported,
+	CodeAborted:     context.Canceled,
+}
+
+// NewErrorMsg returns the ErrorMsg that tells the peer about err, with the
+// code of the first of ErrInvalidSpec, ErrOverLimit, errors.ErrUnsupported
+// and context.Canceled that err matches (a *PeerError keeps its code).
+func NewErrorMsg(err error) ErrorMsg {
+	m := ErrorMsg{Code: CodeFailed, Text: err.Error()}
+	var pe *PeerError
+	if errors.As(err, &pe) {
+		m.Code = pe.Code
+		return m
+	}
+	for _, c := range []ErrorCode{CodeInvalidSpec, CodeOverLimit, CodeUnsupported, CodeAborted} {
+		if errors.Is(err, codeErrors[c]) {
+			m.Code = c
+			break
+		}
+	}
+	return m
+}
+
+// PeerError is an ErrorMsg the peer sent. errors.Is matches it against the
+// error its code stands for (ErrOverLimit for CodeOverLimit, and so on).
+type PeerError struct {
+	Code ErrorCode
+	Text string // as the peer sent it; Error() makes it printable
+}
+
+func (e *PeerError) Error() string {
+	if e.Text == "" {
+		return "peer: " + e.Code.String()
+	}
+	return "peer: " + sanitize(e.Text)
+}
+
+// Is reports whether target is the error e's code stands for.
+func (e *PeerError) Is(target error) bool {
+	want, ok := codeErrors[e.Code]
+	return ok && target == want
+}
+
+// sanitize makes text from the network safe to print on a terminal.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return unicode.ReplacementChar
+	}, s)
+}

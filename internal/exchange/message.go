@@ -1,0 +1,170 @@
+package exchange
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ProtocolVersion is the version of the wire format this package speaks.
+// Both sides must speak the same one; it changes whenever a payload layout
+// or the order of messages does.
+const ProtocolVersion = 1
+
+// DefaultPort is the TCP port of the control connection, perftest's.
+const DefaultPort = 18515
+
+// Magic opens every Hello; a peer whose Hello has another magic is not
+// gorperf.
+const Magic = "GRPF"
+
+// MsgType is the type byte of a frame.
+type MsgType uint8
+
+// Message types.
+const (
+	TypeHello  MsgType = 1
+	TypeSpec   MsgType = 2
+	TypeSetup  MsgType = 3
+	TypeSync   MsgType = 4
+	TypeResult MsgType = 5
+	TypeError  MsgType = 6
+)
+
+var typeNames = [...]string{"", "Hello", "Spec", "Setup", "Sync", "Result", "Error"}
+
+func (t MsgType) String() string {
+	if t >= TypeHello && t <= TypeError {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("MsgType(%#02x)", uint8(t))
+}
+
+// Message is one of Hello, TestSpec, Setup, Sync, Result and ErrorMsg.
+type Message interface {
+	// Type returns the message's frame type.
+	Type() MsgType
+	// AppendPayload appends the message's payload, without the frame
+	// header, to b. AppendFrame adds the header and checks the size.
+	AppendPayload(b []byte) []byte
+
+	message() // the set of messages is closed
+}
+
+// Hello is the first message each side sends (see Handshake).
+type Hello struct {
+	Magic   [4]byte // Magic
+	Version uint16  // the sender's ProtocolVersion
+	Tool    string  // the sender's program and version, e.g. "gorperf 0.1.0"
+}
+
+// NewHello returns this side's Hello.
+func NewHello(tool string) Hello {
+	return Hello{Magic: [4]byte([]byte(Magic)), Version: ProtocolVersion, Tool: tool}
+}
+
+// Sync is a barrier: each side sends one and waits for the peer's, which
+// must carry the same Seq (see Conn.Barrier).
+type Sync struct {
+	Seq uint32
+}
+
+// Result is what one side measured, sent at the end of a test so that the
+// other can report totals (the sum of both directions of a bidirectional
+// test) or the reason a run failed.
+type Result struct {
+	Iterations uint64        // iterations (messages) this side completed
+	Bytes      uint64        // payload bytes this side moved
+	Elapsed    time.Duration // this side's measured time; negative is sent as 0
+	Mismatches uint64        // data validation failures (TestSpec.ValidateData)
+	Error      string        // why this side's run failed; "" if it did not
+}
+
+// ErrorMsg is sent instead of the expected message when a side gives up;
+// the receiver's Conn returns it as a *PeerError. NewErrorMsg builds one
+// from an error.
+type ErrorMsg struct {
+	Code ErrorCode
+	Text string // cut to MaxString bytes when sent
+}
+
+func (Hello) Type() MsgType    { return TypeHello }
+func (TestSpec) Type() MsgType { return TypeSpec }
+func (Setup) Type() MsgType    { return TypeSetup }
+func (Sync) Type() MsgType     { return TypeSync }
+func (Result) Type() MsgType   { return TypeResult }
+func (ErrorMsg) Type() MsgType { return TypeError }
+
+func (Hello) message()    {}
+func (TestSpec) message() {}
+func (Setup) message()    {}
+func (Sync) message()     {}
+func (Result) message()   {}
+func (ErrorMsg) message() {}
+
+// AppendPayload appends magic [4]byte, version uint16, tool string.
+func (h Hello) AppendPayload(b []byte) []byte {
+	b = append(b, h.Magic[:]...)
+	b = binary.BigEndian.AppendUint16(b, h.Version)
+	return appendString(b, h.Tool)
+}
+
+func decodeHello(p []byte) (Hello, error) {
+	r := reader{t: TypeHello, b: p}
+	var h Hello
+	copy(h.Magic[:], r.take(4))
+	h.Version = r.u16()
+	h.Tool = r.str()
+	return h, r.done()
+}
+
+// AppendPayload appends seq uint32.
+func (s Sync) AppendPayload(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, s.Seq)
+}
+
+func decodeSync(p []byte) (Sync, error) {
+	r := reader{t: TypeSync, b: p}
+	s := Sync{Seq: r.u32()}
+	return s, r.done()
+}
+
+// AppendPayload appends iterations, bytes, elapsed nanoseconds and
+// mismatches, each uint64, then error string.
+func (res Result) AppendPayload(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, res.Iterations)
+	b = binary.BigEndian.AppendUint64(b, res.Bytes)
+	b = binary.BigEndian.AppendUint64(b, uint64(max(res.Elapsed, 0)))
+	b = binary.BigEndian.AppendUint64(b, res.Mismatches)
+	return appendString(b, res.Error)
+}
+
+func decodeResult(p []byte) (Result, error) {
+	r := reader{t: TypeResult, b: p}
+	var res Result
+	res.Iterations = r.u64()
+	res.Bytes = r.u64()
+	ns := r.u64()
+	if ns > math.MaxInt64 {
+		r.fail("elapsed time %d ns out of range", ns)
+	}
+	res.Elapsed = time.Duration(ns)
+	res.Mismatches = r.u64()
+	res.Error = r.str()
+	return res, r.done()
+}
+
+// AppendPayload appends code uint16, text string.
+func (e ErrorMsg) AppendPayload(b []byte) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(e.Code))
+	return appendString(b, e.Text)
+}
+
+func decodeErrorMsg(p []byte) (ErrorMsg, error) {
+	r := reader{t: TypeError, b: p}
+	var e ErrorMsg
+	e.Code = ErrorCode(r.u16())
+	e.Text = r.str()
+	return e, r.done()
+}

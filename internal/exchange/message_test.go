@@ -1,0 +1,211 @@
+package exchange
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// fullEndpoint has every field set, and a GID with all 16 bytes non-zero.
+func fullEndpoint() ibverbs.Endpoint {
+	g, err := ibverbs.ParseGID("fe80:1234:5678:9abc:def0:1122:3344:5566")
+	if err != nil {
+		panic(err)
+	}
+	return ibverbs.Endpoint{QPN: 0xabcdef, PSN: 0x123456, QKey: 0x11111111, LID: 0xbeef,
+		GID: g, GIDIndex: 3, GIDType: ibverbs.GIDTypeRoCEv2, MTU: ibverbs.MTU4096, Port: 1}
+}
+
+// testSpec is a valid write_bw spec with every field non-zero that can be.
+func testSpec() TestSpec {
+	return TestSpec{Test: WriteBW, ConnType: ibverbs.QPTypeRC, Size: 65536, Iterations: 5000,
+		Duration: 0, NumQPs: 2, Bidirectional: true, TXDepth: 128, RXDepth: 512,
+		CQModeration: 100, PostList: 1, Inline: 0, MTU: ibverbs.MTU1024, TrafficClass: 106, SL: 3,
+		ValidateData: true}
+}
+
+func messages() []struct {
+	name string
+	m    Message
+} {
+	every := TestSpec{Test: AtomicLat, Atomic: CmpSwap, ConnType: ibverbs.QPTypeUD, Size: 0xdeadbeef,
+		AllSizes: true, Iterations: 1 << 60, Duration: 99, NumQPs: 0xffff, Bidirectional: true,
+		TXDepth: 1, RXDepth: 2, CQModeration: 3, PostList: 4, Inline: 5, MTU: ibverbs.MTU256,
+		RdmaCM: true, TrafficClass: 255, SL: 15, RunInfinitely: true, ValidateData: true, Flags: 0x80000001}
+	many := make([]QPInfo, MaxSetupQPs)
+	for i := range many {
+		many[i] = QPInfo{Endpoint: fullEndpoint(), RKey: uint32(i), Addr: uint64(i) << 32, Len: 1 << 20}
+	}
+	return []struct {
+		name string
+		m    Message
+	}{
+		{"hello", NewHello("gorperf 0.1.0")},
+		{"hello empty", Hello{}},
+		{"hello max tool", NewHello(strings.Repeat("x", MaxString))},
+		{"spec", testSpec()},
+		{"spec zero", TestSpec{}},
+		{"spec every field", every},
+		{"setup empty", Setup{}},
+		{"setup one", Setup{QPs: []QPInfo{{Endpoint: fullEndpoint(), RKey: 0xcafe, Addr: 0x7f00_0000_1000, Len: 1 << 23}}}},
+		{"setup max", Setup{QPs: many}},
+		{"sync", Sync{Seq: 7}},
+		{"sync max", Sync{Seq: 0xffffffff}},
+		{"result", Result{Iterations: 5000, Bytes: 5000 * 65536, Elapsed: 1234567 * time.Microsecond, Mismatches: 2}},
+		{"result error", Result{Error: "CQ error: RETRY_EXC_ERR on QP 0x12"}},
+		{"error", ErrorMsg{Code: CodeOverLimit, Text: "too big"}},
+		{"error unknown code", ErrorMsg{Code: 999}},
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, tc := range messages() {
+		t.Run(tc.name, func(t *testing.T) {
+			frame, err := AppendFrame([]byte("prefix"), tc.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(frame, []byte("prefix")) {
+				t.Fatalf("AppendFrame lost the prefix")
+			}
+			frame = frame[len("prefix"):]
+			if got := int(binary.BigEndian.Uint16(frame[2:])); got != len(frame)-HeaderLen {
+				t.Fatalf("header length %d, payload %d", got, len(frame)-HeaderLen)
+			}
+			got, err := DecodeFrame(frame)
+			if err != nil {
+				t.Fatalf("DecodeFrame: %v", err)
+			}
+			if !reflect.DeepEqual(got, tc.m) {
+				t.Fatalf("round trip:\n got %+v\nwant %+v", got, tc.m)
+			}
+			got, err = ReadFrame(bytes.NewReader(frame))
+			if err != nil || !reflect.DeepEqual(got, tc.m) {
+				t.Fatalf("ReadFrame = %+v, %v", got, err)
+			}
+			got, err = decodePayload(tc.m.Type(), tc.m.AppendPayload(nil))
+			if err != nil || !reflect.DeepEqual(got, tc.m) {
+				t.Fatalf("decodePayload = %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestEncodeBounds(t *testing.T) {
+	long := strings.Repeat("é", MaxString) // 2 bytes a rune: cut at a rune boundary
+	b, err := AppendFrame(nil, ErrorMsg{Code: CodeFailed, Text: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := DecodeFrame(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := m.(ErrorMsg).Text
+	if len(text) != MaxString-1 || !strings.HasPrefix(long, text) {
+		t.Errorf("long text sent as %d bytes %q", len(text), text)
+	}
+
+	if _, err := AppendFrame(nil, Setup{QPs: make([]QPInfo, MaxSetupQPs+1)}); err == nil {
+		t.Error("AppendFrame sent a Setup of more than MaxSetupQPs")
+	}
+
+	b, _ = AppendFrame(nil, Result{Elapsed: -time.Second})
+	if m, err := DecodeFrame(b); err != nil || m.(Result).Elapsed != 0 {
+		t.Errorf("negative Elapsed decodes as %v, %v; want 0", m, err)
+	}
+}
+
+func frameOf(t MsgType, reserved byte, payload []byte) []byte {
+	b := []byte{byte(t), reserved, 0, 0}
+	binary.BigEndian.PutUint16(b[2:], uint16(len(payload)))
+	return append(b, payload...)
+}
+
+func TestDecodeRejects(t *testing.T) {
+	spec := testSpec().AppendPayload(nil)
+	setup := Setup{QPs: []QPInfo{{Endpoint: fullEndpoint()}}}.AppendPayload(nil)
+	result := Result{}.AppendPayload(nil)
+	with := func(b []byte, i int, v byte) []byte {
+		b = bytes.Clone(b)
+		b[i] = v
+		return b
+	}
+	tooMany := binary.BigEndian.AppendUint16(nil, MaxSetupQPs+1)
+	tooMany = append(tooMany, make([]byte, (MaxSetupQPs+1)*qpInfoLen)...)
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"empty", nil},
+		{"short header", []byte{1, 0, 0}},
+		{"unknown type 0", frameOf(0, 0, nil)},
+		{"unknown type 7", frameOf(7, 0, []byte{1, 2, 3, 4})},
+		{"perftest line", []byte("0000:000011:9f1c3a:00000000:0000000000000000")},
+		{"reserved byte", frameOf(TypeSync, 1, []byte{0, 0, 0, 1})},
+		{"short payload", frameOf(TypeSync, 0, []byte{0, 0, 1})},
+		{"trailing byte", frameOf(TypeSync, 0, []byte{0, 0, 0, 1, 0})},
+		{"bytes beyond length", append(frameOf(TypeSync, 0, []byte{0, 0, 0, 1}), 9)}, // ReadFrame stops before the 9
+		{"spec trailing", frameOf(TypeSpec, 0, append(bytes.Clone(spec), 0))},
+		{"spec short", frameOf(TypeSpec, 0, spec[:len(spec)-1])},
+		{"spec unknown bool bit", frameOf(TypeSpec, 0, with(spec, 47, 0x20))},
+		{"setup count over bytes", frameOf(TypeSetup, 0, with(setup, 1, 2))},
+		{"setup bytes over count", frameOf(TypeSetup, 0, with(setup, 1, 0))},
+		{"setup too many", frameOf(TypeSetup, 0, tooMany)},
+		{"hello string past end", frameOf(TypeHello, 0, []byte{'G', 'R', 'P', 'F', 0, 1, 5, 'a'})},
+		{"hello trailing", frameOf(TypeHello, 0, []byte{'G', 'R', 'P', 'F', 0, 1, 1, 'a', 'b'})},
+		{"result elapsed overflow", frameOf(TypeResult, 0, with(result, 16, 0x80))},
+		{"error short", frameOf(TypeError, 0, []byte{0, 1})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := DecodeFrame(tc.frame)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("DecodeFrame = %+v, %v; want ErrMalformed", m, err)
+			}
+			if len(tc.frame) >= HeaderLen && tc.name != "bytes beyond length" {
+				if m, err := ReadFrame(bytes.NewReader(tc.frame)); err == nil {
+					t.Fatalf("ReadFrame = %+v", m)
+				}
+			}
+		})
+	}
+}
+
+// ReadFrame reads one frame and not a byte more.
+func TestReadFrameNoReadAhead(t *testing.T) {
+	var b []byte
+	b, _ = AppendFrame(b, Sync{Seq: 1})
+	b, _ = AppendFrame(b, Sync{Seq: 2})
+	b = append(b, "rest"...)
+	r := bytes.NewReader(b)
+	for want := uint32(1); want <= 2; want++ {
+		m, err := ReadFrame(r)
+		if err != nil || m.(Sync).Seq != want {
+			t.Fatalf("frame %d: %+v, %v", want, m, err)
+		}
+	}
+	if r.Len() != len("rest") {
+		t.Fatalf("%d bytes left, want 4", r.Len())
+	}
+	if _, err := ReadFrame(bytes.NewReader(nil)); err != io.EOF {
+		t.Fatalf("ReadFrame on no bytes: %v, want io.EOF", err)
+	}
+}
+
+func TestMsgTypeString(t *testing.T) {
+	for _, tc := range messages() {
+		if s := tc.m.Type().String(); strings.HasPrefix(s, "MsgType") {
+			t.Errorf("%T has no name: %s", tc.m, s)
+		}
+	}
+	if s := MsgType(0x30).String(); s != "MsgType(0x30)" {
+		t.Errorf("MsgType(0x30) = %s", s)
+	}
+}

@@ -1,0 +1,433 @@
+package exchange
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"strings"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// Test is one of perftest's tests. The zero Test is invalid.
+type Test uint8
+
+// Tests.
+const (
+	WriteBW Test = iota + 1
+	WriteLat
+	ReadBW
+	ReadLat
+	SendBW
+	SendLat
+	AtomicBW
+	AtomicLat
+)
+
+var testNames = [...]string{"", "write_bw", "write_lat", "read_bw", "read_lat",
+	"send_bw", "send_lat", "atomic_bw", "atomic_lat"}
+
+// String returns the test's name without perftest's "ib_" prefix, e.g.
+// "write_bw".
+func (t Test) String() string {
+	if t.valid() {
+		return testNames[t]
+	}
+	return fmt.Sprintf("Test(%d)", uint8(t))
+}
+
+func (t Test) valid() bool { return t >= WriteBW && t <= AtomicLat }
+
+// IsLatency reports whether t measures latency rather than bandwidth.
+func (t Test) IsLatency() bool {
+	return t == WriteLat || t == ReadLat || t == SendLat || t == AtomicLat
+}
+
+// IsAtomic reports whether t is atomic_bw or atomic_lat.
+func (t Test) IsAtomic() bool { return t == AtomicBW || t == AtomicLat }
+
+// UsesRemoteMemory reports whether t's requests name the peer's memory
+// (RDMA write, read, atomics), so that QPInfo's buffer must be valid.
+func (t Test) UsesRemoteMemory() bool { return t.valid() && t != SendBW && t != SendLat }
+
+// ParseTest parses a test name such as "write_bw" or "ib_write_bw".
+func ParseTest(s string) (Test, error) {
+	name := strings.TrimPrefix(s, "ib_")
+	for t := WriteBW; t <= AtomicLat; t++ {
+		if name == testNames[t] {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown test %q: want one of %s", s, strings.Join(testNames[1:], ", "))
+}
+
+// AtomicOp is the operation of an atomic test, perftest's -A.
+type AtomicOp uint8
+
+// Atomic operations. FetchAdd, the zero value, is perftest's default.
+const (
+	FetchAdd AtomicOp = 0
+	CmpSwap  AtomicOp = 1
+)
+
+func (a AtomicOp) String() string {
+	switch a {
+	case FetchAdd:
+		return "FETCH_AND_ADD"
+	case CmpSwap:
+		return "CMP_AND_SWAP"
+	}
+	return fmt.Sprintf("AtomicOp(%d)", uint8(a))
+}
+
+// ParseAtomicOp parses perftest's -A values, "FETCH_AND_ADD" and
+// "CMP_AND_SWAP".
+func ParseAtomicOp(s string) (AtomicOp, error) {
+	for _, a := range []AtomicOp{FetchAdd, CmpSwap} {
+		if strings.EqualFold(s, a.String()) {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown atomic operation %q: want FETCH_AND_ADD or CMP_AND_SWAP", s)
+}
+
+// Sizes of an AllSizes sweep, perftest's -a: every power of two from
+// AllSizesMin to AllSizesMax (to the MTU for UD).
+const (
+	AllSizesMin = 2
+	AllSizesMax = 1 << 23
+)
+
+// MaxSetupQPs bounds NumQPs and the QPs of a Setup, whatever the Limits:
+// that many QPInfos fill most of a frame.
+const MaxSetupQPs = 1024
+
+// MaxInline bounds TestSpec.Inline; no device inlines more.
+const MaxInline = 4096
+
+// TestSpec is what the client asks the server to run: the test and every
+// option both sides must agree on. The server checks it with CheckLimits
+// before it allocates anything.
+type TestSpec struct {
+	Test     Test
+	Atomic   AtomicOp       // atomic tests only
+	ConnType ibverbs.QPType // RC, UC or UD
+	// Size is the message size in bytes; atomic tests use 8. It is
+	// ignored when AllSizes is set.
+	Size     uint32
+	AllSizes bool
+	// Iterations per size, or, if Duration is non-zero, the test runs for
+	// Duration seconds instead. One of the two must be set.
+	Iterations    uint64
+	Duration      uint32
+	NumQPs        uint16
+	Bidirectional bool   // bandwidth tests only
+	TXDepth       uint32 // send queue depth, at least 1
+	RXDepth       uint32 // receive queue depth; at least 1 for send tests
+	CQModeration  uint32 // signal one send in this many; 0 or 1: every one
+	PostList      uint32 // requests per post call; 0 or 1: one at a time
+	Inline        uint32 // inline data size in bytes (write and send only)
+	MTU           ibverbs.MTU
+	RdmaCM        bool // connect with rdma_cm instead of swapping Setups
+	TrafficClass  uint8
+	SL            uint8
+	RunInfinitely bool // bandwidth tests only: report every Duration, forever
+	// ValidateData makes the sender write a known pattern and the receiver
+	// check it, reporting failures in Result.Mismatches.
+	ValidateData bool
+	// Flags is reserved for options a later release adds; Validate refuses
+	// any bit this one does not know, so that such a client fails clearly.
+	Flags uint32
+}
+
+// Bits of the spec's one-byte bool field.
+const (
+	specAllSizes = 1 << iota
+	specBidirectional
+	specRdmaCM
+	specRunInfinitely
+	specValidateData
+	specKnownBools = 1<<iota - 1
+)
+
+const specLen = 52 // bytes of a TestSpec payload
+
+// AppendPayload appends, big-endian: test uint8, atomic uint8, conn type
+// uint32, size uint32, iterations uint64, duration uint32, QPs uint16, TX
+// depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
+// class and SL uint8, then one byte of bools (bit 0 AllSizes, 1
+// Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData) and flags uint32.
+func (s TestSpec) AppendPayload(b []byte) []byte {
+	b = append(b, uint8(s.Test), uint8(s.Atomic))
+	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
+	b = binary.BigEndian.AppendUint32(b, s.Size)
+	b = binary.BigEndian.AppendUint64(b, s.Iterations)
+	b = binary.BigEndian.AppendUint32(b, s.Duration)
+	b = binary.BigEndian.AppendUint16(b, s.NumQPs)
+	for _, v := range []uint32{s.TXDepth, s.RXDepth, s.CQModeration, s.PostList, s.Inline} {
+		b = binary.BigEndian.AppendUint32(b, v)
+	}
+	b = append(b, uint8(s.MTU), s.TrafficClass, s.SL)
+	var bools uint8
+	for _, f := range []struct {
+		set bool
+		bit uint8
+	}{
+		{s.AllSizes, specAllSizes}, {s.Bidirectional, specBidirectional}, {s.RdmaCM, specRdmaCM},
+		{s.RunInfinitely, specRunInfinitely}, {s.ValidateData, specValidateData},
+	} {
+		if f.set {
+			bools |= f.bit
+		}
+	}
+	b = append(b, bools)
+	return binary.BigEndian.AppendUint32(b, s.Flags)
+}
+
+func decodeSpec(p []byte) (TestSpec, error) {
+	r := reader{t: TypeSpec, b: p}
+	var s TestSpec
+	s.Test = Test(r.u8())
+	s.Atomic = AtomicOp(r.u8())
+	s.ConnType = ibverbs.QPType(r.u32())
+	s.Size = r.u32()
+	s.Iterations = r.u64()
+	s.Duration = r.u32()
+	s.NumQPs = r.u16()
+	s.TXDepth = r.u32()
+	s.RXDepth = r.u32()
+	s.CQModeration = r.u32()
+	s.PostList = r.u32()
+	s.Inline = r.u32()
+	s.MTU = ibverbs.MTU(r.u8())
+	s.TrafficClass = r.u8()
+	s.SL = r.u8()
+	bools := r.u8()
+	if bools&^specKnownBools != 0 {
+		r.fail("unknown option bits %#02x", bools&^specKnownBools)
+	}
+	s.AllSizes = bools&specAllSizes != 0
+	s.Bidirectional = bools&specBidirectional != 0
+	s.RdmaCM = bools&specRdmaCM != 0
+	s.RunInfinitely = bools&specRunInfinitely != 0
+	s.ValidateData = bools&specValidateData != 0
+	s.Flags = r.u32()
+	return s, r.done()
+}
+
+// MaxSize returns the largest message size the test uses: 8 for atomics,
+// the top of the sweep with AllSizes, else Size.
+func (s TestSpec) MaxSize() uint32 {
+	switch {
+	case s.Test.IsAtomic():
+		return 8
+	case !s.AllSizes:
+		return s.Size
+	case s.ConnType == ibverbs.QPTypeUD:
+		return s.udMax()
+	}
+	return AllSizesMax
+}
+
+// udMax is the largest UD message: the MTU, or 4096 while it is unknown.
+func (s TestSpec) udMax() uint32 {
+	if b := s.MTU.Bytes(); b != 0 {
+		return uint32(b)
+	}
+	return 4096
+}
+
+// Sizes returns the message sizes the test runs, in order: the AllSizes
+// sweep, or just MaxSize.
+func (s TestSpec) Sizes() []uint32 {
+	if !s.AllSizes || s.Test.IsAtomic() {
+		return []uint32{s.MaxSize()}
+	}
+	var sizes []uint32
+	for n := uint32(AllSizesMin); n <= s.MaxSize(); n *= 2 {
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// Memory returns the bytes each side registers for the test, counted
+// conservatively as MaxSize × max(TXDepth, RXDepth) × NumQPs, doubled when
+// Bidirectional. It saturates at math.MaxUint64.
+func (s TestSpec) Memory() uint64 {
+	n := uint64(s.MaxSize())
+	for _, f := range []uint64{uint64(max(s.TXDepth, s.RXDepth)), uint64(s.NumQPs)} {
+		hi, lo := bits.Mul64(n, f)
+		if hi != 0 {
+			return math.MaxUint64
+		}
+		n = lo
+	}
+	if s.Bidirectional {
+		if n > math.MaxUint64/2 {
+			return math.MaxUint64
+		}
+		n *= 2
+	}
+	return n
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, args...))
+}
+
+// Validate reports whether s is a test gorperf can run, whatever the
+// server's limits. Its errors wrap ErrInvalidSpec.
+func (s TestSpec) Validate() error {
+	t := s.Test
+	if !t.valid() {
+		return invalid("unknown test %d", uint8(s.Test))
+	}
+	switch s.ConnType {
+	case ibverbs.QPTypeRC:
+	case ibverbs.QPTypeUC:
+		if t != WriteBW && t != WriteLat && t != SendBW && t != SendLat {
+			return invalid("%s needs RC, not UC", t)
+		}
+	case ibverbs.QPTypeUD:
+		if t != SendBW && t != SendLat {
+			return invalid("%s needs RC, not UD", t)
+		}
+	default:
+		return invalid("connection type %v: want RC, UC or UD", s.ConnType)
+	}
+	if s.Atomic != FetchAdd && s.Atomic != CmpSwap {
+		return invalid("unknown atomic operation %d", uint8(s.Atomic))
+	}
+	switch {
+	case t.IsAtomic() && (s.AllSizes || s.Size != 8):
+		return invalid("%s moves 8 bytes: set Size to 8 and no AllSizes", t)
+	case !s.AllSizes && s.Size == 0:
+		return invalid("message size 0")
+	}
+	if s.MTU != 0 && s.MTU.Bytes() == 0 {
+		return invalid("MTU %d: want 0 (the port's) or 1-5 (256-4096 bytes)", uint8(s.MTU))
+	}
+	if s.ConnType == ibverbs.QPTypeUD && s.MaxSize() > s.udMax() {
+		return invalid("UD messages are at most the MTU, %d bytes, not %d", s.udMax(), s.MaxSize())
+	}
+	if s.Iterations == 0 && s.Duration == 0 {
+		return invalid("neither iterations nor a duration")
+	}
+	if t.IsLatency() && s.Bidirectional {
+		return invalid("%s cannot be bidirectional", t)
+	}
+	if t.IsLatency() && s.RunInfinitely {
+		return invalid("%s cannot run infinitely; only bandwidth tests can", t)
+	}
+	if s.RunInfinitely && s.Duration == 0 {
+		return invalid("running infinitely needs a duration, the reporting period")
+	}
+	if s.NumQPs == 0 || s.NumQPs > MaxSetupQPs {
+		return invalid("%d QPs: want 1 to %d", s.NumQPs, MaxSetupQPs)
+	}
+	if s.TXDepth == 0 {
+		return invalid("TX depth 0")
+	}
+	if (t == SendBW || t == SendLat) && s.RXDepth == 0 {
+		return invalid("RX depth 0 for %s", t)
+	}
+	if s.CQModeration > s.TXDepth {
+		return invalid("CQ moderation %d exceeds the TX depth %d", s.CQModeration, s.TXDepth)
+	}
+	if s.PostList > s.TXDepth {
+		return invalid("post list %d exceeds the TX depth %d", s.PostList, s.TXDepth)
+	}
+	if s.Inline > MaxInline {
+		return invalid("inline size %d exceeds %d", s.Inline, MaxInline)
+	}
+	if s.Inline != 0 && (t == ReadBW || t == ReadLat || t.IsAtomic()) {
+		return invalid("%s cannot send inline", t)
+	}
+	if s.SL > 15 {
+		return invalid("service level %d: want 0 to 15", s.SL)
+	}
+	if s.Flags != 0 {
+		return invalid("unknown option flags %#x (is the client a newer gorperf?)", s.Flags)
+	}
+	return nil
+}
+
+// Limits bound what a server allocates for one test, whatever a client
+// asks. Every field is a maximum; a zero field allows nothing.
+type Limits struct {
+	MaxMsgSize uint32 // largest message size in bytes (TestSpec.MaxSize)
+	MaxQPs     uint16 // most QPs (TestSpec.NumQPs); above MaxSetupQPs is invalid anyway
+	MaxDepth   uint32 // deepest TX or RX queue
+	MaxMemory  uint64 // bytes the server will register for one test (TestSpec.Memory)
+	// MaxIterations bounds Iterations of latency tests, for which a side
+	// keeps one 8-byte sample per iteration; bandwidth tests only count.
+	MaxIterations uint64
+}
+
+// DefaultLimits returns limits that let every perftest default run, the
+// -a sweep included: messages up to 8 MiB (perftest -a's largest), 64 QPs,
+// queues 8192 deep, 4 GiB of registered memory (the -a sweep with perftest's
+// TX depth of 128, bidirectional, on two QPs) and 2^24 latency iterations
+// (128 MiB of samples).
+func DefaultLimits() Limits {
+	return Limits{
+		MaxMsgSize:    AllSizesMax,
+		MaxQPs:        64,
+		MaxDepth:      8192,
+		MaxMemory:     4 << 30,
+		MaxIterations: 1 << 24,
+	}
+}
+
+func overLimit(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrOverLimit, fmt.Sprintf(format, args...))
+}
+
+// CheckLimits validates s and reports whether the server may run it
+// within l. Its errors wrap ErrInvalidSpec or ErrOverLimit; a server sends
+// them to the client with NewErrorMsg.
+func (s TestSpec) CheckLimits(l Limits) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if n := s.MaxSize(); n > l.MaxMsgSize {
+		return overLimit("message size %s exceeds this server's maximum of %s", formatBytes(uint64(n)), formatBytes(uint64(l.MaxMsgSize)))
+	}
+	if s.NumQPs > l.MaxQPs {
+		return overLimit("%d QPs exceed this server's maximum of %d", s.NumQPs, l.MaxQPs)
+	}
+	if d := max(s.TXDepth, s.RXDepth); d > l.MaxDepth {
+		return overLimit("queue depth %d exceeds this server's maximum of %d", d, l.MaxDepth)
+	}
+	if s.Test.IsLatency() && s.Iterations > l.MaxIterations {
+		return overLimit("%d iterations of %s exceed this server's maximum of %d", s.Iterations, s.Test, l.MaxIterations)
+	}
+	if m := s.Memory(); m > l.MaxMemory {
+		how := fmt.Sprintf("size %d × depth %d × %d QPs", s.MaxSize(), max(s.TXDepth, s.RXDepth), s.NumQPs)
+		if s.Bidirectional {
+			how += " × 2 directions"
+		}
+		return overLimit("the test needs %s of registered memory (%s), more than this server's maximum of %s",
+			formatBytes(m), how, formatBytes(l.MaxMemory))
+	}
+	return nil
+}
+
+// formatBytes writes n in the largest binary unit that keeps it at least 1.
+func formatBytes(n uint64) string {
+	if n == math.MaxUint64 {
+		return "more than 16 EiB"
+	}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := 0
+	v := float64(n)
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.4g %s", v, units[i])
+}

@@ -1,0 +1,195 @@
+package exchange
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+func TestParseTest(t *testing.T) {
+	for tt := WriteBW; tt <= AtomicLat; tt++ {
+		for _, s := range []string{tt.String(), "ib_" + tt.String()} {
+			got, err := ParseTest(s)
+			if err != nil || got != tt {
+				t.Errorf("ParseTest(%q) = %v, %v; want %v", s, got, err, tt)
+			}
+		}
+	}
+	if _, err := ParseTest("write"); err == nil || !strings.Contains(err.Error(), "write_bw") {
+		t.Errorf("ParseTest(write) error %v does not list the tests", err)
+	}
+	if s := Test(0).String(); s != "Test(0)" {
+		t.Errorf("Test(0) = %s", s)
+	}
+	for _, a := range []AtomicOp{FetchAdd, CmpSwap} {
+		if got, err := ParseAtomicOp(a.String()); err != nil || got != a {
+			t.Errorf("ParseAtomicOp(%v) = %v, %v", a, got, err)
+		}
+	}
+	if _, err := ParseAtomicOp("SWAP"); err == nil {
+		t.Error("ParseAtomicOp(SWAP) succeeded")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := []struct {
+		name string
+		edit func(*TestSpec)
+	}{
+		{"write_bw", func(*TestSpec) {}},
+		{"duration only", func(s *TestSpec) { s.Iterations, s.Duration = 0, 5 }},
+		{"all sizes ignores size", func(s *TestSpec) { s.AllSizes, s.Size = true, 0 }},
+		{"atomic", func(s *TestSpec) { s.Test, s.Size, s.Atomic = AtomicBW, 8, CmpSwap }},
+		{"send UD", func(s *TestSpec) { s.Test, s.ConnType, s.Size = SendBW, ibverbs.QPTypeUD, 1024 }},
+		{"send UD all sizes", func(s *TestSpec) {
+			s.Test, s.ConnType, s.AllSizes = SendLat, ibverbs.QPTypeUD, true
+			s.Bidirectional = false
+		}},
+		{"write UC", func(s *TestSpec) { s.ConnType = ibverbs.QPTypeUC }},
+		{"read RC no RX depth", func(s *TestSpec) { s.Test, s.RXDepth = ReadBW, 0 }},
+		{"infinitely", func(s *TestSpec) { s.RunInfinitely, s.Duration = true, 2 }},
+		{"MTU auto", func(s *TestSpec) { s.MTU = 0 }},
+	}
+	for _, tc := range ok {
+		s := testSpec()
+		tc.edit(&s)
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	bad := []struct {
+		name, want string
+		edit       func(*TestSpec)
+	}{
+		{"zero", "unknown test 0", func(s *TestSpec) { *s = TestSpec{} }},
+		{"unknown test", "unknown test 9", func(s *TestSpec) { s.Test = 9 }},
+		{"conn type", "want RC, UC or UD", func(s *TestSpec) { s.ConnType = ibverbs.QPTypeRawPacket }},
+		{"read UC", "read_bw needs RC, not UC", func(s *TestSpec) { s.Test, s.ConnType = ReadBW, ibverbs.QPTypeUC }},
+		{"write UD", "write_bw needs RC, not UD", func(s *TestSpec) { s.ConnType = ibverbs.QPTypeUD }},
+		{"atomic op", "unknown atomic operation", func(s *TestSpec) { s.Atomic = 2 }},
+		{"atomic size", "moves 8 bytes", func(s *TestSpec) { s.Test = AtomicBW }},
+		{"size 0", "message size 0", func(s *TestSpec) { s.Size = 0 }},
+		{"MTU", "MTU 6", func(s *TestSpec) { s.MTU = 6 }},
+		{"UD over MTU", "at most the MTU, 1024 bytes", func(s *TestSpec) { s.Test, s.ConnType, s.Size = SendBW, ibverbs.QPTypeUD, 2048 }},
+		{"no iterations", "neither iterations nor a duration", func(s *TestSpec) { s.Iterations = 0 }},
+		{"lat bidirectional", "write_lat cannot be bidirectional", func(s *TestSpec) { s.Test = WriteLat }},
+		{"lat infinitely", "cannot run infinitely", func(s *TestSpec) { s.Test, s.Bidirectional, s.RunInfinitely = SendLat, false, true }},
+		{"infinitely no duration", "needs a duration", func(s *TestSpec) { s.RunInfinitely = true }},
+		{"no QPs", "0 QPs", func(s *TestSpec) { s.NumQPs = 0 }},
+		{"too many QPs", "1025 QPs", func(s *TestSpec) { s.NumQPs = MaxSetupQPs + 1 }},
+		{"TX depth", "TX depth 0", func(s *TestSpec) { s.TXDepth, s.CQModeration, s.PostList = 0, 0, 0 }},
+		{"RX depth", "RX depth 0 for send_bw", func(s *TestSpec) { s.Test, s.RXDepth = SendBW, 0 }},
+		{"CQ moderation", "CQ moderation 200", func(s *TestSpec) { s.CQModeration = 200 }},
+		{"post list", "post list 129", func(s *TestSpec) { s.PostList = 129 }},
+		{"inline", "inline size 4097", func(s *TestSpec) { s.Inline = MaxInline + 1 }},
+		{"inline read", "read_lat cannot send inline", func(s *TestSpec) { s.Test, s.Bidirectional, s.Inline = ReadLat, false, 64 }},
+		{"SL", "service level 16", func(s *TestSpec) { s.SL = 16 }},
+		{"flags", "unknown option flags 0x4", func(s *TestSpec) { s.Flags = 4 }},
+	}
+	for _, tc := range bad {
+		s := testSpec()
+		tc.edit(&s)
+		err := s.Validate()
+		if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate = %v; want ErrInvalidSpec with %q", tc.name, err, tc.want)
+		}
+		if err2 := s.CheckLimits(DefaultLimits()); err2 == nil || err2.Error() != err.Error() {
+			t.Errorf("%s: CheckLimits = %v, Validate %v", tc.name, err2, err)
+		}
+	}
+}
+
+func TestCheckLimits(t *testing.T) {
+	if err := testSpec().CheckLimits(DefaultLimits()); err != nil {
+		t.Fatalf("default spec refused: %v", err)
+	}
+	// perftest -a with its default TX depth of 128, bidirectional, 2 QPs.
+	sweep := testSpec()
+	sweep.AllSizes, sweep.NumQPs, sweep.TXDepth, sweep.RXDepth = true, 2, 128, 128
+	if err := sweep.CheckLimits(DefaultLimits()); err != nil {
+		t.Fatalf("-a sweep refused: %v", err)
+	}
+	if got := sweep.Memory(); got != 4<<30 {
+		t.Fatalf("sweep Memory = %d, want 4 GiB", got)
+	}
+
+	tib := testSpec() // 8 MiB × 8192 × 16 QPs = 1 TiB
+	tib.Bidirectional, tib.Size, tib.TXDepth, tib.NumQPs = false, 8<<20, 8192, 16
+	if got := tib.Memory(); got != 1<<40 {
+		t.Fatalf("Memory = %d, want 1 TiB", got)
+	}
+	err := tib.CheckLimits(DefaultLimits())
+	if !errors.Is(err, ErrOverLimit) || !strings.Contains(err.Error(), "1 TiB of registered memory") ||
+		!strings.Contains(err.Error(), "maximum of 4 GiB") {
+		t.Fatalf("1 TiB spec: %v", err)
+	}
+	t.Log(err)
+
+	l := DefaultLimits()
+	for _, tc := range []struct {
+		name, want string
+		edit       func(*TestSpec)
+	}{
+		{"size", "message size 16 MiB exceeds this server's maximum of 8 MiB", func(s *TestSpec) { s.Size = 16 << 20 }},
+		{"QPs", "65 QPs exceed", func(s *TestSpec) { s.NumQPs = 65 }},
+		{"depth", "queue depth 8193 exceeds", func(s *TestSpec) { s.RXDepth = 8193 }},
+		{"latency iterations", "16777217 iterations of write_lat", func(s *TestSpec) {
+			s.Test, s.Bidirectional, s.Iterations = WriteLat, false, l.MaxIterations+1
+		}},
+		{"bidirectional doubles", "× 2 directions", func(s *TestSpec) { s.Size, s.TXDepth, s.NumQPs = 8<<20, 128, 3 }},
+	} {
+		s := testSpec()
+		tc.edit(&s)
+		err := s.CheckLimits(l)
+		if !errors.Is(err, ErrOverLimit) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: CheckLimits = %v; want ErrOverLimit with %q", tc.name, err, tc.want)
+		}
+	}
+	// Bandwidth tests count iterations; they keep no samples.
+	s := testSpec()
+	s.Iterations = math.MaxUint64
+	if err := s.CheckLimits(l); err != nil {
+		t.Errorf("bandwidth iterations bounded: %v", err)
+	}
+	if err := testSpec().CheckLimits(Limits{}); !errors.Is(err, ErrOverLimit) {
+		t.Errorf("zero Limits allowed a test: %v", err)
+	}
+}
+
+func TestMemorySaturates(t *testing.T) {
+	s := TestSpec{Test: WriteBW, Size: math.MaxUint32, TXDepth: math.MaxUint32, NumQPs: math.MaxUint16, Bidirectional: true}
+	if got := s.Memory(); got != math.MaxUint64 {
+		t.Errorf("Memory = %d, want saturation", got)
+	}
+	s.NumQPs = 1 // 2^64 - 2^33 + 1, doubled overflows
+	if got := s.Memory(); got != math.MaxUint64 {
+		t.Errorf("Memory = %d, want saturation", got)
+	}
+	if got := formatBytes(math.MaxUint64); !strings.Contains(got, "more than") {
+		t.Errorf("formatBytes(max) = %s", got)
+	}
+}
+
+func TestSizes(t *testing.T) {
+	s := testSpec()
+	if got := s.Sizes(); !slices.Equal(got, []uint32{65536}) {
+		t.Errorf("Sizes = %v", got)
+	}
+	s.AllSizes = true
+	got := s.Sizes()
+	if len(got) != 23 || got[0] != 2 || got[22] != 1<<23 {
+		t.Errorf("-a Sizes = %v", got)
+	}
+	s.Test, s.ConnType = SendBW, ibverbs.QPTypeUD
+	if got := s.Sizes(); got[len(got)-1] != 1024 {
+		t.Errorf("UD -a Sizes = %v, want up to the MTU", got)
+	}
+	s.Test = AtomicBW
+	if got := s.Sizes(); !slices.Equal(got, []uint32{8}) {
+		t.Errorf("atomic Sizes = %v", got)
+	}
+}
