@@ -102,7 +102,10 @@ func TestCreateCloseCycles(t *testing.T) {
 	if fd1 != fd0 {
 		t.Errorf("file descriptors grew from %d to %d", fd0, fd1)
 	}
-	if rss1-rssHalf > 512 {
+	// 2 MiB over 5,000 cycles is 400 bytes a cycle: less than any object
+	// this cycle makes (the QP's post scratch alone is over 2 KiB), more
+	// than the allocators' noise (seen: up to about 600 KiB).
+	if rss1-rssHalf > 2048 {
 		t.Errorf("RSS grew by %d KiB over the last %d cycles", rss1-rssHalf, n/2)
 	}
 }

@@ -1,0 +1,413 @@
+//go:build linux && cgo
+
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// Config tunes Dial, Listen and Accept. The zero value (or nil) gives an
+// RC connection with 16 send and 16 receive work requests of one SGE, its
+// own PD and CQs, the device's maximum RDMA read depth, and retries forever
+// on RNR.
+type Config struct {
+	// UD makes datagram "connections" (RDMA_PS_UDP, a UD QP): the dialer
+	// learns the listener's QPN and QKey and gets an address handle for
+	// it (Conn.RemoteUD). Both ends must agree.
+	UD bool
+
+	// Cap is the QP's capacity; zero asks for 16 send and 16 receive WRs,
+	// and a zero SGE count for 1. Conn.QP().Cap() has what was granted.
+	Cap ibverbs.QPCap
+	// CQSize is the size of each CQ the connection makes; zero sizes the
+	// send CQ to Cap.MaxSendWR and the receive CQ to Cap.MaxRecvWR.
+	CQSize int
+	// SigAll makes every send signalled.
+	SigAll bool
+
+	// PD, SendCQ and RecvCQ, when set, are used instead of making new
+	// ones, and Conn.Close leaves them open. They must be on the device the
+	// connection goes through: make them on a context from Devices (or from
+	// another Conn's Context). RecvCQ defaults to SendCQ when only that is
+	// set.
+	PD     *ibverbs.PD
+	SendCQ *ibverbs.CQ
+	RecvCQ *ibverbs.CQ
+
+	// PrivateData goes to the peer in the connection request (Dial) or
+	// reply (Accept): at most 56 and 196 bytes for RC, 180 and 136 for UD,
+	// over InfiniBand and RoCE.
+	PrivateData []byte
+	// InitiatorDepth and ResponderResources bound the RDMA reads and
+	// atomics in flight from and to this side. Zero asks for the device's
+	// maximum (limited on Accept by what the peer asked); negative for
+	// none.
+	InitiatorDepth     int
+	ResponderResources int
+	// RetryCount and RNRRetryCount (0-7, 7 meaning forever for RNR): zero
+	// asks for 7, negative for none.
+	RetryCount    int
+	RNRRetryCount int
+
+	// SrcAddr, for Dial, is the local address ("ip" or "ip:port") to bind
+	// before resolving the destination: it picks the local device.
+	SrcAddr string
+	// Backlog, for Listen, bounds the pending connection requests; zero
+	// takes the kernel's default.
+	Backlog int
+
+	// AddrTimeout and RouteTimeout bound address and route resolution
+	// (default 2s each; Dial resolves the address in attempts of 250ms
+	// until AddrTimeout); Timeout, when set, bounds a whole Dial or Accept
+	// handshake. A context deadline that comes sooner wins.
+	AddrTimeout  time.Duration
+	RouteTimeout time.Duration
+	Timeout      time.Duration
+}
+
+const (
+	defaultWR      = 16
+	defaultResolve = 2 * time.Second
+)
+
+func (cfg *Config) portSpace() PortSpace {
+	if cfg.UD {
+		return PortSpaceUDP
+	}
+	return PortSpaceTCP
+}
+
+func (cfg *Config) qpCap() ibverbs.QPCap {
+	c := cfg.Cap
+	if c.MaxSendWR == 0 && c.MaxRecvWR == 0 {
+		c.MaxSendWR, c.MaxRecvWR = defaultWR, defaultWR
+	}
+	c.MaxSendSGE = max(c.MaxSendSGE, 1)
+	c.MaxRecvSGE = max(c.MaxRecvSGE, 1)
+	return c
+}
+
+func (cfg *Config) connParam() *ConnParam {
+	depth := func(v int) uint8 {
+		switch {
+		case v == 0:
+			return MaxDepth
+		case v < 0:
+			return 0
+		}
+		return uint8(min(v, MaxDepth-1))
+	}
+	retry := func(v int) uint8 {
+		switch {
+		case v == 0:
+			return 7
+		case v < 0:
+			return 0
+		}
+		return uint8(min(v, 7))
+	}
+	return &ConnParam{
+		PrivateData:        cfg.PrivateData,
+		InitiatorDepth:     depth(cfg.InitiatorDepth),
+		ResponderResources: depth(cfg.ResponderResources),
+		RetryCount:         retry(cfg.RetryCount),
+		RNRRetryCount:      retry(cfg.RNRRetryCount),
+	}
+}
+
+// resolveTimeout is d (or the default), shortened to end just after ctx's
+// deadline so that the context, not the kernel, reports running out.
+func resolveTimeout(ctx context.Context, d time.Duration) time.Duration {
+	if d <= 0 {
+		d = defaultResolve
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		d = min(d, time.Until(dl)+50*time.Millisecond)
+	}
+	return d
+}
+
+// handshake bounds ctx by cfg.Timeout.
+func (cfg *Config) handshake(ctx context.Context) (context.Context, context.CancelFunc) {
+	if cfg.Timeout > 0 {
+		return context.WithTimeout(ctx, cfg.Timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// await returns the next event of type want on ch, skipping those that do
+// not matter here, or an error for one that ends the wait.
+func await(ctx context.Context, ch *EventChannel, want EventType) (*Event, error) {
+	for {
+		ev, err := ch.GetEvent(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch ev.Type {
+		case want:
+			return ev, nil
+		case EventAddrChange, EventTimewaitExit, EventMulticastJoin:
+			continue
+		}
+		return nil, fmt.Errorf("waiting for %s: %w", want, eventError(ev))
+	}
+}
+
+// Conn is a connection made by Dial or Accept: an rdma_cm ID with its own
+// event channel, and the QP, CQs and PD under it. Post work requests on
+// QP() and poll SendCQ() and RecvCQ(); the memory they name must be
+// registered on PD().
+type Conn struct {
+	id      *ID
+	ctx     *ibverbs.Context
+	ownCtx  bool
+	pd      *ibverbs.PD
+	ownPD   bool
+	scq     *ibverbs.CQ
+	ownSCQ  bool
+	rcq     *ibverbs.CQ
+	ownRCQ  bool
+	qp      *ibverbs.QP
+	ud      bool
+	param   ConnParam
+	udParam UDParam
+	ah      *ibverbs.AH
+
+	done      chan struct{}
+	mu        sync.Mutex
+	err       error
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// newConn makes the connection's resources on id's device. It owns id and
+// its channel from here on: on failure both are closed.
+func newConn(id *ID, cfg *Config) (c *Conn, err error) {
+	c = &Conn{id: id, ud: cfg.UD, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.teardown())
+			c = nil
+		}
+	}()
+	verbs := unsafe.Pointer(id.c.verbs)
+	if cfg.PD != nil {
+		c.pd, c.ctx = cfg.PD, cfg.PD.Context()
+		if c.ctx.Raw() != verbs {
+			dev := "another device"
+			if ctx, err := id.Context(); err == nil {
+				dev = ctx.Name()
+			}
+			return c, fmt.Errorf("Config.PD is on %s, not on %s where the connection goes "+
+				"(or on a context not from rdmacm.Devices): %w", c.ctx.Name(), dev, syscall.EINVAL)
+		}
+	} else {
+		if c.ctx, err = id.Context(); err != nil {
+			return c, err
+		}
+		c.ownCtx = true
+		if c.pd, err = c.ctx.AllocPD(); err != nil {
+			return c, err
+		}
+		c.ownPD = true
+	}
+	qc := cfg.qpCap()
+	size := func(n int) int {
+		if cfg.CQSize > 0 {
+			return cfg.CQSize
+		}
+		return max(n, 1)
+	}
+	c.scq, c.rcq = cfg.SendCQ, cfg.RecvCQ
+	if c.rcq == nil {
+		c.rcq = c.scq
+	}
+	if c.scq == nil {
+		if c.scq, err = c.pd.Context().CreateCQ(size(qc.MaxSendWR), nil); err != nil {
+			return c, err
+		}
+		c.ownSCQ = true
+	}
+	if c.rcq == nil {
+		if c.rcq, err = c.pd.Context().CreateCQ(size(qc.MaxRecvWR), nil); err != nil {
+			return c, err
+		}
+		c.ownRCQ = true
+	}
+	c.qp, err = id.CreateQP(c.pd, ibverbs.QPInit{SendCQ: c.scq, RecvCQ: c.rcq, Cap: qc, SigAll: cfg.SigAll})
+	return c, err
+}
+
+// teardown closes what the connection owns, in reverse order of creation.
+func (c *Conn) teardown() error {
+	var errs []error
+	closeIf := func(own bool, x interface{ Close() error }) {
+		if own {
+			if err := x.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	closeIf(c.ah != nil, c.ah)
+	closeIf(c.qp != nil, c.qp)
+	closeIf(c.ownRCQ && c.rcq != c.scq, c.rcq)
+	closeIf(c.ownSCQ, c.scq)
+	closeIf(c.ownPD, c.pd)
+	closeIf(c.ownCtx, c.ctx)
+	ch := c.id.ch
+	closeIf(true, c.id)
+	closeIf(true, ch)
+	return errors.Join(errs...)
+}
+
+// start begins watching the connection's channel for the peer going away.
+func (c *Conn) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stopWatch = cancel
+	c.watchDone = make(chan struct{})
+	go c.watch(ctx)
+}
+
+func (c *Conn) watch(ctx context.Context) {
+	defer close(c.watchDone)
+	for {
+		ev, err := c.id.ch.GetEvent(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.end(err)
+			}
+			return
+		}
+		switch ev.Type {
+		case EventDisconnected:
+			// Answer the peer's disconnect request (DREQ) at once, as
+			// rdma_cm expects, so that its rdma_disconnect completes
+			// without waiting for a timeout.
+			if !c.ud {
+				c.id.Disconnect()
+			}
+			c.end(eventError(ev))
+			return
+		case EventDeviceRemoval, EventConnectError, EventUnreachable, EventRejected:
+			c.end(eventError(ev))
+			return
+		}
+	}
+}
+
+// end records why the connection ended, once, and closes Done.
+func (c *Conn) end(err error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return false
+	}
+	c.err = err
+	close(c.done)
+	return true
+}
+
+// QP returns the connection's queue pair: RC, or UD with Config.UD.
+func (c *Conn) QP() *ibverbs.QP { return c.qp }
+
+// PD returns the protection domain of the QP.
+func (c *Conn) PD() *ibverbs.PD { return c.pd }
+
+// SendCQ returns the CQ of the QP's send queue.
+func (c *Conn) SendCQ() *ibverbs.CQ { return c.scq }
+
+// RecvCQ returns the CQ of the QP's receive queue.
+func (c *Conn) RecvCQ() *ibverbs.CQ { return c.rcq }
+
+// Context returns the device the connection goes through, borrowed from
+// librdmacm (or Config.PD's context).
+func (c *Conn) Context() *ibverbs.Context { return c.ctx }
+
+// ID returns the connection's rdma_cm identifier. Its events belong to the
+// Conn: do not wait on its channel.
+func (c *Conn) ID() *ID { return c.id }
+
+// PortNum returns the device port the connection uses.
+func (c *Conn) PortNum() int { return c.id.PortNum() }
+
+// LocalAddr returns the local IP address and port.
+func (c *Conn) LocalAddr() netip.AddrPort { return c.id.LocalAddr() }
+
+// RemoteAddr returns the peer's IP address and port.
+func (c *Conn) RemoteAddr() netip.AddrPort { return c.id.RemoteAddr() }
+
+// PrivateData returns what the peer sent with its request (for a Conn from
+// Accept) or reply (from Dial), padded with zeros by the CM to a fixed size.
+func (c *Conn) PrivateData() []byte {
+	if c.ud {
+		return c.udParam.PrivateData
+	}
+	return c.param.PrivateData
+}
+
+// Param returns the connection parameters the peer sent.
+func (c *Conn) Param() ConnParam { return c.param }
+
+// RemoteUD returns, for a UD Conn from Dial, an address handle for the
+// listener and its QPN and QKey, to address sends with
+// (ibverbs.SendWR.AH, RemoteQPN, RemoteQKey). Otherwise it returns nil.
+// The AH belongs to the Conn. A receive buffer on a UD QP starts with the
+// 40-byte GRH.
+func (c *Conn) RemoteUD() (ah *ibverbs.AH, qpn, qkey uint32) {
+	if c.ah == nil {
+		return nil, 0, 0
+	}
+	return c.ah, c.udParam.QPNum, c.udParam.QKey
+}
+
+// Done returns a channel that closes when the connection ends: the peer
+// disconnected (DISCONNECTED), the device went away, or Close was called.
+// Err then says which.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns nil while the connection is up, then why it ended: an error
+// matching ErrDisconnected when the peer disconnected or died, ErrClosed
+// after Close.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close disconnects (rdma_disconnect) and frees the connection: the QP
+// (rdma_destroy_qp), the CQs and PD it made, the ID (rdma_destroy_id) and
+// its channel. PD, CQs passed in Config stay open. MRs on PD() must be
+// closed first. Closing twice is a no-op.
+func (c *Conn) Close() error {
+	first := false
+	c.closeOnce.Do(func() {
+		first = true
+		if c.stopWatch != nil {
+			c.stopWatch()
+			<-c.watchDone
+		}
+		var errs []error
+		if c.end(ErrClosed) && !c.ud {
+			if err := c.id.Disconnect(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		errs = append(errs, c.teardown())
+		c.closeErr = errors.Join(errs...)
+	})
+	if !first {
+		return nil
+	}
+	return c.closeErr
+}

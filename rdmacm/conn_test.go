@@ -1,0 +1,524 @@
+//go:build linux && cgo
+
+package rdmacm_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+// TestConnectSendWrite connects two ends on one device, sends a message,
+// and RDMA-writes into memory whose address and rkey the server sent as
+// private data with its accept.
+func TestConnectSendWrite(t *testing.T) {
+	n := device(t)
+	// The server's memory must exist before it accepts, to advertise it:
+	// so it uses a PD of its own on librdmacm's device context.
+	dctx, err := rdmacm.Device(n.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, dctx) })
+	pd, err := dctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	target := register(t, pd, 4096, ibverbs.AccessRemoteWrite)
+	adv := binary.BigEndian.AppendUint64(nil, target.mr.Addr())
+	adv = binary.BigEndian.AppendUint32(adv, target.mr.RKey())
+
+	start := time.Now()
+	l := listen(t, n.ip, &rdmacm.Config{PD: pd, PrivateData: adv})
+	srv, cli := connect(t, l, n.ip, &rdmacm.Config{PrivateData: []byte("hello from the client")})
+	t.Logf("connected in %v: %s -> %s", time.Since(start), cli.LocalAddr(), cli.RemoteAddr())
+
+	if srv.Context().Name() != n.dev || cli.Context().Name() != n.dev {
+		t.Errorf("devices: server %s, client %s, want %s", srv.Context().Name(), cli.Context().Name(), n.dev)
+	}
+	if srv.PD() != pd {
+		t.Error("the server's Conn does not use Config.PD")
+	}
+	if !bytes.HasPrefix(srv.PrivateData(), []byte("hello from the client")) {
+		t.Errorf("server got private data %q", srv.PrivateData())
+	}
+	got := cli.PrivateData()
+	if len(got) < 12 || !bytes.Equal(got[:12], adv) {
+		t.Fatalf("client got private data %x, want prefix %x", got, adv)
+	}
+	raddr, rkey := binary.BigEndian.Uint64(got), binary.BigEndian.Uint32(got[8:])
+	if cli.RemoteAddr() != l.Addr() || srv.LocalAddr() != l.Addr() || srv.RemoteAddr() != cli.LocalAddr() {
+		t.Errorf("addresses: listener %s, server %s<-%s, client %s->%s",
+			l.Addr(), srv.LocalAddr(), srv.RemoteAddr(), cli.LocalAddr(), cli.RemoteAddr())
+	}
+	if typ := cli.QP().Type(); typ != ibverbs.QPTypeRC {
+		t.Errorf("QP type %s", typ)
+	}
+
+	// Send and receive.
+	rm := register(t, pd, 4096, 0)
+	cm := register(t, cli.PD(), 4096, 0)
+	msg := []byte("rdma_cm says hi")
+	postRecv(t, srv, rm, 0, 64)
+	copy(cm.buf.Bytes(), msg)
+	send(t, cli, cm, 0, len(msg))
+	wc := waitWC(t, srv.RecvCQ(), 20*time.Second)
+	if wc.Opcode != ibverbs.WCRecv || int(wc.ByteLen) != len(msg) || !bytes.Equal(rm.buf.Bytes()[:len(msg)], msg) {
+		t.Errorf("received %d bytes %q (opcode %s)", wc.ByteLen, rm.buf.Bytes()[:wc.ByteLen], wc.Opcode)
+	}
+
+	// RDMA write into the advertised memory.
+	data := []byte("written with RDMA through rdma_cm")
+	copy(cm.buf.Bytes()[1024:], data)
+	err = cli.QP().PostSend([]ibverbs.SendWR{{ID: 9, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{cm.mr.SGE(1024, len(data))}, RemoteAddr: raddr + 100, RKey: rkey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wc := waitWC(t, cli.SendCQ(), 20*time.Second); wc.WRID != 9 {
+		t.Errorf("write completion %+v", wc)
+	}
+	if g := target.buf.Bytes()[100 : 100+len(data)]; !bytes.Equal(g, data) {
+		t.Errorf("target holds %q, want %q", g, data)
+	}
+
+	// The client closes; the server sees the peer disconnect.
+	closeOK(t, cm.mr)
+	closeOK(t, cli)
+	closeOK(t, cli)
+	if !errors.Is(cli.Err(), rdmacm.ErrClosed) {
+		t.Errorf("client Err() = %v after Close", cli.Err())
+	}
+	select {
+	case <-srv.Done():
+		if !errors.Is(srv.Err(), rdmacm.ErrDisconnected) {
+			t.Errorf("server Err() = %v, want ErrDisconnected", srv.Err())
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("the server saw no disconnect 20s after the client closed")
+	}
+}
+
+// TestTwoDevices connects rxe1 (198.18.0.2) to a listener on rxe0
+// (198.18.0.1): traffic crosses the veth pair as between two hosts.
+func TestTwoDevices(t *testing.T) {
+	n := device(t)
+	n2 := secondDevice(t)
+	l := listen(t, n.ip, nil)
+	start := time.Now()
+	srv, cli := connect(t, l, n2.ip, &rdmacm.Config{})
+	t.Logf("connected in %v: %s -> %s", time.Since(start), cli.LocalAddr(), cli.RemoteAddr())
+	if srv.Context().Name() != n.dev || cli.Context().Name() != n2.dev {
+		t.Errorf("devices: server %s, client %s; want %s and %s", srv.Context().Name(), cli.Context().Name(), n.dev, n2.dev)
+	}
+	if cli.LocalAddr().Addr() != n2.ip || srv.RemoteAddr().Addr() != n2.ip {
+		t.Errorf("client address %s, server sees %s; want %s", cli.LocalAddr(), srv.RemoteAddr(), n2.ip)
+	}
+	sm := register(t, srv.PD(), 4096, 0)
+	cm := register(t, cli.PD(), 4096, 0)
+	postRecv(t, cli, cm, 0, 64)
+	copy(sm.buf.Bytes(), "across the wire")
+	send(t, srv, sm, 0, 15)
+	if wc := waitWC(t, cli.RecvCQ(), 20*time.Second); string(cm.buf.Bytes()[:wc.ByteLen]) != "across the wire" {
+		t.Errorf("client received %q", cm.buf.Bytes()[:wc.ByteLen])
+	}
+}
+
+func TestReject(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.ip, nil)
+	ctx := timeout(t, 60*time.Second)
+	reqData := make(chan []byte, 1)
+	go func() {
+		r, err := l.GetRequest(ctx)
+		if err != nil {
+			reqData <- []byte(err.Error())
+			return
+		}
+		reqData <- r.PrivateData()
+		if err := r.Reject([]byte("go away")); err != nil {
+			t.Errorf("reject: %v", err)
+		}
+	}()
+	c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n.ip.String(), PrivateData: []byte("may I?")})
+	if err == nil {
+		c.Close()
+		t.Fatal("Dial succeeded; the server rejects")
+	}
+	if d := <-reqData; !bytes.HasPrefix(d, []byte("may I?")) {
+		t.Errorf("request private data %q", d)
+	}
+	var rej *rdmacm.RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("Dial: %v, want a *RejectedError", err)
+	}
+	if !bytes.HasPrefix(rej.PrivateData, []byte("go away")) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Dial: %v (status %d, private data %q)", err, rej.Status, rej.PrivateData)
+	}
+	t.Logf("%v", err)
+}
+
+func TestNoListener(t *testing.T) {
+	n := device(t)
+	// A port that was just free: take one, then let it go.
+	l, err := rdmacm.Listen(context.Background(), addr(n.ip, 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().Port()
+	closeOK(t, l)
+	checkLeaks(t, 2)
+	start := time.Now()
+	c, err := rdmacm.Dial(timeout(t, 30*time.Second), addr(n.ip, port), &rdmacm.Config{SrcAddr: n.ip.String()})
+	if err == nil {
+		c.Close()
+		t.Fatal("Dial to a port nobody listens on succeeded")
+	}
+	el := time.Since(start)
+	t.Logf("%v after %v", err, el)
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Dial: %v, want an error matching ECONNREFUSED", err)
+	}
+	if el > 10*time.Second {
+		t.Errorf("refusal took %v", el)
+	}
+
+	// The same for a UD lookup (SIDR), which gets status 1.
+	c, err = rdmacm.Dial(timeout(t, 30*time.Second), addr(n.ip, port), &rdmacm.Config{UD: true, SrcAddr: n.ip.String()})
+	if err == nil {
+		c.Close()
+		t.Fatal("UD Dial to a port nobody listens on succeeded")
+	}
+	t.Logf("UD: %v", err)
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("UD Dial: %v, want an error matching ECONNREFUSED", err)
+	}
+}
+
+func TestDialCancel(t *testing.T) {
+	n := device(t)
+	warmUp(t, n)
+	checkLeaks(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	// 198.18.0.3 is on the VM's subnet but nobody has it: ARP never answers.
+	c, err := rdmacm.Dial(ctx, "198.18.0.3:7471", &rdmacm.Config{AddrTimeout: 10 * time.Second})
+	el := time.Since(start)
+	if err == nil {
+		c.Close()
+		t.Fatal("Dial to 198.18.0.3 succeeded")
+	}
+	t.Logf("%v after %v", err, el)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Dial: %v, want context.Canceled", err)
+	}
+	if el > 2*time.Second {
+		t.Errorf("Dial returned %v after being cancelled at 200ms", el)
+	}
+
+	// Without a deadline, the address resolution gives up after
+	// AddrTimeout with ADDR_ERROR and ETIMEDOUT.
+	start = time.Now()
+	c, err = rdmacm.Dial(context.Background(), "198.18.0.3:7471", &rdmacm.Config{AddrTimeout: time.Second})
+	if err == nil {
+		c.Close()
+		t.Fatal("Dial to 198.18.0.3 succeeded")
+	}
+	el = time.Since(start)
+	t.Logf("%v after %v", err, el)
+	if !errors.Is(err, rdmacm.ErrAddrResolve) || !errors.Is(err, syscall.ETIMEDOUT) || el < time.Second || el > 3*time.Second {
+		t.Errorf("Dial with a 1s AddrTimeout: %v after %v, want ErrAddrResolve and ETIMEDOUT after 1s", err, el)
+	}
+
+	// A deadline gives DeadlineExceeded.
+	start = time.Now()
+	c, err = rdmacm.Dial(timeout(t, 300*time.Millisecond), "198.18.0.3:7471", nil)
+	if err == nil {
+		c.Close()
+		t.Fatal("Dial to 198.18.0.3 succeeded")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Errorf("Dial with a 300ms deadline: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestAcceptCancelAndClose(t *testing.T) {
+	n := device(t)
+	checkLeaks(t, 1)
+	l, err := rdmacm.Listen(context.Background(), addr(n.ip, 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := l.Accept(timeout(t, 200*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Errorf("Accept with a 200ms deadline: %v after %v", err, time.Since(start))
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.Accept(context.Background())
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	closeOK(t, l)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, rdmacm.ErrClosed) {
+			t.Errorf("Accept after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Accept still waits 5s after Close")
+	}
+	closeOK(t, l)
+}
+
+// TestPeerKilled kills a peer process with SIGKILL while connected; the
+// survivor must see the connection end.
+func TestPeerKilled(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.ip, nil)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), "GORPERF_RDMACM_HELPER=dial "+l.Addr().String()+" "+n.ip.String())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe() // the helper exits if we die
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	srv, err := l.Accept(timeout(t, 60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, srv)
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- s
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case s := <-line:
+		if s != "connected\n" {
+			t.Fatalf("helper said %q", s)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the helper did not connect in 30s")
+	}
+	select {
+	case <-srv.Done():
+		t.Fatalf("connection ended before the peer was killed: %v", srv.Err())
+	default:
+	}
+	start := time.Now()
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-srv.Done():
+		t.Logf("survivor saw %v after %v", srv.Err(), time.Since(start))
+		if !errors.Is(srv.Err(), rdmacm.ErrDisconnected) {
+			t.Errorf("Err() = %v, want ErrDisconnected", srv.Err())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the survivor saw nothing 30s after the peer was killed")
+	}
+}
+
+// TestHelperProcess is the peer that TestPeerKilled starts and kills.
+func TestHelperProcess(t *testing.T) {
+	spec := os.Getenv("GORPERF_RDMACM_HELPER")
+	if spec == "" {
+		t.Skip("the peer process of TestPeerKilled")
+	}
+	f := strings.Fields(spec)
+	c, err := rdmacm.Dial(timeout(t, 60*time.Second), f[1], &rdmacm.Config{SrcAddr: f[2]})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(2)
+	}
+	fmt.Println("connected")
+	io.Copy(io.Discard, os.Stdin) // until killed, or the test's end closes stdin
+	c.Close()
+	os.Exit(0)
+}
+
+// TestManyConnections opens and closes 100 connections in a row; the
+// process's goroutines and descriptors must stay flat.
+func TestManyConnections(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.ip, nil)
+	warmUp(t, n)
+	const rounds = 100
+	before := measure(t)
+	start := time.Now()
+	for i := range rounds {
+		srv, cli, err := tryConnect(timeout(t, 60*time.Second), l, n.ip, &rdmacm.Config{Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if err := errors.Join(cli.Close(), srv.Close()); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	el := time.Since(start)
+	t.Logf("%d connections in %v, %v each", rounds, el, el/rounds)
+	var after usage
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if after = measure(t); after.goroutines <= before.goroutines+2 && after.fds <= before.fds+2 {
+			break
+		}
+	}
+	t.Logf("goroutines %d -> %d, fds %d -> %d", before.goroutines, after.goroutines, before.fds, after.fds)
+	if after.goroutines > before.goroutines+2 || after.fds > before.fds+2 {
+		t.Errorf("leak over %d connections: goroutines %d -> %d, fds %d -> %d",
+			rounds, before.goroutines, after.goroutines, before.fds, after.fds)
+	}
+}
+
+// TestUD resolves a UD peer through rdma_cm and sends it a datagram with
+// the address handle from the ESTABLISHED event.
+func TestUD(t *testing.T) {
+	n := device(t)
+	cfg := &rdmacm.Config{UD: true, PrivateData: []byte("ud listener")}
+	l := listen(t, n.ip, cfg)
+	srv, cli := connect(t, l, n.ip, cfg)
+	if srv.QP().Type() != ibverbs.QPTypeUD || cli.QP().Type() != ibverbs.QPTypeUD {
+		t.Fatalf("QP types %s and %s", srv.QP().Type(), cli.QP().Type())
+	}
+	ah, qpn, qkey := cli.RemoteUD()
+	if ah == nil || qpn != srv.QP().Num() || qkey == 0 {
+		t.Fatalf("RemoteUD: AH %v, QPN %#x (server has %#x), QKey %#x", ah, qpn, srv.QP().Num(), qkey)
+	}
+	if !bytes.HasPrefix(cli.PrivateData(), []byte("ud listener")) {
+		t.Errorf("client got private data %q", cli.PrivateData())
+	}
+	if a, _, _ := srv.RemoteUD(); a != nil {
+		t.Error("the accepting side has a remote AH")
+	}
+	const grh = 40
+	sm := register(t, srv.PD(), 4096, 0)
+	cm := register(t, cli.PD(), 4096, 0)
+	postRecv(t, srv, sm, 0, grh+256)
+	msg := []byte("a datagram through rdma_cm")
+	copy(cm.buf.Bytes(), msg)
+	err := cli.QP().PostSend([]ibverbs.SendWR{{ID: 3, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{cm.mr.SGE(0, len(msg))}, AH: ah, RemoteQPN: qpn, RemoteQKey: qkey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitWC(t, cli.SendCQ(), 20*time.Second)
+	wc := waitWC(t, srv.RecvCQ(), 20*time.Second)
+	if int(wc.ByteLen) != grh+len(msg) || !bytes.Equal(sm.buf.Bytes()[grh:grh+len(msg)], msg) {
+		t.Errorf("received %d bytes, payload %q", wc.ByteLen, sm.buf.Bytes()[grh:wc.ByteLen])
+	}
+	if wc.SrcQP != cli.QP().Num() {
+		t.Errorf("source QP %#x, want %#x", wc.SrcQP, cli.QP().Num())
+	}
+}
+
+// TestLowLevel drives the one-to-one API: resolve, route and connect
+// events by hand on one channel.
+func TestLowLevel(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.ip, nil)
+	ctx := timeout(t, 60*time.Second)
+	acc := make(chan error, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		if err == nil {
+			<-c.Done() // until the client disconnects
+			err = c.Close()
+		}
+		acc <- err
+	}()
+	ch, err := rdmacm.CreateEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, ch)
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, id)
+	next := func(want rdmacm.EventType) *rdmacm.Event {
+		t.Helper()
+		ev, err := ch.GetEvent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != want || ev.ID != id {
+			t.Fatalf("event %s for %p, want %s for %p", ev, ev.ID, want, id)
+		}
+		return ev
+	}
+	if err := id.ResolveAddr(netip.AddrPortFrom(n.ip, 0), l.Addr(), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventAddrResolved)
+	if err := id.ResolveRoute(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventRouteResolved)
+	dctx, err := id.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, dctx)
+	pd, err := dctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, pd)
+	cq, err := dctx.CreateCQ(8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, cq)
+	qp, err := id.CreateQP(pd, ibverbs.QPInit{SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Close() == nil {
+		t.Error("closing an ID with a QP succeeded")
+	}
+	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7, InitiatorDepth: 1, ResponderResources: 1}); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventEstablished)
+	if err := id.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventDisconnected)
+	if err := <-acc; err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, qp)
+	if ch.Close() == nil {
+		t.Error("closing a channel with an ID on it succeeded")
+	}
+}

@@ -1,0 +1,141 @@
+//go:build linux && cgo
+
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestConstantsMatchC(t *testing.T) {
+	for g, c := range eventTypeTable() {
+		if int(g) != c {
+			t.Errorf("%s = %d, C has %d", g, int(g), c)
+		}
+	}
+	if n := len(eventTypeTable()); n != len(eventNames) {
+		t.Errorf("%d event types checked, %d named", n, len(eventNames))
+	}
+	for g, c := range portSpaceTable() {
+		if int(g) != c {
+			t.Errorf("PortSpace%s = %#x, C has %#x", g, int(g), c)
+		}
+	}
+}
+
+func TestEventTypeString(t *testing.T) {
+	for _, tc := range []struct {
+		t    EventType
+		want string
+	}{
+		{EventAddrResolved, "ADDR_RESOLVED"},
+		{EventRejected, "REJECTED"},
+		{EventEstablished, "ESTABLISHED"},
+		{EventTimewaitExit, "TIMEWAIT_EXIT"},
+		{EventType(99), "EventType(99)"},
+	} {
+		if got := tc.t.String(); got != tc.want {
+			t.Errorf("%d: %q, want %q", int(tc.t), got, tc.want)
+		}
+	}
+}
+
+func TestEventErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   Event
+		is   []error
+		not  []error
+		text string
+	}{
+		{"addr error", Event{Type: EventAddrError, Status: -int(syscall.ETIMEDOUT)},
+			[]error{ErrAddrResolve, syscall.ETIMEDOUT}, []error{ErrUnreachable, syscall.ECONNREFUSED}, "address not resolved"},
+		{"route error", Event{Type: EventRouteError, Status: -int(syscall.ENETUNREACH)},
+			[]error{ErrRouteResolve, syscall.ENETUNREACH}, nil, "RDMA_CM_EVENT_ROUTE_ERROR"},
+		{"unreachable", Event{Type: EventUnreachable, Status: -int(syscall.ETIMEDOUT)},
+			[]error{ErrUnreachable, syscall.ETIMEDOUT}, nil, "peer unreachable"},
+		{"disconnected", Event{Type: EventDisconnected},
+			[]error{ErrDisconnected}, []error{syscall.ETIMEDOUT}, "peer disconnected"},
+		{"rejected", Event{Type: EventRejected, Status: 28, Param: ConnParam{PrivateData: []byte("go away\x00\x00")}},
+			[]error{syscall.ECONNREFUSED}, []error{ErrUnreachable}, `private data "go away"`},
+		{"UD rejected", Event{Type: EventUnreachable, Status: 1, IsUD: true},
+			[]error{syscall.ECONNREFUSED}, []error{ErrUnreachable}, "nothing listens"},
+	} {
+		err := error(&OpError{Op: "dial", Addr: "198.18.0.1:1", Err: eventError(&tc.ev)})
+		for _, target := range tc.is {
+			if !errors.Is(err, target) {
+				t.Errorf("%s: %v does not match %v", tc.name, err, target)
+			}
+		}
+		for _, target := range tc.not {
+			if errors.Is(err, target) {
+				t.Errorf("%s: %v matches %v", tc.name, err, target)
+			}
+		}
+		if !strings.Contains(err.Error(), tc.text) || !strings.HasPrefix(err.Error(), "rdmacm: dial 198.18.0.1:1: ") {
+			t.Errorf("%s: %q lacks %q", tc.name, err, tc.text)
+		}
+	}
+	var rej *RejectedError
+	if err := eventError(&Event{Type: EventRejected, Status: 28}); !errors.As(err, &rej) || rej.Status != 28 {
+		t.Errorf("REJECTED gave %v", err)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	p := (&Config{}).connParam()
+	if p.InitiatorDepth != MaxDepth || p.ResponderResources != MaxDepth || p.RetryCount != 7 || p.RNRRetryCount != 7 {
+		t.Errorf("defaults: %+v", p)
+	}
+	p = (&Config{InitiatorDepth: -1, ResponderResources: 4, RetryCount: -1, RNRRetryCount: 20}).connParam()
+	if p.InitiatorDepth != 0 || p.ResponderResources != 4 || p.RetryCount != 0 || p.RNRRetryCount != 7 {
+		t.Errorf("set: %+v", p)
+	}
+	c := (&Config{}).qpCap()
+	if c.MaxSendWR != defaultWR || c.MaxRecvWR != defaultWR || c.MaxSendSGE != 1 || c.MaxRecvSGE != 1 {
+		t.Errorf("default cap %+v", c)
+	}
+	if (&Config{UD: true}).portSpace() != PortSpaceUDP || (&Config{}).portSpace() != PortSpaceTCP {
+		t.Error("port space")
+	}
+}
+
+func TestAddrParsing(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		in     string
+		listen bool
+		want   string
+		err    bool
+	}{
+		{"198.18.0.1:7471", false, "198.18.0.1:7471", false},
+		{":7471", true, "0.0.0.0:7471", false},
+		{":7471", false, "", true},
+		{"[::1]:9", false, "[::1]:9", false},
+		{"127.0.0.1:0", true, "127.0.0.1:0", false},
+		{"198.18.0.1", false, "", true},
+		{"198.18.0.1:99999", false, "", true},
+	} {
+		got, err := lookupAddrPort(ctx, tc.in, tc.listen)
+		if (err != nil) != tc.err || (err == nil && got.String() != tc.want) {
+			t.Errorf("%q: %v, %v; want %q (error %v)", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+	if ap, err := parseSrcAddr(ctx, "198.18.0.2"); err != nil || ap != netip.MustParseAddrPort("198.18.0.2:0") {
+		t.Errorf("SrcAddr: %v %v", ap, err)
+	}
+}
+
+func TestSockaddrRoundTrip(t *testing.T) {
+	for _, s := range []string{"198.18.0.1:7471", "[::1]:65535", "0.0.0.0:0"} {
+		ap := netip.MustParseAddrPort(s)
+		var ss sockaddrStorage
+		if got := addrPort(sockaddr(ap, &ss)); got != ap {
+			t.Errorf("%s came back as %s", ap, got)
+		}
+	}
+}

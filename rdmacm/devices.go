@@ -1,0 +1,49 @@
+//go:build linux && cgo
+
+package rdmacm
+
+// #include "shim.h"
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// Devices returns librdmacm's open devices (rdma_get_devices,
+// rdma_free_devices): the contexts its IDs bind to. A PD or CQ made on one
+// of them can be shared by many connections (Config.PD, Config.SendCQ).
+// The contexts are borrowed: librdmacm keeps them open while it is loaded,
+// and closing one ends only the handle.
+func Devices() ([]*ibverbs.Context, error) {
+	var n C.int
+	list, err := C.rdma_get_devices(&n)
+	if list == nil {
+		return nil, cmError("rdma_get_devices", err)
+	}
+	defer C.rdma_free_devices(list)
+	var out []*ibverbs.Context
+	for _, c := range unsafe.Slice(list, int(n)) {
+		ctx, err := ibverbs.WrapContext(unsafe.Pointer(c))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ctx)
+	}
+	return out, nil
+}
+
+// Device returns librdmacm's context for the named device, as Devices.
+func Device(name string) (*ibverbs.Context, error) {
+	devs, err := Devices()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range devs {
+		if d.Name() == name {
+			return d, nil
+		}
+	}
+	return nil, &OpError{Op: "device", Addr: name, Err: errNoDevice}
+}

@@ -1,0 +1,177 @@
+//go:build linux && cgo
+
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Dial connects to a listener at addr ("host:port") and returns the
+// connection once it is established. It resolves the address and route
+// (rdma_resolve_addr, rdma_resolve_route), makes the PD, CQs and QP on the
+// device the route goes through (rdma_create_qp), and connects
+// (rdma_connect). ctx bounds all of it; when it ends first, Dial returns
+// ctx's error and leaves nothing behind.
+//
+// Errors are *OpError wrapping: a *RejectedError (matching
+// syscall.ECONNREFUSED) when the peer or its CM refused, e.g. nothing
+// listens there; ErrAddrResolve, ErrRouteResolve or ErrUnreachable (with
+// the errno, e.g. ETIMEDOUT) when the peer cannot be reached.
+func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	c, err := dial(ctx, addr, cfg)
+	if err != nil {
+		return nil, &OpError{Op: "dial", Addr: addr, Err: err}
+	}
+	return c, nil
+}
+
+func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	ctx, cancel := cfg.handshake(ctx)
+	defer cancel()
+	dst, err := lookupAddrPort(ctx, addr, false)
+	if err != nil {
+		return nil, err
+	}
+	var src netip.AddrPort
+	if cfg.SrcAddr != "" {
+		if src, err = parseSrcAddr(ctx, cfg.SrcAddr); err != nil {
+			return nil, err
+		}
+	}
+	ch, err := CreateEventChannel()
+	if err != nil {
+		return nil, err
+	}
+	id, err := resolveAddr(ctx, ch, cfg.portSpace(), src, dst, resolveTimeout(ctx, cfg.AddrTimeout))
+	if err != nil {
+		return nil, errors.Join(err, ch.Close())
+	}
+	fail := func(err error) (*Conn, error) {
+		return nil, errors.Join(err, id.Close(), ch.Close())
+	}
+	if err := id.ResolveRoute(resolveTimeout(ctx, cfg.RouteTimeout)); err != nil {
+		return fail(err)
+	}
+	if _, err := await(ctx, ch, EventRouteResolved); err != nil {
+		return fail(fmt.Errorf("resolving route: %w", err))
+	}
+	c, err := newConn(id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := id.Connect(cfg.connParam()); err != nil {
+		return nil, errors.Join(err, c.teardown())
+	}
+	ev, err := await(ctx, ch, EventEstablished)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("connecting: %w", err), c.teardown())
+	}
+	c.param, c.udParam = ev.Param, ev.UD
+	if cfg.UD {
+		if c.ah, err = c.pd.CreateAH(ev.UD.AHAttr); err != nil {
+			return nil, errors.Join(err, c.teardown())
+		}
+	}
+	c.start()
+	return c, nil
+}
+
+// resolveSlice bounds one attempt at resolving an address. If the ARP
+// reply comes before the kernel has queued the request that waits for it
+// (on a veth pair it always does), the kernel looks at the neighbour table
+// again only when the attempt times out; short attempts, retried with a
+// fresh ID until the whole timeout is spent, bound that wait.
+const resolveSlice = 250 * time.Millisecond
+
+// resolveAddr creates an ID on ch and resolves dst from src on it
+// (rdma_resolve_addr), within total.
+func resolveAddr(ctx context.Context, ch *EventChannel, ps PortSpace, src, dst netip.AddrPort, total time.Duration) (*ID, error) {
+	deadline := time.Now().Add(total)
+	for {
+		id, err := ch.CreateID(ps)
+		if err != nil {
+			return nil, err
+		}
+		if err = id.ResolveAddr(src, dst, min(time.Until(deadline), resolveSlice)); err == nil {
+			if _, err = await(ctx, ch, EventAddrResolved); err == nil {
+				return id, nil
+			}
+			err = fmt.Errorf("resolving address: %w", err)
+		}
+		if cerr := id.Close(); cerr != nil {
+			return nil, errors.Join(err, cerr)
+		}
+		var ee *EventError
+		if errors.As(err, &ee) && ee.Event == EventAddrError && errors.Is(err, syscall.ETIMEDOUT) &&
+			time.Until(deadline) > 0 && ctx.Err() == nil {
+			continue
+		}
+		return nil, err
+	}
+}
+
+// lookupAddrPort parses "host:port", looking the host up if it is a name.
+// An empty host is the unspecified address when listening.
+func lookupAddrPort(ctx context.Context, addr string, listen bool) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		pn, lerr := net.DefaultResolver.LookupPort(ctx, "tcp", port)
+		if lerr != nil {
+			return netip.AddrPort{}, fmt.Errorf("invalid port %q: %w", port, syscall.EINVAL)
+		}
+		p = uint64(pn)
+	}
+	if host == "" {
+		if !listen {
+			return netip.AddrPort{}, fmt.Errorf("no host in address %q: %w", addr, syscall.EINVAL)
+		}
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(p)), nil
+	}
+	ip, err := lookupHost(ctx, host)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return netip.AddrPortFrom(ip, uint16(p)), nil
+}
+
+func lookupHost(ctx context.Context, host string) (netip.Addr, error) {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.Unmap(), nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, ip := range ips { // prefer IPv4, whose RoCE GIDs every device has
+		if ip.Unmap().Is4() {
+			return ip.Unmap(), nil
+		}
+	}
+	return ips[0], nil
+}
+
+// parseSrcAddr parses Config.SrcAddr: "ip", "host" or "host:port".
+func parseSrcAddr(ctx context.Context, s string) (netip.AddrPort, error) {
+	if _, _, err := net.SplitHostPort(s); err == nil {
+		return lookupAddrPort(ctx, s, true)
+	}
+	ip, err := lookupHost(ctx, s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("Config.SrcAddr: %w", err)
+	}
+	return netip.AddrPortFrom(ip, 0), nil
+}

@@ -1,0 +1,76 @@
+// Package rdmacm binds librdmacm, the RDMA connection manager: it sets up
+// RDMA connections by IP address and port, the way sockets do, and hands
+// back ibverbs objects (package ibverbs) to move data with.
+//
+// # Two layers
+//
+// The low layer is one-to-one with C: an EventChannel, IDs created on it,
+// and Events read from it. The Go-shaped layer on top is Listen, Accept and
+// Dial, which return a Conn owning an ID, its own event channel, and the
+// PD, CQs and QP of the connection:
+//
+//	l, err := rdmacm.Listen(ctx, "198.18.0.1:7471", nil)
+//	c, err := l.Accept(ctx)               // on the server
+//	c, err := rdmacm.Dial(ctx, "198.18.0.1:7471", nil) // on the client
+//	c.QP().PostSend(...); c.SendCQ().Poll(...)
+//	<-c.Done()                            // the peer disconnected
+//	c.Close()
+//
+// Every wait takes a context and waits in the Go netpoller: the event
+// channel's descriptor is non-blocking, so no thread blocks in librdmacm.
+//
+// # Naming
+//
+// The rdma_ prefix goes, the first C argument becomes the receiver, destroy
+// is Close, and enums are MixedCaps named types with String methods:
+//
+//	rdma_create_event_channel  CreateEventChannel
+//	rdma_destroy_event_channel (*EventChannel).Close
+//	rdma_get_cm_event          (*EventChannel).GetEvent (also acks)
+//	rdma_ack_cm_event          done inside GetEvent; Events are copies
+//	rdma_create_id             (*EventChannel).CreateID
+//	rdma_destroy_id            (*ID).Close
+//	rdma_bind_addr             (*ID).BindAddr
+//	rdma_resolve_addr          (*ID).ResolveAddr
+//	rdma_resolve_route         (*ID).ResolveRoute
+//	rdma_listen                (*ID).Listen
+//	rdma_connect               (*ID).Connect
+//	rdma_accept                (*ID).Accept
+//	rdma_reject                (*ID).Reject
+//	rdma_disconnect            (*ID).Disconnect
+//	rdma_migrate_id            (*ID).Migrate
+//	rdma_create_qp             (*ID).CreateQP, returning an *ibverbs.QP
+//	rdma_destroy_qp            (*ibverbs.QP).Close of that QP
+//	rdma_get_local_addr        (*ID).LocalAddr
+//	rdma_get_peer_addr         (*ID).RemoteAddr
+//	rdma_get_devices           Devices
+//	rdma_get_request           (*Listener).GetRequest
+//	struct rdma_conn_param     ConnParam
+//	struct rdma_ud_param       UDParam
+//	enum rdma_cm_event_type    EventType (EventAddrResolved, ...)
+//	enum rdma_port_space       PortSpace (PortSpaceTCP, PortSpaceUDP, ...)
+//
+// # Lifetimes
+//
+// An ID must be closed before its channel, and a QP from CreateQP before
+// its ID; Close refuses otherwise (EBUSY). Conn.Close does it all in order:
+// disconnect, QP, CQs, PD, ID, channel. The device context of an ID
+// (ID.Context, Conn.Context, Devices) is librdmacm's, open while the
+// library is loaded; closing the Go handle never closes the device.
+//
+// # Errors
+//
+// librdmacm calls fail with *os.SyscallError carrying the errno, so
+// errors.Is(err, syscall.EINVAL) works. Events that end an operation become
+// *RejectedError (matching syscall.ECONNREFUSED) or *EventError (matching
+// ErrAddrResolve, ErrRouteResolve, ErrUnreachable, ErrDisconnected... and the
+// errno of the event's status, such as syscall.ETIMEDOUT). Dial, Listen and
+// Accept wrap them in *OpError, and return ctx's error when it ends first.
+//
+// # Private data
+//
+// Connection requests, replies and rejects carry a little private data.
+// Over InfiniBand and RoCE the CM sends a fixed size, so what arrives is
+// padded with zeros: 56 bytes in a request, 196 in a reply and 148 in a
+// reject for RC; 180 and 136 for UD.
+package rdmacm

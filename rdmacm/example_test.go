@@ -1,0 +1,91 @@
+//go:build linux && cgo
+
+package rdmacm_test
+
+import (
+	"context"
+	"log"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+// A server accepts connections and receives one message on each.
+func ExampleListen() {
+	ctx := context.Background()
+	l, err := rdmacm.Listen(ctx, "198.18.0.1:7471", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	for {
+		c, err := l.Accept(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		buf, _ := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+		mr, _ := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
+		c.QP().PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{mr.SGE(0, 4096)}}})
+		wcs := make([]ibverbs.WC, 1)
+		for n := 0; n == 0; n, _ = c.RecvCQ().Poll(wcs) {
+			time.Sleep(time.Millisecond)
+		}
+		log.Printf("%s sent %q", c.RemoteAddr(), buf.Bytes()[:wcs[0].ByteLen])
+		mr.Close()
+		buf.Close()
+		c.Close()
+	}
+}
+
+// A client connects, from a given local address, and sends a message.
+func ExampleDial() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rdmacm.Dial(ctx, "198.18.0.1:7471", &rdmacm.Config{SrcAddr: "198.18.0.2"})
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, syscall.ECONNREFUSED) if nobody listens
+	}
+	defer c.Close()
+	buf, _ := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	defer buf.Close()
+	mr, _ := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
+	defer mr.Close()
+	n := copy(buf.Bytes(), "hello")
+	err = c.QP().PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{mr.SGE(0, n)}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	wcs := make([]ibverbs.WC, 1)
+	for n := 0; n == 0; n, _ = c.SendCQ().Poll(wcs) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := wcs[0].Err(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// A server looks at each request's private data and refuses some.
+func ExampleListener_GetRequest() {
+	ctx := context.Background()
+	l, err := rdmacm.Listen(ctx, ":7471", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	r, err := l.GetRequest(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if r.PrivateData()[0] != 1 {
+		r.Reject([]byte("go away")) // Dial fails with a *rdmacm.RejectedError
+		return
+	}
+	c, err := r.Accept(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	<-c.Done() // the peer disconnected
+	c.Close()
+}

@@ -1,0 +1,261 @@
+//go:build linux && cgo
+
+package rdmacm_test
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+// testNet is where the device tests listen and dial: the soft-RoCE VM's
+// addresses (198.18.0.0/15) or loopback, never another.
+type testNet struct {
+	dev string
+	ip  netip.Addr
+}
+
+var testRange = netip.MustParsePrefix("198.18.0.0/15")
+
+func allowed(ip netip.Addr) bool { return testRange.Contains(ip) || ip.IsLoopback() }
+
+// device returns the device under test and its IPv4 address: RXE_IP in the
+// VM, else the device's own address if it is one the tests may use.
+func device(t *testing.T) testNet {
+	t.Helper()
+	info := rdmatest.Device(t)
+	if s := os.Getenv("RXE_IP"); s != "" {
+		ip, err := netip.ParseAddr(s)
+		if err != nil || !allowed(ip) {
+			t.Fatalf("RXE_IP=%q: not an address in %s", s, testRange)
+		}
+		return testNet{dev: info.Name, ip: ip}
+	}
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	gids, err := ctx.GIDTable(info.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gids {
+		if ip := g.IP(); ip.Is4() && allowed(ip) {
+			return testNet{dev: info.Name, ip: ip}
+		}
+	}
+	msg := "%s has no IPv4 address in %s; set RXE_IP"
+	if rdmatest.Required() {
+		t.Fatalf("GORPERF_REQUIRE_DEVICE=1 but "+msg, info.Name, testRange)
+	}
+	t.Skipf(msg, info.Name, testRange)
+	return testNet{}
+}
+
+// secondDevice returns the VM's second device, or skips; with
+// GORPERF_REQUIRE_DEVICE=1 in the VM it must be there.
+func secondDevice(t *testing.T) testNet {
+	t.Helper()
+	name, s := os.Getenv("RXE_DEV2"), os.Getenv("RXE_IP2")
+	if name == "" || s == "" {
+		if rdmatest.Required() && os.Getenv("RXE_VM") == "1" {
+			t.Fatal("GORPERF_REQUIRE_DEVICE=1 in the rxe VM but RXE_DEV2 is unset: run it with ci/rxe-vm/run -2")
+		}
+		t.Skip("no second device: RXE_DEV2 and RXE_IP2 are unset (ci/rxe-vm/run -2 sets them)")
+	}
+	ip, err := netip.ParseAddr(s)
+	if err != nil || !allowed(ip) {
+		t.Fatalf("RXE_IP2=%q: not an address in %s", s, testRange)
+	}
+	return testNet{dev: name, ip: ip}
+}
+
+func addr(ip netip.Addr, port uint16) string { return netip.AddrPortFrom(ip, port).String() }
+
+func timeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func closeOK(t testing.TB, c interface{ Close() error }) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+func listen(t *testing.T, ip netip.Addr, cfg *rdmacm.Config) *rdmacm.Listener {
+	t.Helper()
+	l, err := rdmacm.Listen(context.Background(), addr(ip, 0), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, l) })
+	return l
+}
+
+// connect dials l from src while l accepts, and returns both ends; they
+// close when the test ends.
+func connect(t *testing.T, l *rdmacm.Listener, src netip.Addr, cfg *rdmacm.Config) (srv, cli *rdmacm.Conn) {
+	t.Helper()
+	srv, cli, err := tryConnect(timeout(t, 60*time.Second), l, src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, cli); closeOK(t, srv) })
+	return srv, cli
+}
+
+func tryConnect(ctx context.Context, l *rdmacm.Listener, src netip.Addr, cfg *rdmacm.Config) (srv, cli *rdmacm.Conn, err error) {
+	type res struct {
+		c   *rdmacm.Conn
+		err error
+	}
+	acc := make(chan res, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		acc <- res{c, err}
+	}()
+	c := *cfg
+	c.SrcAddr = src.String()
+	cli, err = rdmacm.Dial(ctx, l.Addr().String(), &c)
+	a := <-acc
+	if err != nil || a.err != nil {
+		for _, x := range []*rdmacm.Conn{cli, a.c} {
+			if x != nil {
+				x.Close()
+			}
+		}
+		if err == nil {
+			err = a.err
+		}
+		return nil, nil, err
+	}
+	return a.c, cli, nil
+}
+
+// mem is registered memory that closes when the test ends (before the
+// connections made earlier in the test).
+type mem struct {
+	buf *ibverbs.Buffer
+	mr  *ibverbs.MR
+}
+
+func register(t *testing.T, pd *ibverbs.PD, size int, access ibverbs.Access) *mem {
+	t.Helper()
+	buf, err := ibverbs.NewBuffer(size, ibverbs.BufferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, buf) })
+	mr, err := pd.RegMR(buf, access|ibverbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, mr) })
+	return &mem{buf: buf, mr: mr}
+}
+
+// waitWC polls cq for one successful completion, for at most d.
+func waitWC(t *testing.T, cq *ibverbs.CQ, d time.Duration) ibverbs.WC {
+	t.Helper()
+	wc, err := pollWC(cq, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wc
+}
+
+func pollWC(cq *ibverbs.CQ, d time.Duration) (ibverbs.WC, error) {
+	wcs := make([]ibverbs.WC, 1)
+	deadline := time.Now().Add(d)
+	for {
+		n, err := cq.Poll(wcs)
+		if err != nil {
+			return ibverbs.WC{}, err
+		}
+		if n == 1 {
+			return wcs[0], wcs[0].Err()
+		}
+		if time.Now().After(deadline) {
+			return ibverbs.WC{}, context.DeadlineExceeded
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func send(t *testing.T, c *rdmacm.Conn, m *mem, off, n int) {
+	t.Helper()
+	err := c.QP().PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{m.mr.SGE(off, n)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitWC(t, c.SendCQ(), 20*time.Second)
+}
+
+func postRecv(t *testing.T, c *rdmacm.Conn, m *mem, off, n int) {
+	t.Helper()
+	if err := c.QP().PostRecv([]ibverbs.RecvWR{{ID: 2, SGL: []ibverbs.SGE{m.mr.SGE(off, n)}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// usage is what a test must give back: goroutines and open descriptors.
+type usage struct{ goroutines, fds int }
+
+func measure(t *testing.T) usage {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return usage{runtime.NumGoroutine(), len(ents)}
+}
+
+// checkLeaks fails the test if, once it has cleaned up, more goroutines or
+// descriptors are in use than at the call, beyond slack.
+func checkLeaks(t *testing.T, slack int) {
+	t.Helper()
+	before := measure(t)
+	t.Cleanup(func() {
+		var now usage
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			now = measure(t)
+			if now.goroutines <= before.goroutines+slack && now.fds <= before.fds+slack || time.Now().After(deadline) {
+				break
+			}
+		}
+		if now.goroutines > before.goroutines+slack || now.fds > before.fds+slack {
+			buf := make([]byte, 1<<16)
+			t.Errorf("leak: %d goroutines and %d fds before, %d and %d after\n%s",
+				before.goroutines, before.fds, now.goroutines, now.fds, buf[:runtime.Stack(buf, true)])
+		}
+	})
+}
+
+// warmUp makes one connection so that librdmacm has opened its devices,
+// which stay open, before a test counts descriptors.
+func warmUp(t *testing.T, n testNet) {
+	t.Helper()
+	l, err := rdmacm.Listen(context.Background(), addr(n.ip, 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srv, cli, err := tryConnect(timeout(t, 60*time.Second), l, n.ip, &rdmacm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, cli)
+	closeOK(t, srv)
+}

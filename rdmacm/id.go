@@ -1,0 +1,458 @@
+//go:build linux && cgo
+
+package rdmacm
+
+// #include <stdlib.h>
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// PortSpace is an identifier's port space (enum rdma_port_space): which
+// service, and so which QP type, it stands for.
+type PortSpace int
+
+// Port spaces.
+const (
+	PortSpaceIPoIB PortSpace = 0x0002
+	PortSpaceTCP   PortSpace = 0x0106 // reliable connected (RC) QPs
+	PortSpaceUDP   PortSpace = 0x0111 // unreliable datagram (UD) QPs
+	PortSpaceIB    PortSpace = 0x013f
+)
+
+func (ps PortSpace) String() string {
+	switch ps {
+	case PortSpaceIPoIB:
+		return "IPOIB"
+	case PortSpaceTCP:
+		return "TCP"
+	case PortSpaceUDP:
+		return "UDP"
+	case PortSpaceIB:
+		return "IB"
+	}
+	return fmt.Sprintf("PortSpace(%#x)", int(ps))
+}
+
+func portSpaceTable() map[PortSpace]int {
+	return map[PortSpace]int{
+		PortSpaceIPoIB: C.RDMA_PS_IPOIB,
+		PortSpaceTCP:   C.RDMA_PS_TCP,
+		PortSpaceUDP:   C.RDMA_PS_UDP,
+		PortSpaceIB:    C.RDMA_PS_IB,
+	}
+}
+
+// ID is a connection manager identifier (struct rdma_cm_id), the rdma_cm
+// counterpart of a socket. Its events arrive on its EventChannel.
+type ID struct {
+	c  *C.struct_rdma_cm_id
+	ch *EventChannel
+	ps PortSpace
+	qp *ibverbs.QP // made by CreateQP, until its Close
+}
+
+// CreateID creates an identifier whose events arrive on ch (rdma_create_id).
+// PortSpaceTCP gives RC connections, PortSpaceUDP UD ones.
+func (ch *EventChannel) CreateID(ps PortSpace) (*ID, error) {
+	if ch.closed.Load() {
+		return nil, ErrClosed
+	}
+	var c *C.struct_rdma_cm_id
+	r, err := C.rdma_create_id(ch.c, &c, nil, C.enum_rdma_port_space(ps))
+	if r != 0 {
+		return nil, cmError("rdma_create_id", err)
+	}
+	id := &ID{c: c, ch: ch, ps: ps}
+	ch.add(id)
+	return id, nil
+}
+
+// Channel returns the event channel the ID's events arrive on.
+func (id *ID) Channel() *EventChannel { return id.ch }
+
+// PortSpace returns the ID's port space.
+func (id *ID) PortSpace() PortSpace { return id.ps }
+
+// Raw returns the struct rdma_cm_id pointer, valid until Close.
+func (id *ID) Raw() unsafe.Pointer { return unsafe.Pointer(id.c) }
+
+// sockaddrStorage names struct sockaddr_storage for tests, which cannot
+// import "C".
+type sockaddrStorage = C.struct_sockaddr_storage
+
+// sockaddr fills ss with ap as a struct sockaddr_in or sockaddr_in6.
+func sockaddr(ap netip.AddrPort, ss *C.struct_sockaddr_storage) *C.struct_sockaddr {
+	*ss = C.struct_sockaddr_storage{}
+	port := ap.Port()
+	if a := ap.Addr().Unmap(); a.Is4() {
+		sin := (*C.struct_sockaddr_in)(unsafe.Pointer(ss))
+		sin.sin_family = C.AF_INET
+		*(*[2]byte)(unsafe.Pointer(&sin.sin_port)) = [2]byte{byte(port >> 8), byte(port)}
+		*(*[4]byte)(unsafe.Pointer(&sin.sin_addr)) = a.As4()
+	} else {
+		sin6 := (*C.struct_sockaddr_in6)(unsafe.Pointer(ss))
+		sin6.sin6_family = C.AF_INET6
+		*(*[2]byte)(unsafe.Pointer(&sin6.sin6_port)) = [2]byte{byte(port >> 8), byte(port)}
+		*(*[16]byte)(unsafe.Pointer(&sin6.sin6_addr)) = a.As16()
+	}
+	return (*C.struct_sockaddr)(unsafe.Pointer(ss))
+}
+
+// addrPort reads a struct sockaddr_in or sockaddr_in6.
+func addrPort(sa *C.struct_sockaddr) netip.AddrPort {
+	if sa == nil {
+		return netip.AddrPort{}
+	}
+	switch sa.sa_family {
+	case C.AF_INET:
+		sin := (*C.struct_sockaddr_in)(unsafe.Pointer(sa))
+		p := *(*[2]byte)(unsafe.Pointer(&sin.sin_port))
+		return netip.AddrPortFrom(netip.AddrFrom4(*(*[4]byte)(unsafe.Pointer(&sin.sin_addr))), uint16(p[0])<<8|uint16(p[1]))
+	case C.AF_INET6:
+		sin6 := (*C.struct_sockaddr_in6)(unsafe.Pointer(sa))
+		p := *(*[2]byte)(unsafe.Pointer(&sin6.sin6_port))
+		return netip.AddrPortFrom(netip.AddrFrom16(*(*[16]byte)(unsafe.Pointer(&sin6.sin6_addr))), uint16(p[0])<<8|uint16(p[1]))
+	}
+	return netip.AddrPort{}
+}
+
+// timeoutMS converts d to the milliseconds librdmacm takes.
+func timeoutMS(d time.Duration) C.int {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	return C.int(min(ms, math.MaxInt32))
+}
+
+// BindAddr binds the ID to a local address (rdma_bind_addr). A specific
+// address also binds it to that address's RDMA device; the zero address
+// (0.0.0.0 or ::) binds only the port.
+func (id *ID) BindAddr(addr netip.AddrPort) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	var ss C.struct_sockaddr_storage
+	r, err := C.rdma_bind_addr(id.c, sockaddr(addr, &ss))
+	if r != 0 {
+		return fmt.Errorf("%s: %w", addr, cmError("rdma_bind_addr", err))
+	}
+	return nil
+}
+
+// ResolveAddr starts resolving dst to an RDMA address, and binds the ID to
+// src first unless src is the zero AddrPort (rdma_resolve_addr). Its outcome
+// is the event ADDR_RESOLVED or ADDR_ERROR, after at most timeout.
+func (id *ID) ResolveAddr(src, dst netip.AddrPort, timeout time.Duration) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	var sss, dss C.struct_sockaddr_storage
+	var sa *C.struct_sockaddr
+	if src.IsValid() {
+		sa = sockaddr(src, &sss)
+	}
+	r, err := C.rdma_resolve_addr(id.c, sa, sockaddr(dst, &dss), timeoutMS(timeout))
+	if r != 0 {
+		return fmt.Errorf("%s: %w", dst, cmError("rdma_resolve_addr", err))
+	}
+	return nil
+}
+
+// ResolveRoute starts resolving the route to the resolved address
+// (rdma_resolve_route). Its outcome is the event ROUTE_RESOLVED or
+// ROUTE_ERROR.
+func (id *ID) ResolveRoute(timeout time.Duration) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	r, err := C.rdma_resolve_route(id.c, timeoutMS(timeout))
+	if r != 0 {
+		return cmError("rdma_resolve_route", err)
+	}
+	return nil
+}
+
+// Listen listens for connection requests on the bound address
+// (rdma_listen); each arrives as a CONNECT_REQUEST event with a new ID.
+// backlog 0 takes the kernel's default.
+func (id *ID) Listen(backlog int) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	r, err := C.rdma_listen(id.c, C.int(backlog))
+	if r != 0 {
+		return cmError("rdma_listen", err)
+	}
+	return nil
+}
+
+// connParam converts p to C. The private data is copied to C memory,
+// which free releases.
+func connParam(fn string, p *ConnParam) (c *C.struct_rdma_conn_param, free func(), err error) {
+	if p == nil {
+		return nil, func() {}, nil
+	}
+	if len(p.PrivateData) > math.MaxUint8 {
+		return nil, nil, fmt.Errorf("%d bytes of private data, at most 255 fit: %w",
+			len(p.PrivateData), os.NewSyscallError(fn, syscall.EINVAL))
+	}
+	c = (*C.struct_rdma_conn_param)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_rdma_conn_param{}))))
+	if c == nil {
+		return nil, nil, os.NewSyscallError(fn, syscall.ENOMEM)
+	}
+	if len(p.PrivateData) > 0 {
+		c.private_data = C.CBytes(p.PrivateData)
+		c.private_data_len = C.uint8_t(len(p.PrivateData))
+	}
+	c.responder_resources = C.uint8_t(p.ResponderResources)
+	c.initiator_depth = C.uint8_t(p.InitiatorDepth)
+	c.flow_control = C.uint8_t(p.FlowControl)
+	c.retry_count = C.uint8_t(p.RetryCount)
+	c.rnr_retry_count = C.uint8_t(p.RNRRetryCount)
+	if p.SRQ {
+		c.srq = 1
+	}
+	c.qp_num = C.uint32_t(p.QPNum)
+	return c, func() {
+		C.free(unsafe.Pointer(c.private_data))
+		C.free(unsafe.Pointer(c))
+	}, nil
+}
+
+// Connect starts a connection to the resolved route (rdma_connect); for a
+// UD ID, a lookup of the peer's QP. Its outcome is ESTABLISHED, REJECTED,
+// UNREACHABLE or CONNECT_ERROR. p may be nil for librdmacm's defaults.
+func (id *ID) Connect(p *ConnParam) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	c, free, err := connParam("rdma_connect", p)
+	if err != nil {
+		return err
+	}
+	defer free()
+	r, err := C.rdma_connect(id.c, c)
+	if r != 0 {
+		return cmError("rdma_connect", err)
+	}
+	return nil
+}
+
+// Accept accepts the connection request this ID came with (rdma_accept).
+// For RC the connection is up at the event ESTABLISHED; a UD request is
+// answered at once. p may be nil for librdmacm's defaults.
+func (id *ID) Accept(p *ConnParam) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	c, free, err := connParam("rdma_accept", p)
+	if err != nil {
+		return err
+	}
+	defer free()
+	r, err := C.rdma_accept(id.c, c)
+	if r != 0 {
+		return cmError("rdma_accept", err)
+	}
+	return nil
+}
+
+// Reject refuses the connection request this ID came with, sending
+// privateData (at most 148 bytes for RC over InfiniBand and RoCE) to the
+// peer (rdma_reject). Close the ID afterwards.
+func (id *ID) Reject(privateData []byte) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	if len(privateData) > math.MaxUint8 {
+		return fmt.Errorf("%d bytes of private data, at most 255 fit: %w",
+			len(privateData), os.NewSyscallError("rdma_reject", syscall.EINVAL))
+	}
+	var p unsafe.Pointer
+	if len(privateData) > 0 {
+		p = unsafe.Pointer(&privateData[0])
+	}
+	r, err := C.rdma_reject(id.c, p, C.uint8_t(len(privateData)))
+	runtime.KeepAlive(privateData)
+	if r != 0 {
+		return cmError("rdma_reject", err)
+	}
+	return nil
+}
+
+// Disconnect moves the ID's QP to the error state and tells the peer
+// (rdma_disconnect). Both sides then get DISCONNECTED.
+func (id *ID) Disconnect() error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	r, err := C.rdma_disconnect(id.c)
+	if r != 0 {
+		return cmError("rdma_disconnect", err)
+	}
+	return nil
+}
+
+// Migrate moves the ID, and its future events, to another channel
+// (rdma_migrate_id).
+func (id *ID) Migrate(ch *EventChannel) error {
+	if id.c == nil || ch.closed.Load() {
+		return ErrClosed
+	}
+	r, err := C.rdma_migrate_id(id.c, ch.c)
+	if r != 0 {
+		return cmError("rdma_migrate_id", err)
+	}
+	id.ch.remove(id)
+	id.ch = ch
+	ch.add(id)
+	return nil
+}
+
+// Context returns the device the ID is bound to (id->verbs), once an
+// address is bound or resolved or the ID came with a request. The Context
+// is borrowed from librdmacm, which keeps its devices open while it is
+// loaded: closing it ends only the handle. It is the device that a PD or
+// CQ passed to CreateQP must belong to.
+func (id *ID) Context() (*ibverbs.Context, error) {
+	if id.c == nil {
+		return nil, ErrClosed
+	}
+	if id.c.verbs == nil {
+		return nil, fmt.Errorf("rdmacm: the ID is not bound to a device yet: %w", syscall.ENODEV)
+	}
+	return ibverbs.WrapContext(unsafe.Pointer(id.c.verbs))
+}
+
+// PortNum returns the device port the ID is bound to, from 1; 0 if none.
+func (id *ID) PortNum() int {
+	if id.c == nil {
+		return 0
+	}
+	return int(id.c.port_num)
+}
+
+// LocalAddr returns the ID's local address and port (rdma_get_local_addr,
+// rdma_get_src_port).
+func (id *ID) LocalAddr() netip.AddrPort {
+	if id.c == nil {
+		return netip.AddrPort{}
+	}
+	return addrPort(C.gr_local_addr(id.c))
+}
+
+// RemoteAddr returns the peer's address and port (rdma_get_peer_addr,
+// rdma_get_dst_port).
+func (id *ID) RemoteAddr() netip.AddrPort {
+	if id.c == nil {
+		return netip.AddrPort{}
+	}
+	return addrPort(C.gr_peer_addr(id.c))
+}
+
+// CreateQP creates the ID's queue pair on pd and its device (rdma_create_qp)
+// and returns it as an ibverbs QP whose Close is rdma_destroy_qp. librdmacm
+// moves the QP through its states: receives may be posted at once, and it
+// is ready to send once connected (RC) or at once (UD). The type is RC for
+// PortSpaceTCP and UD for PortSpaceUDP whatever init.Type says. pd and the
+// CQs must be on the ID's device (see Context).
+func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error) {
+	if id.c == nil {
+		return nil, ErrClosed
+	}
+	if id.qp != nil {
+		return nil, fmt.Errorf("rdmacm: the ID has a QP already: %w", os.NewSyscallError("rdma_create_qp", syscall.EINVAL))
+	}
+	if pd == nil || init.SendCQ == nil {
+		return nil, fmt.Errorf("rdmacm: CreateQP needs a PD and a send CQ: %w", os.NewSyscallError("rdma_create_qp", syscall.EINVAL))
+	}
+	if init.RecvCQ == nil {
+		init.RecvCQ = init.SendCQ
+	}
+	if pd.Raw() == nil || init.SendCQ.Raw() == nil || init.RecvCQ.Raw() == nil {
+		return nil, ibverbs.ErrClosed
+	}
+	init.Type = ibverbs.QPTypeRC
+	if id.ps == PortSpaceUDP || id.ps == PortSpaceIPoIB {
+		init.Type = ibverbs.QPTypeUD
+	}
+	if init.Cap.MaxSendSGE == 0 {
+		init.Cap.MaxSendSGE = 1
+	}
+	if init.Cap.MaxRecvSGE == 0 && init.SRQ == nil {
+		init.Cap.MaxRecvSGE = 1
+	}
+	var a C.struct_ibv_qp_init_attr
+	a.send_cq = (*C.struct_ibv_cq)(init.SendCQ.Raw())
+	a.recv_cq = (*C.struct_ibv_cq)(init.RecvCQ.Raw())
+	if init.SRQ != nil {
+		a.srq = (*C.struct_ibv_srq)(init.SRQ.Raw())
+	}
+	a.qp_type = C.enum_ibv_qp_type(init.Type)
+	a.cap.max_send_wr = C.uint32_t(init.Cap.MaxSendWR)
+	a.cap.max_recv_wr = C.uint32_t(init.Cap.MaxRecvWR)
+	a.cap.max_send_sge = C.uint32_t(init.Cap.MaxSendSGE)
+	a.cap.max_recv_sge = C.uint32_t(init.Cap.MaxRecvSGE)
+	a.cap.max_inline_data = C.uint32_t(init.Cap.MaxInline)
+	if init.SigAll {
+		a.sq_sig_all = 1
+	}
+	r, err := C.rdma_create_qp(id.c, (*C.struct_ibv_pd)(pd.Raw()), &a)
+	if r != 0 {
+		return nil, fmt.Errorf("%s QP with %+v: %w", init.Type, init.Cap, cmError("rdma_create_qp", err))
+	}
+	init.Cap = ibverbs.QPCap{
+		MaxSendWR: int(a.cap.max_send_wr), MaxRecvWR: int(a.cap.max_recv_wr),
+		MaxSendSGE: int(a.cap.max_send_sge), MaxRecvSGE: int(a.cap.max_recv_sge),
+		MaxInline: int(a.cap.max_inline_data),
+	}
+	c := id.c
+	qp, err := pd.AdoptQP(unsafe.Pointer(c.qp), init, func() error {
+		C.rdma_destroy_qp(c)
+		id.qp = nil
+		return nil
+	})
+	if err != nil {
+		if id.c.qp != nil {
+			C.rdma_destroy_qp(c)
+		}
+		return nil, err
+	}
+	id.qp = qp
+	return qp, nil
+}
+
+// QP returns the QP made by CreateQP, or nil.
+func (id *ID) QP() *ibverbs.QP { return id.qp }
+
+// Close destroys the ID (rdma_destroy_id), cancelling what it had under
+// way. It fails with EBUSY while the QP from CreateQP is open. Closing
+// twice is a no-op.
+func (id *ID) Close() error {
+	if id.c == nil {
+		return nil
+	}
+	if id.qp != nil {
+		return fmt.Errorf("rdma_destroy_id: close the ID's QP first: %w", os.NewSyscallError("rdma_destroy_id", syscall.EBUSY))
+	}
+	r, err := C.rdma_destroy_id(id.c)
+	if r != 0 {
+		return cmError("rdma_destroy_id", err)
+	}
+	id.ch.remove(id)
+	id.c = nil
+	return nil
+}

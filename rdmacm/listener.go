@@ -1,0 +1,230 @@
+//go:build linux && cgo
+
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+)
+
+// Listener waits for connection requests on an address: an rdma_cm ID
+// bound and listening, with its own event channel.
+type Listener struct {
+	id   *ID
+	ch   *EventChannel
+	cfg  Config
+	addr string
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	mu     sync.Mutex // held while taking a request, and by Close
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Listen binds addr ("host:port"; an empty host listens on every address,
+// port 0 picks a free one) and listens on it (rdma_create_id,
+// rdma_bind_addr, rdma_listen). Binding a specific address listens on its
+// device only. cfg (nil for defaults) applies to every connection Accept
+// makes; ctx bounds only the host's lookup.
+func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	l, err := listen(ctx, addr, cfg)
+	if err != nil {
+		return nil, &OpError{Op: "listen", Addr: addr, Err: err}
+	}
+	return l, nil
+}
+
+func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
+	ap, err := lookupAddrPort(ctx, addr, true)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := CreateEventChannel()
+	if err != nil {
+		return nil, err
+	}
+	id, err := ch.CreateID(cfg.portSpace())
+	if err != nil {
+		ch.Close()
+		return nil, err
+	}
+	if err := id.BindAddr(ap); err != nil {
+		return nil, errors.Join(err, id.Close(), ch.Close())
+	}
+	if err := id.Listen(cfg.Backlog); err != nil {
+		return nil, errors.Join(err, id.Close(), ch.Close())
+	}
+	l := &Listener{id: id, ch: ch, cfg: *cfg, addr: addr}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	return l, nil
+}
+
+// Addr returns the address and port the listener is bound to.
+func (l *Listener) Addr() netip.AddrPort { return l.id.LocalAddr() }
+
+// ID returns the listening rdma_cm identifier.
+func (l *Listener) ID() *ID { return l.id }
+
+// Accept waits for a connection request and accepts it with the
+// listener's Config: GetRequest, then ConnRequest.Accept. If making the
+// connection's resources fails, the request is rejected.
+func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	r, err := l.GetRequest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Accept(ctx, nil)
+}
+
+// GetRequest waits for the next connection request (the CONNECT_REQUEST
+// event, as rdma_get_request) and moves its ID to an event channel of its
+// own (rdma_migrate_id). The caller must Accept or Reject it. It returns
+// ctx's error when ctx ends first, and ErrClosed after Close.
+func (l *Listener) GetRequest(ctx context.Context) (*ConnRequest, error) {
+	r, err := l.getRequest(ctx)
+	if err != nil {
+		return nil, &OpError{Op: "accept", Addr: l.addr, Err: err}
+	}
+	return r, nil
+}
+
+func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(l.ctx, cancel)
+	defer stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if l.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		ev, err := l.ch.GetEvent(ctx)
+		if err != nil {
+			if l.ctx.Err() != nil {
+				return nil, ErrClosed
+			}
+			return nil, err
+		}
+		switch ev.Type {
+		case EventConnectRequest:
+		case EventDeviceRemoval:
+			return nil, eventError(ev)
+		default:
+			continue
+		}
+		ch, err := CreateEventChannel()
+		if err == nil {
+			if err = ev.ID.Migrate(ch); err != nil {
+				ch.Close()
+			}
+		}
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("taking a connection request: %w", err), ev.ID.Reject(nil), ev.ID.Close())
+		}
+		return &ConnRequest{id: ev.ID, l: l, ev: ev}, nil
+	}
+}
+
+// Close stops listening and destroys the listening ID and its channel
+// (rdma_destroy_id). A GetRequest or Accept waiting returns ErrClosed.
+// Connections already accepted, and requests already taken, stay. Closing
+// twice is a no-op.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() {
+		l.cancel()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.closeErr = errors.Join(l.id.Close(), l.ch.Close())
+	})
+	return l.closeErr
+}
+
+// ConnRequest is a connection request a Listener took: its own ID (on its
+// own event channel) and what the peer sent. Accept or Reject it.
+type ConnRequest struct {
+	id   *ID
+	l    *Listener
+	ev   *Event
+	done bool
+}
+
+// PrivateData returns the private data of the request, padded with zeros
+// by the CM (to 56 bytes for RC over InfiniBand and RoCE).
+func (r *ConnRequest) PrivateData() []byte { return r.ev.PrivateData() }
+
+// Param returns the request's connection parameters.
+func (r *ConnRequest) Param() ConnParam { return r.ev.Param }
+
+// ID returns the request's rdma_cm identifier.
+func (r *ConnRequest) ID() *ID { return r.id }
+
+// RemoteAddr returns the requester's address and port.
+func (r *ConnRequest) RemoteAddr() netip.AddrPort { return r.id.RemoteAddr() }
+
+// LocalAddr returns the address and port the request came to.
+func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
+
+// Accept makes the connection's PD, CQs and QP on the device the request
+// came through and accepts (rdma_create_qp, rdma_accept), then waits for
+// ESTABLISHED (RC; a UD request is answered at once). cfg nil takes the
+// listener's. On failure the request is rejected and freed.
+func (r *ConnRequest) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
+	c, err := r.accept(ctx, cfg)
+	if err != nil {
+		return nil, &OpError{Op: "accept", Addr: r.l.addr, Err: err}
+	}
+	return c, nil
+}
+
+func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
+	if r.done {
+		return nil, ErrClosed
+	}
+	r.done = true
+	if cfg == nil {
+		cfg = &r.l.cfg
+	}
+	ctx, cancel := cfg.handshake(ctx)
+	defer cancel()
+	ch := r.id.ch
+	if cfg.UD != (r.id.ps == PortSpaceUDP) {
+		r.id.Reject(nil)
+		return nil, errors.Join(fmt.Errorf("Config.UD is %v on a %s request", cfg.UD, r.id.ps), r.id.Close(), ch.Close())
+	}
+	c, err := newConn(r.id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.param, c.udParam = r.ev.Param, r.ev.UD
+	if err := r.id.Accept(cfg.connParam()); err != nil {
+		return nil, errors.Join(err, c.teardown())
+	}
+	if !cfg.UD {
+		if _, err := await(ctx, ch, EventEstablished); err != nil {
+			return nil, errors.Join(fmt.Errorf("accepting: %w", err), c.teardown())
+		}
+	}
+	c.start()
+	return c, nil
+}
+
+// Reject refuses the request, sending privateData to the peer (at most
+// 148 bytes for RC over InfiniBand and RoCE), and frees it (rdma_reject,
+// rdma_destroy_id). The peer's Dial fails with a *RejectedError.
+func (r *ConnRequest) Reject(privateData []byte) error {
+	if r.done {
+		return ErrClosed
+	}
+	r.done = true
+	ch := r.id.ch
+	return errors.Join(r.id.Reject(privateData), r.id.Close(), ch.Close())
+}

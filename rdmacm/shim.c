@@ -1,0 +1,57 @@
+#include "shim.h"
+
+#include <errno.h>
+#include <string.h>
+
+int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out)
+{
+	struct rdma_cm_event *ev;
+	const void *data;
+	uint8_t len;
+
+	if (rdma_get_cm_event(ch, &ev))
+		return errno ? errno : EIO;
+	memset(out, 0, sizeof(*out));
+	out->id = ev->id;
+	out->listen_id = ev->listen_id;
+	out->event = ev->event;
+	out->status = ev->status;
+	if (ev->id && ev->id->qp_type == IBV_QPT_UD) {
+		const struct rdma_ud_param *u = &ev->param.ud;
+
+		out->ud = 1;
+		data = u->private_data;
+		len = u->private_data_len;
+		out->ah_attr = u->ah_attr;
+		out->qp_num = u->qp_num;
+		out->qkey = u->qkey;
+	} else {
+		const struct rdma_conn_param *c = &ev->param.conn;
+
+		data = c->private_data;
+		len = c->private_data_len;
+		out->responder_resources = c->responder_resources;
+		out->initiator_depth = c->initiator_depth;
+		out->flow_control = c->flow_control;
+		out->retry_count = c->retry_count;
+		out->rnr_retry_count = c->rnr_retry_count;
+		out->srq = c->srq;
+		out->qp_num = c->qp_num;
+	}
+	if (data && len) {
+		memcpy(out->private_data, data, len);
+		out->private_data_len = len;
+	}
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+struct sockaddr *gr_local_addr(struct rdma_cm_id *id)
+{
+	return rdma_get_local_addr(id);
+}
+
+struct sockaddr *gr_peer_addr(struct rdma_cm_id *id)
+{
+	return rdma_get_peer_addr(id);
+}

@@ -1,0 +1,40 @@
+// C helpers for the rdmacm package: events copied out of librdmacm's unions
+// into a flat struct Go can read, and the static inlines of <rdma/rdma_cma.h>.
+#ifndef GORPERF_RDMACM_SHIM_H
+#define GORPERF_RDMACM_SHIM_H
+
+#include <stdint.h>
+#include <rdma/rdma_cma.h>
+
+// gr_event is a struct rdma_cm_event copied out, its param union resolved:
+// ud says whether the UD fields (ah_attr, qkey) or the connection fields
+// hold the event's parameters. private_data holds a copy of the peer's data.
+struct gr_event {
+	struct rdma_cm_id *id;
+	struct rdma_cm_id *listen_id;
+	int event;
+	int status;
+	int ud;
+	uint32_t qp_num;
+	uint32_t qkey;
+	uint8_t private_data_len;
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+	uint8_t flow_control;
+	uint8_t retry_count;
+	uint8_t rnr_retry_count;
+	uint8_t srq;
+	struct ibv_ah_attr ah_attr;
+	uint8_t private_data[256];
+};
+
+// gr_get_event takes the channel's next event (rdma_get_cm_event), copies it
+// into out and acknowledges it at once (rdma_ack_cm_event). It returns 0 or
+// the errno: EAGAIN when a non-blocking channel has no event.
+int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out);
+
+// rdma_get_local_addr and rdma_get_peer_addr are static inlines.
+struct sockaddr *gr_local_addr(struct rdma_cm_id *id);
+struct sockaddr *gr_peer_addr(struct rdma_cm_id *id);
+
+#endif
