@@ -1,0 +1,102 @@
+//go:build linux && cgo
+
+package bench_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// loopback runs spec between a server and a client in this process, on
+// the test device, over a control connection on 127.0.0.1.
+func loopback(t *testing.T, spec exchange.TestSpec) (*bench.Result, *bench.Result) {
+	t.Helper()
+	info := rdmatest.Device(t)
+	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type out struct {
+		r   *bench.Result
+		err error
+	}
+	srv := make(chan out, 1)
+	go func() {
+		var o out
+		err := bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, nil, func(r *bench.Result, err error) { o = out{r, err} })
+		if o.err == nil {
+			o.err = err
+		}
+		srv <- o
+	}()
+	cr, err := bench.Client(ctx, ln.Addr().String(), spec, l, nil)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	so := <-srv
+	if so.err != nil {
+		t.Fatalf("server: %v", so.err)
+	}
+	return cr, so.r
+}
+
+func TestLoopbackAllTests(t *testing.T) {
+	for _, tc := range []struct {
+		test exchange.Test
+		conn ibverbs.QPType
+		size uint32
+	}{
+		{exchange.WriteBW, ibverbs.QPTypeRC, 4096},
+		{exchange.WriteBW, ibverbs.QPTypeUC, 4096},
+		{exchange.ReadBW, ibverbs.QPTypeRC, 4096},
+		{exchange.SendBW, ibverbs.QPTypeRC, 4096},
+		{exchange.SendBW, ibverbs.QPTypeUD, 512},
+		{exchange.AtomicBW, ibverbs.QPTypeRC, 8},
+		{exchange.WriteLat, ibverbs.QPTypeRC, 64},
+		{exchange.ReadLat, ibverbs.QPTypeRC, 64},
+		{exchange.SendLat, ibverbs.QPTypeRC, 64},
+		{exchange.SendLat, ibverbs.QPTypeUD, 64},
+		{exchange.AtomicLat, ibverbs.QPTypeRC, 8},
+	} {
+		t.Run(tc.test.String()+"/"+tc.conn.String(), func(t *testing.T) {
+			spec := exchange.TestSpec{Test: tc.test, ConnType: tc.conn, Size: tc.size, Iterations: 200,
+				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, ValidateData: true}
+			if tc.test.IsLatency() {
+				spec.TXDepth, spec.CQModeration = 1, 1
+			}
+			c, s := loopback(t, spec)
+			if len(c.Sizes) != 1 || len(s.Sizes) != 1 {
+				t.Fatalf("sizes: client %d, server %d", len(c.Sizes), len(s.Sizes))
+			}
+			if c.Mismatches != 0 {
+				t.Errorf("%d data mismatches", c.Mismatches)
+			}
+			r := c.Sizes[0]
+			if tc.test.IsLatency() {
+				if r.Lat.N != 200 || r.Lat.Min <= 0 || r.Lat.Typical < r.Lat.Min || r.Lat.Max < r.Lat.Typical {
+					t.Errorf("latency %+v", r.Lat)
+				}
+				t.Logf("t_typical %.2f us", r.Lat.Typical/1000)
+				return
+			}
+			want := uint64(200)
+			if tc.conn == ibverbs.QPTypeUD {
+				want = 0 // UD may drop; at least something arrived
+			}
+			if r.BW.Iterations < want || r.BW.Iterations == 0 || r.BW.AvgMBps <= 0 || r.BW.PeakMBps < r.BW.AvgMBps {
+				t.Errorf("bandwidth %+v", r.BW)
+			}
+			t.Logf("%.2f MB/s avg, %.2f peak, %d iterations", r.BW.AvgMBps, r.BW.PeakMBps, r.BW.Iterations)
+		})
+	}
+}

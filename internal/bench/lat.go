@@ -1,0 +1,215 @@
+//go:build linux && cgo
+
+package bench
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// Latency tests run on the first QP only, as perftest's do.
+
+// seqByte is the value iteration i writes into a message's last byte:
+// never 0, so a zeroed buffer never looks like a message.
+func seqByte(i uint64) byte { return byte(i%255) + 1 }
+
+// lastByte reads the byte at off with an atomic load of the aligned word
+// holding it, so the compiler cannot keep it in a register while the NIC
+// writes the memory.
+func (s *session) lastByte(off int) byte {
+	b := s.buf.Bytes()
+	w := off &^ 3
+	v := atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[w])))
+	var word [4]byte
+	*(*uint32)(unsafe.Pointer(&word[0])) = v
+	return word[off-w]
+}
+
+// samples returns a slice for n latency samples; with a duration, a
+// growing one.
+func samples(iters uint64, dur time.Duration) []float64 {
+	if dur > 0 {
+		return make([]float64, 0, 1<<16)
+	}
+	return make([]float64, 0, iters)
+}
+
+// drainSend polls the send CQ once, failing on an error completion.
+func (s *session) drainSend(wcs []ibverbs.WC) (int, error) {
+	k, err := s.scq.Poll(wcs)
+	if err != nil {
+		return 0, err
+	}
+	for _, wc := range wcs[:k] {
+		if err := wc.Err(); err != nil {
+			return 0, err
+		}
+	}
+	return k, nil
+}
+
+// pingWrite is write_lat: the initiator writes message i into the peer's
+// target region and waits for the peer's write of message i into its own;
+// the responder waits first. Each side polls the last byte of its target
+// region. A sample is half the round trip.
+func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool) (sideResult, error) {
+	wr := []ibverbs.SendWR{s.template(0, size)}
+	wr[0].Flags |= ibverbs.SendSignaled
+	src := s.buf.Bytes()[s.src(0) : s.src(0)+size]
+	at := s.dst(0) + size - 1
+	wcs := make([]ibverbs.WC, 8)
+	out := samples(iters, dur)
+	start := time.Now()
+	deadline := start.Add(dur)
+	var i uint64
+	for ; dur > 0 || i < iters; i++ {
+		v := seqByte(i)
+		t0 := time.Now()
+		if !initiator {
+			if err := s.waitByte(ctx, at, v); err != nil {
+				return sideResult{}, err
+			}
+		}
+		src[size-1] = v
+		if err := s.qps[0].PostSend(wr); err != nil {
+			return sideResult{}, err
+		}
+		if initiator {
+			if err := s.waitByte(ctx, at, v); err != nil {
+				return sideResult{}, err
+			}
+			out = append(out, float64(time.Since(t0).Nanoseconds())/2)
+		}
+		if _, err := s.waitSend(ctx, wcs); err != nil {
+			return sideResult{}, err
+		}
+		if dur > 0 && i&63 == 0 && time.Now().After(deadline) || interrupted(ctx) {
+			i++
+			break
+		}
+	}
+	return sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out}, ctx.Err()
+}
+
+// waitByte spins until the byte at off is v, bounded by the idle timeout.
+func (s *session) waitByte(ctx context.Context, off int, v byte) error {
+	var since time.Time
+	for spin := 0; s.lastByte(off) != v; spin++ {
+		if spin&1023 == 1023 {
+			now := time.Now()
+			if since.IsZero() {
+				since = now
+			} else if now.Sub(since) > s.idle {
+				return &idleError{"message", s.idle}
+			}
+			if interrupted(ctx) {
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// waitSend polls the send CQ until one completion arrives.
+func (s *session) waitSend(ctx context.Context, wcs []ibverbs.WC) (ibverbs.WC, error) {
+	return s.waitCQ(ctx, s.scq, wcs[:1])
+}
+
+func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC) (ibverbs.WC, error) {
+	var since time.Time
+	for spin := 0; ; spin++ {
+		k, err := cq.Poll(wcs[:1])
+		if err != nil {
+			return ibverbs.WC{}, err
+		}
+		if k == 1 {
+			return wcs[0], wcs[0].Err()
+		}
+		if spin&1023 == 1023 {
+			now := time.Now()
+			if since.IsZero() {
+				since = now
+			} else if now.Sub(since) > s.idle {
+				return ibverbs.WC{}, &idleError{"completion", s.idle}
+			}
+			if interrupted(ctx) {
+				return ibverbs.WC{}, ctx.Err()
+			}
+		}
+	}
+}
+
+// pingSend is send_lat: like pingWrite with sends and receives. Every
+// receive is replaced as soon as it completes.
+func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool) (sideResult, error) {
+	wr := []ibverbs.SendWR{s.template(0, size)}
+	wr[0].Flags |= ibverbs.SendSignaled
+	recv := []ibverbs.RecvWR{s.recvWR(0)}
+	wcs := make([]ibverbs.WC, 1)
+	out := samples(iters, dur)
+	start := time.Now()
+	deadline := start.Add(dur)
+	wait := func() error {
+		if _, err := s.waitCQ(ctx, s.rcq, wcs); err != nil {
+			return err
+		}
+		return s.qps[0].PostRecv(recv)
+	}
+	var i uint64
+	for ; dur > 0 || i < iters; i++ {
+		t0 := time.Now()
+		if !initiator {
+			if err := wait(); err != nil {
+				return sideResult{}, err
+			}
+		}
+		if err := s.qps[0].PostSend(wr); err != nil {
+			return sideResult{}, err
+		}
+		if initiator {
+			if err := wait(); err != nil {
+				return sideResult{}, err
+			}
+			out = append(out, float64(time.Since(t0).Nanoseconds())/2)
+		}
+		if _, err := s.waitSend(ctx, wcs); err != nil {
+			return sideResult{}, err
+		}
+		if dur > 0 && i&63 == 0 && time.Now().After(deadline) || interrupted(ctx) {
+			i++
+			break
+		}
+	}
+	return sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out}, ctx.Err()
+}
+
+// oneSided is read_lat and atomic_lat: post one request, wait for its
+// completion, repeat. A sample is the whole round trip, as in perftest.
+func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
+	wr := []ibverbs.SendWR{s.template(0, size)}
+	wr[0].Flags |= ibverbs.SendSignaled
+	wcs := make([]ibverbs.WC, 1)
+	out := samples(iters, dur)
+	start := time.Now()
+	deadline := start.Add(dur)
+	var i uint64
+	for ; dur > 0 || i < iters; i++ {
+		t0 := time.Now()
+		if err := s.qps[0].PostSend(wr); err != nil {
+			return sideResult{}, err
+		}
+		if _, err := s.waitSend(ctx, wcs); err != nil {
+			return sideResult{}, err
+		}
+		out = append(out, float64(time.Since(t0).Nanoseconds()))
+		if dur > 0 && i&63 == 0 && time.Now().After(deadline) || interrupted(ctx) {
+			i++
+			break
+		}
+	}
+	return sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out}, ctx.Err()
+}

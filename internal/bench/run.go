@@ -1,0 +1,349 @@
+//go:build linux && cgo
+
+// Package bench is gorperf's engine: it sets up RDMA resources through the
+// public ibverbs API, agrees on a test with the peer over the exchange
+// protocol, runs the timed loops and returns what they measured. Rendering
+// is left to internal/report.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+	"github.com/gorperf/gorperf/internal/stats"
+)
+
+// Result is one side's account of a test.
+type Result struct {
+	Spec   exchange.TestSpec
+	Role   string // "client" or "server"
+	Header report.Header
+	Sizes  []SizeResult
+	// Mismatches counts data validation failures, both sides together.
+	Mismatches  uint64
+	Interrupted bool
+}
+
+// SizeResult is what one message size measured: bandwidth for bandwidth
+// tests (both directions added up when bidirectional), latency for latency
+// tests.
+type SizeResult struct {
+	Size      int
+	BW        stats.Bandwidth
+	Lat       stats.Latency
+	Samples   []float64
+	IsLatency bool
+}
+
+// Title returns perftest's name for a test, e.g. "RDMA_Write BW Test".
+func Title(t exchange.Test) string {
+	switch t {
+	case exchange.WriteBW:
+		return "RDMA_Write BW Test"
+	case exchange.WriteLat:
+		return "RDMA_Write Latency Test"
+	case exchange.ReadBW:
+		return "RDMA_Read BW Test"
+	case exchange.ReadLat:
+		return "RDMA_Read Latency Test"
+	case exchange.SendBW:
+		return "Send BW Test"
+	case exchange.SendLat:
+		return "Send Latency Test"
+	case exchange.AtomicBW:
+		return "Atomic BW Test"
+	case exchange.AtomicLat:
+		return "Atomic Latency Test"
+	}
+	return t.String()
+}
+
+// Tool is the version string sent in the protocol's hello.
+var Tool = "gorperf dev"
+
+// Client connects to a gorperf server at addr (host:port), asks it to run
+// spec and runs it. onHeader, if not nil, is called once the QPs are
+// connected, before the first measurement, so a caller can print
+// perftest's header before the numbers.
+func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, onHeader func(report.Header)) (*Result, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 2 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the gorperf server at %s: %w", addr, err)
+	}
+	c := exchange.NewConn(nc)
+	defer c.Close()
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
+		return nil, fmt.Errorf("server at %s: %w", addr, err)
+	}
+	if err := c.Send(hctx, spec); err != nil {
+		return nil, err
+	}
+	return run(ctx, c, spec, l, "client", onHeader)
+}
+
+// Limits bound what a server accepts from a client's request.
+type Limits = exchange.Limits
+
+// Serve accepts clients on ln and runs the test each asks for, one at a
+// time, until ctx ends, or after one test when once is set. A failed test
+// is reported through done and does not stop the server; done also gets
+// each finished test.
+func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetKeepAlive(true)
+			tc.SetKeepAlivePeriod(2 * time.Second)
+		}
+		r, err := serveOne(ctx, exchange.NewConn(nc), l, lim, onHeader)
+		nc.Close()
+		if done != nil {
+			done(r, err)
+		}
+		if once || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+func serveOne(ctx context.Context, c *exchange.Conn, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
+		return nil, fmt.Errorf("client %s: %w", c.NetConn().RemoteAddr(), err)
+	}
+	spec, err := c.RecvSpec(hctx)
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", c.NetConn().RemoteAddr(), err)
+	}
+	if err := spec.CheckLimits(lim); err != nil {
+		c.SendError(hctx, err)
+		return nil, fmt.Errorf("refused a client's test: %w", err)
+	}
+	return run(ctx, c, spec, l, "server", onHeader)
+}
+
+// run is the part both sides share: resources, setup swap, connection,
+// then per size a barrier, the loops, and a result swap.
+func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local, role string, onHeader func(report.Header)) (*Result, error) {
+	ctl := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	}
+	s, err := openSession(spec, l)
+	if err != nil {
+		cctx, cancel := ctl()
+		c.SendError(cctx, err)
+		cancel()
+		return nil, err
+	}
+	defer s.close()
+	cctx, cancel := ctl()
+	remote, err := c.SwapSetup(cctx, exchange.Setup{QPs: s.localInfo})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.connect(remote); err != nil {
+		cctx, cancel := ctl()
+		c.SendError(cctx, err)
+		cancel()
+		return nil, err
+	}
+	client := role == "client"
+	t := spec.Test
+	if t == exchange.SendBW || t == exchange.SendLat {
+		if err := s.prepostRecvs(); err != nil {
+			return nil, err
+		}
+	}
+	res := &Result{Spec: spec, Role: role, Header: s.header(Title(t), spec.RdmaCM)}
+	if onHeader != nil {
+		onHeader(res.Header)
+	}
+	iters := spec.Iterations
+	dur := time.Duration(spec.Duration) * time.Second
+	for n, size32 := range spec.Sizes() {
+		size := int(size32)
+		if spec.ValidateData {
+			s.fillPatterns(size)
+		}
+		cctx, cancel := ctl()
+		err := c.Barrier(cctx, uint32(n+1))
+		cancel()
+		if err != nil {
+			return res, err
+		}
+		mine, runErr := s.runSize(ctx, size, iters, dur, client)
+		interrupted := errors.Is(runErr, context.Canceled)
+		local := exchange.Result{Iterations: mine.Iters, Bytes: mine.Bytes, Elapsed: mine.Elapsed}
+		if runErr != nil && !interrupted {
+			local.Error = runErr.Error()
+		}
+		if spec.ValidateData && runErr == nil {
+			// Wait until both sides are done before looking at the data:
+			// a passive side's loop ends before the peer's writes do.
+			cctx, cancel := ctl()
+			err := c.Barrier(cctx, uint32(1<<31|n))
+			cancel()
+			if err != nil {
+				return res, err
+			}
+			local.Mismatches = s.validate(size, client)
+		}
+		cctx, cancel = ctl()
+		peer, err := c.SwapResult(cctx, local)
+		cancel()
+		if runErr != nil && !interrupted {
+			return res, runErr
+		}
+		if err != nil {
+			if interrupted {
+				res.Interrupted = true
+				res.Sizes = append(res.Sizes, s.sizeResult(size, mine, exchange.Result{}))
+				return res, nil
+			}
+			return res, fmt.Errorf("exchanging results with the peer: %w", err)
+		}
+		if peer.Error != "" {
+			return res, fmt.Errorf("the peer failed: %s", peer.Error)
+		}
+		res.Mismatches += local.Mismatches + peer.Mismatches
+		res.Sizes = append(res.Sizes, s.sizeResult(size, mine, peer))
+		if interrupted || ctx.Err() != nil {
+			res.Interrupted = true
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+// runSize runs one message size on this side.
+func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.Duration, client bool) (sideResult, error) {
+	spec := s.spec
+	switch spec.Test {
+	case exchange.WriteBW, exchange.ReadBW, exchange.AtomicBW:
+		if client || spec.Bidirectional {
+			return s.runSender(ctx, size, iters, dur)
+		}
+		return sideResult{}, nil
+	case exchange.SendBW:
+		if !spec.Bidirectional {
+			if client {
+				return s.runSender(ctx, size, iters, dur)
+			}
+			return s.runReceiver(ctx, size, iters, dur)
+		}
+		type out struct {
+			r   sideResult
+			err error
+		}
+		ch := make(chan out, 1)
+		go func() {
+			r, err := s.runReceiver(ctx, size, iters, dur)
+			ch <- out{r, err}
+		}()
+		snd, err := s.runSender(ctx, size, iters, dur)
+		rcv := <-ch
+		if err == nil {
+			err = rcv.err
+		}
+		return snd, err
+	case exchange.WriteLat:
+		return s.pingWrite(ctx, size, iters, dur, client)
+	case exchange.SendLat:
+		return s.pingSend(ctx, size, iters, dur, client)
+	case exchange.ReadLat, exchange.AtomicLat:
+		if client {
+			return s.oneSided(ctx, size, iters, dur)
+		}
+		return sideResult{}, nil
+	}
+	return sideResult{}, fmt.Errorf("unknown test %v", spec.Test)
+}
+
+// sizeResult turns the two sides' measurements into the reported numbers.
+// Bandwidth is the measuring side's; bidirectional adds the peer's.
+func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) SizeResult {
+	if s.spec.Test.IsLatency() {
+		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples}
+		if len(mine.Samples) > 0 {
+			r.Lat, _ = stats.Summarize(mine.Samples)
+		}
+		return r
+	}
+	iters, el := mine.Iters, mine.Elapsed
+	if iters == 0 { // the passive side reports what the active side measured
+		iters, el = peer.Iterations, peer.Elapsed
+	} else if s.spec.Bidirectional {
+		iters += peer.Iterations
+		el = max(el, peer.Elapsed)
+	}
+	bw := stats.ComputeBandwidth(s.payload(size), iters, el, mine.Peak)
+	return SizeResult{Size: size, BW: bw}
+}
+
+// fillPatterns writes the validation pattern where this side's data comes
+// from: the source regions, and for read tests the target regions the
+// peer reads.
+func (s *session) fillPatterns(size int) {
+	b := s.buf.Bytes()
+	for i := range s.qps {
+		pattern(b[s.src(i):s.src(i)+size], size, i)
+		if s.spec.Test == exchange.ReadBW || s.spec.Test == exchange.ReadLat {
+			pattern(b[s.dst(i):s.dst(i)+size], size, i)
+		}
+	}
+}
+
+// validate checks, on the side that received data, that the last message
+// on each QP arrived intact, and returns the number of QPs where it did
+// not. Writes and sends land in the receiver's target region (after the GRH
+// on UD), reads in the reader's; fetch-and-add fetches one less than the
+// number of operations on the QP.
+func (s *session) validate(size int, client bool) uint64 {
+	t := s.spec.Test
+	active := client || s.spec.Bidirectional // this side posted the operations
+	passive := !client || s.spec.Bidirectional
+	b := s.buf.Bytes()
+	var bad uint64
+	want := make([]byte, size)
+	for i := range s.qps {
+		switch {
+		case (t == exchange.WriteBW || t == exchange.SendBW) && passive,
+			t == exchange.ReadBW && active:
+			off := s.dst(i)
+			if s.spec.ConnType == ibverbs.QPTypeUD {
+				off += grhLen
+			}
+			pattern(want, size, i)
+			if string(b[off:off+size]) != string(want) {
+				bad++
+			}
+		case t == exchange.AtomicBW && active && s.spec.Atomic == exchange.FetchAdd && s.spec.Duration == 0 && !s.spec.Bidirectional:
+			if fetchedValue(b[s.src(i):]) != s.spec.Iterations-1 {
+				bad++
+			}
+		}
+	}
+	return bad
+}

@@ -1,0 +1,294 @@
+//go:build linux && cgo
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+// Local holds one side's own settings, which never travel to the peer.
+type Local struct {
+	Device   string // "" for the first device
+	Port     int    // 0 for 1
+	GIDIndex int    // -1 to choose by GIDRule
+	GIDRule  ibverbs.GIDRule
+	// IdleTimeout bounds every wait for the peer during a test: a peer
+	// that stops answering for this long fails the test. 0 means 10 s.
+	IdleTimeout time.Duration
+}
+
+// grhLen is the space a UD receive needs for the global route header.
+const grhLen = 40
+
+// session is one side's resources for a test: a device, a PD, one buffer
+// holding two regions per QP (the source of what this side sends, and the
+// target the peer writes or sends into), CQs and QPs.
+type session struct {
+	spec  exchange.TestSpec
+	local Local
+	idle  time.Duration
+
+	ctx       *ibverbs.Context
+	port      int
+	gid       ibverbs.GIDChoice
+	portAttr  ibverbs.PortAttr
+	pd        *ibverbs.PD
+	buf       *ibverbs.Buffer
+	mr        *ibverbs.MR
+	scq, rcq  *ibverbs.CQ
+	qps       []*ibverbs.QP
+	ahs       []*ibverbs.AH
+	region    int // bytes per region
+	remote    []exchange.QPInfo
+	localInfo []exchange.QPInfo
+}
+
+// src and dst are the offsets in the buffer of QP i's two regions.
+func (s *session) src(i int) int { return 2 * i * s.region }
+func (s *session) dst(i int) int { return (2*i + 1) * s.region }
+
+func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
+	s := &session{spec: spec, local: l, idle: l.IdleTimeout, port: l.Port}
+	if s.idle == 0 {
+		s.idle = 10 * time.Second
+	}
+	if s.port == 0 {
+		s.port = 1
+	}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.ctx, err = ibverbs.Open(l.Device); err != nil {
+		return nil, err
+	}
+	if s.portAttr, err = s.ctx.QueryPort(s.port); err != nil {
+		return nil, err
+	}
+	if s.portAttr.State != ibverbs.PortActive {
+		return nil, fmt.Errorf("%s port %d is %s, not ACTIVE (is its netdev up? see `gorperf doctor`)", s.ctx.Name(), s.port, s.portAttr.State)
+	}
+	if err := s.chooseGID(); err != nil {
+		return nil, err
+	}
+	da, err := s.ctx.QueryDevice()
+	if err != nil {
+		return nil, err
+	}
+	if uint64(spec.MaxSize()) > da.MaxMRSize || spec.MaxSize() > s.portAttr.MaxMsgSize {
+		return nil, fmt.Errorf("message size %d is over %s's maximum of %d bytes", spec.MaxSize(), s.ctx.Name(), min(da.MaxMRSize, uint64(s.portAttr.MaxMsgSize)))
+	}
+	nqp := int(spec.NumQPs)
+	s.region = int(spec.MaxSize()) + grhLen
+	s.region = (s.region + 63) &^ 63
+	if s.buf, err = ibverbs.NewBuffer(2*nqp*s.region, ibverbs.BufferOptions{}); err != nil {
+		return nil, err
+	}
+	access := ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead | ibverbs.AccessRemoteAtomic
+	if s.mr, err = s.pdAndMR(access); err != nil {
+		return nil, err
+	}
+	tx, rx := int(max(spec.TXDepth, 1)), int(max(spec.RXDepth, 1))
+	if s.scq, err = s.ctx.CreateCQ(tx*nqp, nil); err != nil {
+		return nil, err
+	}
+	if s.rcq, err = s.ctx.CreateCQ(rx*nqp, nil); err != nil {
+		return nil, err
+	}
+	for i := 0; i < nqp; i++ {
+		qp, err := s.pd.CreateQP(ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq,
+			Cap: ibverbs.QPCap{MaxSendWR: tx, MaxRecvWR: rx, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: int(spec.Inline)}})
+		if err != nil {
+			return nil, err
+		}
+		s.qps = append(s.qps, qp)
+		ep, err := qp.Endpoint(s.port, s.gid.Entry.Index)
+		if err != nil {
+			return nil, err
+		}
+		if spec.MTU != 0 {
+			ep.MTU = min(ep.MTU, spec.MTU)
+		}
+		s.localInfo = append(s.localInfo, exchange.QPInfo{Endpoint: ep, RKey: s.mr.RKey(),
+			Addr: s.mr.Addr() + uint64(s.dst(i)), Len: uint64(s.region)})
+	}
+	return s, nil
+}
+
+func (s *session) pdAndMR(access ibverbs.Access) (*ibverbs.MR, error) {
+	var err error
+	if s.pd, err = s.ctx.AllocPD(); err != nil {
+		return nil, err
+	}
+	return s.pd.RegMR(s.buf, access)
+}
+
+func (s *session) chooseGID() error {
+	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet {
+		s.gid = ibverbs.GIDChoice{Entry: ibverbs.GIDEntry{Index: max(s.local.GIDIndex, 0)}, Reason: "InfiniBand port: LID routing"}
+		return nil
+	}
+	if s.local.GIDIndex >= 0 {
+		e, err := s.ctx.QueryGID(s.port, s.local.GIDIndex)
+		if err != nil {
+			return err
+		}
+		if e.GID.IsZero() {
+			return fmt.Errorf("GID index %d of %s port %d is empty; `gorperf devices` lists the table", s.local.GIDIndex, s.ctx.Name(), s.port)
+		}
+		reason := "given with -x"
+		if e.Type != ibverbs.GIDTypeRoCEv2 {
+			reason += fmt.Sprintf("; it is %s, not RoCE v2: the peer must use the same type", e.Type)
+		}
+		s.gid = ibverbs.GIDChoice{Entry: e, Reason: reason}
+		return nil
+	}
+	var err error
+	s.gid, err = s.ctx.SelectGID(s.port, s.local.GIDRule)
+	return err
+}
+
+// connect brings every QP to RTS against the peer's Setup.
+func (s *session) connect(remote exchange.Setup) error {
+	if err := remote.Check(s.spec); err != nil {
+		return err
+	}
+	s.remote = remote.QPs
+	cp := ibverbs.ConnParams{Port: s.port, GIDIndex: s.gid.Entry.Index, MTU: s.spec.MTU,
+		TrafficClass: s.spec.TrafficClass, SL: s.spec.SL}
+	for i, qp := range s.qps {
+		r := remote.QPs[i].Endpoint
+		if cp.MTU == 0 {
+			cp.MTU = min(s.portAttr.ActiveMTU, r.MTU)
+		}
+		if err := qp.Connect(r, cp); err != nil {
+			return err
+		}
+		if s.spec.ConnType == ibverbs.QPTypeUD {
+			ah, err := s.pd.CreateAH(ibverbs.AHAttr{DLID: r.LID, SL: s.spec.SL, Port: uint8(s.port), IsGlobal: !r.GID.IsZero(),
+				GRH: ibverbs.GlobalRoute{DGID: r.GID, SGIDIndex: uint8(s.gid.Entry.Index), HopLimit: 64, TrafficClass: s.spec.TrafficClass}})
+			if err != nil {
+				return err
+			}
+			s.ahs = append(s.ahs, ah)
+		}
+	}
+	return nil
+}
+
+func (s *session) close() {
+	for _, ah := range s.ahs {
+		ah.Close()
+	}
+	for _, qp := range s.qps {
+		qp.Close()
+	}
+	if s.scq != nil {
+		s.scq.Close()
+	}
+	if s.rcq != nil {
+		s.rcq.Close()
+	}
+	if s.mr != nil {
+		s.mr.Close()
+	}
+	if s.buf != nil {
+		s.buf.Close()
+	}
+	if s.pd != nil {
+		s.pd.Close()
+	}
+	if s.ctx != nil {
+		s.ctx.Close()
+	}
+}
+
+// header describes the test in perftest's terms.
+func (s *session) header(title string, cm bool) report.Header {
+	h := report.Header{
+		Test: title, Device: s.ctx.Name(), Port: s.port, NumQPs: len(s.qps), Transport: "IB",
+		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
+		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
+		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(),
+	}
+	if cm {
+		h.DataEx = "rdma_cm"
+	}
+	if !s.spec.Test.IsLatency() {
+		h.TXDepth = int(s.spec.TXDepth)
+		h.CQModeration = int(max(s.spec.CQModeration, 1))
+	}
+	if s.spec.Test == exchange.ReadBW || s.spec.Test == exchange.ReadLat || s.spec.Test.IsAtomic() {
+		h.OutstandingReads = 16
+	}
+	for i := range s.qps {
+		h.Local = append(h.Local, reportEndpoint(s.localInfo[i]))
+		if i < len(s.remote) {
+			h.Remote = append(h.Remote, reportEndpoint(s.remote[i]))
+		}
+	}
+	return h
+}
+
+func (s *session) mtu() ibverbs.MTU {
+	m := s.portAttr.ActiveMTU
+	if s.spec.MTU != 0 {
+		m = min(m, s.spec.MTU)
+	}
+	for _, r := range s.remote {
+		m = min(m, r.Endpoint.MTU)
+	}
+	return m
+}
+
+func gidReason(c ibverbs.GIDChoice) string {
+	e := c.Entry
+	if e.GID.IsZero() {
+		return c.Reason
+	}
+	s := fmt.Sprintf("%s, %s", e.Type, e.IP())
+	if e.Netdev != "" {
+		s += " on " + e.Netdev
+	}
+	return s + ": " + c.Reason
+}
+
+func linkType(l ibverbs.LinkLayer) string {
+	if l == ibverbs.LinkLayerEthernet {
+		return "Ethernet"
+	}
+	return "IB"
+}
+
+func reportEndpoint(q exchange.QPInfo) report.Endpoint {
+	return report.Endpoint{LID: q.Endpoint.LID, QPN: q.Endpoint.QPN, PSN: q.Endpoint.PSN, RKey: q.RKey,
+		VAddr: q.Addr, OutReads: 16, GID: report.FormatGID(q.Endpoint.GID)}
+}
+
+// errIdle is returned when the peer stopped answering.
+type idleError struct {
+	what string
+	d    time.Duration
+}
+
+func (e *idleError) Error() string {
+	return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running?)", e.what, e.d)
+}
+
+// interrupted reports whether ctx has ended; loops call it every few
+// hundred iterations.
+func interrupted(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
