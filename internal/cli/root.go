@@ -147,5 +147,6 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	cmd.SetVersionTemplate("gorperf {{.Version}}\n")
 	cmd.AddCommand(newCmdDevices(f, nil), newCmdDoctor(f, nil))
+	cmd.AddCommand(newCmdTests(f)...)
 	return cmd
 }

@@ -1,0 +1,208 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+	"github.com/gorperf/gorperf/internal/stats"
+)
+
+// newCmdTests returns the eight perftest-style commands: write-bw,
+// write-lat, read-bw, read-lat, send-bw, send-lat, atomic-bw, atomic-lat.
+func newCmdTests(f *Factory) []*cobra.Command {
+	var cmds []*cobra.Command
+	for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
+		cmds = append(cmds, newCmdTest(f, t))
+	}
+	return cmds
+}
+
+func testCmdName(t exchange.Test) string { return strings.ReplaceAll(t.String(), "_", "-") }
+
+func newCmdTest(f *Factory, t exchange.Test) *cobra.Command {
+	o := &testOptions{Test: t}
+	name := testCmdName(t)
+	cmd := &cobra.Command{
+		Use:   name + " [flags] [server]",
+		Short: fmt.Sprintf("%s (perftest's ib_%s)", bench.Title(t), t),
+		Long: fmt.Sprintf(`%s, as perftest's ib_%s measures it.
+
+Without a server address gorperf waits for a client (-p, default 18515) and runs
+the test the client asks for; with one it is the client. The server learns the
+test and its options from the client, so only the client's flags matter beyond
+the device (-d, -i, -x, --gid-*) and the port (-p).`, bench.Title(t), t),
+		Example: fmt.Sprintf("  gorperf %s -d mlx5_0                # server\n  gorperf %s -d mlx5_0 -s 4096 198.18.0.1   # client", name, name),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("%s takes at most one argument, the server, got %q", cmd.CommandPath(), args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Host = args[0]
+			}
+			o.defaults(cmd)
+			return testRun(cmd.Context(), f, o)
+		},
+	}
+	addTestFlags(cmd, o)
+	return cmd
+}
+
+func (o *testOptions) local() (bench.Local, error) {
+	rule, err := o.gidRule()
+	if err != nil {
+		return bench.Local{}, err
+	}
+	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
+		IdleTimeout: time.Duration(o.Idle) * time.Second}, nil
+}
+
+func testRun(ctx context.Context, f *Factory, o *testOptions) error {
+	bench.Tool = "gorperf " + Version
+	spec, err := o.spec()
+	if err != nil {
+		return o.fail(f, err)
+	}
+	l, err := o.local()
+	if err != nil {
+		return o.fail(f, err)
+	}
+	out := f.IO.Out
+	text := !o.JSON && !o.CSV
+	onHeader := func(h report.Header) {
+		if text {
+			report.WriteHeader(out, h)
+		}
+	}
+	if o.Host == "" {
+		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.Port))
+		if err != nil {
+			return o.fail(f, fmt.Errorf("listening for a client: %w", err))
+		}
+		if text {
+			fmt.Fprintf(f.IO.ErrOut, "gorperf: waiting for a client on port %d\n", o.Port)
+		}
+		var res *bench.Result
+		var runErr error
+		err = bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, onHeader, func(r *bench.Result, err error) { res, runErr = r, err })
+		if err == nil {
+			err = runErr
+		}
+		return o.finish(f, "server", res, err)
+	}
+	res, err := bench.Client(ctx, serverAddr(o.Host, o.Port), spec, l, onHeader)
+	return o.finish(f, "client", res, err)
+}
+
+// finish prints a result (or what was measured before an error) and
+// turns the outcome into the command's error.
+func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err error) error {
+	if res != nil {
+		if o.JSON || o.CSV {
+			r := jsonResult(role, res, err)
+			if o.JSON {
+				report.WriteJSON(f.IO.Out, r)
+			} else {
+				report.WriteCSV(f.IO.Out, r)
+			}
+		} else {
+			writeTables(f.IO.Out, res, o.Gbits, o.Histogram)
+		}
+		if err == nil && res.Mismatches > 0 {
+			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
+		}
+		if err == nil && res.Interrupted {
+			fmt.Fprintln(f.IO.ErrOut, "gorperf: interrupted; the results above are what was measured")
+			return &silentError{code: 130}
+		}
+	} else if err != nil && (o.JSON || o.CSV) {
+		return o.fail(f, err)
+	}
+	return err
+}
+
+// fail reports an error; with --json it is also a valid JSON document.
+func (o *testOptions) fail(f *Factory, err error) error {
+	if o.JSON {
+		report.WriteJSON(f.IO.Out, report.Result{Version: Version, Test: o.Test.String(),
+			Error: &report.Error{Code: errorCode(err), Message: err.Error()}})
+	}
+	return err
+}
+
+func errorCode(err error) string {
+	var ue *usageError
+	switch {
+	case errors.As(err, &ue):
+		return "usage"
+	case errors.Is(err, errors.ErrUnsupported):
+		return "unsupported"
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	}
+	var pe *exchange.PeerError
+	if errors.As(err, &pe) {
+		return "peer"
+	}
+	return "failed"
+}
+
+func writeTables(w io.Writer, res *bench.Result, gbits, histogram bool) {
+	if len(res.Sizes) == 0 {
+		return
+	}
+	if res.Sizes[0].IsLatency {
+		report.WriteLatHeader(w)
+		for _, s := range res.Sizes {
+			report.WriteLatRow(w, s.Size, uint64(s.Lat.N), s.Lat)
+		}
+		report.WriteRule(w)
+		for _, s := range res.Sizes {
+			if len(res.Sizes) > 1 {
+				fmt.Fprintf(w, " %d bytes:", s.Size)
+			}
+			report.WritePercentiles(w, s.Lat)
+			if histogram && len(s.Samples) > 0 {
+				report.WriteHistogram(w, stats.NewHistogram(s.Samples, 16), 50)
+			}
+		}
+		return
+	}
+	report.WriteBWHeader(w, gbits)
+	for _, s := range res.Sizes {
+		report.WriteBWRow(w, s.BW, gbits)
+	}
+	report.WriteRule(w)
+}
+
+func jsonResult(role string, res *bench.Result, err error) report.Result {
+	h := res.Header
+	r := report.Result{Version: Version, Test: res.Spec.Test.String(), Role: role, Device: h.Device,
+		Port: h.Port, GIDIndex: h.GIDIndex, GIDReason: h.GIDReason, Connection: h.Connection,
+		QPs: h.NumQPs, RdmaCM: h.RdmaCM, Bidirectional: res.Spec.Bidirectional, Interrupted: res.Interrupted}
+	for _, s := range res.Sizes {
+		if s.IsLatency {
+			r.Results = append(r.Results, report.SizeFromLatency(s.Size, uint64(s.Lat.N), s.Lat))
+		} else {
+			r.Results = append(r.Results, report.SizeFromBandwidth(s.BW))
+		}
+	}
+	if err != nil {
+		r.Error = &report.Error{Code: errorCode(err), Message: err.Error()}
+	}
+	return r
+}

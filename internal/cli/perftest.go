@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/exchange"
+)
+
+// testOptions are the flags of the eight perftest-style commands, with
+// perftest's letters.
+type testOptions struct {
+	Test exchange.Test
+	Host string // "" runs the server
+
+	Device     string
+	IBPort     int
+	GIDIndex   int
+	GIDFamily  int
+	GIDSubnet  string
+	GIDNetdev  string
+	Size       uint32
+	All        bool
+	Iters      uint64
+	Duration   uint32
+	QPs        uint16
+	Bidir      bool
+	Connection string
+	Inline     uint32
+	TXDepth    uint32
+	RXDepth    uint32
+	CQMod      uint32
+	PostList   uint32
+	MTU        int
+	Port       int
+	RdmaCM     bool
+	CPUFreq    bool
+	Gbits      bool
+	TClass     uint8
+	SL         uint8
+	Infinite   bool
+	JSON       bool
+	CSV        bool
+	Atomic     string
+	Validate   bool
+	Histogram  bool
+	MaxMemory  uint64
+	Idle       int
+}
+
+// defaults are perftest's, per kind of test.
+func (o *testOptions) defaults(cmd *cobra.Command) {
+	lat := o.Test.IsLatency()
+	set := func(name string) bool { return cmd.Flags().Changed(name) }
+	if !set("size") {
+		switch {
+		case o.Test.IsAtomic():
+			o.Size = 8
+		case lat:
+			o.Size = 2
+		default:
+			o.Size = 65536
+		}
+	}
+	if !set("iters") {
+		o.Iters = 5000
+		if lat {
+			o.Iters = 1000
+		}
+	}
+	if !set("tx-depth") {
+		o.TXDepth = 128
+		if lat {
+			o.TXDepth = 1
+		}
+	}
+	if !set("cq-mod") {
+		o.CQMod = min(100, o.TXDepth)
+		if lat {
+			o.CQMod = 1
+		}
+	}
+	if !set("rx-depth") {
+		o.RXDepth = 512
+		if lat {
+			o.RXDepth = 1
+		}
+	}
+	if !set("inline_size") && (o.Test == exchange.WriteLat || o.Test == exchange.SendLat) {
+		o.Inline = 220 // perftest's default for latency tests
+	}
+}
+
+func addTestFlags(cmd *cobra.Command, o *testOptions) {
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVarP(&o.Device, "ib-dev", "d", "", "RDMA device (default: the first one)")
+	f.IntVarP(&o.IBPort, "ib-port", "i", 1, "port of the device")
+	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically, RoCE v2, with the reason printed)")
+	f.IntVar(&o.GIDFamily, "gid-family", 0, "automatic GID: 4 or 6 for IPv4 or IPv6 (default: IPv4 preferred)")
+	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
+	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
+	f.Uint32VarP(&o.Size, "size", "s", 0, "message size in bytes (default: 65536 for bandwidth, 2 for latency, 8 for atomics)")
+	f.BoolVarP(&o.All, "all", "a", false, "run every size from 2 to 2^23 bytes")
+	f.Uint64VarP(&o.Iters, "iters", "n", 0, "iterations per size (default: 5000 for bandwidth, 1000 for latency)")
+	f.Uint32VarP(&o.Duration, "duration", "D", 0, "run each size for this many seconds instead of -n iterations")
+	f.Uint16VarP(&o.QPs, "qp", "q", 1, "number of queue pairs")
+	f.BoolVarP(&o.Bidir, "bidirectional", "b", false, "traffic in both directions (bandwidth tests)")
+	f.StringVarP(&o.Connection, "connection", "c", "RC", "connection type: RC, UC or UD (as the test allows)")
+	f.Uint32VarP(&o.Inline, "inline_size", "I", 0, "largest message sent inline")
+	f.Uint32VarP(&o.TXDepth, "tx-depth", "t", 0, "send queue depth (default: 128 for bandwidth, 1 for latency)")
+	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests; default 512)")
+	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends (default 100, at most -t)")
+	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call")
+	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)")
+	f.IntVarP(&o.Port, "port", "p", exchange.DefaultPort, "TCP port of the control connection")
+	f.BoolVarP(&o.RdmaCM, "rdma_cm", "R", false, "connect the QPs through rdma_cm")
+	f.BoolVarP(&o.CPUFreq, "CPU-freq", "F", false, "accepted for perftest compatibility: gorperf uses the monotonic clock, not cycle counters")
+	f.BoolVar(&o.Gbits, "report_gbits", false, "report bandwidth in Gbit/s")
+	f.Uint8Var(&o.TClass, "tclass", 0, "IP traffic class (DSCP and ECN bits) of the packets")
+	f.Uint8Var(&o.SL, "sl", 0, "service level")
+	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
+	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
+	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
+	f.BoolVar(&o.Validate, "validate", false, "check that the bytes (or atomic values) that arrive are the ones sent")
+	f.BoolVar(&o.Histogram, "histogram", false, "print a latency histogram (latency tests)")
+	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
+	if o.Test.IsAtomic() {
+		f.StringVarP(&o.Atomic, "atomic_type", "A", "FETCH_AND_ADD", "FETCH_AND_ADD or CMP_AND_SWAP")
+	}
+	// Accept perftest's long spellings too.
+	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		switch name {
+		case "report-gbits":
+			name = "report_gbits"
+		case "run-infinitely":
+			name = "run_infinitely"
+		case "rdma-cm":
+			name = "rdma_cm"
+		case "inline-size":
+			name = "inline_size"
+		case "post-list":
+			name = "post_list"
+		case "atomic-type":
+			name = "atomic_type"
+		}
+		return pflag.NormalizedName(name)
+	})
+}
+
+// spec turns the flags into the test the client asks for, rejecting
+// invalid values with a usage error.
+func (o *testOptions) spec() (exchange.TestSpec, error) {
+	conn, err := ibverbs.ParseQPType(strings.ToUpper(o.Connection))
+	if err != nil {
+		return exchange.TestSpec{}, usageErrorf("-c: %v", err)
+	}
+	s := exchange.TestSpec{
+		Test: o.Test, ConnType: conn, Size: o.Size, AllSizes: o.All, Iterations: o.Iters,
+		Duration: o.Duration, NumQPs: o.QPs, Bidirectional: o.Bidir, TXDepth: o.TXDepth,
+		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, Inline: o.Inline,
+		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite,
+		ValidateData: o.Validate,
+	}
+	if o.Duration > 0 {
+		s.Iterations = 0
+	}
+	if o.MTU != 0 {
+		m, err := ibverbs.MTUFromBytes(o.MTU)
+		if err != nil {
+			return s, usageErrorf("-m: %v", err)
+		}
+		s.MTU = m
+	}
+	if o.Test.IsAtomic() {
+		a, err := exchange.ParseAtomicOp(o.Atomic)
+		if err != nil {
+			return s, usageErrorf("-A: %v", err)
+		}
+		s.Atomic = a
+	}
+	if o.Port < 1 || o.Port > 65535 {
+		return s, usageErrorf("-p: port %d out of range 1-65535", o.Port)
+	}
+	if o.IBPort < 1 || o.IBPort > 255 {
+		return s, usageErrorf("-i: port %d out of range 1-255", o.IBPort)
+	}
+	if o.GIDIndex < -1 || o.GIDIndex > 255 {
+		return s, usageErrorf("-x: GID index %d out of range 0-255", o.GIDIndex)
+	}
+	if o.Idle < 1 {
+		return s, usageErrorf("--peer-timeout: want at least 1 second, got %d", o.Idle)
+	}
+	if o.JSON && o.CSV {
+		return s, usageErrorf("--json and --csv exclude each other")
+	}
+	if o.RdmaCM {
+		return s, fmt.Errorf("-R (rdma_cm) is not wired into the benchmark yet: connect over the TCP exchange (the default): %w", errors.ErrUnsupported)
+	}
+	if o.Infinite {
+		return s, fmt.Errorf("--run_infinitely is not implemented yet: use -D SECONDS: %w", errors.ErrUnsupported)
+	}
+	if err := s.Validate(); err != nil {
+		return s, &usageError{err}
+	}
+	return s, nil
+}
+
+// gidRule builds the automatic GID rule from the --gid-* flags.
+func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
+	r := ibverbs.GIDRule{Family: o.GIDFamily, Netdev: o.GIDNetdev}
+	if o.GIDFamily != 0 && o.GIDFamily != 4 && o.GIDFamily != 6 {
+		return r, usageErrorf("--gid-family: want 4 or 6, got %d", o.GIDFamily)
+	}
+	if o.GIDSubnet != "" {
+		p, err := netip.ParsePrefix(o.GIDSubnet)
+		if err != nil {
+			return r, usageErrorf("--gid-subnet: %v", err)
+		}
+		r.Prefix = p
+	}
+	return r, nil
+}
+
+// serverAddr joins the host argument and -p into a dialable address.
+func serverAddr(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
