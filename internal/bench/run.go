@@ -117,6 +117,15 @@ func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 		}
 		r, err := serveOne(ctx, exchange.NewConn(nc), l, lim, onHeader)
 		nc.Close()
+		var nt *notATest
+		if errors.As(err, &nt) {
+			// Not a gorperf client, or one that gave up before asking for
+			// a test: say so and keep waiting, even for a one-test server.
+			if done != nil {
+				done(nil, err)
+			}
+			continue
+		}
 		if done != nil {
 			done(r, err)
 		}
@@ -130,11 +139,11 @@ func serveOne(ctx context.Context, c *exchange.Conn, l Local, lim Limits, onHead
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
-		return nil, fmt.Errorf("client %s: %w", c.NetConn().RemoteAddr(), err)
+		return nil, &notATest{fmt.Errorf("connection from %s: %w", c.NetConn().RemoteAddr(), err)}
 	}
 	spec, err := c.RecvSpec(hctx)
 	if err != nil {
-		return nil, fmt.Errorf("client %s: %w", c.NetConn().RemoteAddr(), err)
+		return nil, &notATest{fmt.Errorf("client %s: %w", c.NetConn().RemoteAddr(), err)}
 	}
 	if err := spec.CheckLimits(lim); err != nil {
 		c.SendError(hctx, err)
@@ -347,3 +356,10 @@ func (s *session) validate(size int, client bool) uint64 {
 	}
 	return bad
 }
+
+// notATest is a control connection that ended before asking for a test:
+// not a gorperf client, or a client that gave up. Servers keep waiting.
+type notATest struct{ err error }
+
+func (e *notATest) Error() string { return e.err.Error() }
+func (e *notATest) Unwrap() error { return e.err }

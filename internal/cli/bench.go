@@ -98,7 +98,12 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		}
 		var res *bench.Result
 		var runErr error
-		err = bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, onHeader, func(r *bench.Result, err error) { res, runErr = r, err })
+		err = bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, onHeader, func(r *bench.Result, err error) {
+			if r == nil && err != nil {
+				fmt.Fprintf(f.IO.ErrOut, "gorperf: %v; still waiting\n", err)
+			}
+			res, runErr = r, err
+		})
 		if err == nil {
 			err = runErr
 		}

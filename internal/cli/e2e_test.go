@@ -1,0 +1,214 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/rdmatest"
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+// The end-to-end tests run gorperf as separate server and client
+// processes: the test binary re-executes itself as gorperf when
+// GORPERF_E2E_MAIN is set.
+func TestMain(m *testing.M) {
+	if os.Getenv("GORPERF_E2E_MAIN") == "1" {
+		os.Exit(Main())
+	}
+	os.Exit(m.Run())
+}
+
+// peers says where the two sides run: the server on the test device and
+// its address, the client on the second rxe device (the other end of the
+// VM's veth pair) when there is one, so the traffic crosses a wire.
+func peers(t *testing.T) (srvDev, cliDev, addr string) {
+	dev := rdmatest.Device(t)
+	srvDev, cliDev, addr = dev.Name, dev.Name, "127.0.0.1"
+	if ip := os.Getenv("RXE_IP"); ip != "" {
+		addr = ip
+	}
+	if d2 := os.Getenv("RXE_DEV2"); d2 != "" {
+		cliDev = d2
+	} else if os.Getenv("RXE_VM") != "" && rdmatest.Required() {
+		t.Fatal("in the rxe VM the end-to-end tests need two devices (ci/rxe-vm/run -2)")
+	}
+	return
+}
+
+var nextPort atomic.Int32
+
+func gorperf(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "GORPERF_E2E_MAIN=1")
+	return cmd
+}
+
+// pair runs one test as a server process and a client process and returns
+// the client's JSON result.
+func pair(t *testing.T, test string, args ...string) report.Result {
+	t.Helper()
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv := gorperf(ctx, test, "-d", srvDev, "-p", port)
+	var srvOut bytes.Buffer
+	srv.Stdout, srv.Stderr = &srvOut, &srvOut
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if srv.ProcessState == nil {
+			srv.Process.Kill()
+			srv.Wait()
+		}
+	}()
+	waitListening(t, port)
+	cargs := append([]string{test, "-d", cliDev, "-p", port, "--json", "--validate"}, args...)
+	cli := gorperf(ctx, append(cargs, addr)...)
+	var cliErr bytes.Buffer
+	cli.Stderr = &cliErr
+	out, err := cli.Output()
+	if err != nil {
+		t.Fatalf("client %v: %v\n%s%s\nserver:\n%s", cargs, err, out, cliErr.String(), srvOut.String())
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut.String())
+	}
+	var r report.Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("client JSON: %v\n%s", err, out)
+	}
+	if r.SchemaVersion != report.SchemaVersion || r.Error != nil || len(r.Results) == 0 || r.Device != cliDev {
+		t.Fatalf("client result %+v", r)
+	}
+	// The server printed perftest's header and table.
+	if !strings.Contains(srvOut.String(), "#bytes") || !strings.Contains(srvOut.String(), "GID index") {
+		t.Errorf("server output lacks the header or table:\n%s", srvOut.String())
+	}
+	return r
+}
+
+// waitListening waits until something listens on the TCP port, reading
+// /proc/net/tcp{,6} rather than connecting, which would be a client.
+func waitListening(t *testing.T, port string) {
+	t.Helper()
+	var p int
+	fmt.Sscan(port, &p)
+	hexPort := fmt.Sprintf(":%04X ", p)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			b, _ := os.ReadFile(f)
+			for _, l := range strings.Split(string(b), "\n") {
+				if fs := strings.Fields(l); len(fs) > 3 && strings.HasSuffix(fs[1]+" ", hexPort) && fs[3] == "0A" {
+					return
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no server on port %s after 10s", port)
+}
+
+func TestEndToEnd(t *testing.T) {
+	for _, tc := range []struct {
+		test string
+		args []string
+	}{
+		{"write-bw", []string{"-s", "4096", "-n", "300"}},
+		{"write-bw", []string{"-c", "UC", "-s", "1024", "-n", "200", "-q", "2"}},
+		{"read-bw", []string{"-s", "4096", "-n", "300"}},
+		{"send-bw", []string{"-s", "4096", "-n", "300", "-b"}},
+		{"send-bw", []string{"-c", "UD", "-s", "512", "-n", "200"}},
+		{"atomic-bw", []string{"-n", "300"}},
+		{"write-lat", []string{"-s", "64", "-n", "200"}},
+		{"read-lat", []string{"-s", "64", "-n", "200"}},
+		{"send-lat", []string{"-s", "64", "-n", "200"}},
+		{"atomic-lat", []string{"-n", "200", "-A", "CMP_AND_SWAP"}},
+		{"write-bw", []string{"-a", "-n", "20", "-l", "4", "-Q", "8", "-t", "32"}},
+	} {
+		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
+			r := pair(t, tc.test, tc.args...)
+			for _, s := range r.Results {
+				if s.Iterations == 0 || (s.BWAvgMBps <= 0 && s.TTypicalUs <= 0) {
+					t.Errorf("empty result %+v", s)
+				}
+			}
+			if tc.args[0] == "-a" && len(r.Results) != 23 {
+				t.Errorf("-a gave %d sizes, want 23 (2 to 2^23)", len(r.Results))
+			}
+		})
+	}
+}
+
+// TestRoCEv2OnTheWire sniffs the veth during a run with a packet socket
+// and checks that the RDMA traffic is UDP to port 4791: RoCE v2.
+func TestRoCEv2OnTheWire(t *testing.T) {
+	nd := os.Getenv("RXE_NETDEV")
+	if nd == "" || os.Getenv("RXE_DEV2") == "" {
+		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+			t.Fatal("needs the two-device rxe VM")
+		}
+		t.Skip("needs the rxe VM's veth pair")
+	}
+	ifc, err := net.InterfaceByName(nd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_DGRAM, int(htons(syscall.ETH_P_IP)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrLinklayer{Protocol: htons(syscall.ETH_P_IP), Ifindex: ifc.Index}); err != nil {
+		t.Fatal(err)
+	}
+	var roce, udpOther atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		tv := syscall.Timeval{Usec: 200000}
+		syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+		for i := 0; i < 100000; i++ {
+			n, _, err := syscall.Recvfrom(fd, buf, 0)
+			if err != nil {
+				if roce.Load() > 0 {
+					return
+				}
+				continue
+			}
+			ihl := int(buf[0]&0xf) * 4
+			if n < ihl+8 || buf[9] != syscall.IPPROTO_UDP {
+				continue
+			}
+			if binary.BigEndian.Uint16(buf[ihl+2:]) == 4791 {
+				roce.Add(1)
+			} else {
+				udpOther.Add(1)
+			}
+		}
+	}()
+	pair(t, "write-bw", "-s", "4096", "-n", "200")
+	<-done
+	t.Logf("on %s: %d RoCE v2 packets (UDP 4791), %d other UDP", nd, roce.Load(), udpOther.Load())
+	if roce.Load() < 200 {
+		t.Errorf("saw %d RoCE v2 packets on %s, want at least one per message (200)", roce.Load(), nd)
+	}
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
