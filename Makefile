@@ -55,15 +55,15 @@ test-binaries:
 		$(GO) list -f '{{.Dir}}' $$p > $(TESTBIN)/$$n.srcdir; \
 	done
 
-## demo: the main job. Until the benchmark lands: what gorperf sees of the
-## RDMA device (devices, doctor) and the device smoke test, on this host's
-## device, else in the soft-RoCE VM.
-demo: deps test-binaries
+## demo: the main job: gorperf devices and doctor, then a bandwidth and a
+## latency benchmark, on this host's RDMA device, else in the soft-RoCE VM
+## between two rxe devices at the ends of a veth pair.
+demo: deps
 	$(GO) build -o $(BUILD)/gorperf ./cmd/gorperf
 ifneq ($(HAVE_DEVICE),)
 	ci/demo.sh $(BUILD)
 else
-	$(VM) -t 600 -- ci/demo.sh $(BUILD)
+	$(VM) -2 -t 600 -- ci/demo.sh $(BUILD)
 endif
 
 check:

@@ -24,15 +24,32 @@ import (
 func newCmdTests(f *Factory) []*cobra.Command {
 	var cmds []*cobra.Command
 	for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
-		cmds = append(cmds, newCmdTest(f, t))
+		cmds = append(cmds, newCmdTest(f, t, false))
 	}
 	return cmds
 }
 
+// newCmdLoopback is `gorperf loopback <test>`: server and client in one
+// process, on one device or two.
+func newCmdLoopback(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "loopback <test> [flags]",
+		Short: "Run a test with server and client in this process, for a quick check of a device",
+		Long: `Run a test with its server and client in this process: on one device, or from
+--peer-dev to -d, over a control connection on 127.0.0.1.`,
+		Example: "  gorperf loopback write-bw -d mlx5_0 -s 4096\n  gorperf loopback send-lat -d rxe1 --peer-dev rxe0",
+		Args:    noArgs,
+	}
+	for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
+		cmd.AddCommand(newCmdTest(f, t, true))
+	}
+	return cmd
+}
+
 func testCmdName(t exchange.Test) string { return strings.ReplaceAll(t.String(), "_", "-") }
 
-func newCmdTest(f *Factory, t exchange.Test) *cobra.Command {
-	o := &testOptions{Test: t}
+func newCmdTest(f *Factory, t exchange.Test, loopback bool) *cobra.Command {
+	o := &testOptions{Test: t, Loopback: loopback}
 	name := testCmdName(t)
 	cmd := &cobra.Command{
 		Use:   name + " [flags] [server]",
@@ -58,7 +75,16 @@ the device (-d, -i, -x, --gid-*) and the port (-p).`, bench.Title(t), t),
 			return testRun(cmd.Context(), f, o)
 		},
 	}
+	if loopback {
+		cmd.Use = name + " [flags]"
+		cmd.Args = noArgs
+		cmd.Long = fmt.Sprintf("%s with server and client in this process.", bench.Title(t))
+		cmd.Example = fmt.Sprintf("  gorperf loopback %s -d mlx5_0", name)
+	}
 	addTestFlags(cmd, o)
+	if loopback {
+		cmd.Flags().StringVar(&o.PeerDev, "peer-dev", "", "device of the server side (default: -d)")
+	}
 	return cmd
 }
 
@@ -87,6 +113,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		if text {
 			report.WriteHeader(out, h)
 		}
+	}
+	if o.Loopback {
+		return loopbackRun(ctx, f, o, spec, l, onHeader)
 	}
 	if o.Host == "" {
 		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.Port))
@@ -210,4 +239,30 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		r.Error = &report.Error{Code: errorCode(err), Message: err.Error()}
 	}
 	return r
+}
+
+func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.TestSpec, l bench.Local, onHeader func(report.Header)) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return o.fail(f, err)
+	}
+	sl := l
+	if o.PeerDev != "" {
+		sl.Device = o.PeerDev
+	}
+	srvErr := make(chan error, 1)
+	go func() {
+		var runErr error
+		err := bench.Serve(ctx, ln, sl, exchange.DefaultLimits(), true, nil, func(_ *bench.Result, err error) { runErr = err })
+		if err == nil {
+			err = runErr
+		}
+		srvErr <- err
+	}()
+	res, err := bench.Client(ctx, ln.Addr().String(), spec, l, onHeader)
+	ln.Close()
+	if serr := <-srvErr; err == nil && serr != nil {
+		err = fmt.Errorf("server side: %w", serr)
+	}
+	return o.finish(f, "loopback", res, err)
 }

@@ -18,8 +18,10 @@ import (
 // testOptions are the flags of the eight perftest-style commands, with
 // perftest's letters.
 type testOptions struct {
-	Test exchange.Test
-	Host string // "" runs the server
+	Test     exchange.Test
+	Host     string // "" runs the server
+	Loopback bool   // server and client in this process
+	PeerDev  string // loopback: the server side's device
 
 	Device     string
 	IBPort     int

@@ -148,5 +148,6 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	cmd.SetVersionTemplate("gorperf {{.Version}}\n")
 	cmd.AddCommand(newCmdDevices(f, nil), newCmdDoctor(f, nil))
 	cmd.AddCommand(newCmdTests(f)...)
+	cmd.AddCommand(newCmdLoopback(f), newCmdServe(f))
 	return cmd
 }

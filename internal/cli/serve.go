@@ -1,0 +1,91 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+type serveOptions struct {
+	test      testOptions
+	maxMemory uint64
+	maxQPs    uint16
+	maxSize   uint32
+}
+
+// newCmdServe is `gorperf serve`: a server that runs one client's test
+// after another until stopped.
+func newCmdServe(f *Factory) *cobra.Command {
+	o := &serveOptions{}
+	lim := exchange.DefaultLimits()
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve tests to clients, one after another, until stopped",
+		Long: `Wait for gorperf clients and run the test each one asks for, one at a time,
+until stopped with Ctrl-C. A failed test is reported and the server goes on.
+The limits bound what a client can make this host allocate and register.`,
+		Example: "  gorperf serve -d mlx5_0 --max-memory 1073741824",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serveRun(cmd, f, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.test.Device, "ib-dev", "d", "", "RDMA device (default: the first one)")
+	fl.IntVarP(&o.test.IBPort, "ib-port", "i", 1, "port of the device")
+	fl.IntVarP(&o.test.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically)")
+	fl.IntVarP(&o.test.Port, "port", "p", exchange.DefaultPort, "TCP port to listen on")
+	fl.IntVar(&o.test.Idle, "peer-timeout", 10, "seconds without progress before a client is declared gone")
+	fl.BoolVar(&o.test.JSON, "json", false, "print each result as a JSON document")
+	fl.Uint64Var(&o.maxMemory, "max-memory", lim.MaxMemory, "most bytes one test may register")
+	fl.Uint16Var(&o.maxQPs, "max-qps", lim.MaxQPs, "most QPs one test may create")
+	fl.Uint32Var(&o.maxSize, "max-size", lim.MaxMsgSize, "largest message size a test may use")
+	return cmd
+}
+
+func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
+	bench.Tool = "gorperf " + Version
+	if o.test.Idle < 1 {
+		return usageErrorf("--peer-timeout: want at least 1 second, got %d", o.test.Idle)
+	}
+	if o.test.Port < 1 || o.test.Port > 65535 {
+		return usageErrorf("-p: port %d out of range 1-65535", o.test.Port)
+	}
+	l, err := o.test.local()
+	if err != nil {
+		return err
+	}
+	lim := exchange.DefaultLimits()
+	lim.MaxMemory, lim.MaxQPs, lim.MaxMsgSize = o.maxMemory, o.maxQPs, o.maxSize
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.test.Port))
+	if err != nil {
+		return fmt.Errorf("listening for clients: %w", err)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "gorperf: serving tests on port %d; Ctrl-C stops\n", o.test.Port)
+	n := 0
+	onHeader := func(h report.Header) {
+		if !o.test.JSON {
+			report.WriteHeader(f.IO.Out, h)
+		}
+	}
+	done := func(r *bench.Result, err error) {
+		if r != nil {
+			n++
+			o.test.Test = r.Spec.Test
+			o.test.finish(f, "server", r, err)
+		}
+		if err != nil {
+			fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)
+		}
+	}
+	err = bench.Serve(cmd.Context(), ln, l, lim, false, onHeader, done)
+	fmt.Fprintf(f.IO.ErrOut, "gorperf: served %d tests\n", n)
+	return err
+}
