@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -90,7 +91,17 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if err := c.Send(hctx, spec); err != nil {
 		return nil, err
 	}
-	return run(ctx, c, spec, l, "client", onHeader)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if l.CMPort == 0 {
+		l.CMPort, _ = strconv.Atoi(port)
+	}
+	if l.CMHost != "" {
+		host = l.CMHost
+	}
+	return run(ctx, c, spec, l, "client", host, onHeader)
 }
 
 // Limits bound what a server accepts from a client's request.
@@ -103,6 +114,9 @@ type Limits = exchange.Limits
 func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && l.CMPort == 0 {
+		l.CMPort = a.Port
+	}
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -149,12 +163,12 @@ func serveOne(ctx context.Context, c *exchange.Conn, l Local, lim Limits, onHead
 		c.SendError(hctx, err)
 		return nil, fmt.Errorf("refused a client's test: %w", err)
 	}
-	return run(ctx, c, spec, l, "server", onHeader)
+	return run(ctx, c, spec, l, "server", "", onHeader)
 }
 
 // run is the part both sides share: resources, setup swap, connection,
 // then per size a barrier, the loops, and a result swap.
-func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local, role string, onHeader func(report.Header)) (*Result, error) {
+func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local, role, host string, onHeader func(report.Header)) (*Result, error) {
 	ctl := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	}
@@ -166,6 +180,14 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		return nil, err
 	}
 	defer s.close()
+	if spec.RdmaCM {
+		if err := s.cmConnect(ctx, c, role, host); err != nil {
+			cctx, cancel := ctl()
+			c.SendError(cctx, err)
+			cancel()
+			return nil, err
+		}
+	}
 	cctx, cancel := ctl()
 	remote, err := c.SwapSetup(cctx, exchange.Setup{QPs: s.localInfo})
 	cancel()
@@ -244,6 +266,29 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		}
 	}
 	return res, nil
+}
+
+// cmConnect makes the QPs through rdma_cm (-R): the server listens on its
+// GID's address, a barrier tells the client it may dial, and one
+// connection is made per QP.
+func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host string) error {
+	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if role == "server" {
+		ln, err := s.cmListen(ctx)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		if err := c.Barrier(bctx, 0); err != nil {
+			return err
+		}
+		return s.cmAccept(ctx, ln)
+	}
+	if err := c.Barrier(bctx, 0); err != nil {
+		return err
+	}
+	return s.cmDial(ctx, host)
 }
 
 // runSize runs one message size on this side.

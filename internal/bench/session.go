@@ -10,6 +10,7 @@ import (
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
+	"github.com/gorperf/gorperf/rdmacm"
 )
 
 // Local holds one side's own settings, which never travel to the peer.
@@ -21,6 +22,13 @@ type Local struct {
 	// IdleTimeout bounds every wait for the peer during a test: a peer
 	// that stops answering for this long fails the test. 0 means 10 s.
 	IdleTimeout time.Duration
+	// CMPort is the rdma_cm port of -R tests (the server listens on it);
+	// gorperf uses the control connection's port number, in rdma_cm's own
+	// port space, as perftest does.
+	CMPort int
+	// CMHost, for a client, is the address to dial rdma_cm at, when not the
+	// control connection's host (in loopback, the server side's GID).
+	CMHost string
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -47,6 +55,12 @@ type session struct {
 	region    int // bytes per region
 	remote    []exchange.QPInfo
 	localInfo []exchange.QPInfo
+	conns     []*rdmacm.Conn // -R: the connections that own the QPs
+}
+
+func (s *session) qpCap() ibverbs.QPCap {
+	return ibverbs.QPCap{MaxSendWR: int(max(s.spec.TXDepth, 1)), MaxRecvWR: int(max(s.spec.RXDepth, 1)),
+		MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: int(s.spec.Inline)}
 }
 
 // src and dst are the offsets in the buffer of QP i's two regions.
@@ -66,7 +80,13 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 			s.close()
 		}
 	}()
-	if s.ctx, err = ibverbs.Open(l.Device); err != nil {
+	if spec.RdmaCM {
+		// rdma_cm needs the PD and CQs on its own context of the device.
+		s.ctx, err = cmDevice(l.Device)
+	} else {
+		s.ctx, err = ibverbs.Open(l.Device)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if s.portAttr, err = s.ctx.QueryPort(s.port); err != nil {
@@ -102,24 +122,35 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if s.rcq, err = s.ctx.CreateCQ(rx*nqp, nil); err != nil {
 		return nil, err
 	}
+	if spec.RdmaCM {
+		return s, nil // the QPs come with the rdma_cm connections
+	}
 	for i := 0; i < nqp; i++ {
-		qp, err := s.pd.CreateQP(ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq,
-			Cap: ibverbs.QPCap{MaxSendWR: tx, MaxRecvWR: rx, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: int(spec.Inline)}})
+		qp, err := s.pd.CreateQP(ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, Cap: s.qpCap()})
 		if err != nil {
 			return nil, err
 		}
-		s.qps = append(s.qps, qp)
-		ep, err := qp.Endpoint(s.port, s.gid.Entry.Index)
-		if err != nil {
+		if err := s.addQP(qp); err != nil {
 			return nil, err
 		}
-		if spec.MTU != 0 {
-			ep.MTU = min(ep.MTU, spec.MTU)
-		}
-		s.localInfo = append(s.localInfo, exchange.QPInfo{Endpoint: ep, RKey: s.mr.RKey(),
-			Addr: s.mr.Addr() + uint64(s.dst(i)), Len: uint64(s.region)})
 	}
 	return s, nil
+}
+
+// addQP adds a QP and the QPInfo that describes it to the peer.
+func (s *session) addQP(qp *ibverbs.QP) error {
+	i := len(s.qps)
+	s.qps = append(s.qps, qp)
+	ep, err := qp.Endpoint(s.port, s.gid.Entry.Index)
+	if err != nil {
+		return err
+	}
+	if s.spec.MTU != 0 {
+		ep.MTU = min(ep.MTU, s.spec.MTU)
+	}
+	s.localInfo = append(s.localInfo, exchange.QPInfo{Endpoint: ep, RKey: s.mr.RKey(),
+		Addr: s.mr.Addr() + uint64(s.dst(i)), Len: uint64(s.region)})
+	return nil
 }
 
 func (s *session) pdAndMR(access ibverbs.Access) (*ibverbs.MR, error) {
@@ -161,6 +192,9 @@ func (s *session) connect(remote exchange.Setup) error {
 		return err
 	}
 	s.remote = remote.QPs
+	if s.spec.RdmaCM {
+		return nil // rdma_cm connected the QPs
+	}
 	cp := ibverbs.ConnParams{Port: s.port, GIDIndex: s.gid.Entry.Index, MTU: s.spec.MTU,
 		TrafficClass: s.spec.TrafficClass, SL: s.spec.SL}
 	for i, qp := range s.qps {
@@ -187,8 +221,14 @@ func (s *session) close() {
 	for _, ah := range s.ahs {
 		ah.Close()
 	}
-	for _, qp := range s.qps {
-		qp.Close()
+	if s.conns != nil {
+		for _, c := range s.conns {
+			c.Close() // disconnects and destroys its QP
+		}
+	} else {
+		for _, qp := range s.qps {
+			qp.Close()
+		}
 	}
 	if s.scq != nil {
 		s.scq.Close()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
@@ -94,7 +95,7 @@ func (o *testOptions) local() (bench.Local, error) {
 		return bench.Local{}, err
 	}
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
-		IdleTimeout: time.Duration(o.Idle) * time.Second}, nil
+		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port}, nil
 }
 
 func testRun(ctx context.Context, f *Factory, o *testOptions) error {
@@ -250,6 +251,14 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 	if o.PeerDev != "" {
 		sl.Device = o.PeerDev
 	}
+	if spec.RdmaCM {
+		// rdma_cm cannot reach 127.0.0.1 over RDMA: dial the server side's GID.
+		ip, err := gidAddr(sl)
+		if err != nil {
+			return o.fail(f, err)
+		}
+		l.CMHost = ip
+	}
 	srvErr := make(chan error, 1)
 	go func() {
 		var runErr error
@@ -265,4 +274,20 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 		err = fmt.Errorf("server side: %w", serr)
 	}
 	return o.finish(f, "loopback", res, err)
+}
+
+// gidAddr returns the IP address of the GID the side with l would use.
+func gidAddr(l bench.Local) (string, error) {
+	ctx, err := ibverbs.Open(l.Device)
+	if err != nil {
+		return "", err
+	}
+	defer ctx.Close()
+	port := max(l.Port, 1)
+	if l.GIDIndex >= 0 {
+		e, err := ctx.QueryGID(port, l.GIDIndex)
+		return e.IP().String(), err
+	}
+	c, err := ctx.SelectGID(port, l.GIDRule)
+	return c.Entry.IP().String(), err
 }

@@ -140,6 +140,14 @@ func TestEndToEnd(t *testing.T) {
 		{"send-lat", []string{"-s", "64", "-n", "200"}},
 		{"atomic-lat", []string{"-n", "200", "-A", "CMP_AND_SWAP"}},
 		{"write-bw", []string{"-a", "-n", "20", "-l", "4", "-Q", "8", "-t", "32"}},
+		{"write-bw", []string{"-R", "-s", "4096", "-n", "300", "-q", "2"}},
+		{"read-bw", []string{"-R", "-s", "4096", "-n", "300"}},
+		{"send-bw", []string{"-R", "-s", "4096", "-n", "300"}},
+		{"atomic-bw", []string{"-R", "-n", "300"}},
+		{"write-lat", []string{"-R", "-s", "64", "-n", "200"}},
+		{"read-lat", []string{"-R", "-s", "64", "-n", "200"}},
+		{"send-lat", []string{"-R", "-s", "64", "-n", "200"}},
+		{"atomic-lat", []string{"-R", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)
@@ -147,6 +155,9 @@ func TestEndToEnd(t *testing.T) {
 				if s.Iterations == 0 || (s.BWAvgMBps <= 0 && s.TTypicalUs <= 0) {
 					t.Errorf("empty result %+v", s)
 				}
+			}
+			if r.RdmaCM != (tc.args[0] == "-R") {
+				t.Errorf("rdma_cm %v in the JSON for %v", r.RdmaCM, tc.args)
 			}
 			if tc.args[0] == "-a" && len(r.Results) != 23 {
 				t.Errorf("-a gave %d sizes, want 23 (2 to 2^23)", len(r.Results))

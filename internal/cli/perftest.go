@@ -204,8 +204,8 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	if o.JSON && o.CSV {
 		return s, usageErrorf("--json and --csv exclude each other")
 	}
-	if o.RdmaCM {
-		return s, fmt.Errorf("-R (rdma_cm) is not wired into the benchmark yet: connect over the TCP exchange (the default): %w", errors.ErrUnsupported)
+	if o.RdmaCM && conn != ibverbs.QPTypeRC {
+		return s, fmt.Errorf("-R makes RC connections; -c %s through rdma_cm is not supported yet: %w", conn, errors.ErrUnsupported)
 	}
 	if o.Infinite {
 		return s, fmt.Errorf("--run_infinitely is not implemented yet: use -D SECONDS: %w", errors.ErrUnsupported)

@@ -1,0 +1,85 @@
+//go:build linux && cgo
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+// cmDevice returns librdmacm's context for the named device, or its first.
+func cmDevice(name string) (*ibverbs.Context, error) {
+	if name != "" {
+		return rdmacm.Device(name)
+	}
+	devs, err := rdmacm.Devices()
+	if err != nil {
+		return nil, err
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("rdma_cm finds no RDMA devices")
+	}
+	return devs[0], nil
+}
+
+func (s *session) cmConfig() *rdmacm.Config {
+	return &rdmacm.Config{Cap: s.qpCap(), PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq,
+		Timeout: 30 * time.Second}
+}
+
+// cmListen starts listening for the client's rdma_cm connections on this
+// side's GID address, before the client is told to dial.
+func (s *session) cmListen(ctx context.Context) (*rdmacm.Listener, error) {
+	addr := net.JoinHostPort(s.gid.Entry.IP().String(), strconv.Itoa(s.local.CMPort))
+	return rdmacm.Listen(ctx, addr, s.cmConfig())
+}
+
+// cmAccept accepts one connection per QP.
+func (s *session) cmAccept(ctx context.Context, ln *rdmacm.Listener) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for range int(s.spec.NumQPs) {
+		c, err := ln.Accept(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.addConn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cmDial makes one connection per QP to the server's rdma_cm port, from
+// this side's GID address.
+func (s *session) cmDial(ctx context.Context, host string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cfg := s.cmConfig()
+	cfg.SrcAddr = s.gid.Entry.IP().String()
+	addr := net.JoinHostPort(host, strconv.Itoa(s.local.CMPort))
+	for range int(s.spec.NumQPs) {
+		c, err := rdmacm.Dial(ctx, addr, cfg)
+		if err != nil {
+			return err
+		}
+		if err := s.addConn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *session) addConn(c *rdmacm.Conn) error {
+	if s.conns == nil {
+		s.conns = []*rdmacm.Conn{}
+	}
+	s.conns = append(s.conns, c)
+	return s.addQP(c.QP())
+}
