@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/stats"
 )
 
 // sideResult is what one side measured for one message size.
@@ -100,6 +101,16 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	lastProgress, markTime := start, start
 	var peak time.Duration
 	stopping := false
+	reportEvery := time.Second
+	if s.spec.RunInfinitely {
+		reportEvery = time.Duration(s.spec.Duration) * time.Second
+		dur = 0
+		deadline = start.Add(100 * 365 * 24 * time.Hour)
+		iters = 1<<idBits - 1
+		dur = time.Until(deadline)
+	}
+	lastReport := start
+	var lastTotal uint64
 	for spin := 0; ; spin++ {
 		// Post while each QP has room. Once stopping, post one more
 		// signalled request where the last ones were unsignalled, so that
@@ -169,13 +180,36 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			if !stopping && (dur > 0 && now.After(deadline) || interrupted(ctx)) {
 				stopping = true
 			}
+			if now.Sub(lastReport) >= reportEvery {
+				s.report(now, start, size, total, iters*uint64(nqp), dur, &lastTotal)
+				lastReport = now
+			}
 			if now.Sub(lastProgress) > s.idle {
 				return sideResult{}, &idleError{"completion", s.idle}
+			}
+			if err := s.peerGone(now); err != nil {
+				return sideResult{}, err
 			}
 		}
 	}
 	el := time.Since(start)
 	return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: el, Peak: peak}, ctx.Err()
+}
+
+// report calls the Interval and Progress callbacks, if any.
+func (s *session) report(now, start time.Time, size int, total, want uint64, dur time.Duration, last *uint64) {
+	if s.spec.RunInfinitely && s.local.Interval != nil {
+		d := time.Duration(s.spec.Duration) * time.Second
+		s.local.Interval(now.Sub(start), stats.ComputeBandwidth(s.payload(size), total-*last, d, 0))
+		*last = total
+		return
+	}
+	if s.local.Progress != nil {
+		if dur > 0 {
+			want = 0
+		}
+		s.local.Progress(size, total, want)
+	}
 }
 
 // payload is the bytes one message moves.
@@ -226,6 +260,10 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 	if ud {
 		quiet = 500 * time.Millisecond
 	}
+	if s.spec.RunInfinitely {
+		// Until the sender stops: then the messages stop coming.
+		dur, quiet, ud = 100*365*24*time.Hour, time.Second, true
+	}
 	for spin := 0; dur > 0 || total < want; spin++ {
 		k, err := s.rcq.Poll(wcs)
 		if err != nil {
@@ -264,6 +302,9 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 			}
 			if idle > s.idle {
 				return sideResult{}, &idleError{"message", s.idle}
+			}
+			if err := s.peerGone(now); err != nil && !(s.spec.RunInfinitely && total > 0) {
+				return sideResult{}, err
 			}
 			if interrupted(ctx) {
 				break

@@ -106,6 +106,9 @@ func (s *session) waitByte(ctx context.Context, off int, v byte) error {
 			} else if now.Sub(since) > s.idle {
 				return &idleError{"message", s.idle}
 			}
+			if err := s.peerGone(now); err != nil {
+				return err
+			}
 			if interrupted(ctx) {
 				return ctx.Err()
 			}
@@ -135,6 +138,9 @@ func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC) 
 				since = now
 			} else if now.Sub(since) > s.idle {
 				return ibverbs.WC{}, &idleError{"completion", s.idle}
+			}
+			if err := s.peerGone(now); err != nil {
+				return ibverbs.WC{}, err
 			}
 			if interrupted(ctx) {
 				return ibverbs.WC{}, ctx.Err()

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -180,6 +181,9 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		return nil, err
 	}
 	defer s.close()
+	if sc, ok := c.NetConn().(syscall.Conn); ok {
+		s.ctl, _ = sc.SyscallConn()
+	}
 	if spec.RdmaCM {
 		if err := s.cmConnect(ctx, c, role, host); err != nil {
 			cctx, cancel := ctl()
@@ -199,6 +203,17 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		c.SendError(cctx, err)
 		cancel()
 		return nil, err
+	}
+	// After a measurement, the side that finished first waits for the
+	// other as long as it takes: a passive side cannot know how long the
+	// active side's run is, and a dead peer closes the connection (or
+	// fails keepalive), while a stuck one hits its own idle timeout and
+	// says so. Once interrupted, wait a little for the peer's numbers.
+	waitPeer := func() (context.Context, context.CancelFunc) {
+		if ctx.Err() != nil {
+			return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		}
+		return context.WithCancel(ctx)
 	}
 	client := role == "client"
 	t := spec.Test
@@ -233,7 +248,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if spec.ValidateData && runErr == nil {
 			// Wait until both sides are done before looking at the data:
 			// a passive side's loop ends before the peer's writes do.
-			cctx, cancel := ctl()
+			cctx, cancel := waitPeer()
 			err := c.Barrier(cctx, uint32(1<<31|n))
 			cancel()
 			if err != nil {
@@ -241,7 +256,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			}
 			local.Mismatches = s.validate(size, client)
 		}
-		cctx, cancel = ctl()
+		cctx, cancel = waitPeer()
 		peer, err := c.SwapResult(cctx, local)
 		cancel()
 		if runErr != nil && !interrupted {

@@ -4,12 +4,16 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
+	"github.com/gorperf/gorperf/internal/stats"
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
@@ -26,6 +30,13 @@ type Local struct {
 	// gorperf uses the control connection's port number, in rdma_cm's own
 	// port space, as perftest does.
 	CMPort int
+	// Interval, if set, gets the bandwidth of each Duration-long interval of
+	// a RunInfinitely test, as it ends.
+	Interval func(elapsed time.Duration, b stats.Bandwidth)
+	// Progress, if set, is called about once a second during a long
+	// measurement with the size in hand and the messages done of total (0
+	// when the run is timed).
+	Progress func(size int, done, total uint64)
 	// CMHost, for a client, is the address to dial rdma_cm at, when not the
 	// control connection's host (in loopback, the server side's GID).
 	CMHost string
@@ -56,6 +67,33 @@ type session struct {
 	remote    []exchange.QPInfo
 	localInfo []exchange.QPInfo
 	conns     []*rdmacm.Conn // -R: the connections that own the QPs
+
+	ctl       syscall.RawConn // the control connection, watched for the peer's death
+	lastCheck time.Time
+}
+
+// peerGone reports, at most every 500 ms, whether the peer closed the
+// control connection: a killed peer process does, at once, so the test
+// ends without waiting out the idle timeout. It reads the socket's TCP
+// state (the peer may have sent messages not read yet, so a peek would
+// not see the end of the stream).
+func (s *session) peerGone(now time.Time) error {
+	if s.ctl == nil || now.Sub(s.lastCheck) < 500*time.Millisecond {
+		return nil
+	}
+	s.lastCheck = now
+	var gone error
+	s.ctl.Control(func(fd uintptr) {
+		var info [8]byte // the start of struct tcp_info: tcpi_state first
+		l := uint32(len(info))
+		_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
+			uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&l)), 0)
+		const tcpClose, tcpCloseWait = 7, 8
+		if e == 0 && (info[0] == tcpCloseWait || info[0] == tcpClose) {
+			gone = errors.New("the peer closed the control connection: it exited or was killed")
+		}
+	})
+	return gone
 }
 
 func (s *session) qpCap() ibverbs.QPCap {

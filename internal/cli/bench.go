@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -110,6 +111,23 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	}
 	out := f.IO.Out
 	text := !o.JSON && !o.CSV
+	if o.Infinite {
+		if text {
+			report.WriteBWHeader(out, o.Gbits)
+		}
+		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
+			if text {
+				report.WriteBWRow(out, b, o.Gbits)
+			} else if o.JSON {
+				// One JSON document per interval, each valid on its own.
+				report.WriteJSON(out, report.Result{Version: Version, Test: o.Test.String(), Role: "client",
+					Intervals: []report.Interval{report.IntervalFromBandwidth(elapsed, b)}})
+			}
+		}
+	}
+	if text && isTerminal(f.IO.ErrOut) {
+		l.Progress = progressLine(f.IO.ErrOut)
+	}
 	onHeader := func(h report.Header) {
 		if text {
 			report.WriteHeader(out, h)
@@ -146,6 +164,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 // finish prints a result (or what was measured before an error) and
 // turns the outcome into the command's error.
 func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err error) error {
+	if !o.JSON && !o.CSV && isTerminal(f.IO.ErrOut) {
+		fmt.Fprint(f.IO.ErrOut, "\r\033[K") // clear the progress line
+	}
 	if res != nil {
 		if o.JSON || o.CSV {
 			r := jsonResult(role, res, err)
@@ -290,4 +311,25 @@ func gidAddr(l bench.Local) (string, error) {
 	}
 	c, err := ctx.SelectGID(port, l.GIDRule)
 	return c.Entry.IP().String(), err
+}
+
+// isTerminal reports whether w is a terminal, where a progress line helps.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressLine returns a Progress callback that redraws one line on w.
+func progressLine(w io.Writer) func(size int, done, total uint64) {
+	return func(size int, done, total uint64) {
+		if total > 0 {
+			fmt.Fprintf(w, "\r %d bytes: %d of %d messages (%d%%)\033[K", size, done, total, done*100/max(total, 1))
+		} else {
+			fmt.Fprintf(w, "\r %d bytes: %d messages\033[K", size, done)
+		}
+	}
 }

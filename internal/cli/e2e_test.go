@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -223,3 +224,144 @@ func TestRoCEv2OnTheWire(t *testing.T) {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// start runs gorperf in the background with its output collected.
+func start(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := gorperf(ctx, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, new(bytes.Buffer) // stderr: cmd.Stderr.(*bytes.Buffer)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, &out
+}
+
+func procExit(err error) int {
+	var ee *exec.ExitError
+	if err == nil {
+		return 0
+	}
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// TestInterrupt stops a long client with SIGINT: it prints what it
+// measured, marks the result interrupted and exits 130.
+func TestInterrupt(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", "--json", addr)
+	time.Sleep(3 * time.Second)
+	cli.Process.Signal(syscall.SIGINT)
+	t0 := time.Now()
+	err := cli.Wait()
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("client took %v to stop after SIGINT", d)
+	}
+	if procExit(err) != 130 {
+		t.Errorf("client exit %v, want 130\n%s", err, cliOut)
+	}
+	var r report.Result
+	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil {
+		t.Fatalf("client JSON: %v\n%s", err, cliOut)
+	}
+	if !r.Interrupted || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
+		t.Errorf("interrupted client result %+v", r)
+	}
+	if err := srv.Wait(); err != nil {
+		t.Errorf("server: %v\n%s", err, srvOut)
+	}
+}
+
+// TestServerKilled kills the server mid-test: the client fails, with a
+// clear message, within a bounded time.
+func TestServerKilled(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr)
+	time.Sleep(3 * time.Second)
+	srv.Process.Kill()
+	srv.Wait()
+	t0 := time.Now()
+	err := cli.Wait()
+	d := time.Since(t0)
+	stderr := cli.Stderr.(*bytes.Buffer).String()
+	t.Logf("client exited %v after %v: %s", err, d, stderr)
+	if procExit(err) != 1 {
+		t.Errorf("client exit %v, want 1", err)
+	}
+	if d > 5*time.Second {
+		t.Errorf("client took %v to notice", d)
+	}
+	if !strings.Contains(stderr, "gorperf:") {
+		t.Errorf("no error message:\n%s%s", cliOut, stderr)
+	}
+}
+
+// TestClientKilled kills a client of `gorperf serve` mid-test: the server
+// reports it and serves the next client.
+func TestClientKilled(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv, srvOut := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--peer-timeout", "3")
+	waitListening(t, port)
+	cli, _ := start(t, ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr)
+	time.Sleep(3 * time.Second)
+	cli.Process.Kill()
+	cli.Wait()
+	// The next client is served.
+	next := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", "--json", addr)
+	out, err := next.Output()
+	if err != nil {
+		t.Fatalf("second client: %v\n%s\nserver:\n%s", err, out, srvOut)
+	}
+	srv.Process.Signal(syscall.SIGINT)
+	if err := srv.Wait(); err != nil {
+		t.Errorf("serve after SIGINT: %v\n%s", err, srvOut)
+	}
+	if e := srv.Stderr.(*bytes.Buffer).String(); !strings.Contains(e, "served 2 tests, 1 failed") {
+		t.Errorf("server said:\n%s", e)
+	}
+}
+
+// TestRunInfinitely prints a line per interval until stopped.
+func TestRunInfinitely(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "--run_infinitely", "-D", "1", addr)
+	time.Sleep(4500 * time.Millisecond)
+	cli.Process.Signal(syscall.SIGINT)
+	cli.Wait()
+	rows := 0
+	for _, l := range strings.Split(cliOut.String(), "\n") {
+		if f := strings.Fields(l); len(f) == 5 && f[0] == "4096" {
+			rows++
+		}
+	}
+	if rows < 3 {
+		t.Errorf("%d interval lines in 4.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
+	}
+}

@@ -207,8 +207,8 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	if o.RdmaCM && conn != ibverbs.QPTypeRC {
 		return s, fmt.Errorf("-R makes RC connections; -c %s through rdma_cm is not supported yet: %w", conn, errors.ErrUnsupported)
 	}
-	if o.Infinite {
-		return s, fmt.Errorf("--run_infinitely is not implemented yet: use -D SECONDS: %w", errors.ErrUnsupported)
+	if o.Infinite && o.Duration == 0 {
+		s.Duration = 5 // perftest reports every 5 seconds
 	}
 	if err := s.Validate(); err != nil {
 		return s, &usageError{err}

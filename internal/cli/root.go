@@ -64,6 +64,9 @@ func Main() int {
 // run executes the command line args and maps its error to an exit status.
 func run(ctx context.Context, f *Factory, args []string) int {
 	cmd := newCmdRoot(f)
+	if args == nil {
+		args = []string{} // cobra reads os.Args for nil
+	}
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	code := exitCode(err)

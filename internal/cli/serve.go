@@ -69,7 +69,7 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 		return fmt.Errorf("listening for clients: %w", err)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "gorperf: serving tests on port %d; Ctrl-C stops\n", o.test.Port)
-	n := 0
+	n, failed := 0, 0
 	onHeader := func(h report.Header) {
 		if !o.test.JSON {
 			report.WriteHeader(f.IO.Out, h)
@@ -82,10 +82,13 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 			o.test.finish(f, "server", r, err)
 		}
 		if err != nil {
+			if r != nil {
+				failed++
+			}
 			fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)
 		}
 	}
 	err = bench.Serve(cmd.Context(), ln, l, lim, false, onHeader, done)
-	fmt.Fprintf(f.IO.ErrOut, "gorperf: served %d tests\n", n)
+	fmt.Fprintf(f.IO.ErrOut, "gorperf: served %d tests, %d failed\n", n, failed)
 	return err
 }
