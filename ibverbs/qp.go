@@ -223,10 +223,17 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	if qp.srq != nil {
 		return fmt.Errorf("ibv_post_recv: the QP takes receives from its SRQ: %w", syscall.EINVAL)
 	}
-	return postRecv(qp.recvS, wrs, func(n C.int, bad *C.int) C.int { return C.gv_post_recv(qp.c, qp.recvS, n, bad) }, "ibv_post_recv")
+	return postRecv(qp.c, nil, qp.recvS, wrs)
 }
 
-func postRecv(s *C.struct_gv_post_scratch, wrs []RecvWR, post func(C.int, *C.int) C.int, verb string) error {
+// postRecv posts to a QP's receive queue, or to an SRQ when srq is set. It
+// calls C directly rather than through a function value, so that the
+// bad-index out-parameter stays on the stack.
+func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_scratch, wrs []RecvWR) error {
+	verb := "ibv_post_recv"
+	if srq != nil {
+		verb = "ibv_post_srq_recv"
+	}
 	capn := int(s.cap)
 	maxSGE := int(s.max_sge)
 	for base := 0; base < len(wrs); base += capn {
@@ -245,7 +252,13 @@ func postRecv(s *C.struct_gv_post_scratch, wrs []RecvWR, post func(C.int, *C.int
 			off += copy(sges[off:], w.SGL)
 		}
 		var bad C.int
-		if rc := post(C.int(len(chunk)), &bad); rc != 0 {
+		var rc C.int
+		if srq != nil {
+			rc = C.gv_post_srq_recv(srq, s, C.int(len(chunk)), &bad)
+		} else {
+			rc = C.gv_post_recv(qp, s, C.int(len(chunk)), &bad)
+		}
+		if rc != 0 {
 			return &PostError{Index: base + int(bad), Err: verbError(verb, int(rc))}
 		}
 	}

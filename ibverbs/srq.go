@@ -62,7 +62,7 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 	if srq.c == nil {
 		return ErrClosed
 	}
-	return postRecv(srq.s, wrs, func(n C.int, bad *C.int) C.int { return C.gv_post_srq_recv(srq.c, srq.s, n, bad) }, "ibv_post_srq_recv")
+	return postRecv(nil, srq.c, srq.s, wrs)
 }
 
 // Arm sets the SRQ limit (ibv_modify_srq with IBV_SRQ_LIMIT): when fewer

@@ -5,6 +5,7 @@ package bench_test
 import (
 	"context"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -98,5 +99,30 @@ func TestLoopbackAllTests(t *testing.T) {
 			}
 			t.Logf("%.2f MB/s avg, %.2f peak, %d iterations", r.BW.AvgMBps, r.BW.PeakMBps, r.BW.Iterations)
 		})
+	}
+}
+
+// TestSteadyStateAllocations runs write_bw and send_bw with 300 and with
+// 3,000 iterations and compares the allocations: set-up allocates, the
+// measured loop must not, so the difference must be (nearly) nothing.
+func TestSteadyStateAllocations(t *testing.T) {
+	for _, test := range []exchange.Test{exchange.WriteBW, exchange.SendBW} {
+		mallocs := func(iters uint64) uint64 {
+			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: iters,
+				NumQPs: 1, TXDepth: 64, RXDepth: 128, CQModeration: 16, PostList: 4}
+			var a, b runtime.MemStats
+			runtime.ReadMemStats(&a)
+			loopback(t, spec)
+			runtime.ReadMemStats(&b)
+			return b.Mallocs - a.Mallocs
+		}
+		mallocs(300) // warm up
+		small, large := mallocs(300), mallocs(3000)
+		t.Logf("%v: %d allocations for 300 iterations, %d for 3000", test, small, large)
+		// 2,700 more messages may cost a few allocations of timers and
+		// goroutine stacks, not one per message.
+		if large > small+100 {
+			t.Errorf("%v: %d more allocations for 2,700 more messages", test, large-small)
+		}
 	}
 }

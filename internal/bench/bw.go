@@ -248,8 +248,10 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 	want := iters * uint64(nqp)
 	wcs := make([]ibverbs.WC, 64)
 	repost := make([][]ibverbs.RecvWR, nqp)
+	one := make([]ibverbs.RecvWR, nqp) // built once: reposting must not allocate
 	for i := range repost {
-		repost[i] = make([]ibverbs.RecvWR, 0, 64)
+		repost[i] = make([]ibverbs.RecvWR, 0, len(wcs))
+		one[i] = s.recvWR(i)
 	}
 	var total uint64
 	var first time.Time
@@ -280,7 +282,7 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 				return sideResult{}, err
 			}
 			i := int(wc.WRID)
-			repost[i] = append(repost[i], s.recvWR(i))
+			repost[i] = append(repost[i], one[i])
 			total++
 		}
 		for i, l := range repost {

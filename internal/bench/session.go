@@ -212,11 +212,11 @@ func (s *session) chooseGID() error {
 		if e.GID.IsZero() {
 			return fmt.Errorf("GID index %d of %s port %d is empty; `gorperf devices` lists the table", s.local.GIDIndex, s.ctx.Name(), s.port)
 		}
-		reason := "given with -x"
 		if e.Type != ibverbs.GIDTypeRoCEv2 {
-			reason += fmt.Sprintf("; it is %s, not RoCE v2: the peer must use the same type", e.Type)
+			return fmt.Errorf("GID index %d of %s port %d is %s (%s), not RoCE v2: pick a RoCE v2 index from `gorperf devices`, or leave -x out to choose one automatically",
+				s.local.GIDIndex, s.ctx.Name(), s.port, e.Type, e.GID)
 		}
-		s.gid = ibverbs.GIDChoice{Entry: e, Reason: reason}
+		s.gid = ibverbs.GIDChoice{Entry: e, Reason: "given with -x"}
 		return nil
 	}
 	var err error
