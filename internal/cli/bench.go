@@ -26,7 +26,7 @@ import (
 func newCmdTests(f *Factory) []*cobra.Command {
 	var cmds []*cobra.Command
 	for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
-		cmds = append(cmds, newCmdTest(f, t, false))
+		cmds = append(cmds, newCmdTest(f, t, false, nil))
 	}
 	return cmds
 }
@@ -43,14 +43,16 @@ func newCmdLoopback(f *Factory) *cobra.Command {
 		Args:    noArgs,
 	}
 	for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
-		cmd.AddCommand(newCmdTest(f, t, true))
+		cmd.AddCommand(newCmdTest(f, t, true, nil))
 	}
 	return cmd
 }
 
 func testCmdName(t exchange.Test) string { return strings.ReplaceAll(t.String(), "_", "-") }
 
-func newCmdTest(f *Factory, t exchange.Test, loopback bool) *cobra.Command {
+// newCmdTest wires one test's command; runF, if not nil, replaces the
+// work (testRun) so that tests can check how flags are read.
+func newCmdTest(f *Factory, t exchange.Test, loopback bool, runF func(*testOptions) error) *cobra.Command {
 	o := &testOptions{Test: t, Loopback: loopback}
 	name := testCmdName(t)
 	cmd := &cobra.Command{
@@ -74,6 +76,9 @@ the device (-d, -i, -x, --gid-*) and the port (-p).`, bench.Title(t), t),
 				o.Host = args[0]
 			}
 			o.defaults(cmd)
+			if runF != nil {
+				return runF(o)
+			}
 			return testRun(cmd.Context(), f, o)
 		},
 	}

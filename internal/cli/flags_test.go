@@ -1,0 +1,137 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/exchange"
+)
+
+// parseTest runs a test command's flag handling and returns the spec it
+// would ask the server for.
+func parseTest(t *testing.T, test exchange.Test, args ...string) (exchange.TestSpec, *testOptions, error) {
+	t.Helper()
+	f, _, _ := newTestFactory(nil, nil)
+	var got *testOptions
+	cmd := newCmdTest(f, test, false, func(o *testOptions) error { got = o; return nil })
+	cmd.SetArgs(args)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	if err := cmd.Execute(); err != nil {
+		return exchange.TestSpec{}, nil, err
+	}
+	s, err := got.spec()
+	return s, got, err
+}
+
+func TestTestFlagDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		test           exchange.Test
+		size           uint32
+		iters          uint64
+		tx, cqmod, inl uint32
+	}{
+		{exchange.WriteBW, 65536, 5000, 128, 100, 0},
+		{exchange.SendBW, 65536, 5000, 128, 100, 0},
+		{exchange.WriteLat, 2, 1000, 1, 1, 220},
+		{exchange.ReadLat, 2, 1000, 1, 1, 0},
+		{exchange.AtomicBW, 8, 5000, 128, 100, 0},
+		{exchange.AtomicLat, 8, 1000, 1, 1, 0},
+	} {
+		s, o, err := parseTest(t, tc.test, "host")
+		if err != nil {
+			t.Fatalf("%v: %v", tc.test, err)
+		}
+		if s.Size != tc.size || s.Iterations != tc.iters || s.TXDepth != tc.tx || s.CQModeration != tc.cqmod || s.Inline != tc.inl {
+			t.Errorf("%v defaults: size %d iters %d tx %d cqmod %d inline %d", tc.test, s.Size, s.Iterations, s.TXDepth, s.CQModeration, s.Inline)
+		}
+		if o.Host != "host" || o.Port != exchange.DefaultPort || o.GIDIndex != -1 || s.ConnType != ibverbs.QPTypeRC || s.NumQPs != 1 {
+			t.Errorf("%v: host %q port %d gid %d conn %v qps %d", tc.test, o.Host, o.Port, o.GIDIndex, s.ConnType, s.NumQPs)
+		}
+	}
+}
+
+func TestTestFlagsPerftestLetters(t *testing.T) {
+	s, o, err := parseTest(t, exchange.SendBW, "-d", "mlx5_1", "-i", "2", "-x", "3", "-s", "1024", "-n", "77",
+		"-q", "4", "-b", "-c", "UD", "-I", "64", "-t", "64", "-r", "256", "-Q", "16", "-l", "8", "-m", "2048",
+		"-p", "20000", "-F", "--report-gbits", "--tclass", "106", "--sl", "3", "--validate", "198.18.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 1024, Iterations: 77, NumQPs: 4,
+		Bidirectional: true, TXDepth: 64, RXDepth: 256, CQModeration: 16, PostList: 8, Inline: 64,
+		MTU: ibverbs.MTU2048, TrafficClass: 106, SL: 3, ValidateData: true}
+	if s != want {
+		t.Errorf("spec\n got %+v\nwant %+v", s, want)
+	}
+	if o.Device != "mlx5_1" || o.IBPort != 2 || o.GIDIndex != 3 || o.Port != 20000 || !o.Gbits || o.Host != "198.18.0.1" {
+		t.Errorf("local options %+v", o)
+	}
+	// -D replaces -n; --run_infinitely reports every 5 s by default.
+	s, _, err = parseTest(t, exchange.WriteBW, "-D", "7", "h")
+	if err != nil || s.Duration != 7 || s.Iterations != 0 {
+		t.Errorf("-D 7: %+v, %v", s, err)
+	}
+	s, _, err = parseTest(t, exchange.WriteBW, "--run_infinitely", "h")
+	if err != nil || !s.RunInfinitely || s.Duration != 5 {
+		t.Errorf("--run_infinitely: %+v, %v", s, err)
+	}
+	s, _, err = parseTest(t, exchange.AtomicBW, "-A", "CMP_AND_SWAP", "h")
+	if err != nil || s.Atomic != exchange.CmpSwap {
+		t.Errorf("-A CMP_AND_SWAP: %v, %v", s.Atomic, err)
+	}
+}
+
+// Every flag given a bad value is a usage error (exit status 2) that
+// names the flag.
+func TestTestFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		test exchange.Test
+		args []string
+		want string
+	}{
+		{exchange.WriteBW, []string{"-s", "abc"}, `invalid argument "abc" for "-s, --size"`},
+		{exchange.WriteBW, []string{"-s", "0"}, "size"},
+		{exchange.WriteBW, []string{"-s", "4294967296"}, "-s, --size"},
+		{exchange.WriteBW, []string{"-n", "-1"}, `"-n, --iters"`},
+		{exchange.WriteBW, []string{"-q", "0"}, "QP"},
+		{exchange.WriteBW, []string{"-c", "XRC"}, "-c: invalid connection type"},
+		{exchange.ReadBW, []string{"-c", "UC"}, "RC"},
+		{exchange.WriteBW, []string{"-m", "1500"}, "-m: invalid MTU 1500"},
+		{exchange.WriteBW, []string{"-p", "70000"}, "-p: port 70000"},
+		{exchange.WriteBW, []string{"-i", "0"}, "-i: port 0"},
+		{exchange.WriteBW, []string{"-x", "300"}, "-x: GID index 300"},
+		{exchange.WriteBW, []string{"-t", "0"}, "TX"},
+		{exchange.WriteBW, []string{"-Q", "500", "-t", "128"}, "CQ"},
+		{exchange.WriteBW, []string{"--json", "--csv"}, "exclude each other"},
+		{exchange.WriteBW, []string{"--gid-family", "5"}, "--gid-family"},
+		{exchange.WriteBW, []string{"--gid-subnet", "nonsense"}, "--gid-subnet"},
+		{exchange.WriteBW, []string{"--peer-timeout", "0"}, "--peer-timeout"},
+		{exchange.AtomicBW, []string{"-A", "XOR"}, "-A"},
+		{exchange.WriteLat, []string{"-b"}, "bidirectional"},
+		{exchange.WriteBW, []string{"--no-such-flag"}, "unknown flag"},
+	} {
+		_, o, err := parseTest(t, tc.test, append(tc.args, "host")...)
+		if err == nil && o != nil {
+			_, err = o.gidRule()
+		}
+		var ue *usageError
+		if !errors.As(err, &ue) || exitCode(err) != exitUsage {
+			t.Errorf("%v %v: %v (%T), want a usage error", tc.test, tc.args, err, err)
+			continue
+		}
+		if !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tc.want)) {
+			t.Errorf("%v %v: %q lacks %q", tc.test, tc.args, err, tc.want)
+		}
+	}
+	// -R with UC is refused as unsupported, not as a typo.
+	if _, _, err := parseTest(t, exchange.WriteBW, "-R", "-c", "UC", "h"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("-R -c UC: %v, want ErrUnsupported", err)
+	}
+}

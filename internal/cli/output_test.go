@@ -1,0 +1,88 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+	"github.com/gorperf/gorperf/internal/stats"
+)
+
+func fakeHeader(title string) report.Header {
+	ep := func(qpn uint32, last byte) report.Endpoint {
+		var g [16]byte
+		copy(g[10:], []byte{255, 255, 198, 18, 0, last})
+		return report.Endpoint{QPN: qpn, PSN: 0x1234 * qpn, RKey: 0x2f8, VAddr: 0x7f2bf002c040, OutReads: 16, GID: report.FormatGID(g)}
+	}
+	return report.Header{Test: title, Device: "rxe1", Port: 1, NumQPs: 1, Transport: "IB", Connection: "RC",
+		TXDepth: 128, CQModeration: 100, Mtu: 1024, LinkType: "Ethernet", GIDIndex: 1,
+		GIDReason: "RoCE v2, 198.18.0.2 on rxeveth1: first routable IPv4 RoCE v2 entry", DataEx: "Ethernet",
+		ShowRKey: true, Local: []report.Endpoint{ep(0x11, 2)}, Remote: []report.Endpoint{ep(0x12, 1)}}
+}
+
+func fakeBW() *bench.Result {
+	return &bench.Result{Spec: exchange.TestSpec{Test: exchange.WriteBW}, Role: "client", Header: fakeHeader("RDMA_Write BW Test"),
+		Sizes: []bench.SizeResult{
+			{Size: 4096, BW: stats.ComputeBandwidth(4096, 5000, 800*time.Millisecond, 120*time.Microsecond)},
+			{Size: 65536, BW: stats.ComputeBandwidth(65536, 5000, 9*time.Second, 1500*time.Microsecond)},
+		}}
+}
+
+func fakeLat() *bench.Result {
+	samples := make([]float64, 1000)
+	for i := range samples {
+		samples[i] = 20000 + float64(i%50)*300 + float64(i/999)*90000
+	}
+	l, _ := stats.Summarize(samples)
+	h := fakeHeader("Send Latency Test")
+	h.TXDepth, h.CQModeration, h.ShowRKey = 0, 0, false
+	return &bench.Result{Spec: exchange.TestSpec{Test: exchange.SendLat}, Role: "client", Header: h,
+		Sizes: []bench.SizeResult{{Size: 64, Lat: l, Samples: samples, IsLatency: true}}}
+}
+
+// The text a user reads: perftest's header block and tables, gorperf's
+// percentile line and histogram.
+func TestTextOutputGolden(t *testing.T) {
+	for name, tc := range map[string]struct {
+		res  *bench.Result
+		opts testOptions
+	}{
+		"write_bw.golden":       {fakeBW(), testOptions{Test: exchange.WriteBW}},
+		"write_bw_gbits.golden": {fakeBW(), testOptions{Test: exchange.WriteBW, Gbits: true}},
+		"send_lat.golden":       {fakeLat(), testOptions{Test: exchange.SendLat, Histogram: true}},
+	} {
+		f, out, _ := newTestFactory(nil, nil)
+		report.WriteHeader(out, tc.res.Header)
+		if err := tc.opts.finish(f, "client", tc.res, nil); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, name, out.Bytes())
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	f, out, _ := newTestFactory(nil, nil)
+	o := testOptions{Test: exchange.WriteBW, JSON: true}
+	if err := o.finish(f, "client", fakeBW(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var r report.Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.SchemaVersion != 1 || r.Test != "write_bw" || r.Device != "rxe1" || len(r.Results) != 2 ||
+		r.Results[1].Bytes != 65536 || r.Results[1].BWAvgMBps <= 0 || r.Error != nil {
+		t.Errorf("JSON result %+v", r)
+	}
+	// A failure before any result is still one valid JSON document.
+	f, out, _ = newTestFactory(nil, nil)
+	o.fail(f, usageErrorf("-s: bad"))
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Error == nil || r.Error.Code != "usage" {
+		t.Errorf("error JSON %+v, %v\n%s", r.Error, err, out)
+	}
+}
