@@ -11,7 +11,7 @@ VM := ci/rxe-vm/run
 DEVICE_PKGS := $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... 2>/dev/null | awk '$$1 !~ /rdmatest$$/ && /internal\/rdmatest/ { print $$1 }')
 HAVE_DEVICE := $(shell ls /sys/class/infiniband 2>/dev/null | head -1)
 
-.PHONY: all deps build test unit device-tests device-tests-vm demo check bench clean
+.PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race check bench clean
 
 all: build
 
@@ -65,6 +65,31 @@ ifneq ($(HAVE_DEVICE),)
 else
 	$(VM) -2 -t 600 -- ci/demo.sh $(BUILD)
 endif
+
+## compare: gorperf and perftest side by side on the same devices (the VM's
+## two rxe devices where the host has none); a table of ratios, and JSON in
+## build/compare.json. COMPARE_FLAGS passes options (see bench/compare).
+compare: deps
+	$(GO) build -o $(BUILD)/gorperf ./cmd/gorperf
+	$(GO) build -o $(BUILD)/compare ./bench/compare
+ifneq ($(HAVE_DEVICE),)
+	$(BUILD)/compare -gorperf $(BUILD)/gorperf -json $(BUILD)/compare.json $(COMPARE_FLAGS)
+else
+	$(VM) -2 -t 1800 -- $(BUILD)/compare -gorperf $(BUILD)/gorperf -json $(BUILD)/compare.json $(COMPARE_FLAGS)
+endif
+
+## fuzz: every fuzz target of the network decoders for FUZZTIME each; the
+## seed corpus lives in internal/exchange/testdata/fuzz.
+FUZZTIME ?= 10s
+fuzz:
+	@for t in $$($(GO) test -list 'Fuzz.*' ./internal/exchange | grep ^Fuzz); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./internal/exchange || exit 1; \
+	done
+
+## race: the race detector on everything that runs without a device.
+race:
+	$(GO) test -race -count=1 ./...
 
 check:
 	$(GO) vet ./...
