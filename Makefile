@@ -78,7 +78,9 @@ else
 	$(VM) -2 -t 1800 -- $(BUILD)/compare -gorperf $(BUILD)/gorperf -json $(BUILD)/compare.json $(COMPARE_FLAGS)
 endif
 
-## fuzz: every fuzz target of the network decoders for FUZZTIME each; the
+## fuzz: every fuzz target of the network decoders for FUZZTIME each (a
+## duration, or a count of inputs such as 200000x: CI uses a count, since
+## go test -fuzz can end a timed run with "context deadline exceeded"); the
 ## seed corpus lives in internal/exchange/testdata/fuzz.
 FUZZTIME ?= 10s
 fuzz:

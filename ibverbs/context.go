@@ -285,6 +285,10 @@ func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
 	}
 	var r C.struct_ibv_gid_entry
 	rc := C._ibv_query_gid_ex(c.c, C.uint32_t(port), C.uint32_t(index), &r, 0, C.size_t(unsafe.Sizeof(r)))
+	if rc == C.int(syscall.ENODATA) {
+		return GIDEntry{}, fmt.Errorf("%s port %d GID index %d is empty (the table has %d slots; the used ones are listed by `gorperf devices`): %w",
+			c.name, port, index, pa.GIDTableLen, verbError("ibv_query_gid_ex", int(rc)))
+	}
 	if rc != 0 {
 		return GIDEntry{}, fmt.Errorf("%s port %d GID index %d: %w", c.name, port, index, verbError("ibv_query_gid_ex", int(rc)))
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/internal/report"
 )
@@ -363,5 +364,71 @@ func TestRunInfinitely(t *testing.T) {
 	}
 	if rows < 3 {
 		t.Errorf("%d interval lines in 4.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
+	}
+}
+
+// TestBadInput gives the client wrong devices, ports, GIDs and sizes, and
+// servers that are not there or speak another protocol version: each is a
+// clear message and a non-zero exit, promptly.
+func TestBadInput(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	withServer := func(args ...string) (string, int) {
+		port := fmt.Sprint(19000 + nextPort.Add(1))
+		srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "3")
+		waitListening(t, port)
+		cli := gorperf(ctx, append(append([]string{"write-bw", "-p", port}, args...), addr)...)
+		out, err := cli.CombinedOutput()
+		srv.Process.Kill()
+		srv.Wait()
+		return string(out), procExit(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-d", "nosuchdev0"}, `no RDMA device named "nosuchdev0"`},
+		{[]string{"-d", cliDev, "-i", "9"}, "invalid port 9"},
+		{[]string{"-d", cliDev, "-x", "200"}, "GID index 200"},
+		{[]string{"-d", cliDev, "-x", "7"}, "GID index 7 is empty"},
+		{[]string{"-d", cliDev, "-s", "2147483648"}, "over"},
+	} {
+		t0 := time.Now()
+		out, code := withServer(tc.args...)
+		if code != 1 || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, output lacks %q:\n%s", tc.args, code, tc.want, out)
+		}
+		if d := time.Since(t0); d > 20*time.Second {
+			t.Errorf("%v took %v", tc.args, d)
+		}
+	}
+	// Nobody listening.
+	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", "1", "127.0.0.1").CombinedOutput()
+	if procExit(err) != 1 || !strings.Contains(string(out), "connection refused") {
+		t.Errorf("no server: exit %v:\n%s", err, out)
+	}
+	// A server of another protocol version.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		h := exchange.NewHello("gorperf v99")
+		h.Version = exchange.ProtocolVersion + 1
+		b, _ := exchange.AppendFrame(nil, h)
+		c.Write(b)
+		time.Sleep(2 * time.Second)
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	out, err = gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "127.0.0.1").CombinedOutput()
+	if procExit(err) != 1 || !strings.Contains(string(out), "version") {
+		t.Errorf("server of another version: exit %v:\n%s", err, out)
 	}
 }
