@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -70,6 +71,31 @@ type session struct {
 
 	ctl       syscall.RawConn // the control connection, watched for the peer's death
 	lastCheck time.Time
+	fault     atomic.Pointer[error] // the first fatal async event of the device
+}
+
+// watchEvents records the device's fatal async events (port down, QP or CQ
+// errors) so that the loops stop with that reason instead of timing out.
+func (s *session) watchEvents() error {
+	evs, err := s.ctx.Events()
+	if err != nil {
+		return err
+	}
+	name, port := s.ctx.Name(), s.port
+	go func() {
+		for ev := range evs {
+			switch ev.Type {
+			case ibverbs.EventPortErr, ibverbs.EventDeviceFatal, ibverbs.EventQPFatal, ibverbs.EventCQErr,
+				ibverbs.EventQPReqErr, ibverbs.EventQPAccessErr:
+				if ev.Type == ibverbs.EventPortErr && ev.Port != port {
+					continue
+				}
+				err := fmt.Errorf("%s: async event %v: the test cannot go on (is the port's netdev down? see `gorperf doctor`)", name, ev)
+				s.fault.CompareAndSwap(nil, &err)
+			}
+		}
+	}()
+	return nil
 }
 
 // peerGone reports, at most every 500 ms, whether the peer closed the
@@ -78,6 +104,9 @@ type session struct {
 // state (the peer may have sent messages not read yet, so a peek would
 // not see the end of the stream).
 func (s *session) peerGone(now time.Time) error {
+	if e := s.fault.Load(); e != nil {
+		return *e
+	}
 	if s.ctl == nil || now.Sub(s.lastCheck) < 500*time.Millisecond {
 		return nil
 	}
@@ -128,6 +157,9 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 		return nil, err
 	}
 	if s.portAttr, err = s.ctx.QueryPort(s.port); err != nil {
+		return nil, err
+	}
+	if err := s.watchEvents(); err != nil {
 		return nil, err
 	}
 	if s.portAttr.State != ibverbs.PortActive {

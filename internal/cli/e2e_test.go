@@ -432,3 +432,95 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("server of another version: exit %v:\n%s", err, out)
 	}
 }
+
+// TestServerLimitsAndGarbage: `gorperf serve` refuses a test over its
+// operator's memory limit with a message the client shows, survives
+// garbage on its control port, and then serves a good client.
+func TestServerLimitsAndGarbage(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv, _ := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--max-memory", "1048576")
+	waitListening(t, port)
+
+	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "65536", "-t", "128", addr).CombinedOutput()
+	if procExit(err) != 1 || !strings.Contains(string(out), "memory") {
+		t.Errorf("test over the limit: exit %v:\n%s", err, out)
+	}
+	for _, junk := range []string{"GET / HTTP/1.0\r\n\r\n", "0000:000011:9f1c3a:00000000:00:00:00:00\n", strings.Repeat("\xff", 70000)} {
+		c, err := net.Dial("tcp", net.JoinHostPort(addr, port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(junk))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 256)
+		c.Read(b) // the server answers with its hello or closes
+		c.Close()
+	}
+	out, err = gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-t", "16", "-n", "100", addr).CombinedOutput()
+	if err != nil {
+		t.Errorf("good client after garbage: %v\n%s", err, out)
+	}
+	srv.Process.Signal(syscall.SIGINT)
+	srv.Wait()
+	if e := srv.Stderr.(*bytes.Buffer).String(); !strings.Contains(e, "served 1 tests") || !strings.Contains(e, "does not speak the gorperf protocol") {
+		t.Errorf("server said:\n%s", e)
+	}
+}
+
+// TestMemlockTooSmall: with a 64 KiB locked-memory limit, registering the
+// buffers fails with a message that names the limit and the fix.
+func TestMemlockTooSmall(t *testing.T) {
+	srvDev, _, _ := peers(t)
+	if _, err := exec.LookPath("setpriv"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and setpriv: root pins memory whatever the limit, so the child runs as nobody")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", `ulimit -l 64 && exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$0" loopback write-bw -d "$1" -s 1048576 -n 10`, os.Args[0], srvDev)
+	cmd.Env = append(os.Environ(), "GORPERF_E2E_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if procExit(err) != 1 || !strings.Contains(string(out), "ulimit -l") || !strings.Contains(string(out), "memlock") {
+		t.Errorf("exit %v:\n%s", err, out)
+	}
+}
+
+// TestPortDown takes the client's netdev down mid-test: the device's
+// PORT_ERR event stops the client with that reason, promptly.
+func TestPortDown(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	nd := os.Getenv("RXE_NETDEV2")
+	if nd == "" {
+		t.Skip("needs the two-device rxe VM, whose netdevs the test may take down")
+	}
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "5")
+	waitListening(t, port)
+	cli, _ := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr)
+	time.Sleep(3 * time.Second)
+	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	defer func() {
+		exec.Command("ip", "link", "set", nd, "up").Run()
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if b, _ := os.ReadFile("/sys/class/infiniband/" + cliDev + "/ports/1/state"); strings.Contains(string(b), "ACTIVE") {
+				return
+			}
+		}
+		t.Errorf("%s did not come back ACTIVE", cliDev)
+	}()
+	t0 := time.Now()
+	err := cli.Wait()
+	stderr := cli.Stderr.(*bytes.Buffer).String()
+	if procExit(err) != 1 || !strings.Contains(stderr, "PORT_ERR") {
+		t.Errorf("client exit %v:\n%s", err, stderr)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("client took %v to stop", d)
+	}
+}

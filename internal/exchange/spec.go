@@ -251,12 +251,22 @@ func (s TestSpec) Sizes() []uint32 {
 	return sizes
 }
 
+// memDepth is the queue depth Memory counts: receives matter only to send
+// tests.
+func (s TestSpec) memDepth() uint32 {
+	if s.Test == SendBW || s.Test == SendLat {
+		return max(s.TXDepth, s.RXDepth)
+	}
+	return s.TXDepth
+}
+
 // Memory returns the bytes each side registers for the test, counted
-// conservatively as MaxSize × max(TXDepth, RXDepth) × NumQPs, doubled when
-// Bidirectional. It saturates at math.MaxUint64.
+// conservatively as MaxSize × depth × NumQPs, doubled when Bidirectional,
+// where depth is TXDepth, or max(TXDepth, RXDepth) for send tests (the only
+// ones that post receives). It saturates at math.MaxUint64.
 func (s TestSpec) Memory() uint64 {
 	n := uint64(s.MaxSize())
-	for _, f := range []uint64{uint64(max(s.TXDepth, s.RXDepth)), uint64(s.NumQPs)} {
+	for _, f := range []uint64{uint64(s.memDepth()), uint64(s.NumQPs)} {
 		hi, lo := bits.Mul64(n, f)
 		if hi != 0 {
 			return math.MaxUint64
@@ -404,7 +414,7 @@ func (s TestSpec) CheckLimits(l Limits) error {
 		return overLimit("%d iterations of %s exceed this server's maximum of %d", s.Iterations, s.Test, l.MaxIterations)
 	}
 	if m := s.Memory(); m > l.MaxMemory {
-		how := fmt.Sprintf("size %d × depth %d × %d QPs", s.MaxSize(), max(s.TXDepth, s.RXDepth), s.NumQPs)
+		how := fmt.Sprintf("size %d × depth %d × %d QPs", s.MaxSize(), s.memDepth(), s.NumQPs)
 		if s.Bidirectional {
 			how += " × 2 directions"
 		}
