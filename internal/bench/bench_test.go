@@ -5,7 +5,13 @@ package bench_test
 import (
 	"context"
 	"net"
+	"os"
+	"os/exec"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,4 +131,100 @@ func TestSteadyStateAllocations(t *testing.T) {
 			t.Errorf("%v: %d more allocations for 2,700 more messages", test, large-small)
 		}
 	}
+}
+
+func countFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// rdmaResources returns `rdma resource show`'s summary line per device,
+// which counts the QPs, CQs, MRs and PDs that exist; "" where the rdma tool
+// is missing.
+func rdmaResources(t *testing.T) string {
+	out, err := exec.Command("rdma", "resource", "show").Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// TestServeManyNoLeaks runs 1,000 tests in a row against one Serve and checks
+// that file descriptors, goroutines, RSS and the kernel's count of RDMA
+// resources end where they started.
+func TestServeManyNoLeaks(t *testing.T) {
+	info := rdmatest.Device(t)
+	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	var failures atomic.Int32
+	go func() {
+		served <- bench.Serve(ctx, ln, l, exchange.DefaultLimits(), false, nil, func(_ *bench.Result, err error) {
+			if err != nil {
+				failures.Add(1)
+			}
+		})
+	}()
+	tests := []exchange.Test{exchange.WriteBW, exchange.SendBW, exchange.ReadLat}
+	one := func(i int) {
+		spec := exchange.TestSpec{Test: tests[i%len(tests)], ConnType: ibverbs.QPTypeRC, Size: 256, Iterations: 20,
+			NumQPs: 2, TXDepth: 8, RXDepth: 16, CQModeration: 4}
+		if spec.Test.IsLatency() {
+			spec.NumQPs, spec.TXDepth, spec.CQModeration = 1, 1, 1
+		}
+		if _, err := bench.Client(context.Background(), ln.Addr().String(), spec, l, nil); err != nil {
+			t.Fatalf("test %d: %v", i, err)
+		}
+	}
+	n := 1000
+	if testing.Short() {
+		n = 60
+	}
+	for i := range 30 { // warm up
+		one(i)
+	}
+	time.Sleep(100 * time.Millisecond)
+	fd0, g0, res0, rss0 := countFDs(t), runtime.NumGoroutine(), rdmaResources(t), rss(t)
+	for i := range n {
+		one(i)
+	}
+	time.Sleep(200 * time.Millisecond) // the server's side of the last test closes
+	fd1, g1, res1, rss1 := countFDs(t), runtime.NumGoroutine(), rdmaResources(t), rss(t)
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	t.Logf("after %d tests: fds %d -> %d, goroutines %d -> %d, RSS %d -> %d KiB\nrdma resources before:\n%safter:\n%s",
+		n, fd0, fd1, g0, g1, rss0, rss1, res0, res1)
+	if rss1-rss0 > 4096 {
+		t.Errorf("RSS grew by %d KiB over %d tests", rss1-rss0, n)
+	}
+	if fd1 != fd0 || g1 > g0 || res1 != res0 || failures.Load() != 0 {
+		t.Errorf("leak: fds %d -> %d, goroutines %d -> %d, %d failed tests, rdma resources changed: %v",
+			fd0, fd1, g0, g1, failures.Load(), res1 != res0)
+	}
+}
+
+// rss returns the resident set in KiB after a GC that returns freed memory.
+func rss(t *testing.T) int {
+	runtime.GC()
+	debug.FreeOSMemory()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	return 0
 }
