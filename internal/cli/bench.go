@@ -338,3 +338,16 @@ func progressLine(w io.Writer) func(size int, done, total uint64) {
 		}
 	}
 }
+
+// writeJSONError writes the JSON document of a command that failed before
+// it ran, naming the test when args name one.
+func writeJSONError(w io.Writer, args []string, err error) {
+	r := report.Result{Version: Version, Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
+	for _, a := range args {
+		if t, perr := exchange.ParseTest(strings.ReplaceAll(a, "-", "_")); perr == nil {
+			r.Test = t.String()
+			break
+		}
+	}
+	report.WriteJSON(w, r)
+}

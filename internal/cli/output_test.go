@@ -3,7 +3,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +86,40 @@ func TestJSONOutput(t *testing.T) {
 	o.fail(f, usageErrorf("-s: bad"))
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Error == nil || r.Error.Code != "usage" {
 		t.Errorf("error JSON %+v, %v\n%s", r.Error, err, out)
+	}
+}
+
+// With --json, even a command line that fails to parse gives one valid
+// JSON document, with the usage error in it and exit status 2.
+func TestJSONOnFlagError(t *testing.T) {
+	for _, args := range [][]string{
+		{"write-bw", "-s", "abc", "--json", "host"},
+		{"send-lat", "--json", "--no-such-flag"},
+		{"read-bw", "--json", "-c", "UD", "host"},
+	} {
+		f, out, _ := newTestFactory(nil, nil)
+		if code := run(context.Background(), f, args); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+		var r report.Result
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Error == nil || r.Error.Code != "usage" || r.SchemaVersion != 1 {
+			t.Errorf("%v: %+v, %v\n%s", args, r.Error, err, out)
+		}
+		if want := strings.ReplaceAll(args[0], "-", "_"); r.Test != want {
+			t.Errorf("%v: test %q, want %q", args, r.Test, want)
+		}
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	var b strings.Builder
+	p := progressLine(&b)
+	p(4096, 250, 1000)
+	p(65536, 77, 0)
+	if got, want := b.String(), "\r 4096 bytes: 250 of 1000 messages (25%)\033[K\r 65536 bytes: 77 messages\033[K"; got != want {
+		t.Errorf("progress %q, want %q", got, want)
+	}
+	if isTerminal(&b) {
+		t.Error("a strings.Builder is not a terminal")
 	}
 }

@@ -63,6 +63,8 @@ func Main() int {
 
 // run executes the command line args and maps its error to an exit status.
 func run(ctx context.Context, f *Factory, args []string) int {
+	out := &countingWriter{w: f.IO.Out}
+	f.IO.Out = out
 	cmd := newCmdRoot(f)
 	if args == nil {
 		args = []string{} // cobra reads os.Args for nil
@@ -70,6 +72,11 @@ func run(ctx context.Context, f *Factory, args []string) int {
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	code := exitCode(err)
+	if err != nil && out.n == 0 && wantsJSON(args) {
+		// --json promises one valid document on every path, also when the
+		// command line itself was wrong and no command ran.
+		writeJSONError(out, args, err)
+	}
 	if err != nil && !errors.As(err, new(*silentError)) {
 		fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)
 		if code == exitUsage {
@@ -153,4 +160,28 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	cmd.AddCommand(newCmdTests(f)...)
 	cmd.AddCommand(newCmdLoopback(f), newCmdServe(f))
 	return cmd
+}
+
+// countingWriter counts what a command wrote to its output.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}
+
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
 }
