@@ -30,7 +30,7 @@ func cmDevice(name string) (*ibverbs.Context, error) {
 
 func (s *session) cmConfig() *rdmacm.Config {
 	return &rdmacm.Config{Cap: s.qpCap(), PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq,
-		Timeout: 30 * time.Second}
+		Timeout: 30 * time.Second, UD: s.spec.ConnType == ibverbs.QPTypeUD}
 }
 
 // cmListen starts listening for the client's rdma_cm connections on this
@@ -81,5 +81,16 @@ func (s *session) addConn(c *rdmacm.Conn) error {
 		s.conns = []*rdmacm.Conn{}
 	}
 	s.conns = append(s.conns, c)
-	return s.addQP(c.QP())
+	if err := s.addQP(c.QP()); err != nil {
+		return err
+	}
+	if s.spec.ConnType == ibverbs.QPTypeUD {
+		// rdma_cm set the UD QP's QKey; tell the peer the real one.
+		a, err := c.QP().Query()
+		if err != nil {
+			return err
+		}
+		s.localInfo[len(s.localInfo)-1].Endpoint.QKey = a.QKey
+	}
+	return nil
 }

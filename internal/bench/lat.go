@@ -38,20 +38,6 @@ func samples(iters uint64, dur time.Duration) []float64 {
 	return make([]float64, 0, iters)
 }
 
-// drainSend polls the send CQ once, failing on an error completion.
-func (s *session) drainSend(wcs []ibverbs.WC) (int, error) {
-	k, err := s.scq.Poll(wcs)
-	if err != nil {
-		return 0, err
-	}
-	for _, wc := range wcs[:k] {
-		if err := wc.Err(); err != nil {
-			return 0, err
-		}
-	}
-	return k, nil
-}
-
 // pingWrite is write_lat: the initiator writes message i into the peer's
 // target region and waits for the peer's write of message i into its own;
 // the responder waits first. Each side polls the last byte of its target

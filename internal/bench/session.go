@@ -262,7 +262,7 @@ func (s *session) connect(remote exchange.Setup) error {
 		return err
 	}
 	s.remote = remote.QPs
-	if s.spec.RdmaCM {
+	if s.spec.RdmaCM && s.spec.ConnType != ibverbs.QPTypeUD {
 		return nil // rdma_cm connected the QPs
 	}
 	cp := ibverbs.ConnParams{Port: s.port, GIDIndex: s.gid.Entry.Index, MTU: s.spec.MTU,
@@ -272,8 +272,10 @@ func (s *session) connect(remote exchange.Setup) error {
 		if cp.MTU == 0 {
 			cp.MTU = min(s.portAttr.ActiveMTU, r.MTU)
 		}
-		if err := qp.Connect(r, cp); err != nil {
-			return err
+		if !s.spec.RdmaCM {
+			if err := qp.Connect(r, cp); err != nil {
+				return err
+			}
 		}
 		if s.spec.ConnType == ibverbs.QPTypeUD {
 			ah, err := s.pd.CreateAH(ibverbs.AHAttr{DLID: r.LID, SL: s.spec.SL, Port: uint8(s.port), IsGlobal: !r.GID.IsZero(),

@@ -150,6 +150,8 @@ func TestEndToEnd(t *testing.T) {
 		{"read-lat", []string{"-R", "-s", "64", "-n", "200"}},
 		{"send-lat", []string{"-R", "-s", "64", "-n", "200"}},
 		{"atomic-lat", []string{"-R", "-n", "200"}},
+		{"send-bw", []string{"-R", "-c", "UD", "-s", "512", "-n", "200"}},
+		{"send-lat", []string{"-R", "-c", "UD", "-s", "64", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)

@@ -204,8 +204,8 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	if o.JSON && o.CSV {
 		return s, usageErrorf("--json and --csv exclude each other")
 	}
-	if o.RdmaCM && conn != ibverbs.QPTypeRC {
-		return s, fmt.Errorf("-R makes RC connections; -c %s through rdma_cm is not supported yet: %w", conn, errors.ErrUnsupported)
+	if o.RdmaCM && conn == ibverbs.QPTypeUC {
+		return s, fmt.Errorf("-R makes RC or UD connections; UC through rdma_cm is not supported: %w", errors.ErrUnsupported)
 	}
 	if o.Infinite && o.Duration == 0 {
 		s.Duration = 5 // perftest reports every 5 seconds
