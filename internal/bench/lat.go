@@ -83,22 +83,34 @@ func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur tim
 
 // waitByte spins until the byte at off is v, bounded by the idle timeout.
 func (s *session) waitByte(ctx context.Context, off int, v byte) error {
-	var since time.Time
+	var st stall
 	for spin := 0; s.lastByte(off) != v; spin++ {
 		if spin&1023 == 1023 {
-			now := time.Now()
-			if since.IsZero() {
-				since = now
-			} else if now.Sub(since) > s.idle {
-				return &idleError{"message", s.idle}
-			}
-			if err := s.peerGone(now); err != nil {
+			if err := st.check(ctx, s, "message"); err != nil {
 				return err
 			}
-			if interrupted(ctx) {
-				return ctx.Err()
-			}
 		}
+	}
+	return nil
+}
+
+// stall tracks a spin-wait that has seen no progress yet.
+type stall struct{ since time.Time }
+
+// check, called every so often while spinning, fails once the wait has
+// lasted the idle timeout, the peer is gone, or ctx has ended.
+func (st *stall) check(ctx context.Context, s *session, what string) error {
+	now := time.Now()
+	if st.since.IsZero() {
+		st.since = now
+	} else if now.Sub(st.since) > s.idle {
+		return &idleError{what, s.idle}
+	}
+	if err := s.peerGone(now); err != nil {
+		return err
+	}
+	if interrupted(ctx) {
+		return ctx.Err()
 	}
 	return nil
 }
@@ -109,7 +121,7 @@ func (s *session) waitSend(ctx context.Context, wcs []ibverbs.WC) (ibverbs.WC, e
 }
 
 func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC) (ibverbs.WC, error) {
-	var since time.Time
+	var st stall
 	for spin := 0; ; spin++ {
 		k, err := cq.Poll(wcs[:1])
 		if err != nil {
@@ -119,17 +131,8 @@ func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC) 
 			return wcs[0], wcs[0].Err()
 		}
 		if spin&1023 == 1023 {
-			now := time.Now()
-			if since.IsZero() {
-				since = now
-			} else if now.Sub(since) > s.idle {
-				return ibverbs.WC{}, &idleError{"completion", s.idle}
-			}
-			if err := s.peerGone(now); err != nil {
+			if err := st.check(ctx, s, "completion"); err != nil {
 				return ibverbs.WC{}, err
-			}
-			if interrupted(ctx) {
-				return ibverbs.WC{}, ctx.Err()
 			}
 		}
 	}
