@@ -111,6 +111,10 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	}
 	lastReport := start
 	var lastTotal uint64
+	// On a failure, what completed so far is still reported.
+	partial := func(err error) (sideResult, error) {
+		return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: lastProgress.Sub(start), Peak: peak}, err
+	}
 	for spin := 0; ; spin++ {
 		// Post while each QP has room. Once stopping, post one more
 		// signalled request where the last ones were unsignalled, so that
@@ -138,14 +142,14 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 					}
 				}
 				if err := qp.PostSend(l); err != nil {
-					return sideResult{}, err
+					return partial(err)
 				}
 				posted[i] += n
 			}
 		}
 		k, err := s.scq.Poll(wcs)
 		if err != nil {
-			return sideResult{}, err
+			return partial(err)
 		}
 		var now time.Time
 		if k > 0 {
@@ -154,7 +158,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		}
 		for _, wc := range wcs[:k] {
 			if err := wc.Err(); err != nil {
-				return sideResult{}, err
+				return partial(err)
 			}
 			i, c := int(wc.WRID>>idBits), wc.WRID&(1<<idBits-1)
 			total += c - done[i]
@@ -185,10 +189,10 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				lastReport = now
 			}
 			if now.Sub(lastProgress) > s.idle {
-				return sideResult{}, &idleError{"completion", s.idle}
+				return partial(&idleError{"completion", s.idle})
 			}
 			if err := s.peerGone(now); err != nil {
-				return sideResult{}, err
+				return partial(err)
 			}
 		}
 	}
@@ -266,10 +270,16 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 		// Until the sender stops: then the messages stop coming.
 		dur, quiet, ud = 100*365*24*time.Hour, time.Second, true
 	}
+	partial := func(err error) (sideResult, error) {
+		if first.IsZero() {
+			first = last
+		}
+		return sideResult{Iters: total, Bytes: total * uint64(size), Elapsed: last.Sub(first)}, err
+	}
 	for spin := 0; dur > 0 || total < want; spin++ {
 		k, err := s.rcq.Poll(wcs)
 		if err != nil {
-			return sideResult{}, err
+			return partial(err)
 		}
 		if k > 0 {
 			last = time.Now()
@@ -279,7 +289,7 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 		}
 		for _, wc := range wcs[:k] {
 			if err := wc.Err(); err != nil {
-				return sideResult{}, err
+				return partial(err)
 			}
 			i := int(wc.WRID)
 			repost[i] = append(repost[i], one[i])
@@ -288,7 +298,7 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 		for i, l := range repost {
 			if len(l) > 0 {
 				if err := s.qps[i].PostRecv(l); err != nil {
-					return sideResult{}, err
+					return partial(err)
 				}
 				repost[i] = l[:0]
 			}
@@ -303,10 +313,10 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 				break
 			}
 			if idle > s.idle {
-				return sideResult{}, &idleError{"message", s.idle}
+				return partial(&idleError{"message", s.idle})
 			}
 			if err := s.peerGone(now); err != nil && !(s.spec.RunInfinitely && total > 0) {
-				return sideResult{}, err
+				return partial(err)
 			}
 			if interrupted(ctx) {
 				break

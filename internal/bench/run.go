@@ -260,6 +260,10 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		peer, err := c.SwapResult(cctx, local)
 		cancel()
 		if runErr != nil && !interrupted {
+			if mine.Iters > 0 {
+				// Report what this side measured before the failure.
+				res.Sizes = append(res.Sizes, s.sizeResult(size, mine, exchange.Result{}))
+			}
 			return res, runErr
 		}
 		if err != nil {

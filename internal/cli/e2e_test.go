@@ -316,6 +316,10 @@ func TestServerKilled(t *testing.T) {
 	if !strings.Contains(stderr, "gorperf:") {
 		t.Errorf("no error message:\n%s%s", cliOut, stderr)
 	}
+	// What was measured before the server died is still printed.
+	if !strings.Contains(cliOut.String(), "#bytes") || !strings.Contains(cliOut.String(), " 4096 ") {
+		t.Errorf("the client printed no measurement:\n%s", cliOut)
+	}
 }
 
 // TestClientKilled kills a client of `gorperf serve` mid-test: the server
