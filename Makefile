@@ -11,7 +11,7 @@ VM := ci/rxe-vm/run
 DEVICE_PKGS := $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... 2>/dev/null | awk '$$1 !~ /rdmatest$$/ && /internal\/rdmatest/ { print $$1 }')
 HAVE_DEVICE := $(shell ls /sys/class/infiniband 2>/dev/null | head -1)
 
-.PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race check bench clean
+.PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race check bench clean docs man
 
 all: build
 
@@ -98,8 +98,19 @@ check:
 	CGO_ENABLED=0 $(GO) vet ./internal/stats ./internal/report ./internal/exchange
 	CGO_ENABLED=0 $(GO) build ./internal/stats ./internal/report ./internal/exchange ./ibverbs
 	test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
+	$(GO) tool staticcheck ./...
 
 bench: test-binaries
+
+## docs: regenerate the command reference in docs/cli from the cobra
+## commands (TestCLIReferenceInSync fails when it is stale).
+docs:
+	rm -rf docs/cli
+	$(GO) run ./internal/cli/gendocs -md docs/cli
+
+## man: man pages for every command, into build/man (not committed).
+man:
+	$(GO) run ./internal/cli/gendocs -man $(BUILD)/man
 
 clean:
 	rm -rf $(BUILD)

@@ -19,13 +19,6 @@ func malformed(t MsgType, format string, args ...any) error {
 	return fmt.Errorf("%w: %v: %s", ErrMalformed, t, fmt.Sprintf(format, args...))
 }
 
-func appendBool(b []byte, v bool) []byte {
-	if v {
-		return append(b, 1)
-	}
-	return append(b, 0)
-}
-
 // appendString appends s with a one-byte length, cut to MaxString bytes
 // without splitting a UTF-8 sequence.
 func appendString(b []byte, s string) []byte {
@@ -98,18 +91,6 @@ func (r *reader) u64() uint64 {
 		return binary.BigEndian.Uint64(p)
 	}
 	return 0
-}
-
-func (r *reader) bool(field string) bool {
-	switch v := r.u8(); v {
-	case 0:
-		return false
-	case 1:
-		return true
-	default:
-		r.fail("%s is %d, want 0 or 1", field, v)
-		return false
-	}
 }
 
 func (r *reader) str() string {
