@@ -331,21 +331,36 @@ func TestClientKilled(t *testing.T) {
 	defer cancel()
 	srv, srvOut := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--peer-timeout", "3")
 	waitListening(t, port)
+	good := func() {
+		t.Helper()
+		out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", "--json", addr).Output()
+		if err != nil {
+			t.Fatalf("client: %v\n%s\nserver:\n%s", err, out, srvOut)
+		}
+	}
+	// The server's fds and the kernel's RDMA objects after one test ...
+	good()
+	fds := func() int {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", srv.Process.Pid))
+		return len(ents)
+	}
+	res := func() string { out, _ := exec.Command("rdma", "resource", "show").Output(); return string(out) }
+	fd0, res0 := fds(), res()
 	cli, _ := start(t, ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr)
 	time.Sleep(3 * time.Second)
 	cli.Process.Kill()
 	cli.Wait()
-	// The next client is served.
-	next := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", "--json", addr)
-	out, err := next.Output()
-	if err != nil {
-		t.Fatalf("second client: %v\n%s\nserver:\n%s", err, out, srvOut)
+	// ... are the same after a killed client and the next one served.
+	good()
+	time.Sleep(200 * time.Millisecond)
+	if fd1, res1 := fds(), res(); fd1 != fd0 || res1 != res0 {
+		t.Errorf("server leaked: fds %d -> %d; rdma resources\n%s->\n%s", fd0, fd1, res0, res1)
 	}
 	srv.Process.Signal(syscall.SIGINT)
 	if err := srv.Wait(); err != nil {
 		t.Errorf("serve after SIGINT: %v\n%s", err, srvOut)
 	}
-	if e := srv.Stderr.(*bytes.Buffer).String(); !strings.Contains(e, "served 2 tests, 1 failed") {
+	if e := srv.Stderr.(*bytes.Buffer).String(); !strings.Contains(e, "served 3 tests, 1 failed") {
 		t.Errorf("server said:\n%s", e)
 	}
 }

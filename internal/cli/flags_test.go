@@ -3,7 +3,9 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -91,6 +93,7 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 // Every flag given a bad value is a usage error (exit status 2) that
 // names the flag.
 func TestTestFlagErrors(t *testing.T) {
+	var all strings.Builder
 	for _, tc := range []struct {
 		test exchange.Test
 		args []string
@@ -117,6 +120,10 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteLat, []string{"-b"}, "bidirectional"},
 		{exchange.WriteBW, []string{"--no-such-flag"}, "unknown flag"},
 	} {
+		// The whole message a user sees goes to the golden file.
+		f, _, errOut := newTestFactory(nil, nil)
+		code := run(context.Background(), f, append(append([]string{testCmdName(tc.test)}, tc.args...), "host"))
+		fmt.Fprintf(&all, "$ gorperf %s %s host\nexit %d\n%s\n", testCmdName(tc.test), strings.Join(tc.args, " "), code, errOut)
 		_, o, err := parseTest(t, tc.test, append(tc.args, "host")...)
 		if err == nil && o != nil {
 			_, err = o.gidRule()
@@ -130,6 +137,7 @@ func TestTestFlagErrors(t *testing.T) {
 			t.Errorf("%v %v: %q lacks %q", tc.test, tc.args, err, tc.want)
 		}
 	}
+	golden(t, "flag_errors.golden", []byte(all.String()))
 	// -R with UC is refused as unsupported, not as a typo.
 	if _, _, err := parseTest(t, exchange.WriteBW, "-R", "-c", "UC", "h"); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("-R -c UC: %v, want ErrUnsupported", err)
