@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,11 +20,13 @@ import (
 // DoctorOptions are the options of `gorperf doctor`. The function fields
 // reach the host; tests replace them.
 type DoctorOptions struct {
-	IO      *IOStreams
-	Devices func(name string) ([]deviceReport, error)
-	Root    string // where /dev and /sys are: "/" but in tests
-	Device  string // -d: only this device
-	Port    int    // -i: only this port; 0 for all
+	IO        *IOStreams
+	Devices   func(name string) ([]deviceReport, error)
+	Root      string // where /dev and /sys are: "/" but in tests
+	Device    string // -d: only this device
+	Port      int    // -i: only this port; 0 for all
+	TClass    int    // --tclass: the traffic class the tests will use, if TClassSet
+	TClassSet bool
 
 	Access  func(path string) error                     // may we read and write path?
 	Memlock func() (uint64, error)                      // RLIMIT_MEMLOCK's soft limit in bytes
@@ -50,6 +53,9 @@ if anything failed.`,
 			if opts.Port < 0 {
 				return usageErrorf("invalid port %d: ports are numbered from 1", opts.Port)
 			}
+			if opts.TClassSet = cmd.Flags().Changed("tclass"); opts.TClass < 0 || opts.TClass > 255 {
+				return usageErrorf("--tclass: %d out of range 0-255", opts.TClass)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -58,6 +64,7 @@ if anything failed.`,
 	}
 	cmd.Flags().StringVarP(&opts.Device, "ib-dev", "d", "", "only this RDMA device (default: all)")
 	cmd.Flags().IntVarP(&opts.Port, "ib-port", "i", 0, "only this port (default: all)")
+	cmd.Flags().IntVar(&opts.TClass, "tclass", 0, "check ECN and PFC for the priority of this traffic class (as gorperf --tclass)")
 	return cmd
 }
 
@@ -266,6 +273,9 @@ func checkPort(opts *DoctorOptions, d deviceReport, p portReport) []finding {
 	fs = append(fs, checkNetdevMTU(opts.Root, at, netdev, p))
 	drv := driverName(opts.Root, d.Name)
 	fs = append(fs, checkECN(opts.Root, netdev, drv), checkPFC(opts.Root, netdev, drv))
+	if opts.TClassSet {
+		fs = append(fs, checkTClass(opts.Root, netdev, opts.TClass)...)
+	}
 	return fs
 }
 
@@ -438,6 +448,48 @@ func checkPFC(root, netdev, drv string) finding {
 		s = "(empty)"
 	}
 	return ok("%s: PFC: %s", netdev, s)
+}
+
+// tclassPrio is the priority a RoCE v2 packet with traffic class tc gets
+// under DSCP trust with the default map: DSCP (the upper six bits) / 8.
+func tclassPrio(tc int) int { return tc >> 2 >> 3 }
+
+// checkTClass checks what the traffic class the tests use will meet: its
+// ECN bits, and ECN and PFC on the priority it maps to, where the driver
+// exposes them.
+func checkTClass(root, netdev string, tc int) []finding {
+	prio := tclassPrio(tc)
+	var fs []finding
+	switch tc & 3 {
+	case 3:
+		fs = append(fs, warn("use a traffic class whose low two bits are 00, 01 or 10",
+			"--tclass %d sets ECN to CE (11): every packet claims congestion", tc))
+	default:
+		fs = append(fs, ok("--tclass %d: DSCP %d, priority %d under DSCP trust (default map)", tc, tc>>2, prio))
+	}
+	dir := filepath.Join(root, "sys/class/net", netdev, "ecn")
+	if _, err := os.Stat(dir); err == nil {
+		np, rp := ecnPrios(filepath.Join(dir, "roce_np/enable")), ecnPrios(filepath.Join(dir, "roce_rp/enable"))
+		if !slices.Contains(np, prio) || !slices.Contains(rp, prio) {
+			fs = append(fs, warn(fmt.Sprintf("`echo 1 > /sys/class/net/%s/ecn/roce_np/enable/%d` and the same under roce_rp", netdev, prio),
+				"%s: ECN is off for priority %d, the one --tclass %d maps to", netdev, prio, tc))
+		} else {
+			fs = append(fs, ok("%s: ECN on for priority %d", netdev, prio))
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "sys/class/net", netdev, "qos/pfc")); err == nil {
+		// "Priority 0..7: 0 0 0 1 0 0 0 0": the last eight fields.
+		f := strings.Fields(string(b))
+		if len(f) >= 8 && prio < 8 {
+			if f[len(f)-8+prio] != "1" {
+				fs = append(fs, warn(fmt.Sprintf("enable PFC on priority %d (e.g. `mlnx_qos -i %s --pfc ...` or `dcb pfc set dev %s prio-pfc %d:on`), or rely on ECN alone", prio, netdev, netdev, prio),
+					"%s: PFC is off for priority %d: the traffic class is lossy", netdev, prio))
+			} else {
+				fs = append(fs, ok("%s: PFC on for priority %d", netdev, prio))
+			}
+		}
+	}
+	return fs
 }
 
 // netdevAddrs returns a network device's addresses.

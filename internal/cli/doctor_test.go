@@ -179,6 +179,30 @@ func TestCheckECNAndPFC(t *testing.T) {
 	wantFinding(t, checkECN(off, "eth2", "mlx5_core"), levelWarn, "ECN is off on every priority")
 }
 
+func TestCheckTClass(t *testing.T) {
+	files := map[string]string{"sys/class/net/eth2/qos/pfc": "Priority 0..7: 0 0 0 1 0 0 0 0\n",
+		"sys/class/net/eth2/ecn/roce_np/enable/3": "1\n", "sys/class/net/eth2/ecn/roce_rp/enable/3": "1\n",
+		"sys/class/net/eth2/ecn/roce_np/enable/0": "0\n", "sys/class/net/eth2/ecn/roce_rp/enable/0": "0\n"}
+	mlx := fakeFS(t, files)
+	// 106 = DSCP 26 (AF31) with ECT(0): priority 3, where ECN and PFC are on.
+	fs := checkTClass(mlx, "eth2", 106)
+	if len(fs) != 3 {
+		t.Fatalf("%d findings: %+v", len(fs), fs)
+	}
+	wantFinding(t, fs[0], levelOK, "--tclass 106: DSCP 26, priority 3")
+	wantFinding(t, fs[1], levelOK, "ECN on for priority 3")
+	wantFinding(t, fs[2], levelOK, "PFC on for priority 3")
+	// 0: priority 0, where neither is on.
+	fs = checkTClass(mlx, "eth2", 0)
+	wantFinding(t, fs[1], levelWarn, "ECN is off for priority 0")
+	wantFinding(t, fs[2], levelWarn, "PFC is off for priority 0")
+	// CE in the ECN bits.
+	wantFinding(t, checkTClass(t.TempDir(), "rxeveth0", 3)[0], levelWarn, "ECN to CE")
+	if n := len(checkTClass(t.TempDir(), "rxeveth0", 106)); n != 1 {
+		t.Errorf("rxe (nothing exposed): %d findings, want 1", n)
+	}
+}
+
 func TestDriverName(t *testing.T) {
 	if got := driverName(t.TempDir(), "rxe0"); got != "rxe" {
 		t.Errorf("driverName(rxe0) = %q", got)
