@@ -545,3 +545,26 @@ func TestPortDown(t *testing.T) {
 		t.Errorf("client took %v to stop", d)
 	}
 }
+
+// TestProgressOnTerminal runs a timed test on a pseudo-terminal (script(1))
+// and sees the progress line; piped, as in the other tests, there is none.
+func TestProgressOnTerminal(t *testing.T) {
+	srvDev, _, _ := peers(t)
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("needs script(1) from util-linux")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "script", "-qefc", os.Args[0]+" loopback write-bw -d "+srvDev+" -s 4096 -D 3", "/dev/null")
+	cmd.Env = append(os.Environ(), "GORPERF_E2E_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), "\r 4096 bytes:"); n < 1 {
+		t.Errorf("no progress line in a 3 s run on a terminal:\n%q", out)
+	}
+	if !strings.Contains(string(out), "#bytes") {
+		t.Errorf("no result table:\n%s", out)
+	}
+}
