@@ -123,10 +123,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
 			if text {
 				report.WriteBWRow(out, b, o.Gbits)
-			} else if o.JSON {
-				// One JSON document per interval, each valid on its own.
-				report.WriteJSON(out, report.Result{Version: Version, Test: o.Test.String(), Role: "client",
-					Intervals: []report.Interval{report.IntervalFromBandwidth(elapsed, b)}})
+			} else {
+				// One JSON document at the end holds every interval.
+				o.intervals = append(o.intervals, report.IntervalFromBandwidth(elapsed, b))
 			}
 		}
 	}
@@ -175,6 +174,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 	if res != nil {
 		if o.JSON || o.CSV {
 			r := jsonResult(role, res, err)
+			r.Intervals = o.intervals
 			if o.JSON {
 				report.WriteJSON(f.IO.Out, r)
 			} else {

@@ -386,6 +386,18 @@ func TestRunInfinitely(t *testing.T) {
 	if rows < 3 {
 		t.Errorf("%d interval lines in 4.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
 	}
+	// With --json, one document holds the intervals.
+	port = fmt.Sprint(19000 + nextPort.Add(1))
+	start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	cli, cliOut = start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "--run_infinitely", "-D", "1", "--json", addr)
+	time.Sleep(3500 * time.Millisecond)
+	cli.Process.Signal(syscall.SIGINT)
+	cli.Wait()
+	var r report.Result
+	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || !r.Interrupted {
+		t.Errorf("--json --run_infinitely: %v, %d intervals, interrupted %v:\n%s", err, len(r.Intervals), r.Interrupted, cliOut)
+	}
 }
 
 // TestBadInput gives the client wrong devices, ports, GIDs and sizes, and

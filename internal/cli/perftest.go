@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
 )
 
 // testOptions are the flags of the eight perftest-style commands, with
@@ -22,6 +23,8 @@ type testOptions struct {
 	Host     string // "" runs the server
 	Loopback bool   // server and client in this process
 	PeerDev  string // loopback: the server side's device
+
+	intervals []report.Interval // --run_infinitely --json: collected for the one document
 
 	Device     string
 	IBPort     int
