@@ -4,6 +4,7 @@ package ibverbs_test
 
 import (
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -89,7 +90,7 @@ func TestCreateCloseCycles(t *testing.T) {
 	for range 200 {
 		cycle()
 	}
-	fd0, rss0 := openFDs(t), rss()
+	fd0, rss0, res0 := openFDs(t), rss(), rdmaResources()
 	for range n / 2 {
 		cycle()
 	}
@@ -97,10 +98,13 @@ func TestCreateCloseCycles(t *testing.T) {
 	for range n / 2 {
 		cycle()
 	}
-	fd1, rss1 := openFDs(t), rss()
+	fd1, rss1, res1 := openFDs(t), rss(), rdmaResources()
 	t.Logf("%d cycles: fds %d -> %d, RSS %d -> %d -> %d KiB", n, fd0, fd1, rss0, rssHalf, rss1)
 	if fd1 != fd0 {
 		t.Errorf("file descriptors grew from %d to %d", fd0, fd1)
+	}
+	if res1 != res0 {
+		t.Errorf("the kernel's RDMA resource counts changed:\n%s->\n%s", res0, res1)
 	}
 	// 2 MiB over 5,000 cycles is 400 bytes a cycle: less than any object
 	// this cycle makes (the QP's post scratch alone is over 2 KiB), more
@@ -108,4 +112,11 @@ func TestCreateCloseCycles(t *testing.T) {
 	if rss1-rssHalf > 2048 {
 		t.Errorf("RSS grew by %d KiB over the last %d cycles", rss1-rssHalf, n/2)
 	}
+}
+
+// rdmaResources is `rdma resource show`: the kernel's count of PDs, CQs,
+// QPs and MRs per device ("" where the tool is missing).
+func rdmaResources() string {
+	out, _ := exec.Command("rdma", "resource", "show").Output()
+	return string(out)
 }

@@ -137,6 +137,24 @@ func TestTestFlagErrors(t *testing.T) {
 			t.Errorf("%v %v: %q lacks %q", tc.test, tc.args, err, tc.want)
 		}
 	}
+	// The other commands' flags too.
+	for _, args := range [][]string{
+		{"serve", "--max-memory", "lots"},
+		{"serve", "-p", "0"},
+		{"serve", "--peer-timeout", "0"},
+		{"doctor", "--tclass", "300"},
+		{"doctor", "-i", "-1"},
+		{"devices", "--bogus"},
+		{"loopback", "write-bw", "-s", "x"},
+		{"loopback", "write-bw", "extra-arg"},
+	} {
+		f, _, errOut := newTestFactory(nil, nil)
+		code := run(context.Background(), f, args)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d: %s", args, code, exitUsage, errOut)
+		}
+		fmt.Fprintf(&all, "$ gorperf %s\nexit %d\n%s\n", strings.Join(args, " "), code, errOut)
+	}
 	golden(t, "flag_errors.golden", []byte(all.String()))
 	// -R with UC is refused as unsupported, not as a typo.
 	if _, _, err := parseTest(t, exchange.WriteBW, "-R", "-c", "UC", "h"); !errors.Is(err, errors.ErrUnsupported) {
