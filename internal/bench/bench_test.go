@@ -5,12 +5,7 @@ package bench_test
 import (
 	"context"
 	"net"
-	"os"
-	"os/exec"
 	"runtime"
-	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,25 +128,6 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 }
 
-func countFDs(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
-// rdmaResources returns `rdma resource show`'s summary line per device,
-// which counts the QPs, CQs, MRs and PDs that exist; "" where the rdma tool
-// is missing.
-func rdmaResources(t *testing.T) string {
-	out, err := exec.Command("rdma", "resource", "show").Output()
-	if err != nil {
-		return ""
-	}
-	return string(out)
-}
-
 // TestServeManyNoLeaks runs 1,000 tests in a row against one Serve and checks
 // that file descriptors, goroutines, RSS and the kernel's count of RDMA
 // resources end where they started.
@@ -191,40 +167,23 @@ func TestServeManyNoLeaks(t *testing.T) {
 		one(i)
 	}
 	time.Sleep(100 * time.Millisecond)
-	fd0, g0, res0, rss0 := countFDs(t), runtime.NumGoroutine(), rdmaResources(t), rss(t)
+	u0, g0 := rdmatest.Measure(t), runtime.NumGoroutine()
 	for i := range n {
 		one(i)
 	}
 	time.Sleep(200 * time.Millisecond) // the server's side of the last test closes
-	fd1, g1, res1, rss1 := countFDs(t), runtime.NumGoroutine(), rdmaResources(t), rss(t)
+	u1, g1 := rdmatest.Measure(t), runtime.NumGoroutine()
 	cancel()
 	if err := <-served; err != nil {
 		t.Errorf("Serve: %v", err)
 	}
 	t.Logf("after %d tests: fds %d -> %d, goroutines %d -> %d, RSS %d -> %d KiB\nrdma resources before:\n%safter:\n%s",
-		n, fd0, fd1, g0, g1, rss0, rss1, res0, res1)
-	if rss1-rss0 > 4096 {
-		t.Errorf("RSS grew by %d KiB over %d tests", rss1-rss0, n)
+		n, u0.FDs, u1.FDs, g0, g1, u0.RSSKiB, u1.RSSKiB, u0.RDMA, u1.RDMA)
+	if u1.RSSKiB-u0.RSSKiB > 4096 {
+		t.Errorf("RSS grew by %d KiB over %d tests", u1.RSSKiB-u0.RSSKiB, n)
 	}
-	if fd1 != fd0 || g1 > g0 || res1 != res0 || failures.Load() != 0 {
+	if u1.FDs != u0.FDs || g1 > g0 || u1.RDMA != u0.RDMA || failures.Load() != 0 {
 		t.Errorf("leak: fds %d -> %d, goroutines %d -> %d, %d failed tests, rdma resources changed: %v",
-			fd0, fd1, g0, g1, failures.Load(), res1 != res0)
+			u0.FDs, u1.FDs, g0, g1, failures.Load(), u1.RDMA != u0.RDMA)
 	}
-}
-
-// rss returns the resident set in KiB after a GC that returns freed memory.
-func rss(t *testing.T) int {
-	runtime.GC()
-	debug.FreeOSMemory()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			n, _ := strconv.Atoi(f[1])
-			return n
-		}
-	}
-	return 0
 }
