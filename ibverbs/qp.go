@@ -53,6 +53,36 @@ const maxBatch = 256
 // CreateQP creates a queue pair (ibv_create_qp). The capacities granted,
 // which may exceed those asked for, are in QP.Cap.
 func (pd *PD) CreateQP(init QPInit) (*QP, error) {
+	return pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
+		q, err := C.ibv_create_qp(pd.c, a)
+		if q == nil {
+			return nil, errnoOf("ibv_create_qp", err)
+		}
+		return q, nil
+	}, nil)
+}
+
+// CreateQPWith creates a queue pair through another library's verb, such
+// as rdma_create_qp. create gets a struct ibv_qp_init_attr* filled from init
+// as CreateQP fills it, makes the QP on pd and returns its struct ibv_qp*;
+// the capacities the verb writes back into the attributes are what QP.Cap
+// reports. Close calls destroy instead of ibv_destroy_qp.
+func (pd *PD) CreateQPWith(init QPInit, create func(attr unsafe.Pointer) (unsafe.Pointer, error), destroy func() error) (*QP, error) {
+	if create == nil || destroy == nil {
+		return nil, fmt.Errorf("ibverbs: CreateQPWith needs a create and a destroy function: %w", syscall.EINVAL)
+	}
+	return pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
+		q, err := create(unsafe.Pointer(a))
+		if err == nil && q == nil {
+			err = fmt.Errorf("ibverbs: CreateQPWith: create returned no QP: %w", syscall.EINVAL)
+		}
+		return (*C.struct_ibv_qp)(q), err
+	}, destroy)
+}
+
+// createQP checks init, applies its defaults, fills the C attributes and
+// wraps the QP that create makes from them.
+func (pd *PD) createQP(init QPInit, create func(*C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error), destroy func() error) (*QP, error) {
 	if pd.c == nil {
 		return nil, ErrClosed
 	}
@@ -86,33 +116,11 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	if init.SigAll {
 		a.sq_sig_all = 1
 	}
-	q, err := C.ibv_create_qp(pd.c, &a)
-	if q == nil {
-		return nil, fmt.Errorf("%s QP with %+v: %w", init.Type, init.Cap, errnoOf("ibv_create_qp", err))
+	q, err := create(&a)
+	if err != nil {
+		return nil, fmt.Errorf("%s QP with %+v: %w", init.Type, init.Cap, err)
 	}
-	return pd.adopt(q, init, &a.cap, nil)
-}
-
-// AdoptQP wraps a QP that C code created on pd, such as rdma_create_qp.
-// init must describe it as created, with the capacities granted. Close calls
-// destroy instead of ibv_destroy_qp.
-func (pd *PD) AdoptQP(raw unsafe.Pointer, init QPInit, destroy func() error) (*QP, error) {
-	if pd.c == nil {
-		return nil, ErrClosed
-	}
-	if raw == nil || init.SendCQ == nil || destroy == nil {
-		return nil, fmt.Errorf("ibverbs: AdoptQP needs a QP, its send CQ and a destroy function: %w", syscall.EINVAL)
-	}
-	if init.RecvCQ == nil {
-		init.RecvCQ = init.SendCQ
-	}
-	var c C.struct_ibv_qp_cap
-	c.max_send_wr = C.uint32_t(init.Cap.MaxSendWR)
-	c.max_recv_wr = C.uint32_t(init.Cap.MaxRecvWR)
-	c.max_send_sge = C.uint32_t(init.Cap.MaxSendSGE)
-	c.max_recv_sge = C.uint32_t(init.Cap.MaxRecvSGE)
-	c.max_inline_data = C.uint32_t(init.Cap.MaxInline)
-	return pd.adopt((*C.struct_ibv_qp)(raw), init, &c, destroy)
+	return pd.adopt(q, init, &a.cap, destroy)
 }
 
 func (pd *PD) adopt(q *C.struct_ibv_qp, init QPInit, c *C.struct_ibv_qp_cap, destroy func() error) (*QP, error) {

@@ -379,56 +379,22 @@ func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error)
 	if pd == nil || init.SendCQ == nil {
 		return nil, fmt.Errorf("rdmacm: CreateQP needs a PD and a send CQ: %w", os.NewSyscallError("rdma_create_qp", syscall.EINVAL))
 	}
-	if init.RecvCQ == nil {
-		init.RecvCQ = init.SendCQ
-	}
-	if pd.Raw() == nil || init.SendCQ.Raw() == nil || init.RecvCQ.Raw() == nil {
-		return nil, ibverbs.ErrClosed
-	}
 	init.Type = ibverbs.QPTypeRC
 	if id.ps == PortSpaceUDP || id.ps == PortSpaceIPoIB {
 		init.Type = ibverbs.QPTypeUD
 	}
-	if init.Cap.MaxSendSGE == 0 {
-		init.Cap.MaxSendSGE = 1
-	}
-	if init.Cap.MaxRecvSGE == 0 && init.SRQ == nil {
-		init.Cap.MaxRecvSGE = 1
-	}
-	var a C.struct_ibv_qp_init_attr
-	a.send_cq = (*C.struct_ibv_cq)(init.SendCQ.Raw())
-	a.recv_cq = (*C.struct_ibv_cq)(init.RecvCQ.Raw())
-	if init.SRQ != nil {
-		a.srq = (*C.struct_ibv_srq)(init.SRQ.Raw())
-	}
-	a.qp_type = C.enum_ibv_qp_type(init.Type)
-	a.cap.max_send_wr = C.uint32_t(init.Cap.MaxSendWR)
-	a.cap.max_recv_wr = C.uint32_t(init.Cap.MaxRecvWR)
-	a.cap.max_send_sge = C.uint32_t(init.Cap.MaxSendSGE)
-	a.cap.max_recv_sge = C.uint32_t(init.Cap.MaxRecvSGE)
-	a.cap.max_inline_data = C.uint32_t(init.Cap.MaxInline)
-	if init.SigAll {
-		a.sq_sig_all = 1
-	}
-	r, err := C.rdma_create_qp(id.c, (*C.struct_ibv_pd)(pd.Raw()), &a)
-	if r != 0 {
-		return nil, fmt.Errorf("%s QP with %+v: %w", init.Type, init.Cap, cmError("rdma_create_qp", err))
-	}
-	init.Cap = ibverbs.QPCap{
-		MaxSendWR: int(a.cap.max_send_wr), MaxRecvWR: int(a.cap.max_recv_wr),
-		MaxSendSGE: int(a.cap.max_send_sge), MaxRecvSGE: int(a.cap.max_recv_sge),
-		MaxInline: int(a.cap.max_inline_data),
-	}
 	c := id.c
-	qp, err := pd.AdoptQP(unsafe.Pointer(c.qp), init, func() error {
+	qp, err := pd.CreateQPWith(init, func(attr unsafe.Pointer) (unsafe.Pointer, error) {
+		if r, err := C.rdma_create_qp(c, (*C.struct_ibv_pd)(pd.Raw()), (*C.struct_ibv_qp_init_attr)(attr)); r != 0 {
+			return nil, cmError("rdma_create_qp", err)
+		}
+		return unsafe.Pointer(c.qp), nil
+	}, func() error {
 		C.rdma_destroy_qp(c)
 		id.qp = nil
 		return nil
 	})
 	if err != nil {
-		if id.c.qp != nil {
-			C.rdma_destroy_qp(c)
-		}
 		return nil, err
 	}
 	id.qp = qp
