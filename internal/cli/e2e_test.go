@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -229,11 +230,11 @@ func TestRoCEv2OnTheWire(t *testing.T) {
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // start runs gorperf in the background with its output collected.
-func start(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer) {
+func start(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	cmd := gorperf(ctx, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, new(bytes.Buffer) // stderr: cmd.Stderr.(*bytes.Buffer)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, new(bytes.Buffer) // stderr: cmd.Stderr.(*bytes.Buffer), read after Wait
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,38 @@ func start(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *bytes
 			cmd.Wait()
 		}
 	})
-	return cmd, &out
+	return cmd, out
+}
+
+// syncBuffer collects a process's output and may be read while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Bytes() []byte { return []byte(s.String()) }
+
+// waitOutput waits until out contains want, for at most 30 s.
+func waitOutput(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(out.String(), want) {
+			return
+		}
+	}
+	t.Fatalf("no %q in 30s:\n%s", want, out)
 }
 
 func procExit(err error) int {
@@ -368,15 +400,23 @@ func TestClientKilled(t *testing.T) {
 // TestRunInfinitely prints a line per interval until stopped.
 func TestRunInfinitely(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
-	waitListening(t, port)
-	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "--run_infinitely", "-D", "1", addr)
-	time.Sleep(4500 * time.Millisecond)
-	cli.Process.Signal(syscall.SIGINT)
-	cli.Wait()
+	// run measures for about d after the server reports the QPs connected
+	// (its header), then stops the client with SIGINT.
+	run := func(d time.Duration, extra ...string) *syncBuffer {
+		port := fmt.Sprint(19000 + nextPort.Add(1))
+		_, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+		waitListening(t, port)
+		args := append([]string{"write-bw", "-d", cliDev, "-p", port, "-s", "4096", "--run_infinitely", "-D", "1"}, extra...)
+		cli, cliOut := start(t, ctx, append(args, addr)...)
+		waitOutput(t, srvOut, "GID index")
+		time.Sleep(d)
+		cli.Process.Signal(syscall.SIGINT)
+		cli.Wait()
+		return cliOut
+	}
+	cliOut := run(6500 * time.Millisecond)
 	rows := 0
 	for _, l := range strings.Split(cliOut.String(), "\n") {
 		if f := strings.Fields(l); len(f) == 5 && f[0] == "4096" {
@@ -384,16 +424,10 @@ func TestRunInfinitely(t *testing.T) {
 		}
 	}
 	if rows < 3 {
-		t.Errorf("%d interval lines in 4.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
+		t.Errorf("%d interval lines in 6.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
 	}
 	// With --json, one document holds the intervals.
-	port = fmt.Sprint(19000 + nextPort.Add(1))
-	start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
-	waitListening(t, port)
-	cli, cliOut = start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "--run_infinitely", "-D", "1", "--json", addr)
-	time.Sleep(3500 * time.Millisecond)
-	cli.Process.Signal(syscall.SIGINT)
-	cli.Wait()
+	cliOut = run(4500*time.Millisecond, "--json")
 	var r report.Result
 	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || !r.Interrupted {
 		t.Errorf("--json --run_infinitely: %v, %d intervals, interrupted %v:\n%s", err, len(r.Intervals), r.Interrupted, cliOut)
