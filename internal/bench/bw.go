@@ -158,7 +158,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		}
 		for _, wc := range wcs[:k] {
 			if err := wc.Err(); err != nil {
-				return partial(err)
+				return partial(s.completionErr(err))
 			}
 			i, c := int(wc.WRID>>idBits), wc.WRID&(1<<idBits-1)
 			total += c - done[i]
@@ -289,7 +289,7 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 		}
 		for _, wc := range wcs[:k] {
 			if err := wc.Err(); err != nil {
-				return partial(err)
+				return partial(s.completionErr(err))
 			}
 			i := int(wc.WRID)
 			repost[i] = append(repost[i], one[i])

@@ -128,7 +128,10 @@ func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC) 
 			return ibverbs.WC{}, err
 		}
 		if k == 1 {
-			return wcs[0], wcs[0].Err()
+			if err := wcs[0].Err(); err != nil {
+				return wcs[0], s.completionErr(err)
+			}
+			return wcs[0], nil
 		}
 		if spin&1023 == 1023 {
 			if err := st.check(ctx, s, "completion"); err != nil {

@@ -98,6 +98,20 @@ func (s *session) watchEvents() error {
 	return nil
 }
 
+// completionErr explains a failed completion by the device fault behind
+// it, if that fault's async event arrives within a moment: a port going
+// down flushes the QP's work before its PORT_ERR is read. This waits only
+// on the failure path.
+func (s *session) completionErr(err error) error {
+	for range 20 {
+		if f := s.fault.Load(); f != nil {
+			return fmt.Errorf("%w (%v)", *f, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
+}
+
 // peerGone reports, at most every 500 ms, whether the peer closed the
 // control connection: a killed peer process does, at once, so the test
 // ends without waiting out the idle timeout. It reads the socket's TCP
