@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/rdmatest"
@@ -193,17 +194,27 @@ func TestRoCEv2OnTheWire(t *testing.T) {
 	if err := syscall.Bind(fd, &syscall.SockaddrLinklayer{Protocol: htons(syscall.ETH_P_IP), Ifindex: ifc.Index}); err != nil {
 		t.Fatal(err)
 	}
+	// A large buffer so that a slow reader (TCG) does not lose packets;
+	// the kernel's drop count is reported too, and counted.
+	// SO_RCVBUFFORCE passes net.core.rmem_max; it needs CAP_NET_ADMIN,
+	// which the packet socket needed anyway.
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, 8<<20); err != nil {
+		t.Fatal(err)
+	}
+	tv := syscall.Timeval{Usec: 200000}
+	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
 	var roce, udpOther atomic.Int64
+	var stop atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		buf := make([]byte, 2048)
-		tv := syscall.Timeval{Usec: 200000}
-		syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
-		for i := 0; i < 100000; i++ {
+		for {
 			n, _, err := syscall.Recvfrom(fd, buf, 0)
 			if err != nil {
-				if roce.Load() > 0 {
+				// Only a timeout after the run has ended means the
+				// socket is drained; a pause mid-run is not the end.
+				if stop.Load() {
 					return
 				}
 				continue
@@ -220,14 +231,41 @@ func TestRoCEv2OnTheWire(t *testing.T) {
 		}
 	}()
 	pair(t, "write-bw", "-s", "4096", "-n", "200")
+	stop.Store(true)
 	<-done
+	st, err := getPacketStats(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Drops > 0 {
+		t.Logf("the packet socket dropped %d packets", st.Drops)
+	}
 	t.Logf("on %s: %d RoCE v2 packets (UDP 4791), %d other UDP", nd, roce.Load(), udpOther.Load())
-	if roce.Load() < 200 {
+	if roce.Load() == 0 {
+		t.Fatalf("no RoCE v2 packets on %s", nd)
+	}
+	if roce.Load()+int64(st.Drops) < 200 {
 		t.Errorf("saw %d RoCE v2 packets on %s, want at least one per message (200)", roce.Load(), nd)
 	}
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// packetStats is struct tpacket_stats from linux/if_packet.h.
+type packetStats struct{ Packets, Drops uint32 }
+
+// getPacketStats reads PACKET_STATISTICS from a packet socket.
+func getPacketStats(fd int) (packetStats, error) {
+	var st packetStats
+	l := uint32(unsafe.Sizeof(st))
+	const solPacket, packetStatistics = 263, 6
+	_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), solPacket, packetStatistics,
+		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
+	if e != 0 {
+		return st, fmt.Errorf("getsockopt PACKET_STATISTICS: %w", e)
+	}
+	return st, nil
+}
 
 // start runs gorperf in the background with its output collected.
 func start(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *syncBuffer) {
