@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -44,6 +45,8 @@ type Factory struct {
 	// Root is the directory that /dev, /sys and /proc are found under: "/"
 	// except in tests.
 	Root string
+
+	profile *os.File // the open --cpuprofile file, if any
 }
 
 func newFactory() *Factory {
@@ -71,6 +74,9 @@ func run(ctx context.Context, f *Factory, args []string) int {
 	}
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
+	if perr := f.stopProfile(); err == nil {
+		err = perr
+	}
 	code := exitCode(err)
 	if err != nil && out.n == 0 && wantsJSON(args) {
 		// --json promises one valid document on every path, also when the
@@ -156,6 +162,8 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	cmd.SetErr(f.IO.ErrOut)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	cmd.SetVersionTemplate("gorperf {{.Version}}\n")
+	cmd.PersistentFlags().String("cpuprofile", "", "write a Go CPU profile of the whole command to `file` (read it with go tool pprof)")
+	cmd.PersistentPreRunE = f.startProfile
 	cmd.AddCommand(newCmdDevices(f, nil), newCmdDoctor(f, nil))
 	cmd.AddCommand(newCmdTests(f)...)
 	cmd.AddCommand(newCmdLoopback(f), newCmdServe(f))
@@ -184,4 +192,37 @@ func wantsJSON(args []string) bool {
 		}
 	}
 	return false
+}
+
+// startProfile starts the CPU profile that --cpuprofile asks for.
+func (f *Factory) startProfile(cmd *cobra.Command, _ []string) error {
+	path, _ := cmd.Flags().GetString("cpuprofile")
+	if path == "" {
+		return nil
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	f.profile = pf
+	return nil
+}
+
+// stopProfile ends a CPU profile started by startProfile, on every path a
+// command may leave by.
+func (f *Factory) stopProfile() error {
+	if f.profile == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	err := f.profile.Close()
+	f.profile = nil
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return nil
 }
