@@ -39,8 +39,8 @@ func TestTestFlagDefaults(t *testing.T) {
 		iters          uint64
 		tx, cqmod, inl uint32
 	}{
-		{exchange.WriteBW, 65536, 5000, 128, 100, 0},
-		{exchange.SendBW, 65536, 5000, 128, 100, 0},
+		{exchange.WriteBW, 65536, 5000, 128, 1, 0}, // above 8 KiB: a completion per message
+		{exchange.SendBW, 65536, 5000, 128, 1, 0},
 		{exchange.WriteLat, 2, 1000, 1, 1, 220},
 		{exchange.ReadLat, 2, 1000, 1, 1, 0},
 		{exchange.AtomicBW, 8, 5000, 128, 100, 0},
@@ -55,6 +55,35 @@ func TestTestFlagDefaults(t *testing.T) {
 		}
 		if o.Host != "host" || o.Port != exchange.DefaultPort || o.GIDIndex != -1 || s.ConnType != ibverbs.QPTypeRC || s.NumQPs != 1 {
 			t.Errorf("%v: host %q port %d gid %d conn %v qps %d", tc.test, o.Host, o.Port, o.GIDIndex, s.ConnType, s.NumQPs)
+		}
+	}
+}
+
+// TestTestFlagDependentDefaults checks the defaults that perftest derives
+// from other flags.
+func TestTestFlagDependentDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		test          exchange.Test
+		args          []string
+		tx, rx, cqmod uint32
+	}{
+		{exchange.WriteBW, []string{"-s", "8192"}, 128, 512, 100},          // at the limit: moderated
+		{exchange.WriteBW, []string{"-s", "8193"}, 128, 512, 1},            // above it: not
+		{exchange.WriteBW, []string{"-a"}, 128, 512, 100},                  // all sizes: moderated
+		{exchange.WriteBW, []string{"-s", "64", "-l", "16"}, 128, 512, 16}, // one completion per list
+		{exchange.WriteBW, []string{"-s", "64", "-n", "50"}, 50, 50, 50},   // depths at most -n
+		{exchange.SendBW, []string{"-s", "64", "-n", "300"}, 128, 300, 100},
+		{exchange.WriteBW, []string{"-s", "64", "-D", "3"}, 128, 512, 100},  // -D: no iterations to cap at
+		{exchange.WriteBW, []string{"-s", "65536", "-Q", "8"}, 128, 512, 8}, // -Q given: kept
+		{exchange.WriteBW, []string{"-s", "64", "-t", "32"}, 32, 512, 32},
+	} {
+		s, _, err := parseTest(t, tc.test, append(tc.args, "host")...)
+		if err != nil {
+			t.Fatalf("%v %v: %v", tc.test, tc.args, err)
+		}
+		if s.TXDepth != tc.tx || s.RXDepth != tc.rx || s.CQModeration != tc.cqmod {
+			t.Errorf("%v %v: tx %d rx %d cqmod %d, want %d %d %d", tc.test, tc.args,
+				s.TXDepth, s.RXDepth, s.CQModeration, tc.tx, tc.rx, tc.cqmod)
 		}
 	}
 }

@@ -61,7 +61,13 @@ type testOptions struct {
 	Idle       int
 }
 
-// defaults are perftest's, per kind of test.
+// cqModSizeLimit is the largest message size that perftest moderates
+// completions for by default (its MSG_SIZE_CQ_MOD_LIMIT).
+const cqModSizeLimit = 8192
+
+// defaults are perftest's, per kind of test, including the ones that
+// depend on other flags: -Q follows the size and the post list, and the
+// queue depths never exceed the iterations.
 func (o *testOptions) defaults(cmd *cobra.Command) {
 	lat := o.Test.IsLatency()
 	set := func(name string) bool { return cmd.Flags().Changed(name) }
@@ -87,16 +93,33 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 			o.TXDepth = 1
 		}
 	}
+	iterations := o.Duration == 0 && !o.Infinite
+	if iterations && o.Iters > 0 && uint64(o.TXDepth) > o.Iters {
+		o.TXDepth = uint32(o.Iters) // as perftest: never deeper than the run
+	}
 	if !set("cq-mod") {
-		o.CQMod = min(100, o.TXDepth)
-		if lat {
+		switch {
+		case lat:
 			o.CQMod = 1
+		case o.PostList > 1:
+			o.CQMod = o.PostList // one completion per list
+		case o.Size > cqModSizeLimit && !o.All:
+			// Large messages (never UD: at most the MTU): a completion for
+			// each, as perftest does, so a slot is reused as soon as it is
+			// free.
+			o.CQMod = 1
+		default:
+			o.CQMod = 100
 		}
+		o.CQMod = min(o.CQMod, o.TXDepth)
 	}
 	if !set("rx-depth") {
 		o.RXDepth = 512
 		if lat {
 			o.RXDepth = 1
+		}
+		if iterations && o.Iters > 0 && uint64(o.RXDepth) > o.Iters {
+			o.RXDepth = uint32(o.Iters)
 		}
 	}
 	if !set("inline_size") && (o.Test == exchange.WriteLat || o.Test == exchange.SendLat) {
@@ -121,9 +144,9 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVarP(&o.Bidir, "bidirectional", "b", false, "traffic in both directions (bandwidth tests)")
 	f.StringVarP(&o.Connection, "connection", "c", "RC", "connection type: RC, UC or UD (as the test allows)")
 	f.Uint32VarP(&o.Inline, "inline_size", "I", 0, "largest message sent inline")
-	f.Uint32VarP(&o.TXDepth, "tx-depth", "t", 0, "send queue depth (default: 128 for bandwidth, 1 for latency)")
-	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests; default 512)")
-	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends (default 100, at most -t)")
+	f.Uint32VarP(&o.TXDepth, "tx-depth", "t", 0, "send queue depth (default: 128 for bandwidth, 1 for latency; at most -n)")
+	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests; default 512, at most -n)")
+	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends (default 100; 1 above 8 KiB; the list's length with -l; at most -t)")
 	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call")
 	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)")
 	f.IntVarP(&o.Port, "port", "p", exchange.DefaultPort, "TCP port of the control connection")
