@@ -115,7 +115,8 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	partial := func(err error) (sideResult, error) {
 		return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: lastProgress.Sub(start), Peak: peak}, err
 	}
-	for spin := 0; ; spin++ {
+	var pc pacer
+	for {
 		// Post while each QP has room. Once stopping, post one more
 		// signalled request where the last ones were unsignalled, so that
 		// their completion is seen.
@@ -179,8 +180,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		if finished {
 			break
 		}
-		if spin&255 == 0 {
-			now := time.Now()
+		if now, ok := pc.due(); ok {
 			if !stopping && (dur > 0 && now.After(deadline) || interrupted(ctx)) {
 				stopping = true
 			}
@@ -276,7 +276,8 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 		}
 		return sideResult{Iters: total, Bytes: total * uint64(size), Elapsed: last.Sub(first)}, err
 	}
-	for spin := 0; dur > 0 || total < want; spin++ {
+	var pc pacer
+	for dur > 0 || total < want {
 		k, err := s.rcq.Poll(wcs)
 		if err != nil {
 			return partial(err)
@@ -303,8 +304,7 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 				repost[i] = l[:0]
 			}
 		}
-		if spin&255 == 0 {
-			now := time.Now()
+		if now, ok := pc.due(); ok {
 			idle := now.Sub(last)
 			if dur > 0 && now.After(start.Add(dur)) && idle > 200*time.Millisecond {
 				break

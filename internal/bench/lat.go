@@ -52,9 +52,10 @@ func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur tim
 	start := time.Now()
 	deadline := start.Add(dur)
 	var i uint64
+	var pc pacer
 	for ; dur > 0 || i < iters; i++ {
 		v := seqByte(i)
-		t0 := time.Now()
+		t0 := pc.start()
 		if !initiator {
 			if err := s.waitByte(ctx, at, v); err != nil {
 				return sideResult{}, err
@@ -95,12 +96,16 @@ func (s *session) waitByte(ctx context.Context, off int, v byte) error {
 }
 
 // stall tracks a spin-wait that has seen no progress yet.
-type stall struct{ since time.Time }
+type stall struct {
+	since time.Time
+	pc    pacer // for its yields
+}
 
 // check, called every so often while spinning, fails once the wait has
 // lasted the idle timeout, the peer is gone, or ctx has ended.
 func (st *stall) check(ctx context.Context, s *session, what string) error {
 	now := time.Now()
+	st.pc.yield(now)
 	if st.since.IsZero() {
 		st.since = now
 	} else if now.Sub(st.since) > s.idle {
@@ -158,8 +163,9 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 		return s.qps[0].PostRecv(recv)
 	}
 	var i uint64
+	var pc pacer
 	for ; dur > 0 || i < iters; i++ {
-		t0 := time.Now()
+		t0 := pc.start()
 		if !initiator {
 			if err := wait(); err != nil {
 				return sideResult{}, err
@@ -195,8 +201,9 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	start := time.Now()
 	deadline := start.Add(dur)
 	var i uint64
+	var pc pacer
 	for ; dur > 0 || i < iters; i++ {
-		t0 := time.Now()
+		t0 := pc.start()
 		if err := s.qps[0].PostSend(wr); err != nil {
 			return sideResult{}, err
 		}
