@@ -6,11 +6,18 @@
 // difference and ratio of t_typical and the 99th percentile for latency.
 // It also writes the figures as JSON.
 //
+// Each case runs both tools -reps times, alternating which goes first, and
+// compares medians. gorperf is given the TX depth, CQ moderation, inline
+// size and MTU that perftest's header says it used, since perftest picks
+// some of them by device. For each run it records the client's user and
+// system CPU time and the port counters that changed, among them the
+// retransmissions, which explain most of the noise on soft-RoCE.
+//
 // `make compare` runs it inside the soft-RoCE VM (server on rxe0, client on
 // rxe1, across a veth pair) where the host has no RDMA device, and on the
 // host's devices where it has them:
 //
-//	go run ./bench/compare -server-dev mlx5_0 -client-dev mlx5_1 -addr 198.18.0.1 -gid 3
+//	go run ./bench/compare -server-dev mlx5_0 -client-dev mlx5_1 -addr 198.18.0.1 -server-gid 3 -client-gid 3
 package main
 
 import (
@@ -23,6 +30,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -41,6 +49,10 @@ type config struct {
 	port                 int
 	out                  string
 	env                  []string
+	reps                 int
+	postList             int
+	postListSizes        []int
+	pin                  bool
 }
 
 // measure is one tool's result for one case.
@@ -50,15 +62,32 @@ type measure struct {
 	TTypicalUs      float64 `json:"t_typical_us,omitempty"`
 	P99Us           float64 `json:"p99_us,omitempty"`
 	UserCPUNsPerMsg float64 `json:"user_cpu_ns_per_msg"`
-	Err             string  `json:"error,omitempty"`
+	SysCPUNsPerMsg  float64 `json:"sys_cpu_ns_per_msg"`
+	// Retries counts the client device's retransmissions during the run
+	// (see retryCounters); Counters has every port counter of the two
+	// devices that changed, as "device/counter".
+	Retries  uint64            `json:"retries"`
+	Counters map[string]uint64 `json:"counters,omitempty"`
+	Err      string            `json:"error,omitempty"`
+}
+
+// stat is one tool's figures for one case over the repetitions: the
+// medians, each run, and the parameters perftest chose that gorperf was
+// given too.
+type stat struct {
+	measure
+	Runs   []measure `json:"runs"`
+	Spread float64   `json:"spread,omitempty"` // (max - min) / median of the main figure
 }
 
 type row struct {
 	Test     string  `json:"test"`
 	Bytes    int     `json:"bytes"`
 	QPs      int     `json:"qps"`
-	Gorperf  measure `json:"gorperf"`
-	Perftest measure `json:"perftest"`
+	PostList int     `json:"post_list,omitempty"`
+	Params   string  `json:"params"` // the flags both tools ran with
+	Gorperf  stat    `json:"gorperf"`
+	Perftest stat    `json:"perftest"`
 	// BWRatio and MsgRateRatio are gorperf ÷ perftest; TypicalDiffUs and
 	// P99DiffUs are gorperf − perftest, TypicalRatio and P99Ratio the ratios.
 	BWRatio       float64 `json:"bw_ratio,omitempty"`
@@ -68,6 +97,7 @@ type row struct {
 	P99DiffUs     float64 `json:"p99_diff_us,omitempty"`
 	P99Ratio      float64 `json:"p99_ratio,omitempty"`
 	CPURatio      float64 `json:"user_cpu_ratio,omitempty"`
+	SysCPURatio   float64 `json:"sys_cpu_ratio,omitempty"`
 }
 
 func main() {
@@ -87,8 +117,14 @@ func main() {
 	flag.IntVar(&c.port, "port", 18600, "first TCP port to use")
 	flag.StringVar(&c.out, "json", "build/compare.json", "where to write the JSON")
 	godebug := flag.String("godebug", "", "GODEBUG for gorperf, e.g. asyncpreemptoff=1")
+	flag.IntVar(&c.reps, "reps", 3, "runs of each tool per case, alternating which goes first; medians are compared")
+	flag.IntVar(&c.postList, "post-list", 16, "post list length (-l) for the message-rate rows (0: none)")
+	plSizes := flag.String("post-list-sizes", "2,64,256", "message sizes of the write_bw and send_bw rows with a post list")
+	flag.BoolVar(&c.pin, "pin", false, "pin the server to CPU 0 and the client to CPU 1 (taskset)")
 	flag.Parse()
 	c.sizes, c.qps, c.tests = ints(sizes), ints(qps), strings.Split(tests, ",")
+	c.postListSizes = ints(*plSizes)
+	c.reps = max(c.reps, 1)
 	if *godebug != "" {
 		c.env = append(c.env, "GODEBUG="+*godebug)
 	}
@@ -100,6 +136,14 @@ func main() {
 	for _, t := range c.tests {
 		for _, s := range c.sizes {
 			rows = append(rows, c.compare(t, s, 1))
+			fmt.Fprintf(os.Stderr, "compare: %s %d done\n", t, s)
+		}
+	}
+	if c.postList > 1 {
+		for _, t := range []string{"write_bw", "send_bw"} {
+			for _, sz := range c.postListSizes {
+				rows = append(rows, c.compare(t, sz, 1, "-l", strconv.Itoa(c.postList)))
+			}
 		}
 	}
 	for _, q := range c.qps {
@@ -107,7 +151,8 @@ func main() {
 	}
 	printTable(os.Stdout, rows)
 	doc := map[string]any{"schema_version": 1, "date": time.Now().UTC().Format(time.RFC3339),
-		"server_device": c.serverDev, "client_device": c.clientDev, "godebug": *godebug, "rows": rows}
+		"server_device": c.serverDev, "client_device": c.clientDev, "godebug": *godebug, "reps": c.reps,
+		"pinned": c.pin, "rows": rows}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
@@ -120,15 +165,40 @@ func main() {
 	fmt.Printf("\nJSON: %s\n", c.out)
 }
 
-func (c *config) compare(test string, size, qps int) row {
+func (c *config) compare(test string, size, qps int, extra ...string) row {
 	r := row{Test: test, Bytes: size, QPs: qps}
-	r.Perftest = c.run(false, test, size, qps)
-	r.Gorperf = c.run(true, test, size, qps)
+	if len(extra) == 2 && extra[0] == "-l" {
+		r.PostList, _ = strconv.Atoi(extra[1])
+	}
+	// perftest picks some defaults by device (inline data only on NICs it
+	// knows, for one): gorperf gets what perftest's header says it used.
+	var params []string
+	var pruns, gruns []measure
+	for i := range c.reps {
+		// Alternate which tool goes first, so that a drift in the
+		// machine's state does not always favour the same one. The first
+		// round runs perftest first, to learn its parameters.
+		for _, gorperf := range []bool{i%2 == 1, i%2 == 0} {
+			if !gorperf {
+				m, header := c.run(false, test, size, qps, extra)
+				if params == nil && m.Err == "" {
+					params = perftestParams(header)
+				}
+				pruns = append(pruns, m)
+				continue
+			}
+			m, _ := c.run(true, test, size, qps, append(append([]string{}, extra...), params...))
+			gruns = append(gruns, m)
+		}
+	}
+	r.Params = strings.Join(append(append([]string{}, extra...), params...), " ")
+	bw := strings.HasSuffix(test, "_bw")
+	r.Perftest, r.Gorperf = summarize(pruns, bw), summarize(gruns, bw)
 	g, p := r.Gorperf, r.Perftest
 	if g.Err != "" || p.Err != "" {
 		return r
 	}
-	if strings.HasSuffix(test, "_bw") {
+	if bw {
 		r.BWRatio = ratio(g.BWAvgMBps, p.BWAvgMBps)
 		r.MsgRateRatio = ratio(g.MsgRateMpps, p.MsgRateMpps)
 	} else {
@@ -138,11 +208,88 @@ func (c *config) compare(test string, size, qps int) row {
 		r.P99Ratio = ratio(g.P99Us, p.P99Us)
 	}
 	r.CPURatio = ratio(g.UserCPUNsPerMsg, p.UserCPUNsPerMsg)
+	r.SysCPURatio = ratio(g.SysCPUNsPerMsg, p.SysCPUNsPerMsg)
 	return r
 }
 
-// run runs one tool's server and client and parses the client's result.
-func (c *config) run(gorperf bool, test string, size, qps int) measure {
+// perftestParams reads from perftest's header the settings it chose and
+// returns them as gorperf flags.
+func perftestParams(header string) []string {
+	var out []string
+	for _, l := range strings.Split(header, "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSuffix(strings.Fields(v + " x")[0], "[B]")
+		if _, err := strconv.Atoi(v); err != nil {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "TX depth":
+			out = append(out, "-t", v)
+		case "CQ Moderation":
+			out = append(out, "-Q", v)
+		case "Max inline data":
+			out = append(out, "-I", v)
+		case "Mtu":
+			out = append(out, "-m", v)
+		}
+	}
+	return out
+}
+
+// summarize gives the medians of the runs that succeeded, or the first
+// error if none did.
+func summarize(runs []measure, bw bool) stat {
+	st := stat{Runs: runs}
+	var ok []measure
+	for _, m := range runs {
+		if m.Err == "" {
+			ok = append(ok, m)
+		}
+	}
+	if len(ok) == 0 {
+		if len(runs) > 0 {
+			st.Err = runs[0].Err
+		}
+		return st
+	}
+	med := func(f func(measure) float64) float64 {
+		v := make([]float64, len(ok))
+		for i, m := range ok {
+			v[i] = f(m)
+		}
+		sort.Float64s(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	st.BWAvgMBps = med(func(m measure) float64 { return m.BWAvgMBps })
+	st.MsgRateMpps = med(func(m measure) float64 { return m.MsgRateMpps })
+	st.TTypicalUs = med(func(m measure) float64 { return m.TTypicalUs })
+	st.P99Us = med(func(m measure) float64 { return m.P99Us })
+	st.UserCPUNsPerMsg = med(func(m measure) float64 { return m.UserCPUNsPerMsg })
+	st.SysCPUNsPerMsg = med(func(m measure) float64 { return m.SysCPUNsPerMsg })
+	st.Retries = uint64(med(func(m measure) float64 { return float64(m.Retries) }))
+	main := func(m measure) float64 { return m.TTypicalUs }
+	if bw {
+		main = func(m measure) float64 { return m.MsgRateMpps }
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, m := range ok {
+		lo, hi = min(lo, main(m)), max(hi, main(m))
+	}
+	if md := med(main); md > 0 {
+		st.Spread = (hi - lo) / md
+	}
+	return st
+}
+
+// run runs one tool's server and client and parses the client's result;
+// it also returns the client's output.
+func (c *config) run(gorperf bool, test string, size, qps int, extra []string) (measure, string) {
 	c.port++
 	port := strconv.Itoa(c.port)
 	lat := strings.HasSuffix(test, "_lat")
@@ -154,52 +301,106 @@ func (c *config) run(gorperf bool, test string, size, qps int) measure {
 	if qps > 1 {
 		common = append(common, "-q", strconv.Itoa(qps))
 	}
-	var srv, cli *exec.Cmd
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	common = append(common, extra...)
+	var srvArgs, cliArgs []string
 	if gorperf {
 		name := strings.ReplaceAll(test, "_", "-")
-		srv = exec.CommandContext(ctx, c.gorperf, append([]string{name, "-d", c.serverDev, "-x", strconv.Itoa(c.serverGID)}, common...)...)
-		cli = exec.CommandContext(ctx, c.gorperf, append(append([]string{name, "-d", c.clientDev, "-x", strconv.Itoa(c.clientGID), "--json"}, common...), c.addr)...)
+		srvArgs = append([]string{c.gorperf, name, "-d", c.serverDev, "-x", strconv.Itoa(c.serverGID)}, common...)
+		cliArgs = append(append([]string{c.gorperf, name, "-d", c.clientDev, "-x", strconv.Itoa(c.clientGID), "--json"}, common...), c.addr)
+	} else {
+		srvArgs = append([]string{"ib_" + test, "-d", c.serverDev, "-x", strconv.Itoa(c.serverGID), "-F"}, common...)
+		cliArgs = append(append([]string{"ib_" + test, "-d", c.clientDev, "-x", strconv.Itoa(c.clientGID), "-F"}, common...), c.addr)
+	}
+	if c.pin {
+		srvArgs = append([]string{"taskset", "-c", "0"}, srvArgs...)
+		cliArgs = append([]string{"taskset", "-c", "1"}, cliArgs...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv := exec.CommandContext(ctx, srvArgs[0], srvArgs[1:]...)
+	cli := exec.CommandContext(ctx, cliArgs[0], cliArgs[1:]...)
+	if gorperf {
 		srv.Env = append(os.Environ(), c.env...)
 		cli.Env = srv.Env
-	} else {
-		srv = exec.CommandContext(ctx, "ib_"+test, append([]string{"-d", c.serverDev, "-x", strconv.Itoa(c.serverGID), "-F"}, common...)...)
-		cli = exec.CommandContext(ctx, "ib_"+test, append(append([]string{"-d", c.clientDev, "-x", strconv.Itoa(c.clientGID), "-F"}, common...), c.addr)...)
 	}
 	var srvOut, out, errb bytes.Buffer
 	srv.Stdout, srv.Stderr = &srvOut, &srvOut
 	cli.Stdout, cli.Stderr = &out, &errb
 	if err := srv.Start(); err != nil {
-		return measure{Err: err.Error()}
+		return measure{Err: err.Error()}, ""
 	}
 	defer func() {
 		srv.Process.Kill()
 		srv.Wait()
 	}()
 	if !listening(c.port, 10*time.Second) {
-		return measure{Err: "the server did not listen: " + lastLine(srvOut.String())}
+		return measure{Err: "the server did not listen: " + lastLine(srvOut.String())}, ""
 	}
+	before := c.counters()
 	if err := cli.Run(); err != nil {
 		msg := lastLine(errb.String() + out.String())
 		var doc struct{ Error *struct{ Message string } }
 		if json.Unmarshal(out.Bytes(), &doc) == nil && doc.Error != nil {
 			msg = doc.Error.Message
 		}
-		return measure{Err: fmt.Sprintf("%v: %s", err, msg)}
+		return measure{Err: fmt.Sprintf("%v: %s", err, msg)}, out.String()
 	}
+	delta := counterDelta(before, c.counters())
 	msgs := float64(n * qps)
 	m, err := parse(gorperf, lat, out.Bytes())
 	if err != nil {
-		return measure{Err: err.Error()}
+		return measure{Err: err.Error()}, out.String()
 	}
 	for _, v := range []float64{m.BWAvgMBps, m.MsgRateMpps, m.TTypicalUs, m.P99Us} {
 		if math.IsInf(v, 0) || math.IsNaN(v) {
-			return measure{Err: "printed a non-finite figure (perftest's cycle-counter calibration fails at times under emulation)"}
+			return measure{Err: "printed a non-finite figure (perftest's cycle-counter calibration fails at times under emulation)"}, out.String()
 		}
 	}
 	m.UserCPUNsPerMsg = float64(cli.ProcessState.UserTime().Nanoseconds()) / msgs
-	return m
+	m.SysCPUNsPerMsg = float64(cli.ProcessState.SystemTime().Nanoseconds()) / msgs
+	m.Counters = delta
+	for _, name := range retryCounters {
+		m.Retries += delta[c.clientDev+"/"+name]
+	}
+	return m, out.String()
+}
+
+// retryCounters are the port counters, of rxe and of mlx5, that count a
+// requester's retransmissions: a timeout waiting for an ACK, or a NAK for
+// a sequence error. Under emulation rxe's retransmission timer fires now
+// and then though nothing was lost, and each costs a timeout: this is the
+// first thing to look at when two runs differ.
+var retryCounters = []string{"completer_retry_err", "local_ack_timeout_err", "packet_seq_err"}
+
+// counters reads the port counters (hw_counters) of the two devices'
+// first ports, as "device/counter".
+func (c *config) counters() map[string]uint64 {
+	out := map[string]uint64{}
+	for _, dev := range []string{c.serverDev, c.clientDev} {
+		dir := "/sys/class/infiniband/" + dev + "/ports/1/hw_counters"
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			b, err := os.ReadFile(dir + "/" + e.Name())
+			if err != nil {
+				continue
+			}
+			if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				out[dev+"/"+e.Name()] = v
+			}
+		}
+	}
+	return out
+}
+
+// counterDelta gives the counters that grew between two readings.
+func counterDelta(before, after map[string]uint64) map[string]uint64 {
+	d := map[string]uint64{}
+	for k, v := range after {
+		if v > before[k] {
+			d[k] = v - before[k]
+		}
+	}
+	return d
 }
 
 // listening waits until something listens on the TCP port, reading
@@ -259,21 +460,29 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "test\tbytes\tqps\tgorperf\tperftest\tratio\tmsg rate ratio\tΔ typical µs\tΔ p99 µs\tCPU/msg ratio\t")
+	fmt.Fprintln(tw, "test\tbytes\tqps\tlist\tgorperf\tperftest\tratio\tmsg rate ratio\tΔ typical µs\tΔ p99 µs\tspread g/p\tretries g/p\tuser CPU/msg\tsys CPU/msg\t")
 	for _, r := range rows {
+		list := "-"
+		if r.PostList > 1 {
+			list = strconv.Itoa(r.PostList)
+		}
 		if e := firstNonEmpty(r.Gorperf.Err, r.Perftest.Err); e != "" {
-			fmt.Fprintf(tw, "%s\t%d\t%d\tERROR: %s\t\t\t\t\t\t\t\n", r.Test, r.Bytes, r.QPs, e)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\tERROR: %s\t\t\t\t\t\t\t\t\t\t\n", r.Test, r.Bytes, r.QPs, list, e)
 			continue
 		}
+		g, p := r.Gorperf, r.Perftest
+		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%.2f\t%.2f\t", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, r.CPURatio, r.SysCPURatio)
 		if strings.HasSuffix(r.Test, "_bw") {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f MB/s\t%.2f MB/s\t%.3f\t%.3f\t\t\t%.2f\t\n", r.Test, r.Bytes, r.QPs,
-				r.Gorperf.BWAvgMBps, r.Perftest.BWAvgMBps, r.BWRatio, r.MsgRateRatio, r.CPURatio)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f MB/s\t%.2f MB/s\t%.3f\t%.3f\t\t\t%s\n", r.Test, r.Bytes, r.QPs, list,
+				g.BWAvgMBps, p.BWAvgMBps, r.BWRatio, r.MsgRateRatio, common)
 		} else {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f µs\t%.2f µs\t%.3f\t\t%+.2f\t%+.2f\t%.2f\t\n", r.Test, r.Bytes, r.QPs,
-				r.Gorperf.TTypicalUs, r.Perftest.TTypicalUs, r.TypicalRatio, r.TypicalDiffUs, r.P99DiffUs, r.CPURatio)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f µs\t%.2f µs\t%.3f\t\t%+.2f\t%+.2f\t%s\n", r.Test, r.Bytes, r.QPs, list,
+				g.TTypicalUs, p.TTypicalUs, r.TypicalRatio, r.TypicalDiffUs, r.P99DiffUs, common)
 		}
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "\nMedians of the runs; ratios gorperf ÷ perftest; spread: (max − min) ÷ median of message rate or t_typical;")
+	fmt.Fprintln(w, "retries: the client device's retransmissions (median); CPU: the client's time per message, gorperf ÷ perftest.")
 }
 
 func ratio(a, b float64) float64 {

@@ -1,0 +1,68 @@
+//go:build linux
+
+package main
+
+import (
+	"math"
+	"reflect"
+	"testing"
+)
+
+// A header as perftest 4.5 prints it for ib_write_bw at 64 KiB on rxe.
+const header = `---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF		Device         : rxe1
+ Number of qps   : 1		Transport type : IB
+ Connection type : RC		Using SRQ      : OFF
+ PCIe relax order: ON
+ TX depth        : 128
+ CQ Moderation   : 1
+ Mtu             : 1024[B]
+ Link type       : Ethernet
+ GID index       : 1
+ Max inline data : 0[B]
+ rdma_cm QPs	 : OFF
+`
+
+func TestPerftestParams(t *testing.T) {
+	got := perftestParams(header)
+	want := []string{"-t", "128", "-Q", "1", "-m", "1024", "-I", "0"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := perftestParams("no header here\n"); got != nil {
+		t.Errorf("from nothing: %q", got)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	runs := []measure{
+		{MsgRateMpps: 3, BWAvgMBps: 30, Retries: 5},
+		{Err: "perftest printed no result"},
+		{MsgRateMpps: 1, BWAvgMBps: 10, Retries: 1},
+		{MsgRateMpps: 2, BWAvgMBps: 20, Retries: 9},
+	}
+	st := summarize(runs, true)
+	if st.Err != "" || st.MsgRateMpps != 2 || st.BWAvgMBps != 20 || st.Retries != 5 || len(st.Runs) != 4 {
+		t.Errorf("medians of three good runs: %+v", st.measure)
+	}
+	if math.Abs(st.Spread-1) > 1e-9 { // (3 - 1) / 2
+		t.Errorf("spread %v, want 1", st.Spread)
+	}
+	// An even count takes the mean of the middle two.
+	if st := summarize([]measure{{TTypicalUs: 1}, {TTypicalUs: 4}}, false); st.TTypicalUs != 2.5 {
+		t.Errorf("median of 1 and 4: %v", st.TTypicalUs)
+	}
+	if st := summarize([]measure{{Err: "a"}, {Err: "b"}}, true); st.Err != "a" {
+		t.Errorf("all failed: error %q, want the first", st.Err)
+	}
+}
+
+func TestCounterDelta(t *testing.T) {
+	d := counterDelta(map[string]uint64{"rxe1/completer_retry_err": 3, "rxe1/sent_pkts": 10},
+		map[string]uint64{"rxe1/completer_retry_err": 7, "rxe1/sent_pkts": 10, "rxe0/rcvd_pkts": 4})
+	want := map[string]uint64{"rxe1/completer_retry_err": 4, "rxe0/rcvd_pkts": 4}
+	if !reflect.DeepEqual(d, want) {
+		t.Errorf("got %v, want %v", d, want)
+	}
+}
