@@ -81,13 +81,13 @@ type stat struct {
 }
 
 type row struct {
-	Test     string  `json:"test"`
-	Bytes    int     `json:"bytes"`
-	QPs      int     `json:"qps"`
-	PostList int     `json:"post_list,omitempty"`
-	Params   string  `json:"params"` // the flags both tools ran with
-	Gorperf  stat    `json:"gorperf"`
-	Perftest stat    `json:"perftest"`
+	Test     string `json:"test"`
+	Bytes    int    `json:"bytes"`
+	QPs      int    `json:"qps"`
+	PostList int    `json:"post_list,omitempty"`
+	Params   string `json:"params"` // the flags both tools ran with
+	Gorperf  stat   `json:"gorperf"`
+	Perftest stat   `json:"perftest"`
 	// BWRatio and MsgRateRatio are gorperf ÷ perftest; TypicalDiffUs and
 	// P99DiffUs are gorperf − perftest, TypicalRatio and P99Ratio the ratios.
 	BWRatio       float64 `json:"bw_ratio,omitempty"`
