@@ -75,7 +75,7 @@ compare: deps
 ifneq ($(HAVE_DEVICE),)
 	$(BUILD)/compare -gorperf $(BUILD)/gorperf -json $(BUILD)/compare.json $(COMPARE_FLAGS)
 else
-	$(VM) -2 -t 1800 -- $(BUILD)/compare -gorperf $(BUILD)/gorperf -json $(BUILD)/compare.json $(COMPARE_FLAGS)
+	$(VM) -2 -t 3600 -- $(BUILD)/compare -gorperf $(BUILD)/gorperf -json $(BUILD)/compare.json $(COMPARE_FLAGS)
 endif
 
 ## fuzz: every fuzz target of the network decoders for FUZZTIME each (a
