@@ -81,4 +81,18 @@
 // with one cgo call; C-side arrays owned by each QP hold the requests.
 // Waiting for completions (CQ.Wait) and async events (Context.Events) goes
 // through the Go netpoller, so a waiting goroutine holds no OS thread.
+//
+// # Busy polling
+//
+// A goroutine that spins on Poll never blocks, so after 10 ms the runtime's
+// monitor thread tries to preempt it. Most of a poller's time is spent in
+// cgo calls, where preemption cannot reach, so the runtime takes its P
+// away instead, the call's return waits to get one back, and the monitor
+// then wakes every 20 µs for a while. Where a post or poll is a system
+// call (soft-RoCE posts through one), that costs a measurable share of the
+// message rate. Call runtime.Gosched about once a millisecond in a polling
+// loop (outside any timed section): it costs a few hundred nanoseconds
+// when nothing else is runnable and keeps the monitor asleep, and unlike
+// GOMAXPROCS=1 or GODEBUG=asyncpreemptoff=1 it touches only the loop.
+// docs/performance.md has the measurements.
 package ibverbs
