@@ -15,6 +15,10 @@ type Endpoint struct {
 	GIDType  GIDType // that GID's type
 	MTU      MTU     // the sender's active path MTU
 	Port     uint8   // the sender's port number
+	// RdAtomic is, for RC, how many RDMA reads and atomics this QP accepts
+	// at once as a responder (its max_dest_rd_atomic): the most the peer
+	// may have outstanding. 0 means unknown.
+	RdAtomic uint8
 }
 
 func (e Endpoint) String() string {

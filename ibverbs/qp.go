@@ -32,17 +32,19 @@ type QPInit struct {
 
 // QP is a queue pair (struct ibv_qp).
 type QP struct {
-	c     *C.struct_ibv_qp
-	pd    *PD
-	send  *CQ
-	recv  *CQ
-	srq   *SRQ
-	typ   QPType
-	num   uint32
-	cap   QPCap
-	psn   uint32
-	sendS *C.struct_gv_post_scratch
-	recvS *C.struct_gv_post_scratch
+	c    *C.struct_ibv_qp
+	pd   *PD
+	send *CQ
+	recv *CQ
+	srq  *SRQ
+	typ  QPType
+	num  uint32
+	cap  QPCap
+	psn  uint32
+	// peerRdAtomic is the remote Endpoint's RdAtomic, from ToRTR.
+	peerRdAtomic uint8
+	sendS        *C.struct_gv_post_scratch
+	recvS        *C.struct_gv_post_scratch
 	// destroy replaces ibv_destroy_qp for QPs made by other libraries.
 	destroy func() error
 }

@@ -242,3 +242,73 @@ func TestUD(t *testing.T) {
 		}
 	}
 }
+
+// TestRdAtomicNegotiation checks the read/atomic depths Connect sets by
+// default: each QP serves as many as its device allows, and offers that
+// in its Endpoint; each issues at most what the peer offered.
+func TestRdAtomicNegotiation(t *testing.T) {
+	o := pairOpts{typ: ibverbs.QPTypeRC}
+	p := newPair(t, o)
+	da, err := p.ctx.QueryDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := uint8(min(max(da.MaxQPRdAtom, 1), 255))
+	if p.a.ep.RdAtomic != serve {
+		t.Errorf("Endpoint offers %d reads, the device serves %d", p.a.ep.RdAtomic, serve)
+	}
+	a, err := p.a.qp.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := uint8(min(da.MaxQPInitRdAtom, int(serve)))
+	if a.MaxDestRdAtomic != serve || a.MaxRdAtomic != issue {
+		t.Errorf("max_dest_rd_atomic %d, max_rd_atomic %d; want %d and %d", a.MaxDestRdAtomic, a.MaxRdAtomic, serve, issue)
+	}
+	// A peer that offers fewer caps the depth; the reads still work.
+	q := newPair(t, o)
+	for _, s := range []*side{q.a, q.b} {
+		if err := s.qp.Modify(&ibverbs.QPAttr{State: ibverbs.QPStateReset}, ibverbs.QPAttrState); err != nil {
+			t.Fatal(err)
+		}
+	}
+	small := q.b.ep
+	small.RdAtomic = 2
+	params := ibverbs.ConnParams{Port: q.port, GIDIndex: q.gid}
+	if err := q.a.qp.Connect(small, params); err != nil {
+		t.Fatal(err)
+	}
+	bp := params
+	bp.MaxDestRdAtomic = 2
+	if err := q.b.qp.Connect(q.a.ep, bp); err != nil {
+		t.Fatal(err)
+	}
+	a, err = q.a.qp.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := q.b.qp.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.MaxRdAtomic != 2 || b.MaxDestRdAtomic != 2 {
+		t.Errorf("after an offer of 2: requester max_rd_atomic %d, responder max_dest_rd_atomic %d", a.MaxRdAtomic, b.MaxDestRdAtomic)
+	}
+	var wrs []ibverbs.SendWR
+	for i := range 8 {
+		wrs = append(wrs, ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpRDMARead, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{q.a.mr.SGE(i*64, 64)}, RemoteAddr: q.b.mr.Addr() + uint64(i*64), RKey: q.b.mr.RKey()})
+	}
+	fill(q.b.buf.Bytes()[:512], 5)
+	if err := q.a.qp.PostSend(wrs); err != nil {
+		t.Fatal(err)
+	}
+	for _, wc := range pollN(t, q.a.cq, 8) {
+		if err := wc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(q.a.buf.Bytes()[:512], q.b.buf.Bytes()[:512]) {
+		t.Error("read bytes differ")
+	}
+}

@@ -171,7 +171,14 @@ type ConnParams struct {
 	RetryCnt     uint8 // 7
 	RNRRetry     uint8 // 7 (retry for ever)
 	MinRNRTimer  uint8 // 12 (0.64 ms)
-	MaxRdAtomic  uint8 // outstanding RDMA reads and atomics: the device's max, up to 16
+	// MaxRdAtomic is the initiator depth: how many RDMA reads and atomics
+	// this QP may have outstanding. Default: the device's limit, capped by
+	// the remote Endpoint's RdAtomic, or at 16 when that is unknown.
+	MaxRdAtomic uint8
+	// MaxDestRdAtomic is the responder resources: how many the peer may
+	// have outstanding against this QP. Default: the device's limit, which
+	// is what (*QP).Endpoint offers the peer as RdAtomic.
+	MaxDestRdAtomic uint8
 	SL           uint8
 	TrafficClass uint8
 	HopLimit     uint8 // 64
@@ -210,18 +217,28 @@ func (p *ConnParams) fill(qp *QP) error {
 	if p.HopLimit == 0 {
 		p.HopLimit = 64
 	}
-	if p.MaxRdAtomic == 0 && qp.typ == QPTypeRC {
+	if qp.typ == QPTypeRC && (p.MaxRdAtomic == 0 || p.MaxDestRdAtomic == 0) {
 		da, err := qp.pd.ctx.QueryDevice()
 		if err != nil {
 			return err
 		}
-		p.MaxRdAtomic = uint8(min(16, da.MaxQPRdAtom, da.MaxQPInitRdAtom))
+		if p.MaxDestRdAtomic == 0 {
+			p.MaxDestRdAtomic = rdAtomic(da.MaxQPRdAtom)
+		}
 		if p.MaxRdAtomic == 0 {
-			p.MaxRdAtomic = 1
+			peer := 16 // unknown: a depth every RC device accepts
+			if qp.peerRdAtomic > 0 {
+				peer = int(qp.peerRdAtomic)
+			}
+			p.MaxRdAtomic = rdAtomic(min(da.MaxQPInitRdAtom, peer))
 		}
 	}
 	return nil
 }
+
+// rdAtomic clamps a device's read/atomic limit to the uint8 the QP
+// attributes hold, and to at least 1.
+func rdAtomic(n int) uint8 { return uint8(min(max(n, 1), 255)) }
 
 // ToInit moves the QP from RESET to INIT with the mask its type needs.
 func (qp *QP) ToInit(p ConnParams) error {
@@ -241,8 +258,10 @@ func (qp *QP) ToInit(p ConnParams) error {
 	return qp.Modify(&a, mask)
 }
 
-// ToRTR moves the QP from INIT to ready-to-receive, aimed at remote.
+// ToRTR moves the QP from INIT to ready-to-receive, aimed at remote. It
+// remembers remote.RdAtomic as the cap on ToRTS's default MaxRdAtomic.
 func (qp *QP) ToRTR(remote Endpoint, p ConnParams) error {
+	qp.peerRdAtomic = remote.RdAtomic
 	if err := p.fill(qp); err != nil {
 		return err
 	}
@@ -266,7 +285,7 @@ func (qp *QP) ToRTR(remote Endpoint, p ConnParams) error {
 		a.AH = qp.ahFor(remote, p)
 		mask |= QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN
 		if qp.typ == QPTypeRC {
-			a.MaxDestRdAtomic = p.MaxRdAtomic
+			a.MaxDestRdAtomic = p.MaxDestRdAtomic
 			a.MinRNRTimer = p.MinRNRTimer
 			mask |= QPAttrMaxDestRdAtomic | QPAttrMinRNRTimer
 		}
@@ -322,8 +341,10 @@ func (qp *QP) ahFor(remote Endpoint, p ConnParams) AHAttr {
 	return a
 }
 
-// Endpoint describes this QP for a peer: its number and PSN, and the given
-// port's LID, active MTU and the GID at gidIndex.
+// Endpoint describes this QP for a peer: its number and PSN, the given
+// port's LID, active MTU and the GID at gidIndex, and for RC the device's
+// limit on reads and atomics it serves at once (the default
+// ConnParams.MaxDestRdAtomic; lower RdAtomic if you lower that).
 func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
 	if qp.c == nil {
 		return Endpoint{}, ErrClosed
@@ -334,6 +355,13 @@ func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	e := Endpoint{QPN: qp.num, PSN: qp.psn, LID: pa.LID, MTU: pa.ActiveMTU, Port: uint8(port), QKey: defaultQKey}
+	if qp.typ == QPTypeRC {
+		da, err := ctx.QueryDevice()
+		if err != nil {
+			return Endpoint{}, err
+		}
+		e.RdAtomic = rdAtomic(da.MaxQPRdAtom)
+	}
 	if pa.LinkLayer == LinkLayerEthernet || gidIndex > 0 {
 		g, err := ctx.QueryGID(port, gidIndex)
 		if err != nil {
