@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -213,7 +214,7 @@ func TestVersionMismatch(t *testing.T) {
 	if !errors.As(err, &ve) || ve.Local != ProtocolVersion || ve.Remote != ProtocolVersion+1 {
 		t.Fatalf("Handshake = %v; want *VersionError", err)
 	}
-	for _, want := range []string{"version 1", "version 2", "gorperf 9.0"} {
+	for _, want := range []string{fmt.Sprintf("version %d", ProtocolVersion), fmt.Sprintf("version %d", ProtocolVersion+1), "gorperf 9.0"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not mention %q", err, want)
 		}

@@ -25,12 +25,13 @@ type Setup struct {
 
 // qpInfoLen is the encoded size of a QPInfo: endpoint QPN, PSN, QKey
 // (uint32), LID (uint16), GID [16]byte, GID index uint8, GID type uint32,
-// MTU and port uint8, then rkey uint32, addr and len uint64.
-const qpInfoLen = 4 + 4 + 4 + 2 + 16 + 1 + 4 + 1 + 1 + 4 + 8 + 8
+// MTU, port and RdAtomic uint8, then rkey uint32, addr and len uint64.
+const qpInfoLen = 4 + 4 + 4 + 2 + 16 + 1 + 4 + 1 + 1 + 1 + 4 + 8 + 8
 
 // AppendPayload appends count uint16 and count QPInfos, each: QPN, PSN,
 // QKey uint32, LID uint16, GID [16]byte, GID index uint8, GID type uint32,
-// MTU uint8, port uint8, rkey uint32, addr uint64, len uint64. AppendFrame
+// MTU uint8, port uint8, RdAtomic uint8, rkey uint32, addr uint64, len
+// uint64. AppendFrame
 // refuses a Setup of more than MaxSetupQPs.
 func (s Setup) AppendPayload(b []byte) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(min(len(s.QPs), math.MaxUint16)))
@@ -43,7 +44,7 @@ func (s Setup) AppendPayload(b []byte) []byte {
 		b = append(b, e.GID[:]...)
 		b = append(b, e.GIDIndex)
 		b = binary.BigEndian.AppendUint32(b, uint32(e.GIDType))
-		b = append(b, uint8(e.MTU), e.Port)
+		b = append(b, uint8(e.MTU), e.Port, e.RdAtomic)
 		b = binary.BigEndian.AppendUint32(b, q.RKey)
 		b = binary.BigEndian.AppendUint64(b, q.Addr)
 		b = binary.BigEndian.AppendUint64(b, q.Len)
@@ -76,6 +77,7 @@ func decodeSetup(p []byte) (Setup, error) {
 		e.GIDType = ibverbs.GIDType(r.u32())
 		e.MTU = ibverbs.MTU(r.u8())
 		e.Port = r.u8()
+		e.RdAtomic = r.u8()
 		q.RKey = r.u32()
 		q.Addr = r.u64()
 		q.Len = r.u64()

@@ -133,6 +133,9 @@ type TestSpec struct {
 	TrafficClass  uint8
 	SL            uint8
 	RunInfinitely bool // bandwidth tests only: report every Duration, forever
+	// OutReads caps the RDMA reads and atomics each QP has outstanding
+	// (perftest's -o); 0: as many as both devices allow.
+	OutReads uint8
 	// ValidateData makes the sender write a known pattern and the receiver
 	// check it, reporting failures in Result.Mismatches.
 	ValidateData bool
@@ -151,12 +154,12 @@ const (
 	specKnownBools = 1<<iota - 1
 )
 
-const specLen = 52 // bytes of a TestSpec payload
+const specLen = 53 // bytes of a TestSpec payload
 
 // AppendPayload appends, big-endian: test uint8, atomic uint8, conn type
 // uint32, size uint32, iterations uint64, duration uint32, QPs uint16, TX
 // depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
-// class and SL uint8, then one byte of bools (bit 0 AllSizes, 1
+// class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData) and flags uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
@@ -168,7 +171,7 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	for _, v := range []uint32{s.TXDepth, s.RXDepth, s.CQModeration, s.PostList, s.Inline} {
 		b = binary.BigEndian.AppendUint32(b, v)
 	}
-	b = append(b, uint8(s.MTU), s.TrafficClass, s.SL)
+	b = append(b, uint8(s.MTU), s.TrafficClass, s.SL, s.OutReads)
 	var bools uint8
 	for _, f := range []struct {
 		set bool
@@ -203,6 +206,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.MTU = ibverbs.MTU(r.u8())
 	s.TrafficClass = r.u8()
 	s.SL = r.u8()
+	s.OutReads = r.u8()
 	bools := r.u8()
 	if bools&^specKnownBools != 0 {
 		r.fail("unknown option bits %#02x", bools&^specKnownBools)
