@@ -8,7 +8,7 @@
 //
 // Each case runs both tools -reps times, alternating which goes first, and
 // compares medians. gorperf is given the TX depth, CQ moderation, inline
-// size and MTU that perftest's header says it used, since perftest picks
+// size, MTU and outstanding reads that perftest's header says it used, since perftest picks
 // some of them by device. For each run it records the client's user and
 // system CPU time and the port counters that changed, among them the
 // retransmissions, which explain most of the noise on soft-RoCE.
@@ -234,6 +234,8 @@ func perftestParams(header string) []string {
 			out = append(out, "-I", v)
 		case "Mtu":
 			out = append(out, "-m", v)
+		case "Outstand reads":
+			out = append(out, "-o", v)
 		}
 	}
 	return out

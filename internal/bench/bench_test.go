@@ -103,6 +103,30 @@ func TestLoopbackAllTests(t *testing.T) {
 	}
 }
 
+// TestOutstandingReads runs read_bw with -o 2: both sides offer 2, and
+// the client's QP issues at most 2, as the headers report. (A power of
+// two: rxe and mlx5 round the depth up to one, and the header reports
+// what the QP got.)
+func TestOutstandingReads(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.ReadBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 200,
+		NumQPs: 2, TXDepth: 32, CQModeration: 8, OutReads: 2, ValidateData: true}
+	c, s := loopback(t, spec)
+	if c.Mismatches != 0 || len(c.Sizes) != 1 || c.Sizes[0].BW.Iterations != 400 {
+		t.Fatalf("read_bw -o 2: %d mismatches, %+v", c.Mismatches, c.Sizes)
+	}
+	for _, r := range []*bench.Result{c, s} {
+		h := r.Header
+		if h.OutstandingReads != 2 {
+			t.Errorf("%s header: %d outstanding reads, want 2", r.Role, h.OutstandingReads)
+		}
+		for _, e := range append(h.Local, h.Remote...) {
+			if e.OutReads != 2 {
+				t.Errorf("%s header: endpoint QPN %#x offers %d reads, want 2", r.Role, e.QPN, e.OutReads)
+			}
+		}
+	}
+}
+
 // TestSteadyStateAllocations runs write_bw and send_bw with 300 and with
 // 3,000 iterations and compares the allocations: set-up allocates, the
 // measured loop must not, so the difference must be (nearly) nothing.

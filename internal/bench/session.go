@@ -232,6 +232,9 @@ func (s *session) addQP(qp *ibverbs.QP) error {
 	if s.spec.MTU != 0 {
 		ep.MTU = min(ep.MTU, s.spec.MTU)
 	}
+	if s.spec.OutReads != 0 && ep.RdAtomic != 0 {
+		ep.RdAtomic = min(ep.RdAtomic, s.spec.OutReads)
+	}
 	s.localInfo = append(s.localInfo, exchange.QPInfo{Endpoint: ep, RKey: s.mr.RKey(),
 		Addr: s.mr.Addr() + uint64(s.dst(i)), Len: uint64(s.region)})
 	return nil
@@ -285,6 +288,12 @@ func (s *session) connect(remote exchange.Setup) error {
 		r := remote.QPs[i].Endpoint
 		if cp.MTU == 0 {
 			cp.MTU = min(s.portAttr.ActiveMTU, r.MTU)
+		}
+		// Serve as many reads as this side offered; issue as many as the
+		// peer offered (ConnParams' default), both within -o.
+		cp.MaxDestRdAtomic = s.localInfo[i].Endpoint.RdAtomic
+		if s.spec.OutReads != 0 {
+			cp.MaxRdAtomic = min(s.spec.OutReads, max(r.RdAtomic, 1))
 		}
 		if !s.spec.RdmaCM {
 			if err := qp.Connect(r, cp); err != nil {
@@ -352,7 +361,11 @@ func (s *session) header(title string, cm bool) report.Header {
 		h.CQModeration = int(max(s.spec.CQModeration, 1))
 	}
 	if s.spec.Test == exchange.ReadBW || s.spec.Test == exchange.ReadLat || s.spec.Test.IsAtomic() {
-		h.OutstandingReads = 16
+		// The initiator depth the QP really got, after every cap.
+		h.OutstandingReads = 1
+		if a, err := s.qps[0].Query(); err == nil && a.MaxRdAtomic > 0 {
+			h.OutstandingReads = int(a.MaxRdAtomic)
+		}
 	}
 	for i := range s.qps {
 		h.Local = append(h.Local, reportEndpoint(s.localInfo[i]))
@@ -393,9 +406,11 @@ func linkType(l ibverbs.LinkLayer) string {
 	return "IB"
 }
 
+// reportEndpoint is one side's address line: OUT is the reads and atomics
+// that side serves at once, as perftest prints it.
 func reportEndpoint(q exchange.QPInfo) report.Endpoint {
 	return report.Endpoint{LID: q.Endpoint.LID, QPN: q.Endpoint.QPN, PSN: q.Endpoint.PSN, RKey: q.RKey,
-		VAddr: q.Addr, OutReads: 16, GID: report.FormatGID(q.Endpoint.GID)}
+		VAddr: q.Addr, OutReads: int(q.Endpoint.RdAtomic), GID: report.FormatGID(q.Endpoint.GID)}
 }
 
 // errIdle is returned when the peer stopped answering.

@@ -44,6 +44,7 @@ type testOptions struct {
 	RXDepth    uint32
 	CQMod      uint32
 	PostList   uint32
+	OutReads   uint8
 	MTU        int
 	Port       int
 	RdmaCM     bool
@@ -153,6 +154,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVarP(&o.RdmaCM, "rdma_cm", "R", false, "connect the QPs through rdma_cm")
 	f.BoolVarP(&o.CPUFreq, "CPU-freq", "F", false, "accepted for perftest compatibility: gorperf uses the monotonic clock, not cycle counters")
 	f.BoolVar(&o.Gbits, "report_gbits", false, "report bandwidth in Gbit/s")
+	f.Uint8VarP(&o.OutReads, "outs", "o", 0, "outstanding RDMA reads and atomics per QP (default: as many as both devices allow; devices may round up to a power of two)")
 	f.Uint8Var(&o.TClass, "tclass", 0, "IP traffic class (DSCP and ECN bits) of the packets")
 	f.Uint8Var(&o.SL, "sl", 0, "service level")
 	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
@@ -195,7 +197,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		Test: o.Test, ConnType: conn, Size: o.Size, AllSizes: o.All, Iterations: o.Iters,
 		Duration: o.Duration, NumQPs: o.QPs, Bidirectional: o.Bidir, TXDepth: o.TXDepth,
 		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, Inline: o.Inline,
-		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite,
+		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
 	}
 	if o.Duration > 0 {
