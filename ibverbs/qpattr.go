@@ -165,12 +165,12 @@ type ConnParams struct {
 	QKey      uint32 // UD: 0x11111111
 	// Access is the remote access the QP allows: default for RC is remote
 	// write, read and atomic; for UC remote write.
-	Access       Access
-	MTU          MTU   // the smaller of the local active MTU and the peer's
-	Timeout      uint8 // 14 (4.096 µs × 2^14 ≈ 67 ms)
-	RetryCnt     uint8 // 7
-	RNRRetry     uint8 // 7 (retry for ever)
-	MinRNRTimer  uint8 // 12 (0.64 ms)
+	Access      Access
+	MTU         MTU   // the smaller of the local active MTU and the peer's
+	Timeout     uint8 // 14 (4.096 µs × 2^14 ≈ 67 ms)
+	RetryCnt    uint8 // 7
+	RNRRetry    uint8 // 7 (retry for ever)
+	MinRNRTimer uint8 // 12 (0.64 ms)
 	// MaxRdAtomic is the initiator depth: how many RDMA reads and atomics
 	// this QP may have outstanding. Default: the device's limit, capped by
 	// the remote Endpoint's RdAtomic, or at 16 when that is unknown.
@@ -179,10 +179,10 @@ type ConnParams struct {
 	// have outstanding against this QP. Default: the device's limit, which
 	// is what (*QP).Endpoint offers the peer as RdAtomic.
 	MaxDestRdAtomic uint8
-	SL           uint8
-	TrafficClass uint8
-	HopLimit     uint8 // 64
-	FlowLabel    uint32
+	SL              uint8
+	TrafficClass    uint8
+	HopLimit        uint8 // 64
+	FlowLabel       uint32
 }
 
 const defaultQKey = 0x11111111
