@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -312,6 +313,12 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 
 // runSize runs one message size on this side.
 func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.Duration, client bool) (sideResult, error) {
+	// The measuring loop keeps one OS thread: moved between threads (as
+	// after each cgo call whose P was handed off), it also moves between
+	// CPUs, and on rxe the data path's kernel work then lands on the other
+	// CPU while this one spins (docs/performance.md).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	spec := s.spec
 	switch spec.Test {
 	case exchange.WriteBW, exchange.ReadBW, exchange.AtomicBW:
