@@ -61,8 +61,14 @@ type measure struct {
 	MsgRateMpps     float64 `json:"msg_rate_mpps,omitempty"`
 	TTypicalUs      float64 `json:"t_typical_us,omitempty"`
 	P99Us           float64 `json:"p99_us,omitempty"`
+	// UserCPUNsPerMsg and SysCPUNsPerMsg are the client's CPU time per
+	// message net of start-up and tear-down: less what a run of a few
+	// messages (the baseline) took.
 	UserCPUNsPerMsg float64 `json:"user_cpu_ns_per_msg"`
 	SysCPUNsPerMsg  float64 `json:"sys_cpu_ns_per_msg"`
+	UserCPUNs       int64   `json:"user_cpu_ns"` // the whole client process
+	SysCPUNs        int64   `json:"sys_cpu_ns"`
+	Msgs            int     `json:"msgs"`
 	// Retries counts the client device's retransmissions during the run
 	// (see retryCounters); Counters has every port counter of the two
 	// devices that changed, as "device/counter".
@@ -180,17 +186,25 @@ func (c *config) compare(test string, size, qps int, extra ...string) row {
 		// round runs perftest first, to learn its parameters.
 		for _, gorperf := range []bool{i%2 == 1, i%2 == 0} {
 			if !gorperf {
-				m, header := c.run(false, test, size, qps, extra)
+				m, header := c.run(false, test, size, qps, extra, 0)
 				if params == nil && m.Err == "" {
 					params = perftestParams(header)
 				}
 				pruns = append(pruns, m)
 				continue
 			}
-			m, _ := c.run(true, test, size, qps, append(append([]string{}, extra...), params...))
+			m, _ := c.run(true, test, size, qps, append(append([]string{}, extra...), params...), 0)
 			gruns = append(gruns, m)
 		}
 	}
+	// Start-up costs the same whatever the run's length (and far more
+	// than the messages of a short run under emulation): a baseline run of
+	// a few messages per tool is subtracted from each run's CPU time.
+	baseN := 2 * max(r.PostList, 1)
+	pb, _ := c.run(false, test, size, qps, extra, baseN)
+	gb, _ := c.run(true, test, size, qps, append(append([]string{}, extra...), params...), baseN)
+	netCPU(pruns, pb)
+	netCPU(gruns, gb)
 	r.Params = strings.Join(append(append([]string{}, extra...), params...), " ")
 	bw := strings.HasSuffix(test, "_bw")
 	r.Perftest, r.Gorperf = summarize(pruns, bw), summarize(gruns, bw)
@@ -210,6 +224,23 @@ func (c *config) compare(test string, size, qps int, extra ...string) row {
 	r.CPURatio = ratio(g.UserCPUNsPerMsg, p.UserCPUNsPerMsg)
 	r.SysCPURatio = ratio(g.SysCPUNsPerMsg, p.SysCPUNsPerMsg)
 	return r
+}
+
+// netCPU sets each run's CPU time per message net of the baseline's; with
+// no usable baseline, per message of the whole process.
+func netCPU(runs []measure, base measure) {
+	for i := range runs {
+		m := &runs[i]
+		if m.Err != "" || m.Msgs == 0 {
+			continue
+		}
+		u, s, n := m.UserCPUNs, m.SysCPUNs, m.Msgs
+		if base.Err == "" && base.Msgs > 0 && base.Msgs < n {
+			u, s, n = u-base.UserCPUNs, s-base.SysCPUNs, n-base.Msgs
+		}
+		m.UserCPUNsPerMsg = float64(max(u, 0)) / float64(n)
+		m.SysCPUNsPerMsg = float64(max(s, 0)) / float64(n)
+	}
 }
 
 // perftestParams reads from perftest's header the settings it chose and
@@ -289,15 +320,19 @@ func summarize(runs []measure, bw bool) stat {
 	return st
 }
 
-// run runs one tool's server and client and parses the client's result;
-// it also returns the client's output.
-func (c *config) run(gorperf bool, test string, size, qps int, extra []string) (measure, string) {
+// run runs one tool's server and client for n iterations (0: the
+// configured number) and parses the client's result; it also returns the
+// client's output.
+func (c *config) run(gorperf bool, test string, size, qps int, extra []string, n int) (measure, string) {
 	c.port++
 	port := strconv.Itoa(c.port)
 	lat := strings.HasSuffix(test, "_lat")
-	n := c.iters
-	if lat {
-		n = c.latIters
+	baseline := n != 0
+	if n == 0 {
+		n = c.iters
+		if lat {
+			n = c.latIters
+		}
 	}
 	common := []string{"-s", strconv.Itoa(size), "-n", strconv.Itoa(n), "-p", port}
 	if qps > 1 {
@@ -348,18 +383,26 @@ func (c *config) run(gorperf bool, test string, size, qps int, extra []string) (
 		return measure{Err: fmt.Sprintf("%v: %s", err, msg)}, out.String()
 	}
 	delta := counterDelta(before, c.counters())
-	msgs := float64(n * qps)
+	msgs := n * qps
 	m, err := parse(gorperf, lat, out.Bytes())
 	if err != nil {
 		return measure{Err: err.Error()}, out.String()
+	}
+	main := m.MsgRateMpps
+	if lat {
+		main = m.TTypicalUs
+	}
+	if main == 0 && !baseline {
+		return measure{Err: "printed a zero result (perftest's cycle-counter calibration fails at times under emulation)"}, out.String()
 	}
 	for _, v := range []float64{m.BWAvgMBps, m.MsgRateMpps, m.TTypicalUs, m.P99Us} {
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			return measure{Err: "printed a non-finite figure (perftest's cycle-counter calibration fails at times under emulation)"}, out.String()
 		}
 	}
-	m.UserCPUNsPerMsg = float64(cli.ProcessState.UserTime().Nanoseconds()) / msgs
-	m.SysCPUNsPerMsg = float64(cli.ProcessState.SystemTime().Nanoseconds()) / msgs
+	m.UserCPUNs = cli.ProcessState.UserTime().Nanoseconds()
+	m.SysCPUNs = cli.ProcessState.SystemTime().Nanoseconds()
+	m.Msgs = int(msgs)
 	m.Counters = delta
 	for _, name := range retryCounters {
 		m.Retries += delta[c.clientDev+"/"+name]
@@ -484,7 +527,8 @@ func printTable(w io.Writer, rows []row) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nMedians of the runs; ratios gorperf ÷ perftest; spread: (max − min) ÷ median of message rate or t_typical;")
-	fmt.Fprintln(w, "retries: the client device's retransmissions (median); CPU: the client's time per message, gorperf ÷ perftest.")
+	fmt.Fprintln(w, "retries: the client device's retransmissions (median); CPU: the client's time per message net of start-up")
+	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest.")
 }
 
 func ratio(a, b float64) float64 {

@@ -70,3 +70,23 @@ func TestCounterDelta(t *testing.T) {
 		t.Errorf("got %v, want %v", d, want)
 	}
 }
+
+func TestNetCPU(t *testing.T) {
+	runs := []measure{
+		{UserCPUNs: 1_100_000, SysCPUNs: 2_200_000, Msgs: 1002},
+		{Err: "failed"},
+	}
+	netCPU(runs, measure{UserCPUNs: 100_000, SysCPUNs: 200_000, Msgs: 2})
+	if runs[0].UserCPUNsPerMsg != 1000 || runs[0].SysCPUNsPerMsg != 2000 {
+		t.Errorf("net of the baseline: user %v sys %v ns/msg, want 1000 and 2000", runs[0].UserCPUNsPerMsg, runs[0].SysCPUNsPerMsg)
+	}
+	if runs[1].UserCPUNsPerMsg != 0 {
+		t.Error("a failed run got a CPU figure")
+	}
+	// Without a baseline: the whole process per message.
+	runs = []measure{{UserCPUNs: 1000, SysCPUNs: 3000, Msgs: 10}}
+	netCPU(runs, measure{Err: "baseline failed"})
+	if runs[0].UserCPUNsPerMsg != 100 || runs[0].SysCPUNsPerMsg != 300 {
+		t.Errorf("no baseline: %v %v", runs[0].UserCPUNsPerMsg, runs[0].SysCPUNsPerMsg)
+	}
+}
