@@ -57,10 +57,10 @@ type config struct {
 
 // measure is one tool's result for one case.
 type measure struct {
-	BWAvgMBps       float64 `json:"bw_avg_mbps,omitempty"`
-	MsgRateMpps     float64 `json:"msg_rate_mpps,omitempty"`
-	TTypicalUs      float64 `json:"t_typical_us,omitempty"`
-	P99Us           float64 `json:"p99_us,omitempty"`
+	BWAvgMBps   float64 `json:"bw_avg_mbps,omitempty"`
+	MsgRateMpps float64 `json:"msg_rate_mpps,omitempty"`
+	TTypicalUs  float64 `json:"t_typical_us,omitempty"`
+	P99Us       float64 `json:"p99_us,omitempty"`
 	// UserCPUNsPerMsg and SysCPUNsPerMsg are the client's CPU time per
 	// message net of start-up and tear-down: less what a run of a few
 	// messages (the baseline) took.
