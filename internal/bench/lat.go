@@ -105,12 +105,14 @@ type stall struct {
 // lasted the idle timeout, the peer is gone, or ctx has ended.
 func (st *stall) check(ctx context.Context, s *session, what string) error {
 	now := time.Now()
-	st.pc.yield(now)
 	if st.since.IsZero() {
-		st.since = now
+		// A wait yields only once it has lasted yieldPeriod: most end
+		// sooner, and a yield from a locked thread hands its P off.
+		st.since, st.pc.yielded = now, now
 	} else if now.Sub(st.since) > s.idle {
 		return &idleError{what, s.idle}
 	}
+	st.pc.yield(now)
 	if err := s.peerGone(now); err != nil {
 		return err
 	}
