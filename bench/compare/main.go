@@ -66,9 +66,12 @@ type measure struct {
 	// messages (the baseline) took.
 	UserCPUNsPerMsg float64 `json:"user_cpu_ns_per_msg"`
 	SysCPUNsPerMsg  float64 `json:"sys_cpu_ns_per_msg"`
-	UserCPUNs       int64   `json:"user_cpu_ns"` // the whole client process
-	SysCPUNs        int64   `json:"sys_cpu_ns"`
-	Msgs            int     `json:"msgs"`
+	// CPUKnown is false where the loop's CPU time was too small against
+	// the baseline's to tell apart from its noise (short runs).
+	CPUKnown  bool  `json:"cpu_known"`
+	UserCPUNs int64 `json:"user_cpu_ns"` // the whole client process
+	SysCPUNs  int64 `json:"sys_cpu_ns"`
+	Msgs      int   `json:"msgs"`
 	// Retries counts the client device's retransmissions during the run
 	// (see retryCounters); Counters has every port counter of the two
 	// devices that changed, as "device/counter".
@@ -221,26 +224,46 @@ func (c *config) compare(test string, size, qps int, extra ...string) row {
 		r.P99DiffUs = g.P99Us - p.P99Us
 		r.P99Ratio = ratio(g.P99Us, p.P99Us)
 	}
-	r.CPURatio = ratio(g.UserCPUNsPerMsg, p.UserCPUNsPerMsg)
-	r.SysCPURatio = ratio(g.SysCPUNsPerMsg, p.SysCPUNsPerMsg)
+	if g.CPUKnown && p.CPUKnown {
+		r.CPURatio = ratio(g.UserCPUNsPerMsg, p.UserCPUNsPerMsg)
+		r.SysCPURatio = ratio(g.SysCPUNsPerMsg, p.SysCPUNsPerMsg)
+	}
 	return r
 }
 
-// netCPU sets each run's CPU time per message net of the baseline's; with
-// no usable baseline, per message of the whole process.
+// netCPU sets each run's CPU time per message net of the baseline's. A
+// run whose loop took less CPU than half the baseline's start-up gets no
+// figure: the difference would be mostly noise.
 func netCPU(runs []measure, base measure) {
+	if base.Err != "" || base.Msgs == 0 {
+		return
+	}
 	for i := range runs {
 		m := &runs[i]
-		if m.Err != "" || m.Msgs == 0 {
+		if m.Err != "" || m.Msgs <= base.Msgs {
 			continue
 		}
-		u, s, n := m.UserCPUNs, m.SysCPUNs, m.Msgs
-		if base.Err == "" && base.Msgs > 0 && base.Msgs < n {
-			u, s, n = u-base.UserCPUNs, s-base.SysCPUNs, n-base.Msgs
+		u, s, n := m.UserCPUNs-base.UserCPUNs, m.SysCPUNs-base.SysCPUNs, m.Msgs-base.Msgs
+		if 2*(u+s) < base.UserCPUNs+base.SysCPUNs {
+			continue
 		}
+		m.CPUKnown = true
 		m.UserCPUNsPerMsg = float64(max(u, 0)) / float64(n)
 		m.SysCPUNsPerMsg = float64(max(s, 0)) / float64(n)
 	}
+}
+
+// median is the median of f over ms (not empty).
+func median(ms []measure, f func(measure) float64) float64 {
+	v := make([]float64, len(ms))
+	for i, m := range ms {
+		v[i] = f(m)
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 // perftestParams reads from perftest's header the settings it chose and
@@ -288,23 +311,22 @@ func summarize(runs []measure, bw bool) stat {
 		}
 		return st
 	}
-	med := func(f func(measure) float64) float64 {
-		v := make([]float64, len(ok))
-		for i, m := range ok {
-			v[i] = f(m)
-		}
-		sort.Float64s(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
+	med := func(f func(measure) float64) float64 { return median(ok, f) }
 	st.BWAvgMBps = med(func(m measure) float64 { return m.BWAvgMBps })
 	st.MsgRateMpps = med(func(m measure) float64 { return m.MsgRateMpps })
 	st.TTypicalUs = med(func(m measure) float64 { return m.TTypicalUs })
 	st.P99Us = med(func(m measure) float64 { return m.P99Us })
-	st.UserCPUNsPerMsg = med(func(m measure) float64 { return m.UserCPUNsPerMsg })
-	st.SysCPUNsPerMsg = med(func(m measure) float64 { return m.SysCPUNsPerMsg })
+	var known []measure
+	for _, m := range ok {
+		if m.CPUKnown {
+			known = append(known, m)
+		}
+	}
+	if len(known) > 0 {
+		st.CPUKnown = true
+		st.UserCPUNsPerMsg = median(known, func(m measure) float64 { return m.UserCPUNsPerMsg })
+		st.SysCPUNsPerMsg = median(known, func(m measure) float64 { return m.SysCPUNsPerMsg })
+	}
 	st.Retries = uint64(med(func(m measure) float64 { return float64(m.Retries) }))
 	main := func(m measure) float64 { return m.TTypicalUs }
 	if bw {
@@ -516,7 +538,11 @@ func printTable(w io.Writer, rows []row) {
 			continue
 		}
 		g, p := r.Gorperf, r.Perftest
-		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%.2f\t%.2f\t", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, r.CPURatio, r.SysCPURatio)
+		cpu := "-\t-\t"
+		if g.CPUKnown && p.CPUKnown {
+			cpu = fmt.Sprintf("%.2f\t%.2f\t", r.CPURatio, r.SysCPURatio)
+		}
+		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%s", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, cpu)
 		if strings.HasSuffix(r.Test, "_bw") {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f MB/s\t%.2f MB/s\t%.3f\t%.3f\t\t\t%s\n", r.Test, r.Bytes, r.QPs, list,
 				g.BWAvgMBps, p.BWAvgMBps, r.BWRatio, r.MsgRateRatio, common)
@@ -528,7 +554,7 @@ func printTable(w io.Writer, rows []row) {
 	tw.Flush()
 	fmt.Fprintln(w, "\nMedians of the runs; ratios gorperf ÷ perftest; spread: (max − min) ÷ median of message rate or t_typical;")
 	fmt.Fprintln(w, "retries: the client device's retransmissions (median); CPU: the client's time per message net of start-up")
-	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest.")
+	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest; \"-\" where the loop's CPU was too small to tell.")
 }
 
 func ratio(a, b float64) float64 {

@@ -75,18 +75,24 @@ func TestNetCPU(t *testing.T) {
 	runs := []measure{
 		{UserCPUNs: 1_100_000, SysCPUNs: 2_200_000, Msgs: 1002},
 		{Err: "failed"},
+		{UserCPUNs: 110_000, SysCPUNs: 210_000, Msgs: 1002}, // loop CPU lost in the noise
 	}
 	netCPU(runs, measure{UserCPUNs: 100_000, SysCPUNs: 200_000, Msgs: 2})
-	if runs[0].UserCPUNsPerMsg != 1000 || runs[0].SysCPUNsPerMsg != 2000 {
-		t.Errorf("net of the baseline: user %v sys %v ns/msg, want 1000 and 2000", runs[0].UserCPUNsPerMsg, runs[0].SysCPUNsPerMsg)
+	if !runs[0].CPUKnown || runs[0].UserCPUNsPerMsg != 1000 || runs[0].SysCPUNsPerMsg != 2000 {
+		t.Errorf("net of the baseline: %+v, want 1000 and 2000 ns/msg", runs[0])
 	}
-	if runs[1].UserCPUNsPerMsg != 0 {
-		t.Error("a failed run got a CPU figure")
+	if runs[1].CPUKnown || runs[2].CPUKnown {
+		t.Error("a failed run, or one with little loop CPU, got a CPU figure")
 	}
-	// Without a baseline: the whole process per message.
+	// Without a baseline, no figure.
 	runs = []measure{{UserCPUNs: 1000, SysCPUNs: 3000, Msgs: 10}}
 	netCPU(runs, measure{Err: "baseline failed"})
-	if runs[0].UserCPUNsPerMsg != 100 || runs[0].SysCPUNsPerMsg != 300 {
-		t.Errorf("no baseline: %v %v", runs[0].UserCPUNsPerMsg, runs[0].SysCPUNsPerMsg)
+	if runs[0].CPUKnown {
+		t.Error("a CPU figure without a baseline")
+	}
+	// summarize takes CPU medians over the runs that have them.
+	st := summarize([]measure{{MsgRateMpps: 1, CPUKnown: true, UserCPUNsPerMsg: 5}, {MsgRateMpps: 1}}, true)
+	if !st.CPUKnown || st.UserCPUNsPerMsg != 5 {
+		t.Errorf("CPU median over known runs: %+v", st.measure)
 	}
 }
