@@ -84,15 +84,17 @@
 //
 // # Busy polling
 //
-// A goroutine that spins on Poll never blocks, so after 10 ms the runtime's
-// monitor thread tries to preempt it. Most of a poller's time is spent in
-// cgo calls, where preemption cannot reach, so the runtime takes its P
-// away instead, the call's return waits to get one back, and the monitor
-// then wakes every 20 µs for a while. Where a post or poll is a system
-// call (soft-RoCE posts through one), that costs a measurable share of the
-// message rate. Call runtime.Gosched about once a millisecond in a polling
-// loop (outside any timed section): it costs a few hundred nanoseconds
-// when nothing else is runnable and keeps the monitor asleep, and unlike
-// GOMAXPROCS=1 or GODEBUG=asyncpreemptoff=1 it touches only the loop.
-// docs/performance.md has the measurements.
+// A goroutine that spins on Poll never blocks, which the Go scheduler
+// handles in two ways worth knowing. After 10 ms on one scheduling tick the
+// runtime's monitor thread tries to preempt it; most of a poller's time is
+// in cgo calls, where preemption cannot reach, so the runtime takes its P
+// away instead and the call's return must get one back. And a goroutine
+// whose P is handed off may resume on another OS thread, and so another
+// CPU, which with soft-RoCE (where posting is a system call that runs the
+// data path) moves the kernel's work away from the poller. Two habits help,
+// both measured in docs/performance.md: lock the polling goroutine to its
+// thread (runtime.LockOSThread), and call runtime.Gosched about once a
+// millisecond, outside any timed section; it costs a few hundred
+// nanoseconds when nothing else is runnable. Unlike GOMAXPROCS=1 or
+// GODEBUG=asyncpreemptoff=1, both touch only the loop.
 package ibverbs

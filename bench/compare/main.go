@@ -107,6 +107,8 @@ type row struct {
 	P99Ratio      float64 `json:"p99_ratio,omitempty"`
 	CPURatio      float64 `json:"user_cpu_ratio,omitempty"`
 	SysCPURatio   float64 `json:"sys_cpu_ratio,omitempty"`
+	// Baselines are the short runs whose CPU time was subtracted: gorperf's, perftest's.
+	Baselines [2]measure `json:"baselines"`
 }
 
 func main() {
@@ -202,12 +204,15 @@ func (c *config) compare(test string, size, qps int, extra ...string) row {
 	}
 	// Start-up costs the same whatever the run's length (and far more
 	// than the messages of a short run under emulation): a baseline run of
-	// a few messages per tool is subtracted from each run's CPU time.
-	baseN := 2 * max(r.PostList, 1)
+	// a few messages per tool is subtracted from each run's CPU time. A
+	// baseline that fails leaves the runs without a CPU figure, and the
+	// JSON says why.
+	baseN := max(5, 2*r.PostList) // perftest takes no fewer than 5
 	pb, _ := c.run(false, test, size, qps, extra, baseN)
 	gb, _ := c.run(true, test, size, qps, append(append([]string{}, extra...), params...), baseN)
 	netCPU(pruns, pb)
 	netCPU(gruns, gb)
+	r.Baselines = [2]measure{gb, pb}
 	r.Params = strings.Join(append(append([]string{}, extra...), params...), " ")
 	bw := strings.HasSuffix(test, "_bw")
 	r.Perftest, r.Gorperf = summarize(pruns, bw), summarize(gruns, bw)
