@@ -62,17 +62,12 @@ func TestCreateCloseCycles(t *testing.T) {
 		cycle()
 	}
 	u1 := rdmatest.Measure(t)
-	t.Logf("%d cycles: fds %d -> %d, RSS %d -> %d -> %d KiB", n, u0.FDs, u1.FDs, u0.RSSKiB, half.RSSKiB, u1.RSSKiB)
+	t.Logf("%d cycles\nbefore: %v\nhalf:   %v\nafter:  %v", n, u0, half, u1)
 	if u1.FDs != u0.FDs {
 		t.Errorf("file descriptors grew from %d to %d", u0.FDs, u1.FDs)
 	}
 	if u1.RDMA != u0.RDMA {
 		t.Errorf("the kernel's RDMA resource counts changed:\n%s->\n%s", u0.RDMA, u1.RDMA)
 	}
-	// 2 MiB over 5,000 cycles is 400 bytes a cycle: less than any object
-	// this cycle makes (the QP's post scratch alone is over 2 KiB), more
-	// than the allocators' noise (seen: up to about 600 KiB).
-	if u1.RSSKiB-half.RSSKiB > 2048 {
-		t.Errorf("RSS grew by %d KiB over the last %d cycles", u1.RSSKiB-half.RSSKiB, n/2)
-	}
+	rdmatest.CheckGrowth(t, half, u1, n/2, "cycles")
 }

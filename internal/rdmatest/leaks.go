@@ -3,6 +3,7 @@
 package rdmatest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -13,12 +14,19 @@ import (
 )
 
 // Usage is what a leak check compares before and after: this process's
-// open file descriptors and resident memory, and the kernel's count of
-// RDMA objects (`rdma resource show`: PDs, CQs, QPs, MRs per device).
+// open file descriptors, its memory, and the kernel's count of RDMA objects
+// (`rdma resource show`: PDs, CQs, QPs, MRs per device).
+//
+// GoHeap and CHeap count live bytes exactly, so a leak check can hold them
+// to a tight bound; RSS also counts what allocators keep for reuse, thread
+// stacks and page cache, which grow to a plateau at their own pace.
 type Usage struct {
-	FDs    int
-	RSSKiB int
-	RDMA   string // "" where the rdma tool is missing
+	FDs     int
+	GoHeap  uint64 // bytes in live Go heap objects, after a GC
+	CHeap   uint64 // bytes malloc has handed out and not had back (mallinfo2)
+	RSSKiB  int    // VmRSS: all resident memory
+	AnonKiB int    // RssAnon: resident memory not backed by a file
+	RDMA    string // "" where the rdma tool is missing
 }
 
 // Measure takes a Usage, after a GC that returns freed heap to the OS so
@@ -27,22 +35,57 @@ func Measure(t testing.TB) Usage {
 	t.Helper()
 	runtime.GC()
 	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := Usage{FDs: len(ents)}
+	u := Usage{FDs: len(ents), GoHeap: ms.HeapAlloc, CHeap: cHeapInUse()}
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "VmRSS:":
 			u.RSSKiB, _ = strconv.Atoi(f[1])
+		case "RssAnon:":
+			u.AnonKiB, _ = strconv.Atoi(f[1])
 		}
 	}
 	if out, err := exec.Command("rdma", "resource", "show").Output(); err == nil {
 		u.RDMA = string(out)
 	}
 	return u
+}
+
+// CheckGrowth fails t if memory grew from a to b, across n iterations of
+// what the test repeats (named in the message, e.g. "cycles"), by more than
+// a leak-free process grows once warm: 64 KiB of Go heap or of C heap, 8 MiB
+// of anonymous RSS. Over 500 iterations, 64 KiB is 128 bytes each, less
+// than any object a verb allocates; the exact heap counts, seen to vary by
+// under 12 KiB, make that bound safe. RSS, which also counts what the
+// allocators keep for reuse, was seen to grow by up to 2 MiB with no leak.
+func CheckGrowth(t testing.TB, a, b Usage, n int, what string) {
+	t.Helper()
+	const heapSlack, rssSlackKiB = 64 << 10, 8 << 10
+	if b.GoHeap > a.GoHeap+heapSlack {
+		t.Errorf("the live Go heap grew by %d bytes over %d %s", b.GoHeap-a.GoHeap, n, what)
+	}
+	if b.CHeap > a.CHeap+heapSlack {
+		t.Errorf("the C heap in use grew by %d bytes over %d %s", b.CHeap-a.CHeap, n, what)
+	}
+	if b.AnonKiB > a.AnonKiB+rssSlackKiB {
+		t.Errorf("anonymous RSS grew by %d KiB over %d %s", b.AnonKiB-a.AnonKiB, n, what)
+	}
+}
+
+// String gives the counts on one line, for a test's log.
+func (u Usage) String() string {
+	return fmt.Sprintf("fds %d, Go heap %d, C heap %d, RSS %d KiB (anonymous %d KiB)", u.FDs, u.GoHeap, u.CHeap, u.RSSKiB, u.AnonKiB)
 }
