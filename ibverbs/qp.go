@@ -177,26 +177,49 @@ func (qp *QP) PD() *PD { return qp.pd }
 // Raw returns the struct ibv_qp pointer, valid until Close.
 func (qp *QP) Raw() unsafe.Pointer { return unsafe.Pointer(qp.c) }
 
-// PostSend posts a list of send work requests, in as few cgo calls as the
-// list allows (one per 256 requests). It does not allocate. If the device
-// refuses a request, the error is a *PostError whose Index says which: the
-// ones before it were posted.
-func (qp *QP) PostSend(wrs []SendWR) error {
+// PostSend posts a list of send work requests (ibv_post_send), in as few
+// cgo calls as the list allows (one per 256 requests). It does not
+// allocate. If the device refuses a request, the error is a *PostError
+// whose Index says which: the ones before it were posted.
+func (qp *QP) PostSend(wrs []SendWR) error { return qp.postSend(wrs, 0) }
+
+// PostSendLists posts wrs as consecutive lists of listLen work requests,
+// one ibv_post_send (one doorbell) per list, like calling PostSend on each
+// list in turn, but with one cgo call for up to 256 requests. With listLen
+// 1 it rings a doorbell per request, as a loop of single posts does, at a
+// fraction of the cost in Go; a list longer than 256 is split. Errors are
+// as PostSend's: a *PostError's Index counts from the start of wrs.
+func (qp *QP) PostSendLists(wrs []SendWR, listLen int) error {
+	if listLen < 1 {
+		return fmt.Errorf("ibv_post_send: list length %d: %w", listLen, syscall.EINVAL)
+	}
+	return qp.postSend(wrs, listLen)
+}
+
+// postSend posts wrs in lists of list requests (0: as long as fit).
+func (qp *QP) postSend(wrs []SendWR, list int) error {
 	if qp.c == nil {
 		return ErrClosed
 	}
 	s := qp.sendS
 	capn := int(s.cap)
 	maxSGE := int(s.max_sge)
-	for base := 0; base < len(wrs); base += capn {
-		chunk := wrs[base:min(base+capn, len(wrs))]
+	step := capn
+	if list > 0 && list < capn {
+		step -= capn % list // no list straddles two cgo calls
+	}
+	for base := 0; base < len(wrs); base += step {
+		chunk := wrs[base:min(base+step, len(wrs))]
 		gs := unsafe.Slice(s.gsend, capn)
 		sges := unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), capn*maxSGE)
 		off := 0
+		var refused error // a request refused here: the ones before it still go
 		for i := range chunk {
 			w := &chunk[i]
 			if len(w.SGL) > maxSGE {
-				return &PostError{Index: base + i, Err: fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)}
+				refused = &PostError{Index: base + i, Err: fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)}
+				chunk = chunk[:i]
+				break
 			}
 			g := &gs[i]
 			g.wr_id = C.uint64_t(w.ID)
@@ -218,8 +241,13 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 			off += copy(sges[off:], w.SGL)
 		}
 		var bad C.int
-		if rc := C.gv_post_send(qp.c, s, C.int(len(chunk)), &bad); rc != 0 {
-			return &PostError{Index: base + int(bad), Err: verbError("ibv_post_send", int(rc))}
+		if len(chunk) > 0 {
+			if rc := C.gv_post_send(qp.c, s, C.int(len(chunk)), C.int(list), &bad); rc != 0 {
+				return &PostError{Index: base + int(bad), Err: verbError("ibv_post_send", int(rc))}
+			}
+		}
+		if refused != nil {
+			return refused
 		}
 	}
 	return nil
@@ -251,10 +279,13 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_sc
 		gs := unsafe.Slice(s.grecv, capn)
 		sges := unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), capn*maxSGE)
 		off := 0
+		var refused error // a request refused here: the ones before it still go
 		for i := range chunk {
 			w := &chunk[i]
 			if len(w.SGL) > maxSGE {
-				return &PostError{Index: base + i, Err: fmt.Errorf("%s: %d SGEs, the queue allows %d: %w", verb, len(w.SGL), maxSGE, syscall.EINVAL)}
+				refused = &PostError{Index: base + i, Err: fmt.Errorf("%s: %d SGEs, the queue allows %d: %w", verb, len(w.SGL), maxSGE, syscall.EINVAL)}
+				chunk = chunk[:i]
+				break
 			}
 			gs[i].wr_id = C.uint64_t(w.ID)
 			gs[i].num_sge = C.uint32_t(len(w.SGL))
@@ -263,13 +294,18 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_sc
 		}
 		var bad C.int
 		var rc C.int
-		if srq != nil {
+		switch {
+		case len(chunk) == 0:
+		case srq != nil:
 			rc = C.gv_post_srq_recv(srq, s, C.int(len(chunk)), &bad)
-		} else {
+		default:
 			rc = C.gv_post_recv(qp, s, C.int(len(chunk)), &bad)
 		}
 		if rc != 0 {
 			return &PostError{Index: base + int(bad), Err: verbError(verb, int(rc))}
+		}
+		if refused != nil {
+			return refused
 		}
 	}
 	return nil

@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
 )
@@ -190,6 +192,51 @@ func TestPostListSGEsInline(t *testing.T) {
 	var pe *ibverbs.PostError
 	if err := p.a.qp.PostSend(bad); !errors.As(err, &pe) || pe.Index != 0 {
 		t.Errorf("PostSend with 9 SGEs = %v, want a PostError at 0", err)
+	}
+}
+
+// TestPostSendLists posts ten writes as lists of three (3, 3, 3, 1), each
+// list its own ibv_post_send in one cgo call, and checks every completion
+// and byte; then a list with a request the QP must refuse, whose requests
+// before it are still posted.
+func TestPostSendLists(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+	src := p.a.buf.Bytes()
+	fill(src[:640], 5)
+	wrs := make([]ibverbs.SendWR, 10)
+	for i := range wrs {
+		wrs[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(i*64, 64)}, RemoteAddr: p.b.mr.Addr() + uint64(4096+i*64), RKey: p.b.mr.RKey()}
+	}
+	if err := p.a.qp.PostSendLists(wrs, 3); err != nil {
+		t.Fatal(err)
+	}
+	for i, wc := range pollN(t, p.a.cq, len(wrs)) {
+		if wc.Status != ibverbs.WCSuccess || wc.Opcode != ibverbs.WCRDMAWrite || wc.WRID != uint64(i) {
+			t.Errorf("completion %d: %+v, want a successful write with wr_id %d", i, wc, i)
+		}
+	}
+	if !bytes.Equal(src[:640], p.b.buf.Bytes()[4096:4096+640]) {
+		t.Error("remote bytes differ")
+	}
+	if err := p.a.qp.PostSendLists(wrs, 0); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("PostSendLists with lists of 0 = %v, want EINVAL", err)
+	}
+
+	bad := append([]ibverbs.SendWR(nil), wrs[:4]...)
+	bad[2].SGL = make([]ibverbs.SGE, 9)
+	var pe *ibverbs.PostError
+	if err := p.a.qp.PostSendLists(bad, 1); !errors.As(err, &pe) || pe.Index != 2 || !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("PostSendLists with 9 SGEs in the third request = %v, want a PostError at 2 wrapping EINVAL", err)
+	}
+	for i, wc := range pollN(t, p.a.cq, 2) {
+		if wc.Status != ibverbs.WCSuccess || wc.WRID != uint64(i) {
+			t.Errorf("completion %d after the refusal: %+v, want wr_id %d", i, wc, i)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if k, _ := p.a.cq.Poll(make([]ibverbs.WC, 4)); k != 0 {
+		t.Errorf("%d completions beyond the two requests before the refused one", k)
 	}
 }
 

@@ -40,19 +40,22 @@ void gv_scratch_free(struct gv_post_scratch *s)
 	free(s);
 }
 
-// Build the ibv_send_wr chain for gsend[0:n] and post it in one call. On
-// failure *bad is the index of the first WR that was not posted.
-int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad)
+// Build ibv_send_wrs for gsend[0:n] and post them in lists of list WRs,
+// one ibv_post_send (one doorbell) per list; list <= 0 means all n in one.
+// On failure *bad is the index of the first WR that was not posted.
+int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int list, int *bad)
 {
 	struct ibv_send_wr *bad_wr = NULL;
-	int i, rc;
+	int i, rc = 0;
 
+	if (list <= 0 || list > n)
+		list = n;
 	for (i = 0; i < n; i++) {
 		struct gv_send_wr *g = &s->gsend[i];
 		struct ibv_send_wr *w = &s->swr[i];
 
 		w->wr_id = g->wr_id;
-		w->next = i + 1 < n ? &s->swr[i + 1] : NULL;
+		w->next = (i + 1) % list && i + 1 < n ? &s->swr[i + 1] : NULL;
 		w->sg_list = g->num_sge ? &s->sge[g->sge_off] : NULL;
 		w->num_sge = g->num_sge;
 		w->opcode = g->opcode;
@@ -81,9 +84,15 @@ int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad)
 			break;
 		}
 	}
-	rc = ibv_post_send(qp, &s->swr[0], &bad_wr);
-	*bad = bad_wr ? (int)(bad_wr - &s->swr[0]) : (rc ? 0 : n);
-	return rc;
+	for (i = 0; i < n; i += list) {
+		rc = ibv_post_send(qp, &s->swr[i], &bad_wr);
+		if (rc) {
+			*bad = bad_wr ? (int)(bad_wr - &s->swr[0]) : i;
+			return rc;
+		}
+	}
+	*bad = n;
+	return 0;
 }
 
 static void build_recv(struct gv_post_scratch *s, int n)

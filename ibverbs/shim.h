@@ -63,7 +63,7 @@ struct gv_post_scratch {
 struct gv_post_scratch *gv_scratch_new(int cap, int max_sge, int send);
 void gv_scratch_free(struct gv_post_scratch *s);
 
-int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad);
+int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int list, int *bad);
 int gv_post_recv(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad);
 int gv_post_srq_recv(struct ibv_srq *srq, struct gv_post_scratch *s, int n, int *bad);
 int gv_poll_cq(struct ibv_cq *cq, int n, struct gv_wc *out);
