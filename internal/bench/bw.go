@@ -81,9 +81,12 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	if dur > 0 {
 		iters = 1<<idBits - 1
 	}
+	// Each QP's requests for a whole TX depth, so that all the room a
+	// poll opens is posted in one call: lists of PostList requests, one
+	// ibv_post_send each, one cgo call for all of them.
 	lists := make([][]ibverbs.SendWR, nqp)
 	for i := range lists {
-		lists[i] = make([]ibverbs.SendWR, pl)
+		lists[i] = make([]ibverbs.SendWR, tx)
 		for j := range lists[i] {
 			lists[i][j] = s.template(i, size)
 		}
@@ -117,36 +120,35 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	}
 	var pc pacer
 	for {
-		// Post while each QP has room. Once stopping, post one more
-		// signalled request where the last ones were unsignalled, so that
-		// their completion is seen.
+		// Fill each QP's room. Once stopping, post one more signalled
+		// request where the last ones were unsignalled, so that their
+		// completion is seen.
 		for i, qp := range s.qps {
-			for posted[i]-done[i] < tx {
-				var n uint64
-				switch {
-				case !stopping && posted[i] < iters:
-					n = min(pl, iters-posted[i], tx-(posted[i]-done[i]))
-				case stopping && lastSig[i] < posted[i]:
-					n = 1
-				}
-				if n == 0 {
-					break
-				}
-				l := lists[i][:n]
-				for j := range l {
-					c := posted[i] + uint64(j) + 1
-					l[j].ID = uint64(i)<<idBits | c
-					l[j].Flags = base
-					if c%mod == 0 || c == iters || stopping {
-						l[j].Flags |= ibverbs.SendSignaled
-						lastSig[i] = c
-					}
-				}
-				if err := qp.PostSend(l); err != nil {
-					return partial(err)
-				}
-				posted[i] += n
+			var n uint64
+			switch room := tx - (posted[i] - done[i]); {
+			case room == 0:
+			case !stopping && posted[i] < iters:
+				n = min(iters-posted[i], room)
+			case stopping && lastSig[i] < posted[i]:
+				n = 1
 			}
+			if n == 0 {
+				continue
+			}
+			l := lists[i][:n]
+			for j := range l {
+				c := posted[i] + uint64(j) + 1
+				l[j].ID = uint64(i)<<idBits | c
+				l[j].Flags = base
+				if c%mod == 0 || c == iters || stopping {
+					l[j].Flags |= ibverbs.SendSignaled
+					lastSig[i] = c
+				}
+			}
+			if err := qp.PostSendLists(l, int(pl)); err != nil {
+				return partial(err)
+			}
+			posted[i] += n
 		}
 		k, err := s.scq.Poll(wcs)
 		if err != nil {
