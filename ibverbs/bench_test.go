@@ -16,13 +16,7 @@ func BenchmarkWritePostPoll(b *testing.B) {
 	for _, batch := range []int{1, 16} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			p := benchPair(b)
-			wrs := make([]ibverbs.SendWR, batch)
-			sgl := []ibverbs.SGE{p.a.mr.SGE(0, 64)}
-			for i := range wrs {
-				wrs[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpRDMAWrite, SGL: sgl,
-					RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}
-			}
-			wrs[batch-1].Flags = ibverbs.SendSignaled
+			wrs := writes(p, batch)
 			wcs := make([]ibverbs.WC, 16)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -30,18 +24,7 @@ func BenchmarkWritePostPoll(b *testing.B) {
 				if err := p.a.qp.PostSend(wrs); err != nil {
 					b.Fatal(err)
 				}
-				for {
-					n, err := p.a.cq.Poll(wcs)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if n > 0 {
-						if err := wcs[0].Err(); err != nil {
-							b.Fatal(err)
-						}
-						break
-					}
-				}
+				pollOne(b, p.a.cq, wcs)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/write")
 		})
@@ -59,13 +42,7 @@ func BenchmarkWriteSinglePosts(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			p := benchPair(b)
 			const n = 16
-			wrs := make([]ibverbs.SendWR, n)
-			sgl := []ibverbs.SGE{p.a.mr.SGE(0, 64)}
-			for i := range wrs {
-				wrs[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpRDMAWrite, SGL: sgl,
-					RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}
-			}
-			wrs[n-1].Flags = ibverbs.SendSignaled
+			wrs := writes(p, n)
 			wcs := make([]ibverbs.WC, 16)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -80,18 +57,7 @@ func BenchmarkWriteSinglePosts(b *testing.B) {
 						}
 					}
 				}
-				for {
-					k, err := p.a.cq.Poll(wcs)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if k > 0 {
-						if err := wcs[0].Err(); err != nil {
-							b.Fatal(err)
-						}
-						break
-					}
-				}
+				pollOne(b, p.a.cq, wcs)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/write")
 		})
@@ -106,6 +72,36 @@ func BenchmarkPollEmpty(b *testing.B) {
 	for b.Loop() {
 		if _, err := p.a.cq.Poll(wcs); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// writes returns n RDMA writes of 64 bytes from p.a to p.b, only the last
+// signalled.
+func writes(p *pair, n int) []ibverbs.SendWR {
+	wrs := make([]ibverbs.SendWR, n)
+	sgl := []ibverbs.SGE{p.a.mr.SGE(0, 64)}
+	for i := range wrs {
+		wrs[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpRDMAWrite, SGL: sgl,
+			RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}
+	}
+	wrs[n-1].Flags = ibverbs.SendSignaled
+	return wrs
+}
+
+// pollOne spins on cq until a completion comes, and fails b unless it
+// succeeded.
+func pollOne(b *testing.B, cq *ibverbs.CQ, wcs []ibverbs.WC) {
+	for {
+		k, err := cq.Poll(wcs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if k > 0 {
+			if err := wcs[0].Err(); err != nil {
+				b.Fatal(err)
+			}
+			return
 		}
 	}
 }
