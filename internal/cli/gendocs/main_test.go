@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 
 // TestCLIReferenceInSync checks that docs/cli is what the commands generate.
 func TestCLIReferenceInSync(t *testing.T) {
-	const committed = "../../docs/cli"
+	const committed = "../../../docs/cli"
 	dir := t.TempDir()
-	if err := GenReference(dir); err != nil {
+	if err := genReference(dir); err != nil {
 		t.Fatal(err)
 	}
 	names := func(d string) []string {
@@ -49,7 +49,7 @@ func TestCLIReferenceInSync(t *testing.T) {
 func TestManPages(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	for _, d := range []string{a, b} {
-		if err := GenManPages(d); err != nil {
+		if err := genManPages(d); err != nil {
 			t.Fatal(err)
 		}
 	}
