@@ -4,6 +4,9 @@ package main
 
 import (
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -94,5 +97,29 @@ func TestNetCPU(t *testing.T) {
 	st := summarize([]measure{{MsgRateMpps: 1, CPUKnown: true, UserCPUNsPerMsg: 5}, {MsgRateMpps: 1}}, true)
 	if !st.CPUKnown || st.UserCPUNsPerMsg != 5 {
 		t.Errorf("CPU median over known runs: %+v", st.measure)
+	}
+}
+
+// TestLocalCopy checks that the copy of a binary has its bytes and can be
+// run, and that cleaning up removes it.
+func TestLocalCopy(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "tool")
+	if err := os.WriteFile(src, []byte("#!/bin/sh\necho copied\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, cleanup, err := localCopy(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin).Output()
+	if err != nil || string(out) != "copied\n" {
+		t.Errorf("running the copy: %q, %v", out, err)
+	}
+	cleanup()
+	if _, err := os.Stat(filepath.Dir(bin)); !os.IsNotExist(err) {
+		t.Errorf("after cleanup, %s: %v, want it gone", filepath.Dir(bin), err)
+	}
+	if _, _, err := localCopy(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("copying a missing file succeeded")
 	}
 }
