@@ -79,6 +79,9 @@
 // PostSend, PostRecv and Poll do not allocate. A list of work requests is
 // posted with one cgo call (per 256), and Poll fills a caller-owned []WC
 // with one cgo call; C-side arrays owned by each QP hold the requests.
+// PostSendLists posts many lists, or many requests each with its own
+// doorbell, in one cgo call too: a loop that posts one request at a time
+// can post all the room a poll opened at once.
 // Waiting for completions (CQ.Wait) and async events (Context.Events) goes
 // through the Go netpoller, so a waiting goroutine holds no OS thread.
 //
