@@ -197,8 +197,8 @@ func TestPostListSGEsInline(t *testing.T) {
 
 // TestPostSendLists posts ten writes as lists of three (3, 3, 3, 1), each
 // list its own ibv_post_send in one cgo call, and checks every completion
-// and byte; then a list with a request the QP must refuse, whose requests
-// before it are still posted.
+// and byte; then lists of sends and of receives with a request the QP must
+// refuse, whose requests before it are still posted.
 func TestPostSendLists(t *testing.T) {
 	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
 	src := p.a.buf.Bytes()
@@ -237,6 +237,21 @@ func TestPostSendLists(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if k, _ := p.a.cq.Poll(make([]ibverbs.WC, 4)); k != 0 {
 		t.Errorf("%d completions beyond the two requests before the refused one", k)
+	}
+
+	// The same rule for receives: the one before the refused one is posted,
+	// and a send lands in it.
+	recvs := []ibverbs.RecvWR{{ID: 70, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}, {ID: 71, SGL: make([]ibverbs.SGE, 9)}}
+	if err := p.b.qp.PostRecv(recvs); !errors.As(err, &pe) || pe.Index != 1 {
+		t.Fatalf("PostRecv with 9 SGEs in the second request = %v, want a PostError at 1", err)
+	}
+	send := []ibverbs.SendWR{{ID: 80, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled, SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}}}
+	if err := p.a.qp.PostSend(send); err != nil {
+		t.Fatal(err)
+	}
+	pollOK(t, p.a.cq, ibverbs.WCSend)
+	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != 70 {
+		t.Errorf("the send landed in receive %d, want 70", wc.WRID)
 	}
 }
 
