@@ -15,7 +15,10 @@
 //
 // `make compare` runs it inside the soft-RoCE VM (server on rxe0, client on
 // rxe1, across a veth pair) where the host has no RDMA device, and on the
-// host's devices where it has them:
+// host's devices where it has them. There, without -server-dev, it asks
+// `gorperf devices --json` and takes the first two devices whose port 1 is
+// active with a RoCE v2 GID over IPv4 (one such device serves both sides,
+// looping back through its port); or name them:
 //
 //	go run ./bench/compare -server-dev mlx5_0 -client-dev mlx5_1 -addr 198.18.0.1 -server-gid 3 -client-gid 3
 package main
@@ -141,8 +144,15 @@ func main() {
 		c.env = append(c.env, "GODEBUG="+*godebug)
 	}
 	if c.serverDev == "" {
-		fmt.Fprintln(os.Stderr, "compare: no device: pass -server-dev and -client-dev (or run in the rxe VM)")
-		os.Exit(2)
+		// No device named and not in the rxe VM: the host's own.
+		p, err := pickFromGorperf(c.gorperf)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			fmt.Fprintln(os.Stderr, "compare: name the devices with -server-dev, -client-dev, -addr, -server-gid and -client-gid (or run in the rxe VM)")
+			os.Exit(2)
+		}
+		c.serverDev, c.clientDev, c.serverGID, c.clientGID, c.addr = p.serverDev, p.clientDev, p.serverGID, p.clientGID, p.addr
+		fmt.Fprintf(os.Stderr, "compare: %s; server address %s, GID indexes %d and %d\n", p.why, p.addr, p.serverGID, p.clientGID)
 	}
 	// perftest's binaries come from a page-cached file system; gorperf's
 	// may not (in the VM the checkout is a 9p share without a page cache,
