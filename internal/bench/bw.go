@@ -25,6 +25,11 @@ type sideResult struct {
 
 const idBits = 48
 
+// postBatch bounds the requests of one PostSendLists call in the bandwidth
+// loop: ibverbs posts up to 256 per cgo call, and a TX depth of thousands
+// on many QPs should not mean as many request templates in memory.
+const postBatch = 256
+
 // sendOpcode is the operation a bandwidth or latency test posts.
 func sendOpcode(t exchange.Test, a exchange.AtomicOp) ibverbs.Opcode {
 	switch t {
@@ -81,12 +86,14 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	if dur > 0 {
 		iters = 1<<idBits - 1
 	}
-	// Each QP's requests for a whole TX depth, so that all the room a
-	// poll opens is posted in one call: lists of PostList requests, one
-	// ibv_post_send each, one cgo call for all of them.
+	// Each QP's requests for one PostSendLists call: as many whole lists
+	// of PostList requests (one ibv_post_send each) as fit in postBatch,
+	// and no more than the TX depth, so that the room a poll opens is
+	// posted in one cgo call, or a few where it is large.
+	batch := min(tx, max(postBatch/pl, 1)*pl)
 	lists := make([][]ibverbs.SendWR, nqp)
 	for i := range lists {
-		lists[i] = make([]ibverbs.SendWR, tx)
+		lists[i] = make([]ibverbs.SendWR, batch)
 		for j := range lists[i] {
 			lists[i][j] = s.template(i, size)
 		}
@@ -124,31 +131,33 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		// request where the last ones were unsignalled, so that their
 		// completion is seen.
 		for i, qp := range s.qps {
-			var n uint64
-			switch room := tx - (posted[i] - done[i]); {
-			case room == 0:
-			case !stopping && posted[i] < iters:
-				n = min(iters-posted[i], room)
-			case stopping && lastSig[i] < posted[i]:
-				n = 1
-			}
-			if n == 0 {
-				continue
-			}
-			l := lists[i][:n]
-			for j := range l {
-				c := posted[i] + uint64(j) + 1
-				l[j].ID = uint64(i)<<idBits | c
-				l[j].Flags = base
-				if c%mod == 0 || c == iters || stopping {
-					l[j].Flags |= ibverbs.SendSignaled
-					lastSig[i] = c
+			for {
+				var n uint64
+				switch room := tx - (posted[i] - done[i]); {
+				case room == 0:
+				case !stopping && posted[i] < iters:
+					n = min(iters-posted[i], room, batch)
+				case stopping && lastSig[i] < posted[i]:
+					n = 1
 				}
+				if n == 0 {
+					break
+				}
+				l := lists[i][:n]
+				for j := range l {
+					c := posted[i] + uint64(j) + 1
+					l[j].ID = uint64(i)<<idBits | c
+					l[j].Flags = base
+					if c%mod == 0 || c == iters || stopping {
+						l[j].Flags |= ibverbs.SendSignaled
+						lastSig[i] = c
+					}
+				}
+				if err := qp.PostSendLists(l, int(pl)); err != nil {
+					return partial(err)
+				}
+				posted[i] += n
 			}
-			if err := qp.PostSendLists(l, int(pl)); err != nil {
-				return partial(err)
-			}
-			posted[i] += n
 		}
 		k, err := s.scq.Poll(wcs)
 		if err != nil {
