@@ -26,6 +26,27 @@ type Context struct {
 	mu     sync.Mutex
 	objs   map[unsafe.Pointer]any // QPs, CQs and SRQs by C pointer, for async events
 	events *eventLoop
+
+	rdMu       sync.Mutex
+	rdKnown    bool
+	rdAtom     int // max_qp_rd_atom: reads and atomics a QP serves at once
+	rdInitAtom int // max_qp_init_rd_atom: reads and atomics a QP may issue at once
+}
+
+// rdAtomicLimits returns the device's max_qp_rd_atom and
+// max_qp_init_rd_atom. RC set-up needs them in Endpoint, ToRTR and ToRTS;
+// they do not change, so the device is queried once per Context.
+func (c *Context) rdAtomicLimits() (resp, init int, err error) {
+	c.rdMu.Lock()
+	defer c.rdMu.Unlock()
+	if !c.rdKnown {
+		da, err := c.QueryDevice()
+		if err != nil {
+			return 0, 0, err
+		}
+		c.rdAtom, c.rdInitAtom, c.rdKnown = da.MaxQPRdAtom, da.MaxQPInitRdAtom, true
+	}
+	return c.rdAtom, c.rdInitAtom, nil
 }
 
 // Name returns the device's name, e.g. "mlx5_0" or "rxe0".

@@ -218,19 +218,19 @@ func (p *ConnParams) fill(qp *QP) error {
 		p.HopLimit = 64
 	}
 	if qp.typ == QPTypeRC && (p.MaxRdAtomic == 0 || p.MaxDestRdAtomic == 0) {
-		da, err := qp.pd.ctx.QueryDevice()
+		resp, init, err := qp.pd.ctx.rdAtomicLimits()
 		if err != nil {
 			return err
 		}
 		if p.MaxDestRdAtomic == 0 {
-			p.MaxDestRdAtomic = rdAtomic(da.MaxQPRdAtom)
+			p.MaxDestRdAtomic = rdAtomic(resp)
 		}
 		if p.MaxRdAtomic == 0 {
 			peer := 16 // unknown: a depth every RC device accepts
 			if qp.peerRdAtomic > 0 {
 				peer = int(qp.peerRdAtomic)
 			}
-			p.MaxRdAtomic = rdAtomic(min(da.MaxQPInitRdAtom, peer))
+			p.MaxRdAtomic = rdAtomic(min(init, peer))
 		}
 	}
 	return nil
@@ -356,11 +356,11 @@ func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
 	}
 	e := Endpoint{QPN: qp.num, PSN: qp.psn, LID: pa.LID, MTU: pa.ActiveMTU, Port: uint8(port), QKey: defaultQKey}
 	if qp.typ == QPTypeRC {
-		da, err := ctx.QueryDevice()
+		resp, _, err := ctx.rdAtomicLimits()
 		if err != nil {
 			return Endpoint{}, err
 		}
-		e.RdAtomic = rdAtomic(da.MaxQPRdAtom)
+		e.RdAtomic = rdAtomic(resp)
 	}
 	if pa.LinkLayer == LinkLayerEthernet || gidIndex > 0 {
 		g, err := ctx.QueryGID(port, gidIndex)
