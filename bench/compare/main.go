@@ -8,8 +8,9 @@
 //
 // Each case runs both tools -reps times, alternating which goes first, and
 // compares medians. gorperf is given the TX depth, CQ moderation, inline
-// size, MTU and outstanding reads that perftest's header says it used, since perftest picks
-// some of them by device. For each run it records the client's user and
+// size, MTU and outstanding reads that perftest's header says it used,
+// since perftest picks some of them by device. For each run it records the
+// client's user and
 // system CPU time and the port counters that changed, among them the
 // retransmissions, which explain most of the noise on soft-RoCE.
 //
@@ -480,7 +481,7 @@ func (c *config) run(gorperf bool, test string, size, qps int, extra []string, n
 	}
 	m.UserCPUNs = cli.ProcessState.UserTime().Nanoseconds()
 	m.SysCPUNs = cli.ProcessState.SystemTime().Nanoseconds()
-	m.Msgs = int(msgs)
+	m.Msgs = msgs
 	m.Counters = delta
 	for _, name := range retryCounters {
 		m.Retries += delta[c.clientDev+"/"+name]

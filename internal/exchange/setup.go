@@ -31,8 +31,7 @@ const qpInfoLen = 4 + 4 + 4 + 2 + 16 + 1 + 4 + 1 + 1 + 1 + 4 + 8 + 8
 // AppendPayload appends count uint16 and count QPInfos, each: QPN, PSN,
 // QKey uint32, LID uint16, GID [16]byte, GID index uint8, GID type uint32,
 // MTU uint8, port uint8, RdAtomic uint8, rkey uint32, addr uint64, len
-// uint64. AppendFrame
-// refuses a Setup of more than MaxSetupQPs.
+// uint64. AppendFrame refuses a Setup of more than MaxSetupQPs.
 func (s Setup) AppendPayload(b []byte) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(min(len(s.QPs), math.MaxUint16)))
 	for _, q := range s.QPs {
