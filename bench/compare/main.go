@@ -10,9 +10,9 @@
 // compares medians. gorperf is given the TX depth, CQ moderation, inline
 // size, MTU and outstanding reads that perftest's header says it used,
 // since perftest picks some of them by device. For each run it records the
-// client's user and
-// system CPU time and the port counters that changed, among them the
-// retransmissions, which explain most of the noise on soft-RoCE.
+// client's user and system CPU time and the port counters that changed,
+// among them the retransmissions, which explain most of the noise on
+// soft-RoCE.
 //
 // `make compare` runs it inside the soft-RoCE VM (server on rxe0, client on
 // rxe1, across a veth pair) where the host has no RDMA device, and on the
