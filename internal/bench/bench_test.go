@@ -4,6 +4,7 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"runtime"
 	"sync/atomic"
@@ -57,22 +58,31 @@ func TestLoopbackAllTests(t *testing.T) {
 		test exchange.Test
 		conn ibverbs.QPType
 		size uint32
+		rx   uint32 // RX depth, if not 64
 	}{
-		{exchange.WriteBW, ibverbs.QPTypeRC, 4096},
-		{exchange.WriteBW, ibverbs.QPTypeUC, 4096},
-		{exchange.ReadBW, ibverbs.QPTypeRC, 4096},
-		{exchange.SendBW, ibverbs.QPTypeRC, 4096},
-		{exchange.SendBW, ibverbs.QPTypeUD, 512},
-		{exchange.AtomicBW, ibverbs.QPTypeRC, 8},
-		{exchange.WriteLat, ibverbs.QPTypeRC, 64},
-		{exchange.ReadLat, ibverbs.QPTypeRC, 64},
-		{exchange.SendLat, ibverbs.QPTypeRC, 64},
-		{exchange.SendLat, ibverbs.QPTypeUD, 64},
-		{exchange.AtomicLat, ibverbs.QPTypeRC, 8},
+		{exchange.WriteBW, ibverbs.QPTypeRC, 4096, 0},
+		{exchange.WriteBW, ibverbs.QPTypeUC, 4096, 0},
+		{exchange.ReadBW, ibverbs.QPTypeRC, 4096, 0},
+		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0},
+		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0},
+		{exchange.AtomicBW, ibverbs.QPTypeRC, 8, 0},
+		{exchange.WriteLat, ibverbs.QPTypeRC, 64, 0},
+		{exchange.ReadLat, ibverbs.QPTypeRC, 64, 0},
+		{exchange.SendLat, ibverbs.QPTypeRC, 64, 0},
+		{exchange.SendLat, ibverbs.QPTypeUD, 64, 0},
+		{exchange.SendLat, ibverbs.QPTypeRC, 64, 1}, // no spare receive: replaced before the send
+		{exchange.AtomicLat, ibverbs.QPTypeRC, 8, 0},
 	} {
-		t.Run(tc.test.String()+"/"+tc.conn.String(), func(t *testing.T) {
+		name := tc.test.String() + "/" + tc.conn.String()
+		if tc.rx != 0 {
+			name += fmt.Sprintf("/rx=%d", tc.rx)
+		}
+		t.Run(name, func(t *testing.T) {
 			spec := exchange.TestSpec{Test: tc.test, ConnType: tc.conn, Size: tc.size, Iterations: 200,
 				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, ValidateData: true}
+			if tc.rx != 0 {
+				spec.RXDepth = tc.rx
+			}
 			if tc.test.IsLatency() {
 				spec.TXDepth, spec.CQModeration = 1, 1
 			}

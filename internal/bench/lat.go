@@ -158,9 +158,16 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 	out := samples(iters, dur)
 	start := time.Now()
 	deadline := start.Add(dur)
+	// With spare receives posted (-r over 1, the default), the one an
+	// iteration used is replaced after its send, off the round trip;
+	// with one, it must be replaced before the peer can send again.
+	late := s.spec.RXDepth > 1
 	wait := func() error {
 		if _, err := s.waitCQ(ctx, s.rcq, wcs); err != nil {
 			return err
+		}
+		if late {
+			return nil
 		}
 		return s.qps[0].PostRecv(recv)
 	}
@@ -181,6 +188,11 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 				return sideResult{}, err
 			}
 			out = append(out, float64(time.Since(t0).Nanoseconds())/2)
+		}
+		if late {
+			if err := s.qps[0].PostRecv(recv); err != nil {
+				return sideResult{}, err
+			}
 		}
 		if _, err := s.waitSend(ctx, wcs); err != nil {
 			return sideResult{}, err

@@ -115,10 +115,7 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 		o.CQMod = min(o.CQMod, o.TXDepth)
 	}
 	if !set("rx-depth") {
-		o.RXDepth = 512
-		if lat {
-			o.RXDepth = 1
-		}
+		o.RXDepth = 512 // latency tests too: send_lat keeps spare receives
 		if iterations && o.Iters > 0 && uint64(o.RXDepth) > o.Iters {
 			o.RXDepth = uint32(o.Iters)
 		}
