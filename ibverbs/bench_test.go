@@ -35,18 +35,19 @@ func BenchmarkWritePostPoll(b *testing.B) {
 // ibv_post_send (a doorbell each, as with perftest's default post list of
 // 1), the last signalled, and polls its completion: "loop" calls PostSend
 // 16 times, "lists" makes one PostSendLists call. The difference is the
-// cost of 15 cgo calls and their Go-side set-up. ns/write is per write;
-// allocs/op must be 0.
+// cost of 15 cgo calls and their Go-side set-up. "wr_api" is "lists" on a
+// QP that posts through the ibv_wr_* API (QPInit.WRAPI). ns/write is per
+// write; allocs/op must be 0.
 func BenchmarkWriteSinglePosts(b *testing.B) {
-	for _, mode := range []string{"loop", "lists"} {
+	for _, mode := range []string{"loop", "lists", "wr_api"} {
 		b.Run(mode, func(b *testing.B) {
-			p := benchPair(b)
+			p := newPair(b, pairOpts{typ: ibverbs.QPTypeRC, wrapi: mode == "wr_api"})
 			const n = 16
 			wrs := writes(p, n)
 			wcs := make([]ibverbs.WC, 16)
 			b.ReportAllocs()
 			for b.Loop() {
-				if mode == "lists" {
+				if mode != "loop" {
 					if err := p.a.qp.PostSendLists(wrs, 1); err != nil {
 						b.Fatal(err)
 					}

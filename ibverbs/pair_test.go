@@ -27,6 +27,7 @@ type pairOpts struct {
 	typ    ibverbs.QPType
 	params ibverbs.ConnParams
 	cap    ibverbs.QPCap
+	wrapi  bool // post sends through the ibv_wr_* API
 }
 
 // pair is two QPs of one type on the test device, connected to each other.
@@ -58,8 +59,14 @@ func newSide(t testing.TB, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq
 	if c.MaxSendWR == 0 {
 		c = ibverbs.QPCap{MaxSendWR: 128, MaxRecvWR: 128, MaxSendSGE: 4, MaxRecvSGE: 4}
 	}
-	if s.qp, err = pd.CreateQP(ibverbs.QPInit{Type: o.typ, SendCQ: s.cq, SRQ: srq, Cap: c}); err != nil {
+	if s.qp, err = pd.CreateQP(ibverbs.QPInit{Type: o.typ, SendCQ: s.cq, SRQ: srq, Cap: c, WRAPI: o.wrapi}); err != nil {
+		if o.wrapi && errors.Is(err, errors.ErrUnsupported) {
+			t.Skipf("%s has no ibv_wr_* API: %v", ctx.Name(), err)
+		}
 		t.Fatal(err)
+	}
+	if s.qp.WRAPI() != o.wrapi {
+		t.Fatalf("QP.WRAPI() = %v, want %v", s.qp.WRAPI(), o.wrapi)
 	}
 	t.Cleanup(func() { closeOK(t, s.qp) })
 	if s.ep, err = s.qp.Endpoint(port, gid); err != nil {

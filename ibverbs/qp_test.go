@@ -19,8 +19,10 @@ func fill(b []byte, seed byte) {
 	}
 }
 
-func TestRCSend(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+func TestRCSend(t *testing.T) { bothPostPaths(t, testRCSend) }
+
+func testRCSend(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC})
 	const n = 3000 // more than one 1024-byte MTU
 	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 7, SGL: []ibverbs.SGE{p.b.mr.SGE(0, n)}}}); err != nil {
 		t.Fatal(err)
@@ -43,8 +45,10 @@ func TestRCSend(t *testing.T) {
 	}
 }
 
-func TestRCSendWithImm(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+func TestRCSendWithImm(t *testing.T) { bothPostPaths(t, testRCSendWithImm) }
+
+func testRCSendWithImm(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC})
 	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +68,10 @@ func TestRCSendWithImm(t *testing.T) {
 	}
 }
 
-func TestRCWrite(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+func TestRCWrite(t *testing.T) { bothPostPaths(t, testRCWrite) }
+
+func testRCWrite(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC})
 	src := p.a.buf.Bytes()[100:4196]
 	fill(src, 3)
 	err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: 5, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
@@ -82,8 +88,10 @@ func TestRCWrite(t *testing.T) {
 	}
 }
 
-func TestRCWriteWithImm(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+func TestRCWriteWithImm(t *testing.T) { bothPostPaths(t, testRCWriteWithImm) }
+
+func testRCWriteWithImm(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC})
 	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 3}}); err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +111,10 @@ func TestRCWriteWithImm(t *testing.T) {
 	}
 }
 
-func TestRCRead(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+func TestRCRead(t *testing.T) { bothPostPaths(t, testRCRead) }
+
+func testRCRead(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC})
 	fill(p.b.buf.Bytes()[:5000], 11)
 	err := p.a.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpRDMARead, Flags: ibverbs.SendSignaled,
 		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 5000)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
@@ -119,8 +129,10 @@ func TestRCRead(t *testing.T) {
 	}
 }
 
-func TestRCAtomics(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+func TestRCAtomics(t *testing.T) { bothPostPaths(t, testRCAtomics) }
+
+func testRCAtomics(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC})
 	remote := p.b.buf.Bytes()[64:72]
 	local := p.a.buf.Bytes()[0:8]
 	ne := binary.NativeEndian
@@ -154,8 +166,22 @@ func TestRCAtomics(t *testing.T) {
 
 // TestPostListSGEsInline posts, in one call, a list of writes mixing
 // several SGEs, inline data and unsignalled requests, and checks every byte.
-func TestPostListSGEsInline(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, cap: ibverbs.QPCap{MaxSendWR: 64, MaxRecvWR: 16, MaxSendSGE: 3, MaxRecvSGE: 1, MaxInline: 128}})
+func TestPostListSGEsInline(t *testing.T) { bothPostPaths(t, testPostListSGEsInline) }
+
+func testPostListSGEsInline(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC, cap: ibverbs.QPCap{MaxSendWR: 64, MaxRecvWR: 16, MaxSendSGE: 3, MaxRecvSGE: 1, MaxInline: 128}})
+	// rxe's ibv_wr_set_sge_list in rdma-core before commit 406cd2ad0
+	// (Debian 12 has 44.0) counts the first SGE's length once per SGE: a
+	// provider bug that no caller can work around, so on rxe the ibv_wr_*
+	// run gathers only inline data (which the binding gathers itself).
+	da, err := p.ctx.QueryDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buggyWRSGEList := da.VendorID == 0xffffff // soft-RoCE
+	if wrapi && buggyWRSGEList {
+		t.Log("rxe: requests with several SGEs left out of the ibv_wr_* run (rdma-core bug fixed in 406cd2ad0)")
+	}
 	if p.a.qp.Cap().MaxInline < 128 || p.a.qp.Cap().MaxSendSGE < 3 {
 		t.Fatalf("granted %+v", p.a.qp.Cap())
 	}
@@ -170,6 +196,9 @@ func TestPostListSGEsInline(t *testing.T) {
 		switch i % 3 {
 		case 0: // three SGEs gathered into 100 contiguous remote bytes
 			wrs[i].SGL = []ibverbs.SGE{p.a.mr.SGE(off, 30), p.a.mr.SGE(off+30, 30), p.a.mr.SGE(off+60, 40)}
+			if wrapi && buggyWRSGEList {
+				wrs[i].SGL = []ibverbs.SGE{p.a.mr.SGE(off, 100)}
+			}
 		case 1: // inline
 			wrs[i].SGL = []ibverbs.SGE{p.a.mr.SGE(off, 60), p.a.mr.SGE(off+60, 40)}
 			wrs[i].Flags = ibverbs.SendInline
@@ -184,8 +213,10 @@ func TestPostListSGEsInline(t *testing.T) {
 	if wc := pollOK(t, p.a.cq, ibverbs.WCRDMAWrite); wc.WRID != n-1 {
 		t.Errorf("completion for wr_id %d, want %d (only the last is signalled)", wc.WRID, n-1)
 	}
-	if !bytes.Equal(src[:n*100], p.b.buf.Bytes()[:n*100]) {
-		t.Error("remote bytes differ")
+	for i := range n {
+		if got, want := p.b.buf.Bytes()[i*100:i*100+100], src[i*100:i*100+100]; !bytes.Equal(got, want) {
+			t.Errorf("request %d (%v, %d SGEs): the remote bytes differ", i, wrs[i].Flags, len(wrs[i].SGL))
+		}
 	}
 	// Too many SGEs for the QP: refused before anything reaches the device.
 	bad := []ibverbs.SendWR{{Opcode: ibverbs.OpRDMAWrite, SGL: make([]ibverbs.SGE, 9)}}
@@ -199,8 +230,10 @@ func TestPostListSGEsInline(t *testing.T) {
 // list its own ibv_post_send in one cgo call, and checks every completion
 // and byte; then lists of sends and of receives with a request the QP must
 // refuse, whose requests before it are still posted.
-func TestPostSendLists(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+func TestPostSendLists(t *testing.T) { bothPostPaths(t, testPostSendLists) }
+
+func testPostSendLists(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC})
 	src := p.a.buf.Bytes()
 	fill(src[:640], 5)
 	wrs := make([]ibverbs.SendWR, 10)
@@ -255,8 +288,10 @@ func TestPostSendLists(t *testing.T) {
 	}
 }
 
-func TestUC(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeUC})
+func TestUC(t *testing.T) { bothPostPaths(t, testUC) }
+
+func testUC(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeUC})
 	fill(p.a.buf.Bytes()[:2048], 31)
 	err := p.a.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
 		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 2048)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
@@ -269,8 +304,10 @@ func TestUC(t *testing.T) {
 	waitFor(t, func() bool { return bytes.Equal(p.a.buf.Bytes()[:2048], p.b.buf.Bytes()[:2048]) })
 }
 
-func TestUD(t *testing.T) {
-	p := newPair(t, pairOpts{typ: ibverbs.QPTypeUD})
+func TestUD(t *testing.T) { bothPostPaths(t, testUD) }
+
+func testUD(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeUD})
 	const grh, n = 40, 512
 	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 9, SGL: []ibverbs.SGE{p.b.mr.SGE(0, grh+n)}}}); err != nil {
 		t.Fatal(err)
@@ -372,5 +409,40 @@ func TestRdAtomicNegotiation(t *testing.T) {
 	}
 	if !bytes.Equal(q.a.buf.Bytes()[:512], q.b.buf.Bytes()[:512]) {
 		t.Error("read bytes differ")
+	}
+}
+
+// bothPostPaths runs a test once with ibv_post_send and once with the
+// ibv_wr_* API (QPInit.WRAPI). The second is skipped where the provider
+// does not have the API.
+func bothPostPaths(t *testing.T, test func(t *testing.T, wrapi bool)) {
+	t.Run("post_send", func(t *testing.T) { test(t, false) })
+	t.Run("wr_api", func(t *testing.T) { test(t, true) })
+}
+
+// A QP made for the ibv_wr_* API refuses, before the device sees it, an
+// opcode it was not created with; the requests before it are posted.
+func TestWRAPIRefusesOtherOpcodes(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, wrapi: true})
+	copy(p.a.buf.Bytes(), "wr api")
+	ok := ibverbs.SendWR{ID: 1, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 6)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}
+	inv := ibverbs.SendWR{ID: 2, Opcode: ibverbs.OpLocalInv}
+	var pe *ibverbs.PostError
+	err := p.a.qp.PostSend([]ibverbs.SendWR{ok, inv})
+	if !errors.As(err, &pe) || pe.Index != 1 || !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("PostSend(write, local invalidate) = %v, want a PostError at 1 with EINVAL", err)
+	}
+	if wc := pollOK(t, p.a.cq, ibverbs.WCRDMAWrite); wc.WRID != 1 {
+		t.Errorf("completion for request %d, want 1", wc.WRID)
+	}
+	if got := string(p.b.buf.Bytes()[:6]); got != "wr api" {
+		t.Errorf("the peer holds %q, want %q", got, "wr api")
+	}
+	if err := p.a.qp.PostSendLists([]ibverbs.SendWR{ok, ok, inv}, 1); !errors.As(err, &pe) || pe.Index != 2 {
+		t.Fatalf("PostSendLists(write, write, local invalidate) = %v, want a PostError at 2", err)
+	}
+	if n := len(pollN(t, p.a.cq, 2)); n != 2 {
+		t.Errorf("%d completions, want 2", n)
 	}
 }

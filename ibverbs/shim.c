@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct gv_post_scratch *gv_scratch_new(int cap, int max_sge, int send)
 {
@@ -93,6 +94,136 @@ int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int list, 
 	}
 	*bad = n;
 	return 0;
+}
+
+// wr_set_inline sets a request's inline data from its SGEs. Several are
+// gathered here into one buffer when they fit, since rxe before rdma-core
+// commit 1e8ed0aff loses the length of an inline list.
+static void wr_set_inline(struct ibv_qp_ex *qx, const struct ibv_sge *sge, uint32_t n)
+{
+	char buf[1024];
+	struct ibv_data_buf bufs[n ? n : 1];
+	size_t len = 0;
+	uint32_t k;
+
+	if (n == 1) {
+		ibv_wr_set_inline_data(qx, (void *)(uintptr_t)sge[0].addr, sge[0].length);
+		return;
+	}
+	for (k = 0; k < n; k++)
+		len += sge[k].length;
+	if (len <= sizeof(buf)) {
+		for (len = 0, k = 0; k < n; len += sge[k].length, k++)
+			memcpy(buf + len, (void *)(uintptr_t)sge[k].addr, sge[k].length);
+		ibv_wr_set_inline_data(qx, buf, len);
+		return;
+	}
+	for (k = 0; k < n; k++) {
+		bufs[k].addr = (void *)(uintptr_t)sge[k].addr;
+		bufs[k].length = sge[k].length;
+	}
+	ibv_wr_set_inline_data_list(qx, n, bufs);
+}
+
+// Post gsend[0:n] through the ibv_wr_* API of a QP created with
+// send_ops_flags: one ibv_wr_start ... ibv_wr_complete (one doorbell) per
+// list of list WRs; list <= 0 means all n in one. A list that fails is not
+// posted at all, so on failure *bad is the index of its first WR. The
+// caller has checked that each opcode is one the QP was created with.
+int gv_wr_post(struct ibv_qp_ex *qx, struct gv_post_scratch *s, int n, int list, int *bad)
+{
+	int i, j, rc;
+
+	if (list <= 0 || list > n)
+		list = n;
+	for (i = 0; i < n; i += list) {
+		int end = i + list < n ? i + list : n;
+
+		ibv_wr_start(qx);
+		for (j = i; j < end; j++) {
+			struct gv_send_wr *g = &s->gsend[j];
+			struct ibv_sge *sge = &s->sge[g->sge_off];
+
+			qx->wr_id = g->wr_id;
+			qx->wr_flags = g->send_flags; // rxe reads IBV_SEND_INLINE here too
+			switch (g->opcode) {
+			case IBV_WR_RDMA_WRITE:
+				ibv_wr_rdma_write(qx, g->rkey, g->remote_addr);
+				break;
+			case IBV_WR_RDMA_WRITE_WITH_IMM:
+				ibv_wr_rdma_write_imm(qx, g->rkey, g->remote_addr, htonl(g->imm_data));
+				break;
+			case IBV_WR_SEND:
+				ibv_wr_send(qx);
+				break;
+			case IBV_WR_SEND_WITH_IMM:
+				ibv_wr_send_imm(qx, htonl(g->imm_data));
+				break;
+			case IBV_WR_RDMA_READ:
+				ibv_wr_rdma_read(qx, g->rkey, g->remote_addr);
+				break;
+			case IBV_WR_ATOMIC_CMP_AND_SWP:
+				ibv_wr_atomic_cmp_swp(qx, g->rkey, g->remote_addr, g->compare_add, g->swap);
+				break;
+			case IBV_WR_ATOMIC_FETCH_AND_ADD:
+				ibv_wr_atomic_fetch_add(qx, g->rkey, g->remote_addr, g->compare_add);
+				break;
+			default:
+				ibv_wr_abort(qx);
+				*bad = i;
+				return EINVAL;
+			}
+			if (g->ah)
+				ibv_wr_set_ud_addr(qx, g->ah, g->remote_qpn, g->remote_qkey);
+			if (g->send_flags & IBV_SEND_INLINE)
+				wr_set_inline(qx, sge, g->num_sge);
+			else {
+				ibv_wr_set_sge_list(qx, g->num_sge, g->num_sge ? sge : NULL);
+			}
+		}
+		rc = ibv_wr_complete(qx);
+		if (rc) {
+			*bad = i;
+			return rc;
+		}
+	}
+	*bad = n;
+	return 0;
+}
+
+// ibv_create_qp_ex with the attributes of ibv_create_qp and send_ops_flags,
+// so that the QP takes the ibv_wr_* API. The granted capacities are written
+// back into a->cap, as ibv_create_qp does. On failure *err is errno.
+struct ibv_qp *gv_create_qp_ex(struct ibv_pd *pd, struct ibv_qp_init_attr *a, uint64_t send_ops,
+			       struct ibv_qp_ex **qx, int *err)
+{
+	struct ibv_qp_init_attr_ex ax = {0};
+	struct ibv_qp *qp;
+
+	ax.qp_context = a->qp_context;
+	ax.send_cq = a->send_cq;
+	ax.recv_cq = a->recv_cq;
+	ax.srq = a->srq;
+	ax.cap = a->cap;
+	ax.qp_type = a->qp_type;
+	ax.sq_sig_all = a->sq_sig_all;
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ax.pd = pd;
+	ax.send_ops_flags = send_ops;
+	errno = 0;
+	qp = ibv_create_qp_ex(pd->context, &ax);
+	if (!qp) {
+		*err = errno ? errno : EOPNOTSUPP;
+		return NULL;
+	}
+	*qx = ibv_qp_to_qp_ex(qp);
+	if (!*qx) {
+		ibv_destroy_qp(qp);
+		*err = EOPNOTSUPP;
+		return NULL;
+	}
+	a->cap = ax.cap;
+	return qp;
 }
 
 static void build_recv(struct gv_post_scratch *s, int n)

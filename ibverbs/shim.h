@@ -64,6 +64,9 @@ struct gv_post_scratch *gv_scratch_new(int cap, int max_sge, int send);
 void gv_scratch_free(struct gv_post_scratch *s);
 
 int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int list, int *bad);
+int gv_wr_post(struct ibv_qp_ex *qx, struct gv_post_scratch *s, int n, int list, int *bad);
+struct ibv_qp *gv_create_qp_ex(struct ibv_pd *pd, struct ibv_qp_init_attr *a, uint64_t send_ops,
+			       struct ibv_qp_ex **qx, int *err);
 int gv_post_recv(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad);
 int gv_post_srq_recv(struct ibv_srq *srq, struct gv_post_scratch *s, int n, int *bad);
 int gv_poll_cq(struct ibv_cq *cq, int n, struct gv_wc *out);

@@ -8,6 +8,8 @@ package ibverbs
 // #cgo nocallback gv_poll_cq
 // #cgo noescape gv_post_send
 // #cgo nocallback gv_post_send
+// #cgo noescape gv_wr_post
+// #cgo nocallback gv_wr_post
 // #cgo noescape gv_post_recv
 // #cgo noescape gv_post_srq_recv
 // #cgo nocallback gv_post_recv
