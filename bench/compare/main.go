@@ -8,8 +8,9 @@
 //
 // Each case runs both tools -reps times, alternating which goes first, and
 // compares medians. gorperf is given the TX depth, CQ moderation, inline
-// size, MTU and outstanding reads that perftest's header says it used,
-// since perftest picks some of them by device. For each run it records the
+// size, MTU, outstanding reads and post method (ibv_post_send or the
+// ibv_wr_* API) that perftest's header says it used, since perftest picks
+// some of them by device. For each run it records the
 // client's user and system CPU time and the port counters that changed,
 // among them the retransmissions, which explain most of the noise on
 // soft-RoCE.
@@ -333,6 +334,11 @@ func perftestParams(header string) []string {
 			continue
 		}
 		v = strings.TrimSuffix(strings.Fields(v + " x")[0], "[B]")
+		if strings.TrimSpace(k) == "ibv_wr* API" && v == "OFF" {
+			// perftest posts with ibv_post_send on this device
+			out = append(out, "--use_old_post_send")
+			continue
+		}
 		if _, err := strconv.Atoi(v); err != nil {
 			continue
 		}

@@ -18,6 +18,7 @@ const header = `----------------------------------------------------------------
  Number of qps   : 1		Transport type : IB
  Connection type : RC		Using SRQ      : OFF
  PCIe relax order: ON
+ ibv_wr* API     : OFF
  TX depth        : 128
  CQ Moderation   : 1
  Mtu             : 1024[B]
@@ -29,11 +30,11 @@ const header = `----------------------------------------------------------------
 
 func TestPerftestParams(t *testing.T) {
 	got := perftestParams(header)
-	want := []string{"-t", "128", "-Q", "1", "-m", "1024", "-I", "0"}
+	want := []string{"--use_old_post_send", "-t", "128", "-Q", "1", "-m", "1024", "-I", "0"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	read := " TX depth        : 128\n CQ Moderation   : 1\n Mtu             : 1024[B]\n Outstand reads  : 128\n"
+	read := " ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF\n TX depth        : 128\n CQ Moderation   : 1\n Mtu             : 1024[B]\n Outstand reads  : 128\n"
 	if got, want := perftestParams(read), []string{"-t", "128", "-Q", "1", "-m", "1024", "-o", "128"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("read_bw: got %q, want %q", got, want)
 	}

@@ -209,8 +209,17 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if spec.RdmaCM {
 		return s, nil // the QPs come with the rdma_cm connections
 	}
+	// Sends go through the ibv_wr_* API where the device has it, as
+	// perftest's do on the devices it knows to have it, unless
+	// --use_old_post_send; a provider without it gets ibv_post_send.
+	wrapi := !spec.OldPostSend
 	for i := 0; i < nqp; i++ {
-		qp, err := s.pd.CreateQP(ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, Cap: s.qpCap()})
+		init := ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, Cap: s.qpCap(), WRAPI: wrapi}
+		qp, err := s.pd.CreateQP(init)
+		if wrapi && errors.Is(err, errors.ErrUnsupported) {
+			wrapi, init.WRAPI = false, false
+			qp, err = s.pd.CreateQP(init)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -351,7 +360,7 @@ func (s *session) header(title string, cm bool) report.Header {
 		Test: title, Device: s.ctx.Name(), Port: s.port, NumQPs: len(s.qps), Transport: "IB",
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
 		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
-		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(),
+		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
 	}
 	if cm {
 		h.DataEx = "rdma_cm"

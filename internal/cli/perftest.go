@@ -26,40 +26,41 @@ type testOptions struct {
 
 	intervals []report.Interval // --run_infinitely --json: collected for the one document
 
-	Device     string
-	IBPort     int
-	GIDIndex   int
-	GIDFamily  int
-	GIDSubnet  string
-	GIDNetdev  string
-	Size       uint32
-	All        bool
-	Iters      uint64
-	Duration   uint32
-	QPs        uint16
-	Bidir      bool
-	Connection string
-	Inline     uint32
-	TXDepth    uint32
-	RXDepth    uint32
-	CQMod      uint32
-	PostList   uint32
-	OutReads   uint8
-	MTU        int
-	Port       int
-	RdmaCM     bool
-	CPUFreq    bool
-	Gbits      bool
-	TClass     uint8
-	SL         uint8
-	Infinite   bool
-	JSON       bool
-	CSV        bool
-	Atomic     string
-	Validate   bool
-	Histogram  bool
-	MaxMemory  uint64
-	Idle       int
+	Device      string
+	IBPort      int
+	GIDIndex    int
+	GIDFamily   int
+	GIDSubnet   string
+	GIDNetdev   string
+	Size        uint32
+	All         bool
+	Iters       uint64
+	Duration    uint32
+	QPs         uint16
+	Bidir       bool
+	Connection  string
+	Inline      uint32
+	TXDepth     uint32
+	RXDepth     uint32
+	CQMod       uint32
+	PostList    uint32
+	OutReads    uint8
+	MTU         int
+	Port        int
+	RdmaCM      bool
+	CPUFreq     bool
+	Gbits       bool
+	TClass      uint8
+	SL          uint8
+	Infinite    bool
+	JSON        bool
+	CSV         bool
+	Atomic      string
+	Validate    bool
+	OldPostSend bool
+	Histogram   bool
+	MaxMemory   uint64
+	Idle        int
 }
 
 // cqModSizeLimit is the largest message size that perftest moderates
@@ -158,6 +159,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
 	f.BoolVar(&o.Validate, "validate", false, "check that the bytes (or atomic values) that arrive are the ones sent")
+	f.BoolVar(&o.OldPostSend, "use_old_post_send", false, "post with ibv_post_send, not the ibv_wr_* API the device may have")
 	f.BoolVar(&o.Histogram, "histogram", false, "print a latency histogram (latency tests)")
 	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
 	if o.Test.IsAtomic() {
@@ -196,6 +198,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, Inline: o.Inline,
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
+		OldPostSend:  o.OldPostSend,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0

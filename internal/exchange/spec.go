@@ -139,6 +139,10 @@ type TestSpec struct {
 	// ValidateData makes the sender write a known pattern and the receiver
 	// check it, reporting failures in Result.Mismatches.
 	ValidateData bool
+	// OldPostSend posts with ibv_post_send even where the device has the
+	// ibv_wr_* API, which is used by default (perftest's
+	// --use_old_post_send).
+	OldPostSend bool
 	// Flags is reserved for options a later release adds; Validate refuses
 	// any bit this one does not know, so that such a client fails clearly.
 	Flags uint32
@@ -151,6 +155,7 @@ const (
 	specRdmaCM
 	specRunInfinitely
 	specValidateData
+	specOldPostSend
 	specKnownBools = 1<<iota - 1
 )
 
@@ -160,7 +165,8 @@ const specLen = 53 // bytes of a TestSpec payload
 // uint32, size uint32, iterations uint64, duration uint32, QPs uint16, TX
 // depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
-// Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData) and flags uint32.
+// Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend)
+// and flags uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -179,6 +185,7 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	}{
 		{s.AllSizes, specAllSizes}, {s.Bidirectional, specBidirectional}, {s.RdmaCM, specRdmaCM},
 		{s.RunInfinitely, specRunInfinitely}, {s.ValidateData, specValidateData},
+		{s.OldPostSend, specOldPostSend},
 	} {
 		if f.set {
 			bools |= f.bit
@@ -216,6 +223,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.RdmaCM = bools&specRdmaCM != 0
 	s.RunInfinitely = bools&specRunInfinitely != 0
 	s.ValidateData = bools&specValidateData != 0
+	s.OldPostSend = bools&specOldPostSend != 0
 	s.Flags = r.u32()
 	return s, r.done()
 }

@@ -30,6 +30,9 @@ type Header struct {
 	UsingSRQ bool
 	// PCIeRelaxOrder reports PCIe relaxed ordering.
 	PCIeRelaxOrder bool
+	// WRAPI reports that sends are posted through the ibv_wr_* API rather
+	// than ibv_post_send.
+	WRAPI bool
 	// TXDepth and RXDepth are the send and receive queue depths; a zero
 	// depth is not printed (perftest prints TX depth on the sending side
 	// and RX depth on the receiving side).
@@ -105,6 +108,7 @@ func WriteHeader(w io.Writer, h Header) error {
 	p.printf(" Number of qps   : %d\t\tTransport type : %s\n", h.NumQPs, h.Transport)
 	p.printf(" Connection type : %s\t\tUsing SRQ      : %s\n", h.Connection, onOff(h.UsingSRQ))
 	p.printf(" PCIe relax order: %s\n", onOff(h.PCIeRelaxOrder))
+	p.printf(" ibv_wr* API     : %s\n", onOff(h.WRAPI))
 	if h.TXDepth > 0 {
 		p.printf(" TX depth        : %d\n", h.TXDepth)
 	}
