@@ -36,9 +36,11 @@
 //	ibv_create_cq              (*Context).CreateCQ  ibv_destroy_cq     (*CQ).Close
 //	ibv_poll_cq                (*CQ).Poll           ibv_req_notify_cq  (*CQ).ReqNotify
 //	ibv_create_qp              (*PD).CreateQP       ibv_destroy_qp     (*QP).Close
+//	ibv_create_qp_ex           (*PD).CreateQP with QPInit.WRAPI
 //	ibv_modify_qp              (*QP).Modify, ToInit, ToRTR, ToRTS, Connect, ToError, Reset
 //	ibv_query_qp               (*QP).Query, State
 //	ibv_post_send              (*QP).PostSend       ibv_post_recv      (*QP).PostRecv
+//	ibv_wr_start ... ibv_wr_complete  (*QP).PostSend on a QPInit.WRAPI QP
 //	ibv_create_ah              (*PD).CreateAH, CreateAHTo            ibv_destroy_ah (*AH).Close
 //	ibv_create_srq             (*PD).CreateSRQ      ibv_post_srq_recv  (*SRQ).PostRecv
 //	ibv_modify_srq             (*SRQ).Arm           ibv_destroy_srq    (*SRQ).Close
@@ -81,7 +83,9 @@
 // with one cgo call; C-side arrays owned by each QP hold the requests.
 // PostSendLists posts many lists, or many requests each with its own
 // doorbell, in one cgo call too: a loop that posts one request at a time
-// can post all the room a poll opened at once.
+// can post all the room a poll opened at once. On a QP created with
+// QPInit.WRAPI both build the requests with the ibv_wr_* API, as perftest
+// does on the devices that have it.
 // Waiting for completions (CQ.Wait) and async events (Context.Events) goes
 // through the Go netpoller, so a waiting goroutine holds no OS thread.
 //
