@@ -226,3 +226,36 @@ func TestServeManyNoLeaks(t *testing.T) {
 			u0.FDs, u1.FDs, g0, g1, failures.Load(), u1.RDMA != u0.RDMA)
 	}
 }
+
+// TestPostPath checks which post path each side takes: ibv_post_send with
+// OldPostSend, else the ibv_wr_* API, which soft-RoCE has; the header
+// says which, and the data arrive either way.
+func TestPostPath(t *testing.T) {
+	info := rdmatest.Device(t)
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, err := ctx.QueryDevice()
+	ctx.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range []bool{true, false} {
+		spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 200,
+			NumQPs: 1, TXDepth: 32, RXDepth: 1, CQModeration: 8, ValidateData: true, OldPostSend: old}
+		c, s := loopback(t, spec)
+		if c.Mismatches != 0 {
+			t.Errorf("OldPostSend %v: %d data mismatches", old, c.Mismatches)
+		}
+		for _, r := range []*bench.Result{c, s} {
+			switch {
+			case old && r.Header.WRAPI:
+				t.Errorf("%s with OldPostSend: the header says the ibv_wr_* API", r.Role)
+			case !old && !r.Header.WRAPI && da.VendorID == 0xffffff:
+				t.Errorf("%s on soft-RoCE: the header says ibv_post_send, want the ibv_wr_* API", r.Role)
+			}
+			t.Logf("OldPostSend %v, %s: ibv_wr_* API %v", old, r.Role, r.Header.WRAPI)
+		}
+	}
+}
