@@ -36,7 +36,7 @@ type QPInit struct {
 	// ibv_post_send. That is the path perftest takes by default on the
 	// devices that have it (mlx5, among others); other opcodes are refused
 	// on such a QP. A provider without the API fails the creation with an
-	// error that matches errors.ErrUnsupported. Not for CreateQPWith.
+	// error that matches errors.ErrUnsupported.
 	// rxe in rdma-core before commit 406cd2ad0 (Debian 12's 44.0 among
 	// them) gets the length of a request with several SGEs wrong on this
 	// path; inline data the binding gathers itself.
@@ -140,9 +140,38 @@ func (qp *QP) WRAPI() bool { return qp.qx != nil }
 // as CreateQP fills it, makes the QP on pd and returns its struct ibv_qp*;
 // the capacities the verb writes back into the attributes are what QP.Cap
 // reports. Close calls destroy instead of ibv_destroy_qp.
+//
+// With init.WRAPI, create gets a struct ibv_qp_init_attr_ex* instead, with
+// the PD and the send_ops_flags set, for a verb such as rdma_create_qp_ex.
 func (pd *PD) CreateQPWith(init QPInit, create func(attr unsafe.Pointer) (unsafe.Pointer, error), destroy func() error) (*QP, error) {
 	if create == nil || destroy == nil {
 		return nil, fmt.Errorf("ibverbs: CreateQPWith needs a create and a destroy function: %w", syscall.EINVAL)
+	}
+	if init.WRAPI {
+		var qx *C.struct_ibv_qp_ex
+		ops := wrOps(init.Type)
+		qp, err := pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
+			var ax C.struct_ibv_qp_init_attr_ex
+			C.gv_fill_attr_ex(&ax, a, pd.c, C.uint64_t(ibvSendOps(ops)))
+			q, err := create(unsafe.Pointer(&ax))
+			if err == nil && q == nil {
+				err = fmt.Errorf("ibverbs: CreateQPWith: create returned no QP: %w", syscall.EINVAL)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if qx = C.gv_qp_ex((*C.struct_ibv_qp)(q)); qx == nil {
+				destroy()
+				return nil, verbError("ibv_qp_to_qp_ex", int(syscall.EOPNOTSUPP))
+			}
+			a.cap = ax.cap
+			return (*C.struct_ibv_qp)(q), nil
+		}, destroy)
+		if err != nil {
+			return nil, err
+		}
+		qp.qx, qp.wrOps = qx, ops
+		return qp, nil
 	}
 	return pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
 		q, err := create(unsafe.Pointer(a))

@@ -191,25 +191,39 @@ int gv_wr_post(struct ibv_qp_ex *qx, struct gv_post_scratch *s, int n, int list,
 	return 0;
 }
 
-// ibv_create_qp_ex with the attributes of ibv_create_qp and send_ops_flags,
-// so that the QP takes the ibv_wr_* API. The granted capacities are written
-// back into a->cap, as ibv_create_qp does. On failure *err is errno.
+// gv_fill_attr_ex fills ax from the attributes of ibv_create_qp, with pd
+// and send_ops_flags, so that the QP it makes takes the ibv_wr_* API.
+void gv_fill_attr_ex(struct ibv_qp_init_attr_ex *ax, const struct ibv_qp_init_attr *a,
+		     struct ibv_pd *pd, uint64_t send_ops)
+{
+	memset(ax, 0, sizeof(*ax));
+	ax->qp_context = a->qp_context;
+	ax->send_cq = a->send_cq;
+	ax->recv_cq = a->recv_cq;
+	ax->srq = a->srq;
+	ax->cap = a->cap;
+	ax->qp_type = a->qp_type;
+	ax->sq_sig_all = a->sq_sig_all;
+	ax->comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ax->pd = pd;
+	ax->send_ops_flags = send_ops;
+}
+
+struct ibv_qp_ex *gv_qp_ex(struct ibv_qp *qp)
+{
+	return ibv_qp_to_qp_ex(qp);
+}
+
+// ibv_create_qp_ex with the attributes of ibv_create_qp and send_ops_flags.
+// The granted capacities are written back into a->cap, as ibv_create_qp
+// does. On failure *err is errno.
 struct ibv_qp *gv_create_qp_ex(struct ibv_pd *pd, struct ibv_qp_init_attr *a, uint64_t send_ops,
 			       struct ibv_qp_ex **qx, int *err)
 {
-	struct ibv_qp_init_attr_ex ax = {0};
+	struct ibv_qp_init_attr_ex ax;
 	struct ibv_qp *qp;
 
-	ax.qp_context = a->qp_context;
-	ax.send_cq = a->send_cq;
-	ax.recv_cq = a->recv_cq;
-	ax.srq = a->srq;
-	ax.cap = a->cap;
-	ax.qp_type = a->qp_type;
-	ax.sq_sig_all = a->sq_sig_all;
-	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	ax.pd = pd;
-	ax.send_ops_flags = send_ops;
+	gv_fill_attr_ex(&ax, a, pd, send_ops);
 	errno = 0;
 	qp = ibv_create_qp_ex(pd->context, &ax);
 	if (!qp) {

@@ -65,6 +65,9 @@ void gv_scratch_free(struct gv_post_scratch *s);
 
 int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int list, int *bad);
 int gv_wr_post(struct ibv_qp_ex *qx, struct gv_post_scratch *s, int n, int list, int *bad);
+void gv_fill_attr_ex(struct ibv_qp_init_attr_ex *ax, const struct ibv_qp_init_attr *a,
+		     struct ibv_pd *pd, uint64_t send_ops);
+struct ibv_qp_ex *gv_qp_ex(struct ibv_qp *qp);
 struct ibv_qp *gv_create_qp_ex(struct ibv_pd *pd, struct ibv_qp_init_attr *a, uint64_t send_ops,
 			       struct ibv_qp_ex **qx, int *err);
 int gv_post_recv(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad);

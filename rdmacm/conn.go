@@ -33,6 +33,10 @@ type Config struct {
 	CQSize int
 	// SigAll makes every send signalled.
 	SigAll bool
+	// WRAPI makes the QP post sends through the ibv_wr_* API
+	// (ibverbs.QPInit.WRAPI); a device without it fails the connection
+	// with an error that matches errors.ErrUnsupported.
+	WRAPI bool
 
 	// PD, SendCQ and RecvCQ, when set, are used instead of making new
 	// ones, and Conn.Close leaves them open. They must be on the device the
@@ -245,7 +249,7 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		}
 		c.ownRCQ = true
 	}
-	c.qp, err = id.CreateQP(c.pd, ibverbs.QPInit{SendCQ: c.scq, RecvCQ: c.rcq, Cap: qc, SigAll: cfg.SigAll})
+	c.qp, err = id.CreateQP(c.pd, ibverbs.QPInit{SendCQ: c.scq, RecvCQ: c.rcq, Cap: qc, SigAll: cfg.SigAll, WRAPI: cfg.WRAPI})
 	return c, err
 }
 

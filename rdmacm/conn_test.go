@@ -26,6 +26,13 @@ import (
 // and RDMA-writes into memory whose address and rkey the server sent as
 // private data with its accept.
 func TestConnectSendWrite(t *testing.T) {
+	t.Run("post_send", func(t *testing.T) { testConnectSendWrite(t, false) })
+	t.Run("wr_api", func(t *testing.T) { testConnectSendWrite(t, true) })
+}
+
+// testConnectSendWrite is TestConnectSendWrite with both ends' QPs made
+// for ibv_post_send or, with wrapi, for the ibv_wr_* API (rdma_create_qp_ex).
+func testConnectSendWrite(t *testing.T, wrapi bool) {
 	n := device(t)
 	// The server's memory must exist before it accepts, to advertise it:
 	// so it uses a PD of its own on librdmacm's device context.
@@ -44,9 +51,12 @@ func TestConnectSendWrite(t *testing.T) {
 	adv = binary.BigEndian.AppendUint32(adv, target.mr.RKey())
 
 	start := time.Now()
-	l := listen(t, n.ip, &rdmacm.Config{PD: pd, PrivateData: adv})
-	srv, cli := connect(t, l, n.ip, &rdmacm.Config{PrivateData: []byte("hello from the client")})
+	l := listen(t, n.ip, &rdmacm.Config{PD: pd, PrivateData: adv, WRAPI: wrapi})
+	srv, cli := connect(t, l, n.ip, &rdmacm.Config{PrivateData: []byte("hello from the client"), WRAPI: wrapi})
 	t.Logf("connected in %v: %s -> %s", time.Since(start), cli.LocalAddr(), cli.RemoteAddr())
+	if srv.QP().WRAPI() != wrapi || cli.QP().WRAPI() != wrapi {
+		t.Errorf("QP.WRAPI(): server %v, client %v; want %v", srv.QP().WRAPI(), cli.QP().WRAPI(), wrapi)
+	}
 
 	if srv.Context().Name() != n.dev || cli.Context().Name() != n.dev {
 		t.Errorf("devices: server %s, client %s, want %s", srv.Context().Name(), cli.Context().Name(), n.dev)

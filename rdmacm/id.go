@@ -368,7 +368,8 @@ func (id *ID) RemoteAddr() netip.AddrPort {
 // moves the QP through its states: receives may be posted at once, and it
 // is ready to send once connected (RC) or at once (UD). The type is RC for
 // PortSpaceTCP and UD for PortSpaceUDP whatever init.Type says. pd and the
-// CQs must be on the ID's device (see Context).
+// CQs must be on the ID's device (see Context). With init.WRAPI it is made
+// by rdma_create_qp_ex and posts through the ibv_wr_* API.
 func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error) {
 	if id.c == nil {
 		return nil, ErrClosed
@@ -385,7 +386,11 @@ func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error)
 	}
 	c := id.c
 	qp, err := pd.CreateQPWith(init, func(attr unsafe.Pointer) (unsafe.Pointer, error) {
-		if r, err := C.rdma_create_qp(c, (*C.struct_ibv_pd)(pd.Raw()), (*C.struct_ibv_qp_init_attr)(attr)); r != 0 {
+		if init.WRAPI {
+			if r, err := C.rdma_create_qp_ex(c, (*C.struct_ibv_qp_init_attr_ex)(attr)); r != 0 {
+				return nil, cmError("rdma_create_qp_ex", err)
+			}
+		} else if r, err := C.rdma_create_qp(c, (*C.struct_ibv_pd)(pd.Raw()), (*C.struct_ibv_qp_init_attr)(attr)); r != 0 {
 			return nil, cmError("rdma_create_qp", err)
 		}
 		return unsafe.Pointer(c.qp), nil
