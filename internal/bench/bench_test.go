@@ -241,12 +241,13 @@ func TestPostPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, old := range []bool{true, false} {
+	for _, tc := range []struct{ old, cm bool }{{true, false}, {false, false}} { // rdma_cm: in internal/cli's end-to-end test
+		old := tc.old
 		spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 200,
-			NumQPs: 1, TXDepth: 32, RXDepth: 1, CQModeration: 8, ValidateData: true, OldPostSend: old}
+			NumQPs: 1, TXDepth: 32, RXDepth: 1, CQModeration: 8, ValidateData: true, OldPostSend: old, RdmaCM: tc.cm}
 		c, s := loopback(t, spec)
 		if c.Mismatches != 0 {
-			t.Errorf("OldPostSend %v: %d data mismatches", old, c.Mismatches)
+			t.Errorf("OldPostSend %v, rdma_cm %v: %d data mismatches", old, tc.cm, c.Mismatches)
 		}
 		for _, r := range []*bench.Result{c, s} {
 			switch {
@@ -255,7 +256,7 @@ func TestPostPath(t *testing.T) {
 			case !old && !r.Header.WRAPI && da.VendorID == 0xffffff:
 				t.Errorf("%s on soft-RoCE: the header says ibv_post_send, want the ibv_wr_* API", r.Role)
 			}
-			t.Logf("OldPostSend %v, %s: ibv_wr_* API %v", old, r.Role, r.Header.WRAPI)
+			t.Logf("OldPostSend %v, rdma_cm %v, %s: ibv_wr_* API %v", old, tc.cm, r.Role, r.Header.WRAPI)
 		}
 	}
 }

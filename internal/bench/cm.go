@@ -32,7 +32,7 @@ func (s *session) cmConfig() *rdmacm.Config {
 	depth := int(s.spec.OutReads) // 0: the device's maximum, as rdma_cm negotiates
 	return &rdmacm.Config{Cap: s.qpCap(), PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq,
 		Timeout: 30 * time.Second, UD: s.spec.ConnType == ibverbs.QPTypeUD,
-		InitiatorDepth: depth, ResponderResources: depth}
+		InitiatorDepth: depth, ResponderResources: depth, WRAPI: s.wrapi}
 }
 
 // cmListen starts listening for the client's rdma_cm connections on this

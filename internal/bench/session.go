@@ -53,6 +53,9 @@ type session struct {
 	spec  exchange.TestSpec
 	local Local
 	idle  time.Duration
+	// wrapi: this side's QPs post through the ibv_wr_* API (asked for,
+	// and the provider has it).
+	wrapi bool
 
 	ctx       *ibverbs.Context
 	port      int
@@ -206,18 +209,28 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if s.rcq, err = s.ctx.CreateCQ(rx*nqp, nil); err != nil {
 		return nil, err
 	}
-	if spec.RdmaCM {
-		return s, nil // the QPs come with the rdma_cm connections
-	}
 	// Sends go through the ibv_wr_* API where the device has it, as
 	// perftest's do on the devices it knows to have it, unless
 	// --use_old_post_send; a provider without it gets ibv_post_send.
-	wrapi := !spec.OldPostSend
+	s.wrapi = !spec.OldPostSend
+	if spec.RdmaCM {
+		if s.wrapi {
+			// rdma_cm makes the QPs later: find out now whether it can.
+			probe, err := s.pd.CreateQP(ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq,
+				Cap: ibverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1}, WRAPI: true})
+			if s.wrapi = err == nil; s.wrapi {
+				if err := probe.Close(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return s, nil // the QPs come with the rdma_cm connections
+	}
 	for i := 0; i < nqp; i++ {
-		init := ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, Cap: s.qpCap(), WRAPI: wrapi}
+		init := ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, Cap: s.qpCap(), WRAPI: s.wrapi}
 		qp, err := s.pd.CreateQP(init)
-		if wrapi && errors.Is(err, errors.ErrUnsupported) {
-			wrapi, init.WRAPI = false, false
+		if s.wrapi && errors.Is(err, errors.ErrUnsupported) {
+			s.wrapi, init.WRAPI = false, false
 			qp, err = s.pd.CreateQP(init)
 		}
 		if err != nil {

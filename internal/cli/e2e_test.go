@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -154,6 +155,8 @@ func TestEndToEnd(t *testing.T) {
 		{"atomic-lat", []string{"-R", "-n", "200"}},
 		{"send-bw", []string{"-R", "-c", "UD", "-s", "512", "-n", "200"}},
 		{"send-lat", []string{"-R", "-c", "UD", "-s", "64", "-n", "200"}},
+		{"write-bw", []string{"--use_old_post_send", "-s", "4096", "-n", "300"}},
+		{"send-lat", []string{"-R", "--use_old_post_send", "-s", "64", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)
@@ -164,6 +167,11 @@ func TestEndToEnd(t *testing.T) {
 			}
 			if r.RdmaCM != (tc.args[0] == "-R") {
 				t.Errorf("rdma_cm %v in the JSON for %v", r.RdmaCM, tc.args)
+			}
+			// soft-RoCE has the ibv_wr_* API, with ibverbs and rdma_cm QPs
+			old := slices.Contains(tc.args, "--use_old_post_send")
+			if r.WRAPI == old && (old || os.Getenv("RXE_VM") != "") {
+				t.Errorf("wr_api %v in the JSON for %v", r.WRAPI, tc.args)
 			}
 			if tc.args[0] == "-a" && len(r.Results) != 23 {
 				t.Errorf("-a gave %d sizes, want 23 (2 to 2^23)", len(r.Results))

@@ -38,6 +38,7 @@ func ExampleWriteJSON() {
 	//   "connection": "",
 	//   "qps": 0,
 	//   "rdma_cm": false,
+	//   "wr_api": false,
 	//   "bidirectional": false,
 	//   "results": [],
 	//   "error": {

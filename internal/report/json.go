@@ -35,10 +35,13 @@ type Result struct {
 	GIDIndex  int    `json:"gid_index"`
 	GIDReason string `json:"gid_reason"`
 	// Connection is "RC", "UC" or "UD".
-	Connection    string `json:"connection"`
-	QPs           int    `json:"qps"`
-	RdmaCM        bool   `json:"rdma_cm"`
-	Bidirectional bool   `json:"bidirectional"`
+	Connection string `json:"connection"`
+	QPs        int    `json:"qps"`
+	RdmaCM     bool   `json:"rdma_cm"`
+	// WRAPI reports that sends went through the ibv_wr_* API rather than
+	// ibv_post_send.
+	WRAPI         bool `json:"wr_api"`
+	Bidirectional bool `json:"bidirectional"`
 	// Results holds one entry per message size; WriteJSON writes an
 	// empty array rather than null when there are none.
 	Results []SizeResult `json:"results"`
