@@ -211,7 +211,8 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	}
 	// Sends go through the ibv_wr_* API where the device has it, as
 	// perftest's do on the devices it knows to have it, unless
-	// --use_old_post_send; a provider without it gets ibv_post_send.
+	// --use_old_post_send; a provider that cannot make such a QP gets
+	// ibv_post_send.
 	s.wrapi = !spec.OldPostSend
 	if spec.RdmaCM {
 		if s.wrapi {
@@ -229,7 +230,9 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	for i := 0; i < nqp; i++ {
 		init := ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, Cap: s.qpCap(), WRAPI: s.wrapi}
 		qp, err := s.pd.CreateQP(init)
-		if s.wrapi && errors.Is(err, errors.ErrUnsupported) {
+		if s.wrapi && err != nil {
+			// Not only ErrUnsupported: a provider may refuse one of the
+			// send operations asked for (atomics) with EINVAL.
 			s.wrapi, init.WRAPI = false, false
 			qp, err = s.pd.CreateQP(init)
 		}
