@@ -63,7 +63,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	if len(wcs) == 0 {
 		return 0, nil
 	}
-	n := C.gv_poll_cq(cq.c, C.int(len(wcs)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])))
+	n := C.gv_poll_cq(handle(cq.c), C.int(len(wcs)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])))
 	if n < 0 {
 		return 0, verbError("ibv_poll_cq", int(-n))
 	}

@@ -351,11 +351,11 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 		switch {
 		case len(chunk) == 0:
 		case qp.qx != nil:
-			if rc := C.gv_wr_post(qp.qx, s, C.int(len(chunk)), C.int(list), &bad); rc != 0 {
+			if rc := C.gv_wr_post(handle(qp.qx), handle(s), C.int(len(chunk)), C.int(list), &bad); rc != 0 {
 				return &PostError{Index: base + int(bad), Err: verbError("ibv_wr_complete", int(rc))}
 			}
 		default:
-			if rc := C.gv_post_send(qp.c, s, C.int(len(chunk)), C.int(list), &bad); rc != 0 {
+			if rc := C.gv_post_send(handle(qp.c), handle(s), C.int(len(chunk)), C.int(list), &bad); rc != 0 {
 				return &PostError{Index: base + int(bad), Err: verbError("ibv_post_send", int(rc))}
 			}
 		}
@@ -410,9 +410,9 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_sc
 		switch {
 		case len(chunk) == 0:
 		case srq != nil:
-			rc = C.gv_post_srq_recv(srq, s, C.int(len(chunk)), &bad)
+			rc = C.gv_post_srq_recv(handle(srq), handle(s), C.int(len(chunk)), &bad)
 		default:
-			rc = C.gv_post_recv(qp, s, C.int(len(chunk)), &bad)
+			rc = C.gv_post_recv(handle(qp), handle(s), C.int(len(chunk)), &bad)
 		}
 		if rc != 0 {
 			return &PostError{Index: base + int(bad), Err: verbError(verb, int(rc))}

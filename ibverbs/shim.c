@@ -44,8 +44,10 @@ void gv_scratch_free(struct gv_post_scratch *s)
 // Build ibv_send_wrs for gsend[0:n] and post them in lists of list WRs,
 // one ibv_post_send (one doorbell) per list; list <= 0 means all n in one.
 // On failure *bad is the index of the first WR that was not posted.
-int gv_post_send(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int list, int *bad)
+int gv_post_send(uintptr_t qph, uintptr_t sh, int n, int list, int *bad)
 {
+	struct ibv_qp *qp = (struct ibv_qp *)qph;
+	struct gv_post_scratch *s = (struct gv_post_scratch *)sh;
 	struct ibv_send_wr *bad_wr = NULL;
 	int i, rc = 0;
 
@@ -130,8 +132,10 @@ static void wr_set_inline(struct ibv_qp_ex *qx, const struct ibv_sge *sge, uint3
 // list of list WRs; list <= 0 means all n in one. A list that fails is not
 // posted at all, so on failure *bad is the index of its first WR. The
 // caller has checked that each opcode is one the QP was created with.
-int gv_wr_post(struct ibv_qp_ex *qx, struct gv_post_scratch *s, int n, int list, int *bad)
+int gv_wr_post(uintptr_t qxh, uintptr_t sh, int n, int list, int *bad)
 {
+	struct ibv_qp_ex *qx = (struct ibv_qp_ex *)qxh;
+	struct gv_post_scratch *s = (struct gv_post_scratch *)sh;
 	int i, j, rc;
 
 	if (list <= 0 || list > n)
@@ -255,8 +259,10 @@ static void build_recv(struct gv_post_scratch *s, int n)
 	}
 }
 
-int gv_post_recv(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad)
+int gv_post_recv(uintptr_t qph, uintptr_t sh, int n, int *bad)
 {
+	struct ibv_qp *qp = (struct ibv_qp *)qph;
+	struct gv_post_scratch *s = (struct gv_post_scratch *)sh;
 	struct ibv_recv_wr *bad_wr = NULL;
 	int rc;
 
@@ -266,8 +272,10 @@ int gv_post_recv(struct ibv_qp *qp, struct gv_post_scratch *s, int n, int *bad)
 	return rc;
 }
 
-int gv_post_srq_recv(struct ibv_srq *srq, struct gv_post_scratch *s, int n, int *bad)
+int gv_post_srq_recv(uintptr_t srqh, uintptr_t sh, int n, int *bad)
 {
+	struct ibv_srq *srq = (struct ibv_srq *)srqh;
+	struct gv_post_scratch *s = (struct gv_post_scratch *)sh;
 	struct ibv_recv_wr *bad_wr = NULL;
 	int rc;
 
@@ -278,8 +286,9 @@ int gv_post_srq_recv(struct ibv_srq *srq, struct gv_post_scratch *s, int n, int 
 }
 
 // Poll up to n completions into out. Returns the count, or -errno.
-int gv_poll_cq(struct ibv_cq *cq, int n, struct gv_wc *out)
+int gv_poll_cq(uintptr_t cqh, int n, struct gv_wc *out)
 {
+	struct ibv_cq *cq = (struct ibv_cq *)cqh;
 	struct ibv_wc wc[32];
 	int got = 0;
 

@@ -17,3 +17,11 @@ package ibverbs
 // #cgo nocallback gv_req_notify_cq
 // #include "shim.h"
 import "C"
+
+import "unsafe"
+
+// handle passes a pointer to C memory to the shim as a uintptr_t, which
+// cgo does not check on each call as it does a pointer to a C struct that
+// holds pointers (see shim.h). Only for C memory: Go memory must be passed
+// as a pointer.
+func handle[T any](p *T) C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(p))) }
