@@ -286,7 +286,8 @@ func (qp *QP) Raw() unsafe.Pointer { return unsafe.Pointer(qp.c) }
 func (qp *QP) PostSend(wrs []SendWR) error { return qp.postSend(wrs, 0) }
 
 // PostSendLists posts wrs as consecutive lists of listLen work requests,
-// one ibv_post_send (one doorbell) per list, like calling PostSend on each
+// one ibv_post_send (one doorbell) per list, or one ibv_wr_start ...
+// ibv_wr_complete on a QPInit.WRAPI QP, like calling PostSend on each
 // list in turn, but with one cgo call for up to 256 requests. With listLen
 // 1 it rings a doorbell per request, as a loop of single posts does, at a
 // fraction of the cost in Go; a list longer than 256 is split. Errors are
