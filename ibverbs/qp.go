@@ -73,21 +73,13 @@ const maxBatch = 256
 // which may exceed those asked for, are in QP.Cap.
 func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	if init.WRAPI {
-		var qx *C.struct_ibv_qp_ex
-		ops := wrOps(init.Type)
-		qp, err := pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
-			var e C.int
-			q := C.gv_create_qp_ex(pd.c, a, C.uint64_t(ibvSendOps(ops)), &qx, &e)
+		return pd.createQPEx(init, func(ax *C.struct_ibv_qp_init_attr_ex) (*C.struct_ibv_qp, error) {
+			q, err := C.ibv_create_qp_ex(pd.ctx.c, ax)
 			if q == nil {
-				return nil, verbError("ibv_create_qp_ex", int(e))
+				return nil, errnoOf("ibv_create_qp_ex", err)
 			}
 			return q, nil
 		}, nil)
-		if err != nil {
-			return nil, err
-		}
-		qp.qx, qp.wrOps = qx, ops
-		return qp, nil
 	}
 	return pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
 		q, err := C.ibv_create_qp(pd.c, a)
@@ -148,30 +140,13 @@ func (pd *PD) CreateQPWith(init QPInit, create func(attr unsafe.Pointer) (unsafe
 		return nil, fmt.Errorf("ibverbs: CreateQPWith needs a create and a destroy function: %w", syscall.EINVAL)
 	}
 	if init.WRAPI {
-		var qx *C.struct_ibv_qp_ex
-		ops := wrOps(init.Type)
-		qp, err := pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
-			var ax C.struct_ibv_qp_init_attr_ex
-			C.gv_fill_attr_ex(&ax, a, pd.c, C.uint64_t(ibvSendOps(ops)))
-			q, err := create(unsafe.Pointer(&ax))
+		return pd.createQPEx(init, func(ax *C.struct_ibv_qp_init_attr_ex) (*C.struct_ibv_qp, error) {
+			q, err := create(unsafe.Pointer(ax))
 			if err == nil && q == nil {
 				err = fmt.Errorf("ibverbs: CreateQPWith: create returned no QP: %w", syscall.EINVAL)
 			}
-			if err != nil {
-				return nil, err
-			}
-			if qx = C.gv_qp_ex((*C.struct_ibv_qp)(q)); qx == nil {
-				destroy()
-				return nil, verbError("ibv_qp_to_qp_ex", int(syscall.EOPNOTSUPP))
-			}
-			a.cap = ax.cap
-			return (*C.struct_ibv_qp)(q), nil
+			return (*C.struct_ibv_qp)(q), err
 		}, destroy)
-		if err != nil {
-			return nil, err
-		}
-		qp.qx, qp.wrOps = qx, ops
-		return qp, nil
 	}
 	return pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
 		q, err := create(unsafe.Pointer(a))
@@ -180,6 +155,37 @@ func (pd *PD) CreateQPWith(init QPInit, create func(attr unsafe.Pointer) (unsafe
 		}
 		return (*C.struct_ibv_qp)(q), err
 	}, destroy)
+}
+
+// createQPEx is createQP for a QP that posts through the ibv_wr_* API:
+// create gets the attributes as a struct ibv_qp_init_attr_ex with the PD
+// and the send operations of the QP's type.
+func (pd *PD) createQPEx(init QPInit, create func(*C.struct_ibv_qp_init_attr_ex) (*C.struct_ibv_qp, error), destroy func() error) (*QP, error) {
+	var qx *C.struct_ibv_qp_ex
+	ops := wrOps(init.Type)
+	qp, err := pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
+		var ax C.struct_ibv_qp_init_attr_ex
+		C.gv_fill_attr_ex(&ax, a, pd.c, C.uint64_t(ibvSendOps(ops)))
+		q, err := create(&ax)
+		if err != nil {
+			return nil, err
+		}
+		if qx = C.gv_qp_ex(q); qx == nil {
+			if destroy != nil {
+				destroy()
+			} else {
+				C.ibv_destroy_qp(q)
+			}
+			return nil, verbError("ibv_qp_to_qp_ex", int(syscall.EOPNOTSUPP))
+		}
+		a.cap = ax.cap
+		return q, nil
+	}, destroy)
+	if err != nil {
+		return nil, err
+	}
+	qp.qx, qp.wrOps = qx, ops
+	return qp, nil
 }
 
 // createQP checks init, applies its defaults, fills the C attributes and

@@ -218,32 +218,6 @@ struct ibv_qp_ex *gv_qp_ex(struct ibv_qp *qp)
 	return ibv_qp_to_qp_ex(qp);
 }
 
-// ibv_create_qp_ex with the attributes of ibv_create_qp and send_ops_flags.
-// The granted capacities are written back into a->cap, as ibv_create_qp
-// does. On failure *err is errno.
-struct ibv_qp *gv_create_qp_ex(struct ibv_pd *pd, struct ibv_qp_init_attr *a, uint64_t send_ops,
-			       struct ibv_qp_ex **qx, int *err)
-{
-	struct ibv_qp_init_attr_ex ax;
-	struct ibv_qp *qp;
-
-	gv_fill_attr_ex(&ax, a, pd, send_ops);
-	errno = 0;
-	qp = ibv_create_qp_ex(pd->context, &ax);
-	if (!qp) {
-		*err = errno ? errno : EOPNOTSUPP;
-		return NULL;
-	}
-	*qx = ibv_qp_to_qp_ex(qp);
-	if (!*qx) {
-		ibv_destroy_qp(qp);
-		*err = EOPNOTSUPP;
-		return NULL;
-	}
-	a->cap = ax.cap;
-	return qp;
-}
-
 static void build_recv(struct gv_post_scratch *s, int n)
 {
 	int i;

@@ -73,8 +73,6 @@ int gv_wr_post(uintptr_t qx, uintptr_t s, int n, int list, int *bad);
 void gv_fill_attr_ex(struct ibv_qp_init_attr_ex *ax, const struct ibv_qp_init_attr *a,
 		     struct ibv_pd *pd, uint64_t send_ops);
 struct ibv_qp_ex *gv_qp_ex(struct ibv_qp *qp);
-struct ibv_qp *gv_create_qp_ex(struct ibv_pd *pd, struct ibv_qp_init_attr *a, uint64_t send_ops,
-			       struct ibv_qp_ex **qx, int *err);
 int gv_post_recv(uintptr_t qp, uintptr_t s, int n, int *bad);
 int gv_post_srq_recv(uintptr_t srq, uintptr_t s, int n, int *bad);
 int gv_poll_cq(uintptr_t cq, int n, struct gv_wc *out);
