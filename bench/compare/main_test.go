@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +57,12 @@ func TestSummarize(t *testing.T) {
 	}
 	if math.Abs(st.Spread-1) > 1e-9 { // (3 - 1) / 2
 		t.Errorf("spread %v, want 1", st.Spread)
+	}
+	if st.Best != 3 {
+		t.Errorf("best message rate %v, want 3 (the highest)", st.Best)
+	}
+	if st := summarize([]measure{{TTypicalUs: 5}, {TTypicalUs: 2}, {TTypicalUs: 9}}, false); st.Best != 2 {
+		t.Errorf("best t_typical %v, want 2 (the lowest)", st.Best)
 	}
 	// An even count takes the mean of the middle two.
 	if st := summarize([]measure{{TTypicalUs: 1}, {TTypicalUs: 4}}, false); st.TTypicalUs != 2.5 {
@@ -122,5 +129,32 @@ func TestLocalCopy(t *testing.T) {
 	}
 	if _, _, err := localCopy(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("copying a missing file succeeded")
+	}
+}
+
+// TestPrintTable checks that each row puts its figures under the right
+// headings, the best-run ratio among them.
+func TestPrintTable(t *testing.T) {
+	bw := row{Test: "write_bw", Bytes: 64, QPs: 1, BWRatio: 0.9, MsgRateRatio: 0.91, BestRatio: 0.97,
+		Gorperf: stat{measure: measure{BWAvgMBps: 9}}, Perftest: stat{measure: measure{BWAvgMBps: 10}}}
+	lat := row{Test: "write_lat", Bytes: 2, QPs: 1, TypicalRatio: 1.1, BestRatio: 1.05, TypicalDiffUs: 2,
+		Gorperf: stat{measure: measure{TTypicalUs: 22}}, Perftest: stat{measure: measure{TTypicalUs: 20}}}
+	var b strings.Builder
+	printTable(&b, []row{bw, lat})
+	lines := strings.Split(b.String(), "\n")
+	col := func(line, heading string) string {
+		// tabwriter right-aligns: a heading ends where its column ends,
+		// counted in characters ("µs" is two bytes).
+		end := len([]rune(lines[0][:strings.Index(lines[0], heading)])) + len([]rune(heading))
+		f := strings.Fields(string([]rune(line)[:end]))
+		return f[len(f)-1]
+	}
+	for _, c := range []struct{ line, heading, want string }{
+		{lines[1], "msg rate ratio", "0.910"}, {lines[1], "best ratio", "0.970"},
+		{lines[2], "ratio", "1.100"}, {lines[2], "best ratio", "1.050"}, {lines[2], "Δ typical µs", "+2.00"},
+	} {
+		if got := col(c.line, c.heading); got != c.want {
+			t.Errorf("%q under %q: %q, want %q\n%s", strings.Fields(c.line)[0], c.heading, got, c.want, b.String())
+		}
 	}
 }
