@@ -90,37 +90,22 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	}, nil)
 }
 
-// wrOps is the set of opcodes (bits 1<<Opcode) a QP of type t made for
-// the ibv_wr_* API is created with.
-func wrOps(t QPType) uint32 {
-	ops := []Opcode{OpSend, OpSendWithImm}
-	switch t {
-	case QPTypeRC:
-		ops = append(ops, OpRDMAWrite, OpRDMAWriteWithImm, OpRDMARead, OpAtomicCmpAndSwp, OpAtomicFetchAdd)
-	case QPTypeUC:
-		ops = append(ops, OpRDMAWrite, OpRDMAWriteWithImm)
+// wrOps returns the opcodes (bits 1<<Opcode) a QP of type t made for the
+// ibv_wr_* API takes, and the IBV_QP_EX_WITH_* flags that ask for them.
+func wrOps(t QPType) (ops uint32, flags uint64) {
+	add := func(o Opcode, f uint64) { ops, flags = ops|1<<o, flags|f }
+	add(OpSend, C.IBV_QP_EX_WITH_SEND)
+	add(OpSendWithImm, C.IBV_QP_EX_WITH_SEND_WITH_IMM)
+	if t == QPTypeRC || t == QPTypeUC {
+		add(OpRDMAWrite, C.IBV_QP_EX_WITH_RDMA_WRITE)
+		add(OpRDMAWriteWithImm, C.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
 	}
-	var m uint32
-	for _, o := range ops {
-		m |= 1 << o
+	if t == QPTypeRC {
+		add(OpRDMARead, C.IBV_QP_EX_WITH_RDMA_READ)
+		add(OpAtomicCmpAndSwp, C.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		add(OpAtomicFetchAdd, C.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 	}
-	return m
-}
-
-// ibvSendOps turns an opcode set into IBV_QP_EX_WITH_* flags.
-func ibvSendOps(m uint32) uint64 {
-	var f uint64
-	for o, flag := range map[Opcode]uint64{
-		OpRDMAWrite: C.IBV_QP_EX_WITH_RDMA_WRITE, OpRDMAWriteWithImm: C.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
-		OpSend: C.IBV_QP_EX_WITH_SEND, OpSendWithImm: C.IBV_QP_EX_WITH_SEND_WITH_IMM,
-		OpRDMARead: C.IBV_QP_EX_WITH_RDMA_READ, OpAtomicCmpAndSwp: C.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
-		OpAtomicFetchAdd: C.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
-	} {
-		if m&(1<<o) != 0 {
-			f |= flag
-		}
-	}
-	return f
+	return ops, flags
 }
 
 // WRAPI reports whether the QP posts sends through the ibv_wr_* API
@@ -162,10 +147,10 @@ func (pd *PD) CreateQPWith(init QPInit, create func(attr unsafe.Pointer) (unsafe
 // and the send operations of the QP's type.
 func (pd *PD) createQPEx(init QPInit, create func(*C.struct_ibv_qp_init_attr_ex) (*C.struct_ibv_qp, error), destroy func() error) (*QP, error) {
 	var qx *C.struct_ibv_qp_ex
-	ops := wrOps(init.Type)
+	ops, flags := wrOps(init.Type)
 	qp, err := pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
 		var ax C.struct_ibv_qp_init_attr_ex
-		C.gv_fill_attr_ex(&ax, a, pd.c, C.uint64_t(ibvSendOps(ops)))
+		C.gv_fill_attr_ex(&ax, a, pd.c, C.uint64_t(flags))
 		q, err := create(&ax)
 		if err != nil {
 			return nil, err
@@ -325,13 +310,15 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 		var refused error // a request refused here: the ones before it still go
 		for i := range chunk {
 			w := &chunk[i]
-			if len(w.SGL) > maxSGE {
-				refused = &PostError{Index: base + i, Err: fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)}
-				chunk = chunk[:i]
-				break
+			var why error
+			switch {
+			case len(w.SGL) > maxSGE:
+				why = fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)
+			case qp.qx != nil && (w.Opcode >= 32 || qp.wrOps&(1<<w.Opcode) == 0):
+				why = fmt.Errorf("ibv_wr_start: opcode %v is not one this %v QP was created with for the ibv_wr_* API: %w", w.Opcode, qp.typ, syscall.EINVAL)
 			}
-			if qp.qx != nil && (w.Opcode >= 32 || qp.wrOps&(1<<w.Opcode) == 0) {
-				refused = &PostError{Index: base + i, Err: fmt.Errorf("ibv_wr_start: opcode %v is not one this %v QP was created with for the ibv_wr_* API: %w", w.Opcode, qp.typ, syscall.EINVAL)}
+			if why != nil {
+				refused = &PostError{Index: base + i, Err: why}
 				chunk = chunk[:i]
 				break
 			}

@@ -181,9 +181,8 @@ int gv_wr_post(uintptr_t qxh, uintptr_t sh, int n, int list, int *bad)
 				ibv_wr_set_ud_addr(qx, g->ah, g->remote_qpn, g->remote_qkey);
 			if (g->send_flags & IBV_SEND_INLINE)
 				wr_set_inline(qx, sge, g->num_sge);
-			else {
+			else
 				ibv_wr_set_sge_list(qx, g->num_sge, g->num_sge ? sge : NULL);
-			}
 		}
 		rc = ibv_wr_complete(qx);
 		if (rc) {
