@@ -113,6 +113,40 @@ func TestLoopbackAllTests(t *testing.T) {
 	}
 }
 
+// TestDurationLatencyEndsOnEachSidesClock runs write_lat and send_lat for
+// a duration with one side starting 300 ms after the other, so the two
+// sides' time runs out many iterations apart: the side that carries on
+// must end at its own deadline, not wait out the idle timeout (5 s here)
+// for a message the other will not send, and report the peer gone.
+func TestDurationLatencyEndsOnEachSidesClock(t *testing.T) {
+	for _, test := range []exchange.Test{exchange.WriteLat, exchange.SendLat} {
+		for _, late := range []string{"server", "client"} {
+			t.Run(test.String()+"/"+late+"_late", func(t *testing.T) {
+				defer bench.SetBeforeLoop(func(client bool) {
+					if client == (late == "client") {
+						time.Sleep(300 * time.Millisecond)
+					}
+				})()
+				spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 8, Duration: 1,
+					NumQPs: 1, TXDepth: 1, RXDepth: 64, CQModeration: 1}
+				start := time.Now()
+				c, s := loopback(t, spec)
+				took := time.Since(start)
+				if len(c.Sizes) != 1 || len(s.Sizes) != 1 {
+					t.Fatalf("sizes: client %d, server %d", len(c.Sizes), len(s.Sizes))
+				}
+				if lat := c.Sizes[0].Lat; lat.N == 0 || lat.Typical <= 0 {
+					t.Errorf("latency %+v", lat)
+				}
+				if took > 4*time.Second {
+					t.Errorf("took %v for a 1 s test", took)
+				}
+				t.Logf("%d samples, t_typical %.2f us, %v in all", c.Sizes[0].Lat.N, c.Sizes[0].Lat.Typical/1000, took)
+			})
+		}
+	}
+}
+
 // TestOutstandingReads runs read_bw with -o 2: both sides offer 2, and
 // the client's QP issues at most 2, as the headers report. (A power of
 // two: rxe and mlx5 round the depth up to one, and the header reports

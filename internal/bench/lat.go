@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -51,13 +52,16 @@ func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur tim
 	out := samples(iters, dur)
 	start := time.Now()
 	deadline := start.Add(dur)
+	until := peerWaitLimit(deadline, dur)
 	var i uint64
 	var pc pacer
 	for ; dur > 0 || i < iters; i++ {
 		v := seqByte(i)
 		t0 := pc.start()
 		if !initiator {
-			if err := s.waitByte(ctx, at, v); err != nil {
+			if err := s.waitByte(ctx, at, v, until); errors.Is(err, errTimeUp) {
+				break
+			} else if err != nil {
 				return sideResult{}, err
 			}
 		}
@@ -66,7 +70,9 @@ func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur tim
 			return sideResult{}, err
 		}
 		if initiator {
-			if err := s.waitByte(ctx, at, v); err != nil {
+			if err := s.waitByte(ctx, at, v, until); errors.Is(err, errTimeUp) {
+				break
+			} else if err != nil {
 				return sideResult{}, err
 			}
 			out = append(out, float64(time.Since(t0).Nanoseconds())/2)
@@ -82,9 +88,28 @@ func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur tim
 	return sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out}, ctx.Err()
 }
 
-// waitByte spins until the byte at off is v, bounded by the idle timeout.
-func (s *session) waitByte(ctx context.Context, off int, v byte) error {
-	var st stall
+// peerWaitLimit is when a latency loop's waits for the peer give up: at
+// its deadline when the test has a duration, never (zero) otherwise.
+//
+// Each side ends by its own clock, as perftest's do, so the two can end an
+// iteration apart: the side that carries on then waits for a message that
+// will not come. Without a limit it would wait out the idle timeout and
+// report the peer gone; with one it ends once its own time is up, leaving
+// the unfinished iteration out.
+func peerWaitLimit(deadline time.Time, dur time.Duration) time.Time {
+	if dur > 0 {
+		return deadline
+	}
+	return time.Time{}
+}
+
+// errTimeUp ends a wait for the peer that outlasted the test's duration.
+var errTimeUp = errors.New("the test's duration is over")
+
+// waitByte spins until the byte at off is v, bounded by the idle timeout
+// and, if it is not zero, by until (then errTimeUp).
+func (s *session) waitByte(ctx context.Context, off int, v byte, until time.Time) error {
+	st := stall{until: until}
 	for spin := 0; s.lastByte(off) != v; spin++ {
 		if spin&1023 == 1023 {
 			if err := st.check(ctx, s, "message"); err != nil {
@@ -98,13 +123,17 @@ func (s *session) waitByte(ctx context.Context, off int, v byte) error {
 // stall tracks a spin-wait that has seen no progress yet.
 type stall struct {
 	since time.Time
-	pc    pacer // for its yields
+	until time.Time // when the wait gives up with errTimeUp; zero: never
+	pc    pacer     // for its yields
 }
 
 // check, called every so often while spinning, fails once the wait has
-// lasted the idle timeout, the peer is gone, or ctx has ended.
+// passed until, lasted the idle timeout, the peer is gone, or ctx has ended.
 func (st *stall) check(ctx context.Context, s *session, what string) error {
 	now := time.Now()
+	if !st.until.IsZero() && now.After(st.until) {
+		return errTimeUp
+	}
 	if st.since.IsZero() {
 		// A wait yields only once it has lasted yieldPeriod: most end
 		// sooner, and a yield from a locked thread hands its P off.
@@ -124,11 +153,12 @@ func (st *stall) check(ctx context.Context, s *session, what string) error {
 
 // waitSend polls the send CQ until one completion arrives.
 func (s *session) waitSend(ctx context.Context, wcs []ibverbs.WC) (ibverbs.WC, error) {
-	return s.waitCQ(ctx, s.scq, wcs[:1])
+	return s.waitCQ(ctx, s.scq, wcs[:1], time.Time{})
 }
 
-func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC) (ibverbs.WC, error) {
-	var st stall
+// waitCQ polls cq until one completion arrives, bounded as waitByte is.
+func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC, until time.Time) (ibverbs.WC, error) {
+	st := stall{until: until}
 	for spin := 0; ; spin++ {
 		k, err := cq.Poll(wcs[:1])
 		if err != nil {
@@ -158,12 +188,13 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 	out := samples(iters, dur)
 	start := time.Now()
 	deadline := start.Add(dur)
+	until := peerWaitLimit(deadline, dur)
 	// With spare receives posted (-r over 1, the default), the one an
 	// iteration used is replaced after its send, off the round trip;
 	// with one, it must be replaced before the peer can send again.
 	late := s.spec.RXDepth > 1
 	wait := func() error {
-		if _, err := s.waitCQ(ctx, s.rcq, wcs); err != nil {
+		if _, err := s.waitCQ(ctx, s.rcq, wcs, until); err != nil {
 			return err
 		}
 		if late {
@@ -176,7 +207,9 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 	for ; dur > 0 || i < iters; i++ {
 		t0 := pc.start()
 		if !initiator {
-			if err := wait(); err != nil {
+			if err := wait(); errors.Is(err, errTimeUp) {
+				break
+			} else if err != nil {
 				return sideResult{}, err
 			}
 		}
@@ -184,7 +217,9 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 			return sideResult{}, err
 		}
 		if initiator {
-			if err := wait(); err != nil {
+			if err := wait(); errors.Is(err, errTimeUp) {
+				break
+			} else if err != nil {
 				return sideResult{}, err
 			}
 			out = append(out, float64(time.Since(t0).Nanoseconds())/2)

@@ -311,6 +311,10 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 	return s.cmDial(ctx, host)
 }
 
+// beforeLoop runs on each side just before its measuring loop starts (and
+// so its clock for a duration); a test sets it to start the sides apart.
+var beforeLoop = func(client bool) {}
+
 // runSize runs one message size on this side.
 func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.Duration, client bool) (sideResult, error) {
 	// The measuring loop keeps one OS thread: moved between threads (as
@@ -319,6 +323,7 @@ func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.
 	// CPU while this one spins (docs/performance.md).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	beforeLoop(client)
 	spec := s.spec
 	switch spec.Test {
 	case exchange.WriteBW, exchange.ReadBW, exchange.AtomicBW:

@@ -1,0 +1,11 @@
+//go:build linux && cgo
+
+package bench
+
+// SetBeforeLoop makes f run on each side just before its measuring loop,
+// until the returned function restores the default.
+func SetBeforeLoop(f func(client bool)) (restore func()) {
+	old := beforeLoop
+	beforeLoop = f
+	return func() { beforeLoop = old }
+}
