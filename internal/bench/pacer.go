@@ -14,17 +14,24 @@ import (
 // (sysmon) preempts it; when the goroutine is inside a cgo call at that
 // moment, as a poller nearly always is, preemption cannot reach it and
 // sysmon takes its P away instead, so the call's return must wait to get
-// one back. Giving the scheduler a turn (runtime.Gosched) more often than
-// every 10 ms avoids that; the loops here do it about every millisecond.
-// On soft-RoCE, where posting is a system call, this raised 64-byte
-// write_bw from a median of 1.09 to 1.17 MB/s with the loop's thread
-// locked (1.14/0.68/1.10 to 1.35/1.28/1.21 before the lock) and ended a
-// storm of futex calls. It does not quiet sysmon's own 20 µs wake-ups,
-// whose count stayed the same (docs/performance.md). On a locked thread a
-// yield hands the P off and back, so waits yield only once they last.
+// one back, and sysmon, having found work, goes back to waking every
+// 20 µs. Giving the scheduler a turn (runtime.Gosched) more often than
+// every 10 ms avoids that. On soft-RoCE, where posting is a system call,
+// this raised 64-byte write_bw from a median of 1.09 to 1.17 MB/s with the
+// loop's thread locked and ended a storm of futex calls.
+//
+// A turn is not free: from a locked thread, a yield hands the P to another
+// thread and waits to be handed it back, two thread wake-ups on the
+// loop's path. On the 2-core CI host that cost about 100 µs of the loop's
+// time per yield (BenchmarkPacedLoop: a yield every millisecond took 9-12%
+// of a busy loop's throughput, every 5 ms 1-3%). So the loops yield about
+// every 5 ms, half the runtime's limit, and a loop whose iterations are
+// slow yields at the check before the one that would pass it. Waits yield
+// only once they last, so that a latency sample rarely holds a yield
+// (docs/performance.md).
 const (
 	pacerPeriod = 100 * time.Microsecond // how often a loop's periodic work runs
-	yieldPeriod = time.Millisecond       // how often a loop yields to the scheduler
+	yieldPeriod = 5 * time.Millisecond   // how often a loop yields to the scheduler
 	// maxStride bounds the calls between clock readings, so that a loop
 	// that slows down suddenly is noticed within that many iterations.
 	maxStride = 256
@@ -37,8 +44,9 @@ const (
 // takes 100 ns (a NIC) or 100 µs (an emulated soft-RoCE).
 type pacer struct {
 	stride, n int
-	last      time.Time // the last clock reading
-	yielded   time.Time // the last yield
+	last      time.Time     // the last clock reading
+	yielded   time.Time     // the last yield
+	period    time.Duration // between yields: yieldPeriod if 0, never if negative
 }
 
 // due reports whether the periodic work is due, and the time if it is.
@@ -48,32 +56,47 @@ func (p *pacer) due() (time.Time, bool) {
 	}
 	p.n = 0
 	now := time.Now()
-	switch d := now.Sub(p.last); {
+	d := now.Sub(p.last)
+	switch {
 	case d > 2*pacerPeriod && p.stride > 1:
 		p.stride /= 2
 	case d < pacerPeriod/2 && p.stride < maxStride:
 		p.stride = max(2*p.stride, 1)
 	}
+	if p.last.IsZero() {
+		d = 0
+	}
 	p.last = now
-	p.yield(now)
+	// The next reading is likely as far off as this one was from the
+	// last: yield now if waiting for it would pass the period.
+	p.yieldWithin(now, d)
 	return now, true
 }
 
-// yield gives the scheduler a turn if the last was yieldPeriod ago.
-func (p *pacer) yield(now time.Time) {
-	if now.Sub(p.yielded) >= yieldPeriod {
-		p.yielded = now
-		runtime.Gosched()
+// yield gives the scheduler a turn if the last was the period ago, and
+// reports whether it did.
+func (p *pacer) yield(now time.Time) bool { return p.yieldWithin(now, 0) }
+
+// yieldWithin gives the scheduler a turn if the period will have passed
+// since the last one within ahead, and reports whether it did.
+func (p *pacer) yieldWithin(now time.Time, ahead time.Duration) bool {
+	period := p.period
+	if period == 0 {
+		period = yieldPeriod
 	}
+	if period < 0 || now.Sub(p.yielded)+ahead < period {
+		return false
+	}
+	p.yielded = now
+	runtime.Gosched()
+	return true
 }
 
 // start is the start time of a latency iteration: the scheduler gets its
 // turn, when due, before the clock is read, outside what is measured.
 func (p *pacer) start() time.Time {
-	now := time.Now()
-	if now.Sub(p.yielded) < yieldPeriod {
+	if now := time.Now(); !p.yield(now) {
 		return now
 	}
-	p.yield(now)
 	return time.Now()
 }

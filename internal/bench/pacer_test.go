@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -48,5 +49,57 @@ func TestPacerYields(t *testing.T) {
 	p.yield(now.Add(yieldPeriod))
 	if !p.yielded.Equal(now.Add(yieldPeriod)) {
 		t.Error("did not yield after the period")
+	}
+}
+
+func TestPacerYieldsBeforeASlowLoopPassesThePeriod(t *testing.T) {
+	p := pacer{stride: 1}
+	t0 := time.Now()
+	p.last, p.yielded = t0, t0
+	// Readings 40% of the period apart: the second is at 80%, and the
+	// third would be at 120%, so the second yields.
+	step := yieldPeriod * 4 / 10
+	if p.yieldWithin(t0.Add(step), step) {
+		t.Fatal("yielded at 40% of the period")
+	}
+	if !p.yieldWithin(t0.Add(2*step), step) {
+		t.Fatal("did not yield at 80% of the period with the next reading at 120%")
+	}
+	never := pacer{period: -1}
+	if never.yield(t0.Add(time.Hour)) {
+		t.Error("a pacer with a negative period yielded")
+	}
+}
+
+var loopSink uint64
+
+// BenchmarkPacedLoop measures what the pacer's yields cost a busy loop
+// locked to its thread, as the measuring loops are: an iteration of about
+// 40 ns of work and a due check, with a yield every millisecond, every
+// yieldPeriod, or never. The difference between the rates is the time
+// the loop spends handing its P off and getting it back.
+func BenchmarkPacedLoop(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		period time.Duration
+	}{{"1ms", time.Millisecond}, {"yieldPeriod", 0}, {"never", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			p := pacer{period: c.period}
+			yields := 0
+			x := loopSink
+			for b.Loop() {
+				for range 30 {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+				if _, ok := p.due(); ok && p.yielded == p.last {
+					yields++
+				}
+			}
+			loopSink = x
+			b.ReportMetric(float64(yields)/b.Elapsed().Seconds(), "yields/s")
+			b.ReportAllocs()
+		})
 	}
 }
