@@ -59,27 +59,40 @@ func TestLoopbackAllTests(t *testing.T) {
 		conn ibverbs.QPType
 		size uint32
 		rx   uint32 // RX depth, if not 64
+		bidi bool
+		qps  uint16 // if not 1
 	}{
-		{exchange.WriteBW, ibverbs.QPTypeRC, 4096, 0},
-		{exchange.WriteBW, ibverbs.QPTypeUC, 4096, 0},
-		{exchange.ReadBW, ibverbs.QPTypeRC, 4096, 0},
-		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0},
-		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0},
-		{exchange.AtomicBW, ibverbs.QPTypeRC, 8, 0},
-		{exchange.WriteLat, ibverbs.QPTypeRC, 64, 0},
-		{exchange.ReadLat, ibverbs.QPTypeRC, 64, 0},
-		{exchange.SendLat, ibverbs.QPTypeRC, 64, 0},
-		{exchange.SendLat, ibverbs.QPTypeUD, 64, 0},
-		{exchange.SendLat, ibverbs.QPTypeRC, 64, 1}, // no spare receive: replaced before the send
-		{exchange.AtomicLat, ibverbs.QPTypeRC, 8, 0},
+		{exchange.WriteBW, ibverbs.QPTypeRC, 4096, 0, false, 0},
+		{exchange.WriteBW, ibverbs.QPTypeUC, 4096, 0, false, 0},
+		{exchange.WriteBW, ibverbs.QPTypeRC, 4096, 0, true, 0},
+		{exchange.ReadBW, ibverbs.QPTypeRC, 4096, 0, false, 0},
+		{exchange.ReadBW, ibverbs.QPTypeRC, 4096, 0, true, 0},
+		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0, false, 0},
+		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0, true, 2}, // one loop sends and receives on two QPs
+		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0, false, 0},
+		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0, true, 0},
+		{exchange.AtomicBW, ibverbs.QPTypeRC, 8, 0, false, 0},
+		{exchange.WriteLat, ibverbs.QPTypeRC, 64, 0, false, 0},
+		{exchange.ReadLat, ibverbs.QPTypeRC, 64, 0, false, 0},
+		{exchange.SendLat, ibverbs.QPTypeRC, 64, 0, false, 0},
+		{exchange.SendLat, ibverbs.QPTypeUD, 64, 0, false, 0},
+		{exchange.SendLat, ibverbs.QPTypeRC, 64, 1, false, 0}, // no spare receive: replaced before the send
+		{exchange.AtomicLat, ibverbs.QPTypeRC, 8, 0, false, 0},
 	} {
 		name := tc.test.String() + "/" + tc.conn.String()
 		if tc.rx != 0 {
 			name += fmt.Sprintf("/rx=%d", tc.rx)
 		}
+		if tc.bidi {
+			name += "/bidirectional"
+		}
+		if tc.qps != 0 {
+			name += fmt.Sprintf("/qps=%d", tc.qps)
+		}
 		t.Run(name, func(t *testing.T) {
 			spec := exchange.TestSpec{Test: tc.test, ConnType: tc.conn, Size: tc.size, Iterations: 200,
-				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, ValidateData: true}
+				NumQPs: max(tc.qps, 1), TXDepth: 32, RXDepth: 64, CQModeration: 8, ValidateData: true,
+				Bidirectional: tc.bidi}
 			if tc.rx != 0 {
 				spec.RXDepth = tc.rx
 			}
@@ -101,12 +114,23 @@ func TestLoopbackAllTests(t *testing.T) {
 				t.Logf("t_typical %.2f us", r.Lat.Typical/1000)
 				return
 			}
-			want := uint64(200)
+			want := 200 * uint64(spec.NumQPs)
+			if tc.bidi {
+				want *= 2 // both directions
+			}
 			if tc.conn == ibverbs.QPTypeUD {
 				want = 0 // UD may drop; at least something arrived
 			}
 			if r.BW.Iterations < want || r.BW.Iterations == 0 || r.BW.AvgMBps <= 0 || r.BW.PeakMBps < r.BW.AvgMBps {
 				t.Errorf("bandwidth %+v", r.BW)
+			}
+			if tc.bidi {
+				if sr := s.Sizes[0].BW; sr.Iterations < want || sr.Iterations == 0 {
+					t.Errorf("the server's bandwidth %+v", sr)
+				}
+				if s.Mismatches != 0 {
+					t.Errorf("%d data mismatches on the server", s.Mismatches)
+				}
 			}
 			t.Logf("%.2f MB/s avg, %.2f peak, %d iterations", r.BW.AvgMBps, r.BW.PeakMBps, r.BW.Iterations)
 		})
@@ -145,6 +169,27 @@ func TestDurationLatencyEndsOnEachSidesClock(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestBidirectionalSendForADuration runs send_bw both ways for a
+// duration: the one loop on each side must stop sending at its deadline,
+// go on receiving until the peer has stopped too, and end without an idle
+// timeout (5 s here).
+func TestBidirectionalSendForADuration(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 1,
+		NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, Bidirectional: true}
+	start := time.Now()
+	c, s := loopback(t, spec)
+	took := time.Since(start)
+	for side, r := range map[string]*bench.Result{"client": c, "server": s} {
+		if len(r.Sizes) != 1 || r.Sizes[0].BW.Iterations == 0 || r.Sizes[0].BW.AvgMBps <= 0 {
+			t.Errorf("%s: %+v", side, r.Sizes)
+		}
+	}
+	if took > 4*time.Second {
+		t.Errorf("took %v for a 1 s test", took)
+	}
+	t.Logf("%d messages both ways, %v in all", c.Sizes[0].BW.Iterations, took)
 }
 
 // TestOutstandingReads runs read_bw with -o 2: both sides offer 2, and

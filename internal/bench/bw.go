@@ -77,12 +77,19 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 // runSender posts iters messages of size bytes on every QP (or, with a
 // duration, as many as fit in it), keeping up to the TX depth in flight,
 // posting lists of PostList requests and asking for one completion per
-// CQModeration requests. The loop does not allocate.
+// CQModeration requests. In a bidirectional send test it also receives
+// what the peer sends, and ends once both directions have. The loop does
+// not allocate.
 func (s *session) runSender(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
 	nqp := len(s.qps)
 	tx := uint64(max(s.spec.TXDepth, 1))
 	mod := uint64(max(s.spec.CQModeration, 1))
 	pl := uint64(max(s.spec.PostList, 1))
+	var rcv *receiver // a bidirectional send test's other direction
+	if s.spec.Test == exchange.SendBW && s.spec.Bidirectional {
+		rcv = s.newReceiver(iters, dur)
+	}
+	rcvOver := false
 	if dur > 0 {
 		iters = 1<<idBits - 1
 	}
@@ -182,13 +189,18 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			}
 			markTime, nextMark = now, total+window
 		}
-		finished := true
-		for i := range s.qps {
-			if done[i] < posted[i] || lastSig[i] < posted[i] || (!stopping && posted[i] < iters) {
-				finished = false
+		if rcv != nil && !rcvOver {
+			if err := rcv.drain(); err != nil {
+				return partial(err)
 			}
 		}
-		if finished {
+		sent := true
+		for i := range s.qps {
+			if done[i] < posted[i] || lastSig[i] < posted[i] || (!stopping && posted[i] < iters) {
+				sent = false
+			}
+		}
+		if sent && (rcv == nil || rcvOver || !rcv.more()) {
 			break
 		}
 		if now, ok := pc.due(); ok {
@@ -199,8 +211,15 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				s.report(now, start, size, total, iters*uint64(nqp), dur, &lastTotal)
 				lastReport = now
 			}
-			if now.Sub(lastProgress) > s.idle {
+			if !sent && now.Sub(lastProgress) > s.idle {
 				return partial(&idleError{"completion", s.idle})
+			}
+			if rcv != nil && !rcvOver {
+				over, err := rcv.check(ctx, now)
+				if err != nil {
+					return partial(err)
+				}
+				rcvOver = over
 			}
 			if err := s.peerGone(now); err != nil {
 				return partial(err)
@@ -254,90 +273,146 @@ func (s *session) recvWR(i int) ibverbs.RecvWR {
 	return ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{s.mr.SGE(s.dst(i), s.region)}}
 }
 
+// receiver keeps a send test's receive queues full and counts the
+// messages that arrive. runReceiver drives one; in a bidirectional send
+// test the sending loop drives one too, so that one loop and one thread
+// serve both directions, as in perftest, instead of two loops competing
+// for CPUs.
+type receiver struct {
+	s          *session
+	want       uint64        // messages to receive; with a duration, unbounded
+	dur        time.Duration // the test's duration, or 0
+	quiet      time.Duration // with untilQuiet, how long a pause ends the test
+	untilQuiet bool          // UD, which may drop, or run_infinitely: end when messages stop
+	wcs        []ibverbs.WC
+	repost     [][]ibverbs.RecvWR
+	one        []ibverbs.RecvWR // each QP's receive, built once: reposting must not allocate
+	total      uint64
+	start      time.Time
+	first      time.Time // the first completion seen
+	last       time.Time // the last completion seen
+}
+
+func (s *session) newReceiver(iters uint64, dur time.Duration) *receiver {
+	nqp := len(s.qps)
+	r := &receiver{s: s, want: iters * uint64(nqp), dur: dur, quiet: s.idle,
+		untilQuiet: s.spec.ConnType == ibverbs.QPTypeUD,
+		wcs:        make([]ibverbs.WC, 64), repost: make([][]ibverbs.RecvWR, nqp), one: make([]ibverbs.RecvWR, nqp)}
+	for i := range r.repost {
+		r.repost[i] = make([]ibverbs.RecvWR, 0, len(r.wcs))
+		r.one[i] = s.recvWR(i)
+	}
+	if r.untilQuiet {
+		r.quiet = 500 * time.Millisecond
+	}
+	if s.spec.RunInfinitely {
+		// Until the sender stops: then the messages stop coming.
+		r.dur, r.quiet, r.untilQuiet = 100*365*24*time.Hour, time.Second, true
+	}
+	r.start = time.Now()
+	r.last = r.start
+	return r
+}
+
+// more reports whether messages are still due: always with a duration,
+// which check ends.
+func (r *receiver) more() bool { return r.dur > 0 || r.total < r.want }
+
+// poll takes the completions there are, up to one batch, replaces their
+// receives and reports how many there were.
+func (r *receiver) poll() (int, error) {
+	k, err := r.s.rcq.Poll(r.wcs)
+	if err != nil || k == 0 {
+		return 0, err
+	}
+	r.last = time.Now()
+	if r.first.IsZero() {
+		r.first = r.last
+	}
+	for _, wc := range r.wcs[:k] {
+		if err := wc.Err(); err != nil {
+			return 0, r.s.completionErr(err)
+		}
+		i := int(wc.WRID)
+		r.repost[i] = append(r.repost[i], r.one[i])
+		r.total++
+	}
+	for i, l := range r.repost {
+		if len(l) > 0 {
+			if err := r.s.qps[i].PostRecv(l); err != nil {
+				return 0, err
+			}
+			r.repost[i] = l[:0]
+		}
+	}
+	return k, nil
+}
+
+// drain polls until the CQ is empty: a sending loop comes back only after
+// posting, in which time more may have arrived than one batch, and each
+// must be replaced before the peer runs out of receives.
+func (r *receiver) drain() error {
+	for {
+		k, err := r.poll()
+		if err != nil || k < len(r.wcs) {
+			return err
+		}
+	}
+}
+
+// check is the periodic work at now: it reports whether the receiving is
+// over (the duration is up and the messages have stopped, a UD sender
+// went quiet, or ctx ended), or fails on the idle timeout or a gone peer.
+func (r *receiver) check(ctx context.Context, now time.Time) (over bool, err error) {
+	idle := now.Sub(r.last)
+	switch {
+	case r.dur > 0 && now.After(r.start.Add(r.dur)) && idle > 200*time.Millisecond:
+		return true, nil
+	case r.untilQuiet && r.total > 0 && idle > r.quiet:
+		return true, nil
+	case idle > r.s.idle:
+		return false, &idleError{"message", r.s.idle}
+	}
+	if err := r.s.peerGone(now); err != nil && !(r.s.spec.RunInfinitely && r.total > 0) {
+		return false, err
+	}
+	return interrupted(ctx), nil
+}
+
+// result is what was received, from the first message to the last.
+func (r *receiver) result(size int) sideResult {
+	first := r.first
+	if first.IsZero() {
+		first = r.last
+	}
+	return sideResult{Iters: r.total, Bytes: r.total * uint64(size), Elapsed: r.last.Sub(first)}
+}
+
 // runReceiver counts the receives of a send test and keeps every receive
 // queue full. It stops after iters messages on every QP, or, with a
 // duration, once the sender's time is up and the receives have stopped.
 // UD may drop messages: there it also stops when they stop coming.
 func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
-	nqp := len(s.qps)
-	want := iters * uint64(nqp)
-	wcs := make([]ibverbs.WC, 64)
-	repost := make([][]ibverbs.RecvWR, nqp)
-	one := make([]ibverbs.RecvWR, nqp) // built once: reposting must not allocate
-	for i := range repost {
-		repost[i] = make([]ibverbs.RecvWR, 0, len(wcs))
-		one[i] = s.recvWR(i)
-	}
-	var total uint64
-	var first time.Time
-	start := time.Now()
-	last := start
-	ud := s.spec.ConnType == ibverbs.QPTypeUD
-	quiet := s.idle
-	if ud {
-		quiet = 500 * time.Millisecond
-	}
-	if s.spec.RunInfinitely {
-		// Until the sender stops: then the messages stop coming.
-		dur, quiet, ud = 100*365*24*time.Hour, time.Second, true
-	}
-	partial := func(err error) (sideResult, error) {
-		if first.IsZero() {
-			first = last
-		}
-		return sideResult{Iters: total, Bytes: total * uint64(size), Elapsed: last.Sub(first)}, err
-	}
+	r := s.newReceiver(iters, dur)
 	var pc pacer
-	for dur > 0 || total < want {
-		k, err := s.rcq.Poll(wcs)
-		if err != nil {
-			return partial(err)
-		}
-		if k > 0 {
-			last = time.Now()
-			if first.IsZero() {
-				first = last
-			}
-		}
-		for _, wc := range wcs[:k] {
-			if err := wc.Err(); err != nil {
-				return partial(s.completionErr(err))
-			}
-			i := int(wc.WRID)
-			repost[i] = append(repost[i], one[i])
-			total++
-		}
-		for i, l := range repost {
-			if len(l) > 0 {
-				if err := s.qps[i].PostRecv(l); err != nil {
-					return partial(err)
-				}
-				repost[i] = l[:0]
-			}
+	for r.more() {
+		if _, err := r.poll(); err != nil {
+			return r.result(size), err
 		}
 		if now, ok := pc.due(); ok {
-			idle := now.Sub(last)
-			if dur > 0 && now.After(start.Add(dur)) && idle > 200*time.Millisecond {
-				break
+			over, err := r.check(ctx, now)
+			if err != nil {
+				return r.result(size), err
 			}
-			if ud && total > 0 && idle > quiet {
-				break
-			}
-			if idle > s.idle {
-				return partial(&idleError{"message", s.idle})
-			}
-			if err := s.peerGone(now); err != nil && !(s.spec.RunInfinitely && total > 0) {
-				return partial(err)
-			}
-			if interrupted(ctx) {
+			if over {
 				break
 			}
 		}
 	}
-	if first.IsZero() {
-		first = start
+	if r.first.IsZero() {
+		r.first = r.start
 	}
-	return sideResult{Iters: total, Bytes: total * uint64(size), Elapsed: last.Sub(first)}, ctx.Err()
+	return r.result(size), ctx.Err()
 }
 
 // pattern is the data a validating sender sends on QP i, and the receiver

@@ -332,27 +332,12 @@ func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.
 		}
 		return sideResult{}, nil
 	case exchange.SendBW:
-		if !spec.Bidirectional {
-			if client {
-				return s.runSender(ctx, size, iters, dur)
-			}
-			return s.runReceiver(ctx, size, iters, dur)
+		// Bidirectional: the sending loop also keeps the receive queues
+		// full, one loop for both directions, as perftest's does.
+		if client || spec.Bidirectional {
+			return s.runSender(ctx, size, iters, dur)
 		}
-		type out struct {
-			r   sideResult
-			err error
-		}
-		ch := make(chan out, 1)
-		go func() {
-			r, err := s.runReceiver(ctx, size, iters, dur)
-			ch <- out{r, err}
-		}()
-		snd, err := s.runSender(ctx, size, iters, dur)
-		rcv := <-ch
-		if err == nil {
-			err = rcv.err
-		}
-		return snd, err
+		return s.runReceiver(ctx, size, iters, dur)
 	case exchange.WriteLat:
 		return s.pingWrite(ctx, size, iters, dur, client)
 	case exchange.SendLat:
