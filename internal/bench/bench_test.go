@@ -220,10 +220,14 @@ func TestOutstandingReads(t *testing.T) {
 // 3,000 iterations and compares the allocations: set-up allocates, the
 // measured loop must not, so the difference must be (nearly) nothing.
 func TestSteadyStateAllocations(t *testing.T) {
-	for _, test := range []exchange.Test{exchange.WriteBW, exchange.SendBW} {
+	for _, tc := range []struct {
+		test exchange.Test
+		bidi bool
+	}{{exchange.WriteBW, false}, {exchange.SendBW, false}, {exchange.SendBW, true}} {
+		test := tc.test
 		mallocs := func(iters uint64) uint64 {
 			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: iters,
-				NumQPs: 1, TXDepth: 64, RXDepth: 128, CQModeration: 16, PostList: 4}
+				NumQPs: 1, TXDepth: 64, RXDepth: 128, CQModeration: 16, PostList: 4, Bidirectional: tc.bidi}
 			var a, b runtime.MemStats
 			runtime.ReadMemStats(&a)
 			loopback(t, spec)
@@ -232,7 +236,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 		}
 		mallocs(300) // warm up
 		small, large := mallocs(300), mallocs(3000)
-		t.Logf("%v: %d allocations for 300 iterations, %d for 3000", test, small, large)
+		t.Logf("%v (bidirectional %v): %d allocations for 300 iterations, %d for 3000", test, tc.bidi, small, large)
 		// 2,700 more messages may cost a few allocations of timers and
 		// goroutine stacks, not one per message.
 		if large > small+100 {
