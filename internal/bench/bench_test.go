@@ -103,6 +103,25 @@ func TestLoopbackAllTests(t *testing.T) {
 			if len(c.Sizes) != 1 || len(s.Sizes) != 1 {
 				t.Fatalf("sizes: client %d, server %d", len(c.Sizes), len(s.Sizes))
 			}
+			// perftest's headers: the TX depth where requests are posted,
+			// the RX depth where sends are received.
+			sends := tc.test == exchange.SendBW || tc.test == exchange.SendLat
+			for _, h := range []struct {
+				side   string
+				tx, rx int
+				wantTX bool
+				wantRX bool
+			}{
+				{"client", c.Header.TXDepth, c.Header.RXDepth, true, sends && tc.bidi},
+				{"server", s.Header.TXDepth, s.Header.RXDepth, tc.bidi, sends},
+			} {
+				if (h.tx > 0) != h.wantTX || (h.rx > 0) != h.wantRX {
+					t.Errorf("%s header: TX depth %d, RX depth %d", h.side, h.tx, h.rx)
+				}
+			}
+			if c.Header.Test != s.Header.Test {
+				t.Errorf("titles: client %q, server %q", c.Header.Test, s.Header.Test)
+			}
 			if c.Mismatches != 0 {
 				t.Errorf("%d data mismatches", c.Mismatches)
 			}

@@ -9,3 +9,6 @@ func SetBeforeLoop(f func(client bool)) (restore func()) {
 	beforeLoop = f
 	return func() { beforeLoop = old }
 }
+
+// SpecTitle is specTitle, for the tests.
+var SpecTitle = specTitle

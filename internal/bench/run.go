@@ -13,6 +13,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,6 +66,31 @@ func Title(t exchange.Test) string {
 		return "Atomic Latency Test"
 	}
 	return t.String()
+}
+
+// specTitle is the header's title for spec, built as perftest builds it:
+// the operation, the atomic one, then for bandwidth "Bidirectional" and
+// "Post List" where they apply, e.g. "Atomic FETCH_AND_ADD Bidirectional
+// BW Test".
+func specTitle(spec exchange.TestSpec) string {
+	t := spec.Test
+	var b strings.Builder
+	b.WriteString(strings.TrimSuffix(strings.TrimSuffix(Title(t), "BW Test"), "Latency Test"))
+	if t.IsAtomic() {
+		b.WriteString(spec.Atomic.String() + " ")
+	}
+	if t.IsLatency() {
+		b.WriteString("Latency Test")
+		return b.String()
+	}
+	if spec.Bidirectional {
+		b.WriteString("Bidirectional ")
+	}
+	if spec.PostList > 1 {
+		b.WriteString("Post List ")
+	}
+	b.WriteString("BW Test")
+	return b.String()
 }
 
 // Tool is the version string sent in the protocol's hello.
@@ -223,7 +249,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			return nil, err
 		}
 	}
-	res := &Result{Spec: spec, Role: role, Header: s.header(Title(t), spec.RdmaCM)}
+	res := &Result{Spec: spec, Role: role, Header: s.header(specTitle(spec), spec.RdmaCM, client)}
 	if onHeader != nil {
 		onHeader(res.Header)
 	}

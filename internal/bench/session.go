@@ -370,8 +370,9 @@ func (s *session) close() {
 	}
 }
 
-// header describes the test in perftest's terms.
-func (s *session) header(title string, cm bool) report.Header {
+// header describes the test in perftest's terms, as this side (the
+// client's or the server's) prints it.
+func (s *session) header(title string, cm, client bool) report.Header {
 	h := report.Header{
 		Test: title, Device: s.ctx.Name(), Port: s.port, NumQPs: len(s.qps), Transport: "IB",
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
@@ -381,8 +382,17 @@ func (s *session) header(title string, cm bool) report.Header {
 	if cm {
 		h.DataEx = "rdma_cm"
 	}
-	if !s.spec.Test.IsLatency() {
+	// perftest's rules: the TX depth where requests are posted, the RX
+	// depth where a send test receives, and both on both sides of a
+	// bidirectional test.
+	if client || s.spec.Bidirectional {
 		h.TXDepth = int(s.spec.TXDepth)
+	}
+	if t := s.spec.Test; (t == exchange.SendBW || t == exchange.SendLat) && (!client || s.spec.Bidirectional) {
+		h.RXDepth = int(s.spec.RXDepth)
+	}
+	if !s.spec.Test.IsLatency() {
+		h.PostList = int(s.spec.PostList)
 		h.CQModeration = int(max(s.spec.CQModeration, 1))
 	}
 	if s.spec.Test == exchange.ReadBW || s.spec.Test == exchange.ReadLat || s.spec.Test.IsAtomic() {

@@ -34,9 +34,13 @@ type Header struct {
 	// than ibv_post_send.
 	WRAPI bool
 	// TXDepth and RXDepth are the send and receive queue depths; a zero
-	// depth is not printed (perftest prints TX depth on the sending side
-	// and RX depth on the receiving side).
+	// depth is not printed (perftest prints TX depth on the client and RX
+	// depth on the server, in a send test, and both on both sides of a
+	// bidirectional one).
 	TXDepth, RXDepth int
+	// PostList is the number of requests posted per list (-l); it is
+	// printed only above 1, as perftest does.
+	PostList int
 	// CQModeration is the number of sends per signalled completion; zero
 	// is not printed (perftest prints it for bandwidth tests only).
 	CQModeration int
@@ -111,6 +115,9 @@ func WriteHeader(w io.Writer, h Header) error {
 	p.printf(" ibv_wr* API     : %s\n", onOff(h.WRAPI))
 	if h.TXDepth > 0 {
 		p.printf(" TX depth        : %d\n", h.TXDepth)
+	}
+	if h.PostList > 1 {
+		p.printf(" Post List       : %d\n", h.PostList)
 	}
 	if h.RXDepth > 0 {
 		p.printf(" RX depth        : %d\n", h.RXDepth)

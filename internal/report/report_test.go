@@ -68,6 +68,16 @@ func TestWriteHeader(t *testing.T) {
 	}{
 		{"header_write_bw.golden", writeBWHeader()},
 		{
+			// Bidirectional send with post lists: both depths and the
+			// post list, in perftest's order.
+			"header_send_bw_bidi.golden",
+			Header{
+				Test: "Send Bidirectional Post List BW Test", Device: "rxe0", Port: 1, NumQPs: 1,
+				Transport: "IB", Connection: "RC", TXDepth: 128, PostList: 4, RXDepth: 512, CQModeration: 4,
+				Mtu: 1024, LinkType: "Ethernet", GIDIndex: 1, DataEx: "Ethernet",
+			},
+		},
+		{
 			// InfiniBand send latency on two QPs: LIDs, no GID, no RKey,
 			// both depths.
 			"header_send_lat_ib.golden",
