@@ -8,9 +8,9 @@
 //
 // Each case runs both tools -reps times, alternating which goes first, and
 // compares medians. gorperf is given the TX depth, CQ moderation, inline
-// size, MTU, outstanding reads and post method (ibv_post_send or the
-// ibv_wr_* API) that perftest's header says it used, since perftest picks
-// some of them by device. For each run it records the
+// size, MTU, outstanding reads, post method (ibv_post_send or the
+// ibv_wr_* API) and PCIe relaxed ordering that perftest's header says it
+// used, since perftest picks some of them by device. For each run it records the
 // client's user and system CPU time and the port counters that changed,
 // among them the retransmissions, which explain most of the noise on
 // soft-RoCE.
@@ -342,9 +342,15 @@ func perftestParams(header string) []string {
 			continue
 		}
 		v = strings.TrimSuffix(strings.Fields(v + " x")[0], "[B]")
-		if strings.TrimSpace(k) == "ibv_wr* API" && v == "OFF" {
+		switch {
+		case strings.TrimSpace(k) == "ibv_wr* API" && v == "OFF":
 			// perftest posts with ibv_post_send on this device
 			out = append(out, "--use_old_post_send")
+			continue
+		case strings.TrimSpace(k) == "PCIe relax order" && v != "ON":
+			// perftest registers its memory without relaxed ordering
+			// (OFF, or "Unsupported" where it was built without it)
+			out = append(out, "--disable_pcie_relaxed")
 			continue
 		}
 		if _, err := strconv.Atoi(v); err != nil {

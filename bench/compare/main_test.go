@@ -35,8 +35,8 @@ func TestPerftestParams(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	read := " ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF\n TX depth        : 128\n CQ Moderation   : 1\n Mtu             : 1024[B]\n Outstand reads  : 128\n"
-	if got, want := perftestParams(read), []string{"-t", "128", "-Q", "1", "-m", "1024", "-o", "128"}; !reflect.DeepEqual(got, want) {
+	read := " PCIe relax order: OFF\t\tLock-free      : OFF\n ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF\n TX depth        : 128\n CQ Moderation   : 1\n Mtu             : 1024[B]\n Outstand reads  : 128\n"
+	if got, want := perftestParams(read), []string{"--disable_pcie_relaxed", "-t", "128", "-Q", "1", "-m", "1024", "-o", "128"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("read_bw: got %q, want %q", got, want)
 	}
 	if got := perftestParams("no header here\n"); got != nil {

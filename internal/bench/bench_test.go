@@ -211,6 +211,25 @@ func TestBidirectionalSendForADuration(t *testing.T) {
 	t.Logf("%d messages both ways, %v in all", c.Sizes[0].BW.Iterations, took)
 }
 
+// TestRelaxedOrdering registers the buffers with and without PCIe relaxed
+// ordering, as the client asks: both sides' headers say which, and the
+// data arrives intact either way (rxe takes the flag and ignores it).
+func TestRelaxedOrdering(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("disabled=%v", off), func(t *testing.T) {
+			spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 100,
+				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, ValidateData: true, NoRelaxedOrdering: off}
+			c, s := loopback(t, spec)
+			if c.Header.PCIeRelaxOrder == off || s.Header.PCIeRelaxOrder == off {
+				t.Errorf("PCIe relax order: client %v, server %v", c.Header.PCIeRelaxOrder, s.Header.PCIeRelaxOrder)
+			}
+			if c.Mismatches != 0 || s.Mismatches != 0 {
+				t.Errorf("data mismatches: client %d, server %d", c.Mismatches, s.Mismatches)
+			}
+		})
+	}
+}
+
 // TestOutstandingReads runs read_bw with -o 2: both sides offer 2, and
 // the client's QP issues at most 2, as the headers report. (A power of
 // two: rxe and mlx5 round the depth up to one, and the header reports

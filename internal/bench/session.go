@@ -199,6 +199,13 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 		return nil, err
 	}
 	access := ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead | ibverbs.AccessRemoteAtomic
+	if !spec.NoRelaxedOrdering {
+		// As perftest does by default: the NIC may then reorder its
+		// PCIe writes to the buffer, which some hosts need for full
+		// bandwidth. libibverbs drops the flag where the kernel or the
+		// device does not have it.
+		access |= ibverbs.AccessRelaxedOrdering
+	}
 	if s.mr, err = s.pdAndMR(access); err != nil {
 		return nil, err
 	}
@@ -378,6 +385,7 @@ func (s *session) header(title string, cm, client bool) report.Header {
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
 		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
+		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering,
 	}
 	if cm {
 		h.DataEx = "rdma_cm"

@@ -58,6 +58,7 @@ type testOptions struct {
 	Atomic      string
 	Validate    bool
 	OldPostSend bool
+	NoRelaxed   bool
 	Histogram   bool
 	MaxMemory   uint64
 	Idle        int
@@ -160,6 +161,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
 	f.BoolVar(&o.Validate, "validate", false, "check that the bytes (or atomic values) that arrive are the ones sent")
 	f.BoolVar(&o.OldPostSend, "use_old_post_send", false, "post with ibv_post_send, not the ibv_wr_* API the device may have")
+	f.BoolVar(&o.NoRelaxed, "disable_pcie_relaxed", false, "register memory without PCIe relaxed ordering (asked for by default, as perftest does)")
 	f.BoolVar(&o.Histogram, "histogram", false, "print a latency histogram (latency tests)")
 	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
 	if o.Test.IsAtomic() {
@@ -180,6 +182,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "post_list"
 		case "atomic-type":
 			name = "atomic_type"
+		case "disable-pcie-relaxed":
+			name = "disable_pcie_relaxed"
 		}
 		return pflag.NormalizedName(name)
 	})
@@ -198,7 +202,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, Inline: o.Inline,
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
-		OldPostSend:  o.OldPostSend,
+		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0

@@ -143,6 +143,10 @@ type TestSpec struct {
 	// ibv_wr_* API, which is used by default (perftest's
 	// --use_old_post_send).
 	OldPostSend bool
+	// NoRelaxedOrdering registers memory without PCIe relaxed ordering,
+	// which both sides otherwise ask for, as perftest does (its
+	// --disable_pcie_relaxed); a device without it ignores the request.
+	NoRelaxedOrdering bool
 	// Flags is reserved for options a later release adds; Validate refuses
 	// any bit this one does not know, so that such a client fails clearly.
 	Flags uint32
@@ -156,6 +160,7 @@ const (
 	specRunInfinitely
 	specValidateData
 	specOldPostSend
+	specNoRelaxedOrdering
 	specKnownBools = 1<<iota - 1
 )
 
@@ -165,8 +170,8 @@ const specLen = 53 // bytes of a TestSpec payload
 // uint32, size uint32, iterations uint64, duration uint32, QPs uint16, TX
 // depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
-// Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend)
-// and flags uint32.
+// Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
+// 6 NoRelaxedOrdering) and flags uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -185,7 +190,7 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	}{
 		{s.AllSizes, specAllSizes}, {s.Bidirectional, specBidirectional}, {s.RdmaCM, specRdmaCM},
 		{s.RunInfinitely, specRunInfinitely}, {s.ValidateData, specValidateData},
-		{s.OldPostSend, specOldPostSend},
+		{s.OldPostSend, specOldPostSend}, {s.NoRelaxedOrdering, specNoRelaxedOrdering},
 	} {
 		if f.set {
 			bools |= f.bit
@@ -224,6 +229,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.RunInfinitely = bools&specRunInfinitely != 0
 	s.ValidateData = bools&specValidateData != 0
 	s.OldPostSend = bools&specOldPostSend != 0
+	s.NoRelaxedOrdering = bools&specNoRelaxedOrdering != 0
 	s.Flags = r.u32()
 	return s, r.done()
 }
