@@ -409,9 +409,6 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 			}
 		}
 	}
-	if r.first.IsZero() {
-		r.first = r.start
-	}
 	return r.result(size), ctx.Err()
 }
 
