@@ -105,7 +105,7 @@ func TestLoopbackAllTests(t *testing.T) {
 			}
 			// perftest's headers: the TX depth where requests are posted,
 			// the RX depth where sends are received.
-			sends := tc.test == exchange.SendBW || tc.test == exchange.SendLat
+			sends := tc.test.Receives()
 			for _, h := range []struct {
 				side   string
 				tx, rx int

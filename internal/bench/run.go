@@ -244,12 +244,12 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	}
 	client := role == "client"
 	t := spec.Test
-	if t == exchange.SendBW || t == exchange.SendLat {
+	if t.Receives() {
 		if err := s.prepostRecvs(); err != nil {
 			return nil, err
 		}
 	}
-	res := &Result{Spec: spec, Role: role, Header: s.header(specTitle(spec), spec.RdmaCM, client)}
+	res := &Result{Spec: spec, Role: role, Header: s.header(client)}
 	if onHeader != nil {
 		onHeader(res.Header)
 	}

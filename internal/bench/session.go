@@ -379,9 +379,10 @@ func (s *session) close() {
 
 // header describes the test in perftest's terms, as this side (the
 // client's or the server's) prints it.
-func (s *session) header(title string, cm, client bool) report.Header {
+func (s *session) header(client bool) report.Header {
+	cm := s.spec.RdmaCM
 	h := report.Header{
-		Test: title, Device: s.ctx.Name(), Port: s.port, NumQPs: len(s.qps), Transport: "IB",
+		Test: specTitle(s.spec), Device: s.ctx.Name(), Port: s.port, NumQPs: len(s.qps), Transport: "IB",
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
 		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
@@ -396,7 +397,7 @@ func (s *session) header(title string, cm, client bool) report.Header {
 	if client || s.spec.Bidirectional {
 		h.TXDepth = int(s.spec.TXDepth)
 	}
-	if t := s.spec.Test; (t == exchange.SendBW || t == exchange.SendLat) && (!client || s.spec.Bidirectional) {
+	if s.spec.Test.Receives() && (!client || s.spec.Bidirectional) {
 		h.RXDepth = int(s.spec.RXDepth)
 	}
 	if !s.spec.Test.IsLatency() {

@@ -47,9 +47,13 @@ func (t Test) IsLatency() bool {
 // IsAtomic reports whether t is atomic_bw or atomic_lat.
 func (t Test) IsAtomic() bool { return t == AtomicBW || t == AtomicLat }
 
+// Receives reports whether t is send_bw or send_lat, the tests whose
+// messages consume posted receives (perftest's has_recv_comp).
+func (t Test) Receives() bool { return t == SendBW || t == SendLat }
+
 // UsesRemoteMemory reports whether t's requests name the peer's memory
 // (RDMA write, read, atomics), so that QPInfo's buffer must be valid.
-func (t Test) UsesRemoteMemory() bool { return t.valid() && t != SendBW && t != SendLat }
+func (t Test) UsesRemoteMemory() bool { return t.valid() && !t.Receives() }
 
 // ParseTest parses a test name such as "write_bw" or "ib_write_bw".
 func ParseTest(s string) (Test, error) {
@@ -272,7 +276,7 @@ func (s TestSpec) Sizes() []uint32 {
 // memDepth is the queue depth Memory counts: receives matter only to send
 // tests.
 func (s TestSpec) memDepth() uint32 {
-	if s.Test == SendBW || s.Test == SendLat {
+	if s.Test.Receives() {
 		return max(s.TXDepth, s.RXDepth)
 	}
 	return s.TXDepth
@@ -357,7 +361,7 @@ func (s TestSpec) Validate() error {
 	if s.TXDepth == 0 {
 		return invalid("TX depth 0")
 	}
-	if (t == SendBW || t == SendLat) && s.RXDepth == 0 {
+	if t.Receives() && s.RXDepth == 0 {
 		return invalid("RX depth 0 for %s", t)
 	}
 	if s.CQModeration > s.TXDepth {
