@@ -76,6 +76,9 @@ func TestTestFlagDependentDefaults(t *testing.T) {
 		{exchange.WriteBW, []string{"-s", "64", "-D", "3"}, 128, 512, 100},  // -D: no iterations to cap at
 		{exchange.WriteBW, []string{"-s", "65536", "-Q", "8"}, 128, 512, 8}, // -Q given: kept
 		{exchange.WriteBW, []string{"-s", "64", "-t", "32"}, 32, 512, 32},
+		// -Q given, but -n shrank the TX depth below it: shrunk with it, as perftest
+		{exchange.WriteBW, []string{"-s", "2", "-n", "5", "-Q", "100"}, 5, 5, 5},
+		{exchange.WriteBW, []string{"-s", "2", "-n", "5", "-t", "64", "-Q", "32"}, 5, 5, 5},
 		{exchange.SendLat, []string{"-s", "64"}, 1, 512, 1},              // spare receives, as perftest
 		{exchange.SendLat, []string{"-s", "64", "-n", "100"}, 1, 100, 1}, // at most -n
 	} {

@@ -99,6 +99,11 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	iterations := o.Duration == 0 && !o.Infinite
 	if iterations && o.Iters > 0 && uint64(o.TXDepth) > o.Iters {
 		o.TXDepth = uint32(o.Iters) // as perftest: never deeper than the run
+		// A CQ moderation the user gave fitted the depth they asked for;
+		// the run's length shrank it, so the moderation shrinks with it,
+		// as perftest's does. One beyond a depth the user chose stays an
+		// error.
+		o.CQMod = min(o.CQMod, o.TXDepth)
 	}
 	if !set("cq-mod") {
 		switch {
