@@ -608,6 +608,7 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var failed []string
 	fmt.Fprintln(tw, "test\tbytes\tqps\tlist\tgorperf\tperftest\tratio\tmsg rate ratio\tbest ratio\tΔ typical µs\tΔ p99 µs\tspread g/p\tretries g/p\tuser CPU/msg\tsys CPU/msg\t")
 	for _, r := range rows {
 		list := "-"
@@ -620,7 +621,15 @@ func printTable(w io.Writer, rows []row) {
 		}
 		g, p := r.Gorperf, r.Perftest
 		cpu := "-\t-\t"
-		if g.CPUKnown && p.CPUKnown {
+		switch {
+		case r.Baselines[0].Err != "" || r.Baselines[1].Err != "":
+			cpu = "err\terr\t"
+			for i, tool := range []string{"gorperf", "perftest"} {
+				if e := r.Baselines[i].Err; e != "" {
+					failed = append(failed, fmt.Sprintf("%s %d B, %d QPs, %s: %s", r.Test, r.Bytes, r.QPs, tool, e))
+				}
+			}
+		case g.CPUKnown && p.CPUKnown:
 			cpu = fmt.Sprintf("%.2f\t%.2f\t", r.CPURatio, r.SysCPURatio)
 		}
 		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%s", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, cpu)
@@ -636,7 +645,11 @@ func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "\nMedians of the runs; ratios gorperf ÷ perftest; best ratio: of the best runs (highest message rate, lowest")
 	fmt.Fprintln(w, "t_typical); spread: (max − min) ÷ median of message rate or t_typical;")
 	fmt.Fprintln(w, "retries: the client device's retransmissions (median); CPU: the client's time per message net of start-up")
-	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest; \"-\" where the loop's CPU was too small to tell.")
+	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest; \"-\" where the loop's CPU was too small to tell;")
+	fmt.Fprintln(w, "\"err\" where a baseline run failed:")
+	for _, f := range failed {
+		fmt.Fprintln(w, "  "+f)
+	}
 }
 
 func ratio(a, b float64) float64 {

@@ -139,8 +139,10 @@ func TestPrintTable(t *testing.T) {
 		Gorperf: stat{measure: measure{BWAvgMBps: 9}}, Perftest: stat{measure: measure{BWAvgMBps: 10}}}
 	lat := row{Test: "write_lat", Bytes: 2, QPs: 1, TypicalRatio: 1.1, BestRatio: 1.05, TypicalDiffUs: 2,
 		Gorperf: stat{measure: measure{TTypicalUs: 22}}, Perftest: stat{measure: measure{TTypicalUs: 20}}}
+	noBase := bw
+	noBase.Baselines[0].Err = "the server did not listen"
 	var b strings.Builder
-	printTable(&b, []row{bw, lat})
+	printTable(&b, []row{bw, lat, noBase})
 	lines := strings.Split(b.String(), "\n")
 	col := func(line, heading string) string {
 		// tabwriter right-aligns: a heading ends where its column ends,
@@ -152,9 +154,13 @@ func TestPrintTable(t *testing.T) {
 	for _, c := range []struct{ line, heading, want string }{
 		{lines[1], "msg rate ratio", "0.910"}, {lines[1], "best ratio", "0.970"},
 		{lines[2], "ratio", "1.100"}, {lines[2], "best ratio", "1.050"}, {lines[2], "Δ typical µs", "+2.00"},
+		{lines[1], "user CPU/msg", "-"}, {lines[3], "user CPU/msg", "err"},
 	} {
 		if got := col(c.line, c.heading); got != c.want {
 			t.Errorf("%q under %q: %q, want %q\n%s", strings.Fields(c.line)[0], c.heading, got, c.want, b.String())
 		}
+	}
+	if want := "write_bw 64 B, 1 QPs, gorperf: the server did not listen"; !strings.Contains(b.String(), want) {
+		t.Errorf("the table does not say which baseline failed (%q):\n%s", want, b.String())
 	}
 }
