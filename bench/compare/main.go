@@ -4,7 +4,9 @@
 // parameters on the same devices, and prints how gorperf compares: the
 // ratio gorperf ÷ perftest for bandwidth and message rate, and the
 // difference and ratio of t_typical and the 99th percentile for latency.
-// It also writes the figures as JSON.
+// It also writes the figures as JSON, after every case: a run stopped by
+// Ctrl-C or a TERM prints the table of the cases done and keeps their JSON,
+// whose "complete" is then false.
 //
 // Each case runs both tools -reps times, alternating which goes first, and
 // compares medians. gorperf is given the TX depth, CQ moderation, inline
@@ -35,10 +37,12 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -175,37 +179,82 @@ func main() {
 	}
 	defer cleanup()
 	c.gorperf = bin
+	// Ctrl-C or a TERM (timeout(1), a CI limit) ends the run after the
+	// cases done so far: their table is printed and their JSON kept.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cases := c.cases()
 	var rows []row
+	for _, k := range cases {
+		r := c.compare(ctx, k.test, k.size, k.qps, k.extra...)
+		if ctx.Err() != nil {
+			break // this case's runs were cut short: not a result
+		}
+		rows = append(rows, r)
+		fmt.Fprintf(os.Stderr, "compare: %s %d B, %d QPs %s done (%d of %d)\n", k.test, k.size, k.qps,
+			strings.Join(k.extra, " "), len(rows), len(cases))
+		// After every case, so that a run that is stopped keeps what it
+		// measured.
+		if err := c.writeJSON(rows, len(rows) == len(cases), *godebug); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			cleanup()
+			os.Exit(1)
+		}
+	}
+	printTable(os.Stdout, rows)
+	fmt.Printf("\nJSON: %s\n", c.out)
+	if len(rows) < len(cases) {
+		fmt.Fprintf(os.Stderr, "compare: stopped after %d of %d cases\n", len(rows), len(cases))
+		cleanup()
+		os.Exit(130)
+	}
+}
+
+// A testCase is one row of the table: a test, a message size, a QP count
+// and any further flags for both tools.
+type testCase struct {
+	test      string
+	size, qps int
+	extra     []string
+}
+
+// cases lists the rows to run: each test at each size, the message-rate
+// rows with a post list, and write_bw at 64 KiB with each QP count.
+func (c *config) cases() []testCase {
+	var cs []testCase
 	for _, t := range c.tests {
 		for _, s := range c.sizes {
-			rows = append(rows, c.compare(t, s, 1))
-			fmt.Fprintf(os.Stderr, "compare: %s %d done\n", t, s)
+			cs = append(cs, testCase{t, s, 1, nil})
 		}
 	}
 	if c.postList > 1 {
 		for _, t := range []string{"write_bw", "send_bw"} {
-			for _, sz := range c.postListSizes {
-				rows = append(rows, c.compare(t, sz, 1, "-l", strconv.Itoa(c.postList)))
+			for _, s := range c.postListSizes {
+				cs = append(cs, testCase{t, s, 1, []string{"-l", strconv.Itoa(c.postList)}})
 			}
 		}
 	}
 	for _, q := range c.qps {
-		rows = append(rows, c.compare("write_bw", 65536, q))
+		cs = append(cs, testCase{"write_bw", 65536, q, nil})
 	}
-	printTable(os.Stdout, rows)
+	return cs
+}
+
+// writeJSON replaces the JSON file with the rows so far; complete says
+// whether they are all the cases asked for.
+func (c *config) writeJSON(rows []row, complete bool, godebug string) error {
 	doc := map[string]any{"schema_version": 1, "date": time.Now().UTC().Format(time.RFC3339),
-		"server_device": c.serverDev, "client_device": c.clientDev, "godebug": *godebug, "reps": c.reps,
-		"pinned": c.pin, "rows": rows}
+		"server_device": c.serverDev, "client_device": c.clientDev, "godebug": godebug, "reps": c.reps,
+		"pinned": c.pin, "complete": complete, "rows": rows}
 	b, err := json.MarshalIndent(doc, "", "  ")
-	if err == nil {
-		err = os.WriteFile(c.out, append(b, '\n'), 0o644)
-	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "compare:", err)
-		cleanup()
-		os.Exit(1)
+		return err
 	}
-	fmt.Printf("\nJSON: %s\n", c.out)
+	tmp := c.out + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, c.out)
 }
 
 // localCopy copies the executable at path into a new temporary directory
@@ -236,7 +285,7 @@ func localCopy(path string) (string, func(), error) {
 	return bin, cleanup, nil
 }
 
-func (c *config) compare(test string, size, qps int, extra ...string) row {
+func (c *config) compare(ctx context.Context, test string, size, qps int, extra ...string) row {
 	r := row{Test: test, Bytes: size, QPs: qps}
 	if len(extra) == 2 && extra[0] == "-l" {
 		r.PostList, _ = strconv.Atoi(extra[1])
@@ -251,14 +300,14 @@ func (c *config) compare(test string, size, qps int, extra ...string) row {
 		// round runs perftest first, to learn its parameters.
 		for _, gorperf := range []bool{i%2 == 1, i%2 == 0} {
 			if !gorperf {
-				m, header := c.run(false, test, size, qps, extra, 0)
+				m, header := c.run(ctx, false, test, size, qps, extra, 0)
 				if params == nil && m.Err == "" {
 					params = perftestParams(header)
 				}
 				pruns = append(pruns, m)
 				continue
 			}
-			m, _ := c.run(true, test, size, qps, append(append([]string{}, extra...), params...), 0)
+			m, _ := c.run(ctx, true, test, size, qps, append(append([]string{}, extra...), params...), 0)
 			gruns = append(gruns, m)
 		}
 	}
@@ -268,8 +317,8 @@ func (c *config) compare(test string, size, qps int, extra ...string) row {
 	// baseline that fails leaves the runs without a CPU figure, and the
 	// JSON says why.
 	baseN := max(5, 2*r.PostList) // perftest takes no fewer than 5
-	pb, _ := c.run(false, test, size, qps, extra, baseN)
-	gb, _ := c.run(true, test, size, qps, append(append([]string{}, extra...), params...), baseN)
+	pb, _ := c.run(ctx, false, test, size, qps, extra, baseN)
+	gb, _ := c.run(ctx, true, test, size, qps, append(append([]string{}, extra...), params...), baseN)
 	netCPU(pruns, pb)
 	netCPU(gruns, gb)
 	r.Baselines = [2]measure{gb, pb}
@@ -426,7 +475,7 @@ func summarize(runs []measure, bw bool) stat {
 // run runs one tool's server and client for n iterations (0: the
 // configured number) and parses the client's result; it also returns the
 // client's output.
-func (c *config) run(gorperf bool, test string, size, qps int, extra []string, n int) (measure, string) {
+func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps int, extra []string, n int) (measure, string) {
 	c.port++
 	port := strconv.Itoa(c.port)
 	lat := strings.HasSuffix(test, "_lat")
@@ -455,7 +504,7 @@ func (c *config) run(gorperf bool, test string, size, qps int, extra []string, n
 		srvArgs = append([]string{"taskset", "-c", "0"}, srvArgs...)
 		cliArgs = append([]string{"taskset", "-c", "1"}, cliArgs...)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	srv := exec.CommandContext(ctx, srvArgs[0], srvArgs[1:]...)
 	cli := exec.CommandContext(ctx, cliArgs[0], cliArgs[1:]...)
@@ -645,10 +694,12 @@ func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "\nMedians of the runs; ratios gorperf ÷ perftest; best ratio: of the best runs (highest message rate, lowest")
 	fmt.Fprintln(w, "t_typical); spread: (max − min) ÷ median of message rate or t_typical;")
 	fmt.Fprintln(w, "retries: the client device's retransmissions (median); CPU: the client's time per message net of start-up")
-	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest; \"-\" where the loop's CPU was too small to tell;")
-	fmt.Fprintln(w, "\"err\" where a baseline run failed:")
-	for _, f := range failed {
-		fmt.Fprintln(w, "  "+f)
+	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest; \"-\" where the loop's CPU was too small to tell.")
+	if len(failed) > 0 {
+		fmt.Fprintln(w, "\"err\": a baseline run failed, so the runs' CPU could not be net of start-up:")
+		for _, f := range failed {
+			fmt.Fprintln(w, "  "+f)
+		}
 	}
 }
 

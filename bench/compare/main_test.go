@@ -3,11 +3,14 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -162,5 +165,65 @@ func TestPrintTable(t *testing.T) {
 	}
 	if want := "write_bw 64 B, 1 QPs, gorperf: the server did not listen"; !strings.Contains(b.String(), want) {
 		t.Errorf("the table does not say which baseline failed (%q):\n%s", want, b.String())
+	}
+	b.Reset()
+	printTable(&b, []row{bw, lat})
+	if strings.Contains(b.String(), "baseline run failed") {
+		t.Errorf("a table without a failed baseline speaks of one:\n%s", b.String())
+	}
+}
+
+func TestCases(t *testing.T) {
+	c := config{tests: []string{"write_bw", "read_lat"}, sizes: []int{2, 64}, postList: 16,
+		postListSizes: []int{2}, qps: []int{1, 4}}
+	var got []string
+	for _, k := range c.cases() {
+		got = append(got, fmt.Sprintf("%s/%d/%d/%s", k.test, k.size, k.qps, strings.Join(k.extra, " ")))
+	}
+	want := []string{"write_bw/2/1/", "write_bw/64/1/", "read_lat/2/1/", "read_lat/64/1/",
+		"write_bw/2/1/-l 16", "send_bw/2/1/-l 16", "write_bw/65536/1/", "write_bw/65536/4/"}
+	if !slices.Equal(got, want) {
+		t.Errorf("cases:\n got %q\nwant %q", got, want)
+	}
+	c.postList = 0
+	if n := len(c.cases()); n != 6 {
+		t.Errorf("%d cases without a post list, want 6", n)
+	}
+}
+
+// TestWriteJSONAfterEachCase checks that the file holds the rows so far and
+// says whether they are all, so that a run stopped part way keeps them.
+func TestWriteJSONAfterEachCase(t *testing.T) {
+	dir := t.TempDir()
+	c := config{out: filepath.Join(dir, "compare.json"), reps: 3, serverDev: "rxe0", clientDev: "rxe1"}
+	read := func() (doc struct {
+		Complete bool
+		Rows     []row
+	}) {
+		b, err := os.ReadFile(c.out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	rows := []row{{Test: "write_bw", Bytes: 2, QPs: 1}}
+	if err := c.writeJSON(rows, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if d := read(); d.Complete || len(d.Rows) != 1 || d.Rows[0].Test != "write_bw" {
+		t.Errorf("after one of two cases: complete %v, %d rows", d.Complete, len(d.Rows))
+	}
+	rows = append(rows, row{Test: "read_lat", Bytes: 64, QPs: 1})
+	if err := c.writeJSON(rows, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if d := read(); !d.Complete || len(d.Rows) != 2 || d.Rows[1].Test != "read_lat" {
+		t.Errorf("after both cases: complete %v, %d rows", d.Complete, len(d.Rows))
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d files in the directory, want only the JSON", len(ents))
 	}
 }
