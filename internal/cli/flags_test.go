@@ -79,8 +79,9 @@ func TestTestFlagDependentDefaults(t *testing.T) {
 		// -Q given, but -n shrank the TX depth below it: shrunk with it, as perftest
 		{exchange.WriteBW, []string{"-s", "2", "-n", "5", "-Q", "100"}, 5, 5, 5},
 		{exchange.WriteBW, []string{"-s", "2", "-n", "5", "-t", "64", "-Q", "32"}, 5, 5, 5},
-		{exchange.SendLat, []string{"-s", "64"}, 1, 512, 1},              // spare receives, as perftest
-		{exchange.SendLat, []string{"-s", "64", "-n", "100"}, 1, 100, 1}, // at most -n
+		{exchange.SendLat, []string{"-s", "64"}, 1, 512, 1},                              // spare receives, as perftest
+		{exchange.SendLat, []string{"-s", "64", "-n", "100"}, 1, 100, 1},                 // at most -n
+		{exchange.SendBW, []string{"-s", "64", "-n", "100", "-r", "256"}, 100, 100, 100}, // given, and still at most -n
 	} {
 		s, _, err := parseTest(t, tc.test, append(tc.args, "host")...)
 		if err != nil {
@@ -95,13 +96,13 @@ func TestTestFlagDependentDefaults(t *testing.T) {
 
 func TestTestFlagsPerftestLetters(t *testing.T) {
 	s, o, err := parseTest(t, exchange.SendBW, "-d", "mlx5_1", "-i", "2", "-x", "3", "-s", "1024", "-n", "77",
-		"-q", "4", "-b", "-c", "UD", "-I", "64", "-t", "64", "-r", "256", "-Q", "16", "-l", "8", "-m", "2048",
+		"-q", "4", "-b", "-c", "UD", "-I", "64", "-t", "64", "-r", "72", "-Q", "16", "-l", "8", "-m", "2048",
 		"-p", "20000", "-F", "--report-gbits", "--tclass", "106", "--sl", "3", "--validate", "-o", "4", "--use_old_post_send", "--disable_pcie_relaxed", "198.18.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 1024, Iterations: 77, NumQPs: 4,
-		Bidirectional: true, TXDepth: 64, RXDepth: 256, CQModeration: 16, PostList: 8, Inline: 64,
+		Bidirectional: true, TXDepth: 64, RXDepth: 72, CQModeration: 16, PostList: 8, Inline: 64,
 		MTU: ibverbs.MTU2048, TrafficClass: 106, SL: 3, ValidateData: true, OutReads: 4, OldPostSend: true, NoRelaxedOrdering: true}
 	if s != want {
 		t.Errorf("spec\n got %+v\nwant %+v", s, want)

@@ -123,9 +123,9 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	}
 	if !set("rx-depth") {
 		o.RXDepth = 512 // latency tests too: send_lat keeps spare receives
-		if iterations && o.Iters > 0 && uint64(o.RXDepth) > o.Iters {
-			o.RXDepth = uint32(o.Iters)
-		}
+	}
+	if iterations && o.Iters > 0 && uint64(o.RXDepth) > o.Iters {
+		o.RXDepth = uint32(o.Iters) // as perftest, given or not
 	}
 	if !set("inline_size") && (o.Test == exchange.WriteLat || o.Test == exchange.SendLat) {
 		o.Inline = 220 // perftest's default for latency tests
