@@ -7,6 +7,7 @@ package ibverbs
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -26,16 +27,31 @@ type DeviceInfo struct {
 // GUIDString formats the node GUID as ibv_devices does.
 func (d DeviceInfo) GUIDString() string { return fmt.Sprintf("%016x", d.GUID) }
 
-// Devices lists the RDMA devices on this host (ibv_get_device_list). An
-// empty list is not an error.
-func Devices() ([]DeviceInfo, error) {
+// deviceList calls ibv_get_device_list. libibverbs fails it with ENOSYS
+// when the kernel has no RDMA user-space interface at all (no ib_uverbs,
+// so no /sys/class/infiniband_verbs): a host with no devices, which
+// deviceList reports as an empty list. The list is freed with
+// ibv_free_device_list unless it is empty.
+func deviceList() ([]*C.struct_ibv_device, **C.struct_ibv_device, error) {
 	var n C.int
 	list, err := C.ibv_get_device_list(&n)
 	if list == nil {
-		return nil, errnoOf("ibv_get_device_list", err)
+		if e := errnoOf("ibv_get_device_list", err); !errors.Is(e, syscall.ENOSYS) {
+			return nil, nil, e
+		}
+		return nil, nil, nil
+	}
+	return unsafe.Slice(list, int(n)), list, nil
+}
+
+// Devices lists the RDMA devices on this host (ibv_get_device_list). An
+// empty list, a kernel without RDMA included, is not an error.
+func Devices() ([]DeviceInfo, error) {
+	devs, list, err := deviceList()
+	if list == nil {
+		return nil, err
 	}
 	defer C.ibv_free_device_list(list)
-	devs := unsafe.Slice(list, int(n))
 	out := make([]DeviceInfo, 0, len(devs))
 	for _, d := range devs {
 		out = append(out, DeviceInfo{
@@ -52,14 +68,15 @@ func Devices() ([]DeviceInfo, error) {
 // is "" (ibv_open_device). An unknown name fails with an error that lists
 // the devices there are and matches syscall.ENODEV.
 func Open(name string) (*Context, error) {
-	var n C.int
-	list, err := C.ibv_get_device_list(&n)
-	if list == nil {
-		return nil, errnoOf("ibv_get_device_list", err)
+	devs, list, err := deviceList()
+	if err != nil {
+		return nil, err
 	}
-	defer C.ibv_free_device_list(list)
+	if list != nil {
+		defer C.ibv_free_device_list(list)
+	}
 	var names []string
-	for _, d := range unsafe.Slice(list, int(n)) {
+	for _, d := range devs {
 		dn := C.GoString(C.ibv_get_device_name(d))
 		names = append(names, dn)
 		if name != "" && dn != name {

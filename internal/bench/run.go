@@ -99,9 +99,13 @@ var Tool = "gorperf dev"
 // Client connects to a gorperf server at addr (host:port), asks it to run
 // spec and runs it. onHeader, if not nil, is called once the QPs are
 // connected, before the first measurement, so a caller can print
-// perftest's header before the numbers.
+// perftest's header before the numbers. A local side that fails Check
+// fails Client before it connects.
 func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, onHeader func(report.Header)) (*Result, error) {
 	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := Check(l); err != nil {
 		return nil, err
 	}
 	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 2 * time.Second}
@@ -138,10 +142,13 @@ type Limits = exchange.Limits
 // Serve accepts clients on ln and runs the test each asks for, one at a
 // time, until ctx ends, or after one test when once is set. A failed test
 // is reported through done and does not stop the server; done also gets
-// each finished test.
+// each finished test. A local side that fails Check fails Serve at once.
 func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	if err := Check(l); err != nil {
+		return err
+	}
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && l.CMPort == 0 {
 		l.CMPort = a.Port
 	}

@@ -164,25 +164,10 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 			s.close()
 		}
 	}()
-	if spec.RdmaCM {
-		// rdma_cm needs the PD and CQs on its own context of the device.
-		s.ctx, err = cmDevice(l.Device)
-	} else {
-		s.ctx, err = ibverbs.Open(l.Device)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if s.portAttr, err = s.ctx.QueryPort(s.port); err != nil {
+	if err := s.openPort(spec.RdmaCM); err != nil {
 		return nil, err
 	}
 	if err := s.watchEvents(); err != nil {
-		return nil, err
-	}
-	if s.portAttr.State != ibverbs.PortActive {
-		return nil, fmt.Errorf("%s port %d is %s, not ACTIVE (is its netdev up? see `gorperf doctor`)", s.ctx.Name(), s.port, s.portAttr.State)
-	}
-	if err := s.chooseGID(); err != nil {
 		return nil, err
 	}
 	da, err := s.ctx.QueryDevice()
@@ -270,6 +255,38 @@ func (s *session) addQP(qp *ibverbs.QP) error {
 	s.localInfo = append(s.localInfo, exchange.QPInfo{Endpoint: ep, RKey: s.mr.RKey(),
 		Addr: s.mr.Addr() + uint64(s.dst(i)), Len: uint64(s.region)})
 	return nil
+}
+
+// Check opens the device that l names and checks what any test needs of
+// it: its port is active and has a GID that fits l. Serve and Client call
+// it before they listen or dial, so that a wrong -d, -i or -x, or a host
+// with no device, fails at once with the reason, instead of when (or, for
+// a server, only if) a peer comes.
+func Check(l Local) error {
+	s := &session{local: l, port: max(l.Port, 1)}
+	defer s.close()
+	return s.openPort(false)
+}
+
+// openPort opens the device, through rdma_cm where cm is set, and chooses
+// the port's GID.
+func (s *session) openPort(cm bool) (err error) {
+	if cm {
+		// rdma_cm needs the PD and CQs on its own context of the device.
+		s.ctx, err = cmDevice(s.local.Device)
+	} else {
+		s.ctx, err = ibverbs.Open(s.local.Device)
+	}
+	if err != nil {
+		return err
+	}
+	if s.portAttr, err = s.ctx.QueryPort(s.port); err != nil {
+		return err
+	}
+	if s.portAttr.State != ibverbs.PortActive {
+		return fmt.Errorf("%s port %d is %s, not ACTIVE (is its netdev up? see `gorperf doctor`)", s.ctx.Name(), s.port, s.portAttr.State)
+	}
+	return s.chooseGID()
 }
 
 func (s *session) pdAndMR(access ibverbs.Access) (*ibverbs.MR, error) {

@@ -141,6 +141,10 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		return loopbackRun(ctx, f, o, spec, l, onHeader)
 	}
 	if o.Host == "" {
+		// Before saying it waits: a wrong -d, -i or -x fails now.
+		if err := bench.Check(l); err != nil {
+			return o.fail(f, err)
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.Port))
 		if err != nil {
 			return o.fail(f, fmt.Errorf("listening for a client: %w", err))

@@ -516,6 +516,26 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%v took %v", tc.args, d)
 		}
 	}
+	// The same mistakes on a server end it at once, before it says it
+	// waits for a client; `serve` too.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"write-bw", "-d", "nosuchdev0"}, `no RDMA device named "nosuchdev0"`},
+		{[]string{"write-bw", "-d", srvDev, "-i", "9"}, "invalid port 9"},
+		{[]string{"write-bw", "-d", srvDev, "-x", "200"}, "GID index 200"},
+		{[]string{"read-lat", "-d", srvDev, "-x", "7"}, "GID index 7 is empty"},
+		{[]string{"serve", "-d", "nosuchdev0"}, `no RDMA device named "nosuchdev0"`},
+	} {
+		sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
+		port := fmt.Sprint(19000 + nextPort.Add(1))
+		out, err := gorperf(sctx, append(tc.args, "-p", port)...).CombinedOutput()
+		scancel()
+		if code := procExit(err); code != 1 || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "waiting") {
+			t.Errorf("server %v: exit %d, want 1 at once with %q:\n%s", tc.args, code, tc.want, out)
+		}
+	}
 	// Nobody listening.
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", "1", "127.0.0.1").CombinedOutput()
 	if procExit(err) != 1 || !strings.Contains(string(out), "connection refused") {

@@ -5,20 +5,16 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"syscall"
 
 	"github.com/gorperf/gorperf/ibverbs"
 )
 
 // gatherDevices queries the named RDMA device, or every one when name is
-// "". No devices at all is an empty list, not an error. A device or port that cannot be queried is reported with its error
-// rather than failing the whole list; an unknown name is an error.
+// "". No devices at all is an empty list, not an error. A device or port
+// that cannot be queried is reported with its error rather than failing the
+// whole list; an unknown name is an error.
 func gatherDevices(name string) ([]deviceReport, error) {
 	infos, err := ibverbs.Devices()
-	if errors.Is(err, syscall.ENOSYS) {
-		// libibverbs' answer when the kernel has no RDMA devices at all.
-		return nil, nil
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,9 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	}
 	lim := exchange.DefaultLimits()
 	lim.MaxMemory, lim.MaxQPs, lim.MaxMsgSize = o.maxMemory, o.maxQPs, o.maxSize
+	if err := bench.Check(l); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.test.Port))
 	if err != nil {
 		return fmt.Errorf("listening for clients: %w", err)

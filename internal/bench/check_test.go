@@ -1,0 +1,120 @@
+//go:build linux && cgo
+
+package bench_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// serveAndDial runs a one-test server and a client with the given local
+// sides and returns their errors, and whether the server's listener saw a
+// connection. Neither may wait for the other: each must fail on its own.
+func serveAndDial(t *testing.T, srvLocal, cliLocal bench.Local) (srvErr, cliErr error, dialed bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() { done <- bench.Serve(ctx, ln, srvLocal, exchange.DefaultLimits(), true, nil, nil) }()
+	select {
+	case srvErr = <-done:
+	case <-ctx.Done():
+		t.Fatalf("the server with %+v waited for a client instead of failing", srvLocal)
+	}
+
+	// The client, against a listener of its own that only counts callers.
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	accepted := make(chan bool, 1)
+	go func() {
+		c, err := probe.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err == nil
+	}()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, NumQPs: 1, TXDepth: 10, CQModeration: 1}
+	_, cliErr = bench.Client(ctx, probe.Addr().String(), spec, cliLocal, nil)
+	probe.Close()
+	return srvErr, cliErr, <-accepted
+}
+
+// TestBadLocalSideFailsAtOnce checks that a device that is not there fails
+// a server before it waits for a client, and a client before it reaches
+// the server. It needs no device: on a host without one, the error says so.
+func TestBadLocalSideFailsAtOnce(t *testing.T) {
+	l := bench.Local{Device: "no-such-device", GIDIndex: -1}
+	srvErr, cliErr, dialed := serveAndDial(t, l, l)
+	for side, err := range map[string]error{"server": srvErr, "client": cliErr} {
+		if err == nil {
+			t.Errorf("%s with device %q: no error", side, l.Device)
+		} else if !strings.Contains(err.Error(), "no-such-device") && !strings.Contains(err.Error(), "no RDMA devices") {
+			t.Errorf("%s: %q names neither the device nor its absence", side, err)
+		}
+	}
+	if dialed {
+		t.Error("the client connected to the server before finding its device missing")
+	}
+}
+
+// TestBadPortOrGIDFailsAtOnce checks a real device with a port it lacks,
+// a GID index past its table, an empty slot and a RoCE v1 entry.
+func TestBadPortOrGIDFailsAtOnce(t *testing.T) {
+	info := rdmatest.Device(t)
+	good := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1}
+	if err := bench.Check(good); err != nil {
+		t.Fatalf("Check(%+v): %v", good, err)
+	}
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := ctx.QueryPort(info.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := ctx.GIDTable(info.Port)
+	ctx.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]bench.Local{
+		"port":           {Device: info.Name, Port: 9, GIDIndex: -1},
+		"past the table": {Device: info.Name, Port: info.Port, GIDIndex: pa.GIDTableLen},
+	}
+	used := map[int]bool{}
+	for _, e := range table {
+		used[e.Index] = true
+		if e.Type == ibverbs.GIDTypeRoCEv1 && pa.LinkLayer == ibverbs.LinkLayerEthernet {
+			bad["RoCE v1"] = bench.Local{Device: info.Name, Port: info.Port, GIDIndex: e.Index}
+		}
+	}
+	for i := range pa.GIDTableLen {
+		if !used[i] && pa.LinkLayer == ibverbs.LinkLayerEthernet {
+			bad["empty"] = bench.Local{Device: info.Name, Port: info.Port, GIDIndex: i}
+			break
+		}
+	}
+	for name, l := range bad {
+		srvErr, cliErr, dialed := serveAndDial(t, l, l)
+		if srvErr == nil || cliErr == nil || dialed {
+			t.Errorf("%s %+v: server %v, client %v, client dialed %v; want both to fail, neither to connect", name, l, srvErr, cliErr, dialed)
+		}
+	}
+}
