@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -133,5 +135,25 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := ctx.QueryPort(info.Port); !errors.Is(err, ibverbs.ErrClosed) {
 		t.Errorf("QueryPort after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestNoRDMAKernel checks a host whose kernel has no RDMA user-space
+// interface, where libibverbs fails ibv_get_device_list with ENOSYS: that
+// is a host with no devices. It runs only on such a host (CI's, outside
+// the VM).
+func TestNoRDMAKernel(t *testing.T) {
+	if _, err := os.Stat("/sys/class/infiniband_verbs"); err == nil {
+		t.Skip("this kernel has the RDMA user-space interface")
+	}
+	devs, err := ibverbs.Devices()
+	if err != nil || len(devs) != 0 {
+		t.Errorf("Devices() = %v, %v; want an empty list", devs, err)
+	}
+	for _, name := range []string{"", "mlx5_0"} {
+		_, err := ibverbs.Open(name)
+		if !errors.Is(err, syscall.ENODEV) || !strings.Contains(err.Error(), "no RDMA devices") {
+			t.Errorf("Open(%q) = %v, want ENODEV saying there are no devices", name, err)
+		}
 	}
 }
