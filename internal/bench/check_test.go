@@ -76,21 +76,16 @@ func TestBadLocalSideFailsAtOnce(t *testing.T) {
 // TestBadPortOrGIDFailsAtOnce checks a real device with a port it lacks,
 // a GID index past its table, an empty slot and a RoCE v1 entry.
 func TestBadPortOrGIDFailsAtOnce(t *testing.T) {
-	info := rdmatest.Device(t)
+	ctx, info := rdmatest.Open(t)
 	good := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1}
 	if err := bench.Check(good); err != nil {
 		t.Fatalf("Check(%+v): %v", good, err)
-	}
-	ctx, err := ibverbs.Open(info.Name)
-	if err != nil {
-		t.Fatal(err)
 	}
 	pa, err := ctx.QueryPort(info.Port)
 	if err != nil {
 		t.Fatal(err)
 	}
 	table, err := ctx.GIDTable(info.Port)
-	ctx.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
