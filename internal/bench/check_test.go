@@ -4,8 +4,10 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,4 +114,39 @@ func TestBadPortOrGIDFailsAtOnce(t *testing.T) {
 			t.Errorf("%s %+v: server %v, client %v, client dialed %v; want both to fail, neither to connect", name, l, srvErr, cliErr, dialed)
 		}
 	}
+}
+
+// TestDialWaitsForALateServer checks that a client started before its
+// server connects once the server listens, and that with nobody there it
+// gives up with ECONNREFUSED after its retry time.
+func TestDialWaitsForALateServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	if _, err := bench.DialServer(ctx, addr, 0); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("no server, no retry: %v, want ECONNREFUSED", err)
+	}
+	late := make(chan net.Listener, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Error(err)
+		}
+		late <- ln
+	}()
+	nc, err := bench.DialServer(ctx, addr, 10*time.Second)
+	if ln := <-late; ln != nil {
+		defer ln.Close()
+	}
+	if err != nil {
+		t.Fatalf("a server that listens 300 ms late: %v", err)
+	}
+	nc.Close()
 }

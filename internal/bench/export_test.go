@@ -12,3 +12,6 @@ func SetBeforeLoop(f func(client bool)) (restore func()) {
 
 // SpecTitle is specTitle, for the tests.
 var SpecTitle = specTitle
+
+// DialServer is dialServer, for the tests.
+var DialServer = dialServer

@@ -108,8 +108,11 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if err := Check(l); err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 2 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := dialServer(ctx, addr, refusedRetry)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, fmt.Errorf("connecting to the gorperf server at %s: nobody listens there after %v (start the same test there without a host first): %w",
+			addr, refusedRetry, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the gorperf server at %s: %w", addr, err)
 	}
@@ -134,6 +137,29 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 		host = l.CMHost
 	}
 	return run(ctx, c, spec, l, "client", host, onHeader)
+}
+
+// refusedRetry is how long a client keeps trying a server that refuses
+// the connection: one started at the same moment may not listen yet (it
+// opens its device first), and a script need not sleep between the two.
+const refusedRetry = 3 * time.Second
+
+// dialServer connects to addr, trying again every 50 ms for up to retry
+// while the connection is refused.
+func dialServer(ctx context.Context, addr string, retry time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 2 * time.Second}
+	giveUp := time.Now().Add(retry)
+	for {
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(giveUp) {
+			return nc, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Limits bound what a server accepts from a client's request.
