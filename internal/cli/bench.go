@@ -63,7 +63,9 @@ func newCmdTest(f *Factory, t exchange.Test, loopback bool, runF func(*testOptio
 Without a server address gorperf waits for a client (-p, default 18515) and runs
 the test the client asks for; with one it is the client. The server learns the
 test and its options from the client, so only the client's flags matter beyond
-the device (-d, -i, -x, --gid-*) and the port (-p).`, bench.Title(t), t),
+the device (-d, -i, -x, --gid-*) and the port (-p). Each side checks its
+device, port and GID before it listens or connects, and a client started
+before its server keeps trying for 3 s.`, bench.Title(t), t),
 		Example: fmt.Sprintf("  gorperf %s -d mlx5_0                # server\n  gorperf %s -d mlx5_0 -s 4096 198.18.0.1   # client", name, name),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
