@@ -156,7 +156,7 @@ func dialServer(ctx context.Context, addr string, retry time.Duration) (net.Conn
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return nil, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
