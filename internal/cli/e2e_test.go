@@ -566,6 +566,26 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestClientBeforeServer: a client started a moment before its server, as
+// `server & client` in a script can do, waits for it and runs the test.
+func TestClientBeforeServer(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-n", "200", "--json", addr)
+	time.Sleep(time.Second)
+	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	cliErr, srvErr := cli.Wait(), srv.Wait()
+	if cliErr != nil || srvErr != nil {
+		t.Fatalf("client: %v, %s\nserver: %v, %s", cliErr, cli.Stderr, srvErr, srv.Stderr)
+	}
+	var r report.Result
+	if err := json.Unmarshal([]byte(cliOut.String()), &r); err != nil || len(r.Results) != 1 || r.Results[0].Iterations != 200 {
+		t.Errorf("client's result: %v, %+v", err, r.Results)
+	}
+}
+
 // TestServerLimitsAndGarbage: `gorperf serve` refuses a test over its
 // operator's memory limit with a message the client shows, survives
 // garbage on its control port, and then serves a good client.
