@@ -6,6 +6,7 @@ package ibverbs
 import "C"
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"syscall"
@@ -64,6 +65,7 @@ type QP struct {
 	wrOps uint32
 	// destroy replaces ibv_destroy_qp for QPs made by other libraries.
 	destroy func() error
+	kids    refs // open SendBatches
 }
 
 // maxBatch bounds the WRs one cgo call posts; longer lists take several.
@@ -302,55 +304,23 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 	if list > 0 && list < capn {
 		step -= capn % list // no list straddles two cgo calls
 	}
+	ws := unsafe.Slice(s.swr, capn)
+	sges := unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), capn*maxSGE)
 	for base := 0; base < len(wrs); base += step {
 		chunk := wrs[base:min(base+step, len(wrs))]
-		gs := unsafe.Slice(s.gsend, capn)
-		sges := unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), capn*maxSGE)
-		off := 0
 		var refused error // a request refused here: the ones before it still go
 		for i := range chunk {
 			w := &chunk[i]
-			var why error
-			switch {
-			case len(w.SGL) > maxSGE:
-				why = fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)
-			case qp.qx != nil && (w.Opcode >= 32 || qp.wrOps&(1<<w.Opcode) == 0):
-				why = fmt.Errorf("ibv_wr_start: opcode %v is not one this %v QP was created with for the ibv_wr_* API: %w", w.Opcode, qp.typ, syscall.EINVAL)
-			}
-			if why != nil {
+			if why := qp.checkSend(w, maxSGE); why != nil {
 				refused = &PostError{Index: base + i, Err: why}
 				chunk = chunk[:i]
 				break
 			}
-			g := &gs[i]
-			g.wr_id = C.uint64_t(w.ID)
-			g.opcode = C.uint32_t(w.Opcode)
-			g.send_flags = C.uint32_t(w.Flags)
-			g.imm_data = C.uint32_t(w.Imm)
-			g.remote_addr = C.uint64_t(w.RemoteAddr)
-			g.rkey = C.uint32_t(w.RKey)
-			g.compare_add = C.uint64_t(w.CompareAdd)
-			g.swap = C.uint64_t(w.Swap)
-			g.ah = nil
-			if w.AH != nil {
-				g.ah = w.AH.c
-				g.remote_qpn = C.uint32_t(w.RemoteQPN)
-				g.remote_qkey = C.uint32_t(w.RemoteQKey)
-			}
-			g.num_sge = C.uint32_t(len(w.SGL))
-			g.sge_off = C.uint32_t(off)
-			off += copy(sges[off:], w.SGL)
+			fillSend(&ws[i], sges[i*maxSGE:(i+1)*maxSGE], w)
 		}
-		var bad C.int
-		switch {
-		case len(chunk) == 0:
-		case qp.qx != nil:
-			if rc := C.gv_wr_post(handle(qp.qx), handle(s), C.int(len(chunk)), C.int(list), &bad); rc != 0 {
-				return &PostError{Index: base + int(bad), Err: verbError("ibv_wr_complete", int(rc))}
-			}
-		default:
-			if rc := C.gv_post_send(handle(qp.c), handle(s), C.int(len(chunk)), C.int(list), &bad); rc != 0 {
-				return &PostError{Index: base + int(bad), Err: verbError("ibv_post_send", int(rc))}
+		if len(chunk) > 0 {
+			if bad, err := qp.post(&ws[0], len(chunk), list); err != nil {
+				return &PostError{Index: base + bad, Err: err}
 			}
 		}
 		if refused != nil {
@@ -358,6 +328,83 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 		}
 	}
 	return nil
+}
+
+// checkSend says why PostSend would refuse w before it reaches the
+// provider, or returns nil.
+func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
+	switch {
+	case len(w.SGL) > maxSGE:
+		return fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)
+	case qp.qx != nil && (w.Opcode >= 32 || qp.wrOps&(1<<w.Opcode) == 0):
+		return fmt.Errorf("ibv_wr_start: opcode %v is not one this %v QP was created with for the ibv_wr_* API: %w", w.Opcode, qp.typ, syscall.EINVAL)
+	}
+	return nil
+}
+
+// post posts the n requests at w, filled in C memory, in lists of list
+// (0: one list): the one cgo call behind PostSend, PostSendLists and
+// SendBatch.Post. On failure bad is the index of the first request not
+// posted.
+func (qp *QP) post(w *C.struct_ibv_send_wr, n, list int) (bad int, err error) {
+	var b C.int
+	if qp.qx != nil {
+		if rc := C.gv_wr_post(handle(qp.qx), handle(w), C.int(n), C.int(list), &b); rc != 0 {
+			return int(b), verbError("ibv_wr_complete", int(rc))
+		}
+		return n, nil
+	}
+	if rc := C.gv_post_send(handle(qp.c), handle(w), C.int(n), C.int(list), &b); rc != 0 {
+		return int(b), verbError("ibv_post_send", int(rc))
+	}
+	return n, nil
+}
+
+// fillSend writes r into w, a request in C memory, and r's SGEs into sg,
+// which has room for them (checkSend said so): every field the provider
+// reads for r's opcode but next, which the post sets. Go writes the
+// request where the provider reads it, with no second copy in C.
+func fillSend(w *C.struct_ibv_send_wr, sg []SGE, r *SendWR) {
+	w.wr_id = C.uint64_t(r.ID)
+	w.opcode = uint32(r.Opcode)
+	w.send_flags = C.uint(r.Flags)
+	imm := (*[4]byte)(unsafe.Add(unsafe.Pointer(w), C.gv_send_wr_imm))
+	if r.Opcode == OpSendWithInv {
+		*(*uint32)(unsafe.Pointer(imm)) = r.Imm // invalidate_rkey, host order
+	} else {
+		binary.BigEndian.PutUint32(imm[:], r.Imm) // imm_data, network order
+	}
+	u := unsafe.Pointer(&w.wr)
+	switch r.Opcode {
+	case OpRDMAWrite, OpRDMAWriteWithImm, OpRDMARead:
+		d := (*C.struct_gv_wr_rdma)(u)
+		d.remote_addr = C.uint64_t(r.RemoteAddr)
+		d.rkey = C.uint32_t(r.RKey)
+	case OpAtomicCmpAndSwp, OpAtomicFetchAdd:
+		d := (*C.struct_gv_wr_atomic)(u)
+		d.remote_addr = C.uint64_t(r.RemoteAddr)
+		d.rkey = C.uint32_t(r.RKey)
+		d.compare_add = C.uint64_t(r.CompareAdd)
+		d.swap = C.uint64_t(r.Swap)
+	default:
+		if r.AH != nil {
+			d := (*C.struct_gv_wr_ud)(u)
+			d.ah = r.AH.c
+			d.remote_qpn = C.uint32_t(r.RemoteQPN)
+			d.remote_qkey = C.uint32_t(r.RemoteQKey)
+		}
+	}
+	w.num_sge = C.int(len(r.SGL))
+	switch len(r.SGL) {
+	case 0:
+		w.sg_list = nil
+		return
+	case 1:
+		sg[0] = r.SGL[0] // no memmove call for the common case
+	default:
+		copy(sg, r.SGL)
+	}
+	w.sg_list = (*C.struct_ibv_sge)(unsafe.Pointer(&sg[0]))
 }
 
 // PostRecv posts a list of receive work requests, like PostSend.
@@ -381,32 +428,36 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_sc
 	}
 	capn := int(s.cap)
 	maxSGE := int(s.max_sge)
+	ws := unsafe.Slice(s.rwr, capn)
+	sges := unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), capn*maxSGE)
 	for base := 0; base < len(wrs); base += capn {
 		chunk := wrs[base:min(base+capn, len(wrs))]
-		gs := unsafe.Slice(s.grecv, capn)
-		sges := unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), capn*maxSGE)
-		off := 0
 		var refused error // a request refused here: the ones before it still go
 		for i := range chunk {
-			w := &chunk[i]
-			if len(w.SGL) > maxSGE {
-				refused = &PostError{Index: base + i, Err: fmt.Errorf("%s: %d SGEs, the queue allows %d: %w", verb, len(w.SGL), maxSGE, syscall.EINVAL)}
+			r := &chunk[i]
+			if len(r.SGL) > maxSGE {
+				refused = &PostError{Index: base + i, Err: fmt.Errorf("%s: %d SGEs, the queue allows %d: %w", verb, len(r.SGL), maxSGE, syscall.EINVAL)}
 				chunk = chunk[:i]
 				break
 			}
-			gs[i].wr_id = C.uint64_t(w.ID)
-			gs[i].num_sge = C.uint32_t(len(w.SGL))
-			gs[i].sge_off = C.uint32_t(off)
-			off += copy(sges[off:], w.SGL)
+			w := &ws[i]
+			w.wr_id = C.uint64_t(r.ID)
+			w.num_sge = C.int(len(r.SGL))
+			w.sg_list = nil
+			if len(r.SGL) > 0 {
+				sg := sges[i*maxSGE : (i+1)*maxSGE]
+				copy(sg, r.SGL)
+				w.sg_list = (*C.struct_ibv_sge)(unsafe.Pointer(&sg[0]))
+			}
 		}
 		var bad C.int
 		var rc C.int
 		switch {
 		case len(chunk) == 0:
 		case srq != nil:
-			rc = C.gv_post_srq_recv(handle(srq), handle(s), C.int(len(chunk)), &bad)
+			rc = C.gv_post_srq_recv(handle(srq), handle(&ws[0]), C.int(len(chunk)), &bad)
 		default:
-			rc = C.gv_post_recv(handle(qp), handle(s), C.int(len(chunk)), &bad)
+			rc = C.gv_post_recv(handle(qp), handle(&ws[0]), C.int(len(chunk)), &bad)
 		}
 		if rc != 0 {
 			return &PostError{Index: base + int(bad), Err: verbError(verb, int(rc))}
@@ -418,10 +469,14 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_sc
 	return nil
 }
 
-// Close destroys the QP (ibv_destroy_qp). Closing twice is a no-op.
+// Close destroys the QP (ibv_destroy_qp). Closing twice is a no-op; with
+// a SendBatch of the QP still open it is an error matching syscall.EBUSY.
 func (qp *QP) Close() error {
 	if qp.c == nil {
 		return nil
+	}
+	if n := qp.kids.count(); n > 0 {
+		return busyError("ibv_destroy_qp", "send batches of the QP", n)
 	}
 	p := unsafe.Pointer(qp.c)
 	if qp.destroy != nil {

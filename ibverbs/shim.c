@@ -5,6 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define WR_UNION_AT(m, type, gm) \
+	(offsetof(struct ibv_send_wr, wr.m) == offsetof(struct ibv_send_wr, wr) + offsetof(type, gm))
+_Static_assert(WR_UNION_AT(rdma.remote_addr, struct gv_wr_rdma, remote_addr) &&
+		       WR_UNION_AT(rdma.rkey, struct gv_wr_rdma, rkey),
+	       "struct gv_wr_rdma is not the layout of ibv_send_wr.wr.rdma");
+_Static_assert(WR_UNION_AT(atomic.remote_addr, struct gv_wr_atomic, remote_addr) &&
+		       WR_UNION_AT(atomic.compare_add, struct gv_wr_atomic, compare_add) &&
+		       WR_UNION_AT(atomic.swap, struct gv_wr_atomic, swap) &&
+		       WR_UNION_AT(atomic.rkey, struct gv_wr_atomic, rkey),
+	       "struct gv_wr_atomic is not the layout of ibv_send_wr.wr.atomic");
+_Static_assert(WR_UNION_AT(ud.ah, struct gv_wr_ud, ah) &&
+		       WR_UNION_AT(ud.remote_qpn, struct gv_wr_ud, remote_qpn) &&
+		       WR_UNION_AT(ud.remote_qkey, struct gv_wr_ud, remote_qkey),
+	       "struct gv_wr_ud is not the layout of ibv_send_wr.wr.ud");
+_Static_assert(sizeof(struct gv_wr_atomic) <= sizeof(((struct ibv_send_wr *)0)->wr),
+	       "struct gv_wr_atomic is larger than ibv_send_wr.wr");
+_Static_assert(offsetof(struct ibv_send_wr, invalidate_rkey) == gv_send_wr_imm,
+	       "imm_data and invalidate_rkey do not share their place");
+
 struct gv_post_scratch *gv_scratch_new(int cap, int max_sge, int send)
 {
 	struct gv_post_scratch *s = calloc(1, sizeof(*s));
@@ -15,14 +34,11 @@ struct gv_post_scratch *gv_scratch_new(int cap, int max_sge, int send)
 	s->cap = cap;
 	s->max_sge = max_sge;
 	s->sge = calloc((size_t)cap * max_sge, sizeof(*s->sge));
-	if (send) {
+	if (send)
 		s->swr = calloc(cap, sizeof(*s->swr));
-		s->gsend = calloc(cap, sizeof(*s->gsend));
-	} else {
+	else
 		s->rwr = calloc(cap, sizeof(*s->rwr));
-		s->grecv = calloc(cap, sizeof(*s->grecv));
-	}
-	if (!s->sge || (send && (!s->swr || !s->gsend)) || (!send && (!s->rwr || !s->grecv))) {
+	if (!s->sge || (send && !s->swr) || (!send && !s->rwr)) {
 		gv_scratch_free(s);
 		return NULL;
 	}
@@ -36,61 +52,30 @@ void gv_scratch_free(struct gv_post_scratch *s)
 	free(s->sge);
 	free(s->swr);
 	free(s->rwr);
-	free(s->gsend);
-	free(s->grecv);
 	free(s);
 }
 
-// Build ibv_send_wrs for gsend[0:n] and post them in lists of list WRs,
-// one ibv_post_send (one doorbell) per list; list <= 0 means all n in one.
-// On failure *bad is the index of the first WR that was not posted.
-int gv_post_send(uintptr_t qph, uintptr_t sh, int n, int list, int *bad)
+// Post the requests w[0:n], which Go filled (all but next), in lists of
+// list requests, one ibv_post_send (one doorbell) per list; list <= 0
+// means all n in one. On failure *bad is the index of the first request
+// that was not posted.
+int gv_post_send(uintptr_t qph, uintptr_t wrh, int n, int list, int *bad)
 {
 	struct ibv_qp *qp = (struct ibv_qp *)qph;
-	struct gv_post_scratch *s = (struct gv_post_scratch *)sh;
+	struct ibv_send_wr *w = (struct ibv_send_wr *)wrh;
 	struct ibv_send_wr *bad_wr = NULL;
-	int i, rc = 0;
+	int i, j, end, rc;
 
 	if (list <= 0 || list > n)
 		list = n;
-	for (i = 0; i < n; i++) {
-		struct gv_send_wr *g = &s->gsend[i];
-		struct ibv_send_wr *w = &s->swr[i];
-
-		w->wr_id = g->wr_id;
-		w->next = (i + 1) % list && i + 1 < n ? &s->swr[i + 1] : NULL;
-		w->sg_list = g->num_sge ? &s->sge[g->sge_off] : NULL;
-		w->num_sge = g->num_sge;
-		w->opcode = g->opcode;
-		w->send_flags = g->send_flags;
-		w->imm_data = htonl(g->imm_data);
-		switch (g->opcode) {
-		case IBV_WR_RDMA_WRITE:
-		case IBV_WR_RDMA_WRITE_WITH_IMM:
-		case IBV_WR_RDMA_READ:
-			w->wr.rdma.remote_addr = g->remote_addr;
-			w->wr.rdma.rkey = g->rkey;
-			break;
-		case IBV_WR_ATOMIC_CMP_AND_SWP:
-		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-			w->wr.atomic.remote_addr = g->remote_addr;
-			w->wr.atomic.rkey = g->rkey;
-			w->wr.atomic.compare_add = g->compare_add;
-			w->wr.atomic.swap = g->swap;
-			break;
-		default:
-			if (g->ah) {
-				w->wr.ud.ah = g->ah;
-				w->wr.ud.remote_qpn = g->remote_qpn;
-				w->wr.ud.remote_qkey = g->remote_qkey;
-			}
-			break;
-		}
-	}
-	for (i = 0; i < n; i += list) {
-		rc = ibv_post_send(qp, &s->swr[i], &bad_wr);
+	for (i = 0; i < n; i = end) {
+		end = i + list < n ? i + list : n;
+		for (j = i; j < end - 1; j++)
+			w[j].next = &w[j + 1];
+		w[end - 1].next = NULL;
+		rc = ibv_post_send(qp, &w[i], &bad_wr);
 		if (rc) {
-			*bad = bad_wr ? (int)(bad_wr - &s->swr[0]) : i;
+			*bad = bad_wr ? (int)(bad_wr - w) : i;
 			return rc;
 		}
 	}
@@ -127,15 +112,17 @@ static void wr_set_inline(struct ibv_qp_ex *qx, const struct ibv_sge *sge, uint3
 	ibv_wr_set_inline_data_list(qx, n, bufs);
 }
 
-// Post gsend[0:n] through the ibv_wr_* API of a QP created with
+// Post the requests w[0:n] through the ibv_wr_* API of a QP created with
 // send_ops_flags: one ibv_wr_start ... ibv_wr_complete (one doorbell) per
-// list of list WRs; list <= 0 means all n in one. A list that fails is not
-// posted at all, so on failure *bad is the index of its first WR. The
-// caller has checked that each opcode is one the QP was created with.
-int gv_wr_post(uintptr_t qxh, uintptr_t sh, int n, int list, int *bad)
+// list of list requests; list <= 0 means all n in one. A list that fails
+// is not posted at all, so on failure *bad is the index of its first
+// request. The caller has checked that each opcode is one the QP was
+// created with.
+int gv_wr_post(uintptr_t qxh, uintptr_t wrh, int n, int list, int *bad)
 {
 	struct ibv_qp_ex *qx = (struct ibv_qp_ex *)qxh;
-	struct gv_post_scratch *s = (struct gv_post_scratch *)sh;
+	struct ibv_send_wr *w = (struct ibv_send_wr *)wrh;
+	int ud = qx->qp_base.qp_type == IBV_QPT_UD;
 	int i, j, rc;
 
 	if (list <= 0 || list > n)
@@ -145,44 +132,45 @@ int gv_wr_post(uintptr_t qxh, uintptr_t sh, int n, int list, int *bad)
 
 		ibv_wr_start(qx);
 		for (j = i; j < end; j++) {
-			struct gv_send_wr *g = &s->gsend[j];
-			struct ibv_sge *sge = &s->sge[g->sge_off];
+			const struct ibv_send_wr *r = &w[j];
 
-			qx->wr_id = g->wr_id;
-			qx->wr_flags = g->send_flags; // rxe reads IBV_SEND_INLINE here too
-			switch (g->opcode) {
+			qx->wr_id = r->wr_id;
+			qx->wr_flags = r->send_flags; // rxe reads IBV_SEND_INLINE here too
+			switch (r->opcode) {
 			case IBV_WR_RDMA_WRITE:
-				ibv_wr_rdma_write(qx, g->rkey, g->remote_addr);
+				ibv_wr_rdma_write(qx, r->wr.rdma.rkey, r->wr.rdma.remote_addr);
 				break;
 			case IBV_WR_RDMA_WRITE_WITH_IMM:
-				ibv_wr_rdma_write_imm(qx, g->rkey, g->remote_addr, htonl(g->imm_data));
+				ibv_wr_rdma_write_imm(qx, r->wr.rdma.rkey, r->wr.rdma.remote_addr, r->imm_data);
 				break;
 			case IBV_WR_SEND:
 				ibv_wr_send(qx);
 				break;
 			case IBV_WR_SEND_WITH_IMM:
-				ibv_wr_send_imm(qx, htonl(g->imm_data));
+				ibv_wr_send_imm(qx, r->imm_data);
 				break;
 			case IBV_WR_RDMA_READ:
-				ibv_wr_rdma_read(qx, g->rkey, g->remote_addr);
+				ibv_wr_rdma_read(qx, r->wr.rdma.rkey, r->wr.rdma.remote_addr);
 				break;
 			case IBV_WR_ATOMIC_CMP_AND_SWP:
-				ibv_wr_atomic_cmp_swp(qx, g->rkey, g->remote_addr, g->compare_add, g->swap);
+				ibv_wr_atomic_cmp_swp(qx, r->wr.atomic.rkey, r->wr.atomic.remote_addr,
+						      r->wr.atomic.compare_add, r->wr.atomic.swap);
 				break;
 			case IBV_WR_ATOMIC_FETCH_AND_ADD:
-				ibv_wr_atomic_fetch_add(qx, g->rkey, g->remote_addr, g->compare_add);
+				ibv_wr_atomic_fetch_add(qx, r->wr.atomic.rkey, r->wr.atomic.remote_addr,
+							r->wr.atomic.compare_add);
 				break;
 			default:
 				ibv_wr_abort(qx);
 				*bad = i;
 				return EINVAL;
 			}
-			if (g->ah)
-				ibv_wr_set_ud_addr(qx, g->ah, g->remote_qpn, g->remote_qkey);
-			if (g->send_flags & IBV_SEND_INLINE)
-				wr_set_inline(qx, sge, g->num_sge);
+			if (ud && r->wr.ud.ah)
+				ibv_wr_set_ud_addr(qx, r->wr.ud.ah, r->wr.ud.remote_qpn, r->wr.ud.remote_qkey);
+			if (r->send_flags & IBV_SEND_INLINE)
+				wr_set_inline(qx, r->sg_list, (uint32_t)r->num_sge);
 			else
-				ibv_wr_set_sge_list(qx, g->num_sge, g->num_sge ? sge : NULL);
+				ibv_wr_set_sge_list(qx, (size_t)r->num_sge, r->num_sge ? r->sg_list : NULL);
 		}
 		rc = ibv_wr_complete(qx);
 		if (rc) {
@@ -217,44 +205,39 @@ struct ibv_qp_ex *gv_qp_ex(struct ibv_qp *qp)
 	return ibv_qp_to_qp_ex(qp);
 }
 
-static void build_recv(struct gv_post_scratch *s, int n)
+// link chains the receive requests w[0:n], which Go filled (all but next).
+static void link_recv(struct ibv_recv_wr *w, int n)
 {
 	int i;
 
-	for (i = 0; i < n; i++) {
-		struct gv_recv_wr *g = &s->grecv[i];
-		struct ibv_recv_wr *w = &s->rwr[i];
-
-		w->wr_id = g->wr_id;
-		w->next = i + 1 < n ? &s->rwr[i + 1] : NULL;
-		w->sg_list = g->num_sge ? &s->sge[g->sge_off] : NULL;
-		w->num_sge = g->num_sge;
-	}
+	for (i = 0; i < n - 1; i++)
+		w[i].next = &w[i + 1];
+	w[n - 1].next = NULL;
 }
 
-int gv_post_recv(uintptr_t qph, uintptr_t sh, int n, int *bad)
+int gv_post_recv(uintptr_t qph, uintptr_t wrh, int n, int *bad)
 {
 	struct ibv_qp *qp = (struct ibv_qp *)qph;
-	struct gv_post_scratch *s = (struct gv_post_scratch *)sh;
+	struct ibv_recv_wr *w = (struct ibv_recv_wr *)wrh;
 	struct ibv_recv_wr *bad_wr = NULL;
 	int rc;
 
-	build_recv(s, n);
-	rc = ibv_post_recv(qp, &s->rwr[0], &bad_wr);
-	*bad = bad_wr ? (int)(bad_wr - &s->rwr[0]) : (rc ? 0 : n);
+	link_recv(w, n);
+	rc = ibv_post_recv(qp, w, &bad_wr);
+	*bad = bad_wr ? (int)(bad_wr - w) : (rc ? 0 : n);
 	return rc;
 }
 
-int gv_post_srq_recv(uintptr_t srqh, uintptr_t sh, int n, int *bad)
+int gv_post_srq_recv(uintptr_t srqh, uintptr_t wrh, int n, int *bad)
 {
 	struct ibv_srq *srq = (struct ibv_srq *)srqh;
-	struct gv_post_scratch *s = (struct gv_post_scratch *)sh;
+	struct ibv_recv_wr *w = (struct ibv_recv_wr *)wrh;
 	struct ibv_recv_wr *bad_wr = NULL;
 	int rc;
 
-	build_recv(s, n);
-	rc = ibv_post_srq_recv(srq, &s->rwr[0], &bad_wr);
-	*bad = bad_wr ? (int)(bad_wr - &s->rwr[0]) : (rc ? 0 : n);
+	link_recv(w, n);
+	rc = ibv_post_srq_recv(srq, w, &bad_wr);
+	*bad = bad_wr ? (int)(bad_wr - w) : (rc ? 0 : n);
 	return rc;
 }
 

@@ -4,32 +4,34 @@
 #ifndef GORPERF_IBVERBS_SHIM_H
 #define GORPERF_IBVERBS_SHIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
-// gv_send_wr is a send work request laid out for Go: no unions, no pointers
-// but the AH. Its SGEs are sge[sge_off : sge_off+num_sge] of the batch.
-struct gv_send_wr {
-	uint64_t wr_id;
+// The members of struct ibv_send_wr's wr union are anonymous structs, which
+// Go cannot name. These have their layout (shim.c asserts it), so that Go
+// fills requests in place, in the C memory the provider reads them from.
+struct gv_wr_rdma {
+	uint64_t remote_addr;
+	uint32_t rkey;
+};
+
+struct gv_wr_atomic {
 	uint64_t remote_addr;
 	uint64_t compare_add;
 	uint64_t swap;
-	struct ibv_ah *ah;
 	uint32_t rkey;
-	uint32_t opcode;
-	uint32_t send_flags;
-	uint32_t imm_data; // host order; converted to network order here
-	uint32_t remote_qpn;
-	uint32_t remote_qkey;
-	uint32_t num_sge;
-	uint32_t sge_off;
 };
 
-struct gv_recv_wr {
-	uint64_t wr_id;
-	uint32_t num_sge;
-	uint32_t sge_off;
+struct gv_wr_ud {
+	struct ibv_ah *ah;
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
 };
+
+// gv_send_wr_imm is where imm_data (and invalidate_rkey) lie in a request,
+// an anonymous union that Go cannot name either.
+enum { gv_send_wr_imm = offsetof(struct ibv_send_wr, imm_data) };
 
 // gv_wc has the layout of the Go type WC: Poll writes straight into Go's slice.
 struct gv_wc {
@@ -49,32 +51,32 @@ struct gv_wc {
 	uint8_t pad[2];
 };
 
-// gv_post_scratch is the C memory a QP or SRQ owns for building WR chains.
+// gv_post_scratch is C memory for cap requests of up to max_sge SGEs each,
+// filled from Go: request i's SGEs are sge[i*max_sge:]. A QP or SRQ owns
+// one for each direction it posts; a SendBatch is one.
 struct gv_post_scratch {
 	int cap;
 	int max_sge;
 	struct ibv_send_wr *swr;
 	struct ibv_recv_wr *rwr;
 	struct ibv_sge *sge;
-	struct gv_send_wr *gsend;
-	struct gv_recv_wr *grecv;
 };
 
 struct gv_post_scratch *gv_scratch_new(int cap, int max_sge, int send);
 void gv_scratch_free(struct gv_post_scratch *s);
 
-// The hot-path calls take the C handles (QP, scratch, CQ, SRQ) as
+// The hot-path calls take the C handles (QP, requests, CQ, SRQ) as
 // uintptr_t: passed as C pointers to structs that hold pointers, each
 // would cost a cgo pointer check per call (about 7 ns of a 27 ns call on
 // the CI host; docs/performance.md). They are C memory, which Go's
 // collector neither moves nor frees.
-int gv_post_send(uintptr_t qp, uintptr_t s, int n, int list, int *bad);
-int gv_wr_post(uintptr_t qx, uintptr_t s, int n, int list, int *bad);
+int gv_post_send(uintptr_t qp, uintptr_t wr, int n, int list, int *bad);
+int gv_wr_post(uintptr_t qx, uintptr_t wr, int n, int list, int *bad);
 void gv_fill_attr_ex(struct ibv_qp_init_attr_ex *ax, const struct ibv_qp_init_attr *a,
 		     struct ibv_pd *pd, uint64_t send_ops);
 struct ibv_qp_ex *gv_qp_ex(struct ibv_qp *qp);
-int gv_post_recv(uintptr_t qp, uintptr_t s, int n, int *bad);
-int gv_post_srq_recv(uintptr_t srq, uintptr_t s, int n, int *bad);
+int gv_post_recv(uintptr_t qp, uintptr_t wr, int n, int *bad);
+int gv_post_srq_recv(uintptr_t srq, uintptr_t wr, int n, int *bad);
 int gv_poll_cq(uintptr_t cq, int n, struct gv_wc *out);
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 

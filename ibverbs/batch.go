@@ -1,0 +1,148 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// SendBatch is a set of send work requests kept in C memory as the struct
+// ibv_send_wr array that ibv_post_send reads, built once and posted many
+// times. PostSend converts each request it is given (Go struct, SGEs and
+// all); a batch converts them when they are set, so that posting one again
+// costs no conversion, and changing one costs only the fields changed
+// (SetID, SetFlags, SetRemoteAddr, SetSGE). It is what a loop that posts
+// the same few requests over and over (a benchmark, a stream of
+// fixed-size writes) needs to spend as little user CPU per request as a C
+// program that keeps its own ibv_send_wr array, as perftest does.
+//
+// A batch belongs to its QP, which refuses to close while it is open. Its
+// methods, like posting itself, must not run concurrently with each other
+// or with another post to the same QP. The setters panic on an index out of
+// range or after Close, as indexing a slice does.
+type SendBatch struct {
+	qp     *QP
+	s      *C.struct_gv_post_scratch
+	wrs    []C.struct_ibv_send_wr
+	sges   []SGE
+	maxSGE int
+}
+
+// NewSendBatch copies wrs into a new batch, checking each as PostSend
+// does (a *PostError names the first refused). The SGEs are copied; the
+// memory they name must be registered whenever a request is posted.
+func (qp *QP) NewSendBatch(wrs []SendWR) (*SendBatch, error) {
+	if qp.c == nil {
+		return nil, ErrClosed
+	}
+	if len(wrs) == 0 {
+		return nil, fmt.Errorf("ibverbs: a send batch of no requests: %w", syscall.EINVAL)
+	}
+	maxSGE := qp.cap.MaxSendSGE
+	for i := range wrs {
+		if err := qp.checkSend(&wrs[i], maxSGE); err != nil {
+			return nil, &PostError{Index: i, Err: err}
+		}
+	}
+	s := C.gv_scratch_new(C.int(len(wrs)), C.int(maxSGE), 1)
+	if s == nil {
+		return nil, fmt.Errorf("ibverbs: out of memory for a send batch of %d: %w", len(wrs), syscall.ENOMEM)
+	}
+	b := &SendBatch{qp: qp, s: s, maxSGE: int(s.max_sge),
+		wrs:  unsafe.Slice(s.swr, len(wrs)),
+		sges: unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), len(wrs)*int(s.max_sge))}
+	for i := range wrs {
+		b.fill(i, &wrs[i])
+	}
+	qp.kids.add()
+	return b, nil
+}
+
+func (b *SendBatch) fill(i int, w *SendWR) {
+	fillSend(&b.wrs[i], b.sges[i*b.maxSGE:(i+1)*b.maxSGE], w)
+}
+
+// Len returns the number of requests in the batch.
+func (b *SendBatch) Len() int { return len(b.wrs) }
+
+// Set replaces request i whole, checked as PostSend checks it.
+func (b *SendBatch) Set(i int, w SendWR) error {
+	if b.s == nil {
+		return ErrClosed
+	}
+	_ = b.wrs[i]
+	if err := b.qp.checkSend(&w, b.maxSGE); err != nil {
+		return err
+	}
+	b.fill(i, &w)
+	return nil
+}
+
+// SetID sets request i's ID, which its completion carries.
+func (b *SendBatch) SetID(i int, id uint64) { b.wrs[i].wr_id = C.uint64_t(id) }
+
+// SetFlags sets request i's flags (signalled, inline, fenced, ...).
+func (b *SendBatch) SetFlags(i int, f SendFlags) { b.wrs[i].send_flags = C.uint(f) }
+
+// SetRemoteAddr sets the remote address of request i, an RDMA or atomic
+// request; it panics on any other opcode.
+func (b *SendBatch) SetRemoteAddr(i int, addr uint64) {
+	w := &b.wrs[i]
+	switch Opcode(w.opcode) {
+	case OpRDMAWrite, OpRDMAWriteWithImm, OpRDMARead:
+		(*C.struct_gv_wr_rdma)(unsafe.Pointer(&w.wr)).remote_addr = C.uint64_t(addr)
+	case OpAtomicCmpAndSwp, OpAtomicFetchAdd:
+		(*C.struct_gv_wr_atomic)(unsafe.Pointer(&w.wr)).remote_addr = C.uint64_t(addr)
+	default:
+		panic(fmt.Sprintf("ibverbs: SetRemoteAddr on request %d, a %v", i, Opcode(w.opcode)))
+	}
+}
+
+// SetSGE sets SGE j of request i, which must have more than j SGEs; it
+// panics otherwise.
+func (b *SendBatch) SetSGE(i, j int, sge SGE) {
+	if n := int(b.wrs[i].num_sge); j < 0 || j >= n {
+		panic(fmt.Sprintf("ibverbs: SetSGE %d of request %d, which has %d", j, i, n))
+	}
+	b.sges[i*b.maxSGE+j] = sge
+}
+
+// Post posts requests from to from+n-1 of the batch in lists of listLen
+// requests, one ibv_post_send (one doorbell) per list, or one
+// ibv_wr_start ... ibv_wr_complete on a QPInit.WRAPI QP; listLen 0 posts
+// them as one list. It makes one cgo call and does not allocate. A range
+// outside the batch is an error matching syscall.EINVAL. If the device
+// refuses a request, the error is a *PostError whose Index is that
+// request's index in the batch: those before it were posted.
+func (b *SendBatch) Post(from, n, listLen int) error {
+	if b.s == nil || b.qp.c == nil {
+		return ErrClosed
+	}
+	if from < 0 || n < 0 || from+n > len(b.wrs) || listLen < 0 {
+		return fmt.Errorf("ibv_post_send: requests %d+%d in lists of %d of a batch of %d: %w",
+			from, n, listLen, len(b.wrs), syscall.EINVAL)
+	}
+	if n == 0 {
+		return nil
+	}
+	if bad, err := b.qp.post(&b.wrs[from], n, listLen); err != nil {
+		return &PostError{Index: from + bad, Err: err}
+	}
+	return nil
+}
+
+// Close frees the batch's memory. Closing it twice is a no-op.
+func (b *SendBatch) Close() error {
+	if b.s == nil {
+		return nil
+	}
+	C.gv_scratch_free(b.s)
+	b.s, b.wrs, b.sges = nil, nil, nil
+	b.qp.kids.done()
+	return nil
+}

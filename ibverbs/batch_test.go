@@ -1,0 +1,173 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+func TestSendBatch(t *testing.T) { bothPostPaths(t, testSendBatch) }
+
+func testSendBatch(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC})
+	src, dst := p.a.buf.Bytes(), p.b.buf.Bytes()
+	fill(src[:1024], 9)
+	const at = 8192 // where the writes land in the peer's buffer
+	wrs := make([]ibverbs.SendWR, 4)
+	for i := range wrs {
+		wrs[i] = ibverbs.SendWR{ID: uint64(10 + i), Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(i*64, 64)}, RemoteAddr: p.b.mr.Addr() + uint64(at+i*64), RKey: p.b.mr.RKey()}
+	}
+	b, err := p.a.qp.NewSendBatch(wrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	if b.Len() != 4 {
+		t.Fatalf("Len() = %d, want 4", b.Len())
+	}
+	wrs[0].ID = 99 // the batch holds its own copy
+
+	// All four, a doorbell each.
+	if err := b.Post(0, 4, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i, wc := range pollN(t, p.a.cq, 4) {
+		if wc.Status != ibverbs.WCSuccess || wc.Opcode != ibverbs.WCRDMAWrite || wc.WRID != uint64(10+i) {
+			t.Errorf("completion %d: %+v, want a successful write with wr_id %d", i, wc, 10+i)
+		}
+	}
+	if !bytes.Equal(src[:256], dst[at:at+256]) {
+		t.Error("remote bytes differ after the first post")
+	}
+
+	// Requests 1 and 2 again, as one list, with new IDs, a new source for
+	// request 1 and a new place in the peer for both.
+	b.SetID(1, 21)
+	b.SetID(2, 22)
+	b.SetSGE(1, 0, p.a.mr.SGE(512, 64))
+	b.SetRemoteAddr(1, p.b.mr.Addr()+at+4096)
+	b.SetRemoteAddr(2, p.b.mr.Addr()+at+4096+64)
+	if err := b.Post(1, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, wc := range pollN(t, p.a.cq, 2) {
+		if wc.Status != ibverbs.WCSuccess || wc.WRID != uint64(21+i) {
+			t.Errorf("completion %d of the second post: %+v, want wr_id %d", i, wc, 21+i)
+		}
+	}
+	if !bytes.Equal(src[512:576], dst[at+4096:at+4096+64]) || !bytes.Equal(src[128:192], dst[at+4096+64:at+4096+128]) {
+		t.Error("remote bytes differ after the second post")
+	}
+
+	// Unsignalled, then signalled: one completion.
+	b.SetFlags(3, 0)
+	if err := b.Post(3, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Post(0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollOK(t, p.a.cq, ibverbs.WCRDMAWrite); wc.WRID != 10 {
+		t.Errorf("completion for wr_id %d, want 10 (request 3 was unsignalled)", wc.WRID)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if k, _ := p.a.cq.Poll(make([]ibverbs.WC, 4)); k != 0 {
+		t.Errorf("%d completions beyond the signalled request", k)
+	}
+
+	// A request replaced whole: a send with immediate data.
+	if err := b.Set(2, ibverbs.SendWR{ID: 30, Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled,
+		Imm: 0xdeadbeef, SGL: []ibverbs.SGE{p.a.mr.SGE(256, 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 70, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Post(2, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollOK(t, p.a.cq, ibverbs.WCSend); wc.WRID != 30 {
+		t.Errorf("send completion for wr_id %d, want 30", wc.WRID)
+	}
+	wc := pollOK(t, p.b.cq, ibverbs.WCRecv)
+	if wc.WRID != 70 || wc.Imm != 0xdeadbeef || wc.Flags&ibverbs.WCWithImm == 0 {
+		t.Errorf("receive completion %+v, want wr_id 70 with immediate 0xdeadbeef", wc)
+	}
+	if !bytes.Equal(src[256:320], dst[:64]) {
+		t.Error("received bytes differ")
+	}
+
+	// Bad ranges and requests.
+	for _, r := range [][3]int{{3, 2, 0}, {-1, 1, 0}, {0, -1, 0}, {0, 1, -1}} {
+		if err := b.Post(r[0], r[1], r[2]); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("Post(%d, %d, %d) = %v, want EINVAL", r[0], r[1], r[2], err)
+		}
+	}
+	if err := b.Set(0, ibverbs.SendWR{Opcode: ibverbs.OpRDMAWrite, SGL: make([]ibverbs.SGE, 9)}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Set with 9 SGEs = %v, want EINVAL", err)
+	}
+	mustPanic(t, "SetRemoteAddr on a send", func() { b.SetRemoteAddr(2, 0) })
+	mustPanic(t, "SetSGE past the request's SGEs", func() { b.SetSGE(0, 1, ibverbs.SGE{}) })
+	mustPanic(t, "SetID past the batch", func() { b.SetID(4, 0) })
+
+	// The QP waits for its batches.
+	if err := p.a.qp.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("QP.Close with a batch open = %v, want EBUSY", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Post(0, 1, 0); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Post after Close = %v, want ErrClosed", err)
+	}
+	if err := p.a.qp.Close(); err != nil {
+		t.Fatalf("QP.Close after the batch's = %v", err)
+	}
+	if _, err := p.a.qp.NewSendBatch(wrs); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("NewSendBatch on a closed QP = %v, want ErrClosed", err)
+	}
+}
+
+// NewSendBatch checks each request as PostSend does, and names the first
+// it refuses.
+func TestSendBatchRefuses(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, wrapi: true})
+	ok := ibverbs.SendWR{Opcode: ibverbs.OpRDMAWrite, SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)},
+		RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}
+	tooMany := ok
+	tooMany.SGL = make([]ibverbs.SGE, 9)
+	var pe *ibverbs.PostError
+	for _, c := range []struct {
+		name string
+		wrs  []ibverbs.SendWR
+		at   int
+	}{
+		{"9 SGEs", []ibverbs.SendWR{ok, tooMany}, 1},
+		{"an opcode the QP was not made with", []ibverbs.SendWR{ok, ok, {Opcode: ibverbs.OpLocalInv}}, 2},
+	} {
+		if _, err := p.a.qp.NewSendBatch(c.wrs); !errors.As(err, &pe) || pe.Index != c.at || !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("NewSendBatch with %s = %v, want a PostError at %d wrapping EINVAL", c.name, err, c.at)
+		}
+	}
+	if _, err := p.a.qp.NewSendBatch(nil); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("NewSendBatch(nil) = %v, want EINVAL", err)
+	}
+}
+
+func mustPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s did not panic", what)
+		}
+	}()
+	f()
+}
