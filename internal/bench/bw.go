@@ -25,9 +25,10 @@ type sideResult struct {
 
 const idBits = 48
 
-// postBatch bounds the requests of one PostSendLists call in the bandwidth
-// loop: ibverbs posts up to 256 per cgo call, and a TX depth of thousands
-// on many QPs should not mean as many request templates in memory.
+// postBatch bounds the requests of one post in the bandwidth loop: a TX
+// depth of thousands on many QPs should not mean as many prepared requests
+// in memory, nor one cgo call that runs long enough for the runtime to take
+// its P away.
 const postBatch = 256
 
 // sendOpcode is the operation a bandwidth or latency test posts.
@@ -93,23 +94,22 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	if dur > 0 {
 		iters = 1<<idBits - 1
 	}
-	// Each QP's requests for one PostSendLists call: as many whole lists
-	// of PostList requests (one ibv_post_send each) as fit in postBatch,
-	// and no more than the TX depth, so that the room a poll opens is
-	// posted in one cgo call, or a few where it is large.
+	// Each QP's requests for one post: as many whole lists of PostList
+	// requests (one ibv_post_send each) as fit in postBatch, and no more
+	// than the TX depth, so that the room a poll opens is posted in one
+	// cgo call, or a few where it is large. They are built once, in a
+	// SendBatch; each post sets only their IDs and flags.
 	batch := min(tx, max(postBatch/pl, 1)*pl)
-	lists := make([][]ibverbs.SendWR, nqp)
-	for i := range lists {
-		lists[i] = make([]ibverbs.SendWR, batch)
-		for j := range lists[i] {
-			lists[i][j] = s.template(i, size)
-		}
+	base := s.template(0, size).Flags // inline or not: the same on every QP
+	batches, err := s.sendBatches(int(batch), size)
+	if err != nil {
+		return sideResult{}, err
 	}
+	defer closeBatches(batches)
 	posted := make([]uint64, nqp)
 	done := make([]uint64, nqp)
 	lastSig := make([]uint64, nqp)
 	wcs := make([]ibverbs.WC, 64)
-	base := lists[0][0].Flags // inline or not: the same on every QP
 	window := tx * uint64(nqp)
 	var total uint64
 	nextMark := window
@@ -137,7 +137,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		// Fill each QP's room. Once stopping, post one more signalled
 		// request where the last ones were unsignalled, so that their
 		// completion is seen.
-		for i, qp := range s.qps {
+		for i := range s.qps {
 			for {
 				var n uint64
 				switch room := tx - (posted[i] - done[i]); {
@@ -150,17 +150,18 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				if n == 0 {
 					break
 				}
-				l := lists[i][:n]
-				for j := range l {
+				b := batches[i]
+				for j := range int(n) {
 					c := posted[i] + uint64(j) + 1
-					l[j].ID = uint64(i)<<idBits | c
-					l[j].Flags = base
+					b.SetID(j, uint64(i)<<idBits|c)
+					f := base
 					if c%mod == 0 || c == iters || stopping {
-						l[j].Flags |= ibverbs.SendSignaled
+						f |= ibverbs.SendSignaled
 						lastSig[i] = c
 					}
+					b.SetFlags(j, f)
 				}
-				if err := qp.PostSendLists(l, int(pl)); err != nil {
+				if err := b.Post(0, int(n), int(pl)); err != nil {
 					return partial(err)
 				}
 				posted[i] += n
@@ -228,6 +229,32 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	}
 	el := time.Since(start)
 	return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: el, Peak: peak}, ctx.Err()
+}
+
+// sendBatches builds a SendBatch of n copies of each QP's template.
+func (s *session) sendBatches(n, size int) ([]*ibverbs.SendBatch, error) {
+	batches := make([]*ibverbs.SendBatch, len(s.qps))
+	wrs := make([]ibverbs.SendWR, n)
+	for i, qp := range s.qps {
+		for j := range wrs {
+			wrs[j] = s.template(i, size)
+		}
+		b, err := qp.NewSendBatch(wrs)
+		if err != nil {
+			closeBatches(batches)
+			return nil, err
+		}
+		batches[i] = b
+	}
+	return batches, nil
+}
+
+func closeBatches(batches []*ibverbs.SendBatch) {
+	for _, b := range batches {
+		if b != nil {
+			b.Close()
+		}
+	}
 }
 
 // report calls the Interval and Progress callbacks, if any.

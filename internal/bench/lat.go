@@ -44,8 +44,11 @@ func samples(iters uint64, dur time.Duration) []float64 {
 // the responder waits first. Each side polls the last byte of its target
 // region. A sample is half the round trip.
 func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool) (sideResult, error) {
-	wr := []ibverbs.SendWR{s.template(0, size)}
-	wr[0].Flags |= ibverbs.SendSignaled
+	wr, err := s.oneSend(size)
+	if err != nil {
+		return sideResult{}, err
+	}
+	defer wr.Close()
 	src := s.buf.Bytes()[s.src(0) : s.src(0)+size]
 	at := s.dst(0) + size - 1
 	wcs := make([]ibverbs.WC, 8)
@@ -66,7 +69,7 @@ func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur tim
 			}
 		}
 		src[size-1] = v
-		if err := s.qps[0].PostSend(wr); err != nil {
+		if err := wr.Post(0, 1, 0); err != nil {
 			return sideResult{}, err
 		}
 		if initiator {
@@ -86,6 +89,14 @@ func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur tim
 		}
 	}
 	return sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out}, ctx.Err()
+}
+
+// oneSend is a latency loop's request, signalled, in a SendBatch of one,
+// so that each iteration posts it without building it again.
+func (s *session) oneSend(size int) (*ibverbs.SendBatch, error) {
+	wr := s.template(0, size)
+	wr.Flags |= ibverbs.SendSignaled
+	return s.qps[0].NewSendBatch([]ibverbs.SendWR{wr})
 }
 
 // peerWaitLimit is when a latency loop's waits for the peer give up: at
@@ -181,8 +192,11 @@ func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC, 
 // pingSend is send_lat: like pingWrite with sends and receives. Every
 // receive is replaced as soon as it completes.
 func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool) (sideResult, error) {
-	wr := []ibverbs.SendWR{s.template(0, size)}
-	wr[0].Flags |= ibverbs.SendSignaled
+	wr, err := s.oneSend(size)
+	if err != nil {
+		return sideResult{}, err
+	}
+	defer wr.Close()
 	recv := []ibverbs.RecvWR{s.recvWR(0)}
 	wcs := make([]ibverbs.WC, 1)
 	out := samples(iters, dur)
@@ -213,7 +227,7 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 				return sideResult{}, err
 			}
 		}
-		if err := s.qps[0].PostSend(wr); err != nil {
+		if err := wr.Post(0, 1, 0); err != nil {
 			return sideResult{}, err
 		}
 		if initiator {
@@ -243,8 +257,11 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 // oneSided is read_lat and atomic_lat: post one request, wait for its
 // completion, repeat. A sample is the whole round trip, as in perftest.
 func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
-	wr := []ibverbs.SendWR{s.template(0, size)}
-	wr[0].Flags |= ibverbs.SendSignaled
+	wr, err := s.oneSend(size)
+	if err != nil {
+		return sideResult{}, err
+	}
+	defer wr.Close()
 	wcs := make([]ibverbs.WC, 1)
 	out := samples(iters, dur)
 	start := time.Now()
@@ -253,7 +270,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	var pc pacer
 	for ; dur > 0 || i < iters; i++ {
 		t0 := pc.start()
-		if err := s.qps[0].PostSend(wr); err != nil {
+		if err := wr.Post(0, 1, 0); err != nil {
 			return sideResult{}, err
 		}
 		if _, err := s.waitSend(ctx, wcs); err != nil {
