@@ -146,3 +146,157 @@ func (b *SendBatch) Close() error {
 	b.qp.kids.done()
 	return nil
 }
+
+// RecvBatch is SendBatch's counterpart for receive work requests: a struct
+// ibv_recv_wr array in C memory, built once and posted many times, to a
+// QP's receive queue or to an SRQ. A loop that replaces each receive as it
+// completes posts the same requests again and again; from a batch that
+// costs no conversion.
+//
+// A batch belongs to its QP or SRQ, which refuses to close while it is
+// open. Its methods must not run concurrently with each other or with
+// another post to the same queue. The setters panic on an index out of
+// range or after Close.
+type RecvBatch struct {
+	qp     *QP  // the owner: a QP,
+	srq    *SRQ // or an SRQ
+	s      *C.struct_gv_post_scratch
+	wrs    []C.struct_ibv_recv_wr
+	sges   []SGE
+	maxSGE int
+}
+
+// NewRecvBatch copies wrs into a new batch for the QP's receive queue,
+// checking each as PostRecv does. A QP that takes its receives from an SRQ
+// has none: make the batch with SRQ.NewRecvBatch.
+func (qp *QP) NewRecvBatch(wrs []RecvWR) (*RecvBatch, error) {
+	if qp.c == nil {
+		return nil, ErrClosed
+	}
+	if qp.srq != nil {
+		return nil, fmt.Errorf("ibv_post_recv: the QP takes receives from its SRQ: %w", syscall.EINVAL)
+	}
+	b, err := newRecvBatch(nil, wrs, max(qp.cap.MaxRecvSGE, 1))
+	if err != nil {
+		return nil, err
+	}
+	b.qp = qp
+	qp.kids.add()
+	return b, nil
+}
+
+// NewRecvBatch copies wrs into a new batch for the SRQ, checking each as
+// PostRecv does.
+func (srq *SRQ) NewRecvBatch(wrs []RecvWR) (*RecvBatch, error) {
+	if srq.c == nil {
+		return nil, ErrClosed
+	}
+	b, err := newRecvBatch(srq.c, wrs, int(srq.s.max_sge))
+	if err != nil {
+		return nil, err
+	}
+	b.srq = srq
+	srq.kids.add()
+	return b, nil
+}
+
+func newRecvBatch(srq *C.struct_ibv_srq, wrs []RecvWR, maxSGE int) (*RecvBatch, error) {
+	if len(wrs) == 0 {
+		return nil, fmt.Errorf("ibverbs: a receive batch of no requests: %w", syscall.EINVAL)
+	}
+	for i := range wrs {
+		if err := checkRecv(srq, &wrs[i], maxSGE); err != nil {
+			return nil, &PostError{Index: i, Err: err}
+		}
+	}
+	s := C.gv_scratch_new(C.int(len(wrs)), C.int(maxSGE), 0)
+	if s == nil {
+		return nil, fmt.Errorf("ibverbs: out of memory for a receive batch of %d: %w", len(wrs), syscall.ENOMEM)
+	}
+	b := &RecvBatch{s: s, maxSGE: int(s.max_sge),
+		wrs:  unsafe.Slice(s.rwr, len(wrs)),
+		sges: unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), len(wrs)*int(s.max_sge))}
+	for i := range wrs {
+		b.fill(i, &wrs[i])
+	}
+	return b, nil
+}
+
+func (b *RecvBatch) fill(i int, w *RecvWR) {
+	fillRecv(&b.wrs[i], b.sges[i*b.maxSGE:(i+1)*b.maxSGE], w)
+}
+
+// owner returns the C handles posts go to, nil if the owner is closed.
+func (b *RecvBatch) owner() (*C.struct_ibv_qp, *C.struct_ibv_srq, bool) {
+	if b.srq != nil {
+		return nil, b.srq.c, b.srq.c != nil
+	}
+	return b.qp.c, nil, b.qp.c != nil
+}
+
+// Len returns the number of requests in the batch.
+func (b *RecvBatch) Len() int { return len(b.wrs) }
+
+// Set replaces request i whole, checked as PostRecv checks it.
+func (b *RecvBatch) Set(i int, w RecvWR) error {
+	if b.s == nil {
+		return ErrClosed
+	}
+	_ = b.wrs[i]
+	_, srq, _ := b.owner()
+	if err := checkRecv(srq, &w, b.maxSGE); err != nil {
+		return err
+	}
+	b.fill(i, &w)
+	return nil
+}
+
+// SetID sets request i's ID, which its completion carries.
+func (b *RecvBatch) SetID(i int, id uint64) { b.wrs[i].wr_id = C.uint64_t(id) }
+
+// SetSGE sets SGE j of request i, which must have more than j SGEs; it
+// panics otherwise.
+func (b *RecvBatch) SetSGE(i, j int, sge SGE) {
+	if n := int(b.wrs[i].num_sge); j < 0 || j >= n {
+		panic(fmt.Sprintf("ibverbs: SetSGE %d of request %d, which has %d", j, i, n))
+	}
+	b.sges[i*b.maxSGE+j] = sge
+}
+
+// Post posts requests from to from+n-1 of the batch as one list
+// (ibv_post_recv or ibv_post_srq_recv) in one cgo call, without
+// allocating. A range outside the batch is an error matching
+// syscall.EINVAL. If the device refuses a request, the error is a
+// *PostError whose Index is that request's index in the batch: those
+// before it were posted.
+func (b *RecvBatch) Post(from, n int) error {
+	qp, srq, open := b.owner()
+	if b.s == nil || !open {
+		return ErrClosed
+	}
+	if from < 0 || n < 0 || from+n > len(b.wrs) {
+		return fmt.Errorf("%s: requests %d+%d of a batch of %d: %w", recvVerb(srq), from, n, len(b.wrs), syscall.EINVAL)
+	}
+	if n == 0 {
+		return nil
+	}
+	if bad, err := postRecvC(qp, srq, &b.wrs[from], n); err != nil {
+		return &PostError{Index: from + bad, Err: err}
+	}
+	return nil
+}
+
+// Close frees the batch's memory. Closing it twice is a no-op.
+func (b *RecvBatch) Close() error {
+	if b.s == nil {
+		return nil
+	}
+	C.gv_scratch_free(b.s)
+	b.s, b.wrs, b.sges = nil, nil, nil
+	if b.srq != nil {
+		b.srq.kids.done()
+	} else {
+		b.qp.kids.done()
+	}
+	return nil
+}

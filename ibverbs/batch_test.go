@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
 func TestSendBatch(t *testing.T) { bothPostPaths(t, testSendBatch) }
@@ -170,4 +171,155 @@ func mustPanic(t *testing.T, what string, f func()) {
 		}
 	}()
 	f()
+}
+
+func TestRecvBatch(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+	src, dst := p.a.buf.Bytes(), p.b.buf.Bytes()
+	fill(src[:1024], 17)
+	recvs := make([]ibverbs.RecvWR, 4)
+	for i := range recvs {
+		recvs[i] = ibverbs.RecvWR{ID: uint64(40 + i), SGL: []ibverbs.SGE{p.b.mr.SGE(i*256, 64)}}
+	}
+	b, err := p.b.qp.NewRecvBatch(recvs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	send := func(off, n int) {
+		t.Helper()
+		if err := p.a.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(off, n)}}}); err != nil {
+			t.Fatal(err)
+		}
+		pollOK(t, p.a.cq, ibverbs.WCSend)
+	}
+
+	if err := b.Post(0, 4); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		send(i*64, 64)
+	}
+	for i, wc := range pollN(t, p.b.cq, 4) {
+		if wc.Status != ibverbs.WCSuccess || wc.Opcode != ibverbs.WCRecv || wc.WRID != uint64(40+i) || wc.ByteLen != 64 {
+			t.Errorf("receive %d: %+v, want 64 bytes in wr_id %d", i, wc, 40+i)
+		}
+		if !bytes.Equal(src[i*64:i*64+64], dst[i*256:i*256+64]) {
+			t.Errorf("message %d landed wrong", i)
+		}
+	}
+
+	// Request 1 again, with a new ID and a new place.
+	b.SetID(1, 51)
+	b.SetSGE(1, 0, p.b.mr.SGE(2048, 64))
+	if err := b.Post(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	send(512, 64)
+	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != 51 || !bytes.Equal(src[512:576], dst[2048:2112]) {
+		t.Errorf("receive %+v, want wr_id 51 with the message at 2048", wc)
+	}
+
+	// Request 2 replaced whole: two SGEs, which a 128-byte message fills in
+	// turn.
+	if err := b.Set(2, ibverbs.RecvWR{ID: 60, SGL: []ibverbs.SGE{p.b.mr.SGE(4096, 64), p.b.mr.SGE(8192, 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Post(2, 1); err != nil {
+		t.Fatal(err)
+	}
+	send(0, 128)
+	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != 60 || wc.ByteLen != 128 {
+		t.Errorf("receive %+v, want 128 bytes in wr_id 60", wc)
+	}
+	if !bytes.Equal(src[:64], dst[4096:4160]) || !bytes.Equal(src[64:128], dst[8192:8256]) {
+		t.Error("the message was not scattered over the two SGEs")
+	}
+
+	for _, r := range [][2]int{{3, 2}, {-1, 1}, {0, -1}} {
+		if err := b.Post(r[0], r[1]); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("Post(%d, %d) = %v, want EINVAL", r[0], r[1], err)
+		}
+	}
+	if err := b.Set(0, ibverbs.RecvWR{SGL: make([]ibverbs.SGE, 9)}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Set with 9 SGEs = %v, want EINVAL", err)
+	}
+	mustPanic(t, "SetSGE past the request's SGEs", func() { b.SetSGE(0, 1, ibverbs.SGE{}) })
+	var pe *ibverbs.PostError
+	if _, err := p.b.qp.NewRecvBatch([]ibverbs.RecvWR{recvs[0], {SGL: make([]ibverbs.SGE, 9)}}); !errors.As(err, &pe) || pe.Index != 1 {
+		t.Errorf("NewRecvBatch with 9 SGEs in the second = %v, want a PostError at 1", err)
+	}
+
+	if err := p.b.qp.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("QP.Close with a receive batch open = %v, want EBUSY", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Post(0, 1); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Post after Close = %v, want ErrClosed", err)
+	}
+}
+
+// A batch of an SRQ posts to it; a QP that takes its receives from an SRQ
+// has no batch of its own.
+func TestRecvBatchSRQ(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	gid := rdmatest.GIDIndex(t, ctx, info.Port)
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	srq, err := pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, MaxSGE: 1})
+	if err != nil {
+		rdmatest.SkipIfUnsupported(t, err)
+	}
+	t.Cleanup(func() { closeOK(t, srq) })
+	o := pairOpts{typ: ibverbs.QPTypeRC}
+	r := newSide(t, ctx, pd, o, srq, info.Port, gid)
+	s := newSide(t, ctx, pd, o, nil, info.Port, gid)
+	cp := ibverbs.ConnParams{Port: info.Port, GIDIndex: gid}
+	if err := r.qp.Connect(s.ep, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.qp.Connect(r.ep, cp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.qp.NewRecvBatch([]ibverbs.RecvWR{{ID: 1}}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("NewRecvBatch on a QP with an SRQ = %v, want EINVAL", err)
+	}
+	b, err := srq.NewRecvBatch([]ibverbs.RecvWR{{ID: 7, SGL: []ibverbs.SGE{r.mr.SGE(0, 64)}}, {ID: 8, SGL: []ibverbs.SGE{r.mr.SGE(64, 64)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	if err := b.Post(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	copy(s.buf.Bytes(), "srq batch")
+	for range 2 {
+		if err := s.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{s.mr.SGE(0, 9)}}}); err != nil {
+			t.Fatal(err)
+		}
+		pollOK(t, s.cq, ibverbs.WCSend)
+	}
+	for i, wc := range pollN(t, r.cq, 2) {
+		if wc.Status != ibverbs.WCSuccess || wc.WRID != uint64(7+i) || wc.ByteLen != 9 {
+			t.Errorf("receive %d: %+v, want 9 bytes in wr_id %d", i, wc, 7+i)
+		}
+	}
+	if got := string(r.buf.Bytes()[64:73]); got != "srq batch" {
+		t.Errorf("the second receive holds %q", got)
+	}
+	closeOK(t, r.qp) // the batch is now all that holds the SRQ
+	if err := srq.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("SRQ.Close with a batch open = %v, want EBUSY", err)
+	}
+	closeOK(t, b)
+	if err := srq.Close(); err != nil {
+		t.Errorf("SRQ.Close after its batch's = %v", err)
+	}
 }

@@ -65,7 +65,7 @@ type QP struct {
 	wrOps uint32
 	// destroy replaces ibv_destroy_qp for QPs made by other libraries.
 	destroy func() error
-	kids    refs // open SendBatches
+	kids    refs // open SendBatches and RecvBatches
 }
 
 // maxBatch bounds the WRs one cgo call posts; longer lists take several.
@@ -422,10 +422,6 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 // calls C directly rather than through a function value, so that the
 // bad-index out-parameter stays on the stack.
 func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_scratch, wrs []RecvWR) error {
-	verb := "ibv_post_recv"
-	if srq != nil {
-		verb = "ibv_post_srq_recv"
-	}
 	capn := int(s.cap)
 	maxSGE := int(s.max_sge)
 	ws := unsafe.Slice(s.rwr, capn)
@@ -435,32 +431,17 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_sc
 		var refused error // a request refused here: the ones before it still go
 		for i := range chunk {
 			r := &chunk[i]
-			if len(r.SGL) > maxSGE {
-				refused = &PostError{Index: base + i, Err: fmt.Errorf("%s: %d SGEs, the queue allows %d: %w", verb, len(r.SGL), maxSGE, syscall.EINVAL)}
+			if err := checkRecv(srq, r, maxSGE); err != nil {
+				refused = &PostError{Index: base + i, Err: err}
 				chunk = chunk[:i]
 				break
 			}
-			w := &ws[i]
-			w.wr_id = C.uint64_t(r.ID)
-			w.num_sge = C.int(len(r.SGL))
-			w.sg_list = nil
-			if len(r.SGL) > 0 {
-				sg := sges[i*maxSGE : (i+1)*maxSGE]
-				copy(sg, r.SGL)
-				w.sg_list = (*C.struct_ibv_sge)(unsafe.Pointer(&sg[0]))
+			fillRecv(&ws[i], sges[i*maxSGE:(i+1)*maxSGE], r)
+		}
+		if len(chunk) > 0 {
+			if bad, err := postRecvC(qp, srq, &ws[0], len(chunk)); err != nil {
+				return &PostError{Index: base + bad, Err: err}
 			}
-		}
-		var bad C.int
-		var rc C.int
-		switch {
-		case len(chunk) == 0:
-		case srq != nil:
-			rc = C.gv_post_srq_recv(handle(srq), handle(&ws[0]), C.int(len(chunk)), &bad)
-		default:
-			rc = C.gv_post_recv(handle(qp), handle(&ws[0]), C.int(len(chunk)), &bad)
-		}
-		if rc != 0 {
-			return &PostError{Index: base + int(bad), Err: verbError(verb, int(rc))}
 		}
 		if refused != nil {
 			return refused
@@ -469,14 +450,64 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_sc
 	return nil
 }
 
+func recvVerb(srq *C.struct_ibv_srq) string {
+	if srq != nil {
+		return "ibv_post_srq_recv"
+	}
+	return "ibv_post_recv"
+}
+
+// checkRecv says why a receive queue of maxSGE SGEs a request would refuse
+// r, or returns nil.
+func checkRecv(srq *C.struct_ibv_srq, r *RecvWR, maxSGE int) error {
+	if len(r.SGL) > maxSGE {
+		return fmt.Errorf("%s: %d SGEs, the queue allows %d: %w", recvVerb(srq), len(r.SGL), maxSGE, syscall.EINVAL)
+	}
+	return nil
+}
+
+// fillRecv writes r into w, a receive request in C memory, and its SGEs
+// into sg, which has room for them: all but next, which the post sets.
+func fillRecv(w *C.struct_ibv_recv_wr, sg []SGE, r *RecvWR) {
+	w.wr_id = C.uint64_t(r.ID)
+	w.num_sge = C.int(len(r.SGL))
+	switch len(r.SGL) {
+	case 0:
+		w.sg_list = nil
+		return
+	case 1:
+		sg[0] = r.SGL[0]
+	default:
+		copy(sg, r.SGL)
+	}
+	w.sg_list = (*C.struct_ibv_sge)(unsafe.Pointer(&sg[0]))
+}
+
+// postRecvC posts the n receive requests at w, filled in C memory, to the
+// QP or, if srq is set, the SRQ, in one cgo call. On failure bad is the
+// index of the first request not posted.
+func postRecvC(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, w *C.struct_ibv_recv_wr, n int) (bad int, err error) {
+	var b, rc C.int
+	if srq != nil {
+		rc = C.gv_post_srq_recv(handle(srq), handle(w), C.int(n), &b)
+	} else {
+		rc = C.gv_post_recv(handle(qp), handle(w), C.int(n), &b)
+	}
+	if rc != 0 {
+		return int(b), verbError(recvVerb(srq), int(rc))
+	}
+	return n, nil
+}
+
 // Close destroys the QP (ibv_destroy_qp). Closing twice is a no-op; with
-// a SendBatch of the QP still open it is an error matching syscall.EBUSY.
+// a SendBatch or RecvBatch of the QP still open it is an error matching
+// syscall.EBUSY.
 func (qp *QP) Close() error {
 	if qp.c == nil {
 		return nil
 	}
 	if n := qp.kids.count(); n > 0 {
-		return busyError("ibv_destroy_qp", "send batches of the QP", n)
+		return busyError("ibv_destroy_qp", "send or receive batches of the QP", n)
 	}
 	p := unsafe.Pointer(qp.c)
 	if qp.destroy != nil {

@@ -84,13 +84,13 @@ func (srq *SRQ) Arm(limit int) error {
 func (srq *SRQ) Raw() unsafe.Pointer { return unsafe.Pointer(srq.c) }
 
 // Close destroys the SRQ (ibv_destroy_srq). It fails with EBUSY while QPs
-// use it. Closing twice is a no-op.
+// use it or RecvBatches of it are open. Closing twice is a no-op.
 func (srq *SRQ) Close() error {
 	if srq.c == nil {
 		return nil
 	}
 	if n := srq.kids.count(); n > 0 {
-		return busyError("ibv_destroy_srq", "QPs using the SRQ", n)
+		return busyError("ibv_destroy_srq", "QPs using the SRQ or receive batches of it", n)
 	}
 	p := unsafe.Pointer(srq.c)
 	if rc := C.ibv_destroy_srq(srq.c); rc != 0 {
