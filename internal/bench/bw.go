@@ -88,7 +88,11 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	pl := uint64(max(s.spec.PostList, 1))
 	var rcv *receiver // a bidirectional send test's other direction
 	if s.spec.Test == exchange.SendBW && s.spec.Bidirectional {
-		rcv = s.newReceiver(iters, dur)
+		var err error
+		if rcv, err = s.newReceiver(iters, dur); err != nil {
+			return sideResult{}, err
+		}
+		defer rcv.close()
 	}
 	rcvOver := false
 	if dur > 0 {
@@ -312,22 +316,22 @@ type receiver struct {
 	quiet      time.Duration // with untilQuiet, how long a pause ends the test
 	untilQuiet bool          // UD, which may drop, or run_infinitely: end when messages stop
 	wcs        []ibverbs.WC
-	repost     [][]ibverbs.RecvWR
-	one        []ibverbs.RecvWR // each QP's receive, built once: reposting must not allocate
+	batches    []*ibverbs.RecvBatch // each QP's receives, built once: reposting converts nothing
+	repost     []int                // each QP's receives to replace
 	total      uint64
 	start      time.Time
 	first      time.Time // the first completion seen
 	last       time.Time // the last completion seen
 }
 
-func (s *session) newReceiver(iters uint64, dur time.Duration) *receiver {
+func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error) {
 	nqp := len(s.qps)
 	r := &receiver{s: s, want: iters * uint64(nqp), dur: dur, quiet: s.idle,
 		untilQuiet: s.spec.ConnType == ibverbs.QPTypeUD,
-		wcs:        make([]ibverbs.WC, 64), repost: make([][]ibverbs.RecvWR, nqp), one: make([]ibverbs.RecvWR, nqp)}
-	for i := range r.repost {
-		r.repost[i] = make([]ibverbs.RecvWR, 0, len(r.wcs))
-		r.one[i] = s.recvWR(i)
+		wcs:        make([]ibverbs.WC, 64), repost: make([]int, nqp)}
+	var err error
+	if r.batches, err = s.recvBatches(len(r.wcs)); err != nil {
+		return nil, err
 	}
 	if r.untilQuiet {
 		r.quiet = 500 * time.Millisecond
@@ -338,7 +342,36 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) *receiver {
 	}
 	r.start = time.Now()
 	r.last = r.start
-	return r
+	return r, nil
+}
+
+// close frees the receiver's batches.
+func (r *receiver) close() {
+	for _, b := range r.batches {
+		if b != nil {
+			b.Close()
+		}
+	}
+}
+
+// recvBatches builds a RecvBatch of n copies of each QP's receive.
+func (s *session) recvBatches(n int) ([]*ibverbs.RecvBatch, error) {
+	batches := make([]*ibverbs.RecvBatch, len(s.qps))
+	wrs := make([]ibverbs.RecvWR, n)
+	for i, qp := range s.qps {
+		for j := range wrs {
+			wrs[j] = s.recvWR(i)
+		}
+		b, err := qp.NewRecvBatch(wrs)
+		if err != nil {
+			for _, b := range batches[:i] {
+				b.Close()
+			}
+			return nil, err
+		}
+		batches[i] = b
+	}
+	return batches, nil
 }
 
 // more reports whether messages are still due: always with a duration,
@@ -360,16 +393,15 @@ func (r *receiver) poll() (int, error) {
 		if err := wc.Err(); err != nil {
 			return 0, r.s.completionErr(err)
 		}
-		i := int(wc.WRID)
-		r.repost[i] = append(r.repost[i], r.one[i])
+		r.repost[wc.WRID]++
 		r.total++
 	}
-	for i, l := range r.repost {
-		if len(l) > 0 {
-			if err := r.s.qps[i].PostRecv(l); err != nil {
+	for i, n := range r.repost {
+		if n > 0 {
+			if err := r.batches[i].Post(0, n); err != nil {
 				return 0, err
 			}
-			r.repost[i] = l[:0]
+			r.repost[i] = 0
 		}
 	}
 	return k, nil
@@ -420,7 +452,11 @@ func (r *receiver) result(size int) sideResult {
 // duration, once the sender's time is up and the receives have stopped.
 // UD may drop messages: there it also stops when they stop coming.
 func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
-	r := s.newReceiver(iters, dur)
+	r, err := s.newReceiver(iters, dur)
+	if err != nil {
+		return sideResult{}, err
+	}
+	defer r.close()
 	var pc pacer
 	for r.more() {
 		if _, err := r.poll(); err != nil {

@@ -197,7 +197,11 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 		return sideResult{}, err
 	}
 	defer wr.Close()
-	recv := []ibverbs.RecvWR{s.recvWR(0)}
+	rb, err := s.qps[0].NewRecvBatch([]ibverbs.RecvWR{s.recvWR(0)})
+	if err != nil {
+		return sideResult{}, err
+	}
+	defer rb.Close()
 	wcs := make([]ibverbs.WC, 1)
 	out := samples(iters, dur)
 	start := time.Now()
@@ -214,7 +218,7 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 		if late {
 			return nil
 		}
-		return s.qps[0].PostRecv(recv)
+		return rb.Post(0, 1)
 	}
 	var i uint64
 	var pc pacer
@@ -239,7 +243,7 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 			out = append(out, float64(time.Since(t0).Nanoseconds())/2)
 		}
 		if late {
-			if err := s.qps[0].PostRecv(recv); err != nil {
+			if err := rb.Post(0, 1); err != nil {
 				return sideResult{}, err
 			}
 		}
