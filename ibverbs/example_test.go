@@ -99,6 +99,50 @@ func ExampleQP_Connect() {
 	}
 }
 
+// Copy a local 64 KiB block into each 64 KiB of a 64 MiB region of the
+// peer, as 16 writes of 4 KiB a round, from a SendBatch built once: each
+// round changes only the remote addresses and posts, with no conversion of
+// the requests. qp, mr, cq and the peer's
+// address and key are those of the QP.Connect example.
+func ExampleQP_NewSendBatch() {
+	var (
+		qp    *ibverbs.QP
+		mr    *ibverbs.MR
+		cq    *ibverbs.CQ
+		raddr uint64
+		rkey  uint32
+	)
+	const chunk, n = 4096, 16
+	wrs := make([]ibverbs.SendWR, n)
+	for i := range wrs {
+		wrs[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpRDMAWrite,
+			SGL: []ibverbs.SGE{mr.SGE(i*chunk, chunk)}, RemoteAddr: raddr, RKey: rkey}
+	}
+	wrs[n-1].Flags = ibverbs.SendSignaled // one completion a round
+	batch, err := qp.NewSendBatch(wrs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer batch.Close()
+	wcs := make([]ibverbs.WC, 1)
+	for off := uint64(0); off < 64<<20; off += n * chunk {
+		for i := range n {
+			batch.SetRemoteAddr(i, raddr+off+uint64(i*chunk))
+		}
+		if err := batch.Post(0, n, 1); err != nil { // a doorbell each, one cgo call
+			log.Fatal(err)
+		}
+		for k := 0; k == 0; {
+			if k, err = cq.Poll(wcs); err != nil {
+				log.Fatal(err)
+			}
+		}
+		if err := wcs[0].Err(); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
 // Wait for completions without spinning: the goroutine parks in the Go
 // netpoller until the CQ's channel fires or the context ends.
 func ExampleCQ_Wait() {
