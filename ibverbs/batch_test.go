@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
-	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
 func TestSendBatch(t *testing.T) { bothPostPaths(t, testSendBatch) }
@@ -265,28 +264,10 @@ func TestRecvBatch(t *testing.T) {
 // A batch of an SRQ posts to it; a QP that takes its receives from an SRQ
 // has no batch of its own.
 func TestRecvBatchSRQ(t *testing.T) {
-	ctx, info := rdmatest.Open(t)
-	gid := rdmatest.GIDIndex(t, ctx, info.Port)
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
-	srq, err := pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, MaxSGE: 1})
-	if err != nil {
-		rdmatest.SkipIfUnsupported(t, err)
-	}
-	t.Cleanup(func() { closeOK(t, srq) })
-	o := pairOpts{typ: ibverbs.QPTypeRC}
-	r := newSide(t, ctx, pd, o, srq, info.Port, gid)
-	s := newSide(t, ctx, pd, o, nil, info.Port, gid)
-	cp := ibverbs.ConnParams{Port: info.Port, GIDIndex: gid}
-	if err := r.qp.Connect(s.ep, cp); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.qp.Connect(r.ep, cp); err != nil {
-		t.Fatal(err)
-	}
+	e := newSRQEnv(t)
+	srq := e.srq
+	r, s := e.side(t, true), e.side(t, false)
+	e.connect(t, r, s)
 	if _, err := r.qp.NewRecvBatch([]ibverbs.RecvWR{{ID: 1}}); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("NewRecvBatch on a QP with an SRQ = %v, want EINVAL", err)
 	}

@@ -85,24 +85,11 @@ func TestFlushOnError(t *testing.T) {
 }
 
 func TestSRQSharedByTwoQPs(t *testing.T) {
-	ctx, info := rdmatest.Open(t)
-	gid := rdmatest.GIDIndex(t, ctx, info.Port)
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
-	srq, err := pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, MaxSGE: 1})
-	if err != nil {
-		rdmatest.SkipIfUnsupported(t, err)
-	}
-	t.Cleanup(func() { closeOK(t, srq) })
-	o := pairOpts{typ: ibverbs.QPTypeRC}
+	e := newSRQEnv(t)
+	ctx, srq := e.ctx, e.srq
 	// Two receivers share srq; each has its own sender.
-	r1 := newSide(t, ctx, pd, o, srq, info.Port, gid)
-	r2 := newSide(t, ctx, pd, o, srq, info.Port, gid)
-	s1 := newSide(t, ctx, pd, o, nil, info.Port, gid)
-	s2 := newSide(t, ctx, pd, o, nil, info.Port, gid)
+	r1, r2 := e.side(t, true), e.side(t, true)
+	s1, s2 := e.side(t, false), e.side(t, false)
 	if err := srq.Arm(3); err != nil {
 		t.Fatal(err)
 	}
@@ -110,15 +97,8 @@ func TestSRQSharedByTwoQPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := ibverbs.ConnParams{Port: info.Port, GIDIndex: gid}
-	for _, c := range [][2]*side{{r1, s1}, {r2, s2}} {
-		if err := c[0].qp.Connect(c[1].ep, cp); err != nil {
-			t.Fatal(err)
-		}
-		if err := c[1].qp.Connect(c[0].ep, cp); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.connect(t, r1, s1)
+	e.connect(t, r2, s2)
 	if err := r1.qp.PostRecv(nil); err == nil {
 		t.Error("PostRecv on a QP with an SRQ succeeded")
 	}

@@ -101,6 +101,53 @@ func (p *pair) connect(t testing.TB, params ibverbs.ConnParams) {
 	}
 }
 
+// srqEnv is a PD on the test device with an SRQ of 16 one-SGE receives,
+// for sides made with newSide.
+type srqEnv struct {
+	ctx       *ibverbs.Context
+	pd        *ibverbs.PD
+	srq       *ibverbs.SRQ
+	port, gid int
+}
+
+func newSRQEnv(t testing.TB) *srqEnv {
+	t.Helper()
+	ctx, info := rdmatest.Open(t)
+	e := &srqEnv{ctx: ctx, port: info.Port, gid: rdmatest.GIDIndex(t, ctx, info.Port)}
+	var err error
+	if e.pd, err = ctx.AllocPD(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, e.pd) })
+	if e.srq, err = e.pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, MaxSGE: 1}); err != nil {
+		rdmatest.SkipIfUnsupported(t, err)
+	}
+	t.Cleanup(func() { closeOK(t, e.srq) })
+	return e
+}
+
+// side makes an RC side under e's PD, taking its receives from the SRQ if
+// withSRQ.
+func (e *srqEnv) side(t testing.TB, withSRQ bool) *side {
+	var srq *ibverbs.SRQ
+	if withSRQ {
+		srq = e.srq
+	}
+	return newSide(t, e.ctx, e.pd, pairOpts{typ: ibverbs.QPTypeRC}, srq, e.port, e.gid)
+}
+
+// connect connects a's and b's QPs to each other.
+func (e *srqEnv) connect(t testing.TB, a, b *side) {
+	t.Helper()
+	cp := ibverbs.ConnParams{Port: e.port, GIDIndex: e.gid}
+	if err := a.qp.Connect(b.ep, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.qp.Connect(a.ep, cp); err != nil {
+		t.Fatal(err)
+	}
+}
+
 type closer interface{ Close() error }
 
 func closeOK(t testing.TB, c closer) {

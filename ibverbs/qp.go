@@ -395,16 +395,21 @@ func fillSend(w *C.struct_ibv_send_wr, sg []SGE, r *SendWR) {
 		}
 	}
 	w.num_sge = C.int(len(r.SGL))
-	switch len(r.SGL) {
+	w.sg_list = copySGL(sg, r.SGL)
+}
+
+// copySGL copies sgl into sg, C memory with room for it, and returns the
+// sg_list a request names: nil for none.
+func copySGL(sg, sgl []SGE) *C.struct_ibv_sge {
+	switch len(sgl) {
 	case 0:
-		w.sg_list = nil
-		return
+		return nil
 	case 1:
-		sg[0] = r.SGL[0] // no memmove call for the common case
+		sg[0] = sgl[0] // no memmove call for the common case
 	default:
-		copy(sg, r.SGL)
+		copy(sg, sgl)
 	}
-	w.sg_list = (*C.struct_ibv_sge)(unsafe.Pointer(&sg[0]))
+	return (*C.struct_ibv_sge)(unsafe.Pointer(&sg[0]))
 }
 
 // PostRecv posts a list of receive work requests, like PostSend.
@@ -471,16 +476,7 @@ func checkRecv(srq *C.struct_ibv_srq, r *RecvWR, maxSGE int) error {
 func fillRecv(w *C.struct_ibv_recv_wr, sg []SGE, r *RecvWR) {
 	w.wr_id = C.uint64_t(r.ID)
 	w.num_sge = C.int(len(r.SGL))
-	switch len(r.SGL) {
-	case 0:
-		w.sg_list = nil
-		return
-	case 1:
-		sg[0] = r.SGL[0]
-	default:
-		copy(sg, r.SGL)
-	}
-	w.sg_list = (*C.struct_ibv_sge)(unsafe.Pointer(&sg[0]))
+	w.sg_list = copySGL(sg, r.SGL)
 }
 
 // postRecvC posts the n receive requests at w, filled in C memory, to the
