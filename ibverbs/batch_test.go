@@ -4,6 +4,7 @@ package ibverbs_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/ibverbs/internal/cverbs"
 )
 
 func TestSendBatch(t *testing.T) { bothPostPaths(t, testSendBatch) }
@@ -133,6 +135,27 @@ func testSendBatch(t *testing.T, wrapi bool) {
 	}
 	if _, err := p.a.qp.NewSendBatch(wrs); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("NewSendBatch on a closed QP = %v, want ErrClosed", err)
+	}
+}
+
+// Immediate data reaches the provider in network order; the rkey to
+// invalidate, which lies in the same place, in host order.
+func TestSendWRImmByteOrder(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{
+		{Opcode: ibverbs.OpSendWithImm, Imm: 0x01020304},
+		{Opcode: ibverbs.OpSendWithInv, Imm: 0x01020304},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	off := cverbs.SendWRImm
+	if got := b.WRBytes(0)[off : off+4]; !bytes.Equal(got, []byte{1, 2, 3, 4}) {
+		t.Errorf("imm_data bytes % x, want 01 02 03 04", got)
+	}
+	if got := binary.NativeEndian.Uint32(b.WRBytes(1)[off:]); got != 0x01020304 {
+		t.Errorf("invalidate_rkey %#x, want 0x01020304", got)
 	}
 }
 

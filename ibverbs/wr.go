@@ -19,7 +19,8 @@ type SendWR struct {
 	Opcode Opcode
 	Flags  SendFlags
 	SGL    []SGE
-	// Imm is the immediate data of *WithImm opcodes, in host order.
+	// Imm is the immediate data of *WithImm opcodes, in host order, or
+	// the rkey to invalidate of OpSendWithInv.
 	Imm uint32
 	// RemoteAddr and RKey name the peer's memory for RDMA and atomics.
 	RemoteAddr uint64

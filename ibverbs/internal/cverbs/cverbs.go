@@ -169,3 +169,7 @@ var Sizes = map[string]uintptr{
 	"gv_wc":   unsafe.Sizeof(C.struct_gv_wc{}),
 	"ibv_sge": unsafe.Sizeof(C.struct_ibv_sge{}),
 }
+
+// SendWRImm is the offset of imm_data (and invalidate_rkey) in struct
+// ibv_send_wr.
+const SendWRImm = uintptr(C.gv_send_wr_imm)
