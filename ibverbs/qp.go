@@ -423,9 +423,9 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	return postRecv(qp.c, nil, qp.recvS, wrs)
 }
 
-// postRecv posts to a QP's receive queue, or to an SRQ when srq is set. It
-// calls C directly rather than through a function value, so that the
-// bad-index out-parameter stays on the stack.
+// postRecv posts to a QP's receive queue, or to an SRQ when srq is set.
+// postRecvC calls C directly rather than through a function value, so that
+// the bad-index out-parameter stays on the stack.
 func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_scratch, wrs []RecvWR) error {
 	capn := int(s.cap)
 	maxSGE := int(s.max_sge)
@@ -462,8 +462,8 @@ func recvVerb(srq *C.struct_ibv_srq) string {
 	return "ibv_post_recv"
 }
 
-// checkRecv says why a receive queue of maxSGE SGEs a request would refuse
-// r, or returns nil.
+// checkRecv says why a receive queue that takes at most maxSGE SGEs a
+// request would refuse r, or returns nil.
 func checkRecv(srq *C.struct_ibv_srq, r *RecvWR, maxSGE int) error {
 	if len(r.SGL) > maxSGE {
 		return fmt.Errorf("%s: %d SGEs, the queue allows %d: %w", recvVerb(srq), len(r.SGL), maxSGE, syscall.EINVAL)

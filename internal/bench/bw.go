@@ -253,9 +253,14 @@ func (s *session) sendBatches(n, size int) ([]*ibverbs.SendBatch, error) {
 	return batches, nil
 }
 
-func closeBatches(batches []*ibverbs.SendBatch) {
+// closeBatches closes the batches made so far: those not made are nil.
+func closeBatches[B interface {
+	comparable
+	Close() error
+}](batches []B) {
+	var none B
 	for _, b := range batches {
-		if b != nil {
+		if b != none {
 			b.Close()
 		}
 	}
@@ -346,13 +351,7 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 }
 
 // close frees the receiver's batches.
-func (r *receiver) close() {
-	for _, b := range r.batches {
-		if b != nil {
-			b.Close()
-		}
-	}
-}
+func (r *receiver) close() { closeBatches(r.batches) }
 
 // recvBatches builds a RecvBatch of n copies of each QP's receive.
 func (s *session) recvBatches(n int) ([]*ibverbs.RecvBatch, error) {
@@ -364,9 +363,7 @@ func (s *session) recvBatches(n int) ([]*ibverbs.RecvBatch, error) {
 		}
 		b, err := qp.NewRecvBatch(wrs)
 		if err != nil {
-			for _, b := range batches[:i] {
-				b.Close()
-			}
+			closeBatches(batches)
 			return nil, err
 		}
 		batches[i] = b
