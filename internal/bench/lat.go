@@ -39,56 +39,191 @@ func samples(iters uint64, dur time.Duration) []float64 {
 	return make([]float64, 0, iters)
 }
 
-// pingWrite is write_lat: the initiator writes message i into the peer's
-// target region and waits for the peer's write of message i into its own;
-// the responder waits first. Each side polls the last byte of its target
-// region. A sample is half the round trip.
+// pingWrite is write_lat: each side writes message i into the peer's
+// target region and polls the last byte of its own for the peer's; the
+// initiator writes first.
 func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool) (sideResult, error) {
 	wr, err := s.oneSend(size)
 	if err != nil {
 		return sideResult{}, err
 	}
 	defer wr.Close()
-	src := s.buf.Bytes()[s.src(0) : s.src(0)+size]
 	at := s.dst(0) + size - 1
-	wcs := make([]ibverbs.WC, 8)
+	p := &writePing{s: s, wr: wr, at: at,
+		src: s.buf.Bytes()[s.src(0) : s.src(0)+size]}
+	return s.pingPong(ctx, size, iters, dur, initiator, p)
+}
+
+// pingSend is send_lat: pingWrite with sends and receives. Every receive
+// is replaced as soon as it completes.
+func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool) (sideResult, error) {
+	wr, err := s.oneSend(size)
+	if err != nil {
+		return sideResult{}, err
+	}
+	defer wr.Close()
+	rb, err := s.qps[0].NewRecvBatch([]ibverbs.RecvWR{s.recvWR(0)})
+	if err != nil {
+		return sideResult{}, err
+	}
+	defer rb.Close()
+	// With spare receives posted (-r over 1, the default), the one an
+	// iteration used is replaced after its send, off the round trip;
+	// with one, it must be replaced before the peer can send again.
+	p := &sendPing{s: s, wr: wr, rb: rb, late: s.spec.RXDepth > 1, wcs: make([]ibverbs.WC, 1)}
+	return s.pingPong(ctx, size, iters, dur, initiator, p)
+}
+
+// pingSide is how one of write_lat and send_lat sends and receives.
+type pingSide interface {
+	// first posts message 0, the initiator's, which answers nothing.
+	first() error
+	// answer waits for the peer's message got and then posts message
+	// send, with nothing between the two.
+	answer(ctx context.Context, got, send uint64, until time.Time) error
+	// wait waits for the peer's message got, answering nothing.
+	wait(ctx context.Context, got uint64, until time.Time) error
+	// sent runs after each post.
+	sent() error
+}
+
+// lastAnswerWait bounds the wait for the answer to the last message of a
+// test with a duration, whose deadline has passed by then.
+const lastAnswerWait = 100 * time.Millisecond
+
+// pingPong is the loop of write_lat and send_lat. The responder answers
+// the peer's message i with its own message i; the initiator sends message
+// 0 and answers the peer's message i with its message i+1. A sample is
+// half the time from one of the initiator's posts to the next, as in
+// perftest. Nothing but the post lies between a message's arrival and its
+// answer: the clock is read, the pacer consulted and the send completion
+// polled while the answer travels.
+func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool, p pingSide) (sideResult, error) {
+	wcs := make([]ibverbs.WC, 1)
 	out := samples(iters, dur)
 	start := time.Now()
 	deadline := start.Add(dur)
 	until := peerWaitLimit(deadline, dur)
-	var i uint64
-	var pc pacer
+	pc := pacer{yielded: start}
+	var prev time.Time
+	timedOut := false
+	var i uint64 // messages posted
 	for ; dur > 0 || i < iters; i++ {
-		v := seqByte(i)
-		t0 := pc.start()
-		if !initiator {
-			if err := s.waitByte(ctx, at, v, until); errors.Is(err, errTimeUp) {
-				break
-			} else if err != nil {
-				return sideResult{}, err
-			}
+		var err error
+		switch {
+		case !initiator:
+			err = p.answer(ctx, i, i, until)
+		case i == 0:
+			err = p.first()
+		default:
+			err = p.answer(ctx, i-1, i, until)
 		}
-		src[size-1] = v
-		if err := wr.Post(0, 1, 0); err != nil {
+		if errors.Is(err, errTimeUp) {
+			timedOut = true
+			break
+		} else if err != nil {
 			return sideResult{}, err
 		}
-		if initiator {
-			if err := s.waitByte(ctx, at, v, until); errors.Is(err, errTimeUp) {
-				break
-			} else if err != nil {
-				return sideResult{}, err
-			}
-			out = append(out, float64(time.Since(t0).Nanoseconds())/2)
+		now := time.Now()
+		if initiator && i > 0 {
+			out = append(out, float64(now.Sub(prev).Nanoseconds())/2)
+		}
+		prev = now
+		pc.yield(now)
+		if err := p.sent(); err != nil {
+			return sideResult{}, err
 		}
 		if _, err := s.waitSend(ctx, wcs); err != nil {
 			return sideResult{}, err
 		}
-		if dur > 0 && i&63 == 0 && time.Now().After(deadline) || interrupted(ctx) {
+		if dur > 0 && i&63 == 0 && now.After(deadline) || interrupted(ctx) {
 			i++
 			break
 		}
 	}
-	return sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out}, ctx.Err()
+	done := i
+	if initiator && timedOut {
+		done-- // the answer it waited for did not come
+	} else if initiator && i > 0 {
+		// The answer to the initiator's last message: it is due within a
+		// round trip even when the test's time is up, unless the peer
+		// ended first.
+		if !until.IsZero() {
+			until = time.Now().Add(lastAnswerWait)
+		}
+		switch err := p.wait(ctx, i-1, until); {
+		case errors.Is(err, errTimeUp), err != nil && ctx.Err() != nil:
+			done--
+		case err != nil:
+			return sideResult{}, err
+		default:
+			out = append(out, float64(time.Since(prev).Nanoseconds())/2)
+		}
+	}
+	return sideResult{Iters: done, Bytes: done * uint64(size), Elapsed: time.Since(start), Samples: out}, ctx.Err()
+}
+
+// writePing is write_lat's side: message i is seqByte(i) in the last byte
+// of the region written.
+type writePing struct {
+	s   *session
+	wr  *ibverbs.SendBatch
+	src []byte // this side's message
+	at  int    // the offset of the byte the peer's message ends with
+}
+
+func (p *writePing) first() error {
+	p.src[len(p.src)-1] = seqByte(0)
+	return p.wr.Post(0, 1, 0)
+}
+
+func (p *writePing) answer(ctx context.Context, got, send uint64, until time.Time) error {
+	p.src[len(p.src)-1] = seqByte(send)
+	if err := p.wait(ctx, got, until); err != nil {
+		return err
+	}
+	return p.wr.Post(0, 1, 0)
+}
+
+func (p *writePing) wait(ctx context.Context, got uint64, until time.Time) error {
+	return p.s.waitByte(ctx, p.at, seqByte(got), until)
+}
+
+func (p *writePing) sent() error { return nil }
+
+// sendPing is send_lat's side.
+type sendPing struct {
+	s    *session
+	wr   *ibverbs.SendBatch
+	rb   *ibverbs.RecvBatch // the receive a message used, posted again
+	late bool               // whether that is done after the answer
+	wcs  []ibverbs.WC       // one, for the receive's completion
+}
+
+func (p *sendPing) first() error { return p.wr.Post(0, 1, 0) }
+
+func (p *sendPing) answer(ctx context.Context, got, send uint64, until time.Time) error {
+	if err := p.wait(ctx, got, until); err != nil {
+		return err
+	}
+	if !p.late {
+		if err := p.rb.Post(0, 1); err != nil {
+			return err
+		}
+	}
+	return p.wr.Post(0, 1, 0)
+}
+
+func (p *sendPing) wait(ctx context.Context, got uint64, until time.Time) error {
+	_, err := p.s.waitCQ(ctx, p.s.rcq, p.wcs, until)
+	return err
+}
+
+func (p *sendPing) sent() error {
+	if p.late {
+		return p.rb.Post(0, 1)
+	}
+	return nil
 }
 
 // oneSend is a latency loop's request, signalled, in a SendBatch of one,
@@ -189,77 +324,10 @@ func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC, 
 	}
 }
 
-// pingSend is send_lat: like pingWrite with sends and receives. Every
-// receive is replaced as soon as it completes.
-func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool) (sideResult, error) {
-	wr, err := s.oneSend(size)
-	if err != nil {
-		return sideResult{}, err
-	}
-	defer wr.Close()
-	rb, err := s.qps[0].NewRecvBatch([]ibverbs.RecvWR{s.recvWR(0)})
-	if err != nil {
-		return sideResult{}, err
-	}
-	defer rb.Close()
-	wcs := make([]ibverbs.WC, 1)
-	out := samples(iters, dur)
-	start := time.Now()
-	deadline := start.Add(dur)
-	until := peerWaitLimit(deadline, dur)
-	// With spare receives posted (-r over 1, the default), the one an
-	// iteration used is replaced after its send, off the round trip;
-	// with one, it must be replaced before the peer can send again.
-	late := s.spec.RXDepth > 1
-	wait := func() error {
-		if _, err := s.waitCQ(ctx, s.rcq, wcs, until); err != nil {
-			return err
-		}
-		if late {
-			return nil
-		}
-		return rb.Post(0, 1)
-	}
-	var i uint64
-	var pc pacer
-	for ; dur > 0 || i < iters; i++ {
-		t0 := pc.start()
-		if !initiator {
-			if err := wait(); errors.Is(err, errTimeUp) {
-				break
-			} else if err != nil {
-				return sideResult{}, err
-			}
-		}
-		if err := wr.Post(0, 1, 0); err != nil {
-			return sideResult{}, err
-		}
-		if initiator {
-			if err := wait(); errors.Is(err, errTimeUp) {
-				break
-			} else if err != nil {
-				return sideResult{}, err
-			}
-			out = append(out, float64(time.Since(t0).Nanoseconds())/2)
-		}
-		if late {
-			if err := rb.Post(0, 1); err != nil {
-				return sideResult{}, err
-			}
-		}
-		if _, err := s.waitSend(ctx, wcs); err != nil {
-			return sideResult{}, err
-		}
-		if dur > 0 && i&63 == 0 && time.Now().After(deadline) || interrupted(ctx) {
-			i++
-			break
-		}
-	}
-	return sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out}, ctx.Err()
-}
-
 // oneSided is read_lat and atomic_lat: post one request, wait for its
-// completion, repeat. A sample is the whole round trip, as in perftest.
+// completion, repeat. A sample is the time from one post to the next, as
+// in perftest: one clock reading an iteration, taken again after a yield
+// to the scheduler, which then falls between two samples.
 func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
 	wr, err := s.oneSend(size)
 	if err != nil {
@@ -271,20 +339,30 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	start := time.Now()
 	deadline := start.Add(dur)
 	var i uint64
-	var pc pacer
+	pc := pacer{yielded: start}
+	var t0 time.Time // when the last request was posted
 	for ; dur > 0 || i < iters; i++ {
-		t0 := pc.start()
+		now := time.Now()
+		if i > 0 {
+			out = append(out, float64(now.Sub(t0).Nanoseconds()))
+		}
+		if pc.yield(now) {
+			now = time.Now()
+		}
+		t0 = now
 		if err := wr.Post(0, 1, 0); err != nil {
 			return sideResult{}, err
 		}
 		if _, err := s.waitSend(ctx, wcs); err != nil {
 			return sideResult{}, err
 		}
-		out = append(out, float64(time.Since(t0).Nanoseconds()))
-		if dur > 0 && i&63 == 0 && time.Now().After(deadline) || interrupted(ctx) {
+		if dur > 0 && i&63 == 0 && now.After(deadline) || interrupted(ctx) {
 			i++
 			break
 		}
+	}
+	if i > 0 {
+		out = append(out, float64(time.Since(t0).Nanoseconds()))
 	}
 	return sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out}, ctx.Err()
 }

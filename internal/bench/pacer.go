@@ -91,12 +91,3 @@ func (p *pacer) yieldWithin(now time.Time, ahead time.Duration) bool {
 	runtime.Gosched()
 	return true
 }
-
-// start is the start time of a latency iteration: the scheduler gets its
-// turn, when due, before the clock is read, outside what is measured.
-func (p *pacer) start() time.Time {
-	if now := time.Now(); !p.yield(now) {
-		return now
-	}
-	return time.Now()
-}
