@@ -8,6 +8,7 @@ import "C"
 import (
 	"fmt"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -134,6 +135,38 @@ func (b *SendBatch) Post(from, n, listLen int) error {
 		return &PostError{Index: from + bad, Err: err}
 	}
 	return nil
+}
+
+// PostPoll posts requests from to from+n-1 as Post does and then polls
+// cq into wcs, in the same cgo call, until it takes a completion or about
+// spin has passed; with spin 0 it polls once. It returns the number of
+// completions taken, which are returned as they are, as Poll's are; if
+// the post fails it polls nothing.
+//
+// A loop that posts a request and waits for its completion (read_lat, a
+// synchronous remote read) makes one cgo call an iteration instead of at
+// least two, and with a spin sees the completion within one ibv_poll_cq
+// instead of within one cgo call. The spin holds the caller's thread; a
+// spin of a millisecond or more in a program whose every P is busy lets
+// the runtime hand the P to another thread (docs/performance.md, item 18).
+func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.Duration) (int, error) {
+	if b.s == nil || b.qp.c == nil || cq.c == nil {
+		return 0, ErrClosed
+	}
+	if from < 0 || n < 1 || from+n > len(b.wrs) || listLen < 0 || len(wcs) == 0 {
+		return 0, fmt.Errorf("ibv_post_send: requests %d+%d in lists of %d of a batch of %d, %d completions: %w",
+			from, n, listLen, len(b.wrs), len(wcs), syscall.EINVAL)
+	}
+	var bad, polled C.int
+	rc := C.gv_post_poll(handle(b.qp.c), handle(b.qp.qx), handle(&b.wrs[from]), C.int(n), C.int(listLen), &bad,
+		handle(cq.c), C.int(len(wcs)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])), C.int64_t(spin), &polled)
+	if rc != 0 {
+		return 0, &PostError{Index: from + int(bad), Err: b.qp.postError(int(rc))}
+	}
+	if polled < 0 {
+		return 0, verbError("ibv_poll_cq", int(-polled))
+	}
+	return int(polled), nil
 }
 
 // Close frees the batch's memory. Closing it twice is a no-op.

@@ -138,6 +138,97 @@ func testSendBatch(t *testing.T, wrapi bool) {
 	}
 }
 
+func TestSendBatchPostPoll(t *testing.T) { bothPostPaths(t, testSendBatchPostPoll) }
+
+// PostPoll posts and polls in one call: the completion of an RDMA read,
+// with a spin and without, and a failed completion as it is.
+func testSendBatchPostPoll(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC})
+	src, dst := p.b.buf.Bytes(), p.a.buf.Bytes()
+	fill(src[:256], 5)
+	const at = 4096 // where the reads land in this side's buffer
+	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: 40, Opcode: ibverbs.OpRDMARead, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(at, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	wcs := make([]ibverbs.WC, 4)
+
+	// With a spin long enough for any device, the completion comes back
+	// with the post.
+	k, err := b.PostPoll(0, 1, 0, p.a.cq, wcs, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k != 1 || wcs[0].Status != ibverbs.WCSuccess || wcs[0].Opcode != ibverbs.WCRDMARead || wcs[0].WRID != 40 {
+		t.Fatalf("PostPoll took %d completions, the first %+v; want one successful read with wr_id 40", k, wcs[0])
+	}
+	if !bytes.Equal(src[:64], dst[at:at+64]) {
+		t.Error("the bytes read differ from the peer's")
+	}
+
+	// Without a spin it polls once: the completion is there or comes later.
+	b.SetID(0, 41)
+	b.SetSGE(0, 0, p.a.mr.SGE(at+64, 64))
+	b.SetRemoteAddr(0, p.b.mr.Addr()+64)
+	if k, err = b.PostPoll(0, 1, 0, p.a.cq, wcs, 0); err != nil {
+		t.Fatal(err)
+	}
+	if k == 0 {
+		wcs[0] = pollOK(t, p.a.cq, ibverbs.WCRDMARead)
+	}
+	if wcs[0].WRID != 41 || wcs[0].Status != ibverbs.WCSuccess {
+		t.Errorf("completion %+v, want a successful read with wr_id 41", wcs[0])
+	}
+	time.Sleep(50 * time.Millisecond)
+	if k, _ := p.a.cq.Poll(wcs); k != 0 {
+		t.Errorf("%d completions beyond the one request's", k)
+	}
+	if !bytes.Equal(src[64:128], dst[at+64:at+128]) {
+		t.Error("the bytes of the second read differ from the peer's")
+	}
+
+	// Bad arguments, and a closed CQ.
+	for _, c := range []struct {
+		name          string
+		from, n, list int
+		wcs           []ibverbs.WC
+	}{
+		{"no request", 0, 0, 0, wcs}, {"past the batch", 0, 2, 0, wcs}, {"no room for a completion", 0, 1, 0, nil},
+	} {
+		if _, err := b.PostPoll(c.from, c.n, c.list, p.a.cq, c.wcs, 0); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("PostPoll with %s = %v, want EINVAL", c.name, err)
+		}
+	}
+	cq, err := p.ctx.CreateCQ(4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, cq)
+	if _, err := b.PostPoll(0, 1, 0, cq, wcs, 0); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("PostPoll on a closed CQ = %v, want ErrClosed", err)
+	}
+
+	// A read into memory the key does not cover fails in its completion,
+	// which PostPoll returns as it is.
+	bad := p.a.mr.SGE(at, 64)
+	bad.LKey++
+	b.SetID(0, 42)
+	b.SetSGE(0, 0, bad)
+	if k, err = b.PostPoll(0, 1, 0, p.a.cq, wcs, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var we *ibverbs.WCError
+	if k != 1 || wcs[0].WRID != 42 || !errors.As(wcs[0].Err(), &we) {
+		t.Errorf("PostPoll of a read with a bad lkey took %d completions, the first %+v; want a failed one with wr_id 42", k, wcs[0])
+	}
+	closeOK(t, b)
+	if _, err := b.PostPoll(0, 1, 0, p.a.cq, wcs, 0); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("PostPoll after Close = %v, want ErrClosed", err)
+	}
+}
+
 // Immediate data reaches the provider in network order; the rkey to
 // invalidate, which lies in the same place, in host order.
 func TestSendWRImmByteOrder(t *testing.T) {

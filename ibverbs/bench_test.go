@@ -5,6 +5,7 @@ package ibverbs_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
 )
@@ -89,6 +90,39 @@ func BenchmarkPollEmpty(b *testing.B) {
 
 // writes returns n RDMA writes of 64 bytes from p.a to p.b, only the last
 // signalled.
+// BenchmarkReadPostPoll reads 64 bytes from the peer and waits for the
+// completion, as read_lat does: "post+poll" with Post and then Poll until
+// the completion comes, "PostPoll" with one PostPoll call, which spins in
+// C. allocs/op must be 0.
+func BenchmarkReadPostPoll(b *testing.B) {
+	for _, mode := range []string{"post+poll", "PostPoll"} {
+		b.Run(mode, func(b *testing.B) {
+			p := benchPair(b)
+			batch, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{Opcode: ibverbs.OpRDMARead, Flags: ibverbs.SendSignaled,
+				SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { closeOK(b, batch) })
+			wcs := make([]ibverbs.WC, 1)
+			b.ReportAllocs()
+			for b.Loop() {
+				if mode == "PostPoll" {
+					k, err := batch.PostPoll(0, 1, 0, p.a.cq, wcs, time.Second)
+					if err != nil || k != 1 || wcs[0].Err() != nil {
+						b.Fatalf("PostPoll: %d, %v, %+v", k, err, wcs[0])
+					}
+					continue
+				}
+				if err := batch.Post(0, 1, 0); err != nil {
+					b.Fatal(err)
+				}
+				pollOne(b, p.a.cq, wcs)
+			}
+		})
+	}
+}
+
 func writes(p *pair, n int) []ibverbs.SendWR {
 	wrs := make([]ibverbs.SendWR, n)
 	sgl := []ibverbs.SGE{p.a.mr.SGE(0, 64)}

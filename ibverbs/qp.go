@@ -347,17 +347,24 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
 // SendBatch.Post. On failure bad is the index of the first request not
 // posted.
 func (qp *QP) post(w *C.struct_ibv_send_wr, n, list int) (bad int, err error) {
-	var b C.int
+	var b, rc C.int
 	if qp.qx != nil {
-		if rc := C.gv_wr_post(handle(qp.qx), handle(w), C.int(n), C.int(list), &b); rc != 0 {
-			return int(b), verbError("ibv_wr_complete", int(rc))
-		}
-		return n, nil
+		rc = C.gv_wr_post(handle(qp.qx), handle(w), C.int(n), C.int(list), &b)
+	} else {
+		rc = C.gv_post_send(handle(qp.c), handle(w), C.int(n), C.int(list), &b)
 	}
-	if rc := C.gv_post_send(handle(qp.c), handle(w), C.int(n), C.int(list), &b); rc != 0 {
-		return int(b), verbError("ibv_post_send", int(rc))
+	if rc != 0 {
+		return int(b), qp.postError(int(rc))
 	}
 	return n, nil
+}
+
+// postError wraps errno from a post in the name of the verb that failed.
+func (qp *QP) postError(errno int) error {
+	if qp.qx != nil {
+		return verbError("ibv_wr_complete", errno)
+	}
+	return verbError("ibv_post_send", errno)
 }
 
 // fillSend writes r into w, a request in C memory, and r's SGEs into sg,

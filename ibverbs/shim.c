@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define WR_UNION_AT(m, type, gm) \
 	(offsetof(struct ibv_send_wr, wr.m) == offsetof(struct ibv_send_wr, wr) + offsetof(type, gm))
@@ -361,5 +362,35 @@ int gv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
 		break;
 	}
 	ibv_ack_async_event(ev);
+	return 0;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int gv_post_poll(uintptr_t qph, uintptr_t qxh, uintptr_t wrh, int n, int list, int *bad,
+		 uintptr_t cqh, int nwc, struct gv_wc *out, int64_t spin_ns, int *polled)
+{
+	int64_t end = 0;
+	unsigned k;
+	int rc = qxh ? gv_wr_post(qxh, wrh, n, list, bad) : gv_post_send(qph, wrh, n, list, bad);
+
+	if (rc)
+		return rc;
+	// The clock is read once every 32 empty polls, and not before the
+	// first: a completion that is there at once costs no reading.
+	for (k = 1; (*polled = gv_poll_cq(cqh, nwc, out)) == 0 && spin_ns > 0; k++) {
+		if (k % 32)
+			continue;
+		if (!end)
+			end = mono_ns() + spin_ns;
+		else if (mono_ns() >= end)
+			break;
+	}
 	return 0;
 }

@@ -79,6 +79,12 @@ int gv_post_recv(uintptr_t qp, uintptr_t wr, int n, int *bad);
 int gv_post_srq_recv(uintptr_t srq, uintptr_t wr, int n, int *bad);
 int gv_poll_cq(uintptr_t cq, int n, struct gv_wc *out);
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+// gv_post_poll posts w[0:n] as gv_post_send (or, qx not 0, gv_wr_post)
+// does and, if that succeeds, polls cq as gv_poll_cq does until it takes
+// a completion or spin_ns has passed (0: once), storing the count, or
+// -errno, in *polled. It returns the post's result.
+int gv_post_poll(uintptr_t qp, uintptr_t qx, uintptr_t wr, int n, int list, int *bad,
+		 uintptr_t cq, int nwc, struct gv_wc *out, int64_t spin_ns, int *polled);
 
 int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
 int gv_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr);

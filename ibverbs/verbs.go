@@ -15,6 +15,8 @@ package ibverbs
 // #cgo nocallback gv_post_recv
 // #cgo nocallback gv_post_srq_recv
 // #cgo nocallback gv_req_notify_cq
+// #cgo noescape gv_post_poll
+// #cgo nocallback gv_post_poll
 // #include "shim.h"
 import "C"
 
