@@ -146,9 +146,10 @@ func (b *SendBatch) Post(from, n, listLen int) error {
 // A loop that posts a request and waits for its completion (read_lat, a
 // synchronous remote read) makes one cgo call an iteration instead of at
 // least two, and with a spin sees the completion within one ibv_poll_cq
-// instead of within one cgo call. The spin holds the caller's thread; a
-// spin of a millisecond or more in a program whose every P is busy lets
-// the runtime hand the P to another thread (docs/performance.md, item 18).
+// instead of within one cgo call. The spin holds the caller's thread; in
+// a program with no idle P, one that outlasts the runtime's 20 µs monitor
+// tick lets the runtime hand the P to another thread, which the call then
+// waits to get back (docs/performance.md, item 18).
 func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.Duration) (int, error) {
 	if b.s == nil || b.qp.c == nil || cq.c == nil {
 		return 0, ErrClosed

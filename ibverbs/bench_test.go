@@ -88,8 +88,6 @@ func BenchmarkPollEmpty(b *testing.B) {
 	}
 }
 
-// writes returns n RDMA writes of 64 bytes from p.a to p.b, only the last
-// signalled.
 // BenchmarkReadPostPoll reads 64 bytes from the peer and waits for the
 // completion, as read_lat does: "post+poll" with Post and then Poll until
 // the completion comes, "PostPoll" with one PostPoll call, which spins in
@@ -123,6 +121,8 @@ func BenchmarkReadPostPoll(b *testing.B) {
 	}
 }
 
+// writes returns n RDMA writes of 64 bytes from p.a to p.b, only the last
+// signalled.
 func writes(p *pair, n int) []ibverbs.SendWR {
 	wrs := make([]ibverbs.SendWR, n)
 	sgl := []ibverbs.SGE{p.a.mr.SGE(0, 64)}
