@@ -91,11 +91,18 @@ func BenchmarkPollEmpty(b *testing.B) {
 // BenchmarkReadPostPoll reads 64 bytes from the peer and waits for the
 // completion, as read_lat does: "post+poll" with Post and then Poll until
 // the completion comes, "PostPoll" with one PostPoll call, which spins in
-// C. allocs/op must be 0.
+// C, "post+Block" with Post, then Poll and, while the CQ is empty, a
+// CompChannel.Block that sleeps until its event (read_lat -e).
+// allocs/op must be 0.
 func BenchmarkReadPostPoll(b *testing.B) {
-	for _, mode := range []string{"post+poll", "PostPoll"} {
+	for _, mode := range []string{"post+poll", "PostPoll", "post+Block"} {
 		b.Run(mode, func(b *testing.B) {
-			p := benchPair(b)
+			p := newPair(b, pairOpts{typ: ibverbs.QPTypeRC, events: mode == "post+Block"})
+			if p.ch != nil {
+				if err := p.a.cq.ReqNotify(false); err != nil {
+					b.Fatal(err)
+				}
+			}
 			batch, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{Opcode: ibverbs.OpRDMARead, Flags: ibverbs.SendSignaled,
 				SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
 			if err != nil {
@@ -115,9 +122,30 @@ func BenchmarkReadPostPoll(b *testing.B) {
 				if err := batch.Post(0, 1, 0); err != nil {
 					b.Fatal(err)
 				}
+				if mode == "post+Block" {
+					blockOne(b, p.ch, p.a.cq, wcs)
+					continue
+				}
 				pollOne(b, p.a.cq, wcs)
 			}
 		})
+	}
+}
+
+// blockOne polls cq for one successful completion, sleeping in ch.Block
+// while it is empty.
+func blockOne(b *testing.B, ch *ibverbs.CompChannel, cq *ibverbs.CQ, wcs []ibverbs.WC) {
+	for {
+		k, err := cq.Poll(wcs[:1])
+		if err != nil || k == 1 && wcs[0].Err() != nil {
+			b.Fatalf("Poll: %v, %+v", err, wcs[0])
+		}
+		if k == 1 {
+			return
+		}
+		if got, err := ch.Block(5 * time.Second); err != nil || got != cq {
+			b.Fatalf("Block = %p, %v; want %p", got, err, cq)
+		}
 	}
 }
 

@@ -128,6 +128,44 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	return got, nil
 }
 
+// Block waits for the channel's next completion event as Wait does, but
+// with the calling OS thread asleep in the kernel (poll(2) on the
+// channel's fd) rather than the goroutine parked in the Go netpoller, for
+// at most timeout; 0 only takes an event already there. In the same cgo
+// call it reads the event (ibv_get_cq_event), acknowledges it
+// (ibv_ack_cq_events) and re-arms its CQ for the next completion
+// (ibv_req_notify_cq). It returns that CQ, or nil when the time passed
+// first. It does not allocate.
+//
+// It is the wait of a loop that owns its thread (runtime.LockOSThread)
+// and would otherwise spin, as perftest's -e does: arm each CQ once with
+// ReqNotify, then poll a CQ and Block while it is empty. A completion
+// that comes between the poll and the Block still raises an event, as the
+// CQ is armed, so none is missed; an event whose completion an earlier
+// poll already took only costs one more poll. Wait suits a goroutine
+// among many: it holds no thread, but each wake-up passes through the
+// netpoller's thread. One goroutine at a time may wait on a channel.
+func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
+	if ch.c == nil {
+		return nil, ErrClosed
+	}
+	var p *C.struct_ibv_cq
+	errno := C.gv_channel_block(handle(ch.c), C.int64_t(max(timeout, 0)), &p)
+	var cq *CQ
+	if p != nil {
+		if cq, _ = ch.ctx.lookup(unsafe.Pointer(p)).(*CQ); cq == nil {
+			return nil, fmt.Errorf("ibv_get_cq_event: event for an unknown CQ %p", p)
+		}
+	}
+	if errno != 0 {
+		if p != nil {
+			return cq, verbError("ibv_req_notify_cq", int(errno))
+		}
+		return nil, verbError("ibv_get_cq_event", int(errno))
+	}
+	return cq, nil
+}
+
 // Close destroys the channel (ibv_destroy_comp_channel). It fails with
 // EBUSY while CQs use it. Closing twice is a no-op.
 func (ch *CompChannel) Close() error {

@@ -325,6 +325,7 @@ func TestCloseOrder(t *testing.T) {
 		"QueryDevice": second(ctx.QueryDevice()),
 		"Events":      second(ctx.Events()),
 		"Wait":        second(ch.Wait(context.Background())),
+		"Block":       second(ch.Block(0)),
 	}
 	_, checks["Poll"] = cq.Poll(wc)
 	for name, err := range checks {

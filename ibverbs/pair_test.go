@@ -28,6 +28,10 @@ type pairOpts struct {
 	params ibverbs.ConnParams
 	cap    ibverbs.QPCap
 	wrapi  bool // post sends through the ibv_wr_* API
+	// ch, if set, is the completion channel of the sides' CQs; newPair
+	// sets it when events is.
+	ch     *ibverbs.CompChannel
+	events bool
 }
 
 // pair is two QPs of one type on the test device, connected to each other.
@@ -35,6 +39,7 @@ type pair struct {
 	ctx  *ibverbs.Context
 	port int
 	gid  int
+	ch   *ibverbs.CompChannel // with pairOpts.events
 	a, b *side
 }
 
@@ -51,7 +56,7 @@ func newSide(t testing.TB, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, s.mr) })
-	if s.cq, err = ctx.CreateCQ(256, nil); err != nil {
+	if s.cq, err = ctx.CreateCQ(256, o.ch); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, s.cq) })
@@ -84,6 +89,13 @@ func newPair(t testing.TB, o pairOpts) *pair {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, pd) })
+	if o.events {
+		if o.ch, err = ctx.CreateCompChannel(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeOK(t, o.ch) })
+		p.ch = o.ch
+	}
 	p.a = newSide(t, ctx, pd, o, nil, p.port, p.gid)
 	p.b = newSide(t, ctx, pd, o, nil, p.port, p.gid)
 	p.connect(t, o.params)

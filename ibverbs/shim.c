@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -393,4 +394,33 @@ int gv_post_poll(uintptr_t qph, uintptr_t qxh, uintptr_t wrh, int n, int list, i
 			break;
 	}
 	return 0;
+}
+
+int gv_channel_block(uintptr_t chh, int64_t timeout_ns, struct ibv_cq **out)
+{
+	struct ibv_comp_channel *ch = (struct ibv_comp_channel *)chh;
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	int64_t end = 0, left;
+
+	*out = NULL;
+	// The channel's fd is non-blocking: an event already there is read
+	// without a poll, and poll's wake-up is followed by the read.
+	while (ibv_get_cq_event(ch, &cq, &cq_ctx)) {
+		if (errno != EAGAIN)
+			return errno ? errno : EIO;
+		if (!end)
+			end = mono_ns() + timeout_ns;
+		left = end - mono_ns();
+		if (left <= 0)
+			return 0;
+		// Whole milliseconds, rounded up. A signal (the Go runtime's
+		// preemption) ends the sleep early; the loop goes back to it.
+		if (poll(&pfd, 1, (int)((left + 999999) / 1000000)) < 0 && errno != EINTR)
+			return errno;
+	}
+	ibv_ack_cq_events(cq, 1);
+	*out = cq;
+	return ibv_req_notify_cq(cq, 0);
 }

@@ -91,6 +91,11 @@ int gv_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr)
 long gv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, long max);
 struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access, int *err);
 int gv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
+// gv_channel_block waits up to timeout_ns for the channel's next event,
+// sleeping in poll(2), then acknowledges it and re-arms its CQ. It stores
+// the CQ in *cq (NULL if the time passed first) and returns 0, or an errno:
+// of ibv_get_cq_event, of poll, or of ibv_req_notify_cq (then *cq is set).
+int gv_channel_block(uintptr_t ch, int64_t timeout_ns, struct ibv_cq **cq);
 int gv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
 		       uint32_t *qpn, void **obj);
 

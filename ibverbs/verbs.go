@@ -5,6 +5,8 @@ package ibverbs
 // #cgo pkg-config: libibverbs
 // #cgo CFLAGS: -O2 -Wall
 // #cgo noescape gv_poll_cq
+// #cgo noescape gv_channel_block
+// #cgo nocallback gv_channel_block
 // #cgo nocallback gv_poll_cq
 // #cgo noescape gv_post_send
 // #cgo nocallback gv_post_send

@@ -1,0 +1,113 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// TestCompChannelBlock waits for completion events with the thread asleep:
+// nothing armed or nothing come ends the wait empty, each armed CQ's
+// completion wakes it with that CQ, the CQ is re-armed for the next one,
+// and a wait for an event costs no allocation.
+func TestCompChannelBlock(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	wcs := make([]ibverbs.WC, 4)
+
+	// No event: 0 only looks, a timeout sleeps and comes back empty.
+	if cq, err := p.ch.Block(0); cq != nil || err != nil {
+		t.Fatalf("Block(0) with no event = %p, %v; want nil, nil", cq, err)
+	}
+	start := time.Now()
+	if cq, err := p.ch.Block(50 * time.Millisecond); cq != nil || err != nil {
+		t.Fatalf("Block(50ms) with no event = %p, %v; want nil, nil", cq, err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond || d > 5*time.Second {
+		t.Errorf("Block(50ms) with no event returned after %v", d)
+	}
+
+	// A send completes on both sides: each armed CQ raises one event.
+	for _, cq := range []*ibverbs.CQ{p.a.cq, p.b.cq} {
+		if err := cq.ReqNotify(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 7, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: 8, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	woke := map[*ibverbs.CQ]int{}
+	for range 2 {
+		cq, err := p.ch.Block(5 * time.Second)
+		if err != nil || cq == nil {
+			t.Fatalf("Block for a completion = %p, %v", cq, err)
+		}
+		woke[cq]++
+	}
+	if woke[p.a.cq] != 1 || woke[p.b.cq] != 1 {
+		t.Fatalf("events for the sender's CQ %d, the receiver's %d; want one each", woke[p.a.cq], woke[p.b.cq])
+	}
+	if wc := pollOK(t, p.a.cq, ibverbs.WCSend); wc.WRID != 8 {
+		t.Errorf("send completion wr_id %d, want 8", wc.WRID)
+	}
+	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != 7 {
+		t.Errorf("receive completion wr_id %d, want 7", wc.WRID)
+	}
+
+	// Block re-armed the sender's CQ: its next completion raises an event
+	// with no ReqNotify in between, each time, and none allocates.
+	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: 9, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	var failed error
+	round := func() {
+		if failed != nil {
+			return
+		}
+		if err := b.Post(0, 1, 0); err != nil {
+			failed = err
+			return
+		}
+		cq, err := p.ch.Block(5 * time.Second)
+		if err != nil || cq != p.a.cq {
+			failed = fmt.Errorf("Block after a write = %p, %v; want the sender's CQ %p", cq, err, p.a.cq)
+			return
+		}
+		if k, err := cq.Poll(wcs); err != nil || k != 1 || wcs[0].WRID != 9 || wcs[0].Err() != nil {
+			t.Errorf("Poll after the event = %d, %v, %+v; want the write's completion", k, err, wcs[0])
+		}
+	}
+	round()
+	if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
+		t.Errorf("a post, Block and Poll allocate %v times, want 0", allocs)
+	}
+	if failed != nil {
+		t.Fatal(failed)
+	}
+
+	// The receiver's CQ was re-armed by the Block that took its event:
+	// an unsignalled send wakes it alone.
+	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 10, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: 11, Opcode: ibverbs.OpSend,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if cq, err := p.ch.Block(5 * time.Second); err != nil || cq != p.b.cq {
+		t.Fatalf("Block after a send = %p, %v; want the receiver's CQ %p", cq, err, p.b.cq)
+	}
+	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != 10 {
+		t.Errorf("receive completion wr_id %d, want 10", wc.WRID)
+	}
+}
