@@ -254,18 +254,28 @@ func TestOutstandingReads(t *testing.T) {
 	}
 }
 
-// TestSteadyStateAllocations runs write_bw and send_bw with 300 and with
-// 3,000 iterations and compares the allocations: set-up allocates, the
-// measured loop must not, so the difference must be (nearly) nothing.
+// TestSteadyStateAllocations runs write_bw and send_bw, polling and with
+// -e, and send_lat and read_lat with -e, with 300 and with 3,000
+// iterations and compares the allocations: set-up allocates, the measured
+// loop must not, so the difference must be (nearly) nothing.
 func TestSteadyStateAllocations(t *testing.T) {
 	for _, tc := range []struct {
-		test exchange.Test
-		bidi bool
-	}{{exchange.WriteBW, false}, {exchange.SendBW, false}, {exchange.SendBW, true}} {
+		test   exchange.Test
+		bidi   bool
+		events bool
+	}{
+		{exchange.WriteBW, false, false}, {exchange.SendBW, false, false}, {exchange.SendBW, true, false},
+		{exchange.WriteBW, false, true}, {exchange.SendBW, true, true},
+		{exchange.SendLat, false, true}, {exchange.ReadLat, false, true},
+	} {
 		test := tc.test
 		mallocs := func(iters uint64) uint64 {
 			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: iters,
-				NumQPs: 1, TXDepth: 64, RXDepth: 128, CQModeration: 16, PostList: 4, Bidirectional: tc.bidi}
+				NumQPs: 1, TXDepth: 64, RXDepth: 128, CQModeration: 16, PostList: 4, Bidirectional: tc.bidi,
+				Events: tc.events}
+			if test.IsLatency() {
+				spec.TXDepth, spec.CQModeration, spec.PostList = 1, 1, 1
+			}
 			var a, b runtime.MemStats
 			runtime.ReadMemStats(&a)
 			loopback(t, spec)
@@ -274,7 +284,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 		}
 		mallocs(300) // warm up
 		small, large := mallocs(300), mallocs(3000)
-		t.Logf("%v (bidirectional %v): %d allocations for 300 iterations, %d for 3000", test, tc.bidi, small, large)
+		t.Logf("%v (bidirectional %v, events %v): %d allocations for 300 iterations, %d for 3000", test, tc.bidi, tc.events, small, large)
 		// 2,700 more messages may cost a few allocations of timers and
 		// goroutine stacks, not one per message.
 		if large > small+100 {

@@ -141,6 +141,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		// Fill each QP's room. Once stopping, post one more signalled
 		// request where the last ones were unsignalled, so that their
 		// completion is seen.
+		posts := false
 		for i := range s.qps {
 			for {
 				var n uint64
@@ -169,6 +170,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 					return partial(err)
 				}
 				posted[i] += n
+				posts = true
 			}
 		}
 		k, err := s.scq.Poll(wcs)
@@ -194,8 +196,9 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			}
 			markTime, nextMark = now, total+window
 		}
+		received := 0
 		if rcv != nil && !rcvOver {
-			if err := rcv.drain(); err != nil {
+			if received, err = rcv.drain(); err != nil {
 				return partial(err)
 			}
 		}
@@ -207,6 +210,13 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		}
 		if sent && (rcv == nil || rcvOver || !rcv.more()) {
 			break
+		}
+		if s.ch != nil && k == 0 && received == 0 && !posts {
+			// -e: nothing to post and nothing came; sleep until a
+			// completion does.
+			if err := s.sleep(); err != nil {
+				return partial(err)
+			}
 		}
 		if now, ok := pc.due(); ok {
 			if !stopping && (dur > 0 && now.After(deadline) || interrupted(ctx)) {
@@ -404,14 +414,17 @@ func (r *receiver) poll() (int, error) {
 	return k, nil
 }
 
-// drain polls until the CQ is empty: a sending loop comes back only after
-// posting, in which time more may have arrived than one batch, and each
-// must be replaced before the peer runs out of receives.
-func (r *receiver) drain() error {
+// drain polls until the CQ is empty and reports how many messages came: a
+// sending loop comes back only after posting, in which time more may have
+// arrived than one batch, and each must be replaced before the peer runs
+// out of receives.
+func (r *receiver) drain() (int, error) {
+	n := 0
 	for {
 		k, err := r.poll()
+		n += k
 		if err != nil || k < len(r.wcs) {
-			return err
+			return n, err
 		}
 	}
 }
@@ -456,8 +469,14 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 	defer r.close()
 	var pc pacer
 	for r.more() {
-		if _, err := r.poll(); err != nil {
+		k, err := r.poll()
+		if err != nil {
 			return r.result(size), err
+		}
+		if k == 0 && s.ch != nil {
+			if err := s.sleep(); err != nil {
+				return r.result(size), err
+			}
 		}
 		if now, ok := pc.due(); ok {
 			over, err := r.check(ctx, now)

@@ -308,7 +308,22 @@ func (s *session) waitSend(ctx context.Context, wcs []ibverbs.WC) (ibverbs.WC, e
 	return s.waitCQ(ctx, s.scq, wcs[:1], time.Time{})
 }
 
-// waitCQ polls cq until one completion arrives, bounded as waitByte is.
+// eventSlice bounds each sleep of a wait with -e, so that the wait's
+// checks (idle timeout, peer, Ctrl-C, the end of a duration) still run.
+const eventSlice = 10 * time.Millisecond
+
+// sleep, with -e, waits for the next completion event on any of the
+// session's CQs, for at most eventSlice. The event's CQ is re-armed; the
+// caller polls the CQ it waits for, which may have had no event (an
+// earlier poll took the completion that raised it, or the event was the
+// other CQ's).
+func (s *session) sleep() error {
+	_, err := s.ch.Block(eventSlice)
+	return err
+}
+
+// waitCQ polls cq until one completion arrives, bounded as waitByte is;
+// with -e it sleeps on completion events between polls.
 func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC, until time.Time) (ibverbs.WC, error) {
 	st := stall{until: until}
 	for spin := 0; ; spin++ {
@@ -322,7 +337,12 @@ func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC, 
 			}
 			return wcs[0], nil
 		}
-		if spin&1023 == 1023 {
+		if s.ch != nil {
+			if err := s.sleep(); err != nil {
+				return ibverbs.WC{}, err
+			}
+		}
+		if s.ch != nil || spin&1023 == 1023 {
 			if err := st.check(ctx, s, "completion"); err != nil {
 				return ibverbs.WC{}, err
 			}
@@ -361,8 +381,16 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 		}
 		t0 = el
 		// Post and poll in one cgo call, which spins in C for the
-		// completion for a while before waitSend takes over.
-		if k, err := wr.PostPoll(0, 1, 0, s.scq, wcs, postPollSpin); err != nil {
+		// completion for a while before waitSend takes over; with -e,
+		// post and sleep until the completion's event.
+		if s.ch != nil {
+			if err := wr.Post(0, 1, 0); err != nil {
+				return sideResult{}, err
+			}
+			if _, err := s.waitSend(ctx, wcs); err != nil {
+				return sideResult{}, err
+			}
+		} else if k, err := wr.PostPoll(0, 1, 0, s.scq, wcs, postPollSpin); err != nil {
 			return sideResult{}, err
 		} else if k == 0 {
 			if _, err := s.waitSend(ctx, wcs); err != nil {

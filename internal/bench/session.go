@@ -65,6 +65,7 @@ type session struct {
 	buf       *ibverbs.Buffer
 	mr        *ibverbs.MR
 	scq, rcq  *ibverbs.CQ
+	ch        *ibverbs.CompChannel // with -e, the CQs' channel
 	qps       []*ibverbs.QP
 	ahs       []*ibverbs.AH
 	region    int // bytes per region
@@ -195,11 +196,24 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 		return nil, err
 	}
 	tx, rx := int(max(spec.TXDepth, 1)), int(max(spec.RXDepth, 1))
-	if s.scq, err = s.ctx.CreateCQ(tx*nqp, nil); err != nil {
+	if spec.Events {
+		if s.ch, err = s.ctx.CreateCompChannel(); err != nil {
+			return nil, err
+		}
+	}
+	if s.scq, err = s.ctx.CreateCQ(tx*nqp, s.ch); err != nil {
 		return nil, err
 	}
-	if s.rcq, err = s.ctx.CreateCQ(rx*nqp, nil); err != nil {
+	if s.rcq, err = s.ctx.CreateCQ(rx*nqp, s.ch); err != nil {
 		return nil, err
+	}
+	if s.ch != nil {
+		// Armed once; each event's Block re-arms its CQ (sleep).
+		for _, cq := range []*ibverbs.CQ{s.scq, s.rcq} {
+			if err := cq.ReqNotify(false); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// Sends go through the ibv_wr_* API where the device has it, as
 	// perftest's do on the devices it knows to have it, unless
@@ -380,6 +394,9 @@ func (s *session) close() {
 	if s.rcq != nil {
 		s.rcq.Close()
 	}
+	if s.ch != nil {
+		s.ch.Close()
+	}
 	if s.mr != nil {
 		s.mr.Close()
 	}
@@ -403,7 +420,7 @@ func (s *session) header(client bool) report.Header {
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
 		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
-		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering,
+		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events,
 	}
 	if cm {
 		h.DataEx = "rdma_cm"

@@ -260,7 +260,8 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 	h := res.Header
 	r := report.Result{Version: Version, Test: res.Spec.Test.String(), Role: role, Device: h.Device,
 		Port: h.Port, GIDIndex: h.GIDIndex, GIDReason: h.GIDReason, Connection: h.Connection,
-		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Interrupted: res.Interrupted}
+		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Events: res.Spec.Events,
+		Interrupted: res.Interrupted}
 	for _, s := range res.Sizes {
 		if s.IsLatency {
 			r.Results = append(r.Results, report.SizeFromLatency(s.Size, uint64(s.Lat.N), s.Lat))

@@ -65,32 +65,40 @@ func gorperf(ctx context.Context, args ...string) *exec.Cmd {
 // the client's JSON result.
 func pair(t *testing.T, test string, args ...string) report.Result {
 	t.Helper()
+	r, _, _ := pairProcs(t, test, args...)
+	return r
+}
+
+// pairProcs is pair, which also returns how the client and the server
+// processes ended (their CPU times).
+func pairProcs(t *testing.T, test string, args ...string) (_ report.Result, cli, srv *os.ProcessState) {
+	t.Helper()
 	srvDev, cliDev, addr := peers(t)
 	port := fmt.Sprint(19000 + nextPort.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	srv := gorperf(ctx, test, "-d", srvDev, "-p", port)
+	sc := gorperf(ctx, test, "-d", srvDev, "-p", port)
 	var srvOut bytes.Buffer
-	srv.Stdout, srv.Stderr = &srvOut, &srvOut
-	if err := srv.Start(); err != nil {
+	sc.Stdout, sc.Stderr = &srvOut, &srvOut
+	if err := sc.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if srv.ProcessState == nil {
-			srv.Process.Kill()
-			srv.Wait()
+		if sc.ProcessState == nil {
+			sc.Process.Kill()
+			sc.Wait()
 		}
 	}()
 	waitListening(t, port)
 	cargs := append([]string{test, "-d", cliDev, "-p", port, "--json", "--validate"}, args...)
-	cli := gorperf(ctx, append(cargs, addr)...)
+	cc := gorperf(ctx, append(cargs, addr)...)
 	var cliErr bytes.Buffer
-	cli.Stderr = &cliErr
-	out, err := cli.Output()
+	cc.Stderr = &cliErr
+	out, err := cc.Output()
 	if err != nil {
 		t.Fatalf("client %v: %v\n%s%s\nserver:\n%s", cargs, err, out, cliErr.String(), srvOut.String())
 	}
-	if err := srv.Wait(); err != nil {
+	if err := sc.Wait(); err != nil {
 		t.Fatalf("server: %v\n%s", err, srvOut.String())
 	}
 	var r report.Result
@@ -104,7 +112,11 @@ func pair(t *testing.T, test string, args ...string) report.Result {
 	if !strings.Contains(srvOut.String(), "#bytes") || !strings.Contains(srvOut.String(), "GID index") {
 		t.Errorf("server output lacks the header or table:\n%s", srvOut.String())
 	}
-	return r
+	// The server learned -e from the client.
+	if ev := slices.Contains(args, "-e"); ev != strings.Contains(srvOut.String(), "Test with events") || r.Events != ev {
+		t.Errorf("-e %v: events %v in the client's JSON; the server's header:\n%s", ev, r.Events, srvOut.String())
+	}
+	return r, cc.ProcessState, sc.ProcessState
 }
 
 // waitListening waits until something listens on the TCP port, reading
@@ -157,6 +169,16 @@ func TestEndToEnd(t *testing.T) {
 		{"send-lat", []string{"-R", "-c", "UD", "-s", "64", "-n", "200"}},
 		{"write-bw", []string{"--use_old_post_send", "-s", "4096", "-n", "300"}},
 		{"send-lat", []string{"-R", "--use_old_post_send", "-s", "64", "-n", "200"}},
+		// -e: both sides sleep on completion events (write-lat cannot).
+		{"write-bw", []string{"-e", "-s", "4096", "-n", "300", "-q", "2"}},
+		{"read-bw", []string{"-e", "-s", "4096", "-n", "300"}},
+		{"send-bw", []string{"-e", "-s", "4096", "-n", "300", "-b"}},
+		{"send-bw", []string{"-e", "-c", "UD", "-s", "512", "-n", "200"}},
+		{"atomic-bw", []string{"-e", "-n", "300"}},
+		{"read-lat", []string{"-e", "-s", "64", "-n", "200"}},
+		{"send-lat", []string{"-e", "-s", "64", "-n", "200"}},
+		{"atomic-lat", []string{"-e", "-n", "200"}},
+		{"send-lat", []string{"-R", "-e", "-c", "UD", "-s", "64", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)
@@ -175,6 +197,39 @@ func TestEndToEnd(t *testing.T) {
 			}
 			if tc.args[0] == "-a" && len(r.Results) != 23 {
 				t.Errorf("-a gave %d sizes, want 23 (2 to 2^23)", len(r.Results))
+			}
+		})
+	}
+}
+
+// TestEventsSleep runs send_lat and send_bw for four seconds with -e: the
+// sides that wait for completions sleep on their events instead of
+// spinning, so their user CPU time is a fraction of the run's, where a
+// polling side's is most of it. (write_bw's sender, which on rxe spends
+// its time in the post's system call whether it polls or sleeps, would
+// not tell the two apart.)
+func TestEventsSleep(t *testing.T) {
+	for _, tc := range []struct {
+		test     string
+		sleepers string // the sides that wait for completions
+	}{
+		{"send-lat", "client and server"},
+		{"send-bw", "server"},
+	} {
+		t.Run(tc.test, func(t *testing.T) {
+			_, cli, srv := pairProcs(t, tc.test, "-e", "-D", "4", "-s", "64")
+			for side, ps := range map[string]*os.ProcessState{"client": cli, "server": srv} {
+				if !strings.Contains(tc.sleepers, side) {
+					continue
+				}
+				// Under emulation (TCG) a polling side spent 54-110% of
+				// a run in user space, a sleeping one 20-22%, start-up
+				// included.
+				if u := ps.UserTime(); u > 1600*time.Millisecond {
+					t.Errorf("the %s spent %v in user space during a 4-second run with -e (system %v): it did not sleep", side, u, ps.SystemTime())
+				} else {
+					t.Logf("%s: user %v, system %v", side, u, ps.SystemTime())
+				}
 			}
 		})
 	}

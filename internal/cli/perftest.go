@@ -60,6 +60,7 @@ type testOptions struct {
 	OldPostSend bool
 	NoRelaxed   bool
 	Histogram   bool
+	Events      bool
 	MaxMemory   uint64
 	Idle        int
 }
@@ -168,6 +169,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.OldPostSend, "use_old_post_send", false, "post with ibv_post_send, not the ibv_wr_* API the device may have")
 	f.BoolVar(&o.NoRelaxed, "disable_pcie_relaxed", false, "register memory without PCIe relaxed ordering (asked for by default, as perftest does)")
 	f.BoolVar(&o.Histogram, "histogram", false, "print a latency histogram (latency tests)")
+	f.BoolVarP(&o.Events, "events", "e", false, "sleep on completion events while waiting for a completion, instead of polling (not write-lat)")
 	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
 	if o.Test.IsAtomic() {
 		f.StringVarP(&o.Atomic, "atomic_type", "A", "FETCH_AND_ADD", "FETCH_AND_ADD or CMP_AND_SWAP")
@@ -207,7 +209,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, Inline: o.Inline,
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
-		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed,
+		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0

@@ -53,6 +53,8 @@ func TestValidate(t *testing.T) {
 		{"read RC no RX depth", func(s *TestSpec) { s.Test, s.RXDepth = ReadBW, 0 }},
 		{"infinitely", func(s *TestSpec) { s.RunInfinitely, s.Duration = true, 2 }},
 		{"MTU auto", func(s *TestSpec) { s.MTU = 0 }},
+		{"events", func(s *TestSpec) { s.Events = true }},
+		{"send_lat events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events = SendLat, false, true }},
 	}
 	for _, tc := range ok {
 		s := testSpec()
@@ -77,6 +79,7 @@ func TestValidate(t *testing.T) {
 		{"UD over MTU", "at most the MTU, 1024 bytes", func(s *TestSpec) { s.Test, s.ConnType, s.Size = SendBW, ibverbs.QPTypeUD, 2048 }},
 		{"no iterations", "neither iterations nor a duration", func(s *TestSpec) { s.Iterations = 0 }},
 		{"lat bidirectional", "write_lat cannot be bidirectional", func(s *TestSpec) { s.Test = WriteLat }},
+		{"write_lat events", "write_lat cannot wait on completion events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events = WriteLat, false, true }},
 		{"lat infinitely", "cannot run infinitely", func(s *TestSpec) { s.Test, s.Bidirectional, s.RunInfinitely = SendLat, false, true }},
 		{"infinitely no duration", "needs a duration", func(s *TestSpec) { s.RunInfinitely = true }},
 		{"no QPs", "0 QPs", func(s *TestSpec) { s.NumQPs = 0 }},

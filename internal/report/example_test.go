@@ -40,6 +40,7 @@ func ExampleWriteJSON() {
 	//   "rdma_cm": false,
 	//   "wr_api": false,
 	//   "bidirectional": false,
+	//   "events": false,
 	//   "results": [],
 	//   "error": {
 	//     "code": "no_device",

@@ -12,6 +12,9 @@ type Header struct {
 	// Test is the title, for example "RDMA_Write BW Test" or
 	// "Send Latency Test".
 	Test string
+	// Events reports that the test sleeps on completion events (-e);
+	// perftest's line for it names the device's completion vector 0.
+	Events bool
 	// Dual reports dual-port mode.
 	Dual bool
 	// Device is the RDMA device name, for example "rxe0".
@@ -108,6 +111,9 @@ func WriteHeader(w io.Writer, h Header) error {
 	p := &printer{w: w}
 	p.printf(rule)
 	p.printf("                    %s\n", h.Test)
+	if h.Events {
+		p.printf(" Test with events. Using %s_comp0\n", h.Device)
+	}
 	p.printf(" Dual-port       : %s\t\tDevice         : %s\n", onOff(h.Dual), h.Device)
 	p.printf(" Number of qps   : %d\t\tTransport type : %s\n", h.NumQPs, h.Transport)
 	p.printf(" Connection type : %s\t\tUsing SRQ      : %s\n", h.Connection, onOff(h.UsingSRQ))

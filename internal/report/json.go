@@ -42,6 +42,9 @@ type Result struct {
 	// ibv_post_send.
 	WRAPI         bool `json:"wr_api"`
 	Bidirectional bool `json:"bidirectional"`
+	// Events reports that the test slept on completion events (-e)
+	// instead of polling.
+	Events bool `json:"events"`
 	// Results holds one entry per message size; WriteJSON writes an
 	// empty array rather than null when there are none.
 	Results []SizeResult `json:"results"`

@@ -78,11 +78,11 @@ func TestWriteHeader(t *testing.T) {
 			},
 		},
 		{
-			// InfiniBand send latency on two QPs: LIDs, no GID, no RKey,
-			// both depths.
+			// InfiniBand send latency with events on two QPs: LIDs, no
+			// GID, no RKey, both depths.
 			"header_send_lat_ib.golden",
 			Header{
-				Test: "Send Latency Test", Device: "mlx5_0", Port: 1, NumQPs: 2,
+				Test: "Send Latency Test", Events: true, Device: "mlx5_0", Port: 1, NumQPs: 2,
 				Transport: "IB", Connection: "UD", UsingSRQ: true, PCIeRelaxOrder: true,
 				TXDepth: 1, RXDepth: 512, Mtu: 4096, LinkType: "IB", GIDIndex: -1,
 				MaxInline: 236, RdmaCM: true, DataEx: "rdma_cm",
