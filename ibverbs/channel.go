@@ -17,11 +17,15 @@ import (
 
 // CompChannel is a completion event channel (struct ibv_comp_channel). CQs
 // created on it report completions as events after ReqNotify; Wait blocks
-// on them through the Go netpoller, so a waiting goroutine holds no thread.
+// on them through the Go netpoller, so a waiting goroutine holds no thread,
+// and Block with the calling thread asleep in the kernel.
 type CompChannel struct {
-	c    *C.struct_ibv_comp_channel
-	ctx  *Context
-	f    *os.File // a dup of the channel's fd, registered with the netpoller
+	c   *C.struct_ibv_comp_channel
+	ctx *Context
+	// f is a dup of the channel's fd, registered with the netpoller by
+	// the first Wait: a channel that only Blocks stays out of the
+	// netpoller, whose thread would otherwise wake at every event too.
+	f    *os.File
 	rc   syscall.RawConn
 	kids refs
 }
@@ -35,13 +39,14 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	if ch == nil {
 		return nil, errnoOf("ibv_create_comp_channel", err)
 	}
-	f, rc, err := pollable(int(ch.fd), "comp_channel")
-	if err != nil {
+	// Non-blocking from the start: Wait and Block both read an event
+	// only once the fd is readable, and take EAGAIN for "none yet".
+	if err := syscall.SetNonblock(int(ch.fd), true); err != nil {
 		C.ibv_destroy_comp_channel(ch)
-		return nil, err
+		return nil, os.NewSyscallError("fcntl", err)
 	}
 	c.kids.add()
-	return &CompChannel{c: ch, ctx: c, f: f, rc: rc}, nil
+	return &CompChannel{c: ch, ctx: c}, nil
 }
 
 // pollable makes fd non-blocking and returns a dup of it that the Go
@@ -107,6 +112,13 @@ func (ch *CompChannel) Fd() int {
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	if ch.c == nil {
 		return nil, ErrClosed
+	}
+	if ch.f == nil {
+		f, rc, err := pollable(int(ch.c.fd), "comp_channel")
+		if err != nil {
+			return nil, err
+		}
+		ch.f, ch.rc = f, rc
 	}
 	var cq *C.struct_ibv_cq
 	var errno C.int
@@ -175,7 +187,9 @@ func (ch *CompChannel) Close() error {
 	if n := ch.kids.count(); n > 0 {
 		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
 	}
-	ch.f.Close()
+	if ch.f != nil {
+		ch.f.Close()
+	}
 	rc := C.ibv_destroy_comp_channel(ch.c)
 	ch.c = nil
 	ch.ctx.kids.done()

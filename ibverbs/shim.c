@@ -402,23 +402,28 @@ int gv_channel_block(uintptr_t chh, int64_t timeout_ns, struct ibv_cq **out)
 	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
 	struct ibv_cq *cq;
 	void *cq_ctx;
-	int64_t end = 0, left;
+	int64_t end = mono_ns() + timeout_ns, left = timeout_ns;
+	int rc;
 
 	*out = NULL;
-	// The channel's fd is non-blocking: an event already there is read
-	// without a poll, and poll's wake-up is followed by the read.
-	while (ibv_get_cq_event(ch, &cq, &cq_ctx)) {
-		if (errno != EAGAIN)
-			return errno ? errno : EIO;
-		if (!end)
-			end = mono_ns() + timeout_ns;
+	// poll(2) first, which returns at once when an event is there: a
+	// read of the (non-blocking) fd would take a system call more
+	// whenever the wait does sleep.
+	for (;;) {
+		// Whole milliseconds, rounded up. A signal (the Go runtime's
+		// preemption) ends the sleep early; the loop goes back to it.
+		rc = poll(&pfd, 1, (int)((left + 999999) / 1000000));
+		if (rc < 0 && errno != EINTR)
+			return errno;
+		if (rc > 0) {
+			if (!ibv_get_cq_event(ch, &cq, &cq_ctx))
+				break;
+			if (errno != EAGAIN)
+				return errno ? errno : EIO;
+		}
 		left = end - mono_ns();
 		if (left <= 0)
 			return 0;
-		// Whole milliseconds, rounded up. A signal (the Go runtime's
-		// preemption) ends the sleep early; the loop goes back to it.
-		if (poll(&pfd, 1, (int)((left + 999999) / 1000000)) < 0 && errno != EINTR)
-			return errno;
 	}
 	ibv_ack_cq_events(cq, 1);
 	*out = cq;
