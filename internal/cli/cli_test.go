@@ -205,3 +205,20 @@ func golden(t *testing.T, name string, got []byte) {
 
 // noAddrs is an Addrs func for hosts without the netdev.
 func noAddrs(string) ([]netip.Prefix, error) { return nil, errors.New("no such network interface") }
+
+func TestMinProcs(t *testing.T) {
+	for _, tc := range []struct {
+		env       string
+		cur, want int
+	}{
+		{"", 1, 2}, // pinned to one CPU: a second P
+		{"", 2, 2},
+		{"", 16, 16},
+		{"1", 1, 1}, // the user's choice stands
+		{"4", 4, 4},
+	} {
+		if got := minProcs(tc.env, tc.cur); got != tc.want {
+			t.Errorf("minProcs(%q, %d) = %d, want %d", tc.env, tc.cur, got, tc.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 
@@ -59,9 +60,25 @@ func newFactory() *Factory {
 
 // Main runs gorperf with os.Args and returns its exit status.
 func Main() int {
+	runtime.GOMAXPROCS(minProcs(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return run(ctx, newFactory(), os.Args[1:])
+}
+
+// minProcs is the GOMAXPROCS gorperf runs with, given the GOMAXPROCS
+// environment variable and the runtime's choice: at least 2, unless the
+// user set it. Pinned to one CPU (taskset), Go picks 1; then no P is idle
+// while the measuring loop is in a cgo call, so the runtime's monitor
+// takes the loop's P away from any call past its 20 µs tick and then
+// wakes every 20 µs, which cost 2-byte send_lat 28 µs against 23 µs, and
+// with -e more than doubled it (docs/performance.md, item 20). A second P
+// stays idle and lets each call keep its own.
+func minProcs(env string, cur int) int {
+	if env != "" || cur >= 2 {
+		return cur
+	}
+	return 2
 }
 
 // run executes the command line args and maps its error to an exit status.
