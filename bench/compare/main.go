@@ -39,6 +39,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,6 +64,7 @@ type config struct {
 	postList             int
 	postListSizes        []int
 	pin                  bool
+	events               bool
 }
 
 // measure is one tool's result for one case.
@@ -149,6 +151,7 @@ func main() {
 	flag.IntVar(&c.postList, "post-list", 16, "post list length (-l) for the message-rate rows (0: none)")
 	plSizes := flag.String("post-list-sizes", "2,64,256", "message sizes of the write_bw and send_bw rows with a post list")
 	flag.BoolVar(&c.pin, "pin", false, "pin the server to CPU 0 and the client to CPU 1 (taskset)")
+	flag.BoolVar(&c.events, "events", false, "both tools sleep on completion events (-e); the write tests, which perftest cannot run with -e, are left out")
 	flag.Parse()
 	c.sizes, c.qps, c.tests = ints(sizes), ints(qps), strings.Split(tests, ",")
 	c.postListSizes = ints(*plSizes)
@@ -219,23 +222,34 @@ type testCase struct {
 }
 
 // cases lists the rows to run: each test at each size, the message-rate
-// rows with a post list, and write_bw at 64 KiB with each QP count.
+// rows with a post list, and write_bw at 64 KiB with each QP count. With
+// -events every row has -e, and the write tests are left out: perftest
+// refuses -e with RDMA writes.
 func (c *config) cases() []testCase {
 	var cs []testCase
+	add := func(t string, size, qps int, extra ...string) {
+		if c.events {
+			if strings.HasPrefix(t, "write_") {
+				return
+			}
+			extra = append(extra, "-e")
+		}
+		cs = append(cs, testCase{t, size, qps, extra})
+	}
 	for _, t := range c.tests {
 		for _, s := range c.sizes {
-			cs = append(cs, testCase{t, s, 1, nil})
+			add(t, s, 1)
 		}
 	}
 	if c.postList > 1 {
 		for _, t := range []string{"write_bw", "send_bw"} {
 			for _, s := range c.postListSizes {
-				cs = append(cs, testCase{t, s, 1, []string{"-l", strconv.Itoa(c.postList)}})
+				add(t, s, 1, "-l", strconv.Itoa(c.postList))
 			}
 		}
 	}
 	for _, q := range c.qps {
-		cs = append(cs, testCase{"write_bw", 65536, q, nil})
+		add("write_bw", 65536, q)
 	}
 	return cs
 }
@@ -245,7 +259,7 @@ func (c *config) cases() []testCase {
 func (c *config) writeJSON(rows []row, complete bool, godebug string) error {
 	doc := map[string]any{"schema_version": 1, "date": time.Now().UTC().Format(time.RFC3339),
 		"server_device": c.serverDev, "client_device": c.clientDev, "godebug": godebug, "reps": c.reps,
-		"pinned": c.pin, "complete": complete, "rows": rows}
+		"pinned": c.pin, "events": c.events, "complete": complete, "rows": rows}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
@@ -287,8 +301,8 @@ func localCopy(path string) (string, func(), error) {
 
 func (c *config) compare(ctx context.Context, test string, size, qps int, extra ...string) row {
 	r := row{Test: test, Bytes: size, QPs: qps}
-	if len(extra) == 2 && extra[0] == "-l" {
-		r.PostList, _ = strconv.Atoi(extra[1])
+	if i := slices.Index(extra, "-l"); i >= 0 && i+1 < len(extra) {
+		r.PostList, _ = strconv.Atoi(extra[i+1])
 	}
 	// perftest picks some defaults by device (inline data only on NICs it
 	// knows, for one): gorperf gets what perftest's header says it used.

@@ -189,6 +189,17 @@ func TestCases(t *testing.T) {
 	if n := len(c.cases()); n != 6 {
 		t.Errorf("%d cases without a post list, want 6", n)
 	}
+	// -events: -e everywhere, and no write tests, which perftest cannot
+	// run with events.
+	c.events, c.postList, c.tests = true, 16, []string{"write_lat", "read_lat", "send_bw"}
+	got = nil
+	for _, k := range c.cases() {
+		got = append(got, fmt.Sprintf("%s/%d/%d/%s", k.test, k.size, k.qps, strings.Join(k.extra, " ")))
+	}
+	want = []string{"read_lat/2/1/-e", "read_lat/64/1/-e", "send_bw/2/1/-e", "send_bw/64/1/-e", "send_bw/2/1/-l 16 -e"}
+	if !slices.Equal(got, want) {
+		t.Errorf("cases with -events:\n got %q\nwant %q", got, want)
+	}
 }
 
 // TestWriteJSONAfterEachCase checks that the file holds the rows so far and
