@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/gorperf/gorperf/internal/fdwait"
 )
 
 // CompChannel is a completion event channel (struct ibv_comp_channel). CQs
@@ -22,12 +24,15 @@ import (
 type CompChannel struct {
 	c   *C.struct_ibv_comp_channel
 	ctx *Context
-	// f is a dup of the channel's fd, registered with the netpoller by
-	// the first Wait: a channel that only Blocks stays out of the
-	// netpoller, whose thread would otherwise wake at every event too.
-	f    *os.File
-	rc   syscall.RawConn
-	kids refs
+	// w waits on a dup of the channel's fd, registered with the
+	// netpoller by the first Wait: a channel that only Blocks stays out
+	// of the netpoller, whose thread would otherwise wake at every event
+	// too. try, made with it, reads an event into cq and errno.
+	w     *fdwait.Waiter
+	try   func(uintptr) bool
+	cq    *C.struct_ibv_cq
+	errno C.int
+	kids  refs
 }
 
 // CreateCompChannel creates a completion channel (ibv_create_comp_channel).
@@ -49,48 +54,11 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	return &CompChannel{c: ch, ctx: c}, nil
 }
 
-// pollable makes fd non-blocking and returns a dup of it that the Go
-// netpoller watches. Readiness follows the shared file description, so the
-// verbs keep reading the original fd.
-func pollable(fd int, name string) (*os.File, syscall.RawConn, error) {
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		return nil, nil, os.NewSyscallError("fcntl", err)
-	}
-	d, err := syscall.Dup(fd)
-	if err != nil {
-		return nil, nil, os.NewSyscallError("dup", err)
-	}
-	syscall.CloseOnExec(d)
-	f := os.NewFile(uintptr(d), name)
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, rc, nil
-}
-
-// waitReadable runs try each time rc's fd may be readable, until try says
-// done or ctx ends. try returns done=false for "nothing yet".
-func waitReadable(ctx context.Context, f *os.File, rc syscall.RawConn, try func() bool) error {
-	if d, ok := ctx.Deadline(); ok {
-		f.SetReadDeadline(d)
-	} else {
-		f.SetReadDeadline(time.Time{})
-	}
-	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	err := rc.Read(func(uintptr) bool { return try() })
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return context.DeadlineExceeded
-		}
-		if errors.Is(err, os.ErrClosed) {
-			return ErrClosed
-		}
+// waitError maps a wait's end to this package's errors: ErrClosed for a
+// closed Waiter, ctx's error as it is.
+func waitError(err error) error {
+	if errors.Is(err, fdwait.ErrClosed) {
+		return ErrClosed
 	}
 	return err
 }
@@ -108,30 +76,31 @@ func (ch *CompChannel) Fd() int {
 // it and returns the CQ (ibv_get_cq_event, ibv_ack_cq_events). Re-arm the CQ
 // with ReqNotify before polling it empty, as the ibv_get_cq_event man page
 // describes. Wait returns ctx's error when ctx ends first. One goroutine at a
-// time may wait on a channel.
+// time may wait on a channel. Wait does not allocate when ctx cannot be
+// cancelled or has the previous Wait's Done channel: a loop that waits
+// with one context keeps one cancellation watch registered.
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	if ch.c == nil {
 		return nil, ErrClosed
 	}
-	if ch.f == nil {
-		f, rc, err := pollable(int(ch.c.fd), "comp_channel")
+	if ch.w == nil {
+		w, err := fdwait.New(int(ch.c.fd), "comp_channel")
 		if err != nil {
 			return nil, err
 		}
-		ch.f, ch.rc = f, rc
+		ch.w = w
+		ch.try = func(uintptr) bool {
+			ch.errno = C.gv_get_cq_event(ch.c, &ch.cq)
+			return ch.errno != C.int(syscall.EAGAIN)
+		}
 	}
-	var cq *C.struct_ibv_cq
-	var errno C.int
-	err := waitReadable(ctx, ch.f, ch.rc, func() bool {
-		errno = C.gv_get_cq_event(ch.c, &cq)
-		return errno != C.int(syscall.EAGAIN)
-	})
-	if err != nil {
-		return nil, err
+	if err := ch.w.Wait(ctx, ch.try); err != nil {
+		return nil, waitError(err)
 	}
-	if errno != 0 {
-		return nil, verbError("ibv_get_cq_event", int(errno))
+	if ch.errno != 0 {
+		return nil, verbError("ibv_get_cq_event", int(ch.errno))
 	}
+	cq := ch.cq
 	C.ibv_ack_cq_events(cq, 1)
 	got, _ := ch.ctx.lookup(unsafe.Pointer(cq)).(*CQ)
 	if got == nil {
@@ -187,8 +156,8 @@ func (ch *CompChannel) Close() error {
 	if n := ch.kids.count(); n > 0 {
 		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
 	}
-	if ch.f != nil {
-		ch.f.Close()
+	if ch.w != nil {
+		ch.w.Close()
 	}
 	rc := C.ibv_destroy_comp_channel(ch.c)
 	ch.c = nil

@@ -3,6 +3,7 @@
 package ibverbs_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -109,5 +110,55 @@ func TestCompChannelBlock(t *testing.T) {
 	}
 	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != 10 {
 		t.Errorf("receive completion wr_id %d, want 10", wc.WRID)
+	}
+}
+
+// TestCompChannelWaitAllocs: Wait, which parks the goroutine in the
+// netpoller, returns each armed CQ's event and, with one context for the
+// whole loop, cancellable or not, costs no allocation after the first.
+func TestCompChannelWaitAllocs(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	wcs := make([]ibverbs.WC, 4)
+	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: 12, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{{"background", context.Background()}, {"cancellable", cctx}} {
+		var failed error
+		round := func() {
+			if failed != nil {
+				return
+			}
+			if err := p.a.cq.ReqNotify(false); err != nil {
+				failed = err
+				return
+			}
+			if err := b.Post(0, 1, 0); err != nil {
+				failed = err
+				return
+			}
+			cq, err := p.ch.Wait(c.ctx)
+			if err != nil || cq != p.a.cq {
+				failed = fmt.Errorf("Wait after a write = %p, %v; want the sender's CQ %p", cq, err, p.a.cq)
+				return
+			}
+			if k, err := cq.Poll(wcs); err != nil || k != 1 || wcs[0].WRID != 12 || wcs[0].Err() != nil {
+				failed = fmt.Errorf("Poll after the event = %d, %v, %+v; want the write's completion", k, err, wcs[0])
+			}
+		}
+		round()
+		if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
+			t.Errorf("%s: a post, Wait and Poll allocate %v times, want 0", c.name, allocs)
+		}
+		if failed != nil {
+			t.Fatalf("%s: %v", c.name, failed)
+		}
 	}
 }

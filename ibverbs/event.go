@@ -8,9 +8,10 @@ import "C"
 import (
 	"context"
 	"fmt"
-	"os"
 	"syscall"
 	"unsafe"
+
+	"github.com/gorperf/gorperf/internal/fdwait"
 )
 
 // AsyncEvent is an asynchronous event from the device (struct
@@ -38,7 +39,7 @@ type eventLoop struct {
 	ch     chan AsyncEvent
 	cancel context.CancelFunc
 	done   chan struct{}
-	f      *os.File
+	w      *fdwait.Waiter
 }
 
 // Events returns the device's asynchronous events (ibv_get_async_event),
@@ -55,12 +56,12 @@ func (c *Context) Events() (<-chan AsyncEvent, error) {
 	if c.events != nil {
 		return c.events.ch, nil
 	}
-	f, rc, err := pollable(int(c.c.async_fd), "async_fd")
+	w, err := fdwait.New(int(c.c.async_fd), "async_fd")
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &eventLoop{ch: make(chan AsyncEvent, 16), cancel: cancel, done: make(chan struct{}), f: f}
+	l := &eventLoop{ch: make(chan AsyncEvent, 16), cancel: cancel, done: make(chan struct{}), w: w}
 	c.events = l
 	go func() {
 		defer close(l.done)
@@ -70,7 +71,7 @@ func (c *Context) Events() (<-chan AsyncEvent, error) {
 			var qpn C.uint32_t
 			var obj unsafe.Pointer
 			var errno C.int
-			err := waitReadable(ctx, f, rc, func() bool {
+			err := w.Wait(ctx, func(uintptr) bool {
 				errno = C.gv_get_async_event(c.c, &ev, &qpn, &obj)
 				return errno != C.int(syscall.EAGAIN)
 			})
@@ -106,5 +107,5 @@ func (c *Context) Events() (<-chan AsyncEvent, error) {
 func (l *eventLoop) stop() {
 	l.cancel()
 	<-l.done
-	l.f.Close()
+	l.w.Close()
 }

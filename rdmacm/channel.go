@@ -13,7 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
+
+	"github.com/gorperf/gorperf/internal/fdwait"
 )
 
 // EventChannel is a channel of connection manager events (struct
@@ -21,15 +22,11 @@ import (
 // waits on it through the Go netpoller, so a waiting goroutine holds no
 // thread and a context ends the wait.
 type EventChannel struct {
-	c  *C.struct_rdma_event_channel
-	f  *os.File // a dup of the channel's fd, registered with the netpoller
-	rc syscall.RawConn
+	c *C.struct_rdma_event_channel
+	w *fdwait.Waiter // on a dup of the channel's fd
 
 	closed atomic.Bool
 	getMu  sync.Mutex // held by GetEvent, so Close waits for it to leave
-
-	dlMu  sync.Mutex // orders deadline changes between waits
-	dlGen uint64
 
 	idMu sync.Mutex
 	ids  map[*C.struct_rdma_cm_id]*ID
@@ -41,25 +38,12 @@ func CreateEventChannel() (*EventChannel, error) {
 	if c == nil {
 		return nil, cmError("rdma_create_event_channel", err)
 	}
-	fd := int(c.fd)
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		C.rdma_destroy_event_channel(c)
-		return nil, os.NewSyscallError("fcntl", err)
-	}
-	d, err := syscall.Dup(fd)
+	w, err := fdwait.New(int(c.fd), "rdma_cm")
 	if err != nil {
-		C.rdma_destroy_event_channel(c)
-		return nil, os.NewSyscallError("dup", err)
-	}
-	syscall.CloseOnExec(d)
-	f := os.NewFile(uintptr(d), "rdma_cm")
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
 		C.rdma_destroy_event_channel(c)
 		return nil, err
 	}
-	return &EventChannel{c: c, f: f, rc: rc, ids: map[*C.struct_rdma_cm_id]*ID{}}, nil
+	return &EventChannel{c: c, w: w, ids: map[*C.struct_rdma_cm_id]*ID{}}, nil
 }
 
 // Fd returns the channel's file descriptor, non-blocking, for callers who
@@ -84,11 +68,13 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 	}
 	var g C.struct_gr_event
 	var errno C.int
-	err := ch.waitReadable(ctx, func() bool {
+	err := ch.w.Wait(ctx, func(uintptr) bool {
 		errno = C.gr_get_event(ch.c, &g)
 		return errno != C.int(syscall.EAGAIN)
 	})
-	if err != nil {
+	if errors.Is(err, fdwait.ErrClosed) {
+		return nil, ErrClosed
+	} else if err != nil {
 		return nil, err
 	}
 	if errno != 0 {
@@ -111,47 +97,6 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 	return ev, nil
 }
 
-// waitReadable runs try each time the channel's fd may be readable, until
-// try says done or ctx ends.
-func (ch *EventChannel) waitReadable(ctx context.Context, try func() bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ch.dlMu.Lock()
-	ch.dlGen++
-	gen := ch.dlGen
-	if d, ok := ctx.Deadline(); ok {
-		ch.f.SetReadDeadline(d)
-	} else {
-		ch.f.SetReadDeadline(time.Time{})
-	}
-	ch.dlMu.Unlock()
-	stop := context.AfterFunc(ctx, func() {
-		ch.dlMu.Lock()
-		if ch.dlGen == gen { // this wait is still the current one
-			ch.f.SetReadDeadline(time.Unix(1, 0))
-		}
-		ch.dlMu.Unlock()
-	})
-	err := ch.rc.Read(func(uintptr) bool { return try() })
-	stop()
-	ch.dlMu.Lock()
-	ch.dlGen++
-	ch.dlMu.Unlock()
-	if err == nil {
-		return nil
-	}
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case ch.closed.Load():
-		return ErrClosed
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return context.DeadlineExceeded
-	}
-	return err
-}
-
 // Close destroys the channel (rdma_destroy_event_channel). It fails with
 // EBUSY while IDs use it, and wakes a GetEvent in progress with ErrClosed.
 // Closing twice is a no-op.
@@ -169,7 +114,7 @@ func (ch *EventChannel) Close() error {
 	if ch.closed.Swap(true) {
 		return nil
 	}
-	ch.f.Close()
+	ch.w.Close()
 	ch.getMu.Lock() // a GetEvent in progress has left
 	C.rdma_destroy_event_channel(ch.c)
 	ch.c = nil

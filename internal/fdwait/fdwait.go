@@ -1,0 +1,141 @@
+//go:build unix
+
+// Package fdwait waits for a C library's file descriptor (a completion
+// channel's, the async event fd, an rdma_cm event channel's) to become
+// readable through the Go netpoller, bounded by a context, so that a
+// waiting goroutine holds no OS thread.
+//
+// The descriptor is made non-blocking and a dup of it is registered with
+// the netpoller: readiness follows the shared file description, so the C
+// library keeps reading the original.
+package fdwait
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ErrClosed is returned by Wait once the Waiter is closed; it matches
+// os.ErrClosed.
+var ErrClosed = os.ErrClosed
+
+// Waiter waits on one descriptor. One goroutine at a time may Wait; Close
+// may come from another and ends a Wait in progress.
+type Waiter struct {
+	f  *os.File
+	rc syscall.RawConn
+
+	// The context whose cancellation ends a wait is watched by an
+	// AfterFunc that stays registered from one Wait to the next with the
+	// same Done channel, so that a loop waiting with one context does not
+	// allocate a watch every time. mu guards them against a concurrent
+	// Close.
+	mu     sync.Mutex
+	done   <-chan struct{}
+	stop   func() bool
+	closed atomic.Bool
+}
+
+// New makes fd non-blocking and returns a Waiter on a dup of it, named
+// name in errors.
+func New(fd int, name string) (*Waiter, error) {
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	d, err := syscall.Dup(fd)
+	if err != nil {
+		return nil, os.NewSyscallError("dup", err)
+	}
+	syscall.CloseOnExec(d)
+	f := os.NewFile(uintptr(d), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Waiter{f: f, rc: rc}, nil
+}
+
+// expired is a deadline in the past, which wakes a wait at once.
+var expired = time.Unix(1, 0)
+
+// Wait calls try each time the descriptor may be readable, until try
+// returns true or ctx ends (ctx's error) or the Waiter is closed
+// (ErrClosed). try gets the dup's descriptor and reads the original
+// through the C library, returning false for "nothing yet" (EAGAIN).
+//
+// Wait does not allocate when ctx cannot be cancelled, nor when its Done
+// channel is the previous Wait's.
+func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
+	w.setDeadline(ctx)
+	w.mu.Lock()
+	if done := ctx.Done(); done != w.done {
+		w.unwatch()
+		if done != nil && !w.closed.Load() {
+			f := w.f
+			w.stop = context.AfterFunc(ctx, func() { f.SetReadDeadline(expired) })
+			w.done = done
+		}
+	}
+	w.mu.Unlock()
+	for {
+		if w.closed.Load() {
+			return ErrClosed
+		}
+		// After the deadline is set: a cancellation from here on runs
+		// the AfterFunc, which wakes the Read below.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := w.rc.Read(try)
+		switch {
+		case err == nil:
+			return nil
+		case w.closed.Load():
+			return ErrClosed
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+				return context.DeadlineExceeded
+			}
+			// The AfterFunc of an earlier context, which ended as this
+			// wait began: wait again, with this one's deadline.
+			w.setDeadline(ctx)
+		default:
+			return err
+		}
+	}
+}
+
+func (w *Waiter) setDeadline(ctx context.Context) {
+	d, _ := ctx.Deadline() // zero: none
+	w.f.SetReadDeadline(d)
+}
+
+// unwatch drops the AfterFunc of the last context waited with. w.mu is
+// held.
+func (w *Waiter) unwatch() {
+	if w.stop != nil {
+		w.stop()
+		w.stop = nil
+	}
+	w.done = nil
+}
+
+// Close ends a Wait in progress and closes the dup; the original
+// descriptor stays open. Closing twice is a no-op.
+func (w *Waiter) Close() error {
+	if w.closed.Swap(true) {
+		return nil
+	}
+	w.mu.Lock()
+	w.unwatch()
+	w.mu.Unlock()
+	return w.f.Close()
+}

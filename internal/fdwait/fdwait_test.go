@@ -1,0 +1,129 @@
+//go:build unix
+
+package fdwait_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/fdwait"
+)
+
+// pipe returns a pipe's ends and a Waiter on its read end, with a try that
+// reads one byte from the original descriptor, as a C library would.
+func pipe(t *testing.T) (r, w *os.File, wt *fdwait.Waiter, try func(uintptr) bool) {
+	t.Helper()
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	r, w = os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	t.Cleanup(func() { r.Close(); w.Close() })
+	wt, err := fdwait.New(fds[0], "pipe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wt.Close() })
+	var b [1]byte
+	try = func(uintptr) bool {
+		n, err := syscall.Read(fds[0], b[:])
+		return n == 1 || err != syscall.EAGAIN
+	}
+	return r, w, wt, try
+}
+
+func TestWait(t *testing.T) {
+	_, w, wt, try := pipe(t)
+
+	// Data already there, and data that comes later.
+	w.Write([]byte{1})
+	if err := wt.Wait(context.Background(), try); err != nil {
+		t.Fatalf("Wait with a byte there: %v", err)
+	}
+	time.AfterFunc(20*time.Millisecond, func() { w.Write([]byte{2}) })
+	if err := wt.Wait(context.Background(), try); err != nil {
+		t.Fatalf("Wait for a byte: %v", err)
+	}
+
+	// Nothing comes: cancellation and a deadline end the wait.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	if err := wt.Wait(ctx, try); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Wait = %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancelled Wait returned after %v", d)
+	}
+	// The same, already cancelled, context ends the next wait at once.
+	if err := wt.Wait(ctx, try); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with a cancelled context = %v", err)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer dcancel()
+	if err := wt.Wait(dctx, try); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait past a deadline = %v, want context.DeadlineExceeded", err)
+	}
+
+	// The earlier contexts' ends do not cut short a wait without one.
+	time.AfterFunc(50*time.Millisecond, func() { w.Write([]byte{3}) })
+	if err := wt.Wait(context.Background(), try); err != nil {
+		t.Fatalf("Wait after cancelled contexts: %v", err)
+	}
+}
+
+// TestWaitAllocs: a loop that waits with one context, cancellable or not,
+// does not allocate after its first wait.
+func TestWaitAllocs(t *testing.T) {
+	_, w, wt, try := pipe(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	one := []byte{1}
+	for name, ctx := range map[string]context.Context{"background": context.Background(), "cancellable": ctx} {
+		var failed error
+		round := func() {
+			w.Write(one)
+			if err := wt.Wait(ctx, try); err != nil {
+				failed = err
+			}
+		}
+		round()
+		if n := testing.AllocsPerRun(50, round); n != 0 {
+			t.Errorf("%s: Wait allocates %v times, want 0", name, n)
+		}
+		if failed != nil {
+			t.Fatal(failed)
+		}
+	}
+}
+
+// TestWaitClose: Close ends a wait in progress with ErrClosed.
+func TestWaitClose(t *testing.T) {
+	_, _, wt, try := pipe(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- wt.Wait(ctx, try) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := wt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, fdwait.ErrClosed) {
+			t.Errorf("Wait after Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the wait")
+	}
+	if err := wt.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := wt.Wait(context.Background(), try); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Wait on a closed Waiter = %v", err)
+	}
+}
