@@ -168,8 +168,8 @@ func await(ctx context.Context, ch *EventChannel, want EventType) (*Event, error
 
 // Conn is a connection made by Dial or Accept: an rdma_cm ID with its own
 // event channel, and the QP, CQs and PD under it. Post work requests on
-// QP() and poll SendCQ() and RecvCQ(); the memory they name must be
-// registered on PD().
+// QP() and poll SendCQ() and RecvCQ(), or wait on them with CQ.Wait; the
+// memory they name must be registered on PD().
 type Conn struct {
 	id      *ID
 	ctx     *ibverbs.Context
@@ -180,6 +180,8 @@ type Conn struct {
 	ownSCQ  bool
 	rcq     *ibverbs.CQ
 	ownRCQ  bool
+	sch     *ibverbs.CompChannel // the own CQs' channels, for CQ.Wait
+	rch     *ibverbs.CompChannel
 	qp      *ibverbs.QP
 	ud      bool
 	param   ConnParam
@@ -237,14 +239,23 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 	if c.rcq == nil {
 		c.rcq = c.scq
 	}
+	// The CQs the connection makes have a completion channel each, so
+	// that CQ.Wait works on them: a channel costs a file descriptor and
+	// nothing on a CQ that is only polled.
 	if c.scq == nil {
-		if c.scq, err = c.pd.Context().CreateCQ(size(qc.MaxSendWR), nil); err != nil {
+		if c.sch, err = c.pd.Context().CreateCompChannel(); err != nil {
+			return c, err
+		}
+		if c.scq, err = c.pd.Context().CreateCQ(size(qc.MaxSendWR), c.sch); err != nil {
 			return c, err
 		}
 		c.ownSCQ = true
 	}
 	if c.rcq == nil {
-		if c.rcq, err = c.pd.Context().CreateCQ(size(qc.MaxRecvWR), nil); err != nil {
+		if c.rch, err = c.pd.Context().CreateCompChannel(); err != nil {
+			return c, err
+		}
+		if c.rcq, err = c.pd.Context().CreateCQ(size(qc.MaxRecvWR), c.rch); err != nil {
 			return c, err
 		}
 		c.ownRCQ = true
@@ -266,7 +277,9 @@ func (c *Conn) teardown() error {
 	closeIf(c.ah != nil, c.ah)
 	closeIf(c.qp != nil, c.qp)
 	closeIf(c.ownRCQ && c.rcq != c.scq, c.rcq)
+	closeIf(c.rch != nil, c.rch)
 	closeIf(c.ownSCQ, c.scq)
+	closeIf(c.sch != nil, c.sch)
 	closeIf(c.ownPD, c.pd)
 	closeIf(c.ownCtx, c.ctx)
 	ch := c.id.ch
@@ -328,10 +341,13 @@ func (c *Conn) QP() *ibverbs.QP { return c.qp }
 // PD returns the protection domain of the QP.
 func (c *Conn) PD() *ibverbs.PD { return c.pd }
 
-// SendCQ returns the CQ of the QP's send queue.
+// SendCQ returns the CQ of the QP's send queue. Unless it is
+// Config.SendCQ, it has a completion channel of its own, so a goroutine
+// can CQ.Wait on it.
 func (c *Conn) SendCQ() *ibverbs.CQ { return c.scq }
 
-// RecvCQ returns the CQ of the QP's receive queue.
+// RecvCQ returns the CQ of the QP's receive queue, with a completion
+// channel of its own as SendCQ's, unless it is one from the Config.
 func (c *Conn) RecvCQ() *ibverbs.CQ { return c.rcq }
 
 // Context returns the device the connection goes through, borrowed from

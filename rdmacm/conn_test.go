@@ -86,8 +86,24 @@ func testConnectSendWrite(t *testing.T, wrapi bool) {
 	msg := []byte("rdma_cm says hi")
 	postRecv(t, srv, rm, 0, 64)
 	copy(cm.buf.Bytes(), msg)
+	// The server waits for it on its CQ's own completion channel, parked
+	// before the message is sent.
+	type waited struct {
+		wc  ibverbs.WC
+		err error
+	}
+	recvd := make(chan waited, 1)
+	go func() {
+		wc, err := waitEvent(srv.RecvCQ(), 20*time.Second)
+		recvd <- waited{wc, err}
+	}()
+	time.Sleep(50 * time.Millisecond)
 	send(t, cli, cm, 0, len(msg))
-	wc := waitWC(t, srv.RecvCQ(), 20*time.Second)
+	w := <-recvd
+	if w.err != nil {
+		t.Fatalf("CQ.Wait on the server's receive CQ: %v", w.err)
+	}
+	wc := w.wc
 	if wc.Opcode != ibverbs.WCRecv || int(wc.ByteLen) != len(msg) || !bytes.Equal(rm.buf.Bytes()[:len(msg)], msg) {
 		t.Errorf("received %d bytes %q (opcode %s)", wc.ByteLen, rm.buf.Bytes()[:wc.ByteLen], wc.Opcode)
 	}
@@ -100,8 +116,8 @@ func testConnectSendWrite(t *testing.T, wrapi bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wc := waitWC(t, cli.SendCQ(), 20*time.Second); wc.WRID != 9 {
-		t.Errorf("write completion %+v", wc)
+	if wc, err := waitEvent(cli.SendCQ(), 20*time.Second); err != nil || wc.WRID != 9 {
+		t.Errorf("write completion %+v, %v", wc, err)
 	}
 	if g := target.buf.Bytes()[100 : 100+len(data)]; !bytes.Equal(g, data) {
 		t.Errorf("target holds %q, want %q", g, data)

@@ -28,8 +28,8 @@ func ExampleListen() {
 		mr, _ := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
 		c.QP().PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{mr.SGE(0, 4096)}}})
 		wcs := make([]ibverbs.WC, 1)
-		for n := 0; n == 0; n, _ = c.RecvCQ().Poll(wcs) {
-			time.Sleep(time.Millisecond)
+		if _, err := c.RecvCQ().Wait(ctx, wcs); err != nil {
+			log.Fatal(err)
 		}
 		log.Printf("%s sent %q", c.RemoteAddr(), buf.Bytes()[:wcs[0].ByteLen])
 		mr.Close()
@@ -58,8 +58,8 @@ func ExampleDial() {
 		log.Fatal(err)
 	}
 	wcs := make([]ibverbs.WC, 1)
-	for n := 0; n == 0; n, _ = c.SendCQ().Poll(wcs) {
-		time.Sleep(time.Millisecond)
+	if _, err := c.SendCQ().Wait(ctx, wcs); err != nil {
+		log.Fatal(err)
 	}
 	if err := wcs[0].Err(); err != nil {
 		log.Fatal(err)

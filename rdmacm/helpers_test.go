@@ -175,6 +175,17 @@ func waitWC(t *testing.T, cq *ibverbs.CQ, d time.Duration) ibverbs.WC {
 	return wc
 }
 
+// waitEvent waits for cq's next completion with CQ.Wait, for at most d.
+func waitEvent(cq *ibverbs.CQ, d time.Duration) (ibverbs.WC, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	wcs := make([]ibverbs.WC, 1)
+	if _, err := cq.Wait(ctx, wcs); err != nil {
+		return ibverbs.WC{}, err
+	}
+	return wcs[0], wcs[0].Err()
+}
+
 func pollWC(cq *ibverbs.CQ, d time.Duration) (ibverbs.WC, error) {
 	wcs := make([]ibverbs.WC, 1)
 	deadline := time.Now().Add(d)
