@@ -123,7 +123,14 @@ func testConnectSendWrite(t *testing.T, wrapi bool) {
 		t.Errorf("target holds %q, want %q", g, data)
 	}
 
-	// The client closes; the server sees the peer disconnect.
+	// The client closes; the server sees the peer disconnect, and a
+	// goroutine waiting on its receive CQ wakes with the flushed receive.
+	postRecv(t, srv, rm, 0, 64)
+	go func() {
+		wc, err := waitEvent(srv.RecvCQ(), 20*time.Second)
+		recvd <- waited{wc, err}
+	}()
+	time.Sleep(50 * time.Millisecond)
 	closeOK(t, cm.mr)
 	closeOK(t, cli)
 	closeOK(t, cli)
@@ -137,6 +144,10 @@ func testConnectSendWrite(t *testing.T, wrapi bool) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Error("the server saw no disconnect 20s after the client closed")
+	}
+	var we *ibverbs.WCError
+	if w := <-recvd; !errors.As(w.err, &we) || we.Status != ibverbs.WCWRFlushErr {
+		t.Errorf("a receive pending at the disconnect: %+v, %v; want a flush error", w.wc, w.err)
 	}
 }
 
