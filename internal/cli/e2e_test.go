@@ -423,15 +423,21 @@ func TestInterrupt(t *testing.T) {
 }
 
 // TestServerKilled kills the server mid-test: the client fails, with a
-// clear message, within a bounded time.
+// clear message, within a bounded time, whether it polls or sleeps on
+// completion events (-e).
 func TestServerKilled(t *testing.T) {
+	t.Run("poll", func(t *testing.T) { testServerKilled(t) })
+	t.Run("events", func(t *testing.T) { testServerKilled(t, "-e") })
+}
+
+func testServerKilled(t *testing.T, extra ...string) {
 	srvDev, cliDev, addr := peers(t)
 	port := fmt.Sprint(19000 + nextPort.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
 	waitListening(t, port)
-	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr)
+	cli, cliOut := start(t, ctx, append([]string{"write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr}, extra...)...)
 	time.Sleep(3 * time.Second)
 	srv.Process.Kill()
 	srv.Wait()
@@ -456,8 +462,14 @@ func TestServerKilled(t *testing.T) {
 }
 
 // TestClientKilled kills a client of `gorperf serve` mid-test: the server
-// reports it and serves the next client.
+// reports it and serves the next client, whether the killed test polled
+// or slept on completion events (-e).
 func TestClientKilled(t *testing.T) {
+	t.Run("poll", func(t *testing.T) { testClientKilled(t) })
+	t.Run("events", func(t *testing.T) { testClientKilled(t, "-e") })
+}
+
+func testClientKilled(t *testing.T, extra ...string) {
 	srvDev, cliDev, addr := peers(t)
 	port := fmt.Sprint(19000 + nextPort.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -479,7 +491,7 @@ func TestClientKilled(t *testing.T) {
 	}
 	res := func() string { out, _ := exec.Command("rdma", "resource", "show").Output(); return string(out) }
 	fd0, res0 := fds(), res()
-	cli, _ := start(t, ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr)
+	cli, _ := start(t, ctx, append([]string{"send-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr}, extra...)...)
 	time.Sleep(3 * time.Second)
 	cli.Process.Kill()
 	cli.Wait()
