@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"runtime"
+	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
 )
@@ -155,6 +157,38 @@ func ExampleCQ_Wait() {
 	wcs := make([]ibverbs.WC, 16)
 	n, err := cq.Wait(context.Background(), wcs)
 	fmt.Println(n, err)
+}
+
+// A loop that owns its thread sleeps on completion events instead of
+// spinning, as perftest's -e does: arm the CQ once, then poll it and
+// Block while it is empty; Block re-arms the CQ whose event it took.
+func ExampleCompChannel_Block() {
+	ctx, _ := ibverbs.Open("")
+	defer ctx.Close()
+	ch, _ := ctx.CreateCompChannel()
+	defer ch.Close()
+	cq, _ := ctx.CreateCQ(128, ch)
+	defer cq.Close()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cq.ReqNotify(false); err != nil {
+		log.Fatal(err)
+	}
+	wcs := make([]ibverbs.WC, 16)
+	for done := 0; done < 1000; {
+		n, err := cq.Poll(wcs)
+		if err != nil {
+			log.Fatal(err)
+		}
+		done += n
+		if n == 0 {
+			// At most 10 ms asleep, then whatever else the loop
+			// checks (a deadline, a peer) before it polls again.
+			if _, err := ch.Block(10 * time.Millisecond); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
 }
 
 // Async events (port changes, fatal QP errors) arrive on a channel.
