@@ -138,10 +138,12 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 			return nil, fmt.Errorf("ibv_get_cq_event: event for an unknown CQ %p", p)
 		}
 	}
-	if errno != 0 {
-		if p != nil {
-			return cq, verbError("ibv_req_notify_cq", int(errno))
-		}
+	switch {
+	case errno < 0:
+		return nil, verbError("poll", int(-errno))
+	case errno > 0 && p != nil:
+		return cq, verbError("ibv_req_notify_cq", int(errno))
+	case errno > 0:
 		return nil, verbError("ibv_get_cq_event", int(errno))
 	}
 	return cq, nil

@@ -414,7 +414,7 @@ int gv_channel_block(uintptr_t chh, int64_t timeout_ns, struct ibv_cq **out)
 		// preemption) ends the sleep early; the loop goes back to it.
 		rc = poll(&pfd, 1, (int)((left + 999999) / 1000000));
 		if (rc < 0 && errno != EINTR)
-			return errno;
+			return -errno;
 		if (rc > 0) {
 			if (!ibv_get_cq_event(ch, &cq, &cq_ctx))
 				break;

@@ -94,7 +94,8 @@ int gv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
 // gv_channel_block waits up to timeout_ns for the channel's next event,
 // sleeping in poll(2), then acknowledges it and re-arms its CQ. It stores
 // the CQ in *cq (NULL if the time passed first) and returns 0, or an errno:
-// of ibv_get_cq_event, of poll, or of ibv_req_notify_cq (then *cq is set).
+// of ibv_get_cq_event, of ibv_req_notify_cq (then *cq is set), or, negated,
+// of poll.
 int gv_channel_block(uintptr_t ch, int64_t timeout_ns, struct ibv_cq **cq);
 int gv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
 		       uint32_t *qpn, void **obj);
