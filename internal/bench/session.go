@@ -181,7 +181,7 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	nqp := int(spec.NumQPs)
 	s.region = int(spec.MaxSize()) + grhLen
 	s.region = (s.region + 63) &^ 63
-	if s.buf, err = ibverbs.NewBuffer(2*nqp*s.region, ibverbs.BufferOptions{}); err != nil {
+	if s.buf, err = ibverbs.NewBuffer(2*nqp*s.region, ibverbs.BufferOptions{HugePages: spec.HugePages}); err != nil {
 		return nil, err
 	}
 	access := ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead | ibverbs.AccessRemoteAtomic

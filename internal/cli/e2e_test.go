@@ -767,3 +767,74 @@ func TestProgressOnTerminal(t *testing.T) {
 		t.Errorf("no result table:\n%s", out)
 	}
 }
+
+// TestHugePages runs write-bw with --use_hugepages: without huge pages
+// free the client fails at once with a message that names the knob; with
+// some, both sides' buffers take them while the test runs.
+func TestHugePages(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	const knob = "/proc/sys/vm/nr_hugepages"
+	orig, err := os.ReadFile(knob)
+	if err != nil {
+		t.Skipf("no huge pages here: %v", err)
+	}
+	setPages := func(n string) {
+		t.Helper()
+		if err := os.WriteFile(knob, []byte(n), 0); err != nil {
+			t.Skipf("cannot set %s (not root?): %v", knob, err)
+		}
+	}
+	t.Cleanup(func() { os.WriteFile(knob, orig, 0) })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	setPages("0")
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "3")
+	waitListening(t, port)
+	t0 := time.Now()
+	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "--use_hugepages", addr).CombinedOutput()
+	srv.Process.Kill()
+	srv.Wait()
+	t.Logf("without huge pages, after %v: %s", time.Since(t0), out)
+	if code := procExit(err); code != 1 || !strings.Contains(string(out), "huge pages") || !strings.Contains(string(out), "nr_hugepages") {
+		t.Errorf("without huge pages: exit %d after %v:\n%s", code, time.Since(t0), out)
+	}
+
+	// Huge pages in use: total less free, sampled while the test runs.
+	setPages("8")
+	used := func() int {
+		b, _ := os.ReadFile("/proc/meminfo")
+		var total, free int
+		for _, l := range strings.Split(string(b), "\n") {
+			fmt.Sscanf(l, "HugePages_Total: %d", &total)
+			fmt.Sscanf(l, "HugePages_Free: %d", &free)
+		}
+		return total - free
+	}
+	if u := used(); u != 0 {
+		t.Fatalf("%d huge pages in use before the test", u)
+	}
+	stop := make(chan struct{})
+	most := make(chan int)
+	go func() {
+		m := 0
+		for {
+			select {
+			case <-stop:
+				most <- m
+				return
+			case <-time.After(20 * time.Millisecond):
+				m = max(m, used())
+			}
+		}
+	}()
+	r := pair(t, "write-bw", "-s", "4096", "-D", "2", "--use_hugepages")
+	close(stop)
+	if m := <-most; m < 2 {
+		t.Errorf("at most %d huge pages in use during the test, want one a side", m)
+	}
+	if len(r.Results) != 1 || r.Results[0].Iterations == 0 || r.Results[0].BWAvgMBps <= 0 {
+		t.Errorf("results with huge pages: %+v", r.Results)
+	}
+}

@@ -61,6 +61,7 @@ type testOptions struct {
 	NoRelaxed   bool
 	Histogram   bool
 	Events      bool
+	HugePages   bool
 	MaxMemory   uint64
 	Idle        int
 }
@@ -169,6 +170,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.OldPostSend, "use_old_post_send", false, "post with ibv_post_send, not the ibv_wr_* API the device may have")
 	f.BoolVar(&o.NoRelaxed, "disable_pcie_relaxed", false, "register memory without PCIe relaxed ordering (asked for by default, as perftest does)")
 	f.BoolVar(&o.Histogram, "histogram", false, "print a latency histogram (latency tests)")
+	f.BoolVar(&o.HugePages, "use_hugepages", false, "put both sides' buffers on 2 MiB huge pages (see /proc/sys/vm/nr_hugepages)")
 	f.BoolVarP(&o.Events, "events", "e", false, "sleep on completion events while waiting for a completion, instead of polling (not write-lat)")
 	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
 	if o.Test.IsAtomic() {
@@ -191,6 +193,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "atomic_type"
 		case "disable-pcie-relaxed":
 			name = "disable_pcie_relaxed"
+		case "use-hugepages":
+			name = "use_hugepages"
 		}
 		return pflag.NormalizedName(name)
 	})
@@ -210,6 +214,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
 		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,
+		HugePages: o.HugePages,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0

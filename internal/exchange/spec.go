@@ -155,8 +155,12 @@ type TestSpec struct {
 	// for a completion, instead of polling (perftest's -e). write_lat,
 	// which waits for a byte in memory, cannot.
 	Events bool
-	// Flags is reserved for options a later release adds; Validate refuses
-	// any bit this one does not know, so that such a client fails clearly.
+	// HugePages puts both sides' buffers on 2 MiB huge pages (perftest's
+	// --use_hugepages); a side with too few free fails the test. Sent as
+	// bit 0 of the flags word.
+	HugePages bool
+	// Flags holds the flag bits this release does not know; Validate
+	// refuses any, so that a newer client fails clearly.
 	Flags uint32
 }
 
@@ -172,6 +176,13 @@ const (
 	specEvents
 )
 
+// Bits of the spec's flags word, for options added after the bools ran out.
+const (
+	flagHugePages = 1 << iota
+
+	knownFlags = flagHugePages
+)
+
 const specLen = 53 // bytes of a TestSpec payload
 
 // AppendPayload appends, big-endian: test uint8, atomic uint8, conn type
@@ -179,7 +190,7 @@ const specLen = 53 // bytes of a TestSpec payload
 // depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
-// 6 NoRelaxedOrdering, 7 Events) and flags uint32.
+// 6 NoRelaxedOrdering, 7 Events) and flags uint32 (bit 0 HugePages).
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -206,7 +217,11 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 		}
 	}
 	b = append(b, bools)
-	return binary.BigEndian.AppendUint32(b, s.Flags)
+	flags := s.Flags
+	if s.HugePages {
+		flags |= flagHugePages
+	}
+	return binary.BigEndian.AppendUint32(b, flags)
 }
 
 func decodeSpec(p []byte) (TestSpec, error) {
@@ -237,7 +252,9 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.OldPostSend = bools&specOldPostSend != 0
 	s.NoRelaxedOrdering = bools&specNoRelaxedOrdering != 0
 	s.Events = bools&specEvents != 0
-	s.Flags = r.u32()
+	flags := r.u32()
+	s.HugePages = flags&flagHugePages != 0
+	s.Flags = flags &^ knownFlags
 	return s, r.done()
 }
 
@@ -288,7 +305,8 @@ func (s TestSpec) memDepth() uint32 {
 // Memory returns the bytes each side registers for the test, counted
 // conservatively as MaxSize × depth × NumQPs, doubled when Bidirectional,
 // where depth is TXDepth, or max(TXDepth, RXDepth) for send tests (the only
-// ones that post receives). It saturates at math.MaxUint64.
+// ones that post receives), and rounded up to whole 2 MiB pages with
+// HugePages. It saturates at math.MaxUint64.
 func (s TestSpec) Memory() uint64 {
 	n := uint64(s.MaxSize())
 	for _, f := range []uint64{uint64(s.memDepth()), uint64(s.NumQPs)} {
@@ -303,6 +321,13 @@ func (s TestSpec) Memory() uint64 {
 			return math.MaxUint64
 		}
 		n *= 2
+	}
+	const huge = 2 << 20
+	if s.HugePages && n%huge != 0 {
+		if n > math.MaxUint64-huge {
+			return math.MaxUint64
+		}
+		n += huge - n%huge
 	}
 	return n
 }

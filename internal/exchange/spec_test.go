@@ -1,6 +1,7 @@
 package exchange
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
@@ -120,6 +121,16 @@ func TestCheckLimits(t *testing.T) {
 		t.Fatalf("sweep Memory = %d, want 4 GiB", got)
 	}
 
+	// Huge pages round up to whole 2 MiB pages.
+	small := testSpec()
+	small.Size, small.TXDepth, small.NumQPs, small.Bidirectional = 4096, 1, 1, false
+	if got := small.Memory(); got != 4096 {
+		t.Fatalf("Memory = %d, want 4096", got)
+	}
+	if small.HugePages = true; small.Memory() != 2<<20 {
+		t.Fatalf("Memory with huge pages = %d, want 2 MiB", small.Memory())
+	}
+
 	tib := testSpec() // 8 MiB × 8192 × 16 QPs = 1 TiB
 	tib.Bidirectional, tib.Size, tib.TXDepth, tib.NumQPs = false, 8<<20, 8192, 16
 	if got := tib.Memory(); got != 1<<40 {
@@ -194,5 +205,22 @@ func TestSizes(t *testing.T) {
 	s.Test = AtomicBW
 	if got := s.Sizes(); !slices.Equal(got, []uint32{8}) {
 		t.Errorf("atomic Sizes = %v", got)
+	}
+}
+
+// TestSpecHugePagesFlag: HugePages travels as bit 0 of the flags word,
+// which an older server, knowing no flags, refuses as an unknown option.
+func TestSpecHugePagesFlag(t *testing.T) {
+	p := TestSpec{HugePages: true}.AppendPayload(nil)
+	if got := binary.BigEndian.Uint32(p[len(p)-4:]); got != 1 {
+		t.Fatalf("flags word %#x, want 0x1", got)
+	}
+	s, err := decodeSpec(p)
+	if err != nil || !s.HugePages || s.Flags != 0 {
+		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
+	}
+	binary.BigEndian.PutUint32(p[len(p)-4:], 3)
+	if s, _ := decodeSpec(p); !s.HugePages || s.Flags != 2 {
+		t.Errorf("flags 0x3 decoded as HugePages %v, unknown %#x; want true, 0x2", s.HugePages, s.Flags)
 	}
 }
