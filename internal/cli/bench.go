@@ -117,7 +117,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		return o.fail(f, err)
 	}
 	out := f.IO.Out
-	text := !o.JSON && !o.CSV
+	text := o.text()
 	if o.Infinite {
 		if text {
 			report.WriteBWHeader(out, o.Gbits)
@@ -125,6 +125,8 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
 			if text {
 				report.WriteBWRow(out, b, o.Gbits)
+			} else if o.value != report.NoValue {
+				report.WriteBWValue(out, o.value, b, o.Gbits)
 			} else {
 				// One JSON document at the end holds every interval.
 				o.intervals = append(o.intervals, report.IntervalFromBandwidth(elapsed, b))
@@ -171,14 +173,22 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	return o.finish(f, "client", res, err)
 }
 
+// text reports whether the output is perftest's header and tables, with a
+// progress line on a terminal: not with --json, --csv or --output.
+func (o *testOptions) text() bool { return !o.JSON && !o.CSV && o.value == report.NoValue }
+
 // finish prints a result (or what was measured before an error) and
 // turns the outcome into the command's error.
 func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err error) error {
-	if !o.JSON && !o.CSV && isTerminal(f.IO.ErrOut) {
+	if o.text() && isTerminal(f.IO.ErrOut) {
 		fmt.Fprint(f.IO.ErrOut, "\r\033[K") // clear the progress line
 	}
 	if res != nil {
-		if o.JSON || o.CSV {
+		if o.value != report.NoValue {
+			if !o.Infinite { // the intervals were the figures
+				writeValues(f.IO.Out, res, o.value, o.Gbits)
+			}
+		} else if o.JSON || o.CSV {
 			r := jsonResult(role, res, err)
 			r.Intervals = o.intervals
 			if o.JSON {
@@ -226,6 +236,17 @@ func errorCode(err error) string {
 		return "peer"
 	}
 	return "failed"
+}
+
+// writeValues prints --output's figure for each size.
+func writeValues(w io.Writer, res *bench.Result, v report.Value, gbits bool) {
+	for _, s := range res.Sizes {
+		if s.IsLatency {
+			report.WriteLatValue(w, s.Lat)
+		} else {
+			report.WriteBWValue(w, v, s.BW, gbits)
+		}
+	}
 }
 
 func writeTables(w io.Writer, res *bench.Result, gbits, histogram bool) {

@@ -838,3 +838,42 @@ func TestHugePages(t *testing.T) {
 		t.Errorf("results with huge pages: %+v", r.Results)
 	}
 }
+
+// TestOutputValue: with --output the client prints one figure a size and
+// nothing else, as perftest's --output does; the server, without it, its
+// full report.
+func TestOutputValue(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		test string
+		args []string
+	}{
+		{"write-bw", []string{"--output", "bandwidth", "-s", "4096", "-n", "300"}},
+		{"send-bw", []string{"--output", "message_rate", "-s", "64", "-n", "300"}},
+		{"read-lat", []string{"--output", "latency", "-n", "200"}},
+	} {
+		port := fmt.Sprint(19000 + nextPort.Add(1))
+		srv, srvOut := start(t, ctx, tc.test, "-d", srvDev, "-p", port)
+		waitListening(t, port)
+		cmd := gorperf(ctx, append(append([]string{tc.test, "-d", cliDev, "-p", port}, tc.args...), addr)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s%s", tc.test, tc.args, err, out, stderr.String())
+		}
+		if err := srv.Wait(); err != nil {
+			t.Fatalf("server: %v\n%s", err, srvOut)
+		}
+		var v float64
+		if n, err := fmt.Sscanf(string(out), "%f\n", &v); n != 1 || err != nil || v <= 0 || strings.Count(string(out), "\n") != 1 {
+			t.Errorf("%s %v printed %q, want one positive figure on one line", tc.test, tc.args, out)
+		}
+		// The server, without --output, printed its full report.
+		if !strings.Contains(srvOut.String(), "#bytes") {
+			t.Errorf("server output lacks its table:\n%s", srvOut)
+		}
+	}
+}

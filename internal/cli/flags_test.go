@@ -154,6 +154,10 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.AtomicBW, []string{"-A", "XOR"}, "-A"},
 		{exchange.WriteLat, []string{"-b"}, "bidirectional"},
 		{exchange.WriteLat, []string{"-e"}, "cannot wait on completion events"},
+		{exchange.WriteLat, []string{"--output", "bandwidth"}, "write_lat reports latency"},
+		{exchange.SendBW, []string{"--output", "latency"}, "send_bw reports bandwidth or message_rate"},
+		{exchange.ReadBW, []string{"--output", "gbits"}, "want bandwidth, message_rate or latency"},
+		{exchange.ReadLat, []string{"--output", "latency", "--json"}, "excludes --json"},
 		{exchange.WriteBW, []string{"--no-such-flag"}, "unknown flag"},
 	} {
 		// The whole message a user sees goes to the golden file.

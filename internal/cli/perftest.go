@@ -55,6 +55,8 @@ type testOptions struct {
 	Infinite    bool
 	JSON        bool
 	CSV         bool
+	Output      string       // --output, as given
+	value       report.Value // --output, parsed
 	Atomic      string
 	Validate    bool
 	OldPostSend bool
@@ -166,6 +168,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
+	f.StringVar(&o.Output, "output", "", "print only this figure, one line a size, as perftest's --output: bandwidth or message_rate (bandwidth tests), latency (the average, latency tests)")
 	f.BoolVar(&o.Validate, "validate", false, "check that the bytes (or atomic values) that arrive are the ones sent")
 	f.BoolVar(&o.OldPostSend, "use_old_post_send", false, "post with ibv_post_send, not the ibv_wr_* API the device may have")
 	f.BoolVar(&o.NoRelaxed, "disable_pcie_relaxed", false, "register memory without PCIe relaxed ordering (asked for by default, as perftest does)")
@@ -247,6 +250,23 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if o.JSON && o.CSV {
 		return s, usageErrorf("--json and --csv exclude each other")
+	}
+	if o.Output != "" {
+		if o.JSON || o.CSV {
+			return s, usageErrorf("--output excludes --json and --csv")
+		}
+		v, err := report.ParseValue(o.Output)
+		if err != nil {
+			return s, usageErrorf("--output: %v", err)
+		}
+		if v.Latency() != o.Test.IsLatency() {
+			want := "bandwidth or message_rate"
+			if o.Test.IsLatency() {
+				want = "latency"
+			}
+			return s, usageErrorf("--output %s: %s reports %s", o.Output, o.Test, want)
+		}
+		o.value = v
 	}
 	if o.RdmaCM && conn == ibverbs.QPTypeUC {
 		return s, fmt.Errorf("-R makes RC or UD connections; UC through rdma_cm is not supported: %w", errors.ErrUnsupported)

@@ -416,3 +416,24 @@ func TestWriteErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestValue(t *testing.T) {
+	for in, want := range map[string]Value{"bandwidth": BWValue, "message_rate": MsgRateValue, "latency": LatValue} {
+		if v, err := ParseValue(in); v != want || err != nil {
+			t.Errorf("ParseValue(%q) = %v, %v; want %v", in, v, err, want)
+		}
+	}
+	if v, err := ParseValue("Bandwidth"); err == nil || v != NoValue {
+		t.Errorf("ParseValue(Bandwidth) = %v, %v; want an error", v, err)
+	}
+	b := stats.Bandwidth{AvgMBps: 1000, MsgRateMpps: 0.25}
+	var out bytes.Buffer
+	WriteBWValue(&out, BWValue, b, false)
+	WriteBWValue(&out, BWValue, b, true)
+	WriteBWValue(&out, MsgRateValue, b, true)
+	WriteLatValue(&out, stats.Latency{Avg: 1.5, Typical: 1.2})
+	// 1000 MB/s (2^20 bytes) is 8.388608 Gbit/s.
+	if want := "1000.000000\n8.388608\n0.250000\n1.500000\n"; out.String() != want {
+		t.Errorf("values:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
