@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,10 +21,15 @@ import (
 
 // loopback runs spec between a server and a client in this process, on
 // the test device, over a control connection on 127.0.0.1.
-func loopback(t *testing.T, spec exchange.TestSpec) (*bench.Result, *bench.Result) {
+func loopback(t *testing.T, spec exchange.TestSpec, tweak ...func(l *bench.Local, client bool)) (*bench.Result, *bench.Result) {
 	t.Helper()
 	info := rdmatest.Device(t)
 	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
+	sl := l
+	for _, f := range tweak {
+		f(&sl, false)
+		f(&l, true)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +43,7 @@ func loopback(t *testing.T, spec exchange.TestSpec) (*bench.Result, *bench.Resul
 	srv := make(chan out, 1)
 	go func() {
 		var o out
-		err := bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, nil, func(r *bench.Result, err error) { o = out{r, err} })
+		err := bench.Serve(ctx, ln, sl, exchange.DefaultLimits(), true, nil, func(r *bench.Result, err error) { o = out{r, err} })
 		if o.err == nil {
 			o.err = err
 		}
@@ -389,5 +396,47 @@ func TestPostPath(t *testing.T) {
 			}
 			t.Logf("OldPostSend %v, rdma_cm %v, %s: ibv_wr_* API %v", old, tc.cm, r.Role, r.Header.WRAPI)
 		}
+	}
+}
+
+// TestQPTimeout: each side's QPs get its own Local.QPTimeout (-u), and
+// perftest's 14 without one.
+func TestQPTimeout(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 20,
+		NumQPs: 2, TXDepth: 16, CQModeration: 1}
+	for _, tc := range []struct {
+		name             string
+		client, server   uint8
+		wantCli, wantSrv uint8
+	}{
+		{"default", 0, 0, 14, 14},
+		{"set", 20, 9, 20, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			got := map[bool][]uint8{}
+			defer bench.SetAfterConnect(func(client bool, qps []*ibverbs.QP) {
+				for _, qp := range qps {
+					a, err := qp.Query()
+					if err != nil {
+						t.Error(err)
+					}
+					mu.Lock()
+					got[client] = append(got[client], a.Timeout)
+					mu.Unlock()
+				}
+			})()
+			loopback(t, spec, func(l *bench.Local, client bool) {
+				l.QPTimeout = tc.server
+				if client {
+					l.QPTimeout = tc.client
+				}
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(got[true], []uint8{tc.wantCli, tc.wantCli}) || !slices.Equal(got[false], []uint8{tc.wantSrv, tc.wantSrv}) {
+				t.Errorf("QP timeouts: client %v, server %v; want %d and %d on each QP", got[true], got[false], tc.wantCli, tc.wantSrv)
+			}
+		})
 	}
 }

@@ -2,6 +2,8 @@
 
 package bench
 
+import "github.com/gorperf/gorperf/ibverbs"
+
 // SetBeforeLoop makes f run on each side just before its measuring loop,
 // until the returned function restores the default.
 func SetBeforeLoop(f func(client bool)) (restore func()) {
@@ -15,3 +17,11 @@ var SpecTitle = specTitle
 
 // DialServer is dialServer, for the tests.
 var DialServer = dialServer
+
+// SetAfterConnect makes f get each side's QPs once they are connected,
+// until the returned function restores the default.
+func SetAfterConnect(f func(client bool, qps []*ibverbs.QP)) (restore func()) {
+	old := afterConnect
+	afterConnect = f
+	return func() { afterConnect = old }
+}

@@ -264,6 +264,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		cancel()
 		return nil, err
 	}
+	afterConnect(role == "client", s.qps)
 	// After a measurement, the side that finished first waits for the
 	// other as long as it takes: a passive side cannot know how long the
 	// active side's run is, and a dead peer closes the connection (or
@@ -373,6 +374,10 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 // beforeLoop runs on each side just before its measuring loop starts (and
 // so its clock for a duration); a test sets it to start the sides apart.
 var beforeLoop = func(client bool) {}
+
+// afterConnect gets each side's QPs once they are connected, for tests
+// that look at them.
+var afterConnect = func(client bool, qps []*ibverbs.QP) {}
 
 // runSize runs one message size on this side.
 func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.Duration, client bool) (sideResult, error) {

@@ -41,6 +41,9 @@ type Local struct {
 	// CMHost, for a client, is the address to dial rdma_cm at, when not the
 	// control connection's host (in loopback, the server side's GID).
 	CMHost string
+	// QPTimeout is this side's QPs' local ACK timeout, 4.096 µs × 2^n
+	// (perftest's -u); 0 for 14, about 67 ms. rdma_cm (-R) sets its own.
+	QPTimeout uint8
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -346,7 +349,7 @@ func (s *session) connect(remote exchange.Setup) error {
 		return nil // rdma_cm connected the QPs
 	}
 	cp := ibverbs.ConnParams{Port: s.port, GIDIndex: s.gid.Entry.Index, MTU: s.spec.MTU,
-		TrafficClass: s.spec.TrafficClass, SL: s.spec.SL}
+		TrafficClass: s.spec.TrafficClass, SL: s.spec.SL, Timeout: s.local.QPTimeout}
 	for i, qp := range s.qps {
 		r := remote.QPs[i].Endpoint
 		if cp.MTU == 0 {

@@ -103,7 +103,7 @@ func (o *testOptions) local() (bench.Local, error) {
 		return bench.Local{}, err
 	}
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
-		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port}, nil
+		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0))}, nil
 }
 
 func testRun(ctx context.Context, f *Factory, o *testOptions) error {

@@ -56,6 +56,7 @@ type testOptions struct {
 	JSON        bool
 	CSV         bool
 	Output      string       // --output, as given
+	QPTimeout   int          // -u; -1: not given
 	value       report.Value // --output, parsed
 	Atomic      string
 	Validate    bool
@@ -168,6 +169,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
+	f.IntVarP(&o.QPTimeout, "qp-timeout", "u", -1, "local ACK timeout of this side's QPs, 4.096 µs × 2^N, 1 to 31 (default: 14, about 67 ms; not with -R)")
 	f.StringVar(&o.Output, "output", "", "print only this figure, one line a size, as perftest's --output: bandwidth or message_rate (bandwidth tests), latency (the average, latency tests)")
 	f.BoolVar(&o.Validate, "validate", false, "check that the bytes (or atomic values) that arrive are the ones sent")
 	f.BoolVar(&o.OldPostSend, "use_old_post_send", false, "post with ibv_post_send, not the ibv_wr_* API the device may have")
@@ -250,6 +252,16 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if o.JSON && o.CSV {
 		return s, usageErrorf("--json and --csv exclude each other")
+	}
+	if o.QPTimeout != -1 {
+		switch {
+		case o.QPTimeout == 0:
+			return s, usageErrorf("-u 0 (never time out) is not offered: a lost acknowledgement would stall the test for ever; the most is 31 (about 2.4 hours)")
+		case o.QPTimeout < 0 || o.QPTimeout > 31:
+			return s, usageErrorf("-u: %d out of range 1-31", o.QPTimeout)
+		case o.RdmaCM:
+			return s, usageErrorf("-u: with -R, rdma_cm sets the QPs' timeout")
+		}
 	}
 	if o.Output != "" {
 		if o.JSON || o.CSV {
