@@ -47,6 +47,15 @@ type Config struct {
 	SendCQ *ibverbs.CQ
 	RecvCQ *ibverbs.CQ
 
+	// TOS, for Dial, is the connection's IP type of service (DSCP and ECN
+	// bits; rdma_set_option RDMA_OPTION_ID_TOS); an accepted connection
+	// takes the dialer's from its request. Zero leaves rdma_cm's default.
+	TOS uint8
+	// AckTimeout is an RC QP's local ACK timeout, 4.096 µs × 2^n (1 to
+	// 31; rdma_set_option RDMA_OPTION_ID_ACK_TIMEOUT). Zero leaves the one
+	// rdma_cm derives from the path.
+	AckTimeout uint8
+
 	// PrivateData goes to the peer in the connection request (Dial) or
 	// reply (Accept): at most 56 and 196 bytes for RC, 180 and 136 for UD,
 	// over InfiniBand and RoCE.

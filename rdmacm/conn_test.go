@@ -176,6 +176,43 @@ func TestTwoDevices(t *testing.T) {
 	}
 }
 
+// TestTOSAndAckTimeout: Config.TOS reaches both QPs' addresses (the
+// accepted side takes the dialer's) and Config.AckTimeout each side's QP,
+// by rdma_set_option.
+func TestTOSAndAckTimeout(t *testing.T) {
+	n := device(t)
+	n2 := secondDevice(t)
+	query := func(c *rdmacm.Conn) ibverbs.QPAttr {
+		t.Helper()
+		a, err := c.QP().Query()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	// Without either: rdma_cm's own values, which the settings below
+	// must change.
+	l := listen(t, n.ip, nil)
+	srv, cli := connect(t, l, n2.ip, &rdmacm.Config{})
+	d, ds := query(cli), query(srv)
+	t.Logf("defaults: client timeout %d, traffic class %#x; server timeout %d", d.Timeout, d.AH.GRH.TrafficClass, ds.Timeout)
+
+	const tos, cliTO, srvTO = 0x68, 21, 17
+	if d.AH.GRH.TrafficClass == tos || d.Timeout == cliTO || ds.Timeout == srvTO {
+		t.Fatalf("the defaults already hold the values under test")
+	}
+	l = listen(t, n.ip, &rdmacm.Config{AckTimeout: srvTO})
+	srv, cli = connect(t, l, n2.ip, &rdmacm.Config{TOS: tos, AckTimeout: cliTO})
+	a, as := query(cli), query(srv)
+	if a.AH.GRH.TrafficClass != tos || a.Timeout != cliTO {
+		t.Errorf("client QP: traffic class %#x, timeout %d; want %#x and %d", a.AH.GRH.TrafficClass, a.Timeout, tos, cliTO)
+	}
+	// The accepted side takes the dialer's type of service.
+	if as.AH.GRH.TrafficClass != tos || as.Timeout != srvTO {
+		t.Errorf("server QP: traffic class %#x, timeout %d; want %#x and %d", as.AH.GRH.TrafficClass, as.Timeout, tos, srvTO)
+	}
+}
+
 func TestReject(t *testing.T) {
 	n := device(t)
 	l := listen(t, n.ip, nil)

@@ -59,6 +59,16 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	fail := func(err error) (*Conn, error) {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
+	if cfg.TOS != 0 {
+		if err := id.SetTOS(cfg.TOS); err != nil {
+			return fail(err)
+		}
+	}
+	if cfg.AckTimeout != 0 {
+		if err := id.SetAckTimeout(cfg.AckTimeout); err != nil {
+			return fail(err)
+		}
+	}
 	if err := id.ResolveRoute(resolveTimeout(ctx, cfg.RouteTimeout)); err != nil {
 		return fail(err)
 	}

@@ -33,6 +33,7 @@
 //	rdma_bind_addr             (*ID).BindAddr
 //	rdma_resolve_addr          (*ID).ResolveAddr
 //	rdma_resolve_route         (*ID).ResolveRoute
+//	rdma_set_option            (*ID).SetTOS, SetAckTimeout; Config.TOS, AckTimeout
 //	rdma_listen                (*ID).Listen
 //	rdma_connect               (*ID).Connect
 //	rdma_accept                (*ID).Accept

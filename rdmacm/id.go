@@ -152,6 +152,33 @@ func (id *ID) BindAddr(addr netip.AddrPort) error {
 	return nil
 }
 
+// SetTOS sets the type of service (the IP traffic class: DSCP and ECN
+// bits) of the ID's connection (rdma_set_option, RDMA_OPTION_ID_TOS). Set
+// it before ResolveRoute: the route carries it into the QP's address.
+func (id *ID) SetTOS(tos uint8) error {
+	return id.setOption(C.RDMA_OPTION_ID_TOS, tos)
+}
+
+// SetAckTimeout sets the local ACK timeout of the ID's QP, 4.096 µs ×
+// 2^t, in place of the one rdma_cm derives from the path's packet
+// lifetime (rdma_set_option, RDMA_OPTION_ID_ACK_TIMEOUT). Set it before
+// the QP reaches RTS: before Connect or Accept.
+func (id *ID) SetAckTimeout(t uint8) error {
+	return id.setOption(C.RDMA_OPTION_ID_ACK_TIMEOUT, t)
+}
+
+func (id *ID) setOption(name C.int, v uint8) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	b := C.uint8_t(v)
+	r, err := C.rdma_set_option(id.c, C.RDMA_OPTION_ID, name, unsafe.Pointer(&b), C.size_t(unsafe.Sizeof(b)))
+	if r != 0 {
+		return cmError("rdma_set_option", err)
+	}
+	return nil
+}
+
 // ResolveAddr starts resolving dst to an RDMA address, and binds the ID to
 // src first unless src is the zero AddrPort (rdma_resolve_addr). Its outcome
 // is the event ADDR_RESOLVED or ADDR_ERROR, after at most timeout.

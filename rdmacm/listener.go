@@ -200,6 +200,12 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		r.id.Reject(nil)
 		return nil, errors.Join(fmt.Errorf("Config.UD is %v on a %s request", cfg.UD, r.id.ps), r.id.Close(), ch.Close())
 	}
+	if cfg.AckTimeout != 0 {
+		if err := r.id.SetAckTimeout(cfg.AckTimeout); err != nil {
+			r.id.Reject(nil)
+			return nil, errors.Join(err, r.id.Close(), ch.Close())
+		}
+	}
 	c, err := newConn(r.id, cfg)
 	if err != nil {
 		return nil, err

@@ -400,7 +400,7 @@ func TestPostPath(t *testing.T) {
 }
 
 // TestQPTimeout: each side's QPs get its own Local.QPTimeout (-u), and
-// perftest's 14 without one.
+// perftest's 14 without one; through rdma_cm (-R) too.
 func TestQPTimeout(t *testing.T) {
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 20,
 		NumQPs: 2, TXDepth: 16, CQModeration: 1}
@@ -408,11 +408,15 @@ func TestQPTimeout(t *testing.T) {
 		name             string
 		client, server   uint8
 		wantCli, wantSrv uint8
+		rdmaCM           bool
 	}{
-		{"default", 0, 0, 14, 14},
-		{"set", 20, 9, 20, 9},
+		{"default", 0, 0, 14, 14, false},
+		{"set", 20, 9, 20, 9, false},
+		{"rdma_cm", 20, 9, 20, 9, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			spec := spec
+			spec.RdmaCM = tc.rdmaCM
 			var mu sync.Mutex
 			got := map[bool][]uint8{}
 			defer bench.SetAfterConnect(func(client bool, qps []*ibverbs.QP) {
@@ -426,10 +430,26 @@ func TestQPTimeout(t *testing.T) {
 					mu.Unlock()
 				}
 			})()
+			cmHost := ""
+			if tc.rdmaCM {
+				// rdma_cm dials the server side's GID, not the control
+				// connection's loopback address.
+				info := rdmatest.Device(t)
+				ctx, err := ibverbs.Open(info.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := ctx.SelectGID(info.Port, ibverbs.GIDRule{})
+				ctx.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmHost = g.Entry.IP().String()
+			}
 			loopback(t, spec, func(l *bench.Local, client bool) {
 				l.QPTimeout = tc.server
 				if client {
-					l.QPTimeout = tc.client
+					l.QPTimeout, l.CMHost = tc.client, cmHost
 				}
 			})
 			mu.Lock()

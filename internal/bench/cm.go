@@ -30,9 +30,16 @@ func cmDevice(name string) (*ibverbs.Context, error) {
 
 func (s *session) cmConfig() *rdmacm.Config {
 	depth := int(s.spec.OutReads) // 0: the device's maximum, as rdma_cm negotiates
-	return &rdmacm.Config{Cap: s.qpCap(), PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq,
+	cfg := &rdmacm.Config{Cap: s.qpCap(), PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq,
 		Timeout: 30 * time.Second, UD: s.spec.ConnType == ibverbs.QPTypeUD,
-		InitiatorDepth: depth, ResponderResources: depth, WRAPI: s.wrapi}
+		InitiatorDepth: depth, ResponderResources: depth, WRAPI: s.wrapi,
+		TOS: s.spec.TrafficClass}
+	if s.spec.ConnType == ibverbs.QPTypeRC {
+		// Only an RC QP waits for acknowledgements. 0 keeps rdma_cm's
+		// timeout, not the 14 of a QP gorperf connects itself.
+		cfg.AckTimeout = s.local.QPTimeout
+	}
+	return cfg
 }
 
 // cmListen starts listening for the client's rdma_cm connections on this

@@ -267,6 +267,7 @@ func TestRoCEv2OnTheWire(t *testing.T) {
 	tv := syscall.Timeval{Usec: 200000}
 	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
 	var roce, udpOther atomic.Int64
+	var byTOS [256]atomic.Int64 // RoCE v2 packets by the IP header's TOS byte
 	var stop atomic.Bool
 	done := make(chan struct{})
 	go func() {
@@ -288,12 +289,16 @@ func TestRoCEv2OnTheWire(t *testing.T) {
 			}
 			if binary.BigEndian.Uint16(buf[ihl+2:]) == 4791 {
 				roce.Add(1)
+				byTOS[buf[1]].Add(1)
 			} else {
 				udpOther.Add(1)
 			}
 		}
 	}()
-	pair(t, "write-bw", "-s", "4096", "-n", "200")
+	// --tclass reaches the IP header, with QPs gorperf connects and with
+	// rdma_cm's (-R).
+	pair(t, "write-bw", "-s", "4096", "-n", "200", "--tclass", "104")
+	pair(t, "write-bw", "-s", "4096", "-n", "200", "--tclass", "72", "-R")
 	stop.Store(true)
 	<-done
 	st, err := getPacketStats(fd)
@@ -307,8 +312,13 @@ func TestRoCEv2OnTheWire(t *testing.T) {
 	if roce.Load() == 0 {
 		t.Fatalf("no RoCE v2 packets on %s", nd)
 	}
-	if roce.Load()+int64(st.Drops) < 200 {
-		t.Errorf("saw %d RoCE v2 packets on %s, want at least one per message (200)", roce.Load(), nd)
+	if roce.Load()+int64(st.Drops) < 400 {
+		t.Errorf("saw %d RoCE v2 packets on %s, want at least one per message (400)", roce.Load(), nd)
+	}
+	for _, tos := range []int{104, 72} {
+		if n := byTOS[tos].Load(); n+int64(st.Drops) < 200 {
+			t.Errorf("%d RoCE v2 packets with TOS %d, want at least one per message (200)", n, tos)
+		}
 	}
 }
 

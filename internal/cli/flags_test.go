@@ -157,7 +157,6 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteLat, []string{"--output", "bandwidth"}, "write_lat reports latency"},
 		{exchange.WriteBW, []string{"-u", "0"}, "never time out"},
 		{exchange.ReadLat, []string{"-u", "32"}, "out of range 1-31"},
-		{exchange.SendBW, []string{"-u", "18", "-R"}, "rdma_cm sets"},
 		{exchange.SendBW, []string{"--output", "latency"}, "send_bw reports bandwidth or message_rate"},
 		{exchange.ReadBW, []string{"--output", "gbits"}, "want bandwidth, message_rate or latency"},
 		{exchange.ReadLat, []string{"--output", "latency", "--json"}, "excludes --json"},

@@ -169,7 +169,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
-	f.IntVarP(&o.QPTimeout, "qp-timeout", "u", -1, "local ACK timeout of this side's QPs, 4.096 µs × 2^N, 1 to 31 (default: 14, about 67 ms; not with -R)")
+	f.IntVarP(&o.QPTimeout, "qp-timeout", "u", -1, "local ACK timeout of this side's QPs, 4.096 µs × 2^N, 1 to 31 (default: 14, about 67 ms; with -R, rdma_cm's)")
 	f.StringVar(&o.Output, "output", "", "print only this figure, one line a size, as perftest's --output: bandwidth or message_rate (bandwidth tests), latency (the average, latency tests)")
 	f.BoolVar(&o.Validate, "validate", false, "check that the bytes (or atomic values) that arrive are the ones sent")
 	f.BoolVar(&o.OldPostSend, "use_old_post_send", false, "post with ibv_post_send, not the ibv_wr_* API the device may have")
@@ -259,8 +259,6 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 			return s, usageErrorf("-u 0 (never time out) is not offered: a lost acknowledgement would stall the test for ever; the most is 31 (about 2.4 hours)")
 		case o.QPTimeout < 0 || o.QPTimeout > 31:
 			return s, usageErrorf("-u: %d out of range 1-31", o.QPTimeout)
-		case o.RdmaCM:
-			return s, usageErrorf("-u: with -R, rdma_cm sets the QPs' timeout")
 		}
 	}
 	if o.Output != "" {
