@@ -22,11 +22,9 @@ type Buffer struct {
 // BufferOptions tune NewBuffer.
 type BufferOptions struct {
 	// HugePages backs the buffer with huge pages (MAP_HUGETLB). The size is
-	// rounded up to 2 MiB, and the call fails if the system has none free.
+	// rounded up to a multiple of HugePageSize, and the call fails if the system has none free.
 	HugePages bool
 }
-
-const hugePageSize = 2 << 20
 
 // NewBuffer maps size bytes of zeroed, page-aligned anonymous memory.
 func NewBuffer(size int, opt BufferOptions) (*Buffer, error) {
@@ -37,7 +35,7 @@ func NewBuffer(size int, opt BufferOptions) (*Buffer, error) {
 	n := size
 	if opt.HugePages {
 		flags |= syscall.MAP_HUGETLB
-		n = (size + hugePageSize - 1) &^ (hugePageSize - 1)
+		n = (size + HugePageSize - 1) &^ (HugePageSize - 1)
 	} else {
 		pg := os.Getpagesize()
 		n = (size + pg - 1) &^ (pg - 1)

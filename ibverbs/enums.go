@@ -6,6 +6,10 @@ import "fmt"
 // plain Go so that pure-Go packages (the exchange protocol, reports) can use
 // them on any platform; constants_test.go checks every value against verbs.h.
 
+// HugePageSize is the page size of a Buffer made with
+// BufferOptions.HugePages: 2 MiB, x86-64's and arm64's default huge page.
+const HugePageSize = 2 << 20
+
 // MTU is a path MTU as ibverbs encodes it (enum ibv_mtu).
 type MTU uint8
 

@@ -41,8 +41,9 @@ type Local struct {
 	// CMHost, for a client, is the address to dial rdma_cm at, when not the
 	// control connection's host (in loopback, the server side's GID).
 	CMHost string
-	// QPTimeout is this side's QPs' local ACK timeout, 4.096 µs × 2^n
-	// (perftest's -u); 0 for 14, about 67 ms. rdma_cm (-R) sets its own.
+	// QPTimeout is this side's RC QPs' local ACK timeout, 4.096 µs × 2^n
+	// (perftest's -u); 0 for 14, about 67 ms, or with -R for the one
+	// rdma_cm derives from the path.
 	QPTimeout uint8
 }
 

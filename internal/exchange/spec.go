@@ -305,8 +305,8 @@ func (s TestSpec) memDepth() uint32 {
 // Memory returns the bytes each side registers for the test, counted
 // conservatively as MaxSize × depth × NumQPs, doubled when Bidirectional,
 // where depth is TXDepth, or max(TXDepth, RXDepth) for send tests (the only
-// ones that post receives), and rounded up to whole 2 MiB pages with
-// HugePages. It saturates at math.MaxUint64.
+// ones that post receives), and rounded up to whole huge pages
+// (ibverbs.HugePageSize) with HugePages. It saturates at math.MaxUint64.
 func (s TestSpec) Memory() uint64 {
 	n := uint64(s.MaxSize())
 	for _, f := range []uint64{uint64(s.memDepth()), uint64(s.NumQPs)} {
@@ -322,8 +322,7 @@ func (s TestSpec) Memory() uint64 {
 		}
 		n *= 2
 	}
-	const huge = 2 << 20
-	if s.HugePages && n%huge != 0 {
+	if huge := uint64(ibverbs.HugePageSize); s.HugePages && n%huge != 0 {
 		if n > math.MaxUint64-huge {
 			return math.MaxUint64
 		}
