@@ -22,7 +22,8 @@ type Buffer struct {
 // BufferOptions tune NewBuffer.
 type BufferOptions struct {
 	// HugePages backs the buffer with huge pages (MAP_HUGETLB). The size is
-	// rounded up to a multiple of HugePageSize, and the call fails if the system has none free.
+	// rounded up to a multiple of HugePageSize, and the call fails if the
+	// system has none free.
 	HugePages bool
 }
 

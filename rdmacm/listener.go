@@ -196,14 +196,16 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	ctx, cancel := cfg.handshake(ctx)
 	defer cancel()
 	ch := r.id.ch
-	if cfg.UD != (r.id.ps == PortSpaceUDP) {
+	refuse := func(err error) (*Conn, error) {
 		r.id.Reject(nil)
-		return nil, errors.Join(fmt.Errorf("Config.UD is %v on a %s request", cfg.UD, r.id.ps), r.id.Close(), ch.Close())
+		return nil, errors.Join(err, r.id.Close(), ch.Close())
+	}
+	if cfg.UD != (r.id.ps == PortSpaceUDP) {
+		return refuse(fmt.Errorf("Config.UD is %v on a %s request", cfg.UD, r.id.ps))
 	}
 	if cfg.AckTimeout != 0 {
 		if err := r.id.SetAckTimeout(cfg.AckTimeout); err != nil {
-			r.id.Reject(nil)
-			return nil, errors.Join(err, r.id.Close(), ch.Close())
+			return refuse(err)
 		}
 	}
 	c, err := newConn(r.id, cfg)
