@@ -184,6 +184,11 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		fmt.Fprint(f.IO.ErrOut, "\r\033[K") // clear the progress line
 	}
 	if res != nil {
+		if err == nil && !res.Interrupted && res.Mismatches == 0 {
+			// Checked before the output is written, so that --json's
+			// document carries the miss as its error.
+			err = o.limits.Check(reportSizes(res))
+		}
 		if o.value != report.NoValue {
 			if !o.Infinite { // the intervals were the figures
 				writeValues(f.IO.Out, res, o.value, o.Gbits)
@@ -230,6 +235,8 @@ func errorCode(err error) string {
 		return "unsupported"
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
+	case errors.As(err, new(*report.LimitError)):
+		return "limit"
 	}
 	var pe *exchange.PeerError
 	if errors.As(err, &pe) {
@@ -283,17 +290,24 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		Port: h.Port, GIDIndex: h.GIDIndex, GIDReason: h.GIDReason, Connection: h.Connection,
 		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Events: res.Spec.Events,
 		Interrupted: res.Interrupted}
-	for _, s := range res.Sizes {
-		if s.IsLatency {
-			r.Results = append(r.Results, report.SizeFromLatency(s.Size, uint64(s.Lat.N), s.Lat))
-		} else {
-			r.Results = append(r.Results, report.SizeFromBandwidth(s.BW))
-		}
-	}
+	r.Results = reportSizes(res)
 	if err != nil {
 		r.Error = &report.Error{Code: errorCode(err), Message: err.Error()}
 	}
 	return r
+}
+
+// reportSizes returns the report's form of res's sizes.
+func reportSizes(res *bench.Result) []report.SizeResult {
+	var rs []report.SizeResult
+	for _, s := range res.Sizes {
+		if s.IsLatency {
+			rs = append(rs, report.SizeFromLatency(s.Size, uint64(s.Lat.N), s.Lat))
+		} else {
+			rs = append(rs, report.SizeFromBandwidth(s.BW))
+		}
+	}
+	return rs
 }
 
 func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.TestSpec, l bench.Local, onHeader func(report.Header)) error {

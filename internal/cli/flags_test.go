@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
 )
 
 // parseTest runs a test command's flag handling and returns the spec it
@@ -119,6 +120,15 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if err != nil || !s.RunInfinitely || s.Duration != 5 {
 		t.Errorf("--run_infinitely: %+v, %v", s, err)
 	}
+	// Limits stay on this side; -w is in the report's unit.
+	_, o, err = parseTest(t, exchange.ReadBW, "-w", "9.5", "--limit-msgrate", "0.25", "--report_gbits", "h")
+	if err != nil || o.limits != (report.Limits{BW: 9.5, Gbits: true, MsgRate: 0.25}) {
+		t.Errorf("-w 9.5 --limit-msgrate 0.25 --report_gbits: %+v, %v", o.limits, err)
+	}
+	_, o, err = parseTest(t, exchange.SendLat, "--limit_lat", "3.5", "--limit-p99", "12", "h")
+	if err != nil || o.limits != (report.Limits{Typical: 3.5, P99: 12}) {
+		t.Errorf("--limit_lat 3.5 --limit-p99 12: %+v, %v", o.limits, err)
+	}
 	s, _, err = parseTest(t, exchange.AtomicBW, "-A", "CMP_AND_SWAP", "h")
 	if err != nil || s.Atomic != exchange.CmpSwap {
 		t.Errorf("-A CMP_AND_SWAP: %v, %v", s.Atomic, err)
@@ -161,6 +171,12 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.ReadBW, []string{"--output", "gbits"}, "want bandwidth, message_rate or latency"},
 		{exchange.ReadLat, []string{"--output", "latency", "--json"}, "excludes --json"},
 		{exchange.WriteBW, []string{"--no-such-flag"}, "unknown flag"},
+		{exchange.WriteBW, []string{"-w", "-1"}, "must be 0 (none) or more, got -1"},
+		{exchange.SendBW, []string{"-y", "NaN"}, "got NaN"},
+		{exchange.ReadLat, []string{"--limit_p99", "-0.5"}, "got -0.5"},
+		{exchange.WriteBW, []string{"-w", "100", "--run_infinitely"}, "--run_infinitely has none"},
+		{exchange.WriteLat, []string{"-w", "100"}, "unknown shorthand flag: 'w'"},
+		{exchange.WriteBW, []string{"--limit_lat", "3"}, "unknown flag: --limit_lat"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

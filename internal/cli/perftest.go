@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -58,6 +59,7 @@ type testOptions struct {
 	Output      string       // --output, as given
 	QPTimeout   int          // -u; -1: not given
 	value       report.Value // --output, parsed
+	limits      report.Limits
 	Atomic      string
 	Validate    bool
 	OldPostSend bool
@@ -181,6 +183,13 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	if o.Test.IsAtomic() {
 		f.StringVarP(&o.Atomic, "atomic_type", "A", "FETCH_AND_ADD", "FETCH_AND_ADD or CMP_AND_SWAP")
 	}
+	if o.Test.IsLatency() {
+		f.Float64Var(&o.limits.Typical, "limit_lat", 0, "fail (exit status 3) if any size's t_typical is above this many µs")
+		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99th percentile is above this many µs")
+	} else {
+		f.Float64VarP(&o.limits.BW, "limit_bw", "w", 0, "fail (exit status 3) if any size's average bandwidth is below this, in MB/sec (Gbit/sec with --report_gbits)")
+		f.Float64VarP(&o.limits.MsgRate, "limit_msgrate", "y", 0, "fail (exit status 3) if any size's message rate is below this many Mpps")
+	}
 	// Accept perftest's long spellings too.
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		switch name {
@@ -200,6 +209,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "disable_pcie_relaxed"
 		case "use-hugepages":
 			name = "use_hugepages"
+		case "limit-bw", "limit-msgrate", "limit-lat", "limit-p99":
+			name = strings.ReplaceAll(name, "-", "_")
 		}
 		return pflag.NormalizedName(name)
 	})
@@ -277,6 +288,15 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 			return s, usageErrorf("--output %s: %s reports %s", o.Output, o.Test, want)
 		}
 		o.value = v
+	}
+	o.limits.Gbits = o.Gbits
+	for _, v := range []float64{o.limits.BW, o.limits.MsgRate, o.limits.Typical, o.limits.P99} {
+		if !(v >= 0 && v <= math.MaxFloat64) {
+			return s, usageErrorf("a limit (-w, -y, --limit_lat, --limit_p99) must be 0 (none) or more, got %g", v)
+		}
+	}
+	if o.limits.Set() && o.Infinite {
+		return s, usageErrorf("limits (-w, -y, --limit_lat, --limit_p99) need an end result; --run_infinitely has none")
 	}
 	if o.RdmaCM && conn == ibverbs.QPTypeUC {
 		return s, fmt.Errorf("-R makes RC or UD connections; UC through rdma_cm is not supported: %w", errors.ErrUnsupported)

@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gorperf/gorperf/internal/report"
 )
 
 // Version is gorperf's version, set at link time with
@@ -27,6 +29,7 @@ const (
 	exitOK    = 0
 	exitError = 1 // the command ran and failed
 	exitUsage = 2 // bad flags or arguments
+	exitLimit = 3 // a test ran and missed a limit (-w, -y, --limit_lat, --limit_p99)
 )
 
 // IOStreams are the streams a command reads and writes.
@@ -144,6 +147,8 @@ func exitCode(err error) int {
 		return se.code
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.As(err, new(*report.LimitError)):
+		return exitLimit
 	}
 	return exitError
 }

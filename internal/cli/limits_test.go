@@ -1,0 +1,117 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+// A missed limit still prints the whole report, then fails with exit
+// status 3; with --json the document has the results and the miss as its
+// error.
+func TestFinishLimits(t *testing.T) {
+	f, out, _ := newTestFactory(nil, nil)
+	o := testOptions{Test: exchange.WriteBW, limits: report.Limits{BW: 1e6}}
+	err := o.finish(f, "client", fakeBW(), nil)
+	if exitCode(err) != exitLimit || !strings.Contains(err.Error(), "2 limits missed: 4096 bytes: bandwidth") {
+		t.Errorf("finish = %v (exit %d), want two misses, exit %d", err, exitCode(err), exitLimit)
+	}
+	if !strings.Contains(out.String(), "#bytes") || !strings.Contains(out.String(), "65536") {
+		t.Errorf("the table was not printed:\n%s", out)
+	}
+
+	f, out, _ = newTestFactory(nil, nil)
+	o = testOptions{Test: exchange.WriteBW, JSON: true, limits: report.Limits{MsgRate: 0.01}}
+	err = o.finish(f, "client", fakeBW(), nil)
+	var r report.Result
+	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || len(r.Results) != 2 || r.Error == nil || r.Error.Code != "limit" ||
+		!strings.Contains(r.Error.Message, "65536 bytes: message rate") || exitCode(err) != exitLimit {
+		t.Errorf("JSON %+v (%v), error %v\n%s", r, jerr, err, out)
+	}
+
+	// Limits that pass, and a run that was interrupted, which shows what
+	// it measured and says so rather than judging it.
+	f, _, _ = newTestFactory(nil, nil)
+	o = testOptions{Test: exchange.SendLat, limits: report.Limits{Typical: 1e6, P99: 1e6}}
+	if err := o.finish(f, "client", fakeLat(), nil); err != nil {
+		t.Errorf("passing limits: %v", err)
+	}
+	res := fakeBW()
+	res.Interrupted = true
+	f, _, _ = newTestFactory(nil, nil)
+	o = testOptions{Test: exchange.WriteBW, limits: report.Limits{BW: 1e6}}
+	if err := o.finish(f, "client", res, nil); exitCode(err) != 130 {
+		t.Errorf("interrupted: %v, want exit 130", err)
+	}
+}
+
+// TestLimitsOnDevice runs tests with limits on rxe: a mark the run cannot
+// miss passes, one it cannot meet fails with exit status 3 after the
+// results, and each side judges its own result by its own flags.
+func TestLimitsOnDevice(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		test     string
+		cli, srv []string
+		cliExit  int
+		srvExit  int
+		miss     string // in the failing side's message
+	}{
+		{"write-bw", []string{"-w", "0.001", "-y", "0.00001"}, nil, 0, 0, ""},
+		{"write-bw", []string{"-w", "1e9"}, nil, exitLimit, 0, "4096 bytes: bandwidth"},
+		{"send-bw", []string{"--report_gbits", "-w", "1e6"}, nil, exitLimit, 0, "Gbit/sec, below 1e+06"},
+		// The server's own limit: it measured the same run and missed it.
+		{"write-bw", nil, []string{"-y", "1e6"}, 0, exitLimit, "message rate"},
+		{"read-lat", []string{"--limit_lat", "1e6", "--limit_p99", "1e6"}, nil, 0, 0, ""},
+		{"read-lat", []string{"--limit_lat", "0.001"}, nil, exitLimit, 0, "4096 bytes: t_typical"},
+		{"send-lat", []string{"--limit_p99", "0.001"}, nil, exitLimit, 0, "99% percentile"},
+	} {
+		port := fmt.Sprint(19000 + nextPort.Add(1))
+		srv, srvOut := start(t, ctx, append([]string{tc.test, "-d", srvDev, "-p", port}, tc.srv...)...)
+		waitListening(t, port)
+		args := append([]string{tc.test, "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", "--json"}, tc.cli...)
+		cmd := gorperf(ctx, append(args, addr)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		code := procExit(err)
+		srvCode := procExit(srv.Wait())
+		if code != tc.cliExit || srvCode != tc.srvExit {
+			t.Errorf("%v / server %v: exits %d and %d, want %d and %d\n%s%s\nserver:\n%s",
+				args, tc.srv, code, srvCode, tc.cliExit, tc.srvExit, out, stderr.String(), srvOut)
+			continue
+		}
+		var r report.Result
+		if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 1 || r.Results[0].Iterations != 200 {
+			t.Errorf("%v: the result was not reported: %v\n%s", args, err, out)
+			continue
+		}
+		switch {
+		case tc.cliExit == exitLimit:
+			if r.Error == nil || r.Error.Code != "limit" || !strings.Contains(r.Error.Message, tc.miss) ||
+				!strings.Contains(stderr.String(), "gorperf: "+r.Error.Message) {
+				t.Errorf("%v: error %+v, stderr %q, want a limit miss with %q", args, r.Error, stderr.String(), tc.miss)
+			}
+		case tc.srvExit == exitLimit:
+			srvErr := srv.Stderr.(*bytes.Buffer).String()
+			if r.Error != nil || !strings.Contains(srvOut.String(), "#bytes") || !strings.Contains(srvErr, "gorperf: limit missed: 4096 bytes: "+tc.miss) {
+				t.Errorf("%v: client error %+v; server:\n%s%s", args, r.Error, srvOut, srvErr)
+			}
+		default:
+			if r.Error != nil {
+				t.Errorf("%v: error %+v", args, r.Error)
+			}
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Limits are the pass marks of a run, as perftest's verifier limits
+// (-w, -y) and two of gorperf's own for latency. A zero field sets no
+// limit. Unlike perftest's, every size must pass, not one of them.
+type Limits struct {
+	// BW is the least average bandwidth, in MB/sec, or in Gbit/sec when
+	// Gbits is set (the unit the report shows).
+	BW    float64
+	Gbits bool
+	// MsgRate is the least average message rate, in Mpps.
+	MsgRate float64
+	// Typical and P99 are the most t_typical and 99th percentile, in µs.
+	Typical float64
+	P99     float64
+}
+
+// Set reports whether l sets any limit.
+func (l Limits) Set() bool { return l != Limits{Gbits: l.Gbits} }
+
+// LimitError is a run that measured what it should and missed a limit.
+type LimitError struct {
+	// Misses says, one line each, which size missed which limit.
+	Misses []string
+}
+
+func (e *LimitError) Error() string {
+	if len(e.Misses) == 1 {
+		return "limit missed: " + e.Misses[0]
+	}
+	return fmt.Sprintf("%d limits missed: %s", len(e.Misses), strings.Join(e.Misses, "; "))
+}
+
+// Check returns a *LimitError naming each size of results that misses
+// one of l's limits, or nil if they all pass. A limit the test does not
+// report (a latency limit in a bandwidth test, say) fails every size,
+// and so does an empty results: a run that measured nothing has not
+// shown that it meets the mark.
+func (l Limits) Check(results []SizeResult) error {
+	if !l.Set() {
+		return nil
+	}
+	var misses []string
+	if len(results) == 0 {
+		misses = append(misses, "nothing was measured")
+	}
+	unit := "MB/sec"
+	if l.Gbits {
+		unit = "Gbit/sec"
+	}
+	for _, r := range results {
+		bw := r.BWAvgMBps
+		if l.Gbits {
+			bw = r.BWAvgGbps
+		}
+		if l.BW > 0 && !(bw >= l.BW) {
+			misses = append(misses, fmt.Sprintf("%d bytes: bandwidth %.2f %s, below %g", r.Bytes, bw, unit, l.BW))
+		}
+		if l.MsgRate > 0 && !(r.MsgRateMpps >= l.MsgRate) {
+			misses = append(misses, fmt.Sprintf("%d bytes: message rate %.6f Mpps, below %g", r.Bytes, r.MsgRateMpps, l.MsgRate))
+		}
+		if l.Typical > 0 && !(r.TTypicalUs > 0 && r.TTypicalUs <= l.Typical) {
+			misses = append(misses, fmt.Sprintf("%d bytes: t_typical %.2f µs, above %g", r.Bytes, r.TTypicalUs, l.Typical))
+		}
+		if l.P99 > 0 && !(r.P99Us > 0 && r.P99Us <= l.P99) {
+			misses = append(misses, fmt.Sprintf("%d bytes: 99%% percentile %.2f µs, above %g", r.Bytes, r.P99Us, l.P99))
+		}
+	}
+	if len(misses) == 0 {
+		return nil
+	}
+	return &LimitError{Misses: misses}
+}
