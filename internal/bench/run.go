@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/counters"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 	"github.com/gorperf/gorperf/internal/stats"
@@ -43,6 +44,9 @@ type SizeResult struct {
 	Lat       stats.Latency
 	Samples   []float64
 	IsLatency bool
+	// Counters is how this side's port counters (Local.Counters) moved
+	// from just before the size's run to just after both sides were done.
+	Counters []counters.Change
 }
 
 // Title returns perftest's name for a test, e.g. "RDMA_Write BW Test".
@@ -294,11 +298,26 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if spec.ValidateData {
 			s.fillPatterns(size)
 		}
+		// The port's counters, from before the barrier that starts the
+		// size (the peer cannot have started) to the end of the result
+		// swap (both sides done).
+		var before counters.Snapshot
+		if s.counters != nil {
+			before, _ = s.counters.Read()
+		}
 		cctx, cancel := ctl()
 		err := c.Barrier(cctx, uint32(n+1))
 		cancel()
 		if err != nil {
 			return res, err
+		}
+		add := func(r SizeResult) {
+			if before != nil {
+				if after, err := s.counters.Read(); err == nil {
+					r.Counters = s.counters.Diff(before, after)
+				}
+			}
+			res.Sizes = append(res.Sizes, r)
 		}
 		mine, runErr := s.runSize(ctx, size, iters, dur, client)
 		interrupted := errors.Is(runErr, context.Canceled)
@@ -323,14 +342,14 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if runErr != nil && !interrupted {
 			if mine.Iters > 0 {
 				// Report what this side measured before the failure.
-				res.Sizes = append(res.Sizes, s.sizeResult(size, mine, exchange.Result{}))
+				add(s.sizeResult(size, mine, exchange.Result{}))
 			}
 			return res, runErr
 		}
 		if err != nil {
 			if interrupted {
 				res.Interrupted = true
-				res.Sizes = append(res.Sizes, s.sizeResult(size, mine, exchange.Result{}))
+				add(s.sizeResult(size, mine, exchange.Result{}))
 				return res, nil
 			}
 			return res, fmt.Errorf("exchanging results with the peer: %w", err)
@@ -339,7 +358,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			return res, fmt.Errorf("the peer failed: %s", peer.Error)
 		}
 		res.Mismatches += local.Mismatches + peer.Mismatches
-		res.Sizes = append(res.Sizes, s.sizeResult(size, mine, peer))
+		add(s.sizeResult(size, mine, peer))
 		if interrupted || ctx.Err() != nil {
 			res.Interrupted = true
 			return res, nil

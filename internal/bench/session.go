@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/counters"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 	"github.com/gorperf/gorperf/internal/stats"
@@ -45,6 +46,10 @@ type Local struct {
 	// (perftest's -u); 0 for 14, about 67 ms, or with -R for the one
 	// rdma_cm derives from the path.
 	QPTimeout uint8
+	// Counters names this side's port counters to report for each size
+	// (perftest's -W): see counters.Open for the names, "all" for every
+	// counter that moves.
+	Counters []string
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -78,6 +83,7 @@ type session struct {
 	conns     []*rdmacm.Conn // -R: the connections that own the QPs
 
 	ctl       syscall.RawConn // the control connection, watched for the peer's death
+	counters  *counters.Set   // Local.Counters, or nil
 	lastCheck time.Time
 	fault     atomic.Pointer[error] // the first fatal async event of the device
 }
@@ -303,6 +309,11 @@ func (s *session) openPort(cm bool) (err error) {
 	}
 	if s.portAttr.State != ibverbs.PortActive {
 		return fmt.Errorf("%s port %d is %s, not ACTIVE (is its netdev up? see `gorperf doctor`)", s.ctx.Name(), s.port, s.portAttr.State)
+	}
+	if len(s.local.Counters) > 0 {
+		if s.counters, err = counters.Open("/sys", s.ctx.Name(), s.port, s.local.Counters); err != nil {
+			return err
+		}
 	}
 	return s.chooseGID()
 }

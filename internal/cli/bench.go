@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/counters"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 	"github.com/gorperf/gorperf/internal/stats"
@@ -103,7 +105,8 @@ func (o *testOptions) local() (bench.Local, error) {
 		return bench.Local{}, err
 	}
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
-		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0))}, nil
+		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
+		Counters: o.Counters}, nil
 }
 
 func testRun(ctx context.Context, f *Factory, o *testOptions) error {
@@ -203,6 +206,8 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 			}
 		} else {
 			writeTables(f.IO.Out, res, o.Gbits, o.Histogram)
+			h := res.Header
+			report.WriteCounters(f.IO.Out, h.Device, h.Port, reportSizes(res), slices.Equal(o.Counters, []string{counters.All}))
 		}
 		if err == nil && res.Mismatches > 0 {
 			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
@@ -301,11 +306,14 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 func reportSizes(res *bench.Result) []report.SizeResult {
 	var rs []report.SizeResult
 	for _, s := range res.Sizes {
+		r := report.SizeFromBandwidth(s.BW)
 		if s.IsLatency {
-			rs = append(rs, report.SizeFromLatency(s.Size, uint64(s.Lat.N), s.Lat))
-		} else {
-			rs = append(rs, report.SizeFromBandwidth(s.BW))
+			r = report.SizeFromLatency(s.Size, uint64(s.Lat.N), s.Lat)
 		}
+		for _, c := range s.Counters {
+			r.Counters = append(r.Counters, report.Counter{Name: c.Name, Delta: c.Delta, Reset: c.Reset})
+		}
+		rs = append(rs, r)
 	}
 	return rs
 }

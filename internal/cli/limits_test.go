@@ -115,3 +115,72 @@ func TestLimitsOnDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestCountersOnDevice asks each side for its port counters (-W) on rxe:
+// the client named ones, in its JSON, the server every one that moved, in
+// its text. Both must have counted the test's own packets: at a path MTU
+// of 1024 a 4 KiB send is 4 packets. A name the port does not have fails
+// before the test, with the names it has.
+func TestCountersOnDevice(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const iters, pkts = 200, 200 * 4
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "send-bw", "-d", srvDev, "-p", port, "-W", "all")
+	waitListening(t, port)
+	args := []string{"send-bw", "-d", cliDev, "-p", port, "-s", "4096", "-m", "1024", "-n", fmt.Sprint(iters), "--json",
+		"-W", "hw_counters/sent_pkts,rcvd_pkts,sent_pkts"}
+	cmd := gorperf(ctx, append(args, addr)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s%s", args, err, out, stderr.String())
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut)
+	}
+	var r report.Result
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 1 {
+		t.Fatalf("client JSON: %v\n%s", err, out)
+	}
+	s := r.Results[0]
+	// Named counters, each once, in the order given.
+	if len(s.Counters) != 2 || s.Counters[0].Name != "hw_counters/sent_pkts" || s.Counters[1].Name != "hw_counters/rcvd_pkts" {
+		t.Fatalf("counters %+v", s.Counters)
+	}
+	// The test's packets, and a few retransmissions at most; and
+	// acknowledgements back.
+	if sent := s.Counters[0].Delta; sent < pkts || sent > pkts+pkts/4 {
+		t.Errorf("%d packets sent for %d messages of 4 packets", sent, iters)
+	}
+	if s.Counters[1].Delta == 0 || s.Counters[0].Reset || s.Counters[1].Reset {
+		t.Errorf("%+v", s.Counters)
+	}
+	// The server's text: its table of what moved, with the packets it
+	// received.
+	so := srvOut.String()
+	if !strings.Contains(so, "Port counters of "+srvDev+" port 1, change during each size:") {
+		t.Fatalf("server output lacks its counters:\n%s", so)
+	}
+	var rcvd uint64
+	for line := range strings.Lines(so) {
+		var size, n uint64
+		if k, _ := fmt.Sscanf(line, " %d hw_counters/rcvd_pkts %d", &size, &n); k == 2 && size == 4096 {
+			rcvd = n
+		}
+	}
+	if rcvd < pkts {
+		t.Errorf("server: %d packets received, want at least %d:\n%s", rcvd, pkts, so)
+	}
+
+	// A name the port lacks: the client fails at once, and says what
+	// there is.
+	cmd = gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-W", "hw_counters/no_such", addr)
+	msg, err := cmd.CombinedOutput()
+	if procExit(err) != 1 || !strings.Contains(string(msg), `counter "hw_counters/no_such" of `+cliDev+" port 1: no such counter; the port has ") ||
+		!strings.Contains(string(msg), "hw_counters/sent_pkts") {
+		t.Errorf("-W hw_counters/no_such: %v\n%s", err, msg)
+	}
+}

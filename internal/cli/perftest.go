@@ -69,6 +69,7 @@ type testOptions struct {
 	HugePages   bool
 	MaxMemory   uint64
 	Idle        int
+	Counters    []string // -W
 }
 
 // cqModSizeLimit is the largest message size that perftest moderates
@@ -180,6 +181,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.HugePages, "use_hugepages", false, "put both sides' buffers on 2 MiB huge pages (see /proc/sys/vm/nr_hugepages)")
 	f.BoolVarP(&o.Events, "events", "e", false, "sleep on completion events while waiting for a completion, instead of polling (not write-lat)")
 	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
+	addCountersFlag(f, &o.Counters)
 	if o.Test.IsAtomic() {
 		f.StringVarP(&o.Atomic, "atomic_type", "A", "FETCH_AND_ADD", "FETCH_AND_ADD or CMP_AND_SWAP")
 	}
@@ -211,9 +213,16 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "use_hugepages"
 		case "limit-bw", "limit-msgrate", "limit-lat", "limit-p99":
 			name = strings.ReplaceAll(name, "-", "_")
+		case "report_counters":
+			name = "report-counters"
 		}
 		return pflag.NormalizedName(name)
 	})
+}
+
+// addCountersFlag adds -W, which both the tests and serve have.
+func addCountersFlag(f *pflag.FlagSet, names *[]string) {
+	f.StringSliceVarP(names, "report-counters", "W", nil, "report how these port counters of this side moved during each size: hw_counters/NAME, counters/NAME or NAME, comma-separated, or all for every one that moved")
 }
 
 // spec turns the flags into the test the client asks for, rejecting

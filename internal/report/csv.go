@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/csv"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -18,10 +19,13 @@ var csvHeader = []string{
 // size. The columns are the same for every test; a field that the JSON
 // document leaves out (a zero bandwidth field in a latency test, say) is
 // an empty cell. The first column repeats r.Test, so that the output of
-// several runs can be concatenated (without their header rows).
+// several runs can be concatenated (without their header rows). Port
+// counters (-W) add a column each after these, named as the counter
+// ("hw_counters/sent_pkts"), so runs with the same -W concatenate too.
 func WriteCSV(w io.Writer, r Result) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(csvHeader); err != nil {
+	counters := counterColumns(r.Results)
+	if err := cw.Write(append(slices.Clip(csvHeader), counters...)); err != nil {
 		return err
 	}
 	for _, s := range r.Results {
@@ -37,6 +41,7 @@ func WriteCSV(w io.Writer, r Result) error {
 		} {
 			row = append(row, csvFloat(v))
 		}
+		row = append(row, counterCells(s, counters)...)
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -80,6 +80,10 @@ type SizeResult struct {
 	P99Us      float64 `json:"p99_us,omitempty"`
 	P999Us     float64 `json:"p99_9_us,omitempty"`
 	P9999Us    float64 `json:"p99_99_us,omitempty"`
+
+	// Counters is how this side's port counters moved during the size's
+	// run, when asked for (-W).
+	Counters []Counter `json:"counters,omitempty"`
 }
 
 // Interval is one periodic bandwidth report of a --run-infinitely run.

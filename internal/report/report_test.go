@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -346,6 +347,7 @@ func TestWriteJSONErrorOnly(t *testing.T) {
 
 func TestWriteJSONRoundTrip(t *testing.T) {
 	in := latResult(t)
+	in.Results[0].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 2000}, {Name: "counters/port_xmit_data", Reset: true}}
 	var buf bytes.Buffer
 	if err := WriteJSON(&buf, in); err != nil {
 		t.Fatal(err)
@@ -355,7 +357,7 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.SchemaVersion, in.Tool = SchemaVersion, Tool
-	if out.Results[0] != in.Results[0] || out.Test != in.Test || out.SchemaVersion != 1 || out.Tool != "gorperf" {
+	if !reflect.DeepEqual(out.Results[0], in.Results[0]) || out.Test != in.Test || out.SchemaVersion != 1 || out.Tool != "gorperf" {
 		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
 	}
 }
@@ -435,5 +437,49 @@ func TestValue(t *testing.T) {
 	// 1000 MB/s (2^20 bytes) is 8.388608 Gbit/s.
 	if want := "1000.000000\n8.388608\n0.250000\n1.500000\n"; out.String() != want {
 		t.Errorf("values:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// withCounters is bwResult with port counters on its sizes, as -W gives
+// them: the second size has one more, and one that was reset.
+func withCounters() Result {
+	r := bwResult()
+	r.Results = r.Results[:2]
+	r.Results[0].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 5000}, {Name: "hw_counters/rcvd_pkts", Delta: 60}}
+	r.Results[1].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 20000}, {Name: "hw_counters/rcvd_pkts", Reset: true},
+		{Name: "hw_counters/completer_retry_err", Delta: 3}}
+	return r
+}
+
+func TestCounters(t *testing.T) {
+	r := withCounters()
+	var buf bytes.Buffer
+	if err := WriteCounters(&buf, "rxe1", 1, r.Results, false); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "counters.golden", buf.Bytes())
+
+	// The CSV has a column a counter, in the order they first appear, with
+	// an empty cell where a size lacks one or it was reset.
+	buf.Reset()
+	if err := WriteCSV(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := strings.Join(csvHeader, ",") + ",hw_counters/sent_pkts,hw_counters/rcvd_pkts,hw_counters/completer_retry_err"; lines[0] != want {
+		t.Errorf("CSV header %q\nwant %q", lines[0], want)
+	}
+	if !strings.HasSuffix(lines[1], ",5000,60,") || !strings.HasSuffix(lines[2], ",20000,,3") {
+		t.Errorf("CSV rows:\n%s", buf.String())
+	}
+
+	// Nothing asked for: nothing written. Every counter asked for (all)
+	// and none moved: said so.
+	buf.Reset()
+	if err := WriteCounters(&buf, "rxe1", 1, bwResult().Results, false); err != nil || buf.Len() != 0 {
+		t.Errorf("no counters: %q, %v", buf.String(), err)
+	}
+	if err := WriteCounters(&buf, "rxe1", 1, bwResult().Results[:1], true); err != nil || !strings.Contains(buf.String(), " 2          (none moved)\n") {
+		t.Errorf("all, none moved: %q, %v", buf.String(), err)
 	}
 }

@@ -1,0 +1,133 @@
+package counters
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fakePort makes a port directory under a temporary sysfs with files as
+// given ("group/name": contents) and returns the sysfs root.
+func fakePort(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for n, v := range files {
+		p := filepath.Join(root, "class/infiniband/rxe0/ports/1", n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func set(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for n, v := range files {
+		if err := os.WriteFile(filepath.Join(root, "class/infiniband/rxe0/ports/1", n), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestNamedCounters(t *testing.T) {
+	root := fakePort(t, map[string]string{
+		"hw_counters/sent_pkts":    "100\n",
+		"hw_counters/rcvd_pkts":    "7\n",
+		"hw_counters/lifespan":     "10\n",
+		"counters/port_xmit_data":  "4000\n",
+		"counters/symbol_error":    "0\n",
+		"counters/port_rcv_errors": "N/A (no PMA)\n",
+		"state":                    "4: ACTIVE\n",
+	})
+	// Both spellings; a bare name is looked up, hw_counters first; a
+	// repeat is reported once.
+	s, err := Open(root, "rxe0", 1, []string{"counters/port_xmit_data", "sent_pkts", "symbol_error", "hw_counters/sent_pkts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(t, root, map[string]string{"hw_counters/sent_pkts": "2100\n", "counters/port_xmit_data": "4500"})
+	after, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Change{
+		{Name: "counters/port_xmit_data", Delta: 500},
+		{Name: "hw_counters/sent_pkts", Delta: 2000},
+		{Name: "counters/symbol_error", Delta: 0}, // named: reported though it did not move
+	}
+	if got := s.Diff(before, after); !reflect.DeepEqual(got, want) {
+		t.Errorf("Diff = %+v\nwant %+v", got, want)
+	}
+	// A counter that went backwards is reported as reset, with no delta.
+	set(t, root, map[string]string{"hw_counters/sent_pkts": "3\n"})
+	again, _ := s.Read()
+	if got := s.Diff(after, again); !got[1].Reset || got[1].Delta != 0 || got[0].Reset {
+		t.Errorf("after a reset: %+v", got)
+	}
+}
+
+func TestAllCounters(t *testing.T) {
+	root := fakePort(t, map[string]string{
+		"hw_counters/sent_pkts":    "100",
+		"hw_counters/rcvd_pkts":    "7",
+		"hw_counters/lifespan":     "10",
+		"counters/port_xmit_data":  "4000",
+		"counters/port_rcv_errors": "N/A (no PMA)",
+	})
+	s, err := Open(root, "rxe0", 1, []string{All})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Read()
+	// lifespan is a setting and the unreadable counter is skipped.
+	if want := []string{"counters/port_xmit_data", "hw_counters/rcvd_pkts", "hw_counters/sent_pkts"}; !reflect.DeepEqual(s.names, want) {
+		t.Errorf("all = %q, want %q", s.names, want)
+	}
+	set(t, root, map[string]string{"hw_counters/sent_pkts": "150", "hw_counters/lifespan": "99"})
+	after, _ := s.Read()
+	// Only what moved, by name.
+	if got, want := s.Diff(before, after), []Change{{Name: "hw_counters/sent_pkts", Delta: 50}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Diff = %+v, want %+v", got, want)
+	}
+	// A counter that stops reading is left out of All's snapshot and its diff.
+	set(t, root, map[string]string{"hw_counters/rcvd_pkts": "gone"})
+	if snap, err := s.Read(); err != nil || len(snap) != 2 {
+		t.Errorf("Read with an unreadable counter: %v, %v", snap, err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	root := fakePort(t, map[string]string{"hw_counters/sent_pkts": "1", "counters/port_xmit_data": "x"})
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"sent_pkt"}, `counter "sent_pkt" of rxe0 port 1: no such counter; the port has hw_counters/sent_pkts`},
+		{[]string{"hw_counters/nope"}, "no such counter"},
+		{[]string{"ports/../../x"}, "not a counter's name"},
+		{[]string{"state/x"}, "want hw_counters/NAME or counters/NAME"},
+		{[]string{"sent_pkts", All}, "all goes alone"},
+		{[]string{""}, "want a counter's name"},
+		{[]string{"port_xmit_data"}, `counter counters/port_xmit_data: strconv.ParseUint: parsing "x"`},
+	} {
+		_, err := Open(root, "rxe0", 1, tc.names)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%q) = %v, want %q", tc.names, err, tc.want)
+		}
+	}
+	if _, err := Open(root, "rxe9", 1, []string{All}); err == nil || !strings.Contains(err.Error(), "counters of rxe9 port 1") {
+		t.Errorf("unknown device: %v", err)
+	}
+	if _, err := Open(root, "rxe0", 2, []string{"sent_pkts"}); err == nil {
+		t.Error("unknown port: no error")
+	}
+}
