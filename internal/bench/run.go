@@ -47,6 +47,9 @@ type SizeResult struct {
 	// Counters is how this side's port counters (Local.Counters) moved
 	// from just before the size's run to just after both sides were done.
 	Counters []counters.Change
+	// CPU is this process's CPU time over the same stretch, with
+	// Local.CPUUtil; its Messages are the size's.
+	CPU *stats.CPU
 }
 
 // Title returns perftest's name for a test, e.g. "RDMA_Write BW Test".
@@ -311,15 +314,34 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if err != nil {
 			return res, err
 		}
+		// The process's CPU time, from the barrier to the moment both
+		// sides are done (the passive side's loop ends at once).
+		var cpuStart, cpuEnd cpuSample
+		if s.local.CPUUtil {
+			cpuStart = sampleCPU()
+		}
+		var mine sideResult
+		var peer exchange.Result
 		add := func(r SizeResult) {
 			if before != nil {
 				if after, err := s.counters.Read(); err == nil {
 					r.Counters = s.counters.Diff(before, after)
 				}
 			}
+			if s.local.CPUUtil {
+				if cpuEnd.wall == 0 {
+					cpuEnd = sampleCPU()
+				}
+				msgs := r.BW.Iterations
+				if r.IsLatency { // either side's count: a passive side keeps no samples
+					msgs = max(mine.Iters, peer.Iterations)
+				}
+				r.CPU = cpuEnd.since(cpuStart, msgs)
+			}
 			res.Sizes = append(res.Sizes, r)
 		}
-		mine, runErr := s.runSize(ctx, size, iters, dur, client)
+		var runErr error
+		mine, runErr = s.runSize(ctx, size, iters, dur, client)
 		interrupted := errors.Is(runErr, context.Canceled)
 		local := exchange.Result{Iterations: mine.Iters, Bytes: mine.Bytes, Elapsed: mine.Elapsed}
 		if runErr != nil && !interrupted {
@@ -334,10 +356,13 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			if err != nil {
 				return res, err
 			}
+			if s.local.CPUUtil {
+				cpuEnd = sampleCPU() // both done; the check is not the test's
+			}
 			local.Mismatches = s.validate(size, client)
 		}
 		cctx, cancel = waitPeer()
-		peer, err := c.SwapResult(cctx, local)
+		peer, err = c.SwapResult(cctx, local)
 		cancel()
 		if runErr != nil && !interrupted {
 			if mine.Iters > 0 {
@@ -432,6 +457,28 @@ func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.
 		return sideResult{}, nil
 	}
 	return sideResult{}, fmt.Errorf("unknown test %v", spec.Test)
+}
+
+// cpuSample is the process's CPU time at one moment (getrusage(2),
+// RUSAGE_SELF: every thread, the runtime's too) and the monotonic clock.
+type cpuSample struct {
+	user, sys time.Duration
+	wall      time.Duration // since the package's start; 0: not taken
+}
+
+var clockStart = time.Now()
+
+func sampleCPU() cpuSample {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return cpuSample{wall: time.Since(clockStart)} // cannot fail for RUSAGE_SELF
+	}
+	return cpuSample{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), wall: time.Since(clockStart)}
+}
+
+// since returns the CPU time from start to c, for msgs messages.
+func (c cpuSample) since(start cpuSample, msgs uint64) *stats.CPU {
+	return &stats.CPU{User: c.user - start.user, System: c.sys - start.sys, Wall: c.wall - start.wall, Messages: msgs}
 }
 
 // sizeResult turns the two sides' measurements into the reported numbers.

@@ -50,6 +50,9 @@ type Local struct {
 	// (perftest's -W): see counters.Open for the names, "all" for every
 	// counter that moves.
 	Counters []string
+	// CPUUtil reports this process's CPU time during each size
+	// (--cpu_util): SizeResult.CPU.
+	CPUUtil bool
 }
 
 // grhLen is the space a UD receive needs for the global route header.

@@ -106,7 +106,7 @@ func (o *testOptions) local() (bench.Local, error) {
 	}
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
 		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
-		Counters: o.Counters}, nil
+		Counters: o.Counters, CPUUtil: o.CPUUtil}, nil
 }
 
 func testRun(ctx context.Context, f *Factory, o *testOptions) error {
@@ -207,7 +207,9 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		} else {
 			writeTables(f.IO.Out, res, o.Gbits, o.Histogram)
 			h := res.Header
-			report.WriteCounters(f.IO.Out, h.Device, h.Port, reportSizes(res), slices.Equal(o.Counters, []string{counters.All}))
+			rs := reportSizes(res)
+			report.WriteCPU(f.IO.Out, rs)
+			report.WriteCounters(f.IO.Out, h.Device, h.Port, rs, slices.Equal(o.Counters, []string{counters.All}))
 		}
 		if err == nil && res.Mismatches > 0 {
 			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
@@ -312,6 +314,9 @@ func reportSizes(res *bench.Result) []report.SizeResult {
 		}
 		for _, c := range s.Counters {
 			r.Counters = append(r.Counters, report.Counter{Name: c.Name, Delta: c.Delta, Reset: c.Reset})
+		}
+		if s.CPU != nil {
+			r.CPU = report.CPUFrom(*s.CPU)
 		}
 		rs = append(rs, r)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +183,88 @@ func TestCountersOnDevice(t *testing.T) {
 	if procExit(err) != 1 || !strings.Contains(string(msg), `counter "hw_counters/no_such" of `+cliDev+" port 1: no such counter; the port has ") ||
 		!strings.Contains(string(msg), "hw_counters/sent_pkts") {
 		t.Errorf("-W hw_counters/no_such: %v\n%s", err, msg)
+	}
+}
+
+// TestCPUUtilOnDevice asks both sides of a write_bw for their CPU time
+// (--cpu_util) on rxe: the client polls, so its process keeps a CPU busy
+// for the run, and its figures add up; the server is passive (the writes
+// land without it) and uses a small share of what the client does.
+func TestCPUUtilOnDevice(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const iters = 2000
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--cpu_util")
+	waitListening(t, port)
+	args := []string{"write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", fmt.Sprint(iters), "--json", "--cpu-util"}
+	cmd := gorperf(ctx, append(args, addr)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s%s", args, err, out, stderr.String())
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut)
+	}
+	var r report.Result
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 1 || r.Results[0].CPU == nil {
+		t.Fatalf("client JSON: %v\n%s", err, out)
+	}
+	s := r.Results[0]
+	c := *s.CPU
+	t.Logf("client: %+v", c)
+	// The run's own stretch: at least the loop's time, and not much more.
+	loop := float64(s.Iterations) / (s.MsgRateMpps * 1e6)
+	if c.WallS < loop*0.99 || c.WallS > loop+1 {
+		t.Errorf("CPU over %.3f s for a loop of %.3f s", c.WallS, loop)
+	}
+	// A polling loop keeps its CPU busy, in the kernel (rxe's post) or not.
+	if c.UtilPct < 50 || c.UtilPct > 100*float64(runtime.NumCPU())+1 {
+		t.Errorf("client CPU_Util %.1f%%", c.UtilPct)
+	}
+	if d := c.UserUsPerMsg*iters/1e6 - c.UserS; d*d > 1e-12 || c.SysUsPerMsg*iters/1e6-c.SysS > 1e-6 {
+		t.Errorf("per message %.3f + %.3f µs for %d messages, totals %.6f + %.6f s", c.UserUsPerMsg, c.SysUsPerMsg, iters, c.UserS, c.SysS)
+	}
+	if pct := 100 * (c.UserS + c.SysS) / c.WallS; pct-c.UtilPct > 0.01 || c.UtilPct-pct > 0.01 {
+		t.Errorf("CPU_Util %.2f%%, totals say %.2f%%", c.UtilPct, pct)
+	}
+	// The server's text table.
+	so := srvOut.String()
+	_, table, ok := strings.Cut(so, " CPU time of this process during each size")
+	if !ok {
+		t.Fatalf("server output lacks its CPU time:\n%s", so)
+	}
+	var size int
+	var user, sys, util float64
+	for line := range strings.Lines(table) {
+		if k, _ := fmt.Sscanf(line, " %d %g %g %g", &size, &user, &sys, &util); k == 4 {
+			break
+		}
+		size = 0
+	}
+	if size != 4096 || util >= c.UtilPct/2 {
+		t.Errorf("server: CPU_Util %.2f%% (client %.2f%%):\n%s", util, c.UtilPct, so)
+	}
+
+	// A latency test's server keeps no samples, yet it answers every
+	// message and polls as busily as the client: its time a message is
+	// its time over the round trips.
+	srv, srvOut = start(t, ctx, "send-lat", "-d", srvDev, "-p", port, "--cpu_util", "--json")
+	waitListening(t, port)
+	if out, err := gorperf(ctx, "send-lat", "-d", cliDev, "-p", port, "-n", "500", addr).CombinedOutput(); err != nil {
+		t.Fatalf("send-lat client: %v\n%s", err, out)
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("send-lat server: %v\n%s", err, srvOut)
+	}
+	r = report.Result{}
+	if err := json.Unmarshal([]byte(srvOut.String()), &r); err != nil || len(r.Results) != 1 || r.Results[0].CPU == nil {
+		t.Fatalf("send-lat server JSON: %v\n%s", err, srvOut)
+	}
+	if c := *r.Results[0].CPU; c.UtilPct < 50 || c.UserUsPerMsg+c.SysUsPerMsg < 1e6*(c.UserS+c.SysS)/500*0.99 {
+		t.Errorf("send-lat server: %+v", c)
 	}
 }

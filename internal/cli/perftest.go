@@ -70,6 +70,7 @@ type testOptions struct {
 	MaxMemory   uint64
 	Idle        int
 	Counters    []string // -W
+	CPUUtil     bool
 }
 
 // cqModSizeLimit is the largest message size that perftest moderates
@@ -181,7 +182,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.HugePages, "use_hugepages", false, "put both sides' buffers on 2 MiB huge pages (see /proc/sys/vm/nr_hugepages)")
 	f.BoolVarP(&o.Events, "events", "e", false, "sleep on completion events while waiting for a completion, instead of polling (not write-lat)")
 	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
-	addCountersFlag(f, &o.Counters)
+	addLocalReportFlags(f, o)
 	if o.Test.IsAtomic() {
 		f.StringVarP(&o.Atomic, "atomic_type", "A", "FETCH_AND_ADD", "FETCH_AND_ADD or CMP_AND_SWAP")
 	}
@@ -215,14 +216,18 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = strings.ReplaceAll(name, "-", "_")
 		case "report_counters":
 			name = "report-counters"
+		case "cpu-util":
+			name = "cpu_util"
 		}
 		return pflag.NormalizedName(name)
 	})
 }
 
-// addCountersFlag adds -W, which both the tests and serve have.
-func addCountersFlag(f *pflag.FlagSet, names *[]string) {
-	f.StringSliceVarP(names, "report-counters", "W", nil, "report how these port counters of this side moved during each size: hw_counters/NAME, counters/NAME or NAME, comma-separated, or all for every one that moved")
+// addLocalReportFlags adds what each side reports of itself, which both
+// the tests and serve have: -W and --cpu_util.
+func addLocalReportFlags(f *pflag.FlagSet, o *testOptions) {
+	f.StringSliceVarP(&o.Counters, "report-counters", "W", nil, "report how these port counters of this side moved during each size: hw_counters/NAME, counters/NAME or NAME, comma-separated, or all for every one that moved")
+	f.BoolVar(&o.CPUUtil, "cpu_util", false, "report this side's CPU time during each size: user and system µs a message, and % of one CPU (with -n too, and this process only, where perftest's needs -D and counts the whole host)")
 }
 
 // spec turns the flags into the test the client asks for, rejecting

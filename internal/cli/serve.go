@@ -44,7 +44,7 @@ The limits bound what a client can make this host allocate and register.`,
 	fl.IntVarP(&o.test.Port, "port", "p", exchange.DefaultPort, "TCP port to listen on")
 	fl.IntVar(&o.test.Idle, "peer-timeout", 10, "seconds without progress before a client is declared gone")
 	fl.BoolVar(&o.test.JSON, "json", false, "print each result as a JSON document")
-	addCountersFlag(fl, &o.test.Counters)
+	addLocalReportFlags(fl, &o.test)
 	fl.Uint64Var(&o.maxMemory, "max-memory", lim.MaxMemory, "most bytes one test may register")
 	fl.Uint16Var(&o.maxQPs, "max-qps", lim.MaxQPs, "most QPs one test may create")
 	fl.Uint32Var(&o.maxSize, "max-size", lim.MaxMsgSize, "largest message size a test may use")

@@ -19,13 +19,19 @@ var csvHeader = []string{
 // size. The columns are the same for every test; a field that the JSON
 // document leaves out (a zero bandwidth field in a latency test, say) is
 // an empty cell. The first column repeats r.Test, so that the output of
-// several runs can be concatenated (without their header rows). Port
-// counters (-W) add a column each after these, named as the counter
-// ("hw_counters/sent_pkts"), so runs with the same -W concatenate too.
+// several runs can be concatenated (without their header rows).
+// --cpu_util adds three columns after these (cpuColumns), and port
+// counters (-W) a column each after those, named as the counter
+// ("hw_counters/sent_pkts"), so runs with the same flags concatenate too.
 func WriteCSV(w io.Writer, r Result) error {
 	cw := csv.NewWriter(w)
+	header := slices.Clip(csvHeader)
+	cpu := hasCPU(r.Results)
+	if cpu {
+		header = append(header, cpuColumns...)
+	}
 	counters := counterColumns(r.Results)
-	if err := cw.Write(append(slices.Clip(csvHeader), counters...)); err != nil {
+	if err := cw.Write(append(header, counters...)); err != nil {
 		return err
 	}
 	for _, s := range r.Results {
@@ -40,6 +46,9 @@ func WriteCSV(w io.Writer, r Result) error {
 			s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us,
 		} {
 			row = append(row, csvFloat(v))
+		}
+		if cpu {
+			row = append(row, cpuCells(s)...)
 		}
 		row = append(row, counterCells(s, counters)...)
 		if err := cw.Write(row); err != nil {

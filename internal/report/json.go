@@ -84,6 +84,9 @@ type SizeResult struct {
 	// Counters is how this side's port counters moved during the size's
 	// run, when asked for (-W).
 	Counters []Counter `json:"counters,omitempty"`
+	// CPU is this side's processor time during the size's run, when asked
+	// for (--cpu_util).
+	CPU *CPU `json:"cpu,omitempty"`
 }
 
 // Interval is one periodic bandwidth report of a --run-infinitely run.

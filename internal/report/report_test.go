@@ -483,3 +483,37 @@ func TestCounters(t *testing.T) {
 		t.Errorf("all, none moved: %q, %v", buf.String(), err)
 	}
 }
+
+func TestCPU(t *testing.T) {
+	r := bwResult()
+	r.Results = r.Results[:2]
+	r.Results[0].CPU = CPUFrom(stats.CPU{User: 2 * time.Millisecond, System: 18 * time.Millisecond, Wall: 25 * time.Millisecond, Messages: 5000})
+	var buf bytes.Buffer
+	if err := WriteCPU(&buf, r.Results); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "cpu.golden", buf.Bytes())
+
+	// JSON: per message, the share of a CPU, and the totals behind them.
+	if c := *r.Results[0].CPU; c.UserUsPerMsg != 0.4 || c.SysUsPerMsg != 3.6 || c.UtilPct != 80 || c.WallS != 0.025 {
+		t.Errorf("CPU %+v", c)
+	}
+	// CSV: three columns before the counters', empty for a size without.
+	r.Results[1].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 7}}
+	buf.Reset()
+	if err := WriteCSV(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if want := strings.Join(csvHeader, ",") + ",cpu_user_us_per_msg,cpu_sys_us_per_msg,cpu_util_pct,hw_counters/sent_pkts"; lines[0] != want {
+		t.Errorf("CSV header %q\nwant %q", lines[0], want)
+	}
+	if !strings.HasSuffix(lines[1], ",0.4,3.6,80,") || !strings.HasSuffix(lines[2], ",,,,7") {
+		t.Errorf("CSV rows:\n%s", buf.String())
+	}
+	// Nothing measured: nothing written, no columns.
+	buf.Reset()
+	if err := WriteCPU(&buf, bwResult().Results); err != nil || buf.Len() != 0 {
+		t.Errorf("no CPU: %q, %v", buf.String(), err)
+	}
+}
