@@ -73,6 +73,9 @@ func newSide(t testing.TB, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq
 	if s.qp.WRAPI() != o.wrapi {
 		t.Fatalf("QP.WRAPI() = %v, want %v", s.qp.WRAPI(), o.wrapi)
 	}
+	if s.qp.SRQ() != srq {
+		t.Fatalf("QP.SRQ() = %p, want %p", s.qp.SRQ(), srq)
+	}
 	t.Cleanup(func() { closeOK(t, s.qp) })
 	if s.ep, err = s.qp.Endpoint(port, gid); err != nil {
 		t.Fatal(err)

@@ -267,6 +267,10 @@ func (qp *QP) SetPSN(psn uint32) { qp.psn = psn & 0xffffff }
 // PD returns the QP's protection domain.
 func (qp *QP) PD() *PD { return qp.pd }
 
+// SRQ returns the shared receive queue the QP takes its receives from
+// (QPInit.SRQ), or nil.
+func (qp *QP) SRQ() *SRQ { return qp.srq }
+
 // Raw returns the struct ibv_qp pointer, valid until Close.
 func (qp *QP) Raw() unsafe.Pointer { return unsafe.Pointer(qp.c) }
 

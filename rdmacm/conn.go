@@ -46,6 +46,11 @@ type Config struct {
 	PD     *ibverbs.PD
 	SendCQ *ibverbs.CQ
 	RecvCQ *ibverbs.CQ
+	// SRQ, when set, gives the QP its receives (ibverbs.QPInit.SRQ): post
+	// them to the SRQ, not to Conn.QP(); their completions still come on
+	// RecvCQ, with the QP's number in WC.QPN. It is on the connection's
+	// device, so PD must be set too, and Conn.Close leaves it open.
+	SRQ *ibverbs.SRQ
 
 	// TOS, for Dial, is the connection's IP type of service (DSCP and ECN
 	// bits; rdma_set_option RDMA_OPTION_ID_TOS); an accepted connection
@@ -217,6 +222,9 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		}
 	}()
 	verbs := unsafe.Pointer(id.c.verbs)
+	if cfg.SRQ != nil && cfg.PD == nil {
+		return c, fmt.Errorf("Config.SRQ needs Config.PD, on the same device: %w", syscall.EINVAL)
+	}
 	if cfg.PD != nil {
 		c.pd, c.ctx = cfg.PD, cfg.PD.Context()
 		if c.ctx.Raw() != verbs {
@@ -269,7 +277,10 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		}
 		c.ownRCQ = true
 	}
-	c.qp, err = id.CreateQP(c.pd, ibverbs.QPInit{SendCQ: c.scq, RecvCQ: c.rcq, Cap: qc, SigAll: cfg.SigAll, WRAPI: cfg.WRAPI})
+	if cfg.SRQ != nil {
+		qc.MaxRecvWR, qc.MaxRecvSGE = 0, 0
+	}
+	c.qp, err = id.CreateQP(c.pd, ibverbs.QPInit{SendCQ: c.scq, RecvCQ: c.rcq, SRQ: cfg.SRQ, Cap: qc, SigAll: cfg.SigAll, WRAPI: cfg.WRAPI})
 	return c, err
 }
 

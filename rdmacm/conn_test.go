@@ -596,3 +596,70 @@ func TestLowLevel(t *testing.T) {
 		t.Error("closing a channel with an ID on it succeeded")
 	}
 }
+
+// TestSRQ: Config.SRQ gives two accepted connections one shared receive
+// queue. Each client's message arrives through it, with its own server
+// QP's number in the completion; the QPs themselves refuse receives, and
+// an SRQ without a PD is refused.
+func TestSRQ(t *testing.T) {
+	n := device(t)
+	dctx, err := rdmacm.Device(n.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, dctx) })
+	pd, err := dctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	srq, err := pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 8, MaxSGE: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, srq) })
+	rcq, err := dctx.CreateCQ(8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, rcq) })
+	m := register(t, pd, 4096, 0)
+
+	l := listen(t, n.ip, &rdmacm.Config{PD: pd, SRQ: srq, RecvCQ: rcq})
+	srv1, cli1 := connect(t, l, n.ip, &rdmacm.Config{})
+	srv2, cli2 := connect(t, l, n.ip, &rdmacm.Config{})
+	for _, c := range []*rdmacm.Conn{srv1, srv2} {
+		if c.QP().SRQ() != srq {
+			t.Fatalf("accepted QP %#x takes receives from %p, not the SRQ %p", c.QP().Num(), c.QP().SRQ(), srq)
+		}
+	}
+	if err := srv1.QP().PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{m.mr.SGE(0, 64)}}}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("PostRecv on a QP with an SRQ: %v, want EINVAL", err)
+	}
+	if err := srq.PostRecv([]ibverbs.RecvWR{{ID: 0, SGL: []ibverbs.SGE{m.mr.SGE(0, 64)}}, {ID: 1, SGL: []ibverbs.SGE{m.mr.SGE(64, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	from := map[uint32]string{srv1.QP().Num(): "from one", srv2.QP().Num(): "from two"}
+	for _, c := range []*rdmacm.Conn{cli1, cli2} {
+		cm := register(t, c.PD(), 64, 0)
+		msg := "from one"
+		if c == cli2 {
+			msg = "from two"
+		}
+		copy(cm.buf.Bytes(), msg)
+		send(t, c, cm, 0, len(msg)) // and waits for its completion
+	}
+	for range 2 {
+		wc := waitWC(t, rcq, 20*time.Second)
+		got := string(m.buf.Bytes()[64*wc.WRID:][:wc.ByteLen])
+		if want, ok := from[wc.QPN]; !ok || got != want {
+			t.Errorf("receive %d on QP %#x: %q, want %q", wc.WRID, wc.QPN, got, want)
+		}
+		delete(from, wc.QPN)
+	}
+
+	_, err = rdmacm.Dial(timeout(t, 10*time.Second), l.Addr().String(), &rdmacm.Config{SRQ: srq, SrcAddr: n.ip.String()})
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "Config.SRQ needs Config.PD") {
+		t.Errorf("Dial with an SRQ and no PD: %v", err)
+	}
+}
