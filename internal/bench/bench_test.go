@@ -4,12 +4,14 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -432,19 +434,7 @@ func TestQPTimeout(t *testing.T) {
 			})()
 			cmHost := ""
 			if tc.rdmaCM {
-				// rdma_cm dials the server side's GID, not the control
-				// connection's loopback address.
-				info := rdmatest.Device(t)
-				ctx, err := ibverbs.Open(info.Name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				g, err := ctx.SelectGID(info.Port, ibverbs.GIDRule{})
-				ctx.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				cmHost = g.Entry.IP().String()
+				cmHost = gidHost(t)
 			}
 			loopback(t, spec, func(l *bench.Local, client bool) {
 				l.QPTimeout = tc.server
@@ -456,6 +446,86 @@ func TestQPTimeout(t *testing.T) {
 			defer mu.Unlock()
 			if !slices.Equal(got[true], []uint8{tc.wantCli, tc.wantCli}) || !slices.Equal(got[false], []uint8{tc.wantSrv, tc.wantSrv}) {
 				t.Errorf("QP timeouts: client %v, server %v; want %d and %d on each QP", got[true], got[false], tc.wantCli, tc.wantSrv)
+			}
+		})
+	}
+}
+
+// gidHost is the address of the test device's GID: what rdma_cm dials
+// (Local.CMHost), not the control connection's loopback address.
+func gidHost(t *testing.T) string {
+	t.Helper()
+	info := rdmatest.Device(t)
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ctx.SelectGID(info.Port, ibverbs.GIDRule{})
+	ctx.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Entry.IP().String()
+}
+
+// TestSRQ runs the send tests with an SRQ (--use-srq) on rxe: every QP of
+// a side takes its receives from the same SRQ, which refuses none of the
+// test's, and the QPs themselves take none; every message arrives, and the
+// data checks out.
+func TestSRQ(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec exchange.TestSpec
+		cm   bool
+		msgs uint64
+	}{
+		{"send_bw", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 256, Iterations: 50, NumQPs: 3}, false, 150},
+		{"send_bw bidirectional", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 256, Iterations: 50, NumQPs: 2, Bidirectional: true}, false, 200},
+		{"send_bw UD", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 256, Iterations: 50, NumQPs: 2}, false, 0},
+		{"send_bw rdma_cm", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 256, Iterations: 50, NumQPs: 2, RdmaCM: true}, true, 100},
+		{"send_lat", exchange.TestSpec{Test: exchange.SendLat, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 50, NumQPs: 1}, false, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			spec.SRQ, spec.ValidateData = true, true
+			spec.TXDepth, spec.RXDepth, spec.CQModeration = 16, 8, 1
+			var mu sync.Mutex
+			srqs := map[bool]map[*ibverbs.SRQ]int{true: {}, false: {}}
+			defer bench.SetAfterConnect(func(client bool, qps []*ibverbs.QP) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, qp := range qps {
+					srqs[client][qp.SRQ()]++
+					if err := qp.PostRecv([]ibverbs.RecvWR{{ID: 1}}); !errors.Is(err, syscall.EINVAL) {
+						t.Errorf("PostRecv on a QP of an SRQ: %v, want EINVAL", err)
+					}
+				}
+			})()
+			host := ""
+			if tc.cm {
+				host = gidHost(t)
+			}
+			cr, sr := loopback(t, spec, func(l *bench.Local, client bool) {
+				if client {
+					l.CMHost = host
+				}
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			for _, client := range []bool{true, false} {
+				if len(srqs[client]) != 1 || srqs[client][nil] != 0 {
+					t.Errorf("client %v: QPs by SRQ %v, want all %d on one", client, srqs[client], spec.NumQPs)
+				}
+			}
+			if !cr.Header.UsingSRQ || !sr.Header.UsingSRQ || cr.Mismatches+sr.Mismatches != 0 {
+				t.Errorf("using SRQ %v/%v, %d mismatches", cr.Header.UsingSRQ, sr.Header.UsingSRQ, cr.Mismatches+sr.Mismatches)
+			}
+			got := cr.Sizes[0].BW.Iterations
+			if spec.Test.IsLatency() {
+				got = uint64(cr.Sizes[0].Lat.N)
+			}
+			if tc.msgs != 0 && got != tc.msgs {
+				t.Errorf("%d messages, want %d", got, tc.msgs)
 			}
 		})
 	}

@@ -303,6 +303,17 @@ func (s *session) payload(size int) int {
 // prepostRecvs fills every QP's receive queue, for send tests.
 func (s *session) prepostRecvs() error {
 	rx := int(max(s.spec.RXDepth, 1))
+	if s.srq != nil {
+		// The SRQ's RX depth for every QP, into their regions in turn.
+		wrs := make([]ibverbs.RecvWR, rx)
+		for j := range wrs {
+			wrs[j] = s.recvWR(j % len(s.qps))
+		}
+		if s.spec.ValidateData {
+			s.srqFilled = make([]bool, len(s.qps))
+		}
+		return s.srq.PostRecv(wrs)
+	}
 	for i, qp := range s.qps {
 		wrs := make([]ibverbs.RecvWR, rx)
 		for j := range wrs {
@@ -363,15 +374,16 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 // close frees the receiver's batches.
 func (r *receiver) close() { closeBatches(r.batches) }
 
-// recvBatches builds a RecvBatch of n copies of each QP's receive.
+// recvBatches builds a RecvBatch of n copies of each QP's receive (with
+// an SRQ, on the SRQ: a receive's ID still names the region it fills).
 func (s *session) recvBatches(n int) ([]*ibverbs.RecvBatch, error) {
 	batches := make([]*ibverbs.RecvBatch, len(s.qps))
 	wrs := make([]ibverbs.RecvWR, n)
-	for i, qp := range s.qps {
+	for i := range s.qps {
 		for j := range wrs {
 			wrs[j] = s.recvWR(i)
 		}
-		b, err := qp.NewRecvBatch(wrs)
+		b, err := s.newRecvBatch(i, wrs)
 		if err != nil {
 			closeBatches(batches)
 			return nil, err
@@ -402,6 +414,9 @@ func (r *receiver) poll() (int, error) {
 		}
 		r.repost[wc.WRID]++
 		r.total++
+		if r.s.srqFilled != nil {
+			r.s.srqFilled[wc.WRID] = true
+		}
 	}
 	for i, n := range r.repost {
 		if n > 0 {

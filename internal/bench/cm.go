@@ -30,7 +30,7 @@ func cmDevice(name string) (*ibverbs.Context, error) {
 
 func (s *session) cmConfig() *rdmacm.Config {
 	depth := int(s.spec.OutReads) // 0: the device's maximum, as rdma_cm negotiates
-	cfg := &rdmacm.Config{Cap: s.qpCap(), PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq,
+	cfg := &rdmacm.Config{Cap: s.qpCap(), PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq, SRQ: s.srq,
 		Timeout: 30 * time.Second, UD: s.spec.ConnType == ibverbs.QPTypeUD,
 		InitiatorDepth: depth, ResponderResources: depth, WRAPI: s.wrapi,
 		TOS: s.spec.TrafficClass}

@@ -68,7 +68,7 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 		return sideResult{}, err
 	}
 	defer wr.Close()
-	rb, err := s.qps[0].NewRecvBatch([]ibverbs.RecvWR{s.recvWR(0)})
+	rb, err := s.newRecvBatch(0, []ibverbs.RecvWR{s.recvWR(0)})
 	if err != nil {
 		return sideResult{}, err
 	}

@@ -69,14 +69,18 @@ type session struct {
 	// and the provider has it).
 	wrapi bool
 
-	ctx       *ibverbs.Context
-	port      int
-	gid       ibverbs.GIDChoice
-	portAttr  ibverbs.PortAttr
-	pd        *ibverbs.PD
-	buf       *ibverbs.Buffer
-	mr        *ibverbs.MR
-	scq, rcq  *ibverbs.CQ
+	ctx      *ibverbs.Context
+	port     int
+	gid      ibverbs.GIDChoice
+	portAttr ibverbs.PortAttr
+	pd       *ibverbs.PD
+	buf      *ibverbs.Buffer
+	mr       *ibverbs.MR
+	scq, rcq *ibverbs.CQ
+	srq      *ibverbs.SRQ // --use-srq: every QP's receives, else nil
+	// With an SRQ and --validate: whether a message has landed in each
+	// QP's receive region, which any QP's message may fill.
+	srqFilled []bool
 	ch        *ibverbs.CompChannel // with -e, the CQs' channel
 	qps       []*ibverbs.QP
 	ahs       []*ibverbs.AH
@@ -157,8 +161,21 @@ func (s *session) peerGone(now time.Time) error {
 }
 
 func (s *session) qpCap() ibverbs.QPCap {
-	return ibverbs.QPCap{MaxSendWR: int(max(s.spec.TXDepth, 1)), MaxRecvWR: int(max(s.spec.RXDepth, 1)),
+	c := ibverbs.QPCap{MaxSendWR: int(max(s.spec.TXDepth, 1)), MaxRecvWR: int(max(s.spec.RXDepth, 1)),
 		MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: int(s.spec.Inline)}
+	if s.srq != nil { // the receives are the SRQ's
+		c.MaxRecvWR, c.MaxRecvSGE = 0, 0
+	}
+	return c
+}
+
+// newRecvBatch builds a RecvBatch of wrs for QP i's receives: on the
+// QP, or with an SRQ on the SRQ.
+func (s *session) newRecvBatch(i int, wrs []ibverbs.RecvWR) (*ibverbs.RecvBatch, error) {
+	if s.srq != nil {
+		return s.srq.NewRecvBatch(wrs)
+	}
+	return s.qps[i].NewRecvBatch(wrs)
 }
 
 // src and dst are the offsets in the buffer of QP i's two regions.
@@ -220,6 +237,13 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if s.rcq, err = s.ctx.CreateCQ(rx*nqp, s.ch); err != nil {
 		return nil, err
 	}
+	if spec.SRQ {
+		// As perftest's --use-srq: the RX depth is the SRQ's size, for
+		// all the QPs together.
+		if s.srq, err = s.pd.CreateSRQ(ibverbs.SRQInit{MaxWR: rx, MaxSGE: 1}); err != nil {
+			return nil, fmt.Errorf("a shared receive queue of %d receives (-r): %w", rx, err)
+		}
+	}
 	if s.ch != nil {
 		// Armed once; each event's Block re-arms its CQ (sleep).
 		for _, cq := range []*ibverbs.CQ{s.scq, s.rcq} {
@@ -247,7 +271,7 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 		return s, nil // the QPs come with the rdma_cm connections
 	}
 	for i := 0; i < nqp; i++ {
-		init := ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, Cap: s.qpCap(), WRAPI: s.wrapi}
+		init := ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, SRQ: s.srq, Cap: s.qpCap(), WRAPI: s.wrapi}
 		qp, err := s.pd.CreateQP(init)
 		if s.wrapi && err != nil {
 			// Not only ErrUnsupported: a provider may refuse one of the
@@ -406,6 +430,9 @@ func (s *session) close() {
 			qp.Close()
 		}
 	}
+	if s.srq != nil {
+		s.srq.Close()
+	}
 	if s.scq != nil {
 		s.scq.Close()
 	}
@@ -438,7 +465,7 @@ func (s *session) header(client bool) report.Header {
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
 		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
-		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events,
+		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events, UsingSRQ: s.srq != nil,
 	}
 	if cm {
 		h.DataEx = "rdma_cm"

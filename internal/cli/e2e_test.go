@@ -179,6 +179,12 @@ func TestEndToEnd(t *testing.T) {
 		{"send-lat", []string{"-e", "-s", "64", "-n", "200"}},
 		{"atomic-lat", []string{"-e", "-n", "200"}},
 		{"send-lat", []string{"-R", "-e", "-c", "UD", "-s", "64", "-n", "200"}},
+		// --use-srq: each side's QPs share one receive queue.
+		{"send-bw", []string{"--use-srq", "-s", "4096", "-n", "300", "-q", "4", "-r", "16"}},
+		{"send-bw", []string{"--use-srq", "-s", "4096", "-n", "300", "-q", "2", "-b"}},
+		{"send-bw", []string{"--use-srq", "-c", "UD", "-s", "512", "-n", "200", "-q", "2"}},
+		{"send-lat", []string{"--use-srq", "-s", "64", "-n", "200"}},
+		{"send-bw", []string{"-R", "--use-srq", "-s", "4096", "-n", "300", "-q", "2"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)
@@ -194,6 +200,9 @@ func TestEndToEnd(t *testing.T) {
 			old := slices.Contains(tc.args, "--use_old_post_send")
 			if r.WRAPI == old && (old || os.Getenv("RXE_VM") != "") {
 				t.Errorf("wr_api %v in the JSON for %v", r.WRAPI, tc.args)
+			}
+			if r.SRQ != slices.Contains(tc.args, "--use-srq") {
+				t.Errorf("srq %v in the JSON for %v", r.SRQ, tc.args)
 			}
 			if tc.args[0] == "-a" && len(r.Results) != 23 {
 				t.Errorf("-a gave %d sizes, want 23 (2 to 2^23)", len(r.Results))

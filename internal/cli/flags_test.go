@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,18 +99,23 @@ func TestTestFlagDependentDefaults(t *testing.T) {
 func TestTestFlagsPerftestLetters(t *testing.T) {
 	s, o, err := parseTest(t, exchange.SendBW, "-d", "mlx5_1", "-i", "2", "-x", "3", "-s", "1024", "-n", "77",
 		"-q", "4", "-b", "-c", "UD", "-I", "64", "-t", "64", "-r", "72", "-Q", "16", "-l", "8", "-m", "2048",
-		"-p", "20000", "-F", "--report-gbits", "--tclass", "106", "--sl", "3", "--validate", "-o", "4", "--use_old_post_send", "--disable_pcie_relaxed", "-e", "198.18.0.1")
+		"-p", "20000", "-F", "--report-gbits", "--tclass", "106", "--sl", "3", "--validate", "-o", "4", "--use_old_post_send", "--disable_pcie_relaxed", "-e", "--use_srq", "198.18.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 1024, Iterations: 77, NumQPs: 4,
 		Bidirectional: true, TXDepth: 64, RXDepth: 72, CQModeration: 16, PostList: 8, Inline: 64,
-		MTU: ibverbs.MTU2048, TrafficClass: 106, SL: 3, ValidateData: true, OutReads: 4, OldPostSend: true, NoRelaxedOrdering: true, Events: true}
+		MTU: ibverbs.MTU2048, TrafficClass: 106, SL: 3, ValidateData: true, OutReads: 4, OldPostSend: true, NoRelaxedOrdering: true, Events: true, SRQ: true}
 	if s != want {
 		t.Errorf("spec\n got %+v\nwant %+v", s, want)
 	}
 	if o.Device != "mlx5_1" || o.IBPort != 2 || o.GIDIndex != 3 || o.Port != 20000 || !o.Gbits || o.Host != "198.18.0.1" {
 		t.Errorf("local options %+v", o)
+	}
+	// What each side reports of itself stays on that side.
+	if _, o, err := parseTest(t, exchange.WriteLat, "--cpu-util", "-W", "sent_pkts,counters/port_xmit_data", "h"); err != nil ||
+		!o.CPUUtil || !slices.Equal(o.Counters, []string{"sent_pkts", "counters/port_xmit_data"}) {
+		t.Errorf("--cpu-util -W: %+v, %v", o, err)
 	}
 	// -D replaces -n; --run_infinitely reports every 5 s by default.
 	s, _, err = parseTest(t, exchange.WriteBW, "-D", "7", "h")
@@ -177,6 +183,7 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"-w", "100", "--run_infinitely"}, "--run_infinitely has none"},
 		{exchange.WriteLat, []string{"-w", "100"}, "unknown shorthand flag: 'w'"},
 		{exchange.WriteBW, []string{"--limit_lat", "3"}, "unknown flag: --limit_lat"},
+		{exchange.WriteBW, []string{"--use-srq"}, "unknown flag: --use-srq"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

@@ -67,6 +67,7 @@ type testOptions struct {
 	Histogram   bool
 	Events      bool
 	HugePages   bool
+	SRQ         bool
 	MaxMemory   uint64
 	Idle        int
 	Counters    []string // -W
@@ -186,6 +187,9 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	if o.Test.IsAtomic() {
 		f.StringVarP(&o.Atomic, "atomic_type", "A", "FETCH_AND_ADD", "FETCH_AND_ADD or CMP_AND_SWAP")
 	}
+	if o.Test.Receives() {
+		f.BoolVar(&o.SRQ, "use-srq", false, "each side's QPs take their receives from one shared receive queue of -r receives")
+	}
 	if o.Test.IsLatency() {
 		f.Float64Var(&o.limits.Typical, "limit_lat", 0, "fail (exit status 3) if any size's t_typical is above this many µs")
 		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99th percentile is above this many µs")
@@ -218,6 +222,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "cpu-util":
 			name = "cpu_util"
+		case "use_srq":
+			name = "use-srq"
 		}
 		return pflag.NormalizedName(name)
 	})
@@ -244,7 +250,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
 		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,
-		HugePages: o.HugePages,
+		HugePages: o.HugePages, SRQ: o.SRQ,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0

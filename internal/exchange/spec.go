@@ -159,6 +159,10 @@ type TestSpec struct {
 	// --use_hugepages); a side with too few free fails the test. Sent as
 	// bit 0 of the flags word.
 	HugePages bool
+	// SRQ makes each side's QPs take their receives from one shared
+	// receive queue of RXDepth receives (perftest's --use-srq); send tests
+	// only. Sent as bit 1 of the flags word.
+	SRQ bool
 	// Flags holds the flag bits this release does not know; Validate
 	// refuses any, so that a newer client fails clearly.
 	Flags uint32
@@ -179,8 +183,9 @@ const (
 // Bits of the spec's flags word, for options added after the bools ran out.
 const (
 	flagHugePages = 1 << iota
+	flagSRQ
 
-	knownFlags = flagHugePages
+	knownFlags = flagHugePages | flagSRQ
 )
 
 const specLen = 53 // bytes of a TestSpec payload
@@ -190,7 +195,7 @@ const specLen = 53 // bytes of a TestSpec payload
 // depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
-// 6 NoRelaxedOrdering, 7 Events) and flags uint32 (bit 0 HugePages).
+// 6 NoRelaxedOrdering, 7 Events) and flags uint32 (bit 0 HugePages, 1 SRQ).
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -220,6 +225,9 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	flags := s.Flags
 	if s.HugePages {
 		flags |= flagHugePages
+	}
+	if s.SRQ {
+		flags |= flagSRQ
 	}
 	return binary.BigEndian.AppendUint32(b, flags)
 }
@@ -254,6 +262,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.Events = bools&specEvents != 0
 	flags := r.u32()
 	s.HugePages = flags&flagHugePages != 0
+	s.SRQ = flags&flagSRQ != 0
 	s.Flags = flags &^ knownFlags
 	return s, r.done()
 }
@@ -390,6 +399,9 @@ func (s TestSpec) Validate() error {
 	}
 	if s.TXDepth == 0 {
 		return invalid("TX depth 0")
+	}
+	if s.SRQ && !t.Receives() {
+		return invalid("%s receives nothing: a shared receive queue is for the send tests", t)
 	}
 	if t.Receives() && s.RXDepth == 0 {
 		return invalid("RX depth 0 for %s", t)

@@ -219,8 +219,35 @@ func TestSpecHugePagesFlag(t *testing.T) {
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[len(p)-4:], 3)
-	if s, _ := decodeSpec(p); !s.HugePages || s.Flags != 2 {
-		t.Errorf("flags 0x3 decoded as HugePages %v, unknown %#x; want true, 0x2", s.HugePages, s.Flags)
+	binary.BigEndian.PutUint32(p[len(p)-4:], 5)
+	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Flags != 4 {
+		t.Errorf("flags 0x5 decoded as HugePages %v, SRQ %v, unknown %#x; want true, false, 0x4", s.HugePages, s.SRQ, s.Flags)
+	}
+}
+
+// TestSpecSRQ: SRQ travels as bit 1 of the flags word, and only a send
+// test may ask for it.
+func TestSpecSRQ(t *testing.T) {
+	p := TestSpec{SRQ: true}.AppendPayload(nil)
+	if got := binary.BigEndian.Uint32(p[len(p)-4:]); got != 2 {
+		t.Fatalf("flags word %#x, want 0x2", got)
+	}
+	if s, err := decodeSpec(p); err != nil || !s.SRQ || s.HugePages || s.Flags != 0 {
+		t.Fatalf("decoded SRQ %v, HugePages %v, unknown flags %#x, %v", s.SRQ, s.HugePages, s.Flags, err)
+	}
+	s := testSpec()
+	s.SRQ, s.Bidirectional = true, false
+	for _, tc := range []struct {
+		test Test
+		ok   bool
+	}{{SendBW, true}, {SendLat, true}, {WriteBW, false}, {ReadLat, false}, {AtomicBW, false}} {
+		s.Test = tc.test
+		if s.Test.IsAtomic() {
+			s.Size = 8
+		}
+		err := s.Validate()
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "shared receive queue is for the send tests")) {
+			t.Errorf("%v with SRQ: %v", tc.test, err)
+		}
 	}
 }

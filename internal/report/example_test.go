@@ -41,6 +41,7 @@ func ExampleWriteJSON() {
 	//   "wr_api": false,
 	//   "bidirectional": false,
 	//   "events": false,
+	//   "srq": false,
 	//   "results": [],
 	//   "error": {
 	//     "code": "no_device",

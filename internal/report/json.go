@@ -45,6 +45,9 @@ type Result struct {
 	// Events reports that the test slept on completion events (-e)
 	// instead of polling.
 	Events bool `json:"events"`
+	// SRQ reports that the QPs took their receives from a shared receive
+	// queue (--use-srq).
+	SRQ bool `json:"srq"`
 	// Results holds one entry per message size; WriteJSON writes an
 	// empty array rather than null when there are none.
 	Results []SizeResult `json:"results"`
