@@ -112,6 +112,15 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if o.Device != "mlx5_1" || o.IBPort != 2 || o.GIDIndex != 3 || o.Port != 20000 || !o.Gbits || o.Host != "198.18.0.1" {
 		t.Errorf("local options %+v", o)
 	}
+	// perftest's other spellings: -S, -T, --ipv6, and -N, which changes
+	// nothing.
+	s, o, err = parseTest(t, exchange.WriteBW, "-S", "5", "-T", "72", "--ipv6", "-N", "h")
+	if err != nil || s.SL != 5 || s.TrafficClass != 72 || !o.NoPeak {
+		t.Errorf("-S 5 -T 72 --ipv6 -N: %+v, %v", s, err)
+	}
+	if r, err := o.gidRule(); err != nil || r.Family != 6 {
+		t.Errorf("--ipv6: rule %+v, %v", r, err)
+	}
 	// What each side reports of itself stays on that side.
 	if _, o, err := parseTest(t, exchange.WriteLat, "--cpu-util", "-W", "sent_pkts,counters/port_xmit_data", "h"); err != nil ||
 		!o.CPUUtil || !slices.Equal(o.Counters, []string{"sent_pkts", "counters/port_xmit_data"}) {
@@ -184,6 +193,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteLat, []string{"-w", "100"}, "unknown shorthand flag: 'w'"},
 		{exchange.WriteBW, []string{"--limit_lat", "3"}, "unknown flag: --limit_lat"},
 		{exchange.WriteBW, []string{"--use-srq"}, "unknown flag: --use-srq"},
+		{exchange.ReadBW, []string{"--ipv6", "--gid-family", "4"}, "ask for different families"},
+		{exchange.SendLat, []string{"-N"}, "unknown shorthand flag: 'N'"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

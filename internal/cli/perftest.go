@@ -31,6 +31,7 @@ type testOptions struct {
 	IBPort      int
 	GIDIndex    int
 	GIDFamily   int
+	IPv6        bool // --ipv6: GIDFamily 6
 	GIDSubnet   string
 	GIDNetdev   string
 	Size        uint32
@@ -50,6 +51,7 @@ type testOptions struct {
 	Port        int
 	RdmaCM      bool
 	CPUFreq     bool
+	NoPeak      bool // -N, accepted
 	Gbits       bool
 	TClass      uint8
 	SL          uint8
@@ -149,6 +151,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.IntVarP(&o.IBPort, "ib-port", "i", 1, "port of the device")
 	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically, RoCE v2, with the reason printed)")
 	f.IntVar(&o.GIDFamily, "gid-family", 0, "automatic GID: 4 or 6 for IPv4 or IPv6 (default: IPv4 preferred)")
+	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6)")
 	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
 	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
 	f.Uint32VarP(&o.Size, "size", "s", 0, "message size in bytes (default: 65536 for bandwidth, 2 for latency, 8 for atomics)")
@@ -170,7 +173,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.Gbits, "report_gbits", false, "report bandwidth in Gbit/s")
 	f.Uint8VarP(&o.OutReads, "outs", "o", 0, "outstanding RDMA reads and atomics per QP (default: as many as both devices allow; devices may round up to a power of two)")
 	f.Uint8Var(&o.TClass, "tclass", 0, "IP traffic class (DSCP and ECN bits) of the packets")
-	f.Uint8Var(&o.SL, "sl", 0, "service level")
+	f.Uint8VarP(&o.TClass, "tos", "T", 0, "the same as --tclass (perftest's -T sets it for rdma_cm's QPs; gorperf's applies with and without -R)")
+	f.Uint8VarP(&o.SL, "sl", "S", 0, "service level")
 	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
@@ -194,6 +198,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.Float64Var(&o.limits.Typical, "limit_lat", 0, "fail (exit status 3) if any size's t_typical is above this many µs")
 		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99th percentile is above this many µs")
 	} else {
+		f.BoolVarP(&o.NoPeak, "noPeak", "N", false, "accepted for perftest compatibility: gorperf measures the peak without per-message timestamps, so it always does")
 		f.Float64VarP(&o.limits.BW, "limit_bw", "w", 0, "fail (exit status 3) if any size's average bandwidth is below this, in MB/sec (Gbit/sec with --report_gbits)")
 		f.Float64VarP(&o.limits.MsgRate, "limit_msgrate", "y", 0, "fail (exit status 3) if any size's message rate is below this many Mpps")
 	}
@@ -332,6 +337,12 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 
 // gidRule builds the automatic GID rule from the --gid-* flags.
 func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
+	if o.IPv6 {
+		if o.GIDFamily == 4 {
+			return ibverbs.GIDRule{}, usageErrorf("--ipv6 and --gid-family 4 ask for different families")
+		}
+		o.GIDFamily = 6
+	}
 	r := ibverbs.GIDRule{Family: o.GIDFamily, Netdev: o.GIDNetdev}
 	if o.GIDFamily != 0 && o.GIDFamily != 4 && o.GIDFamily != 6 {
 		return r, usageErrorf("--gid-family: want 4 or 6, got %d", o.GIDFamily)
