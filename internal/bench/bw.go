@@ -136,12 +136,20 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	partial := func(err error) (sideResult, error) {
 		return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: lastProgress.Sub(start), Peak: peak}, err
 	}
+	var lim *limiter // --rate_limit: the tokens a post takes
+	if r := s.rateLimit(); r.Rate > 0 {
+		lim = newLimiter(r, s.payload(size), start)
+	}
 	var pc pacer
 	for {
 		// Fill each QP's room. Once stopping, post one more signalled
 		// request where the last ones were unsignalled, so that their
 		// completion is seen.
 		posts := false
+		var tokens uint64 // with a limiter: what it allows this round
+		if lim != nil && !stopping {
+			tokens = lim.take(time.Now(), window)
+		}
 		for i := range s.qps {
 			for {
 				var n uint64
@@ -149,6 +157,10 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				case room == 0:
 				case !stopping && posted[i] < iters:
 					n = min(iters-posted[i], room, batch)
+					if lim != nil {
+						n = min(n, tokens)
+						tokens -= n
+					}
 				case stopping && lastSig[i] < posted[i]:
 					n = 1
 				}
@@ -172,6 +184,9 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				posted[i] += n
 				posts = true
 			}
+		}
+		if lim != nil {
+			lim.giveBack(tokens) // the room was full
 		}
 		k, err := s.scq.Poll(wcs)
 		if err != nil {
@@ -211,9 +226,10 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		if sent && (rcv == nil || rcvOver || !rcv.more()) {
 			break
 		}
-		if s.ch != nil && k == 0 && received == 0 && !posts {
+		if s.ch != nil && k == 0 && received == 0 && !posts && (lim == nil || tokens > 0) {
 			// -e: nothing to post and nothing came; sleep until a
-			// completion does.
+			// completion does (a side held back by its rate limit
+			// polls until its next tokens).
 			if err := s.sleep(); err != nil {
 				return partial(err)
 			}

@@ -53,6 +53,9 @@ type Local struct {
 	// CPUUtil reports this process's CPU time during each size
 	// (--cpu_util): SizeResult.CPU.
 	CPUUtil bool
+	// Rate caps what this side sends in a bandwidth test (perftest's
+	// --rate_limit with --rate_limit_type SW); each side its own.
+	Rate RateLimit
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -167,6 +170,16 @@ func (s *session) qpCap() ibverbs.QPCap {
 		c.MaxRecvWR, c.MaxRecvSGE = 0, 0
 	}
 	return c
+}
+
+// rateLimit is Local.Rate with its burst: by default the TX depth, as
+// perftest's.
+func (s *session) rateLimit() RateLimit {
+	r := s.local.Rate
+	if r.Rate > 0 && r.Burst == 0 {
+		r.Burst = int(max(s.spec.TXDepth, 1))
+	}
+	return r
 }
 
 // newRecvBatch builds a RecvBatch of wrs for QP i's receives: on the
@@ -482,6 +495,9 @@ func (s *session) header(client bool) report.Header {
 	if !s.spec.Test.IsLatency() {
 		h.PostList = int(s.spec.PostList)
 		h.CQModeration = int(max(s.spec.CQModeration, 1))
+		if r := s.rateLimit(); r.Rate > 0 && (client || s.spec.Bidirectional) {
+			h.RateLimit = r.String()
+		}
 	}
 	if s.spec.Test == exchange.ReadBW || s.spec.Test == exchange.ReadLat || s.spec.Test.IsAtomic() {
 		// The initiator depth the QP really got, after every cap.

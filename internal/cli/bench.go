@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -104,9 +105,38 @@ func (o *testOptions) local() (bench.Local, error) {
 	if err != nil {
 		return bench.Local{}, err
 	}
+	rate, err := o.rate()
+	if err != nil {
+		return bench.Local{}, err
+	}
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
 		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
-		Counters: o.Counters, CPUUtil: o.CPUUtil}, nil
+		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate}, nil
+}
+
+// rate returns the rate limit of the flags: what this side sends at most.
+func (o *testOptions) rate() (bench.RateLimit, error) {
+	var r bench.RateLimit
+	if o.Test.IsLatency() {
+		return r, nil
+	}
+	switch {
+	case o.RateLimit < 0 || math.IsNaN(o.RateLimit) || math.IsInf(o.RateLimit, 0):
+		return r, usageErrorf("--rate_limit: want a rate above 0, got %v", o.RateLimit)
+	case o.BurstSize < 0:
+		return r, usageErrorf("--burst_size: want 1 or more, got %d", o.BurstSize)
+	case o.RateLimit == 0 && o.BurstSize > 0:
+		return r, usageErrorf("--burst_size needs --rate_limit")
+	case o.RateType != "" && !strings.EqualFold(o.RateType, "SW"):
+		return r, usageErrorf("--rate_limit_type %s: gorperf limits the rate in its sending loop (SW) only", o.RateType)
+	case o.RateLimit == 0: // serve, which has none of these flags, too
+		return r, nil
+	}
+	u, err := bench.ParseRateUnit(o.RateUnits)
+	if err != nil {
+		return r, usageErrorf("--rate_units: %v", err)
+	}
+	return bench.RateLimit{Rate: o.RateLimit, Unit: u, Burst: o.BurstSize}, nil
 }
 
 func testRun(ctx context.Context, f *Factory, o *testOptions) error {
@@ -296,7 +326,7 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 	r := report.Result{Version: Version, Test: res.Spec.Test.String(), Role: role, Device: h.Device,
 		Port: h.Port, GIDIndex: h.GIDIndex, GIDReason: h.GIDReason, Connection: h.Connection,
 		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Events: res.Spec.Events,
-		SRQ:         h.UsingSRQ,
+		SRQ: h.UsingSRQ, RateLimit: h.RateLimit,
 		Interrupted: res.Interrupted}
 	r.Results = reportSizes(res)
 	if err != nil {

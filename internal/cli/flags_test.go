@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 )
@@ -121,6 +122,17 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if r, err := o.gidRule(); err != nil || r.Family != 6 {
 		t.Errorf("--ipv6: rule %+v, %v", r, err)
 	}
+	// The rate limit is this side's own; its burst defaults later, to
+	// the TX depth.
+	if _, o, err := parseTest(t, exchange.SendBW, "--rate-limit", "2.5", "--rate_units", "M", "h"); err != nil {
+		t.Error(err)
+	} else if l, err := o.local(); err != nil || l.Rate != (bench.RateLimit{Rate: 2.5, Unit: bench.RateMiBs}) {
+		t.Errorf("--rate-limit 2.5 --rate_units M: %+v, %v", l.Rate, err)
+	}
+	// Options without the rate flags (serve's) limit nothing.
+	if r, err := (&testOptions{}).rate(); err != nil || r != (bench.RateLimit{}) {
+		t.Errorf("no rate flags: %+v, %v", r, err)
+	}
 	// What each side reports of itself stays on that side.
 	if _, o, err := parseTest(t, exchange.WriteLat, "--cpu-util", "-W", "sent_pkts,counters/port_xmit_data", "h"); err != nil ||
 		!o.CPUUtil || !slices.Equal(o.Counters, []string{"sent_pkts", "counters/port_xmit_data"}) {
@@ -195,6 +207,11 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"--use-srq"}, "unknown flag: --use-srq"},
 		{exchange.ReadBW, []string{"--ipv6", "--gid-family", "4"}, "ask for different families"},
 		{exchange.SendLat, []string{"-N"}, "unknown shorthand flag: 'N'"},
+		{exchange.WriteBW, []string{"--burst_size", "8"}, "--burst_size needs --rate_limit"},
+		{exchange.WriteBW, []string{"--rate_limit", "-1"}, "want a rate above 0"},
+		{exchange.SendBW, []string{"--rate_limit", "10", "--rate_units", "G"}, "want M (MiB/s), g (Gbit/s) or p"},
+		{exchange.ReadBW, []string{"--rate_limit", "10", "--rate_limit_type", "HW"}, "(SW) only"},
+		{exchange.WriteLat, []string{"--rate_limit", "1"}, "unknown flag: --rate_limit"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)
@@ -202,7 +219,7 @@ func TestTestFlagErrors(t *testing.T) {
 		fmt.Fprintf(&all, "$ gorperf %s %s host\nexit %d\n%s\n", testCmdName(tc.test), strings.Join(tc.args, " "), code, errOut)
 		_, o, err := parseTest(t, tc.test, append(tc.args, "host")...)
 		if err == nil && o != nil {
-			_, err = o.gidRule()
+			_, err = o.local()
 		}
 		var ue *usageError
 		if !errors.As(err, &ue) || exitCode(err) != exitUsage {

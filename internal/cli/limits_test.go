@@ -268,3 +268,37 @@ func TestCPUUtilOnDevice(t *testing.T) {
 		t.Errorf("send-lat server: %+v", c)
 	}
 }
+
+// TestRateLimitOnDevice limits the sender (--rate_limit) far below what
+// rxe does unlimited (25 MB/s and more at 4 KiB): the measured rate is
+// the limit's, in each unit, and the sending side's header and JSON say so.
+func TestRateLimitOnDevice(t *testing.T) {
+	for _, tc := range []struct {
+		test string
+		args []string
+		// the figure the limit fixes: average MB/sec or Mpps
+		mbps, mpps float64
+	}{
+		{"write-bw", []string{"-s", "4096", "-n", "600", "--rate_limit", "2", "--rate_units", "M"}, 2, 0},
+		{"send-bw", []string{"-s", "64", "-n", "300", "-q", "2", "--rate_limit", "1000", "--rate_units", "p", "--burst_size", "4"}, 0, 0.001},
+		{"read-bw", []string{"-s", "4096", "-n", "400", "--rate_limit", "0.016"}, 0.016e9 / 8 / (1 << 20), 0},
+	} {
+		t.Run(tc.test, func(t *testing.T) {
+			r := pair(t, tc.test, tc.args...)
+			s := r.Results[0]
+			got, want := s.BWAvgMBps, tc.mbps
+			if tc.mpps != 0 {
+				got, want = s.MsgRateMpps, tc.mpps
+			}
+			t.Logf("%v: %g, limit %g", tc.args, got, want)
+			// The bucket starts with one message: the average is the
+			// limit's, less what the loop's own pace loses.
+			if got > want*1.05 || got < want*0.9 {
+				t.Errorf("%v: %g, want %g", tc.args, got, want)
+			}
+			if !strings.Contains(r.RateLimit, "(SW)") {
+				t.Errorf("rate_limit %q in the JSON", r.RateLimit)
+			}
+		})
+	}
+}

@@ -52,6 +52,10 @@ type testOptions struct {
 	RdmaCM      bool
 	CPUFreq     bool
 	NoPeak      bool // -N, accepted
+	RateLimit   float64
+	RateUnits   string
+	RateType    string
+	BurstSize   int
 	Gbits       bool
 	TClass      uint8
 	SL          uint8
@@ -201,6 +205,10 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.BoolVarP(&o.NoPeak, "noPeak", "N", false, "accepted for perftest compatibility: gorperf measures the peak without per-message timestamps, so it always does")
 		f.Float64VarP(&o.limits.BW, "limit_bw", "w", 0, "fail (exit status 3) if any size's average bandwidth is below this, in MB/sec (Gbit/sec with --report_gbits)")
 		f.Float64VarP(&o.limits.MsgRate, "limit_msgrate", "y", 0, "fail (exit status 3) if any size's message rate is below this many Mpps")
+		f.Float64Var(&o.RateLimit, "rate_limit", 0, "send at most this fast, in --rate_units, all QPs together (this side's own limit: give it to both sides of -b)")
+		f.StringVar(&o.RateUnits, "rate_units", "g", "unit of --rate_limit: M (MiB/s), g (Gbit/s) or p (messages a second)")
+		f.IntVar(&o.BurstSize, "burst_size", 0, "with --rate_limit, send in bursts of at most this many messages (default: the TX depth)")
+		f.StringVar(&o.RateType, "rate_limit_type", "SW", "how --rate_limit is kept: SW, by the sending loop (perftest's HW and PP need a NIC's rate tables and are not offered)")
 	}
 	// Accept perftest's long spellings too.
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
@@ -229,6 +237,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "cpu_util"
 		case "use_srq":
 			name = "use-srq"
+		case "rate-limit", "rate-units", "burst-size", "rate-limit-type":
+			name = strings.ReplaceAll(name, "-", "_")
 		}
 		return pflag.NormalizedName(name)
 	})

@@ -47,6 +47,9 @@ type Header struct {
 	// CQModeration is the number of sends per signalled completion; zero
 	// is not printed (perftest prints it for bandwidth tests only).
 	CQModeration int
+	// RateLimit, when set, describes this side's rate limit
+	// (--rate_limit).
+	RateLimit string
 	// Mtu is the path MTU in bytes.
 	Mtu int
 	// LinkType is the port's link layer: "IB" or "Ethernet".
@@ -130,6 +133,9 @@ func WriteHeader(w io.Writer, h Header) error {
 	}
 	if h.CQModeration > 0 {
 		p.printf(" CQ Moderation   : %d\n", h.CQModeration)
+	}
+	if h.RateLimit != "" {
+		p.printf(" Rate limit      : %s\n", h.RateLimit)
 	}
 	p.printf(" Mtu             : %d[B]\n", h.Mtu)
 	p.printf(" Link type       : %s\n", h.LinkType)

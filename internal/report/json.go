@@ -48,6 +48,9 @@ type Result struct {
 	// SRQ reports that the QPs took their receives from a shared receive
 	// queue (--use-srq).
 	SRQ bool `json:"srq"`
+	// RateLimit describes this side's rate limit, if it had one
+	// (--rate_limit).
+	RateLimit string `json:"rate_limit,omitempty"`
 	// Results holds one entry per message size; WriteJSON writes an
 	// empty array rather than null when there are none.
 	Results []SizeResult `json:"results"`

@@ -75,7 +75,8 @@ func TestWriteHeader(t *testing.T) {
 			Header{
 				Test: "Send Bidirectional Post List BW Test", Device: "rxe0", Port: 1, NumQPs: 1,
 				Transport: "IB", Connection: "RC", TXDepth: 128, PostList: 4, RXDepth: 512, CQModeration: 4,
-				Mtu: 1024, LinkType: "Ethernet", GIDIndex: 1, DataEx: "Ethernet",
+				Mtu: 1024, LinkType: "Ethernet", GIDIndex: 1, DataEx: "Ethernet", UsingSRQ: true,
+				RateLimit: "2 MiB/sec, bursts of 128 (SW)",
 			},
 		},
 		{
