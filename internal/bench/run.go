@@ -435,14 +435,14 @@ func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.
 	spec := s.spec
 	switch spec.Test {
 	case exchange.WriteBW, exchange.ReadBW, exchange.AtomicBW:
-		if client || spec.Bidirectional {
+		if s.active(client) {
 			return s.runSender(ctx, size, iters, dur)
 		}
 		return sideResult{}, nil
 	case exchange.SendBW:
 		// Bidirectional: the sending loop also keeps the receive queues
 		// full, one loop for both directions, as perftest's does.
-		if client || spec.Bidirectional {
+		if s.active(client) {
 			return s.runSender(ctx, size, iters, dur)
 		}
 		return s.runReceiver(ctx, size, iters, dur)
@@ -522,8 +522,8 @@ func (s *session) fillPatterns(size int) {
 // number of operations on the QP.
 func (s *session) validate(size int, client bool) uint64 {
 	t := s.spec.Test
-	active := client || s.spec.Bidirectional // this side posted the operations
-	passive := !client || s.spec.Bidirectional
+	active := s.active(client) // this side posted the operations
+	passive := !active || s.spec.Bidirectional
 	b := s.buf.Bytes()
 	var bad uint64
 	want := make([]byte, size)

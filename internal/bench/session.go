@@ -172,6 +172,13 @@ func (s *session) qpCap() ibverbs.QPCap {
 	return c
 }
 
+// active reports whether this side posts the operations of a bandwidth
+// test: the client, or with Reversed the server, or both sides of a
+// bidirectional one.
+func (s *session) active(client bool) bool {
+	return client != s.spec.Reversed || s.spec.Bidirectional
+}
+
 // rateLimit is Local.Rate with its burst: by default the TX depth, as
 // perftest's.
 func (s *session) rateLimit() RateLimit {
@@ -486,16 +493,16 @@ func (s *session) header(client bool) report.Header {
 	// perftest's rules: the TX depth where requests are posted, the RX
 	// depth where a send test receives, and both on both sides of a
 	// bidirectional test.
-	if client || s.spec.Bidirectional {
+	if s.active(client) {
 		h.TXDepth = int(s.spec.TXDepth)
 	}
-	if s.spec.Test.Receives() && (!client || s.spec.Bidirectional) {
+	if s.spec.Test.Receives() && (!s.active(client) || s.spec.Bidirectional) {
 		h.RXDepth = int(s.spec.RXDepth)
 	}
 	if !s.spec.Test.IsLatency() {
 		h.PostList = int(s.spec.PostList)
 		h.CQModeration = int(max(s.spec.CQModeration, 1))
-		if r := s.rateLimit(); r.Rate > 0 && (client || s.spec.Bidirectional) {
+		if r := s.rateLimit(); r.Rate > 0 && s.active(client) {
 			h.RateLimit = r.String()
 		}
 	}

@@ -185,6 +185,12 @@ func TestEndToEnd(t *testing.T) {
 		{"send-bw", []string{"--use-srq", "-c", "UD", "-s", "512", "-n", "200", "-q", "2"}},
 		{"send-lat", []string{"--use-srq", "-s", "64", "-n", "200"}},
 		{"send-bw", []string{"-R", "--use-srq", "-s", "4096", "-n", "300", "-q", "2"}},
+		// --reversed: the server is the active side.
+		{"read-bw", []string{"--reversed", "-s", "4096", "-n", "300", "-q", "2"}},
+		{"send-bw", []string{"--reversed", "-s", "4096", "-n", "300"}},
+		{"send-bw", []string{"--reversed", "-c", "UD", "-s", "512", "-n", "200"}},
+		{"atomic-bw", []string{"--reversed", "-n", "300"}},
+		{"write-bw", []string{"-R", "--reversed", "-s", "4096", "-n", "300"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)
@@ -200,6 +206,9 @@ func TestEndToEnd(t *testing.T) {
 			old := slices.Contains(tc.args, "--use_old_post_send")
 			if r.WRAPI == old && (old || os.Getenv("RXE_VM") != "") {
 				t.Errorf("wr_api %v in the JSON for %v", r.WRAPI, tc.args)
+			}
+			if r.Reversed != slices.Contains(tc.args, "--reversed") {
+				t.Errorf("reversed %v in the JSON for %v", r.Reversed, tc.args)
 			}
 			if r.SRQ != slices.Contains(tc.args, "--use-srq") {
 				t.Errorf("srq %v in the JSON for %v", r.SRQ, tc.args)

@@ -212,6 +212,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.SendBW, []string{"--rate_limit", "10", "--rate_units", "G"}, "want M (MiB/s), g (Gbit/s) or p"},
 		{exchange.ReadBW, []string{"--rate_limit", "10", "--rate_limit_type", "HW"}, "(SW) only"},
 		{exchange.WriteLat, []string{"--rate_limit", "1"}, "unknown flag: --rate_limit"},
+		{exchange.WriteBW, []string{"--reversed", "-b"}, "--reversed is for a one-way bandwidth test"},
+		{exchange.SendLat, []string{"--reversed"}, "unknown flag: --reversed"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

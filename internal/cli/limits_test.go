@@ -302,3 +302,31 @@ func TestRateLimitOnDevice(t *testing.T) {
 		})
 	}
 }
+
+// TestReversedOnDevice: with --reversed the server writes, so the client's
+// port takes the data's packets and sends only acknowledgements; without
+// it, the other way round.
+func TestReversedOnDevice(t *testing.T) {
+	const iters, pkts = 300, 300 * 4 // 4 KiB at a path MTU of 1024
+	for _, reversed := range []bool{false, true} {
+		args := []string{"-s", "4096", "-m", "1024", "-n", fmt.Sprint(iters), "-W", "sent_pkts,rcvd_pkts"}
+		if reversed {
+			args = append(args, "--reversed")
+		}
+		r := pair(t, "write-bw", args...)
+		c := r.Results[0].Counters
+		if len(c) != 2 {
+			t.Fatalf("%v: counters %+v", args, c)
+		}
+		data, acks := c[0].Delta, c[1].Delta // sent, received
+		if reversed {
+			data, acks = acks, data
+		}
+		if data < pkts || acks > data/2 {
+			t.Errorf("%v: the client sent %d packets and received %d; want the data's %d one way", args, c[0].Delta, c[1].Delta, pkts)
+		}
+		if r.Results[0].Iterations != iters || r.Reversed != reversed {
+			t.Errorf("%v: %d iterations, reversed %v", args, r.Results[0].Iterations, r.Reversed)
+		}
+	}
+}

@@ -74,6 +74,7 @@ type testOptions struct {
 	Events      bool
 	HugePages   bool
 	SRQ         bool
+	Reversed    bool
 	MaxMemory   uint64
 	Idle        int
 	Counters    []string // -W
@@ -202,6 +203,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.Float64Var(&o.limits.Typical, "limit_lat", 0, "fail (exit status 3) if any size's t_typical is above this many µs")
 		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99th percentile is above this many µs")
 	} else {
+		f.BoolVar(&o.Reversed, "reversed", false, "the server sends, writes or reads, and the client is passive (not with -b or --run_infinitely)")
 		f.BoolVarP(&o.NoPeak, "noPeak", "N", false, "accepted for perftest compatibility: gorperf measures the peak without per-message timestamps, so it always does")
 		f.Float64VarP(&o.limits.BW, "limit_bw", "w", 0, "fail (exit status 3) if any size's average bandwidth is below this, in MB/sec (Gbit/sec with --report_gbits)")
 		f.Float64VarP(&o.limits.MsgRate, "limit_msgrate", "y", 0, "fail (exit status 3) if any size's message rate is below this many Mpps")
@@ -265,7 +267,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
 		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,
-		HugePages: o.HugePages, SRQ: o.SRQ,
+		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0

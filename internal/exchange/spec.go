@@ -163,6 +163,11 @@ type TestSpec struct {
 	// receive queue of RXDepth receives (perftest's --use-srq); send tests
 	// only. Sent as bit 1 of the flags word.
 	SRQ bool
+	// Reversed makes the server the side that sends, writes or reads in
+	// a bandwidth test (perftest's --reversed); not bidirectional, and
+	// not with RunInfinitely, whose reports the client's sends make. Sent
+	// as bit 2 of the flags word.
+	Reversed bool
 	// Flags holds the flag bits this release does not know; Validate
 	// refuses any, so that a newer client fails clearly.
 	Flags uint32
@@ -184,8 +189,9 @@ const (
 const (
 	flagHugePages = 1 << iota
 	flagSRQ
+	flagReversed
 
-	knownFlags = flagHugePages | flagSRQ
+	knownFlags = flagHugePages | flagSRQ | flagReversed
 )
 
 const specLen = 53 // bytes of a TestSpec payload
@@ -195,7 +201,8 @@ const specLen = 53 // bytes of a TestSpec payload
 // depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
-// 6 NoRelaxedOrdering, 7 Events) and flags uint32 (bit 0 HugePages, 1 SRQ).
+// 6 NoRelaxedOrdering, 7 Events) and flags uint32 (bit 0 HugePages, 1 SRQ,
+// 2 Reversed).
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -228,6 +235,9 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	}
 	if s.SRQ {
 		flags |= flagSRQ
+	}
+	if s.Reversed {
+		flags |= flagReversed
 	}
 	return binary.BigEndian.AppendUint32(b, flags)
 }
@@ -263,6 +273,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	flags := r.u32()
 	s.HugePages = flags&flagHugePages != 0
 	s.SRQ = flags&flagSRQ != 0
+	s.Reversed = flags&flagReversed != 0
 	s.Flags = flags &^ knownFlags
 	return s, r.done()
 }
@@ -399,6 +410,9 @@ func (s TestSpec) Validate() error {
 	}
 	if s.TXDepth == 0 {
 		return invalid("TX depth 0")
+	}
+	if s.Reversed && (t.IsLatency() || s.Bidirectional || s.RunInfinitely) {
+		return invalid("--reversed is for a one-way bandwidth test of fixed length (not %s, bidirectional or infinite)", t)
 	}
 	if s.SRQ && !t.Receives() {
 		return invalid("%s receives nothing: a shared receive queue is for the send tests", t)

@@ -219,9 +219,37 @@ func TestSpecHugePagesFlag(t *testing.T) {
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[len(p)-4:], 5)
-	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Flags != 4 {
-		t.Errorf("flags 0x5 decoded as HugePages %v, SRQ %v, unknown %#x; want true, false, 0x4", s.HugePages, s.SRQ, s.Flags)
+	binary.BigEndian.PutUint32(p[len(p)-4:], 9)
+	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Flags != 8 {
+		t.Errorf("flags 0x9 decoded as HugePages %v, SRQ %v, Reversed %v, unknown %#x; want true, false, false, 0x8", s.HugePages, s.SRQ, s.Reversed, s.Flags)
+	}
+}
+
+// TestSpecReversed: Reversed travels as bit 2 of the flags word, for a
+// one-way bandwidth test only.
+func TestSpecReversed(t *testing.T) {
+	p := TestSpec{Reversed: true}.AppendPayload(nil)
+	if got := binary.BigEndian.Uint32(p[len(p)-4:]); got != 4 {
+		t.Fatalf("flags word %#x, want 0x4", got)
+	}
+	if s, err := decodeSpec(p); err != nil || !s.Reversed || s.SRQ || s.Flags != 0 {
+		t.Fatalf("decoded Reversed %v, SRQ %v, unknown flags %#x, %v", s.Reversed, s.SRQ, s.Flags, err)
+	}
+	s := testSpec()
+	s.Reversed, s.Bidirectional = true, false
+	if err := s.Validate(); err != nil {
+		t.Errorf("reversed write_bw: %v", err)
+	}
+	for _, bad := range []func(*TestSpec){
+		func(s *TestSpec) { s.Bidirectional = true },
+		func(s *TestSpec) { s.Test = ReadLat },
+		func(s *TestSpec) { s.RunInfinitely, s.Duration = true, 5 },
+	} {
+		b := s
+		bad(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "--reversed is for a one-way bandwidth test") {
+			t.Errorf("%+v: %v", b, err)
+		}
 	}
 }
 

@@ -42,6 +42,7 @@ func ExampleWriteJSON() {
 	//   "bidirectional": false,
 	//   "events": false,
 	//   "srq": false,
+	//   "reversed": false,
 	//   "results": [],
 	//   "error": {
 	//     "code": "no_device",

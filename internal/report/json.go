@@ -48,6 +48,8 @@ type Result struct {
 	// SRQ reports that the QPs took their receives from a shared receive
 	// queue (--use-srq).
 	SRQ bool `json:"srq"`
+	// Reversed reports that the server sent (--reversed).
+	Reversed bool `json:"reversed"`
 	// RateLimit describes this side's rate limit, if it had one
 	// (--rate_limit).
 	RateLimit string `json:"rate_limit,omitempty"`
