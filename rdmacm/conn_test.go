@@ -36,16 +36,7 @@ func testConnectSendWrite(t *testing.T, wrapi bool) {
 	n := device(t)
 	// The server's memory must exist before it accepts, to advertise it:
 	// so it uses a PD of its own on librdmacm's device context.
-	dctx, err := rdmacm.Device(n.dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, dctx) })
-	pd, err := dctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
+	_, pd := devicePD(t, n)
 	target := register(t, pd, 4096, ibverbs.AccessRemoteWrite)
 	adv := binary.BigEndian.AppendUint64(nil, target.mr.Addr())
 	adv = binary.BigEndian.AppendUint32(adv, target.mr.RKey())
@@ -111,7 +102,7 @@ func testConnectSendWrite(t *testing.T, wrapi bool) {
 	// RDMA write into the advertised memory.
 	data := []byte("written with RDMA through rdma_cm")
 	copy(cm.buf.Bytes()[1024:], data)
-	err = cli.QP().PostSend([]ibverbs.SendWR{{ID: 9, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+	err := cli.QP().PostSend([]ibverbs.SendWR{{ID: 9, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
 		SGL: []ibverbs.SGE{cm.mr.SGE(1024, len(data))}, RemoteAddr: raddr + 100, RKey: rkey}})
 	if err != nil {
 		t.Fatal(err)
@@ -603,16 +594,7 @@ func TestLowLevel(t *testing.T) {
 // an SRQ without a PD is refused.
 func TestSRQ(t *testing.T) {
 	n := device(t)
-	dctx, err := rdmacm.Device(n.dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, dctx) })
-	pd, err := dctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
+	dctx, pd := devicePD(t, n)
 	srq, err := pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 8, MaxSGE: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -143,6 +143,23 @@ func tryConnect(ctx context.Context, l *rdmacm.Listener, src netip.Addr, cfg *rd
 	return a.c, cli, nil
 }
 
+// devicePD returns librdmacm's context for n's device and a PD on it, for
+// what a listener's connections share; both close when the test ends.
+func devicePD(t *testing.T, n testNet) (*ibverbs.Context, *ibverbs.PD) {
+	t.Helper()
+	dctx, err := rdmacm.Device(n.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, dctx) })
+	pd, err := dctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	return dctx, pd
+}
+
 // mem is registered memory that closes when the test ends (before the
 // connections made earlier in the test).
 type mem struct {

@@ -90,6 +90,13 @@ type measure struct {
 	Retries  uint64            `json:"retries"`
 	Counters map[string]uint64 `json:"counters,omitempty"`
 	Err      string            `json:"error,omitempty"`
+	// CPU is gorperf's own --cpu_util of its client over the run, start-up
+	// left out (perftest has no such figure).
+	CPU *struct {
+		UserUsPerMsg float64 `json:"user_us_per_msg"`
+		SysUsPerMsg  float64 `json:"sys_us_per_msg"`
+		UtilPct      float64 `json:"util_pct"`
+	} `json:"cpu,omitempty"`
 }
 
 // stat is one tool's figures for one case over the repetitions: the
@@ -509,7 +516,7 @@ func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps i
 	if gorperf {
 		name := strings.ReplaceAll(test, "_", "-")
 		srvArgs = append([]string{c.gorperf, name, "-d", c.serverDev, "-x", strconv.Itoa(c.serverGID)}, common...)
-		cliArgs = append(append([]string{c.gorperf, name, "-d", c.clientDev, "-x", strconv.Itoa(c.clientGID), "--json"}, common...), c.addr)
+		cliArgs = append(append([]string{c.gorperf, name, "-d", c.clientDev, "-x", strconv.Itoa(c.clientGID), "--json", "--cpu_util"}, common...), c.addr)
 	} else {
 		srvArgs = append([]string{"ib_" + test, "-d", c.serverDev, "-x", strconv.Itoa(c.serverGID), "-F"}, common...)
 		cliArgs = append(append([]string{"ib_" + test, "-d", c.clientDev, "-x", strconv.Itoa(c.clientGID), "-F"}, common...), c.addr)

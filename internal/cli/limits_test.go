@@ -117,22 +117,16 @@ func TestLimitsOnDevice(t *testing.T) {
 	}
 }
 
-// TestCountersOnDevice asks each side for its port counters (-W) on rxe:
-// the client named ones, in its JSON, the server every one that moved, in
-// its text. Both must have counted the test's own packets: at a path MTU
-// of 1024 a 4 KiB send is 4 packets. A name the port does not have fails
-// before the test, with the names it has.
-func TestCountersOnDevice(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	const iters, pkts = 200, 200 * 4
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "send-bw", "-d", srvDev, "-p", port, "-W", "all")
+// serverAndJSONClient runs a server with srvArgs and, once it listens, a
+// client with cliArgs and --json, both on port; it returns the client's
+// one-size result and what the server printed, failing the test if
+// either fails.
+func serverAndJSONClient(t *testing.T, ctx context.Context, port string, srvArgs, cliArgs []string) (report.Result, string) {
+	t.Helper()
+	srv, srvOut := start(t, ctx, append(srvArgs, "-p", port)...)
 	waitListening(t, port)
-	args := []string{"send-bw", "-d", cliDev, "-p", port, "-s", "4096", "-m", "1024", "-n", fmt.Sprint(iters), "--json",
-		"-W", "hw_counters/sent_pkts,rcvd_pkts,sent_pkts"}
-	cmd := gorperf(ctx, append(args, addr)...)
+	args := append([]string{cliArgs[0], "-p", port, "--json"}, cliArgs[1:]...)
+	cmd := gorperf(ctx, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -146,6 +140,22 @@ func TestCountersOnDevice(t *testing.T) {
 	if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 1 {
 		t.Fatalf("client JSON: %v\n%s", err, out)
 	}
+	return r, srvOut.String()
+}
+
+// TestCountersOnDevice asks each side for its port counters (-W) on rxe:
+// the client named ones, in its JSON, the server every one that moved, in
+// its text. Both must have counted the test's own packets: at a path MTU
+// of 1024 a 4 KiB send is 4 packets. A name the port does not have fails
+// before the test, with the names it has.
+func TestCountersOnDevice(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const iters, pkts = 200, 200 * 4
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	r, srvOut := serverAndJSONClient(t, ctx, port, []string{"send-bw", "-d", srvDev, "-W", "all"},
+		[]string{"send-bw", "-d", cliDev, "-s", "4096", "-m", "1024", "-n", fmt.Sprint(iters), "-W", "hw_counters/sent_pkts,rcvd_pkts,sent_pkts", addr})
 	s := r.Results[0]
 	// Named counters, each once, in the order given.
 	if len(s.Counters) != 2 || s.Counters[0].Name != "hw_counters/sent_pkts" || s.Counters[1].Name != "hw_counters/rcvd_pkts" {
@@ -161,7 +171,7 @@ func TestCountersOnDevice(t *testing.T) {
 	}
 	// The server's text: its table of what moved, with the packets it
 	// received.
-	so := srvOut.String()
+	so := srvOut
 	if !strings.Contains(so, "Port counters of "+srvDev+" port 1, change during each size:") {
 		t.Fatalf("server output lacks its counters:\n%s", so)
 	}
@@ -178,7 +188,7 @@ func TestCountersOnDevice(t *testing.T) {
 
 	// A name the port lacks: the client fails at once, and says what
 	// there is.
-	cmd = gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-W", "hw_counters/no_such", addr)
+	cmd := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-W", "hw_counters/no_such", addr)
 	msg, err := cmd.CombinedOutput()
 	if procExit(err) != 1 || !strings.Contains(string(msg), `counter "hw_counters/no_such" of `+cliDev+" port 1: no such counter; the port has ") ||
 		!strings.Contains(string(msg), "hw_counters/sent_pkts") {
@@ -196,22 +206,10 @@ func TestCPUUtilOnDevice(t *testing.T) {
 	defer cancel()
 	const iters = 2000
 	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--cpu_util")
-	waitListening(t, port)
-	args := []string{"write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", fmt.Sprint(iters), "--json", "--cpu-util"}
-	cmd := gorperf(ctx, append(args, addr)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v: %v\n%s%s", args, err, out, stderr.String())
-	}
-	if err := srv.Wait(); err != nil {
-		t.Fatalf("server: %v\n%s", err, srvOut)
-	}
-	var r report.Result
-	if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 1 || r.Results[0].CPU == nil {
-		t.Fatalf("client JSON: %v\n%s", err, out)
+	r, srvOut := serverAndJSONClient(t, ctx, port, []string{"write-bw", "-d", srvDev, "--cpu_util"},
+		[]string{"write-bw", "-d", cliDev, "-s", "4096", "-n", fmt.Sprint(iters), "--cpu-util", addr})
+	if r.Results[0].CPU == nil {
+		t.Fatalf("client JSON without CPU: %+v", r)
 	}
 	s := r.Results[0]
 	c := *s.CPU
@@ -232,7 +230,7 @@ func TestCPUUtilOnDevice(t *testing.T) {
 		t.Errorf("CPU_Util %.2f%%, totals say %.2f%%", c.UtilPct, pct)
 	}
 	// The server's text table.
-	so := srvOut.String()
+	so := srvOut
 	_, table, ok := strings.Cut(so, " CPU time of this process during each size")
 	if !ok {
 		t.Fatalf("server output lacks its CPU time:\n%s", so)
@@ -252,17 +250,17 @@ func TestCPUUtilOnDevice(t *testing.T) {
 	// A latency test's server keeps no samples, yet it answers every
 	// message and polls as busily as the client: its time a message is
 	// its time over the round trips.
-	srv, srvOut = start(t, ctx, "send-lat", "-d", srvDev, "-p", port, "--cpu_util", "--json")
+	srv, latOut := start(t, ctx, "send-lat", "-d", srvDev, "-p", port, "--cpu_util", "--json")
 	waitListening(t, port)
 	if out, err := gorperf(ctx, "send-lat", "-d", cliDev, "-p", port, "-n", "500", addr).CombinedOutput(); err != nil {
 		t.Fatalf("send-lat client: %v\n%s", err, out)
 	}
 	if err := srv.Wait(); err != nil {
-		t.Fatalf("send-lat server: %v\n%s", err, srvOut)
+		t.Fatalf("send-lat server: %v\n%s", err, latOut)
 	}
 	r = report.Result{}
-	if err := json.Unmarshal([]byte(srvOut.String()), &r); err != nil || len(r.Results) != 1 || r.Results[0].CPU == nil {
-		t.Fatalf("send-lat server JSON: %v\n%s", err, srvOut)
+	if err := json.Unmarshal([]byte(latOut.String()), &r); err != nil || len(r.Results) != 1 || r.Results[0].CPU == nil {
+		t.Fatalf("send-lat server JSON: %v\n%s", err, latOut)
 	}
 	if c := *r.Results[0].CPU; c.UtilPct < 50 || c.UserUsPerMsg+c.SysUsPerMsg < 1e6*(c.UserS+c.SysS)/500*0.99 {
 		t.Errorf("send-lat server: %+v", c)

@@ -231,16 +231,13 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "disable_pcie_relaxed"
 		case "use-hugepages":
 			name = "use_hugepages"
-		case "limit-bw", "limit-msgrate", "limit-lat", "limit-p99":
+		case "limit-bw", "limit-msgrate", "limit-lat", "limit-p99", "cpu-util",
+			"rate-limit", "rate-units", "burst-size", "rate-limit-type":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "report_counters":
 			name = "report-counters"
-		case "cpu-util":
-			name = "cpu_util"
 		case "use_srq":
 			name = "use-srq"
-		case "rate-limit", "rate-units", "burst-size", "rate-limit-type":
-			name = strings.ReplaceAll(name, "-", "_")
 		}
 		return pflag.NormalizedName(name)
 	})
