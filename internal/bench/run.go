@@ -329,7 +329,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 				}
 			}
 			if s.local.CPUUtil {
-				if cpuEnd.wall == 0 {
+				if cpuEnd.at.IsZero() {
 					cpuEnd = sampleCPU()
 				}
 				msgs := r.BW.Iterations
@@ -460,25 +460,21 @@ func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.
 }
 
 // cpuSample is the process's CPU time at one moment (getrusage(2),
-// RUSAGE_SELF: every thread, the runtime's too) and the monotonic clock.
+// RUSAGE_SELF: every thread, the runtime's too), and the moment.
 type cpuSample struct {
 	user, sys time.Duration
-	wall      time.Duration // since the package's start; 0: not taken
+	at        time.Time // zero: not taken
 }
-
-var clockStart = time.Now()
 
 func sampleCPU() cpuSample {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return cpuSample{wall: time.Since(clockStart)} // cannot fail for RUSAGE_SELF
-	}
-	return cpuSample{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), wall: time.Since(clockStart)}
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru) // cannot fail for RUSAGE_SELF
+	return cpuSample{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), at: time.Now()}
 }
 
 // since returns the CPU time from start to c, for msgs messages.
 func (c cpuSample) since(start cpuSample, msgs uint64) *stats.CPU {
-	return &stats.CPU{User: c.user - start.user, System: c.sys - start.sys, Wall: c.wall - start.wall, Messages: msgs}
+	return &stats.CPU{User: c.user - start.user, System: c.sys - start.sys, Wall: c.at.Sub(start.at), Messages: msgs}
 }
 
 // sizeResult turns the two sides' measurements into the reported numbers.
