@@ -217,10 +217,11 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		fmt.Fprint(f.IO.ErrOut, "\r\033[K") // clear the progress line
 	}
 	if res != nil {
+		rs := reportSizes(res)
 		if err == nil && !res.Interrupted && res.Mismatches == 0 {
 			// Checked before the output is written, so that --json's
 			// document carries the miss as its error.
-			err = o.limits.Check(reportSizes(res))
+			err = o.limits.Check(rs)
 		}
 		if o.value != report.NoValue {
 			if !o.Infinite { // the intervals were the figures
@@ -237,7 +238,6 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		} else {
 			writeTables(f.IO.Out, res, o.Gbits, o.Histogram)
 			h := res.Header
-			rs := reportSizes(res)
 			report.WriteCPU(f.IO.Out, rs)
 			report.WriteCounters(f.IO.Out, h.Device, h.Port, rs, slices.Equal(o.Counters, []string{counters.All}))
 		}
