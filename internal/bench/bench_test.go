@@ -451,6 +451,68 @@ func TestQPTimeout(t *testing.T) {
 	}
 }
 
+// TestGRHAndPKey: the spec's flow labels (taken in turn) and traffic
+// class and each side's P_Key index reach the QPs' attributes, as the
+// kernel reports them; an index beyond the port's table fails before a
+// test.
+func TestGRHAndPKey(t *testing.T) {
+	info := rdmatest.Device(t)
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := ctx.QueryPort(info.Port)
+	ctx.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := uint16(pa.PKeyTableLen - 1)
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 20,
+		NumQPs: 3, TXDepth: 16, CQModeration: 1, TrafficClass: 32, FlowLabels: []uint32{0x11, 0xfedcb}}
+	var mu sync.Mutex
+	type grh struct {
+		fl        uint32
+		tc        uint8
+		pkeyIndex uint16
+	}
+	got := map[bool][]grh{}
+	defer bench.SetAfterConnect(func(client bool, qps []*ibverbs.QP) {
+		for _, qp := range qps {
+			a, err := qp.Query()
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			got[client] = append(got[client], grh{a.AH.GRH.FlowLabel, a.AH.GRH.TrafficClass, a.PKeyIndex})
+			mu.Unlock()
+		}
+	})()
+	loopback(t, spec, func(l *bench.Local, client bool) {
+		if client {
+			l.PKeyIndex = last
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, client := range []bool{true, false} {
+		var want []grh
+		for i := range 3 {
+			w := grh{spec.FlowLabels[i%2], 32, 0}
+			if client {
+				w.pkeyIndex = last
+			}
+			want = append(want, w)
+		}
+		if !slices.Equal(got[client], want) {
+			t.Errorf("client %v: QPs' flow label, traffic class, P_Key index %+v, want %+v", client, got[client], want)
+		}
+	}
+	err = bench.Check(bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, PKeyIndex: last + 1})
+	if want := fmt.Sprintf("P_Key index %d is beyond %s port %d's table of %d entries", last+1, info.Name, info.Port, last+1); err == nil || err.Error() != want {
+		t.Errorf("Check with P_Key index %d: %v, want %q", last+1, err, want)
+	}
+}
+
 // gidHost is the address of the test device's GID: what rdma_cm dials
 // (Local.CMHost), not the control connection's loopback address.
 func gidHost(t *testing.T) string {

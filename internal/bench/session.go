@@ -56,6 +56,10 @@ type Local struct {
 	// Rate caps what this side sends in a bandwidth test (perftest's
 	// --rate_limit with --rate_limit_type SW); each side its own.
 	Rate RateLimit
+	// PKeyIndex is the index in this side's port's P_Key table of its
+	// QPs' partition key (perftest's --pkey_index); not with rdma_cm,
+	// which picks the P_Key itself.
+	PKeyIndex uint16
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -210,6 +214,9 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if s.port == 0 {
 		s.port = 1
 	}
+	if spec.RdmaCM && l.PKeyIndex != 0 {
+		return nil, errors.New("--pkey_index: rdma_cm picks the P_Key of its connections itself; the test asks for -R")
+	}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -357,6 +364,9 @@ func (s *session) openPort(cm bool) (err error) {
 	if s.portAttr.State != ibverbs.PortActive {
 		return fmt.Errorf("%s port %d is %s, not ACTIVE (is its netdev up? see `gorperf doctor`)", s.ctx.Name(), s.port, s.portAttr.State)
 	}
+	if n := s.portAttr.PKeyTableLen; int(s.local.PKeyIndex) >= n {
+		return fmt.Errorf("P_Key index %d is beyond %s port %d's table of %d entries", s.local.PKeyIndex, s.ctx.Name(), s.port, n)
+	}
 	if len(s.local.Counters) > 0 {
 		if s.counters, err = counters.Open("/sys", s.ctx.Name(), s.port, s.local.Counters); err != nil {
 			return err
@@ -407,10 +417,11 @@ func (s *session) connect(remote exchange.Setup) error {
 	if s.spec.RdmaCM && s.spec.ConnType != ibverbs.QPTypeUD {
 		return nil // rdma_cm connected the QPs
 	}
-	cp := ibverbs.ConnParams{Port: s.port, GIDIndex: s.gid.Entry.Index, MTU: s.spec.MTU,
+	cp := ibverbs.ConnParams{Port: s.port, GIDIndex: s.gid.Entry.Index, MTU: s.spec.MTU, PKeyIndex: s.local.PKeyIndex,
 		TrafficClass: s.spec.TrafficClass, SL: s.spec.SL, Timeout: s.local.QPTimeout}
 	for i, qp := range s.qps {
 		r := remote.QPs[i].Endpoint
+		cp.FlowLabel = s.spec.FlowLabel(i)
 		if cp.MTU == 0 {
 			cp.MTU = min(s.portAttr.ActiveMTU, r.MTU)
 		}
@@ -427,7 +438,8 @@ func (s *session) connect(remote exchange.Setup) error {
 		}
 		if s.spec.ConnType == ibverbs.QPTypeUD {
 			ah, err := s.pd.CreateAH(ibverbs.AHAttr{DLID: r.LID, SL: s.spec.SL, Port: uint8(s.port), IsGlobal: !r.GID.IsZero(),
-				GRH: ibverbs.GlobalRoute{DGID: r.GID, SGIDIndex: uint8(s.gid.Entry.Index), HopLimit: 64, TrafficClass: s.spec.TrafficClass}})
+				GRH: ibverbs.GlobalRoute{DGID: r.GID, SGIDIndex: uint8(s.gid.Entry.Index), HopLimit: 64,
+					TrafficClass: s.spec.TrafficClass, FlowLabel: cp.FlowLabel}})
 			if err != nil {
 				return err
 			}
@@ -486,6 +498,7 @@ func (s *session) header(client bool) report.Header {
 		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
 		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events, UsingSRQ: s.srq != nil,
+		FlowLabels: s.spec.FlowLabels,
 	}
 	if cm {
 		h.DataEx = "rdma_cm"

@@ -111,7 +111,7 @@ func (o *testOptions) local() (bench.Local, error) {
 	}
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
 		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
-		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate}, nil
+		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex}, nil
 }
 
 // rate returns the rate limit of the flags: what this side sends at most.
@@ -327,7 +327,7 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		Port: h.Port, GIDIndex: h.GIDIndex, GIDReason: h.GIDReason, Connection: h.Connection,
 		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Events: res.Spec.Events,
 		SRQ: h.UsingSRQ, RateLimit: h.RateLimit, Reversed: res.Spec.Reversed,
-		Interrupted: res.Interrupted}
+		FlowLabels: res.Spec.FlowLabels, Interrupted: res.Interrupted}
 	r.Results = reportSizes(res)
 	if err != nil {
 		r.Error = &report.Error{Code: errorCode(err), Message: err.Error()}

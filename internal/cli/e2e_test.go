@@ -5,7 +5,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/rdmatest"
@@ -251,111 +249,6 @@ func TestEventsSleep(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestRoCEv2OnTheWire sniffs the veth during a run with a packet socket
-// and checks that the RDMA traffic is UDP to port 4791: RoCE v2.
-func TestRoCEv2OnTheWire(t *testing.T) {
-	nd := os.Getenv("RXE_NETDEV")
-	if nd == "" || os.Getenv("RXE_DEV2") == "" {
-		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
-			t.Fatal("needs the two-device rxe VM")
-		}
-		t.Skip("needs the rxe VM's veth pair")
-	}
-	ifc, err := net.InterfaceByName(nd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_DGRAM, int(htons(syscall.ETH_P_IP)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fd)
-	if err := syscall.Bind(fd, &syscall.SockaddrLinklayer{Protocol: htons(syscall.ETH_P_IP), Ifindex: ifc.Index}); err != nil {
-		t.Fatal(err)
-	}
-	// A large buffer so that a slow reader (TCG) does not lose packets;
-	// the kernel's drop count is reported too, and counted.
-	// SO_RCVBUFFORCE passes net.core.rmem_max; it needs CAP_NET_ADMIN,
-	// which the packet socket needed anyway.
-	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, 8<<20); err != nil {
-		t.Fatal(err)
-	}
-	tv := syscall.Timeval{Usec: 200000}
-	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
-	var roce, udpOther atomic.Int64
-	var byTOS [256]atomic.Int64 // RoCE v2 packets by the IP header's TOS byte
-	var stop atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, _, err := syscall.Recvfrom(fd, buf, 0)
-			if err != nil {
-				// Only a timeout after the run has ended means the
-				// socket is drained; a pause mid-run is not the end.
-				if stop.Load() {
-					return
-				}
-				continue
-			}
-			ihl := int(buf[0]&0xf) * 4
-			if n < ihl+8 || buf[9] != syscall.IPPROTO_UDP {
-				continue
-			}
-			if binary.BigEndian.Uint16(buf[ihl+2:]) == 4791 {
-				roce.Add(1)
-				byTOS[buf[1]].Add(1)
-			} else {
-				udpOther.Add(1)
-			}
-		}
-	}()
-	// --tclass reaches the IP header, with QPs gorperf connects and with
-	// rdma_cm's (-R).
-	pair(t, "write-bw", "-s", "4096", "-n", "200", "--tclass", "104")
-	pair(t, "write-bw", "-s", "4096", "-n", "200", "--tclass", "72", "-R")
-	stop.Store(true)
-	<-done
-	st, err := getPacketStats(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Drops > 0 {
-		t.Logf("the packet socket dropped %d packets", st.Drops)
-	}
-	t.Logf("on %s: %d RoCE v2 packets (UDP 4791), %d other UDP", nd, roce.Load(), udpOther.Load())
-	if roce.Load() == 0 {
-		t.Fatalf("no RoCE v2 packets on %s", nd)
-	}
-	if roce.Load()+int64(st.Drops) < 400 {
-		t.Errorf("saw %d RoCE v2 packets on %s, want at least one per message (400)", roce.Load(), nd)
-	}
-	for _, tos := range []int{104, 72} {
-		if n := byTOS[tos].Load(); n+int64(st.Drops) < 200 {
-			t.Errorf("%d RoCE v2 packets with TOS %d, want at least one per message (200)", n, tos)
-		}
-	}
-}
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
-
-// packetStats is struct tpacket_stats from linux/if_packet.h.
-type packetStats struct{ Packets, Drops uint32 }
-
-// getPacketStats reads PACKET_STATISTICS from a packet socket.
-func getPacketStats(fd int) (packetStats, error) {
-	var st packetStats
-	l := uint32(unsafe.Sizeof(st))
-	const solPacket, packetStatistics = 263, 6
-	_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), solPacket, packetStatistics,
-		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
-	if e != 0 {
-		return st, fmt.Errorf("getsockopt PACKET_STATISTICS: %w", e)
-	}
-	return st, nil
 }
 
 // start runs gorperf in the background with its output collected.

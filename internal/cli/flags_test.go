@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -107,7 +108,7 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	want := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 1024, Iterations: 77, NumQPs: 4,
 		Bidirectional: true, TXDepth: 64, RXDepth: 72, CQModeration: 16, PostList: 8, Inline: 64,
 		MTU: ibverbs.MTU2048, TrafficClass: 106, SL: 3, ValidateData: true, OutReads: 4, OldPostSend: true, NoRelaxedOrdering: true, Events: true, SRQ: true}
-	if s != want {
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("spec\n got %+v\nwant %+v", s, want)
 	}
 	if o.Device != "mlx5_1" || o.IBPort != 2 || o.GIDIndex != 3 || o.Port != 20000 || !o.Gbits || o.Host != "198.18.0.1" {
@@ -121,6 +122,21 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	}
 	if r, err := o.gidRule(); err != nil || r.Family != 6 {
 		t.Errorf("--ipv6: rule %+v, %v", r, err)
+	}
+	// --flow_label travels in the spec (hexadecimal as perftest reads
+	// it); --pkey_index stays on this side. With -R labels apply to UD
+	// only.
+	s, o, err = parseTest(t, exchange.SendBW, "--flow-label", "0x1, 65536", "--flow_label", "0xfffff", "--pkey_index", "2", "h")
+	if err != nil || !slices.Equal(s.FlowLabels, []uint32{1, 65536, 0xfffff}) {
+		t.Errorf("--flow_label: %+v, %v", s, err)
+	} else if l, err := o.local(); err != nil || l.PKeyIndex != 2 {
+		t.Errorf("--pkey_index 2: %+v, %v", l, err)
+	}
+	if s, _, err := parseTest(t, exchange.SendBW, "-R", "-c", "UD", "-s", "1024", "--flow_label", "5", "h"); err != nil || s.FlowLabel(3) != 5 {
+		t.Errorf("-R -c UD --flow_label 5: %+v, %v", s, err)
+	}
+	if s, _, err := parseTest(t, exchange.WriteBW, "h"); err != nil || s.FlowLabels != nil {
+		t.Errorf("no --flow_label: %+v, %v", s, err)
 	}
 	// The rate limit is this side's own; its burst defaults later, to
 	// the TX depth.
@@ -214,6 +230,11 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteLat, []string{"--rate_limit", "1"}, "unknown flag: --rate_limit"},
 		{exchange.WriteBW, []string{"--reversed", "-b"}, "--reversed is for a one-way bandwidth test"},
 		{exchange.SendLat, []string{"--reversed"}, "unknown flag: --reversed"},
+		{exchange.SendBW, []string{"--flow_label", "1,0x100000"}, `"0x100000" is not a flow label, a number from 0 to 0xfffff`},
+		{exchange.ReadBW, []string{"--flow_label", "x"}, `"x" is not a flow label`},
+		{exchange.WriteBW, []string{"-R", "--flow_label", "1"}, "rdma_cm resolves the path"},
+		{exchange.ReadLat, []string{"-L", "3"}, "unknown shorthand flag: 'L'"},
+		{exchange.SendBW, []string{"-R", "-c", "UD", "--pkey_index", "1"}, "--pkey_index only without -R"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

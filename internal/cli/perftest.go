@@ -59,6 +59,8 @@ type testOptions struct {
 	Gbits       bool
 	TClass      uint8
 	SL          uint8
+	FlowLabels  []string // --flow_label, as given
+	PKeyIndex   uint16
 	Infinite    bool
 	JSON        bool
 	CSV         bool
@@ -180,6 +182,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.Uint8Var(&o.TClass, "tclass", 0, "IP traffic class (DSCP and ECN bits) of the packets")
 	f.Uint8VarP(&o.TClass, "tos", "T", 0, "the same as --tclass (perftest's -T sets it for rdma_cm's QPs; gorperf's applies with and without -R)")
 	f.Uint8VarP(&o.SL, "sl", "S", 0, "service level")
+	f.StringSliceVar(&o.FlowLabels, "flow_label", nil, "GRH flow labels, comma-separated, taken in turn by the QPs of both sides; on RoCE v2 each picks its QP's UDP source port, and so its ECMP path (not for RC or UC with -R)")
+	f.Uint16Var(&o.PKeyIndex, "pkey_index", 0, "index of this side's QPs' partition key in its port's P_Key table (not with -R)")
 	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
@@ -236,6 +240,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = strings.ReplaceAll(name, "-", "_")
 		case "report_counters":
 			name = "report-counters"
+		case "flow-label", "pkey-index":
+			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
 		}
@@ -268,6 +274,9 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0
+	}
+	if err := o.grh(&s); err != nil {
+		return s, err
 	}
 	if o.MTU != 0 {
 		m, err := ibverbs.MTUFromBytes(o.MTU)
@@ -342,6 +351,22 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		return s, &usageError{err}
 	}
 	return s, nil
+}
+
+// grh puts --flow_label into s. A label is a number of up to 20
+// bits, decimal or, with 0x, hexadecimal, as perftest's strtol takes it.
+func (o *testOptions) grh(s *exchange.TestSpec) error {
+	for _, f := range o.FlowLabels {
+		fl, err := strconv.ParseUint(strings.TrimSpace(f), 0, 32)
+		if err != nil || fl > exchange.MaxFlowLabel {
+			return usageErrorf("--flow_label: %q is not a flow label, a number from 0 to %#x", f, exchange.MaxFlowLabel)
+		}
+		s.FlowLabels = append(s.FlowLabels, uint32(fl))
+	}
+	if o.RdmaCM && (o.PKeyIndex != 0 || (s.ConnType != ibverbs.QPTypeUD && len(s.FlowLabels) > 0)) {
+		return usageErrorf("-R: rdma_cm resolves the path of RC connections itself and picks the P_Key of every connection: --flow_label applies without -R or with UD, --pkey_index only without -R")
+	}
+	return nil
 }
 
 // gidRule builds the automatic GID rule from the --gid-* flags.

@@ -42,6 +42,7 @@ The limits bound what a client can make this host allocate and register.`,
 	fl.IntVarP(&o.test.IBPort, "ib-port", "i", 1, "port of the device")
 	fl.IntVarP(&o.test.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically)")
 	fl.IntVarP(&o.test.Port, "port", "p", exchange.DefaultPort, "TCP port to listen on")
+	fl.Uint16Var(&o.test.PKeyIndex, "pkey_index", 0, "index of this side's QPs' partition key in its port's P_Key table (for tests without -R)")
 	fl.IntVar(&o.test.Idle, "peer-timeout", 10, "seconds without progress before a client is declared gone")
 	fl.BoolVar(&o.test.JSON, "json", false, "print each result as a JSON document")
 	addLocalReportFlags(fl, &o.test)

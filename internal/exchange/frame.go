@@ -22,7 +22,7 @@ func payloadBounds(t MsgType) (lo, hi int, ok bool) {
 	case TypeHello:
 		return 4 + 2 + 1, 4 + 2 + 1 + MaxString, true
 	case TypeSpec:
-		return specLen, specLen, true
+		return specLen, specLen + 4*MaxSetupQPs, true
 	case TypeSetup:
 		return 2, 2 + MaxSetupQPs*qpInfoLen, true
 	case TypeSync:

@@ -39,7 +39,13 @@ func messages() []struct {
 		AllSizes: true, Iterations: 1 << 60, Duration: 99, NumQPs: 0xffff, Bidirectional: true,
 		TXDepth: 1, RXDepth: 2, CQModeration: 3, PostList: 4, Inline: 5, MTU: ibverbs.MTU256,
 		RdmaCM: true, TrafficClass: 255, SL: 15, OutReads: 255, RunInfinitely: true, ValidateData: true, OldPostSend: true,
-		NoRelaxedOrdering: true, Events: true, HugePages: true, SRQ: true, Reversed: true, Flags: 0x80000000}
+		NoRelaxedOrdering: true, Events: true, HugePages: true, SRQ: true, Reversed: true, Flags: 0x80000000,
+		FlowLabels: []uint32{0, MaxFlowLabel, 0x12345}}
+	labels := testSpec()
+	labels.FlowLabels = make([]uint32, MaxSetupQPs)
+	for i := range labels.FlowLabels {
+		labels.FlowLabels[i] = uint32(i) << 10
+	}
 	many := make([]QPInfo, MaxSetupQPs)
 	for i := range many {
 		many[i] = QPInfo{Endpoint: fullEndpoint(), RKey: uint32(i), Addr: uint64(i) << 32, Len: 1 << 20}
@@ -54,6 +60,7 @@ func messages() []struct {
 		{"spec", testSpec()},
 		{"spec zero", TestSpec{}},
 		{"spec every field", every},
+		{"spec max flow labels", labels},
 		{"setup empty", Setup{}},
 		{"setup one", Setup{QPs: []QPInfo{{Endpoint: fullEndpoint(), RKey: 0xcafe, Addr: 0x7f00_0000_1000, Len: 1 << 23}}}},
 		{"setup max", Setup{QPs: many}},

@@ -171,6 +171,25 @@ type TestSpec struct {
 	// Flags holds the flag bits this release does not know; Validate
 	// refuses any, so that a newer client fails clearly.
 	Flags uint32
+	// FlowLabels are the GRH flow labels of the QPs, taken in turn: QP i
+	// of each side gets FlowLabels[i % len(FlowLabels)] (perftest's
+	// --flow_label). On RoCE v2, rdma-core's providers and the kernel
+	// derive a QP's UDP source port from its flow label, so the labels
+	// choose the ECMP paths of the test's flows. Empty: the device's own
+	// choice. They do not apply to RC through rdma_cm, which resolves
+	// the path itself.
+	FlowLabels []uint32
+}
+
+// MaxFlowLabel is the largest GRH flow label: it has 20 bits.
+const MaxFlowLabel = 1<<20 - 1
+
+// FlowLabel returns the flow label of QP i: FlowLabels in turn, or 0.
+func (s TestSpec) FlowLabel(i int) uint32 {
+	if len(s.FlowLabels) == 0 {
+		return 0
+	}
+	return s.FlowLabels[i%len(s.FlowLabels)]
 }
 
 // Bits of the spec's one-byte bool field.
@@ -194,15 +213,17 @@ const (
 	knownFlags = flagHugePages | flagSRQ | flagReversed
 )
 
-const specLen = 53 // bytes of a TestSpec payload
+// specLen is the bytes of a TestSpec payload without flow labels; each
+// adds 4, up to MaxSetupQPs of them.
+const specLen = 55
 
 // AppendPayload appends, big-endian: test uint8, atomic uint8, conn type
 // uint32, size uint32, iterations uint64, duration uint32, QPs uint16, TX
 // depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
-// 6 NoRelaxedOrdering, 7 Events) and flags uint32 (bit 0 HugePages, 1 SRQ,
-// 2 Reversed).
+// 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
+// 2 Reversed), and a uint16 count of flow labels, each a uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -239,7 +260,12 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	if s.Reversed {
 		flags |= flagReversed
 	}
-	return binary.BigEndian.AppendUint32(b, flags)
+	b = binary.BigEndian.AppendUint32(b, flags)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s.FlowLabels)))
+	for _, fl := range s.FlowLabels {
+		b = binary.BigEndian.AppendUint32(b, fl)
+	}
+	return b
 }
 
 func decodeSpec(p []byte) (TestSpec, error) {
@@ -275,6 +301,19 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.SRQ = flags&flagSRQ != 0
 	s.Reversed = flags&flagReversed != 0
 	s.Flags = flags &^ knownFlags
+	n := int(r.u16())
+	if n > MaxSetupQPs {
+		return s, malformed(TypeSpec, "%d flow labels, more than %d", n, MaxSetupQPs)
+	}
+	if r.err == nil && len(r.b) != 4*n {
+		return s, malformed(TypeSpec, "%d bytes for %d flow labels, want %d", len(r.b), n, 4*n)
+	}
+	if n > 0 {
+		s.FlowLabels = make([]uint32, n)
+	}
+	for i := range s.FlowLabels {
+		s.FlowLabels[i] = r.u32()
+	}
 	return s, r.done()
 }
 
@@ -434,6 +473,17 @@ func (s TestSpec) Validate() error {
 	}
 	if s.SL > 15 {
 		return invalid("service level %d: want 0 to 15", s.SL)
+	}
+	if len(s.FlowLabels) > MaxSetupQPs {
+		return invalid("%d flow labels: at most %d", len(s.FlowLabels), MaxSetupQPs)
+	}
+	for _, fl := range s.FlowLabels {
+		if fl > MaxFlowLabel {
+			return invalid("flow label %#x has more than 20 bits", fl)
+		}
+	}
+	if s.RdmaCM && s.ConnType != ibverbs.QPTypeUD && len(s.FlowLabels) > 0 {
+		return invalid("rdma_cm resolves the path of its %v connections itself: flow labels apply without -R, or to UD", s.ConnType)
 	}
 	if s.Flags != 0 {
 		return invalid("unknown option flags %#x (is the client a newer gorperf?)", s.Flags)

@@ -208,18 +208,22 @@ func TestSizes(t *testing.T) {
 	}
 }
 
+// flagsAt is the offset of the flags word in a TestSpec payload: after
+// it come the flow labels.
+const flagsAt = specLen - 6
+
 // TestSpecHugePagesFlag: HugePages travels as bit 0 of the flags word,
 // which an older server, knowing no flags, refuses as an unknown option.
 func TestSpecHugePagesFlag(t *testing.T) {
 	p := TestSpec{HugePages: true}.AppendPayload(nil)
-	if got := binary.BigEndian.Uint32(p[len(p)-4:]); got != 1 {
+	if got := binary.BigEndian.Uint32(p[flagsAt:]); got != 1 {
 		t.Fatalf("flags word %#x, want 0x1", got)
 	}
 	s, err := decodeSpec(p)
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[len(p)-4:], 9)
+	binary.BigEndian.PutUint32(p[flagsAt:], 9)
 	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Flags != 8 {
 		t.Errorf("flags 0x9 decoded as HugePages %v, SRQ %v, Reversed %v, unknown %#x; want true, false, false, 0x8", s.HugePages, s.SRQ, s.Reversed, s.Flags)
 	}
@@ -229,7 +233,7 @@ func TestSpecHugePagesFlag(t *testing.T) {
 // one-way bandwidth test only.
 func TestSpecReversed(t *testing.T) {
 	p := TestSpec{Reversed: true}.AppendPayload(nil)
-	if got := binary.BigEndian.Uint32(p[len(p)-4:]); got != 4 {
+	if got := binary.BigEndian.Uint32(p[flagsAt:]); got != 4 {
 		t.Fatalf("flags word %#x, want 0x4", got)
 	}
 	if s, err := decodeSpec(p); err != nil || !s.Reversed || s.SRQ || s.Flags != 0 {
@@ -257,7 +261,7 @@ func TestSpecReversed(t *testing.T) {
 // test may ask for it.
 func TestSpecSRQ(t *testing.T) {
 	p := TestSpec{SRQ: true}.AppendPayload(nil)
-	if got := binary.BigEndian.Uint32(p[len(p)-4:]); got != 2 {
+	if got := binary.BigEndian.Uint32(p[flagsAt:]); got != 2 {
 		t.Fatalf("flags word %#x, want 0x2", got)
 	}
 	if s, err := decodeSpec(p); err != nil || !s.SRQ || s.HugePages || s.Flags != 0 {
@@ -277,5 +281,65 @@ func TestSpecSRQ(t *testing.T) {
 		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "shared receive queue is for the send tests")) {
 			t.Errorf("%v with SRQ: %v", tc.test, err)
 		}
+	}
+}
+
+// TestSpecFlowLabels: the flow labels follow the flags word; the decoder takes exactly the count's labels, and Validate
+// refuses labels over 20 bits and paths that rdma_cm resolves.
+func TestSpecFlowLabels(t *testing.T) {
+	s := testSpec()
+	s.FlowLabels = []uint32{1, 0xabcde}
+	p := s.AppendPayload(nil)
+	if len(p) != specLen+8 || binary.BigEndian.Uint16(p[flagsAt+4:]) != 2 ||
+		binary.BigEndian.Uint32(p[specLen+4:]) != 0xabcde {
+		t.Fatalf("payload tail % x", p[flagsAt:])
+	}
+	got, err := decodeSpec(p)
+	if err != nil || !slices.Equal(got.FlowLabels, s.FlowLabels) {
+		t.Fatalf("decoded labels %#x, %v", got.FlowLabels, err)
+	}
+	for _, tc := range []struct {
+		name string
+		p    []byte
+		want string
+	}{
+		{"label missing", p[:len(p)-4], "4 bytes for 2 flow labels, want 8"},
+		{"label extra", append(slices.Clone(p), 0, 0, 0, 0), "12 bytes for 2 flow labels, want 8"},
+		{"count over bound", binary.BigEndian.AppendUint16(slices.Clone(p[:flagsAt+4]), MaxSetupQPs+1), "1025 flow labels, more than 1024"},
+	} {
+		if _, err := decodeSpec(tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	for i, want := range []uint32{1, 0xabcde, 1, 0xabcde} {
+		if fl := s.FlowLabel(i); fl != want {
+			t.Errorf("FlowLabel(%d) = %#x, want %#x", i, fl, want)
+		}
+	}
+	if fl := testSpec().FlowLabel(3); fl != 0 {
+		t.Errorf("FlowLabel without labels = %#x", fl)
+	}
+	if err := s.Validate(); err != nil {
+		t.Errorf("valid labels: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		bad  func(*TestSpec)
+		want string
+	}{
+		{"21 bits", func(s *TestSpec) { s.FlowLabels = []uint32{MaxFlowLabel + 1} }, "flow label 0x100000 has more than 20 bits"},
+		{"too many", func(s *TestSpec) { s.FlowLabels = make([]uint32, MaxSetupQPs+1) }, "1025 flow labels"},
+		{"rdma_cm RC", func(s *TestSpec) { s.RdmaCM = true }, "rdma_cm resolves the path"},
+	} {
+		b := s
+		tc.bad(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	ud := s
+	ud.Test, ud.ConnType, ud.Size, ud.RdmaCM, ud.Bidirectional = SendBW, ibverbs.QPTypeUD, 1024, true, false
+	if err := ud.Validate(); err != nil {
+		t.Errorf("UD through rdma_cm makes its own address handles, with the labels: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"fmt"
 	"io"
+	"strings"
 )
 
 // rule is perftest's RESULT_LINE, the dashed line between blocks.
@@ -66,6 +68,9 @@ type Header struct {
 	// header then shows "Outstand reads" instead of "Max inline data",
 	// and the address lines show each endpoint's OutReads.
 	OutstandingReads int
+	// FlowLabels are the GRH flow labels the QPs take in turn (gorperf's
+	// and perftest's --flow_label); none is not printed.
+	FlowLabels []uint32
 	// RdmaCM reports whether the QPs are created through rdma_cm.
 	RdmaCM bool
 	// DataEx is the method used to exchange endpoints: "Ethernet" (a TCP
@@ -150,6 +155,13 @@ func WriteHeader(w io.Writer, h Header) error {
 		p.printf(" Outstand reads  : %d\n", h.OutstandingReads)
 	} else {
 		p.printf(" Max inline data : %d[B]\n", h.MaxInline)
+	}
+	if len(h.FlowLabels) > 0 {
+		labels := make([]string, len(h.FlowLabels))
+		for i, fl := range h.FlowLabels {
+			labels[i] = fmt.Sprintf("0x%05x", fl)
+		}
+		p.printf(" Flow labels     : %s (in turn, one a QP)\n", strings.Join(labels, ","))
 	}
 	p.printf(" rdma_cm QPs\t : %s\n", onOff(h.RdmaCM))
 	dataEx := h.DataEx

@@ -53,6 +53,9 @@ type Result struct {
 	// RateLimit describes this side's rate limit, if it had one
 	// (--rate_limit).
 	RateLimit string `json:"rate_limit,omitempty"`
+	// FlowLabels are the GRH flow labels the QPs took in turn, where
+	// the test set them (--flow_label).
+	FlowLabels []uint32 `json:"flow_labels,omitempty"`
 	// Results holds one entry per message size; WriteJSON writes an
 	// empty array rather than null when there are none.
 	Results []SizeResult `json:"results"`

@@ -70,13 +70,13 @@ func TestWriteHeader(t *testing.T) {
 		{"header_write_bw.golden", writeBWHeader()},
 		{
 			// Bidirectional send with post lists: both depths and the
-			// post list, in perftest's order.
+			// post list, in perftest's order; gorperf's flow labels.
 			"header_send_bw_bidi.golden",
 			Header{
 				Test: "Send Bidirectional Post List BW Test", Device: "rxe0", Port: 1, NumQPs: 1,
 				Transport: "IB", Connection: "RC", TXDepth: 128, PostList: 4, RXDepth: 512, CQModeration: 4,
 				Mtu: 1024, LinkType: "Ethernet", GIDIndex: 1, DataEx: "Ethernet", UsingSRQ: true,
-				RateLimit: "2 MiB/sec, bursts of 128 (SW)",
+				RateLimit: "2 MiB/sec, bursts of 128 (SW)", FlowLabels: []uint32{0, 1, 0xabcde},
 			},
 		},
 		{

@@ -1,0 +1,294 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// roceV2Port is RoCE v2's UDP destination port.
+const roceV2Port = 4791
+
+// rocePacket is what the wire tests read of one captured RoCE v2 packet:
+// its IPv4 header's addresses, TOS and TTL, and its UDP source port.
+type rocePacket struct {
+	src, dst netip.Addr
+	tos, ttl uint8
+	sport    uint16
+}
+
+// capture records the RoCE v2 packets over IPv4 that cross a network
+// device, in both directions, from a packet socket (so it needs
+// CAP_NET_RAW: root in the rxe VM).
+type capture struct {
+	fd       int
+	stopping atomic.Bool
+	done     chan struct{}
+	pkts     []rocePacket // the loop's until done is closed
+	otherUDP int
+}
+
+// startCapture starts capturing on netdev; stop ends it.
+func startCapture(t *testing.T, netdev string) *capture {
+	t.Helper()
+	ifi, err := net.InterfaceByName(netdev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ETH_P_ALL: a socket bound to one protocol sees only the packets
+	// that arrive, not those the device sends.
+	fd, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_DGRAM, int(htons(syscall.ETH_P_ALL)))
+	if err != nil {
+		t.Fatalf("packet socket: %v", err)
+	}
+	c := &capture{fd: fd, done: make(chan struct{})}
+	if err := syscall.Bind(fd, &syscall.SockaddrLinklayer{Protocol: htons(syscall.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+		syscall.Close(fd)
+		t.Fatalf("binding the packet socket to %s: %v", netdev, err)
+	}
+	// A large buffer so that a slow reader (TCG) does not lose packets;
+	// the kernel's drop count is reported too. SO_RCVBUFFORCE passes
+	// net.core.rmem_max; it needs CAP_NET_ADMIN, as the socket needed
+	// CAP_NET_RAW. Reads wake every 200 ms, so that stop need not wait
+	// for a packet.
+	tv := syscall.Timeval{Usec: 200000}
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUFFORCE, 8<<20); err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	go c.loop()
+	t.Cleanup(func() { c.stop(t) })
+	return c
+}
+
+func (c *capture) loop() {
+	defer close(c.done)
+	buf := make([]byte, 256) // the headers are all it reads
+	for {
+		n, from, err := syscall.Recvfrom(c.fd, buf, 0)
+		if ll, ok := from.(*syscall.SockaddrLinklayer); err == nil && (!ok || ll.Protocol != htons(syscall.ETH_P_IP)) {
+			continue
+		}
+		if err != nil {
+			// Only a timeout after the run has ended means the socket is
+			// drained; a pause mid-run is not the end.
+			if c.stopping.Load() {
+				return
+			}
+			continue
+		}
+		if p, ok := parseRoCEv2(buf[:n]); ok {
+			c.pkts = append(c.pkts, p)
+		} else if n > 9 && buf[9] == syscall.IPPROTO_UDP {
+			c.otherUDP++
+		}
+	}
+}
+
+// stop drains the socket and returns the RoCE v2 packets seen and the
+// number the kernel dropped for want of buffer space.
+func (c *capture) stop(t *testing.T) ([]rocePacket, int) {
+	if c.stopping.Swap(true) {
+		<-c.done
+		return c.pkts, 0
+	}
+	<-c.done
+	defer syscall.Close(c.fd)
+	st, err := getPacketStats(c.fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Drops > 0 {
+		t.Logf("the packet socket dropped %d packets", st.Drops)
+	}
+	return c.pkts, int(st.Drops)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// packetStats is struct tpacket_stats from linux/if_packet.h.
+type packetStats struct{ Packets, Drops uint32 }
+
+// getPacketStats reads PACKET_STATISTICS from a packet socket.
+func getPacketStats(fd int) (packetStats, error) {
+	var st packetStats
+	l := uint32(unsafe.Sizeof(st))
+	const solPacket, packetStatistics = 263, 6
+	_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), solPacket, packetStatistics,
+		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
+	if e != 0 {
+		return st, fmt.Errorf("getsockopt PACKET_STATISTICS: %w", e)
+	}
+	return st, nil
+}
+
+// wireNetdev returns the netdev of the rxe VM's server device, or skips
+// the test where there is none: a NIC's packets do not cross its netdev.
+func wireNetdev(t *testing.T) string {
+	nd := os.Getenv("RXE_NETDEV")
+	if nd == "" || os.Getenv("RXE_DEV2") == "" {
+		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+			t.Fatal("needs the two-device rxe VM")
+		}
+		t.Skip("needs the rxe VM's veth pair (ci/rxe-vm/run -2)")
+	}
+	return nd
+}
+
+// TestRoCEv2OnTheWire sniffs the veth during a run and checks that the
+// RDMA traffic is UDP to port 4791, RoCE v2, and that --tclass reaches
+// the IP header, with QPs gorperf connects and with rdma_cm's (-R).
+func TestRoCEv2OnTheWire(t *testing.T) {
+	nd := wireNetdev(t)
+	c := startCapture(t, nd)
+	pair(t, "write-bw", "-s", "4096", "-n", "200", "--tclass", "104")
+	pair(t, "write-bw", "-s", "4096", "-n", "200", "--tclass", "72", "-R")
+	pkts, drops := c.stop(t)
+	t.Logf("on %s: %d RoCE v2 packets (UDP 4791), %d other UDP", nd, len(pkts), c.otherUDP)
+	if len(pkts)+drops < 400 {
+		t.Fatalf("saw %d RoCE v2 packets on %s, want at least one per message (400)", len(pkts), nd)
+	}
+	byTOS := map[uint8]int{}
+	for _, p := range pkts {
+		byTOS[p.tos]++
+	}
+	for _, tos := range []uint8{104, 72} {
+		if n := byTOS[tos]; n+drops < 200 {
+			t.Errorf("%d RoCE v2 packets with TOS %d, want at least one per message (200)", n, tos)
+		}
+	}
+}
+
+// parseRoCEv2 reads an IPv4 packet that carries UDP to port 4791.
+func parseRoCEv2(b []byte) (rocePacket, bool) {
+	if len(b) < 20 || b[0]>>4 != 4 || b[9] != syscall.IPPROTO_UDP {
+		return rocePacket{}, false
+	}
+	ihl := int(b[0]&0xf) * 4
+	if len(b) < ihl+8 || binary.BigEndian.Uint16(b[ihl+2:]) != roceV2Port {
+		return rocePacket{}, false
+	}
+	return rocePacket{src: netip.AddrFrom4([4]byte(b[12:16])), dst: netip.AddrFrom4([4]byte(b[16:20])),
+		tos: b[1], ttl: b[8], sport: binary.BigEndian.Uint16(b[ihl:])}, true
+}
+
+// flowLabelSport is the UDP source port that the kernel (and mlx5's
+// firmware interface) derives from a RoCE v2 QP's flow label:
+// rdma_flow_label_to_udp_sport in include/rdma/ib_verbs.h, which folds the
+// label's top 6 of 20 bits into its low 14 and sets the top two bits of
+// the port.
+func flowLabelSport(fl uint32) uint16 {
+	low, high := fl&0x3fff, fl&0xfc000
+	return uint16((low ^ high>>14) | 0xc000)
+}
+
+// TestGRHOnTheWire captures the packets of two tests on the server
+// device's netdev and checks that the GRH fields gorperf was given are
+// the ones on the wire, in both directions: --tclass as the IPv4 TOS
+// byte and, for RC, each QP's --flow_label as its UDP source port (rxe
+// derives it as the kernel's helper does). A UD test checks the address
+// handle's traffic class; rxe does not take a UD packet's source port
+// from the label. The TTL is the route's (64 here): the kernel replaces a
+// RoCE QP's or address handle's hop limit with its route's, which is why
+// gorperf has no -L (perftest's is for raw Ethernet only).
+func TestGRHOnTheWire(t *testing.T) {
+	netdev := wireNetdev(t)
+	_, _, addr := peers(t)
+	srvIP, err := netip.ParseAddr(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		test   string
+		args   []string
+		tos    uint8
+		labels []uint32 // RC: each QP's, in order
+	}{
+		{"write-bw", []string{"-q", "2", "-s", "1024", "-n", "100", "--tclass", "0x68", "--flow_label", "0x11111,0x2abcd"}, 0x68, []uint32{0x11111, 0x2abcd}},
+		{"send-bw", []string{"-c", "UD", "-s", "512", "-n", "100", "-T", "32", "--flow_label", "7"}, 32, nil},
+	} {
+		t.Run(tc.test, func(t *testing.T) {
+			c := startCapture(t, netdev)
+			r := pair(t, tc.test, tc.args...)
+			pkts, drops := c.stop(t)
+			if len(r.FlowLabels) == 0 {
+				t.Errorf("JSON flow_labels %#x", r.FlowLabels)
+			}
+			sports := map[bool]map[uint16]int{true: {}, false: {}} // by "sent by the client"
+			flows := map[string]int{}
+			for _, p := range pkts {
+				flows[fmt.Sprintf("%v>%v:%d", p.src, p.dst, p.sport)]++
+				fromClient := p.dst == srvIP
+				if !fromClient && p.src != srvIP {
+					continue
+				}
+				if p.ttl != 64 || p.tos != tc.tos {
+					t.Fatalf("a packet %v → %v has TTL %d and TOS %#x; want the route's 64 and %#x", p.src, p.dst, p.ttl, p.tos, tc.tos)
+				}
+				sports[fromClient][p.sport]++
+			}
+			n := func(m map[uint16]int) (sum int) {
+				for _, v := range m {
+					sum += v
+				}
+				return sum
+			}
+			if n(sports[true])+drops < 100 || (tc.labels != nil && n(sports[false]) == 0) {
+				t.Fatalf("captured %d packets from the client and %d from the server on %s; want the test's 100 messages and their ACKs (%v)",
+					n(sports[true]), n(sports[false]), netdev, flows)
+			}
+			if tc.labels == nil {
+				return
+			}
+			want := map[uint16]bool{}
+			for _, fl := range tc.labels {
+				want[flowLabelSport(fl)] = true
+			}
+			for side, m := range sports {
+				if len(m) != len(want) {
+					t.Errorf("client %v: UDP source ports %v, want one for each flow label: %v", side, m, want)
+				}
+				for sp := range m {
+					if !want[sp] {
+						t.Errorf("client %v: UDP source port %d (%#x) is no flow label's; want %v", side, sp, sp, want)
+					}
+				}
+			}
+			t.Logf("UDP source ports: client %v, server %v (labels %#x)", sports[true], sports[false], tc.labels)
+		})
+	}
+}
+
+// TestFlowLabelSport pins the kernel's mapping with values worked out by
+// hand.
+func TestFlowLabelSport(t *testing.T) {
+	for _, tc := range []struct {
+		fl   uint32
+		want uint16
+	}{
+		{0, 0xc000},
+		{1, 0xc001},
+		{0x3fff, 0xffff},
+		{0x4000, 0xc001}, // bit 14 folds onto bit 0
+		{0xfffff, 0xc000 | 0x3fff ^ 0x3f},
+		{0x11111, 0xc000 | 0x1111 ^ 0x4},
+	} {
+		if got := flowLabelSport(tc.fl); got != tc.want {
+			t.Errorf("flowLabelSport(%#x) = %#x, want %#x", tc.fl, got, tc.want)
+		}
+	}
+}
