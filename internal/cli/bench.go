@@ -230,13 +230,20 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		} else if o.JSON || o.CSV {
 			r := jsonResult(role, res, err)
 			r.Intervals = o.intervals
+			if o.Unsorted || o.Sorted {
+				for i, s := range res.Sizes {
+					for _, v := range s.Samples {
+						r.Results[i].SamplesUs = append(r.Results[i].SamplesUs, v/1e3)
+					}
+				}
+			}
 			if o.JSON {
 				report.WriteJSON(f.IO.Out, r)
 			} else {
 				report.WriteCSV(f.IO.Out, r)
 			}
 		} else {
-			writeTables(f.IO.Out, res, o.Gbits, o.Histogram)
+			writeTables(f.IO.Out, res, o)
 			h := res.Header
 			report.WriteCPU(f.IO.Out, rs)
 			report.WriteCounters(f.IO.Out, h.Device, h.Port, rs, slices.Equal(o.Counters, []string{counters.All}))
@@ -293,7 +300,10 @@ func writeValues(w io.Writer, res *bench.Result, v report.Value, gbits bool) {
 	}
 }
 
-func writeTables(w io.Writer, res *bench.Result, gbits, histogram bool) {
+// writeTables prints the results table, and for latency tests the
+// percentiles and what -U, -H and --histogram ask for.
+func writeTables(w io.Writer, res *bench.Result, o *testOptions) {
+	gbits := o.Gbits
 	if len(res.Sizes) == 0 {
 		return
 	}
@@ -308,7 +318,16 @@ func writeTables(w io.Writer, res *bench.Result, gbits, histogram bool) {
 				fmt.Fprintf(w, " %d bytes:", s.Size)
 			}
 			report.WritePercentiles(w, s.Lat)
-			if histogram && len(s.Samples) > 0 {
+			if len(s.Samples) == 0 {
+				continue
+			}
+			if o.Unsorted {
+				report.WriteSamples(w, s.Samples)
+			}
+			if o.Sorted {
+				report.WriteSamples(w, slices.Sorted(slices.Values(s.Samples)))
+			}
+			if o.Histogram {
 				report.WriteHistogram(w, stats.NewHistogram(s.Samples, 16), 50)
 			}
 		}

@@ -138,6 +138,10 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if s, _, err := parseTest(t, exchange.WriteBW, "h"); err != nil || s.FlowLabels != nil {
 		t.Errorf("no --flow_label: %+v, %v", s, err)
 	}
+	// perftest's sample lists; the long names in either spelling.
+	if _, o, err := parseTest(t, exchange.ReadLat, "-U", "--report_histogram", "h"); err != nil || !o.Unsorted || !o.Sorted {
+		t.Errorf("-U --report_histogram: %+v, %v", o, err)
+	}
 	// The rate limit is this side's own; its burst defaults later, to
 	// the TX depth.
 	if _, o, err := parseTest(t, exchange.SendBW, "--rate-limit", "2.5", "--rate_units", "M", "h"); err != nil {
@@ -234,6 +238,9 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.ReadBW, []string{"--flow_label", "x"}, `"x" is not a flow label`},
 		{exchange.WriteBW, []string{"-R", "--flow_label", "1"}, "rdma_cm resolves the path"},
 		{exchange.ReadLat, []string{"-L", "3"}, "unknown shorthand flag: 'L'"},
+		{exchange.WriteLat, []string{"-C"}, "-C: gorperf times with the monotonic clock"},
+		{exchange.SendLat, []string{"-U", "--csv"}, "CSV has one row a size"},
+		{exchange.ReadBW, []string{"-U"}, "unknown shorthand flag: 'U'"},
 		{exchange.SendBW, []string{"-R", "-c", "UD", "--pkey_index", "1"}, "--pkey_index only without -R"},
 	} {
 		// The whole message a user sees goes to the golden file.

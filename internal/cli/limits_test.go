@@ -7,7 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -326,5 +328,18 @@ func TestReversedOnDevice(t *testing.T) {
 		if r.Results[0].Iterations != iters || r.Reversed != reversed {
 			t.Errorf("%v: %d iterations, reversed %v", args, r.Results[0].Iterations, r.Reversed)
 		}
+	}
+}
+
+// TestSamplesOnDevice: -U gives every sample of a real run, one per
+// iteration, whose extremes are the table's.
+func TestSamplesOnDevice(t *testing.T) {
+	r := pair(t, "read-lat", "-n", "50", "-U")
+	s := r.Results[0]
+	if uint64(len(s.SamplesUs)) != s.Iterations || s.Iterations != 50 {
+		t.Fatalf("%d samples for %d iterations, want 50", len(s.SamplesUs), s.Iterations)
+	}
+	if lo, hi := slices.Min(s.SamplesUs), slices.Max(s.SamplesUs); math.Abs(lo-s.TMinUs) > 1e-3 || math.Abs(hi-s.TMaxUs) > 1e-3 {
+		t.Errorf("samples from %g to %g µs, table t_min %g, t_max %g", lo, hi, s.TMinUs, s.TMaxUs)
 	}
 }

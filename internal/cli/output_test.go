@@ -5,6 +5,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +67,57 @@ func TestTextOutputGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden(t, name, out.Bytes())
+	}
+}
+
+// -U lists the samples in the order measured and -H sorted, as perftest
+// does, after the percentiles; with --json both give samples_us in order.
+func TestSampleLists(t *testing.T) {
+	res := fakeLat()
+	f, out, _ := newTestFactory(nil, nil)
+	o := testOptions{Test: exchange.SendLat, Unsorted: true, Sorted: true}
+	if err := o.finish(f, "client", res, nil); err != nil {
+		t.Fatal(err)
+	}
+	var lists [][]float64
+	for _, line := range strings.Split(out.String(), "\n") {
+		if line == "#, usec" {
+			lists = append(lists, nil)
+			continue
+		}
+		var i int
+		var v float64
+		if n, _ := fmt.Sscanf(line, "%d, %g", &i, &v); n == 2 && len(lists) > 0 {
+			l := &lists[len(lists)-1]
+			if i != len(*l)+1 {
+				t.Fatalf("line %q out of order", line)
+			}
+			*l = append(*l, v*1e3)
+		}
+	}
+	samples := res.Sizes[0].Samples
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	if len(lists) != 2 || !slices.EqualFunc(lists[0], samples, near) || !slices.EqualFunc(lists[1], slices.Sorted(slices.Values(samples)), near) {
+		t.Fatalf("-U -H: %d lists; want the %d samples in order, then sorted:\n%s", len(lists), len(samples), out)
+	}
+	if slices.IsSorted(samples) {
+		t.Fatal("the fake samples are sorted: the test cannot tell the lists apart")
+	}
+	f, out, _ = newTestFactory(nil, nil)
+	o = testOptions{Test: exchange.SendLat, Sorted: true, JSON: true}
+	if err := o.finish(f, "client", res, nil); err != nil {
+		t.Fatal(err)
+	}
+	var r report.Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || len(r.Results) != 1 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got := r.Results[0].SamplesUs
+	for i := range got {
+		got[i] *= 1e3
+	}
+	if !slices.EqualFunc(got, samples, near) {
+		t.Errorf("samples_us: %d samples, want the %d in order", len(got), len(samples))
 	}
 }
 

@@ -73,6 +73,9 @@ type testOptions struct {
 	OldPostSend bool
 	NoRelaxed   bool
 	Histogram   bool
+	Unsorted    bool // -U: every sample, in order
+	Sorted      bool // -H: every sample, sorted
+	Cycles      bool // -C: refused
 	Events      bool
 	HugePages   bool
 	SRQ         bool
@@ -206,6 +209,9 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	if o.Test.IsLatency() {
 		f.Float64Var(&o.limits.Typical, "limit_lat", 0, "fail (exit status 3) if any size's t_typical is above this many µs")
 		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99th percentile is above this many µs")
+		f.BoolVarP(&o.Unsorted, "report-unsorted", "U", false, "list every latency sample in µs, in the order measured, as perftest's -U (text; with --json, samples_us)")
+		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample in µs, sorted, as perftest's -H (text; with --json, samples_us); --histogram draws one")
+		f.BoolVarP(&o.Cycles, "report-cycles", "C", false, "refused: gorperf times with the monotonic clock in µs and has no cycle counts to report")
 	} else {
 		f.BoolVar(&o.Reversed, "reversed", false, "the server sends, writes or reads, and the client is passive (not with -b or --run_infinitely)")
 		f.BoolVarP(&o.NoPeak, "noPeak", "N", false, "accepted for perftest compatibility: gorperf measures the peak without per-message timestamps, so it always does")
@@ -240,6 +246,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = strings.ReplaceAll(name, "-", "_")
 		case "report_counters":
 			name = "report-counters"
+		case "report_unsorted", "report_histogram", "report_cycles":
+			name = strings.ReplaceAll(name, "_", "-")
 		case "flow-label", "pkey-index":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
@@ -306,6 +314,12 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if o.JSON && o.CSV {
 		return s, usageErrorf("--json and --csv exclude each other")
+	}
+	if o.Cycles {
+		return s, usageErrorf("-C: gorperf times with the monotonic clock and reports µs; it has no cycle counts (perftest's -C reports its TSC's)")
+	}
+	if (o.Unsorted || o.Sorted) && o.CSV {
+		return s, usageErrorf("-U and -H list the samples in text or, with --json, as samples_us; CSV has one row a size")
 	}
 	if o.QPTimeout != -1 {
 		switch {

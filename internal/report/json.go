@@ -91,6 +91,9 @@ type SizeResult struct {
 	P99Us      float64 `json:"p99_us,omitempty"`
 	P999Us     float64 `json:"p99_9_us,omitempty"`
 	P9999Us    float64 `json:"p99_99_us,omitempty"`
+	// SamplesUs holds every latency sample in microseconds, in the order
+	// measured, where the run asked for them (-U or -H).
+	SamplesUs []float64 `json:"samples_us,omitempty"`
 
 	// Counters is how this side's port counters moved during the size's
 	// run, when asked for (-W).

@@ -253,6 +253,17 @@ func TestLatTable(t *testing.T) {
 	checkGolden(t, "lat_table.golden", buf.Bytes())
 }
 
+// TestWriteSamples: perftest's -U and -H format, in µs from ns samples.
+func TestWriteSamples(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteSamples(&buf, []float64{2500, 1000.5, 123456}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "#, usec\n1, 2.5\n2, 1.0005\n3, 123.456\n"; buf.String() != want {
+		t.Errorf("WriteSamples wrote %q, want %q", buf.String(), want)
+	}
+}
+
 func bwResult() Result {
 	r := Result{
 		Version: "0.1.0", Test: "write_bw", Role: "client", Device: "rxe0", Port: 1,
@@ -410,6 +421,7 @@ func TestWriteErrors(t *testing.T) {
 		"WriteRule":        func(w failWriter) error { return WriteRule(w) },
 		"WritePercentiles": func(w failWriter) error { return WritePercentiles(w, l) },
 		"WriteHistogram":   func(w failWriter) error { return WriteHistogram(w, stats.NewHistogram([]float64{1, 2}, 2), 10) },
+		"WriteSamples":     func(w failWriter) error { return WriteSamples(w, []float64{1, 2}) },
 		"WriteJSON":        func(w failWriter) error { return WriteJSON(w, bwResult()) },
 		"WriteCSV":         func(w failWriter) error { return WriteCSV(w, bwResult()) },
 	}

@@ -81,6 +81,18 @@ func WritePercentiles(w io.Writer, l stats.Latency) error {
 	return p.err
 }
 
+// WriteSamples writes latency samples in nanoseconds as perftest's -U
+// and -H list them, in microseconds: a "#, usec" line, then "i, value"
+// for each, numbered from 1.
+func WriteSamples(w io.Writer, samples []float64) error {
+	p := &printer{w: w}
+	p.printf("#, usec\n")
+	for i, v := range samples {
+		p.printf("%d, %g\n", i+1, v/nsPerUsec)
+	}
+	return p.err
+}
+
 // WriteHistogram writes a latency histogram of nanosecond samples in
 // microseconds, under a title line, with bars at most width characters
 // long. It writes nothing for a histogram without buckets.
