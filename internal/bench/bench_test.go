@@ -401,6 +401,37 @@ func TestPostPath(t *testing.T) {
 	}
 }
 
+// qpAttrs is what recordQPAttrs saw of each side's QPs: true for the
+// client's.
+type qpAttrs[T any] struct {
+	mu sync.Mutex
+	m  map[bool][]T
+}
+
+func (q *qpAttrs[T]) get() map[bool][]T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.m
+}
+
+// recordQPAttrs queries each QP of both sides as the side connects, for
+// the rest of the test, and keeps f of its attributes.
+func recordQPAttrs[T any](t *testing.T, f func(ibverbs.QPAttr) T) *qpAttrs[T] {
+	q := &qpAttrs[T]{m: map[bool][]T{}}
+	t.Cleanup(bench.SetAfterConnect(func(client bool, qps []*ibverbs.QP) {
+		for _, qp := range qps {
+			a, err := qp.Query()
+			if err != nil {
+				t.Error(err)
+			}
+			q.mu.Lock()
+			q.m[client] = append(q.m[client], f(a))
+			q.mu.Unlock()
+		}
+	}))
+	return q
+}
+
 // TestQPTimeout: each side's QPs get its own Local.QPTimeout (-u), and
 // perftest's 14 without one; through rdma_cm (-R) too.
 func TestQPTimeout(t *testing.T) {
@@ -419,19 +450,7 @@ func TestQPTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := spec
 			spec.RdmaCM = tc.rdmaCM
-			var mu sync.Mutex
-			got := map[bool][]uint8{}
-			defer bench.SetAfterConnect(func(client bool, qps []*ibverbs.QP) {
-				for _, qp := range qps {
-					a, err := qp.Query()
-					if err != nil {
-						t.Error(err)
-					}
-					mu.Lock()
-					got[client] = append(got[client], a.Timeout)
-					mu.Unlock()
-				}
-			})()
+			rec := recordQPAttrs(t, func(a ibverbs.QPAttr) uint8 { return a.Timeout })
 			cmHost := ""
 			if tc.rdmaCM {
 				cmHost = gidHost(t)
@@ -442,8 +461,7 @@ func TestQPTimeout(t *testing.T) {
 					l.QPTimeout, l.CMHost = tc.client, cmHost
 				}
 			})
-			mu.Lock()
-			defer mu.Unlock()
+			got := rec.get()
 			if !slices.Equal(got[true], []uint8{tc.wantCli, tc.wantCli}) || !slices.Equal(got[false], []uint8{tc.wantSrv, tc.wantSrv}) {
 				t.Errorf("QP timeouts: client %v, server %v; want %d and %d on each QP", got[true], got[false], tc.wantCli, tc.wantSrv)
 			}
@@ -469,31 +487,18 @@ func TestGRHAndPKey(t *testing.T) {
 	last := uint16(pa.PKeyTableLen - 1)
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 20,
 		NumQPs: 3, TXDepth: 16, CQModeration: 1, TrafficClass: 32, FlowLabels: []uint32{0x11, 0xfedcb}}
-	var mu sync.Mutex
 	type grh struct {
 		fl        uint32
 		tc        uint8
 		pkeyIndex uint16
 	}
-	got := map[bool][]grh{}
-	defer bench.SetAfterConnect(func(client bool, qps []*ibverbs.QP) {
-		for _, qp := range qps {
-			a, err := qp.Query()
-			if err != nil {
-				t.Error(err)
-			}
-			mu.Lock()
-			got[client] = append(got[client], grh{a.AH.GRH.FlowLabel, a.AH.GRH.TrafficClass, a.PKeyIndex})
-			mu.Unlock()
-		}
-	})()
+	rec := recordQPAttrs(t, func(a ibverbs.QPAttr) grh { return grh{a.AH.GRH.FlowLabel, a.AH.GRH.TrafficClass, a.PKeyIndex} })
 	loopback(t, spec, func(l *bench.Local, client bool) {
 		if client {
 			l.PKeyIndex = last
 		}
 	})
-	mu.Lock()
-	defer mu.Unlock()
+	got := rec.get()
 	for _, client := range []bool{true, false} {
 		var want []grh
 		for i := range 3 {
