@@ -283,7 +283,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	if o.Duration > 0 {
 		s.Iterations = 0
 	}
-	if err := o.grh(&s); err != nil {
+	if err := o.path(&s); err != nil {
 		return s, err
 	}
 	if o.MTU != 0 {
@@ -367,9 +367,10 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	return s, nil
 }
 
-// grh puts --flow_label into s. A label is a number of up to 20
-// bits, decimal or, with 0x, hexadecimal, as perftest's strtol takes it.
-func (o *testOptions) grh(s *exchange.TestSpec) error {
+// path puts --flow_label into s, and refuses it and --pkey_index where
+// rdma_cm sets them. A label is a number of up to 20 bits, decimal or,
+// with 0x, hexadecimal, as perftest's strtol takes it.
+func (o *testOptions) path(s *exchange.TestSpec) error {
 	for _, f := range o.FlowLabels {
 		fl, err := strconv.ParseUint(strings.TrimSpace(f), 0, 32)
 		if err != nil || fl > exchange.MaxFlowLabel {
