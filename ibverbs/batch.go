@@ -90,6 +90,11 @@ func (b *SendBatch) SetID(i int, id uint64) { b.wrs[i].wr_id = C.uint64_t(id) }
 // SetFlags sets request i's flags (signalled, inline, fenced, ...).
 func (b *SendBatch) SetFlags(i int, f SendFlags) { b.wrs[i].send_flags = C.uint(f) }
 
+// SetImm sets request i's immediate data (SendWR.Imm), in host order: a
+// new value for each message of a *WithImm opcode, with no conversion
+// left for the post. On OpSendWithInv it sets the rkey to invalidate.
+func (b *SendBatch) SetImm(i int, v uint32) { setImm(&b.wrs[i], v) }
+
 // SetRemoteAddr sets the remote address of request i, an RDMA or atomic
 // request; it panics on any other opcode.
 func (b *SendBatch) SetRemoteAddr(i int, addr uint64) {

@@ -107,6 +107,19 @@ func testSendBatch(t *testing.T, wrapi bool) {
 		t.Error("received bytes differ")
 	}
 
+	// Its immediate data changed in place, for the next message.
+	b.SetImm(2, 0x0badf00d)
+	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 71, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Post(2, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	pollOK(t, p.a.cq, ibverbs.WCSend)
+	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != 71 || wc.Imm != 0x0badf00d || wc.Flags&ibverbs.WCWithImm == 0 {
+		t.Errorf("receive completion after SetImm %+v, want wr_id 71 with immediate 0xbadf00d", wc)
+	}
+
 	// Bad ranges and requests.
 	for _, r := range [][3]int{{3, 2, 0}, {-1, 1, 0}, {0, -1, 0}, {0, 1, -1}} {
 		if err := b.Post(r[0], r[1], r[2]); !errors.Is(err, syscall.EINVAL) {
@@ -247,6 +260,14 @@ func TestSendWRImmByteOrder(t *testing.T) {
 	}
 	if got := binary.NativeEndian.Uint32(b.WRBytes(1)[off:]); got != 0x01020304 {
 		t.Errorf("invalidate_rkey %#x, want 0x01020304", got)
+	}
+	b.SetImm(0, 0x0a0b0c0d)
+	b.SetImm(1, 0x0a0b0c0d)
+	if got := b.WRBytes(0)[off : off+4]; !bytes.Equal(got, []byte{0xa, 0xb, 0xc, 0xd}) {
+		t.Errorf("imm_data bytes after SetImm % x, want 0a 0b 0c 0d", got)
+	}
+	if got := binary.NativeEndian.Uint32(b.WRBytes(1)[off:]); got != 0x0a0b0c0d {
+		t.Errorf("invalidate_rkey after SetImm %#x, want 0x0a0b0c0d", got)
 	}
 }
 

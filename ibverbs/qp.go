@@ -371,6 +371,17 @@ func (qp *QP) postError(errno int) error {
 	return verbError("ibv_post_send", errno)
 }
 
+// setImm writes v into w's imm_data (network order) or, for
+// OpSendWithInv, its invalidate_rkey (host order): the two share a place.
+func setImm(w *C.struct_ibv_send_wr, v uint32) {
+	imm := (*[4]byte)(unsafe.Add(unsafe.Pointer(w), C.gv_send_wr_imm))
+	if Opcode(w.opcode) == OpSendWithInv {
+		*(*uint32)(unsafe.Pointer(imm)) = v
+	} else {
+		binary.BigEndian.PutUint32(imm[:], v)
+	}
+}
+
 // fillSend writes r into w, a request in C memory, and r's SGEs into sg,
 // which has room for them (checkSend said so): every field the provider
 // reads for r's opcode but next, which the post sets. Go writes the
@@ -379,12 +390,7 @@ func fillSend(w *C.struct_ibv_send_wr, sg []SGE, r *SendWR) {
 	w.wr_id = C.uint64_t(r.ID)
 	w.opcode = uint32(r.Opcode)
 	w.send_flags = C.uint(r.Flags)
-	imm := (*[4]byte)(unsafe.Add(unsafe.Pointer(w), C.gv_send_wr_imm))
-	if r.Opcode == OpSendWithInv {
-		*(*uint32)(unsafe.Pointer(imm)) = r.Imm // invalidate_rkey, host order
-	} else {
-		binary.BigEndian.PutUint32(imm[:], r.Imm) // imm_data, network order
-	}
+	setImm(w, r.Imm)
 	u := unsafe.Pointer(&w.wr)
 	switch r.Opcode {
 	case OpRDMAWrite, OpRDMAWriteWithImm, OpRDMARead:
