@@ -70,23 +70,30 @@ func TestLoopbackAllTests(t *testing.T) {
 		rx   uint32 // RX depth, if not 64
 		bidi bool
 		qps  uint16 // if not 1
+		imm  bool   // immediate data, checked in order by --validate
 	}{
-		{exchange.WriteBW, ibverbs.QPTypeRC, 4096, 0, false, 0},
-		{exchange.WriteBW, ibverbs.QPTypeUC, 4096, 0, false, 0},
-		{exchange.WriteBW, ibverbs.QPTypeRC, 4096, 0, true, 0},
-		{exchange.ReadBW, ibverbs.QPTypeRC, 4096, 0, false, 0},
-		{exchange.ReadBW, ibverbs.QPTypeRC, 4096, 0, true, 0},
-		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0, false, 0},
-		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0, true, 2}, // one loop sends and receives on two QPs
-		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0, false, 0},
-		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0, true, 0},
-		{exchange.AtomicBW, ibverbs.QPTypeRC, 8, 0, false, 0},
-		{exchange.WriteLat, ibverbs.QPTypeRC, 64, 0, false, 0},
-		{exchange.ReadLat, ibverbs.QPTypeRC, 64, 0, false, 0},
-		{exchange.SendLat, ibverbs.QPTypeRC, 64, 0, false, 0},
-		{exchange.SendLat, ibverbs.QPTypeUD, 64, 0, false, 0},
-		{exchange.SendLat, ibverbs.QPTypeRC, 64, 1, false, 0}, // no spare receive: replaced before the send
-		{exchange.AtomicLat, ibverbs.QPTypeRC, 8, 0, false, 0},
+		{exchange.WriteBW, ibverbs.QPTypeRC, 4096, 0, false, 0, false},
+		{exchange.WriteBW, ibverbs.QPTypeUC, 4096, 0, false, 0, false},
+		{exchange.WriteBW, ibverbs.QPTypeRC, 4096, 0, true, 0, false},
+		{exchange.ReadBW, ibverbs.QPTypeRC, 4096, 0, false, 0, false},
+		{exchange.ReadBW, ibverbs.QPTypeRC, 4096, 0, true, 0, false},
+		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0, false, 0, false},
+		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0, true, 2, false}, // one loop sends and receives on two QPs
+		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0, false, 0, false},
+		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0, true, 0, false},
+		{exchange.AtomicBW, ibverbs.QPTypeRC, 8, 0, false, 0, false},
+		{exchange.WriteLat, ibverbs.QPTypeRC, 64, 0, false, 0, false},
+		{exchange.ReadLat, ibverbs.QPTypeRC, 64, 0, false, 0, false},
+		{exchange.SendLat, ibverbs.QPTypeRC, 64, 0, false, 0, false},
+		{exchange.SendLat, ibverbs.QPTypeUD, 64, 0, false, 0, false},
+		{exchange.SendLat, ibverbs.QPTypeRC, 64, 1, false, 0, false}, // no spare receive: replaced before the send
+		{exchange.AtomicLat, ibverbs.QPTypeRC, 8, 0, false, 0, false},
+		{exchange.WriteBW, ibverbs.QPTypeRC, 4096, 0, false, 2, true}, // the writes complete receives
+		{exchange.WriteBW, ibverbs.QPTypeUC, 4096, 0, true, 0, true},
+		{exchange.WriteLat, ibverbs.QPTypeRC, 64, 0, false, 0, true}, // send_lat's loop
+		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0, true, 2, true},
+		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0, false, 0, true},
+		{exchange.SendLat, ibverbs.QPTypeRC, 64, 0, false, 0, true},
 	} {
 		name := tc.test.String() + "/" + tc.conn.String()
 		if tc.rx != 0 {
@@ -98,10 +105,13 @@ func TestLoopbackAllTests(t *testing.T) {
 		if tc.qps != 0 {
 			name += fmt.Sprintf("/qps=%d", tc.qps)
 		}
+		if tc.imm {
+			name += "/imm"
+		}
 		t.Run(name, func(t *testing.T) {
 			spec := exchange.TestSpec{Test: tc.test, ConnType: tc.conn, Size: tc.size, Iterations: 200,
 				NumQPs: max(tc.qps, 1), TXDepth: 32, RXDepth: 64, CQModeration: 8, ValidateData: true,
-				Bidirectional: tc.bidi}
+				Bidirectional: tc.bidi, Immediate: tc.imm}
 			if tc.rx != 0 {
 				spec.RXDepth = tc.rx
 			}
@@ -114,7 +124,7 @@ func TestLoopbackAllTests(t *testing.T) {
 			}
 			// perftest's headers: the TX depth where requests are posted,
 			// the RX depth where sends are received.
-			sends := tc.test.Receives()
+			sends := spec.Receives()
 			for _, h := range []struct {
 				side   string
 				tx, rx int
@@ -264,7 +274,8 @@ func TestOutstandingReads(t *testing.T) {
 }
 
 // TestSteadyStateAllocations runs write_bw and send_bw, polling and with
-// -e, and send_lat and read_lat with -e, with 300 and with 3,000
+// -e, send_lat and read_lat with -e, and write_bw and write_lat with
+// immediate data checked per message, with 300 and with 3,000
 // iterations and compares the allocations: set-up allocates, the measured
 // loop must not, so the difference must be (nearly) nothing.
 func TestSteadyStateAllocations(t *testing.T) {
@@ -272,16 +283,18 @@ func TestSteadyStateAllocations(t *testing.T) {
 		test   exchange.Test
 		bidi   bool
 		events bool
+		imm    bool // immediate data, each message's checked (--validate)
 	}{
-		{exchange.WriteBW, false, false}, {exchange.SendBW, false, false}, {exchange.SendBW, true, false},
-		{exchange.WriteBW, false, true}, {exchange.SendBW, true, true},
-		{exchange.SendLat, false, true}, {exchange.ReadLat, false, true},
+		{exchange.WriteBW, false, false, false}, {exchange.SendBW, false, false, false}, {exchange.SendBW, true, false, false},
+		{exchange.WriteBW, false, true, false}, {exchange.SendBW, true, true, false},
+		{exchange.SendLat, false, true, false}, {exchange.ReadLat, false, true, false},
+		{exchange.WriteBW, true, false, true}, {exchange.WriteLat, false, false, true},
 	} {
 		test := tc.test
 		mallocs := func(iters uint64) uint64 {
 			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: iters,
 				NumQPs: 1, TXDepth: 64, RXDepth: 128, CQModeration: 16, PostList: 4, Bidirectional: tc.bidi,
-				Events: tc.events}
+				Events: tc.events, Immediate: tc.imm, ValidateData: tc.imm}
 			if test.IsLatency() {
 				spec.TXDepth, spec.CQModeration, spec.PostList = 1, 1, 1
 			}
@@ -293,7 +306,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 		}
 		mallocs(300) // warm up
 		small, large := mallocs(300), mallocs(3000)
-		t.Logf("%v (bidirectional %v, events %v): %d allocations for 300 iterations, %d for 3000", test, tc.bidi, tc.events, small, large)
+		t.Logf("%v (bidirectional %v, events %v, immediate %v): %d allocations for 300 iterations, %d for 3000", test, tc.bidi, tc.events, tc.imm, small, large)
 		// 2,700 more messages may cost a few allocations of timers and
 		// goroutine stacks, not one per message.
 		if large > small+100 {

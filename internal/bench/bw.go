@@ -32,24 +32,36 @@ const idBits = 48
 const postBatch = 256
 
 // sendOpcode is the operation a bandwidth or latency test posts.
-func sendOpcode(t exchange.Test, a exchange.AtomicOp) ibverbs.Opcode {
-	switch t {
+func sendOpcode(spec exchange.TestSpec) ibverbs.Opcode {
+	switch spec.Test {
 	case exchange.WriteBW, exchange.WriteLat:
+		if spec.Immediate {
+			return ibverbs.OpRDMAWriteWithImm
+		}
 		return ibverbs.OpRDMAWrite
 	case exchange.ReadBW, exchange.ReadLat:
 		return ibverbs.OpRDMARead
 	case exchange.AtomicBW, exchange.AtomicLat:
-		if a == exchange.CmpSwap {
+		if spec.Atomic == exchange.CmpSwap {
 			return ibverbs.OpAtomicCmpAndSwp
 		}
 		return ibverbs.OpAtomicFetchAdd
 	}
+	if spec.Immediate {
+		return ibverbs.OpSendWithImm
+	}
 	return ibverbs.OpSend
 }
 
+// immValue is the immediate data of a QP's message number c (from 1 in
+// the bandwidth loop, from 0 in the latency loops): its low 32 bits, so
+// that a receiver can check that each QP's messages arrive whole and in
+// order.
+func immValue(c uint64) uint32 { return uint32(c) }
+
 // template returns QP i's work request for one message of size bytes.
 func (s *session) template(i, size int) ibverbs.SendWR {
-	op := sendOpcode(s.spec.Test, s.spec.Atomic)
+	op := sendOpcode(s.spec)
 	wr := ibverbs.SendWR{Opcode: op, RemoteAddr: s.remote[i].Addr, RKey: s.remote[i].RKey}
 	switch op {
 	case ibverbs.OpRDMARead:
@@ -87,7 +99,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	mod := uint64(max(s.spec.CQModeration, 1))
 	pl := uint64(max(s.spec.PostList, 1))
 	var rcv *receiver // a bidirectional send test's other direction
-	if s.spec.Test == exchange.SendBW && s.spec.Bidirectional {
+	if s.spec.Receives() && s.spec.Bidirectional {
 		var err error
 		if rcv, err = s.newReceiver(iters, dur); err != nil {
 			return sideResult{}, err
@@ -105,6 +117,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	// SendBatch; each post sets only their IDs and flags.
 	batch := min(tx, max(postBatch/pl, 1)*pl)
 	base := s.template(0, size).Flags // inline or not: the same on every QP
+	imm := s.spec.Immediate
 	batches, err := s.sendBatches(int(batch), size)
 	if err != nil {
 		return sideResult{}, err
@@ -177,6 +190,9 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 						lastSig[i] = c
 					}
 					b.SetFlags(j, f)
+					if imm {
+						b.SetImm(j, immValue(c))
+					}
 				}
 				if err := b.Post(0, int(n), int(pl)); err != nil {
 					return partial(err)
@@ -360,6 +376,7 @@ type receiver struct {
 	wcs        []ibverbs.WC
 	batches    []*ibverbs.RecvBatch // each QP's receives, built once: reposting converts nothing
 	repost     []int                // each QP's receives to replace
+	imm        *immCheck            // --validate with immediate data, else nil
 	total      uint64
 	start      time.Time
 	first      time.Time // the first completion seen
@@ -370,7 +387,7 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 	nqp := len(s.qps)
 	r := &receiver{s: s, want: iters * uint64(nqp), dur: dur, quiet: s.idle,
 		untilQuiet: s.spec.ConnType == ibverbs.QPTypeUD,
-		wcs:        make([]ibverbs.WC, 64), repost: make([]int, nqp)}
+		wcs:        make([]ibverbs.WC, 64), repost: make([]int, nqp), imm: s.newImmCheck(1)}
 	var err error
 	if r.batches, err = s.recvBatches(len(r.wcs)); err != nil {
 		return nil, err
@@ -430,6 +447,9 @@ func (r *receiver) poll() (int, error) {
 		}
 		r.repost[wc.WRID]++
 		r.total++
+		if r.imm != nil {
+			r.imm.take(&wc)
+		}
 		if r.s.srqFilled != nil {
 			r.s.srqFilled[wc.WRID] = true
 		}

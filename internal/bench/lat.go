@@ -60,8 +60,9 @@ func (s *session) pingWrite(ctx context.Context, size int, iters uint64, dur tim
 	return s.pingPong(ctx, size, iters, dur, initiator, p)
 }
 
-// pingSend is send_lat: pingWrite with sends and receives. Every receive
-// is replaced as soon as it completes.
+// pingSend is send_lat, and write_lat with immediate data: pingWrite
+// with messages that complete receives. Every receive is replaced as soon
+// as it completes.
 func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool) (sideResult, error) {
 	wr, err := s.oneSend(size)
 	if err != nil {
@@ -76,7 +77,8 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 	// With spare receives posted (-r over 1, the default), the one an
 	// iteration used is replaced after its send, off the round trip;
 	// with one, it must be replaced before the peer can send again.
-	p := &sendPing{s: s, wr: wr, rb: rb, late: s.spec.RXDepth > 1, wcs: make([]ibverbs.WC, 1)}
+	p := &sendPing{s: s, wr: wr, rb: rb, late: s.spec.RXDepth > 1, wcs: make([]ibverbs.WC, 1),
+		imm: s.spec.Immediate, check: s.newImmCheck(0)}
 	return s.pingPong(ctx, size, iters, dur, initiator, p)
 }
 
@@ -204,11 +206,22 @@ type sendPing struct {
 	rb   *ibverbs.RecvBatch // the receive a message used, posted again
 	late bool               // whether that is done after the answer
 	wcs  []ibverbs.WC       // one, for the receive's completion
+	imm  bool               // message i carries immValue(i)
+	// check, with --validate, checks the peer's messages' immediate data.
+	check *immCheck
 }
 
-func (p *sendPing) first() error { return p.wr.Post(0, 1, 0) }
+func (p *sendPing) first() error {
+	if p.imm {
+		p.wr.SetImm(0, immValue(0))
+	}
+	return p.wr.Post(0, 1, 0)
+}
 
 func (p *sendPing) answer(ctx context.Context, got, send uint64, until time.Time) error {
+	if p.imm {
+		p.wr.SetImm(0, immValue(send))
+	}
 	if err := p.wait(ctx, got, until); err != nil {
 		return err
 	}
@@ -222,6 +235,9 @@ func (p *sendPing) answer(ctx context.Context, got, send uint64, until time.Time
 
 func (p *sendPing) wait(ctx context.Context, got uint64, until time.Time) error {
 	_, err := p.s.waitCQ(ctx, p.s.rcq, p.wcs, until)
+	if err == nil && p.check != nil {
+		p.check.take(&p.wcs[0])
+	}
 	return err
 }
 

@@ -83,7 +83,11 @@ func Title(t exchange.Test) string {
 func specTitle(spec exchange.TestSpec) string {
 	t := spec.Test
 	var b strings.Builder
-	b.WriteString(strings.TrimSuffix(strings.TrimSuffix(Title(t), "BW Test"), "Latency Test"))
+	op := strings.TrimSuffix(strings.TrimSuffix(Title(t), "BW Test"), "Latency Test")
+	if spec.Immediate { // perftest's RDMA_Write_imm and Send_imm
+		op = strings.TrimSuffix(op, " ") + "_imm "
+	}
+	b.WriteString(op)
 	if t.IsAtomic() {
 		b.WriteString(spec.Atomic.String() + " ")
 	}
@@ -285,8 +289,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		return context.WithCancel(ctx)
 	}
 	client := role == "client"
-	t := spec.Test
-	if t.Receives() {
+	if spec.Receives() {
 		if err := s.prepostRecvs(); err != nil {
 			return nil, err
 		}
@@ -435,19 +438,22 @@ func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.
 	beforeLoop(client)
 	spec := s.spec
 	switch spec.Test {
-	case exchange.WriteBW, exchange.ReadBW, exchange.AtomicBW:
+	case exchange.WriteBW, exchange.ReadBW, exchange.AtomicBW, exchange.SendBW:
+		// Where messages consume receives (sends, writes with immediate
+		// data), the passive side counts them, and in a bidirectional
+		// test the sending loop also keeps the receive queues full, one
+		// loop for both directions, as perftest's does.
 		if s.active(client) {
 			return s.runSender(ctx, size, iters, dur)
+		}
+		if spec.Receives() {
+			return s.runReceiver(ctx, size, iters, dur)
 		}
 		return sideResult{}, nil
-	case exchange.SendBW:
-		// Bidirectional: the sending loop also keeps the receive queues
-		// full, one loop for both directions, as perftest's does.
-		if s.active(client) {
-			return s.runSender(ctx, size, iters, dur)
-		}
-		return s.runReceiver(ctx, size, iters, dur)
 	case exchange.WriteLat:
+		if spec.Immediate { // each write completes a receive: send_lat's loop
+			return s.pingSend(ctx, size, iters, dur, client)
+		}
 		return s.pingWrite(ctx, size, iters, dur, client)
 	case exchange.SendLat:
 		return s.pingSend(ctx, size, iters, dur, client)
@@ -514,15 +520,17 @@ func (s *session) fillPatterns(size int) {
 
 // validate checks, on the side that received data, that the last message
 // on each QP arrived intact, and returns the number of QPs where it did
-// not. Writes and sends land in the receiver's target region (after the GRH
-// on UD), reads in the reader's; fetch-and-add fetches one less than the
-// number of operations on the QP.
+// not, plus the messages whose immediate data was wrong (immCheck). Writes
+// and sends land in the receiver's target region (after the GRH on UD),
+// reads in the reader's; fetch-and-add fetches one less than the number of
+// operations on the QP.
 func (s *session) validate(size int, client bool) uint64 {
 	t := s.spec.Test
 	active := s.active(client) // this side posted the operations
 	passive := !active || s.spec.Bidirectional
 	b := s.buf.Bytes()
-	var bad uint64
+	bad := s.immBad
+	s.immBad = 0
 	want := make([]byte, size)
 	for i := range s.qps {
 		switch {

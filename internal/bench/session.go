@@ -88,6 +88,7 @@ type session struct {
 	// With an SRQ and --validate: whether a message has landed in each
 	// QP's receive region, which any QP's message may fill.
 	srqFilled []bool
+	immBad    uint64               // messages of this size whose immediate data was wrong (immCheck)
 	ch        *ibverbs.CompChannel // with -e, the CQs' channel
 	qps       []*ibverbs.QP
 	ahs       []*ibverbs.AH
@@ -509,7 +510,7 @@ func (s *session) header(client bool) report.Header {
 	if s.active(client) {
 		h.TXDepth = int(s.spec.TXDepth)
 	}
-	if s.spec.Test.Receives() && (!s.active(client) || s.spec.Bidirectional) {
+	if s.spec.Receives() && (!s.active(client) || s.spec.Bidirectional) {
 		h.RXDepth = int(s.spec.RXDepth)
 	}
 	if !s.spec.Test.IsLatency() {

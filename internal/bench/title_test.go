@@ -28,6 +28,8 @@ func TestSpecTitle(t *testing.T) {
 		{exchange.TestSpec{Test: exchange.ReadLat}, "RDMA_Read Latency Test"},
 		{exchange.TestSpec{Test: exchange.AtomicLat, Atomic: exchange.CmpSwap}, "Atomic CMP_AND_SWAP Latency Test"},
 		{exchange.TestSpec{Test: exchange.SendLat, Bidirectional: true}, "Send Latency Test"},
+		{exchange.TestSpec{Test: exchange.WriteBW, Immediate: true, Bidirectional: true}, "RDMA_Write_imm Bidirectional BW Test"},
+		{exchange.TestSpec{Test: exchange.SendLat, Immediate: true}, "Send_imm Latency Test"},
 	} {
 		if got := bench.SpecTitle(c.spec); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.spec, got, c.want)

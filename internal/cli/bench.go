@@ -345,7 +345,7 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 	r := report.Result{Version: Version, Test: res.Spec.Test.String(), Role: role, Device: h.Device,
 		Port: h.Port, GIDIndex: h.GIDIndex, GIDReason: h.GIDReason, Connection: h.Connection,
 		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Events: res.Spec.Events,
-		SRQ: h.UsingSRQ, RateLimit: h.RateLimit, Reversed: res.Spec.Reversed,
+		SRQ: h.UsingSRQ, RateLimit: h.RateLimit, Reversed: res.Spec.Reversed, Immediate: res.Spec.Immediate,
 		FlowLabels: res.Spec.FlowLabels, Interrupted: res.Interrupted}
 	r.Results = reportSizes(res)
 	if err != nil {

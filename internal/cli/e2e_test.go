@@ -189,6 +189,14 @@ func TestEndToEnd(t *testing.T) {
 		{"send-bw", []string{"--reversed", "-c", "UD", "-s", "512", "-n", "200"}},
 		{"atomic-bw", []string{"--reversed", "-n", "300"}},
 		{"write-bw", []string{"-R", "--reversed", "-s", "4096", "-n", "300"}},
+		// Immediate data: the writes complete receives; --validate
+		// checks each message's number.
+		{"write-bw", []string{"--write_with_imm", "-s", "4096", "-n", "300", "-q", "2"}},
+		{"write-bw", []string{"-R", "--write_with_imm", "-b", "-s", "4096", "-n", "300"}},
+		{"write-lat", []string{"--write_with_imm", "-e", "-s", "64", "-n", "200"}},
+		{"send-bw", []string{"--send_with_imm", "--use-srq", "-s", "4096", "-n", "300", "-q", "2"}},
+		{"send-bw", []string{"--send_with_imm", "-c", "UD", "-s", "512", "-n", "200"}},
+		{"send-lat", []string{"-R", "--send_with_imm", "-s", "64", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)
@@ -207,6 +215,9 @@ func TestEndToEnd(t *testing.T) {
 			}
 			if r.Reversed != slices.Contains(tc.args, "--reversed") {
 				t.Errorf("reversed %v in the JSON for %v", r.Reversed, tc.args)
+			}
+			if imm := slices.Contains(tc.args, "--write_with_imm") || slices.Contains(tc.args, "--send_with_imm"); r.Immediate != imm {
+				t.Errorf("immediate %v in the JSON for %v", r.Immediate, tc.args)
 			}
 			if r.SRQ != slices.Contains(tc.args, "--use-srq") {
 				t.Errorf("srq %v in the JSON for %v", r.SRQ, tc.args)

@@ -176,6 +176,21 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if err != nil || o.limits != (report.Limits{Typical: 3.5, P99: 12}) {
 		t.Errorf("--limit_lat 3.5 --limit-p99 12: %+v, %v", o.limits, err)
 	}
+	// Immediate data, with perftest's names for the write and the send
+	// tests; write_lat may then sleep on events.
+	for _, c := range []struct {
+		test exchange.Test
+		args []string
+	}{
+		{exchange.WriteBW, []string{"--write_with_imm"}},
+		{exchange.WriteLat, []string{"--write-with-imm", "-e"}},
+		{exchange.SendBW, []string{"--send_with_imm", "-c", "UD", "-s", "1024"}},
+		{exchange.SendLat, []string{"--send-with-imm"}},
+	} {
+		if s, _, err := parseTest(t, c.test, append(c.args, "h")...); err != nil || !s.Immediate || !s.Receives() {
+			t.Errorf("%v %v: %+v, %v", c.test, c.args, s, err)
+		}
+	}
 	s, _, err = parseTest(t, exchange.AtomicBW, "-A", "CMP_AND_SWAP", "h")
 	if err != nil || s.Atomic != exchange.CmpSwap {
 		t.Errorf("-A CMP_AND_SWAP: %v, %v", s.Atomic, err)
@@ -242,6 +257,9 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.SendLat, []string{"-U", "--csv"}, "CSV has one row a size"},
 		{exchange.ReadBW, []string{"-U"}, "unknown shorthand flag: 'U'"},
 		{exchange.SendBW, []string{"-R", "-c", "UD", "--pkey_index", "1"}, "--pkey_index only without -R"},
+		{exchange.ReadBW, []string{"--write_with_imm"}, "unknown flag: --write_with_imm"},
+		{exchange.WriteBW, []string{"--send_with_imm"}, "unknown flag: --send_with_imm"},
+		{exchange.WriteBW, []string{"--write_with_imm", "-r", "0"}, "RX depth 0 for write_bw"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

@@ -80,6 +80,7 @@ type testOptions struct {
 	HugePages   bool
 	SRQ         bool
 	Reversed    bool
+	Immediate   bool // --write_with_imm, --send_with_imm
 	MaxMemory   uint64
 	Idle        int
 	Counters    []string // -W
@@ -173,7 +174,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.StringVarP(&o.Connection, "connection", "c", "RC", "connection type: RC, UC or UD (as the test allows)")
 	f.Uint32VarP(&o.Inline, "inline_size", "I", 0, "largest message sent inline")
 	f.Uint32VarP(&o.TXDepth, "tx-depth", "t", 0, "send queue depth (default: 128 for bandwidth, 1 for latency; at most -n)")
-	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests; default 512, at most -n)")
+	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests, and write tests with --write_with_imm; default 512, at most -n)")
 	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends (default 100; 1 above 8 KiB; the list's length with -l; at most -t)")
 	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call")
 	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)")
@@ -197,7 +198,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.NoRelaxed, "disable_pcie_relaxed", false, "register memory without PCIe relaxed ordering (asked for by default, as perftest does)")
 	f.BoolVar(&o.Histogram, "histogram", false, "print a latency histogram (latency tests)")
 	f.BoolVar(&o.HugePages, "use_hugepages", false, "put both sides' buffers on 2 MiB huge pages (see /proc/sys/vm/nr_hugepages)")
-	f.BoolVarP(&o.Events, "events", "e", false, "sleep on completion events while waiting for a completion, instead of polling (not write-lat)")
+	f.BoolVarP(&o.Events, "events", "e", false, "sleep on completion events while waiting for a completion, instead of polling (write-lat only with --write_with_imm)")
 	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
 	addLocalReportFlags(f, o)
 	if o.Test.IsAtomic() {
@@ -205,6 +206,10 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	}
 	if o.Test.Receives() {
 		f.BoolVar(&o.SRQ, "use-srq", false, "each side's QPs take their receives from one shared receive queue of -r receives")
+		f.BoolVar(&o.Immediate, "send_with_imm", false, "send with immediate data (IBV_WR_SEND_WITH_IMM): each message carries its number, which --validate checks")
+	}
+	if o.Test.IsWrite() {
+		f.BoolVar(&o.Immediate, "write_with_imm", false, "write with immediate data (IBV_WR_RDMA_WRITE_WITH_IMM): each write consumes a receive the peer posts (-r) and completes there, carrying its number, which --validate checks")
 	}
 	if o.Test.IsLatency() {
 		f.Float64Var(&o.limits.Typical, "limit_lat", 0, "fail (exit status 3) if any size's t_typical is above this many µs")
@@ -248,7 +253,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "report_unsorted", "report_histogram", "report_cycles":
 			name = strings.ReplaceAll(name, "_", "-")
-		case "flow-label", "pkey-index":
+		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
@@ -278,7 +283,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
 		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,
-		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed,
+		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed, Immediate: o.Immediate,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0

@@ -20,12 +20,26 @@ import (
 const roceV2Port = 4791
 
 // rocePacket is what the wire tests read of one captured RoCE v2 packet:
-// its IPv4 header's addresses, TOS and TTL, and its UDP source port.
+// its IPv4 header's addresses, TOS and TTL, its UDP source port, and of
+// its base transport header the opcode and destination QP, with the
+// immediate data of the one-packet RC sends and writes that carry it.
 type rocePacket struct {
 	src, dst netip.Addr
 	tos, ttl uint8
 	sport    uint16
+	opcode   uint8
+	destQP   uint32
+	imm      uint32 // with hasImm
+	hasImm   bool
 }
+
+// RC opcodes of the base transport header (IBA vol. 1, 9.2): the
+// one-packet messages with immediate data.
+const (
+	bthSendOnlyImm  = 0x05
+	bthWriteOnlyImm = 0x0b
+	bthLen, rethLen = 12, 16
+)
 
 // capture records the RoCE v2 packets over IPv4 that cross a network
 // device, in both directions, from a packet socket (so it needs
@@ -182,8 +196,24 @@ func parseRoCEv2(b []byte) (rocePacket, bool) {
 	if len(b) < ihl+8 || binary.BigEndian.Uint16(b[ihl+2:]) != roceV2Port {
 		return rocePacket{}, false
 	}
-	return rocePacket{src: netip.AddrFrom4([4]byte(b[12:16])), dst: netip.AddrFrom4([4]byte(b[16:20])),
-		tos: b[1], ttl: b[8], sport: binary.BigEndian.Uint16(b[ihl:])}, true
+	p := rocePacket{src: netip.AddrFrom4([4]byte(b[12:16])), dst: netip.AddrFrom4([4]byte(b[16:20])),
+		tos: b[1], ttl: b[8], sport: binary.BigEndian.Uint16(b[ihl:])}
+	bth := b[ihl+8:]
+	if len(bth) < bthLen {
+		return p, true
+	}
+	p.opcode, p.destQP = bth[0], binary.BigEndian.Uint32(bth[4:8])&0xffffff
+	at := -1
+	switch p.opcode {
+	case bthSendOnlyImm:
+		at = bthLen
+	case bthWriteOnlyImm:
+		at = bthLen + rethLen
+	}
+	if at >= 0 && len(bth) >= at+4 {
+		p.imm, p.hasImm = binary.BigEndian.Uint32(bth[at:]), true
+	}
+	return p, true
 }
 
 // flowLabelSport is the UDP source port that the kernel (and mlx5's
@@ -290,5 +320,55 @@ func TestFlowLabelSport(t *testing.T) {
 		if got := flowLabelSport(tc.fl); got != tc.want {
 			t.Errorf("flowLabelSport(%#x) = %#x, want %#x", tc.fl, got, tc.want)
 		}
+	}
+}
+
+// TestImmediateOnTheWire captures --write_with_imm and --send_with_imm
+// runs and checks that their messages go out as RC writes and sends with
+// immediate data, each carrying its number on its QP: 1 to n for the
+// bandwidth loop's messages, 0 to n-1 for the latency loop's, from both
+// sides.
+func TestImmediateOnTheWire(t *testing.T) {
+	netdev := wireNetdev(t)
+	for _, tc := range []struct {
+		test     string
+		args     []string
+		opcode   uint8
+		from, to uint32 // each QP's numbers
+		qps      int    // QPs that send
+	}{
+		{"write-bw", []string{"--write_with_imm", "-q", "2", "-s", "512", "-n", "100"}, bthWriteOnlyImm, 1, 100, 2},
+		{"send-lat", []string{"--send_with_imm", "-s", "64", "-n", "50"}, bthSendOnlyImm, 0, 49, 2}, // one QP each side
+	} {
+		t.Run(tc.test, func(t *testing.T) {
+			c := startCapture(t, netdev)
+			r := pair(t, tc.test, tc.args...)
+			pkts, drops := c.stop(t)
+			if !r.Immediate {
+				t.Error("JSON immediate false")
+			}
+			seen := map[uint32]map[uint32]bool{} // destination QP: its numbers
+			for _, p := range pkts {
+				if p.opcode != tc.opcode {
+					continue
+				}
+				if !p.hasImm || p.imm < tc.from || p.imm > tc.to {
+					t.Fatalf("a message to QP %#x carries immediate %d (%v); want %d to %d", p.destQP, p.imm, p.hasImm, tc.from, tc.to)
+				}
+				if seen[p.destQP] == nil {
+					seen[p.destQP] = map[uint32]bool{}
+				}
+				seen[p.destQP][p.imm] = true
+			}
+			want := int(tc.to - tc.from + 1)
+			n := 0
+			for _, m := range seen {
+				n += len(m)
+			}
+			if len(seen) != tc.qps || n+drops < want*tc.qps {
+				t.Fatalf("opcode %#x to %d QPs, %d numbers in all; want %d QPs with %d each", tc.opcode, len(seen), n, tc.qps, want)
+			}
+			t.Logf("%d QPs got numbers %d to %d with opcode %#x", len(seen), tc.from, tc.to, tc.opcode)
+		})
 	}
 }

@@ -48,8 +48,12 @@ func (t Test) IsLatency() bool {
 func (t Test) IsAtomic() bool { return t == AtomicBW || t == AtomicLat }
 
 // Receives reports whether t is send_bw or send_lat, the tests whose
-// messages consume posted receives (perftest's has_recv_comp).
+// messages always consume posted receives; TestSpec.Receives also counts
+// writes with immediate data.
 func (t Test) Receives() bool { return t == SendBW || t == SendLat }
+
+// IsWrite reports whether t is write_bw or write_lat.
+func (t Test) IsWrite() bool { return t == WriteBW || t == WriteLat }
 
 // UsesRemoteMemory reports whether t's requests name the peer's memory
 // (RDMA write, read, atomics), so that QPInfo's buffer must be valid.
@@ -179,6 +183,18 @@ type TestSpec struct {
 	// choice. They do not apply to RC through rdma_cm, which resolves
 	// the path itself.
 	FlowLabels []uint32
+	// Immediate makes the write and send tests carry 32 bits of immediate
+	// data in every message (perftest's --write_with_imm and
+	// --send_with_imm): RDMA writes then consume a receive on the peer
+	// and complete there, as sends do. Sent as bit 3 of the flags word.
+	Immediate bool
+}
+
+// Receives reports whether the test's messages consume receives that the
+// receiving side posts (perftest's has_recv_comp): the send tests, and
+// the write tests with Immediate.
+func (s TestSpec) Receives() bool {
+	return s.Test.Receives() || s.Immediate && s.Test.IsWrite()
 }
 
 // MaxFlowLabel is the largest GRH flow label: it has 20 bits.
@@ -209,8 +225,9 @@ const (
 	flagHugePages = 1 << iota
 	flagSRQ
 	flagReversed
+	flagImmediate
 
-	knownFlags = flagHugePages | flagSRQ | flagReversed
+	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate
 )
 
 // specLen is the bytes of a TestSpec payload without flow labels; each
@@ -223,7 +240,7 @@ const specLen = 55
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
 // 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
-// 2 Reversed), and a uint16 count of flow labels, each a uint32.
+// 2 Reversed, 3 Immediate), and a uint16 count of flow labels, each a uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -259,6 +276,9 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	}
 	if s.Reversed {
 		flags |= flagReversed
+	}
+	if s.Immediate {
+		flags |= flagImmediate
 	}
 	b = binary.BigEndian.AppendUint32(b, flags)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s.FlowLabels)))
@@ -300,6 +320,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.HugePages = flags&flagHugePages != 0
 	s.SRQ = flags&flagSRQ != 0
 	s.Reversed = flags&flagReversed != 0
+	s.Immediate = flags&flagImmediate != 0
 	s.Flags = flags &^ knownFlags
 	n := int(r.u16())
 	if n > MaxSetupQPs {
@@ -355,7 +376,7 @@ func (s TestSpec) Sizes() []uint32 {
 // memDepth is the queue depth Memory counts: receives matter only to send
 // tests.
 func (s TestSpec) memDepth() uint32 {
-	if s.Test.Receives() {
+	if s.Receives() {
 		return max(s.TXDepth, s.RXDepth)
 	}
 	return s.TXDepth
@@ -363,8 +384,8 @@ func (s TestSpec) memDepth() uint32 {
 
 // Memory returns the bytes each side registers for the test, counted
 // conservatively as MaxSize × depth × NumQPs, doubled when Bidirectional,
-// where depth is TXDepth, or max(TXDepth, RXDepth) for send tests (the only
-// ones that post receives), and rounded up to whole huge pages
+// where depth is TXDepth, or max(TXDepth, RXDepth) for the tests that post
+// receives (Receives), and rounded up to whole huge pages
 // (ibverbs.HugePageSize) with HugePages. It saturates at math.MaxUint64.
 func (s TestSpec) Memory() uint64 {
 	n := uint64(s.MaxSize())
@@ -438,8 +459,11 @@ func (s TestSpec) Validate() error {
 	if t.IsLatency() && s.RunInfinitely {
 		return invalid("%s cannot run infinitely; only bandwidth tests can", t)
 	}
-	if s.Events && t == WriteLat {
-		return invalid("%s cannot wait on completion events: each side polls the last byte of its buffer for the peer's write, which completes nothing on the receiving side", t)
+	if s.Immediate && !t.IsWrite() && !t.Receives() {
+		return invalid("%s carries no immediate data: only the write and send tests do", t)
+	}
+	if s.Events && t == WriteLat && !s.Immediate {
+		return invalid("%s cannot wait on completion events: each side polls the last byte of its buffer for the peer's write, which completes nothing on the receiving side (--write_with_imm makes each write complete a receive there)", t)
 	}
 	if s.RunInfinitely && s.Duration == 0 {
 		return invalid("running infinitely needs a duration, the reporting period")
@@ -456,7 +480,7 @@ func (s TestSpec) Validate() error {
 	if s.SRQ && !t.Receives() {
 		return invalid("%s receives nothing: a shared receive queue is for the send tests", t)
 	}
-	if t.Receives() && s.RXDepth == 0 {
+	if s.Receives() && s.RXDepth == 0 {
 		return invalid("RX depth 0 for %s", t)
 	}
 	if s.CQModeration > s.TXDepth {

@@ -56,6 +56,9 @@ func TestValidate(t *testing.T) {
 		{"MTU auto", func(s *TestSpec) { s.MTU = 0 }},
 		{"events", func(s *TestSpec) { s.Events = true }},
 		{"send_lat events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events = SendLat, false, true }},
+		{"write_bw immediate", func(s *TestSpec) { s.Immediate = true }},
+		{"write_lat immediate events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events, s.Immediate = WriteLat, false, true, true }},
+		{"send UD immediate", func(s *TestSpec) { s.Test, s.ConnType, s.Size, s.Immediate = SendBW, ibverbs.QPTypeUD, 1024, true }},
 	}
 	for _, tc := range ok {
 		s := testSpec()
@@ -92,6 +95,12 @@ func TestValidate(t *testing.T) {
 		{"inline", "inline size 4097", func(s *TestSpec) { s.Inline = MaxInline + 1 }},
 		{"inline read", "read_lat cannot send inline", func(s *TestSpec) { s.Test, s.Bidirectional, s.Inline = ReadLat, false, 64 }},
 		{"SL", "service level 16", func(s *TestSpec) { s.SL = 16 }},
+		{"read immediate", "read_bw carries no immediate data", func(s *TestSpec) { s.Test, s.Immediate = ReadBW, true }},
+		{"atomic immediate", "atomic_lat carries no immediate data", func(s *TestSpec) {
+			s.Test, s.Size, s.Bidirectional, s.Immediate = AtomicLat, 8, false, true
+		}},
+		{"write immediate RX depth", "RX depth 0 for write_bw", func(s *TestSpec) { s.RXDepth, s.Immediate = 0, true }},
+		{"write immediate SRQ", "write_bw receives nothing", func(s *TestSpec) { s.SRQ, s.Immediate = true, true }},
 		{"flags", "unknown option flags 0x4", func(s *TestSpec) { s.Flags = 4 }},
 	}
 	for _, tc := range bad {
@@ -223,9 +232,42 @@ func TestSpecHugePagesFlag(t *testing.T) {
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[flagsAt:], 9)
-	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Flags != 8 {
-		t.Errorf("flags 0x9 decoded as HugePages %v, SRQ %v, Reversed %v, unknown %#x; want true, false, false, 0x8", s.HugePages, s.SRQ, s.Reversed, s.Flags)
+	binary.BigEndian.PutUint32(p[flagsAt:], 0x11)
+	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.Flags != 0x10 {
+		t.Errorf("flags 0x11 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, unknown %#x; want true, false, false, false, 0x10",
+			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.Flags)
+	}
+}
+
+// TestSpecImmediate: Immediate travels as bit 3 of the flags word, and
+// makes the write tests post receives, which count in their memory.
+func TestSpecImmediate(t *testing.T) {
+	p := TestSpec{Immediate: true}.AppendPayload(nil)
+	if got := binary.BigEndian.Uint32(p[flagsAt:]); got != 8 {
+		t.Fatalf("flags word %#x, want 0x8", got)
+	}
+	if s, err := decodeSpec(p); err != nil || !s.Immediate || s.Reversed || s.Flags != 0 {
+		t.Fatalf("decoded Immediate %v, Reversed %v, unknown flags %#x, %v", s.Immediate, s.Reversed, s.Flags, err)
+	}
+	s := testSpec()
+	s.Bidirectional, s.NumQPs, s.Size, s.TXDepth, s.RXDepth, s.CQModeration = false, 1, 1000, 10, 100, 1
+	for _, c := range []struct {
+		test     Test
+		imm      bool
+		receives bool
+		memory   uint64
+	}{
+		{WriteBW, false, false, 10 * 1000},
+		{WriteBW, true, true, 100 * 1000},
+		{WriteLat, true, true, 100 * 1000},
+		{SendBW, false, true, 100 * 1000},
+		{SendLat, true, true, 100 * 1000},
+		{ReadBW, false, false, 10 * 1000},
+	} {
+		s.Test, s.Immediate = c.test, c.imm
+		if s.Receives() != c.receives || s.Memory() != c.memory {
+			t.Errorf("%v, immediate %v: Receives %v, Memory %d; want %v, %d", c.test, c.imm, s.Receives(), s.Memory(), c.receives, c.memory)
+		}
 	}
 }
 

@@ -43,6 +43,7 @@ func ExampleWriteJSON() {
 	//   "events": false,
 	//   "srq": false,
 	//   "reversed": false,
+	//   "immediate": false,
 	//   "results": [],
 	//   "error": {
 	//     "code": "no_device",

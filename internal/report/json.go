@@ -50,6 +50,9 @@ type Result struct {
 	SRQ bool `json:"srq"`
 	// Reversed reports that the server sent (--reversed).
 	Reversed bool `json:"reversed"`
+	// Immediate reports that the messages carried immediate data
+	// (--write_with_imm, --send_with_imm).
+	Immediate bool `json:"immediate"`
 	// RateLimit describes this side's rate limit, if it had one
 	// (--rate_limit).
 	RateLimit string `json:"rate_limit,omitempty"`
