@@ -149,6 +149,10 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	if err != nil {
 		return o.fail(f, err)
 	}
+	if err := o.openJSONFile(); err != nil {
+		return o.fail(f, err)
+	}
+	defer o.closeJSONFile()
 	out := f.IO.Out
 	text := o.text()
 	if o.Infinite {
@@ -160,7 +164,8 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 				report.WriteBWRow(out, b, o.Gbits)
 			} else if o.value != report.NoValue {
 				report.WriteBWValue(out, o.value, b, o.Gbits)
-			} else {
+			}
+			if o.JSON || o.CSV || o.jsonFile != nil {
 				// One JSON document at the end holds every interval.
 				o.intervals = append(o.intervals, report.IntervalFromBandwidth(elapsed, b))
 			}
@@ -227,21 +232,10 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 			if !o.Infinite { // the intervals were the figures
 				writeValues(f.IO.Out, res, o.value, o.Gbits)
 			}
-		} else if o.JSON || o.CSV {
-			r := jsonResult(role, res, err)
-			r.Intervals = o.intervals
-			if o.Unsorted || o.Sorted {
-				for i, s := range res.Sizes {
-					for _, v := range s.Samples {
-						r.Results[i].SamplesUs = append(r.Results[i].SamplesUs, v/1e3)
-					}
-				}
-			}
-			if o.JSON {
-				report.WriteJSON(f.IO.Out, r)
-			} else {
-				report.WriteCSV(f.IO.Out, r)
-			}
+		} else if o.JSON {
+			report.WriteJSON(f.IO.Out, o.document(role, res, err))
+		} else if o.CSV {
+			report.WriteCSV(f.IO.Out, o.document(role, res, err))
 		} else {
 			writeTables(f.IO.Out, res, o)
 			h := res.Header
@@ -251,23 +245,87 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		if err == nil && res.Mismatches > 0 {
 			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
 		}
+		if werr := o.writeJSONFile(o.document(role, res, err)); err == nil {
+			err = werr
+		}
 		if err == nil && res.Interrupted {
 			fmt.Fprintln(f.IO.ErrOut, "gorperf: interrupted; the results above are what was measured")
 			return &silentError{code: 130}
 		}
-	} else if err != nil && (o.JSON || o.CSV) {
+	} else if err != nil && (o.JSON || o.CSV || o.jsonFile != nil) {
 		return o.fail(f, err)
 	}
 	return err
 }
 
-// fail reports an error; with --json it is also a valid JSON document.
-func (o *testOptions) fail(f *Factory, err error) error {
-	if o.JSON {
-		report.WriteJSON(f.IO.Out, report.Result{Version: Version, Test: o.Test.String(),
-			Error: &report.Error{Code: errorCode(err), Message: err.Error()}})
+// document is the JSON document of a run, with --run_infinitely's
+// intervals and the samples -U and -H list.
+func (o *testOptions) document(role string, res *bench.Result, err error) report.Result {
+	r := jsonResult(role, res, err)
+	r.Intervals = o.intervals
+	if o.Unsorted || o.Sorted {
+		for i, s := range res.Sizes {
+			for _, v := range s.Samples {
+				r.Results[i].SamplesUs = append(r.Results[i].SamplesUs, v/1e3)
+			}
+		}
 	}
+	return r
+}
+
+// fail reports an error; with --json it is also a valid JSON document,
+// and with --out_json one in the file.
+func (o *testOptions) fail(f *Factory, err error) error {
+	r := report.Result{Version: Version, Test: o.Test.String(),
+		Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
+	if o.JSON {
+		report.WriteJSON(f.IO.Out, r)
+	}
+	o.writeJSONFile(r) // the run's error is the one to report
 	return err
+}
+
+// openJSONFile creates --out_json's file before the test runs, so that
+// a path that cannot be written fails at once, not after the run.
+func (o *testOptions) openJSONFile() error {
+	if !o.OutJSON {
+		return nil
+	}
+	if o.OutJSONFile == "" {
+		return usageErrorf("--out_json_file: an empty file name")
+	}
+	fh, err := os.Create(o.OutJSONFile)
+	if err != nil {
+		return fmt.Errorf("--out_json_file: %w", err)
+	}
+	o.jsonFile = fh
+	return nil
+}
+
+// writeJSONFile writes r to --out_json's file, if there is one, once: a
+// second call does nothing.
+func (o *testOptions) writeJSONFile(r report.Result) error {
+	if o.jsonFile == nil {
+		return nil
+	}
+	fh := o.jsonFile
+	o.jsonFile = nil
+	err := report.WriteJSON(fh, r)
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing the JSON result to %s: %w", fh.Name(), err)
+	}
+	return nil
+}
+
+// closeJSONFile closes --out_json's file if nothing was written to it.
+func (o *testOptions) closeJSONFile() {
+	if o.jsonFile != nil {
+		o.jsonFile.Close()
+		o.jsonFile = nil
+	}
 }
 
 func errorCode(err error) string {

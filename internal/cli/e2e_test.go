@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -806,6 +807,49 @@ func TestOutputValue(t *testing.T) {
 		// The server, without --output, printed its full report.
 		if !strings.Contains(srvOut.String(), "#bytes") {
 			t.Errorf("server output lacks its table:\n%s", srvOut)
+		}
+	}
+}
+
+// TestOutJSONEndToEnd: with --out_json_file each side prints perftest's
+// text and also writes the run's JSON document to its file, -U's samples
+// included.
+func TestOutJSONEndToEnd(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	cliFile, srvFile := filepath.Join(dir, "client.json"), filepath.Join(dir, "server.json")
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "send-lat", "-d", srvDev, "-p", port, "--out_json_file", srvFile)
+	waitListening(t, port)
+	cmd := gorperf(ctx, "send-lat", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "-U", "--out_json", "--out_json_file", cliFile, addr)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut)
+	}
+	if !strings.Contains(string(out), "#bytes") || !strings.Contains(string(out), "#, usec") {
+		t.Errorf("the client's text lacks its table or samples:\n%s", out)
+	}
+	for _, c := range []struct {
+		file, role string
+		samples    int
+	}{{cliFile, "client", 100}, {srvFile, "server", 0}} {
+		b, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r report.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v\n%s", c.file, err, b)
+		}
+		if r.Role != c.role || r.Test != "send_lat" || len(r.Results) != 1 || r.Results[0].Bytes != 64 || r.Error != nil {
+			t.Errorf("%s's document %+v", c.role, r)
+		} else if len(r.Results[0].SamplesUs) != c.samples {
+			t.Errorf("%s's document: %d samples, want %d", c.role, len(r.Results[0].SamplesUs), c.samples)
 		}
 	}
 }

@@ -176,6 +176,13 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if err != nil || o.limits != (report.Limits{Typical: 3.5, P99: 12}) {
 		t.Errorf("--limit_lat 3.5 --limit-p99 12: %+v, %v", o.limits, err)
 	}
+	// --out_json_file names --out_json's file and implies it.
+	if _, o, err := parseTest(t, exchange.WriteBW, "--out-json-file", "r.json", "h"); err != nil || !o.OutJSON || o.OutJSONFile != "r.json" {
+		t.Errorf("--out-json-file r.json: %+v, %v", o, err)
+	}
+	if _, o, err := parseTest(t, exchange.WriteBW, "--out_json", "h"); err != nil || !o.OutJSON || o.OutJSONFile != "perftest_out.json" {
+		t.Errorf("--out_json: %+v, %v", o, err)
+	}
 	// Immediate data, with perftest's names for the write and the send
 	// tests; write_lat may then sleep on events.
 	for _, c := range []struct {

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -140,6 +142,61 @@ func TestJSONOutput(t *testing.T) {
 	o.fail(f, usageErrorf("-s: bad"))
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Error == nil || r.Error.Code != "usage" {
 		t.Errorf("error JSON %+v, %v\n%s", r.Error, err, out)
+	}
+}
+
+// --out_json writes --json's document to a file, beside perftest's text
+// or --csv on stdout; a failure's document too; a file that cannot be
+// created fails the command before it runs anything.
+func TestOutJSONFile(t *testing.T) {
+	dir := t.TempDir()
+	read := func(name string) report.Result {
+		t.Helper()
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r report.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, b)
+		}
+		return r
+	}
+	for _, csv := range []bool{false, true} {
+		name := filepath.Join(dir, fmt.Sprintf("csv-%v.json", csv))
+		f, out, _ := newTestFactory(nil, nil)
+		o := testOptions{Test: exchange.WriteBW, CSV: csv, OutJSON: true, OutJSONFile: name}
+		if err := o.openJSONFile(); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.finish(f, "client", fakeBW(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{false: "BW average", true: "bytes,"}[csv]; !strings.Contains(out.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+		if r := read(name); r.Test != "write_bw" || len(r.Results) != 2 || r.Results[0].Bytes != 4096 || r.Error != nil {
+			t.Errorf("csv %v: the file's document %+v", csv, r)
+		}
+	}
+	// A client that fails: the document names the error, and the exit
+	// status is not 0.
+	name := filepath.Join(dir, "fail.json")
+	f, _, errOut := newTestFactory(nil, nil)
+	if code := run(context.Background(), f, []string{"write-bw", "-d", "nosuchdev0", "--out_json_file", name, "127.0.0.1"}); code == 0 {
+		t.Errorf("a failed run: exit 0: %s", errOut)
+	}
+	// (Where there is no device at all, the error says so instead.)
+	if r := read(name); r.Error == nil || r.Error.Message == "" || !strings.Contains(errOut.String(), r.Error.Message) || len(r.Results) != 0 {
+		t.Errorf("the failed run's document %+v, stderr %s", r, errOut)
+	}
+	// A file that cannot be created.
+	f, _, errOut = newTestFactory(nil, nil)
+	start := time.Now()
+	bad := filepath.Join(dir, "no", "such", "dir.json")
+	if code := run(context.Background(), f, []string{"send-lat", "--out_json", "--out_json_file", bad, "127.0.0.1"}); code == 0 ||
+		!strings.Contains(errOut.String(), "--out_json_file: open "+bad+": no such file or directory") || time.Since(start) > time.Second {
+		t.Errorf("an uncreatable file: exit %d after %v: %s", code, time.Since(start), errOut)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 
@@ -64,6 +65,9 @@ type testOptions struct {
 	Infinite    bool
 	JSON        bool
 	CSV         bool
+	OutJSON     bool         // --out_json: the JSON document to a file too
+	OutJSONFile string       // --out_json_file
+	jsonFile    *os.File     // where --out_json writes, once opened
 	Output      string       // --output, as given
 	QPTimeout   int          // -u; -1: not given
 	value       report.Value // --output, parsed
@@ -86,6 +90,10 @@ type testOptions struct {
 	Counters    []string // -W
 	CPUUtil     bool
 }
+
+// defaultJSONFile is where --out_json writes by default, perftest's name
+// for its own JSON report.
+const defaultJSONFile = "perftest_out.json"
 
 // cqModSizeLimit is the largest message size that perftest moderates
 // completions for by default (its MSG_SIZE_CQ_MOD_LIMIT).
@@ -150,6 +158,9 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	if iterations && o.Iters > 0 && uint64(o.RXDepth) > o.Iters {
 		o.RXDepth = uint32(o.Iters) // as perftest, given or not
 	}
+	if set("out_json_file") {
+		o.OutJSON = true // a file named is a file wanted
+	}
 	if !set("inline_size") && (o.Test == exchange.WriteLat || o.Test == exchange.SendLat) {
 		o.Inline = 220 // perftest's default for latency tests
 	}
@@ -191,6 +202,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
+	f.BoolVar(&o.OutJSON, "out_json", false, "also write the result as --json's document to --out_json_file, whatever is printed")
+	f.StringVar(&o.OutJSONFile, "out_json_file", defaultJSONFile, "the file of --out_json, replaced if it exists (given alone, it implies --out_json)")
 	f.IntVarP(&o.QPTimeout, "qp-timeout", "u", -1, "local ACK timeout of this side's QPs, 4.096 µs × 2^N, 1 to 31 (default: 14, about 67 ms; with -R, rdma_cm's)")
 	f.StringVar(&o.Output, "output", "", "print only this figure, one line a size, as perftest's --output: bandwidth or message_rate (bandwidth tests), latency (the average, latency tests)")
 	f.BoolVar(&o.Validate, "validate", false, "check that the bytes (or atomic values) that arrive are the ones sent")
@@ -253,7 +266,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "report_unsorted", "report_histogram", "report_cycles":
 			name = strings.ReplaceAll(name, "_", "-")
-		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm":
+		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
