@@ -166,9 +166,24 @@ func TestLoopbackAllTests(t *testing.T) {
 				if sr := s.Sizes[0].BW; sr.Iterations < want || sr.Iterations == 0 {
 					t.Errorf("the server's bandwidth %+v", sr)
 				}
+				// Each side's two directions, mirrored on the other, add
+				// up to the total, peaks included.
+				cs, ss := c.Sizes[0], s.Sizes[0]
+				if cs.Local == nil || cs.Remote == nil || ss.Local == nil || ss.Remote == nil {
+					t.Fatalf("bidirectional without both directions: client %v %v, server %v %v", cs.Local, cs.Remote, ss.Local, ss.Remote)
+				}
+				if cs.Local.Iterations+cs.Remote.Iterations != r.BW.Iterations || *cs.Local != *ss.Remote || *cs.Remote != *ss.Local {
+					t.Errorf("directions: client %+v and %+v of %d; server %+v and %+v", *cs.Local, *cs.Remote, r.BW.Iterations, *ss.Local, *ss.Remote)
+				}
+				if p := max(r.BW.AvgMBps, cs.Local.PeakMBps+cs.Remote.PeakMBps); r.BW.PeakMBps != p {
+					t.Errorf("bidirectional peak %.2f MB/s, want the two directions' %.2f", r.BW.PeakMBps, p)
+				}
 				if s.Mismatches != 0 {
 					t.Errorf("%d data mismatches on the server", s.Mismatches)
 				}
+			}
+			if !tc.bidi && (r.Local != nil || r.Remote != nil) {
+				t.Errorf("one-way test with directions %v, %v", r.Local, r.Remote)
 			}
 			t.Logf("%.2f MB/s avg, %.2f peak, %d iterations", r.BW.AvgMBps, r.BW.PeakMBps, r.BW.Iterations)
 		})

@@ -51,6 +51,10 @@ type SizeResult struct {
 	// CPU is this process's CPU time over the same stretch, with
 	// Local.CPUUtil; its Messages are the size's.
 	CPU *stats.CPU
+	// Local and Remote are, in a bidirectional bandwidth test, what this
+	// side and the peer each sent (BW is their sum), as perftest's
+	// --report-both shows them; nil otherwise.
+	Local, Remote *stats.Bandwidth
 }
 
 // Title returns perftest's name for a test, e.g. "RDMA_Write BW Test".
@@ -347,7 +351,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		var runErr error
 		mine, runErr = s.runSize(ctx, size, iters, dur, client)
 		interrupted := errors.Is(runErr, context.Canceled)
-		local := exchange.Result{Iterations: mine.Iters, Bytes: mine.Bytes, Elapsed: mine.Elapsed}
+		local := exchange.Result{Iterations: mine.Iters, Bytes: mine.Bytes, Elapsed: mine.Elapsed, Peak: mine.Peak}
 		if runErr != nil && !interrupted {
 			local.Error = runErr.Error()
 		}
@@ -485,7 +489,8 @@ func (c cpuSample) since(start cpuSample, msgs uint64) *stats.CPU {
 }
 
 // sizeResult turns the two sides' measurements into the reported numbers.
-// Bandwidth is the measuring side's; bidirectional adds the peer's.
+// Bandwidth is the measuring side's; bidirectional adds the peer's, over
+// the longer of the two times, and the two peaks, as perftest's does.
 func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) SizeResult {
 	if s.spec.Test.IsLatency() {
 		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples}
@@ -494,15 +499,18 @@ func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) Si
 		}
 		return r
 	}
-	iters, el := mine.Iters, mine.Elapsed
-	if iters == 0 { // the passive side reports what the active side measured
-		iters, el = peer.Iterations, peer.Elapsed
-	} else if s.spec.Bidirectional {
-		iters += peer.Iterations
-		el = max(el, peer.Elapsed)
+	n := s.payload(size)
+	if mine.Iters == 0 { // the passive side reports what the active side measured
+		return SizeResult{Size: size, BW: stats.ComputeBandwidth(n, peer.Iterations, peer.Elapsed, peer.Peak)}
 	}
-	bw := stats.ComputeBandwidth(s.payload(size), iters, el, mine.Peak)
-	return SizeResult{Size: size, BW: bw}
+	local := stats.ComputeBandwidth(n, mine.Iters, mine.Elapsed, mine.Peak)
+	if !s.spec.Bidirectional {
+		return SizeResult{Size: size, BW: local}
+	}
+	remote := stats.ComputeBandwidth(n, peer.Iterations, peer.Elapsed, peer.Peak)
+	bw := stats.ComputeBandwidth(n, mine.Iters+peer.Iterations, max(mine.Elapsed, peer.Elapsed), 0)
+	bw.PeakMBps = max(bw.AvgMBps, local.PeakMBps+remote.PeakMBps)
+	return SizeResult{Size: size, BW: bw, Local: &local, Remote: &remote}
 }
 
 // fillPatterns writes the validation pattern where this side's data comes

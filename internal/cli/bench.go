@@ -396,6 +396,27 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions) {
 		report.WriteBWRow(w, s.BW, gbits)
 	}
 	report.WriteRule(w)
+	if !o.ReportBoth {
+		return
+	}
+	// perftest's --report-both: the table again for each direction.
+	for _, d := range []struct {
+		title string
+		bw    func(bench.SizeResult) *stats.Bandwidth
+	}{
+		{"Local results (what this side sent)", func(s bench.SizeResult) *stats.Bandwidth { return s.Local }},
+		{"Remote results (what the peer sent)", func(s bench.SizeResult) *stats.Bandwidth { return s.Remote }},
+	} {
+		fmt.Fprintf(w, "\n %s:\n", d.title)
+		report.WriteRule(w)
+		report.WriteBWHeader(w, gbits)
+		for _, s := range res.Sizes {
+			if b := d.bw(s); b != nil {
+				report.WriteBWRow(w, *b, gbits)
+			}
+		}
+		report.WriteRule(w)
+	}
 }
 
 func jsonResult(role string, res *bench.Result, err error) report.Result {
@@ -425,6 +446,10 @@ func reportSizes(res *bench.Result) []report.SizeResult {
 		}
 		if s.CPU != nil {
 			r.CPU = report.CPUFrom(*s.CPU)
+		}
+		if s.Local != nil && s.Remote != nil {
+			l, rem := report.SizeFromBandwidth(*s.Local), report.SizeFromBandwidth(*s.Remote)
+			r.Local, r.Remote = &l, &rem
 		}
 		rs = append(rs, r)
 	}

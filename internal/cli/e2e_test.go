@@ -148,7 +148,7 @@ func TestEndToEnd(t *testing.T) {
 		{"write-bw", []string{"-s", "4096", "-n", "300"}},
 		{"write-bw", []string{"-c", "UC", "-s", "1024", "-n", "200", "-q", "2"}},
 		{"read-bw", []string{"-s", "4096", "-n", "300"}},
-		{"send-bw", []string{"-s", "4096", "-n", "300", "-b"}},
+		{"send-bw", []string{"-s", "4096", "-n", "300", "-b", "--report-both"}},
 		{"send-bw", []string{"-c", "UD", "-s", "512", "-n", "200"}},
 		{"atomic-bw", []string{"-n", "300"}},
 		{"write-lat", []string{"-s", "64", "-n", "200"}},
@@ -204,6 +204,13 @@ func TestEndToEnd(t *testing.T) {
 			for _, s := range r.Results {
 				if s.Iterations == 0 || (s.BWAvgMBps <= 0 && s.TTypicalUs <= 0) {
 					t.Errorf("empty result %+v", s)
+				}
+			}
+			if bidi := slices.Contains(tc.args, "-b"); len(r.Results) > 0 {
+				if s := r.Results[0]; bidi != (s.Local != nil && s.Remote != nil) {
+					t.Errorf("bidirectional %v: local %+v, remote %+v in the JSON", bidi, s.Local, s.Remote)
+				} else if bidi && s.Local.Iterations+s.Remote.Iterations != s.Iterations {
+					t.Errorf("the directions' %d and %d messages do not add up to %d", s.Local.Iterations, s.Remote.Iterations, s.Iterations)
 				}
 			}
 			if r.RdmaCM != (tc.args[0] == "-R") {

@@ -176,6 +176,9 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if err != nil || o.limits != (report.Limits{Typical: 3.5, P99: 12}) {
 		t.Errorf("--limit_lat 3.5 --limit-p99 12: %+v, %v", o.limits, err)
 	}
+	if _, o, err := parseTest(t, exchange.ReadBW, "--report_both", "-b", "--json", "h"); err != nil || !o.ReportBoth {
+		t.Errorf("--report_both -b --json: %+v, %v", o, err)
+	}
 	// --out_json_file names --out_json's file and implies it.
 	if _, o, err := parseTest(t, exchange.WriteBW, "--out-json-file", "r.json", "h"); err != nil || !o.OutJSON || o.OutJSONFile != "r.json" {
 		t.Errorf("--out-json-file r.json: %+v, %v", o, err)
@@ -264,6 +267,9 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.SendLat, []string{"-U", "--csv"}, "CSV has one row a size"},
 		{exchange.ReadBW, []string{"-U"}, "unknown shorthand flag: 'U'"},
 		{exchange.SendBW, []string{"-R", "-c", "UD", "--pkey_index", "1"}, "--pkey_index only without -R"},
+		{exchange.WriteBW, []string{"--report-both"}, "add -b"},
+		{exchange.SendBW, []string{"--report_both", "-b", "--csv"}, "CSV and --output have one figure a size"},
+		{exchange.WriteLat, []string{"--report-both"}, "unknown flag: --report-both"},
 		{exchange.ReadBW, []string{"--write_with_imm"}, "unknown flag: --write_with_imm"},
 		{exchange.WriteBW, []string{"--send_with_imm"}, "unknown flag: --send_with_imm"},
 		{exchange.WriteBW, []string{"--write_with_imm", "-r", "0"}, "RX depth 0 for write_bw"},

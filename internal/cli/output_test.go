@@ -40,6 +40,17 @@ func fakeBW() *bench.Result {
 		}}
 }
 
+// fakeBidi is a bidirectional send_bw whose two directions differ.
+func fakeBidi() *bench.Result {
+	local := stats.ComputeBandwidth(4096, 5000, 800*time.Millisecond, 120*time.Microsecond)
+	remote := stats.ComputeBandwidth(4096, 4000, 900*time.Millisecond, 200*time.Microsecond)
+	sum := stats.ComputeBandwidth(4096, 9000, 900*time.Millisecond, 0)
+	sum.PeakMBps = local.PeakMBps + remote.PeakMBps
+	return &bench.Result{Spec: exchange.TestSpec{Test: exchange.SendBW, Bidirectional: true}, Role: "client",
+		Header: fakeHeader("Send Bidirectional BW Test"),
+		Sizes:  []bench.SizeResult{{Size: 4096, BW: sum, Local: &local, Remote: &remote}}}
+}
+
 func fakeLat() *bench.Result {
 	samples := make([]float64, 1000)
 	for i := range samples {
@@ -62,6 +73,7 @@ func TestTextOutputGolden(t *testing.T) {
 		"write_bw.golden":       {fakeBW(), testOptions{Test: exchange.WriteBW}},
 		"write_bw_gbits.golden": {fakeBW(), testOptions{Test: exchange.WriteBW, Gbits: true}},
 		"send_lat.golden":       {fakeLat(), testOptions{Test: exchange.SendLat, Histogram: true}},
+		"send_bw_both.golden":   {fakeBidi(), testOptions{Test: exchange.SendBW, Bidir: true, ReportBoth: true}},
 	} {
 		f, out, _ := newTestFactory(nil, nil)
 		report.WriteHeader(out, tc.res.Header)
@@ -136,6 +148,20 @@ func TestJSONOutput(t *testing.T) {
 	if r.SchemaVersion != 1 || r.Test != "write_bw" || r.Device != "rxe1" || len(r.Results) != 2 ||
 		r.Results[1].Bytes != 65536 || r.Results[1].BWAvgMBps <= 0 || r.Error != nil {
 		t.Errorf("JSON result %+v", r)
+	}
+	// A bidirectional test's JSON has each direction.
+	f, out, _ = newTestFactory(nil, nil)
+	o = testOptions{Test: exchange.SendBW, JSON: true}
+	if err := o.finish(f, "client", fakeBidi(), nil); err != nil {
+		t.Fatal(err)
+	}
+	r = report.Result{}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if s := r.Results[0]; s.Local == nil || s.Remote == nil || s.Local.Iterations != 5000 || s.Remote.Iterations != 4000 ||
+		s.Iterations != 9000 || s.BWPeakMBps != s.Local.BWPeakMBps+s.Remote.BWPeakMBps {
+		t.Errorf("bidirectional JSON %+v, local %+v, remote %+v", s, s.Local, s.Remote)
 	}
 	// A failure before any result is still one valid JSON document.
 	f, out, _ = newTestFactory(nil, nil)

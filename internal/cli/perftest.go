@@ -84,6 +84,7 @@ type testOptions struct {
 	HugePages   bool
 	SRQ         bool
 	Reversed    bool
+	ReportBoth  bool // --report-both
 	Immediate   bool // --write_with_imm, --send_with_imm
 	MaxMemory   uint64
 	Idle        int
@@ -231,6 +232,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample in µs, sorted, as perftest's -H (text; with --json, samples_us); --histogram draws one")
 		f.BoolVarP(&o.Cycles, "report-cycles", "C", false, "refused: gorperf times with the monotonic clock in µs and has no cycle counts to report")
 	} else {
+		f.BoolVar(&o.ReportBoth, "report-both", false, "with -b, also report each direction: what this side sent and what the peer sent, each with its own peak")
 		f.BoolVar(&o.Reversed, "reversed", false, "the server sends, writes or reads, and the client is passive (not with -b or --run_infinitely)")
 		f.BoolVarP(&o.NoPeak, "noPeak", "N", false, "accepted for perftest compatibility: gorperf measures the peak without per-message timestamps, so it always does")
 		f.Float64VarP(&o.limits.BW, "limit_bw", "w", 0, "fail (exit status 3) if any size's average bandwidth is below this, in MB/sec (Gbit/sec with --report_gbits)")
@@ -264,7 +266,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = strings.ReplaceAll(name, "-", "_")
 		case "report_counters":
 			name = "report-counters"
-		case "report_unsorted", "report_histogram", "report_cycles":
+		case "report_unsorted", "report_histogram", "report_cycles", "report_both":
 			name = strings.ReplaceAll(name, "_", "-")
 		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file":
 			name = strings.ReplaceAll(name, "-", "_")
@@ -338,6 +340,12 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if (o.Unsorted || o.Sorted) && o.CSV {
 		return s, usageErrorf("-U and -H list the samples in text or, with --json, as samples_us; CSV has one row a size")
+	}
+	switch {
+	case o.ReportBoth && !o.Bidir:
+		return s, usageErrorf("--report-both reports the two directions of a bidirectional test: add -b")
+	case o.ReportBoth && (o.CSV || o.Output != ""):
+		return s, usageErrorf("--report-both adds tables to the text (with --json, each size's local and remote); CSV and --output have one figure a size")
 	}
 	if o.QPTimeout != -1 {
 		switch {

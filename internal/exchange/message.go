@@ -10,7 +10,7 @@ import (
 // ProtocolVersion is the version of the wire format this package speaks.
 // Both sides must speak the same one; it changes whenever a payload layout
 // or the order of messages does.
-const ProtocolVersion = 3
+const ProtocolVersion = 4
 
 // DefaultPort is the TCP port of the control connection, perftest's.
 const DefaultPort = 18515
@@ -78,7 +78,10 @@ type Result struct {
 	Bytes      uint64        // payload bytes this side moved
 	Elapsed    time.Duration // this side's measured time; negative is sent as 0
 	Mismatches uint64        // data validation failures (TestSpec.ValidateData)
-	Error      string        // why this side's run failed; "" if it did not
+	// Peak is this side's shortest time per message over one window of
+	// messages (its peak rate), or 0; negative is sent as 0.
+	Peak  time.Duration
+	Error string // why this side's run failed; "" if it did not
 }
 
 // ErrorMsg is sent instead of the expected message when a side gives up;
@@ -130,13 +133,14 @@ func decodeSync(p []byte) (Sync, error) {
 	return s, r.done()
 }
 
-// AppendPayload appends iterations, bytes, elapsed nanoseconds and
-// mismatches, each uint64, then error string.
+// AppendPayload appends iterations, bytes, elapsed nanoseconds,
+// mismatches and peak nanoseconds, each uint64, then error string.
 func (res Result) AppendPayload(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, res.Iterations)
 	b = binary.BigEndian.AppendUint64(b, res.Bytes)
 	b = binary.BigEndian.AppendUint64(b, uint64(max(res.Elapsed, 0)))
 	b = binary.BigEndian.AppendUint64(b, res.Mismatches)
+	b = binary.BigEndian.AppendUint64(b, uint64(max(res.Peak, 0)))
 	return appendString(b, res.Error)
 }
 
@@ -151,6 +155,10 @@ func decodeResult(p []byte) (Result, error) {
 	}
 	res.Elapsed = time.Duration(ns)
 	res.Mismatches = r.u64()
+	if ns = r.u64(); ns > math.MaxInt64 {
+		r.fail("peak time %d ns out of range", ns)
+	}
+	res.Peak = time.Duration(ns)
 	res.Error = r.str()
 	return res, r.done()
 }

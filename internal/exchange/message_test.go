@@ -66,7 +66,7 @@ func messages() []struct {
 		{"setup max", Setup{QPs: many}},
 		{"sync", Sync{Seq: 7}},
 		{"sync max", Sync{Seq: 0xffffffff}},
-		{"result", Result{Iterations: 5000, Bytes: 5000 * 65536, Elapsed: 1234567 * time.Microsecond, Mismatches: 2}},
+		{"result", Result{Iterations: 5000, Bytes: 5000 * 65536, Elapsed: 1234567 * time.Microsecond, Mismatches: 2, Peak: 987 * time.Nanosecond}},
 		{"result error", Result{Error: "CQ error: RETRY_EXC_ERR on QP 0x12"}},
 		{"error", ErrorMsg{Code: CodeOverLimit, Text: "too big"}},
 		{"error unknown code", ErrorMsg{Code: 999}},
@@ -125,9 +125,9 @@ func TestEncodeBounds(t *testing.T) {
 		t.Error("AppendFrame sent a Setup of more than MaxSetupQPs")
 	}
 
-	b, _ = AppendFrame(nil, Result{Elapsed: -time.Second})
-	if m, err := DecodeFrame(b); err != nil || m.(Result).Elapsed != 0 {
-		t.Errorf("negative Elapsed decodes as %v, %v; want 0", m, err)
+	b, _ = AppendFrame(nil, Result{Elapsed: -time.Second, Peak: -time.Second})
+	if m, err := DecodeFrame(b); err != nil || m.(Result).Elapsed != 0 || m.(Result).Peak != 0 {
+		t.Errorf("negative Elapsed and Peak decode as %v, %v; want 0", m, err)
 	}
 }
 
@@ -169,6 +169,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"hello string past end", frameOf(TypeHello, 0, []byte{'G', 'R', 'P', 'F', 0, 1, 5, 'a'})},
 		{"hello trailing", frameOf(TypeHello, 0, []byte{'G', 'R', 'P', 'F', 0, 1, 1, 'a', 'b'})},
 		{"result elapsed overflow", frameOf(TypeResult, 0, with(result, 16, 0x80))},
+		{"result peak overflow", frameOf(TypeResult, 0, with(result, 32, 0x80))},
 		{"error short", frameOf(TypeError, 0, []byte{0, 1})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -104,6 +104,11 @@ type SizeResult struct {
 	// CPU is this side's processor time during the size's run, when asked
 	// for (--cpu_util).
 	CPU *CPU `json:"cpu,omitempty"`
+	// Local and Remote are, in a bidirectional bandwidth test, what this
+	// side and the peer each sent, with their own peaks; the fields above
+	// are their sum (perftest's --report-both).
+	Local  *SizeResult `json:"local,omitempty"`
+	Remote *SizeResult `json:"remote,omitempty"`
 }
 
 // Interval is one periodic bandwidth report of a --run-infinitely run.
