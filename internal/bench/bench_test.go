@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/counters"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/rdmatest"
 )
@@ -80,6 +81,7 @@ func TestLoopbackAllTests(t *testing.T) {
 		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0, false, 0, false},
 		{exchange.SendBW, ibverbs.QPTypeRC, 4096, 0, true, 2, false}, // one loop sends and receives on two QPs
 		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0, false, 0, false},
+		{exchange.SendBW, ibverbs.QPTypeUC, 4096, 8, false, 0, false}, // few receives: a UC receiver may lose messages, and ends when they stop
 		{exchange.SendBW, ibverbs.QPTypeUD, 512, 0, true, 0, false},
 		{exchange.AtomicBW, ibverbs.QPTypeRC, 8, 0, false, 0, false},
 		{exchange.WriteLat, ibverbs.QPTypeRC, 64, 0, false, 0, false},
@@ -182,6 +184,9 @@ func TestLoopbackAllTests(t *testing.T) {
 					t.Errorf("%d data mismatches on the server", s.Mismatches)
 				}
 			}
+			if got := s.Sizes[0].BW.Iterations; tc.conn == ibverbs.QPTypeUC && tc.test == exchange.SendBW && !tc.bidi && (got == 0 || got > r.BW.Iterations) {
+				t.Errorf("the UC receiver counted %d of %d messages sent", got, r.BW.Iterations)
+			}
 			if !tc.bidi && (r.Local != nil || r.Remote != nil) {
 				t.Errorf("one-way test with directions %v, %v", r.Local, r.Remote)
 			}
@@ -243,6 +248,85 @@ func TestBidirectionalSendForADuration(t *testing.T) {
 		t.Errorf("took %v for a 1 s test", took)
 	}
 	t.Logf("%d messages both ways, %v in all", c.Sizes[0].BW.Iterations, took)
+}
+
+// TestMargin runs tests of 3 s with a margin of 1 s at each end (-D 3
+// -f 1): what each side reports, messages, time and CPU time, covers the
+// middle second, about a third of the run, on the sending and on the
+// receiving side, and a latency test keeps that third of its samples.
+func TestMargin(t *testing.T) {
+	cpu := func(l *bench.Local, client bool) { l.CPUUtil = true }
+	near := func(d, want time.Duration) bool { return d > want-want/10 && d < want+want/3 }
+	for _, test := range []exchange.Test{exchange.WriteBW, exchange.SendBW, exchange.SendLat} {
+		t.Run(test.String(), func(t *testing.T) {
+			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 3, Margin: 1,
+				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8}
+			if test.IsLatency() {
+				spec.TXDepth, spec.CQModeration = 1, 1
+			}
+			c, s := loopback(t, spec, cpu)
+			for _, side := range []struct {
+				name string
+				r    *bench.Result
+				own  bool // the side ran a loop that counted: not write_bw's passive server
+			}{{"client", c, true}, {"server", s, test != exchange.WriteBW}} {
+				if len(side.r.Sizes) != 1 || side.r.Sizes[0].CPU == nil {
+					t.Fatalf("%s: %+v", side.name, side.r.Sizes)
+				}
+				r := side.r.Sizes[0]
+				if test.IsLatency() {
+					if side.name == "client" && (r.Lat.N == 0 || uint64(r.Lat.N)*2 > r.CPU.Messages) {
+						t.Errorf("%d samples kept of %d iterations, want about a third", r.Lat.N, r.CPU.Messages)
+					}
+					continue
+				}
+				if !near(r.BW.Elapsed, time.Second) || r.BW.Iterations == 0 {
+					t.Errorf("%s: %d messages in %v, want the middle second's", side.name, r.BW.Iterations, r.BW.Elapsed)
+				}
+				if side.own && !near(r.CPU.Wall, time.Second) {
+					t.Errorf("%s: CPU time over %v, want the measured second", side.name, r.CPU.Wall)
+				}
+				t.Logf("%s: %d messages in %v, CPU over %v", side.name, r.BW.Iterations, r.BW.Elapsed, r.CPU.Wall)
+			}
+		})
+	}
+}
+
+// TestWarmUp runs atomic_bw's fetch-and-add with and without a warm-up
+// (--perform_warm_up): the device's packet counter shows the warm-up's
+// extra operations, a TX depth on each QP and their responses, outside
+// what the test reports, and --validate, which checks the last value
+// fetched, counts them among the adds.
+func TestWarmUp(t *testing.T) {
+	info := rdmatest.Device(t)
+	set, err := counters.Open("/sys", info.Name, info.Port, []string{"sent_pkts"})
+	if err != nil {
+		t.Skipf("no packet counter: %v", err)
+	}
+	const qps, tx, iters = 2, 16, 100
+	sent := func(warm bool) uint64 {
+		spec := exchange.TestSpec{Test: exchange.AtomicBW, ConnType: ibverbs.QPTypeRC, Size: 8, Iterations: iters,
+			NumQPs: qps, TXDepth: tx, CQModeration: 4, ValidateData: true, WarmUp: warm}
+		before, err := set.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := loopback(t, spec)
+		after, err := set.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Mismatches != 0 || c.Sizes[0].BW.Iterations != qps*iters {
+			t.Errorf("warm-up %v: %d mismatches, %d messages reported", warm, c.Mismatches, c.Sizes[0].BW.Iterations)
+		}
+		return set.Diff(before, after)[0].Delta
+	}
+	cold, warm := sent(false), sent(true)
+	// One device plays both sides: a request and a response each.
+	if want := cold + 2*qps*tx; warm < want || warm > want+20 {
+		t.Errorf("%d packets with a warm-up, %d without; want %d more", warm, cold, 2*qps*tx)
+	}
+	t.Logf("packets: %d without a warm-up, %d with", cold, warm)
 }
 
 // TestRelaxedOrdering registers the buffers with and without PCIe relaxed

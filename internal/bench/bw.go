@@ -21,7 +21,14 @@ type sideResult struct {
 	// the window's size: the best sustained rate seen (0 if unknown).
 	Peak    time.Duration
 	Samples []float64 // latency tests: one per iteration, in ns
+	// CPU is, with a margin (TestSpec.Margin) and Local.CPUUtil, the
+	// process's CPU time at the edges of the measured span, which the
+	// counts above cover; nil: the whole run's is the one to report.
+	CPU *[2]cpuSample
 }
+
+// margin is the spec's margin as a duration.
+func (s *session) margin() time.Duration { return time.Duration(s.spec.Margin) * time.Second }
 
 const idBits = 48
 
@@ -132,6 +139,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	nextMark := window
 	start := time.Now()
 	deadline := start.Add(dur)
+	measured := newSpan(start, dur, s.margin(), s.local.CPUUtil)
 	lastProgress, markTime := start, start
 	var peak time.Duration
 	stopping := false
@@ -221,6 +229,9 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			total += c - done[i]
 			done[i] = c
 		}
+		if k > 0 {
+			measured.observe(now, total)
+		}
 		if k > 0 && total >= nextMark {
 			if d := now.Sub(markTime) / time.Duration(total-(nextMark-window)); peak == 0 || d < peak {
 				peak = d
@@ -273,8 +284,8 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			}
 		}
 	}
-	el := time.Since(start)
-	return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: el, Peak: peak}, ctx.Err()
+	n, el := measured.measured(total, time.Since(start))
+	return sideResult{Iters: n, Bytes: n * uint64(s.payload(size)), Elapsed: el, Peak: peak, CPU: measured.cpuSpan()}, ctx.Err()
 }
 
 // sendBatches builds a SendBatch of n copies of each QP's template.
@@ -372,7 +383,7 @@ type receiver struct {
 	want       uint64        // messages to receive; with a duration, unbounded
 	dur        time.Duration // the test's duration, or 0
 	quiet      time.Duration // with untilQuiet, how long a pause ends the test
-	untilQuiet bool          // UD, which may drop, or run_infinitely: end when messages stop
+	untilQuiet bool          // UD or UC, which may drop, or run_infinitely: end when messages stop
 	wcs        []ibverbs.WC
 	batches    []*ibverbs.RecvBatch // each QP's receives, built once: reposting converts nothing
 	repost     []int                // each QP's receives to replace
@@ -381,12 +392,16 @@ type receiver struct {
 	start      time.Time
 	first      time.Time // the first completion seen
 	last       time.Time // the last completion seen
+	measured   span      // with a margin, the part of the run reported
 }
 
 func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error) {
 	nqp := len(s.qps)
 	r := &receiver{s: s, want: iters * uint64(nqp), dur: dur, quiet: s.idle,
-		untilQuiet: s.spec.ConnType == ibverbs.QPTypeUD,
+		// UC drops a message that finds no receive posted, where RC
+		// would have the sender retry: a receiver that falls behind
+		// loses messages, as with UD.
+		untilQuiet: s.spec.ConnType == ibverbs.QPTypeUD || s.spec.ConnType == ibverbs.QPTypeUC,
 		wcs:        make([]ibverbs.WC, 64), repost: make([]int, nqp), imm: s.newImmCheck(1)}
 	var err error
 	if r.batches, err = s.recvBatches(len(r.wcs)); err != nil {
@@ -401,6 +416,9 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 	}
 	r.start = time.Now()
 	r.last = r.start
+	if !s.spec.RunInfinitely {
+		r.measured = newSpan(r.start, dur, s.margin(), s.local.CPUUtil)
+	}
 	return r, nil
 }
 
@@ -462,6 +480,7 @@ func (r *receiver) poll() (int, error) {
 			r.repost[i] = 0
 		}
 	}
+	r.measured.observe(r.last, r.total)
 	return k, nil
 }
 
@@ -505,13 +524,14 @@ func (r *receiver) result(size int) sideResult {
 	if first.IsZero() {
 		first = r.last
 	}
-	return sideResult{Iters: r.total, Bytes: r.total * uint64(size), Elapsed: r.last.Sub(first)}
+	n, el := r.measured.measured(r.total, r.last.Sub(first))
+	return sideResult{Iters: n, Bytes: n * uint64(size), Elapsed: el, CPU: r.measured.cpuSpan()}
 }
 
 // runReceiver counts the receives of a send test and keeps every receive
 // queue full. It stops after iters messages on every QP, or, with a
 // duration, once the sender's time is up and the receives have stopped.
-// UD may drop messages: there it also stops when they stop coming.
+// UD and UC may drop messages: there it also stops when they stop coming.
 func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
 	r, err := s.newReceiver(iters, dur)
 	if err != nil {

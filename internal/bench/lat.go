@@ -109,6 +109,7 @@ const lastAnswerWait = 100 * time.Millisecond
 func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool, p pingSide) (sideResult, error) {
 	wcs := make([]ibverbs.WC, 1)
 	out := samples(iters, dur)
+	margin := s.margin() // -f: only the samples between the margins count
 	start := time.Now()
 	deadline := start.Add(dur)
 	until := peerWaitLimit(deadline, dur)
@@ -133,7 +134,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			return sideResult{}, err
 		}
 		el := sinceMono(start)
-		if initiator && i > 0 {
+		if initiator && i > 0 && inSpan(el, dur, margin) {
 			out = append(out, float64(el-prev)/2)
 		}
 		prev = el
@@ -165,7 +166,9 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		case err != nil:
 			return sideResult{}, err
 		default:
-			out = append(out, float64(sinceMono(start)-prev)/2)
+			if el := sinceMono(start); inSpan(el, dur, margin) {
+				out = append(out, float64(el-prev)/2)
+			}
 		}
 	}
 	return sideResult{Iters: done, Bytes: done * uint64(size), Elapsed: time.Since(start), Samples: out}, ctx.Err()
@@ -383,13 +386,14 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	defer wr.Close()
 	wcs := make([]ibverbs.WC, 1)
 	out := samples(iters, dur)
+	margin := s.margin()
 	start := time.Now()
 	var i uint64
 	pc := pacer{yielded: start}
 	var t0 time.Duration // when the last request was posted, since start
 	for ; dur > 0 || i < iters; i++ {
 		el := sinceMono(start)
-		if i > 0 {
+		if i > 0 && inSpan(el, dur, margin) {
 			out = append(out, float64(el-t0))
 		}
 		if pc.yield(start.Add(el)) {
@@ -420,8 +424,8 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 			break
 		}
 	}
-	if i > 0 {
-		out = append(out, float64(sinceMono(start)-t0))
+	if el := sinceMono(start); i > 0 && inSpan(el, dur, margin) {
+		out = append(out, float64(el-t0))
 	}
 	return sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out}, ctx.Err()
 }

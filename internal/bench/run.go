@@ -309,6 +309,12 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if spec.ValidateData {
 			s.fillPatterns(size)
 		}
+		if spec.WarmUp && s.active(client) {
+			// One-sided operations: the peer need not be at the barrier.
+			if err := s.warmUp(ctx, size); err != nil {
+				return res, fmt.Errorf("warming up: %w", err)
+			}
+		}
 		// The port's counters, from before the barrier that starts the
 		// size (the peer cannot have started) to the end of the result
 		// swap (both sides done).
@@ -344,7 +350,11 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 				if r.IsLatency { // either side's count: a passive side keeps no samples
 					msgs = max(mine.Iters, peer.Iterations)
 				}
-				r.CPU = cpuEnd.since(cpuStart, msgs)
+				from, to := cpuStart, cpuEnd
+				if mine.CPU != nil { // -f: the span the counts cover
+					from, to = mine.CPU[0], mine.CPU[1]
+				}
+				r.CPU = to.since(from, msgs)
 			}
 			res.Sizes = append(res.Sizes, r)
 		}
@@ -430,6 +440,19 @@ var beforeLoop = func(client bool) {}
 // afterConnect gets each side's QPs once they are connected, for tests
 // that look at them.
 var afterConnect = func(client bool, qps []*ibverbs.QP) {}
+
+// warmUp is perftest's --perform_warm_up: before a size is measured, each
+// QP posts a TX depth of its messages and waits for them, outside the
+// measurement, its counters and its CPU time, so that caches and the
+// device's translations are warm.
+func (s *session) warmUp(ctx context.Context, size int) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	n := uint64(max(s.spec.TXDepth, 1))
+	r, err := s.runSender(ctx, size, n, 0)
+	s.warmed += r.Iters / uint64(len(s.qps)) // fetch-and-add: each adds 1 on its QP's target
+	return err
+}
 
 // runSize runs one message size on this side.
 func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.Duration, client bool) (sideResult, error) {
@@ -565,7 +588,7 @@ func (s *session) validate(size int, client bool) uint64 {
 			}
 			s.srqFilled[i] = false
 		case t == exchange.AtomicBW && active && s.spec.Atomic == exchange.FetchAdd && s.spec.Duration == 0 && !s.spec.Bidirectional:
-			if fetchedValue(b[s.src(i):]) != s.spec.Iterations-1 {
+			if fetchedValue(b[s.src(i):]) != s.warmed+s.spec.Iterations-1 {
 				bad++
 			}
 		}

@@ -89,6 +89,7 @@ type session struct {
 	// QP's receive region, which any QP's message may fill.
 	srqFilled []bool
 	immBad    uint64               // messages of this size whose immediate data was wrong (immCheck)
+	warmed    uint64               // messages each QP posted in warm-ups (WarmUp), so far
 	ch        *ibverbs.CompChannel // with -e, the CQs' channel
 	qps       []*ibverbs.QP
 	ahs       []*ibverbs.AH

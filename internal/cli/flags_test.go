@@ -163,6 +163,18 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if err != nil || s.Duration != 7 || s.Iterations != 0 {
 		t.Errorf("-D 7: %+v, %v", s, err)
 	}
+	if s, _, err := parseTest(t, exchange.AtomicBW, "--perform-warm-up", "h"); err != nil || !s.WarmUp {
+		t.Errorf("--perform-warm-up: %+v, %v", s, err)
+	}
+	// -f: perftest's margin, a quarter of -D by default.
+	for _, c := range []struct {
+		args   []string
+		margin uint32
+	}{{[]string{"-D", "8"}, 2}, {[]string{"-D", "3"}, 0}, {[]string{"-D", "8", "-f", "1"}, 1}, {[]string{"--margin", "0", "-D", "10"}, 0}, {nil, 0}} {
+		if s, _, err := parseTest(t, exchange.SendBW, append(c.args, "h")...); err != nil || s.Margin != c.margin {
+			t.Errorf("%v: margin %d, %v; want %d", c.args, s.Margin, err, c.margin)
+		}
+	}
 	s, _, err = parseTest(t, exchange.WriteBW, "--run_infinitely", "h")
 	if err != nil || !s.RunInfinitely || s.Duration != 5 {
 		t.Errorf("--run_infinitely: %+v, %v", s, err)
@@ -267,6 +279,11 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.SendLat, []string{"-U", "--csv"}, "CSV has one row a size"},
 		{exchange.ReadBW, []string{"-U"}, "unknown shorthand flag: 'U'"},
 		{exchange.SendBW, []string{"-R", "-c", "UD", "--pkey_index", "1"}, "--pkey_index only without -R"},
+		{exchange.WriteBW, []string{"-f", "1"}, "-f/--margin leaves out the ends of a run of fixed length"},
+		{exchange.SendBW, []string{"--perform_warm_up"}, "unknown flag: --perform_warm_up"},
+		{exchange.WriteBW, []string{"--perform_warm_up", "--write_with_imm"}, "writes with immediate data"},
+		{exchange.ReadBW, []string{"-f", "1", "--run_infinitely"}, "not --run_infinitely"},
+		{exchange.SendLat, []string{"-D", "4", "-f", "2"}, "leaves nothing of 4 s to measure"},
 		{exchange.WriteBW, []string{"--report-both"}, "add -b"},
 		{exchange.SendBW, []string{"--report_both", "-b", "--csv"}, "CSV and --output have one figure a size"},
 		{exchange.WriteLat, []string{"--report-both"}, "unknown flag: --report-both"},

@@ -39,6 +39,8 @@ type testOptions struct {
 	All         bool
 	Iters       uint64
 	Duration    uint32
+	Margin      uint32 // -f; with -D, default the duration's quarter
+	marginAlone bool   // -f given without a fixed -D
 	QPs         uint16
 	Bidir       bool
 	Connection  string
@@ -85,6 +87,7 @@ type testOptions struct {
 	SRQ         bool
 	Reversed    bool
 	ReportBoth  bool // --report-both
+	WarmUp      bool // --perform_warm_up
 	Immediate   bool // --write_with_imm, --send_with_imm
 	MaxMemory   uint64
 	Idle        int
@@ -159,6 +162,11 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	if iterations && o.Iters > 0 && uint64(o.RXDepth) > o.Iters {
 		o.RXDepth = uint32(o.Iters) // as perftest, given or not
 	}
+	if !set("margin") && o.Duration > 0 && !o.Infinite {
+		o.Margin = o.Duration / 4 // perftest's default
+	} else if set("margin") && (o.Duration == 0 || o.Infinite) {
+		o.marginAlone = true
+	}
 	if set("out_json_file") {
 		o.OutJSON = true // a file named is a file wanted
 	}
@@ -181,6 +189,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVarP(&o.All, "all", "a", false, "run every size from 2 to 2^23 bytes")
 	f.Uint64VarP(&o.Iters, "iters", "n", 0, "iterations per size (default: 5000 for bandwidth, 1000 for latency)")
 	f.Uint32VarP(&o.Duration, "duration", "D", 0, "run each size for this many seconds instead of -n iterations")
+	f.Uint32VarP(&o.Margin, "margin", "f", 0, "with -D, leave this many seconds at each end of a size's run out of the results, as perftest's -f (default: a quarter of -D, rounded down)")
 	f.Uint16VarP(&o.QPs, "qp", "q", 1, "number of queue pairs")
 	f.BoolVarP(&o.Bidir, "bidirectional", "b", false, "traffic in both directions (bandwidth tests)")
 	f.StringVarP(&o.Connection, "connection", "c", "RC", "connection type: RC, UC or UD (as the test allows)")
@@ -221,6 +230,9 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	if o.Test.Receives() {
 		f.BoolVar(&o.SRQ, "use-srq", false, "each side's QPs take their receives from one shared receive queue of -r receives")
 		f.BoolVar(&o.Immediate, "send_with_imm", false, "send with immediate data (IBV_WR_SEND_WITH_IMM): each message carries its number, which --validate checks")
+	}
+	if o.Test == exchange.WriteBW || o.Test == exchange.ReadBW || o.Test == exchange.AtomicBW {
+		f.BoolVar(&o.WarmUp, "perform_warm_up", false, "before each size, post a TX depth of messages on every QP and wait for them, outside the measurement, as perftest's")
 	}
 	if o.Test.IsWrite() {
 		f.BoolVar(&o.Immediate, "write_with_imm", false, "write with immediate data (IBV_WR_RDMA_WRITE_WITH_IMM): each write consumes a receive the peer posts (-r) and completes there, carrying its number, which --validate checks")
@@ -268,7 +280,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "report_unsorted", "report_histogram", "report_cycles", "report_both":
 			name = strings.ReplaceAll(name, "_", "-")
-		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file":
+		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
@@ -293,12 +305,12 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	s := exchange.TestSpec{
 		Test: o.Test, ConnType: conn, Size: o.Size, AllSizes: o.All, Iterations: o.Iters,
-		Duration: o.Duration, NumQPs: o.QPs, Bidirectional: o.Bidir, TXDepth: o.TXDepth,
+		Duration: o.Duration, Margin: o.Margin, NumQPs: o.QPs, Bidirectional: o.Bidir, TXDepth: o.TXDepth,
 		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, Inline: o.Inline,
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
 		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,
-		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed, Immediate: o.Immediate,
+		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed, Immediate: o.Immediate, WarmUp: o.WarmUp,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0
@@ -337,6 +349,9 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if o.Cycles {
 		return s, usageErrorf("-C: gorperf times with the monotonic clock and reports µs; it has no cycle counts (perftest's -C reports its TSC's)")
+	}
+	if o.marginAlone {
+		return s, usageErrorf("-f/--margin leaves out the ends of a run of fixed length, -D seconds: add -D (not --run_infinitely)")
 	}
 	if (o.Unsorted || o.Sorted) && o.CSV {
 		return s, usageErrorf("-U and -H list the samples in text or, with --json, as samples_us; CSV has one row a size")

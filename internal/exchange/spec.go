@@ -127,8 +127,13 @@ type TestSpec struct {
 	AllSizes bool
 	// Iterations per size, or, if Duration is non-zero, the test runs for
 	// Duration seconds instead. One of the two must be set.
-	Iterations    uint64
-	Duration      uint32
+	Iterations uint64
+	Duration   uint32
+	// Margin is, with a Duration, the seconds at each end of a size's run
+	// that are not measured (perftest's -f): the results count what
+	// completed from Margin after the start to Margin before the end, so
+	// that neither the ramp-up nor the wind-down shows. 0: the whole run.
+	Margin        uint32
 	NumQPs        uint16
 	Bidirectional bool   // bandwidth tests only
 	TXDepth       uint32 // send queue depth, at least 1
@@ -188,6 +193,11 @@ type TestSpec struct {
 	// --send_with_imm): RDMA writes then consume a receive on the peer
 	// and complete there, as sends do. Sent as bit 3 of the flags word.
 	Immediate bool
+	// WarmUp makes each active side post a TX depth of messages on every
+	// QP and wait for them before each size's measurement (perftest's
+	// --perform_warm_up): write, read and atomic bandwidth tests only.
+	// Sent as bit 4 of the flags word.
+	WarmUp bool
 }
 
 // Receives reports whether the test's messages consume receives that the
@@ -226,27 +236,29 @@ const (
 	flagSRQ
 	flagReversed
 	flagImmediate
+	flagWarmUp
 
-	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate
+	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp
 )
 
 // specLen is the bytes of a TestSpec payload without flow labels; each
 // adds 4, up to MaxSetupQPs of them.
-const specLen = 55
+const specLen = 59
 
 // AppendPayload appends, big-endian: test uint8, atomic uint8, conn type
-// uint32, size uint32, iterations uint64, duration uint32, QPs uint16, TX
+// uint32, size uint32, iterations uint64, duration and margin uint32, QPs uint16, TX
 // depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
 // 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
-// 2 Reversed, 3 Immediate), and a uint16 count of flow labels, each a uint32.
+// 2 Reversed, 3 Immediate, 4 WarmUp), and a uint16 count of flow labels, each a uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
 	b = binary.BigEndian.AppendUint32(b, s.Size)
 	b = binary.BigEndian.AppendUint64(b, s.Iterations)
 	b = binary.BigEndian.AppendUint32(b, s.Duration)
+	b = binary.BigEndian.AppendUint32(b, s.Margin)
 	b = binary.BigEndian.AppendUint16(b, s.NumQPs)
 	for _, v := range []uint32{s.TXDepth, s.RXDepth, s.CQModeration, s.PostList, s.Inline} {
 		b = binary.BigEndian.AppendUint32(b, v)
@@ -280,6 +292,9 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	if s.Immediate {
 		flags |= flagImmediate
 	}
+	if s.WarmUp {
+		flags |= flagWarmUp
+	}
 	b = binary.BigEndian.AppendUint32(b, flags)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s.FlowLabels)))
 	for _, fl := range s.FlowLabels {
@@ -297,6 +312,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.Size = r.u32()
 	s.Iterations = r.u64()
 	s.Duration = r.u32()
+	s.Margin = r.u32()
 	s.NumQPs = r.u16()
 	s.TXDepth = r.u32()
 	s.RXDepth = r.u32()
@@ -321,6 +337,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.SRQ = flags&flagSRQ != 0
 	s.Reversed = flags&flagReversed != 0
 	s.Immediate = flags&flagImmediate != 0
+	s.WarmUp = flags&flagWarmUp != 0
 	s.Flags = flags &^ knownFlags
 	n := int(r.u16())
 	if n > MaxSetupQPs {
@@ -468,6 +485,12 @@ func (s TestSpec) Validate() error {
 	if s.RunInfinitely && s.Duration == 0 {
 		return invalid("running infinitely needs a duration, the reporting period")
 	}
+	if s.Margin > 0 && (s.Duration == 0 || s.RunInfinitely) {
+		return invalid("a margin of %d s leaves out the ends of a run of fixed duration; this run has none", s.Margin)
+	}
+	if s.Margin > 0 && uint64(s.Duration) <= 2*uint64(s.Margin) {
+		return invalid("a margin of %d s at each end leaves nothing of %d s to measure: want a duration over twice the margin", s.Margin, s.Duration)
+	}
 	if s.NumQPs == 0 || s.NumQPs > MaxSetupQPs {
 		return invalid("%d QPs: want 1 to %d", s.NumQPs, MaxSetupQPs)
 	}
@@ -476,6 +499,9 @@ func (s TestSpec) Validate() error {
 	}
 	if s.Reversed && (t.IsLatency() || s.Bidirectional || s.RunInfinitely) {
 		return invalid("--reversed is for a one-way bandwidth test of fixed length (not %s, bidirectional or infinite)", t)
+	}
+	if s.WarmUp && (t != WriteBW && t != ReadBW && t != AtomicBW || s.Immediate) {
+		return invalid("a warm-up is for the write, read and atomic bandwidth tests (not %s, or writes with immediate data, whose receives the peer counts)", t)
 	}
 	if s.SRQ && !t.Receives() {
 		return invalid("%s receives nothing: a shared receive queue is for the send tests", t)

@@ -57,6 +57,9 @@ func TestValidate(t *testing.T) {
 		{"events", func(s *TestSpec) { s.Events = true }},
 		{"send_lat events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events = SendLat, false, true }},
 		{"write_bw immediate", func(s *TestSpec) { s.Immediate = true }},
+		{"margin", func(s *TestSpec) { s.Iterations, s.Duration, s.Margin = 0, 3, 1 }},
+		{"read_bw warm-up", func(s *TestSpec) { s.Test, s.WarmUp = ReadBW, true }},
+		{"atomic_bw warm-up", func(s *TestSpec) { s.Test, s.Size, s.WarmUp = AtomicBW, 8, true }},
 		{"write_lat immediate events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events, s.Immediate = WriteLat, false, true, true }},
 		{"send UD immediate", func(s *TestSpec) { s.Test, s.ConnType, s.Size, s.Immediate = SendBW, ibverbs.QPTypeUD, 1024, true }},
 	}
@@ -96,6 +99,12 @@ func TestValidate(t *testing.T) {
 		{"inline read", "read_lat cannot send inline", func(s *TestSpec) { s.Test, s.Bidirectional, s.Inline = ReadLat, false, 64 }},
 		{"SL", "service level 16", func(s *TestSpec) { s.SL = 16 }},
 		{"read immediate", "read_bw carries no immediate data", func(s *TestSpec) { s.Test, s.Immediate = ReadBW, true }},
+		{"margin without duration", "this run has none", func(s *TestSpec) { s.Margin = 1 }},
+		{"send warm-up", "not send_bw", func(s *TestSpec) { s.Test, s.WarmUp = SendBW, true }},
+		{"write_lat warm-up", "not write_lat", func(s *TestSpec) { s.Test, s.Bidirectional, s.WarmUp = WriteLat, false, true }},
+		{"immediate warm-up", "writes with immediate data", func(s *TestSpec) { s.Immediate, s.WarmUp = true, true }},
+		{"margin infinitely", "this run has none", func(s *TestSpec) { s.Duration, s.Margin, s.RunInfinitely = 10, 1, true }},
+		{"margin too long", "leaves nothing of 4 s to measure", func(s *TestSpec) { s.Duration, s.Margin = 4, 2 }},
 		{"atomic immediate", "atomic_lat carries no immediate data", func(s *TestSpec) {
 			s.Test, s.Size, s.Bidirectional, s.Immediate = AtomicLat, 8, false, true
 		}},
@@ -232,10 +241,17 @@ func TestSpecHugePagesFlag(t *testing.T) {
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[flagsAt:], 0x11)
-	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.Flags != 0x10 {
-		t.Errorf("flags 0x11 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, unknown %#x; want true, false, false, false, 0x10",
-			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.Flags)
+	binary.BigEndian.PutUint32(p[flagsAt:], 0x21)
+	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Flags != 0x20 {
+		t.Errorf("flags 0x21 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, unknown %#x; want true, false, false, false, false, 0x20",
+			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.WarmUp, s.Flags)
+	}
+	p = TestSpec{WarmUp: true}.AppendPayload(nil)
+	if got := binary.BigEndian.Uint32(p[flagsAt:]); got != 0x10 {
+		t.Fatalf("WarmUp's flags word %#x, want 0x10", got)
+	}
+	if s, err := decodeSpec(p); err != nil || !s.WarmUp || s.Flags != 0 {
+		t.Errorf("decoded WarmUp %v, unknown flags %#x, %v", s.WarmUp, s.Flags, err)
 	}
 }
 

@@ -1,0 +1,72 @@
+//go:build linux && cgo
+
+package bench
+
+import "time"
+
+// span is the measured part of a bandwidth run with a duration and a
+// margin (perftest's -D and -f): from margin after the start to margin
+// before the end. A loop shows it its count of completed messages each
+// time the count moves; the counts at the first moves at or past the two
+// edges bound what is reported. Without a margin, or in a run that ended
+// before the far edge, the whole run is reported. With cpu, it also takes
+// the process's CPU time at the edges, for --cpu_util.
+type span struct {
+	from, to time.Time // the edges; zero: no span
+	n0, n1   uint64    // the counts seen at the edges
+	t0, t1   time.Time // when they were seen
+	cpu      bool
+	c0, c1   cpuSample
+}
+
+// newSpan returns the span of a run that started at start and lasts
+// dur, with margin at each end; a zero margin makes no span.
+func newSpan(start time.Time, dur, margin time.Duration, cpu bool) span {
+	if margin <= 0 || dur <= 2*margin {
+		return span{}
+	}
+	return span{from: start.Add(margin), to: start.Add(dur - margin), cpu: cpu}
+}
+
+// observe records that total messages had completed at now.
+func (w *span) observe(now time.Time, total uint64) {
+	switch {
+	case w.from.IsZero() || !w.t1.IsZero():
+	case w.t0.IsZero():
+		if !now.Before(w.from) {
+			w.n0, w.t0 = total, now
+			if w.cpu {
+				w.c0 = sampleCPU()
+			}
+		}
+	case !now.Before(w.to):
+		w.n1, w.t1 = total, now
+		if w.cpu {
+			w.c1 = sampleCPU()
+		}
+	}
+}
+
+// measured returns the messages and the time to report: the span's if
+// the run passed both its edges, else the whole run's, total in el.
+func (w *span) measured(total uint64, el time.Duration) (uint64, time.Duration) {
+	if w.t1.IsZero() {
+		return total, el
+	}
+	return w.n1 - w.n0, w.t1.Sub(w.t0)
+}
+
+// cpuSpan returns the CPU time samples at the edges, if it took them and
+// the run passed both.
+func (w *span) cpuSpan() *[2]cpuSample {
+	if w.t1.IsZero() || w.c1.at.IsZero() {
+		return nil
+	}
+	return &[2]cpuSample{w.c0, w.c1}
+}
+
+// inSpan reports whether a latency sample taken el into a run of dur
+// with margin at each end is one to keep.
+func inSpan(el, dur, margin time.Duration) bool {
+	return margin <= 0 || el >= margin && el <= dur-margin
+}
