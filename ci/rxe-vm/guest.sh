@@ -75,6 +75,13 @@ setup() {
 	fi
 	rdma link add rxe0 type rxe netdev rxeveth0
 	env="$env RXE_DEV=rxe0 RXE_NETDEV=rxeveth0 RXE_GID_INDEX=$(wait_gid rxe0)"
+	# An IPv6 address for the IPv6 tests (RFC 5180's benchmarking prefix),
+	# on rxe0's netdev only: rxe0 reaches it itself, and the VM has no
+	# other NIC. Its GID follows the IPv4 one, which stays the default.
+	# Kept when the link goes down: a test takes the port down and up.
+	sysctl -qw net.ipv6.conf.rxeveth0.keep_addr_on_down=1
+	ip -6 addr add 2001:2::1/64 dev rxeveth0 nodad
+	env="$env RXE_IP6=2001:2::1"
 	if [ "$TWO" = 1 ]; then
 		rdma link add rxe1 type rxe netdev rxeveth1
 		env="$env RXE_DEV2=rxe1 RXE_NETDEV2=rxeveth1 RXE_IP2=198.18.0.2 RXE_GID_INDEX2=$(wait_gid rxe1)"

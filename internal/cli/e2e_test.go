@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -859,4 +860,81 @@ func TestOutJSONEndToEnd(t *testing.T) {
 			t.Errorf("%s's document: %d samples, want %d", c.role, len(r.Results[0].SamplesUs), c.samples)
 		}
 	}
+}
+
+// TestIPv6EndToEnd runs tests over IPv6 on the rxe VM's one device with
+// an IPv6 address (RXE_IP6), server and client apart: --ipv6 picks that
+// address's RoCE v2 GID and says so, the control connection goes to the
+// IPv6 address too, and RC, UD and rdma_cm work over it.
+func TestIPv6EndToEnd(t *testing.T) {
+	ip6 := os.Getenv("RXE_IP6")
+	if ip6 == "" {
+		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+			t.Fatal("the rxe VM should give rxeveth0 an IPv6 address (RXE_IP6)")
+		}
+		t.Skip("needs a device with a global IPv6 address (the rxe VM's RXE_IP6)")
+	}
+	dev := rdmatest.Device(t).Name
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	waitGID(t, dev, ip6)
+	for _, tc := range []struct {
+		test string
+		args []string
+	}{
+		{"write-bw", []string{"-s", "4096", "-n", "200"}},
+		{"send-bw", []string{"-c", "UD", "-s", "512", "-n", "200"}},
+		{"send-lat", []string{"-R", "-s", "64", "-n", "100"}},
+	} {
+		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
+			port := fmt.Sprint(19000 + nextPort.Add(1))
+			srv, srvOut := start(t, ctx, tc.test, "-d", dev, "-p", port, "--ipv6")
+			waitListening(t, port)
+			cmd := gorperf(ctx, append(append([]string{tc.test, "-d", dev, "-p", port, "--ipv6", "--json", "--validate"}, tc.args...), ip6)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("client: %v\n%s%s\nserver:\n%s", err, out, stderr.String(), srvOut)
+			}
+			if err := srv.Wait(); err != nil {
+				t.Fatalf("server: %v\n%s", err, srvOut)
+			}
+			var r report.Result
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if r.Error != nil || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
+				t.Fatalf("result %+v", r)
+			}
+			if !strings.Contains(r.GIDReason, ip6) || !strings.Contains(r.GIDReason, "IPv6") {
+				t.Errorf("client GID %d: %q, want %s's IPv6 RoCE v2 GID", r.GIDIndex, r.GIDReason, ip6)
+			}
+			if !strings.Contains(srvOut.String(), ip6+" on ") {
+				t.Errorf("the server's header does not name %s:\n%s", ip6, srvOut)
+			}
+		})
+	}
+}
+
+// waitGID waits up to 5 s for dev's GID table to hold ip, which the
+// kernel adds a moment after the address.
+func waitGID(t *testing.T, dev, ip string) {
+	t.Helper()
+	want := netip.MustParseAddr(ip).As16()
+	dir := filepath.Join("/sys/class/infiniband", dev, "ports/1/gids")
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				continue
+			}
+			g, err := netip.ParseAddr(strings.TrimSpace(string(b)))
+			if err == nil && g.As16() == want {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s has no GID for %s after 5 s", dev, ip)
 }
