@@ -329,6 +329,38 @@ func TestWarmUp(t *testing.T) {
 	t.Logf("packets: %d without a warm-up, %d with", cold, warm)
 }
 
+// TestMRPerQP runs bandwidth tests on three QPs with one memory region
+// per QP (--mr_per_qp): each QP's endpoint offers its own rkey, where
+// they share the buffer's otherwise, and the data, read into or written
+// and sent through each QP's region, arrives intact.
+func TestMRPerQP(t *testing.T) {
+	for _, tc := range []struct {
+		test exchange.Test
+		srq  bool
+	}{{exchange.WriteBW, false}, {exchange.ReadBW, false}, {exchange.SendBW, false}, {exchange.SendBW, true}, {exchange.AtomicBW, false}} {
+		for _, perQP := range []bool{false, true} {
+			spec := exchange.TestSpec{Test: tc.test, ConnType: ibverbs.QPTypeRC, Size: 1024, Iterations: 100,
+				NumQPs: 3, TXDepth: 16, RXDepth: 32, CQModeration: 4, ValidateData: true, MRPerQP: perQP, SRQ: tc.srq}
+			if tc.test.IsAtomic() {
+				spec.Size = 8
+			}
+			c, s := loopback(t, spec)
+			for _, r := range []*bench.Result{c, s} {
+				keys := map[uint32]bool{}
+				for _, e := range r.Header.Local {
+					keys[e.RKey] = true
+				}
+				if want := map[bool]int{false: 1, true: 3}[perQP]; len(keys) != want {
+					t.Errorf("%v, SRQ %v, MR per QP %v: the %s's QPs offer %d rkeys, want %d", tc.test, tc.srq, perQP, r.Role, len(keys), want)
+				}
+			}
+			if c.Mismatches != 0 || c.Sizes[0].BW.Iterations != 300 {
+				t.Errorf("%v, SRQ %v, MR per QP %v: %d mismatches, %d messages", tc.test, tc.srq, perQP, c.Mismatches, c.Sizes[0].BW.Iterations)
+			}
+		}
+	}
+}
+
 // TestRelaxedOrdering registers the buffers with and without PCIe relaxed
 // ordering, as the client asks: both sides' headers say which, and the
 // data arrives intact either way (rxe takes the flag and ignores it).

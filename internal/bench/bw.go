@@ -73,15 +73,15 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 	switch op {
 	case ibverbs.OpRDMARead:
 		// Reads land in this side's target region.
-		wr.SGL = []ibverbs.SGE{s.mr.SGE(s.dst(i), size)}
+		wr.SGL = []ibverbs.SGE{s.sge(i, s.dst(i), size)}
 	case ibverbs.OpAtomicFetchAdd, ibverbs.OpAtomicCmpAndSwp:
-		wr.SGL = []ibverbs.SGE{s.mr.SGE(s.src(i), 8)}
+		wr.SGL = []ibverbs.SGE{s.sge(i, s.src(i), 8)}
 		wr.CompareAdd = 1
 		if op == ibverbs.OpAtomicCmpAndSwp {
 			wr.CompareAdd, wr.Swap = 0, 0 // compare 0, swap 0: the value never changes
 		}
 	default:
-		wr.SGL = []ibverbs.SGE{s.mr.SGE(s.src(i), size)}
+		wr.SGL = []ibverbs.SGE{s.sge(i, s.src(i), size)}
 		if size <= s.qps[i].Cap().MaxInline {
 			wr.Flags |= ibverbs.SendInline
 		}
@@ -129,7 +129,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	if err != nil {
 		return sideResult{}, err
 	}
-	defer closeBatches(batches)
+	defer closeAll(batches)
 	posted := make([]uint64, nqp)
 	done := make([]uint64, nqp)
 	lastSig := make([]uint64, nqp)
@@ -298,7 +298,7 @@ func (s *session) sendBatches(n, size int) ([]*ibverbs.SendBatch, error) {
 		}
 		b, err := qp.NewSendBatch(wrs)
 		if err != nil {
-			closeBatches(batches)
+			closeAll(batches)
 			return nil, err
 		}
 		batches[i] = b
@@ -306,8 +306,8 @@ func (s *session) sendBatches(n, size int) ([]*ibverbs.SendBatch, error) {
 	return batches, nil
 }
 
-// closeBatches closes the batches made so far: those not made are nil.
-func closeBatches[B interface {
+// closeAll closes the batches (or MRs) made so far: those not made are nil.
+func closeAll[B interface {
 	comparable
 	Close() error
 }](batches []B) {
@@ -370,7 +370,7 @@ func (s *session) prepostRecvs() error {
 }
 
 func (s *session) recvWR(i int) ibverbs.RecvWR {
-	return ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{s.mr.SGE(s.dst(i), s.region)}}
+	return ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{s.sge(i, s.dst(i), s.region)}}
 }
 
 // receiver keeps a send test's receive queues full and counts the
@@ -423,7 +423,7 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 }
 
 // close frees the receiver's batches.
-func (r *receiver) close() { closeBatches(r.batches) }
+func (r *receiver) close() { closeAll(r.batches) }
 
 // recvBatches builds a RecvBatch of n copies of each QP's receive (with
 // an SRQ, on the SRQ: a receive's ID still names the region it fills).
@@ -436,7 +436,7 @@ func (s *session) recvBatches(n int) ([]*ibverbs.RecvBatch, error) {
 		}
 		b, err := s.newRecvBatch(i, wrs)
 		if err != nil {
-			closeBatches(batches)
+			closeAll(batches)
 			return nil, err
 		}
 		batches[i] = b

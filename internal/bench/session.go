@@ -82,7 +82,8 @@ type session struct {
 	portAttr ibverbs.PortAttr
 	pd       *ibverbs.PD
 	buf      *ibverbs.Buffer
-	mr       *ibverbs.MR
+	mr       *ibverbs.MR   // the whole buffer's, or nil with mrs
+	mrs      []*ibverbs.MR // --mr_per_qp: one per QP, over its two regions
 	scq, rcq *ibverbs.CQ
 	srq      *ibverbs.SRQ // --use-srq: every QP's receives, else nil
 	// With an SRQ and --validate: whether a message has landed in each
@@ -208,6 +209,24 @@ func (s *session) newRecvBatch(i int, wrs []ibverbs.RecvWR) (*ibverbs.RecvBatch,
 func (s *session) src(i int) int { return 2 * i * s.region }
 func (s *session) dst(i int) int { return (2*i + 1) * s.region }
 
+// sge is the SGE of n bytes at off in the buffer, within QP i's regions,
+// in the MR that covers them: the buffer's, or with --mr_per_qp QP i's.
+func (s *session) sge(i, off, n int) ibverbs.SGE {
+	if s.mrs == nil {
+		return s.mr.SGE(off, n)
+	}
+	return s.mrs[i].SGE(off-s.src(i), n)
+}
+
+// remoteKey is the rkey and address the peer writes QP i's target region
+// with.
+func (s *session) remoteKey(i int) (rkey uint32, addr uint64) {
+	if s.mrs == nil {
+		return s.mr.RKey(), s.mr.Addr() + uint64(s.dst(i))
+	}
+	return s.mrs[i].RKey(), s.mrs[i].Addr() + uint64(s.dst(i)-s.src(i))
+}
+
 func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	s := &session{spec: spec, local: l, idle: l.IdleTimeout, port: l.Port}
 	if s.idle == 0 {
@@ -251,7 +270,7 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 		// device does not have it.
 		access |= ibverbs.AccessRelaxedOrdering
 	}
-	if s.mr, err = s.pdAndMR(access); err != nil {
+	if err = s.pdAndMR(access); err != nil {
 		return nil, err
 	}
 	tx, rx := int(max(spec.TXDepth, 1)), int(max(spec.RXDepth, 1))
@@ -332,8 +351,8 @@ func (s *session) addQP(qp *ibverbs.QP) error {
 	if s.spec.OutReads != 0 && ep.RdAtomic != 0 {
 		ep.RdAtomic = min(ep.RdAtomic, s.spec.OutReads)
 	}
-	s.localInfo = append(s.localInfo, exchange.QPInfo{Endpoint: ep, RKey: s.mr.RKey(),
-		Addr: s.mr.Addr() + uint64(s.dst(i)), Len: uint64(s.region)})
+	rkey, addr := s.remoteKey(i)
+	s.localInfo = append(s.localInfo, exchange.QPInfo{Endpoint: ep, RKey: rkey, Addr: addr, Len: uint64(s.region)})
 	return nil
 }
 
@@ -377,12 +396,25 @@ func (s *session) openPort(cm bool) (err error) {
 	return s.chooseGID()
 }
 
-func (s *session) pdAndMR(access ibverbs.Access) (*ibverbs.MR, error) {
+// pdAndMR allocates the PD and registers the buffer: whole, or with
+// --mr_per_qp as one MR per QP over its two regions (perftest's
+// --mr_per_qp), each with its own keys.
+func (s *session) pdAndMR(access ibverbs.Access) error {
 	var err error
 	if s.pd, err = s.ctx.AllocPD(); err != nil {
-		return nil, err
+		return err
 	}
-	return s.pd.RegMR(s.buf, access)
+	if !s.spec.MRPerQP {
+		s.mr, err = s.pd.RegMR(s.buf, access)
+		return err
+	}
+	s.mrs = make([]*ibverbs.MR, s.spec.NumQPs)
+	for i := range s.mrs {
+		if s.mrs[i], err = s.pd.RegMRRange(s.buf, s.src(i), 2*s.region, access); err != nil {
+			return fmt.Errorf("memory region %d of %d (--mr_per_qp): %w", i+1, len(s.mrs), err)
+		}
+	}
+	return nil
 }
 
 func (s *session) chooseGID() error {
@@ -479,6 +511,7 @@ func (s *session) close() {
 	if s.mr != nil {
 		s.mr.Close()
 	}
+	closeAll(s.mrs)
 	if s.buf != nil {
 		s.buf.Close()
 	}

@@ -191,6 +191,9 @@ func TestEndToEnd(t *testing.T) {
 		{"send-bw", []string{"--reversed", "-c", "UD", "-s", "512", "-n", "200"}},
 		{"atomic-bw", []string{"--reversed", "-n", "300"}},
 		{"write-bw", []string{"-R", "--reversed", "-s", "4096", "-n", "300"}},
+		// --mr_per_qp: each QP's region registered apart, its own keys.
+		{"write-bw", []string{"-R", "--mr_per_qp", "-s", "4096", "-n", "300", "-q", "2"}},
+		{"read-bw", []string{"--mr_per_qp", "--perform_warm_up", "-s", "4096", "-n", "300", "-q", "3"}},
 		// Immediate data: the writes complete receives; --validate
 		// checks each message's number.
 		{"write-bw", []string{"--write_with_imm", "-s", "4096", "-n", "300", "-q", "2"}},

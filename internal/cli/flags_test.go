@@ -163,6 +163,9 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if err != nil || s.Duration != 7 || s.Iterations != 0 {
 		t.Errorf("-D 7: %+v, %v", s, err)
 	}
+	if s, _, err := parseTest(t, exchange.SendBW, "--mr-per-qp", "h"); err != nil || !s.MRPerQP {
+		t.Errorf("--mr-per-qp: %+v, %v", s, err)
+	}
 	if s, _, err := parseTest(t, exchange.AtomicBW, "--perform-warm-up", "h"); err != nil || !s.WarmUp {
 		t.Errorf("--perform-warm-up: %+v, %v", s, err)
 	}
@@ -281,6 +284,7 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.SendBW, []string{"-R", "-c", "UD", "--pkey_index", "1"}, "--pkey_index only without -R"},
 		{exchange.WriteBW, []string{"-f", "1"}, "-f/--margin leaves out the ends of a run of fixed length"},
 		{exchange.SendBW, []string{"--perform_warm_up"}, "unknown flag: --perform_warm_up"},
+		{exchange.ReadLat, []string{"--mr_per_qp"}, "unknown flag: --mr_per_qp"},
 		{exchange.WriteBW, []string{"--perform_warm_up", "--write_with_imm"}, "writes with immediate data"},
 		{exchange.ReadBW, []string{"-f", "1", "--run_infinitely"}, "not --run_infinitely"},
 		{exchange.SendLat, []string{"-D", "4", "-f", "2"}, "leaves nothing of 4 s to measure"},

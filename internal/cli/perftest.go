@@ -88,6 +88,7 @@ type testOptions struct {
 	Reversed    bool
 	ReportBoth  bool // --report-both
 	WarmUp      bool // --perform_warm_up
+	MRPerQP     bool // --mr_per_qp
 	Immediate   bool // --write_with_imm, --send_with_imm
 	MaxMemory   uint64
 	Idle        int
@@ -244,6 +245,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample in µs, sorted, as perftest's -H (text; with --json, samples_us); --histogram draws one")
 		f.BoolVarP(&o.Cycles, "report-cycles", "C", false, "refused: gorperf times with the monotonic clock in µs and has no cycle counts to report")
 	} else {
+		f.BoolVar(&o.MRPerQP, "mr_per_qp", false, "register one memory region per QP, over its part of the buffer, instead of one for all (each QP's requests then carry its own keys), as perftest's")
 		f.BoolVar(&o.ReportBoth, "report-both", false, "with -b, also report each direction: what this side sent and what the peer sent, each with its own peak")
 		f.BoolVar(&o.Reversed, "reversed", false, "the server sends, writes or reads, and the client is passive (not with -b or --run_infinitely)")
 		f.BoolVarP(&o.NoPeak, "noPeak", "N", false, "accepted for perftest compatibility: gorperf measures the peak without per-message timestamps, so it always does")
@@ -280,7 +282,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "report_unsorted", "report_histogram", "report_cycles", "report_both":
 			name = strings.ReplaceAll(name, "_", "-")
-		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up":
+		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
@@ -310,7 +312,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
 		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,
-		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed, Immediate: o.Immediate, WarmUp: o.WarmUp,
+		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed, Immediate: o.Immediate, WarmUp: o.WarmUp, MRPerQP: o.MRPerQP,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0

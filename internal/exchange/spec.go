@@ -198,6 +198,11 @@ type TestSpec struct {
 	// --perform_warm_up): write, read and atomic bandwidth tests only.
 	// Sent as bit 4 of the flags word.
 	WarmUp bool
+	// MRPerQP makes each side register one memory region per QP, over
+	// the QP's part of the buffer, instead of one for the whole buffer
+	// (perftest's --mr_per_qp): bandwidth tests only. Sent as bit 5 of the
+	// flags word.
+	MRPerQP bool
 }
 
 // Receives reports whether the test's messages consume receives that the
@@ -237,8 +242,9 @@ const (
 	flagReversed
 	flagImmediate
 	flagWarmUp
+	flagMRPerQP
 
-	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp
+	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp | flagMRPerQP
 )
 
 // specLen is the bytes of a TestSpec payload without flow labels; each
@@ -251,7 +257,7 @@ const specLen = 59
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
 // 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
-// 2 Reversed, 3 Immediate, 4 WarmUp), and a uint16 count of flow labels, each a uint32.
+// 2 Reversed, 3 Immediate, 4 WarmUp, 5 MRPerQP), and a uint16 count of flow labels, each a uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -294,6 +300,9 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	}
 	if s.WarmUp {
 		flags |= flagWarmUp
+	}
+	if s.MRPerQP {
+		flags |= flagMRPerQP
 	}
 	b = binary.BigEndian.AppendUint32(b, flags)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s.FlowLabels)))
@@ -338,6 +347,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.Reversed = flags&flagReversed != 0
 	s.Immediate = flags&flagImmediate != 0
 	s.WarmUp = flags&flagWarmUp != 0
+	s.MRPerQP = flags&flagMRPerQP != 0
 	s.Flags = flags &^ knownFlags
 	n := int(r.u16())
 	if n > MaxSetupQPs {
@@ -502,6 +512,9 @@ func (s TestSpec) Validate() error {
 	}
 	if s.WarmUp && (t != WriteBW && t != ReadBW && t != AtomicBW || s.Immediate) {
 		return invalid("a warm-up is for the write, read and atomic bandwidth tests (not %s, or writes with immediate data, whose receives the peer counts)", t)
+	}
+	if s.MRPerQP && t.IsLatency() {
+		return invalid("%s runs on one QP: a memory region per QP is for the bandwidth tests", t)
 	}
 	if s.SRQ && !t.Receives() {
 		return invalid("%s receives nothing: a shared receive queue is for the send tests", t)

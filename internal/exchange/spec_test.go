@@ -59,6 +59,7 @@ func TestValidate(t *testing.T) {
 		{"write_bw immediate", func(s *TestSpec) { s.Immediate = true }},
 		{"margin", func(s *TestSpec) { s.Iterations, s.Duration, s.Margin = 0, 3, 1 }},
 		{"read_bw warm-up", func(s *TestSpec) { s.Test, s.WarmUp = ReadBW, true }},
+		{"send_bw MR per QP", func(s *TestSpec) { s.Test, s.MRPerQP = SendBW, true }},
 		{"atomic_bw warm-up", func(s *TestSpec) { s.Test, s.Size, s.WarmUp = AtomicBW, 8, true }},
 		{"write_lat immediate events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events, s.Immediate = WriteLat, false, true, true }},
 		{"send UD immediate", func(s *TestSpec) { s.Test, s.ConnType, s.Size, s.Immediate = SendBW, ibverbs.QPTypeUD, 1024, true }},
@@ -101,6 +102,7 @@ func TestValidate(t *testing.T) {
 		{"read immediate", "read_bw carries no immediate data", func(s *TestSpec) { s.Test, s.Immediate = ReadBW, true }},
 		{"margin without duration", "this run has none", func(s *TestSpec) { s.Margin = 1 }},
 		{"send warm-up", "not send_bw", func(s *TestSpec) { s.Test, s.WarmUp = SendBW, true }},
+		{"latency MR per QP", "read_lat runs on one QP", func(s *TestSpec) { s.Test, s.Bidirectional, s.MRPerQP = ReadLat, false, true }},
 		{"write_lat warm-up", "not write_lat", func(s *TestSpec) { s.Test, s.Bidirectional, s.WarmUp = WriteLat, false, true }},
 		{"immediate warm-up", "writes with immediate data", func(s *TestSpec) { s.Immediate, s.WarmUp = true, true }},
 		{"margin infinitely", "this run has none", func(s *TestSpec) { s.Duration, s.Margin, s.RunInfinitely = 10, 1, true }},
@@ -241,10 +243,13 @@ func TestSpecHugePagesFlag(t *testing.T) {
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[flagsAt:], 0x21)
-	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Flags != 0x20 {
-		t.Errorf("flags 0x21 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, unknown %#x; want true, false, false, false, false, 0x20",
+	binary.BigEndian.PutUint32(p[flagsAt:], 0x41)
+	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Flags != 0x40 {
+		t.Errorf("flags 0x41 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, unknown %#x; want true, false, false, false, false, 0x40",
 			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.WarmUp, s.Flags)
+	}
+	if s, _ := decodeSpec(TestSpec{MRPerQP: true}.AppendPayload(nil)); !s.MRPerQP || s.WarmUp || s.Flags != 0 {
+		t.Errorf("MRPerQP decoded as %v, WarmUp %v, unknown %#x", s.MRPerQP, s.WarmUp, s.Flags)
 	}
 	p = TestSpec{WarmUp: true}.AppendPayload(nil)
 	if got := binary.BigEndian.Uint32(p[flagsAt:]); got != 0x10 {
