@@ -361,6 +361,32 @@ func TestMRPerQP(t *testing.T) {
 	}
 }
 
+// TestLatencyGap runs the latency loops with the client pausing 5 ms
+// before each request (--latency_gap): the runs take the pauses' time,
+// and the samples leave them out, where counting them would put
+// t_typical at 2.5 ms (ping-pong: half of a round trip and the pause) or
+// 5 ms (read_lat) or more.
+func TestLatencyGap(t *testing.T) {
+	const iters, gap = 40, 5 * time.Millisecond
+	for _, test := range []exchange.Test{exchange.WriteLat, exchange.SendLat, exchange.ReadLat} {
+		spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: iters,
+			NumQPs: 1, TXDepth: 1, RXDepth: 16, CQModeration: 1}
+		start := time.Now()
+		c, _ := loopback(t, spec, func(l *bench.Local, client bool) {
+			if client {
+				l.LatencyGap = gap
+			}
+		})
+		took := time.Since(start)
+		lat := c.Sizes[0].Lat
+		if lat.N != iters || lat.Typical >= 1e6 || took < (iters-1)*gap {
+			t.Errorf("%v: %d samples, t_typical %.1f µs, %v in all; want %d well under 1 ms, in at least %v",
+				test, lat.N, lat.Typical/1e3, took, iters, (iters-1)*gap)
+		}
+		t.Logf("%v: t_typical %.1f µs, %v in all", test, lat.Typical/1e3, took)
+	}
+}
+
 // TestRelaxedOrdering registers the buffers with and without PCIe relaxed
 // ordering, as the client asks: both sides' headers say which, and the
 // data arrives intact either way (rxe takes the flag and ignores it).

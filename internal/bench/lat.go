@@ -91,6 +91,9 @@ type pingSide interface {
 	answer(ctx context.Context, got, send uint64, until time.Time) error
 	// wait waits for the peer's message got, answering nothing.
 	wait(ctx context.Context, got uint64, until time.Time) error
+	// post posts message send after a wait: answer's second half, for a
+	// loop that pauses between the two (--latency_gap).
+	post(send uint64) error
 	// sent runs after each post.
 	sent() error
 }
@@ -105,7 +108,10 @@ const lastAnswerWait = 100 * time.Millisecond
 // half the time from one of the initiator's posts to the next, as in
 // perftest. Nothing but the post lies between a message's arrival and its
 // answer: the clock is read, the pacer consulted and the send completion
-// polled while the answer travels.
+// polled while the answer travels. With a latency gap (Local.LatencyGap)
+// the initiator pauses that long between an answer's arrival and its next
+// message, and a sample is half the time from its post to the answer, so
+// that the pause is not in it.
 func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool, p pingSide) (sideResult, error) {
 	wcs := make([]ibverbs.WC, 1)
 	out := samples(iters, dur)
@@ -115,6 +121,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 	until := peerWaitLimit(deadline, dur)
 	pc := pacer{yielded: start}
 	var prev time.Duration // when the last message was posted, since start
+	gap := s.local.LatencyGap
 	timedOut := false
 	var i uint64 // messages posted
 	for ; dur > 0 || i < iters; i++ {
@@ -124,6 +131,15 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			err = p.answer(ctx, i, i, until)
 		case i == 0:
 			err = p.first()
+		case gap > 0:
+			if err = p.wait(ctx, i-1, until); err == nil {
+				arrived := sinceMono(start)
+				if inSpan(arrived, dur, margin) {
+					out = append(out, float64(arrived-prev)/2)
+				}
+				spinUntil(start, arrived+gap)
+				err = p.post(i)
+			}
 		default:
 			err = p.answer(ctx, i-1, i, until)
 		}
@@ -134,7 +150,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			return sideResult{}, err
 		}
 		el := sinceMono(start)
-		if initiator && i > 0 && inSpan(el, dur, margin) {
+		if initiator && i > 0 && gap == 0 && inSpan(el, dur, margin) {
 			out = append(out, float64(el-prev)/2)
 		}
 		prev = el
@@ -200,6 +216,11 @@ func (p *writePing) wait(ctx context.Context, got uint64, until time.Time) error
 	return p.s.waitByte(ctx, p.at, seqByte(got), until)
 }
 
+func (p *writePing) post(send uint64) error {
+	p.src[len(p.src)-1] = seqByte(send)
+	return p.wr.Post(0, 1, 0)
+}
+
 func (p *writePing) sent() error { return nil }
 
 // sendPing is send_lat's side.
@@ -227,6 +248,18 @@ func (p *sendPing) answer(ctx context.Context, got, send uint64, until time.Time
 	}
 	if err := p.wait(ctx, got, until); err != nil {
 		return err
+	}
+	if !p.late {
+		if err := p.rb.Post(0, 1); err != nil {
+			return err
+		}
+	}
+	return p.wr.Post(0, 1, 0)
+}
+
+func (p *sendPing) post(send uint64) error {
+	if p.imm {
+		p.wr.SetImm(0, immValue(send))
 	}
 	if !p.late {
 		if err := p.rb.Post(0, 1); err != nil {
@@ -369,6 +402,13 @@ func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC, 
 	}
 }
 
+// spinUntil spins until at has passed since start: a latency gap is
+// kept to the microsecond, as perftest's busy-waiting keeps it.
+func spinUntil(start time.Time, at time.Duration) {
+	for sinceMono(start) < at {
+	}
+}
+
 // postPollSpin bounds read_lat's spin in C for a completion: a NIC's read
 // of 64 KiB comes back well within it, and a wait that outlasts it goes on
 // in Go, where the idle timeout and the peer are checked.
@@ -377,7 +417,8 @@ const postPollSpin = 100 * time.Microsecond
 // oneSided is read_lat and atomic_lat: post one request, wait for its
 // completion, repeat. A sample is the time from one post to the next, as
 // in perftest: one clock reading an iteration, taken again after a yield
-// to the scheduler, which then falls between two samples.
+// to the scheduler, which then falls between two samples. With a latency
+// gap it is the time from a post to its completion, and the pause follows.
 func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
 	wr, err := s.oneSend(size)
 	if err != nil {
@@ -387,13 +428,14 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	wcs := make([]ibverbs.WC, 1)
 	out := samples(iters, dur)
 	margin := s.margin()
+	gap := s.local.LatencyGap // a pause after each completion, out of the samples
 	start := time.Now()
 	var i uint64
 	pc := pacer{yielded: start}
 	var t0 time.Duration // when the last request was posted, since start
 	for ; dur > 0 || i < iters; i++ {
 		el := sinceMono(start)
-		if i > 0 && inSpan(el, dur, margin) {
+		if i > 0 && gap == 0 && inSpan(el, dur, margin) {
 			out = append(out, float64(el-t0))
 		}
 		if pc.yield(start.Add(el)) {
@@ -419,12 +461,19 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 		} else if err := wcs[0].Err(); err != nil {
 			return sideResult{}, s.completionErr(err)
 		}
+		if gap > 0 {
+			done := sinceMono(start)
+			if inSpan(done, dur, margin) {
+				out = append(out, float64(done-t0))
+			}
+			spinUntil(start, done+gap)
+		}
 		if dur > 0 && i&63 == 0 && el > dur || interrupted(ctx) {
 			i++
 			break
 		}
 	}
-	if el := sinceMono(start); i > 0 && inSpan(el, dur, margin) {
+	if el := sinceMono(start); i > 0 && gap == 0 && inSpan(el, dur, margin) {
 		out = append(out, float64(el-t0))
 	}
 	return sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out}, ctx.Err()

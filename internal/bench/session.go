@@ -60,6 +60,10 @@ type Local struct {
 	// QPs' partition key (perftest's --pkey_index); not with rdma_cm,
 	// which picks the P_Key itself.
 	PKeyIndex uint16
+	// LatencyGap is, in a latency test, the pause the client takes after
+	// each answer or completion before its next request (perftest's
+	// --latency_gap), which the samples leave out.
+	LatencyGap time.Duration
 }
 
 // grhLen is the space a UD receive needs for the global route header.

@@ -111,7 +111,8 @@ func (o *testOptions) local() (bench.Local, error) {
 	}
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
 		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
-		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex}, nil
+		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex,
+		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond}, nil
 }
 
 // rate returns the rate limit of the flags: what this side sends at most.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -163,6 +164,11 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if err != nil || s.Duration != 7 || s.Iterations != 0 {
 		t.Errorf("-D 7: %+v, %v", s, err)
 	}
+	if _, o, err := parseTest(t, exchange.ReadLat, "--latency-gap", "250", "h"); err != nil {
+		t.Error(err)
+	} else if l, err := o.local(); err != nil || l.LatencyGap != 250*time.Microsecond {
+		t.Errorf("--latency-gap 250: %v, %v", l.LatencyGap, err)
+	}
 	if s, _, err := parseTest(t, exchange.SendBW, "--mr-per-qp", "h"); err != nil || !s.MRPerQP {
 		t.Errorf("--mr-per-qp: %+v, %v", s, err)
 	}
@@ -285,6 +291,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"-f", "1"}, "-f/--margin leaves out the ends of a run of fixed length"},
 		{exchange.SendBW, []string{"--perform_warm_up"}, "unknown flag: --perform_warm_up"},
 		{exchange.ReadLat, []string{"--mr_per_qp"}, "unknown flag: --mr_per_qp"},
+		{exchange.SendLat, []string{"--latency_gap", "1000001"}, "at most 1000000 µs"},
+		{exchange.WriteBW, []string{"--latency_gap", "10"}, "unknown flag: --latency_gap"},
 		{exchange.WriteBW, []string{"--perform_warm_up", "--write_with_imm"}, "writes with immediate data"},
 		{exchange.ReadBW, []string{"-f", "1", "--run_infinitely"}, "not --run_infinitely"},
 		{exchange.SendLat, []string{"-D", "4", "-f", "2"}, "leaves nothing of 4 s to measure"},

@@ -86,10 +86,11 @@ type testOptions struct {
 	HugePages   bool
 	SRQ         bool
 	Reversed    bool
-	ReportBoth  bool // --report-both
-	WarmUp      bool // --perform_warm_up
-	MRPerQP     bool // --mr_per_qp
-	Immediate   bool // --write_with_imm, --send_with_imm
+	ReportBoth  bool   // --report-both
+	WarmUp      bool   // --perform_warm_up
+	MRPerQP     bool   // --mr_per_qp
+	LatencyGap  uint32 // --latency_gap, µs
+	Immediate   bool   // --write_with_imm, --send_with_imm
 	MaxMemory   uint64
 	Idle        int
 	Counters    []string // -W
@@ -243,6 +244,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99th percentile is above this many µs")
 		f.BoolVarP(&o.Unsorted, "report-unsorted", "U", false, "list every latency sample in µs, in the order measured, as perftest's -U (text; with --json, samples_us)")
 		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample in µs, sorted, as perftest's -H (text; with --json, samples_us); --histogram draws one")
+		f.Uint32Var(&o.LatencyGap, "latency_gap", 0, "the client pauses this many µs after each answer or completion before its next request, outside the samples (perftest's counts the pause in them); at most 1000000")
 		f.BoolVarP(&o.Cycles, "report-cycles", "C", false, "refused: gorperf times with the monotonic clock in µs and has no cycle counts to report")
 	} else {
 		f.BoolVar(&o.MRPerQP, "mr_per_qp", false, "register one memory region per QP, over its part of the buffer, instead of one for all (each QP's requests then carry its own keys), as perftest's")
@@ -282,7 +284,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "report_unsorted", "report_histogram", "report_cycles", "report_both":
 			name = strings.ReplaceAll(name, "_", "-")
-		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp":
+		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
@@ -351,6 +353,9 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if o.Cycles {
 		return s, usageErrorf("-C: gorperf times with the monotonic clock and reports µs; it has no cycle counts (perftest's -C reports its TSC's)")
+	}
+	if o.LatencyGap > 1e6 {
+		return s, usageErrorf("--latency_gap %d: at most 1000000 µs (1 s)", o.LatencyGap)
 	}
 	if o.marginAlone {
 		return s, usageErrorf("-f/--margin leaves out the ends of a run of fixed length, -D seconds: add -D (not --run_infinitely)")
