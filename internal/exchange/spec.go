@@ -247,6 +247,20 @@ const (
 	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp | flagMRPerQP
 )
 
+// flagOptions pairs the options sent in the flags word with their bits.
+func (s *TestSpec) flagOptions() []struct {
+	set *bool
+	bit uint32
+} {
+	return []struct {
+		set *bool
+		bit uint32
+	}{
+		{&s.HugePages, flagHugePages}, {&s.SRQ, flagSRQ}, {&s.Reversed, flagReversed},
+		{&s.Immediate, flagImmediate}, {&s.WarmUp, flagWarmUp}, {&s.MRPerQP, flagMRPerQP},
+	}
+}
+
 // specLen is the bytes of a TestSpec payload without flow labels; each
 // adds 4, up to MaxSetupQPs of them.
 const specLen = 59
@@ -286,23 +300,10 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	}
 	b = append(b, bools)
 	flags := s.Flags
-	if s.HugePages {
-		flags |= flagHugePages
-	}
-	if s.SRQ {
-		flags |= flagSRQ
-	}
-	if s.Reversed {
-		flags |= flagReversed
-	}
-	if s.Immediate {
-		flags |= flagImmediate
-	}
-	if s.WarmUp {
-		flags |= flagWarmUp
-	}
-	if s.MRPerQP {
-		flags |= flagMRPerQP
+	for _, f := range s.flagOptions() {
+		if *f.set {
+			flags |= f.bit
+		}
 	}
 	b = binary.BigEndian.AppendUint32(b, flags)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s.FlowLabels)))
@@ -342,12 +343,9 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.NoRelaxedOrdering = bools&specNoRelaxedOrdering != 0
 	s.Events = bools&specEvents != 0
 	flags := r.u32()
-	s.HugePages = flags&flagHugePages != 0
-	s.SRQ = flags&flagSRQ != 0
-	s.Reversed = flags&flagReversed != 0
-	s.Immediate = flags&flagImmediate != 0
-	s.WarmUp = flags&flagWarmUp != 0
-	s.MRPerQP = flags&flagMRPerQP != 0
+	for _, f := range s.flagOptions() {
+		*f.set = flags&f.bit != 0
+	}
 	s.Flags = flags &^ knownFlags
 	n := int(r.u16())
 	if n > MaxSetupQPs {

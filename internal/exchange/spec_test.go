@@ -406,3 +406,33 @@ func TestSpecFlowLabels(t *testing.T) {
 		t.Errorf("UD through rdma_cm makes its own address handles, with the labels: %v", err)
 	}
 }
+
+// Every option of the flags word has its own known bit, and travels
+// alone.
+func TestSpecFlagOptions(t *testing.T) {
+	var all uint32
+	for i, f := range (&TestSpec{}).flagOptions() {
+		if f.bit&all != 0 || f.bit&knownFlags != f.bit {
+			t.Errorf("option %d: bit %#x taken or unknown", i, f.bit)
+		}
+		all |= f.bit
+		var s TestSpec
+		*s.flagOptions()[i].set = true
+		p := s.AppendPayload(nil)
+		if got := binary.BigEndian.Uint32(p[flagsAt:]); got != f.bit {
+			t.Errorf("option %d alone: flags word %#x, want %#x", i, got, f.bit)
+		}
+		d, err := decodeSpec(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, g := range d.flagOptions() {
+			if *g.set != (i == j) {
+				t.Errorf("option %d alone decodes with option %d %v", i, j, *g.set)
+			}
+		}
+	}
+	if all != knownFlags {
+		t.Errorf("the options' bits %#x, knownFlags %#x", all, knownFlags)
+	}
+}
