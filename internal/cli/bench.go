@@ -426,6 +426,7 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		Port: h.Port, GIDIndex: h.GIDIndex, GIDReason: h.GIDReason, Connection: h.Connection,
 		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Events: res.Spec.Events,
 		SRQ: h.UsingSRQ, RateLimit: h.RateLimit, Reversed: res.Spec.Reversed, Immediate: res.Spec.Immediate,
+		MarginS: res.Spec.Margin, WarmUp: res.Spec.WarmUp, MRPerQP: res.Spec.MRPerQP,
 		FlowLabels: res.Spec.FlowLabels, Interrupted: res.Interrupted}
 	r.Results = reportSizes(res)
 	if err != nil {

@@ -231,6 +231,9 @@ func TestEndToEnd(t *testing.T) {
 			if imm := slices.Contains(tc.args, "--write_with_imm") || slices.Contains(tc.args, "--send_with_imm"); r.Immediate != imm {
 				t.Errorf("immediate %v in the JSON for %v", r.Immediate, tc.args)
 			}
+			if r.MRPerQP != slices.Contains(tc.args, "--mr_per_qp") || r.WarmUp != slices.Contains(tc.args, "--perform_warm_up") {
+				t.Errorf("mr_per_qp %v, warm_up %v in the JSON for %v", r.MRPerQP, r.WarmUp, tc.args)
+			}
 			if r.SRQ != slices.Contains(tc.args, "--use-srq") {
 				t.Errorf("srq %v in the JSON for %v", r.SRQ, tc.args)
 			}

@@ -149,6 +149,12 @@ func TestJSONOutput(t *testing.T) {
 		r.Results[1].Bytes != 65536 || r.Results[1].BWAvgMBps <= 0 || r.Error != nil {
 		t.Errorf("JSON result %+v", r)
 	}
+	// What the spec asked for that shapes the figures is in the document.
+	res := fakeBW()
+	res.Spec.Duration, res.Spec.Margin, res.Spec.WarmUp, res.Spec.MRPerQP = 8, 2, true, true
+	if r := jsonResult("client", res, nil); r.MarginS != 2 || !r.WarmUp || !r.MRPerQP {
+		t.Errorf("margin_s %d, warm_up %v, mr_per_qp %v", r.MarginS, r.WarmUp, r.MRPerQP)
+	}
 	// A bidirectional test's JSON has each direction.
 	f, out, _ = newTestFactory(nil, nil)
 	o = testOptions{Test: exchange.SendBW, JSON: true}

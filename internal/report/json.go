@@ -53,6 +53,13 @@ type Result struct {
 	// Immediate reports that the messages carried immediate data
 	// (--write_with_imm, --send_with_imm).
 	Immediate bool `json:"immediate"`
+	// MarginS is, in a run of fixed duration, the seconds at each end
+	// of a size's run that its results leave out (-f).
+	MarginS uint32 `json:"margin_s,omitempty"`
+	// WarmUp reports a warm-up before each size (--perform_warm_up), and
+	// MRPerQP one memory region per QP (--mr_per_qp).
+	WarmUp  bool `json:"warm_up,omitempty"`
+	MRPerQP bool `json:"mr_per_qp,omitempty"`
 	// RateLimit describes this side's rate limit, if it had one
 	// (--rate_limit).
 	RateLimit string `json:"rate_limit,omitempty"`
