@@ -266,8 +266,8 @@ func (o *testOptions) document(role string, res *bench.Result, err error) report
 	r.Intervals = o.intervals
 	if o.Unsorted || o.Sorted {
 		for i, s := range res.Sizes {
-			for _, v := range s.Samples {
-				r.Results[i].SamplesUs = append(r.Results[i].SamplesUs, v/1e3)
+			if len(s.Samples) > 0 {
+				r.Results[i].SamplesUs = report.SamplesUs(s.Samples)
 			}
 		}
 	}

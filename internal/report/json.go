@@ -172,6 +172,16 @@ func SizeFromLatency(size int, iters uint64, l stats.Latency) SizeResult {
 	}
 }
 
+// SamplesUs returns latency samples in nanoseconds as the microseconds of
+// SizeResult.SamplesUs, in the same order.
+func SamplesUs(ns []float64) []float64 {
+	us := make([]float64, len(ns))
+	for i, v := range ns {
+		us[i] = v / nsPerUsec
+	}
+	return us
+}
+
 // usec converts nanoseconds to microseconds rounded to the nanosecond.
 func usec(ns float64) float64 {
 	return math.Round(ns) / nsPerUsec

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -528,5 +529,15 @@ func TestCPU(t *testing.T) {
 	buf.Reset()
 	if err := WriteCPU(&buf, bwResult().Results); err != nil || buf.Len() != 0 {
 		t.Errorf("no CPU: %q, %v", buf.String(), err)
+	}
+}
+
+func TestSamplesUs(t *testing.T) {
+	got := SamplesUs([]float64{1500, 20, 1e6})
+	if want := []float64{1.5, 0.02, 1000}; !slices.Equal(got, want) {
+		t.Errorf("SamplesUs = %v, want %v", got, want)
+	}
+	if got := SamplesUs(nil); len(got) != 0 {
+		t.Errorf("SamplesUs(nil) = %v", got)
 	}
 }
