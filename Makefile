@@ -95,8 +95,11 @@ race:
 
 check:
 	$(GO) vet ./...
-	CGO_ENABLED=0 $(GO) vet ./internal/stats ./internal/report ./internal/exchange
-	CGO_ENABLED=0 $(GO) build ./internal/stats ./internal/report ./internal/exchange ./ibverbs
+	CGO_ENABLED=0 $(GO) vet ./internal/stats ./internal/report ./internal/exchange ./internal/cli ./cmd/gorperf
+	CGO_ENABLED=0 $(GO) build ./...
+	GOOS=darwin CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) test -count=1 -run TestNoBindings ./internal/cli
+	CGO_ENABLED=0 $(GO) tool staticcheck ./internal/cli
 	test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
 	$(GO) tool staticcheck ./...
 

@@ -4,7 +4,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -329,25 +328,6 @@ func (o *testOptions) closeJSONFile() {
 	}
 }
 
-func errorCode(err error) string {
-	var ue *usageError
-	switch {
-	case errors.As(err, &ue):
-		return "usage"
-	case errors.Is(err, errors.ErrUnsupported):
-		return "unsupported"
-	case errors.Is(err, context.Canceled):
-		return "interrupted"
-	case errors.As(err, new(*report.LimitError)):
-		return "limit"
-	}
-	var pe *exchange.PeerError
-	if errors.As(err, &pe) {
-		return "peer"
-	}
-	return "failed"
-}
-
 // writeValues prints --output's figure for each size.
 func writeValues(w io.Writer, res *bench.Result, v report.Value, gbits bool) {
 	for _, s := range res.Sizes {
@@ -527,17 +507,4 @@ func progressLine(w io.Writer) func(size int, done, total uint64) {
 			fmt.Fprintf(w, "\r %d bytes: %d messages\033[K", size, done)
 		}
 	}
-}
-
-// writeJSONError writes the JSON document of a command that failed before
-// it ran, naming the test when args name one.
-func writeJSONError(w io.Writer, args []string, err error) {
-	r := report.Result{Version: Version, Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
-	for _, a := range args {
-		if t, perr := exchange.ParseTest(strings.ReplaceAll(a, "-", "_")); perr == nil {
-			r.Test = t.String()
-			break
-		}
-	}
-	report.WriteJSON(w, r)
 }

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+// errorCode is the JSON document's code for err.
+func errorCode(err error) string {
+	var ue *usageError
+	switch {
+	case errors.As(err, &ue):
+		return "usage"
+	case errors.Is(err, errors.ErrUnsupported):
+		return "unsupported"
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	case errors.As(err, new(*report.LimitError)):
+		return "limit"
+	}
+	var pe *exchange.PeerError
+	if errors.As(err, &pe) {
+		return "peer"
+	}
+	return "failed"
+}
+
+// writeJSONError writes the JSON document of a command that failed before
+// it ran, naming the test when args name one.
+func writeJSONError(w io.Writer, args []string, err error) {
+	r := report.Result{Version: Version, Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
+	for _, a := range args {
+		if t, perr := exchange.ParseTest(strings.ReplaceAll(a, "-", "_")); perr == nil {
+			r.Test = t.String()
+			break
+		}
+	}
+	report.WriteJSON(w, r)
+}

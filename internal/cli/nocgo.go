@@ -1,0 +1,54 @@
+//go:build !(linux && cgo)
+
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gorperf/gorperf/internal/exchange"
+)
+
+// Built without cgo, or not for Linux, gorperf has no RDMA bindings: its
+// commands are there, so that a user sees what they are, and each says
+// why it cannot run instead of the build failing.
+
+// errNoBindings is what every RDMA command of such a build returns.
+var errNoBindings = fmt.Errorf("this gorperf, built %s, has no RDMA bindings: build it on Linux with CGO_ENABLED=1 and rdma-core's libibverbs-dev and librdmacm-dev: %w",
+	buildKind(), errors.ErrUnsupported)
+
+func buildKind() string {
+	if runtime.GOOS != "linux" {
+		return "for " + runtime.GOOS + "/" + runtime.GOARCH + " (the bindings are Linux's)"
+	}
+	return "without cgo (CGO_ENABLED=0)"
+}
+
+func gatherDevices(string) ([]deviceReport, error) { return nil, errNoBindings }
+
+// unavailable is a command that only explains errNoBindings.
+func unavailable(use, short string) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, DisableFlagParsing: true,
+		RunE: func(*cobra.Command, []string) error { return errNoBindings }}
+}
+
+func newCmdTests(*Factory) []*cobra.Command {
+	var cmds []*cobra.Command
+	for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
+		cmds = append(cmds, unavailable(strings.ReplaceAll(t.String(), "_", "-")+" [flags] [server]",
+			fmt.Sprintf("perftest's ib_%s (needs a Linux build with cgo)", t)))
+	}
+	return cmds
+}
+
+func newCmdLoopback(*Factory) *cobra.Command {
+	return unavailable("loopback <test> [flags]", "Run a test with server and client in this process (needs a Linux build with cgo)")
+}
+
+func newCmdServe(*Factory) *cobra.Command {
+	return unavailable("serve [flags]", "Serve one client's test after another (needs a Linux build with cgo)")
+}

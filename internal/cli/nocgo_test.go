@@ -1,0 +1,29 @@
+//go:build !(linux && cgo)
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Without the bindings every RDMA command exits 1 and says why, and the
+// test commands are still listed.
+func TestNoBindings(t *testing.T) {
+	for _, args := range [][]string{{"write-bw", "-s", "64", "host"}, {"loopback", "send-lat"}, {"serve"}, {"devices"}} {
+		f, _, errOut := newTestFactory(nil, nil)
+		f.Devices = gatherDevices
+		if code := run(context.Background(), f, args); code != 1 || !strings.Contains(errOut.String(), "has no RDMA bindings") {
+			t.Errorf("%v: exit %d: %s", args, code, errOut)
+		}
+	}
+	if !errors.Is(errNoBindings, errors.ErrUnsupported) {
+		t.Error("errNoBindings is not ErrUnsupported")
+	}
+	f, out, _ := newTestFactory(nil, nil)
+	if code := run(context.Background(), f, []string{"--help"}); code != 0 || !strings.Contains(out.String(), "write-bw") {
+		t.Errorf("--help: exit %d: %s", code, out)
+	}
+}
