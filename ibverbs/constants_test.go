@@ -185,3 +185,11 @@ func TestLayouts(t *testing.T) {
 		t.Errorf("WC field offsets moved: Flags %d SL %d", unsafe.Offsetof(ibverbs.WC{}.Flags), unsafe.Offsetof(ibverbs.WC{}.SL))
 	}
 }
+
+func TestRetries(t *testing.T) {
+	for n, want := range map[int]uint8{0: 7, -1: 0, -100: 0, 1: 1, 7: 7, 8: 7} {
+		if got := ibverbs.Retries(n); got != want {
+			t.Errorf("Retries(%d) = %d, want %d", n, got, want)
+		}
+	}
+}

@@ -446,3 +446,21 @@ func TestWRAPIRefusesOtherOpcodes(t *testing.T) {
 		t.Errorf("%d completions, want 2", n)
 	}
 }
+
+// ConnParams' retry counts: zero is 7, a negative value none, as the QP
+// reports them once connected.
+func TestConnParamsRetries(t *testing.T) {
+	for _, c := range []struct {
+		retry, rnr         int
+		wantRetry, wantRNR uint8
+	}{{0, 0, 7, 7}, {-1, -1, 0, 0}, {3, 9, 3, 7}} {
+		p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, params: ibverbs.ConnParams{RetryCnt: c.retry, RNRRetry: c.rnr}})
+		a, err := p.a.qp.Query()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.RetryCnt != c.wantRetry || a.RNRRetry != c.wantRNR {
+			t.Errorf("RetryCnt %d, RNRRetry %d: the QP has %d and %d, want %d and %d", c.retry, c.rnr, a.RetryCnt, a.RNRRetry, c.wantRetry, c.wantRNR)
+		}
+	}
+}

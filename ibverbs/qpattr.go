@@ -165,11 +165,15 @@ type ConnParams struct {
 	QKey      uint32 // UD: 0x11111111
 	// Access is the remote access the QP allows: default for RC is remote
 	// write, read and atomic; for UC remote write.
-	Access      Access
-	MTU         MTU   // the smaller of the local active MTU and the peer's
-	Timeout     uint8 // 14 (4.096 µs × 2^14 ≈ 67 ms)
-	RetryCnt    uint8 // 7
-	RNRRetry    uint8 // 7 (retry for ever)
+	Access  Access
+	MTU     MTU   // the smaller of the local active MTU and the peer's
+	Timeout uint8 // 14 (4.096 µs × 2^14 ≈ 67 ms)
+	// RetryCnt and RNRRetry are how often an RC QP resends unanswered
+	// packets, and retries a peer that had no receive posted (7 there
+	// meaning for ever): 0 to 7, as Retries reads them, so that zero
+	// takes the default of 7 and a negative value asks for none.
+	RetryCnt    int
+	RNRRetry    int
 	MinRNRTimer uint8 // 12 (0.64 ms)
 	// MaxRdAtomic is the initiator depth: how many RDMA reads and atomics
 	// this QP may have outstanding. Default: the device's limit, capped by
@@ -186,6 +190,19 @@ type ConnParams struct {
 }
 
 const defaultQKey = 0x11111111
+
+// Retries turns a retry count as ConnParams and rdmacm.Config take it
+// into the 3-bit value of the QP attribute (retry_cnt, rnr_retry): 0 is
+// the default, 7; a negative value is 0, no retries; above 7 is 7.
+func Retries(n int) uint8 {
+	switch {
+	case n == 0:
+		return 7
+	case n < 0:
+		return 0
+	}
+	return uint8(min(n, 7))
+}
 
 func (p *ConnParams) fill(qp *QP) error {
 	if p.Port == 0 {
@@ -204,12 +221,6 @@ func (p *ConnParams) fill(qp *QP) error {
 	}
 	if p.Timeout == 0 {
 		p.Timeout = 14
-	}
-	if p.RetryCnt == 0 {
-		p.RetryCnt = 7
-	}
-	if p.RNRRetry == 0 {
-		p.RNRRetry = 7
 	}
 	if p.MinRNRTimer == 0 {
 		p.MinRNRTimer = 12
@@ -298,8 +309,8 @@ func (qp *QP) ToRTS(p ConnParams) error {
 	if err := p.fill(qp); err != nil {
 		return err
 	}
-	a := QPAttr{State: QPStateRTS, SQPSN: qp.psn, Timeout: p.Timeout, RetryCnt: p.RetryCnt,
-		RNRRetry: p.RNRRetry, MaxRdAtomic: p.MaxRdAtomic}
+	a := QPAttr{State: QPStateRTS, SQPSN: qp.psn, Timeout: p.Timeout, RetryCnt: Retries(p.RetryCnt),
+		RNRRetry: Retries(p.RNRRetry), MaxRdAtomic: p.MaxRdAtomic}
 	mask := QPAttrState | QPAttrSQPSN
 	if qp.typ == QPTypeRC {
 		mask |= QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic

@@ -124,21 +124,12 @@ func (cfg *Config) connParam() *ConnParam {
 		}
 		return uint8(min(v, MaxDepth-1))
 	}
-	retry := func(v int) uint8 {
-		switch {
-		case v == 0:
-			return 7
-		case v < 0:
-			return 0
-		}
-		return uint8(min(v, 7))
-	}
 	return &ConnParam{
 		PrivateData:        cfg.PrivateData,
 		InitiatorDepth:     depth(cfg.InitiatorDepth),
 		ResponderResources: depth(cfg.ResponderResources),
-		RetryCount:         retry(cfg.RetryCount),
-		RNRRetryCount:      retry(cfg.RNRRetryCount),
+		RetryCount:         ibverbs.Retries(cfg.RetryCount),
+		RNRRetryCount:      ibverbs.Retries(cfg.RNRRetryCount),
 	}
 }
 

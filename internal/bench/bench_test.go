@@ -639,6 +639,45 @@ func TestQPTimeout(t *testing.T) {
 	}
 }
 
+// TestRetryCount sets each side's RC retry count (--retry_count), none
+// on the client and 3 on the server, with QPs gorperf connects and with
+// rdma_cm's, where the connection request carries the client's to both
+// sides' QPs and rdma_accept's is ignored; by default both have 7.
+func TestRetryCount(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 20,
+		NumQPs: 2, TXDepth: 16, CQModeration: 1}
+	for _, tc := range []struct {
+		name             string
+		client, server   int
+		wantCli, wantSrv uint8
+		rdmaCM           bool
+	}{
+		{"default", 0, 0, 7, 7, false},
+		{"set", -1, 3, 0, 3, false},
+		{"rdma_cm", -1, 3, 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := spec
+			spec.RdmaCM = tc.rdmaCM
+			rec := recordQPAttrs(t, func(a ibverbs.QPAttr) uint8 { return a.RetryCnt })
+			cmHost := ""
+			if tc.rdmaCM {
+				cmHost = gidHost(t)
+			}
+			loopback(t, spec, func(l *bench.Local, client bool) {
+				l.RetryCount = tc.server
+				if client {
+					l.RetryCount, l.CMHost = tc.client, cmHost
+				}
+			})
+			got := rec.get()
+			if !slices.Equal(got[true], []uint8{tc.wantCli, tc.wantCli}) || !slices.Equal(got[false], []uint8{tc.wantSrv, tc.wantSrv}) {
+				t.Errorf("retry counts: client %v, server %v; want %d and %d on each QP", got[true], got[false], tc.wantCli, tc.wantSrv)
+			}
+		})
+	}
+}
+
 // TestGRHAndPKey: the spec's flow labels (taken in turn) and traffic
 // class and each side's P_Key index reach the QPs' attributes, as the
 // kernel reports them; an index beyond the port's table fails before a

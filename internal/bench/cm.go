@@ -33,7 +33,7 @@ func (s *session) cmConfig() *rdmacm.Config {
 	cfg := &rdmacm.Config{Cap: s.qpCap(), PD: s.pd, SendCQ: s.scq, RecvCQ: s.rcq, SRQ: s.srq,
 		Timeout: 30 * time.Second, UD: s.spec.ConnType == ibverbs.QPTypeUD,
 		InitiatorDepth: depth, ResponderResources: depth, WRAPI: s.wrapi,
-		TOS: s.spec.TrafficClass}
+		TOS: s.spec.TrafficClass, RetryCount: s.local.RetryCount}
 	if s.spec.ConnType == ibverbs.QPTypeRC {
 		// Only an RC QP waits for acknowledgements. 0 keeps rdma_cm's
 		// timeout, not the 14 of a QP gorperf connects itself.

@@ -46,6 +46,11 @@ type Local struct {
 	// (perftest's -u); 0 for 14, about 67 ms, or with -R for the one
 	// rdma_cm derives from the path.
 	QPTimeout uint8
+	// RetryCount is how often this side's RC QPs resend unanswered
+	// packets (perftest's --retry_count), as ibverbs.Retries reads it: 0
+	// the default of 7, negative none. Through rdma_cm the client's
+	// applies to both sides: the connection request carries it.
+	RetryCount int
 	// Counters names this side's port counters to report for each size
 	// (perftest's -W): see counters.Open for the names, "all" for every
 	// counter that moves.
@@ -456,7 +461,7 @@ func (s *session) connect(remote exchange.Setup) error {
 		return nil // rdma_cm connected the QPs
 	}
 	cp := ibverbs.ConnParams{Port: s.port, GIDIndex: s.gid.Entry.Index, MTU: s.spec.MTU, PKeyIndex: s.local.PKeyIndex,
-		TrafficClass: s.spec.TrafficClass, SL: s.spec.SL, Timeout: s.local.QPTimeout}
+		TrafficClass: s.spec.TrafficClass, SL: s.spec.SL, Timeout: s.local.QPTimeout, RetryCnt: s.local.RetryCount}
 	for i, qp := range s.qps {
 		r := remote.QPs[i].Endpoint
 		cp.FlowLabel = s.spec.FlowLabel(i)

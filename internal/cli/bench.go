@@ -111,7 +111,19 @@ func (o *testOptions) local() (bench.Local, error) {
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
 		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
 		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex,
-		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond}, nil
+		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond, RetryCount: retryCount(o.RetryCount)}, nil
+}
+
+// retryCount turns --retry_count (-1: not given) into Local.RetryCount,
+// whose 0 is the default and negative none.
+func retryCount(n int) int {
+	switch n {
+	case -1:
+		return 0
+	case 0:
+		return -1
+	}
+	return n
 }
 
 // rate returns the rate limit of the flags: what this side sends at most.

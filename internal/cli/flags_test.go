@@ -169,6 +169,17 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	} else if l, err := o.local(); err != nil || l.LatencyGap != 250*time.Microsecond {
 		t.Errorf("--latency-gap 250: %v, %v", l.LatencyGap, err)
 	}
+	for args, want := range map[string]int{"": 0, "--retry_count=0": -1, "--retry-count=5": 5, "--retry_count=7": 7} {
+		a := []string{"h"}
+		if args != "" {
+			a = []string{args, "h"}
+		}
+		if _, o, err := parseTest(t, exchange.ReadBW, a...); err != nil {
+			t.Error(err)
+		} else if l, err := o.local(); err != nil || l.RetryCount != want {
+			t.Errorf("%q: Local.RetryCount %d, %v; want %d", args, l.RetryCount, err, want)
+		}
+	}
 	if s, _, err := parseTest(t, exchange.SendBW, "--mr-per-qp", "h"); err != nil || !s.MRPerQP {
 		t.Errorf("--mr-per-qp: %+v, %v", s, err)
 	}
@@ -292,6 +303,7 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.SendBW, []string{"--perform_warm_up"}, "unknown flag: --perform_warm_up"},
 		{exchange.ReadLat, []string{"--mr_per_qp"}, "unknown flag: --mr_per_qp"},
 		{exchange.SendLat, []string{"--latency_gap", "1000001"}, "at most 1000000 µs"},
+		{exchange.WriteBW, []string{"--retry_count", "8"}, "--retry_count 8: want 0 to 7"},
 		{exchange.WriteBW, []string{"--latency_gap", "10"}, "unknown flag: --latency_gap"},
 		{exchange.WriteBW, []string{"--perform_warm_up", "--write_with_imm"}, "writes with immediate data"},
 		{exchange.ReadBW, []string{"-f", "1", "--run_infinitely"}, "not --run_infinitely"},

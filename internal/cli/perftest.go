@@ -74,6 +74,7 @@ type testOptions struct {
 	jsonFile    *os.File     // where --out_json writes, once opened
 	Output      string       // --output, as given
 	QPTimeout   int          // -u; -1: not given
+	RetryCount  int          // --retry_count; -1: not given
 	value       report.Value // --output, parsed
 	limits      report.Limits
 	Atomic      string
@@ -219,6 +220,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.OutJSON, "out_json", false, "also write the result as --json's document to --out_json_file, whatever is printed")
 	f.StringVar(&o.OutJSONFile, "out_json_file", defaultJSONFile, "the file of --out_json, replaced if it exists (given alone, it implies --out_json)")
 	f.IntVarP(&o.QPTimeout, "qp-timeout", "u", -1, "local ACK timeout of this side's QPs, 4.096 µs × 2^N, 1 to 31 (default: 14, about 67 ms; with -R, rdma_cm's)")
+	f.IntVar(&o.RetryCount, "retry_count", -1, "how often this side's RC QPs resend unanswered packets before the request fails, 0 to 7 (default 7); with -R the client's is both sides', which rdma_cm's connection request carries")
 	f.StringVar(&o.Output, "output", "", "print only this figure, one line a size, as perftest's --output: bandwidth or message_rate (bandwidth tests), latency (the average, latency tests)")
 	f.BoolVar(&o.Validate, "validate", false, "check that the bytes (or atomic values) that arrive are the ones sent")
 	f.BoolVar(&o.OldPostSend, "use_old_post_send", false, "post with ibv_post_send, not the ibv_wr_* API the device may have")
@@ -286,7 +288,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "report_unsorted", "report_histogram", "report_cycles", "report_both":
 			name = strings.ReplaceAll(name, "_", "-")
-		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap":
+		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap", "retry-count":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
@@ -355,6 +357,9 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if o.Cycles {
 		return s, usageErrorf("-C: gorperf times with the monotonic clock and reports µs; it has no cycle counts (perftest's -C reports its TSC's)")
+	}
+	if o.RetryCount < -1 || o.RetryCount > 7 {
+		return s, usageErrorf("--retry_count %d: want 0 to 7", o.RetryCount)
 	}
 	if o.LatencyGap > 1e6 {
 		return s, usageErrorf("--latency_gap %d: at most 1000000 µs (1 s)", o.LatencyGap)
