@@ -154,6 +154,9 @@ func doctorChecks(opts *DoctorOptions) []finding {
 const noDevicesFix = "load the NIC's RDMA driver (e.g. `modprobe mlx5_ib`), or set up soft-RoCE: ci/setup-rxe.sh (`rdma link add rxe0 type rxe netdev eth0`)"
 
 func checkDevices(devs []deviceReport, err error) finding {
+	if errors.Is(err, errors.ErrUnsupported) {
+		return fail("build gorperf on Linux with cgo and rdma-core's -dev packages (docs/getting-started.md)", "RDMA devices: %v", err)
+	}
 	if err != nil {
 		return fail("name a device that `gorperf devices` lists", "RDMA devices: %v", err)
 	}

@@ -22,7 +22,14 @@ func TestNoBindings(t *testing.T) {
 	if !errors.Is(errNoBindings, errors.ErrUnsupported) {
 		t.Error("errNoBindings is not ErrUnsupported")
 	}
+	// doctor says what to do about it.
 	f, out, _ := newTestFactory(nil, nil)
+	f.Devices = gatherDevices
+	run(context.Background(), f, []string{"doctor"})
+	if !strings.Contains(out.String(), "build gorperf on Linux with cgo") {
+		t.Errorf("doctor without the bindings:\n%s", out)
+	}
+	f, out, _ = newTestFactory(nil, nil)
 	if code := run(context.Background(), f, []string{"--help"}); code != 0 || !strings.Contains(out.String(), "write-bw") {
 		t.Errorf("--help: exit %d: %s", code, out)
 	}
