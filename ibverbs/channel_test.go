@@ -4,7 +4,10 @@ package ibverbs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,4 +164,32 @@ func TestCompChannelWaitAllocs(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, failed)
 		}
 	}
+}
+
+// A CQ can be made on each of the device's completion vectors, with a
+// channel, and a vector beyond them is refused before the verb, naming
+// the range.
+func TestCreateCQVector(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	n := p.ctx.NumCompVectors()
+	if n < 1 {
+		t.Fatalf("NumCompVectors = %d", n)
+	}
+	for v := range n {
+		cq, err := p.ctx.CreateCQVector(8, p.ch, v)
+		if err != nil {
+			t.Fatalf("vector %d of %d: %v", v, n, err)
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			t.Error(err)
+		}
+		closeOK(t, cq)
+	}
+	for _, v := range []int{n, -1} {
+		_, err := p.ctx.CreateCQVector(8, p.ch, v)
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), fmt.Sprintf("the device has %d", n)) {
+			t.Errorf("vector %d of %d: %v, want EINVAL naming the count", v, n, err)
+		}
+	}
+	t.Logf("%s has %d completion vectors", p.ctx.Name(), n)
 }

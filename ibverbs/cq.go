@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"unsafe"
 )
 
@@ -21,10 +22,34 @@ type CQ struct {
 }
 
 // CreateCQ creates a completion queue for at least cqe entries
-// (ibv_create_cq). ch may be nil for a CQ that is only polled.
+// (ibv_create_cq) on completion vector 0. ch may be nil for a CQ that is
+// only polled.
 func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
+	return c.CreateCQVector(cqe, ch, 0)
+}
+
+// NumCompVectors returns how many completion vectors the device has
+// (struct ibv_context's num_comp_vectors): each is an interrupt, and so
+// the CPUs that handle it, that a CQ's events may come on.
+func (c *Context) NumCompVectors() int {
+	if c.c == nil {
+		return 0
+	}
+	return int(c.c.num_comp_vectors)
+}
+
+// CreateCQVector is CreateCQ on completion vector vector, from 0 to
+// NumCompVectors()-1 (ibv_create_cq's comp_vector): the interrupt its
+// completion events come on, so that a loop sleeping on ch can be woken on
+// the CPU it runs on. A vector out of range is an error matching
+// syscall.EINVAL.
+func (c *Context) CreateCQVector(cqe int, ch *CompChannel, vector int) (*CQ, error) {
 	if c.c == nil {
 		return nil, ErrClosed
+	}
+	if n := c.NumCompVectors(); vector < 0 || vector >= n {
+		return nil, fmt.Errorf("ibv_create_cq: %s: completion vector %d: the device has %d (0 to %d): %w",
+			c.name, vector, n, n-1, syscall.EINVAL)
 	}
 	var cch *C.struct_ibv_comp_channel
 	if ch != nil {
@@ -33,7 +58,7 @@ func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
 		}
 		cch = ch.c
 	}
-	q, err := C.ibv_create_cq(c.c, C.int(cqe), nil, cch, 0)
+	q, err := C.ibv_create_cq(c.c, C.int(cqe), nil, cch, C.int(vector))
 	if q == nil {
 		return nil, fmt.Errorf("%s: %d entries: %w", c.name, cqe, errnoOf("ibv_create_cq", err))
 	}

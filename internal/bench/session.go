@@ -69,6 +69,9 @@ type Local struct {
 	// each answer or completion before its next request (perftest's
 	// --latency_gap), which the samples leave out.
 	LatencyGap time.Duration
+	// CompVector is the completion vector of this side's CQs (perftest's
+	// -X): the interrupt their events come on with -e.
+	CompVector int
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -288,10 +291,10 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 			return nil, err
 		}
 	}
-	if s.scq, err = s.ctx.CreateCQ(tx*nqp, s.ch); err != nil {
+	if s.scq, err = s.ctx.CreateCQVector(tx*nqp, s.ch, s.local.CompVector); err != nil {
 		return nil, err
 	}
-	if s.rcq, err = s.ctx.CreateCQ(rx*nqp, s.ch); err != nil {
+	if s.rcq, err = s.ctx.CreateCQVector(rx*nqp, s.ch, s.local.CompVector); err != nil {
 		return nil, err
 	}
 	if spec.SRQ {
@@ -396,6 +399,9 @@ func (s *session) openPort(cm bool) (err error) {
 	}
 	if n := s.portAttr.PKeyTableLen; int(s.local.PKeyIndex) >= n {
 		return fmt.Errorf("P_Key index %d is beyond %s port %d's table of %d entries", s.local.PKeyIndex, s.ctx.Name(), s.port, n)
+	}
+	if n := s.ctx.NumCompVectors(); s.local.CompVector >= n {
+		return fmt.Errorf("completion vector %d is beyond %s's %d (0 to %d)", s.local.CompVector, s.ctx.Name(), n, n-1)
 	}
 	if len(s.local.Counters) > 0 {
 		if s.counters, err = counters.Open("/sys", s.ctx.Name(), s.port, s.local.Counters); err != nil {

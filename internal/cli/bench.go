@@ -100,6 +100,12 @@ before its server keeps trying for 3 s.`, bench.Title(t), t),
 }
 
 func (o *testOptions) local() (bench.Local, error) {
+	switch client := o.Host != "" || o.Loopback; {
+	case o.CompVector < 0:
+		return bench.Local{}, usageErrorf("-X: completion vector %d: want 0 or more", o.CompVector)
+	case o.CompVector > 0 && client && !o.Events:
+		return bench.Local{}, usageErrorf("-X picks the interrupt of completion events: add -e")
+	}
 	rule, err := o.gidRule()
 	if err != nil {
 		return bench.Local{}, err
@@ -111,7 +117,8 @@ func (o *testOptions) local() (bench.Local, error) {
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
 		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
 		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex,
-		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond, RetryCount: retryCount(o.RetryCount)}, nil
+		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond, RetryCount: retryCount(o.RetryCount),
+		CompVector: o.CompVector}, nil
 }
 
 // retryCount turns --retry_count (-1: not given) into Local.RetryCount,

@@ -177,7 +177,7 @@ func TestEndToEnd(t *testing.T) {
 		{"atomic-bw", []string{"-e", "-n", "300"}},
 		{"read-lat", []string{"-e", "-s", "64", "-n", "200"}},
 		{"send-lat", []string{"-e", "-s", "64", "-n", "200"}},
-		{"atomic-lat", []string{"-e", "-n", "200"}},
+		{"atomic-lat", []string{"-e", "-X", "0", "-n", "200"}},
 		{"send-lat", []string{"-R", "-e", "-c", "UD", "-s", "64", "-n", "200"}},
 		// --use-srq: each side's QPs share one receive queue.
 		{"send-bw", []string{"--use-srq", "-s", "4096", "-n", "300", "-q", "4", "-r", "16"}},
@@ -520,6 +520,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-d", cliDev, "-x", "200"}, "GID index 200"},
 		{[]string{"-d", cliDev, "-x", "7"}, "GID index 7 is empty"},
 		{[]string{"-d", cliDev, "-s", "2147483648"}, "over"},
+		{[]string{"-d", cliDev, "-e", "-X", "99"}, "completion vector 99 is beyond " + cliDev + "'s"},
 	} {
 		t0 := time.Now()
 		out, code := withServer(tc.args...)
@@ -540,6 +541,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"write-bw", "-d", srvDev, "-i", "9"}, "invalid port 9"},
 		{[]string{"write-bw", "-d", srvDev, "-x", "200"}, "GID index 200"},
 		{[]string{"read-lat", "-d", srvDev, "-x", "7"}, "GID index 7 is empty"},
+		{[]string{"send-lat", "-d", srvDev, "-X", "99"}, "completion vector 99 is beyond"},
 		{[]string{"serve", "-d", "nosuchdev0"}, `no RDMA device named "nosuchdev0"`},
 	} {
 		sctx, scancel := context.WithTimeout(ctx, 20*time.Second)

@@ -169,6 +169,11 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	} else if l, err := o.local(); err != nil || l.LatencyGap != 250*time.Microsecond {
 		t.Errorf("--latency-gap 250: %v, %v", l.LatencyGap, err)
 	}
+	if _, o, err := parseTest(t, exchange.SendLat, "-e", "-X", "3", "h"); err != nil {
+		t.Error(err)
+	} else if l, err := o.local(); err != nil || l.CompVector != 3 {
+		t.Errorf("-e -X 3: vector %d, %v", l.CompVector, err)
+	}
 	for args, want := range map[string]int{"": 0, "--retry_count=0": -1, "--retry-count=5": 5, "--retry_count=7": 7} {
 		a := []string{"h"}
 		if args != "" {
@@ -304,6 +309,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.ReadLat, []string{"--mr_per_qp"}, "unknown flag: --mr_per_qp"},
 		{exchange.SendLat, []string{"--latency_gap", "1000001"}, "at most 1000000 µs"},
 		{exchange.WriteBW, []string{"--retry_count", "8"}, "--retry_count 8: want 0 to 7"},
+		{exchange.SendBW, []string{"-X", "1"}, "-X picks the interrupt of completion events: add -e"},
+		{exchange.SendBW, []string{"-e", "--vector", "-2"}, "-X: completion vector -2"},
 		{exchange.WriteBW, []string{"--latency_gap", "10"}, "unknown flag: --latency_gap"},
 		{exchange.WriteBW, []string{"--perform_warm_up", "--write_with_imm"}, "writes with immediate data"},
 		{exchange.ReadBW, []string{"-f", "1", "--run_infinitely"}, "not --run_infinitely"},

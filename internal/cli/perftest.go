@@ -93,6 +93,7 @@ type testOptions struct {
 	WarmUp      bool   // --perform_warm_up
 	MRPerQP     bool   // --mr_per_qp
 	LatencyGap  uint32 // --latency_gap, µs
+	CompVector  int    // -X
 	Immediate   bool   // --write_with_imm, --send_with_imm
 	MaxMemory   uint64
 	Idle        int
@@ -227,6 +228,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.NoRelaxed, "disable_pcie_relaxed", false, "register memory without PCIe relaxed ordering (asked for by default, as perftest does)")
 	f.BoolVar(&o.Histogram, "histogram", false, "print a latency histogram (latency tests)")
 	f.BoolVar(&o.HugePages, "use_hugepages", false, "put both sides' buffers on 2 MiB huge pages (see /proc/sys/vm/nr_hugepages)")
+	f.IntVarP(&o.CompVector, "vector", "X", 0, "completion vector of this side's CQs, the interrupt (and so the CPUs) that -e's events come on: 0 to the device's count less one")
 	f.BoolVarP(&o.Events, "events", "e", false, "sleep on completion events while waiting for a completion, instead of polling (write-lat only with --write_with_imm)")
 	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
 	addLocalReportFlags(f, o)
