@@ -101,6 +101,12 @@ before its server keeps trying for 3 s.`, bench.Title(t), t),
 
 func (o *testOptions) local() (bench.Local, error) {
 	switch client := o.Host != "" || o.Loopback; {
+	case o.QPTimeout == 0:
+		return bench.Local{}, usageErrorf("-u 0 (never time out) is not offered: a lost acknowledgement would stall the test for ever; the most is 31 (about 2.4 hours)")
+	case o.QPTimeout < -1 || o.QPTimeout > 31:
+		return bench.Local{}, usageErrorf("-u: %d out of range 1-31", o.QPTimeout)
+	case o.RetryCount < -1 || o.RetryCount > 7:
+		return bench.Local{}, usageErrorf("--retry_count %d: want 0 to 7", o.RetryCount)
 	case o.CompVector < 0:
 		return bench.Local{}, usageErrorf("-X: completion vector %d: want 0 or more", o.CompVector)
 	case o.CompVector > 0 && client && !o.Events:

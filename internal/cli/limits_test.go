@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -341,5 +342,33 @@ func TestSamplesOnDevice(t *testing.T) {
 	}
 	if lo, hi := slices.Min(s.SamplesUs), slices.Max(s.SamplesUs); math.Abs(lo-s.TMinUs) > 1e-3 || math.Abs(hi-s.TMaxUs) > 1e-3 {
 		t.Errorf("samples from %g to %g µs, table t_min %g, t_max %g", lo, hi, s.TMinUs, s.TMaxUs)
+	}
+}
+
+// TestServeRateLimitOnDevice: `gorperf serve --rate_limit` limits what the
+// server sends, here the writes of a --reversed client's test, which the
+// client reports.
+func TestServeRateLimitOnDevice(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--rate_limit", "2", "--rate_units", "M")
+	waitListening(t, port)
+	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "--reversed", "-s", "4096", "-n", "600", "--json", addr).Output()
+	srv.Process.Signal(os.Interrupt)
+	srv.Wait()
+	if err != nil {
+		t.Fatalf("client: %v\n%s\nserver:\n%s", err, out, srvOut)
+	}
+	var r report.Result
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 1 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := r.Results[0].BWAvgMBps; got > 2*1.05 || got < 2*0.9 {
+		t.Errorf("the rate-limited server wrote at %g MB/s, want 2", got)
+	}
+	if !strings.Contains(srvOut.String(), "Rate limit") {
+		t.Errorf("the server's header lacks its rate limit:\n%s", srvOut)
 	}
 }
