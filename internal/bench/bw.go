@@ -253,12 +253,21 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		if sent && (rcv == nil || rcvOver || !rcv.more()) {
 			break
 		}
-		if s.ch != nil && k == 0 && received == 0 && !posts && (lim == nil || tokens > 0) {
+		if s.ch != nil && k == 0 && received == 0 && !posts {
 			// -e: nothing to post and nothing came; sleep until a
-			// completion does (a side held back by its rate limit
-			// polls until its next tokens).
-			if err := s.sleep(); err != nil {
-				return partial(err)
+			// completion does, or, for a side held back by its rate
+			// limit, at most until its next token. The sleep's clock
+			// counts whole milliseconds, rounding up: it sleeps the
+			// whole milliseconds before the token and polls the rest,
+			// so that the sleep does not slow the rate.
+			slice := eventSlice
+			if lim != nil && tokens == 0 && !stopping {
+				slice = min(slice, lim.due().Truncate(time.Millisecond))
+			}
+			if slice > 0 {
+				if _, err := s.ch.Block(slice); err != nil {
+					return partial(err)
+				}
 			}
 		}
 		if now, ok := pc.due(); ok {

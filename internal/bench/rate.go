@@ -84,3 +84,12 @@ func (l *limiter) take(now time.Time, want uint64) uint64 {
 
 // giveBack returns n tokens that take gave and were not used.
 func (l *limiter) giveBack(n uint64) { l.tokens = min(l.burst, l.tokens+float64(n)) }
+
+// due returns how long from its last take the limiter's next whole token
+// is: 0 when one is there.
+func (l *limiter) due() time.Duration {
+	if l.tokens >= 1 || l.perNs <= 0 {
+		return 0
+	}
+	return time.Duration((1-l.tokens)/l.perNs) + 1
+}

@@ -34,6 +34,20 @@ func TestLimiter(t *testing.T) {
 	if n := l.take(now, 0); n != 0 {
 		t.Errorf("take 0: %d", n)
 	}
+	// A limiter out of tokens says when the next is due: 1024 a second
+	// is one every 976.5625 µs.
+	l.tokens = 0
+	if d := l.due(); d < 976*time.Microsecond || d > 977*time.Microsecond {
+		t.Errorf("due with no tokens: %v, want 976.5625µs", d)
+	}
+	l.tokens = 0.5
+	if d := l.due(); d < 488*time.Microsecond || d > 489*time.Microsecond {
+		t.Errorf("due with half a token: %v, want about 488µs", d)
+	}
+	l.tokens = 1
+	if d := l.due(); d != 0 {
+		t.Errorf("due with a token: %v, want 0", d)
+	}
 	// Tokens given back are there to take again, up to a burst.
 	l.tokens = 0
 	l.giveBack(3)

@@ -253,13 +253,24 @@ func TestEndToEnd(t *testing.T) {
 func TestEventsSleep(t *testing.T) {
 	for _, tc := range []struct {
 		test     string
-		sleepers string // the sides that wait for completions
+		sleepers string   // the sides that wait for completions
+		extra    []string // more flags
 	}{
-		{"send-lat", "client and server"},
-		{"send-bw", "server"},
+		{"send-lat", "client and server", nil},
+		{"send-bw", "server", nil},
+		// A sender held back by its rate limit sleeps until its next
+		// token, where it polled for it.
+		{"write-bw", "client", []string{"--rate_limit", "200", "--rate_units", "p", "--burst_size", "1"}},
 	} {
 		t.Run(tc.test, func(t *testing.T) {
-			_, cli, srv := pairProcs(t, tc.test, "-e", "-D", "4", "-s", "64")
+			r, cli, srv := pairProcs(t, tc.test, append([]string{"-e", "-D", "4", "-s", "64"}, tc.extra...)...)
+			if tc.extra != nil {
+				// -D 4 measures its middle 2 s (-f 1): at 200 a second
+				// about 400 messages.
+				if n := r.Results[0].Iterations; n < 340 || n > 420 {
+					t.Errorf("%d messages in the measured 2 s at 200 a second", n)
+				}
+			}
 			for side, ps := range map[string]*os.ProcessState{"client": cli, "server": srv} {
 				if !strings.Contains(tc.sleepers, side) {
 					continue
