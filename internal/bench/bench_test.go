@@ -379,8 +379,8 @@ func TestLatencyGap(t *testing.T) {
 		})
 		took := time.Since(start)
 		lat := c.Sizes[0].Lat
-		if lat.N != iters || lat.Typical >= 1e6 || took < (iters-1)*gap {
-			t.Errorf("%v: %d samples, t_typical %.1f µs, %v in all; want %d well under 1 ms, in at least %v",
+		if lat.N != iters || lat.Typical >= 2e6 || took < (iters-1)*gap {
+			t.Errorf("%v: %d samples, t_typical %.1f µs, %v in all; want %d under 2 ms, in at least %v",
 				test, lat.N, lat.Typical/1e3, took, iters, (iters-1)*gap)
 		}
 		t.Logf("%v: t_typical %.1f µs, %v in all", test, lat.Typical/1e3, took)
