@@ -144,7 +144,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	var peak time.Duration
 	stopping := false
 	reportEvery := time.Second
-	if s.spec.RunInfinitely {
+	if s.spec.RunInfinitely && !s.warming { // a warm-up has its end
 		reportEvery = time.Duration(s.spec.Duration) * time.Second
 		dur = 0
 		deadline = start.Add(100 * 365 * 24 * time.Hour)
@@ -330,7 +330,7 @@ func closeAll[B interface {
 
 // report calls the Interval and Progress callbacks, if any.
 func (s *session) report(now, start time.Time, size int, total, want uint64, dur time.Duration, last *uint64) {
-	if s.spec.RunInfinitely && s.local.Interval != nil {
+	if s.spec.RunInfinitely && !s.warming && s.local.Interval != nil {
 		d := time.Duration(s.spec.Duration) * time.Second
 		s.local.Interval(now.Sub(start), stats.ComputeBandwidth(s.payload(size), total-*last, d, 0))
 		*last = total

@@ -34,6 +34,9 @@ type Result struct {
 	// Mismatches counts data validation failures, both sides together.
 	Mismatches  uint64
 	Interrupted bool
+	// WarmedUp is the messages each of this side's QPs completed in
+	// warm-ups (TestSpec.WarmUp), outside the sizes' results.
+	WarmedUp uint64
 }
 
 // SizeResult is what one message size measured: bandwidth for bandwidth
@@ -311,7 +314,9 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		}
 		if spec.WarmUp && s.active(client) {
 			// One-sided operations: the peer need not be at the barrier.
-			if err := s.warmUp(ctx, size); err != nil {
+			err := s.warmUp(ctx, size)
+			res.WarmedUp = s.warmed
+			if err != nil {
 				return res, fmt.Errorf("warming up: %w", err)
 			}
 		}
@@ -449,7 +454,9 @@ func (s *session) warmUp(ctx context.Context, size int) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	n := uint64(max(s.spec.TXDepth, 1))
+	s.warming = true
 	r, err := s.runSender(ctx, size, n, 0)
+	s.warming = false
 	s.warmed += r.Iters / uint64(len(s.qps)) // fetch-and-add: each adds 1 on its QP's target
 	return err
 }

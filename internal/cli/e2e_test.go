@@ -497,11 +497,12 @@ func TestRunInfinitely(t *testing.T) {
 	if rows < 3 {
 		t.Errorf("%d interval lines in 6.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
 	}
-	// With --json, one document holds the intervals.
-	cliOut = run(4500*time.Millisecond, "--json")
+	// With --json, one document holds the intervals; a warm-up ends and
+	// the intervals follow it.
+	cliOut = run(4500*time.Millisecond, "--json", "--perform_warm_up")
 	var r report.Result
-	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || !r.Interrupted {
-		t.Errorf("--json --run_infinitely: %v, %d intervals, interrupted %v:\n%s", err, len(r.Intervals), r.Interrupted, cliOut)
+	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || !r.Interrupted || !r.WarmUp {
+		t.Errorf("--json --run_infinitely --perform_warm_up: %v, %d intervals, interrupted %v:\n%s", err, len(r.Intervals), r.Interrupted, cliOut)
 	}
 }
 
