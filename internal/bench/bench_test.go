@@ -600,41 +600,52 @@ func recordQPAttrs[T any](t *testing.T, f func(ibverbs.QPAttr) T) *qpAttrs[T] {
 	return q
 }
 
-// TestQPTimeout: each side's QPs get its own Local.QPTimeout (-u), and
-// perftest's 14 without one; through rdma_cm (-R) too.
-func TestQPTimeout(t *testing.T) {
+// sideAttrCase is one run of checkSideAttr: what each side's Local is
+// given, and what its two QPs' attribute must then be.
+type sideAttrCase struct {
+	name             string
+	client, server   int
+	wantCli, wantSrv uint8
+	rdmaCM           bool
+}
+
+// checkSideAttr runs a small write_bw for each case, with set giving each
+// side's Local its value, and checks the attribute get of each side's QPs.
+func checkSideAttr(t *testing.T, what string, cases []sideAttrCase, get func(ibverbs.QPAttr) uint8, set func(*bench.Local, int)) {
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 20,
 		NumQPs: 2, TXDepth: 16, CQModeration: 1}
-	for _, tc := range []struct {
-		name             string
-		client, server   uint8
-		wantCli, wantSrv uint8
-		rdmaCM           bool
-	}{
-		{"default", 0, 0, 14, 14, false},
-		{"set", 20, 9, 20, 9, false},
-		{"rdma_cm", 20, 9, 20, 9, true},
-	} {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := spec
 			spec.RdmaCM = tc.rdmaCM
-			rec := recordQPAttrs(t, func(a ibverbs.QPAttr) uint8 { return a.Timeout })
+			rec := recordQPAttrs(t, get)
 			cmHost := ""
 			if tc.rdmaCM {
 				cmHost = gidHost(t)
 			}
 			loopback(t, spec, func(l *bench.Local, client bool) {
-				l.QPTimeout = tc.server
+				set(l, tc.server)
 				if client {
-					l.QPTimeout, l.CMHost = tc.client, cmHost
+					set(l, tc.client)
+					l.CMHost = cmHost
 				}
 			})
 			got := rec.get()
 			if !slices.Equal(got[true], []uint8{tc.wantCli, tc.wantCli}) || !slices.Equal(got[false], []uint8{tc.wantSrv, tc.wantSrv}) {
-				t.Errorf("QP timeouts: client %v, server %v; want %d and %d on each QP", got[true], got[false], tc.wantCli, tc.wantSrv)
+				t.Errorf("%s: client %v, server %v; want %d and %d on each QP", what, got[true], got[false], tc.wantCli, tc.wantSrv)
 			}
 		})
 	}
+}
+
+// TestQPTimeout: each side's QPs get its own Local.QPTimeout (-u), and
+// perftest's 14 without one; through rdma_cm (-R) too.
+func TestQPTimeout(t *testing.T) {
+	checkSideAttr(t, "QP timeouts", []sideAttrCase{
+		{"default", 0, 0, 14, 14, false},
+		{"set", 20, 9, 20, 9, false},
+		{"rdma_cm", 20, 9, 20, 9, true},
+	}, func(a ibverbs.QPAttr) uint8 { return a.Timeout }, func(l *bench.Local, v int) { l.QPTimeout = uint8(v) })
 }
 
 // TestRetryCount sets each side's RC retry count (--retry_count), none
@@ -642,38 +653,11 @@ func TestQPTimeout(t *testing.T) {
 // rdma_cm's, where the connection request carries the client's to both
 // sides' QPs and rdma_accept's is ignored; by default both have 7.
 func TestRetryCount(t *testing.T) {
-	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 20,
-		NumQPs: 2, TXDepth: 16, CQModeration: 1}
-	for _, tc := range []struct {
-		name             string
-		client, server   int
-		wantCli, wantSrv uint8
-		rdmaCM           bool
-	}{
+	checkSideAttr(t, "retry counts", []sideAttrCase{
 		{"default", 0, 0, 7, 7, false},
 		{"set", -1, 3, 0, 3, false},
 		{"rdma_cm", -1, 3, 0, 0, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			spec := spec
-			spec.RdmaCM = tc.rdmaCM
-			rec := recordQPAttrs(t, func(a ibverbs.QPAttr) uint8 { return a.RetryCnt })
-			cmHost := ""
-			if tc.rdmaCM {
-				cmHost = gidHost(t)
-			}
-			loopback(t, spec, func(l *bench.Local, client bool) {
-				l.RetryCount = tc.server
-				if client {
-					l.RetryCount, l.CMHost = tc.client, cmHost
-				}
-			})
-			got := rec.get()
-			if !slices.Equal(got[true], []uint8{tc.wantCli, tc.wantCli}) || !slices.Equal(got[false], []uint8{tc.wantSrv, tc.wantSrv}) {
-				t.Errorf("retry counts: client %v, server %v; want %d and %d on each QP", got[true], got[false], tc.wantCli, tc.wantSrv)
-			}
-		})
-	}
+	}, func(a ibverbs.QPAttr) uint8 { return a.RetryCnt }, func(l *bench.Local, v int) { l.RetryCount = v })
 }
 
 // TestGRHAndPKey: the spec's flow labels (taken in turn) and traffic
