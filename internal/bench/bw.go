@@ -425,9 +425,7 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 	}
 	r.start = time.Now()
 	r.last = r.start
-	if !s.spec.RunInfinitely {
-		r.measured = newSpan(r.start, dur, s.margin(), s.local.CPUUtil)
-	}
+	r.measured = newSpan(r.start, dur, s.margin(), s.local.CPUUtil) // none for run_infinitely, which has no margin
 	return r, nil
 }
 

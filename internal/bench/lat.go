@@ -86,16 +86,24 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 type pingSide interface {
 	// first posts message 0, the initiator's, which answers nothing.
 	first() error
-	// answer waits for the peer's message got and then posts message
-	// send, with nothing between the two.
-	answer(ctx context.Context, got, send uint64, until time.Time) error
+	// number makes the next message posted message send.
+	number(send uint64)
 	// wait waits for the peer's message got, answering nothing.
 	wait(ctx context.Context, got uint64, until time.Time) error
-	// post posts message send after a wait: answer's second half, for a
-	// loop that pauses between the two (--latency_gap).
-	post(send uint64) error
+	// reply posts the numbered message after a wait.
+	reply() error
 	// sent runs after each post.
 	sent() error
+}
+
+// answer waits for the peer's message got and then posts message send,
+// with nothing between the two: the message is numbered before the wait.
+func answer(ctx context.Context, p pingSide, got, send uint64, until time.Time) error {
+	p.number(send)
+	if err := p.wait(ctx, got, until); err != nil {
+		return err
+	}
+	return p.reply()
 }
 
 // lastAnswerWait bounds the wait for the answer to the last message of a
@@ -128,7 +136,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		var err error
 		switch {
 		case !initiator:
-			err = p.answer(ctx, i, i, until)
+			err = answer(ctx, p, i, i, until)
 		case i == 0:
 			err = p.first()
 		case gap > 0:
@@ -138,10 +146,11 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 					out = append(out, float64(arrived-prev)/2)
 				}
 				spinUntil(start, arrived+gap)
-				err = p.post(i)
+				p.number(i)
+				err = p.reply()
 			}
 		default:
-			err = p.answer(ctx, i-1, i, until)
+			err = answer(ctx, p, i-1, i, until)
 		}
 		if errors.Is(err, errTimeUp) {
 			timedOut = true
@@ -200,26 +209,17 @@ type writePing struct {
 }
 
 func (p *writePing) first() error {
-	p.src[len(p.src)-1] = seqByte(0)
+	p.number(0)
 	return p.wr.Post(0, 1, 0)
 }
 
-func (p *writePing) answer(ctx context.Context, got, send uint64, until time.Time) error {
-	p.src[len(p.src)-1] = seqByte(send)
-	if err := p.wait(ctx, got, until); err != nil {
-		return err
-	}
-	return p.wr.Post(0, 1, 0)
-}
+func (p *writePing) number(send uint64) { p.src[len(p.src)-1] = seqByte(send) }
 
 func (p *writePing) wait(ctx context.Context, got uint64, until time.Time) error {
 	return p.s.waitByte(ctx, p.at, seqByte(got), until)
 }
 
-func (p *writePing) post(send uint64) error {
-	p.src[len(p.src)-1] = seqByte(send)
-	return p.wr.Post(0, 1, 0)
-}
+func (p *writePing) reply() error { return p.wr.Post(0, 1, 0) }
 
 func (p *writePing) sent() error { return nil }
 
@@ -236,31 +236,19 @@ type sendPing struct {
 }
 
 func (p *sendPing) first() error {
-	if p.imm {
-		p.wr.SetImm(0, immValue(0))
-	}
+	p.number(0)
 	return p.wr.Post(0, 1, 0)
 }
 
-func (p *sendPing) answer(ctx context.Context, got, send uint64, until time.Time) error {
+func (p *sendPing) number(send uint64) {
 	if p.imm {
 		p.wr.SetImm(0, immValue(send))
 	}
-	if err := p.wait(ctx, got, until); err != nil {
-		return err
-	}
-	if !p.late {
-		if err := p.rb.Post(0, 1); err != nil {
-			return err
-		}
-	}
-	return p.wr.Post(0, 1, 0)
 }
 
-func (p *sendPing) post(send uint64) error {
-	if p.imm {
-		p.wr.SetImm(0, immValue(send))
-	}
+// reply replaces the receive the wait used first where that is not done
+// late, after the send.
+func (p *sendPing) reply() error {
 	if !p.late {
 		if err := p.rb.Post(0, 1); err != nil {
 			return err
