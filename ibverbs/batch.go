@@ -46,7 +46,7 @@ func (qp *QP) NewSendBatch(wrs []SendWR) (*SendBatch, error) {
 	}
 	maxSGE := qp.cap.MaxSendSGE
 	for i := range wrs {
-		if err := qp.checkSend(&wrs[i], maxSGE); err != nil {
+		if err := qp.checkBatched(&wrs[i], maxSGE); err != nil {
 			return nil, &PostError{Index: i, Err: err}
 		}
 	}
@@ -64,6 +64,16 @@ func (qp *QP) NewSendBatch(wrs []SendWR) (*SendBatch, error) {
 	return b, nil
 }
 
+// checkBatched is checkSend for a request of a batch, which cannot be a
+// bind: a window's every bind needs a new rkey, and Post posts the
+// requests as they are.
+func (qp *QP) checkBatched(w *SendWR, maxSGE int) error {
+	if w.Opcode == OpBindMW {
+		return fmt.Errorf("ibverbs: a send batch cannot hold a BIND_MW (each needs a new rkey): post it with PostSend: %w", syscall.EINVAL)
+	}
+	return qp.checkSend(w, maxSGE)
+}
+
 func (b *SendBatch) fill(i int, w *SendWR) {
 	fillSend(&b.wrs[i], b.sges[i*b.maxSGE:(i+1)*b.maxSGE], w)
 }
@@ -77,7 +87,7 @@ func (b *SendBatch) Set(i int, w SendWR) error {
 		return ErrClosed
 	}
 	_ = b.wrs[i]
-	if err := b.qp.checkSend(&w, b.maxSGE); err != nil {
+	if err := b.qp.checkBatched(&w, b.maxSGE); err != nil {
 		return err
 	}
 	b.fill(i, &w)

@@ -97,6 +97,8 @@ func TestConstantsMatchC(t *testing.T) {
 		"OpLocalInv":            int64(ibverbs.OpLocalInv),
 		"OpBindMW":              int64(ibverbs.OpBindMW),
 		"OpSendWithInv":         int64(ibverbs.OpSendWithInv),
+		"MWType1":               int64(ibverbs.MWType1),
+		"MWType2":               int64(ibverbs.MWType2),
 		"SendFence":             int64(ibverbs.SendFence),
 		"SendSignaled":          int64(ibverbs.SendSignaled),
 		"SendSolicited":         int64(ibverbs.SendSolicited),

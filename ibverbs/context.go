@@ -113,6 +113,7 @@ type DeviceAttr struct {
 	MaxSGE, MaxSGERD        int
 	MaxCQ, MaxCQE           int
 	MaxMR, MaxPD            int
+	MaxMW                   int
 	MaxQPRdAtom             int
 	MaxQPInitRdAtom         int
 	MaxSRQ, MaxSRQWR        int
@@ -157,6 +158,7 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 		MaxCQ:                   int(o.max_cq),
 		MaxCQE:                  int(o.max_cqe),
 		MaxMR:                   int(o.max_mr),
+		MaxMW:                   int(o.max_mw),
 		MaxPD:                   int(o.max_pd),
 		MaxQPRdAtom:             int(o.max_qp_rd_atom),
 		MaxQPInitRdAtom:         int(o.max_qp_init_rd_atom),

@@ -31,6 +31,8 @@
 //	ibv_query_gid_table        (*Context).GIDTable  ibv_query_gid_ex   (*Context).QueryGID
 //	ibv_alloc_pd               (*Context).AllocPD   ibv_dealloc_pd     (*PD).Close
 //	ibv_reg_mr                 (*PD).RegMR, RegMRRange               ibv_dereg_mr (*MR).Close
+//	ibv_alloc_mw               (*PD).AllocMW        ibv_dealloc_mw     (*MW).Close
+//	ibv_bind_mw                (*QP).BindMW         ibv_inc_rkey       NextRKey
 //	ibv_create_comp_channel    (*Context).CreateCompChannel
 //	ibv_get_cq_event           (*CompChannel).Wait, Block (ack with ibv_ack_cq_events)
 //	ibv_create_cq              (*Context).CreateCQ  ibv_destroy_cq     (*CQ).Close
@@ -58,9 +60,10 @@
 //
 // # Lifetimes
 //
-// A child keeps its parent: an MR holds its PD and Buffer, a QP its PD, CQs
-// and SRQ, a CQ its Context and channel. Close a child before its parent. A
-// parent's Close while children are open fails with an error that matches
+// A child keeps its parent: an MR holds its PD and Buffer, an MW its PD, a
+// QP its PD, CQs and SRQ, a CQ its Context and channel. Close a child
+// before its parent. A parent's Close while children are open fails with
+// an error that matches
 // syscall.EBUSY and says how many are open, and changes nothing, so any
 // order a program tries is safe and the right order always works. Close is
 // idempotent. Methods of a closed object return ErrClosed (which also

@@ -28,6 +28,7 @@ type pairOpts struct {
 	params ibverbs.ConnParams
 	cap    ibverbs.QPCap
 	wrapi  bool // post sends through the ibv_wr_* API
+	wrOps  []ibverbs.Opcode
 	// ch, if set, is the completion channel of the sides' CQs; newPair
 	// sets it when events is.
 	ch     *ibverbs.CompChannel
@@ -64,7 +65,7 @@ func newSide(t testing.TB, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq
 	if c.MaxSendWR == 0 {
 		c = ibverbs.QPCap{MaxSendWR: 128, MaxRecvWR: 128, MaxSendSGE: 4, MaxRecvSGE: 4}
 	}
-	if s.qp, err = pd.CreateQP(ibverbs.QPInit{Type: o.typ, SendCQ: s.cq, SRQ: srq, Cap: c, WRAPI: o.wrapi}); err != nil {
+	if s.qp, err = pd.CreateQP(ibverbs.QPInit{Type: o.typ, SendCQ: s.cq, SRQ: srq, Cap: c, WRAPI: o.wrapi, WROps: o.wrOps}); err != nil {
 		if o.wrapi && errors.Is(err, errors.ErrUnsupported) {
 			t.Skipf("%s has no ibv_wr_* API: %v", ctx.Name(), err)
 		}

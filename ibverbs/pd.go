@@ -10,7 +10,7 @@ import (
 	"unsafe"
 )
 
-// PD is a protection domain (struct ibv_pd). MRs, QPs, AHs and SRQs belong
+// PD is a protection domain (struct ibv_pd). MRs, MWs, QPs, AHs and SRQs belong
 // to one.
 type PD struct {
 	c    *C.struct_ibv_pd
@@ -38,13 +38,13 @@ func (pd *PD) Context() *Context { return pd.ctx }
 func (pd *PD) Raw() unsafe.Pointer { return unsafe.Pointer(pd.c) }
 
 // Close deallocates the PD (ibv_dealloc_pd). It fails with EBUSY while MRs,
-// QPs, AHs or SRQs of the PD are open. Closing twice is a no-op.
+// MWs, QPs, AHs or SRQs of the PD are open. Closing twice is a no-op.
 func (pd *PD) Close() error {
 	if pd.c == nil {
 		return nil
 	}
 	if n := pd.kids.count(); n > 0 {
-		return busyError("ibv_dealloc_pd", "objects (MRs, QPs, AHs, SRQs)", n)
+		return busyError("ibv_dealloc_pd", "objects (MRs, MWs, QPs, AHs, SRQs)", n)
 	}
 	rc := C.ibv_dealloc_pd(pd.c)
 	if rc != 0 {

@@ -42,6 +42,11 @@ type QPInit struct {
 	// them) gets the length of a request with several SGEs wrong on this
 	// path; inline data the binding gathers itself.
 	WRAPI bool
+	// WROps, with WRAPI, are the opcodes the QP is created for in place
+	// of the list above: the memory-window opcodes (OpBindMW, OpLocalInv,
+	// OpSendWithInv) are not in it, as not every provider has them. A
+	// provider refuses a set it lacks.
+	WROps []Opcode
 }
 
 // QP is a queue pair (struct ibv_qp).
@@ -92,22 +97,41 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	}, nil)
 }
 
+// wrOpFlags are the IBV_QP_EX_WITH_* flags that ask for each opcode.
+var wrOpFlags = map[Opcode]uint64{
+	OpRDMAWrite:        C.IBV_QP_EX_WITH_RDMA_WRITE,
+	OpRDMAWriteWithImm: C.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+	OpSend:             C.IBV_QP_EX_WITH_SEND,
+	OpSendWithImm:      C.IBV_QP_EX_WITH_SEND_WITH_IMM,
+	OpRDMARead:         C.IBV_QP_EX_WITH_RDMA_READ,
+	OpAtomicCmpAndSwp:  C.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
+	OpAtomicFetchAdd:   C.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+	OpLocalInv:         C.IBV_QP_EX_WITH_LOCAL_INV,
+	OpBindMW:           C.IBV_QP_EX_WITH_BIND_MW,
+	OpSendWithInv:      C.IBV_QP_EX_WITH_SEND_WITH_INV,
+}
+
 // wrOps returns the opcodes (bits 1<<Opcode) a QP of type t made for the
-// ibv_wr_* API takes, and the IBV_QP_EX_WITH_* flags that ask for them.
-func wrOps(t QPType) (ops uint32, flags uint64) {
-	add := func(o Opcode, f uint64) { ops, flags = ops|1<<o, flags|f }
-	add(OpSend, C.IBV_QP_EX_WITH_SEND)
-	add(OpSendWithImm, C.IBV_QP_EX_WITH_SEND_WITH_IMM)
-	if t == QPTypeRC || t == QPTypeUC {
-		add(OpRDMAWrite, C.IBV_QP_EX_WITH_RDMA_WRITE)
-		add(OpRDMAWriteWithImm, C.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+// ibv_wr_* API takes, and the IBV_QP_EX_WITH_* flags that ask for them:
+// those in want, or with none the ones of QPInit.WRAPI's list.
+func wrOps(t QPType, want []Opcode) (ops uint32, flags uint64, err error) {
+	if len(want) == 0 {
+		want = []Opcode{OpSend, OpSendWithImm}
+		if t == QPTypeRC || t == QPTypeUC {
+			want = append(want, OpRDMAWrite, OpRDMAWriteWithImm)
+		}
+		if t == QPTypeRC {
+			want = append(want, OpRDMARead, OpAtomicCmpAndSwp, OpAtomicFetchAdd)
+		}
 	}
-	if t == QPTypeRC {
-		add(OpRDMARead, C.IBV_QP_EX_WITH_RDMA_READ)
-		add(OpAtomicCmpAndSwp, C.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
-		add(OpAtomicFetchAdd, C.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	for _, o := range want {
+		f, ok := wrOpFlags[o]
+		if !ok {
+			return 0, 0, fmt.Errorf("ibv_create_qp_ex: opcode %v has no ibv_wr_* call here: %w", o, syscall.EINVAL)
+		}
+		ops, flags = ops|1<<o, flags|f
 	}
-	return ops, flags
+	return ops, flags, nil
 }
 
 // WRAPI reports whether the QP posts sends through the ibv_wr_* API
@@ -149,7 +173,10 @@ func (pd *PD) CreateQPWith(init QPInit, create func(attr unsafe.Pointer) (unsafe
 // and the send operations of the QP's type.
 func (pd *PD) createQPEx(init QPInit, create func(*C.struct_ibv_qp_init_attr_ex) (*C.struct_ibv_qp, error), destroy func() error) (*QP, error) {
 	var qx *C.struct_ibv_qp_ex
-	ops, flags := wrOps(init.Type)
+	ops, flags, err := wrOps(init.Type, init.WROps)
+	if err != nil {
+		return nil, err
+	}
 	qp, err := pd.createQP(init, func(a *C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error) {
 		var ax C.struct_ibv_qp_init_attr_ex
 		C.gv_fill_attr_ex(&ax, a, pd.c, C.uint64_t(flags))
@@ -183,6 +210,9 @@ func (pd *PD) createQP(init QPInit, create func(*C.struct_ibv_qp_init_attr) (*C.
 	}
 	if init.SendCQ == nil {
 		return nil, fmt.Errorf("ibv_create_qp: a send CQ is required: %w", syscall.EINVAL)
+	}
+	if len(init.WROps) > 0 && !init.WRAPI {
+		return nil, fmt.Errorf("ibv_create_qp: QPInit.WROps is for a QP with WRAPI: %w", syscall.EINVAL)
 	}
 	if init.RecvCQ == nil {
 		init.RecvCQ = init.SendCQ
@@ -313,6 +343,7 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 	for base := 0; base < len(wrs); base += step {
 		chunk := wrs[base:min(base+step, len(wrs))]
 		var refused error // a request refused here: the ones before it still go
+		binds := false
 		for i := range chunk {
 			w := &chunk[i]
 			if why := qp.checkSend(w, maxSGE); why != nil {
@@ -321,9 +352,14 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 				break
 			}
 			fillSend(&ws[i], sges[i*maxSGE:(i+1)*maxSGE], w)
+			binds = binds || w.Opcode == OpBindMW
 		}
 		if len(chunk) > 0 {
-			if bad, err := qp.post(&ws[0], len(chunk), list); err != nil {
+			bad, err := qp.post(&ws[0], len(chunk), list)
+			if binds {
+				rekey(chunk[:bad])
+			}
+			if err != nil {
 				return &PostError{Index: base + bad, Err: err}
 			}
 		}
@@ -334,6 +370,17 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 	return nil
 }
 
+// rekey gives the windows that posted OpBindMW requests bind their new
+// rkeys, as ibv_bind_mw does: providers (rxe among them) name the window
+// of a later bind by the rkey its struct ibv_mw holds.
+func rekey(posted []SendWR) {
+	for i := range posted {
+		if w := &posted[i]; w.Opcode == OpBindMW {
+			w.Bind.MW.c.rkey = C.uint32_t(w.RKey)
+		}
+	}
+}
+
 // checkSend says why PostSend would refuse w before it reaches the
 // provider, or returns nil.
 func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
@@ -341,7 +388,12 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
 	case len(w.SGL) > maxSGE:
 		return fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)
 	case qp.qx != nil && (w.Opcode >= 32 || qp.wrOps&(1<<w.Opcode) == 0):
-		return fmt.Errorf("ibv_wr_start: opcode %v is not one this %v QP was created with for the ibv_wr_* API: %w", w.Opcode, qp.typ, syscall.EINVAL)
+		return fmt.Errorf("ibv_wr_start: opcode %v is not one this %v QP was created with for the ibv_wr_* API (QPInit.WROps): %w", w.Opcode, qp.typ, syscall.EINVAL)
+	case w.Opcode == OpBindMW:
+		if w.Bind == nil {
+			return fmt.Errorf("ibv_post_send: BIND_MW without SendWR.Bind: %w", syscall.EINVAL)
+		}
+		return checkBind("ibv_post_send", w.Bind.MW, w.Bind)
 	}
 	return nil
 }
@@ -372,10 +424,11 @@ func (qp *QP) postError(errno int) error {
 }
 
 // setImm writes v into w's imm_data (network order) or, for
-// OpSendWithInv, its invalidate_rkey (host order): the two share a place.
+// OpSendWithInv and OpLocalInv, its invalidate_rkey (host order): the two
+// share a place.
 func setImm(w *C.struct_ibv_send_wr, v uint32) {
 	imm := (*[4]byte)(unsafe.Add(unsafe.Pointer(w), C.gv_send_wr_imm))
-	if Opcode(w.opcode) == OpSendWithInv {
+	if op := Opcode(w.opcode); op == OpSendWithInv || op == OpLocalInv {
 		*(*uint32)(unsafe.Pointer(imm)) = v
 	} else {
 		binary.BigEndian.PutUint32(imm[:], v)
@@ -403,6 +456,15 @@ func fillSend(w *C.struct_ibv_send_wr, sg []SGE, r *SendWR) {
 		d.rkey = C.uint32_t(r.RKey)
 		d.compare_add = C.uint64_t(r.CompareAdd)
 		d.swap = C.uint64_t(r.Swap)
+	case OpBindMW:
+		d := (*C.struct_gv_wr_bind_mw)(unsafe.Add(unsafe.Pointer(w), C.gv_send_wr_bind))
+		b := r.Bind
+		d.mw = b.MW.c
+		d.rkey = C.uint32_t(r.RKey)
+		d.bind_info.mr = b.MR.c
+		d.bind_info.addr = C.uint64_t(b.Addr)
+		d.bind_info.length = C.uint64_t(b.Length)
+		d.bind_info.mw_access_flags = C.uint(b.Access)
 	default:
 		if r.AH != nil {
 			d := (*C.struct_gv_wr_ud)(u)

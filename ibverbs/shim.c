@@ -26,6 +26,12 @@ _Static_assert(sizeof(struct gv_wr_atomic) <= sizeof(((struct ibv_send_wr *)0)->
 _Static_assert(offsetof(struct ibv_send_wr, invalidate_rkey) == gv_send_wr_imm,
 	       "imm_data and invalidate_rkey do not share their place");
 
+#define BIND_AT(m, gm) \
+	(offsetof(struct ibv_send_wr, bind_mw.m) == gv_send_wr_bind + offsetof(struct gv_wr_bind_mw, gm))
+_Static_assert(BIND_AT(mw, mw) && BIND_AT(rkey, rkey) && BIND_AT(bind_info, bind_info) &&
+		       sizeof(struct gv_wr_bind_mw) == sizeof(((struct ibv_send_wr *)0)->bind_mw),
+	       "struct gv_wr_bind_mw is not the layout of ibv_send_wr.bind_mw");
+
 struct gv_post_scratch *gv_scratch_new(int cap, int max_sge, int send)
 {
 	struct gv_post_scratch *s = calloc(1, sizeof(*s));
@@ -162,6 +168,15 @@ int gv_wr_post(uintptr_t qxh, uintptr_t wrh, int n, int list, int *bad)
 				ibv_wr_atomic_fetch_add(qx, r->wr.atomic.rkey, r->wr.atomic.remote_addr,
 							r->wr.atomic.compare_add);
 				break;
+			case IBV_WR_SEND_WITH_INV:
+				ibv_wr_send_inv(qx, r->invalidate_rkey);
+				break;
+			case IBV_WR_LOCAL_INV:
+				ibv_wr_local_inv(qx, r->invalidate_rkey);
+				continue; // no data, no address
+			case IBV_WR_BIND_MW:
+				ibv_wr_bind_mw(qx, r->bind_mw.mw, r->bind_mw.rkey, &r->bind_mw.bind_info);
+				continue;
 			default:
 				ibv_wr_abort(qx);
 				*bad = i;
@@ -264,7 +279,12 @@ int gv_poll_cq(uintptr_t cqh, int n, struct gv_wc *out)
 			o->opcode = wc[i].opcode;
 			o->vendor_err = wc[i].vendor_err;
 			o->byte_len = wc[i].byte_len;
-			o->imm_data = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc[i].imm_data) : 0;
+			if (wc[i].wc_flags & IBV_WC_WITH_IMM)
+				o->imm_data = ntohl(wc[i].imm_data);
+			else if (wc[i].wc_flags & IBV_WC_WITH_INV)
+				o->imm_data = wc[i].invalidated_rkey;
+			else
+				o->imm_data = 0;
 			o->qp_num = wc[i].qp_num;
 			o->src_qp = wc[i].src_qp;
 			o->wc_flags = wc[i].wc_flags;
@@ -314,6 +334,29 @@ struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access, 
 	mr = ibv_reg_mr(pd, addr, len, access);
 	*err = mr ? 0 : (errno ? errno : EINVAL);
 	return mr;
+}
+
+struct ibv_mw *gv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type, int *err)
+{
+	struct ibv_mw *mw;
+
+	errno = 0;
+	mw = ibv_alloc_mw(pd, type);
+	*err = mw ? 0 : (errno ? errno : EINVAL);
+	return mw;
+}
+
+// ibv_bind_mw returns its error rather than setting errno.
+int gv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, uint64_t wr_id, unsigned int flags,
+	       struct ibv_mr *mr, uint64_t addr, uint64_t length, unsigned int access)
+{
+	struct ibv_mw_bind b = {
+		.wr_id = wr_id,
+		.send_flags = flags,
+		.bind_info = { .mr = mr, .addr = addr, .length = length, .mw_access_flags = access },
+	};
+
+	return ibv_bind_mw(qp, mw, &b);
 }
 
 // Returns 0, or an errno (EAGAIN when the non-blocking channel is empty).

@@ -29,6 +29,16 @@ struct gv_wr_ud {
 	uint32_t remote_qkey;
 };
 
+// gv_wr_bind_mw is the layout of the request's bind_mw, another anonymous
+// member; gv_send_wr_bind is where it lies.
+struct gv_wr_bind_mw {
+	struct ibv_mw *mw;
+	uint32_t rkey;
+	struct ibv_mw_bind_info bind_info;
+};
+
+enum { gv_send_wr_bind = offsetof(struct ibv_send_wr, bind_mw) };
+
 // gv_send_wr_imm is where imm_data (and invalidate_rkey) lie in a request,
 // an anonymous union that Go cannot name either.
 enum { gv_send_wr_imm = offsetof(struct ibv_send_wr, imm_data) };
@@ -90,6 +100,9 @@ int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a
 int gv_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr);
 long gv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, long max);
 struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access, int *err);
+struct ibv_mw *gv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type, int *err);
+int gv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, uint64_t wr_id, unsigned int flags,
+	       struct ibv_mr *mr, uint64_t addr, uint64_t length, unsigned int access);
 int gv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
 // gv_channel_block waits up to timeout_ns for the channel's next event,
 // sleeping in poll(2), then acknowledges it and re-arms its CQ. It stores

@@ -8,7 +8,7 @@ type WC struct {
 	Opcode       WCOpcode
 	VendorErr    uint32
 	ByteLen      uint32
-	Imm          uint32 // immediate data in host order, if Flags has WCWithImm
+	Imm          uint32 // immediate data in host order if Flags has WCWithImm; the invalidated rkey if WCWithInv
 	QPN          uint32
 	SrcQP        uint32
 	Flags        WCFlags

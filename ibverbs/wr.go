@@ -20,9 +20,10 @@ type SendWR struct {
 	Flags  SendFlags
 	SGL    []SGE
 	// Imm is the immediate data of *WithImm opcodes, in host order, or
-	// the rkey to invalidate of OpSendWithInv.
+	// the rkey to invalidate of OpSendWithInv and OpLocalInv.
 	Imm uint32
 	// RemoteAddr and RKey name the peer's memory for RDMA and atomics.
+	// For OpBindMW, RKey is the key the window gets (see NextRKey).
 	RemoteAddr uint64
 	RKey       uint32
 	// CompareAdd is the value to add (fetch-and-add) or compare
@@ -32,6 +33,8 @@ type SendWR struct {
 	AH         *AH
 	RemoteQPN  uint32
 	RemoteQKey uint32
+	// Bind is the window an OpBindMW binds and what it covers.
+	Bind *MWBind
 }
 
 // RecvWR is a receive work request (struct ibv_recv_wr).

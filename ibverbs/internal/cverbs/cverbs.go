@@ -97,6 +97,8 @@ var Values = map[string]int64{
 	"OpLocalInv":            int64(C.IBV_WR_LOCAL_INV),
 	"OpBindMW":              int64(C.IBV_WR_BIND_MW),
 	"OpSendWithInv":         int64(C.IBV_WR_SEND_WITH_INV),
+	"MWType1":               int64(C.IBV_MW_TYPE_1),
+	"MWType2":               int64(C.IBV_MW_TYPE_2),
 	"SendFence":             int64(C.IBV_SEND_FENCE),
 	"SendSignaled":          int64(C.IBV_SEND_SIGNALED),
 	"SendSolicited":         int64(C.IBV_SEND_SOLICITED),

@@ -1,0 +1,153 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// MWType is a memory window's type (enum ibv_mw_type).
+type MWType uint32
+
+// Memory window types.
+const (
+	// MWType1 windows are bound with QP.BindMW and stay bound until bound
+	// again; no QP owns them.
+	MWType1 MWType = 1
+	// MWType2 windows are bound by an OpBindMW work request on a QP, which
+	// then alone may use them, and are unbound by invalidation: OpLocalInv,
+	// or a peer's OpSendWithInv.
+	MWType2 MWType = 2
+)
+
+func (t MWType) String() string {
+	switch t {
+	case MWType1:
+		return "type 1"
+	case MWType2:
+		return "type 2"
+	}
+	return fmt.Sprintf("MWType(%d)", uint32(t))
+}
+
+// MW is a memory window (struct ibv_mw): an rkey a peer uses for RDMA and
+// atomics on a part of an MR that the window's owner chooses, and can move
+// or revoke, without registering memory again.
+type MW struct {
+	c   *C.struct_ibv_mw
+	pd  *PD
+	typ MWType
+}
+
+// AllocMW allocates an unbound memory window (ibv_alloc_mw). A device
+// without memory windows fails with an error that matches
+// errors.ErrUnsupported; DeviceAttr.MaxMW says how many it has.
+func (pd *PD) AllocMW(t MWType) (*MW, error) {
+	if pd.c == nil {
+		return nil, ErrClosed
+	}
+	var errno C.int
+	w := C.gv_alloc_mw(pd.c, C.enum_ibv_mw_type(t), &errno)
+	if w == nil {
+		return nil, fmt.Errorf("memory window of %v: %w", t, verbError("ibv_alloc_mw", int(errno)))
+	}
+	pd.kids.add()
+	return &MW{c: w, pd: pd, typ: t}, nil
+}
+
+// RKey returns the window's rkey as its struct ibv_mw holds it: the key
+// of the last bind posted, by QP.BindMW or an OpBindMW request (whose
+// successful post sets it, since providers name a window by this key), or
+// before any, the one it was allocated with. A bind that completes with
+// an error leaves the device with the window's old key.
+func (mw *MW) RKey() uint32 {
+	if mw.c == nil {
+		return 0
+	}
+	return uint32(mw.c.rkey)
+}
+
+// Type returns the window's type.
+func (mw *MW) Type() MWType { return mw.typ }
+
+// PD returns the protection domain the window belongs to.
+func (mw *MW) PD() *PD { return mw.pd }
+
+// Raw returns the struct ibv_mw pointer, valid until Close.
+func (mw *MW) Raw() unsafe.Pointer { return unsafe.Pointer(mw.c) }
+
+// Close deallocates the window (ibv_dealloc_mw); its rkey stops working.
+// Closing twice is a no-op.
+func (mw *MW) Close() error {
+	if mw.c == nil {
+		return nil
+	}
+	if rc := C.ibv_dealloc_mw(mw.c); rc != 0 {
+		return verbError("ibv_dealloc_mw", int(rc))
+	}
+	mw.c = nil
+	mw.pd.kids.done()
+	return nil
+}
+
+// NextRKey returns rkey with its low 8 bits, the key the owner chooses,
+// one higher (ibv_inc_rkey): the rkey to give a type 2 window's next
+// OpBindMW, which must differ from its last.
+func NextRKey(rkey uint32) uint32 {
+	return rkey&^0xff | (rkey+1)&0xff
+}
+
+// MWBind says what a memory window covers once bound (struct
+// ibv_mw_bind_info, and for OpBindMW the window itself): Length bytes from
+// Addr, inside MR, which must have been registered with AccessMWBind, and
+// the access a peer gets (AccessRemoteRead, AccessRemoteWrite,
+// AccessRemoteAtomic). Length 0 unbinds a type 1 window.
+type MWBind struct {
+	MW     *MW // for OpBindMW; QP.BindMW takes the window as an argument
+	MR     *MR
+	Addr   uint64
+	Length uint64
+	Access Access
+}
+
+// checkBind says why a bind of b on mw would fail before the provider
+// sees it, which for some (a missing MR) would crash.
+func checkBind(verb string, mw *MW, b *MWBind) error {
+	switch {
+	case mw == nil || mw.c == nil:
+		return fmt.Errorf("%s: no memory window, or a closed one: %w", verb, syscall.EINVAL)
+	case b.MR == nil || b.MR.c == nil:
+		return fmt.Errorf("%s: no MR, or a closed one (to unbind, give the MR and length 0): %w", verb, syscall.EINVAL)
+	case b.MR.pd != mw.pd:
+		return fmt.Errorf("%s: the MR and the window belong to different PDs: %w", verb, syscall.EPERM)
+	}
+	return nil
+}
+
+// BindMW binds a type 1 memory window to b's part of an MR (ibv_bind_mw),
+// through a bind request on the QP's send queue with the given wr_id and
+// flags (SendSignaled for a WCBindMW completion), and returns the
+// window's new rkey, which peers may use once the bind has completed. On
+// a failed completion the window keeps its old key on the device, but
+// MW.RKey reports the new one. The QP must be in a connected state.
+func (qp *QP) BindMW(mw *MW, id uint64, flags SendFlags, b MWBind) (uint32, error) {
+	if qp.c == nil {
+		return 0, ErrClosed
+	}
+	if err := checkBind("ibv_bind_mw", mw, &b); err != nil {
+		return 0, err
+	}
+	if mw.typ != MWType1 {
+		return 0, fmt.Errorf("ibv_bind_mw: a %v window is bound by an OpBindMW request: %w", mw.typ, syscall.EINVAL)
+	}
+	if rc := C.gv_bind_mw(qp.c, mw.c, C.uint64_t(id), C.uint(flags), b.MR.c,
+		C.uint64_t(b.Addr), C.uint64_t(b.Length), C.uint(b.Access)); rc != 0 {
+		return 0, verbError("ibv_bind_mw", int(rc))
+	}
+	return uint32(mw.c.rkey), nil
+}
