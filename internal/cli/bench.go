@@ -248,9 +248,12 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 	}
 	if res != nil {
 		rs := reportSizes(res)
-		if err == nil && !res.Interrupted && res.Mismatches == 0 {
-			// Checked before the output is written, so that --json's
-			// document carries the miss as its error.
+		// Checked before the output is written, so that --json's
+		// document carries a mismatch or a missed limit as its error.
+		if err == nil && res.Mismatches > 0 {
+			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
+		}
+		if err == nil && !res.Interrupted {
 			err = o.limits.Check(rs)
 		}
 		if o.value != report.NoValue {
@@ -266,9 +269,6 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 			h := res.Header
 			report.WriteCPU(f.IO.Out, rs)
 			report.WriteCounters(f.IO.Out, h.Device, h.Port, rs, slices.Equal(o.Counters, []string{counters.All}))
-		}
-		if err == nil && res.Mismatches > 0 {
-			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
 		}
 		if werr := o.writeJSONFile(o.document(role, res, err)); err == nil {
 			err = werr

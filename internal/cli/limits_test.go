@@ -58,6 +58,47 @@ func TestFinishLimits(t *testing.T) {
 	}
 }
 
+// A run whose data did not validate fails after its report, and the
+// --json document and --out_json's file both carry that error, which
+// comes before any limit.
+func TestFinishMismatch(t *testing.T) {
+	for _, jsonOut := range []bool{false, true} {
+		f, out, _ := newTestFactory(nil, nil)
+		file := t.TempDir() + "/out.json"
+		o := testOptions{Test: exchange.WriteBW, JSON: jsonOut, limits: report.Limits{BW: 1e6}}
+		jf, err := os.Create(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.jsonFile = jf
+		res := fakeBW()
+		res.Mismatches = 2
+		err = o.finish(f, "client", res, nil)
+		if err == nil || !strings.Contains(err.Error(), "data validation failed: 2 QPs") || exitCode(err) == exitLimit {
+			t.Errorf("--json %v: finish = %v, want the validation failure, not the limit", jsonOut, err)
+		}
+		docs := []string{file}
+		if jsonOut {
+			docs = append(docs, "stdout")
+		}
+		for _, d := range docs {
+			b := out.Bytes()
+			if d != "stdout" {
+				if b, err = os.ReadFile(d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var r report.Result
+			if jerr := json.Unmarshal(b, &r); jerr != nil || r.Error == nil || !strings.Contains(r.Error.Message, "data validation failed") || len(r.Results) != 2 {
+				t.Errorf("--json %v: %s's document %+v (%v), want the results and the validation error", jsonOut, d, r, jerr)
+			}
+		}
+		if !jsonOut && !strings.Contains(out.String(), "#bytes") {
+			t.Errorf("the table was not printed:\n%s", out)
+		}
+	}
+}
+
 // TestLimitsOnDevice runs tests with limits on rxe: a mark the run cannot
 // miss passes, one it cannot meet fails with exit status 3 after the
 // results, and each side judges its own result by its own flags.
