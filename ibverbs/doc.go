@@ -44,6 +44,7 @@
 //	ibv_post_send              (*QP).PostSend       ibv_post_recv      (*QP).PostRecv
 //	ibv_wr_start ... ibv_wr_complete  (*QP).PostSend on a QPInit.WRAPI QP
 //	ibv_create_ah              (*PD).CreateAH, CreateAHTo            ibv_destroy_ah (*AH).Close
+//	ibv_attach_mcast           (*QP).AttachMcast    ibv_detach_mcast   (*QP).DetachMcast
 //	ibv_create_srq             (*PD).CreateSRQ      ibv_post_srq_recv  (*SRQ).PostRecv
 //	ibv_modify_srq             (*SRQ).Arm           ibv_destroy_srq    (*SRQ).Close
 //	ibv_get_async_event        (*Context).Events    (acks with ibv_ack_async_event)

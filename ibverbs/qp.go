@@ -70,7 +70,8 @@ type QP struct {
 	wrOps uint32
 	// destroy replaces ibv_destroy_qp for QPs made by other libraries.
 	destroy func() error
-	kids    refs // open SendBatches and RecvBatches
+	kids    refs         // open SendBatches and RecvBatches
+	groups  []mcastGroup // attached with AttachMcast
 }
 
 // maxBatch bounds the WRs one cgo call posts; longer lists take several.
@@ -574,15 +575,19 @@ func postRecvC(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, w *C.struct_ibv_recv_
 	return n, nil
 }
 
-// Close destroys the QP (ibv_destroy_qp). Closing twice is a no-op; with
-// a SendBatch or RecvBatch of the QP still open it is an error matching
-// syscall.EBUSY.
+// Close detaches the QP from the multicast groups AttachMcast attached it
+// to (ibv_detach_mcast) and destroys it (ibv_destroy_qp). Closing twice is
+// a no-op; with a SendBatch or RecvBatch of the QP still open it is an
+// error matching syscall.EBUSY.
 func (qp *QP) Close() error {
 	if qp.c == nil {
 		return nil
 	}
 	if n := qp.kids.count(); n > 0 {
 		return busyError("ibv_destroy_qp", "send or receive batches of the QP", n)
+	}
+	if err := qp.detachAll(); err != nil {
+		return err
 	}
 	p := unsafe.Pointer(qp.c)
 	if qp.destroy != nil {

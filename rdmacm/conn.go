@@ -76,7 +76,11 @@ type Config struct {
 	RetryCount    int
 	RNRRetryCount int
 
-	// SrcAddr, for Dial, is the local address ("ip" or "ip:port") to bind
+	// MulticastSendOnly makes JoinMulticast join as a send-only member:
+	// its QP sends to the group but is not attached to it.
+	MulticastSendOnly bool
+
+	// SrcAddr, for Dial and JoinMulticast, is the local address ("ip" or "ip:port") to bind
 	// before resolving the destination: it picks the local device.
 	SrcAddr string
 	// Backlog, for Listen, bounds the pending connection requests; zero
@@ -192,6 +196,7 @@ type Conn struct {
 	param   ConnParam
 	udParam UDParam
 	ah      *ibverbs.AH
+	group   netip.Addr // joined, for a Conn from JoinMulticast
 
 	done      chan struct{}
 	mu        sync.Mutex
@@ -285,6 +290,11 @@ func (c *Conn) teardown() error {
 			}
 		}
 	}
+	if c.group.IsValid() {
+		if err := c.id.LeaveMulticast(c.group); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	closeIf(c.ah != nil, c.ah)
 	closeIf(c.qp != nil, c.qp)
 	closeIf(c.ownRCQ && c.rcq != c.scq, c.rcq)
@@ -327,7 +337,7 @@ func (c *Conn) watch(ctx context.Context) {
 			}
 			c.end(eventError(ev))
 			return
-		case EventDeviceRemoval, EventConnectError, EventUnreachable, EventRejected:
+		case EventDeviceRemoval, EventConnectError, EventUnreachable, EventRejected, EventMulticastError:
 			c.end(eventError(ev))
 			return
 		}
@@ -392,7 +402,8 @@ func (c *Conn) Param() ConnParam { return c.param }
 
 // RemoteUD returns, for a UD Conn from Dial, an address handle for the
 // listener and its QPN and QKey, to address sends with
-// (ibverbs.SendWR.AH, RemoteQPN, RemoteQKey). Otherwise it returns nil.
+// (ibverbs.SendWR.AH, RemoteQPN, RemoteQKey); for one from
+// JoinMulticast, the group's. Otherwise it returns nil.
 // The AH belongs to the Conn. A receive buffer on a UD QP starts with the
 // 40-byte GRH.
 func (c *Conn) RemoteUD() (ah *ibverbs.AH, qpn, qkey uint32) {
@@ -416,7 +427,8 @@ func (c *Conn) Err() error {
 	return c.err
 }
 
-// Close disconnects (rdma_disconnect) and frees the connection: the QP
+// Close disconnects (rdma_disconnect), or leaves the group of a Conn from
+// JoinMulticast (rdma_leave_multicast), and frees the connection: the QP
 // (rdma_destroy_qp), the CQs and PD it made, the ID (rdma_destroy_id) and
 // its channel. PD, CQs passed in Config stay open. MRs on PD() must be
 // closed first. Closing twice is a no-op.

@@ -40,6 +40,8 @@
 //	rdma_reject                (*ID).Reject
 //	rdma_disconnect            (*ID).Disconnect
 //	rdma_migrate_id            (*ID).Migrate
+//	rdma_join_multicast_ex     (*ID).JoinMulticast; JoinMulticast makes a Conn for a group
+//	rdma_leave_multicast       (*ID).LeaveMulticast; (*Conn).Close of that Conn
 //	rdma_create_qp             (*ID).CreateQP, returning an *ibverbs.QP
 //	rdma_destroy_qp            (*ibverbs.QP).Close of that QP
 //	rdma_get_local_addr        (*ID).LocalAddr

@@ -55,3 +55,17 @@ struct sockaddr *gr_peer_addr(struct rdma_cm_id *id)
 {
 	return rdma_get_peer_addr(id);
 }
+
+int gr_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, uint32_t join_flags)
+{
+	struct rdma_cm_join_mc_attr_ex attr = {
+		.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
+		.join_flags = join_flags,
+		.addr = addr,
+	};
+
+	errno = 0;
+	if (rdma_join_multicast_ex(id, &attr, NULL))
+		return errno ? errno : EIO;
+	return 0;
+}

@@ -37,4 +37,8 @@ int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out);
 struct sockaddr *gr_local_addr(struct rdma_cm_id *id);
 struct sockaddr *gr_peer_addr(struct rdma_cm_id *id);
 
+// gr_join_multicast joins addr with join_flags (rdma_join_multicast_ex) and
+// returns 0 or the errno.
+int gr_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, uint32_t join_flags);
+
 #endif

@@ -1,0 +1,49 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// A UD QP attaches to a group and detaches; the verbs refuse an RC QP, a
+// unicast GID, and a detach from a group the QP is not attached to.
+func TestAttachMcast(t *testing.T) {
+	e := newSRQEnv(t)
+	ud := newSide(t, e.ctx, e.pd, pairOpts{typ: ibverbs.QPTypeUD}, nil, e.port, e.gid)
+	rc := newSide(t, e.ctx, e.pd, pairOpts{typ: ibverbs.QPTypeRC}, nil, e.port, e.gid)
+	group := parseGID(t, "::ffff:239.255.198.18")
+	if err := ud.qp.AttachMcast(group, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ud.qp.AttachMcast(parseGID(t, "ff0e::1:2"), 0); err != nil {
+		t.Fatalf("a second group: %v", err)
+	}
+	if err := ud.qp.DetachMcast(group, 0); err != nil {
+		t.Fatal(err)
+	}
+	// ff0e::1:2 stays attached: the side's cleanup closes the QP, which
+	// the kernel refuses unless Close detaches it first.
+	if err := ud.qp.DetachMcast(group, 0); err == nil {
+		t.Error("a second detach from the group succeeded")
+	}
+	if err := rc.qp.AttachMcast(group, 0); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("AttachMcast on an RC QP = %v, want EINVAL", err)
+	}
+	if err := ud.qp.AttachMcast(ibverbs.GIDFromIP([]byte{198, 18, 0, 1}), 0); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("AttachMcast of a unicast GID = %v, want EINVAL", err)
+	}
+}
+
+func parseGID(t *testing.T, s string) ibverbs.GID {
+	t.Helper()
+	g, err := ibverbs.ParseGID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}

@@ -1,0 +1,125 @@
+//go:build linux && cgo
+
+package rdmacm
+
+// #include "shim.h"
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"syscall"
+)
+
+// JoinMulticast joins the ID to the multicast group at group
+// (rdma_join_multicast_ex), as a full member or, with sendOnly, a
+// send-only one. Its outcome is the event MULTICAST_JOIN, whose UD
+// parameters address the group (an AH attribute with the group's GID, QPN
+// 0xffffff and the QKey), or MULTICAST_ERROR. If the ID has a QP,
+// librdmacm attaches it to the group once joined, unless sendOnly; on
+// RoCE the kernel also joins the IP group on the interface (IGMP or MLD)
+// for a full member.
+func (id *ID) JoinMulticast(group netip.Addr, sendOnly bool) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	if !group.IsMulticast() {
+		return fmt.Errorf("%v is not a multicast address: %w", group, errnoError("rdma_join_multicast_ex", int(syscall.EINVAL)))
+	}
+	var ss C.struct_sockaddr_storage
+	flags := C.uint32_t(C.RDMA_MC_JOIN_FLAG_FULLMEMBER)
+	if sendOnly {
+		flags = C.RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+	}
+	if rc := C.gr_join_multicast(id.c, sockaddr(netip.AddrPortFrom(group, 0), &ss), flags); rc != 0 {
+		return fmt.Errorf("group %v: %w", group, errnoError("rdma_join_multicast_ex", int(rc)))
+	}
+	return nil
+}
+
+// LeaveMulticast leaves a group the ID joined (rdma_leave_multicast),
+// detaching its QP.
+func (id *ID) LeaveMulticast(group netip.Addr) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	var ss C.struct_sockaddr_storage
+	r, err := C.rdma_leave_multicast(id.c, sockaddr(netip.AddrPortFrom(group, 0), &ss))
+	if r != 0 {
+		return fmt.Errorf("group %v: %w", group, cmError("rdma_leave_multicast", err))
+	}
+	return nil
+}
+
+// JoinMulticast joins the IP multicast group group ("239.255.0.1",
+// "ff0e::1") and returns a UD Conn for it: Conn.RemoteUD addresses the
+// group, so that a send reaches every member's QP, and unless
+// Config.MulticastSendOnly the Conn's QP is a member and receives what is
+// sent to the group (each receive buffer starting with the 40-byte GRH).
+// Config.SrcAddr picks the local address, and so the device; without it
+// the route to the group does. It resolves the address
+// (rdma_resolve_addr), makes the PD, CQs and UD QP (rdma_create_qp) and
+// joins (rdma_join_multicast_ex), all bounded by ctx; Close leaves the
+// group (rdma_leave_multicast). Errors are *OpError, as Dial's.
+func JoinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	c, err := joinMulticast(ctx, group, cfg)
+	if err != nil {
+		return nil, &OpError{Op: "join", Addr: group, Err: err}
+	}
+	return c, nil
+}
+
+func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error) {
+	ctx, cancel := cfg.handshake(ctx)
+	defer cancel()
+	g, err := netip.ParseAddr(group)
+	if err != nil {
+		return nil, err
+	}
+	if !g.IsMulticast() {
+		return nil, fmt.Errorf("%v is not a multicast address: %w", g, syscall.EINVAL)
+	}
+	var src netip.AddrPort
+	if cfg.SrcAddr != "" {
+		if src, err = parseSrcAddr(ctx, cfg.SrcAddr); err != nil {
+			return nil, err
+		}
+	}
+	ch, err := CreateEventChannel()
+	if err != nil {
+		return nil, err
+	}
+	id, err := resolveAddr(ctx, ch, PortSpaceUDP, src, netip.AddrPortFrom(g, 0), resolveTimeout(ctx, cfg.AddrTimeout))
+	if err != nil {
+		return nil, errors.Join(err, ch.Close())
+	}
+	ud := *cfg
+	ud.UD = true
+	c, err := newConn(id, &ud)
+	if err != nil {
+		return nil, err
+	}
+	if err := id.JoinMulticast(g, cfg.MulticastSendOnly); err != nil {
+		return nil, errors.Join(err, c.teardown())
+	}
+	c.group = g
+	ev, err := await(ctx, ch, EventMulticastJoin)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("joining: %w", err), c.teardown())
+	}
+	c.udParam = ev.UD
+	if c.ah, err = c.pd.CreateAH(ev.UD.AHAttr); err != nil {
+		return nil, errors.Join(err, c.teardown())
+	}
+	c.start()
+	return c, nil
+}
+
+// Group returns the multicast group a Conn from JoinMulticast is for, and
+// the zero Addr for any other Conn.
+func (c *Conn) Group() netip.Addr { return c.group }
