@@ -89,6 +89,9 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 	if s.spec.ConnType == ibverbs.QPTypeUD {
 		wr.AH = s.ahs[i]
 		wr.RemoteQPN = s.remote[i].Endpoint.QPN
+		if s.spec.Multicast {
+			wr.RemoteQPN = mcastQPN
+		}
 		wr.RemoteQKey = s.remote[i].Endpoint.QKey
 	}
 	return wr

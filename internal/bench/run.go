@@ -252,12 +252,16 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	ctl := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	}
-	s, err := openSession(spec, l)
-	if err != nil {
+	// refuse tells the peer why this side cannot go on, and says so.
+	refuse := func(err error) (*Result, error) {
 		cctx, cancel := ctl()
 		c.SendError(cctx, err)
 		cancel()
 		return nil, err
+	}
+	s, err := openSession(spec, l)
+	if err != nil {
+		return refuse(err)
 	}
 	defer s.close()
 	if sc, ok := c.NetConn().(syscall.Conn); ok {
@@ -265,10 +269,12 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	}
 	if spec.RdmaCM {
 		if err := s.cmConnect(ctx, c, role, host); err != nil {
-			cctx, cancel := ctl()
-			c.SendError(cctx, err)
-			cancel()
-			return nil, err
+			return refuse(err)
+		}
+	}
+	if spec.Multicast {
+		if err := s.joinGroup(role == "client"); err != nil {
+			return refuse(err)
 		}
 	}
 	cctx, cancel := ctl()
@@ -278,10 +284,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		return nil, err
 	}
 	if err := s.connect(remote); err != nil {
-		cctx, cancel := ctl()
-		c.SendError(cctx, err)
-		cancel()
-		return nil, err
+		return refuse(err)
 	}
 	afterConnect(role == "client", s.qps)
 	// After a measurement, the side that finished first waits for the

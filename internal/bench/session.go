@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -72,6 +74,10 @@ type Local struct {
 	// CompVector is the completion vector of this side's CQs (perftest's
 	// -X): the interrupt their events come on with -e.
 	CompVector int
+	// Group is the multicast group of a --mcg test (perftest's -M): the
+	// server's QP joins it, the client's the next address. Zero for
+	// 239.255.0.1, or ff05::114 with an IPv6 GID.
+	Group netip.Addr
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -111,6 +117,8 @@ type session struct {
 	remote    []exchange.QPInfo
 	localInfo []exchange.QPInfo
 	conns     []*rdmacm.Conn // -R: the connections that own the QPs
+	group     netip.Addr     // --mcg: the group this side's QP joined
+	member    *net.UDPConn   // --mcg on RoCE: holds the interface's membership of group
 
 	ctl       syscall.RawConn // the control connection, watched for the peer's death
 	counters  *counters.Set   // Local.Counters, or nil
@@ -503,6 +511,9 @@ func (s *session) close() {
 	for _, ah := range s.ahs {
 		ah.Close()
 	}
+	if s.member != nil {
+		s.member.Close()
+	}
 	if s.conns != nil {
 		for _, c := range s.conns {
 			c.Close() // disconnects and destroys its QP
@@ -550,6 +561,9 @@ func (s *session) header(client bool) report.Header {
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
 		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events, UsingSRQ: s.srq != nil,
 		FlowLabels: s.spec.FlowLabels,
+	}
+	if s.group.IsValid() {
+		h.Group = s.group.String()
 	}
 	if cm {
 		h.DataEx = "rdma_cm"

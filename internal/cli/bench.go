@@ -120,11 +120,15 @@ func (o *testOptions) local() (bench.Local, error) {
 	if err != nil {
 		return bench.Local{}, err
 	}
+	group, err := parseGroup(o.MGID)
+	if err != nil {
+		return bench.Local{}, err
+	}
 	return bench.Local{Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex, GIDRule: rule,
 		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
 		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex,
 		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond, RetryCount: retryCount(o.RetryCount),
-		CompVector: o.CompVector}, nil
+		CompVector: o.CompVector, Group: group}, nil
 }
 
 // retryCount turns --retry_count (-1: not given) into Local.RetryCount,
@@ -431,7 +435,7 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		Port: h.Port, GIDIndex: h.GIDIndex, GIDReason: h.GIDReason, Connection: h.Connection,
 		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Events: res.Spec.Events,
 		SRQ: h.UsingSRQ, RateLimit: h.RateLimit, Reversed: res.Spec.Reversed, Immediate: res.Spec.Immediate,
-		MarginS: res.Spec.Margin, WarmUp: res.Spec.WarmUp, MRPerQP: res.Spec.MRPerQP,
+		MarginS: res.Spec.Margin, WarmUp: res.Spec.WarmUp, MRPerQP: res.Spec.MRPerQP, MulticastGroup: h.Group,
 		FlowLabels: res.Spec.FlowLabels, Interrupted: res.Interrupted}
 	r.Results = reportSizes(res)
 	if err != nil {

@@ -202,6 +202,9 @@ func TestEndToEnd(t *testing.T) {
 		{"send-bw", []string{"--send_with_imm", "--use-srq", "-s", "4096", "-n", "300", "-q", "2"}},
 		{"send-bw", []string{"--send_with_imm", "-c", "UD", "-s", "512", "-n", "200"}},
 		{"send-lat", []string{"-R", "--send_with_imm", "-s", "64", "-n", "200"}},
+		// -g: UD to multicast groups, each side's its own.
+		{"send-bw", []string{"-g", "-s", "512", "-n", "200"}},
+		{"send-lat", []string{"-g", "--send_with_imm", "-s", "64", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)
@@ -233,6 +236,9 @@ func TestEndToEnd(t *testing.T) {
 			}
 			if r.MRPerQP != slices.Contains(tc.args, "--mr_per_qp") || r.WarmUp != slices.Contains(tc.args, "--perform_warm_up") {
 				t.Errorf("mr_per_qp %v, warm_up %v in the JSON for %v", r.MRPerQP, r.WarmUp, tc.args)
+			}
+			if mcg := slices.Contains(tc.args, "-g"); mcg != (r.MulticastGroup == "239.255.0.2") || mcg != (r.Connection == "UD" && !slices.Contains(tc.args, "-c")) {
+				t.Errorf("multicast group %q, connection %s in the client's JSON for %v", r.MulticastGroup, r.Connection, tc.args)
 			}
 			if r.SRQ != slices.Contains(tc.args, "--use-srq") {
 				t.Errorf("srq %v in the JSON for %v", r.SRQ, tc.args)
@@ -905,6 +911,7 @@ func TestIPv6EndToEnd(t *testing.T) {
 		{"write-bw", []string{"-s", "4096", "-n", "200"}},
 		{"send-bw", []string{"-c", "UD", "-s", "512", "-n", "200"}},
 		{"send-lat", []string{"-R", "-s", "64", "-n", "100"}},
+		{"send-bw", []string{"-g", "-s", "512", "-n", "200"}}, // to ff05::114, from one device to itself
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			port := fmt.Sprint(19000 + nextPort.Add(1))
@@ -932,6 +939,10 @@ func TestIPv6EndToEnd(t *testing.T) {
 			}
 			if !strings.Contains(srvOut.String(), ip6+" on ") {
 				t.Errorf("the server's header does not name %s:\n%s", ip6, srvOut)
+			}
+			if mcg := slices.Contains(tc.args, "-g"); mcg != (r.MulticastGroup == "ff05::115") ||
+				mcg != strings.Contains(srvOut.String(), "Multicast group : ff05::114") {
+				t.Errorf("-g %v: the client's group %q; the server's header:\n%s", mcg, r.MulticastGroup, srvOut)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -114,6 +115,20 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	}
 	if o.Device != "mlx5_1" || o.IBPort != 2 || o.GIDIndex != 3 || o.Port != 20000 || !o.Gbits || o.Host != "198.18.0.1" {
 		t.Errorf("local options %+v", o)
+	}
+	// -g makes the test UD; -M takes perftest's 16 bytes, or an address.
+	s, o, err = parseTest(t, exchange.SendLat, "-g", "-M", "255:1:0:0:0:2:201:133:0:0:0:0:0:0:0:0", "h")
+	if err != nil || !s.Multicast || s.ConnType != ibverbs.QPTypeUD {
+		t.Fatalf("-g: %+v, %v", s, err)
+	}
+	if l, err := o.local(); err != nil || l.Group != netip.MustParseAddr("ff01:0:2:c985::") {
+		t.Errorf("-M in perftest's form: group %v, %v", l.Group, err)
+	}
+	if _, o, err = parseTest(t, exchange.SendBW, "-g", "-s", "512", "-M", "::ffff:239.1.2.3", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := o.local(); err != nil || l.Group != netip.MustParseAddr("239.1.2.3") {
+		t.Errorf("-M as a GID: group %v, %v", l.Group, err)
 	}
 	// perftest's other spellings: -S, -T, --ipv6, and -N, which changes
 	// nothing.
@@ -321,6 +336,13 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.ReadBW, []string{"--write_with_imm"}, "unknown flag: --write_with_imm"},
 		{exchange.WriteBW, []string{"--send_with_imm"}, "unknown flag: --send_with_imm"},
 		{exchange.WriteBW, []string{"--write_with_imm", "-r", "0"}, "RX depth 0 for write_bw"},
+		{exchange.SendBW, []string{"-g", "-c", "RC"}, "multicast is for the send tests over UD"},
+		{exchange.SendBW, []string{"-g", "-q", "2", "-s", "512"}, "(not 2 QPs)"},
+		{exchange.SendBW, []string{"-g", "-b", "-s", "512"}, "(not bidirectional)"},
+		{exchange.SendLat, []string{"-g", "-M", "198.18.0.1"}, "-M 198.18.0.1 is not a multicast address"},
+		{exchange.SendBW, []string{"-g", "-M", "255:1:0:0:0:2:201:133:0:0:0:0:0:0:0:256", "-s", "512"}, "byte 16, \"256\""},
+		{exchange.SendBW, []string{"-g", "-M", "239.255.0", "-s", "512"}, "-M: ParseAddr"},
+		{exchange.WriteBW, []string{"-g"}, "unknown shorthand flag: 'g'"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

@@ -99,6 +99,8 @@ type testOptions struct {
 	Idle        int
 	Counters    []string // -W
 	CPUUtil     bool
+	Mcg         bool   // -g
+	MGID        string // -M
 }
 
 // defaultJSONFile is where --out_json writes by default, perftest's name
@@ -173,6 +175,9 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	} else if set("margin") && (o.Duration == 0 || o.Infinite) {
 		o.marginAlone = true
 	}
+	if o.Mcg && !set("connection") {
+		o.Connection = "UD" // as perftest's -g
+	}
 	if set("out_json_file") {
 		o.OutJSON = true // a file named is a file wanted
 	}
@@ -235,6 +240,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	if o.Test.Receives() {
 		f.BoolVar(&o.SRQ, "use-srq", false, "each side's QPs take their receives from one shared receive queue of -r receives")
 		f.BoolVar(&o.Immediate, "send_with_imm", false, "send with immediate data (IBV_WR_SEND_WITH_IMM): each message carries its number, which --validate checks")
+		f.BoolVarP(&o.Mcg, "mcg", "g", false, "multicast: each side's QP joins a group (the server's --MGID, the client's the next address) and the peer sends to it; UD (the default with -g), one QP, not with -b or -R")
+		addGroupFlag(f, o)
 	}
 	if o.Test == exchange.WriteBW || o.Test == exchange.ReadBW || o.Test == exchange.AtomicBW {
 		f.BoolVar(&o.WarmUp, "perform_warm_up", false, "before each size, post a TX depth of messages on every QP and wait for them, outside the measurement, as perftest's")
@@ -302,6 +309,40 @@ func addLocalQPFlags(f *pflag.FlagSet, o *testOptions) {
 	f.IntVarP(&o.CompVector, "vector", "X", 0, "completion vector of this side's CQs, the interrupt (and so the CPUs) that -e's events come on: 0 to the device's count less one")
 }
 
+// addGroupFlag adds -M, this side's multicast group, which the send tests
+// and serve have.
+func addGroupFlag(f *pflag.FlagSet, o *testOptions) {
+	f.StringVarP(&o.MGID, "MGID", "M", "", "with -g, this side's multicast group: an IP multicast address (239.255.0.1 or ff05::114 by default, by the GID's family), a GID, or perftest's 16 bytes separated by colons")
+}
+
+// parseGroup reads -M: an IP address or GID (IPv4-mapped for IPv4), or
+// perftest's form, 16 byte values separated by colons. Empty is the zero
+// Addr, for the default.
+func parseGroup(s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, nil
+	}
+	if parts := strings.Split(s, ":"); len(parts) == 16 {
+		var b [16]byte
+		for i, p := range parts {
+			v, err := strconv.ParseUint(p, 0, 8)
+			if err != nil {
+				return netip.Addr{}, usageErrorf("-M %s: byte %d, %q, is not a number from 0 to 255", s, i+1, p)
+			}
+			b[i] = byte(v)
+		}
+		return netip.AddrFrom16(b).Unmap(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, usageErrorf("-M: %v", err)
+	}
+	if a = a.Unmap(); !a.IsMulticast() {
+		return netip.Addr{}, usageErrorf("-M %s is not a multicast address", s)
+	}
+	return a, nil
+}
+
 // addRateFlags adds this side's rate limit of its sends (bandwidth tests,
 // and serve for the tests where the server sends).
 func addRateFlags(f *pflag.FlagSet, o *testOptions) {
@@ -333,6 +374,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		ValidateData: o.Validate,
 		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,
 		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed, Immediate: o.Immediate, WarmUp: o.WarmUp, MRPerQP: o.MRPerQP,
+		Multicast: o.Mcg,
 	}
 	if o.Duration > 0 {
 		s.Iterations = 0

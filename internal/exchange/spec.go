@@ -203,6 +203,11 @@ type TestSpec struct {
 	// (perftest's --mr_per_qp): bandwidth tests only. Sent as bit 5 of the
 	// flags word.
 	MRPerQP bool
+	// Multicast makes a send test's receiving sides members of multicast
+	// groups, each side its own, to which the other sends (perftest's
+	// -g/--mcg): UD, one QP, one way or a latency test, without rdma_cm.
+	// Sent as bit 6 of the flags word.
+	Multicast bool
 }
 
 // Receives reports whether the test's messages consume receives that the
@@ -243,8 +248,9 @@ const (
 	flagImmediate
 	flagWarmUp
 	flagMRPerQP
+	flagMulticast
 
-	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp | flagMRPerQP
+	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp | flagMRPerQP | flagMulticast
 )
 
 // flagOptions pairs the options sent in the flags word with their bits.
@@ -258,6 +264,7 @@ func (s *TestSpec) flagOptions() []struct {
 	}{
 		{&s.HugePages, flagHugePages}, {&s.SRQ, flagSRQ}, {&s.Reversed, flagReversed},
 		{&s.Immediate, flagImmediate}, {&s.WarmUp, flagWarmUp}, {&s.MRPerQP, flagMRPerQP},
+		{&s.Multicast, flagMulticast},
 	}
 }
 
@@ -271,7 +278,7 @@ const specLen = 59
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
 // 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
-// 2 Reversed, 3 Immediate, 4 WarmUp, 5 MRPerQP), and a uint16 count of flow labels, each a uint32.
+// 2 Reversed, 3 Immediate, 4 WarmUp, 5 MRPerQP, 6 Multicast), and a uint16 count of flow labels, each a uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -513,6 +520,22 @@ func (s TestSpec) Validate() error {
 	}
 	if s.MRPerQP && t.IsLatency() {
 		return invalid("%s runs on one QP: a memory region per QP is for the bandwidth tests", t)
+	}
+	if s.Multicast && (!t.Receives() || s.ConnType != ibverbs.QPTypeUD || s.NumQPs != 1 || s.Bidirectional || s.RdmaCM) {
+		var but []string
+		if !t.Receives() || s.ConnType != ibverbs.QPTypeUD {
+			but = append(but, fmt.Sprintf("%s over %v", t, s.ConnType))
+		}
+		if s.NumQPs != 1 {
+			but = append(but, fmt.Sprintf("%d QPs", s.NumQPs))
+		}
+		if s.Bidirectional {
+			but = append(but, "bidirectional")
+		}
+		if s.RdmaCM {
+			but = append(but, "rdma_cm")
+		}
+		return invalid("multicast is for the send tests over UD with one QP, one way or a latency test, without rdma_cm (not %s)", strings.Join(but, ", "))
 	}
 	if s.SRQ && !t.Receives() {
 		return invalid("%s receives nothing: a shared receive queue is for the send tests", t)

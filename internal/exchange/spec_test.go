@@ -63,6 +63,12 @@ func TestValidate(t *testing.T) {
 		{"atomic_bw warm-up", func(s *TestSpec) { s.Test, s.Size, s.WarmUp = AtomicBW, 8, true }},
 		{"write_lat immediate events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events, s.Immediate = WriteLat, false, true, true }},
 		{"send UD immediate", func(s *TestSpec) { s.Test, s.ConnType, s.Size, s.Immediate = SendBW, ibverbs.QPTypeUD, 1024, true }},
+		{"send_bw multicast", func(s *TestSpec) {
+			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.Multicast = SendBW, ibverbs.QPTypeUD, 64, 1, false, true
+		}},
+		{"send_lat multicast", func(s *TestSpec) {
+			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.Multicast = SendLat, ibverbs.QPTypeUD, 64, 1, false, true
+		}},
 	}
 	for _, tc := range ok {
 		s := testSpec()
@@ -102,6 +108,16 @@ func TestValidate(t *testing.T) {
 		{"read immediate", "read_bw carries no immediate data", func(s *TestSpec) { s.Test, s.Immediate = ReadBW, true }},
 		{"margin without duration", "this run has none", func(s *TestSpec) { s.Margin = 1 }},
 		{"send warm-up", "not send_bw", func(s *TestSpec) { s.Test, s.WarmUp = SendBW, true }},
+		{"multicast RC", "multicast is for the send tests over UD", func(s *TestSpec) { s.Test, s.NumQPs, s.Multicast = SendBW, 1, true }},
+		{"multicast both ways", "(not bidirectional)", func(s *TestSpec) {
+			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.Multicast = SendBW, ibverbs.QPTypeUD, 64, 1, true, true
+		}},
+		{"multicast QPs", "(not 2 QPs)", func(s *TestSpec) {
+			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.Multicast = SendBW, ibverbs.QPTypeUD, 64, 2, false, true
+		}},
+		{"multicast rdma_cm", "(not rdma_cm)", func(s *TestSpec) {
+			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.RdmaCM, s.Multicast = SendBW, ibverbs.QPTypeUD, 64, 1, false, true, true
+		}},
 		{"latency MR per QP", "read_lat runs on one QP", func(s *TestSpec) { s.Test, s.Bidirectional, s.MRPerQP = ReadLat, false, true }},
 		{"write_lat warm-up", "not write_lat", func(s *TestSpec) { s.Test, s.Bidirectional, s.WarmUp = WriteLat, false, true }},
 		{"immediate warm-up", "writes with immediate data", func(s *TestSpec) { s.Immediate, s.WarmUp = true, true }},
@@ -243,10 +259,13 @@ func TestSpecHugePagesFlag(t *testing.T) {
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[flagsAt:], 0x41)
-	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Flags != 0x40 {
-		t.Errorf("flags 0x41 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, unknown %#x; want true, false, false, false, false, 0x40",
-			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.WarmUp, s.Flags)
+	binary.BigEndian.PutUint32(p[flagsAt:], 0x81)
+	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Multicast || s.Flags != 0x80 {
+		t.Errorf("flags 0x81 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, Multicast %v, unknown %#x; want true, false, false, false, false, false, 0x80",
+			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.WarmUp, s.Multicast, s.Flags)
+	}
+	if s, _ := decodeSpec(TestSpec{Multicast: true}.AppendPayload(nil)); !s.Multicast || s.MRPerQP || s.Flags != 0 {
+		t.Errorf("Multicast decoded as %v, MRPerQP %v, unknown %#x", s.Multicast, s.MRPerQP, s.Flags)
 	}
 	if s, _ := decodeSpec(TestSpec{MRPerQP: true}.AppendPayload(nil)); !s.MRPerQP || s.WarmUp || s.Flags != 0 {
 		t.Errorf("MRPerQP decoded as %v, WarmUp %v, unknown %#x", s.MRPerQP, s.WarmUp, s.Flags)

@@ -71,6 +71,9 @@ type Header struct {
 	// FlowLabels are the GRH flow labels the QPs take in turn (gorperf's
 	// and perftest's --flow_label); none is not printed.
 	FlowLabels []uint32
+	// Group is the multicast group this side's QP joined (-g), printed
+	// when set.
+	Group string
 	// RdmaCM reports whether the QPs are created through rdma_cm.
 	RdmaCM bool
 	// DataEx is the method used to exchange endpoints: "Ethernet" (a TCP
@@ -162,6 +165,9 @@ func WriteHeader(w io.Writer, h Header) error {
 			labels[i] = fmt.Sprintf("0x%05x", fl)
 		}
 		p.printf(" Flow labels     : %s (in turn, one a QP)\n", strings.Join(labels, ","))
+	}
+	if h.Group != "" {
+		p.printf(" Multicast group : %s (this side's; the peer sends to it)\n", h.Group)
 	}
 	p.printf(" rdma_cm QPs\t : %s\n", onOff(h.RdmaCM))
 	dataEx := h.DataEx

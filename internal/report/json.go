@@ -60,6 +60,8 @@ type Result struct {
 	// MRPerQP one memory region per QP (--mr_per_qp).
 	WarmUp  bool `json:"warm_up,omitempty"`
 	MRPerQP bool `json:"mr_per_qp,omitempty"`
+	// MulticastGroup is the multicast group this side's QP joined (-g).
+	MulticastGroup string `json:"multicast_group,omitempty"`
 	// RateLimit describes this side's rate limit, if it had one
 	// (--rate_limit).
 	RateLimit string `json:"rate_limit,omitempty"`
