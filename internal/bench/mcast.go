@@ -3,11 +3,13 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/rdmacm"
 )
 
 // The default groups of --mcg, from the scopes that stay inside a site:
@@ -48,6 +50,29 @@ func groupOf(base netip.Addr, gid ibverbs.GID, client bool) (netip.Addr, error) 
 	return base, nil
 }
 
+// cmJoin is joinGroup through rdma_cm (-R): rdma_cm makes the UD QP on
+// this side's PD and CQs, joins the group from the GID's address, which
+// joins the interface to the IP group too, and attaches the QP.
+func (s *session) cmJoin(ctx context.Context, client bool) error {
+	g, err := groupOf(s.local.Group, s.gid.Entry.GID, client)
+	if err != nil {
+		return err
+	}
+	cfg := s.cmConfig()
+	cfg.SrcAddr = s.gid.Entry.IP().String()
+	c, err := rdmacm.JoinMulticast(ctx, g.String(), cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.addConn(c); err != nil {
+		return err
+	}
+	s.localInfo[0].Endpoint.GID = ibverbs.GID(g.As16())
+	s.localInfo[0].Endpoint.LID = 0
+	s.group = g
+	return nil
+}
+
 // joinGroup makes this side's QP a member of its multicast group for a
 // --mcg test and tells the peer to send there. On RoCE the port's
 // interface joins the IP group too (IGMP or MLD, as rdma_cm's join does),
@@ -61,7 +86,7 @@ func (s *session) joinGroup(client bool) error {
 	gid := ibverbs.GID(g.As16())
 	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet {
 		// perftest asks the subnet manager with a MAD of its own.
-		return fmt.Errorf("--mcg on %s port %d: an InfiniBand group is joined through the subnet manager, which gorperf does not do; it runs multicast over RoCE", s.ctx.Name(), s.port)
+		return fmt.Errorf("--mcg on %s port %d: an InfiniBand group is joined through the subnet manager: add -R, whose rdma_cm does that", s.ctx.Name(), s.port)
 	}
 	{
 		ifi, err := net.InterfaceByIndex(s.gid.Entry.Ifindex)

@@ -267,15 +267,16 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	if sc, ok := c.NetConn().(syscall.Conn); ok {
 		s.ctl, _ = sc.SyscallConn()
 	}
-	if spec.RdmaCM {
-		if err := s.cmConnect(ctx, c, role, host); err != nil {
-			return refuse(err)
-		}
+	switch {
+	case spec.Multicast && spec.RdmaCM:
+		err = s.cmJoin(ctx, role == "client")
+	case spec.Multicast:
+		err = s.joinGroup(role == "client")
+	case spec.RdmaCM:
+		err = s.cmConnect(ctx, c, role, host)
 	}
-	if spec.Multicast {
-		if err := s.joinGroup(role == "client"); err != nil {
-			return refuse(err)
-		}
+	if err != nil {
+		return refuse(err)
 	}
 	cctx, cancel := ctl()
 	remote, err := c.SwapSetup(cctx, exchange.Setup{QPs: s.localInfo})

@@ -205,6 +205,7 @@ func TestEndToEnd(t *testing.T) {
 		// -g: UD to multicast groups, each side's its own.
 		{"send-bw", []string{"-g", "-s", "512", "-n", "200"}},
 		{"send-lat", []string{"-g", "--send_with_imm", "-s", "64", "-n", "200"}},
+		{"send-bw", []string{"-R", "-g", "-e", "-s", "512", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)

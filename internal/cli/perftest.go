@@ -240,7 +240,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	if o.Test.Receives() {
 		f.BoolVar(&o.SRQ, "use-srq", false, "each side's QPs take their receives from one shared receive queue of -r receives")
 		f.BoolVar(&o.Immediate, "send_with_imm", false, "send with immediate data (IBV_WR_SEND_WITH_IMM): each message carries its number, which --validate checks")
-		f.BoolVarP(&o.Mcg, "mcg", "g", false, "multicast: each side's QP joins a group (the server's --MGID, the client's the next address) and the peer sends to it; UD (the default with -g), one QP, not with -b or -R")
+		f.BoolVarP(&o.Mcg, "mcg", "g", false, "multicast: each side's QP joins a group (the server's --MGID, the client's the next address) and the peer sends to it; UD (the default with -g), one QP, not with -b; with -R rdma_cm joins the groups")
 		addGroupFlag(f, o)
 	}
 	if o.Test == exchange.WriteBW || o.Test == exchange.ReadBW || o.Test == exchange.AtomicBW {

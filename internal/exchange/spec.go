@@ -205,7 +205,8 @@ type TestSpec struct {
 	MRPerQP bool
 	// Multicast makes a send test's receiving sides members of multicast
 	// groups, each side its own, to which the other sends (perftest's
-	// -g/--mcg): UD, one QP, one way or a latency test, without rdma_cm.
+	// -g/--mcg): UD, one QP, one way or a latency test; with RdmaCM
+	// rdma_cm joins the groups.
 	// Sent as bit 6 of the flags word.
 	Multicast bool
 }
@@ -521,7 +522,7 @@ func (s TestSpec) Validate() error {
 	if s.MRPerQP && t.IsLatency() {
 		return invalid("%s runs on one QP: a memory region per QP is for the bandwidth tests", t)
 	}
-	if s.Multicast && (!t.Receives() || s.ConnType != ibverbs.QPTypeUD || s.NumQPs != 1 || s.Bidirectional || s.RdmaCM) {
+	if s.Multicast && (!t.Receives() || s.ConnType != ibverbs.QPTypeUD || s.NumQPs != 1 || s.Bidirectional) {
 		var but []string
 		if !t.Receives() || s.ConnType != ibverbs.QPTypeUD {
 			but = append(but, fmt.Sprintf("%s over %v", t, s.ConnType))
@@ -532,10 +533,7 @@ func (s TestSpec) Validate() error {
 		if s.Bidirectional {
 			but = append(but, "bidirectional")
 		}
-		if s.RdmaCM {
-			but = append(but, "rdma_cm")
-		}
-		return invalid("multicast is for the send tests over UD with one QP, one way or a latency test, without rdma_cm (not %s)", strings.Join(but, ", "))
+		return invalid("multicast is for the send tests over UD with one QP, one way or a latency test (not %s)", strings.Join(but, ", "))
 	}
 	if s.SRQ && !t.Receives() {
 		return invalid("%s receives nothing: a shared receive queue is for the send tests", t)

@@ -66,6 +66,9 @@ func TestValidate(t *testing.T) {
 		{"send_bw multicast", func(s *TestSpec) {
 			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.Multicast = SendBW, ibverbs.QPTypeUD, 64, 1, false, true
 		}},
+		{"send_bw multicast rdma_cm", func(s *TestSpec) {
+			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.RdmaCM, s.Multicast = SendBW, ibverbs.QPTypeUD, 64, 1, false, true, true
+		}},
 		{"send_lat multicast", func(s *TestSpec) {
 			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.Multicast = SendLat, ibverbs.QPTypeUD, 64, 1, false, true
 		}},
@@ -114,9 +117,6 @@ func TestValidate(t *testing.T) {
 		}},
 		{"multicast QPs", "(not 2 QPs)", func(s *TestSpec) {
 			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.Multicast = SendBW, ibverbs.QPTypeUD, 64, 2, false, true
-		}},
-		{"multicast rdma_cm", "(not rdma_cm)", func(s *TestSpec) {
-			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.RdmaCM, s.Multicast = SendBW, ibverbs.QPTypeUD, 64, 1, false, true, true
 		}},
 		{"latency MR per QP", "read_lat runs on one QP", func(s *TestSpec) { s.Test, s.Bidirectional, s.MRPerQP = ReadLat, false, true }},
 		{"write_lat warm-up", "not write_lat", func(s *TestSpec) { s.Test, s.Bidirectional, s.WarmUp = WriteLat, false, true }},
