@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
 // TestCompChannelBlock waits for completion events with the thread asleep:
@@ -192,4 +193,35 @@ func TestCreateCQVector(t *testing.T) {
 		}
 	}
 	t.Logf("%s has %d completion vectors", p.ctx.Name(), n)
+}
+
+// Resize grows a CQ with completions in it (most likely: the writes have
+// had 50 ms), which it keeps.
+func TestResizeCQ(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+	wrs := make([]ibverbs.SendWR, 3)
+	for i := range wrs {
+		wrs[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}
+	}
+	if err := p.a.qp.PostSend(wrs); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // let the writes complete, unpolled
+	before := p.a.cq.Len()
+	if err := p.a.cq.Resize(before + 500); err != nil {
+		rdmatest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	if p.a.cq.Len() < before+500 {
+		t.Errorf("Len %d after Resize(%d)", p.a.cq.Len(), before+500)
+	}
+	for i, wc := range pollN(t, p.a.cq, 3) {
+		if wc.Err() != nil || wc.WRID != uint64(i) {
+			t.Errorf("completion %d after the resize: %+v", i, wc)
+		}
+	}
+	if err := p.a.cq.Resize(0); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Resize(0) = %v, want EINVAL", err)
+	}
 }

@@ -71,8 +71,28 @@ func (c *Context) CreateCQVector(cqe int, ch *CompChannel, vector int) (*CQ, err
 	return cq, nil
 }
 
-// Len returns the number of entries the CQ was granted.
+// Len returns the number of entries the CQ was granted, at creation or
+// by its last Resize.
 func (cq *CQ) Len() int { return cq.cqe }
+
+// Resize makes the CQ hold at least cqe entries (ibv_resize_cq), keeping
+// the completions it holds; Len then says how many it got. Shrinking below
+// the completions queued fails. A provider without the verb fails with an
+// error that matches errors.ErrUnsupported. No other goroutine may poll
+// the CQ or post to its QPs meanwhile.
+func (cq *CQ) Resize(cqe int) error {
+	if cq.c == nil {
+		return ErrClosed
+	}
+	if cqe < 1 {
+		return fmt.Errorf("ibv_resize_cq: %d entries: %w", cqe, syscall.EINVAL)
+	}
+	if rc := C.ibv_resize_cq(cq.c, C.int(cqe)); rc != 0 {
+		return fmt.Errorf("%d entries: %w", cqe, verbError("ibv_resize_cq", int(rc)))
+	}
+	cq.cqe = int(cq.c.cqe)
+	return nil
+}
 
 // Raw returns the struct ibv_cq pointer, valid until Close.
 func (cq *CQ) Raw() unsafe.Pointer { return unsafe.Pointer(cq.c) }

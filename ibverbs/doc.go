@@ -37,6 +37,7 @@
 //	ibv_get_cq_event           (*CompChannel).Wait, Block (ack with ibv_ack_cq_events)
 //	ibv_create_cq              (*Context).CreateCQ  ibv_destroy_cq     (*CQ).Close
 //	ibv_poll_cq                (*CQ).Poll           ibv_req_notify_cq  (*CQ).ReqNotify
+//	ibv_resize_cq              (*CQ).Resize
 //	ibv_create_qp              (*PD).CreateQP       ibv_destroy_qp     (*QP).Close
 //	ibv_create_qp_ex           (*PD).CreateQP with QPInit.WRAPI
 //	ibv_modify_qp              (*QP).Modify, ToInit, ToRTR, ToRTS, Connect, ToError, Reset

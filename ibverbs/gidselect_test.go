@@ -141,6 +141,8 @@ func TestEnumStrings(t *testing.T) {
 		GIDTypeRoCEv2.String(): "RoCE v2",
 		PortActive.String():    "ACTIVE",
 		SendFlags(0).String():  "0",
+		MWType2.String():       "type 2",
+		MWType(0).String():     "MWType(0)",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)

@@ -25,15 +25,9 @@ const (
 	MWType2 MWType = 2
 )
 
-func (t MWType) String() string {
-	switch t {
-	case MWType1:
-		return "type 1"
-	case MWType2:
-		return "type 2"
-	}
-	return fmt.Sprintf("MWType(%d)", uint32(t))
-}
+var mwTypeNames = []string{MWType1: "type 1", MWType2: "type 2"}
+
+func (t MWType) String() string { return enumName(mwTypeNames, int(t), "MWType") }
 
 // MW is a memory window (struct ibv_mw): an rkey a peer uses for RDMA and
 // atomics on a part of an MR that the window's owner chooses, and can move

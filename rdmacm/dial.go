@@ -25,14 +25,21 @@ import (
 // listens there; ErrAddrResolve, ErrRouteResolve or ErrUnreachable (with
 // the errno, e.g. ETIMEDOUT) when the peer cannot be reached.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	return op(ctx, "dial", addr, cfg, dial)
+}
+
+// op runs f with cfg, or the defaults for nil, and wraps its error in an
+// *OpError for the operation: the exported entry points' common part.
+func op[T any](ctx context.Context, name, addr string, cfg *Config, f func(context.Context, string, *Config) (T, error)) (T, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	c, err := dial(ctx, addr, cfg)
+	v, err := f(ctx, addr, cfg)
 	if err != nil {
-		return nil, &OpError{Op: "dial", Addr: addr, Err: err}
+		var zero T
+		return zero, &OpError{Op: name, Addr: addr, Err: err}
 	}
-	return c, nil
+	return v, nil
 }
 
 func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
@@ -42,20 +49,11 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var src netip.AddrPort
-	if cfg.SrcAddr != "" {
-		if src, err = parseSrcAddr(ctx, cfg.SrcAddr); err != nil {
-			return nil, err
-		}
-	}
-	ch, err := CreateEventChannel()
+	id, err := resolveFrom(ctx, cfg, cfg.portSpace(), dst)
 	if err != nil {
 		return nil, err
 	}
-	id, err := resolveAddr(ctx, ch, cfg.portSpace(), src, dst, resolveTimeout(ctx, cfg.AddrTimeout))
-	if err != nil {
-		return nil, errors.Join(err, ch.Close())
-	}
+	ch := id.ch
 	fail := func(err error) (*Conn, error) {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
@@ -94,6 +92,27 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	}
 	c.start()
 	return c, nil
+}
+
+// resolveFrom makes an ID, on a channel of its own, with dst resolved
+// from cfg.SrcAddr (or the route's source): on failure it leaves nothing.
+func resolveFrom(ctx context.Context, cfg *Config, ps PortSpace, dst netip.AddrPort) (*ID, error) {
+	var src netip.AddrPort
+	if cfg.SrcAddr != "" {
+		var err error
+		if src, err = parseSrcAddr(ctx, cfg.SrcAddr); err != nil {
+			return nil, err
+		}
+	}
+	ch, err := CreateEventChannel()
+	if err != nil {
+		return nil, err
+	}
+	id, err := resolveAddr(ctx, ch, ps, src, dst, resolveTimeout(ctx, cfg.AddrTimeout))
+	if err != nil {
+		return nil, errors.Join(err, ch.Close())
+	}
+	return id, nil
 }
 
 // resolveSlice bounds one attempt at resolving an address. If the ARP

@@ -89,3 +89,30 @@ func ExampleListener_GetRequest() {
 	<-c.Done() // the peer disconnected
 	c.Close()
 }
+
+// A sender joins a multicast group as a send-only member and sends one
+// datagram to every member's QP.
+func ExampleJoinMulticast() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rdmacm.JoinMulticast(ctx, "239.255.0.1", &rdmacm.Config{SrcAddr: "198.18.0.1", MulticastSendOnly: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close() // leaves the group
+	buf, _ := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	defer buf.Close()
+	mr, _ := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
+	defer mr.Close()
+	n := copy(buf.Bytes(), "to the group")
+	ah, qpn, qkey := c.RemoteUD() // the group's address; qpn is 0xffffff
+	err = c.QP().PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{mr.SGE(0, n)}, AH: ah, RemoteQPN: qpn, RemoteQKey: qkey}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	wcs := make([]ibverbs.WC, 1)
+	if _, err := c.SendCQ().Wait(ctx, wcs); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -32,14 +32,7 @@ type Listener struct {
 // device only. cfg (nil for defaults) applies to every connection Accept
 // makes; ctx bounds only the host's lookup.
 func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
-	if cfg == nil {
-		cfg = &Config{}
-	}
-	l, err := listen(ctx, addr, cfg)
-	if err != nil {
-		return nil, &OpError{Op: "listen", Addr: addr, Err: err}
-	}
-	return l, nil
+	return op(ctx, "listen", addr, cfg, listen)
 }
 
 func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {

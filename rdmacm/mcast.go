@@ -64,14 +64,7 @@ func (id *ID) LeaveMulticast(group netip.Addr) error {
 // joins (rdma_join_multicast_ex), all bounded by ctx; Close leaves the
 // group (rdma_leave_multicast). Errors are *OpError, as Dial's.
 func JoinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error) {
-	if cfg == nil {
-		cfg = &Config{}
-	}
-	c, err := joinMulticast(ctx, group, cfg)
-	if err != nil {
-		return nil, &OpError{Op: "join", Addr: group, Err: err}
-	}
-	return c, nil
+	return op(ctx, "join", group, cfg, joinMulticast)
 }
 
 func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error) {
@@ -84,20 +77,11 @@ func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error
 	if !g.IsMulticast() {
 		return nil, fmt.Errorf("%v is not a multicast address: %w", g, syscall.EINVAL)
 	}
-	var src netip.AddrPort
-	if cfg.SrcAddr != "" {
-		if src, err = parseSrcAddr(ctx, cfg.SrcAddr); err != nil {
-			return nil, err
-		}
-	}
-	ch, err := CreateEventChannel()
+	id, err := resolveFrom(ctx, cfg, PortSpaceUDP, netip.AddrPortFrom(g, 0))
 	if err != nil {
 		return nil, err
 	}
-	id, err := resolveAddr(ctx, ch, PortSpaceUDP, src, netip.AddrPortFrom(g, 0), resolveTimeout(ctx, cfg.AddrTimeout))
-	if err != nil {
-		return nil, errors.Join(err, ch.Close())
-	}
+	ch := id.ch
 	ud := *cfg
 	ud.UD = true
 	c, err := newConn(id, &ud)
