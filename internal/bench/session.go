@@ -388,6 +388,17 @@ func Check(l Local) error {
 	return s.openPort(false)
 }
 
+// ActiveMTU returns the active MTU of the port l names, after Check's
+// checks: the most a UD message can carry.
+func ActiveMTU(l Local) (ibverbs.MTU, error) {
+	s := &session{local: l, port: max(l.Port, 1)}
+	defer s.close()
+	if err := s.openPort(false); err != nil {
+		return 0, err
+	}
+	return s.portAttr.ActiveMTU, nil
+}
+
 // openPort opens the device, through rdma_cm where cm is set, and chooses
 // the port's GID.
 func (s *session) openPort(cm bool) (err error) {

@@ -178,6 +178,15 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	if err != nil {
 		return o.fail(f, err)
 	}
+	if o.udSize && (o.Host != "" || o.Loopback) {
+		// A device that cannot say fails the run soon with the reason.
+		if mtu, err := bench.ActiveMTU(l); err == nil && uint32(mtu.Bytes()) < spec.Size {
+			spec.Size = uint32(mtu.Bytes())
+			if o.text() {
+				fmt.Fprintf(f.IO.ErrOut, "gorperf: a UD message is at most the port's MTU: sending %d bytes (-s to choose)\n", spec.Size)
+			}
+		}
+	}
 	if err := o.openJSONFile(); err != nil {
 		return o.fail(f, err)
 	}

@@ -203,9 +203,10 @@ func TestEndToEnd(t *testing.T) {
 		{"send-bw", []string{"--send_with_imm", "-c", "UD", "-s", "512", "-n", "200"}},
 		{"send-lat", []string{"-R", "--send_with_imm", "-s", "64", "-n", "200"}},
 		// -g: UD to multicast groups, each side's its own.
-		{"send-bw", []string{"-g", "-s", "512", "-n", "200"}},
+		{"send-bw", []string{"-g", "-n", "200"}}, // -s: the port's MTU
 		{"send-lat", []string{"-g", "--send_with_imm", "-s", "64", "-n", "200"}},
 		{"send-bw", []string{"-R", "-g", "-e", "-s", "512", "-n", "200"}},
+		{"send-bw", []string{"--reversed", "-g", "-s", "512", "-n", "200"}}, // the client's QP receives
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)
@@ -240,6 +241,11 @@ func TestEndToEnd(t *testing.T) {
 			}
 			if mcg := slices.Contains(tc.args, "-g"); mcg != (r.MulticastGroup == "239.255.0.2") || mcg != (r.Connection == "UD" && !slices.Contains(tc.args, "-c")) {
 				t.Errorf("multicast group %q, connection %s in the client's JSON for %v", r.MulticastGroup, r.Connection, tc.args)
+			}
+			if ud := r.Connection == "UD"; ud && !slices.Contains(tc.args, "-s") && tc.test == "send-bw" && len(r.Results) > 0 {
+				if b := r.Results[0].Bytes; b < 256 || b > 4096 || b&(b-1) != 0 {
+					t.Errorf("UD without -s sent %d-byte messages, want the port's MTU", b)
+				}
 			}
 			if r.SRQ != slices.Contains(tc.args, "--use-srq") {
 				t.Errorf("srq %v in the JSON for %v", r.SRQ, tc.args)
@@ -914,7 +920,7 @@ func TestIPv6EndToEnd(t *testing.T) {
 		{"write-bw", []string{"-s", "4096", "-n", "200"}},
 		{"send-bw", []string{"-c", "UD", "-s", "512", "-n", "200"}},
 		{"send-lat", []string{"-R", "-s", "64", "-n", "100"}},
-		{"send-bw", []string{"-g", "-s", "512", "-n", "200"}}, // to ff05::114, from one device to itself
+		{"send-bw", []string{"-g", "-n", "200"}}, // -s: the port's MTU // to ff05::114, from one device to itself
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			port := fmt.Sprint(19000 + nextPort.Add(1))

@@ -124,6 +124,17 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if l, err := o.local(); err != nil || l.Group != netip.MustParseAddr("ff01:0:2:c985::") {
 		t.Errorf("-M in perftest's form: group %v, %v", l.Group, err)
 	}
+	// A UD bandwidth test without -s sends the largest datagram, -m's or
+	// 4096 bytes (testRun lowers it to the port's MTU).
+	if s, o, err = parseTest(t, exchange.SendBW, "-g", "-m", "1024", "h"); err != nil || s.Size != 1024 || !o.udSize {
+		t.Errorf("send_bw -g -m 1024: size %d (MTU's %v), %v", s.Size, o.udSize, err)
+	}
+	if s, o, err = parseTest(t, exchange.SendBW, "-c", "UD", "h"); err != nil || s.Size != 4096 || !o.udSize || s.CQModeration != 100 {
+		t.Errorf("send_bw -c UD: size %d (MTU's %v), -Q %d, %v", s.Size, o.udSize, s.CQModeration, err)
+	}
+	if s, o, err = parseTest(t, exchange.SendBW, "-c", "UD", "-s", "64", "h"); err != nil || s.Size != 64 || o.udSize {
+		t.Errorf("send_bw -c UD -s 64: size %d (MTU's %v), %v", s.Size, o.udSize, err)
+	}
 	if _, o, err = parseTest(t, exchange.SendBW, "-g", "-s", "512", "-M", "::ffff:239.1.2.3", "h"); err != nil {
 		t.Fatal(err)
 	}

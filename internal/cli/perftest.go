@@ -43,6 +43,7 @@ type testOptions struct {
 	Duration    uint32
 	Margin      uint32 // -f; with -D, default the duration's quarter
 	marginAlone bool   // -f given without a fixed -D
+	udSize      bool   // -s not given for UD: the port's MTU
 	QPs         uint16
 	Bidir       bool
 	Connection  string
@@ -117,12 +118,22 @@ const cqModSizeLimit = 8192
 func (o *testOptions) defaults(cmd *cobra.Command) {
 	lat := o.Test.IsLatency()
 	set := func(name string) bool { return cmd.Flags().Changed(name) }
+	if o.Mcg && !set("connection") {
+		o.Connection = "UD" // as perftest's -g
+	}
 	if !set("size") {
 		switch {
 		case o.Test.IsAtomic():
 			o.Size = 8
 		case lat:
 			o.Size = 2
+		case strings.EqualFold(o.Connection, "UD"):
+			// A datagram is at most the MTU: -m, or the largest, which
+			// testRun lowers to the port's, as perftest does.
+			o.Size, o.udSize = 4096, true
+			if o.MTU != 0 {
+				o.Size = uint32(o.MTU)
+			}
 		default:
 			o.Size = 65536
 		}
@@ -175,9 +186,6 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	} else if set("margin") && (o.Duration == 0 || o.Infinite) {
 		o.marginAlone = true
 	}
-	if o.Mcg && !set("connection") {
-		o.Connection = "UD" // as perftest's -g
-	}
 	if set("out_json_file") {
 		o.OutJSON = true // a file named is a file wanted
 	}
@@ -196,7 +204,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6)")
 	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
 	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
-	f.Uint32VarP(&o.Size, "size", "s", 0, "message size in bytes (default: 65536 for bandwidth, 2 for latency, 8 for atomics)")
+	f.Uint32VarP(&o.Size, "size", "s", 0, "message size in bytes (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's MTU, or -m)")
 	f.BoolVarP(&o.All, "all", "a", false, "run every size from 2 to 2^23 bytes")
 	f.Uint64VarP(&o.Iters, "iters", "n", 0, "iterations per size (default: 5000 for bandwidth, 1000 for latency)")
 	f.Uint32VarP(&o.Duration, "duration", "D", 0, "run each size for this many seconds instead of -n iterations")
