@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,6 +26,19 @@ import (
 // loopback runs spec between a server and a client in this process, on
 // the test device, over a control connection on 127.0.0.1.
 func loopback(t *testing.T, spec exchange.TestSpec, tweak ...func(l *bench.Local, client bool)) (*bench.Result, *bench.Result) {
+	t.Helper()
+	cr, sr, cerr, serr := tryLoopback(t, spec, tweak...)
+	if cerr != nil {
+		t.Fatalf("client: %v", cerr)
+	}
+	if serr != nil {
+		t.Fatalf("server: %v", serr)
+	}
+	return cr, sr
+}
+
+// tryLoopback is loopback returning each side's error.
+func tryLoopback(t *testing.T, spec exchange.TestSpec, tweak ...func(l *bench.Local, client bool)) (cr, sr *bench.Result, cerr, serr error) {
 	t.Helper()
 	info := rdmatest.Device(t)
 	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
@@ -52,15 +66,9 @@ func loopback(t *testing.T, spec exchange.TestSpec, tweak ...func(l *bench.Local
 		}
 		srv <- o
 	}()
-	cr, err := bench.Client(ctx, ln.Addr().String(), spec, l, nil)
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
+	cr, cerr = bench.Client(ctx, ln.Addr().String(), spec, l, nil)
 	so := <-srv
-	if so.err != nil {
-		t.Fatalf("server: %v", so.err)
-	}
-	return cr, so.r
+	return cr, so.r, cerr, so.err
 }
 
 func TestLoopbackAllTests(t *testing.T) {
@@ -788,5 +796,32 @@ func TestSRQ(t *testing.T) {
 				t.Errorf("%d messages, want %d", got, tc.msgs)
 			}
 		})
+	}
+}
+
+// Over UD -a stops at the path MTU, and a size over it fails at once on
+// both sides: such datagrams are dropped, and the receiver would wait
+// out its idle timeout.
+func TestUDSizes(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, AllSizes: true, Iterations: 20,
+		NumQPs: 1, TXDepth: 16, RXDepth: 32, CQModeration: 4, ValidateData: true}
+	c, _ := loopback(t, spec)
+	mtu := c.Header.Mtu
+	if n := len(c.Sizes); n == 0 || c.Sizes[n-1].Size != mtu || c.Sizes[0].Size != 2 {
+		t.Fatalf("UD -a ran %d sizes, the last %d, want 2 to the MTU, %d", n, c.Sizes[n-1].Size, mtu)
+	}
+	if mtu >= 4096 {
+		t.Skipf("the path MTU is %d: no UD size is over it", mtu)
+	}
+	spec.AllSizes, spec.Size = false, 4096
+	start := time.Now()
+	_, _, cerr, serr := tryLoopback(t, spec)
+	for side, err := range map[string]error{"client": cerr, "server": serr} {
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at most the path MTU, %d bytes here, not 4096", mtu)) {
+			t.Errorf("4096-byte UD messages: the %s's error is %v", side, err)
+		}
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("the refusal took %v", d)
 	}
 }

@@ -299,6 +299,10 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		}
 		return context.WithCancel(ctx)
 	}
+	sizes, err := s.sizes()
+	if err != nil {
+		return refuse(err)
+	}
 	client := role == "client"
 	if spec.Receives() {
 		if err := s.prepostRecvs(); err != nil {
@@ -311,7 +315,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	}
 	iters := spec.Iterations
 	dur := time.Duration(spec.Duration) * time.Second
-	for n, size32 := range spec.Sizes() {
+	for n, size32 := range sizes {
 		size := int(size32)
 		if spec.ValidateData {
 			s.fillPatterns(size)

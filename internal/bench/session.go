@@ -611,6 +611,27 @@ func (s *session) header(client bool) report.Header {
 	return h
 }
 
+// sizes returns the message sizes to run: the spec's, but over UD only
+// those within the path MTU, which both sides compute alike once they
+// have swapped setups. A larger datagram would be dropped, and the
+// receiver wait out its idle timeout: -a stops at the MTU, as perftest's
+// does, and a single size over it fails at once.
+func (s *session) sizes() ([]uint32, error) {
+	all := s.spec.Sizes()
+	if s.spec.ConnType != ibverbs.QPTypeUD {
+		return all, nil
+	}
+	m := uint32(s.mtu().Bytes())
+	n := len(all)
+	for n > 0 && all[n-1] > m {
+		n--
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("a UD message is at most the path MTU, %d bytes here, not %d: choose a smaller -s", m, all[len(all)-1])
+	}
+	return all[:n], nil
+}
+
 func (s *session) mtu() ibverbs.MTU {
 	m := s.portAttr.ActiveMTU
 	if s.spec.MTU != 0 {
