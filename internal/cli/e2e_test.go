@@ -920,13 +920,18 @@ func TestIPv6EndToEnd(t *testing.T) {
 		{"write-bw", []string{"-s", "4096", "-n", "200"}},
 		{"send-bw", []string{"-c", "UD", "-s", "512", "-n", "200"}},
 		{"send-lat", []string{"-R", "-s", "64", "-n", "100"}},
-		{"send-bw", []string{"-g", "-n", "200"}}, // -s: the port's MTU // to ff05::114, from one device to itself
+		{"send-bw", []string{"-g", "-s", "512", "-n", "200"}}, // to ff05::114, from one device to itself
+		{"write-bw", []string{"-R", "--source_ip", ip6, "-s", "4096", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
 			port := fmt.Sprint(19000 + nextPort.Add(1))
 			srv, srvOut := start(t, ctx, tc.test, "-d", dev, "-p", port, "--ipv6")
 			waitListening(t, port)
-			cmd := gorperf(ctx, append(append([]string{tc.test, "-d", dev, "-p", port, "--ipv6", "--json", "--validate"}, tc.args...), ip6)...)
+			args := []string{tc.test, "-d", dev, "-p", port, "--json", "--validate"}
+			if !slices.Contains(tc.args, "--source_ip") { // which alone must pick the IPv6 GID
+				args = append(args, "--ipv6")
+			}
+			cmd := gorperf(ctx, append(append(args, tc.args...), ip6)...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()

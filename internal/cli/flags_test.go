@@ -116,6 +116,13 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if o.Device != "mlx5_1" || o.IBPort != 2 || o.GIDIndex != 3 || o.Port != 20000 || !o.Gbits || o.Host != "198.18.0.1" {
 		t.Errorf("local options %+v", o)
 	}
+	// --source_ip picks the GID of one address.
+	if _, o, err = parseTest(t, exchange.WriteBW, "-R", "--source_ip", "::ffff:198.18.0.2", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := o.gidRule(); err != nil || r.Prefix != netip.MustParsePrefix("198.18.0.2/32") || r.Family != 4 {
+		t.Errorf("--source_ip: rule %+v, %v", r, err)
+	}
 	// -g makes the test UD; -M takes perftest's 16 bytes, or an address.
 	s, o, err = parseTest(t, exchange.SendLat, "-g", "-M", "255:1:0:0:0:2:201:133:0:0:0:0:0:0:0:0", "h")
 	if err != nil || !s.Multicast || s.ConnType != ibverbs.QPTypeUD {
@@ -347,6 +354,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.ReadBW, []string{"--write_with_imm"}, "unknown flag: --write_with_imm"},
 		{exchange.WriteBW, []string{"--send_with_imm"}, "unknown flag: --send_with_imm"},
 		{exchange.WriteBW, []string{"--write_with_imm", "-r", "0"}, "RX depth 0 for write_bw"},
+		{exchange.WriteBW, []string{"--source_ip", "198.18.0.1", "-x", "1"}, "leave out -x and --gid-subnet"},
+		{exchange.WriteBW, []string{"--source_ip", "198.18.0"}, "--source_ip: ParseAddr"},
 		{exchange.SendBW, []string{"-g", "-c", "RC"}, "multicast is for the send tests over UD"},
 		{exchange.SendBW, []string{"-g", "-q", "2", "-s", "512"}, "(not 2 QPs)"},
 		{exchange.SendBW, []string{"-g", "-b", "-s", "512"}, "(not bidirectional)"},

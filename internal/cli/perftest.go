@@ -36,6 +36,7 @@ type testOptions struct {
 	GIDFamily   int
 	IPv6        bool // --ipv6: GIDFamily 6
 	GIDSubnet   string
+	SourceIP    string // --source_ip: the GID of this address
 	GIDNetdev   string
 	Size        uint32
 	All         bool
@@ -203,6 +204,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.IntVar(&o.GIDFamily, "gid-family", 0, "automatic GID: 4 or 6 for IPv4 or IPv6 (default: IPv4 preferred)")
 	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6)")
 	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
+	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address, for the QPs and, with -R, rdma_cm's connections, as perftest's --source_ip (not with -x or --gid-subnet)")
 	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
 	f.Uint32VarP(&o.Size, "size", "s", 0, "message size in bytes (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's MTU, or -m)")
 	f.BoolVarP(&o.All, "all", "a", false, "run every size from 2 to 2^23 bytes")
@@ -503,6 +505,20 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 	r := ibverbs.GIDRule{Family: o.GIDFamily, Netdev: o.GIDNetdev}
 	if o.GIDFamily != 0 && o.GIDFamily != 4 && o.GIDFamily != 6 {
 		return r, usageErrorf("--gid-family: want 4 or 6, got %d", o.GIDFamily)
+	}
+	if o.SourceIP != "" {
+		if o.GIDSubnet != "" || o.GIDIndex >= 0 {
+			return r, usageErrorf("--source_ip picks the GID of an address: leave out -x and --gid-subnet")
+		}
+		a, err := netip.ParseAddr(o.SourceIP)
+		if err != nil {
+			return r, usageErrorf("--source_ip: %v", err)
+		}
+		a = a.Unmap()
+		r.Prefix = netip.PrefixFrom(a, a.BitLen())
+		if r.Family == 0 {
+			r.Family = map[bool]int{true: 4, false: 6}[a.Is4()]
+		}
 	}
 	if o.GIDSubnet != "" {
 		p, err := netip.ParsePrefix(o.GIDSubnet)
