@@ -47,7 +47,8 @@
 //	ibv_create_ah              (*PD).CreateAH, CreateAHTo            ibv_destroy_ah (*AH).Close
 //	ibv_attach_mcast           (*QP).AttachMcast    ibv_detach_mcast   (*QP).DetachMcast
 //	ibv_create_srq             (*PD).CreateSRQ      ibv_post_srq_recv  (*SRQ).PostRecv
-//	ibv_modify_srq             (*SRQ).Arm           ibv_destroy_srq    (*SRQ).Close
+//	ibv_modify_srq             (*SRQ).Arm, Resize   ibv_destroy_srq    (*SRQ).Close
+//	ibv_query_srq              (*SRQ).Query
 //	ibv_get_async_event        (*Context).Events    (acks with ibv_ack_async_event)
 //
 // Enums are named types with String methods (WCStatus, QPState, MTU, ...);

@@ -339,3 +339,58 @@ func TestCloseOrder(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// Query reports an SRQ's capacity and armed limit; Resize grows it while
+// it is full, so that more fit than it was made for.
+func TestSRQQueryResize(t *testing.T) {
+	e := newSRQEnv(t)
+	a, err := e.srq.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.MaxWR < 16 || a.MaxSGE < 1 || a.Limit != 0 {
+		t.Fatalf("Query of a 16-receive SRQ: %+v", a)
+	}
+	if err := e.srq.Arm(4); err != nil {
+		t.Fatal(err)
+	}
+	if a, err = e.srq.Query(); err != nil || a.Limit != 4 {
+		t.Fatalf("Query after Arm(4): %+v, %v", a, err)
+	}
+	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, buf)
+	mr, err := e.pd.RegMR(buf, ibverbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, mr)
+	recvs := func(n int) []ibverbs.RecvWR {
+		wrs := make([]ibverbs.RecvWR, n)
+		for i := range wrs {
+			wrs[i] = ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{mr.SGE(0, 64)}}
+		}
+		return wrs
+	}
+	if err := e.srq.PostRecv(recvs(a.MaxWR)); err != nil {
+		t.Fatalf("filling the SRQ: %v", err)
+	}
+	if err := e.srq.Resize(4 * a.MaxWR); err != nil {
+		rdmatest.SkipIfUnsupported(t, err)
+		t.Fatal(err)
+	}
+	b, err := e.srq.Query()
+	if err != nil || b.MaxWR < 4*a.MaxWR {
+		t.Fatalf("Query after Resize(%d): %+v, %v", 4*a.MaxWR, b, err)
+	}
+	// Three times the first capacity are posted (rxe refuses the one
+	// after MaxWR: it reports the queue's real size).
+	if err := e.srq.PostRecv(recvs(2 * a.MaxWR)); err != nil {
+		t.Errorf("posting %d more after the resize: %v", 2*a.MaxWR, err)
+	}
+	if err := e.srq.Resize(0); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Resize(0) = %v, want EINVAL", err)
+	}
+}

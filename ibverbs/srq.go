@@ -80,6 +80,44 @@ func (srq *SRQ) Arm(limit int) error {
 	return nil
 }
 
+// SRQAttr is what an SRQ holds (struct ibv_srq_attr).
+type SRQAttr struct {
+	MaxWR, MaxSGE int
+	// Limit is the armed limit (Arm); 0 once its event has fired, or
+	// when it was never armed.
+	Limit int
+}
+
+// Query returns the SRQ's capacity and limit (ibv_query_srq).
+func (srq *SRQ) Query() (SRQAttr, error) {
+	if srq.c == nil {
+		return SRQAttr{}, ErrClosed
+	}
+	var a C.struct_ibv_srq_attr
+	if rc := C.ibv_query_srq(srq.c, &a); rc != 0 {
+		return SRQAttr{}, verbError("ibv_query_srq", int(rc))
+	}
+	return SRQAttr{MaxWR: int(a.max_wr), MaxSGE: int(a.max_sge), Limit: int(a.srq_limit)}, nil
+}
+
+// Resize makes the SRQ hold at least maxWR receives (ibv_modify_srq with
+// IBV_SRQ_MAX_WR), keeping those posted. A device that cannot
+// (DeviceAttr.DeviceCapFlags without IBV_DEVICE_SRQ_RESIZE) fails it.
+func (srq *SRQ) Resize(maxWR int) error {
+	if srq.c == nil {
+		return ErrClosed
+	}
+	if maxWR < 1 {
+		return fmt.Errorf("ibv_modify_srq: %d receives: %w", maxWR, syscall.EINVAL)
+	}
+	var a C.struct_ibv_srq_attr
+	a.max_wr = C.uint32_t(maxWR)
+	if rc := C.ibv_modify_srq(srq.c, &a, C.IBV_SRQ_MAX_WR); rc != 0 {
+		return fmt.Errorf("%d receives: %w", maxWR, verbError("ibv_modify_srq", int(rc)))
+	}
+	return nil
+}
+
 // Raw returns the struct ibv_srq pointer, valid until Close.
 func (srq *SRQ) Raw() unsafe.Pointer { return unsafe.Pointer(srq.c) }
 
