@@ -208,3 +208,38 @@ func ExampleContext_Events() {
 func swapWithPeer(ibverbs.Endpoint, uint64, uint32) (ibverbs.Endpoint, uint64, uint32) {
 	return ibverbs.Endpoint{}, 0, 0
 }
+
+// Lend a peer 4 KiB of a registered buffer for one request and take the
+// loan back: a type 2 memory window bound on the QP gives the peer a key
+// to just that part, and the peer's reply, a send with invalidate,
+// revokes the key before this side sees the reply. qp, pd and cq are
+// those of the QP.Connect example; mr was registered with AccessMWBind.
+func ExamplePD_AllocMW() {
+	var (
+		qp *ibverbs.QP
+		pd *ibverbs.PD
+		mr *ibverbs.MR
+		cq *ibverbs.CQ
+	)
+	mw, err := pd.AllocMW(ibverbs.MWType2)
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, errors.ErrUnsupported) without windows
+	}
+	defer mw.Close()
+	rkey := ibverbs.NextRKey(mw.RKey())
+	bind := ibverbs.MWBind{MW: mw, MR: mr, Addr: mr.Addr() + 8192, Length: 4096, Access: ibverbs.AccessRemoteWrite}
+	if err := qp.PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpBindMW, Flags: ibverbs.SendSignaled,
+		RKey: rkey, Bind: &bind}}); err != nil {
+		log.Fatal(err)
+	}
+	// Once the WCBindMW completion is polled, send rkey and the address
+	// to the peer; it writes there and replies with OpSendWithInv and
+	// Imm: rkey. The reply's receive completion has WCWithInv set and the
+	// key in Imm; the window is free to bind again, under NextRKey(rkey).
+	wcs := make([]ibverbs.WC, 1)
+	for n := 0; n == 0; {
+		if n, err = cq.Poll(wcs); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
