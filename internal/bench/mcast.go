@@ -88,18 +88,16 @@ func (s *session) joinGroup(client bool) error {
 		// perftest asks the subnet manager with a MAD of its own.
 		return fmt.Errorf("--mcg on %s port %d: an InfiniBand group is joined through the subnet manager: add -R, whose rdma_cm does that", s.ctx.Name(), s.port)
 	}
-	{
-		ifi, err := net.InterfaceByIndex(s.gid.Entry.Ifindex)
-		if err != nil {
-			return fmt.Errorf("joining multicast group %v: the GID's interface: %w", g, err)
-		}
-		network := "udp6"
-		if g.Is4() {
-			network = "udp4"
-		}
-		if s.member, err = net.ListenMulticastUDP(network, ifi, net.UDPAddrFromAddrPort(netip.AddrPortFrom(g, 0))); err != nil {
-			return fmt.Errorf("joining multicast group %v on %s: %w", g, ifi.Name, err)
-		}
+	ifi, err := net.InterfaceByIndex(s.gid.Entry.Ifindex)
+	if err != nil {
+		return fmt.Errorf("joining multicast group %v: the GID's interface: %w", g, err)
+	}
+	network := "udp6"
+	if g.Is4() {
+		network = "udp4"
+	}
+	if s.member, err = net.ListenMulticastUDP(network, ifi, net.UDPAddrFromAddrPort(netip.AddrPortFrom(g, 0))); err != nil {
+		return fmt.Errorf("joining multicast group %v on %s: %w", g, ifi.Name, err)
 	}
 	for i, qp := range s.qps {
 		if err := qp.AttachMcast(gid, 0); err != nil {
