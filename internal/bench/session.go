@@ -383,9 +383,8 @@ func (s *session) addQP(qp *ibverbs.QP) error {
 // with no device, fails at once with the reason, instead of when (or, for
 // a server, only if) a peer comes.
 func Check(l Local) error {
-	s := &session{local: l, port: max(l.Port, 1)}
-	defer s.close()
-	return s.openPort(false)
+	_, err := ActiveMTU(l)
+	return err
 }
 
 // ActiveMTU returns the active MTU of the port l names, after Check's
