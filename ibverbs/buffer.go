@@ -10,12 +10,11 @@ import (
 )
 
 // Buffer is page-aligned memory outside the Go heap, from mmap, for a NIC
-// to read and write. The garbage collector never moves or scans it, so its
+// to read and write: anonymous memory (NewBuffer) or a file's (MapFile). The garbage collector never moves or scans it, so its
 // address can be registered and handed to a device.
 type Buffer struct {
 	b    []byte
 	mem  []byte // the whole mapping, as mmap returned it
-	huge bool
 	kids refs
 }
 
@@ -48,7 +47,45 @@ func NewBuffer(size int, opt BufferOptions) (*Buffer, error) {
 		}
 		return nil, fmt.Errorf("ibverbs: buffer of %d bytes: %w", n, os.NewSyscallError("mmap", err))
 	}
-	return &Buffer{b: b[:size:size], mem: b, huge: opt.HugePages}, nil
+	return &Buffer{b: b[:size:size], mem: b}, nil
+}
+
+// MapFile maps size bytes of the file f from offset off as a Buffer, shared
+// with the file (mmap with MAP_SHARED): what a device writes through an MR
+// over the buffer lands in the file's pages, and what the file holds a peer
+// can read. It serves memory that is not the process's own, such as a file
+// on tmpfs or hugetlbfs that other processes map too, or a PCI device's BAR
+// through its sysfs resource file for peer-to-peer transfers (perftest's
+// --mmap). Whether a device can register the pages depends on the file
+// system: the kernel refuses to pin some (DAX, for one).
+//
+// off must be a multiple of the page size. A regular file must hold off+size
+// bytes, because touching a mapping past a file's end kills the process
+// (SIGBUS). The file needs to be open for reading and writing. f may be
+// closed once MapFile returns: the mapping keeps the file open.
+func MapFile(f *os.File, off int64, size int) (*Buffer, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("ibverbs: invalid buffer size %d: %w", size, syscall.EINVAL)
+	}
+	pg := os.Getpagesize()
+	if off < 0 || off%int64(pg) != 0 {
+		return nil, fmt.Errorf("ibverbs: mapping %s at offset %d: not a multiple of the page size (%d): %w",
+			f.Name(), off, pg, syscall.EINVAL)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("ibverbs: mapping %s: %w", f.Name(), err)
+	}
+	if fi.Mode().IsRegular() && fi.Size()-off < int64(size) {
+		return nil, fmt.Errorf("ibverbs: mapping %d bytes of %s at offset %d: the file has %d bytes: %w",
+			size, f.Name(), off, fi.Size(), syscall.EINVAL)
+	}
+	n := (size + pg - 1) &^ (pg - 1)
+	b, err := syscall.Mmap(int(f.Fd()), off, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("ibverbs: mapping %d bytes of %s at offset %d: %w", n, f.Name(), off, os.NewSyscallError("mmap", err))
+	}
+	return &Buffer{b: b[:size:size], mem: b}, nil
 }
 
 // Bytes returns the buffer's memory. The slice is invalid after Close.

@@ -108,3 +108,143 @@ func TestHugePageBuffer(t *testing.T) {
 	}
 	closeOK(t, mr)
 }
+
+// TestMapFile registers a file's pages, mapped at an offset, and moves
+// data through them with RDMA: what the peer writes is in the file, and
+// what the file holds the peer reads.
+func TestMapFile(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+	pg := os.Getpagesize()
+	f, err := os.CreateTemp(t.TempDir(), "mapped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(4 * pg)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ibverbs.MapFile(f, int64(pg), 3*pg+1); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("mapping past the file's end: %v, want EINVAL", err)
+	}
+	if _, err := ibverbs.MapFile(f, 100, pg); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("mapping at an unaligned offset: %v, want EINVAL", err)
+	}
+	ro, err := os.Open(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ibverbs.MapFile(ro, 0, pg); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("mapping a read-only file for writing: %v, want EACCES", err)
+	}
+
+	b, err := ibverbs.MapFile(f, int64(pg), 2*pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, b)
+	if b.Len() != 2*pg {
+		t.Errorf("Len() = %d, want %d", b.Len(), 2*pg)
+	}
+	mr, err := p.b.pd.RegMR(b, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite|ibverbs.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, mr)
+
+	// The peer writes 300 bytes across the mapping's page boundary.
+	fill(p.a.buf.Bytes()[:300], 41)
+	err = p.a.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 300)}, RemoteAddr: mr.Addr() + uint64(pg) - 100, RKey: mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollOK(t, p.a.cq, ibverbs.WCRDMAWrite)
+	got := make([]byte, 300)
+	if _, err := f.ReadAt(got, int64(2*pg-100)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, p.a.buf.Bytes()[:300]) {
+		t.Error("the file does not hold the bytes written into its mapping")
+	}
+
+	// What the file holds, the peer reads.
+	want := make([]byte, 200)
+	fill(want, 97)
+	if _, err := f.WriteAt(want, int64(pg)+8); err != nil {
+		t.Fatal(err)
+	}
+	err = p.a.qp.PostSend([]ibverbs.SendWR{{ID: 2, Opcode: ibverbs.OpRDMARead, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(4096, 200)}, RemoteAddr: mr.Addr() + 8, RKey: mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollOK(t, p.a.cq, ibverbs.WCRDMARead)
+	if !bytes.Equal(p.a.buf.Bytes()[4096:4296], want) {
+		t.Error("the peer read other bytes than the file's")
+	}
+	if err := b.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("closing a mapped buffer under an MR: %v, want EBUSY", err)
+	}
+}
+
+// TestRegMRIOVA registers a zero-based region and one at a high iova:
+// peers' requests and local SGEs name its bytes in that space, and the
+// region's bounds hold there.
+func TestRegMRIOVA(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+	access := ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead
+	if _, err := p.b.pd.RegMRIOVA(p.b.buf, 0, 4096, 100, access); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("iova 100 for page-aligned memory: %v, want EINVAL", err)
+	}
+	if _, err := p.b.pd.RegMRIOVA(p.b.buf, 0, 8192, 1<<64-4096, access); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("a region past the end of the iova space: %v, want EINVAL", err)
+	}
+	zero, err := p.b.pd.RegMRIOVA(p.b.buf, 8192, 8192, 0, access)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, zero)
+	if zero.Addr() != 0 || zero.Len() != 8192 {
+		t.Errorf("zero-based region: Addr %#x Len %d, want 0 and 8192", zero.Addr(), zero.Len())
+	}
+	fill(p.a.buf.Bytes()[:256], 13)
+	err = p.a.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 256)}, RemoteAddr: 100, RKey: zero.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollOK(t, p.a.cq, ibverbs.WCRDMAWrite)
+	if !bytes.Equal(p.b.buf.Bytes()[8192+100:8192+356], p.a.buf.Bytes()[:256]) {
+		t.Error("a write to offset 100 of the zero-based region did not land 100 bytes into it")
+	}
+
+	// A local SGE names the region's bytes by iova too: b writes from it.
+	const iova = 0x7f0000000000
+	high, err := p.b.pd.RegMRIOVA(p.b.buf, 0, 4096, iova, access)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, high)
+	fill(p.b.buf.Bytes()[64:192], 29)
+	err = p.b.qp.PostSend([]ibverbs.SendWR{{ID: 3, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{high.SGE(64, 128)}, RemoteAddr: p.a.mr.Addr() + 1024, RKey: p.a.mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollOK(t, p.b.cq, ibverbs.WCRDMAWrite)
+	if !bytes.Equal(p.a.buf.Bytes()[1024:1152], p.b.buf.Bytes()[64:192]) {
+		t.Error("a write from an SGE at the iova sent other bytes")
+	}
+
+	// Past the zero-based region's end, its rkey is refused (the QP
+	// breaks: this is the last request).
+	err = p.a.qp.PostSend([]ibverbs.SendWR{{ID: 2, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 256)}, RemoteAddr: 8192 - 100, RKey: zero.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if we := pollErr(t, p.a.cq); we.Status != ibverbs.WCRemAccessErr {
+		t.Errorf("write past the zero-based region: %v, want REM_ACCESS_ERR", we)
+	}
+}

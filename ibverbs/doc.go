@@ -31,6 +31,7 @@
 //	ibv_query_gid_table        (*Context).GIDTable  ibv_query_gid_ex   (*Context).QueryGID
 //	ibv_alloc_pd               (*Context).AllocPD   ibv_dealloc_pd     (*PD).Close
 //	ibv_reg_mr                 (*PD).RegMR, RegMRRange               ibv_dereg_mr (*MR).Close
+//	ibv_reg_mr_iova2           (*PD).RegMRIOVA
 //	ibv_alloc_mw               (*PD).AllocMW        ibv_dealloc_mw     (*MW).Close
 //	ibv_bind_mw                (*QP).BindMW         ibv_inc_rkey       NextRKey
 //	ibv_create_comp_channel    (*Context).CreateCompChannel
@@ -57,8 +58,9 @@
 // # Memory
 //
 // Memory a NIC touches never lives on the Go heap: a Buffer is an mmap of
-// page-aligned memory (optionally huge pages) exposed as a []byte, and MRs
-// register all or part of one. The memory a work request names must stay
+// page-aligned memory (optionally huge pages, or a file's pages with
+// MapFile) exposed as a []byte, and MRs register all or part of one, at
+// its own address or at an iova of the caller's (RegMRIOVA). The memory a work request names must stay
 // registered and untouched until its completion is polled.
 //
 // # Lifetimes

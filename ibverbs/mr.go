@@ -7,6 +7,8 @@ import "C"
 
 import (
 	"fmt"
+	"math"
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -31,6 +33,22 @@ func (pd *PD) RegMR(buf *Buffer, access Access) (*MR, error) {
 // RegMRRange registers length bytes of buf from offset off (ibv_reg_mr).
 // Remote write or atomic access requires AccessLocalWrite too, as in C.
 func (pd *PD) RegMRRange(buf *Buffer, off, length int, access Access) (*MR, error) {
+	return pd.regMR("ibv_reg_mr", buf, off, length, 0, false, access)
+}
+
+// RegMRIOVA registers length bytes of buf from offset off, as RegMRRange,
+// under the I/O virtual address iova instead of the memory's own
+// (ibv_reg_mr_iova2): the device, and so local SGEs and peers' RDMA
+// requests, name the region's first byte iova. A region registered at 0 is
+// zero-based: a peer addresses it by offset, not by this process's
+// pointers. Addr and SGE answer in iova's space. iova must lie as far into
+// its page as the memory does (the kernel's rule): with a page-aligned off,
+// a page-aligned iova.
+func (pd *PD) RegMRIOVA(buf *Buffer, off, length int, iova uint64, access Access) (*MR, error) {
+	return pd.regMR("ibv_reg_mr_iova2", buf, off, length, iova, true, access)
+}
+
+func (pd *PD) regMR(verb string, buf *Buffer, off, length int, iova uint64, withIOVA bool, access Access) (*MR, error) {
 	if pd.c == nil {
 		return nil, ErrClosed
 	}
@@ -38,14 +56,25 @@ func (pd *PD) RegMRRange(buf *Buffer, off, length int, access Access) (*MR, erro
 		return nil, ErrClosed
 	}
 	if off < 0 || length <= 0 || off+length > buf.Len() {
-		return nil, fmt.Errorf("ibv_reg_mr: range [%d, %d) outside a buffer of %d bytes: %w",
-			off, off+length, buf.Len(), syscall.EINVAL)
+		return nil, fmt.Errorf("%s: range [%d, %d) outside a buffer of %d bytes: %w",
+			verb, off, off+length, buf.Len(), syscall.EINVAL)
 	}
 	b := buf.b[off : off+length : off+length]
+	p := unsafe.Pointer(&b[0])
+	if !withIOVA {
+		iova = uint64(uintptr(p))
+	} else if iova > math.MaxUint64-uint64(length-1) {
+		return nil, fmt.Errorf("%s: %d bytes at iova %#x pass the end of the address space: %w",
+			verb, length, iova, syscall.EINVAL)
+	} else if pg := uint64(os.Getpagesize()); iova%pg != uint64(uintptr(p))%pg {
+		// The kernel's rule (ib_uverbs_reg_mr), said here with the numbers.
+		return nil, fmt.Errorf("%s: iova %#x is %d bytes into its page, the memory at offset %d is %d: they must match: %w",
+			verb, iova, iova%pg, off, uint64(uintptr(p))%pg, syscall.EINVAL)
+	}
 	var errno C.int
-	m := C.gv_reg_mr(pd.c, unsafe.Pointer(&b[0]), C.size_t(length), C.int(access), &errno)
+	m := C.gv_reg_mr(pd.c, p, C.size_t(length), C.uint64_t(iova), C.uint(access), &errno)
 	if m == nil {
-		err := verbError("ibv_reg_mr", int(errno))
+		err := verbError(verb, int(errno))
 		if errno == C.int(syscall.ENOMEM) || errno == C.int(syscall.EPERM) {
 			return nil, fmt.Errorf("registering %d bytes: %w (the locked-memory limit may be too low: "+
 				"raise it with `ulimit -l unlimited`, or `--ulimit memlock=-1` for a container)", length, err)
@@ -54,7 +83,7 @@ func (pd *PD) RegMRRange(buf *Buffer, off, length int, access Access) (*MR, erro
 	}
 	pd.kids.add()
 	buf.kids.add()
-	return &MR{c: m, pd: pd, buf: buf, b: b, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: uint64(uintptr(m.addr))}, nil
+	return &MR{c: m, pd: pd, buf: buf, b: b, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova}, nil
 }
 
 // LKey returns the key local work requests use to name this memory.
@@ -63,7 +92,8 @@ func (m *MR) LKey() uint32 { return m.lkey }
 // RKey returns the key a peer uses for RDMA read, write and atomics.
 func (m *MR) RKey() uint32 { return m.rkey }
 
-// Addr returns the address of the region's first byte.
+// Addr returns the address of the region's first byte as the device knows
+// it: its address in this process, or the iova of RegMRIOVA.
 func (m *MR) Addr() uint64 { return m.addr }
 
 // Len returns the region's length in bytes.

@@ -326,12 +326,12 @@ long gv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, long m
 	return n < 0 ? (long)n : (long)n;
 }
 
-struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access, int *err)
+struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned int access, int *err)
 {
 	struct ibv_mr *mr;
 
 	errno = 0;
-	mr = ibv_reg_mr(pd, addr, len, access);
+	mr = ibv_reg_mr_iova2(pd, addr, len, iova, access);
 	*err = mr ? 0 : (errno ? errno : EINVAL);
 	return mr;
 }

@@ -99,7 +99,7 @@ int gv_post_poll(uintptr_t qp, uintptr_t qx, uintptr_t wr, int n, int list, int 
 int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
 int gv_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr);
 long gv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, long max);
-struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access, int *err);
+struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned int access, int *err);
 struct ibv_mw *gv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type, int *err);
 int gv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, uint64_t wr_id, unsigned int flags,
 	       struct ibv_mr *mr, uint64_t addr, uint64_t length, unsigned int access);
