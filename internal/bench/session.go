@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -78,6 +79,12 @@ type Local struct {
 	// server's QP joins it, the client's the next address. Zero for
 	// 239.255.0.1, or ff05::114 with an IPv6 GID.
 	Group netip.Addr
+	// MapFile, if set, is a file whose pages hold this side's buffer
+	// (perftest's --mmap), mapped shared from MapOffset, a multiple of the
+	// page size: what the peer writes lands in the file. A regular file
+	// must hold the whole buffer; not with TestSpec.HugePages.
+	MapFile   string
+	MapOffset int64
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -280,7 +287,7 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	nqp := int(spec.NumQPs)
 	s.region = int(spec.MaxSize()) + grhLen
 	s.region = (s.region + 63) &^ 63
-	if s.buf, err = ibverbs.NewBuffer(2*nqp*s.region, ibverbs.BufferOptions{HugePages: spec.HugePages}); err != nil {
+	if s.buf, err = s.local.buffer(2*nqp*s.region, spec.HugePages); err != nil {
 		return nil, err
 	}
 	access := ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead | ibverbs.AccessRemoteAtomic
@@ -558,6 +565,27 @@ func (s *session) close() {
 	if s.ctx != nil {
 		s.ctx.Close()
 	}
+}
+
+// buffer allocates this side's buffer of size bytes: anonymous memory, on
+// huge pages if asked, or MapFile's pages.
+func (l Local) buffer(size int, huge bool) (*ibverbs.Buffer, error) {
+	if l.MapFile == "" {
+		return ibverbs.NewBuffer(size, ibverbs.BufferOptions{HugePages: huge})
+	}
+	if huge {
+		return nil, fmt.Errorf("--mmap %s: the test asks for huge pages (--use_hugepages), which a file's pages are not", l.MapFile)
+	}
+	f, err := os.OpenFile(l.MapFile, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("--mmap: %w", err)
+	}
+	defer f.Close() // the mapping keeps the file
+	b, err := ibverbs.MapFile(f, l.MapOffset, size)
+	if err != nil {
+		return nil, fmt.Errorf("--mmap: %w", err)
+	}
+	return b, nil
 }
 
 // header describes the test in perftest's terms, as this side (the

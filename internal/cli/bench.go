@@ -111,6 +111,12 @@ func (o *testOptions) local() (bench.Local, error) {
 		return bench.Local{}, usageErrorf("-X: completion vector %d: want 0 or more", o.CompVector)
 	case o.CompVector > 0 && client && !o.Events:
 		return bench.Local{}, usageErrorf("-X picks the interrupt of completion events: add -e")
+	case o.MapOffset != 0 && o.MapFile == "":
+		return bench.Local{}, usageErrorf("--mmap-offset is where the buffer starts in --mmap's file: add --mmap")
+	case o.MapOffset < 0 || o.MapOffset%int64(os.Getpagesize()) != 0:
+		return bench.Local{}, usageErrorf("--mmap-offset %d: want 0 or more, a multiple of the page size (%d)", o.MapOffset, os.Getpagesize())
+	case o.MapFile != "" && o.HugePages:
+		return bench.Local{}, usageErrorf("--mmap puts the buffer in a file's pages, --use_hugepages on anonymous huge pages: choose one")
 	}
 	rule, err := o.gidRule()
 	if err != nil {
@@ -128,7 +134,7 @@ func (o *testOptions) local() (bench.Local, error) {
 		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
 		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex,
 		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond, RetryCount: retryCount(o.RetryCount),
-		CompVector: o.CompVector, Group: group}, nil
+		CompVector: o.CompVector, Group: group, MapFile: o.MapFile, MapOffset: o.MapOffset}, nil
 }
 
 // retryCount turns --retry_count (-1: not given) into Local.RetryCount,
@@ -485,6 +491,7 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 	if o.PeerDev != "" {
 		sl.Device = o.PeerDev
 	}
+	sl.MapFile, sl.MapOffset = "", 0 // --mmap is the client side's
 	if spec.RdmaCM {
 		// rdma_cm cannot reach 127.0.0.1 over RDMA: dial the server side's GID.
 		ip, err := gidAddr(sl)

@@ -815,6 +815,64 @@ func TestHugePages(t *testing.T) {
 	}
 }
 
+// TestMmap runs write-bw with each side's buffer in a file (--mmap): what
+// the client sent from its file lands in the server's, past the server's
+// --mmap-offset, which leaves the file's first page alone. A file too small
+// for the buffer fails the client at once, with the sizes.
+func TestMmap(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	pg := os.Getpagesize()
+	dir := t.TempDir()
+	mk := func(name string, n int) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, bytes.Repeat([]byte{0xee}, n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// -s 4096: regions of 4096 bytes and 40 for a GRH, rounded to 64, a
+	// source then a target; the client writes its source into the
+	// server's target.
+	const size, region = 4096, 4160
+	srvFile, cliFile := mk("server", 4*pg), mk("client", 3*pg)
+
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--mmap", srvFile, "--mmap-offset", fmt.Sprint(pg))
+	waitListening(t, port)
+	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", fmt.Sprint(size), "-n", "200",
+		"--validate", "--mmap", cliFile, addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut.String())
+	}
+	sb, _ := os.ReadFile(srvFile)
+	cb, _ := os.ReadFile(cliFile)
+	sent := cb[:size]
+	if bytes.Count(sent, []byte{0xee}) == size {
+		t.Fatalf("the client's file holds no message: the buffer was not in it")
+	}
+	if got := sb[pg+region : pg+region+size]; !bytes.Equal(got, sent) {
+		t.Errorf("the server's file past --mmap-offset does not hold what the client sent from its own")
+	}
+	if n := bytes.Count(sb[:pg], []byte{0xee}); n != pg {
+		t.Errorf("%d bytes of the server's file before --mmap-offset changed", pg-n)
+	}
+
+	small := mk("small", 100)
+	port = fmt.Sprint(19000 + nextPort.Add(1))
+	start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "3")
+	waitListening(t, port)
+	out, err = gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", fmt.Sprint(size), "--mmap", small, addr).CombinedOutput()
+	if code := procExit(err); code != 1 || !strings.Contains(string(out), "--mmap") || !strings.Contains(string(out), "the file has 100 bytes") {
+		t.Errorf("a file of 100 bytes: exit %d:\n%s", code, out)
+	}
+}
+
 // TestOutputValue: with --output the client prints one figure a size and
 // nothing else, as perftest's --output does; the server, without it, its
 // full report.

@@ -363,6 +363,9 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.SendBW, []string{"-g", "-M", "255:1:0:0:0:2:201:133:0:0:0:0:0:0:0:256", "-s", "512"}, "byte 16, \"256\""},
 		{exchange.SendBW, []string{"-g", "-M", "239.255.0", "-s", "512"}, "-M: ParseAddr"},
 		{exchange.WriteBW, []string{"-g"}, "unknown shorthand flag: 'g'"},
+		{exchange.WriteBW, []string{"--mmap-offset", "4096"}, "add --mmap"},
+		{exchange.ReadBW, []string{"--mmap", "f", "--mmap-offset", "100"}, "--mmap-offset 100: want 0 or more, a multiple of the page size"},
+		{exchange.SendLat, []string{"--mmap", "f", "--use_hugepages"}, "choose one"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)
@@ -389,6 +392,7 @@ func TestTestFlagErrors(t *testing.T) {
 		{"serve", "--retry_count", "9"},
 		{"serve", "-u", "0"},
 		{"serve", "-X", "-1"},
+		{"serve", "--mmap-offset", "-4096", "--mmap", "f"},
 		{"serve", "--rate_limit", "-5"},
 		{"doctor", "--tclass", "300"},
 		{"doctor", "-i", "-1"},

@@ -103,6 +103,8 @@ type testOptions struct {
 	CPUUtil     bool
 	Mcg         bool   // -g
 	MGID        string // -M
+	MapFile     string // --mmap
+	MapOffset   int64  // --mmap-offset
 }
 
 // defaultJSONFile is where --out_json writes by default, perftest's name
@@ -230,6 +232,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.Uint8VarP(&o.SL, "sl", "S", 0, "service level")
 	f.StringSliceVar(&o.FlowLabels, "flow_label", nil, "GRH flow labels, comma-separated, taken in turn by the QPs of both sides; on RoCE v2 each picks its QP's UDP source port, and so its ECMP path (not for RC or UC with -R)")
 	addLocalQPFlags(f, o)
+	addLocalMemoryFlags(f, o)
 	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
@@ -317,6 +320,13 @@ func addLocalQPFlags(f *pflag.FlagSet, o *testOptions) {
 	f.IntVarP(&o.QPTimeout, "qp-timeout", "u", -1, "local ACK timeout of this side's QPs, 4.096 µs × 2^N, 1 to 31 (default: 14, about 67 ms; with -R, rdma_cm's)")
 	f.IntVar(&o.RetryCount, "retry_count", -1, "how often this side's RC QPs resend unanswered packets before the request fails, 0 to 7 (default 7); with -R the client's is both sides', which rdma_cm's connection request carries")
 	f.IntVarP(&o.CompVector, "vector", "X", 0, "completion vector of this side's CQs, the interrupt (and so the CPUs) that -e's events come on: 0 to the device's count less one")
+}
+
+// addLocalMemoryFlags adds where this side's buffer lives, which the tests
+// and serve have: --mmap and --mmap-offset.
+func addLocalMemoryFlags(f *pflag.FlagSet, o *testOptions) {
+	f.StringVar(&o.MapFile, "mmap", "", "put this side's buffer in this file's pages, mapped shared (with loopback, the client side's): what the peer writes lands in the file, which must be big enough (not with --use_hugepages)")
+	f.Int64Var(&o.MapOffset, "mmap-offset", 0, "with --mmap, where in the file the buffer starts: a multiple of the page size")
 }
 
 // addGroupFlag adds -M, this side's multicast group, which the send tests

@@ -43,6 +43,7 @@ The limits bound what a client can make this host allocate and register.`,
 	fl.IntVarP(&o.test.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically)")
 	fl.IntVarP(&o.test.Port, "port", "p", exchange.DefaultPort, "TCP port to listen on")
 	addLocalQPFlags(fl, &o.test)
+	addLocalMemoryFlags(fl, &o.test)
 	addRateFlags(fl, &o.test)
 	addGroupFlag(fl, &o.test)
 	fl.IntVar(&o.test.Idle, "peer-timeout", 10, "seconds without progress before a client is declared gone")
