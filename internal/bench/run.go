@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"slices"
 	"strconv"
@@ -127,7 +128,10 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if err := Check(l); err != nil {
 		return nil, err
 	}
-	nc, err := dialServer(ctx, addr, refusedRetry)
+	nc, err := dialServer(ctx, addr, l.BindAddr, refusedRetry)
+	if err != nil && l.BindAddr.IsValid() && errors.Is(err, syscall.EADDRNOTAVAIL) {
+		return nil, fmt.Errorf("connecting to the gorperf server at %s from %s (--bind_source_ip): no interface here has that address: %w", addr, l.BindAddr, err)
+	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return nil, fmt.Errorf("connecting to the gorperf server at %s: nobody listens there after %v (start the same test there without a host first): %w",
 			addr, refusedRetry, err)
@@ -163,10 +167,13 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 // opens its device first), and a script need not sleep between the two.
 const refusedRetry = 3 * time.Second
 
-// dialServer connects to addr, trying again every 50 ms for up to retry
-// while the connection is refused.
-func dialServer(ctx context.Context, addr string, retry time.Duration) (net.Conn, error) {
+// dialServer connects to addr, from the address from if valid, trying
+// again every 50 ms for up to retry while the connection is refused.
+func dialServer(ctx context.Context, addr string, from netip.Addr, retry time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 2 * time.Second}
+	if from.IsValid() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0))
+	}
 	giveUp := time.Now().Add(retry)
 	for {
 		nc, err := d.DialContext(ctx, "tcp", addr)

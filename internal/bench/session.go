@@ -85,6 +85,16 @@ type Local struct {
 	// must hold the whole buffer; not with TestSpec.HugePages.
 	MapFile   string
 	MapOffset int64
+	// Payload, if set, fills this side's buffer before the test, repeated
+	// from the start of each region, so that every message this side
+	// sends or lets the peer read begins with it (perftest's
+	// --payload_file_path); not with TestSpec.ValidateData, whose pattern
+	// the receiver checks.
+	Payload []byte
+	// BindAddr, if valid, is the local address of a client's control
+	// connection (perftest's --bind_source_ip, which also picks the GID
+	// through GIDRule).
+	BindAddr netip.Addr
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -289,6 +299,12 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	s.region = (s.region + 63) &^ 63
 	if s.buf, err = s.local.buffer(2*nqp*s.region, spec.HugePages); err != nil {
 		return nil, err
+	}
+	if len(s.local.Payload) > 0 {
+		if spec.ValidateData {
+			return nil, errors.New("--payload_file_path: the test asks for --validate, which sends gorperf's own pattern to check it")
+		}
+		s.fillPayload()
 	}
 	access := ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead | ibverbs.AccessRemoteAtomic
 	if !spec.NoRelaxedOrdering {
@@ -586,6 +602,18 @@ func (l Local) buffer(size int, huge bool) (*ibverbs.Buffer, error) {
 		return nil, fmt.Errorf("--mmap: %w", err)
 	}
 	return b, nil
+}
+
+// fillPayload writes Local.Payload over the buffer, repeated from the start
+// of each region.
+func (s *session) fillPayload() {
+	b := s.buf.Bytes()
+	for off := 0; off < len(b); off += s.region {
+		r := b[off : off+s.region]
+		for n := 0; n < len(r); {
+			n += copy(r[n:], s.local.Payload)
+		}
+	}
 }
 
 // header describes the test in perftest's terms, as this side (the

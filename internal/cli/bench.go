@@ -8,8 +8,10 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,7 +102,8 @@ before its server keeps trying for 3 s.`, bench.Title(t), t),
 }
 
 func (o *testOptions) local() (bench.Local, error) {
-	switch client := o.Host != "" || o.Loopback; {
+	client := o.Host != "" || o.Loopback
+	switch {
 	case o.QPTimeout == 0:
 		return bench.Local{}, usageErrorf("-u 0 (never time out) is not offered: a lost acknowledgement would stall the test for ever; the most is 31 (about 2.4 hours)")
 	case o.QPTimeout < -1 || o.QPTimeout > 31:
@@ -117,6 +120,25 @@ func (o *testOptions) local() (bench.Local, error) {
 		return bench.Local{}, usageErrorf("--mmap-offset %d: want 0 or more, a multiple of the page size (%d)", o.MapOffset, os.Getpagesize())
 	case o.MapFile != "" && o.HugePages:
 		return bench.Local{}, usageErrorf("--mmap puts the buffer in a file's pages, --use_hugepages on anonymous huge pages: choose one")
+	case o.PayloadFile != "" && o.Validate:
+		return bench.Local{}, usageErrorf("--validate sends gorperf's own pattern to check it: leave out --payload_file_path")
+	}
+	var bind netip.Addr
+	if o.BindIP != "" && !o.Loopback {
+		bind, _ = netip.ParseAddr(o.BindIP) // checked by gidRule
+	}
+	var payload []byte
+	if o.PayloadFile != "" {
+		// perftest keeps -s bytes of it; a server, the largest size a
+		// client may ask of -a.
+		most := int(exchange.AllSizesMax)
+		if client && !o.All {
+			most = int(o.Size)
+		}
+		var err error
+		if payload, err = readPayload(o.PayloadFile, max(most, 1)); err != nil {
+			return bench.Local{}, err
+		}
 	}
 	rule, err := o.gidRule()
 	if err != nil {
@@ -134,7 +156,8 @@ func (o *testOptions) local() (bench.Local, error) {
 		IdleTimeout: time.Duration(o.Idle) * time.Second, CMPort: o.Port, QPTimeout: uint8(max(o.QPTimeout, 0)),
 		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex,
 		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond, RetryCount: retryCount(o.RetryCount),
-		CompVector: o.CompVector, Group: group, MapFile: o.MapFile, MapOffset: o.MapOffset}, nil
+		CompVector: o.CompVector, Group: group, MapFile: o.MapFile, MapOffset: o.MapOffset, Payload: payload,
+		BindAddr: bind}, nil
 }
 
 // retryCount turns --retry_count (-1: not given) into Local.RetryCount,
@@ -231,7 +254,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		if err := bench.Check(l); err != nil {
 			return o.fail(f, err)
 		}
-		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.Port))
+		ln, err := net.Listen("tcp", net.JoinHostPort(o.BindIP, strconv.Itoa(o.Port)))
 		if err != nil {
 			return o.fail(f, fmt.Errorf("listening for a client: %w", err))
 		}
@@ -552,4 +575,18 @@ func progressLine(w io.Writer) func(size int, done, total uint64) {
 			fmt.Fprintf(w, "\r %d bytes: %d messages\033[K", size, done)
 		}
 	}
+}
+
+// readPayload reads --payload_file_path's file and parses it with
+// parsePayload.
+func readPayload(path string, max int) ([]byte, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("--payload_file_path: %v", err)
+	}
+	p, err := parsePayload(string(text), max)
+	if err != nil {
+		return nil, usageErrorf("--payload_file_path %s: %v", path, err)
+	}
+	return p, nil
 }

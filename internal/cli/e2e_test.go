@@ -873,6 +873,97 @@ func TestMmap(t *testing.T) {
 	}
 }
 
+// TestPayload sends a --payload_file_path payload with write-bw into a
+// server whose buffer is a file (--mmap), where it is found, repeated
+// through the message; a server with a payload refuses a client's
+// --validate, which would check gorperf's own pattern.
+func TestPayload(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	words := filepath.Join(dir, "payload.txt")
+	if err := os.WriteFile(words, []byte("0x11223344,0xaabbccdd,\n0x0a0b0c0d\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, make([]byte, 2*os.Getpagesize()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// -s 100: regions of (100+40) rounded up to 64 bytes, a source then
+	// a target.
+	const size, region = 100, 192
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--mmap", target)
+	waitListening(t, port)
+	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", fmt.Sprint(size), "-n", "50",
+		"--payload_file_path", words, addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut.String())
+	}
+	b, _ := os.ReadFile(target)
+	want := bytes.Repeat([]byte{0x44, 0x33, 0x22, 0x11, 0xdd, 0xcc, 0xbb, 0xaa, 0x0d, 0x0c, 0x0b, 0x0a}, 9)[:size]
+	if got := b[region : region+size]; !bytes.Equal(got, want) {
+		t.Errorf("the server's target holds\n% x\nwant the payload repeated\n% x", got, want)
+	}
+
+	port = fmt.Sprint(19000 + nextPort.Add(1))
+	start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--payload_file_path", words)
+	waitListening(t, port)
+	out, err = gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", fmt.Sprint(size), "-n", "50", "--validate", addr).CombinedOutput()
+	if code := procExit(err); code != 1 || !strings.Contains(string(out), "--payload_file_path") {
+		t.Errorf("--validate against a server with a payload: exit %d:\n%s", code, out)
+	}
+}
+
+// TestBindSourceIP: with --bind_source_ip the server listens on its
+// address only and the client connects from its own, each on the GID of
+// its address; a client from an address this host lacks fails at once.
+func TestBindSourceIP(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	cliIP := os.Getenv("RXE_IP2")
+	if cliIP == "" || addr == "127.0.0.1" {
+		t.Skip("needs the rxe VM's two devices and addresses (RXE_IP, RXE_IP2)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "send-bw", "-d", srvDev, "-p", port, "--bind_source_ip", addr, "--peer-timeout", "5")
+	waitListening(t, port)
+	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1").CombinedOutput()
+	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nobody listens there") {
+		t.Errorf("to 127.0.0.1, with the server on %s only: exit %d:\n%s", addr, code, out)
+	}
+	// An address no interface has: no GID carries it, and with the GID
+	// given by -x the bind itself is refused.
+	out, err = gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "--bind_source_ip", "198.18.7.7", addr).CombinedOutput()
+	if code := procExit(err); code != 1 || !strings.Contains(string(out), "198.18.7.7") {
+		t.Errorf("from 198.18.7.7: exit %d:\n%s", code, out)
+	}
+	if gid := os.Getenv("RXE_GID_INDEX2"); gid != "" {
+		out, err = gorperf(ctx, "send-bw", "-d", cliDev, "-x", gid, "-p", port, "-s", "64", "-n", "100", "--bind_source_ip", "198.18.7.7", addr).CombinedOutput()
+		if code := procExit(err); code != 1 || !strings.Contains(string(out), "no interface here has that address") {
+			t.Errorf("from 198.18.7.7 with -x %s: exit %d:\n%s", gid, code, out)
+		}
+	}
+	out, err = gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "--bind_source_ip", cliIP, addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("from %s: %v\n%s", cliIP, err, out)
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut.String())
+	}
+	for side, o := range map[string]string{"client": string(out), "server": srvOut.String()} {
+		ip := map[string]string{"client": cliIP, "server": addr}[side]
+		if !strings.Contains(o, ", "+ip+" on ") {
+			t.Errorf("the %s's GID is not its --bind_source_ip %s's:\n%s", side, ip, o)
+		}
+	}
+}
+
 // TestOutputValue: with --output the client prints one figure a size and
 // nothing else, as perftest's --output does; the server, without it, its
 // full report.

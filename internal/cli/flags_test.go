@@ -123,6 +123,20 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if r, err := o.gidRule(); err != nil || r.Prefix != netip.MustParsePrefix("198.18.0.2/32") || r.Family != 4 {
 		t.Errorf("--source_ip: rule %+v, %v", r, err)
 	}
+	// --bind_source_ip binds the control connection and, unless -x picks
+	// the GID, picks it as --source_ip does.
+	if _, o, err = parseTest(t, exchange.SendBW, "--bind-source-ip", "198.18.0.2", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := o.local(); err != nil || l.BindAddr != netip.MustParseAddr("198.18.0.2") || l.GIDRule.Prefix != netip.MustParsePrefix("198.18.0.2/32") {
+		t.Errorf("--bind_source_ip: bind %v, rule %+v, %v", l.BindAddr, l.GIDRule, err)
+	}
+	if _, o, err = parseTest(t, exchange.SendBW, "--bind_source_ip", "198.18.0.2", "-x", "3", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := o.local(); err != nil || !l.BindAddr.IsValid() || l.GIDRule.Prefix.IsValid() || l.GIDIndex != 3 {
+		t.Errorf("--bind_source_ip -x 3: bind %v, rule %+v, index %d, %v", l.BindAddr, l.GIDRule, l.GIDIndex, err)
+	}
 	// -g makes the test UD; -M takes perftest's 16 bytes, or an address.
 	s, o, err = parseTest(t, exchange.SendLat, "-g", "-M", "255:1:0:0:0:2:201:133:0:0:0:0:0:0:0:0", "h")
 	if err != nil || !s.Multicast || s.ConnType != ibverbs.QPTypeUD {
@@ -366,6 +380,10 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"--mmap-offset", "4096"}, "add --mmap"},
 		{exchange.ReadBW, []string{"--mmap", "f", "--mmap-offset", "100"}, "--mmap-offset 100: want 0 or more, a multiple of the page size"},
 		{exchange.SendLat, []string{"--mmap", "f", "--use_hugepages"}, "choose one"},
+		{exchange.SendBW, []string{"--payload_file_path", "f", "--validate"}, "leave out --payload_file_path"},
+		{exchange.WriteBW, []string{"--bind_source_ip", "198.18.0.2", "--source_ip", "198.18.0.3"}, "give one"},
+		{exchange.ReadLat, []string{"--bind_source_ip", "198.18.0"}, "--bind_source_ip: ParseAddr"},
+		{exchange.WriteLat, []string{"--payload-file-path", "/nonexistent/payload"}, "--payload_file_path: open /nonexistent/payload: no such file or directory"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

@@ -37,6 +37,7 @@ type testOptions struct {
 	IPv6        bool // --ipv6: GIDFamily 6
 	GIDSubnet   string
 	SourceIP    string // --source_ip: the GID of this address
+	BindIP      string // --bind_source_ip: --source_ip, and the control connection's address
 	GIDNetdev   string
 	Size        uint32
 	All         bool
@@ -105,6 +106,7 @@ type testOptions struct {
 	MGID        string // -M
 	MapFile     string // --mmap
 	MapOffset   int64  // --mmap-offset
+	PayloadFile string // --payload_file_path
 }
 
 // defaultJSONFile is where --out_json writes by default, perftest's name
@@ -207,6 +209,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6)")
 	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
 	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address, for the QPs and, with -R, rdma_cm's connections, as perftest's --source_ip (not with -x or --gid-subnet)")
+	f.StringVar(&o.BindIP, "bind_source_ip", "", "this host's address for the control connection (the client's source, the server's to listen on), as perftest's; unless -x or --gid-subnet picks the GID, the GID of this address, as --source_ip")
 	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
 	f.Uint32VarP(&o.Size, "size", "s", 0, "message size in bytes (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's MTU, or -m)")
 	f.BoolVarP(&o.All, "all", "a", false, "run every size from 2 to 2^23 bytes")
@@ -304,7 +307,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "report_unsorted", "report_histogram", "report_cycles", "report_both":
 			name = strings.ReplaceAll(name, "_", "-")
-		case "flow-label", "pkey-index", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap", "retry-count":
+		case "flow-label", "pkey-index", "payload-file-path", "bind-source-ip", "source-ip", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap", "retry-count":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
@@ -322,11 +325,13 @@ func addLocalQPFlags(f *pflag.FlagSet, o *testOptions) {
 	f.IntVarP(&o.CompVector, "vector", "X", 0, "completion vector of this side's CQs, the interrupt (and so the CPUs) that -e's events come on: 0 to the device's count less one")
 }
 
-// addLocalMemoryFlags adds where this side's buffer lives, which the tests
-// and serve have: --mmap and --mmap-offset.
+// addLocalMemoryFlags adds where this side's buffer lives and what it
+// holds, which the tests and serve have: --mmap, --mmap-offset and
+// --payload_file_path.
 func addLocalMemoryFlags(f *pflag.FlagSet, o *testOptions) {
 	f.StringVar(&o.MapFile, "mmap", "", "put this side's buffer in this file's pages, mapped shared (with loopback, the client side's): what the peer writes lands in the file, which must be big enough (not with --use_hugepages)")
 	f.Int64Var(&o.MapOffset, "mmap-offset", 0, "with --mmap, where in the file the buffer starts: a multiple of the page size")
+	f.StringVar(&o.PayloadFile, "payload_file_path", "", "fill this side's buffer with the payload in this text file, repeated from each message's start: 32-bit words written 0xaaaaaaaa, comma-separated, stored little-endian, as perftest's (not with --validate)")
 }
 
 // addGroupFlag adds -M, this side's multicast group, which the send tests
@@ -515,6 +520,17 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 	r := ibverbs.GIDRule{Family: o.GIDFamily, Netdev: o.GIDNetdev}
 	if o.GIDFamily != 0 && o.GIDFamily != 4 && o.GIDFamily != 6 {
 		return r, usageErrorf("--gid-family: want 4 or 6, got %d", o.GIDFamily)
+	}
+	if o.BindIP != "" {
+		if _, err := netip.ParseAddr(o.BindIP); err != nil {
+			return r, usageErrorf("--bind_source_ip: %v", err)
+		}
+		switch {
+		case o.SourceIP != "" && o.SourceIP != o.BindIP:
+			return r, usageErrorf("--source_ip %s and --bind_source_ip %s: the GID follows --bind_source_ip unless -x or --gid-subnet picks it; give one", o.SourceIP, o.BindIP)
+		case o.GIDIndex < 0 && o.GIDSubnet == "":
+			o.SourceIP = o.BindIP
+		}
 	}
 	if o.SourceIP != "" {
 		if o.GIDSubnet != "" || o.GIDIndex >= 0 {
