@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
@@ -30,7 +28,7 @@ func parseTest(t *testing.T, test exchange.Test, args ...string) (exchange.TestS
 	cmd := newCmdTest(f, test, false, func(o *testOptions) error { got = o; return nil })
 	cmd.SetArgs(args)
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	cmd.SetFlagErrorFunc(flagError)
 	if err := cmd.Execute(); err != nil {
 		return exchange.TestSpec{}, nil, err
 	}
@@ -384,6 +382,13 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"--bind_source_ip", "198.18.0.2", "--source_ip", "198.18.0.3"}, "give one"},
 		{exchange.ReadLat, []string{"--bind_source_ip", "198.18.0"}, "--bind_source_ip: ParseAddr"},
 		{exchange.WriteLat, []string{"--payload-file-path", "/nonexistent/payload"}, "--payload_file_path: open /nonexistent/payload: no such file or directory"},
+		{exchange.WriteLat, []string{"-y", "1"}, "-y is --limit_msgrate, which only write-bw, read-bw, send-bw and atomic-bw have"},
+		{exchange.ReadBW, []string{"--limit_p99", "3"}, "unknown flag: --limit_p99: only write-lat, read-lat, send-lat and atomic-lat have it"},
+		{exchange.SendBW, []string{"--odp"}, "perftest's --odp (on-demand paging"},
+		{exchange.WriteBW, []string{"-z"}, "perftest's -z, --comm_rdma_cm"},
+		{exchange.ReadLat, []string{"--use-null-mr"}, "only mlx5 implements null memory regions"},
+		{exchange.WriteBW, []string{"--use_cuda", "0"}, "accelerator or device memory"},
+		{exchange.SendBW, []string{"-B", "00:11:22:33:44:55"}, "raw Ethernet tests"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)
@@ -429,5 +434,31 @@ func TestTestFlagErrors(t *testing.T) {
 	// -R with UC is refused as unsupported, not as a typo.
 	if _, _, err := parseTest(t, exchange.WriteBW, "-R", "-c", "UC", "h"); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("-R -c UC: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestPerftestOnlyFlags: the flags flagError calls perftest's alone are
+// flags of no gorperf test, so that the explanation never hides a flag
+// gorperf has gained since; and each letter names a flag of the table.
+func TestPerftestOnlyFlags(t *testing.T) {
+	for _, loopback := range []bool{false, true} {
+		for tt := exchange.WriteBW; tt <= exchange.AtomicLat; tt++ {
+			f := newCmdTest(nil, tt, loopback, nil).Flags()
+			for name := range perftestOnly {
+				if fl := f.Lookup(name); fl != nil {
+					t.Errorf("perftestOnly has --%s, which %v has (--%s)", name, tt, fl.Name)
+				}
+			}
+			for c := range perftestShort {
+				if fl := f.ShorthandLookup(c); fl != nil {
+					t.Errorf("perftestShort has -%s, which %v has (--%s)", c, tt, fl.Name)
+				}
+			}
+		}
+	}
+	for c, long := range perftestShort {
+		if _, ok := perftestOnly[long]; !ok {
+			t.Errorf("-%s names --%s, which perftestOnly lacks", c, long)
+		}
 	}
 }

@@ -52,3 +52,7 @@ func newCmdLoopback(*Factory) *cobra.Command {
 func newCmdServe(*Factory) *cobra.Command {
 	return unavailable("serve [flags]", "Serve one client's test after another (needs a Linux build with cgo)")
 }
+
+// flagError is a flag the command cannot parse: a usage error. (The
+// RDMA commands here parse none.)
+func flagError(_ *cobra.Command, err error) error { return &usageError{err} }

@@ -182,7 +182,7 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	cmd.SetIn(f.IO.In)
 	cmd.SetOut(f.IO.Out)
 	cmd.SetErr(f.IO.ErrOut)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	cmd.SetFlagErrorFunc(flagError)
 	cmd.SetVersionTemplate("gorperf {{.Version}}\n")
 	cmd.PersistentFlags().String("cpuprofile", "", "write a Go CPU profile of the whole command to `file` (read it with go tool pprof)")
 	cmd.PersistentPreRunE = f.startProfile

@@ -1,0 +1,180 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gorperf/gorperf/internal/exchange"
+)
+
+// flagError is every command's answer to a flag it cannot parse: a usage
+// error, which for a flag the command lacks also says where the flag
+// belongs: to other gorperf tests, or to perftest alone, and then what
+// gorperf offers instead. A perftest command line carried over should not
+// end in a bare "unknown flag".
+func flagError(cmd *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) {
+		if why := explainUnknownFlag(cmd, ne); why != "" {
+			err = fmt.Errorf("%w: %s", err, why)
+		}
+	}
+	return &usageError{err}
+}
+
+// explainUnknownFlag says where the flag ne names belongs, or "" if
+// gorperf knows nothing of it.
+func explainUnknownFlag(cmd *cobra.Command, ne *pflag.NotExistError) string {
+	name, short := ne.GetSpecifiedName(), ne.GetSpecifiedShortnames() != ""
+	if _, err := exchange.ParseTest(strings.ReplaceAll(cmd.Name(), "-", "_")); err == nil {
+		if why := otherTestsFlag(cmd, name, short); why != "" {
+			return why
+		}
+	} else if cmd.Name() != "serve" {
+		return ""
+	}
+	long := name
+	if short {
+		if long = perftestShort[name]; long == "" {
+			return ""
+		}
+	}
+	why, ok := perftestOnly[strings.ReplaceAll(long, "-", "_")]
+	if !ok {
+		return ""
+	}
+	if short {
+		return fmt.Sprintf("perftest's -%s, --%s %s", name, long, why)
+	}
+	return "perftest's --" + long + " " + why
+}
+
+// otherTestsFlag names the tests that have the flag cmd, a test command,
+// lacks, or returns "".
+func otherTestsFlag(cmd *cobra.Command, name string, short bool) string {
+	loopback := cmd.HasParent() && cmd.Parent().Name() == "loopback"
+	var have []string
+	var flag *pflag.Flag // the flag in the last of them
+	for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
+		f := newCmdTest(nil, t, loopback, nil).Flags()
+		fl := f.Lookup(name)
+		if short {
+			fl = f.ShorthandLookup(name)
+		}
+		if fl != nil {
+			have, flag = append(have, testCmdName(t)), fl
+		}
+	}
+	if flag == nil {
+		return ""
+	}
+	if short {
+		return fmt.Sprintf("-%s is --%s, which only %s have", name, flag.Name, joinAnd(have))
+	}
+	return "only " + joinAnd(have) + " have it"
+}
+
+// joinAnd joins words as a list in prose: "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+// perftestShort maps the letters of perftest's flags that gorperf lacks
+// to their long names.
+var perftestShort = map[string]string{
+	"z": "comm_rdma_cm", "L": "hop_limit", "O": "dualport", "B": "source_mac", "E": "dest_mac",
+	"J": "dest_ip", "K": "dest_port", "k": "source_port", "Y": "ethertype", "Z": "server",
+	"P": "client", "v": "mac_fwd", "G": "use_rss",
+}
+
+// The reasons perftest's flags that gorperf does not offer are left out.
+const (
+	rawEthernet = "belongs to perftest's raw Ethernet tests (ib_raw_ethernet_*), which gorperf does not have: it measures RDMA over QPs of type RC, UC and UD"
+	accelerator = "puts the buffer in accelerator or device memory, which gorperf does not offer: its buffers are host memory (anonymous pages, --use_hugepages, or a file's pages with --mmap)"
+	mlx5Only    = "uses a vendor's direct-verbs extension (mlx5dv or hnsdv), which gorperf does not offer: it keeps to libibverbs' portable verbs"
+)
+
+// perftestOnly holds perftest's flags that gorperf does not offer, by long
+// name with '_' for '-', and why.
+var perftestOnly = map[string]string{
+	"odp":                    "(on-demand paging instead of registering the buffer) is not offered: the soft-RoCE device gorperf is tested on has no ODP on the kernels it runs, so it could not be shown to work; registered memory, with --use_hugepages or --mmap, is what gorperf measures",
+	"dualport":               "(both ports of a device at once) is not offered: gorperf tests one port; run a gorperf pair for each port (-i 1, -i 2) at the same time",
+	"report_per_port":        "(dual-port reports) is not offered: gorperf tests one port; run a gorperf pair for each port (-i)",
+	"comm_rdma_cm":           "(the test's parameters exchanged over rdma_cm) is not offered: gorperf exchanges them over its TCP control connection; -R connects the QPs through rdma_cm",
+	"dont_xchg_versions":     "is not offered: gorperf's control protocol always checks that both sides speak the same version, and exchanges the MTU",
+	"force_link":             "is not offered: gorperf takes the link layer (InfiniBand or Ethernet) from the port itself, as ibv_query_port reports it",
+	"dlid":                   "(a destination LID given instead of exchanged) is not offered: gorperf learns the peer's LID and GID from the control connection",
+	"wait_destroy":           "(a pause before the resources are freed) is not offered: gorperf frees them when the test ends; to inspect them (rdma resource show, say) while they exist, run the test with -D or --run_infinitely",
+	"no_lock":                "(lock-free verbs through thread domains) is not offered: thread and parent domains are an mlx5 extension of libibverbs, and gorperf keeps to what every provider does",
+	"use_null_mr":            "(ibv_alloc_null_mr) is not offered: only mlx5 implements null memory regions, and gorperf keeps to what every provider does",
+	"use_ooo":                mlx5Only,
+	"congest_type":           mlx5Only,
+	"log_dci_streams":        mlx5Only,
+	"log_active_dci_streams": mlx5Only,
+	"aes_xts":                mlx5Only,
+	"encrypt_on_tx":          mlx5Only,
+	"sig_before":             mlx5Only,
+	"aes_block_size":         mlx5Only,
+	"kek_path":               mlx5Only,
+	"credentials_path":       mlx5Only,
+	"data_enc_keys_number":   mlx5Only,
+	"data_enc_key_app_path":  mlx5Only,
+	"hop_limit":              rawEthernet,
+	"source_mac":             rawEthernet,
+	"dest_mac":               rawEthernet,
+	"dest_ip":                rawEthernet,
+	"dest_port":              rawEthernet,
+	"source_port":            rawEthernet,
+	"ethertype":              rawEthernet,
+	"server":                 rawEthernet,
+	"client":                 rawEthernet,
+	"mac_fwd":                rawEthernet,
+	"use_rss":                rawEthernet,
+	"remote_mac":             rawEthernet,
+	"local_mac":              rawEthernet,
+	"remote_ip":              rawEthernet,
+	"local_ip":               rawEthernet,
+	"remote_port":            rawEthernet,
+	"local_port":             rawEthernet,
+	"tcp":                    rawEthernet,
+	"typical_pkt_size":       rawEthernet,
+	"raw_ipv6":               rawEthernet,
+	"promiscuous":            rawEthernet,
+	"sniffer":                rawEthernet,
+	"raw_mcast":              rawEthernet,
+	"flows":                  rawEthernet,
+	"flows_burst":            rawEthernet,
+	"reply_every":            rawEthernet,
+	"vlan_en":                rawEthernet,
+	"vlan_pcp":               rawEthernet,
+	"use_cuda":               accelerator,
+	"use_cuda_bus_id":        accelerator,
+	"use_cuda_dmabuf":        accelerator,
+	"use_cuda_pcie_mapping":  accelerator,
+	"use_data_direct":        accelerator,
+	"cuda_mem_type":          accelerator,
+	"use_musa":               accelerator,
+	"use_musa_bus_id":        accelerator,
+	"use_musa_dmabuf":        accelerator,
+	"use_musa_pcie_mapping":  accelerator,
+	"use_rocm":               accelerator,
+	"use_rocm_dmabuf":        accelerator,
+	"use_neuron":             accelerator,
+	"use_neuron_dmabuf":      accelerator,
+	"use_hl":                 accelerator,
+	"use_mlu":                accelerator,
+	"use_mlu_dmabuf":         accelerator,
+	"use_opencl":             accelerator,
+	"opencl_platform_id":     accelerator,
+	"gpu_touch":              accelerator,
+	"use_ib_dm_dmabuf":       accelerator,
+}
