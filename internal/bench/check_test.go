@@ -130,7 +130,7 @@ func TestDialWaitsForALateServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	if _, err := bench.DialServer(ctx, addr, netip.Addr{}, 0); !errors.Is(err, syscall.ECONNREFUSED) {
+	if _, err := bench.DialServer(ctx, "", addr, netip.Addr{}, 0); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("no server, no retry: %v, want ECONNREFUSED", err)
 	}
 	late := make(chan net.Listener, 1)
@@ -142,7 +142,7 @@ func TestDialWaitsForALateServer(t *testing.T) {
 		}
 		late <- ln
 	}()
-	nc, err := bench.DialServer(ctx, addr, netip.Addr{}, 10*time.Second)
+	nc, err := bench.DialServer(ctx, "", addr, netip.Addr{}, 10*time.Second)
 	if ln := <-late; ln != nil {
 		defer ln.Close()
 	}

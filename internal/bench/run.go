@@ -128,7 +128,7 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if err := Check(l); err != nil {
 		return nil, err
 	}
-	nc, err := dialServer(ctx, addr, l.BindAddr, refusedRetry)
+	nc, err := dialServer(ctx, l.Network, addr, l.BindAddr, refusedRetry)
 	if err != nil && l.BindAddr.IsValid() && errors.Is(err, syscall.EADDRNOTAVAIL) {
 		return nil, fmt.Errorf("connecting to the gorperf server at %s from %s (--bind_source_ip): no interface here has that address: %w", addr, l.BindAddr, err)
 	}
@@ -167,16 +167,20 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 // opens its device first), and a script need not sleep between the two.
 const refusedRetry = 3 * time.Second
 
-// dialServer connects to addr, from the address from if valid, trying
-// again every 50 ms for up to retry while the connection is refused.
-func dialServer(ctx context.Context, addr string, from netip.Addr, retry time.Duration) (net.Conn, error) {
+// dialServer connects to addr over network ("" for "tcp"), from the
+// address from if valid, trying again every 50 ms for up to retry while
+// the connection is refused.
+func dialServer(ctx context.Context, network, addr string, from netip.Addr, retry time.Duration) (net.Conn, error) {
+	if network == "" {
+		network = "tcp"
+	}
 	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 2 * time.Second}
 	if from.IsValid() {
 		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0))
 	}
 	giveUp := time.Now().Add(retry)
 	for {
-		nc, err := d.DialContext(ctx, "tcp", addr)
+		nc, err := d.DialContext(ctx, network, addr)
 		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(giveUp) {
 			return nc, err
 		}

@@ -95,6 +95,9 @@ type Local struct {
 	// connection (perftest's --bind_source_ip, which also picks the GID
 	// through GIDRule).
 	BindAddr netip.Addr
+	// Network is a client's for its control connection: "tcp6" for IPv6
+	// alone (perftest's --ipv6-addr); "" or "tcp" for either.
+	Network string
 }
 
 // grhLen is the space a UD receive needs for the global route header.

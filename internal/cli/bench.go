@@ -42,7 +42,7 @@ func newCmdLoopback(f *Factory) *cobra.Command {
 		Use:   "loopback <test> [flags]",
 		Short: "Run a test with server and client in this process, for a quick check of a device",
 		Long: `Run a test with its server and client in this process: on one device, or from
---peer-dev to -d, over a control connection on 127.0.0.1.`,
+--peer-dev to -d, over a control connection on 127.0.0.1 (::1 with --ipv6-addr).`,
 		Example: "  gorperf loopback write-bw -d mlx5_0 -s 4096\n  gorperf loopback send-lat -d rxe1 --peer-dev rxe0",
 		Args:    noArgs,
 	}
@@ -78,6 +78,10 @@ before its server keeps trying for 3 s.`, bench.Title(t), t),
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Version {
+				fmt.Fprintf(cmd.OutOrStdout(), "gorperf %s\n", Version)
+				return nil
+			}
 			if len(args) == 1 {
 				o.Host = args[0]
 			}
@@ -122,6 +126,10 @@ func (o *testOptions) local() (bench.Local, error) {
 		return bench.Local{}, usageErrorf("--mmap puts the buffer in a file's pages, --use_hugepages on anonymous huge pages: choose one")
 	case o.PayloadFile != "" && o.Validate:
 		return bench.Local{}, usageErrorf("--validate sends gorperf's own pattern to check it: leave out --payload_file_path")
+	case o.IPv6Addr && isIPv4(o.Host):
+		return bench.Local{}, usageErrorf("--ipv6-addr asks for the control connection over IPv6, and the server %s is an IPv4 address", o.Host)
+	case o.IPv6Addr && isIPv4(o.BindIP):
+		return bench.Local{}, usageErrorf("--ipv6-addr asks for the control connection over IPv6, and --bind_source_ip %s is an IPv4 address", o.BindIP)
 	}
 	var bind netip.Addr
 	if o.BindIP != "" && !o.Loopback {
@@ -157,7 +165,7 @@ func (o *testOptions) local() (bench.Local, error) {
 		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex,
 		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond, RetryCount: retryCount(o.RetryCount),
 		CompVector: o.CompVector, Group: group, MapFile: o.MapFile, MapOffset: o.MapOffset, Payload: payload,
-		BindAddr: bind}, nil
+		BindAddr: bind, Network: o.controlNetwork()}, nil
 }
 
 // retryCount turns --retry_count (-1: not given) into Local.RetryCount,
@@ -254,7 +262,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		if err := bench.Check(l); err != nil {
 			return o.fail(f, err)
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(o.BindIP, strconv.Itoa(o.Port)))
+		ln, err := net.Listen(o.controlNetwork(), net.JoinHostPort(o.BindIP, strconv.Itoa(o.Port)))
 		if err != nil {
 			return o.fail(f, fmt.Errorf("listening for a client: %w", err))
 		}
@@ -506,7 +514,11 @@ func reportSizes(res *bench.Result) []report.SizeResult {
 }
 
 func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.TestSpec, l bench.Local, onHeader func(report.Header)) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	here := "127.0.0.1:0"
+	if o.IPv6Addr {
+		here = "[::1]:0"
+	}
+	ln, err := net.Listen(o.controlNetwork(), here)
 	if err != nil {
 		return o.fail(f, err)
 	}
@@ -575,6 +587,12 @@ func progressLine(w io.Writer) func(size int, done, total uint64) {
 			fmt.Fprintf(w, "\r %d bytes: %d messages\033[K", size, done)
 		}
 	}
+}
+
+// isIPv4 reports whether s is an IPv4 address (or one mapped into IPv6).
+func isIPv4(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Unmap().Is4()
 }
 
 // readPayload reads --payload_file_path's file and parses it with

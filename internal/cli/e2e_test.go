@@ -964,6 +964,36 @@ func TestBindSourceIP(t *testing.T) {
 	}
 }
 
+// TestIPv6Control: with --ipv6-addr the server listens on IPv6 alone, so
+// a client over IPv4 finds nobody and one over IPv6 runs the test; in
+// loopback the two sides meet on ::1.
+func TestIPv6Control(t *testing.T) {
+	srvDev, cliDev, _ := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "send-bw", "-d", srvDev, "-p", port, "--ipv6-addr", "--peer-timeout", "5")
+	waitListening(t, port)
+	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1").CombinedOutput()
+	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nobody listens there") {
+		t.Errorf("over IPv4 to a server on IPv6 alone: exit %d:\n%s", code, out)
+	}
+	out, err = gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "--ipv6-addr", "::1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("over IPv6: %v\n%s", err, out)
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvOut.String())
+	}
+	if !strings.Contains(string(out), "#bytes") || !strings.Contains(srvOut.String(), "#bytes") {
+		t.Errorf("a side has no results:\nclient:\n%s\nserver:\n%s", out, srvOut)
+	}
+	out, err = gorperf(ctx, "loopback", "send-lat", "-d", cliDev, "--peer-dev", srvDev, "-n", "50", "--ipv6-addr").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "#bytes") {
+		t.Errorf("loopback over ::1: %v\n%s", err, out)
+	}
+}
+
 // TestOutputValue: with --output the client prints one figure a size and
 // nothing else, as perftest's --output does; the server, without it, its
 // full report.

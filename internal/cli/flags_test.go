@@ -382,6 +382,7 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"--bind_source_ip", "198.18.0.2", "--source_ip", "198.18.0.3"}, "give one"},
 		{exchange.ReadLat, []string{"--bind_source_ip", "198.18.0"}, "--bind_source_ip: ParseAddr"},
 		{exchange.WriteLat, []string{"--payload-file-path", "/nonexistent/payload"}, "--payload_file_path: open /nonexistent/payload: no such file or directory"},
+		{exchange.ReadLat, []string{"--ipv6_addr", "--bind_source_ip", "198.18.0.2"}, "--bind_source_ip 198.18.0.2 is an IPv4 address"},
 		{exchange.WriteLat, []string{"-y", "1"}, "-y is --limit_msgrate, which only write-bw, read-bw, send-bw and atomic-bw have"},
 		{exchange.ReadBW, []string{"--limit_p99", "3"}, "unknown flag: --limit_p99: only write-lat, read-lat, send-lat and atomic-lat have it"},
 		{exchange.SendBW, []string{"--odp"}, "perftest's --odp (on-demand paging"},
@@ -459,6 +460,35 @@ func TestPerftestOnlyFlags(t *testing.T) {
 	for c, long := range perftestShort {
 		if _, ok := perftestOnly[long]; !ok {
 			t.Errorf("-%s names --%s, which perftestOnly lacks", c, long)
+		}
+	}
+}
+
+// TestIPv6AddrIPv4Server: --ipv6-addr with a server given as an IPv4
+// address is refused before anything is opened.
+func TestIPv6AddrIPv4Server(t *testing.T) {
+	_, o, err := parseTest(t, exchange.SendBW, "--ipv6-addr", "198.18.0.1")
+	if err == nil {
+		_, err = o.local()
+	}
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "the server 198.18.0.1 is an IPv4 address") {
+		t.Errorf("got %v, want a usage error naming the IPv4 server", err)
+	}
+	if _, o, err := parseTest(t, exchange.SendBW, "--ipv6-addr", "::ffff:198.18.0.1"); err != nil {
+		t.Fatal(err)
+	} else if _, err := o.local(); err == nil || !strings.Contains(err.Error(), "IPv4 address") {
+		t.Errorf("an IPv4-mapped server: %v, want refused", err)
+	}
+}
+
+// TestTestVersionFlag: a test's -V prints gorperf's version and runs
+// nothing, as perftest's does.
+func TestTestVersionFlag(t *testing.T) {
+	for _, args := range [][]string{{"write-bw", "-V"}, {"loopback", "read-lat", "--version"}, {"send-lat", "-V", "198.18.0.1"}} {
+		f, out, errOut := newTestFactory(nil, nil)
+		if code := run(context.Background(), f, args); code != 0 || out.String() != "gorperf "+Version+"\n" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
 }

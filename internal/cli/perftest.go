@@ -38,6 +38,8 @@ type testOptions struct {
 	GIDSubnet   string
 	SourceIP    string // --source_ip: the GID of this address
 	BindIP      string // --bind_source_ip: --source_ip, and the control connection's address
+	IPv6Addr    bool   // --ipv6-addr: the control connection over IPv6
+	Version     bool   // -V: print gorperf's version and stop
 	GIDNetdev   string
 	Size        uint32
 	All         bool
@@ -210,6 +212,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
 	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address, for the QPs and, with -R, rdma_cm's connections, as perftest's --source_ip (not with -x or --gid-subnet)")
 	f.StringVar(&o.BindIP, "bind_source_ip", "", "this host's address for the control connection (the client's source, the server's to listen on), as perftest's; unless -x or --gid-subnet picks the GID, the GID of this address, as --source_ip")
+	addControlFlags(f, o)
+	f.BoolVarP(&o.Version, "version", "V", false, "print gorperf's version and stop, as perftest's -V")
 	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
 	f.Uint32VarP(&o.Size, "size", "s", 0, "message size in bytes (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's MTU, or -m)")
 	f.BoolVarP(&o.All, "all", "a", false, "run every size from 2 to 2^23 bytes")
@@ -311,9 +315,26 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
+		case "ipv6_addr":
+			name = "ipv6-addr"
 		}
 		return pflag.NormalizedName(name)
 	})
+}
+
+// addControlFlags adds how the control connection is made, which the tests
+// and serve have: --ipv6-addr.
+func addControlFlags(f *pflag.FlagSet, o *testOptions) {
+	f.BoolVar(&o.IPv6Addr, "ipv6-addr", false, "the control connection over IPv6, as perftest's: a server listens on IPv6 alone, a client connects to an IPv6 address of the server's name (an IPv6 address connects over IPv6 without the flag)")
+}
+
+// controlNetwork is the network of the control connection: "tcp6" with
+// --ipv6-addr, else "tcp", IPv4 or IPv6 as the address has it.
+func (o *testOptions) controlNetwork() string {
+	if o.IPv6Addr {
+		return "tcp6"
+	}
+	return "tcp"
 }
 
 // addLocalQPFlags adds what each side sets of its own QPs and CQs, which

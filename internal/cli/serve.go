@@ -42,6 +42,7 @@ The limits bound what a client can make this host allocate and register.`,
 	fl.IntVarP(&o.test.IBPort, "ib-port", "i", 1, "port of the device")
 	fl.IntVarP(&o.test.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically)")
 	fl.IntVarP(&o.test.Port, "port", "p", exchange.DefaultPort, "TCP port to listen on")
+	addControlFlags(fl, &o.test)
 	addLocalQPFlags(fl, &o.test)
 	addLocalMemoryFlags(fl, &o.test)
 	addRateFlags(fl, &o.test)
@@ -72,7 +73,7 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	if err := bench.Check(l); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", o.test.Port))
+	ln, err := net.Listen(o.test.controlNetwork(), fmt.Sprintf(":%d", o.test.Port))
 	if err != nil {
 		return fmt.Errorf("listening for clients: %w", err)
 	}
