@@ -318,18 +318,26 @@ func (b *RecvBatch) SetSGE(i, j int, sge SGE) {
 // syscall.EINVAL. If the device refuses a request, the error is a
 // *PostError whose Index is that request's index in the batch: those
 // before it were posted.
-func (b *RecvBatch) Post(from, n int) error {
+func (b *RecvBatch) Post(from, n int) error { return b.PostLists(from, n, 0) }
+
+// PostLists posts requests from to from+n-1 of the batch in lists of
+// listLen requests, one ibv_post_recv (or ibv_post_srq_recv) per list, the
+// last list shorter if n is not a multiple; listLen 0 posts them as one
+// list, as Post does. It makes one cgo call and does not allocate; errors
+// are Post's, and on a refused request the lists before its own were
+// posted. perftest's --recv_post_list posts receives this way.
+func (b *RecvBatch) PostLists(from, n, listLen int) error {
 	qp, srq, open := b.owner()
 	if b.s == nil || !open {
 		return ErrClosed
 	}
-	if from < 0 || n < 0 || from+n > len(b.wrs) {
-		return fmt.Errorf("%s: requests %d+%d of a batch of %d: %w", recvVerb(srq), from, n, len(b.wrs), syscall.EINVAL)
+	if from < 0 || n < 0 || from+n > len(b.wrs) || listLen < 0 {
+		return fmt.Errorf("%s: requests %d+%d in lists of %d, of a batch of %d: %w", recvVerb(srq), from, n, listLen, len(b.wrs), syscall.EINVAL)
 	}
 	if n == 0 {
 		return nil
 	}
-	if bad, err := postRecvC(qp, srq, &b.wrs[from], n); err != nil {
+	if bad, err := postRecvC(qp, srq, &b.wrs[from], n, listLen); err != nil {
 		return &PostError{Index: from + bad, Err: err}
 	}
 	return nil

@@ -396,6 +396,66 @@ func TestRecvBatch(t *testing.T) {
 	}
 }
 
+// PostLists posts a batch's receives in lists, in order; a queue that
+// fills part way fails at the first request it could not take, with the
+// ones before it posted.
+func TestRecvBatchPostLists(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, cap: ibverbs.QPCap{MaxSendWR: 64, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	room := p.b.qp.Cap().MaxRecvWR
+	src, dst := p.a.buf.Bytes(), p.b.buf.Bytes()
+	fill(src[:64*(room+8)], 3)
+	recvs := make([]ibverbs.RecvWR, room+8)
+	for i := range recvs {
+		recvs[i] = ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{p.b.mr.SGE(i*64, 64)}}
+	}
+	b, err := p.b.qp.NewRecvBatch(recvs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	for _, r := range [][3]int{{0, 1, -1}, {room + 7, 2, 1}} {
+		if err := b.PostLists(r[0], r[1], r[2]); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("PostLists(%d, %d, %d) = %v, want EINVAL", r[0], r[1], r[2], err)
+		}
+	}
+	// One more than the queue holds, in lists of 3.
+	err = b.PostLists(0, room+8, 3)
+	var pe *ibverbs.PostError
+	if !errors.As(err, &pe) || pe.Index < room || pe.Index >= room+8 {
+		t.Fatalf("PostLists of %d into a queue of %d = %v, want a PostError at %d or later", room+8, room, err, room)
+	}
+	posted := pe.Index
+	for i := range posted {
+		if err := p.a.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(i*64, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		pollOK(t, p.a.cq, ibverbs.WCSend)
+	}
+	for i, wc := range pollN(t, p.b.cq, posted) {
+		if wc.Status != ibverbs.WCSuccess || wc.WRID != uint64(i) || !bytes.Equal(src[i*64:i*64+64], dst[i*64:i*64+64]) {
+			t.Errorf("receive %d of %d: %+v, want wr_id %d holding message %d", i, posted, wc, i, i)
+		}
+	}
+	// The queue is empty again: lists of 3 over 5 requests post 3 and 2.
+	if err := b.PostLists(0, 5, 3); err != nil {
+		t.Fatal(err)
+	}
+	fill(src[:5*64], 9)
+	for i := range 5 {
+		if err := p.a.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(i*64, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		pollOK(t, p.a.cq, ibverbs.WCSend)
+	}
+	for i, wc := range pollN(t, p.b.cq, 5) {
+		if wc.WRID != uint64(i) || !bytes.Equal(src[i*64:i*64+64], dst[i*64:i*64+64]) {
+			t.Errorf("second round, receive %d: %+v", i, wc)
+		}
+	}
+}
+
 // A batch of an SRQ posts to it; a QP that takes its receives from an SRQ
 // has no batch of its own.
 func TestRecvBatchSRQ(t *testing.T) {

@@ -524,7 +524,7 @@ func postRecv(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, s *C.struct_gv_post_sc
 			fillRecv(&ws[i], sges[i*maxSGE:(i+1)*maxSGE], r)
 		}
 		if len(chunk) > 0 {
-			if bad, err := postRecvC(qp, srq, &ws[0], len(chunk)); err != nil {
+			if bad, err := postRecvC(qp, srq, &ws[0], len(chunk), 0); err != nil {
 				return &PostError{Index: base + bad, Err: err}
 			}
 		}
@@ -560,14 +560,15 @@ func fillRecv(w *C.struct_ibv_recv_wr, sg []SGE, r *RecvWR) {
 }
 
 // postRecvC posts the n receive requests at w, filled in C memory, to the
-// QP or, if srq is set, the SRQ, in one cgo call. On failure bad is the
-// index of the first request not posted.
-func postRecvC(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, w *C.struct_ibv_recv_wr, n int) (bad int, err error) {
+// QP or, if srq is set, the SRQ, in one cgo call: in lists of list
+// requests, a post call each, or all as one list for list 0. On failure
+// bad is the index of the first request not posted.
+func postRecvC(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, w *C.struct_ibv_recv_wr, n, list int) (bad int, err error) {
 	var b, rc C.int
 	if srq != nil {
-		rc = C.gv_post_srq_recv(handle(srq), handle(w), C.int(n), &b)
+		rc = C.gv_post_srq_recv(handle(srq), handle(w), C.int(n), C.int(list), &b)
 	} else {
-		rc = C.gv_post_recv(handle(qp), handle(w), C.int(n), &b)
+		rc = C.gv_post_recv(handle(qp), handle(w), C.int(n), C.int(list), &b)
 	}
 	if rc != 0 {
 		return int(b), verbError(recvVerb(srq), int(rc))

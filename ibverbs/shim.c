@@ -232,30 +232,41 @@ static void link_recv(struct ibv_recv_wr *w, int n)
 	w[n - 1].next = NULL;
 }
 
-int gv_post_recv(uintptr_t qph, uintptr_t wrh, int n, int *bad)
+// post_recv_lists posts the receive requests w[0:n] to qp, or to srq if
+// it is set, in lists of list requests (one list of all n for list 0),
+// one post call a list. On failure *bad is the index of the first request
+// not posted: those of the lists before it were.
+static int post_recv_lists(struct ibv_qp *qp, struct ibv_srq *srq, struct ibv_recv_wr *w,
+			   int n, int list, int *bad)
 {
-	struct ibv_qp *qp = (struct ibv_qp *)qph;
-	struct ibv_recv_wr *w = (struct ibv_recv_wr *)wrh;
-	struct ibv_recv_wr *bad_wr = NULL;
-	int rc;
+	int i;
 
-	link_recv(w, n);
-	rc = ibv_post_recv(qp, w, &bad_wr);
-	*bad = bad_wr ? (int)(bad_wr - w) : (rc ? 0 : n);
-	return rc;
+	if (list <= 0 || list > n)
+		list = n;
+	for (i = 0; i < n; i += list) {
+		struct ibv_recv_wr *bad_wr = NULL;
+		int k = n - i < list ? n - i : list;
+		int rc;
+
+		link_recv(w + i, k);
+		rc = srq ? ibv_post_srq_recv(srq, w + i, &bad_wr) : ibv_post_recv(qp, w + i, &bad_wr);
+		if (rc) {
+			*bad = bad_wr ? (int)(bad_wr - w) : i;
+			return rc;
+		}
+	}
+	*bad = n;
+	return 0;
 }
 
-int gv_post_srq_recv(uintptr_t srqh, uintptr_t wrh, int n, int *bad)
+int gv_post_recv(uintptr_t qph, uintptr_t wrh, int n, int list, int *bad)
 {
-	struct ibv_srq *srq = (struct ibv_srq *)srqh;
-	struct ibv_recv_wr *w = (struct ibv_recv_wr *)wrh;
-	struct ibv_recv_wr *bad_wr = NULL;
-	int rc;
+	return post_recv_lists((struct ibv_qp *)qph, NULL, (struct ibv_recv_wr *)wrh, n, list, bad);
+}
 
-	link_recv(w, n);
-	rc = ibv_post_srq_recv(srq, w, &bad_wr);
-	*bad = bad_wr ? (int)(bad_wr - w) : (rc ? 0 : n);
-	return rc;
+int gv_post_srq_recv(uintptr_t srqh, uintptr_t wrh, int n, int list, int *bad)
+{
+	return post_recv_lists(NULL, (struct ibv_srq *)srqh, (struct ibv_recv_wr *)wrh, n, list, bad);
 }
 
 // Poll up to n completions into out. Returns the count, or -errno.

@@ -85,8 +85,8 @@ int gv_wr_post(uintptr_t qx, uintptr_t wr, int n, int list, int *bad);
 void gv_fill_attr_ex(struct ibv_qp_init_attr_ex *ax, const struct ibv_qp_init_attr *a,
 		     struct ibv_pd *pd, uint64_t send_ops);
 struct ibv_qp_ex *gv_qp_ex(struct ibv_qp *qp);
-int gv_post_recv(uintptr_t qp, uintptr_t wr, int n, int *bad);
-int gv_post_srq_recv(uintptr_t srq, uintptr_t wr, int n, int *bad);
+int gv_post_recv(uintptr_t qp, uintptr_t wr, int n, int list, int *bad);
+int gv_post_srq_recv(uintptr_t srq, uintptr_t wr, int n, int list, int *bad);
 int gv_poll_cq(uintptr_t cq, int n, struct gv_wc *out);
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 // gv_post_poll posts w[0:n] as gv_post_send (or, qx not 0, gv_wr_post)

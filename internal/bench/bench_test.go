@@ -825,3 +825,35 @@ func TestUDSizes(t *testing.T) {
 		t.Errorf("the refusal took %v", d)
 	}
 }
+
+// TestRecvPostList: a receiver that replaces its receives only in whole
+// lists, down to a list of the whole queue (all a QP's receives used
+// before one is replaced), and with an SRQ whose QPs' holdings together
+// would otherwise exceed it, still receives every message, with the data
+// where it belongs.
+func TestRecvPostList(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec exchange.TestSpec
+		msgs uint64 // every QP's messages; 0 for UD, which may drop
+	}{
+		{"send_bw list of the queue", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 2, RXDepth: 8, RecvPostList: 8}, 120},
+		{"send_bw list dividing nothing", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 1, RXDepth: 12, RecvPostList: 5}, 60},
+		{"send_bw SRQ", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 4, RXDepth: 8, RecvPostList: 6, SRQ: true}, 240},
+		{"send_bw bidirectional", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 1, RXDepth: 16, RecvPostList: 16, Bidirectional: true}, 120},
+		{"send_bw UD", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, NumQPs: 2, RXDepth: 32, RecvPostList: 8}, 0},
+		{"write_bw immediate", exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, NumQPs: 2, RXDepth: 8, RecvPostList: 4, Immediate: true}, 120},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			spec.Size, spec.Iterations, spec.TXDepth, spec.CQModeration, spec.ValidateData = 256, 60, 16, 4, true
+			cr, sr := loopback(t, spec)
+			if cr.Mismatches+sr.Mismatches != 0 {
+				t.Errorf("%d mismatches", cr.Mismatches+sr.Mismatches)
+			}
+			if got := cr.Sizes[0].BW.Iterations; tc.msgs != 0 && got != tc.msgs || got == 0 {
+				t.Errorf("%d messages, want %d", got, tc.msgs)
+			}
+		})
+	}
+}

@@ -397,9 +397,9 @@ type receiver struct {
 	quiet      time.Duration // with untilQuiet, how long a pause ends the test
 	untilQuiet bool          // UD or UC, which may drop, or run_infinitely: end when messages stop
 	wcs        []ibverbs.WC
-	batches    []*ibverbs.RecvBatch // each QP's receives, built once: reposting converts nothing
-	repost     []int                // each QP's receives to replace
-	imm        *immCheck            // --validate with immediate data, else nil
+	queues     []recvQueue // each QP's receive queue, or the one SRQ
+	list       int         // replace receives in lists of this many (--recv_post_list), or 0: all at once
+	imm        *immCheck   // --validate with immediate data, else nil
 	total      uint64
 	start      time.Time
 	first      time.Time // the first completion seen
@@ -414,9 +414,14 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 		// would have the sender retry: a receiver that falls behind
 		// loses messages, as with UD.
 		untilQuiet: s.spec.ConnType == ibverbs.QPTypeUD || s.spec.ConnType == ibverbs.QPTypeUC,
-		wcs:        make([]ibverbs.WC, 64), repost: make([]int, nqp), imm: s.newImmCheck(1)}
+		wcs:        make([]ibverbs.WC, 64), imm: s.newImmCheck(1)}
+	if s.spec.RecvPostList > 1 {
+		r.list = int(s.spec.RecvPostList)
+	}
 	var err error
-	if r.batches, err = s.recvBatches(len(r.wcs)); err != nil {
+	// A queue holds back fewer than a list and gets at most a poll's
+	// completions more before it posts.
+	if r.queues, err = s.recvQueues(len(r.wcs) + max(r.list, 1)); err != nil {
 		return nil, err
 	}
 	if r.untilQuiet {
@@ -433,25 +438,79 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 }
 
 // close frees the receiver's batches.
-func (r *receiver) close() { closeAll(r.batches) }
+func (r *receiver) close() {
+	for _, q := range r.queues {
+		if q.batch != nil {
+			q.batch.Close()
+		}
+	}
+}
 
-// recvBatches builds a RecvBatch of n copies of each QP's receive (with
-// an SRQ, on the SRQ: a receive's ID still names the region it fills).
-func (s *session) recvBatches(n int) ([]*ibverbs.RecvBatch, error) {
-	batches := make([]*ibverbs.RecvBatch, len(s.qps))
-	wrs := make([]ibverbs.RecvWR, n)
-	for i := range s.qps {
+// recvQueue is a receive queue that a receiver keeps full: a QP's, or the
+// SRQ that all the QPs share.
+type recvQueue struct {
+	batch *ibverbs.RecvBatch // its receives, built once: reposting converts nothing
+	used  int                // receives consumed and not yet replaced
+	next  int                // the batch entry to post from: an SRQ's regions go in turn
+	turn  int                // with an SRQ, the number of regions, else 0
+}
+
+// recvQueues builds each QP's queue with a RecvBatch of room copies of its
+// receive or, with an SRQ, the one queue whose batch holds room receives
+// that take the QPs' regions in turn (a receive's ID names the region it
+// fills, whichever QP's message lands there), as prepostRecvs posts them.
+func (s *session) recvQueues(room int) ([]recvQueue, error) {
+	nqp := len(s.qps)
+	queues := make([]recvQueue, nqp)
+	if s.srq != nil {
+		queues = queues[:1]
+		queues[0].turn = nqp
+		room += nqp // posts start at any of the first nqp entries
+	}
+	wrs := make([]ibverbs.RecvWR, room)
+	for i := range queues {
 		for j := range wrs {
-			wrs[j] = s.recvWR(i)
+			region := i
+			if queues[i].turn > 0 {
+				region = j % queues[i].turn
+			}
+			wrs[j] = s.recvWR(region)
 		}
 		b, err := s.newRecvBatch(i, wrs)
 		if err != nil {
-			closeAll(batches)
+			for _, q := range queues[:i] {
+				q.batch.Close()
+			}
 			return nil, err
 		}
-		batches[i] = b
+		queues[i].batch = b
 	}
-	return batches, nil
+	return queues, nil
+}
+
+// due is how many of q's used receives to post now: all of them, or with
+// lists of list receives, the whole lists among them.
+func (q *recvQueue) due(list int) int {
+	if list > 1 {
+		return q.used - q.used%list
+	}
+	return q.used
+}
+
+// replace posts the receives that are due, in lists of list (0: one).
+func (q *recvQueue) replace(list int) error {
+	n := q.due(list)
+	if n == 0 {
+		return nil
+	}
+	if err := q.batch.PostLists(q.next, n, list); err != nil {
+		return err
+	}
+	q.used -= n
+	if q.turn > 0 {
+		q.next = (q.next + n) % q.turn
+	}
+	return nil
 }
 
 // more reports whether messages are still due: always with a duration,
@@ -473,7 +532,11 @@ func (r *receiver) poll() (int, error) {
 		if err := wc.Err(); err != nil {
 			return 0, r.s.completionErr(err)
 		}
-		r.repost[wc.WRID]++
+		if r.s.srq != nil {
+			r.queues[0].used++
+		} else {
+			r.queues[wc.WRID].used++
+		}
 		r.total++
 		if r.imm != nil {
 			r.imm.take(&wc)
@@ -482,12 +545,9 @@ func (r *receiver) poll() (int, error) {
 			r.s.srqFilled[wc.WRID] = true
 		}
 	}
-	for i, n := range r.repost {
-		if n > 0 {
-			if err := r.batches[i].Post(0, n); err != nil {
-				return 0, err
-			}
-			r.repost[i] = 0
+	for i := range r.queues {
+		if err := r.queues[i].replace(r.list); err != nil {
+			return 0, err
 		}
 	}
 	r.measured.observe(r.last, r.total)

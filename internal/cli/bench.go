@@ -475,6 +475,15 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions) {
 	}
 }
 
+// listLen is a list length as the JSON has it: 0 (left out) for none,
+// where 1 means the same.
+func listLen(n uint32) uint32 {
+	if n > 1 {
+		return n
+	}
+	return 0
+}
+
 func jsonResult(role string, res *bench.Result, err error) report.Result {
 	h := res.Header
 	r := report.Result{Version: Version, Test: res.Spec.Test.String(), Role: role, Device: h.Device,
@@ -482,7 +491,8 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Events: res.Spec.Events,
 		SRQ: h.UsingSRQ, RateLimit: h.RateLimit, Reversed: res.Spec.Reversed, Immediate: res.Spec.Immediate,
 		MarginS: res.Spec.Margin, WarmUp: res.Spec.WarmUp, MRPerQP: res.Spec.MRPerQP, MulticastGroup: h.Group,
-		FlowLabels: res.Spec.FlowLabels, Interrupted: res.Interrupted}
+		RecvPostList: listLen(res.Spec.RecvPostList),
+		FlowLabels:   res.Spec.FlowLabels, Interrupted: res.Interrupted}
 	r.Results = reportSizes(res)
 	if err != nil {
 		r.Error = &report.Error{Code: errorCode(err), Message: err.Error()}

@@ -185,6 +185,10 @@ func TestEndToEnd(t *testing.T) {
 		{"send-bw", []string{"--use-srq", "-c", "UD", "-s", "512", "-n", "200", "-q", "2"}},
 		{"send-lat", []string{"--use-srq", "-s", "64", "-n", "200"}},
 		{"send-bw", []string{"-R", "--use-srq", "-s", "4096", "-n", "300", "-q", "2"}},
+		// --recv_post_list: receives replaced only in whole lists.
+		{"send-bw", []string{"--recv_post_list", "16", "-s", "4096", "-n", "300", "-q", "2", "-r", "32"}},
+		{"send-bw", []string{"--use-srq", "--recv_post_list", "8", "-c", "UD", "-s", "512", "-n", "200", "-q", "3", "-r", "64"}},
+		{"write-bw", []string{"-R", "--write_with_imm", "--recv-post-list", "4", "-b", "-s", "4096", "-n", "300", "-r", "8"}},
 		// --reversed: the server is the active side.
 		{"read-bw", []string{"--reversed", "-s", "4096", "-n", "300", "-q", "2"}},
 		{"send-bw", []string{"--reversed", "-s", "4096", "-n", "300"}},
@@ -246,6 +250,10 @@ func TestEndToEnd(t *testing.T) {
 				if b := r.Results[0].Bytes; b < 256 || b > 4096 || b&(b-1) != 0 {
 					t.Errorf("UD without -s sent %d-byte messages, want the port's MTU", b)
 				}
+			}
+			if i := slices.IndexFunc(tc.args, func(a string) bool { return a == "--recv_post_list" || a == "--recv-post-list" }); (i >= 0) != (r.RecvPostList > 1) ||
+				i >= 0 && tc.args[i+1] != fmt.Sprint(r.RecvPostList) {
+				t.Errorf("recv_post_list %d in the JSON for %v", r.RecvPostList, tc.args)
 			}
 			if r.SRQ != slices.Contains(tc.args, "--use-srq") {
 				t.Errorf("srq %v in the JSON for %v", r.SRQ, tc.args)

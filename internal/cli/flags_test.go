@@ -100,13 +100,13 @@ func TestTestFlagDependentDefaults(t *testing.T) {
 
 func TestTestFlagsPerftestLetters(t *testing.T) {
 	s, o, err := parseTest(t, exchange.SendBW, "-d", "mlx5_1", "-i", "2", "-x", "3", "-s", "1024", "-n", "77",
-		"-q", "4", "-b", "-c", "UD", "-I", "64", "-t", "64", "-r", "72", "-Q", "16", "-l", "8", "-m", "2048",
+		"-q", "4", "-b", "-c", "UD", "-I", "64", "-t", "64", "-r", "72", "-Q", "16", "-l", "8", "--recv-post-list", "24", "-m", "2048",
 		"-p", "20000", "-F", "--report-gbits", "--tclass", "106", "--sl", "3", "--validate", "-o", "4", "--use_old_post_send", "--disable_pcie_relaxed", "-e", "--use_srq", "198.18.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 1024, Iterations: 77, NumQPs: 4,
-		Bidirectional: true, TXDepth: 64, RXDepth: 72, CQModeration: 16, PostList: 8, Inline: 64,
+		Bidirectional: true, TXDepth: 64, RXDepth: 72, CQModeration: 16, PostList: 8, RecvPostList: 24, Inline: 64,
 		MTU: ibverbs.MTU2048, TrafficClass: 106, SL: 3, ValidateData: true, OutReads: 4, OldPostSend: true, NoRelaxedOrdering: true, Events: true, SRQ: true}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("spec\n got %+v\nwant %+v", s, want)
@@ -390,6 +390,10 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.ReadLat, []string{"--use-null-mr"}, "only mlx5 implements null memory regions"},
 		{exchange.WriteBW, []string{"--use_cuda", "0"}, "accelerator or device memory"},
 		{exchange.SendBW, []string{"-B", "00:11:22:33:44:55"}, "raw Ethernet tests"},
+		{exchange.WriteBW, []string{"--recv_post_list", "8"}, "not write_bw without immediate data"},
+		{exchange.SendBW, []string{"--recv-post-list", "600", "-r", "512"}, "receive post list 600 exceeds the RX depth 512"},
+		{exchange.ReadBW, []string{"--recv_post_list", "8"}, "unknown flag: --recv_post_list"},
+		{exchange.SendLat, []string{"--recv_post_list", "8"}, "unknown flag: --recv_post_list"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

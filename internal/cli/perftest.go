@@ -30,85 +30,86 @@ type testOptions struct {
 
 	intervals []report.Interval // --run_infinitely --json: collected for the one document
 
-	Device      string
-	IBPort      int
-	GIDIndex    int
-	GIDFamily   int
-	IPv6        bool // --ipv6: GIDFamily 6
-	GIDSubnet   string
-	SourceIP    string // --source_ip: the GID of this address
-	BindIP      string // --bind_source_ip: --source_ip, and the control connection's address
-	IPv6Addr    bool   // --ipv6-addr: the control connection over IPv6
-	Version     bool   // -V: print gorperf's version and stop
-	GIDNetdev   string
-	Size        uint32
-	All         bool
-	Iters       uint64
-	Duration    uint32
-	Margin      uint32 // -f; with -D, default the duration's quarter
-	marginAlone bool   // -f given without a fixed -D
-	udSize      bool   // -s not given for UD: the port's MTU
-	QPs         uint16
-	Bidir       bool
-	Connection  string
-	Inline      uint32
-	TXDepth     uint32
-	RXDepth     uint32
-	CQMod       uint32
-	PostList    uint32
-	OutReads    uint8
-	MTU         int
-	Port        int
-	RdmaCM      bool
-	CPUFreq     bool
-	NoPeak      bool // -N, accepted
-	RateLimit   float64
-	RateUnits   string
-	RateType    string
-	BurstSize   int
-	Gbits       bool
-	TClass      uint8
-	SL          uint8
-	FlowLabels  []string // --flow_label, as given
-	PKeyIndex   uint16
-	Infinite    bool
-	JSON        bool
-	CSV         bool
-	OutJSON     bool         // --out_json: the JSON document to a file too
-	OutJSONFile string       // --out_json_file
-	jsonFile    *os.File     // where --out_json writes, once opened
-	Output      string       // --output, as given
-	QPTimeout   int          // -u; -1: not given
-	RetryCount  int          // --retry_count; -1: not given
-	value       report.Value // --output, parsed
-	limits      report.Limits
-	Atomic      string
-	Validate    bool
-	OldPostSend bool
-	NoRelaxed   bool
-	Histogram   bool
-	Unsorted    bool // -U: every sample, in order
-	Sorted      bool // -H: every sample, sorted
-	Cycles      bool // -C: refused
-	Events      bool
-	HugePages   bool
-	SRQ         bool
-	Reversed    bool
-	ReportBoth  bool   // --report-both
-	WarmUp      bool   // --perform_warm_up
-	MRPerQP     bool   // --mr_per_qp
-	LatencyGap  uint32 // --latency_gap, µs
-	CompVector  int    // -X
-	Immediate   bool   // --write_with_imm, --send_with_imm
-	MaxMemory   uint64
-	Idle        int
-	Counters    []string // -W
-	CPUUtil     bool
-	Mcg         bool   // -g
-	MGID        string // -M
-	MapFile     string // --mmap
-	MapOffset   int64  // --mmap-offset
-	PayloadFile string // --payload_file_path
+	Device       string
+	IBPort       int
+	GIDIndex     int
+	GIDFamily    int
+	IPv6         bool // --ipv6: GIDFamily 6
+	GIDSubnet    string
+	SourceIP     string // --source_ip: the GID of this address
+	BindIP       string // --bind_source_ip: --source_ip, and the control connection's address
+	IPv6Addr     bool   // --ipv6-addr: the control connection over IPv6
+	Version      bool   // -V: print gorperf's version and stop
+	GIDNetdev    string
+	Size         uint32
+	All          bool
+	Iters        uint64
+	Duration     uint32
+	Margin       uint32 // -f; with -D, default the duration's quarter
+	marginAlone  bool   // -f given without a fixed -D
+	udSize       bool   // -s not given for UD: the port's MTU
+	QPs          uint16
+	Bidir        bool
+	Connection   string
+	Inline       uint32
+	TXDepth      uint32
+	RXDepth      uint32
+	CQMod        uint32
+	PostList     uint32
+	RecvPostList uint32 // --recv_post_list
+	OutReads     uint8
+	MTU          int
+	Port         int
+	RdmaCM       bool
+	CPUFreq      bool
+	NoPeak       bool // -N, accepted
+	RateLimit    float64
+	RateUnits    string
+	RateType     string
+	BurstSize    int
+	Gbits        bool
+	TClass       uint8
+	SL           uint8
+	FlowLabels   []string // --flow_label, as given
+	PKeyIndex    uint16
+	Infinite     bool
+	JSON         bool
+	CSV          bool
+	OutJSON      bool         // --out_json: the JSON document to a file too
+	OutJSONFile  string       // --out_json_file
+	jsonFile     *os.File     // where --out_json writes, once opened
+	Output       string       // --output, as given
+	QPTimeout    int          // -u; -1: not given
+	RetryCount   int          // --retry_count; -1: not given
+	value        report.Value // --output, parsed
+	limits       report.Limits
+	Atomic       string
+	Validate     bool
+	OldPostSend  bool
+	NoRelaxed    bool
+	Histogram    bool
+	Unsorted     bool // -U: every sample, in order
+	Sorted       bool // -H: every sample, sorted
+	Cycles       bool // -C: refused
+	Events       bool
+	HugePages    bool
+	SRQ          bool
+	Reversed     bool
+	ReportBoth   bool   // --report-both
+	WarmUp       bool   // --perform_warm_up
+	MRPerQP      bool   // --mr_per_qp
+	LatencyGap   uint32 // --latency_gap, µs
+	CompVector   int    // -X
+	Immediate    bool   // --write_with_imm, --send_with_imm
+	MaxMemory    uint64
+	Idle         int
+	Counters     []string // -W
+	CPUUtil      bool
+	Mcg          bool   // -g
+	MGID         string // -M
+	MapFile      string // --mmap
+	MapOffset    int64  // --mmap-offset
+	PayloadFile  string // --payload_file_path
 }
 
 // defaultJSONFile is where --out_json writes by default, perftest's name
@@ -278,6 +279,9 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.BoolVarP(&o.Cycles, "report-cycles", "C", false, "refused: gorperf times with the monotonic clock in µs and has no cycle counts to report")
 	} else {
 		f.BoolVar(&o.MRPerQP, "mr_per_qp", false, "register one memory region per QP, over its part of the buffer, instead of one for all (each QP's requests then carry its own keys), as perftest's")
+		if o.Test.Receives() || o.Test.IsWrite() {
+			f.Uint32Var(&o.RecvPostList, "recv_post_list", 1, "the receiving side replaces the receives it used only in lists of this many, one ibv_post_recv a list, as perftest's (send_bw, and write_bw with --write_with_imm; at most -r)")
+		}
 		f.BoolVar(&o.ReportBoth, "report-both", false, "with -b, also report each direction: what this side sent and what the peer sent, each with its own peak")
 		f.BoolVar(&o.Reversed, "reversed", false, "the server sends, writes or reads, and the client is passive (not with -b or --run_infinitely)")
 		f.BoolVarP(&o.NoPeak, "noPeak", "N", false, "accepted for perftest compatibility: gorperf measures the peak without per-message timestamps, so it always does")
@@ -298,6 +302,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "inline_size"
 		case "post-list":
 			name = "post_list"
+		case "recv-post-list":
+			name = "recv_post_list"
 		case "atomic-type":
 			name = "atomic_type"
 		case "disable-pcie-relaxed":
@@ -415,7 +421,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	s := exchange.TestSpec{
 		Test: o.Test, ConnType: conn, Size: o.Size, AllSizes: o.All, Iterations: o.Iters,
 		Duration: o.Duration, Margin: o.Margin, NumQPs: o.QPs, Bidirectional: o.Bidir, TXDepth: o.TXDepth,
-		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, Inline: o.Inline,
+		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, RecvPostList: o.RecvPostList, Inline: o.Inline,
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
 		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,

@@ -37,7 +37,7 @@ func messages() []struct {
 } {
 	every := TestSpec{Test: AtomicLat, Atomic: CmpSwap, ConnType: ibverbs.QPTypeUD, Size: 0xdeadbeef,
 		AllSizes: true, Iterations: 1 << 60, Duration: 99, Margin: 0x01020304, NumQPs: 0xffff, Bidirectional: true,
-		TXDepth: 1, RXDepth: 2, CQModeration: 3, PostList: 4, Inline: 5, MTU: ibverbs.MTU256,
+		TXDepth: 1, RXDepth: 2, CQModeration: 3, PostList: 4, RecvPostList: 6, Inline: 5, MTU: ibverbs.MTU256,
 		RdmaCM: true, TrafficClass: 255, SL: 15, OutReads: 255, RunInfinitely: true, ValidateData: true, OldPostSend: true,
 		NoRelaxedOrdering: true, Events: true, HugePages: true, SRQ: true, Reversed: true, Immediate: true, WarmUp: true, MRPerQP: true, Multicast: true, Flags: 0x80000000,
 		FlowLabels: []uint32{0, MaxFlowLabel, 0x12345}}

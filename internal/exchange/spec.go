@@ -140,6 +140,10 @@ type TestSpec struct {
 	RXDepth       uint32 // receive queue depth; at least 1 for send tests
 	CQModeration  uint32 // signal one send in this many; 0 or 1: every one
 	PostList      uint32 // requests per post call; 0 or 1: one at a time
+	// RecvPostList makes the receiving side of a bandwidth test replace
+	// its used receives only in lists of this many, one post call a list
+	// (perftest's --recv_post_list); 0 or 1: all a poll found, in one list.
+	RecvPostList  uint32
 	Inline        uint32 // inline data size in bytes (write and send only)
 	MTU           ibverbs.MTU
 	RdmaCM        bool // connect with rdma_cm instead of swapping Setups
@@ -271,11 +275,11 @@ func (s *TestSpec) flagOptions() []struct {
 
 // specLen is the bytes of a TestSpec payload without flow labels; each
 // adds 4, up to MaxSetupQPs of them.
-const specLen = 59
+const specLen = 63
 
 // AppendPayload appends, big-endian: test uint8, atomic uint8, conn type
 // uint32, size uint32, iterations uint64, duration and margin uint32, QPs uint16, TX
-// depth, RX depth, CQ moderation, post list and inline uint32, MTU, traffic
+// depth, RX depth, CQ moderation, post list, receive post list and inline uint32, MTU, traffic
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
 // 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
@@ -288,7 +292,7 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, s.Duration)
 	b = binary.BigEndian.AppendUint32(b, s.Margin)
 	b = binary.BigEndian.AppendUint16(b, s.NumQPs)
-	for _, v := range []uint32{s.TXDepth, s.RXDepth, s.CQModeration, s.PostList, s.Inline} {
+	for _, v := range []uint32{s.TXDepth, s.RXDepth, s.CQModeration, s.PostList, s.RecvPostList, s.Inline} {
 		b = binary.BigEndian.AppendUint32(b, v)
 	}
 	b = append(b, uint8(s.MTU), s.TrafficClass, s.SL, s.OutReads)
@@ -336,6 +340,7 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	s.RXDepth = r.u32()
 	s.CQModeration = r.u32()
 	s.PostList = r.u32()
+	s.RecvPostList = r.u32()
 	s.Inline = r.u32()
 	s.MTU = ibverbs.MTU(r.u8())
 	s.TrafficClass = r.u8()
@@ -546,6 +551,18 @@ func (s TestSpec) Validate() error {
 	}
 	if s.PostList > s.TXDepth {
 		return invalid("post list %d exceeds the TX depth %d", s.PostList, s.TXDepth)
+	}
+	if s.RecvPostList > 1 {
+		switch {
+		case t.IsLatency() || !s.Receives():
+			what := t.String()
+			if t == WriteBW {
+				what += " without immediate data"
+			}
+			return invalid("a receive post list is for the bandwidth tests that receive (send_bw, write_bw with immediate data), not %s", what)
+		case s.RecvPostList > s.RXDepth:
+			return invalid("receive post list %d exceeds the RX depth %d", s.RecvPostList, s.RXDepth)
+		}
 	}
 	if s.Inline > MaxInline {
 		return invalid("inline size %d exceeds %d", s.Inline, MaxInline)

@@ -60,6 +60,9 @@ type Result struct {
 	// MRPerQP one memory region per QP (--mr_per_qp).
 	WarmUp  bool `json:"warm_up,omitempty"`
 	MRPerQP bool `json:"mr_per_qp,omitempty"`
+	// RecvPostList is, where the receiver replaced its receives in lists
+	// (--recv_post_list above 1), the length of a list.
+	RecvPostList uint32 `json:"recv_post_list,omitempty"`
 	// MulticastGroup is the multicast group this side's QP joined (-g).
 	MulticastGroup string `json:"multicast_group,omitempty"`
 	// RateLimit describes this side's rate limit, if it had one
