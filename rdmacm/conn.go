@@ -75,6 +75,15 @@ type Config struct {
 	// asks for 7, negative for none.
 	RetryCount    int
 	RNRRetryCount int
+	// MinRNRTimer is the RNR NAK timer of an RC connection's QP: how long
+	// a peer that found no receive posted here waits before it sends
+	// again, in the verbs' encoding (1 is 0.01 ms, 12 is 0.64 ms, 31 is
+	// 491.52 ms, 0 is 655.36 ms). The kernel's CM gives the QP 0, so a
+	// peer that outruns this side's receives stalls 655 ms each time.
+	// Zero here asks for 12, ibverbs.ConnParams' default, set once the
+	// QP is ready to send (ibv_modify_qp IBV_QP_MIN_RNR_TIMER, RTS to
+	// RTS); negative keeps the CM's 0; above 31 is refused.
+	MinRNRTimer int
 
 	// MulticastSendOnly makes JoinMulticast join as a send-only member:
 	// its QP sends to the group but is not attached to it.
@@ -218,6 +227,10 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		}
 	}()
 	verbs := unsafe.Pointer(id.c.verbs)
+	if cfg.MinRNRTimer > maxRNRTimer {
+		return c, fmt.Errorf("Config.MinRNRTimer %d: want 1 to %d, 0 for %d, or negative for the CM's: %w",
+			cfg.MinRNRTimer, maxRNRTimer, defaultRNRTimer, syscall.EINVAL)
+	}
 	if cfg.SRQ != nil && cfg.PD == nil {
 		return c, fmt.Errorf("Config.SRQ needs Config.PD, on the same device: %w", syscall.EINVAL)
 	}
@@ -278,6 +291,24 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 	}
 	c.qp, err = id.CreateQP(c.pd, ibverbs.QPInit{SendCQ: c.scq, RecvCQ: c.rcq, SRQ: cfg.SRQ, Cap: qc, SigAll: cfg.SigAll, WRAPI: cfg.WRAPI})
 	return c, err
+}
+
+const (
+	defaultRNRTimer = 12 // 0.64 ms, as ibverbs.ConnParams
+	maxRNRTimer     = 31
+)
+
+// setRNRTimer gives an RC connection's QP cfg's RNR NAK timer, once
+// rdma_cm has brought it to RTS, where the CM left 0 (655 ms).
+func (c *Conn) setRNRTimer(cfg *Config) error {
+	if cfg.UD || cfg.MinRNRTimer < 0 {
+		return nil
+	}
+	t := uint8(defaultRNRTimer)
+	if cfg.MinRNRTimer > 0 {
+		t = uint8(cfg.MinRNRTimer)
+	}
+	return c.qp.Modify(&ibverbs.QPAttr{MinRNRTimer: t}, ibverbs.QPAttrMinRNRTimer)
 }
 
 // teardown closes what the connection owns, in reverse order of creation.

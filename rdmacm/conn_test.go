@@ -645,3 +645,68 @@ func TestSRQ(t *testing.T) {
 		t.Errorf("Dial with an SRQ and no PD: %v", err)
 	}
 }
+
+// TestMinRNRTimer: the kernel's CM leaves an RC QP's RNR NAK timer at 0
+// (655 ms); Dial and Accept set 0.64 ms unless Config.MinRNRTimer asks for
+// another or, negative, for the CM's; above 31 is refused. A sender that
+// finds no receive posted, one of which comes 20 ms later, then waits a
+// few RNR periods, not 655 ms.
+func TestMinRNRTimer(t *testing.T) {
+	n := device(t)
+	n2 := secondDevice(t)
+	rnr := func(c *rdmacm.Conn) uint8 {
+		t.Helper()
+		a, err := c.QP().Query()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.MinRNRTimer
+	}
+	for _, tc := range []struct {
+		srv, cli         int
+		wantSrv, wantCli uint8
+	}{
+		{0, 0, 12, 12},
+		{-1, -1, 0, 0},
+		{5, 20, 5, 20},
+	} {
+		l := listen(t, n.ip, &rdmacm.Config{MinRNRTimer: tc.srv})
+		srv, cli := connect(t, l, n2.ip, &rdmacm.Config{MinRNRTimer: tc.cli})
+		if s, c := rnr(srv), rnr(cli); s != tc.wantSrv || c != tc.wantCli {
+			t.Errorf("MinRNRTimer %d and %d: server %d, client %d, want %d and %d", tc.srv, tc.cli, s, c, tc.wantSrv, tc.wantCli)
+		}
+	}
+	l := listen(t, n.ip, nil)
+	if c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{MinRNRTimer: 32, SrcAddr: n2.ip.String()}); !errors.Is(err, syscall.EINVAL) ||
+		!strings.Contains(err.Error(), "Config.MinRNRTimer 32") {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("MinRNRTimer 32: %v, want EINVAL naming it", err)
+	}
+
+	// A send that finds no receive, posted 20 ms before one: with the
+	// default timer it completes a few RNR periods after the receive;
+	// with the CM's 0 the sender waits 655 ms before it tries again.
+	wait := func(cfg *rdmacm.Config) time.Duration {
+		t.Helper()
+		l := listen(t, n.ip, cfg)
+		srv, cli := connect(t, l, n2.ip, &rdmacm.Config{})
+		sm, cm := register(t, srv.PD(), 64, 0), register(t, cli.PD(), 64, 0)
+		start := time.Now()
+		if err := cli.QP().PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{cm.mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		postRecv(t, srv, sm, 0, 64)
+		waitWC(t, cli.SendCQ(), 5*time.Second)
+		return time.Since(start)
+	}
+	if d := wait(nil); d > 400*time.Millisecond {
+		t.Errorf("with the default RNR timer the send completed %v after it was posted, 20 ms before the receive", d)
+	}
+	if d := wait(&rdmacm.Config{MinRNRTimer: -1}); d < 600*time.Millisecond {
+		t.Errorf("with the CM's RNR timer the send completed %v after it was posted: want 655 ms or more", d)
+	}
+}

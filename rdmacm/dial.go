@@ -85,6 +85,9 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 		return nil, errors.Join(fmt.Errorf("connecting: %w", err), c.teardown())
 	}
 	c.param, c.udParam = ev.Param, ev.UD
+	if err := c.setRNRTimer(cfg); err != nil {
+		return nil, errors.Join(err, c.teardown())
+	}
 	if cfg.UD {
 		if c.ah, err = c.pd.CreateAH(ev.UD.AHAttr); err != nil {
 			return nil, errors.Join(err, c.teardown())

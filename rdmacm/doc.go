@@ -70,6 +70,15 @@
 // errno of the event's status, such as syscall.ETIMEDOUT). Dial, Listen and
 // Accept wrap them in *OpError, and return ctx's error when it ends first.
 //
+// # The RNR timer
+//
+// The kernel's CM gives an RC QP a min_rnr_timer of 0, which the verbs
+// read as 655.36 ms: a peer that sends while this side has no receive
+// posted then waits that long before it tries again, and a bandwidth
+// test whose receiver falls behind crawls. Dial and Accept set 0.64 ms
+// (12) once the QP is ready to send, as a QP connected with ibverbs'
+// ConnParams has; Config.MinRNRTimer picks another, or keeps the CM's.
+//
 // # Private data
 //
 // Connection requests, replies and rejects carry a little private data.

@@ -209,6 +209,11 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	if err := r.id.Accept(cfg.connParam()); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
+	// rdma_accept has brought the QP to RTS; the peer sends only after
+	// the reply and its own transitions, by when the timer is set.
+	if err := c.setRNRTimer(cfg); err != nil {
+		return nil, errors.Join(err, c.teardown())
+	}
 	if !cfg.UD {
 		if _, err := await(ctx, ch, EventEstablished); err != nil {
 			return nil, errors.Join(fmt.Errorf("accepting: %w", err), c.teardown())
