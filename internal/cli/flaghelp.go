@@ -110,6 +110,8 @@ var perftestOnly = map[string]string{
 	"dualport":               "(both ports of a device at once) is not offered: gorperf tests one port; run a gorperf pair for each port (-i 1, -i 2) at the same time",
 	"report_per_port":        "(dual-port reports) is not offered: gorperf tests one port; run a gorperf pair for each port (-i)",
 	"comm_rdma_cm":           "(the test's parameters exchanged over rdma_cm) is not offered: gorperf exchanges them over its TCP control connection; -R connects the QPs through rdma_cm",
+	"com_rdma_cm":            "(the spelling of perftest's help; perftest itself takes --comm_rdma_cm) is not offered: gorperf exchanges the test's parameters over its TCP control connection; -R connects the QPs through rdma_cm",
+	"inline_recv":            "(data received into the receive queue's own entries) is not offered: it needs the experimental verbs of Mellanox OFED (ibv_exp_*), which upstream rdma-core, and so gorperf, does not have",
 	"dont_xchg_versions":     "is not offered: gorperf's control protocol always checks that both sides speak the same version, and exchanges the MTU",
 	"force_link":             "is not offered: gorperf takes the link layer (InfiniBand or Ethernet) from the port itself, as ibv_query_port reports it",
 	"dlid":                   "(a destination LID given instead of exchanged) is not offered: gorperf learns the peer's LID and GID from the control connection",

@@ -390,6 +390,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.ReadLat, []string{"--use-null-mr"}, "only mlx5 implements null memory regions"},
 		{exchange.WriteBW, []string{"--use_cuda", "0"}, "accelerator or device memory"},
 		{exchange.SendBW, []string{"-B", "00:11:22:33:44:55"}, "raw Ethernet tests"},
+		{exchange.SendBW, []string{"--inline_recv", "64"}, "experimental verbs of Mellanox OFED"},
+		{exchange.WriteLat, []string{"--com_rdma_cm"}, "the spelling of perftest's help"},
 		{exchange.WriteBW, []string{"--recv_post_list", "8"}, "not write_bw without immediate data"},
 		{exchange.SendBW, []string{"--recv-post-list", "600", "-r", "512"}, "receive post list 600 exceeds the RX depth 512"},
 		{exchange.ReadBW, []string{"--recv_post_list", "8"}, "unknown flag: --recv_post_list"},
