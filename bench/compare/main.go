@@ -63,6 +63,7 @@ type config struct {
 	reps                 int
 	postList             int
 	postListSizes        []int
+	recvPostList         int // --recv_post_list of the send_bw rows with a post list
 	pin                  bool
 	events               bool
 }
@@ -118,9 +119,11 @@ type row struct {
 	Bytes    int    `json:"bytes"`
 	QPs      int    `json:"qps"`
 	PostList int    `json:"post_list,omitempty"`
-	Params   string `json:"params"` // the flags both tools ran with
-	Gorperf  stat   `json:"gorperf"`
-	Perftest stat   `json:"perftest"`
+	// RecvPostList is the receiver's list (--recv_post_list), if any.
+	RecvPostList int    `json:"recv_post_list,omitempty"`
+	Params       string `json:"params"` // the flags both tools ran with
+	Gorperf      stat   `json:"gorperf"`
+	Perftest     stat   `json:"perftest"`
 	// BWRatio and MsgRateRatio are gorperf ÷ perftest; TypicalDiffUs and
 	// P99DiffUs are gorperf − perftest, TypicalRatio and P99Ratio the ratios.
 	BWRatio       float64 `json:"bw_ratio,omitempty"`
@@ -156,6 +159,7 @@ func main() {
 	godebug := flag.String("godebug", "", "GODEBUG for gorperf, e.g. asyncpreemptoff=1")
 	flag.IntVar(&c.reps, "reps", 3, "runs of each tool per case, alternating which goes first; medians are compared")
 	flag.IntVar(&c.postList, "post-list", 16, "post list length (-l) for the message-rate rows (0: none)")
+	flag.IntVar(&c.recvPostList, "recv-post-list", 0, "receive post list (--recv_post_list) of the send_bw rows with a post list (0: none)")
 	plSizes := flag.String("post-list-sizes", "2,64,256", "message sizes of the write_bw and send_bw rows with a post list")
 	flag.BoolVar(&c.pin, "pin", false, "pin the server to CPU 0 and the client to CPU 1 (taskset)")
 	flag.BoolVar(&c.events, "events", false, "both tools sleep on completion events (-e); the write tests, which perftest cannot run with -e, are left out")
@@ -251,7 +255,11 @@ func (c *config) cases() []testCase {
 	if c.postList > 1 {
 		for _, t := range []string{"write_bw", "send_bw"} {
 			for _, s := range c.postListSizes {
-				add(t, s, 1, "-l", strconv.Itoa(c.postList))
+				extra := []string{"-l", strconv.Itoa(c.postList)}
+				if t == "send_bw" && c.recvPostList > 1 {
+					extra = append(extra, "--recv_post_list", strconv.Itoa(c.recvPostList))
+				}
+				add(t, s, 1, extra...)
 			}
 		}
 	}
@@ -311,6 +319,9 @@ func (c *config) compare(ctx context.Context, test string, size, qps int, extra 
 	if i := slices.Index(extra, "-l"); i >= 0 && i+1 < len(extra) {
 		r.PostList, _ = strconv.Atoi(extra[i+1])
 	}
+	if i := slices.Index(extra, "--recv_post_list"); i >= 0 && i+1 < len(extra) {
+		r.RecvPostList, _ = strconv.Atoi(extra[i+1])
+	}
 	// perftest picks some defaults by device (inline data only on NICs it
 	// knows, for one): gorperf gets what perftest's header says it used.
 	var params []string
@@ -337,7 +348,7 @@ func (c *config) compare(ctx context.Context, test string, size, qps int, extra 
 	// a few messages per tool is subtracted from each run's CPU time. A
 	// baseline that fails leaves the runs without a CPU figure, and the
 	// JSON says why.
-	baseN := max(5, 2*r.PostList) // perftest takes no fewer than 5
+	baseN := max(5, 2*r.PostList, r.RecvPostList) // perftest takes no fewer than 5; the RX depth, at most -n, holds a receive list
 	pb, _ := c.run(ctx, false, test, size, qps, extra, baseN)
 	gb, _ := c.run(ctx, true, test, size, qps, append(append([]string{}, extra...), params...), baseN)
 	netCPU(pruns, pb)
@@ -684,6 +695,9 @@ func printTable(w io.Writer, rows []row) {
 		list := "-"
 		if r.PostList > 1 {
 			list = strconv.Itoa(r.PostList)
+		}
+		if r.RecvPostList > 1 {
+			list += "/" + strconv.Itoa(r.RecvPostList) // send's/receive's
 		}
 		if e := firstNonEmpty(r.Gorperf.Err, r.Perftest.Err); e != "" {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\tERROR: %s\t\t\t\t\t\t\t\t\t\t\t\n", r.Test, r.Bytes, r.QPs, list, e)

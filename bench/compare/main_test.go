@@ -185,7 +185,13 @@ func TestCases(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("cases:\n got %q\nwant %q", got, want)
 	}
-	c.postList = 0
+	// -recv-post-list: the send_bw rows with a post list replace their
+	// receives in lists too.
+	c.recvPostList = 32
+	if k := c.cases()[5]; k.test != "send_bw" || strings.Join(k.extra, " ") != "-l 16 --recv_post_list 32" || len(c.cases()[4].extra) != 2 {
+		t.Errorf("with -recv-post-list: %+v and %+v", c.cases()[4], k)
+	}
+	c.postList, c.recvPostList = 0, 0
 	if n := len(c.cases()); n != 6 {
 		t.Errorf("%d cases without a post list, want 6", n)
 	}
