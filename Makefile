@@ -103,7 +103,16 @@ check:
 	test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
 	$(GO) tool staticcheck ./...
 
+## bench: every benchmark (allocations reported) on this host's RDMA
+## device, else in the soft-RoCE VM; BENCHTIME is each one's -benchtime.
+BENCHTIME ?= 2000x
+BENCHFLAGS = -- -test.run '^$$' -test.bench . -test.benchtime $(BENCHTIME) -test.benchmem
 bench: test-binaries
+ifneq ($(HAVE_DEVICE),)
+	ci/device-tests.sh $(TESTBIN) $(BENCHFLAGS)
+else
+	$(VM) -2 -t 1800 -- ci/device-tests.sh $(TESTBIN) $(BENCHFLAGS)
+endif
 
 ## docs: regenerate the command reference in docs/cli from the cobra
 ## commands (TestCLIReferenceInSync fails when it is stale).

@@ -76,6 +76,62 @@ func BenchmarkWriteSinglePosts(b *testing.B) {
 	}
 }
 
+// BenchmarkSendRecv sends 16 messages of 64 bytes and receives them, as
+// send_bw's two sides do: the receiver posts 16 receives from a RecvBatch,
+// as one list ("one list", Post), in lists of 4 or singly (PostLists, as
+// --recv_post_list), all in one cgo call; the sender posts 16 sends from
+// a SendBatch as one list, the last signalled; both CQs are polled until
+// every completion is in. ns/msg is per message; allocs/op must be 0.
+func BenchmarkSendRecv(b *testing.B) {
+	for _, list := range []int{0, 4, 1} {
+		name := map[int]string{0: "one list", 4: "lists of 4", 1: "singly"}[list]
+		b.Run(name, func(b *testing.B) {
+			p := benchPair(b)
+			const n = 16
+			recvs, sends := make([]ibverbs.RecvWR, n), make([]ibverbs.SendWR, n)
+			for i := range n {
+				recvs[i] = ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{p.b.mr.SGE(i*64, 64)}}
+				sends[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpSend, SGL: []ibverbs.SGE{p.a.mr.SGE(i*64, 64)}}
+			}
+			sends[n-1].Flags = ibverbs.SendSignaled
+			rb, err := p.b.qp.NewRecvBatch(recvs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { closeOK(b, rb) })
+			sb, err := p.a.qp.NewSendBatch(sends)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { closeOK(b, sb) })
+			wcs := make([]ibverbs.WC, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := rb.PostLists(0, n, list); err != nil {
+					b.Fatal(err)
+				}
+				if err := sb.Post(0, n, 0); err != nil {
+					b.Fatal(err)
+				}
+				pollOne(b, p.a.cq, wcs)
+				for got := 0; got < n; {
+					k, err := p.b.cq.Poll(wcs[:n-got])
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, wc := range wcs[:k] {
+						if err := wc.Err(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					got += k
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+		})
+	}
+}
+
 // BenchmarkPollEmpty is the cost of one cgo call that finds nothing.
 func BenchmarkPollEmpty(b *testing.B) {
 	p := benchPair(b)
