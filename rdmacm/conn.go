@@ -227,9 +227,8 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		}
 	}()
 	verbs := unsafe.Pointer(id.c.verbs)
-	if cfg.MinRNRTimer > maxRNRTimer {
-		return c, fmt.Errorf("Config.MinRNRTimer %d: want 1 to %d, 0 for %d, or negative for the CM's: %w",
-			cfg.MinRNRTimer, maxRNRTimer, defaultRNRTimer, syscall.EINVAL)
+	if err := cfg.check(); err != nil {
+		return c, err
 	}
 	if cfg.SRQ != nil && cfg.PD == nil {
 		return c, fmt.Errorf("Config.SRQ needs Config.PD, on the same device: %w", syscall.EINVAL)
@@ -297,6 +296,16 @@ const (
 	defaultRNRTimer = 12 // 0.64 ms, as ibverbs.ConnParams
 	maxRNRTimer     = 31
 )
+
+// check refuses the settings no connection can take, so that Listen
+// fails at once rather than every Accept.
+func (cfg *Config) check() error {
+	if cfg.MinRNRTimer > maxRNRTimer {
+		return fmt.Errorf("Config.MinRNRTimer %d: want 1 to %d, 0 for %d, or negative for the CM's: %w",
+			cfg.MinRNRTimer, maxRNRTimer, defaultRNRTimer, syscall.EINVAL)
+	}
+	return nil
+}
 
 // setRNRTimer gives an RC connection's QP cfg's RNR NAK timer, once
 // rdma_cm has brought it to RTS, where the CM left 0 (655 ms).

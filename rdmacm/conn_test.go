@@ -685,6 +685,40 @@ func TestMinRNRTimer(t *testing.T) {
 		t.Errorf("MinRNRTimer 32: %v, want EINVAL naming it", err)
 	}
 
+	// Listen refuses such a timer at once; an Accept given one refuses
+	// the request, and the dialer hears of it at once rather than waiting
+	// out its handshake.
+	if l, err := rdmacm.Listen(context.Background(), addr(n.ip, 0), &rdmacm.Config{MinRNRTimer: 40}); !errors.Is(err, syscall.EINVAL) {
+		if l != nil {
+			l.Close()
+		}
+		t.Errorf("Listen with MinRNRTimer 40: %v, want EINVAL", err)
+	}
+	l = listen(t, n.ip, nil)
+	accErr := make(chan error, 1)
+	go func() {
+		ctx := timeout(t, 20*time.Second)
+		r, err := l.GetRequest(ctx)
+		if err == nil {
+			var c *rdmacm.Conn
+			if c, err = r.Accept(ctx, &rdmacm.Config{MinRNRTimer: 40}); c != nil {
+				c.Close()
+			}
+		}
+		accErr <- err
+	}()
+	start := time.Now()
+	c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n2.ip.String()})
+	if c != nil {
+		c.Close()
+	}
+	if aerr := <-accErr; !errors.Is(aerr, syscall.EINVAL) || !strings.Contains(aerr.Error(), "Config.MinRNRTimer 40") {
+		t.Errorf("Accept with MinRNRTimer 40: %v, want EINVAL naming it", aerr)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 5*time.Second {
+		t.Errorf("Dial to a listener that refused: %v after %v, want ECONNREFUSED at once", err, time.Since(start))
+	}
+
 	// A send that finds no receive, posted 20 ms before one: with the
 	// default timer it completes a few RNR periods after the receive;
 	// with the CM's 0 the sender waits 655 ms before it tries again.

@@ -36,6 +36,9 @@ func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 }
 
 func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	ap, err := lookupAddrPort(ctx, addr, true)
 	if err != nil {
 		return nil, err
