@@ -348,7 +348,7 @@ func (c *config) compare(ctx context.Context, test string, size, qps int, extra 
 	// a few messages per tool is subtracted from each run's CPU time. A
 	// baseline that fails leaves the runs without a CPU figure, and the
 	// JSON says why.
-	baseN := max(5, 2*r.PostList, r.RecvPostList) // perftest takes no fewer than 5; the RX depth, at most -n, holds a receive list
+	baseN := baselineIters(r.PostList, r.RecvPostList)
 	pb, _ := c.run(ctx, false, test, size, qps, extra, baseN)
 	gb, _ := c.run(ctx, true, test, size, qps, append(append([]string{}, extra...), params...), baseN)
 	netCPU(pruns, pb)
@@ -685,6 +685,29 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 		return measure{BWAvgMBps: num(3), MsgRateMpps: num(4)}, nil
 	}
 	return measure{}, fmt.Errorf("perftest printed no result: %s", lastLine(string(out)))
+}
+
+// baselineIters is the length of a baseline run: at least 5 messages
+// (perftest takes no fewer) and two post lists, and a multiple of both
+// lists, as perftest requires of -n; the RX depth, at most -n, then holds
+// a receive list.
+func baselineIters(postList, recvPostList int) int {
+	step := max(postList, 1)
+	if r := max(recvPostList, 1); step%r != 0 {
+		step = step / gcd(step, r) * r
+	}
+	n := step
+	for n < max(5, 2*postList) {
+		n += step
+	}
+	return n
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 func printTable(w io.Writer, rows []row) {

@@ -261,3 +261,15 @@ func TestParseGorperf(t *testing.T) {
 		t.Error("an error document parsed")
 	}
 }
+
+// TestBaselineIters: a baseline run is long enough for perftest (5
+// messages, two post lists) and a multiple of both lists.
+func TestBaselineIters(t *testing.T) {
+	for _, tc := range []struct{ pl, rpl, want int }{
+		{0, 0, 5}, {1, 1, 5}, {16, 0, 32}, {16, 32, 32}, {16, 24, 48}, {0, 8, 8}, {4, 3, 12}, {3, 0, 6},
+	} {
+		if got := baselineIters(tc.pl, tc.rpl); got != tc.want {
+			t.Errorf("baselineIters(%d, %d) = %d, want %d", tc.pl, tc.rpl, got, tc.want)
+		}
+	}
+}
