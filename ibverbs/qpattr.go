@@ -174,7 +174,7 @@ type ConnParams struct {
 	// takes the default of 7 and a negative value asks for none.
 	RetryCnt    int
 	RNRRetry    int
-	MinRNRTimer uint8 // 12 (0.64 ms)
+	MinRNRTimer uint8 // DefaultMinRNRTimer (0.64 ms)
 	// MaxRdAtomic is the initiator depth: how many RDMA reads and atomics
 	// this QP may have outstanding. Default: the device's limit, capped by
 	// the remote Endpoint's RdAtomic, or at 16 when that is unknown.
@@ -190,6 +190,11 @@ type ConnParams struct {
 }
 
 const defaultQKey = 0x11111111
+
+// DefaultMinRNRTimer is the RNR NAK timer an RC QP gets unless told
+// otherwise, by ConnParams here and by rdmacm's Dial and Accept: 12, which
+// the verbs read as 0.64 ms (0 would be 655.36 ms).
+const DefaultMinRNRTimer = 12
 
 // Retries turns a retry count as ConnParams and rdmacm.Config take it
 // into the 3-bit value of the QP attribute (retry_cnt, rnr_retry): 0 is
@@ -223,7 +228,7 @@ func (p *ConnParams) fill(qp *QP) error {
 		p.Timeout = 14
 	}
 	if p.MinRNRTimer == 0 {
-		p.MinRNRTimer = 12
+		p.MinRNRTimer = DefaultMinRNRTimer
 	}
 	if p.HopLimit == 0 {
 		p.HopLimit = 64

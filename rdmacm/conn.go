@@ -80,7 +80,7 @@ type Config struct {
 	// again, in the verbs' encoding (1 is 0.01 ms, 12 is 0.64 ms, 31 is
 	// 491.52 ms, 0 is 655.36 ms). The kernel's CM gives the QP 0, so a
 	// peer that outruns this side's receives stalls 655 ms each time.
-	// Zero here asks for 12, ibverbs.ConnParams' default, set once the
+	// Zero here asks for ibverbs.DefaultMinRNRTimer (12), set once the
 	// QP is ready to send (ibv_modify_qp IBV_QP_MIN_RNR_TIMER, RTS to
 	// RTS); negative keeps the CM's 0; above 31 is refused.
 	MinRNRTimer int
@@ -292,17 +292,15 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 	return c, err
 }
 
-const (
-	defaultRNRTimer = 12 // 0.64 ms, as ibverbs.ConnParams
-	maxRNRTimer     = 31
-)
+// maxRNRTimer is the largest RNR NAK timer: the field has 5 bits.
+const maxRNRTimer = 31
 
 // check refuses the settings no connection can take, so that Listen
 // fails at once rather than every Accept.
 func (cfg *Config) check() error {
 	if cfg.MinRNRTimer > maxRNRTimer {
 		return fmt.Errorf("Config.MinRNRTimer %d: want 1 to %d, 0 for %d, or negative for the CM's: %w",
-			cfg.MinRNRTimer, maxRNRTimer, defaultRNRTimer, syscall.EINVAL)
+			cfg.MinRNRTimer, maxRNRTimer, ibverbs.DefaultMinRNRTimer, syscall.EINVAL)
 	}
 	return nil
 }
@@ -313,7 +311,7 @@ func (c *Conn) setRNRTimer(cfg *Config) error {
 	if cfg.UD || cfg.MinRNRTimer < 0 {
 		return nil
 	}
-	t := uint8(defaultRNRTimer)
+	t := uint8(ibverbs.DefaultMinRNRTimer)
 	if cfg.MinRNRTimer > 0 {
 		t = uint8(cfg.MinRNRTimer)
 	}

@@ -438,8 +438,11 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 }
 
 // close frees the receiver's batches.
-func (r *receiver) close() {
-	for _, q := range r.queues {
+func (r *receiver) close() { closeQueues(r.queues) }
+
+// closeQueues frees the queues' batches; those not made are nil.
+func closeQueues(queues []recvQueue) {
+	for _, q := range queues {
 		if q.batch != nil {
 			q.batch.Close()
 		}
@@ -478,9 +481,7 @@ func (s *session) recvQueues(room int) ([]recvQueue, error) {
 		}
 		b, err := s.newRecvBatch(i, wrs)
 		if err != nil {
-			for _, q := range queues[:i] {
-				q.batch.Close()
-			}
+			closeQueues(queues)
 			return nil, err
 		}
 		queues[i].batch = b
