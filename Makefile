@@ -11,7 +11,7 @@ VM := ci/rxe-vm/run
 DEVICE_PKGS := $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... 2>/dev/null | awk '$$1 !~ /rdmatest$$/ && /internal\/rdmatest/ { print $$1 }')
 HAVE_DEVICE := $(shell ls /sys/class/infiniband 2>/dev/null | head -1)
 
-.PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race check bench clean docs man
+.PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race race-device check bench clean docs man
 
 all: build
 
@@ -51,7 +51,7 @@ test-binaries:
 	@rm -rf $(TESTBIN); mkdir -p $(TESTBIN)
 	@for p in $(DEVICE_PKGS); do \
 		n=$$(echo $${p#github.com/gorperf/gorperf/} | tr / _); \
-		$(GO) test -c -o $(TESTBIN)/$$n.test $$p || exit 1; \
+		$(GO) test -c $(TESTFLAGS) -o $(TESTBIN)/$$n.test $$p || exit 1; \
 		$(GO) list -f '{{.Dir}}' $$p > $(TESTBIN)/$$n.srcdir; \
 	done
 
@@ -92,6 +92,16 @@ fuzz:
 ## race: the race detector on everything that runs without a device.
 race:
 	$(GO) test -race -count=1 ./...
+
+## race-device: the device tests built with the race detector, on this
+## host's RDMA device or in the VM, with -test.short (6 minutes under TCG).
+race-device:
+	@$(MAKE) --no-print-directory test-binaries TESTBIN=$(BUILD)/race TESTFLAGS=-race
+ifneq ($(HAVE_DEVICE),)
+	ci/device-tests.sh $(BUILD)/race -- -test.short
+else
+	$(VM) -2 -t 2400 -- env GORPERF_TEST_TIMEOUT=30m ci/device-tests.sh $(BUILD)/race -- -test.short
+endif
 
 check:
 	$(GO) vet ./...

@@ -300,8 +300,10 @@ func TestEventsSleep(t *testing.T) {
 				}
 				// Under emulation (TCG) a polling side spent 54-110% of
 				// a run in user space, a sleeping one 20-22%, start-up
-				// included.
-				if u := ps.UserTime(); u > 1600*time.Millisecond {
+				// included. With -race each message's instrumented work
+				// took a sleeping side past the mark (1.7-2.5 s): there
+				// the times are only logged.
+				if u := ps.UserTime(); u > 1600*time.Millisecond && !raceDetector {
 					t.Errorf("the %s spent %v in user space during a 4-second run with -e (system %v): it did not sleep", side, u, ps.SystemTime())
 				} else {
 					t.Logf("%s: user %v, system %v", side, u, ps.SystemTime())
