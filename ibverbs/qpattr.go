@@ -167,7 +167,7 @@ type ConnParams struct {
 	// write, read and atomic; for UC remote write.
 	Access  Access
 	MTU     MTU   // the smaller of the local active MTU and the peer's
-	Timeout uint8 // 14 (4.096 µs × 2^14 ≈ 67 ms)
+	Timeout uint8 // DefaultAckTimeout (4.096 µs × 2^14 ≈ 67 ms)
 	// RetryCnt and RNRRetry are how often an RC QP resends unanswered
 	// packets, and retries a peer that had no receive posted (7 there
 	// meaning for ever): 0 to 7, as Retries reads them, so that zero
@@ -190,6 +190,11 @@ type ConnParams struct {
 }
 
 const defaultQKey = 0x11111111
+
+// DefaultAckTimeout is the local ACK timeout an RC QP gets from
+// ConnParams unless told otherwise: 14, which the verbs read as 4.096 µs
+// × 2^14, about 67 ms (perftest's default too).
+const DefaultAckTimeout = 14
 
 // DefaultMinRNRTimer is the RNR NAK timer an RC QP gets unless told
 // otherwise, by ConnParams here and by rdmacm's Dial and Accept: 12, which
@@ -225,7 +230,7 @@ func (p *ConnParams) fill(qp *QP) error {
 		}
 	}
 	if p.Timeout == 0 {
-		p.Timeout = 14
+		p.Timeout = DefaultAckTimeout
 	}
 	if p.MinRNRTimer == 0 {
 		p.MinRNRTimer = DefaultMinRNRTimer

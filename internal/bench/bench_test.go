@@ -649,12 +649,14 @@ func checkSideAttr(t *testing.T, what string, cases []sideAttrCase, get func(ibv
 }
 
 // TestQPTimeout: each side's QPs get its own Local.QPTimeout (-u), and
-// perftest's 14 without one; through rdma_cm (-R) too.
+// perftest's 14 without one; through rdma_cm (-R) too, where rdma_cm's
+// own would be the path's (19 on soft-RoCE).
 func TestQPTimeout(t *testing.T) {
 	checkSideAttr(t, "QP timeouts", []sideAttrCase{
 		{"default", 0, 0, 14, 14, false},
 		{"set", 20, 9, 20, 9, false},
 		{"rdma_cm", 20, 9, 20, 9, true},
+		{"rdma_cm default", 0, 0, 14, 14, true},
 	}, func(a ibverbs.QPAttr) uint8 { return a.Timeout }, func(l *bench.Local, v int) { l.QPTimeout = uint8(v) })
 }
 

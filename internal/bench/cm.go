@@ -35,9 +35,14 @@ func (s *session) cmConfig() *rdmacm.Config {
 		InitiatorDepth: depth, ResponderResources: depth, WRAPI: s.wrapi,
 		TOS: s.spec.TrafficClass, RetryCount: s.local.RetryCount}
 	if s.spec.ConnType == ibverbs.QPTypeRC {
-		// Only an RC QP waits for acknowledgements. 0 keeps rdma_cm's
-		// timeout, not the 14 of a QP gorperf connects itself.
+		// Only an RC QP waits for acknowledgements. Without -u, the 14
+		// of a QP gorperf connects itself, as perftest (since 24.10)
+		// sets through rdma_cm too, not rdma_cm's, which the path sets
+		// (19 on soft-RoCE: 2.1 s before a lost packet is resent).
 		cfg.AckTimeout = s.local.QPTimeout
+		if cfg.AckTimeout == 0 {
+			cfg.AckTimeout = ibverbs.DefaultAckTimeout
+		}
 	}
 	return cfg
 }

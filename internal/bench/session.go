@@ -46,8 +46,8 @@ type Local struct {
 	// control connection's host (in loopback, the server side's GID).
 	CMHost string
 	// QPTimeout is this side's RC QPs' local ACK timeout, 4.096 µs × 2^n
-	// (perftest's -u); 0 for 14, about 67 ms, or with -R for the one
-	// rdma_cm derives from the path.
+	// (perftest's -u); 0 for ibverbs.DefaultAckTimeout (14, about 67
+	// ms), with -R too.
 	QPTimeout uint8
 	// RetryCount is how often this side's RC QPs resend unanswered
 	// packets (perftest's --retry_count), as ibverbs.Retries reads it: 0

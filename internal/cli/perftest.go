@@ -347,7 +347,7 @@ func (o *testOptions) controlNetwork() string {
 // the tests and serve have: --pkey_index, -u, --retry_count and -X.
 func addLocalQPFlags(f *pflag.FlagSet, o *testOptions) {
 	f.Uint16Var(&o.PKeyIndex, "pkey_index", 0, "index of this side's QPs' partition key in its port's P_Key table (not with -R)")
-	f.IntVarP(&o.QPTimeout, "qp-timeout", "u", -1, "local ACK timeout of this side's QPs, 4.096 µs × 2^N, 1 to 31 (default: 14, about 67 ms; with -R, rdma_cm's)")
+	f.IntVarP(&o.QPTimeout, "qp-timeout", "u", -1, "local ACK timeout of this side's QPs, 4.096 µs × 2^N, 1 to 31 (default: 14, about 67 ms, with -R too, as perftest 24.10 and later)")
 	f.IntVar(&o.RetryCount, "retry_count", -1, "how often this side's RC QPs resend unanswered packets before the request fails, 0 to 7 (default 7); with -R the client's is both sides', which rdma_cm's connection request carries")
 	f.IntVarP(&o.CompVector, "vector", "X", 0, "completion vector of this side's CQs, the interrupt (and so the CPUs) that -e's events come on: 0 to the device's count less one")
 }
