@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -22,6 +24,10 @@ type DeviceInfo struct {
 	GUID      uint64 // node GUID, in host order
 	NodeType  NodeType
 	Transport TransportType
+	// NUMANode is the NUMA node the device is attached to, from
+	// device/numa_node under its sysfs directory (ibdev_path); -1 where
+	// it names none, as for a software device such as rxe.
+	NUMANode int
 }
 
 // GUIDString formats the node GUID as ibv_devices does.
@@ -59,9 +65,24 @@ func Devices() ([]DeviceInfo, error) {
 			GUID:      be64(uint64(C.ibv_get_device_guid(d))),
 			NodeType:  NodeType(d.node_type),
 			Transport: TransportType(d.transport_type),
+			NUMANode:  numaNode(C.GoString(&d.ibdev_path[0])),
 		})
 	}
 	return out, nil
+}
+
+// numaNode reads the NUMA node of the device whose sysfs directory is
+// dir, or -1.
+func numaNode(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "device", "numa_node"))
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 // Open opens the device with the given name, or the first device when name

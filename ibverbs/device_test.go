@@ -4,6 +4,7 @@ package ibverbs_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -31,6 +32,17 @@ func TestDeviceSmoke(t *testing.T) {
 			found = true
 			if d.NodeType == ibverbs.NodeUnknown || d.GUID == 0 {
 				t.Errorf("%s: node type %v GUID %s", d.Name, d.NodeType, d.GUIDString())
+			}
+			// The node the kernel names under the device's class entry
+			// (none for rxe, which has no parent device), or -1.
+			node := -1
+			if b, err := os.ReadFile("/sys/class/infiniband/" + d.Name + "/device/numa_node"); err == nil {
+				if _, err := fmt.Sscan(string(b), &node); err != nil || node < 0 {
+					node = -1
+				}
+			}
+			if d.NUMANode != node {
+				t.Errorf("%s: NUMA node %d, want %d", d.Name, d.NUMANode, node)
 			}
 		}
 	}

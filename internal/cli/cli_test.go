@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // fakeDevices is a RoCE device as rxe shows it, and an InfiniBand HCA.
 func fakeDevices() []deviceReport {
 	return []deviceReport{{
-		Name: "rxe0", NodeGUID: "505400fffe123456", NodeType: "CA", Transport: "InfiniBand", FWVer: "0.0.0",
+		Name: "rxe0", NodeGUID: "505400fffe123456", NodeType: "CA", Transport: "InfiniBand", FWVer: "0.0.0", NUMANode: -1,
 		Ports: []portReport{{
 			Port: 1, State: "ACTIVE", PhysState: "LINK_UP", ActiveMTU: 1024, MaxMTU: 4096,
 			LinkLayer: "Ethernet", Gbps: 2.5, Lanes: 1,
@@ -30,7 +30,7 @@ func fakeDevices() []deviceReport {
 			DefaultGID: &gidChoice{Index: 1, Reason: "first routable IPv4 RoCE v2 entry"},
 		}},
 	}, {
-		Name: "mlx5_0", NodeGUID: "0c42a10300a1b2c3", NodeType: "CA", Transport: "InfiniBand", FWVer: "28.39.1002",
+		Name: "mlx5_0", NodeGUID: "0c42a10300a1b2c3", NodeType: "CA", Transport: "InfiniBand", FWVer: "28.39.1002", NUMANode: 1,
 		Ports: []portReport{{
 			Port: 1, State: "ACTIVE", PhysState: "LINK_UP", ActiveMTU: 4096, MaxMTU: 4096,
 			LinkLayer: "InfiniBand", Gbps: 103.125, Lanes: 4, LID: 7,

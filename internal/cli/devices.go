@@ -39,6 +39,7 @@ type deviceReport struct {
 	NodeType  string       `json:"node_type"`
 	Transport string       `json:"transport"`
 	FWVer     string       `json:"fw_ver,omitempty"`
+	NUMANode  int          `json:"numa_node"` // -1: none
 	Ports     []portReport `json:"ports"`
 	Error     string       `json:"error,omitempty"` // why the device could not be queried
 }
@@ -136,6 +137,9 @@ func writeDevicesText(w io.Writer, devs []deviceReport) error {
 		fmt.Fprintf(&b, "%s  node GUID %s  %s, transport %s", d.Name, d.NodeGUID, d.NodeType, d.Transport)
 		if d.FWVer != "" {
 			fmt.Fprintf(&b, ", firmware %s", d.FWVer)
+		}
+		if d.NUMANode >= 0 {
+			fmt.Fprintf(&b, ", NUMA node %d", d.NUMANode)
 		}
 		b.WriteByte('\n')
 		if d.Error != "" {

@@ -46,6 +46,7 @@ func gatherDevice(info ibverbs.DeviceInfo) deviceReport {
 		NodeGUID:  info.GUIDString(),
 		NodeType:  info.NodeType.String(),
 		Transport: info.Transport.String(),
+		NUMANode:  info.NUMANode,
 	}
 	ctx, err := ibverbs.Open(info.Name)
 	if err != nil {
