@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/affinity"
 	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/counters"
 	"github.com/gorperf/gorperf/internal/exchange"
@@ -128,8 +129,21 @@ func (o *testOptions) local() (bench.Local, error) {
 		return bench.Local{}, usageErrorf("--validate sends gorperf's own pattern to check it: leave out --payload_file_path")
 	case o.IPv6Addr && isIPv4(o.Host):
 		return bench.Local{}, usageErrorf("--ipv6-addr asks for the control connection over IPv6, and the server %s is an IPv4 address", o.Host)
+	case o.PinCores != "" && o.NUMANode >= 0:
+		return bench.Local{}, usageErrorf("--pin_cores and --numa_node both choose the CPUs: give one")
+	case o.NUMANode >= 0 && o.DisableNUMA:
+		return bench.Local{}, usageErrorf("--numa_node asks for a node's CPUs and --disable_numa for none: choose one")
+	case o.NUMANode < -1:
+		return bench.Local{}, usageErrorf("--numa_node %d: want a node number, 0 or more", o.NUMANode)
 	case o.IPv6Addr && isIPv4(o.BindIP):
 		return bench.Local{}, usageErrorf("--ipv6-addr asks for the control connection over IPv6, and --bind_source_ip %s is an IPv4 address", o.BindIP)
+	}
+	o.cpus = nil
+	if o.PinCores != "" {
+		var err error
+		if o.cpus, err = affinity.ParseList(o.PinCores); err != nil {
+			return bench.Local{}, usageErrorf("--pin_cores: %v", err)
+		}
 	}
 	var bind netip.Addr
 	if o.BindIP != "" && !o.Loopback {
@@ -166,6 +180,38 @@ func (o *testOptions) local() (bench.Local, error) {
 		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond, RetryCount: retryCount(o.RetryCount),
 		CompVector: o.CompVector, Group: group, MapFile: o.MapFile, MapOffset: o.MapOffset, Payload: payload,
 		BindAddr: bind, Network: o.controlNetwork()}, nil
+}
+
+// place moves this side to its CPUs (--pin_cores, --numa_node, else the
+// device's NUMA node unless --disable_numa) before its buffers are
+// allocated, so that their pages are the node's, and keeps what it did
+// for the header and the JSON. A CPU or node there is not is a usage
+// error.
+func (o *testOptions) place() error {
+	dev, node := o.Device, -1
+	if infos, err := ibverbs.Devices(); err == nil {
+		// A device that is not there fails the run soon, with the list.
+		for _, d := range infos {
+			if dev == "" || d.Name == dev {
+				dev, node = d.Name, d.NUMANode
+				break
+			}
+		}
+	}
+	c, err := affinity.Apply(affinity.Plan{CPUs: o.cpus, Node: o.NUMANode, Off: o.DisableNUMA, DeviceNode: node, Device: dev})
+	if err != nil {
+		if len(o.cpus) > 0 || o.NUMANode >= 0 {
+			return usageErrorf("%v", err)
+		}
+		return err
+	}
+	o.placed = c
+	return nil
+}
+
+// placeHeader adds where this side runs to its header.
+func (o *testOptions) placeHeader(h *report.Header) {
+	h.CPUs, h.CPUReason = affinity.FormatList(o.placed.CPUs), o.placed.Reason
 }
 
 // retryCount turns --retry_count (-1: not given) into Local.RetryCount,
@@ -215,6 +261,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	if err != nil {
 		return o.fail(f, err)
 	}
+	if err := o.place(); err != nil {
+		return o.fail(f, err)
+	}
 	if o.udSize && (o.Host != "" || o.Loopback) {
 		// A device that cannot say fails the run soon with the reason.
 		if mtu, err := bench.ActiveMTU(l); err == nil && uint32(mtu.Bytes()) < spec.Size {
@@ -251,6 +300,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	}
 	onHeader := func(h report.Header) {
 		if text {
+			o.placeHeader(&h)
 			report.WriteHeader(out, h)
 		}
 	}
@@ -338,6 +388,12 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 func (o *testOptions) document(role string, res *bench.Result, err error) report.Result {
 	r := jsonResult(role, res, err)
 	r.Intervals = o.intervals
+	// The CPUs every thread may run on now, at the end: those made
+	// during the run inherited the placement.
+	r.CPUs, r.CPUReason = affinity.FormatList(o.placed.CPUs), o.placed.Reason
+	if now, err := affinity.Current(); err == nil && o.placed.Reason != "" {
+		r.CPUs = affinity.FormatList(now)
+	}
 	if o.Unsorted || o.Sorted {
 		for i, s := range res.Sizes {
 			if len(s.Samples) > 0 {

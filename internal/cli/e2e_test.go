@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/affinity"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/internal/report"
@@ -1171,4 +1174,63 @@ func waitGID(t *testing.T, dev, ip string) {
 		}
 	}
 	t.Fatalf("%s has no GID for %s after 5 s", dev, ip)
+}
+
+// TestCPUPlacement: --pin_cores and --numa_node move every thread of the
+// client, as its JSON reports them from the kernel at the end of the run;
+// --disable_numa, and by default a device without a NUMA node (rxe),
+// leave them where they started; a CPU that is not online is refused
+// before anything runs.
+func TestCPUPlacement(t *testing.T) {
+	_, cliDev, _ := peers(t)
+	cpuList := func(path string) []int {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpus, err := affinity.ParseList(string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cpus
+	}
+	online := cpuList("/sys/devices/system/cpu/online")
+	started, err := affinity.Current() // the gorperf processes start so
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := strconv.Itoa(online[len(online)-1])
+	dflt, why := affinity.FormatList(started), "reports no NUMA node"
+	if devs, err := ibverbs.Devices(); err == nil {
+		for _, d := range devs {
+			if d.Name == cliDev && d.NUMANode >= 0 {
+				t.Skipf("%s is on NUMA node %d: the default case is affinity's unit tests'", cliDev, d.NUMANode)
+			}
+		}
+	}
+	if len(started) < len(online) {
+		why = "restricted already"
+	}
+	for _, tc := range []struct {
+		args         []string
+		cpus, reason string
+	}{
+		{[]string{"--pin_cores", last}, last, "--pin_cores"},
+		{[]string{"--numa_node", "0"}, affinity.FormatList(cpuList("/sys/devices/system/node/node0/cpulist")), "--numa_node 0"},
+		{[]string{"--disable_numa"}, dflt, "--disable_numa"},
+		{nil, dflt, why},
+	} {
+		r := pair(t, "send-lat", append([]string{"-s", "64", "-n", "50"}, tc.args...)...)
+		if r.CPUs != tc.cpus || !strings.Contains(r.CPUReason, tc.reason) {
+			t.Errorf("%v: CPUs %q (%s), want %q (%s)", tc.args, r.CPUs, r.CPUReason, tc.cpus, tc.reason)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := gorperf(ctx, "send-lat", "-d", cliDev, "--pin_cores", "1023", "198.18.0.1").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "CPU 1023 is not online here") {
+		t.Errorf("--pin_cores 1023: %v\n%s", err, out)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/affinity"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 )
@@ -110,6 +111,11 @@ type testOptions struct {
 	MapFile      string // --mmap
 	MapOffset    int64  // --mmap-offset
 	PayloadFile  string // --payload_file_path
+	PinCores     string // --pin_cores, as given
+	NUMANode     int    // --numa_node; -1: not given
+	DisableNUMA  bool   // --disable_numa
+	cpus         []int  // --pin_cores, parsed
+	placed       affinity.Choice
 }
 
 // defaultJSONFile is where --out_json writes by default, perftest's name
@@ -241,6 +247,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.StringSliceVar(&o.FlowLabels, "flow_label", nil, "GRH flow labels, comma-separated, taken in turn by the QPs of both sides; on RoCE v2 each picks its QP's UDP source port, and so its ECMP path (not for RC or UC with -R)")
 	addLocalQPFlags(f, o)
 	addLocalMemoryFlags(f, o)
+	addLocalCPUFlags(f, o)
 	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds")
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
@@ -317,7 +324,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "report_unsorted", "report_histogram", "report_cycles", "report_both":
 			name = strings.ReplaceAll(name, "_", "-")
-		case "flow-label", "pkey-index", "payload-file-path", "bind-source-ip", "source-ip", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap", "retry-count":
+		case "pin-cores", "numa-node", "disable-numa", "flow-label", "pkey-index", "payload-file-path", "bind-source-ip", "source-ip", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap", "retry-count":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
 			name = "use-srq"
@@ -402,6 +409,14 @@ func addRateFlags(f *pflag.FlagSet, o *testOptions) {
 	f.StringVar(&o.RateUnits, "rate_units", "g", "unit of --rate_limit: M (MiB/s), g (Gbit/s) or p (messages a second)")
 	f.IntVar(&o.BurstSize, "burst_size", 0, "with --rate_limit, send in bursts of at most this many messages (default: the TX depth)")
 	f.StringVar(&o.RateType, "rate_limit_type", "SW", "how --rate_limit is kept: SW, by the sending loop (perftest's HW and PP need a NIC's rate tables and are not offered)")
+}
+
+// addLocalCPUFlags adds which CPUs this side runs on, which the tests and
+// serve have: --pin_cores, --numa_node and --disable_numa, as perftest's.
+func addLocalCPUFlags(f *pflag.FlagSet, o *testOptions) {
+	f.StringVar(&o.PinCores, "pin_cores", "", "run this side on these CPUs, a list such as 0-3,8,12-15 (every thread of the process; not with --numa_node)")
+	f.IntVar(&o.NUMANode, "numa_node", -1, "run this side on the CPUs of this NUMA node, where its memory is then allocated too (default: the device's node, as perftest since 26.04, unless the process was started on fewer CPUs than are online)")
+	f.BoolVar(&o.DisableNUMA, "disable_numa", false, "leave this side on the CPUs it was started on, not the device's NUMA node's")
 }
 
 // addLocalReportFlags adds what each side reports of itself, which both

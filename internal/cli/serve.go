@@ -45,6 +45,7 @@ The limits bound what a client can make this host allocate and register.`,
 	addControlFlags(fl, &o.test)
 	addLocalQPFlags(fl, &o.test)
 	addLocalMemoryFlags(fl, &o.test)
+	addLocalCPUFlags(fl, &o.test)
 	addRateFlags(fl, &o.test)
 	addGroupFlag(fl, &o.test)
 	fl.IntVar(&o.test.Idle, "peer-timeout", 10, "seconds without progress before a client is declared gone")
@@ -68,6 +69,9 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := o.test.place(); err != nil {
+		return err
+	}
 	lim := exchange.DefaultLimits()
 	lim.MaxMemory, lim.MaxQPs, lim.MaxMsgSize = o.maxMemory, o.maxQPs, o.maxSize
 	if err := bench.Check(l); err != nil {
@@ -81,6 +85,7 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	n, failed := 0, 0
 	onHeader := func(h report.Header) {
 		if !o.test.JSON {
+			o.test.placeHeader(&h)
 			report.WriteHeader(f.IO.Out, h)
 		}
 	}

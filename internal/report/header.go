@@ -62,6 +62,9 @@ type Header struct {
 	// GIDReason, when set, is printed in parentheses after the GID index
 	// to say why that entry was chosen.
 	GIDReason string
+	// CPUs, when set, are the CPUs this side runs on, and CPUReason why
+	// (gorperf's --pin_cores, --numa_node, or the device's NUMA node).
+	CPUs, CPUReason string
 	// MaxInline is the maximum inline data size in bytes.
 	MaxInline int
 	// OutstandingReads, when positive, marks a read or atomic test: the
@@ -153,6 +156,9 @@ func WriteHeader(w io.Writer, h Header) error {
 		} else {
 			p.printf(" GID index       : %d\n", h.GIDIndex)
 		}
+	}
+	if h.CPUs != "" {
+		p.printf(" CPUs            : %s (%s)\n", h.CPUs, h.CPUReason)
 	}
 	if h.OutstandingReads > 0 {
 		p.printf(" Outstand reads  : %d\n", h.OutstandingReads)

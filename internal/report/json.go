@@ -60,6 +60,11 @@ type Result struct {
 	// MRPerQP one memory region per QP (--mr_per_qp).
 	WarmUp  bool `json:"warm_up,omitempty"`
 	MRPerQP bool `json:"mr_per_qp,omitempty"`
+	// CPUs are the CPUs this side's threads could run on at the end of
+	// the run, as a list such as "0-3,8", and CPUReason why (--pin_cores,
+	// --numa_node, the device's NUMA node).
+	CPUs      string `json:"cpus,omitempty"`
+	CPUReason string `json:"cpu_reason,omitempty"`
 	// RecvPostList is, where the receiver replaced its receives in lists
 	// (--recv_post_list above 1), the length of a list.
 	RecvPostList uint32 `json:"recv_post_list,omitempty"`

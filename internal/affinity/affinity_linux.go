@@ -1,0 +1,203 @@
+//go:build linux
+
+package affinity
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// sysDir is where the CPU and NUMA topology is read: sysfs, or a tree
+// laid out like it in the tests.
+var sysDir = "/sys/devices/system"
+
+// Plan says which CPUs to run on: CPUs if set, else those of Node if it
+// is 0 or more, else, unless Off, those of DeviceNode, the node of the
+// RDMA device (-1 when it reports none).
+type Plan struct {
+	CPUs       []int // --pin_cores
+	Node       int   // --numa_node, or -1
+	Off        bool  // --disable_numa
+	DeviceNode int
+	Device     string // the device's name, for the reason
+}
+
+// Choice is what Apply did: the CPUs the process's threads may run on
+// afterwards, the NUMA node they are on if it chose one (else -1), and
+// why, in words.
+type Choice struct {
+	CPUs   []int
+	Node   int
+	Reason string
+}
+
+// Apply pins every thread of the process to the CPUs p asks for
+// (sched_setaffinity on each thread; threads made later inherit it from
+// their maker) and says what it did. By default it pins to the device's
+// node, as perftest does since 26.04, unless the process was started
+// restricted already (taskset, a cpuset), the device has no node, or the
+// node holds every CPU. A CPU that is not online, or a node there is not,
+// fails before anything is pinned.
+func Apply(p Plan) (Choice, error) {
+	online, err := readList(filepath.Join(sysDir, "cpu", "online"))
+	if err != nil {
+		return Choice{}, err
+	}
+	c := Choice{Node: -1}
+	var want []int
+	switch {
+	case len(p.CPUs) > 0:
+		for _, cpu := range p.CPUs {
+			if !slices.Contains(online, cpu) {
+				return Choice{}, fmt.Errorf("--pin_cores: CPU %d is not online here (online: %s)", cpu, FormatList(online))
+			}
+		}
+		want, c.Reason = p.CPUs, "--pin_cores"
+	case p.Node >= 0:
+		if want, err = NodeCPUs(p.Node); err != nil {
+			return Choice{}, fmt.Errorf("--numa_node: %w", err)
+		}
+		c.Node, c.Reason = p.Node, fmt.Sprintf("--numa_node %d", p.Node)
+	case p.Off:
+		c.Reason = "as started: --disable_numa"
+	default:
+		cur, err := Current()
+		if err != nil {
+			return Choice{}, err
+		}
+		switch {
+		case len(cur) < len(online):
+			c.Reason = "as started: restricted already (taskset or a cpuset), so not moved to the device's NUMA node"
+		case p.DeviceNode < 0:
+			c.Reason = fmt.Sprintf("as started: %s reports no NUMA node", p.Device)
+		default:
+			cpus, err := NodeCPUs(p.DeviceNode)
+			switch {
+			case err != nil:
+				c.Reason = fmt.Sprintf("as started: %s's NUMA node %d: %v", p.Device, p.DeviceNode, err)
+			case slices.Equal(cpus, online):
+				c.Node, c.Reason = p.DeviceNode, fmt.Sprintf("as started: %s's NUMA node %d holds every CPU", p.Device, p.DeviceNode)
+			default:
+				want, c.Node = cpus, p.DeviceNode
+				c.Reason = fmt.Sprintf("NUMA node %d, %s's (--disable_numa to leave the CPUs alone)", p.DeviceNode, p.Device)
+			}
+		}
+	}
+	if want != nil {
+		if err := pinAll(want); err != nil {
+			return Choice{}, fmt.Errorf("pinning to CPUs %s: %w", FormatList(want), err)
+		}
+	}
+	if c.CPUs, err = Current(); err != nil {
+		return Choice{}, err
+	}
+	return c, nil
+}
+
+// NodeCPUs lists the CPUs of NUMA node n.
+func NodeCPUs(n int) ([]int, error) {
+	cpus, err := readList(filepath.Join(sysDir, "node", "node"+strconv.Itoa(n), "cpulist"))
+	if errors.Is(err, os.ErrNotExist) {
+		nodes, _ := os.ReadFile(filepath.Join(sysDir, "node", "online"))
+		return nil, fmt.Errorf("no NUMA node %d here (nodes: %s)", n, strings.TrimSpace(string(nodes)))
+	}
+	if err == nil && len(cpus) == 0 {
+		err = fmt.Errorf("NUMA node %d has no CPUs", n)
+	}
+	return cpus, err
+}
+
+// Current lists the CPUs any thread of the process may run on: the union
+// of each thread's affinity (sched_getaffinity).
+func Current() ([]int, error) {
+	tids, err := threads()
+	if err != nil {
+		return nil, err
+	}
+	var all []int
+	for _, tid := range tids {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			if errors.Is(err, unix.ESRCH) {
+				continue // gone since the listing
+			}
+			return nil, os.NewSyscallError("sched_getaffinity", err)
+		}
+		for cpu := range maxCPUs {
+			if set.IsSet(cpu) {
+				all = append(all, cpu)
+			}
+		}
+	}
+	slices.Sort(all)
+	return slices.Compact(all), nil
+}
+
+// pinAll sets the affinity of every thread of the process, again over the
+// thread list until a pass finds no thread it has not set: a thread made
+// meanwhile may have inherited the old mask.
+func pinAll(cpus []int) error {
+	var set unix.CPUSet
+	for _, cpu := range cpus {
+		set.Set(cpu)
+	}
+	done := map[int]bool{}
+	for {
+		tids, err := threads()
+		if err != nil {
+			return err
+		}
+		fresh := 0
+		for _, tid := range tids {
+			if done[tid] {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+				return os.NewSyscallError("sched_setaffinity", err)
+			}
+			done[tid] = true
+			fresh++
+		}
+		if fresh == 0 {
+			return nil
+		}
+	}
+}
+
+// threads lists the process's thread IDs.
+func threads() ([]int, error) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, err
+	}
+	tids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}
+
+// readList reads a file holding a CPU list.
+func readList(path string) ([]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return nil, nil
+	}
+	cpus, err := ParseList(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cpus, nil
+}

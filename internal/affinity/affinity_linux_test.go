@@ -1,0 +1,143 @@
+//go:build linux
+
+package affinity
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// fakeTopology lays out a sysfs tree whose online CPUs are this host's and
+// whose node 0 holds the first of them, node 1 the rest, and points
+// sysDir at it; it restores sysDir and the process's affinity after the
+// test. It skips on a host with one CPU, where no node could hold less
+// than all of them.
+func fakeTopology(t *testing.T) (online []int) {
+	t.Helper()
+	orig, err := Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	online, err = readList("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(online) < 2 || len(orig) < 2 {
+		t.Skipf("CPUs %s online, %s allowed: the tests need two", FormatList(online), FormatList(orig))
+	}
+	dir := t.TempDir()
+	for path, text := range map[string]string{
+		"cpu/online":         FormatList(online),
+		"node/online":        "0-1",
+		"node/node0/cpulist": FormatList(online[:1]),
+		"node/node1/cpulist": FormatList(online[1:]),
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, path), []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := sysDir
+	sysDir = dir
+	t.Cleanup(func() {
+		sysDir = old
+		if err := pinAll(orig); err != nil {
+			t.Errorf("restoring the affinity %s: %v", FormatList(orig), err)
+		}
+	})
+	return online
+}
+
+// threadCPUs is the affinity of a new goroutine's own thread: one the
+// runtime may make after the pinning, which must inherit it.
+func threadCPUs(t *testing.T) []int {
+	t.Helper()
+	ch := make(chan []int)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			t.Error(err)
+		}
+		var cpus []int
+		for c := range maxCPUs {
+			if set.IsSet(c) {
+				cpus = append(cpus, c)
+			}
+		}
+		ch <- cpus
+	}()
+	return <-ch
+}
+
+func TestApplyPins(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		plan   func(online []int) Plan
+		cpus   func(online []int) []int
+		node   int
+		reason string
+	}{
+		{"pin_cores", func(o []int) Plan { return Plan{CPUs: o[len(o)-1:], Node: -1, DeviceNode: 0} },
+			func(o []int) []int { return o[len(o)-1:] }, -1, "--pin_cores"},
+		{"numa_node", func(o []int) Plan { return Plan{Node: 1, DeviceNode: 0} },
+			func(o []int) []int { return o[1:] }, 1, "--numa_node 1"},
+		{"device's node", func(o []int) Plan { return Plan{Node: -1, DeviceNode: 0, Device: "mlx5_0"} },
+			func(o []int) []int { return o[:1] }, 0, "NUMA node 0, mlx5_0's"},
+		{"disabled", func(o []int) Plan { return Plan{Node: -1, DeviceNode: 0, Off: true} },
+			func(o []int) []int { return o }, -1, "--disable_numa"},
+		{"no node", func(o []int) Plan { return Plan{Node: -1, DeviceNode: -1, Device: "rxe0"} },
+			func(o []int) []int { return o }, -1, "rxe0 reports no NUMA node"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			online := fakeTopology(t)
+			c, err := Apply(tc.plan(online))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.cpus(online)
+			if !slices.Equal(c.CPUs, want) || c.Node != tc.node || !strings.Contains(c.Reason, tc.reason) {
+				t.Errorf("Apply: %+v, want CPUs %v on node %d for %q", c, want, tc.node, tc.reason)
+			}
+			if got := threadCPUs(t); !slices.Equal(got, want) {
+				t.Errorf("a thread made after Apply runs on %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// A process started on fewer CPUs than are online stays there by default,
+// and what cannot be had fails before anything moves.
+func TestApplyLeavesAndRefuses(t *testing.T) {
+	online := fakeTopology(t)
+	if err := pinAll(online[1:]); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Apply(Plan{Node: -1, DeviceNode: 0, Device: "mlx5_0"})
+	if err != nil || !slices.Equal(c.CPUs, online[1:]) || !strings.Contains(c.Reason, "restricted already") {
+		t.Errorf("restricted process: %+v, %v; want it left on %v", c, err, online[1:])
+	}
+	for _, tc := range []struct {
+		plan Plan
+		want string
+	}{
+		{Plan{CPUs: []int{maxCPUs - 1}, Node: -1}, "CPU 1023 is not online here"},
+		{Plan{Node: 5}, "no NUMA node 5 here (nodes: 0-1)"},
+	} {
+		if _, err := Apply(tc.plan); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Apply(%+v) = %v, want %q", tc.plan, err, tc.want)
+		}
+		if cur, _ := Current(); !slices.Equal(cur, online[1:]) {
+			t.Errorf("a refused Apply moved the process to %v", cur)
+		}
+	}
+}
