@@ -66,6 +66,10 @@ type config struct {
 	recvPostList         int // --recv_post_list of the send_bw rows with a post list
 	pin                  bool
 	events               bool
+	// gorperfOnly are flags gorperf alone gets, so that both tools place
+	// themselves alike (numaParity), and numa says why.
+	gorperfOnly []string
+	numa        string
 }
 
 // measure is one tool's result for one case.
@@ -181,6 +185,9 @@ func main() {
 		c.serverDev, c.clientDev, c.serverGID, c.clientGID, c.addr = p.serverDev, p.clientDev, p.serverGID, p.clientGID, p.addr
 		fmt.Fprintf(os.Stderr, "compare: %s; server address %s, GID indexes %d and %d\n", p.why, p.addr, p.serverGID, p.clientGID)
 	}
+	help, _ := exec.Command("ib_write_bw", "--help").CombinedOutput()
+	c.gorperfOnly, c.numa = numaParity(string(help))
+	fmt.Fprintln(os.Stderr, "compare:", c.numa)
 	// perftest's binaries come from a page-cached file system; gorperf's
 	// may not (in the VM the checkout is a 9p share without a page cache,
 	// where loading the binary took 0.3–1.3 s of every start against
@@ -274,7 +281,7 @@ func (c *config) cases() []testCase {
 func (c *config) writeJSON(rows []row, complete bool, godebug string) error {
 	doc := map[string]any{"schema_version": 1, "date": time.Now().UTC().Format(time.RFC3339),
 		"server_device": c.serverDev, "client_device": c.clientDev, "godebug": godebug, "reps": c.reps,
-		"pinned": c.pin, "events": c.events, "complete": complete, "rows": rows}
+		"pinned": c.pin, "events": c.events, "numa": c.numa, "complete": complete, "rows": rows}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
@@ -526,6 +533,7 @@ func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps i
 	var srvArgs, cliArgs []string
 	if gorperf {
 		name := strings.ReplaceAll(test, "_", "-")
+		common = append(common, c.gorperfOnly...)
 		srvArgs = append([]string{c.gorperf, name, "-d", c.serverDev, "-x", strconv.Itoa(c.serverGID)}, common...)
 		cliArgs = append(append([]string{c.gorperf, name, "-d", c.clientDev, "-x", strconv.Itoa(c.clientGID), "--json", "--cpu_util"}, common...), c.addr)
 	} else {
@@ -685,6 +693,18 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 		return measure{BWAvgMBps: num(3), MsgRateMpps: num(4)}, nil
 	}
 	return measure{}, fmt.Errorf("perftest printed no result: %s", lastLine(string(out)))
+}
+
+// numaParity says how gorperf must place itself to match the perftest
+// whose --help is help: perftest 26.04 and later move to the CPUs of the
+// device's NUMA node unless given --disable_numa, as gorperf does; an
+// older perftest stays where it started, and gorperf then runs with
+// --disable_numa too.
+func numaParity(help string) (gorperfOnly []string, why string) {
+	if strings.Contains(help, "--disable_numa") {
+		return nil, "perftest moves to the device's NUMA node, as gorperf does by default"
+	}
+	return []string{"--disable_numa"}, "perftest does not move to the device's NUMA node (it is older than 26.04): gorperf runs with --disable_numa too"
 }
 
 // baselineIters is the length of a baseline run: at least 5 messages

@@ -273,3 +273,17 @@ func TestBaselineIters(t *testing.T) {
 		}
 	}
 }
+
+// TestNUMAParity: gorperf stays where it started beside a perftest that
+// does (no --disable_numa in its help), and places itself by default
+// beside one that moves to the device's node.
+func TestNUMAParity(t *testing.T) {
+	old, _ := numaParity("  -F, --CPU-freq  Do not show a warning\n      --use-srq  Use a Shared Receive Queue.\n")
+	if !slices.Equal(old, []string{"--disable_numa"}) {
+		t.Errorf("beside perftest 4.5: gorperf gets %q, want --disable_numa", old)
+	}
+	now, why := numaParity("      --disable_numa Disable NUMA auto-detection and binding.\n")
+	if now != nil || !strings.Contains(why, "as gorperf does by default") {
+		t.Errorf("beside perftest 26.04: gorperf gets %q (%s), want nothing", now, why)
+	}
+}
