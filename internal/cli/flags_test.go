@@ -391,6 +391,10 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"--use_cuda", "0"}, "accelerator or device memory"},
 		{exchange.SendBW, []string{"-B", "00:11:22:33:44:55"}, "raw Ethernet tests"},
 		{exchange.SendBW, []string{"--inline_recv", "64"}, "experimental verbs of Mellanox OFED"},
+		{exchange.WriteBW, []string{"--cqe_poll", "16"}, "up to 64 completions a poll"},
+		{exchange.SendBW, []string{"--connectionless"}, "run a gorperf -g pair"},
+		{exchange.ReadLat, []string{"--tph_mem", "pm"}, "PCIe TLP processing hints"},
+		{exchange.WriteBW, []string{"--unsolicited_write"}, "EFA direct-verbs"},
 		{exchange.WriteLat, []string{"--com_rdma_cm"}, "the spelling of perftest's help"},
 		{exchange.WriteBW, []string{"--pin_cores", "1", "--numa_node", "0"}, "--pin_cores and --numa_node both choose the CPUs: give one"},
 		{exchange.SendLat, []string{"--numa_node", "0", "--disable_numa"}, "choose one"},
@@ -502,5 +506,16 @@ func TestTestVersionFlag(t *testing.T) {
 		if code := run(context.Background(), f, args); code != 0 || out.String() != "gorperf "+Version+"\n" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
+	}
+}
+
+// TestPerftestSpellings: perftest's misspelled --report-histogrm is -H, and
+// perftest 26.04's --data_validation is --validate.
+func TestPerftestSpellings(t *testing.T) {
+	if _, o, err := parseTest(t, exchange.SendLat, "--report-histogrm", "h"); err != nil || !o.Sorted {
+		t.Errorf("--report-histogrm: %v, -H %v", err, o != nil && o.Sorted)
+	}
+	if s, _, err := parseTest(t, exchange.WriteBW, "--data_validation", "h"); err != nil || !s.ValidateData {
+		t.Errorf("--data_validation: %v, validate %v", err, s.ValidateData)
 	}
 }

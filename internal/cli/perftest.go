@@ -324,6 +324,10 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 			name = "report-counters"
 		case "report_unsorted", "report_histogram", "report_cycles", "report_both":
 			name = strings.ReplaceAll(name, "_", "-")
+		case "report-histogrm", "report_histogrm": // perftest's spelling too
+			name = "report-histogram"
+		case "data_validation", "data-validation": // perftest 26.04's name for it
+			name = "validate"
 		case "pin-cores", "numa-node", "disable-numa", "flow-label", "pkey-index", "payload-file-path", "bind-source-ip", "source-ip", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap", "retry-count":
 			name = strings.ReplaceAll(name, "-", "_")
 		case "use_srq":
