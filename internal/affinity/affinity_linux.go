@@ -46,7 +46,7 @@ type Choice struct {
 // node holds every CPU. A CPU that is not online, or a node there is not,
 // fails before anything is pinned.
 func Apply(p Plan) (Choice, error) {
-	online, err := readList(filepath.Join(sysDir, "cpu", "online"))
+	online, err := Online()
 	if err != nil {
 		return Choice{}, err
 	}
@@ -100,6 +100,9 @@ func Apply(p Plan) (Choice, error) {
 	}
 	return c, nil
 }
+
+// Online lists the CPUs that are online.
+func Online() ([]int, error) { return readList(filepath.Join(sysDir, "cpu", "online")) }
 
 // NodeCPUs lists the CPUs of NUMA node n.
 func NodeCPUs(n int) ([]int, error) {

@@ -79,4 +79,7 @@ func TestDoctorOnDevice(t *testing.T) {
 	if ip := os.Getenv("RXE_IP"); ip != "" && !strings.Contains(s, "("+ip+" on ") {
 		t.Errorf("output lacks the chosen GID's IP %s", ip)
 	}
+	if os.Getenv("RXE_VM") != "" && !strings.Contains(s, "[ ok ] "+dev.Name+" names no NUMA node") {
+		t.Errorf("output lacks rxe's NUMA finding (it has no node)")
+	}
 }

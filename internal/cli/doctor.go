@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gorperf/gorperf/internal/affinity"
 )
 
 // DoctorOptions are the options of `gorperf doctor`. The function fields
@@ -31,21 +33,28 @@ type DoctorOptions struct {
 	Access  func(path string) error                     // may we read and write path?
 	Memlock func() (uint64, error)                      // RLIMIT_MEMLOCK's soft limit in bytes
 	Addrs   func(netdev string) ([]netip.Prefix, error) // a netdev's IP addresses
+	// CPUs are the CPUs this process may run on and those online;
+	// NodeCPUs a NUMA node's.
+	CPUs     func() (started, online []int, err error)
+	NodeCPUs func(node int) ([]int, error)
 }
 
 func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
 	opts := &DoctorOptions{
 		IO: f.IO, Devices: f.Devices, Root: f.Root,
-		Access:  func(p string) error { return syscall.Access(p, 6) }, // R_OK|W_OK
-		Memlock: memlock,
-		Addrs:   netdevAddrs,
+		Access:   func(p string) error { return syscall.Access(p, 6) }, // R_OK|W_OK
+		Memlock:  memlock,
+		Addrs:    netdevAddrs,
+		CPUs:     startedCPUs,
+		NodeCPUs: affinity.NodeCPUs,
 	}
 	cmd := &cobra.Command{
 		Use:   "doctor [-d DEV] [-i PORT]",
 		Short: "Check that this host is ready for RDMA, and say how to fix what is not",
 		Long: `Check the things RDMA needs: the uverbs device files, the locked-memory
 limit, an active port, a routable RoCE v2 GID, the netdev MTU against the RDMA
-MTU, and ECN and PFC where the driver exposes them. Each finding is [ ok ],
+MTU, ECN and PFC where the driver exposes them, and the device's NUMA node
+against the CPUs a test would run on. Each finding is [ ok ],
 [warn] or [FAIL]; warnings and failures come with a fix. The exit status is 1
 if anything failed.`,
 		Args: noArgs,
@@ -136,6 +145,7 @@ func doctorChecks(opts *DoctorOptions) []finding {
 			fs = append(fs, fail("check `dmesg` for the driver's errors", "%s: %s", d.Name, d.Error))
 			continue
 		}
+		fs = append(fs, checkNUMA(opts, d))
 		if opts.Port > len(d.Ports) {
 			fs = append(fs, fail(fmt.Sprintf("pick a port with -i 1..%d", len(d.Ports)),
 				"%s has no port %d", d.Name, opts.Port))
@@ -149,6 +159,52 @@ func doctorChecks(opts *DoctorOptions) []finding {
 		}
 	}
 	return fs
+}
+
+// startedCPUs are the CPUs this process may run on, and those online.
+func startedCPUs() (started, online []int, err error) {
+	if started, err = affinity.Current(); err == nil {
+		online, err = affinity.Online()
+	}
+	return started, online, err
+}
+
+// checkNUMA says whether a test on d would run on the CPUs of its NUMA
+// node: gorperf moves there by default, unless it is started on fewer
+// CPUs than are online, when it stays on them.
+func checkNUMA(opts *DoctorOptions, d deviceReport) finding {
+	if d.NUMANode < 0 {
+		return ok("%s names no NUMA node (a software device, or a host with one node): no CPUs to prefer", d.Name)
+	}
+	node, err := opts.NodeCPUs(d.NUMANode)
+	if err == nil && len(node) == 0 {
+		err = errors.New("no CPUs")
+	}
+	if err != nil {
+		return warn("", "%s is on NUMA node %d, whose CPUs cannot be read: %v", d.Name, d.NUMANode, err)
+	}
+	started, online, err := opts.CPUs()
+	if err != nil {
+		return warn("", "%s is on NUMA node %d (CPUs %s); this process's CPUs cannot be read: %v", d.Name, d.NUMANode, affinity.FormatList(node), err)
+	}
+	at := fmt.Sprintf("%s is on NUMA node %d (CPUs %s)", d.Name, d.NUMANode, affinity.FormatList(node))
+	var off []int
+	for _, c := range started {
+		if !slices.Contains(node, c) {
+			off = append(off, c)
+		}
+	}
+	switch {
+	case len(started) >= len(online):
+		return ok("%s: gorperf moves there by default", at)
+	case len(off) == 0:
+		return ok("%s, and all of this shell's CPUs (%s) are there", at, affinity.FormatList(started))
+	}
+	fix := fmt.Sprintf("start gorperf with --numa_node %d, or unrestricted (it then moves to the node), or `taskset -c %s`", d.NUMANode, affinity.FormatList(node))
+	if len(off) == len(started) {
+		return warn(fix, "%s, and this shell runs on CPUs %s, none of them there: gorperf stays on them, and its memory and interrupts are a socket away", at, affinity.FormatList(started))
+	}
+	return warn(fix, "%s, and this shell runs on CPUs %s, of which %s are elsewhere: gorperf stays on them", at, affinity.FormatList(started), affinity.FormatList(off))
 }
 
 const noDevicesFix = "load the NIC's RDMA driver (e.g. `modprobe mlx5_ib`), or set up soft-RoCE: ci/setup-rxe.sh (`rdma link add rxe0 type rxe netdev eth0`)"

@@ -220,6 +220,41 @@ func TestDriverName(t *testing.T) {
 	}
 }
 
+// TestCheckNUMA: a device's NUMA node against the CPUs gorperf would
+// start on: anywhere, when it is free to move there; all on the node; none
+// or some on it, with the fix.
+func TestCheckNUMA(t *testing.T) {
+	nodes := map[int][]int{0: {0, 1, 2, 3}, 1: {4, 5, 6, 7}}
+	online := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	for _, tc := range []struct {
+		node    int
+		started []int
+		level   level
+		want    string
+	}{
+		{-1, online, levelOK, "mlx5_0 names no NUMA node"},
+		{1, online, levelOK, "mlx5_0 is on NUMA node 1 (CPUs 4-7): gorperf moves there by default"},
+		{1, []int{5, 6}, levelOK, "all of this shell's CPUs (5-6) are there"},
+		{1, []int{0, 1}, levelWarn, "runs on CPUs 0-1, none of them there"},
+		{1, []int{3, 4}, levelWarn, "runs on CPUs 3-4, of which 3 are elsewhere"},
+		{2, online, levelWarn, "NUMA node 2, whose CPUs cannot be read: no such node"},
+	} {
+		opts := &DoctorOptions{
+			CPUs: func() ([]int, []int, error) { return tc.started, online, nil },
+			NodeCPUs: func(n int) ([]int, error) {
+				if cpus, ok := nodes[n]; ok {
+					return cpus, nil
+				}
+				return nil, errors.New("no such node")
+			},
+		}
+		f := checkNUMA(opts, deviceReport{Name: "mlx5_0", NUMANode: tc.node})
+		if f.Level != tc.level || !strings.Contains(f.Msg, tc.want) || (f.Level == levelWarn && tc.node == 1 && !strings.Contains(f.Fix, "--numa_node 1")) {
+			t.Errorf("node %d, started on %v: %s %s (fix %q), want %q", tc.node, tc.started, f.Level.tag(), f.Msg, f.Fix, tc.want)
+		}
+	}
+}
+
 // TestDoctorRun drives the whole doctor over a fake rxe host.
 func TestDoctorRun(t *testing.T) {
 	root := fakeFS(t, map[string]string{
@@ -238,6 +273,8 @@ func TestDoctorRun(t *testing.T) {
 			Addrs: func(string) ([]netip.Prefix, error) {
 				return []netip.Prefix{netip.MustParsePrefix("198.18.0.1/24")}, nil
 			},
+			CPUs:     func() ([]int, []int, error) { return []int{0, 1}, []int{0, 1}, nil },
+			NodeCPUs: func(int) ([]int, error) { return nil, errors.New("unused: rxe has no node") },
 		}, &out
 	}
 

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package affinity
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+)
+
+var errNoAffinity = fmt.Errorf("CPU affinity on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+
+// Current fails: CPU affinity is Linux's here.
+func Current() ([]int, error) { return nil, errNoAffinity }
+
+// Online fails: CPU affinity is Linux's here.
+func Online() ([]int, error) { return nil, errNoAffinity }
+
+// NodeCPUs fails: NUMA nodes are read from Linux's sysfs.
+func NodeCPUs(int) ([]int, error) { return nil, errNoAffinity }
