@@ -44,11 +44,16 @@ type Choice struct {
 // node, as perftest does since 26.04, unless the process was started
 // restricted already (taskset, a cpuset), the device has no node, or the
 // node holds every CPU. A CPU that is not online, or a node there is not,
-// fails before anything is pinned.
+// fails before anything is pinned. Where the topology cannot be read (a
+// container without /sys), the default leaves the process as it started
+// and says why; only what was asked for fails.
 func Apply(p Plan) (Choice, error) {
 	online, err := Online()
 	if err != nil {
-		return Choice{}, err
+		if len(p.CPUs) > 0 || p.Node >= 0 {
+			return Choice{}, fmt.Errorf("the online CPUs: %w", err)
+		}
+		return Choice{Node: -1, Reason: fmt.Sprintf("as started: the online CPUs cannot be read: %v", err)}, nil
 	}
 	c := Choice{Node: -1}
 	var want []int
@@ -69,10 +74,9 @@ func Apply(p Plan) (Choice, error) {
 		c.Reason = "as started: --disable_numa"
 	default:
 		cur, err := Current()
-		if err != nil {
-			return Choice{}, err
-		}
 		switch {
+		case err != nil:
+			c.Reason = fmt.Sprintf("as started: this process's CPUs cannot be read: %v", err)
 		case len(cur) < len(online):
 			c.Reason = "as started: restricted already (taskset or a cpuset), so not moved to the device's NUMA node"
 		case p.DeviceNode < 0:
@@ -85,8 +89,16 @@ func Apply(p Plan) (Choice, error) {
 			case slices.Equal(cpus, online):
 				c.Node, c.Reason = p.DeviceNode, fmt.Sprintf("as started: %s's NUMA node %d holds every CPU", p.Device, p.DeviceNode)
 			default:
-				want, c.Node = cpus, p.DeviceNode
-				c.Reason = fmt.Sprintf("NUMA node %d, %s's (--disable_numa to leave the CPUs alone)", p.DeviceNode, p.Device)
+				// What the user did not ask for must not fail the run:
+				// a pin refused (a cpuset without the node's CPUs) goes
+				// back to where the process started.
+				if err := pinAll(cpus); err != nil {
+					c.Reason = fmt.Sprintf("as started: moving to %s's NUMA node %d (CPUs %s) failed: %v", p.Device, p.DeviceNode, FormatList(cpus), err)
+					want = cur
+				} else {
+					c.Node = p.DeviceNode
+					c.Reason = fmt.Sprintf("NUMA node %d, %s's (--disable_numa to leave the CPUs alone)", p.DeviceNode, p.Device)
+				}
 			}
 		}
 	}
@@ -95,7 +107,7 @@ func Apply(p Plan) (Choice, error) {
 			return Choice{}, fmt.Errorf("pinning to CPUs %s: %w", FormatList(want), err)
 		}
 	}
-	if c.CPUs, err = Current(); err != nil {
+	if c.CPUs, err = Current(); err != nil && want != nil {
 		return Choice{}, err
 	}
 	return c, nil

@@ -141,3 +141,25 @@ func TestApplyLeavesAndRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Without a readable topology the default leaves the process as it
+// started and says why; what was asked for fails.
+func TestApplyWithoutTopology(t *testing.T) {
+	before, err := Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := sysDir
+	sysDir = t.TempDir()
+	t.Cleanup(func() { sysDir = old })
+	c, err := Apply(Plan{Node: -1, DeviceNode: 1, Device: "mlx5_0"})
+	if err != nil || !strings.Contains(c.Reason, "the online CPUs cannot be read") {
+		t.Errorf("default: %+v, %v; want it left as started", c, err)
+	}
+	if _, err := Apply(Plan{CPUs: []int{0}, Node: -1}); err == nil {
+		t.Error("--pin_cores without a readable topology: no error")
+	}
+	if after, _ := Current(); !slices.Equal(after, before) {
+		t.Errorf("the process moved from %v to %v", before, after)
+	}
+}
