@@ -56,7 +56,9 @@ func Apply(p Plan) (Choice, error) {
 		return Choice{Node: -1, Reason: fmt.Sprintf("as started: the online CPUs cannot be read: %v", err)}, nil
 	}
 	c := Choice{Node: -1}
-	var want []int
+	// want is where to move; back, for a move nobody asked for, where to
+	// return if it is refused, since that must not fail the run.
+	var want, back []int
 	switch {
 	case len(p.CPUs) > 0:
 		for _, cpu := range p.CPUs {
@@ -89,24 +91,25 @@ func Apply(p Plan) (Choice, error) {
 			case slices.Equal(cpus, online):
 				c.Node, c.Reason = p.DeviceNode, fmt.Sprintf("as started: %s's NUMA node %d holds every CPU", p.Device, p.DeviceNode)
 			default:
-				// What the user did not ask for must not fail the run:
-				// a pin refused (a cpuset without the node's CPUs) goes
-				// back to where the process started.
-				if err := pinAll(cpus); err != nil {
-					c.Reason = fmt.Sprintf("as started: moving to %s's NUMA node %d (CPUs %s) failed: %v", p.Device, p.DeviceNode, FormatList(cpus), err)
-					want = cur
-				} else {
-					c.Node = p.DeviceNode
-					c.Reason = fmt.Sprintf("NUMA node %d, %s's (--disable_numa to leave the CPUs alone)", p.DeviceNode, p.Device)
-				}
+				want, back, c.Node = cpus, cur, p.DeviceNode
+				c.Reason = fmt.Sprintf("NUMA node %d, %s's (--disable_numa to leave the CPUs alone)", p.DeviceNode, p.Device)
 			}
 		}
 	}
 	if want != nil {
 		if err := pinAll(want); err != nil {
-			return Choice{}, fmt.Errorf("pinning to CPUs %s: %w", FormatList(want), err)
+			if back == nil {
+				return Choice{}, fmt.Errorf("pinning to CPUs %s: %w", FormatList(want), err)
+			}
+			// A cpuset without the node's CPUs, say: go back.
+			c.Node = -1
+			c.Reason = fmt.Sprintf("as started: moving to %s's NUMA node %d (CPUs %s) failed: %v", p.Device, p.DeviceNode, FormatList(want), err)
+			if err := pinAll(back); err != nil {
+				return Choice{}, fmt.Errorf("returning to CPUs %s: %w", FormatList(back), err)
+			}
 		}
 	}
+	// Where nothing moved, CPUs that cannot be read were said already.
 	if c.CPUs, err = Current(); err != nil && want != nil {
 		return Choice{}, err
 	}
