@@ -219,3 +219,20 @@ func readList(path string) ([]int, error) {
 	}
 	return cpus, nil
 }
+
+// PinThread keeps the calling OS thread on one CPU (sched_setaffinity of
+// the thread alone). The caller holds the thread with
+// runtime.LockOSThread, and should end the goroutine without unlocking
+// it, so that the runtime discards the thread instead of giving its
+// narrowed mask to other goroutines.
+func PinThread(cpu int) error {
+	if cpu < 0 || cpu >= maxCPUs {
+		return fmt.Errorf("CPU %d: want 0 to %d", cpu, maxCPUs-1)
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return os.NewSyscallError("sched_setaffinity", err)
+	}
+	return nil
+}

@@ -18,3 +18,6 @@ func Online() ([]int, error) { return nil, errNoAffinity }
 
 // NodeCPUs fails: NUMA nodes are read from Linux's sysfs.
 func NodeCPUs(int) ([]int, error) { return nil, errNoAffinity }
+
+// PinThread fails: CPU affinity is Linux's here.
+func PinThread(int) error { return errNoAffinity }

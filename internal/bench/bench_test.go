@@ -21,6 +21,7 @@ import (
 	"github.com/gorperf/gorperf/internal/counters"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/rdmatest"
+	"golang.org/x/sys/unix"
 )
 
 // loopback runs spec between a server and a client in this process, on
@@ -858,5 +859,210 @@ func TestRecvPostList(t *testing.T) {
 				t.Errorf("%d messages, want %d", got, tc.msgs)
 			}
 		})
+	}
+}
+
+// TestThreads runs bandwidth tests as several connections at once
+// (TestSpec.Threads): each side's result is the sum of its threads', each
+// thread has its share of the QPs, every message arrives intact, and
+// each measuring loop runs on a thread of its own pinned to its CPU.
+func TestThreads(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for c := range 1024 {
+		if allowed.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		spec    exchange.TestSpec
+		threads int
+		cm      bool
+	}{
+		{"write_bw", exchange.TestSpec{Test: exchange.WriteBW, NumQPs: 3}, 2, false},
+		{"send_bw bidirectional", exchange.TestSpec{Test: exchange.SendBW, NumQPs: 3, Bidirectional: true, RXDepth: 32}, 3, false},
+		{"read_bw rdma_cm", exchange.TestSpec{Test: exchange.ReadBW, NumQPs: 2}, 2, true},
+		{"atomic_bw reversed", exchange.TestSpec{Test: exchange.AtomicBW, Size: 8, NumQPs: 2, Reversed: true}, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const iters = 100
+			spec := tc.spec
+			spec.ConnType, spec.Iterations, spec.TXDepth, spec.CQModeration, spec.ValidateData = ibverbs.QPTypeRC, iters, 16, 4, true
+			spec.Threads = uint16(tc.threads)
+			if spec.Size == 0 {
+				spec.Size = 512
+			}
+			var mu sync.Mutex
+			loops := map[bool][]int{} // each loop's thread's CPUs, by side
+			defer bench.SetBeforeLoop(func(client bool) {
+				var set unix.CPUSet
+				if err := unix.SchedGetaffinity(0, &set); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for c := range 1024 {
+					if set.IsSet(c) {
+						loops[client] = append(loops[client], c)
+					}
+				}
+				if set.Count() != 1 {
+					loops[client] = append(loops[client], -1) // not pinned to one
+				}
+			})()
+			host := ""
+			if tc.cm {
+				host = gidHost(t)
+			}
+			cr, sr := loopback(t, spec, func(l *bench.Local, client bool) {
+				l.ThreadCPUs = cpus
+				if client {
+					l.CMHost = host
+				}
+			})
+			for _, r := range []*bench.Result{cr, sr} {
+				if len(r.Threads) != tc.threads || r.Header.Threads != tc.threads || r.Header.NumQPs != int(spec.NumQPs) ||
+					len(r.Header.Local) != int(spec.NumQPs) {
+					t.Errorf("%s: %d threads (header %d), %d QPs and %d endpoints; want %d threads of %d QPs",
+						r.Role, len(r.Threads), r.Header.Threads, r.Header.NumQPs, len(r.Header.Local), tc.threads, spec.NumQPs)
+				}
+				want := iters * uint64(spec.NumQPs)
+				if spec.Bidirectional {
+					want *= 2
+				}
+				if got := r.Sizes[0].BW.Iterations; got != want {
+					t.Errorf("%s: %d messages, want %d", r.Role, got, want)
+				}
+				qps := 0
+				for i, th := range r.Threads {
+					qps += th.QPs
+					if th.CPU != cpus[i%len(cpus)] || th.Err != nil || len(th.Sizes) != 1 || th.Sizes[0].Iterations == 0 {
+						t.Errorf("%s thread %d: %+v, want on CPU %d with a size measured", r.Role, i, th, cpus[i%len(cpus)])
+					}
+				}
+				if qps != int(spec.NumQPs) {
+					t.Errorf("%s: the threads have %d QPs, want %d", r.Role, qps, spec.NumQPs)
+				}
+			}
+			if cr.Mismatches+sr.Mismatches != 0 {
+				t.Errorf("%d mismatches", cr.Mismatches+sr.Mismatches)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			// Each side's loops (a passive side's too): one a thread, each
+			// alone on its CPU.
+			var want []int
+			for i := range tc.threads {
+				want = append(want, cpus[i%len(cpus)])
+			}
+			slices.Sort(want)
+			for _, client := range []bool{true, false} {
+				got := loops[client]
+				slices.Sort(got)
+				if !slices.Equal(got, want) {
+					t.Errorf("client %v: loops on CPUs %v, want %v (-1: a loop not pinned to one)", client, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestThreadsServerGathers: a server gathering a test's connections
+// tells another client's that it is busy, and gives up on connections
+// that do not come, telling those that did.
+func TestThreadsServerGathers(t *testing.T) {
+	info := rdmatest.Device(t)
+	defer bench.SetGroupWait(time.Second)()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	srv := make(chan error, 1)
+	go func() {
+		l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1}
+		srv <- bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, nil, func(_ *bench.Result, err error) {})
+	}()
+	ask := func(group uint64) *exchange.Conn {
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := exchange.NewConn(nc)
+		if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
+			t.Fatal(err)
+		}
+		spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8,
+			NumQPs: 1, Threads: 3, Group: group}
+		if err := c.Send(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := ask(5)
+	defer first.Close()
+	time.Sleep(100 * time.Millisecond) // the server reads the first before the second comes
+	other := ask(6)
+	defer other.Close()
+	for _, tc := range []struct {
+		c    *exchange.Conn
+		want string
+	}{
+		{other, "busy"},
+		{first, "a test of 3 threads: 1 of its connections came in 1s"},
+	} {
+		_, err := tc.c.SwapSetup(ctx, exchange.Setup{})
+		var pe *exchange.PeerError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v, want the server's error with %q", err, tc.want)
+		}
+	}
+	if err := <-srv; err == nil || !strings.Contains(err.Error(), "1 of its connections came") {
+		t.Errorf("server: %v", err)
+	}
+}
+
+// TestThreadsRateAndFailure: a side's rate limit is the whole side's,
+// shared out among its threads, not each thread's; and a thread that
+// cannot start fails the test on both sides at once, naming it.
+func TestThreadsRateAndFailure(t *testing.T) {
+	const rate, secs = 2000.0, 2 // messages a second, all threads together
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: secs,
+		TXDepth: 16, CQModeration: 4, NumQPs: 2, Threads: 2}
+	cr, _ := loopback(t, spec, func(l *bench.Local, client bool) {
+		if client {
+			l.Rate = bench.RateLimit{Rate: rate, Unit: 'p', Burst: 4}
+		}
+	})
+	got, want := cr.Sizes[0].BW.Iterations, uint64(rate*secs)
+	if got > want*13/10 || got < want*6/10 {
+		t.Errorf("%d messages in %d s at %v a second, all threads together; want about %d", got, secs, rate, want)
+	}
+	for _, th := range cr.Threads {
+		if n := th.Sizes[0].Iterations; n > want*7/10 {
+			t.Errorf("thread %d sent %d messages: more than its share", th.Thread, n)
+		}
+	}
+
+	defer bench.SetGroupWait(time.Second)()
+	spec = exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 50,
+		TXDepth: 16, CQModeration: 4, NumQPs: 2, Threads: 2}
+	start := time.Now()
+	_, _, cerr, serr := tryLoopback(t, spec, func(l *bench.Local, client bool) {
+		if !client {
+			l.ThreadCPUs = []int{0, 1023}
+		}
+	})
+	if cerr == nil || !strings.Contains(cerr.Error(), "thread 1 on CPU 1023") ||
+		serr == nil || !strings.Contains(serr.Error(), "thread 1 on CPU 1023") {
+		t.Errorf("a server thread that cannot be pinned: client %v, server %v", cerr, serr)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the failure took %v", d)
 	}
 }

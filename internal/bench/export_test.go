@@ -2,7 +2,11 @@
 
 package bench
 
-import "github.com/gorperf/gorperf/ibverbs"
+import (
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
 
 // SetBeforeLoop makes f run on each side just before its measuring loop,
 // until the returned function restores the default.
@@ -24,4 +28,12 @@ func SetAfterConnect(f func(client bool, qps []*ibverbs.QP)) (restore func()) {
 	old := afterConnect
 	afterConnect = f
 	return func() { afterConnect = old }
+}
+
+// SetGroupWait sets how long a server gathers a test's threads, until
+// the returned function restores it.
+func SetGroupWait(d time.Duration) (restore func()) {
+	old := groupWait
+	groupWait = d
+	return func() { groupWait = old }
 }

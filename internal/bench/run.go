@@ -38,6 +38,9 @@ type Result struct {
 	// WarmedUp is the messages each of this side's QPs completed in
 	// warm-ups (TestSpec.WarmUp), outside the sizes' results.
 	WarmedUp uint64
+	// Threads is, in a test of several threads, each thread's part; the
+	// sizes above are their sum.
+	Threads []ThreadResult
 }
 
 // SizeResult is what one message size measured: bandwidth for bandwidth
@@ -128,6 +131,21 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if err := Check(l); err != nil {
 		return nil, err
 	}
+	if l.CMPort == 0 {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		l.CMPort, _ = strconv.Atoi(port)
+	}
+	if spec.Threads > 1 {
+		return clientThreads(ctx, addr, spec, l, onHeader)
+	}
+	return client(ctx, addr, spec, l, onHeader)
+}
+
+// client runs one connection's test with the server at addr.
+func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, onHeader func(report.Header)) (*Result, error) {
 	nc, err := dialServer(ctx, l.Network, addr, l.BindAddr, refusedRetry)
 	if err != nil && l.BindAddr.IsValid() && errors.Is(err, syscall.EADDRNOTAVAIL) {
 		return nil, fmt.Errorf("connecting to the gorperf server at %s from %s (--bind_source_ip): no interface here has that address: %w", addr, l.BindAddr, err)
@@ -149,12 +167,9 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if err := c.Send(hctx, spec); err != nil {
 		return nil, err
 	}
-	host, port, err := net.SplitHostPort(addr)
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
-	}
-	if l.CMPort == 0 {
-		l.CMPort, _ = strconv.Atoi(port)
 	}
 	if l.CMHost != "" {
 		host = l.CMHost
@@ -220,7 +235,7 @@ func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 			tc.SetKeepAlive(true)
 			tc.SetKeepAlivePeriod(2 * time.Second)
 		}
-		r, err := serveOne(ctx, exchange.NewConn(nc), l, lim, onHeader)
+		r, err := serveOne(ctx, ln, exchange.NewConn(nc), l, lim, onHeader)
 		nc.Close()
 		var nt *notATest
 		if errors.As(err, &nt) {
@@ -240,21 +255,36 @@ func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 	}
 }
 
-func serveOne(ctx context.Context, c *exchange.Conn, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
+// serveOne runs the test of the client on c; a test of several threads
+// takes its other connections from ln.
+func serveOne(ctx context.Context, ln net.Listener, c *exchange.Conn, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
-		return nil, &notATest{fmt.Errorf("connection from %s: %w", c.NetConn().RemoteAddr(), err)}
-	}
-	spec, err := c.RecvSpec(hctx)
+	spec, err := handshakeSpec(hctx, c)
 	if err != nil {
-		return nil, &notATest{fmt.Errorf("client %s: %w", c.NetConn().RemoteAddr(), err)}
+		return nil, err
 	}
 	if err := spec.CheckLimits(lim); err != nil {
 		c.SendError(hctx, err)
 		return nil, fmt.Errorf("refused a client's test: %w", err)
 	}
+	if spec.Threads > 1 {
+		return serveThreads(ctx, ln, c, spec, l, lim, onHeader)
+	}
 	return run(ctx, c, spec, l, "server", "", onHeader)
+}
+
+// handshakeSpec greets a client on c and reads the test it asks for; a
+// failure is a *notATest.
+func handshakeSpec(ctx context.Context, c *exchange.Conn) (exchange.TestSpec, error) {
+	if _, err := exchange.Handshake(ctx, c, Tool); err != nil {
+		return exchange.TestSpec{}, &notATest{fmt.Errorf("connection from %s: %w", c.NetConn().RemoteAddr(), err)}
+	}
+	spec, err := c.RecvSpec(ctx)
+	if err != nil {
+		return exchange.TestSpec{}, &notATest{fmt.Errorf("client %s: %w", c.NetConn().RemoteAddr(), err)}
+	}
+	return spec, nil
 }
 
 // run is the part both sides share: resources, setup swap, connection,
@@ -339,6 +369,9 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 				return res, fmt.Errorf("warming up: %w", err)
 			}
 		}
+		if l.group != nil {
+			l.group.wait() // the side's threads start the size together
+		}
 		// The port's counters, from before the barrier that starts the
 		// size (the peer cannot have started) to the end of the result
 		// swap (both sides done).
@@ -406,6 +439,9 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		cctx, cancel = waitPeer()
 		peer, err = c.SwapResult(cctx, local)
 		cancel()
+		if l.group != nil {
+			l.group.wait() // thread 0's counters and CPU time cover every thread's run
+		}
 		if runErr != nil && !interrupted {
 			if mine.Iters > 0 {
 				// Report what this side measured before the failure.

@@ -98,6 +98,13 @@ type Local struct {
 	// Network is a client's for its control connection: "tcp6" for IPv6
 	// alone (perftest's --ipv6-addr); "" or "tcp" for either.
 	Network string
+	// ThreadCPUs are, in a test of several threads (TestSpec.Threads),
+	// the CPUs the threads' loops take in turn, each thread pinned to
+	// one; none leaves them where the process runs.
+	ThreadCPUs []int
+
+	group  *threadGroup // in a test of several threads, this side's
+	thread int          // and which of them this is
 }
 
 // grhLen is the space a UD receive needs for the global route header.

@@ -209,6 +209,16 @@ func (o *testOptions) place() error {
 	return nil
 }
 
+// threadCPUs are the CPUs a test's threads take in turn: those this side
+// was placed on, or, where placement could not say, those it may run on.
+func (o *testOptions) threadCPUs() []int {
+	if len(o.placed.CPUs) > 0 {
+		return o.placed.CPUs
+	}
+	cpus, _ := affinity.Current() // none: the threads are not pinned
+	return cpus
+}
+
 // placeHeader adds where this side runs to its header.
 func (o *testOptions) placeHeader(h *report.Header) {
 	h.CPUs, h.CPUReason = affinity.FormatList(o.placed.CPUs), o.placed.Reason
@@ -264,6 +274,8 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	if err := o.place(); err != nil {
 		return o.fail(f, err)
 	}
+	// A server learns the threads from its client.
+	l.ThreadCPUs = o.threadCPUs()
 	if o.udSize && (o.Host != "" || o.Loopback) {
 		// A device that cannot say fails the run soon with the reason.
 		if mtu, err := bench.ActiveMTU(l); err == nil && uint32(mtu.Bytes()) < spec.Size {
@@ -550,6 +562,22 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		RecvPostList: listLen(res.Spec.RecvPostList),
 		FlowLabels:   res.Spec.FlowLabels, Interrupted: res.Interrupted}
 	r.Results = reportSizes(res)
+	if len(res.Threads) > 0 {
+		r.Threads = len(res.Threads)
+	}
+	for _, t := range res.Threads {
+		tr := report.ThreadResult{Thread: t.Thread, QPs: t.QPs, Results: []report.SizeResult{}}
+		if t.CPU >= 0 {
+			tr.CPU = &t.CPU
+		}
+		for _, b := range t.Sizes {
+			tr.Results = append(tr.Results, report.SizeFromBandwidth(b))
+		}
+		if t.Err != nil {
+			tr.Error = t.Err.Error()
+		}
+		r.ThreadResults = append(r.ThreadResults, tr)
+	}
 	if err != nil {
 		r.Error = &report.Error{Code: errorCode(err), Message: err.Error()}
 	}
@@ -593,6 +621,13 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 		sl.Device = o.PeerDev
 	}
 	sl.MapFile, sl.MapOffset = "", 0 // --mmap is the client side's
+	if k := len(l.ThreadCPUs); k > 0 {
+		// The server side's threads start on the CPUs after the client
+		// side's, so that the two sides of a connection share none where
+		// there are enough.
+		at := int(spec.Threads) % k
+		sl.ThreadCPUs = append(slices.Clone(l.ThreadCPUs[at:]), l.ThreadCPUs[:at]...)
+	}
 	if spec.RdmaCM {
 		// rdma_cm cannot reach 127.0.0.1 over RDMA: dial the server side's GID.
 		ip, err := gidAddr(sl)

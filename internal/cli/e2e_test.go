@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -379,13 +380,18 @@ func procExit(err error) int {
 // TestInterrupt stops a long client with SIGINT: it prints what it
 // measured, marks the result interrupted and exits 130.
 func TestInterrupt(t *testing.T) {
+	t.Run("one thread", func(t *testing.T) { testInterrupt(t) })
+	t.Run("threads", func(t *testing.T) { testInterrupt(t, "--threads", "2") })
+}
+
+func testInterrupt(t *testing.T, extra ...string) {
 	srvDev, cliDev, addr := peers(t)
 	port := fmt.Sprint(19000 + nextPort.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
 	waitListening(t, port)
-	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", "--json", addr)
+	cli, cliOut := start(t, ctx, append([]string{"write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", "--json", addr}, extra...)...)
 	time.Sleep(3 * time.Second)
 	cli.Process.Signal(syscall.SIGINT)
 	t0 := time.Now()
@@ -414,6 +420,7 @@ func TestInterrupt(t *testing.T) {
 func TestServerKilled(t *testing.T) {
 	t.Run("poll", func(t *testing.T) { testServerKilled(t) })
 	t.Run("events", func(t *testing.T) { testServerKilled(t, "-e") })
+	t.Run("threads", func(t *testing.T) { testServerKilled(t, "--threads", "2") })
 }
 
 func testServerKilled(t *testing.T, extra ...string) {
@@ -453,6 +460,7 @@ func testServerKilled(t *testing.T, extra ...string) {
 func TestClientKilled(t *testing.T) {
 	t.Run("poll", func(t *testing.T) { testClientKilled(t) })
 	t.Run("events", func(t *testing.T) { testClientKilled(t, "-e") })
+	t.Run("threads", func(t *testing.T) { testClientKilled(t, "--threads", "3") })
 }
 
 func testClientKilled(t *testing.T, extra ...string) {
@@ -1232,5 +1240,101 @@ func TestCPUPlacement(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "CPU 1023 is not online here") {
 		t.Errorf("--pin_cores 1023: %v\n%s", err, out)
+	}
+}
+
+// TestThreadsEndToEnd runs tests of several threads (--threads) between
+// two processes: the JSON has each thread's part and their sum, the
+// header says how many and where, and while the test runs the client has
+// a thread per connection, each allowed one CPU of its own and busy on
+// it.
+func TestThreadsEndToEnd(t *testing.T) {
+	r := pair(t, "send-bw", "--threads", "2", "-s", "64", "-n", "300", "-b")
+	if r.Threads != 2 || len(r.ThreadResults) != 2 || r.QPs != 2 || r.Results[0].Iterations != 2*2*300 {
+		t.Errorf("--threads 2 -b: %d threads (%d parts), %d QPs, %d messages; want 2, 2, 2, 1200",
+			r.Threads, len(r.ThreadResults), r.QPs, r.Results[0].Iterations)
+	}
+	var sum uint64
+	for _, th := range r.ThreadResults {
+		if th.QPs != 1 || len(th.Results) != 1 || th.Error != "" {
+			t.Errorf("thread %+v", th)
+		} else {
+			sum += th.Results[0].Iterations
+		}
+	}
+	if sum != r.Results[0].Iterations {
+		t.Errorf("the threads' messages add up to %d, the result says %d", sum, r.Results[0].Iterations)
+	}
+
+	cpus, err := affinity.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "64", "-D", "4", "-q", "4", "--threads", "2", addr)
+	waitOutput(t, cliOut, "Threads")
+	time.Sleep(1500 * time.Millisecond)
+	// Each thread's CPUs and its CPU time so far, from /proc.
+	type task struct {
+		cpus  string
+		ticks int
+	}
+	var tasks []task
+	dir := fmt.Sprintf("/proc/%d/task", cli.Process.Pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		status, err1 := os.ReadFile(filepath.Join(dir, e.Name(), "status"))
+		stat, err2 := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+		if err1 != nil || err2 != nil {
+			continue // gone since the listing
+		}
+		var tk task
+		for _, l := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				tk.cpus = strings.TrimSpace(v)
+			}
+		}
+		// utime and stime are fields 14 and 15, after the name in parentheses.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		u, _ := strconv.Atoi(f[11])
+		sy, _ := strconv.Atoi(f[12])
+		tk.ticks = u + sy
+		tasks = append(tasks, tk)
+	}
+	pinned := map[string]int{} // CPU -> ticks of the threads allowed it alone
+	for _, tk := range tasks {
+		if !strings.ContainsAny(tk.cpus, ",-") {
+			pinned[tk.cpus] += tk.ticks
+		}
+	}
+	want := min(2, len(cpus))
+	busy := 0
+	for _, ticks := range pinned {
+		if ticks > 0 {
+			busy++
+		}
+	}
+	if len(pinned) != want || busy != want {
+		t.Errorf("threads allowed one CPU each, with their CPU ticks: %v; want %d CPUs, each busy (all threads: %+v)", pinned, want, tasks)
+	}
+	if err := cli.Wait(); err != nil {
+		t.Errorf("client: %v\n%s", err, cliOut)
+	}
+	srv.Wait()
+	for _, out := range []string{cliOut.String(), srvOut.String()} {
+		if !strings.Contains(out, "Number of qps   : 4") || !regexp.MustCompile(`Threads +: 2 \(one a connection, on CPUs \d+,\d+\)`).MatchString(out) {
+			t.Errorf("header:\n%s", out)
+		}
+		if n := strings.Count(out, " local address:"); n != 4 {
+			t.Errorf("%d local address lines, want one a QP, 4:\n%s", n, out)
+		}
 	}
 }

@@ -116,6 +116,7 @@ type testOptions struct {
 	DisableNUMA  bool   // --disable_numa
 	cpus         []int  // --pin_cores, parsed
 	placed       affinity.Choice
+	Threads      uint16 // --threads
 }
 
 // defaultJSONFile is where --out_json writes by default, perftest's name
@@ -134,6 +135,9 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	set := func(name string) bool { return cmd.Flags().Changed(name) }
 	if o.Mcg && !set("connection") {
 		o.Connection = "UD" // as perftest's -g
+	}
+	if o.Threads > 1 && !set("qp") {
+		o.QPs = o.Threads // a QP a thread
 	}
 	if !set("size") {
 		switch {
@@ -295,6 +299,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.Float64VarP(&o.limits.BW, "limit_bw", "w", 0, "fail (exit status 3) if any size's average bandwidth is below this, in MB/sec (Gbit/sec with --report_gbits)")
 		f.Float64VarP(&o.limits.MsgRate, "limit_msgrate", "y", 0, "fail (exit status 3) if any size's message rate is below this many Mpps")
 		addRateFlags(f, o)
+		f.Uint16Var(&o.Threads, "threads", 1, "run the test as this many connections at once, each with its share of the -q QPs (default: one each), its own CQs and buffer, and its own thread on its own CPU on both sides; the results are their sum (perftest has no such option: it takes one ib_*_bw per core)")
 	}
 	// Accept perftest's long spellings too.
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
@@ -447,6 +452,9 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed, Immediate: o.Immediate, WarmUp: o.WarmUp, MRPerQP: o.MRPerQP,
 		Multicast: o.Mcg,
 	}
+	if o.Threads > 1 {
+		s.Threads = o.Threads
+	}
 	if o.Duration > 0 {
 		s.Iterations = 0
 	}
@@ -531,6 +539,18 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if o.Infinite && o.Duration == 0 {
 		s.Duration = 5 // perftest reports every 5 seconds
+	}
+	if o.Threads > 1 && o.QPs < o.Threads {
+		return s, usageErrorf("--threads %d: each thread needs a QP of its own, and -q gives %d (leave out -q for one each)", o.Threads, o.QPs)
+	}
+	if o.Threads == 0 && !o.Test.IsLatency() { // the latency tests have no --threads
+		return s, usageErrorf("--threads 0: want 1 or more")
+	}
+	if o.Threads > exchange.MaxThreads {
+		return s, usageErrorf("--threads %d: at most %d", o.Threads, exchange.MaxThreads)
+	}
+	if o.Threads > 1 && o.Mcg {
+		return s, usageErrorf("--threads: multicast (-g) runs on one QP, and each thread needs its own")
 	}
 	if err := s.Validate(); err != nil {
 		return s, &usageError{err}

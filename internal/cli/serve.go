@@ -72,6 +72,7 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	if err := o.test.place(); err != nil {
 		return err
 	}
+	l.ThreadCPUs = o.test.threadCPUs()
 	lim := exchange.DefaultLimits()
 	lim.MaxMemory, lim.MaxQPs, lim.MaxMsgSize = o.maxMemory, o.maxQPs, o.maxSize
 	if err := bench.Check(l); err != nil {

@@ -213,7 +213,21 @@ type TestSpec struct {
 	// rdma_cm joins the groups.
 	// Sent as bit 6 of the flags word.
 	Multicast bool
+	// Threads, above 1, runs a bandwidth test as that many connections
+	// between the two sides at once, each with its own control
+	// connection, QPs, CQs and buffer, and its own thread and CPU on each
+	// side (gorperf's --threads; perftest has no such option). A spec on
+	// the wire is connection Thread's (0 to Threads-1), with NumQPs its
+	// share of the test's QPs; Group, the same non-zero number in all of
+	// them, tells a server which connections make up one test. 0 or 1:
+	// one connection, and Thread and Group are 0.
+	Threads uint16
+	Thread  uint16
+	Group   uint64
 }
+
+// MaxThreads bounds TestSpec.Threads.
+const MaxThreads = 256
 
 // Receives reports whether the test's messages consume receives that the
 // receiving side posts (perftest's has_recv_comp): the send tests, and
@@ -275,7 +289,7 @@ func (s *TestSpec) flagOptions() []struct {
 
 // specLen is the bytes of a TestSpec payload without flow labels; each
 // adds 4, up to MaxSetupQPs of them.
-const specLen = 63
+const specLen = 75
 
 // AppendPayload appends, big-endian: test uint8, atomic uint8, conn type
 // uint32, size uint32, iterations uint64, duration and margin uint32, QPs uint16, TX
@@ -283,7 +297,8 @@ const specLen = 63
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
 // 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
-// 2 Reversed, 3 Immediate, 4 WarmUp, 5 MRPerQP, 6 Multicast), and a uint16 count of flow labels, each a uint32.
+// 2 Reversed, 3 Immediate, 4 WarmUp, 5 MRPerQP, 6 Multicast), threads and thread
+// uint16, group uint64, and a uint16 count of flow labels, each a uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.ConnType))
@@ -318,6 +333,9 @@ func (s TestSpec) AppendPayload(b []byte) []byte {
 		}
 	}
 	b = binary.BigEndian.AppendUint32(b, flags)
+	b = binary.BigEndian.AppendUint16(b, s.Threads)
+	b = binary.BigEndian.AppendUint16(b, s.Thread)
+	b = binary.BigEndian.AppendUint64(b, s.Group)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s.FlowLabels)))
 	for _, fl := range s.FlowLabels {
 		b = binary.BigEndian.AppendUint32(b, fl)
@@ -360,6 +378,9 @@ func decodeSpec(p []byte) (TestSpec, error) {
 		*f.set = flags&f.bit != 0
 	}
 	s.Flags = flags &^ knownFlags
+	s.Threads = r.u16()
+	s.Thread = r.u16()
+	s.Group = r.u64()
 	n := int(r.u16())
 	if n > MaxSetupQPs {
 		return s, malformed(TypeSpec, "%d flow labels, more than %d", n, MaxSetupQPs)
@@ -587,6 +608,26 @@ func (s TestSpec) Validate() error {
 	if s.Flags != 0 {
 		return invalid("unknown option flags %#x (is the client a newer gorperf?)", s.Flags)
 	}
+	return s.validateThreads()
+}
+
+// validateThreads checks Threads, Thread and Group.
+func (s TestSpec) validateThreads() error {
+	t := s.Test
+	switch {
+	case s.Threads <= 1 && (s.Thread != 0 || s.Group != 0):
+		return invalid("connection %d of group %#x, in a test of one connection", s.Thread, s.Group)
+	case s.Threads <= 1:
+		return nil
+	case s.Threads > MaxThreads:
+		return invalid("%d threads: at most %d", s.Threads, MaxThreads)
+	case s.Thread >= s.Threads:
+		return invalid("connection %d of a test of %d threads", s.Thread, s.Threads)
+	case t.IsLatency():
+		return invalid("%s measures one message at a time: threads are for the bandwidth tests", t)
+	case s.Multicast:
+		return invalid("multicast runs on one QP: threads need one QP each")
+	}
 	return nil
 }
 
@@ -628,10 +669,21 @@ func (s TestSpec) CheckLimits(l Limits) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
+	if s.Threads > 1 && s.Group == 0 {
+		// A client numbers each test of several threads: Validate
+		// allows 0 only in the test a caller asks for, before that.
+		return invalid("a connection of a test of %d threads without a group number", s.Threads)
+	}
 	if n := s.MaxSize(); n > l.MaxMsgSize {
 		return overLimit("message size %s exceeds this server's maximum of %s", formatBytes(uint64(n)), formatBytes(uint64(l.MaxMsgSize)))
 	}
-	if s.NumQPs > l.MaxQPs {
+	// A connection of a test of several threads counts as its share
+	// times the threads: the server runs them all at once.
+	threads := uint64(max(s.Threads, 1))
+	if q := uint64(s.NumQPs) * threads; q > uint64(l.MaxQPs) {
+		if threads > 1 {
+			return overLimit("%d threads of %d QPs exceed this server's maximum of %d QPs", threads, s.NumQPs, l.MaxQPs)
+		}
 		return overLimit("%d QPs exceed this server's maximum of %d", s.NumQPs, l.MaxQPs)
 	}
 	if d := max(s.TXDepth, s.RXDepth); d > l.MaxDepth {
@@ -640,10 +692,19 @@ func (s TestSpec) CheckLimits(l Limits) error {
 	if s.Test.IsLatency() && s.Iterations > l.MaxIterations {
 		return overLimit("%d iterations of %s exceed this server's maximum of %d", s.Iterations, s.Test, l.MaxIterations)
 	}
-	if m := s.Memory(); m > l.MaxMemory {
+	m := s.Memory()
+	if hi, lo := bits.Mul64(m, threads); hi != 0 {
+		m = math.MaxUint64
+	} else {
+		m = lo
+	}
+	if m > l.MaxMemory {
 		how := fmt.Sprintf("size %d × depth %d × %d QPs", s.MaxSize(), s.memDepth(), s.NumQPs)
 		if s.Bidirectional {
 			how += " × 2 directions"
+		}
+		if threads > 1 {
+			how += fmt.Sprintf(" × %d threads", threads)
 		}
 		return overLimit("the test needs %s of registered memory (%s), more than this server's maximum of %s",
 			formatBytes(m), how, formatBytes(l.MaxMemory))

@@ -72,6 +72,10 @@ func TestValidate(t *testing.T) {
 		{"send_lat multicast", func(s *TestSpec) {
 			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.Multicast = SendLat, ibverbs.QPTypeUD, 64, 1, false, true
 		}},
+		{"threads", func(s *TestSpec) { s.Threads, s.Thread, s.Group = 4, 3, 7 }},
+		{"send_bw threads", func(s *TestSpec) { s.Test, s.Threads, s.Group = SendBW, MaxThreads, 1 }},
+		{"one thread", func(s *TestSpec) { s.Threads = 1 }},
+		{"threads before their group", func(s *TestSpec) { s.Threads = 2 }},
 	}
 	for _, tc := range ok {
 		s := testSpec()
@@ -132,6 +136,17 @@ func TestValidate(t *testing.T) {
 		{"write immediate RX depth", "RX depth 0 for write_bw", func(s *TestSpec) { s.RXDepth, s.Immediate = 0, true }},
 		{"write immediate SRQ", "write_bw receives nothing", func(s *TestSpec) { s.SRQ, s.Immediate = true, true }},
 		{"flags", "unknown option flags 0x4", func(s *TestSpec) { s.Flags = 4 }},
+		{"thread of none", "connection 1 of group 0x0", func(s *TestSpec) { s.Thread = 1 }},
+		{"group of one", "of group 0x5, in a test of one connection", func(s *TestSpec) { s.Threads, s.Group = 1, 5 }},
+		{"too many threads", "257 threads: at most 256", func(s *TestSpec) { s.Threads, s.Group = MaxThreads+1, 1 }},
+		{"thread out of range", "connection 2 of a test of 2 threads", func(s *TestSpec) { s.Threads, s.Thread, s.Group = 2, 2, 1 }},
+		{"latency threads", "write_lat measures one message at a time", func(s *TestSpec) {
+			s.Test, s.Bidirectional, s.Threads, s.Group = WriteLat, false, 2, 1
+		}},
+		{"multicast threads", "multicast runs on one QP", func(s *TestSpec) {
+			s.Test, s.ConnType, s.Size, s.NumQPs, s.Bidirectional, s.Multicast = SendBW, ibverbs.QPTypeUD, 64, 1, false, true
+			s.Threads, s.Group = 2, 1
+		}},
 	}
 	for _, tc := range bad {
 		s := testSpec()
@@ -194,6 +209,12 @@ func TestCheckLimits(t *testing.T) {
 			s.Test, s.Bidirectional, s.Iterations = WriteLat, false, l.MaxIterations+1
 		}},
 		{"bidirectional doubles", "× 2 directions", func(s *TestSpec) { s.Size, s.TXDepth, s.NumQPs = 8<<20, 128, 3 }},
+		{"threads times QPs", "9 threads of 8 QPs exceed this server's maximum of 64 QPs", func(s *TestSpec) {
+			s.NumQPs, s.Threads, s.Group = 8, 9, 1
+		}},
+		{"threads times memory", "(size 8388608 × depth 128 × 1 QPs × 2 directions × 3 threads)", func(s *TestSpec) {
+			s.Size, s.TXDepth, s.NumQPs, s.Threads, s.Group = 8<<20, 128, 1, 3, 1
+		}},
 	} {
 		s := testSpec()
 		tc.edit(&s)
@@ -202,8 +223,14 @@ func TestCheckLimits(t *testing.T) {
 			t.Errorf("%s: CheckLimits = %v; want ErrOverLimit with %q", tc.name, err, tc.want)
 		}
 	}
-	// Bandwidth tests count iterations; they keep no samples.
+	// A connection of a test of several threads names its group.
 	s := testSpec()
+	s.Threads = 2
+	if err := s.CheckLimits(l); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "test of 2 threads without a group number") {
+		t.Errorf("no group: CheckLimits = %v", err)
+	}
+	// Bandwidth tests count iterations; they keep no samples.
+	s = testSpec()
 	s.Iterations = math.MaxUint64
 	if err := s.CheckLimits(l); err != nil {
 		t.Errorf("bandwidth iterations bounded: %v", err)
@@ -248,8 +275,11 @@ func TestSizes(t *testing.T) {
 }
 
 // flagsAt is the offset of the flags word in a TestSpec payload: after
-// it come the flow labels.
-const flagsAt = specLen - 6
+// it come the threads, thread and group, then the flow labels.
+const flagsAt = specLen - 18
+
+// labelsAt is the offset of the flow labels' count.
+const labelsAt = specLen - 2
 
 // TestSpecHugePagesFlag: HugePages travels as bit 0 of the flags word,
 // which an older server, knowing no flags, refuses as an unknown option.
@@ -375,7 +405,7 @@ func TestSpecFlowLabels(t *testing.T) {
 	s := testSpec()
 	s.FlowLabels = []uint32{1, 0xabcde}
 	p := s.AppendPayload(nil)
-	if len(p) != specLen+8 || binary.BigEndian.Uint16(p[flagsAt+4:]) != 2 ||
+	if len(p) != specLen+8 || binary.BigEndian.Uint16(p[labelsAt:]) != 2 ||
 		binary.BigEndian.Uint32(p[specLen+4:]) != 0xabcde {
 		t.Fatalf("payload tail % x", p[flagsAt:])
 	}
@@ -390,7 +420,7 @@ func TestSpecFlowLabels(t *testing.T) {
 	}{
 		{"label missing", p[:len(p)-4], "4 bytes for 2 flow labels, want 8"},
 		{"label extra", append(slices.Clone(p), 0, 0, 0, 0), "12 bytes for 2 flow labels, want 8"},
-		{"count over bound", binary.BigEndian.AppendUint16(slices.Clone(p[:flagsAt+4]), MaxSetupQPs+1), "1025 flow labels, more than 1024"},
+		{"count over bound", binary.BigEndian.AppendUint16(slices.Clone(p[:labelsAt]), MaxSetupQPs+1), "1025 flow labels, more than 1024"},
 	} {
 		if _, err := decodeSpec(tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -65,6 +66,10 @@ type Header struct {
 	// CPUs, when set, are the CPUs this side runs on, and CPUReason why
 	// (gorperf's --pin_cores, --numa_node, or the device's NUMA node).
 	CPUs, CPUReason string
+	// Threads, above 1, is the number of threads of a test of several
+	// (gorperf's --threads), and ThreadCPUs each one's CPU, if pinned.
+	Threads    int
+	ThreadCPUs []int
 	// MaxInline is the maximum inline data size in bytes.
 	MaxInline int
 	// OutstandingReads, when positive, marks a read or atomic test: the
@@ -159,6 +164,17 @@ func WriteHeader(w io.Writer, h Header) error {
 	}
 	if h.CPUs != "" {
 		p.printf(" CPUs            : %s (%s)\n", h.CPUs, h.CPUReason)
+	}
+	if h.Threads > 1 {
+		if len(h.ThreadCPUs) == h.Threads {
+			cpus := make([]string, len(h.ThreadCPUs))
+			for i, c := range h.ThreadCPUs {
+				cpus[i] = strconv.Itoa(c)
+			}
+			p.printf(" Threads         : %d (one a connection, on CPUs %s)\n", h.Threads, strings.Join(cpus, ","))
+		} else {
+			p.printf(" Threads         : %d (one a connection)\n", h.Threads)
+		}
 	}
 	if h.OutstandingReads > 0 {
 		p.printf(" Outstand reads  : %d\n", h.OutstandingReads)

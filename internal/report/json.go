@@ -76,6 +76,10 @@ type Result struct {
 	// FlowLabels are the GRH flow labels the QPs took in turn, where
 	// the test set them (--flow_label).
 	FlowLabels []uint32 `json:"flow_labels,omitempty"`
+	// Threads is, in a test of several threads (--threads), their
+	// number, and ThreadResults each one's part: Results are their sum.
+	Threads       int            `json:"threads,omitempty"`
+	ThreadResults []ThreadResult `json:"thread_results,omitempty"`
 	// Results holds one entry per message size; WriteJSON writes an
 	// empty array rather than null when there are none.
 	Results []SizeResult `json:"results"`
@@ -126,6 +130,17 @@ type SizeResult struct {
 	// are their sum (perftest's --report-both).
 	Local  *SizeResult `json:"local,omitempty"`
 	Remote *SizeResult `json:"remote,omitempty"`
+}
+
+// ThreadResult is one thread's part of a test of several threads: its
+// QPs, the CPU it was pinned to (absent when it was not), its own
+// bandwidth at each size, and its error if it failed.
+type ThreadResult struct {
+	Thread  int          `json:"thread"`
+	QPs     int          `json:"qps"`
+	CPU     *int         `json:"cpu,omitempty"`
+	Results []SizeResult `json:"results"`
+	Error   string       `json:"error,omitempty"`
 }
 
 // Interval is one periodic bandwidth report of a --run-infinitely run.

@@ -1,0 +1,456 @@
+//go:build linux && cgo
+
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/affinity"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+	"github.com/gorperf/gorperf/internal/stats"
+)
+
+// A test of several threads (TestSpec.Threads, gorperf's --threads) is
+// that many connections between the two sides, each a whole test of its
+// share of the QPs, with its own control connection, device context,
+// CQs, buffer and loop, and its own OS thread on its own CPU on each
+// side. What perftest users do by hand with one ib_write_bw per core and
+// port, added up in a spreadsheet, one gorperf does and adds up itself:
+// the connections start each size together (a barrier among a side's
+// threads before the barrier with the peer) and the side's result is
+// their sum.
+
+// ThreadResult is one thread's part of a test of several threads.
+type ThreadResult struct {
+	Thread int
+	QPs    int
+	// CPU is the CPU the thread was pinned to, or -1.
+	CPU int
+	// Sizes is the thread's connection's own bandwidth at each size (on a
+	// passive side, what the peer's thread measured).
+	Sizes []stats.Bandwidth
+	// Err is the thread's failure, if it failed.
+	Err error
+}
+
+// threadGroup is one side's threads of a test: their barrier, and the
+// callbacks that add up what each reports.
+type threadGroup struct {
+	n int
+
+	mu      sync.Mutex
+	running int           // threads not yet returned
+	waiting int           // threads at the barrier
+	round   chan struct{} // closed when the barrier's round is complete
+	headers []*report.Header
+
+	done, total []atomic.Uint64 // each thread's last progress report
+	interval    []atomic.Uint64 // each thread's last interval's messages
+}
+
+func newThreadGroup(n int) *threadGroup {
+	return &threadGroup{n: n, running: n, round: make(chan struct{}),
+		headers: make([]*report.Header, n), done: make([]atomic.Uint64, n),
+		total: make([]atomic.Uint64, n), interval: make([]atomic.Uint64, n)}
+}
+
+// wait returns once every thread still running has called it: the
+// threads' steps (each size's start and end) go together. A thread that
+// returns leaves the group, so a failed thread stops none.
+func (g *threadGroup) wait() {
+	g.mu.Lock()
+	ch := g.round
+	g.waiting++
+	if g.waiting >= g.running {
+		g.next()
+	}
+	g.mu.Unlock()
+	<-ch
+}
+
+// next completes the barrier's round; g.mu is held.
+func (g *threadGroup) next() {
+	close(g.round)
+	g.round = make(chan struct{})
+	g.waiting = 0
+}
+
+// leave takes a returning thread out of the barrier.
+func (g *threadGroup) leave() {
+	g.mu.Lock()
+	g.running--
+	if g.waiting > 0 && g.waiting >= g.running {
+		g.next()
+	}
+	g.mu.Unlock()
+}
+
+// threadLocal is thread i's Local: its rdma_cm port (each thread's
+// connection listens on its own), its share of the rate limit, and
+// callbacks that report the group's sum. Only thread 0 reads the port
+// counters and the process's CPU time, which cover all the threads.
+func (g *threadGroup) threadLocal(l Local, i int) Local {
+	l.group, l.thread = g, i
+	l.CMPort += i
+	l.Rate.Rate /= float64(g.n)
+	if i > 0 {
+		l.Counters, l.CPUUtil = nil, false
+	}
+	if p := l.Progress; p != nil {
+		l.Progress = func(size int, done, total uint64) {
+			g.done[i].Store(done)
+			g.total[i].Store(total)
+			if i == 0 {
+				var d, t uint64
+				for j := range g.n {
+					d += g.done[j].Load()
+					t += g.total[j].Load()
+				}
+				p(size, d, t)
+			}
+		}
+	}
+	if iv := l.Interval; iv != nil {
+		// Each thread reports every period from the same start; thread
+		// 0's report carries the others' latest.
+		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
+			g.interval[i].Store(b.Iterations)
+			if i == 0 {
+				var n uint64
+				for j := range g.n {
+					n += g.interval[j].Load()
+				}
+				iv(elapsed, stats.ComputeBandwidth(b.Bytes, n, b.Elapsed, 0))
+			}
+		}
+	}
+	return l
+}
+
+// header collects thread i's header and, once every thread's is in,
+// passes on their sum: all the QPs, and the threads.
+func (g *threadGroup) header(i int, cpus []int, onHeader func(report.Header)) func(report.Header) {
+	return func(h report.Header) {
+		g.mu.Lock()
+		g.headers[i] = &h
+		for _, h := range g.headers {
+			if h == nil {
+				g.mu.Unlock()
+				return
+			}
+		}
+		all := *g.headers[0]
+		all.Local, all.Remote = nil, nil
+		all.NumQPs = 0
+		for _, h := range g.headers {
+			all.NumQPs += h.NumQPs
+			all.Local = append(all.Local, h.Local...)
+			all.Remote = append(all.Remote, h.Remote...)
+		}
+		g.mu.Unlock()
+		all.Threads = g.n
+		all.ThreadCPUs = threadCPUs(g.n, cpus)
+		if onHeader != nil {
+			onHeader(all)
+		}
+	}
+}
+
+// threadCPUs is the CPU of each of n threads, given the CPUs they take
+// in turn; nil when they are not pinned.
+func threadCPUs(n int, cpus []int) []int {
+	if len(cpus) == 0 {
+		return nil
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = cpus[i%len(cpus)]
+	}
+	return out
+}
+
+// threadSpecs splits spec, a test of spec.Threads threads over
+// spec.NumQPs QPs, into each connection's: its share of the QPs (the
+// first threads take one more where they do not divide evenly), the
+// flow labels in turn from its first QP on, and group, the number that
+// ties them together.
+func threadSpecs(spec exchange.TestSpec, group uint64) ([]exchange.TestSpec, error) {
+	n := int(spec.Threads)
+	if int(spec.NumQPs) < n {
+		return nil, fmt.Errorf("%d threads need at least %d QPs, one a thread, not %d (-q)", n, n, spec.NumQPs)
+	}
+	specs := make([]exchange.TestSpec, n)
+	first := 0
+	for i := range specs {
+		s := spec
+		qps := int(spec.NumQPs) / n
+		if i < int(spec.NumQPs)%n {
+			qps++
+		}
+		s.NumQPs, s.Thread, s.Group = uint16(qps), uint16(i), group
+		if k := len(spec.FlowLabels); k > 0 {
+			s.FlowLabels = make([]uint32, k)
+			for j := range s.FlowLabels {
+				s.FlowLabels[j] = spec.FlowLabels[(first+j)%k]
+			}
+		}
+		first += qps
+		specs[i] = s
+	}
+	return specs, nil
+}
+
+// runThreads runs one side's threads, thread i as run(ctx, i, l_i,
+// onHeader_i) on its own locked OS thread, pinned to its CPU, and adds
+// up their results. The first thread to fail stops the others; its
+// error is the group's. A thread that cannot be pinned does not run:
+// refuse, if set, tells its peer why.
+func runThreads(ctx context.Context, spec exchange.TestSpec, l Local, onHeader func(report.Header),
+	run func(ctx context.Context, i int, l Local, onHeader func(report.Header)) (*Result, error),
+	refuse func(i int, err error)) (*Result, error) {
+	n := int(spec.Threads)
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	g := newThreadGroup(n)
+	cpus := threadCPUs(n, l.ThreadCPUs)
+	results := make([]*Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			defer g.leave()
+			// Never unlocked: the thread, narrowed to one CPU, ends with
+			// the goroutine instead of serving others.
+			runtime.LockOSThread()
+			if cpus != nil {
+				if err := affinity.PinThread(cpus[i]); err != nil {
+					errs[i] = fmt.Errorf("thread %d on CPU %d: %w", i, cpus[i], err)
+					cancel(errs[i])
+					if refuse != nil {
+						refuse(i, errs[i])
+					}
+					return
+				}
+			}
+			results[i], errs[i] = run(gctx, i, g.threadLocal(l, i), g.header(i, l.ThreadCPUs, onHeader))
+			if errs[i] != nil {
+				cancel(errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return combine(ctx, spec, results, errs, cpus)
+}
+
+// combine adds up the threads' results into the side's: at each size the
+// messages of all threads over the longest thread's time, and the sum of
+// their peaks, as a bidirectional test adds its two directions. The
+// error is the first thread's failure that was not the group stopping
+// for it.
+func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, errs []error, cpus []int) (*Result, error) {
+	var err error
+	for i, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			err = fmt.Errorf("thread %d of %d: %w", i, len(errs), e)
+			break
+		}
+	}
+	if err == nil {
+		for _, e := range errs {
+			if e != nil {
+				err = e
+				break
+			}
+		}
+	}
+	var first *Result
+	nsizes := -1
+	for _, r := range results {
+		if r == nil {
+			continue
+		}
+		if first == nil {
+			first = r
+		}
+		if nsizes < 0 || len(r.Sizes) < nsizes {
+			nsizes = len(r.Sizes)
+		}
+	}
+	if first == nil {
+		return nil, err
+	}
+	out := &Result{Spec: spec, Role: first.Role, Header: first.Header, WarmedUp: first.WarmedUp}
+	out.Spec.Thread, out.Spec.Group = 0, 0
+	out.Header.NumQPs, out.Header.Local, out.Header.Remote = 0, nil, nil
+	out.Header.Threads, out.Header.ThreadCPUs = len(results), cpus
+	for i, r := range results {
+		tr := ThreadResult{Thread: i, CPU: -1, Err: errs[i]}
+		if cpus != nil {
+			tr.CPU = cpus[i]
+		}
+		if r != nil {
+			tr.QPs = r.Header.NumQPs
+			out.Header.NumQPs += r.Header.NumQPs
+			out.Header.Local = append(out.Header.Local, r.Header.Local...)
+			out.Header.Remote = append(out.Header.Remote, r.Header.Remote...)
+			out.Mismatches += r.Mismatches
+			out.Interrupted = out.Interrupted || r.Interrupted
+			for _, s := range r.Sizes[:nsizes] {
+				tr.Sizes = append(tr.Sizes, s.BW)
+			}
+		}
+		out.Threads = append(out.Threads, tr)
+	}
+	for k := range max(nsizes, 0) {
+		sum := first.Sizes[k] // thread 0's counters and CPU cover all
+		var parts, locals, remotes []stats.Bandwidth
+		for _, r := range results {
+			if r == nil {
+				continue
+			}
+			s := r.Sizes[k]
+			parts = append(parts, s.BW)
+			if s.Local != nil && s.Remote != nil {
+				locals, remotes = append(locals, *s.Local), append(remotes, *s.Remote)
+			}
+		}
+		sum.BW = addBandwidth(parts)
+		if len(locals) == len(parts) && len(parts) > 0 {
+			l, r := addBandwidth(locals), addBandwidth(remotes)
+			sum.Local, sum.Remote = &l, &r
+		}
+		if sum.CPU != nil {
+			c := *sum.CPU
+			c.Messages = sum.BW.Iterations
+			sum.CPU = &c
+		}
+		out.Sizes = append(out.Sizes, sum)
+	}
+	if err == nil && ctx.Err() != nil {
+		out.Interrupted = true
+	}
+	return out, err
+}
+
+// addBandwidth is the bandwidth of connections that ran at once: their
+// messages over the longest one's time, with the sum of their peaks (at
+// least the average).
+func addBandwidth(bs []stats.Bandwidth) stats.Bandwidth {
+	if len(bs) == 0 {
+		return stats.Bandwidth{}
+	}
+	var iters uint64
+	var el time.Duration
+	var peak float64
+	for _, b := range bs {
+		iters += b.Iterations
+		el = max(el, b.Elapsed)
+		peak += b.PeakMBps
+	}
+	sum := stats.ComputeBandwidth(bs[0].Bytes, iters, el, 0)
+	sum.PeakMBps = max(sum.AvgMBps, peak)
+	return sum
+}
+
+// clientThreads runs a client's test of several threads: one connection
+// to the server at addr per thread, each asking for its share.
+func clientThreads(ctx context.Context, addr string, spec exchange.TestSpec, l Local, onHeader func(report.Header)) (*Result, error) {
+	var b [8]byte
+	rand.Read(b[:])
+	group := binary.BigEndian.Uint64(b[:]) | 1 // never 0
+	specs, err := threadSpecs(spec, group)
+	if err != nil {
+		return nil, err
+	}
+	return runThreads(ctx, spec, l, onHeader, func(ctx context.Context, i int, l Local, onHeader func(report.Header)) (*Result, error) {
+		return client(ctx, addr, specs[i], l, onHeader)
+	}, nil)
+}
+
+// groupWait bounds how long a server waits for the rest of a test's
+// connections once the first has come.
+var groupWait = 10 * time.Second
+
+// serveThreads gathers the connections of the test of several threads
+// whose first connection is c (its spec, spec) from ln, then runs them.
+// A connection of another client meanwhile is told the server is busy.
+func serveThreads(ctx context.Context, ln net.Listener, c *exchange.Conn, spec exchange.TestSpec, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
+	n := int(spec.Threads)
+	conns := make([]*exchange.Conn, n)
+	specs := make([]exchange.TestSpec, n)
+	conns[spec.Thread], specs[spec.Thread] = c, spec
+	defer func() {
+		for _, c := range conns {
+			if c != nil && c.NetConn() != nil {
+				c.Close()
+			}
+		}
+	}()
+	fail := func(err error) (*Result, error) {
+		for _, c := range conns {
+			if c != nil {
+				hctx, cancel := context.WithTimeout(ctx, time.Second)
+				c.SendError(hctx, err)
+				cancel()
+			}
+		}
+		return nil, err
+	}
+	giveUp := time.Now().Add(groupWait)
+	if d, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
+		d.SetDeadline(giveUp)
+		defer d.SetDeadline(time.Time{})
+	}
+	for got := 1; got < n; {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return fail(fmt.Errorf("a test of %d threads: %d of its connections came in %v: %w", n, got, groupWait, err))
+		}
+		o := exchange.NewConn(nc)
+		hctx, cancel := context.WithDeadline(ctx, giveUp)
+		ts, err := handshakeSpec(hctx, o)
+		if err == nil && (ts.Group != spec.Group || ts.Threads != spec.Threads || ts.Thread >= ts.Threads || conns[ts.Thread] != nil) {
+			err = fmt.Errorf("this server is busy: it is gathering the %d connections of another client's test", n)
+			o.SendError(hctx, err)
+		} else if err == nil {
+			if err = ts.CheckLimits(lim); err != nil {
+				o.SendError(hctx, err)
+				cancel()
+				o.Close()
+				return fail(fmt.Errorf("refused a client's test: %w", err))
+			}
+		}
+		cancel()
+		if err != nil {
+			o.Close()
+			continue
+		}
+		conns[ts.Thread], specs[ts.Thread] = o, ts
+		got++
+	}
+	user := specs[0]
+	user.NumQPs = 0
+	for _, s := range specs {
+		user.NumQPs += s.NumQPs
+	}
+	return runThreads(ctx, user, l, onHeader, func(ctx context.Context, i int, l Local, onHeader func(report.Header)) (*Result, error) {
+		return run(ctx, conns[i], specs[i], l, "server", "", onHeader)
+	}, func(i int, err error) {
+		hctx, cancel := context.WithTimeout(ctx, time.Second)
+		conns[i].SendError(hctx, err)
+		cancel()
+	})
+}
