@@ -63,7 +63,8 @@ type config struct {
 	reps                 int
 	postList             int
 	postListSizes        []int
-	recvPostList         int // --recv_post_list of the send_bw rows with a post list
+	recvPostList         int   // --recv_post_list of the send_bw rows with a post list
+	threadSizes          []int // sizes of the write_bw rows where gorperf runs its QPs as threads
 	pin                  bool
 	events               bool
 	// gorperfOnly are flags gorperf alone gets, so that both tools place
@@ -124,10 +125,13 @@ type row struct {
 	QPs      int    `json:"qps"`
 	PostList int    `json:"post_list,omitempty"`
 	// RecvPostList is the receiver's list (--recv_post_list), if any.
-	RecvPostList int    `json:"recv_post_list,omitempty"`
-	Params       string `json:"params"` // the flags both tools ran with
-	Gorperf      stat   `json:"gorperf"`
-	Perftest     stat   `json:"perftest"`
+	RecvPostList int `json:"recv_post_list,omitempty"`
+	// Threads is, in a row where gorperf ran its QPs as several threads
+	// (--threads; perftest has none), their number.
+	Threads  int    `json:"threads,omitempty"`
+	Params   string `json:"params"` // the flags both tools ran with
+	Gorperf  stat   `json:"gorperf"`
+	Perftest stat   `json:"perftest"`
 	// BWRatio and MsgRateRatio are gorperf ÷ perftest; TypicalDiffUs and
 	// P99DiffUs are gorperf − perftest, TypicalRatio and P99Ratio the ratios.
 	BWRatio       float64 `json:"bw_ratio,omitempty"`
@@ -165,11 +169,12 @@ func main() {
 	flag.IntVar(&c.postList, "post-list", 16, "post list length (-l) for the message-rate rows (0: none)")
 	flag.IntVar(&c.recvPostList, "recv-post-list", 0, "receive post list (--recv_post_list) of the send_bw rows with a post list (0: none)")
 	plSizes := flag.String("post-list-sizes", "2,64,256", "message sizes of the write_bw and send_bw rows with a post list")
+	thrSizes := flag.String("thread-sizes", "", "message sizes of write_bw rows, one for each QP count of -qps above 1, where gorperf runs the QPs as that many threads (--threads; perftest, which has no threads, runs as in the other rows); none by default")
 	flag.BoolVar(&c.pin, "pin", false, "pin the server to CPU 0 and the client to CPU 1 (taskset)")
 	flag.BoolVar(&c.events, "events", false, "both tools sleep on completion events (-e); the write tests, which perftest cannot run with -e, are left out")
 	flag.Parse()
 	c.sizes, c.qps, c.tests = ints(sizes), ints(qps), strings.Split(tests, ",")
-	c.postListSizes = ints(*plSizes)
+	c.postListSizes, c.threadSizes = ints(*plSizes), ints(*thrSizes)
 	c.reps = max(c.reps, 1)
 	if *godebug != "" {
 		c.env = append(c.env, "GODEBUG="+*godebug)
@@ -207,13 +212,13 @@ func main() {
 	cases := c.cases()
 	var rows []row
 	for _, k := range cases {
-		r := c.compare(ctx, k.test, k.size, k.qps, k.extra...)
+		r := c.compare(ctx, k)
 		if ctx.Err() != nil {
 			break // this case's runs were cut short: not a result
 		}
 		rows = append(rows, r)
 		fmt.Fprintf(os.Stderr, "compare: %s %d B, %d QPs %s done (%d of %d)\n", k.test, k.size, k.qps,
-			strings.Join(k.extra, " "), len(rows), len(cases))
+			strings.Join(append(slices.Clone(k.extra), k.gorperfOnly()...), " "), len(rows), len(cases))
 		// After every case, so that a run that is stopped keeps what it
 		// measured.
 		if err := c.writeJSON(rows, len(rows) == len(cases), *godebug); err != nil {
@@ -237,6 +242,15 @@ type testCase struct {
 	test      string
 	size, qps int
 	extra     []string
+	threads   int // gorperf's --threads, if above 1
+}
+
+// gorperfOnly are the case's flags for gorperf alone.
+func (k testCase) gorperfOnly() []string {
+	if k.threads > 1 {
+		return []string{"--threads", strconv.Itoa(k.threads)}
+	}
+	return nil
 }
 
 // cases lists the rows to run: each test at each size, the message-rate
@@ -252,7 +266,7 @@ func (c *config) cases() []testCase {
 			}
 			extra = append(extra, "-e")
 		}
-		cs = append(cs, testCase{t, size, qps, extra})
+		cs = append(cs, testCase{test: t, size: size, qps: qps, extra: extra})
 	}
 	for _, t := range c.tests {
 		for _, s := range c.sizes {
@@ -272,6 +286,13 @@ func (c *config) cases() []testCase {
 	}
 	for _, q := range c.qps {
 		add("write_bw", 65536, q)
+	}
+	for _, s := range c.threadSizes {
+		for _, q := range c.qps {
+			if q > 1 && !c.events {
+				cs = append(cs, testCase{test: "write_bw", size: s, qps: q, threads: q})
+			}
+		}
 	}
 	return cs
 }
@@ -321,8 +342,9 @@ func localCopy(path string) (string, func(), error) {
 	return bin, cleanup, nil
 }
 
-func (c *config) compare(ctx context.Context, test string, size, qps int, extra ...string) row {
-	r := row{Test: test, Bytes: size, QPs: qps}
+func (c *config) compare(ctx context.Context, k testCase) row {
+	test, size, qps, extra := k.test, k.size, k.qps, k.extra
+	r := row{Test: test, Bytes: size, QPs: qps, Threads: k.threads}
 	if i := slices.Index(extra, "-l"); i >= 0 && i+1 < len(extra) {
 		r.PostList, _ = strconv.Atoi(extra[i+1])
 	}
@@ -346,7 +368,7 @@ func (c *config) compare(ctx context.Context, test string, size, qps int, extra 
 				pruns = append(pruns, m)
 				continue
 			}
-			m, _ := c.run(ctx, true, test, size, qps, append(append([]string{}, extra...), params...), 0)
+			m, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), 0)
 			gruns = append(gruns, m)
 		}
 	}
@@ -357,7 +379,7 @@ func (c *config) compare(ctx context.Context, test string, size, qps int, extra 
 	// JSON says why.
 	baseN := baselineIters(r.PostList, r.RecvPostList)
 	pb, _ := c.run(ctx, false, test, size, qps, extra, baseN)
-	gb, _ := c.run(ctx, true, test, size, qps, append(append([]string{}, extra...), params...), baseN)
+	gb, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), baseN)
 	netCPU(pruns, pb)
 	netCPU(gruns, gb)
 	r.Baselines = [2]measure{gb, pb}
@@ -742,8 +764,12 @@ func printTable(w io.Writer, rows []row) {
 		if r.RecvPostList > 1 {
 			list += "/" + strconv.Itoa(r.RecvPostList) // send's/receive's
 		}
+		qps := strconv.Itoa(r.QPs)
+		if r.Threads > 1 {
+			qps += "/" + strconv.Itoa(r.Threads) + "t"
+		}
 		if e := firstNonEmpty(r.Gorperf.Err, r.Perftest.Err); e != "" {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\tERROR: %s\t\t\t\t\t\t\t\t\t\t\t\n", r.Test, r.Bytes, r.QPs, list, e)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\tERROR: %s\t\t\t\t\t\t\t\t\t\t\t\n", r.Test, r.Bytes, qps, list, e)
 			continue
 		}
 		g, p := r.Gorperf, r.Perftest
@@ -761,10 +787,10 @@ func printTable(w io.Writer, rows []row) {
 		}
 		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%s", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, cpu)
 		if strings.HasSuffix(r.Test, "_bw") {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f MB/s\t%.2f MB/s\t%.3f\t%.3f\t%.3f\t\t\t%s\n", r.Test, r.Bytes, r.QPs, list,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f MB/s\t%.2f MB/s\t%.3f\t%.3f\t%.3f\t\t\t%s\n", r.Test, r.Bytes, qps, list,
 				g.BWAvgMBps, p.BWAvgMBps, r.BWRatio, r.MsgRateRatio, r.BestRatio, common)
 		} else {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f µs\t%.2f µs\t%.3f\t\t%.3f\t%+.2f\t%+.2f\t%s\n", r.Test, r.Bytes, r.QPs, list,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f µs\t%.2f µs\t%.3f\t\t%.3f\t%+.2f\t%+.2f\t%s\n", r.Test, r.Bytes, qps, list,
 				g.TTypicalUs, p.TTypicalUs, r.TypicalRatio, r.BestRatio, r.TypicalDiffUs, r.P99DiffUs, common)
 		}
 	}
@@ -773,6 +799,9 @@ func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "t_typical); spread: (max − min) ÷ median of message rate or t_typical;")
 	fmt.Fprintln(w, "retries: the client device's retransmissions (median); CPU: the client's time per message net of start-up")
 	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest; \"-\" where the loop's CPU was too small to tell.")
+	if slices.ContainsFunc(rows, func(r row) bool { return r.Threads > 1 }) {
+		fmt.Fprintln(w, "qps N/Mt: gorperf ran the N QPs as M threads (--threads), each on its own CPU; perftest, which has no threads, as one.")
+	}
 	if len(failed) > 0 {
 		fmt.Fprintln(w, "\"err\": a baseline run failed, so the runs' CPU could not be net of start-up:")
 		for _, f := range failed {

@@ -195,6 +195,19 @@ func TestCases(t *testing.T) {
 	if n := len(c.cases()); n != 6 {
 		t.Errorf("%d cases without a post list, want 6", n)
 	}
+	// -thread-sizes: write_bw rows for each QP count above 1, where
+	// gorperf alone gets --threads.
+	c.threadSizes = []int{64}
+	if cs := c.cases(); len(cs) != 7 || cs[6].test != "write_bw" || cs[6].size != 64 || cs[6].qps != 4 || cs[6].threads != 4 ||
+		len(cs[6].extra) != 0 || !slices.Equal(cs[6].gorperfOnly(), []string{"--threads", "4"}) || cs[5].gorperfOnly() != nil {
+		t.Errorf("with -thread-sizes 64: %+v", cs)
+	}
+	var b strings.Builder
+	printTable(&b, []row{{Test: "write_bw", Bytes: 64, QPs: 4, Threads: 4}})
+	if !strings.Contains(b.String(), " 4/4t ") || !strings.Contains(b.String(), "ran the N QPs as M threads") {
+		t.Errorf("a row of threads:\n%s", b.String())
+	}
+	c.threadSizes = nil
 	// -events: -e everywhere, and no write tests, which perftest cannot
 	// run with events.
 	c.events, c.postList, c.tests = true, 16, []string{"write_lat", "read_lat", "send_bw"}
