@@ -163,3 +163,41 @@ func TestApplyWithoutTopology(t *testing.T) {
 		t.Errorf("the process moved from %v to %v", before, after)
 	}
 }
+
+// TestPinThread: the calling thread alone is held to the CPU, and a CPU
+// that cannot be named is refused before anything moves.
+func TestPinThread(t *testing.T) {
+	cpus, err := Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := cpus[len(cpus)-1]
+	got := make(chan []int, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the pinned thread ends with this goroutine
+		if err := PinThread(cpu); err != nil {
+			t.Error(err)
+		}
+		var set unix.CPUSet
+		unix.SchedGetaffinity(0, &set)
+		var on []int
+		for c := range maxCPUs {
+			if set.IsSet(c) {
+				on = append(on, c)
+			}
+		}
+		got <- on
+	}()
+	if on := <-got; !slices.Equal(on, []int{cpu}) {
+		t.Errorf("the pinned thread may run on %v, want [%d]", on, cpu)
+	}
+	if after, _ := Current(); len(cpus) > 1 && !slices.Equal(after, cpus) {
+		// Current is the union over the threads: the others kept theirs.
+		t.Errorf("the process may run on %v after one thread was pinned, want %v", after, cpus)
+	}
+	for _, bad := range []int{-1, maxCPUs} {
+		if err := PinThread(bad); err == nil || !strings.Contains(err.Error(), "want 0 to 1023") {
+			t.Errorf("PinThread(%d): %v", bad, err)
+		}
+	}
+}
