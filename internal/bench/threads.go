@@ -55,13 +55,15 @@ type threadGroup struct {
 	headers []*report.Header
 
 	done, total []atomic.Uint64 // each thread's last progress report
-	interval    []atomic.Uint64 // each thread's last interval's messages
+
+	ivMu      sync.Mutex
+	intervals [][]uint64 // each thread's messages in each interval not yet reported
 }
 
 func newThreadGroup(n int) *threadGroup {
 	return &threadGroup{n: n, running: n, round: make(chan struct{}),
 		headers: make([]*report.Header, n), done: make([]atomic.Uint64, n),
-		total: make([]atomic.Uint64, n), interval: make([]atomic.Uint64, n)}
+		total: make([]atomic.Uint64, n), intervals: make([][]uint64, n)}
 }
 
 // wait returns once every thread still running has called it: the
@@ -121,14 +123,22 @@ func (g *threadGroup) threadLocal(l Local, i int) Local {
 		}
 	}
 	if iv := l.Interval; iv != nil {
-		// Each thread reports every period from the same start; thread
-		// 0's report carries the others' latest.
+		// Each thread reports every period from the same start; the
+		// last to report an interval reports the sum of everyone's.
 		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
-			g.interval[i].Store(b.Iterations)
-			if i == 0 {
+			g.ivMu.Lock()
+			defer g.ivMu.Unlock()
+			g.intervals[i] = append(g.intervals[i], b.Iterations)
+			for {
 				var n uint64
-				for j := range g.n {
-					n += g.interval[j].Load()
+				for _, q := range g.intervals {
+					if len(q) == 0 {
+						return
+					}
+					n += q[0]
+				}
+				for j := range g.intervals {
+					g.intervals[j] = g.intervals[j][1:]
 				}
 				iv(elapsed, stats.ComputeBandwidth(b.Bytes, n, b.Elapsed, 0))
 			}

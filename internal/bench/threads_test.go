@@ -104,10 +104,13 @@ func TestThreadCallbacks(t *testing.T) {
 	ls[1].Progress(64, 10, 100)
 	ls[2].Progress(64, 20, 100)
 	ls[0].Progress(64, 5, 100)
-	ls[1].Interval(time.Second, stats.Bandwidth{Bytes: 64, Iterations: 7, Elapsed: time.Second})
-	ls[0].Interval(time.Second, stats.Bandwidth{Bytes: 64, Iterations: 1, Elapsed: time.Second})
-	if !slices.Equal(progress, [][2]uint64{{35, 300}}) || !slices.Equal(intervals, []uint64{8}) {
-		t.Errorf("progress %v, intervals %v; want [[35 300]], [8]", progress, intervals)
+	// Interval k is reported once every thread has reported its k-th,
+	// whichever comes last.
+	for _, r := range []struct{ thread, msgs int }{{1, 7}, {0, 1}, {1, 70}, {2, 100}, {0, 10}, {2, 1000}} {
+		ls[r.thread].Interval(time.Second, stats.Bandwidth{Bytes: 64, Iterations: uint64(r.msgs), Elapsed: time.Second})
+	}
+	if !slices.Equal(progress, [][2]uint64{{35, 300}}) || !slices.Equal(intervals, []uint64{108, 1080}) {
+		t.Errorf("progress %v, intervals %v; want [[35 300]], [108 1080]", progress, intervals)
 	}
 	var headers []report.Header
 	for i := range 3 {

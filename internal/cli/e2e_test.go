@@ -540,6 +540,21 @@ func TestRunInfinitely(t *testing.T) {
 	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || !r.Interrupted || !r.WarmUp {
 		t.Errorf("--json --run_infinitely --perform_warm_up: %v, %d intervals, interrupted %v:\n%s", err, len(r.Intervals), r.Interrupted, cliOut)
 	}
+	// With threads, an interval is reported once each thread has ended
+	// it, with all their messages.
+	cliOut = run(4500*time.Millisecond, "--json", "--threads", "2")
+	r = report.Result{}
+	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || r.Threads != 2 {
+		t.Fatalf("--json --run_infinitely --threads 2: %v, %d intervals, %d threads:\n%s", err, len(r.Intervals), r.Threads, cliOut)
+	}
+	total := r.Results[0].Iterations
+	var sum uint64
+	for _, iv := range r.Intervals {
+		sum += iv.Iterations
+	}
+	if sum > total || sum < total/3 {
+		t.Errorf("--threads 2: the intervals hold %d messages of the run's %d:\n%s", sum, total, cliOut)
+	}
 }
 
 // TestBadInput gives the client wrong devices, ports, GIDs and sizes, and
