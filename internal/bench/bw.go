@@ -281,8 +281,8 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				s.report(now, start, size, total, iters*uint64(nqp), dur, &lastTotal)
 				lastReport = now
 			}
-			if !sent && now.Sub(lastProgress) > s.idle {
-				return partial(&idleError{"completion", s.idle})
+			if idle := s.completionIdle(total, lastProgress.Sub(start), size, mod*uint64(nqp)); !sent && now.Sub(lastProgress) > idle {
+				return partial(&idleError{"completion", idle})
 			}
 			if rcv != nil && !rcvOver {
 				over, err := rcv.check(ctx, now)
@@ -297,7 +297,37 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		}
 	}
 	n, el := measured.measured(total, time.Since(start))
+	if el > 0 && n > 0 {
+		s.sendRate = float64(n) * float64(s.payload(size)) / el.Seconds()
+	}
 	return sideResult{Iters: n, Bytes: n * uint64(s.payload(size)), Elapsed: el, Peak: peak, CPU: measured.cpuSpan()}, ctx.Err()
+}
+
+// completionIdle is how long the sending loop waits for a completion
+// before it declares the peer gone: the idle timeout, or four times what
+// window messages of size bytes (one signalled in every CQ moderation's
+// worth on each QP) take at the rate seen so far, this size's (total
+// messages done in el) or else the last size's, whichever is longer. A
+// moderation of 100 makes completions rare with large messages on a slow
+// link, or under a rate limit: 100 writes of 4 MiB at 50 MB/s take 8 s a
+// QP. A rate limit bounds the rate; before any rate is known, each QP
+// gets the idle timeout.
+func (s *session) completionIdle(total uint64, el time.Duration, size int, window uint64) time.Duration {
+	rate := s.sendRate
+	if total > 0 && el > 0 {
+		rate = float64(total) * float64(s.payload(size)) / el.Seconds()
+	}
+	if r := s.rateLimit(); r.Rate > 0 {
+		limit := r.perSecond(s.payload(size)) * float64(s.payload(size))
+		if rate <= 0 || limit < rate {
+			rate = limit
+		}
+	}
+	if rate <= 0 {
+		return s.idle * time.Duration(max(len(s.qps), 1))
+	}
+	w := time.Duration(4 * float64(window) * float64(s.payload(size)) / rate * float64(time.Second))
+	return max(s.idle, w)
 }
 
 // sendBatches builds a SendBatch of n copies of each QP's template.

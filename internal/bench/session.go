@@ -137,6 +137,7 @@ type session struct {
 	immBad    uint64               // messages of this size whose immediate data was wrong (immCheck)
 	warmed    uint64               // messages each QP posted in warm-ups (WarmUp), so far
 	warming   bool                 // the sending loop runs a warm-up: its own length, no reports
+	sendRate  float64              // bytes a second the sending loop's last size moved, for completionIdle
 	ch        *ibverbs.CompChannel // with -e, the CQs' channel
 	qps       []*ibverbs.QP
 	ahs       []*ibverbs.AH

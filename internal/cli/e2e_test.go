@@ -377,6 +377,18 @@ func procExit(err error) int {
 	return -1
 }
 
+// writeBWPair starts a write-bw server on the test device and, once it
+// listens, a client of it with args on the other device.
+func writeBWPair(t *testing.T, ctx context.Context, args ...string) (srv *exec.Cmd, srvOut *syncBuffer, cli *exec.Cmd, cliOut *syncBuffer) {
+	t.Helper()
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut = start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	cli, cliOut = start(t, ctx, append(append([]string{"write-bw", "-d", cliDev, "-p", port}, args...), addr)...)
+	return srv, srvOut, cli, cliOut
+}
+
 // TestInterrupt stops a long client with SIGINT: it prints what it
 // measured, marks the result interrupted and exits 130.
 func TestInterrupt(t *testing.T) {
@@ -385,13 +397,9 @@ func TestInterrupt(t *testing.T) {
 }
 
 func testInterrupt(t *testing.T, extra ...string) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
-	waitListening(t, port)
-	cli, cliOut := start(t, ctx, append([]string{"write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", "--json", addr}, extra...)...)
+	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, append([]string{"-s", "4096", "-D", "60", "--json"}, extra...)...)
 	time.Sleep(3 * time.Second)
 	cli.Process.Signal(syscall.SIGINT)
 	t0 := time.Now()
@@ -424,13 +432,9 @@ func TestServerKilled(t *testing.T) {
 }
 
 func testServerKilled(t *testing.T, extra ...string) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
-	waitListening(t, port)
-	cli, cliOut := start(t, ctx, append([]string{"write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr}, extra...)...)
+	srv, _, cli, cliOut := writeBWPair(t, ctx, append([]string{"-s", "4096", "-D", "60"}, extra...)...)
 	time.Sleep(3 * time.Second)
 	srv.Process.Kill()
 	srv.Wait()
@@ -506,17 +510,12 @@ func testClientKilled(t *testing.T, extra ...string) {
 
 // TestRunInfinitely prints a line per interval until stopped.
 func TestRunInfinitely(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	// run measures for about d after the server reports the QPs connected
 	// (its header), then stops the client with SIGINT.
 	run := func(d time.Duration, extra ...string) *syncBuffer {
-		port := fmt.Sprint(19000 + nextPort.Add(1))
-		_, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
-		waitListening(t, port)
-		args := append([]string{"write-bw", "-d", cliDev, "-p", port, "-s", "4096", "--run_infinitely", "-D", "1"}, extra...)
-		cli, cliOut := start(t, ctx, append(args, addr)...)
+		_, srvOut, cli, cliOut := writeBWPair(t, ctx, append([]string{"-s", "4096", "--run_infinitely", "-D", "1"}, extra...)...)
 		waitOutput(t, srvOut, "GID index")
 		time.Sleep(d)
 		cli.Process.Signal(syscall.SIGINT)
@@ -1285,13 +1284,9 @@ func TestThreadsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
-	waitListening(t, port)
-	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "64", "-D", "4", "-q", "4", "--threads", "2", addr)
+	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, "-s", "64", "-D", "4", "-q", "4", "--threads", "2")
 	waitOutput(t, cliOut, "Threads")
 	time.Sleep(1500 * time.Millisecond)
 	// Each thread's CPUs and its CPU time so far, from /proc.
