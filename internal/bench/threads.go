@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -229,6 +230,7 @@ func runThreads(ctx context.Context, spec exchange.TestSpec, l Local, onHeader f
 	run func(ctx context.Context, i int, l Local, onHeader func(report.Header)) (*Result, error),
 	refuse func(i int, err error)) (*Result, error) {
 	n := int(spec.Threads)
+	defer reserveProcs(n)()
 	gctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	g := newThreadGroup(n)
@@ -260,6 +262,44 @@ func runThreads(ctx context.Context, spec exchange.TestSpec, l Local, onHeader f
 	}
 	wg.Wait()
 	return combine(ctx, spec, results, errs, cpus)
+}
+
+// procs counts the measuring loops of the tests of several threads
+// running in this process (a loopback test runs both sides' here), and
+// procsBefore is GOMAXPROCS from before the first of them.
+var (
+	procsMu     sync.Mutex
+	procs       int
+	procsBefore int
+)
+
+// reserveProcs makes room in the Go scheduler for n more loops, each
+// holding its P through its cgo calls: GOMAXPROCS becomes at least one
+// more than the loops, unless the environment sets it, so that a P stays
+// idle for the runtime's other goroutines. With none idle the runtime's
+// monitor takes a loop's P away from any cgo call past its 20 µs tick
+// (docs/performance.md, item 20). The returned function gives them back,
+// and with the last of them restores GOMAXPROCS.
+func reserveProcs(n int) (release func()) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return func() {}
+	}
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	if procs == 0 {
+		procsBefore = runtime.GOMAXPROCS(0)
+	}
+	procs += n
+	if cur := runtime.GOMAXPROCS(0); cur < procs+1 {
+		runtime.GOMAXPROCS(procs + 1)
+	}
+	return func() {
+		procsMu.Lock()
+		defer procsMu.Unlock()
+		if procs -= n; procs == 0 {
+			runtime.GOMAXPROCS(procsBefore)
+		}
+	}
 }
 
 // combine adds up the threads' results into the side's: at each size the

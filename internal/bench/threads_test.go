@@ -5,6 +5,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -179,5 +181,28 @@ func TestCombine(t *testing.T) {
 	}
 	if len(out.Sizes) != 0 || out.Threads[0].CPU != -1 || out.Threads[2].Err != context.Canceled {
 		t.Errorf("after a failure: %d sizes, threads %+v", len(out.Sizes), out.Threads)
+	}
+}
+
+// TestReserveProcs: tests of several threads running at once (both sides
+// of a loopback test) get a P each and one spare, and GOMAXPROCS returns
+// to what it was when the last ends.
+func TestReserveProcs(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set: gorperf leaves it")
+	}
+	before := runtime.GOMAXPROCS(0)
+	client := reserveProcs(before + 2)
+	server := reserveProcs(3)
+	if got, want := runtime.GOMAXPROCS(0), before+2+3+1; got != want {
+		t.Errorf("GOMAXPROCS %d with %d loops, want %d", got, before+5, want)
+	}
+	client()
+	if got := runtime.GOMAXPROCS(0); got != before+2+3+1 {
+		t.Errorf("GOMAXPROCS %d while loops still run, want it kept", got)
+	}
+	server()
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS %d after the loops, want %d back", got, before)
 	}
 }
