@@ -29,3 +29,4 @@ bench() { # TEST FLAGS...
 }
 bench write-bw -s 65536 -n 2000
 bench send-lat -s 64 -n 1000
+bench write-bw -s 4096 -n 2000 -q 2 --threads 2
