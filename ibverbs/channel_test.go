@@ -195,6 +195,56 @@ func TestCreateCQVector(t *testing.T) {
 	t.Logf("%s has %d completion vectors", p.ctx.Name(), n)
 }
 
+// TestCreateCQEx: CQs made with ibv_create_cq_ex, promised to one thread,
+// carry sends, writes with immediate data and their completions (fields
+// and events included) as ibv_create_cq's do; a bad vector or a closed
+// channel fails before the verb.
+func TestCreateCQEx(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true, singleThreaded: true})
+	if p.a.cq.Len() < 256 || !p.a.cq.SingleThreaded() || p.a.qp.SendCQ() != p.a.cq || p.a.qp.RecvCQ() != p.a.cq {
+		t.Errorf("Len %d, want at least 256; single-threaded %v; the QP's CQs %p and %p, want %p",
+			p.a.cq.Len(), p.a.cq.SingleThreaded(), p.a.qp.SendCQ(), p.a.qp.RecvCQ(), p.a.cq)
+	}
+	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 7, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.b.cq.ReqNotify(false); err != nil {
+		t.Fatal(err)
+	}
+	wr := ibverbs.SendWR{ID: 3, Opcode: ibverbs.OpRDMAWriteWithImm, Flags: ibverbs.SendSignaled, Imm: 0xabcd,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 48)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}
+	if err := p.a.qp.PostSend([]ibverbs.SendWR{wr}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollN(t, p.a.cq, 1)[0]; wc.Err() != nil || wc.WRID != 3 || wc.Opcode != ibverbs.WCRDMAWrite {
+		t.Errorf("sender's completion %+v", wc)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if cq, err := p.ch.Wait(ctx); err != nil || cq != p.b.cq {
+		t.Fatalf("completion event: CQ %p, %v; want the receiver's %p", cq, err, p.b.cq)
+	}
+	wc := pollN(t, p.b.cq, 1)[0]
+	if wc.Err() != nil || wc.WRID != 7 || wc.Opcode != ibverbs.WCRecvRDMAWithImm || wc.Imm != 0xabcd ||
+		wc.Flags&ibverbs.WCWithImm == 0 || wc.ByteLen != 48 || wc.QPN != p.b.qp.Num() {
+		t.Errorf("receiver's completion %+v", wc)
+	}
+	for _, v := range []int{-1, p.ctx.NumCompVectors()} {
+		if _, err := p.ctx.CreateCQEx(ibverbs.CQInit{Entries: 8, Vector: v}); !errors.Is(err, syscall.EINVAL) ||
+			!strings.Contains(err.Error(), "ibv_create_cq_ex") {
+			t.Errorf("vector %d: %v, want EINVAL from ibv_create_cq_ex", v, err)
+		}
+	}
+	ch, err := p.ctx.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, ch)
+	if _, err := p.ctx.CreateCQEx(ibverbs.CQInit{Entries: 8, Channel: ch}); !errors.Is(err, ibverbs.ErrClosed) {
+		t.Errorf("closed channel: %v", err)
+	}
+}
+
 // Resize grows a CQ with completions in it (most likely: the writes have
 // had 50 ms), which it keeps.
 func TestResizeCQ(t *testing.T) {

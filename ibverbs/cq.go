@@ -19,7 +19,13 @@ type CQ struct {
 	ch   *CompChannel
 	cqe  int
 	kids refs
+	// single: made with CQInit.SingleThreaded.
+	single bool
 }
+
+// SingleThreaded reports whether the CQ was made with the promise that
+// one thread at a time uses it (CQInit.SingleThreaded).
+func (cq *CQ) SingleThreaded() bool { return cq.single }
 
 // CreateCQ creates a completion queue for at least cqe entries
 // (ibv_create_cq) on completion vector 0. ch may be nil for a CQ that is
@@ -44,31 +50,84 @@ func (c *Context) NumCompVectors() int {
 // the CPU it runs on. A vector out of range is an error matching
 // syscall.EINVAL.
 func (c *Context) CreateCQVector(cqe int, ch *CompChannel, vector int) (*CQ, error) {
-	if c.c == nil {
-		return nil, ErrClosed
-	}
-	if n := c.NumCompVectors(); vector < 0 || vector >= n {
-		return nil, fmt.Errorf("ibv_create_cq: %s: completion vector %d: the device has %d (0 to %d): %w",
-			c.name, vector, n, n-1, syscall.EINVAL)
-	}
-	var cch *C.struct_ibv_comp_channel
-	if ch != nil {
-		if ch.c == nil {
-			return nil, ErrClosed
-		}
-		cch = ch.c
+	cch, err := c.cqArgs("ibv_create_cq", ch, vector)
+	if err != nil {
+		return nil, err
 	}
 	q, err := C.ibv_create_cq(c.c, C.int(cqe), nil, cch, C.int(vector))
 	if q == nil {
 		return nil, fmt.Errorf("%s: %d entries: %w", c.name, cqe, errnoOf("ibv_create_cq", err))
 	}
+	return c.newCQ(q, ch), nil
+}
+
+// CQInit says what CreateCQEx makes.
+type CQInit struct {
+	// Entries is the least number of completions the CQ holds.
+	Entries int
+	// Channel, if set, is where the CQ's completion events come; Vector
+	// is the completion vector they come on, as CreateCQVector's.
+	Channel *CompChannel
+	Vector  int
+	// SingleThreaded promises that no two threads use the CQ at once
+	// (IBV_CREATE_CQ_ATTR_SINGLE_THREADED): a provider that honours it,
+	// such as mlx5, then polls it without taking a lock. A provider that
+	// does not know the flag fails with an error that matches
+	// errors.ErrUnsupported; others may accept it and lock anyway.
+	SingleThreaded bool
+}
+
+// CreateCQEx creates a completion queue with ibv_create_cq_ex, which takes
+// creation flags that ibv_create_cq does not (CQInit.SingleThreaded); it is
+// polled, waited on and closed as any CQ. A device without the verb fails
+// with an error that matches errors.ErrUnsupported: CreateCQVector then
+// makes an equivalent CQ without the flags.
+func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
+	cch, err := c.cqArgs("ibv_create_cq_ex", init.Channel, init.Vector)
+	if err != nil {
+		return nil, err
+	}
+	var flags C.uint32_t
+	if init.SingleThreaded {
+		flags |= C.IBV_CREATE_CQ_ATTR_SINGLE_THREADED
+	}
+	q, err := C.gv_create_cq_ex(c.c, C.int(init.Entries), cch, C.int(init.Vector), flags)
+	if q == nil {
+		return nil, fmt.Errorf("%s: %d entries: %w", c.name, init.Entries, errnoOf("ibv_create_cq_ex", err))
+	}
+	cq := c.newCQ(q, init.Channel)
+	cq.single = init.SingleThreaded
+	return cq, nil
+}
+
+// cqArgs checks a CQ's context, channel and vector for verb, and returns
+// the channel's C pointer.
+func (c *Context) cqArgs(verb string, ch *CompChannel, vector int) (*C.struct_ibv_comp_channel, error) {
+	if c.c == nil {
+		return nil, ErrClosed
+	}
+	if n := c.NumCompVectors(); vector < 0 || vector >= n {
+		return nil, fmt.Errorf("%s: %s: completion vector %d: the device has %d (0 to %d): %w",
+			verb, c.name, vector, n, n-1, syscall.EINVAL)
+	}
+	if ch == nil {
+		return nil, nil
+	}
+	if ch.c == nil {
+		return nil, ErrClosed
+	}
+	return ch.c, nil
+}
+
+// newCQ wraps q, a CQ just made on c, and counts it as c's and ch's child.
+func (c *Context) newCQ(q *C.struct_ibv_cq, ch *CompChannel) *CQ {
 	cq := &CQ{c: q, ctx: c, ch: ch, cqe: int(q.cqe)}
 	c.kids.add()
 	if ch != nil {
 		ch.kids.add()
 	}
 	c.register(unsafe.Pointer(q), cq)
-	return cq, nil
+	return cq
 }
 
 // Len returns the number of entries the CQ was granted, at creation or

@@ -33,6 +33,9 @@ type pairOpts struct {
 	// sets it when events is.
 	ch     *ibverbs.CompChannel
 	events bool
+	// singleThreaded makes the sides' CQs with CreateCQEx and
+	// CQInit.SingleThreaded.
+	singleThreaded bool
 }
 
 // pair is two QPs of one type on the test device, connected to each other.
@@ -57,7 +60,12 @@ func newSide(t testing.TB, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, s.mr) })
-	if s.cq, err = ctx.CreateCQ(256, o.ch); err != nil {
+	if o.singleThreaded {
+		s.cq, err = ctx.CreateCQEx(ibverbs.CQInit{Entries: 256, Channel: o.ch, SingleThreaded: true})
+	} else {
+		s.cq, err = ctx.CreateCQ(256, o.ch)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, s.cq) })

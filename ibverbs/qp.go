@@ -298,6 +298,12 @@ func (qp *QP) SetPSN(psn uint32) { qp.psn = psn & 0xffffff }
 // PD returns the QP's protection domain.
 func (qp *QP) PD() *PD { return qp.pd }
 
+// SendCQ returns the CQ the QP's send completions go to (QPInit.SendCQ).
+func (qp *QP) SendCQ() *CQ { return qp.send }
+
+// RecvCQ returns the CQ the QP's receive completions go to (QPInit.RecvCQ).
+func (qp *QP) RecvCQ() *CQ { return qp.recv }
+
 // SRQ returns the shared receive queue the QP takes its receives from
 // (QPInit.SRQ), or nil.
 func (qp *QP) SRQ() *SRQ { return qp.srq }

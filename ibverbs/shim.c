@@ -311,6 +311,25 @@ int gv_poll_cq(uintptr_t cqh, int n, struct gv_wc *out)
 	return got;
 }
 
+struct ibv_cq *gv_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *ch,
+			       int vector, uint32_t flags)
+{
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = cqe,
+		.channel = ch,
+		.comp_vector = vector,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+	};
+	struct ibv_cq_ex *cq;
+
+	if (flags) {
+		a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+		a.flags = flags;
+	}
+	cq = ibv_create_cq_ex(ctx, &a);
+	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	return ibv_req_notify_cq(cq, solicited_only);

@@ -88,6 +88,11 @@ struct ibv_qp_ex *gv_qp_ex(struct ibv_qp *qp);
 int gv_post_recv(uintptr_t qp, uintptr_t wr, int n, int list, int *bad);
 int gv_post_srq_recv(uintptr_t srq, uintptr_t wr, int n, int list, int *bad);
 int gv_poll_cq(uintptr_t cq, int n, struct gv_wc *out);
+// gv_create_cq_ex creates a CQ with ibv_create_cq_ex, with the standard
+// work completion fields and the ibv_create_cq_attr_flags in flags, and
+// returns its struct ibv_cq, or NULL with errno set.
+struct ibv_cq *gv_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *ch,
+			       int vector, uint32_t flags);
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 // gv_post_poll posts w[0:n] as gv_post_send (or, qx not 0, gv_wr_post)
 // does and, if that succeeds, polls cq as gv_poll_cq does until it takes

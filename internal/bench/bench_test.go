@@ -1066,3 +1066,52 @@ func TestThreadsRateAndFailure(t *testing.T) {
 		t.Errorf("the failure took %v", d)
 	}
 }
+
+// TestSingleThreadedCQs: each side's CQs, polled by its one loop, are
+// made single-threaded where the device takes the flag, through rdma_cm
+// too; where it does not, the test runs on ordinary CQs.
+func TestSingleThreadedCQs(t *testing.T) {
+	info := rdmatest.Device(t)
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := ctx.CreateCQEx(ibverbs.CQInit{Entries: 4, SingleThreaded: true})
+	if err == nil {
+		probe.Close()
+	} else if !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatal(err)
+	}
+	ctx.Close()
+	want := err == nil
+	for _, cm := range []bool{false, true} {
+		var mu sync.Mutex
+		var got []bool
+		defer bench.SetAfterConnect(func(_ bool, qps []*ibverbs.QP) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, qp := range qps {
+				got = append(got, qp.SendCQ().SingleThreaded(), qp.RecvCQ().SingleThreaded())
+			}
+		})()
+		spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 50,
+			NumQPs: 2, TXDepth: 16, RXDepth: 16, CQModeration: 4, ValidateData: true, RdmaCM: cm}
+		host := ""
+		if cm {
+			host = gidHost(t)
+		}
+		c, s := loopback(t, spec, func(l *bench.Local, client bool) {
+			if client {
+				l.CMHost = host
+			}
+		})
+		if c.Mismatches+s.Mismatches != 0 || c.Sizes[0].BW.Iterations != 100 {
+			t.Errorf("rdma_cm %v: %d mismatches, %d messages", cm, c.Mismatches+s.Mismatches, c.Sizes[0].BW.Iterations)
+		}
+		mu.Lock()
+		if len(got) != 8 || slices.Contains(got, !want) {
+			t.Errorf("rdma_cm %v: the QPs' CQs single-threaded: %v, want 8 × %v", cm, got, want)
+		}
+		mu.Unlock()
+	}
+}
