@@ -127,7 +127,7 @@ var perftestOnly = map[string]string{
 	"force_link":              "is not offered: gorperf takes the link layer (InfiniBand or Ethernet) from the port itself, as ibv_query_port reports it",
 	"dlid":                    "(a destination LID given instead of exchanged) is not offered: gorperf learns the peer's LID and GID from the control connection",
 	"wait_destroy":            "(a pause before the resources are freed) is not offered: gorperf frees them when the test ends; to inspect them (rdma resource show, say) while they exist, run the test with -D or --run_infinitely",
-	"no_lock":                 "(lock-free verbs through thread domains) is not offered: thread and parent domains are an mlx5 extension of libibverbs, and gorperf keeps to what every provider does",
+	"no_lock":                 "(lock-free QPs and CQs through thread and parent domains, ibv_alloc_td and ibv_alloc_parent_domain) is not offered: soft-RoCE, on which gorperf is tested, has neither verb. gorperf's CQs are made single-threaded where the device allows (mlx5 then polls them without a lock); for mlx5's QPs too, run with MLX5_SINGLE_THREADED=1, which drops its locks for the whole process",
 	"use_null_mr":             "(ibv_alloc_null_mr) is not offered: only mlx5 implements null memory regions, and gorperf keeps to what every provider does",
 	"use_ooo":                 mlx5Only,
 	"congest_type":            mlx5Only,
