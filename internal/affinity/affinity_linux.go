@@ -236,3 +236,25 @@ func PinThread(cpu int) error {
 	}
 	return nil
 }
+
+// SpreadCores orders cpus so that each physical core's first CPU comes
+// before any core's second hardware thread (its SMT sibling), keeping
+// their order otherwise: threads that take them in turn then get a core
+// each while there are cores. Siblings are read from sysfs
+// (topology/thread_siblings_list); a CPU whose siblings cannot be read
+// counts as a core of its own.
+func SpreadCores(cpus []int) []int {
+	rank := make(map[int]int, len(cpus)) // a CPU's place among its core's siblings
+	for _, cpu := range cpus {
+		sib, err := readList(filepath.Join(sysDir, "cpu", "cpu"+strconv.Itoa(cpu), "topology", "thread_siblings_list"))
+		if err != nil {
+			continue
+		}
+		if i := slices.Index(sib, cpu); i > 0 {
+			rank[cpu] = i
+		}
+	}
+	out := slices.Clone(cpus)
+	slices.SortStableFunc(out, func(a, b int) int { return rank[a] - rank[b] })
+	return out
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -199,5 +200,32 @@ func TestPinThread(t *testing.T) {
 		if err := PinThread(bad); err == nil || !strings.Contains(err.Error(), "want 0 to 1023") {
 			t.Errorf("PinThread(%d): %v", bad, err)
 		}
+	}
+}
+
+// TestSpreadCores: where siblings are numbered next to each other, the
+// first thread of every core comes before any core's second; where a
+// CPU's siblings cannot be read, it keeps its place.
+func TestSpreadCores(t *testing.T) {
+	dir := t.TempDir()
+	siblings := map[int]string{0: "0-1", 1: "0-1", 2: "2-3", 3: "2-3", 4: "4,12", 12: "4,12"} // 5: unreadable
+	for cpu, list := range siblings {
+		d := filepath.Join(dir, "cpu", "cpu"+strconv.Itoa(cpu), "topology")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "thread_siblings_list"), []byte(list+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := sysDir
+	sysDir = dir
+	defer func() { sysDir = old }()
+	in := []int{0, 1, 2, 3, 4, 5, 12}
+	if got, want := SpreadCores(in), []int{0, 2, 4, 5, 1, 3, 12}; !slices.Equal(got, want) {
+		t.Errorf("SpreadCores(%v) = %v, want %v", in, got, want)
+	}
+	if !slices.Equal(in, []int{0, 1, 2, 3, 4, 5, 12}) {
+		t.Errorf("the input changed: %v", in)
 	}
 }

@@ -21,3 +21,6 @@ func NodeCPUs(int) ([]int, error) { return nil, errNoAffinity }
 
 // PinThread fails: CPU affinity is Linux's here.
 func PinThread(int) error { return errNoAffinity }
+
+// SpreadCores returns cpus as they are: the topology is Linux's here.
+func SpreadCores(cpus []int) []int { return cpus }

@@ -210,13 +210,14 @@ func (o *testOptions) place() error {
 }
 
 // threadCPUs are the CPUs a test's threads take in turn: those this side
-// was placed on, or, where placement could not say, those it may run on.
+// was placed on, or, where placement could not say, those it may run on;
+// a core each before any core's second hardware thread.
 func (o *testOptions) threadCPUs() []int {
-	if len(o.placed.CPUs) > 0 {
-		return o.placed.CPUs
+	cpus := o.placed.CPUs
+	if len(cpus) == 0 {
+		cpus, _ = affinity.Current() // none: the threads are not pinned
 	}
-	cpus, _ := affinity.Current() // none: the threads are not pinned
-	return cpus
+	return affinity.SpreadCores(cpus)
 }
 
 // placeHeader adds where this side runs to its header.
