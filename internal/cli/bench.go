@@ -379,6 +379,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 			report.WriteCSV(f.IO.Out, o.document(role, res, err))
 		} else {
 			writeTables(f.IO.Out, res, o)
+			report.WriteThreads(f.IO.Out, reportThreads(res), o.Gbits)
 			h := res.Header
 			report.WriteCPU(f.IO.Out, rs)
 			report.WriteCounters(f.IO.Out, h.Device, h.Port, rs, slices.Equal(o.Counters, []string{counters.All}))
@@ -563,9 +564,17 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		RecvPostList: listLen(res.Spec.RecvPostList),
 		FlowLabels:   res.Spec.FlowLabels, Interrupted: res.Interrupted}
 	r.Results = reportSizes(res)
-	if len(res.Threads) > 0 {
-		r.Threads = len(res.Threads)
+	r.Threads, r.ThreadResults = len(res.Threads), reportThreads(res)
+	if err != nil {
+		r.Error = &report.Error{Code: errorCode(err), Message: err.Error()}
 	}
+	return r
+}
+
+// reportThreads returns the report's form of res's threads, if it had
+// several.
+func reportThreads(res *bench.Result) []report.ThreadResult {
+	var trs []report.ThreadResult
 	for _, t := range res.Threads {
 		tr := report.ThreadResult{Thread: t.Thread, QPs: t.QPs, Results: []report.SizeResult{}}
 		if t.CPU >= 0 {
@@ -577,12 +586,9 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		if t.Err != nil {
 			tr.Error = t.Err.Error()
 		}
-		r.ThreadResults = append(r.ThreadResults, tr)
+		trs = append(trs, tr)
 	}
-	if err != nil {
-		r.Error = &report.Error{Code: errorCode(err), Message: err.Error()}
-	}
-	return r
+	return trs
 }
 
 // reportSizes returns the report's form of res's sizes.

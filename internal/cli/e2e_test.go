@@ -1346,5 +1346,8 @@ func TestThreadsEndToEnd(t *testing.T) {
 		if n := strings.Count(out, " local address:"); n != 4 {
 			t.Errorf("%d local address lines, want one a QP, 4:\n%s", n, out)
 		}
+		if !regexp.MustCompile(`Each thread's part \(--threads\):\n.*\n 0 +\d+ +2 +64 .*\n 1 +\d+ +2 +64 `).MatchString(out) {
+			t.Errorf("no line for each thread:\n%s", out)
+		}
 	}
 }

@@ -541,3 +541,30 @@ func TestSamplesUs(t *testing.T) {
 		t.Errorf("SamplesUs(nil) = %v", got)
 	}
 }
+
+// TestWriteThreads: each thread's part, size by size, with its CPU and a
+// thread that failed; in Gb/s with gbits; nothing for one thread.
+func TestWriteThreads(t *testing.T) {
+	cpu := 3
+	size := func(bytes int, iters uint64) SizeResult {
+		return SizeFromBandwidth(stats.ComputeBandwidth(bytes, iters, time.Second, 0))
+	}
+	threads := []ThreadResult{
+		{Thread: 0, QPs: 2, CPU: &cpu, Results: []SizeResult{size(4096, 1000), size(8192, 500)}},
+		{Thread: 1, QPs: 1, Results: []SizeResult{size(4096, 2000)}, Error: "the peer failed: boom"},
+	}
+	var buf bytes.Buffer
+	if err := WriteThreads(&buf, threads, false); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "threads.golden", buf.Bytes())
+	buf.Reset()
+	WriteThreads(&buf, threads, true)
+	if !strings.Contains(buf.String(), "BW average[Gb/sec]") || !strings.Contains(buf.String(), " 0.03 ") {
+		t.Errorf("in Gb/s:\n%s", buf.String())
+	}
+	buf.Reset()
+	if WriteThreads(&buf, threads[:1], false); buf.Len() != 0 {
+		t.Errorf("one thread: %q", buf.String())
+	}
+}
