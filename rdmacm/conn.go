@@ -31,6 +31,12 @@ type Config struct {
 	// CQSize is the size of each CQ the connection makes; zero sizes the
 	// send CQ to Cap.MaxSendWR and the receive CQ to Cap.MaxRecvWR.
 	CQSize int
+	// SingleThreadedCQs makes the CQs the connection makes single-threaded
+	// (ibverbs.CQInit.SingleThreaded), a promise that one goroutine at a
+	// time polls or waits on each: a device that honours it (mlx5) then
+	// polls without a lock. A device without the flag gets ordinary CQs;
+	// CQ.SingleThreaded says which.
+	SingleThreadedCQs bool
 	// SigAll makes every send signalled.
 	SigAll bool
 	// WRAPI makes the QP post sends through the ibv_wr_* API
@@ -260,6 +266,16 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		}
 		return max(n, 1)
 	}
+	mkCQ := func(n int, ch *ibverbs.CompChannel) (*ibverbs.CQ, error) {
+		ctx := c.pd.Context()
+		if cfg.SingleThreadedCQs {
+			cq, err := ctx.CreateCQEx(ibverbs.CQInit{Entries: n, Channel: ch, SingleThreaded: true})
+			if !errors.Is(err, errors.ErrUnsupported) {
+				return cq, err
+			}
+		}
+		return ctx.CreateCQ(n, ch)
+	}
 	c.scq, c.rcq = cfg.SendCQ, cfg.RecvCQ
 	if c.rcq == nil {
 		c.rcq = c.scq
@@ -271,7 +287,7 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		if c.sch, err = c.pd.Context().CreateCompChannel(); err != nil {
 			return c, err
 		}
-		if c.scq, err = c.pd.Context().CreateCQ(size(qc.MaxSendWR), c.sch); err != nil {
+		if c.scq, err = mkCQ(size(qc.MaxSendWR), c.sch); err != nil {
 			return c, err
 		}
 		c.ownSCQ = true
@@ -280,7 +296,7 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		if c.rch, err = c.pd.Context().CreateCompChannel(); err != nil {
 			return c, err
 		}
-		if c.rcq, err = c.pd.Context().CreateCQ(size(qc.MaxRecvWR), c.rch); err != nil {
+		if c.rcq, err = mkCQ(size(qc.MaxRecvWR), c.rch); err != nil {
 			return c, err
 		}
 		c.ownRCQ = true

@@ -744,3 +744,30 @@ func TestMinRNRTimer(t *testing.T) {
 		t.Errorf("with the CM's RNR timer the send completed %v after it was posted: want 655 ms or more", d)
 	}
 }
+
+// TestSingleThreadedCQs: the CQs a connection makes are single-threaded
+// when asked (the test device takes the flag), ordinary otherwise, and
+// carry a send and its receive either way, waited on through their
+// channels.
+func TestSingleThreadedCQs(t *testing.T) {
+	n := device(t)
+	n2 := secondDevice(t)
+	for _, single := range []bool{false, true} {
+		cfg := &rdmacm.Config{SingleThreadedCQs: single}
+		l := listen(t, n.ip, cfg)
+		srv, cli := connect(t, l, n2.ip, cfg)
+		for _, c := range []*rdmacm.Conn{srv, cli} {
+			if c.SendCQ().SingleThreaded() != single || c.RecvCQ().SingleThreaded() != single {
+				t.Errorf("SingleThreadedCQs %v: the CQs say %v and %v", single, c.SendCQ().SingleThreaded(), c.RecvCQ().SingleThreaded())
+			}
+		}
+		sm, cm := register(t, srv.PD(), 4096, 0), register(t, cli.PD(), 4096, 0)
+		postRecv(t, srv, sm, 0, 64)
+		copy(cm.buf.Bytes(), "single-threaded")
+		send(t, cli, cm, 0, 15)
+		wc, err := waitEvent(srv.RecvCQ(), 20*time.Second)
+		if err != nil || wc.ByteLen != 15 || string(sm.buf.Bytes()[:15]) != "single-threaded" {
+			t.Errorf("SingleThreadedCQs %v: receive %+v, %v, %q", single, wc, err, sm.buf.Bytes()[:15])
+		}
+	}
+}
