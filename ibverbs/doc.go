@@ -37,6 +37,7 @@
 //	ibv_create_comp_channel    (*Context).CreateCompChannel
 //	ibv_get_cq_event           (*CompChannel).Wait, Block (ack with ibv_ack_cq_events)
 //	ibv_create_cq              (*Context).CreateCQ  ibv_destroy_cq     (*CQ).Close
+//	ibv_create_cq_ex           (*Context).CreateCQEx (CQInit.SingleThreaded)
 //	ibv_poll_cq                (*CQ).Poll           ibv_req_notify_cq  (*CQ).ReqNotify
 //	ibv_resize_cq              (*CQ).Resize
 //	ibv_create_qp              (*PD).CreateQP       ibv_destroy_qp     (*QP).Close
