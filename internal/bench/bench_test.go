@@ -501,12 +501,17 @@ func TestServeManyNoLeaks(t *testing.T) {
 			}
 		})
 	}()
-	tests := []exchange.Test{exchange.WriteBW, exchange.SendBW, exchange.ReadLat}
+	// The fourth of each four is a test of two threads: two connections,
+	// and on each side two OS threads that end with it.
+	tests := []exchange.Test{exchange.WriteBW, exchange.SendBW, exchange.ReadLat, exchange.SendBW}
 	one := func(i int) {
 		spec := exchange.TestSpec{Test: tests[i%len(tests)], ConnType: ibverbs.QPTypeRC, Size: 256, Iterations: 20,
 			NumQPs: 2, TXDepth: 8, RXDepth: 16, CQModeration: 4}
 		if spec.Test.IsLatency() {
 			spec.NumQPs, spec.TXDepth, spec.CQModeration = 1, 1, 1
+		}
+		if i%len(tests) == 3 {
+			spec.Threads = 2
 		}
 		if _, err := bench.Client(context.Background(), ln.Addr().String(), spec, l, nil); err != nil {
 			t.Fatalf("test %d: %v", i, err)
