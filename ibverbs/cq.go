@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 	"unsafe"
@@ -71,17 +72,17 @@ type CQInit struct {
 	Vector  int
 	// SingleThreaded promises that no two threads use the CQ at once
 	// (IBV_CREATE_CQ_ATTR_SINGLE_THREADED): a provider that honours it,
-	// such as mlx5, then polls it without taking a lock. A provider that
-	// does not know the flag fails with an error that matches
-	// errors.ErrUnsupported; others may accept it and lock anyway.
+	// such as mlx5, then polls it without taking a lock. Others may
+	// accept it and lock anyway, or refuse it: see CreateCQEx.
 	SingleThreaded bool
 }
 
 // CreateCQEx creates a completion queue with ibv_create_cq_ex, which takes
 // creation flags that ibv_create_cq does not (CQInit.SingleThreaded); it is
-// polled, waited on and closed as any CQ. A device without the verb fails
-// with an error that matches errors.ErrUnsupported: CreateCQVector then
-// makes an equivalent CQ without the flags.
+// polled, waited on and closed as any CQ. The flags are promises that let
+// a device make a faster CQ, never needed for a correct one: a device
+// without the verb, or that refuses them (EOPNOTSUPP), gets an ordinary CQ
+// from ibv_create_cq, and CQ.SingleThreaded says which it was.
 func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
 	cch, err := c.cqArgs("ibv_create_cq_ex", init.Channel, init.Vector)
 	if err != nil {
@@ -92,12 +93,15 @@ func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
 		flags |= C.IBV_CREATE_CQ_ATTR_SINGLE_THREADED
 	}
 	q, err := C.gv_create_cq_ex(c.c, C.int(init.Entries), cch, C.int(init.Vector), flags)
-	if q == nil {
-		return nil, fmt.Errorf("%s: %d entries: %w", c.name, init.Entries, errnoOf("ibv_create_cq_ex", err))
+	if q != nil {
+		cq := c.newCQ(q, init.Channel)
+		cq.single = init.SingleThreaded
+		return cq, nil
 	}
-	cq := c.newCQ(q, init.Channel)
-	cq.single = init.SingleThreaded
-	return cq, nil
+	if err := errnoOf("ibv_create_cq_ex", err); !errors.Is(err, errors.ErrUnsupported) {
+		return nil, fmt.Errorf("%s: %d entries: %w", c.name, init.Entries, err)
+	}
+	return c.CreateCQVector(init.Entries, init.Channel, init.Vector)
 }
 
 // cqArgs checks a CQ's context, channel and vector for verb, and returns

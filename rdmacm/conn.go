@@ -267,14 +267,10 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		return max(n, 1)
 	}
 	mkCQ := func(n int, ch *ibverbs.CompChannel) (*ibverbs.CQ, error) {
-		ctx := c.pd.Context()
 		if cfg.SingleThreadedCQs {
-			cq, err := ctx.CreateCQEx(ibverbs.CQInit{Entries: n, Channel: ch, SingleThreaded: true})
-			if !errors.Is(err, errors.ErrUnsupported) {
-				return cq, err
-			}
+			return c.pd.Context().CreateCQEx(ibverbs.CQInit{Entries: n, Channel: ch, SingleThreaded: true})
 		}
-		return ctx.CreateCQ(n, ch)
+		return c.pd.Context().CreateCQ(n, ch)
 	}
 	c.scq, c.rcq = cfg.SendCQ, cfg.RecvCQ
 	if c.rcq == nil {

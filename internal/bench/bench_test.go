@@ -262,7 +262,7 @@ func TestBidirectionalSendForADuration(t *testing.T) {
 // TestMargin runs tests of 3 s with a margin of 1 s at each end (-D 3
 // -f 1): what each side reports, messages, time and CPU time, covers the
 // middle second, about a third of the run, on the sending and on the
-// receiving side, and a latency test keeps that third of its samples.
+// receiving side, and a latency test keeps the samples of that second.
 func TestMargin(t *testing.T) {
 	cpu := func(l *bench.Local, client bool) { l.CPUUtil = true }
 	near := func(d, want time.Duration) bool { return d > want-want/10 && d < want+want/3 }
@@ -284,8 +284,20 @@ func TestMargin(t *testing.T) {
 				}
 				r := side.r.Sizes[0]
 				if test.IsLatency() {
-					if side.name == "client" && (r.Lat.N == 0 || uint64(r.Lat.N)*2 > r.CPU.Messages) {
-						t.Errorf("%d samples kept of %d iterations, want about a third", r.Lat.N, r.CPU.Messages)
+					// A sample is half the time from one post to the next, so
+					// the samples kept tile the time they cover: the middle
+					// second, however the rate varied over the run (under
+					// emulation the first second is often the slowest).
+					var span float64
+					for _, v := range r.Samples {
+						span += 2 * v
+					}
+					if side.name == "client" && (r.Lat.N == 0 || !near(time.Duration(span), time.Second)) {
+						t.Errorf("%d samples kept of %d iterations, covering %v; want the middle second's",
+							r.Lat.N, r.CPU.Messages, time.Duration(span))
+					}
+					if side.name == "client" {
+						t.Logf("client: %d samples kept of %d iterations, covering %v", r.Lat.N, r.CPU.Messages, time.Duration(span))
 					}
 					continue
 				}
@@ -1082,13 +1094,12 @@ func TestSingleThreadedCQs(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe, err := ctx.CreateCQEx(ibverbs.CQInit{Entries: 4, SingleThreaded: true})
-	if err == nil {
-		probe.Close()
-	} else if !errors.Is(err, errors.ErrUnsupported) {
+	if err != nil {
 		t.Fatal(err)
 	}
+	want := probe.SingleThreaded()
+	probe.Close()
 	ctx.Close()
-	want := err == nil
 	for _, cm := range []bool{false, true} {
 		var mu sync.Mutex
 		var got []bool

@@ -103,8 +103,7 @@ type Local struct {
 	// one; none leaves them where the process runs.
 	ThreadCPUs []int
 
-	group  *threadGroup // in a test of several threads, this side's
-	thread int          // and which of them this is
+	group *threadGroup // in a test of several threads, this side's
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -221,16 +220,11 @@ func (s *session) peerGone(now time.Time) error {
 
 // createCQ makes one of the session's CQs, of at least n entries, on its
 // channel and completion vector. Only the side's one loop uses them, one
-// thread at a time, so they are made single-threaded where the device can
-// (ibv_create_cq_ex): mlx5 then polls them without a lock, a saving on
-// every poll that perftest, which does not ask, does not have. A device
-// without the verb or the flag gets an ordinary CQ.
+// thread at a time, so they are made single-threaded where the device can:
+// mlx5 then polls them without a lock, a saving on every poll that
+// perftest, which does not ask, does not have.
 func (s *session) createCQ(n int) (*ibverbs.CQ, error) {
-	cq, err := s.ctx.CreateCQEx(ibverbs.CQInit{Entries: n, Channel: s.ch, Vector: s.local.CompVector, SingleThreaded: true})
-	if errors.Is(err, errors.ErrUnsupported) {
-		return s.ctx.CreateCQVector(n, s.ch, s.local.CompVector)
-	}
-	return cq, err
+	return s.ctx.CreateCQEx(ibverbs.CQInit{Entries: n, Channel: s.ch, Vector: s.local.CompVector, SingleThreaded: true})
 }
 
 func (s *session) qpCap() ibverbs.QPCap {

@@ -103,7 +103,7 @@ func (g *threadGroup) leave() {
 // callbacks that report the group's sum. Only thread 0 reads the port
 // counters and the process's CPU time, which cover all the threads.
 func (g *threadGroup) threadLocal(l Local, i int) Local {
-	l.group, l.thread = g, i
+	l.group = g
 	l.CMPort += i
 	l.Rate.Rate /= float64(g.n)
 	if i > 0 {
