@@ -277,6 +277,13 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	}
 	// A server learns the threads from its client.
 	l.ThreadCPUs = o.threadCPUs()
+	if n := len(l.ThreadCPUs); spec.Threads > 1 && n > 0 && int(spec.Threads) > n && o.text() {
+		cpus := "CPUs " + affinity.FormatList(l.ThreadCPUs)
+		if n == 1 {
+			cpus = "CPU " + affinity.FormatList(l.ThreadCPUs)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "gorperf: %d threads on %s: some share a CPU, and the sum says less than it could\n", spec.Threads, cpus)
+	}
 	if o.udSize && (o.Host != "" || o.Loopback) {
 		// A device that cannot say fails the run soon with the reason.
 		if mtu, err := bench.ActiveMTU(l); err == nil && uint32(mtu.Bytes()) < spec.Size {

@@ -1263,6 +1263,24 @@ func TestCPUPlacement(t *testing.T) {
 // a thread per connection, each allowed one CPU of its own and busy on
 // it.
 func TestThreadsEndToEnd(t *testing.T) {
+	// More threads than CPUs: they share, and the client says so.
+	srvDev, cliDev, addr := peers(t)
+	cpus, err := affinity.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-n", "100", "--threads", "2", "--pin_cores", strconv.Itoa(cpus[0]), addr).CombinedOutput()
+	srv.Wait()
+	if want := fmt.Sprintf("gorperf: 2 threads on CPU %d: some share a CPU", cpus[0]); err != nil || !strings.Contains(string(out), want) ||
+		!strings.Contains(string(out), fmt.Sprintf("on CPUs %d,%d)", cpus[0], cpus[0])) {
+		t.Errorf("2 threads on one CPU: %v, want %q and both on CPU %d:\n%s", err, want, cpus[0], out)
+	}
+
 	r := pair(t, "send-bw", "--threads", "2", "-s", "64", "-n", "300", "-b")
 	if r.Threads != 2 || len(r.ThreadResults) != 2 || r.QPs != 2 || r.Results[0].Iterations != 2*2*300 {
 		t.Errorf("--threads 2 -b: %d threads (%d parts), %d QPs, %d messages; want 2, 2, 2, 1200",
@@ -1280,12 +1298,6 @@ func TestThreadsEndToEnd(t *testing.T) {
 		t.Errorf("the threads' messages add up to %d, the result says %d", sum, r.Results[0].Iterations)
 	}
 
-	cpus, err := affinity.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, "-s", "64", "-D", "4", "-q", "4", "--threads", "2")
 	waitOutput(t, cliOut, "Threads")
 	time.Sleep(1500 * time.Millisecond)
