@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,32 +150,44 @@ func (g *threadGroup) threadLocal(l Local, i int) Local {
 }
 
 // header collects thread i's header and, once every thread's is in,
-// passes on their sum: all the QPs, and the threads.
+// passes on their sum (addHeaders); cpus is each thread's CPU, or nil.
 func (g *threadGroup) header(i int, cpus []int, onHeader func(report.Header)) func(report.Header) {
 	return func(h report.Header) {
 		g.mu.Lock()
 		g.headers[i] = &h
-		for _, h := range g.headers {
-			if h == nil {
-				g.mu.Unlock()
-				return
-			}
+		if slices.Contains(g.headers, nil) {
+			g.mu.Unlock()
+			return
 		}
-		all := *g.headers[0]
-		all.Local, all.Remote = nil, nil
-		all.NumQPs = 0
-		for _, h := range g.headers {
-			all.NumQPs += h.NumQPs
-			all.Local = append(all.Local, h.Local...)
-			all.Remote = append(all.Remote, h.Remote...)
-		}
+		all := addHeaders(g.headers, cpus)
 		g.mu.Unlock()
-		all.Threads = g.n
-		all.ThreadCPUs = threadCPUs(g.n, cpus)
 		if onHeader != nil {
 			onHeader(all)
 		}
 	}
+}
+
+// addHeaders is the header of a side's threads, whose own headers are hs
+// (nil for a thread that has none): the first one's settings, with every
+// thread's QPs and endpoints, the number of threads, and cpus, each
+// thread's CPU or nil.
+func addHeaders(hs []*report.Header, cpus []int) report.Header {
+	var all report.Header
+	first := true
+	for _, h := range hs {
+		if h == nil {
+			continue
+		}
+		if first {
+			all, first = *h, false
+			all.NumQPs, all.Local, all.Remote = 0, nil, nil
+		}
+		all.NumQPs += h.NumQPs
+		all.Local = append(all.Local, h.Local...)
+		all.Remote = append(all.Remote, h.Remote...)
+	}
+	all.Threads, all.ThreadCPUs = len(hs), cpus
+	return all
 }
 
 // threadCPUs is the CPU of each of n threads, given the CPUs they take
@@ -254,7 +267,7 @@ func runThreads(ctx context.Context, spec exchange.TestSpec, l Local, onHeader f
 					return
 				}
 			}
-			results[i], errs[i] = run(gctx, i, g.threadLocal(l, i), g.header(i, l.ThreadCPUs, onHeader))
+			results[i], errs[i] = run(gctx, i, g.threadLocal(l, i), g.header(i, cpus, onHeader))
 			if errs[i] != nil {
 				cancel(errs[i])
 			}
@@ -339,10 +352,14 @@ func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, err
 	if first == nil {
 		return nil, err
 	}
-	out := &Result{Spec: spec, Role: first.Role, Header: first.Header, WarmedUp: first.WarmedUp}
+	headers := make([]*report.Header, len(results))
+	for i, r := range results {
+		if r != nil {
+			headers[i] = &r.Header
+		}
+	}
+	out := &Result{Spec: spec, Role: first.Role, Header: addHeaders(headers, cpus), WarmedUp: first.WarmedUp}
 	out.Spec.Thread, out.Spec.Group = 0, 0
-	out.Header.NumQPs, out.Header.Local, out.Header.Remote = 0, nil, nil
-	out.Header.Threads, out.Header.ThreadCPUs = len(results), cpus
 	for i, r := range results {
 		tr := ThreadResult{Thread: i, CPU: -1, Err: errs[i]}
 		if cpus != nil {
@@ -350,9 +367,6 @@ func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, err
 		}
 		if r != nil {
 			tr.QPs = r.Header.NumQPs
-			out.Header.NumQPs += r.Header.NumQPs
-			out.Header.Local = append(out.Header.Local, r.Header.Local...)
-			out.Header.Remote = append(out.Header.Remote, r.Header.Remote...)
 			out.Mismatches += r.Mismatches
 			out.Interrupted = out.Interrupted || r.Interrupted
 			for _, s := range r.Sizes[:nsizes] {
@@ -446,12 +460,16 @@ func serveThreads(ctx context.Context, ln net.Listener, c *exchange.Conn, spec e
 			}
 		}
 	}()
+	// tell sends a connection's client why its test cannot run.
+	tell := func(c *exchange.Conn, err error) {
+		hctx, cancel := context.WithTimeout(ctx, time.Second)
+		c.SendError(hctx, err)
+		cancel()
+	}
 	fail := func(err error) (*Result, error) {
 		for _, c := range conns {
 			if c != nil {
-				hctx, cancel := context.WithTimeout(ctx, time.Second)
-				c.SendError(hctx, err)
-				cancel()
+				tell(c, err)
 			}
 		}
 		return nil, err
@@ -498,9 +516,5 @@ func serveThreads(ctx context.Context, ln net.Listener, c *exchange.Conn, spec e
 	}
 	return runThreads(ctx, user, l, onHeader, func(ctx context.Context, i int, l Local, onHeader func(report.Header)) (*Result, error) {
 		return run(ctx, conns[i], specs[i], l, "server", "", onHeader)
-	}, func(i int, err error) {
-		hctx, cancel := context.WithTimeout(ctx, time.Second)
-		conns[i].SendError(hctx, err)
-		cancel()
-	})
+	}, func(i int, err error) { tell(conns[i], err) })
 }

@@ -116,7 +116,7 @@ func TestThreadCallbacks(t *testing.T) {
 	}
 	var headers []report.Header
 	for i := range 3 {
-		g.header(i, []int{4, 5}, func(h report.Header) { headers = append(headers, h) })(
+		g.header(i, threadCPUs(3, []int{4, 5}), func(h report.Header) { headers = append(headers, h) })(
 			report.Header{NumQPs: i + 1, Local: make([]report.Endpoint, i+1)})
 	}
 	if len(headers) != 1 || headers[0].NumQPs != 6 || len(headers[0].Local) != 6 ||
