@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"syscall"
 	"unsafe"
 )
 
@@ -38,6 +39,69 @@ func (pd *PD) CreateAHTo(remote Endpoint, port, gidIndex int) (*AH, error) {
 		DLID: remote.LID, Port: uint8(port), IsGlobal: !remote.GID.IsZero(),
 		GRH: GlobalRoute{DGID: remote.GID, SGIDIndex: uint8(gidIndex), HopLimit: 64},
 	})
+}
+
+// AHAttrFromWC works out the address vector of a reply to the sender of a
+// UD receive (ibv_init_ah_from_wc): wc is the receive's completion and grh
+// the first GRHLen bytes of its buffer, port the port it came in on. The
+// vector leads back to the sender's GID, from the local GID the packet was
+// sent to, which it finds in port's GID table, with the packet's traffic
+// class, hop limit and flow label. grh is needed where wc.Flags has
+// WCWithGRH, as every RoCE receive has, and ignored otherwise. A reply
+// also needs the sender's QPN (wc.SrcQP) and Q_Key, which the packet does
+// not carry.
+//
+// A packet sent to a multicast group fails with an error matching
+// syscall.EINVAL, since no local GID is its destination; one whose
+// destination is not in port's GID table (the address was removed since),
+// with the destination named.
+func (c *Context) AHAttrFromWC(port int, wc *WC, grh []byte) (AHAttr, error) {
+	const verb = "ibv_init_ah_from_wc"
+	if c.c == nil {
+		return AHAttr{}, ErrClosed
+	}
+	if port < 1 || port > 255 {
+		return AHAttr{}, fmt.Errorf("%s: %s: port %d: %w", verb, c.name, port, syscall.EINVAL)
+	}
+	var p unsafe.Pointer
+	var dst GID
+	if wc.Flags&WCWithGRH != 0 {
+		g, err := ParseGRH(grh)
+		if err != nil {
+			return AHAttr{}, fmt.Errorf("%s: %w", verb, err)
+		}
+		if g.Dst.Addr().IsMulticast() {
+			return AHAttr{}, fmt.Errorf("%s: the packet was sent to multicast group %s, which names no local GID to reply from; "+
+				"reply with an AH to the sender, %s: %w", verb, g.Dst.Addr(), g.Src.Addr(), syscall.EINVAL)
+		}
+		dst, p = g.Dst, unsafe.Pointer(&grh[0])
+	}
+	var a C.struct_ibv_ah_attr
+	cw := C.struct_gv_wc{wc_flags: C.uint32_t(wc.Flags), slid: C.uint16_t(wc.SLID), sl: C.uint8_t(wc.SL),
+		dlid_path_bits: C.uint8_t(wc.DLIDPathBits), src_qp: C.uint32_t(wc.SrcQP)}
+	if rc, err := C.gv_init_ah_from_wc(c.c, C.uint8_t(port), &cw, p, &a); rc != 0 {
+		if p != nil {
+			return AHAttr{}, fmt.Errorf("%s port %d: the packet's destination, %s, is not a GID of its type in the port's table: %w",
+				c.name, port, dst.Addr(), errnoOf(verb, err))
+		}
+		return AHAttr{}, fmt.Errorf("%s port %d: %w", c.name, port, errnoOf(verb, err))
+	}
+	return ahFromC(&a), nil
+}
+
+// CreateAHFromWC creates an address handle to the sender of a UD receive
+// (ibv_create_ah_from_wc), as AHAttrFromWC works it out: wc is the
+// receive's completion, grh the first GRHLen bytes of its buffer, port the
+// port it came in on.
+func (pd *PD) CreateAHFromWC(wc *WC, grh []byte, port int) (*AH, error) {
+	if pd.c == nil {
+		return nil, ErrClosed
+	}
+	attr, err := pd.ctx.AHAttrFromWC(port, wc, grh)
+	if err != nil {
+		return nil, err
+	}
+	return pd.CreateAH(attr)
 }
 
 // Raw returns the struct ibv_ah pointer, valid until Close.

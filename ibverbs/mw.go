@@ -11,24 +11,6 @@ import (
 	"unsafe"
 )
 
-// MWType is a memory window's type (enum ibv_mw_type).
-type MWType uint32
-
-// Memory window types.
-const (
-	// MWType1 windows are bound with QP.BindMW and stay bound until bound
-	// again; no QP owns them.
-	MWType1 MWType = 1
-	// MWType2 windows are bound by an OpBindMW work request on a QP, which
-	// then alone may use them, and are unbound by invalidation: OpLocalInv,
-	// or a peer's OpSendWithInv.
-	MWType2 MWType = 2
-)
-
-var mwTypeNames = []string{MWType1: "type 1", MWType2: "type 2"}
-
-func (t MWType) String() string { return enumName(mwTypeNames, int(t), "MWType") }
-
 // MW is a memory window (struct ibv_mw): an rkey a peer uses for RDMA and
 // atomics on a part of an MR that the window's owner chooses, and can move
 // or revoke, without registering memory again.

@@ -36,6 +36,10 @@ type pairOpts struct {
 	// singleThreaded makes the sides' CQs with CreateCQEx and
 	// CQInit.SingleThreaded.
 	singleThreaded bool
+	// gidFamily, 4 or 6, connects the pair through the port's RoCE v2 GID
+	// of that family; the test is skipped where there is none. 0 takes
+	// rdmatest.GIDIndex's.
+	gidFamily int
 }
 
 // pair is two QPs of one type on the test device, connected to each other.
@@ -96,6 +100,13 @@ func newPair(t testing.TB, o pairOpts) *pair {
 	t.Helper()
 	ctx, info := rdmatest.Open(t)
 	p := &pair{ctx: ctx, port: info.Port, gid: rdmatest.GIDIndex(t, ctx, info.Port)}
+	if o.gidFamily != 0 {
+		ch, err := ctx.SelectGID(info.Port, ibverbs.GIDRule{Family: o.gidFamily})
+		if err != nil {
+			t.Skipf("no IPv%d GID: %v", o.gidFamily, err)
+		}
+		p.gid = ch.Entry.Index
+	}
 	pd, err := ctx.AllocPD()
 	if err != nil {
 		t.Fatal(err)

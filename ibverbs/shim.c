@@ -330,6 +330,38 @@ struct ibv_cq *gv_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_comp
 	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
 }
 
+int gv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port, const struct gv_wc *w,
+		       void *grh, struct ibv_ah_attr *attr)
+{
+	struct ibv_wc wc = {
+		.wr_id = w->wr_id,
+		.status = w->status,
+		.opcode = w->opcode,
+		.vendor_err = w->vendor_err,
+		.byte_len = w->byte_len,
+		.qp_num = w->qp_num,
+		.src_qp = w->src_qp,
+		.wc_flags = w->wc_flags,
+		.pkey_index = w->pkey_index,
+		.slid = w->slid,
+		.sl = w->sl,
+		.dlid_path_bits = w->dlid_path_bits,
+	};
+	struct ibv_grh none = {0};
+
+	/* The verb reads the flow label from grh even where wc has no GRH. */
+	if (!grh)
+		grh = &none;
+	errno = 0;
+	if (ibv_init_ah_from_wc(ctx, port, &wc, grh, attr)) {
+		/* A GID search that ran off the table's end can leave errno 0. */
+		if (!errno)
+			errno = ENOENT;
+		return -1;
+	}
+	return 0;
+}
+
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	return ibv_req_notify_cq(cq, solicited_only);

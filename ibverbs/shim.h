@@ -94,6 +94,13 @@ int gv_poll_cq(uintptr_t cq, int n, struct gv_wc *out);
 struct ibv_cq *gv_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *ch,
 			       int vector, uint32_t flags);
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+// gv_init_ah_from_wc fills *attr with the address vector of a reply to the
+// sender of the receive completion w (ibv_init_ah_from_wc), grh being the
+// GRH area at the start of its buffer (NULL where w has no GRH: zeros are
+// read then). It returns
+// 0, or -1 with errno set.
+int gv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port, const struct gv_wc *w,
+		       void *grh, struct ibv_ah_attr *attr);
 // gv_post_poll posts w[0:n] as gv_post_send (or, qx not 0, gv_wr_post)
 // does and, if that succeeds, polls cq as gv_poll_cq does until it takes
 // a completion or spin_ns has passed (0: once), storing the count, or
