@@ -1,3 +1,8 @@
+//go:build linux && cgo
+
+// docs/cli is generated from the full command tree, which a build without
+// the bindings (cgo off, or not Linux) does not have.
+
 package main
 
 import (
