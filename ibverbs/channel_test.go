@@ -229,6 +229,37 @@ func TestCreateCQEx(t *testing.T) {
 		wc.Flags&ibverbs.WCWithImm == 0 || wc.ByteLen != 48 || wc.QPN != p.b.qp.Num() {
 		t.Errorf("receiver's completion %+v", wc)
 	}
+
+	// WaitEx sleeps on the channel and reads the completion through the
+	// extended CQ's iterator, with no allocation.
+	wcx := make([]ibverbs.WCEx, 4)
+	var failed error
+	round := func() {
+		if failed != nil {
+			return
+		}
+		if failed = p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 8, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); failed != nil {
+			return
+		}
+		if failed = p.a.qp.PostSend([]ibverbs.SendWR{wr}); failed != nil {
+			return
+		}
+		if k, err := p.b.cq.WaitEx(ctx, wcx); err != nil || k != 1 || wcx[0].WRID != 8 || wcx[0].Imm != 0xabcd ||
+			wcx[0].Opcode != ibverbs.WCRecvRDMAWithImm || wcx[0].ByteLen != 48 {
+			failed = fmt.Errorf("WaitEx = %d, %v, %+v; want the write's immediate data", k, err, wcx[0])
+			return
+		}
+		if k, err := p.a.cq.WaitEx(ctx, wcx); err != nil || k != 1 || wcx[0].WRID != 3 || wcx[0].Err() != nil {
+			failed = fmt.Errorf("sender's WaitEx = %d, %v, %+v", k, err, wcx[0])
+		}
+	}
+	round()
+	if allocs := testing.AllocsPerRun(10, round); allocs != 0 {
+		t.Errorf("posts and WaitEx allocate %v times a round, want 0", allocs)
+	}
+	if failed != nil {
+		t.Fatal(failed)
+	}
 	for _, v := range []int{-1, p.ctx.NumCompVectors()} {
 		if _, err := p.ctx.CreateCQEx(ibverbs.CQInit{Entries: 8, Vector: v}); !errors.Is(err, syscall.EINVAL) ||
 			!strings.Contains(err.Error(), "ibv_create_cq_ex") {

@@ -180,6 +180,12 @@ func TestLayouts(t *testing.T) {
 	if got, want := unsafe.Sizeof(ibverbs.WC{}), cverbs.Sizes["gv_wc"]; got != want {
 		t.Errorf("sizeof WC %d, C gv_wc %d", got, want)
 	}
+	if got, want := unsafe.Sizeof(ibverbs.WCEx{}), cverbs.Sizes["gv_wc_ex"]; got != want {
+		t.Errorf("sizeof WCEx %d, C gv_wc_ex %d", got, want)
+	}
+	if got, want := unsafe.Offsetof(ibverbs.WCEx{}.Timestamp), cverbs.WCExTimestamp; got != want {
+		t.Errorf("WCEx.Timestamp at %d, C gv_wc_ex.ts at %d", got, want)
+	}
 	if got, want := unsafe.Sizeof(ibverbs.SGE{}), cverbs.Sizes["ibv_sge"]; got != want {
 		t.Errorf("sizeof SGE %d, C ibv_sge %d", got, want)
 	}

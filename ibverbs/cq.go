@@ -22,6 +22,10 @@ type CQ struct {
 	kids refs
 	// single: made with CQInit.SingleThreaded.
 	single bool
+	// ex is the CQ as ibv_create_cq_ex made it, nil for one that
+	// ibv_create_cq made; fields are the timestamps it was asked for.
+	ex     *C.struct_ibv_cq_ex
+	fields C.uint64_t
 }
 
 // SingleThreaded reports whether the CQ was made with the promise that
@@ -75,14 +79,25 @@ type CQInit struct {
 	// such as mlx5, then polls it without taking a lock. Others may
 	// accept it and lock anyway, or refuse it: see CreateCQEx.
 	SingleThreaded bool
+	// Timestamps asks for the time the device made each completion, in
+	// its clock's ticks (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP; the clock
+	// ticks DeviceAttr.HCACoreClockKHz thousand times a second and wraps
+	// at DeviceAttr.CompletionTimestampMask), and Wallclock for that time
+	// as the host's real-time clock's nanoseconds
+	// (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK). PollEx reads them.
+	// A device without them fails CreateCQEx with an error matching
+	// errors.ErrUnsupported; soft-RoCE has neither.
+	Timestamps, Wallclock bool
 }
 
 // CreateCQEx creates a completion queue with ibv_create_cq_ex, which takes
-// creation flags that ibv_create_cq does not (CQInit.SingleThreaded); it is
-// polled, waited on and closed as any CQ. The flags are promises that let
-// a device make a faster CQ, never needed for a correct one: a device
-// without the verb, or that refuses them (EOPNOTSUPP), gets an ordinary CQ
-// from ibv_create_cq, and CQ.SingleThreaded says which it was.
+// creation flags and completion fields that ibv_create_cq does not; it is
+// polled (with Poll, or PollEx for its timestamps), waited on and closed as
+// any CQ. The flags (CQInit.SingleThreaded) are promises that let a device
+// make a faster CQ, never needed for a correct one: a device without the
+// verb, or that refuses them (EOPNOTSUPP), gets an ordinary CQ from
+// ibv_create_cq, and CQ.SingleThreaded and CQ.Extended say which it was.
+// Timestamps are not optional: a device without them fails.
 func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
 	cch, err := c.cqArgs("ibv_create_cq_ex", init.Channel, init.Vector)
 	if err != nil {
@@ -92,17 +107,44 @@ func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
 	if init.SingleThreaded {
 		flags |= C.IBV_CREATE_CQ_ATTR_SINGLE_THREADED
 	}
-	q, err := C.gv_create_cq_ex(c.c, C.int(init.Entries), cch, C.int(init.Vector), flags)
-	if q != nil {
-		cq := c.newCQ(q, init.Channel)
-		cq.single = init.SingleThreaded
+	var fields C.uint64_t
+	if init.Timestamps {
+		fields |= C.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP
+	}
+	if init.Wallclock {
+		fields |= C.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK
+	}
+	x, err := C.gv_create_cq_ex(c.c, C.int(init.Entries), cch, C.int(init.Vector), flags, fields)
+	if x != nil {
+		cq := c.newCQ(C.ibv_cq_ex_to_cq(x), init.Channel)
+		cq.single, cq.ex, cq.fields = init.SingleThreaded, x, fields
 		return cq, nil
 	}
-	if err := errnoOf("ibv_create_cq_ex", err); !errors.Is(err, errors.ErrUnsupported) {
+	err = errnoOf("ibv_create_cq_ex", err)
+	if fields != 0 {
+		return nil, fmt.Errorf("%s: %d entries with %s: %w", c.name, init.Entries, init.timestamps(), err)
+	}
+	if !errors.Is(err, errors.ErrUnsupported) {
 		return nil, fmt.Errorf("%s: %d entries: %w", c.name, init.Entries, err)
 	}
 	return c.CreateCQVector(init.Entries, init.Channel, init.Vector)
 }
+
+// timestamps names the timestamps init asks for.
+func (init CQInit) timestamps() string {
+	switch {
+	case init.Timestamps && init.Wallclock:
+		return "completion timestamps (device clock and wall clock)"
+	case init.Wallclock:
+		return "wall-clock completion timestamps"
+	}
+	return "completion timestamps"
+}
+
+// Extended reports whether the CQ was made by ibv_create_cq_ex (see
+// CreateCQEx), so that PollEx reads it through the extended poll
+// iterator.
+func (cq *CQ) Extended() bool { return cq.ex != nil }
 
 // cqArgs checks a CQ's context, channel and vector for verb, and returns
 // the channel's C pointer.
@@ -178,6 +220,35 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	return int(n), nil
 }
 
+// PollEx takes up to len(wcs) completions into wcs and returns how many it
+// took, as Poll does, with their timestamps where the CQ was made with
+// CQInit.Timestamps or Wallclock. A CQ made by ibv_create_cq_ex is read
+// through its poll iterator, a completion from each ibv_start_poll and
+// ibv_end_poll, and the ibv_wc_read_* calls, one for each field; any other
+// CQ with ibv_poll_cq, its timestamps 0. (ibv_next_poll, which takes more
+// than one completion a batch, is not used: soft-RoCE before rdma-core 55
+// loses its place in the CQ when it finds the CQ empty.) A failed completion has WRID, Status,
+// VendorErr and QPN alone, as Poll's. WC.PKeyIndex, which an extended CQ
+// cannot be asked for, is 0. It never blocks and never allocates; a batch
+// is one cgo call.
+func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
+	if cq.c == nil {
+		return 0, ErrClosed
+	}
+	if len(wcs) == 0 {
+		return 0, nil
+	}
+	n := C.gv_poll_cq_ex(handle(cq.c), handle(cq.ex), cq.fields, C.int(len(wcs)),
+		(*C.struct_gv_wc_ex)(unsafe.Pointer(&wcs[0])))
+	if n < 0 {
+		if cq.ex != nil {
+			return 0, verbError("ibv_start_poll", int(-n))
+		}
+		return 0, verbError("ibv_poll_cq", int(-n))
+	}
+	return int(n), nil
+}
+
 // ReqNotify arms the CQ to raise an event on its channel at the next
 // completion, or the next solicited one (ibv_req_notify_cq).
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
@@ -200,6 +271,17 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // The CQ must have been created with a channel that no other goroutine
 // waits on.
 func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
+	return waitCQ(ctx, cq, wcs, (*CQ).Poll)
+}
+
+// WaitEx is Wait with PollEx: it waits for a completion and takes it with
+// its timestamps.
+func (cq *CQ) WaitEx(ctx context.Context, wcs []WCEx) (int, error) {
+	return waitCQ(ctx, cq, wcs, (*CQ).PollEx)
+}
+
+// waitCQ is Wait and WaitEx, polling with poll.
+func waitCQ[W any](ctx context.Context, cq *CQ, wcs []W, poll func(*CQ, []W) (int, error)) (int, error) {
 	if cq.c == nil {
 		return 0, ErrClosed
 	}
@@ -207,13 +289,13 @@ func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
 		return 0, fmt.Errorf("ibverbs: CQ.Wait needs a CQ created with a completion channel")
 	}
 	for {
-		if n, err := cq.Poll(wcs); n > 0 || err != nil {
+		if n, err := poll(cq, wcs); n > 0 || err != nil {
 			return n, err
 		}
 		if err := cq.ReqNotify(false); err != nil {
 			return 0, err
 		}
-		if n, err := cq.Poll(wcs); n > 0 || err != nil {
+		if n, err := poll(cq, wcs); n > 0 || err != nil {
 			return n, err
 		}
 		got, err := cq.ch.Wait(ctx)

@@ -4,6 +4,7 @@ package ibverbs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"runtime"
@@ -241,5 +242,65 @@ func ExamplePD_AllocMW() {
 		if n, err = cq.Poll(wcs); err != nil {
 			log.Fatal(err)
 		}
+	}
+}
+
+// A UD server answers whoever sent it a datagram: the receive's buffer
+// starts with the GRH area, from which, with the completion, comes an
+// address handle back to the sender.
+func ExamplePD_CreateAHFromWC() {
+	var (
+		pd   *ibverbs.PD
+		qp   *ibverbs.QP // UD
+		cq   *ibverbs.CQ
+		mr   *ibverbs.MR // its first GRHLen bytes receive the GRH
+		qkey uint32      // the Q_Key the clients use
+	)
+	wcs := make([]ibverbs.WC, 1)
+	if _, err := cq.Wait(context.Background(), wcs); err != nil || wcs[0].Err() != nil {
+		log.Fatal(err, wcs[0].Err())
+	}
+	grh := mr.Bytes()[:ibverbs.GRHLen]
+	if g, err := ibverbs.ParseGRH(grh); err == nil {
+		fmt.Println("request from", g.Src.Addr())
+	}
+	ah, err := pd.CreateAHFromWC(&wcs[0], grh, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ah.Close()
+	err = qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{mr.SGE(ibverbs.GRHLen, 64)}, AH: ah, RemoteQPN: wcs[0].SrcQP, RemoteQKey: qkey}})
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// Completion timestamps from the device's clock, where it has one.
+func ExampleCQ_PollEx() {
+	ctx, err := ibverbs.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	cq, err := ctx.CreateCQEx(ibverbs.CQInit{Entries: 256, Timestamps: true})
+	if errors.Is(err, errors.ErrUnsupported) {
+		log.Fatalf("%s has no completion clock: %v", ctx.Name(), err)
+	} else if err != nil {
+		log.Fatal(err)
+	}
+	defer cq.Close()
+	attr, err := ctx.QueryDevice()
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... QPs on cq, and work posted to them ...
+	wcs := make([]ibverbs.WCEx, 64)
+	n, err := cq.PollEx(wcs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, wc := range wcs[:n] {
+		fmt.Printf("WR %d at tick %d (%d kHz)\n", wc.WRID, wc.Timestamp, attr.HCACoreClockKHz)
 	}
 }

@@ -40,6 +40,9 @@ type pairOpts struct {
 	// of that family; the test is skipped where there is none. 0 takes
 	// rdmatest.GIDIndex's.
 	gidFamily int
+	// timestamps and wallclock make the sides' CQs with CreateCQEx and
+	// CQInit.Timestamps and Wallclock.
+	timestamps, wallclock bool
 }
 
 // pair is two QPs of one type on the test device, connected to each other.
@@ -64,8 +67,9 @@ func newSide(t testing.TB, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, s.mr) })
-	if o.singleThreaded {
-		s.cq, err = ctx.CreateCQEx(ibverbs.CQInit{Entries: 256, Channel: o.ch, SingleThreaded: true})
+	if o.singleThreaded || o.timestamps || o.wallclock {
+		s.cq, err = ctx.CreateCQEx(ibverbs.CQInit{Entries: 256, Channel: o.ch, SingleThreaded: o.singleThreaded,
+			Timestamps: o.timestamps, Wallclock: o.wallclock})
 	} else {
 		s.cq, err = ctx.CreateCQ(256, o.ch)
 	}

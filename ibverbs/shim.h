@@ -61,6 +61,13 @@ struct gv_wc {
 	uint8_t pad[2];
 };
 
+// gv_wc_ex has the layout of the Go type WCEx.
+struct gv_wc_ex {
+	struct gv_wc wc;
+	uint64_t ts;
+	uint64_t wallclock_ns;
+};
+
 // gv_post_scratch is C memory for cap requests of up to max_sge SGEs each,
 // filled from Go: request i's SGEs are sge[i*max_sge:]. A QP or SRQ owns
 // one for each direction it posts; a SendBatch is one.
@@ -89,10 +96,17 @@ int gv_post_recv(uintptr_t qp, uintptr_t wr, int n, int list, int *bad);
 int gv_post_srq_recv(uintptr_t srq, uintptr_t wr, int n, int list, int *bad);
 int gv_poll_cq(uintptr_t cq, int n, struct gv_wc *out);
 // gv_create_cq_ex creates a CQ with ibv_create_cq_ex, with the standard
-// work completion fields and the ibv_create_cq_attr_flags in flags, and
-// returns its struct ibv_cq, or NULL with errno set.
-struct ibv_cq *gv_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *ch,
-			       int vector, uint32_t flags);
+// work completion fields and those in fields (timestamps), and the
+// ibv_create_cq_attr_flags in flags. It returns NULL with errno set on
+// failure.
+struct ibv_cq_ex *gv_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *ch,
+				  int vector, uint32_t flags, uint64_t fields);
+// gv_poll_cq_ex polls up to n completions into out, through the extended
+// CQ's iterator and ibv_wc_read_* where exh (a struct ibv_cq_ex) is not 0,
+// reading the timestamps in fields, else with ibv_poll_cq on cqh, their
+// timestamps 0. Returns the count, or -errno. A wall-clock read that
+// start_poll refuses for now (EBUSY) counts as no completion.
+int gv_poll_cq_ex(uintptr_t cqh, uintptr_t exh, uint64_t fields, int n, struct gv_wc_ex *out);
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 // gv_init_ah_from_wc fills *attr with the address vector of a reply to the
 // sender of the receive completion w (ibv_init_ah_from_wc), grh being the

@@ -19,6 +19,20 @@ type WC struct {
 	_            [2]byte
 }
 
+// WCEx is a work completion that CQ.PollEx took: WC's fields and the
+// completion's timestamps.
+type WCEx struct {
+	WC
+	// Timestamp is the device's clock when it made the completion, in
+	// the clock's ticks, where the CQ was made with CQInit.Timestamps;
+	// else 0.
+	Timestamp uint64
+	// Wallclock is that time in nanoseconds since the Unix epoch, by the
+	// host's real-time clock, where the CQ was made with
+	// CQInit.Wallclock; else 0.
+	Wallclock uint64
+}
+
 // Err returns nil for a successful completion, else a *WCError.
 func (wc *WC) Err() error {
 	if wc.Status == WCSuccess {

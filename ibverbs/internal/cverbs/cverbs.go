@@ -168,9 +168,13 @@ var Values = map[string]int64{
 
 // Sizes holds the sizes of the C structs whose layout Go relies on.
 var Sizes = map[string]uintptr{
-	"gv_wc":   unsafe.Sizeof(C.struct_gv_wc{}),
-	"ibv_sge": unsafe.Sizeof(C.struct_ibv_sge{}),
+	"gv_wc":    unsafe.Sizeof(C.struct_gv_wc{}),
+	"gv_wc_ex": unsafe.Sizeof(C.struct_gv_wc_ex{}),
+	"ibv_sge":  unsafe.Sizeof(C.struct_ibv_sge{}),
 }
+
+// WCExTimestamp is the offset of ts in struct gv_wc_ex.
+const WCExTimestamp = unsafe.Offsetof(C.struct_gv_wc_ex{}.ts)
 
 // SendWRImm is the offset of imm_data (and invalidate_rkey) in struct
 // ibv_send_wr.
