@@ -8,6 +8,8 @@ package ibverbs
 // #cgo noescape gv_channel_block
 // #cgo nocallback gv_channel_block
 // #cgo nocallback gv_poll_cq
+// #cgo noescape gv_poll_cq_ex
+// #cgo nocallback gv_poll_cq_ex
 // #cgo noescape gv_post_send
 // #cgo nocallback gv_post_send
 // #cgo noescape gv_wr_post
