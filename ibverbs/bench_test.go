@@ -81,12 +81,17 @@ func BenchmarkWriteSinglePosts(b *testing.B) {
 // as one list ("one list", Post), in lists of 4 or singly (PostLists, as
 // --recv_post_list), all in one cgo call; the sender posts 16 sends from
 // a SendBatch as one list, the last signalled; both CQs are polled until
-// every completion is in. ns/msg is per message; allocs/op must be 0.
+// every completion is in, the receiver's with PollEx in "one list,
+// PollEx", whose CQs ibv_create_cq_ex made. ns/msg is per message;
+// allocs/op must be 0.
 func BenchmarkSendRecv(b *testing.B) {
-	for _, list := range []int{0, 4, 1} {
-		name := map[int]string{0: "one list", 4: "lists of 4", 1: "singly"}[list]
-		b.Run(name, func(b *testing.B) {
-			p := benchPair(b)
+	for _, c := range []struct {
+		name string
+		list int
+		ex   bool
+	}{{"one list", 0, false}, {"lists of 4", 4, false}, {"singly", 1, false}, {"one list, PollEx", 0, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			p := newPair(b, pairOpts{typ: ibverbs.QPTypeRC, cqEx: c.ex})
 			const n = 16
 			recvs, sends := make([]ibverbs.RecvWR, n), make([]ibverbs.SendWR, n)
 			for i := range n {
@@ -104,31 +109,41 @@ func BenchmarkSendRecv(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { closeOK(b, sb) })
-			wcs := make([]ibverbs.WC, n)
+			wcs, wcx := make([]ibverbs.WC, n), make([]ibverbs.WCEx, n)
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := rb.PostLists(0, n, list); err != nil {
+				if err := rb.PostLists(0, n, c.list); err != nil {
 					b.Fatal(err)
 				}
 				if err := sb.Post(0, n, 0); err != nil {
 					b.Fatal(err)
 				}
 				pollOne(b, p.a.cq, wcs)
-				for got := 0; got < n; {
-					k, err := p.b.cq.Poll(wcs[:n-got])
-					if err != nil {
-						b.Fatal(err)
-					}
-					for _, wc := range wcs[:k] {
-						if err := wc.Err(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					got += k
+				if c.ex {
+					takeN(b, wcx, p.b.cq.PollEx, func(w *ibverbs.WCEx) error { return w.Err() })
+				} else {
+					takeN(b, wcs, p.b.cq.Poll, (*ibverbs.WC).Err)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
 		})
+	}
+}
+
+// takeN polls with poll until len(wcs) completions came, failing b at the
+// first whose failed says it failed.
+func takeN[W any](b *testing.B, wcs []W, poll func([]W) (int, error), failed func(*W) error) {
+	for got := 0; got < len(wcs); {
+		k, err := poll(wcs[:len(wcs)-got])
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range wcs[:k] {
+			if err := failed(&wcs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		got += k
 	}
 }
 
@@ -237,76 +252,15 @@ func pollOne(b *testing.B, cq *ibverbs.CQ, wcs []ibverbs.WC) {
 
 func benchPair(b *testing.B) *pair { return newPair(b, pairOpts{typ: ibverbs.QPTypeRC}) }
 
-// BenchmarkPollEx compares the extended CQ's poll iterator, one
-// ibv_wc_read_* call a field, with ibv_poll_cq, on CQs from
-// ibv_create_cq_ex: "empty" finds nothing; the others take the 16
-// completions of 16 sends of 64 bytes, whose posts they include.
-// allocs/op must be 0.
-func BenchmarkPollEx(b *testing.B) {
-	b.Run("empty", func(b *testing.B) {
-		p := newPair(b, pairOpts{typ: ibverbs.QPTypeRC, singleThreaded: true})
-		wcs := make([]ibverbs.WCEx, 16)
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := p.a.cq.PollEx(wcs); err != nil {
-				b.Fatal(err)
-			}
+// BenchmarkPollExEmpty is BenchmarkPollEmpty with PollEx, on a CQ that
+// ibv_create_cq_ex made.
+func BenchmarkPollExEmpty(b *testing.B) {
+	p := newPair(b, pairOpts{typ: ibverbs.QPTypeRC, cqEx: true})
+	wcs := make([]ibverbs.WCEx, 16)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.a.cq.PollEx(wcs); err != nil {
+			b.Fatal(err)
 		}
-	})
-	for _, ex := range []bool{false, true} {
-		b.Run(map[bool]string{false: "16 receives/Poll", true: "16 receives/PollEx"}[ex], func(b *testing.B) {
-			p := newPair(b, pairOpts{typ: ibverbs.QPTypeRC, singleThreaded: true})
-			const n = 16
-			recvs, sends := make([]ibverbs.RecvWR, n), make([]ibverbs.SendWR, n)
-			for i := range n {
-				recvs[i] = ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{p.b.mr.SGE(i*64, 64)}}
-				sends[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpSend, SGL: []ibverbs.SGE{p.a.mr.SGE(i*64, 64)}}
-			}
-			sends[n-1].Flags = ibverbs.SendSignaled
-			rb, err := p.b.qp.NewRecvBatch(recvs)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { closeOK(b, rb) })
-			sb, err := p.a.qp.NewSendBatch(sends)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { closeOK(b, sb) })
-			wcs, wcx := make([]ibverbs.WC, n), make([]ibverbs.WCEx, n)
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := rb.Post(0, n); err != nil {
-					b.Fatal(err)
-				}
-				if err := sb.Post(0, n, 0); err != nil {
-					b.Fatal(err)
-				}
-				pollOne(b, p.a.cq, wcs)
-				for got := 0; got < n; {
-					var k int
-					if ex {
-						k, err = p.b.cq.PollEx(wcx[:n-got])
-						for _, wc := range wcx[:k] {
-							if wc.Status != ibverbs.WCSuccess {
-								b.Fatal(wc.Err())
-							}
-						}
-					} else {
-						k, err = p.b.cq.Poll(wcs[:n-got])
-						for _, wc := range wcs[:k] {
-							if wc.Status != ibverbs.WCSuccess {
-								b.Fatal(wc.Err())
-							}
-						}
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					got += k
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
-		})
 	}
 }

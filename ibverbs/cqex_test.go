@@ -11,28 +11,6 @@ import (
 	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
-// pollExN is pollN with PollEx.
-func pollExN(t testing.TB, cq *ibverbs.CQ, n int) []ibverbs.WCEx {
-	t.Helper()
-	out := make([]ibverbs.WCEx, 0, n)
-	wcs := make([]ibverbs.WCEx, 16)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(out) < n {
-		k, err := cq.PollEx(wcs[:min(len(wcs), n-len(out))])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, wcs[:k]...)
-		if k == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("got %d of %d completions in 10s", len(out), n)
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-	}
-	return out
-}
-
 // cqTraffic runs the same exchange on a new RC pair and a new UD pair,
 // both with CQs made as o says, and polls every completion with poll: on
 // RC a send, a send and a write with immediate data, and a write to a bad

@@ -41,8 +41,8 @@ type pairOpts struct {
 	// rdmatest.GIDIndex's.
 	gidFamily int
 	// timestamps and wallclock make the sides' CQs with CreateCQEx and
-	// CQInit.Timestamps and Wallclock.
-	timestamps, wallclock bool
+	// CQInit.Timestamps and Wallclock; cqEx with CreateCQEx alone.
+	timestamps, wallclock, cqEx bool
 }
 
 // pair is two QPs of one type on the test device, connected to each other.
@@ -67,7 +67,7 @@ func newSide(t testing.TB, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, s.mr) })
-	if o.singleThreaded || o.timestamps || o.wallclock {
+	if o.singleThreaded || o.timestamps || o.wallclock || o.cqEx {
 		s.cq, err = ctx.CreateCQEx(ibverbs.CQInit{Entries: 256, Channel: o.ch, SingleThreaded: o.singleThreaded,
 			Timestamps: o.timestamps, Wallclock: o.wallclock})
 	} else {
@@ -199,11 +199,23 @@ func closeOK(t testing.TB, c closer) {
 // pollN polls cq until it has n completions or 10 s pass.
 func pollN(t testing.TB, cq *ibverbs.CQ, n int) []ibverbs.WC {
 	t.Helper()
-	out := make([]ibverbs.WC, 0, n)
-	wcs := make([]ibverbs.WC, 16)
+	return pollUntil(t, n, cq.Poll)
+}
+
+// pollExN is pollN with PollEx.
+func pollExN(t testing.TB, cq *ibverbs.CQ, n int) []ibverbs.WCEx {
+	t.Helper()
+	return pollUntil(t, n, cq.PollEx)
+}
+
+// pollUntil calls poll until it has taken n completions, for at most 10 s.
+func pollUntil[W any](t testing.TB, n int, poll func([]W) (int, error)) []W {
+	t.Helper()
+	out := make([]W, 0, n)
+	wcs := make([]W, 16)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(out) < n {
-		k, err := cq.Poll(wcs[:min(len(wcs), n-len(out))])
+		k, err := poll(wcs[:min(len(wcs), n-len(out))])
 		if err != nil {
 			t.Fatal(err)
 		}
