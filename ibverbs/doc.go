@@ -37,8 +37,9 @@
 //	ibv_create_comp_channel    (*Context).CreateCompChannel
 //	ibv_get_cq_event           (*CompChannel).Wait, Block (ack with ibv_ack_cq_events)
 //	ibv_create_cq              (*Context).CreateCQ  ibv_destroy_cq     (*CQ).Close
-//	ibv_create_cq_ex           (*Context).CreateCQEx (CQInit.SingleThreaded)
+//	ibv_create_cq_ex           (*Context).CreateCQEx (CQInit.SingleThreaded, Timestamps)
 //	ibv_poll_cq                (*CQ).Poll           ibv_req_notify_cq  (*CQ).ReqNotify
+//	ibv_start_poll, ibv_wc_read_*, ibv_end_poll   (*CQ).PollEx, WaitEx
 //	ibv_resize_cq              (*CQ).Resize
 //	ibv_create_qp              (*PD).CreateQP       ibv_destroy_qp     (*QP).Close
 //	ibv_create_qp_ex           (*PD).CreateQP with QPInit.WRAPI
@@ -47,6 +48,7 @@
 //	ibv_post_send              (*QP).PostSend       ibv_post_recv      (*QP).PostRecv
 //	ibv_wr_start ... ibv_wr_complete  (*QP).PostSend on a QPInit.WRAPI QP
 //	ibv_create_ah              (*PD).CreateAH, CreateAHTo            ibv_destroy_ah (*AH).Close
+//	ibv_create_ah_from_wc      (*PD).CreateAHFromWC ibv_init_ah_from_wc (*Context).AHAttrFromWC
 //	ibv_attach_mcast           (*QP).AttachMcast    ibv_detach_mcast   (*QP).DetachMcast
 //	ibv_create_srq             (*PD).CreateSRQ      ibv_post_srq_recv  (*SRQ).PostRecv
 //	ibv_modify_srq             (*SRQ).Arm, Resize   ibv_destroy_srq    (*SRQ).Close
