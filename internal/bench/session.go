@@ -9,10 +9,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/counters"
@@ -124,6 +127,7 @@ type session struct {
 	port     int
 	gid      ibverbs.GIDChoice
 	portAttr ibverbs.PortAttr
+	devAttr  ibverbs.DeviceAttr
 	pd       *ibverbs.PD
 	buf      *ibverbs.Buffer
 	mr       *ibverbs.MR   // the whole buffer's, or nil with mrs
@@ -310,6 +314,7 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.devAttr = da
 	if uint64(spec.MaxSize()) > da.MaxMRSize || spec.MaxSize() > s.portAttr.MaxMsgSize {
 		return nil, fmt.Errorf("message size %d is over %s's maximum of %d bytes", spec.MaxSize(), s.ctx.Name(), min(da.MaxMRSize, uint64(s.portAttr.MaxMsgSize)))
 	}
@@ -635,6 +640,24 @@ func (s *session) fillPayload() {
 	}
 }
 
+// env says where this side runs.
+func (s *session) env() report.Env {
+	h := hostEnv()
+	return report.Env{Host: h.host, Kernel: h.kernel, FWVer: s.devAttr.FWVer, VendorID: s.devAttr.VendorID,
+		VendorPartID: s.devAttr.VendorPartID, LinkGbps: s.portAttr.Gbps(), ActiveMTU: s.portAttr.ActiveMTU.Bytes(),
+		Netdev: s.gid.Entry.Netdev}
+}
+
+// hostEnv is the host's name and kernel release, read once.
+var hostEnv = sync.OnceValue(func() (h struct{ host, kernel string }) {
+	h.host, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	return h
+})
+
 // header describes the test in perftest's terms, as this side (the
 // client's or the server's) prints it.
 func (s *session) header(client bool) report.Header {
@@ -645,7 +668,7 @@ func (s *session) header(client bool) report.Header {
 		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
 		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events, UsingSRQ: s.srq != nil,
-		FlowLabels: s.spec.FlowLabels,
+		FlowLabels: s.spec.FlowLabels, Env: s.env(),
 	}
 	if s.group.IsValid() {
 		h.Group = s.group.String()

@@ -570,6 +570,10 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		MarginS: res.Spec.Margin, WarmUp: res.Spec.WarmUp, MRPerQP: res.Spec.MRPerQP, MulticastGroup: h.Group,
 		RecvPostList: listLen(res.Spec.RecvPostList),
 		FlowLabels:   res.Spec.FlowLabels, Interrupted: res.Interrupted}
+	if h.Env != (report.Env{}) {
+		env := h.Env
+		r.Env = &env
+	}
 	r.Results = reportSizes(res)
 	r.Threads, r.ThreadResults = len(res.Threads), reportThreads(res)
 	if err != nil {

@@ -112,6 +112,7 @@ func pairProcs(t *testing.T, test string, args ...string) (_ report.Result, cli,
 	if r.SchemaVersion != report.SchemaVersion || r.Error != nil || len(r.Results) == 0 || r.Device != cliDev {
 		t.Fatalf("client result %+v", r)
 	}
+	checkEnv(t, r.Env, cliDev)
 	// The server printed perftest's header and table.
 	if !strings.Contains(srvOut.String(), "#bytes") || !strings.Contains(srvOut.String(), "GID index") {
 		t.Errorf("server output lacks the header or table:\n%s", srvOut.String())
@@ -121,6 +122,45 @@ func pairProcs(t *testing.T, test string, args ...string) (_ report.Result, cli,
 		t.Errorf("-e %v: events %v in the client's JSON; the server's header:\n%s", ev, r.Events, srvOut.String())
 	}
 	return r, cc.ProcessState, sc.ProcessState
+}
+
+// checkEnv checks a result's env against what this process finds: the
+// host, the kernel, and dev's firmware and port 1 as ibverbs reports them.
+func checkEnv(t *testing.T, env *report.Env, dev string) {
+	t.Helper()
+	if env == nil {
+		t.Fatal("the result has no env")
+	}
+	host, _ := os.Hostname()
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var rel []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		rel = append(rel, byte(c))
+	}
+	ctx, err := ibverbs.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	da, err := ctx.QueryDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := ctx.QueryPort(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := report.Env{Host: host, Kernel: string(rel), FWVer: da.FWVer, VendorID: da.VendorID, VendorPartID: da.VendorPartID,
+		LinkGbps: pa.Gbps(), ActiveMTU: pa.ActiveMTU.Bytes(), Netdev: env.Netdev}
+	if *env != want || host == "" || len(rel) == 0 || (pa.LinkLayer == ibverbs.LinkLayerEthernet) != (env.Netdev != "") {
+		t.Errorf("env %+v, want %+v and a netdev where the link is Ethernet", *env, want)
+	}
 }
 
 // waitListening waits until something listens on the TCP port, reading

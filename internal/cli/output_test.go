@@ -149,6 +149,20 @@ func TestJSONOutput(t *testing.T) {
 		r.Results[1].Bytes != 65536 || r.Results[1].BWAvgMBps <= 0 || r.Error != nil {
 		t.Errorf("JSON result %+v", r)
 	}
+	// Where the side ran is in the document once it has opened its
+	// device, and left out before.
+	if strings.Contains(out.String(), `"env"`) {
+		t.Errorf("a header without an env gave one:\n%s", out)
+	}
+	withEnv := fakeBW()
+	withEnv.Header.Env = report.Env{Host: "h1", Kernel: "6.1.0-57-amd64", FWVer: "28.39.1002", VendorID: 0x2c9,
+		VendorPartID: 4129, LinkGbps: 100, ActiveMTU: 4096, Netdev: "ens1f0np0"}
+	b, err := json.Marshal(jsonResult("client", withEnv, nil))
+	const env = `"env":{"host":"h1","kernel":"6.1.0-57-amd64","fw_ver":"28.39.1002","vendor_id":713,"vendor_part_id":4129,` +
+		`"link_gbps":100,"active_mtu":4096,"netdev":"ens1f0np0"}`
+	if err != nil || !strings.Contains(string(b), env) {
+		t.Errorf("JSON %s (%v): want %s", b, err, env)
+	}
 	// What the spec asked for that shapes the figures is in the document.
 	res := fakeBW()
 	res.Spec.Duration, res.Spec.Margin, res.Spec.WarmUp, res.Spec.MRPerQP = 8, 2, true, true

@@ -10,6 +10,28 @@ import (
 // rule is perftest's RESULT_LINE, the dashed line between blocks.
 const rule = "---------------------------------------------------------------------------------------\n"
 
+// Env is where one side of a test ran: what a result needs to say to be
+// compared with another, months later or from another host.
+type Env struct {
+	// Host is the host's name and Kernel its kernel release.
+	Host   string `json:"host"`
+	Kernel string `json:"kernel"`
+	// FWVer is the device's firmware version, and VendorID and
+	// VendorPartID its PCI vendor and part (ibv_query_device).
+	FWVer        string `json:"fw_ver"`
+	VendorID     uint32 `json:"vendor_id"`
+	VendorPartID uint32 `json:"vendor_part_id"`
+	// LinkGbps is the port's signalling rate from its width and speed,
+	// 0 where the device reports codes gorperf does not know.
+	LinkGbps float64 `json:"link_gbps,omitempty"`
+	// ActiveMTU is the port's active MTU in bytes: the most a test's
+	// path MTU can be.
+	ActiveMTU int `json:"active_mtu"`
+	// Netdev is the network device of the GID in use, "" where none
+	// (InfiniBand).
+	Netdev string `json:"netdev,omitempty"`
+}
+
 // Header describes a test in the terms of perftest's header block.
 type Header struct {
 	// Test is the title, for example "RDMA_Write BW Test" or
@@ -66,6 +88,9 @@ type Header struct {
 	// CPUs, when set, are the CPUs this side runs on, and CPUReason why
 	// (gorperf's --pin_cores, --numa_node, or the device's NUMA node).
 	CPUs, CPUReason string
+	// Env is where this side ran; the text header leaves it out, as
+	// perftest's has no such lines, and the JSON has it.
+	Env Env
 	// Threads, above 1, is the number of threads of a test of several
 	// (gorperf's --threads), and ThreadCPUs each one's CPU, if pinned.
 	Threads    int

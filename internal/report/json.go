@@ -34,6 +34,9 @@ type Result struct {
 	Port      int    `json:"port"`
 	GIDIndex  int    `json:"gid_index"`
 	GIDReason string `json:"gid_reason"`
+	// Env is where this side ran, left out of a run that failed before
+	// it opened its device.
+	Env *Env `json:"env,omitempty"`
 	// Connection is "RC", "UC" or "UD".
 	Connection string `json:"connection"`
 	QPs        int    `json:"qps"`
