@@ -320,7 +320,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		return refuse(err)
 	}
 	cctx, cancel := ctl()
-	remote, err := c.SwapSetup(cctx, exchange.Setup{QPs: s.localInfo})
+	remote, err := c.SwapSetup(cctx, exchange.Setup{QPs: s.localInfo, Env: s.env()})
 	cancel()
 	if err != nil {
 		return nil, err

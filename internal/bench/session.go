@@ -146,6 +146,7 @@ type session struct {
 	ahs       []*ibverbs.AH
 	region    int // bytes per region
 	remote    []exchange.QPInfo
+	peerEnv  exchange.Env // where the peer runs, as its Setup said
 	localInfo []exchange.QPInfo
 	conns     []*rdmacm.Conn // -R: the connections that own the QPs
 	group     netip.Addr     // --mcg: the group this side's QP joined
@@ -528,7 +529,7 @@ func (s *session) connect(remote exchange.Setup) error {
 	if err := remote.Check(s.spec); err != nil {
 		return err
 	}
-	s.remote = remote.QPs
+	s.remote, s.peerEnv = remote.QPs, remote.Env
 	if s.spec.RdmaCM && s.spec.ConnType != ibverbs.QPTypeUD {
 		return nil // rdma_cm connected the QPs
 	}
@@ -640,12 +641,18 @@ func (s *session) fillPayload() {
 	}
 }
 
-// env says where this side runs.
-func (s *session) env() report.Env {
+// env says where this side runs, as its Setup tells the peer.
+func (s *session) env() exchange.Env {
 	h := hostEnv()
-	return report.Env{Host: h.host, Kernel: h.kernel, FWVer: s.devAttr.FWVer, VendorID: s.devAttr.VendorID,
-		VendorPartID: s.devAttr.VendorPartID, LinkGbps: s.portAttr.Gbps(), ActiveMTU: s.portAttr.ActiveMTU.Bytes(),
-		Netdev: s.gid.Entry.Netdev}
+	return exchange.Env{Host: h.host, Kernel: h.kernel, Device: s.ctx.Name(), FWVer: s.devAttr.FWVer,
+		VendorID: s.devAttr.VendorID, VendorPartID: s.devAttr.VendorPartID, LinkKbps: uint32(s.portAttr.Gbps() * 1e6),
+		ActiveMTU: uint32(s.portAttr.ActiveMTU.Bytes()), Netdev: s.gid.Entry.Netdev}
+}
+
+// reportEnv is e as the report has it.
+func reportEnv(e exchange.Env) report.Env {
+	return report.Env{Host: e.Host, Kernel: e.Kernel, FWVer: e.FWVer, VendorID: e.VendorID, VendorPartID: e.VendorPartID,
+		LinkGbps: float64(e.LinkKbps) / 1e6, ActiveMTU: int(e.ActiveMTU), Netdev: e.Netdev}
 }
 
 // hostEnv is the host's name and kernel release, read once.
@@ -668,7 +675,7 @@ func (s *session) header(client bool) report.Header {
 		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
 		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events, UsingSRQ: s.srq != nil,
-		FlowLabels: s.spec.FlowLabels, Env: s.env(),
+		FlowLabels: s.spec.FlowLabels, Env: reportEnv(s.env()), PeerDevice: s.peerEnv.Device, PeerEnv: reportEnv(s.peerEnv),
 	}
 	if s.group.IsValid() {
 		h.Group = s.group.String()

@@ -574,6 +574,10 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		env := h.Env
 		r.Env = &env
 	}
+	if h.PeerEnv != (report.Env{}) {
+		env := h.PeerEnv
+		r.PeerDevice, r.PeerEnv = h.PeerDevice, &env
+	}
 	r.Results = reportSizes(res)
 	r.Threads, r.ThreadResults = len(res.Threads), reportThreads(res)
 	if err != nil {

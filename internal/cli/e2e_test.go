@@ -113,6 +113,10 @@ func pairProcs(t *testing.T, test string, args ...string) (_ report.Result, cli,
 		t.Fatalf("client result %+v", r)
 	}
 	checkEnv(t, r.Env, cliDev)
+	if r.PeerDevice != srvDev {
+		t.Errorf("peer_device %q, want the server's %s", r.PeerDevice, srvDev)
+	}
+	checkEnv(t, r.PeerEnv, srvDev)
 	// The server printed perftest's header and table.
 	if !strings.Contains(srvOut.String(), "#bytes") || !strings.Contains(srvOut.String(), "GID index") {
 		t.Errorf("server output lacks the header or table:\n%s", srvOut.String())
@@ -129,7 +133,7 @@ func pairProcs(t *testing.T, test string, args ...string) (_ report.Result, cli,
 func checkEnv(t *testing.T, env *report.Env, dev string) {
 	t.Helper()
 	if env == nil {
-		t.Fatal("the result has no env")
+		t.Fatalf("the result has no env for %s", dev)
 	}
 	host, _ := os.Hostname()
 	var u syscall.Utsname

@@ -8,7 +8,7 @@
 //	both    Hello     Handshake: magic "GRPF" and ProtocolVersion must match
 //	client  TestSpec  the server learns the test from the client, then checks
 //	                  it with TestSpec.CheckLimits before it allocates anything
-//	both    Setup     SwapSetup: one QPInfo (endpoint, rkey, buffer) per QP
+//	both    Setup     SwapSetup: one QPInfo (endpoint, rkey, buffer) per QP, and the Env
 //	both    Sync      Barrier, as often as the test needs
 //	both    Result    SwapResult: each side's counts, for bidirectional totals
 //

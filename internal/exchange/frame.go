@@ -24,7 +24,7 @@ func payloadBounds(t MsgType) (lo, hi int, ok bool) {
 	case TypeSpec:
 		return specLen, specLen + 4*MaxSetupQPs, true
 	case TypeSetup:
-		return 2, 2 + MaxSetupQPs*qpInfoLen, true
+		return 2 + envMinLen, 2 + MaxSetupQPs*qpInfoLen + envMinLen + 5*MaxString, true
 	case TypeSync:
 		return 4, 4, true
 	case TypeResult:

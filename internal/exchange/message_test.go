@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -64,7 +65,12 @@ func messages() []struct {
 		{"spec max flow labels", labels},
 		{"setup empty", Setup{}},
 		{"setup one", Setup{QPs: []QPInfo{{Endpoint: fullEndpoint(), RKey: 0xcafe, Addr: 0x7f00_0000_1000, Len: 1 << 23}}}},
-		{"setup max", Setup{QPs: many}},
+		{"setup env", Setup{QPs: []QPInfo{{Endpoint: fullEndpoint(), RKey: 1, Addr: 2, Len: 3}},
+			Env: Env{Host: "node17", Kernel: "6.1.0-57-amd64", Device: "mlx5_0", FWVer: "28.39.1002", Netdev: "ens1f0np0",
+				VendorID: 0x2c9, VendorPartID: 4129, LinkKbps: 103125000, ActiveMTU: 4096}}},
+		{"setup max", Setup{QPs: many, Env: Env{Host: strings.Repeat("h", MaxString), Kernel: strings.Repeat("k", MaxString),
+			Device: strings.Repeat("d", MaxString), FWVer: strings.Repeat("f", MaxString), Netdev: strings.Repeat("n", MaxString),
+			VendorID: math.MaxUint32, VendorPartID: math.MaxUint32, LinkKbps: math.MaxUint32, ActiveMTU: math.MaxUint32}}},
 		{"sync", Sync{Seq: 7}},
 		{"sync max", Sync{Seq: 0xffffffff}},
 		{"result", Result{Iterations: 5000, Bytes: 5000 * 65536, Elapsed: 1234567 * time.Microsecond, Mismatches: 2, Peak: 987 * time.Nanosecond}},

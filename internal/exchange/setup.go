@@ -18,9 +18,22 @@ type QPInfo struct {
 }
 
 // Setup is what each side sends once the server has accepted the
-// TestSpec: one QPInfo per QP, in QP order. Check it against the spec.
+// TestSpec: one QPInfo per QP, in QP order, and where the side runs.
+// Check it against the spec.
 type Setup struct {
 	QPs []QPInfo
+	Env Env
+}
+
+// Env is where a side runs, so that each side's report can name the
+// other's host and NIC: its host name and kernel release, its device,
+// the device's firmware and PCI vendor and part, its port's link rate
+// (kbit/s, 0 where unknown) and active MTU (bytes), and the netdev of its
+// GID. Strings longer than MaxString are cut.
+type Env struct {
+	Host, Kernel, Device, FWVer, Netdev string
+	VendorID, VendorPartID                uint32
+	LinkKbps, ActiveMTU                   uint32
 }
 
 // qpInfoLen is the encoded size of a QPInfo: endpoint QPN, PSN, QKey
@@ -28,10 +41,16 @@ type Setup struct {
 // MTU, port and RdAtomic uint8, then rkey uint32, addr and len uint64.
 const qpInfoLen = 4 + 4 + 4 + 2 + 16 + 1 + 4 + 1 + 1 + 1 + 4 + 8 + 8
 
+// envMinLen is the encoded size of an Env with empty strings: five
+// string lengths and four uint32s.
+const envMinLen = 5 + 4*4
+
 // AppendPayload appends count uint16 and count QPInfos, each: QPN, PSN,
 // QKey uint32, LID uint16, GID [16]byte, GID index uint8, GID type uint32,
 // MTU uint8, port uint8, RdAtomic uint8, rkey uint32, addr uint64, len
-// uint64. AppendFrame refuses a Setup of more than MaxSetupQPs.
+// uint64; then the Env: host, kernel, device, firmware and netdev strings,
+// vendor, part, link rate and active MTU uint32. AppendFrame refuses a
+// Setup of more than MaxSetupQPs.
 func (s Setup) AppendPayload(b []byte) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(min(len(s.QPs), math.MaxUint16)))
 	for _, q := range s.QPs {
@@ -48,6 +67,13 @@ func (s Setup) AppendPayload(b []byte) []byte {
 		b = binary.BigEndian.AppendUint64(b, q.Addr)
 		b = binary.BigEndian.AppendUint64(b, q.Len)
 	}
+	e := s.Env
+	for _, str := range []string{e.Host, e.Kernel, e.Device, e.FWVer, e.Netdev} {
+		b = appendString(b, str)
+	}
+	for _, v := range []uint32{e.VendorID, e.VendorPartID, e.LinkKbps, e.ActiveMTU} {
+		b = binary.BigEndian.AppendUint32(b, v)
+	}
 	return b
 }
 
@@ -57,8 +83,8 @@ func decodeSetup(p []byte) (Setup, error) {
 	if n > MaxSetupQPs {
 		return Setup{}, malformed(TypeSetup, "%d QPs, more than %d", n, MaxSetupQPs)
 	}
-	if r.err == nil && len(r.b) != n*qpInfoLen {
-		return Setup{}, malformed(TypeSetup, "%d bytes for %d QPs, want %d", len(r.b), n, n*qpInfoLen)
+	if r.err == nil && len(r.b) < n*qpInfoLen {
+		return Setup{}, malformed(TypeSetup, "%d bytes for %d QPs, want at least %d", len(r.b), n, n*qpInfoLen)
 	}
 	var s Setup
 	if n > 0 {
@@ -80,6 +106,13 @@ func decodeSetup(p []byte) (Setup, error) {
 		q.RKey = r.u32()
 		q.Addr = r.u64()
 		q.Len = r.u64()
+	}
+	e := &s.Env
+	for _, str := range []*string{&e.Host, &e.Kernel, &e.Device, &e.FWVer, &e.Netdev} {
+		*str = r.str()
+	}
+	for _, v := range []*uint32{&e.VendorID, &e.VendorPartID, &e.LinkKbps, &e.ActiveMTU} {
+		*v = r.u32()
 	}
 	if err := r.done(); err != nil {
 		return Setup{}, err

@@ -88,9 +88,13 @@ type Header struct {
 	// CPUs, when set, are the CPUs this side runs on, and CPUReason why
 	// (gorperf's --pin_cores, --numa_node, or the device's NUMA node).
 	CPUs, CPUReason string
-	// Env is where this side ran; the text header leaves it out, as
-	// perftest's has no such lines, and the JSON has it.
-	Env Env
+	// Env is where this side ran, and PeerDevice and PeerEnv the
+	// other side's device and where it ran, as it said; the text header
+	// leaves them out, as perftest's has no such lines, and the JSON has
+	// them.
+	Env        Env
+	PeerDevice string
+	PeerEnv    Env
 	// Threads, above 1, is the number of threads of a test of several
 	// (gorperf's --threads), and ThreadCPUs each one's CPU, if pinned.
 	Threads    int

@@ -35,8 +35,12 @@ type Result struct {
 	GIDIndex  int    `json:"gid_index"`
 	GIDReason string `json:"gid_reason"`
 	// Env is where this side ran, left out of a run that failed before
-	// it opened its device.
-	Env *Env `json:"env,omitempty"`
+	// it opened its device; PeerDevice and PeerEnv are the other side's
+	// device and where it ran, as it said, left out of a run that failed
+	// before the two sides connected.
+	Env        *Env   `json:"env,omitempty"`
+	PeerDevice string `json:"peer_device,omitempty"`
+	PeerEnv    *Env   `json:"peer_env,omitempty"`
 	// Connection is "RC", "UC" or "UD".
 	Connection string `json:"connection"`
 	QPs        int    `json:"qps"`
