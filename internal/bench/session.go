@@ -146,7 +146,7 @@ type session struct {
 	ahs       []*ibverbs.AH
 	region    int // bytes per region
 	remote    []exchange.QPInfo
-	peerEnv  exchange.Env // where the peer runs, as its Setup said
+	peerEnv   exchange.Env // where the peer runs, as its Setup said
 	localInfo []exchange.QPInfo
 	conns     []*rdmacm.Conn // -R: the connections that own the QPs
 	group     netip.Addr     // --mcg: the group this side's QP joined

@@ -32,8 +32,8 @@ type Setup struct {
 // GID. Strings longer than MaxString are cut.
 type Env struct {
 	Host, Kernel, Device, FWVer, Netdev string
-	VendorID, VendorPartID                uint32
-	LinkKbps, ActiveMTU                   uint32
+	VendorID, VendorPartID              uint32
+	LinkKbps, ActiveMTU                 uint32
 }
 
 // qpInfoLen is the encoded size of a QPInfo: endpoint QPN, PSN, QKey
