@@ -71,6 +71,9 @@ type config struct {
 	// themselves alike (numaParity), and numa says why.
 	gorperfOnly []string
 	numa        string
+	// clientEnv and serverEnv are where the two sides ran, from the
+	// first gorperf run's JSON (its env and peer_env).
+	clientEnv, serverEnv json.RawMessage
 }
 
 // measure is one tool's result for one case.
@@ -103,6 +106,8 @@ type measure struct {
 		SysUsPerMsg  float64 `json:"sys_us_per_msg"`
 		UtilPct      float64 `json:"util_pct"`
 	} `json:"cpu,omitempty"`
+	// env and peerEnv are a gorperf run's env and peer_env.
+	env, peerEnv json.RawMessage
 }
 
 // stat is one tool's figures for one case over the repetitions: the
@@ -302,7 +307,8 @@ func (c *config) cases() []testCase {
 func (c *config) writeJSON(rows []row, complete bool, godebug string) error {
 	doc := map[string]any{"schema_version": 1, "date": time.Now().UTC().Format(time.RFC3339),
 		"server_device": c.serverDev, "client_device": c.clientDev, "godebug": godebug, "reps": c.reps,
-		"pinned": c.pin, "events": c.events, "numa": c.numa, "complete": complete, "rows": rows}
+		"pinned": c.pin, "events": c.events, "numa": c.numa, "complete": complete, "rows": rows,
+		"client_env": c.clientEnv, "server_env": c.serverEnv}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
@@ -602,6 +608,9 @@ func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps i
 	if err != nil {
 		return measure{Err: err.Error()}, out.String()
 	}
+	if c.clientEnv == nil {
+		c.clientEnv, c.serverEnv = m.env, m.peerEnv
+	}
 	main := m.MsgRateMpps
 	if lat {
 		main = m.TTypicalUs
@@ -684,6 +693,8 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 		var r struct {
 			Results []measure                 `json:"results"`
 			Error   *struct{ Message string } `json:"error"`
+			Env     json.RawMessage           `json:"env"`
+			PeerEnv json.RawMessage           `json:"peer_env"`
 		}
 		if err := json.Unmarshal(out, &r); err != nil {
 			return measure{}, err
@@ -691,7 +702,9 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 		if r.Error != nil || len(r.Results) == 0 {
 			return measure{}, fmt.Errorf("gorperf: no result")
 		}
-		return r.Results[0], nil
+		m := r.Results[0]
+		m.env, m.peerEnv = r.Env, r.PeerEnv
+		return m, nil
 	}
 	// perftest: the line after the column header.
 	lines := strings.Split(string(out), "\n")

@@ -261,11 +261,16 @@ func TestWriteJSONAfterEachCase(t *testing.T) {
 // TestParseGorperf reads gorperf's JSON: the figures compared, and its own
 // CPU time (--cpu_util) where it has it.
 func TestParseGorperf(t *testing.T) {
-	doc := `{"schema_version": 1, "results": [{"bytes": 64, "iterations": 5000, "bw_avg_mbps": 1.5, "msg_rate_mpps": 0.0245,
+	doc := `{"schema_version": 1, "env": {"host": "a"}, "peer_env": {"host": "b"},
+		"results": [{"bytes": 64, "iterations": 5000, "bw_avg_mbps": 1.5, "msg_rate_mpps": 0.0245,
 		"cpu": {"user_us_per_msg": 0.4, "sys_us_per_msg": 40.5, "util_pct": 99.1, "user_s": 0.002, "sys_s": 0.2, "wall_s": 0.2}}]}`
 	m, err := parse(true, false, []byte(doc))
 	if err != nil || m.MsgRateMpps != 0.0245 || m.CPU == nil || m.CPU.UserUsPerMsg != 0.4 || m.CPU.SysUsPerMsg != 40.5 || m.CPU.UtilPct != 99.1 {
 		t.Fatalf("parse = %+v, %v", m, err)
+	}
+	// Where the two sides ran, for the comparison's JSON.
+	if string(m.env) != `{"host": "a"}` || string(m.peerEnv) != `{"host": "b"}` {
+		t.Errorf("env %s, peer_env %s", m.env, m.peerEnv)
 	}
 	if m, err := parse(true, false, []byte(`{"results": [{"bytes": 64, "msg_rate_mpps": 1}]}`)); err != nil || m.CPU != nil {
 		t.Errorf("without cpu: %+v, %v", m, err)
