@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/affinity"
 	"github.com/gorperf/gorperf/internal/exchange"
@@ -136,17 +138,11 @@ func checkEnv(t *testing.T, env *report.Env, dev string) {
 		t.Fatalf("the result has no env for %s", dev)
 	}
 	host, _ := os.Hostname()
-	var u syscall.Utsname
-	if err := syscall.Uname(&u); err != nil {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
 		t.Fatal(err)
 	}
-	var rel []byte
-	for _, c := range u.Release {
-		if c == 0 {
-			break
-		}
-		rel = append(rel, byte(c))
-	}
+	rel := unix.ByteSliceToString(u.Release[:])
 	ctx, err := ibverbs.Open(dev)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +156,7 @@ func checkEnv(t *testing.T, env *report.Env, dev string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := report.Env{Host: host, Kernel: string(rel), FWVer: da.FWVer, VendorID: da.VendorID, VendorPartID: da.VendorPartID,
+	want := report.Env{Host: host, Kernel: rel, FWVer: da.FWVer, VendorID: da.VendorID, VendorPartID: da.VendorPartID,
 		LinkGbps: pa.Gbps(), ActiveMTU: pa.ActiveMTU.Bytes(), Netdev: env.Netdev}
 	if *env != want || host == "" || len(rel) == 0 || (pa.LinkLayer == ibverbs.LinkLayerEthernet) != (env.Netdev != "") {
 		t.Errorf("env %+v, want %+v and a netdev where the link is Ethernet", *env, want)
