@@ -652,7 +652,7 @@ func (s *session) env() exchange.Env {
 // reportEnv is e as the report has it.
 func reportEnv(e exchange.Env) report.Env {
 	return report.Env{Host: e.Host, Kernel: e.Kernel, FWVer: e.FWVer, VendorID: e.VendorID, VendorPartID: e.VendorPartID,
-		LinkGbps: float64(e.LinkKbps) / 1e6, ActiveMTU: int(e.ActiveMTU), Netdev: e.Netdev}
+		SpeedGbps: float64(e.LinkKbps) / 1e6, ActiveMTU: int(e.ActiveMTU), Netdev: e.Netdev}
 }
 
 // hostEnv is the host's name and kernel release, read once.

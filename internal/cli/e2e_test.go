@@ -157,7 +157,7 @@ func checkEnv(t *testing.T, env *report.Env, dev string) {
 		t.Fatal(err)
 	}
 	want := report.Env{Host: host, Kernel: rel, FWVer: da.FWVer, VendorID: da.VendorID, VendorPartID: da.VendorPartID,
-		LinkGbps: pa.Gbps(), ActiveMTU: pa.ActiveMTU.Bytes(), Netdev: env.Netdev}
+		SpeedGbps: pa.Gbps(), ActiveMTU: pa.ActiveMTU.Bytes(), Netdev: env.Netdev}
 	if *env != want || host == "" || len(rel) == 0 || (pa.LinkLayer == ibverbs.LinkLayerEthernet) != (env.Netdev != "") {
 		t.Errorf("env %+v, want %+v and a netdev where the link is Ethernet", *env, want)
 	}

@@ -156,11 +156,11 @@ func TestJSONOutput(t *testing.T) {
 	}
 	withEnv := fakeBW()
 	withEnv.Header.Env = report.Env{Host: "h1", Kernel: "6.1.0-57-amd64", FWVer: "28.39.1002", VendorID: 0x2c9,
-		VendorPartID: 4129, LinkGbps: 100, ActiveMTU: 4096, Netdev: "ens1f0np0"}
+		VendorPartID: 4129, SpeedGbps: 100, ActiveMTU: 4096, Netdev: "ens1f0np0"}
 	withEnv.Header.PeerDevice, withEnv.Header.PeerEnv = "mlx5_1", report.Env{Host: "h2", ActiveMTU: 1024}
 	b, err := json.Marshal(jsonResult("client", withEnv, nil))
 	const env = `"env":{"host":"h1","kernel":"6.1.0-57-amd64","fw_ver":"28.39.1002","vendor_id":713,"vendor_part_id":4129,` +
-		`"link_gbps":100,"active_mtu":4096,"netdev":"ens1f0np0"},"peer_device":"mlx5_1",` +
+		`"speed_gbps":100,"active_mtu":4096,"netdev":"ens1f0np0"},"peer_device":"mlx5_1",` +
 		`"peer_env":{"host":"h2","kernel":"","fw_ver":"","vendor_id":0,"vendor_part_id":0,"active_mtu":1024}`
 	if err != nil || !strings.Contains(string(b), env) {
 		t.Errorf("JSON %s (%v): want %s", b, err, env)

@@ -21,9 +21,10 @@ type Env struct {
 	FWVer        string `json:"fw_ver"`
 	VendorID     uint32 `json:"vendor_id"`
 	VendorPartID uint32 `json:"vendor_part_id"`
-	// LinkGbps is the port's signalling rate from its width and speed,
-	// 0 where the device reports codes gorperf does not know.
-	LinkGbps float64 `json:"link_gbps,omitempty"`
+	// SpeedGbps is the port's signalling rate from its width and speed,
+	// 0 where the device reports codes gorperf does not know: what
+	// gorperf devices calls speed_gbps.
+	SpeedGbps float64 `json:"speed_gbps,omitempty"`
 	// ActiveMTU is the port's active MTU in bytes: the most a test's
 	// path MTU can be.
 	ActiveMTU int `json:"active_mtu"`
