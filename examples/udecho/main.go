@@ -1,0 +1,281 @@
+//go:build linux && cgo
+
+// Command udecho is a datagram echo service on one UD queue pair. The
+// server answers each datagram to whoever sent it, knowing the sender only
+// from the datagram: its completion and the GRH area in front of its
+// payload (ibverbs.PD.CreateAHFromWC), and says who that was
+// (ibverbs.ParseGRH). A client learns the server's QP from a TCP
+// connection, as ibv_ud_pingpong does, sends its datagrams and checks
+// the echoes.
+//
+//	udecho -d rxe0 -l 198.18.0.1:18700           # server, until Ctrl-C (or -n datagrams)
+//	udecho -d rxe1 -n 3 198.18.0.1:18700         # client: 3 datagrams
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+const (
+	port   = 1   // the device port
+	slots  = 16  // receive slots, each GRHLen + maxMsg bytes
+	maxMsg = 256 // the largest datagram
+	slot   = ibverbs.GRHLen + maxMsg
+)
+
+func main() {
+	dev := flag.String("d", "", "RDMA device (default: the first)")
+	listen := flag.String("l", "", "serve, with the endpoint told to TCP clients at this address")
+	n := flag.Int("n", 0, "datagrams to echo (server: 0 for no end) or to send (client: default 3)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch {
+	case *listen != "" && flag.NArg() == 0:
+		err = serve(ctx, *dev, *listen, *n)
+	case *listen == "" && flag.NArg() == 1:
+		err = ping(ctx, *dev, flag.Arg(0), max(*n, 1))
+	default:
+		err = errors.New("usage: udecho [-d DEV] -l ADDR [-n N] | udecho [-d DEV] [-n N] ADDR")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "udecho:", err)
+		os.Exit(1)
+	}
+}
+
+// endpoint is one side's UD queue pair with its memory: slots receive
+// slots, then one send slot.
+type endpoint struct {
+	ctx        *ibverbs.Context
+	pd         *ibverbs.PD
+	buf        *ibverbs.Buffer
+	mr         *ibverbs.MR
+	scq, rcq   *ibverbs.CQ
+	ch         *ibverbs.CompChannel // the receive CQ's events
+	qp         *ibverbs.QP
+	me         ibverbs.Endpoint
+	gidIndex   int
+	closeOrder []interface{ Close() error }
+}
+
+func open(dev string) (e *endpoint, err error) {
+	e = &endpoint{}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	keep := func(c interface{ Close() error }) { e.closeOrder = append(e.closeOrder, c) }
+	if e.ctx, err = ibverbs.Open(dev); err != nil {
+		return e, err
+	}
+	keep(e.ctx)
+	gid, err := e.ctx.SelectGID(port, ibverbs.GIDRule{})
+	if err != nil {
+		return e, err
+	}
+	e.gidIndex = gid.Entry.Index
+	if e.pd, err = e.ctx.AllocPD(); err != nil {
+		return e, err
+	}
+	keep(e.pd)
+	if e.buf, err = ibverbs.NewBuffer((slots+1)*slot, ibverbs.BufferOptions{}); err != nil {
+		return e, err
+	}
+	keep(e.buf)
+	if e.mr, err = e.pd.RegMR(e.buf, ibverbs.AccessLocalWrite); err != nil {
+		return e, err
+	}
+	keep(e.mr)
+	if e.ch, err = e.ctx.CreateCompChannel(); err != nil {
+		return e, err
+	}
+	keep(e.ch)
+	if e.scq, err = e.ctx.CreateCQ(slots, nil); err != nil {
+		return e, err
+	}
+	keep(e.scq)
+	if e.rcq, err = e.ctx.CreateCQ(slots, e.ch); err != nil {
+		return e, err
+	}
+	keep(e.rcq)
+	e.qp, err = e.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeUD, SendCQ: e.scq, RecvCQ: e.rcq,
+		Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: slots, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		return e, err
+	}
+	keep(e.qp)
+	if err = e.qp.Connect(ibverbs.Endpoint{}, ibverbs.ConnParams{Port: port, GIDIndex: e.gidIndex}); err != nil {
+		return e, err
+	}
+	if e.me, err = e.qp.Endpoint(port, e.gidIndex); err != nil {
+		return e, err
+	}
+	for i := range slots {
+		if err = e.postRecv(i); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// close closes what open made, children first.
+func (e *endpoint) close() {
+	for i := len(e.closeOrder) - 1; i >= 0; i-- {
+		e.closeOrder[i].Close()
+	}
+}
+
+func (e *endpoint) postRecv(i int) error {
+	return e.qp.PostRecv([]ibverbs.RecvWR{{ID: uint64(i), SGL: []ibverbs.SGE{e.mr.SGE(i*slot, slot)}}})
+}
+
+// send sends p to the QP qpn behind ah and waits for the send to
+// complete, after which ah may be closed.
+func (e *endpoint) send(ctx context.Context, p []byte, ah *ibverbs.AH, qpn, qkey uint32) error {
+	off := slots * slot
+	n := copy(e.buf.Bytes()[off:off+maxMsg], p)
+	err := e.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{e.mr.SGE(off, n)}, AH: ah, RemoteQPN: qpn, RemoteQKey: qkey}})
+	if err != nil {
+		return err
+	}
+	wcs := make([]ibverbs.WC, 1)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		k, err := e.scq.Poll(wcs)
+		if err != nil || k == 1 {
+			if err == nil {
+				err = wcs[0].Err()
+			}
+			return err
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("the send did not complete: %w", context.Cause(ctx))
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+}
+
+// recv waits for a datagram, for at most d, and returns its completion and
+// its slot's bytes: the GRH area, then the payload.
+func (e *endpoint) recv(ctx context.Context, d time.Duration) (ibverbs.WC, []byte, error) {
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	wcs := make([]ibverbs.WC, 1)
+	if _, err := e.rcq.Wait(ctx, wcs); err != nil {
+		return ibverbs.WC{}, nil, err
+	}
+	if err := wcs[0].Err(); err != nil {
+		return wcs[0], nil, err
+	}
+	i := int(wcs[0].WRID)
+	return wcs[0], e.buf.Bytes()[i*slot : i*slot+int(wcs[0].ByteLen)], nil
+}
+
+func serve(ctx context.Context, dev, addr string, n int) error {
+	e, err := open(dev)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			json.NewEncoder(c).Encode(e.me)
+			c.Close()
+		}
+	}()
+	fmt.Printf("serving on %s QPN %#x (GID %s), endpoint at %s\n", e.ctx.Name(), e.me.QPN, e.me.GID.Addr(), ln.Addr())
+	for done := 0; n == 0 || done < n; done++ {
+		wc, b, err := e.recv(ctx, 0)
+		if err != nil {
+			return err
+		}
+		grh, payload := b[:ibverbs.GRHLen], b[ibverbs.GRHLen:]
+		from := "a sender without a GRH"
+		if g, err := ibverbs.ParseGRH(grh); err == nil {
+			from = g.Src.Addr().String()
+		}
+		ah, err := e.pd.CreateAHFromWC(&wc, grh, port)
+		if err != nil {
+			return err
+		}
+		err = e.send(ctx, payload, ah, wc.SrcQP, e.me.QKey)
+		ah.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("echoed %d bytes to %s QPN %#x\n", len(payload), from, wc.SrcQP)
+		if err := e.postRecv(int(wc.WRID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ping(ctx context.Context, dev, addr string, n int) error {
+	e, err := open(dev)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	var srv ibverbs.Endpoint
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	err = json.NewDecoder(c).Decode(&srv)
+	c.Close()
+	if err != nil {
+		return fmt.Errorf("reading the server's endpoint: %w", err)
+	}
+	ah, err := e.pd.CreateAHTo(srv, port, e.gidIndex)
+	if err != nil {
+		return err
+	}
+	defer ah.Close()
+	for i := range n {
+		msg := fmt.Appendf(nil, "datagram %d from QPN %#x", i, e.me.QPN)
+		start := time.Now()
+		if err := e.send(ctx, msg, ah, srv.QPN, srv.QKey); err != nil {
+			return err
+		}
+		wc, b, err := e.recv(ctx, 5*time.Second)
+		if err != nil {
+			return fmt.Errorf("no echo of datagram %d: %w", i, err)
+		}
+		if got := b[ibverbs.GRHLen:]; !bytes.Equal(got, msg) || wc.SrcQP != srv.QPN {
+			return fmt.Errorf("echo %q from QPN %#x, want %q from %#x", got, wc.SrcQP, msg, srv.QPN)
+		}
+		fmt.Printf("echo of %d bytes from QPN %#x in %v\n", len(msg), wc.SrcQP, time.Since(start).Round(time.Microsecond))
+		if err := e.postRecv(int(wc.WRID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+//go:build linux && cgo
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// TestMain runs the command itself when the test re-executes its binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("UDECHO_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func udecho(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "UDECHO_MAIN=1")
+	return cmd
+}
+
+// The example runs as its doc comment says: a server on one device echoes
+// three datagrams from a client on another (or the same) device, naming
+// the client's address, which it learned from the datagrams alone.
+func TestUDEcho(t *testing.T) {
+	srvDev := rdmatest.Device(t).Name
+	cliDev, ip := os.Getenv("RXE_DEV2"), os.Getenv("RXE_IP")
+	if cliDev == "" {
+		cliDev = srvDev
+	}
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	srv := udecho(ctx, "-d", srvDev, "-l", net.JoinHostPort(ip, "0"), "-n", "3")
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srvErr strings.Builder
+	srv.Stderr = &srvErr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "serving on ") {
+		t.Fatalf("server's first line %q; stderr: %s", lines.Text(), srvErr.String())
+	}
+	// "serving on DEV QPN 0x.. (GID ...), endpoint at IP:PORT"
+	first := lines.Text()
+	addr := first[strings.LastIndex(first, " ")+1:]
+
+	cli, err := udecho(ctx, "-d", cliDev, "-n", "3", addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, cli)
+	}
+	if got := strings.Count(string(cli), "echo of "); got != 3 {
+		t.Errorf("client printed %d echoes, want 3:\n%s", got, cli)
+	}
+	var served []string
+	for lines.Scan() {
+		served = append(served, lines.Text())
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srvErr.String())
+	}
+
+	// The server names the client's GID address, from the GRH.
+	ctx2, err := ibverbs.Open(cliDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx2.Close()
+	gid, err := ctx2.SelectGID(1, ibverbs.GIDRule{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("to %s QPN", gid.Entry.IP())
+	if len(served) != 3 || !strings.Contains(served[0], want) {
+		t.Errorf("server printed %q, want three echoes %s ...", served, want)
+	}
+}
+
+// A client whose server is not there fails at once, with the reason.
+func TestUDEchoNoServer(t *testing.T) {
+	dev := rdmatest.Device(t).Name
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := udecho(ctx, "-d", dev, addr).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "connection refused") {
+		t.Errorf("client without a server: %v\n%s", err, out)
+	}
+}
