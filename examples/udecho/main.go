@@ -213,6 +213,9 @@ func serve(ctx context.Context, dev, addr string, n int) error {
 	for done := 0; n == 0 || done < n; done++ {
 		wc, b, err := e.recv(ctx, 0)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C
+			}
 			return err
 		}
 		grh, payload := b[:ibverbs.GRHLen], b[ibverbs.GRHLen:]

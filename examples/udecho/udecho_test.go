@@ -113,3 +113,30 @@ func TestUDEchoNoServer(t *testing.T) {
 		t.Errorf("client without a server: %v\n%s", err, out)
 	}
 }
+
+// A server that serves until Ctrl-C stops cleanly on it.
+func TestUDEchoInterrupt(t *testing.T) {
+	dev := rdmatest.Device(t).Name
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := udecho(ctx, "-d", dev, "-l", "127.0.0.1:0")
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srvErr strings.Builder
+	srv.Stderr = &srvErr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	if lines := bufio.NewScanner(out); !lines.Scan() || !strings.HasPrefix(lines.Text(), "serving on ") {
+		t.Fatalf("server's first line %q; stderr: %s", lines.Text(), srvErr.String())
+	}
+	if err := srv.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Wait(); err != nil || ctx.Err() != nil {
+		t.Errorf("server after Ctrl-C: %v (%v); stderr: %s", err, ctx.Err(), srvErr.String())
+	}
+}
