@@ -1,0 +1,214 @@
+//go:build linux && cgo
+
+// Command rdmaping measures round trips over an RC connection that the
+// RDMA connection manager sets up from an IP address and port
+// (rdmacm.Listen, Accept and Dial): the client sends a message, the server
+// sends it back, and the client reports the times. The server serves one
+// client after another until Ctrl-C (or -n clients).
+//
+//	rdmaping -l 198.18.0.1:7471            # server
+//	rdmaping -c 100 198.18.0.1:7471        # client: 100 round trips
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+const size = 64 // bytes a message
+
+func main() {
+	listen := flag.String("l", "", "serve at this address")
+	clients := flag.Int("n", 0, "server: clients to serve (0: until Ctrl-C)")
+	count := flag.Int("c", 10, "client: round trips")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch {
+	case *listen != "" && flag.NArg() == 0:
+		err = serve(ctx, *listen, *clients)
+	case *listen == "" && flag.NArg() == 1:
+		err = ping(ctx, flag.Arg(0), max(*count, 1))
+	default:
+		err = errors.New("usage: rdmaping -l ADDR [-n CLIENTS] | rdmaping [-c COUNT] ADDR")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rdmaping:", err)
+		os.Exit(1)
+	}
+}
+
+// buffers is a connection's registered memory: a receive half and a send
+// half of size bytes each.
+type buffers struct {
+	buf *ibverbs.Buffer
+	mr  *ibverbs.MR
+}
+
+func newBuffers(c *rdmacm.Conn) (*buffers, error) {
+	buf, err := ibverbs.NewBuffer(2*size, ibverbs.BufferOptions{})
+	if err != nil {
+		return nil, err
+	}
+	mr, err := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
+	if err != nil {
+		buf.Close()
+		return nil, err
+	}
+	return &buffers{buf, mr}, nil
+}
+
+func (b *buffers) close() {
+	b.mr.Close()
+	b.buf.Close()
+}
+
+func (b *buffers) recvd() []byte { return b.buf.Bytes()[:size] }
+func (b *buffers) out() []byte   { return b.buf.Bytes()[size:] }
+
+// postRecv posts the receive half.
+func (b *buffers) postRecv(c *rdmacm.Conn) error {
+	return c.QP().PostRecv([]ibverbs.RecvWR{{SGL: []ibverbs.SGE{b.mr.SGE(0, size)}}})
+}
+
+// send sends the send half and waits for its completion.
+func (b *buffers) send(ctx context.Context, c *rdmacm.Conn) error {
+	err := c.QP().PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{b.mr.SGE(size, size)}}})
+	if err != nil {
+		return err
+	}
+	return wait(ctx, c.SendCQ())
+}
+
+// wait waits for one completion on cq, which must succeed.
+func wait(ctx context.Context, cq *ibverbs.CQ) error {
+	wcs := make([]ibverbs.WC, 1)
+	if _, err := cq.Wait(ctx, wcs); err != nil {
+		return err
+	}
+	return wcs[0].Err()
+}
+
+func serve(ctx context.Context, addr string, clients int) error {
+	l, err := rdmacm.Listen(ctx, addr, nil)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	fmt.Printf("listening on %s\n", addr)
+	for served := 0; clients == 0 || served < clients; served++ {
+		c, err := l.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C
+			}
+			return err
+		}
+		peer := c.RemoteAddr()
+		n, err := echo(ctx, c)
+		c.Close()
+		if ctx.Err() != nil {
+			return nil // Ctrl-C
+		}
+		if err != nil && !errors.Is(err, rdmacm.ErrDisconnected) {
+			return fmt.Errorf("client %s: %w", peer, err)
+		}
+		fmt.Printf("echoed %d messages to %s\n", n, peer)
+	}
+	return nil
+}
+
+// echo sends each message back until the client disconnects, and returns
+// how many it echoed.
+func echo(ctx context.Context, c *rdmacm.Conn) (int, error) {
+	b, err := newBuffers(c)
+	if err != nil {
+		return 0, err
+	}
+	defer b.close()
+	// The connection's context ends when the peer disconnects.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-c.Done():
+			cancel(c.Err())
+		case <-ctx.Done():
+		}
+	}()
+	for n := 0; ; n++ {
+		if err := b.postRecv(c); err != nil {
+			return n, err
+		}
+		if err := wait(ctx, c.RecvCQ()); err != nil {
+			// A flushed receive, or the watch's cancel, when the
+			// client went away: say so.
+			select {
+			case <-c.Done():
+				return n, c.Err()
+			case <-time.After(time.Second):
+				return n, err
+			}
+		}
+		copy(b.out(), b.recvd())
+		if err := b.send(ctx, c); err != nil {
+			return n, err
+		}
+	}
+}
+
+func ping(ctx context.Context, addr string, count int) error {
+	c, err := rdmacm.Dial(ctx, addr, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	b, err := newBuffers(c)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rtts := make([]time.Duration, 0, count)
+	for i := range count {
+		if err := b.postRecv(c); err != nil {
+			return err
+		}
+		msg := b.out()
+		clear(msg)
+		copy(msg, fmt.Sprintf("ping %d", i))
+		want := bytes.Clone(msg)
+		start := time.Now()
+		if err := b.send(ctx, c); err != nil {
+			return err
+		}
+		if err := wait(ctx, c.RecvCQ()); err != nil {
+			return fmt.Errorf("no echo of message %d: %w", i, err)
+		}
+		rtts = append(rtts, time.Since(start))
+		if !bytes.Equal(b.recvd(), want) {
+			return fmt.Errorf("echo of message %d differs: %q", i, b.recvd())
+		}
+	}
+	slices.Sort(rtts)
+	var sum time.Duration
+	for _, d := range rtts {
+		sum += d
+	}
+	fmt.Printf("%d round trips of %d bytes to %s on %s: min %v, median %v, mean %v\n", count, size, c.RemoteAddr(),
+		c.Context().Name(), rtts[0], rtts[len(rtts)/2], sum/time.Duration(count))
+	return nil
+}

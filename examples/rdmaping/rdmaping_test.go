@@ -1,0 +1,121 @@
+//go:build linux && cgo
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// TestMain runs the command itself when the test re-executes its binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("RDMAPING_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func rdmaping(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "RDMAPING_MAIN=1")
+	return cmd
+}
+
+var nextPort atomic.Int32
+
+// addr is a new address on the test device's IP (RXE_IP in the VM), for
+// rdma_cm to listen at.
+func addr(t *testing.T) string {
+	rdmatest.Device(t)
+	ip := os.Getenv("RXE_IP")
+	if ip == "" {
+		t.Skip("RXE_IP names no address of the RDMA device")
+	}
+	return net.JoinHostPort(ip, fmt.Sprint(19400+nextPort.Add(1)))
+}
+
+// startServer starts a server at a and waits for its first line.
+func startServer(t *testing.T, ctx context.Context, a string, args ...string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	srv := rdmaping(ctx, append([]string{"-l", a}, args...)...)
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	srv.Stderr = &stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill() })
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "listening on "+a {
+		t.Fatalf("server's first line %q; stderr: %s", lines.Text(), stderr.String())
+	}
+	return srv, lines, &stderr
+}
+
+// The example runs as its doc comment says: a server serves two clients in
+// turn, each of which checks its echoes and reports the round trips.
+func TestRdmaping(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, lines, stderr := startServer(t, ctx, a, "-n", "2")
+	for _, count := range []string{"5", "20"} {
+		out, err := rdmaping(ctx, "-c", count, a).CombinedOutput()
+		if err != nil {
+			t.Fatalf("client -c %s: %v\n%s", count, err, out)
+		}
+		if !strings.HasPrefix(string(out), count+" round trips of 64 bytes to "+a) {
+			t.Errorf("client -c %s printed %q", count, out)
+		}
+	}
+	var served []string
+	for lines.Scan() {
+		served = append(served, lines.Text())
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, stderr.String())
+	}
+	// Each line names the client's address (in the VM, the second
+	// device's: the route to the server crosses the veth pair).
+	peer := os.Getenv("RXE_IP2")
+	if peer == "" {
+		peer = a[:strings.LastIndex(a, ":")]
+	}
+	if len(served) != 2 || !strings.HasPrefix(served[0], "echoed 5 messages to "+peer+":") ||
+		!strings.HasPrefix(served[1], "echoed 20 messages to "+peer+":") {
+		t.Errorf("server printed %q, want two clients' counts and %s", served, peer)
+	}
+}
+
+// A client with no server fails at once with the reason; a server stops
+// cleanly on Ctrl-C.
+func TestRdmapingFailures(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := rdmaping(ctx, a).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "rdmaping:") || !strings.Contains(string(out), "refused") {
+		t.Errorf("client without a server: %v\n%s", err, out)
+	}
+	srv, _, stderr := startServer(t, ctx, a)
+	if err := srv.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Wait(); err != nil || ctx.Err() != nil {
+		t.Errorf("server after Ctrl-C: %v (%v); stderr: %s", err, ctx.Err(), stderr.String())
+	}
+}
