@@ -17,20 +17,13 @@ import (
 	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
-// TestMain runs the command itself when the test re-executes its binary.
+// TestMain runs the command itself when a test re-executes its binary.
 func TestMain(m *testing.M) {
-	if os.Getenv("RDMAPING_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
+	rdmatest.RunAsCommand(func() int { main(); return 0 })
 	os.Exit(m.Run())
 }
 
-func rdmaping(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "RDMAPING_MAIN=1")
-	return cmd
-}
+func rdmaping(ctx context.Context, args ...string) *exec.Cmd { return rdmatest.Command(ctx, args...) }
 
 var nextPort atomic.Int32
 

@@ -17,19 +17,33 @@ import (
 	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
-// TestMain runs the command itself when the test re-executes its binary.
+// TestMain runs the command itself when a test re-executes its binary.
 func TestMain(m *testing.M) {
-	if os.Getenv("UDECHO_MAIN") == "1" {
-		main()
-		os.Exit(0)
-	}
+	rdmatest.RunAsCommand(func() int { main(); return 0 })
 	os.Exit(m.Run())
 }
 
-func udecho(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "UDECHO_MAIN=1")
-	return cmd
+func udecho(ctx context.Context, args ...string) *exec.Cmd { return rdmatest.Command(ctx, args...) }
+
+// startServer starts a server with args and waits for its first line.
+func startServer(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	srv := udecho(ctx, args...)
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	srv.Stderr = &stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill() })
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "serving on ") {
+		t.Fatalf("server's first line %q; stderr: %s", lines.Text(), stderr.String())
+	}
+	return srv, lines, &stderr
 }
 
 // The example runs as its doc comment says: a server on one device echoes
@@ -47,21 +61,7 @@ func TestUDEcho(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	srv := udecho(ctx, "-d", srvDev, "-l", net.JoinHostPort(ip, "0"), "-n", "3")
-	out, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var srvErr strings.Builder
-	srv.Stderr = &srvErr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Process.Kill()
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "serving on ") {
-		t.Fatalf("server's first line %q; stderr: %s", lines.Text(), srvErr.String())
-	}
+	srv, lines, srvErr := startServer(t, ctx, "-d", srvDev, "-l", net.JoinHostPort(ip, "0"), "-n", "3")
 	// "serving on DEV QPN 0x.. (GID ...), endpoint at IP:PORT"
 	first := lines.Text()
 	addr := first[strings.LastIndex(first, " ")+1:]
@@ -119,20 +119,7 @@ func TestUDEchoInterrupt(t *testing.T) {
 	dev := rdmatest.Device(t).Name
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv := udecho(ctx, "-d", dev, "-l", "127.0.0.1:0")
-	out, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var srvErr strings.Builder
-	srv.Stderr = &srvErr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Process.Kill()
-	if lines := bufio.NewScanner(out); !lines.Scan() || !strings.HasPrefix(lines.Text(), "serving on ") {
-		t.Fatalf("server's first line %q; stderr: %s", lines.Text(), srvErr.String())
-	}
+	srv, _, srvErr := startServer(t, ctx, "-d", dev, "-l", "127.0.0.1:0")
 	if err := srv.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

@@ -33,12 +33,10 @@ import (
 )
 
 // The end-to-end tests run gorperf as separate server and client
-// processes: the test binary re-executes itself as gorperf when
-// GORPERF_E2E_MAIN is set.
+// processes: the test binary re-executes itself as gorperf
+// (rdmatest.Command).
 func TestMain(m *testing.M) {
-	if os.Getenv("GORPERF_E2E_MAIN") == "1" {
-		os.Exit(Main())
-	}
+	rdmatest.RunAsCommand(Main)
 	os.Exit(m.Run())
 }
 
@@ -61,11 +59,7 @@ func peers(t *testing.T) (srvDev, cliDev, addr string) {
 
 var nextPort atomic.Int32
 
-func gorperf(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "GORPERF_E2E_MAIN=1")
-	return cmd
-}
+func gorperf(ctx context.Context, args ...string) *exec.Cmd { return rdmatest.Command(ctx, args...) }
 
 // pair runs one test as a server process and a client process and returns
 // the client's JSON result.
