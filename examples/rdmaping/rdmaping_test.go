@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -38,25 +37,14 @@ func addr(t *testing.T) string {
 	return net.JoinHostPort(ip, fmt.Sprint(19400+nextPort.Add(1)))
 }
 
-// startServer starts a server at a and waits for its first line.
-func startServer(t *testing.T, ctx context.Context, a string, args ...string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
+// startServer starts a server at a and checks its first line.
+func startServer(t *testing.T, ctx context.Context, a string, args ...string) rdmatest.Started {
 	t.Helper()
-	srv := rdmaping(ctx, append([]string{"-l", a}, args...)...)
-	out, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	srv := rdmatest.Start(t, ctx, append([]string{"-l", a}, args...)...)
+	if srv.Lines.Text() != "listening on "+a {
+		t.Fatalf("server's first line %q; stderr: %s", srv.Lines.Text(), srv.Stderr.String())
 	}
-	var stderr strings.Builder
-	srv.Stderr = &stderr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill() })
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || lines.Text() != "listening on "+a {
-		t.Fatalf("server's first line %q; stderr: %s", lines.Text(), stderr.String())
-	}
-	return srv, lines, &stderr
+	return srv
 }
 
 // The example runs as its doc comment says: a server serves two clients in
@@ -65,7 +53,7 @@ func TestRdmaping(t *testing.T) {
 	a := addr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, lines, stderr := startServer(t, ctx, a, "-n", "2")
+	srv := startServer(t, ctx, a, "-n", "2")
 	for _, count := range []string{"5", "20"} {
 		out, err := rdmaping(ctx, "-c", count, a).CombinedOutput()
 		if err != nil {
@@ -76,11 +64,11 @@ func TestRdmaping(t *testing.T) {
 		}
 	}
 	var served []string
-	for lines.Scan() {
-		served = append(served, lines.Text())
+	for srv.Lines.Scan() {
+		served = append(served, srv.Lines.Text())
 	}
-	if err := srv.Wait(); err != nil {
-		t.Fatalf("server: %v\n%s", err, stderr.String())
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srv.Stderr.String())
 	}
 	// Each line names the client's address (in the VM, the second
 	// device's: the route to the server crosses the veth pair).
@@ -104,11 +92,11 @@ func TestRdmapingFailures(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "rdmaping:") || !strings.Contains(string(out), "refused") {
 		t.Errorf("client without a server: %v\n%s", err, out)
 	}
-	srv, _, stderr := startServer(t, ctx, a)
-	if err := srv.Process.Signal(os.Interrupt); err != nil {
+	srv := startServer(t, ctx, a)
+	if err := srv.Cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Wait(); err != nil || ctx.Err() != nil {
-		t.Errorf("server after Ctrl-C: %v (%v); stderr: %s", err, ctx.Err(), stderr.String())
+	if err := srv.Cmd.Wait(); err != nil || ctx.Err() != nil {
+		t.Errorf("server after Ctrl-C: %v (%v); stderr: %s", err, ctx.Err(), srv.Stderr.String())
 	}
 }

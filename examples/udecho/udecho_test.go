@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -25,25 +24,14 @@ func TestMain(m *testing.M) {
 
 func udecho(ctx context.Context, args ...string) *exec.Cmd { return rdmatest.Command(ctx, args...) }
 
-// startServer starts a server with args and waits for its first line.
-func startServer(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
+// startServer starts a server with args and checks its first line.
+func startServer(t *testing.T, ctx context.Context, args ...string) rdmatest.Started {
 	t.Helper()
-	srv := udecho(ctx, args...)
-	out, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	srv := rdmatest.Start(t, ctx, args...)
+	if !strings.HasPrefix(srv.Lines.Text(), "serving on ") {
+		t.Fatalf("server's first line %q; stderr: %s", srv.Lines.Text(), srv.Stderr.String())
 	}
-	var stderr strings.Builder
-	srv.Stderr = &stderr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill() })
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "serving on ") {
-		t.Fatalf("server's first line %q; stderr: %s", lines.Text(), stderr.String())
-	}
-	return srv, lines, &stderr
+	return srv
 }
 
 // The example runs as its doc comment says: a server on one device echoes
@@ -61,9 +49,9 @@ func TestUDEcho(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	srv, lines, srvErr := startServer(t, ctx, "-d", srvDev, "-l", net.JoinHostPort(ip, "0"), "-n", "3")
+	srv := startServer(t, ctx, "-d", srvDev, "-l", net.JoinHostPort(ip, "0"), "-n", "3")
 	// "serving on DEV QPN 0x.. (GID ...), endpoint at IP:PORT"
-	first := lines.Text()
+	first := srv.Lines.Text()
 	addr := first[strings.LastIndex(first, " ")+1:]
 
 	cli, err := udecho(ctx, "-d", cliDev, "-n", "3", addr).CombinedOutput()
@@ -74,11 +62,11 @@ func TestUDEcho(t *testing.T) {
 		t.Errorf("client printed %d echoes, want 3:\n%s", got, cli)
 	}
 	var served []string
-	for lines.Scan() {
-		served = append(served, lines.Text())
+	for srv.Lines.Scan() {
+		served = append(served, srv.Lines.Text())
 	}
-	if err := srv.Wait(); err != nil {
-		t.Fatalf("server: %v\n%s", err, srvErr.String())
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srv.Stderr.String())
 	}
 
 	// The server names the client's GID address, from the GRH.
@@ -119,11 +107,11 @@ func TestUDEchoInterrupt(t *testing.T) {
 	dev := rdmatest.Device(t).Name
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, _, srvErr := startServer(t, ctx, "-d", dev, "-l", "127.0.0.1:0")
-	if err := srv.Process.Signal(os.Interrupt); err != nil {
+	srv := startServer(t, ctx, "-d", dev, "-l", "127.0.0.1:0")
+	if err := srv.Cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Wait(); err != nil || ctx.Err() != nil {
-		t.Errorf("server after Ctrl-C: %v (%v); stderr: %s", err, ctx.Err(), srvErr.String())
+	if err := srv.Cmd.Wait(); err != nil || ctx.Err() != nil {
+		t.Errorf("server after Ctrl-C: %v (%v); stderr: %s", err, ctx.Err(), srv.Stderr.String())
 	}
 }

@@ -3,9 +3,12 @@
 package rdmatest
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"os/exec"
+	"strings"
+	"testing"
 )
 
 // commandEnv tells a test binary that Command started it, to run as its
@@ -28,4 +31,34 @@ func Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(os.Environ(), commandEnv+"=1")
 	return cmd
+}
+
+// Started is a command that Start started: its standard output's lines,
+// the first already read (Lines.Text), and its standard error so far.
+type Started struct {
+	Cmd    *exec.Cmd
+	Lines  *bufio.Scanner
+	Stderr *strings.Builder
+}
+
+// Start starts this test binary as its package's command with args, as
+// Command does, and waits for the first line it prints, failing t if it
+// prints none. The process is killed when t ends, if it still runs.
+func Start(t testing.TB, ctx context.Context, args ...string) Started {
+	t.Helper()
+	s := Started{Cmd: Command(ctx, args...), Stderr: new(strings.Builder)}
+	out, err := s.Cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Cmd.Stderr = s.Stderr
+	if err := s.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Cmd.Process.Kill() })
+	s.Lines = bufio.NewScanner(out)
+	if !s.Lines.Scan() {
+		t.Fatalf("%v printed nothing: %v; stderr: %s", args, s.Lines.Err(), s.Stderr.String())
+	}
+	return s
 }
