@@ -745,7 +745,7 @@ func TestMemlockTooSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", `ulimit -l 64 && exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$0" loopback write-bw -d "$1" -s 1048576 -n 10`, os.Args[0], srvDev)
-	cmd.Env = append(os.Environ(), "GORPERF_E2E_MAIN=1")
+	cmd.Env = append(os.Environ(), rdmatest.CommandEnv)
 	out, err := cmd.CombinedOutput()
 	if procExit(err) != 1 || !strings.Contains(string(out), "ulimit -l") || !strings.Contains(string(out), "memlock") {
 		t.Errorf("exit %v:\n%s", err, out)
@@ -800,7 +800,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "script", "-qefc", os.Args[0]+" loopback write-bw -d "+srvDev+" -s 4096 -D 3", "/dev/null")
-	cmd.Env = append(os.Environ(), "GORPERF_E2E_MAIN=1")
+	cmd.Env = append(os.Environ(), rdmatest.CommandEnv)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

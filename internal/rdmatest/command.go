@@ -11,16 +11,18 @@ import (
 	"testing"
 )
 
-// commandEnv tells a test binary that Command started it, to run as its
-// package's command rather than its tests.
-const commandEnv = "GORPERF_TEST_AS_COMMAND"
+// CommandEnv, in a test binary's environment, makes it run as its
+// package's command rather than its tests (see RunAsCommand): Command sets
+// it, and so must a test that starts the binary through another program
+// (setpriv, script).
+const CommandEnv = "GORPERF_TEST_AS_COMMAND=1"
 
 // RunAsCommand lets the tests of a command's package run the command as
 // a process of its own, as a user would: called first in TestMain, it runs
 // main and exits with its code when Command started the binary, and
 // returns otherwise.
 func RunAsCommand(main func() int) {
-	if os.Getenv(commandEnv) == "1" {
+	if k, v, _ := strings.Cut(CommandEnv, "="); os.Getenv(k) == v {
 		os.Exit(main())
 	}
 }
@@ -29,7 +31,7 @@ func RunAsCommand(main func() int) {
 // command (see RunAsCommand) with args, killed when ctx ends.
 func Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), commandEnv+"=1")
+	cmd.Env = append(os.Environ(), CommandEnv)
 	return cmd
 }
 
