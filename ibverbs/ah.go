@@ -77,9 +77,8 @@ func (c *Context) AHAttrFromWC(port int, wc *WC, grh []byte) (AHAttr, error) {
 		dst, p = g.Dst, unsafe.Pointer(&grh[0])
 	}
 	var a C.struct_ibv_ah_attr
-	cw := C.struct_gv_wc{wc_flags: C.uint32_t(wc.Flags), slid: C.uint16_t(wc.SLID), sl: C.uint8_t(wc.SL),
-		dlid_path_bits: C.uint8_t(wc.DLIDPathBits), src_qp: C.uint32_t(wc.SrcQP)}
-	if rc, err := C.gv_init_ah_from_wc(c.c, C.uint8_t(port), &cw, p, &a); rc != 0 {
+	// WC has struct gv_wc's layout, as Poll relies on.
+	if rc, err := C.gv_init_ah_from_wc(c.c, C.uint8_t(port), (*C.struct_gv_wc)(unsafe.Pointer(wc)), p, &a); rc != 0 {
 		if p != nil {
 			return AHAttr{}, fmt.Errorf("%s port %d: the packet's destination, %s, is not a GID of its type in the port's table: %w",
 				c.name, port, dst.Addr(), errnoOf(verb, err))

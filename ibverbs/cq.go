@@ -227,10 +227,10 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 // ibv_end_poll, and the ibv_wc_read_* calls, one for each field; any other
 // CQ with ibv_poll_cq, its timestamps 0. (ibv_next_poll, which takes more
 // than one completion a batch, is not used: soft-RoCE before rdma-core 55
-// loses its place in the CQ when it finds the CQ empty.) A failed completion has WRID, Status,
-// VendorErr and QPN alone, as Poll's. WC.PKeyIndex, which an extended CQ
-// cannot be asked for, is 0. It never blocks and never allocates; a batch
-// is one cgo call.
+// loses its place in the CQ when it finds the CQ empty.) A failed
+// completion has WRID, Status, VendorErr and QPN alone, as Poll's.
+// WC.PKeyIndex, which an extended CQ cannot be asked for, is 0. It never
+// blocks and never allocates; a batch is one cgo call.
 func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
 	if cq.c == nil {
 		return 0, ErrClosed
