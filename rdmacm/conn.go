@@ -95,6 +95,17 @@ type Config struct {
 	// its QP sends to the group but is not attached to it.
 	MulticastSendOnly bool
 
+	// Prepare, when set, runs once the connection's QP exists and before
+	// Dial sends its request, Accept its reply or JoinMulticast joins: the
+	// place to post the first receives, so that none of the peer's first
+	// messages finds the receive queue empty and waits out an RNR NAK.
+	// What it makes on the Conn's PD and QP (MRs, batches) its cleanup
+	// frees; the Conn calls cleanup when it closes, before the QP, or at
+	// once when the set-up fails after Prepare. An error from Prepare,
+	// which must have freed what it made, fails the set-up (and rejects
+	// an accepted request).
+	Prepare func(c *Conn) (cleanup func() error, err error)
+
 	// SrcAddr, for Dial and JoinMulticast, is the local address ("ip" or "ip:port") to bind
 	// before resolving the destination: it picks the local device.
 	SrcAddr string
@@ -211,7 +222,8 @@ type Conn struct {
 	param   ConnParam
 	udParam UDParam
 	ah      *ibverbs.AH
-	group   netip.Addr // joined, for a Conn from JoinMulticast
+	group   netip.Addr   // joined, for a Conn from JoinMulticast
+	cleanup func() error // from Config.Prepare
 
 	done      chan struct{}
 	mu        sync.Mutex
@@ -304,6 +316,19 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 	return c, err
 }
 
+// prepare runs cfg.Prepare, keeping its cleanup for teardown.
+func (c *Conn) prepare(cfg *Config) error {
+	if cfg.Prepare == nil {
+		return nil
+	}
+	cleanup, err := cfg.Prepare(c)
+	if err != nil {
+		return fmt.Errorf("Config.Prepare: %w", err)
+	}
+	c.cleanup = cleanup
+	return nil
+}
+
 // maxRNRTimer is the largest RNR NAK timer: the field has 5 bits.
 const maxRNRTimer = 31
 
@@ -344,6 +369,12 @@ func (c *Conn) teardown() error {
 		if err := c.id.LeaveMulticast(c.group); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.cleanup != nil {
+		if err := c.cleanup(); err != nil {
+			errs = append(errs, err)
+		}
+		c.cleanup = nil
 	}
 	closeIf(c.ah != nil, c.ah)
 	closeIf(c.qp != nil, c.qp)

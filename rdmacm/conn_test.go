@@ -42,15 +42,15 @@ func testConnectSendWrite(t *testing.T, wrapi bool) {
 	adv = binary.BigEndian.AppendUint32(adv, target.mr.RKey())
 
 	start := time.Now()
-	l := listen(t, n.ip, &rdmacm.Config{PD: pd, PrivateData: adv, WRAPI: wrapi})
-	srv, cli := connect(t, l, n.ip, &rdmacm.Config{PrivateData: []byte("hello from the client"), WRAPI: wrapi})
+	l := listen(t, n.IP, &rdmacm.Config{PD: pd, PrivateData: adv, WRAPI: wrapi})
+	srv, cli := connect(t, l, n.IP, &rdmacm.Config{PrivateData: []byte("hello from the client"), WRAPI: wrapi})
 	t.Logf("connected in %v: %s -> %s", time.Since(start), cli.LocalAddr(), cli.RemoteAddr())
 	if srv.QP().WRAPI() != wrapi || cli.QP().WRAPI() != wrapi {
 		t.Errorf("QP.WRAPI(): server %v, client %v; want %v", srv.QP().WRAPI(), cli.QP().WRAPI(), wrapi)
 	}
 
-	if srv.Context().Name() != n.dev || cli.Context().Name() != n.dev {
-		t.Errorf("devices: server %s, client %s, want %s", srv.Context().Name(), cli.Context().Name(), n.dev)
+	if srv.Context().Name() != n.Dev || cli.Context().Name() != n.Dev {
+		t.Errorf("devices: server %s, client %s, want %s", srv.Context().Name(), cli.Context().Name(), n.Dev)
 	}
 	if srv.PD() != pd {
 		t.Error("the server's Conn does not use Config.PD")
@@ -147,15 +147,15 @@ func testConnectSendWrite(t *testing.T, wrapi bool) {
 func TestTwoDevices(t *testing.T) {
 	n := device(t)
 	n2 := secondDevice(t)
-	l := listen(t, n.ip, nil)
+	l := listen(t, n.IP, nil)
 	start := time.Now()
-	srv, cli := connect(t, l, n2.ip, &rdmacm.Config{})
+	srv, cli := connect(t, l, n2.IP, &rdmacm.Config{})
 	t.Logf("connected in %v: %s -> %s", time.Since(start), cli.LocalAddr(), cli.RemoteAddr())
-	if srv.Context().Name() != n.dev || cli.Context().Name() != n2.dev {
-		t.Errorf("devices: server %s, client %s; want %s and %s", srv.Context().Name(), cli.Context().Name(), n.dev, n2.dev)
+	if srv.Context().Name() != n.Dev || cli.Context().Name() != n2.Dev {
+		t.Errorf("devices: server %s, client %s; want %s and %s", srv.Context().Name(), cli.Context().Name(), n.Dev, n2.Dev)
 	}
-	if cli.LocalAddr().Addr() != n2.ip || srv.RemoteAddr().Addr() != n2.ip {
-		t.Errorf("client address %s, server sees %s; want %s", cli.LocalAddr(), srv.RemoteAddr(), n2.ip)
+	if cli.LocalAddr().Addr() != n2.IP || srv.RemoteAddr().Addr() != n2.IP {
+		t.Errorf("client address %s, server sees %s; want %s", cli.LocalAddr(), srv.RemoteAddr(), n2.IP)
 	}
 	sm := register(t, srv.PD(), 4096, 0)
 	cm := register(t, cli.PD(), 4096, 0)
@@ -183,8 +183,8 @@ func TestTOSAndAckTimeout(t *testing.T) {
 	}
 	// Without either: rdma_cm's own values, which the settings below
 	// must change.
-	l := listen(t, n.ip, nil)
-	srv, cli := connect(t, l, n2.ip, &rdmacm.Config{})
+	l := listen(t, n.IP, nil)
+	srv, cli := connect(t, l, n2.IP, &rdmacm.Config{})
 	d, ds := query(cli), query(srv)
 	t.Logf("defaults: client timeout %d, traffic class %#x; server timeout %d", d.Timeout, d.AH.GRH.TrafficClass, ds.Timeout)
 
@@ -192,8 +192,8 @@ func TestTOSAndAckTimeout(t *testing.T) {
 	if d.AH.GRH.TrafficClass == tos || d.Timeout == cliTO || ds.Timeout == srvTO {
 		t.Fatalf("the defaults already hold the values under test")
 	}
-	l = listen(t, n.ip, &rdmacm.Config{AckTimeout: srvTO})
-	srv, cli = connect(t, l, n2.ip, &rdmacm.Config{TOS: tos, AckTimeout: cliTO})
+	l = listen(t, n.IP, &rdmacm.Config{AckTimeout: srvTO})
+	srv, cli = connect(t, l, n2.IP, &rdmacm.Config{TOS: tos, AckTimeout: cliTO})
 	a, as := query(cli), query(srv)
 	if a.AH.GRH.TrafficClass != tos || a.Timeout != cliTO {
 		t.Errorf("client QP: traffic class %#x, timeout %d; want %#x and %d", a.AH.GRH.TrafficClass, a.Timeout, tos, cliTO)
@@ -206,7 +206,7 @@ func TestTOSAndAckTimeout(t *testing.T) {
 
 func TestReject(t *testing.T) {
 	n := device(t)
-	l := listen(t, n.ip, nil)
+	l := listen(t, n.IP, nil)
 	ctx := timeout(t, 60*time.Second)
 	reqData := make(chan []byte, 1)
 	go func() {
@@ -220,7 +220,7 @@ func TestReject(t *testing.T) {
 			t.Errorf("reject: %v", err)
 		}
 	}()
-	c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n.ip.String(), PrivateData: []byte("may I?")})
+	c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String(), PrivateData: []byte("may I?")})
 	if err == nil {
 		c.Close()
 		t.Fatal("Dial succeeded; the server rejects")
@@ -241,7 +241,7 @@ func TestReject(t *testing.T) {
 func TestNoListener(t *testing.T) {
 	n := device(t)
 	// A port that was just free: take one, then let it go.
-	l, err := rdmacm.Listen(context.Background(), addr(n.ip, 0), nil)
+	l, err := rdmacm.Listen(context.Background(), addr(n.IP, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestNoListener(t *testing.T) {
 	closeOK(t, l)
 	checkLeaks(t, 2)
 	start := time.Now()
-	c, err := rdmacm.Dial(timeout(t, 30*time.Second), addr(n.ip, port), &rdmacm.Config{SrcAddr: n.ip.String()})
+	c, err := rdmacm.Dial(timeout(t, 30*time.Second), addr(n.IP, port), &rdmacm.Config{SrcAddr: n.IP.String()})
 	if err == nil {
 		c.Close()
 		t.Fatal("Dial to a port nobody listens on succeeded")
@@ -264,7 +264,7 @@ func TestNoListener(t *testing.T) {
 	}
 
 	// The same for a UD lookup (SIDR), which gets status 1.
-	c, err = rdmacm.Dial(timeout(t, 30*time.Second), addr(n.ip, port), &rdmacm.Config{UD: true, SrcAddr: n.ip.String()})
+	c, err = rdmacm.Dial(timeout(t, 30*time.Second), addr(n.IP, port), &rdmacm.Config{UD: true, SrcAddr: n.IP.String()})
 	if err == nil {
 		c.Close()
 		t.Fatal("UD Dial to a port nobody listens on succeeded")
@@ -326,7 +326,7 @@ func TestDialCancel(t *testing.T) {
 func TestAcceptCancelAndClose(t *testing.T) {
 	n := device(t)
 	checkLeaks(t, 1)
-	l, err := rdmacm.Listen(context.Background(), addr(n.ip, 0), nil)
+	l, err := rdmacm.Listen(context.Background(), addr(n.IP, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,9 +356,9 @@ func TestAcceptCancelAndClose(t *testing.T) {
 // survivor must see the connection end.
 func TestPeerKilled(t *testing.T) {
 	n := device(t)
-	l := listen(t, n.ip, nil)
+	l := listen(t, n.IP, nil)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), "GORPERF_RDMACM_HELPER=dial "+l.Addr().String()+" "+n.ip.String())
+	cmd.Env = append(os.Environ(), "GORPERF_RDMACM_HELPER=dial "+l.Addr().String()+" "+n.IP.String())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe() // the helper exits if we die
 	if err != nil {
@@ -435,13 +435,13 @@ func TestHelperProcess(t *testing.T) {
 // process's goroutines and descriptors must stay flat.
 func TestManyConnections(t *testing.T) {
 	n := device(t)
-	l := listen(t, n.ip, nil)
+	l := listen(t, n.IP, nil)
 	warmUp(t, n)
 	const rounds = 100
 	before := measure(t)
 	start := time.Now()
 	for i := range rounds {
-		srv, cli, err := tryConnect(timeout(t, 60*time.Second), l, n.ip, &rdmacm.Config{Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+		srv, cli, err := tryConnect(timeout(t, 60*time.Second), l, n.IP, &rdmacm.Config{Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
 		if err != nil {
 			t.Fatalf("round %d: %v", i, err)
 		}
@@ -469,8 +469,8 @@ func TestManyConnections(t *testing.T) {
 func TestUD(t *testing.T) {
 	n := device(t)
 	cfg := &rdmacm.Config{UD: true, PrivateData: []byte("ud listener")}
-	l := listen(t, n.ip, cfg)
-	srv, cli := connect(t, l, n.ip, cfg)
+	l := listen(t, n.IP, cfg)
+	srv, cli := connect(t, l, n.IP, cfg)
 	if srv.QP().Type() != ibverbs.QPTypeUD || cli.QP().Type() != ibverbs.QPTypeUD {
 		t.Fatalf("QP types %s and %s", srv.QP().Type(), cli.QP().Type())
 	}
@@ -509,7 +509,7 @@ func TestUD(t *testing.T) {
 // events by hand on one channel.
 func TestLowLevel(t *testing.T) {
 	n := device(t)
-	l := listen(t, n.ip, nil)
+	l := listen(t, n.IP, nil)
 	ctx := timeout(t, 60*time.Second)
 	acc := make(chan error, 1)
 	go func() {
@@ -541,7 +541,7 @@ func TestLowLevel(t *testing.T) {
 		}
 		return ev
 	}
-	if err := id.ResolveAddr(netip.AddrPortFrom(n.ip, 0), l.Addr(), 2*time.Second); err != nil {
+	if err := id.ResolveAddr(netip.AddrPortFrom(n.IP, 0), l.Addr(), 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	next(rdmacm.EventAddrResolved)
@@ -607,9 +607,9 @@ func TestSRQ(t *testing.T) {
 	t.Cleanup(func() { closeOK(t, rcq) })
 	m := register(t, pd, 4096, 0)
 
-	l := listen(t, n.ip, &rdmacm.Config{PD: pd, SRQ: srq, RecvCQ: rcq})
-	srv1, cli1 := connect(t, l, n.ip, &rdmacm.Config{})
-	srv2, cli2 := connect(t, l, n.ip, &rdmacm.Config{})
+	l := listen(t, n.IP, &rdmacm.Config{PD: pd, SRQ: srq, RecvCQ: rcq})
+	srv1, cli1 := connect(t, l, n.IP, &rdmacm.Config{})
+	srv2, cli2 := connect(t, l, n.IP, &rdmacm.Config{})
 	for _, c := range []*rdmacm.Conn{srv1, srv2} {
 		if c.QP().SRQ() != srq {
 			t.Fatalf("accepted QP %#x takes receives from %p, not the SRQ %p", c.QP().Num(), c.QP().SRQ(), srq)
@@ -640,7 +640,7 @@ func TestSRQ(t *testing.T) {
 		delete(from, wc.QPN)
 	}
 
-	_, err = rdmacm.Dial(timeout(t, 10*time.Second), l.Addr().String(), &rdmacm.Config{SRQ: srq, SrcAddr: n.ip.String()})
+	_, err = rdmacm.Dial(timeout(t, 10*time.Second), l.Addr().String(), &rdmacm.Config{SRQ: srq, SrcAddr: n.IP.String()})
 	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "Config.SRQ needs Config.PD") {
 		t.Errorf("Dial with an SRQ and no PD: %v", err)
 	}
@@ -670,14 +670,14 @@ func TestMinRNRTimer(t *testing.T) {
 		{-1, -1, 0, 0},
 		{5, 20, 5, 20},
 	} {
-		l := listen(t, n.ip, &rdmacm.Config{MinRNRTimer: tc.srv})
-		srv, cli := connect(t, l, n2.ip, &rdmacm.Config{MinRNRTimer: tc.cli})
+		l := listen(t, n.IP, &rdmacm.Config{MinRNRTimer: tc.srv})
+		srv, cli := connect(t, l, n2.IP, &rdmacm.Config{MinRNRTimer: tc.cli})
 		if s, c := rnr(srv), rnr(cli); s != tc.wantSrv || c != tc.wantCli {
 			t.Errorf("MinRNRTimer %d and %d: server %d, client %d, want %d and %d", tc.srv, tc.cli, s, c, tc.wantSrv, tc.wantCli)
 		}
 	}
-	l := listen(t, n.ip, nil)
-	if c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{MinRNRTimer: 32, SrcAddr: n2.ip.String()}); !errors.Is(err, syscall.EINVAL) ||
+	l := listen(t, n.IP, nil)
+	if c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{MinRNRTimer: 32, SrcAddr: n2.IP.String()}); !errors.Is(err, syscall.EINVAL) ||
 		!strings.Contains(err.Error(), "Config.MinRNRTimer 32") {
 		if c != nil {
 			c.Close()
@@ -688,13 +688,13 @@ func TestMinRNRTimer(t *testing.T) {
 	// Listen refuses such a timer at once; an Accept given one refuses
 	// the request, and the dialer hears of it at once rather than waiting
 	// out its handshake.
-	if l, err := rdmacm.Listen(context.Background(), addr(n.ip, 0), &rdmacm.Config{MinRNRTimer: 40}); !errors.Is(err, syscall.EINVAL) {
+	if l, err := rdmacm.Listen(context.Background(), addr(n.IP, 0), &rdmacm.Config{MinRNRTimer: 40}); !errors.Is(err, syscall.EINVAL) {
 		if l != nil {
 			l.Close()
 		}
 		t.Errorf("Listen with MinRNRTimer 40: %v, want EINVAL", err)
 	}
-	l = listen(t, n.ip, nil)
+	l = listen(t, n.IP, nil)
 	accErr := make(chan error, 1)
 	go func() {
 		ctx := timeout(t, 20*time.Second)
@@ -708,7 +708,7 @@ func TestMinRNRTimer(t *testing.T) {
 		accErr <- err
 	}()
 	start := time.Now()
-	c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n2.ip.String()})
+	c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n2.IP.String()})
 	if c != nil {
 		c.Close()
 	}
@@ -724,8 +724,8 @@ func TestMinRNRTimer(t *testing.T) {
 	// with the CM's 0 the sender waits 655 ms before it tries again.
 	wait := func(cfg *rdmacm.Config) time.Duration {
 		t.Helper()
-		l := listen(t, n.ip, cfg)
-		srv, cli := connect(t, l, n2.ip, &rdmacm.Config{})
+		l := listen(t, n.IP, cfg)
+		srv, cli := connect(t, l, n2.IP, &rdmacm.Config{})
 		sm, cm := register(t, srv.PD(), 64, 0), register(t, cli.PD(), 64, 0)
 		start := time.Now()
 		if err := cli.QP().PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
@@ -754,8 +754,8 @@ func TestSingleThreadedCQs(t *testing.T) {
 	n2 := secondDevice(t)
 	for _, single := range []bool{false, true} {
 		cfg := &rdmacm.Config{SingleThreadedCQs: single}
-		l := listen(t, n.ip, cfg)
-		srv, cli := connect(t, l, n2.ip, cfg)
+		l := listen(t, n.IP, cfg)
+		srv, cli := connect(t, l, n2.IP, cfg)
 		for _, c := range []*rdmacm.Conn{srv, cli} {
 			if c.SendCQ().SingleThreaded() != single || c.RecvCQ().SingleThreaded() != single {
 				t.Errorf("SingleThreadedCQs %v: the CQs say %v and %v", single, c.SendCQ().SingleThreaded(), c.RecvCQ().SingleThreaded())
@@ -769,5 +769,97 @@ func TestSingleThreadedCQs(t *testing.T) {
 		if err != nil || wc.ByteLen != 15 || string(sm.buf.Bytes()[:15]) != "single-threaded" {
 			t.Errorf("SingleThreadedCQs %v: receive %+v, %v, %q", single, wc, err, sm.buf.Bytes()[:15])
 		}
+	}
+}
+
+// TestPrepare: Config.Prepare runs on each side before the request or the
+// reply goes, so that a receive it posts is there for the peer's first
+// message, sent the moment the connection is up; its cleanup runs once,
+// when the Conn closes. A Prepare that fails fails the Dial, or makes the
+// Accept refuse the request.
+func TestPrepare(t *testing.T) {
+	n := device(t)
+	n2 := secondDevice(t)
+	type prepared struct {
+		buf     *ibverbs.Buffer
+		mr      *ibverbs.MR
+		cleaned int
+	}
+	prepare := func(p *prepared) func(*rdmacm.Conn) (func() error, error) {
+		return func(c *rdmacm.Conn) (func() error, error) {
+			if c.QP() == nil || c.Err() != nil {
+				return nil, errors.New("no QP yet")
+			}
+			var err error
+			if p.buf, err = ibverbs.NewBuffer(64, ibverbs.BufferOptions{}); err != nil {
+				return nil, err
+			}
+			if p.mr, err = c.PD().RegMR(p.buf, ibverbs.AccessLocalWrite); err != nil {
+				return nil, errors.Join(err, p.buf.Close())
+			}
+			if err := c.QP().PostRecv([]ibverbs.RecvWR{{ID: 7, SGL: []ibverbs.SGE{p.mr.SGE(0, 64)}}}); err != nil {
+				return nil, errors.Join(err, p.mr.Close(), p.buf.Close())
+			}
+			return func() error {
+				p.cleaned++
+				return errors.Join(p.mr.Close(), p.buf.Close())
+			}, nil
+		}
+	}
+	var sp, cp prepared
+	// No RNR retries: a send that found no receive would fail.
+	l := listen(t, n.IP, &rdmacm.Config{Prepare: prepare(&sp), RNRRetryCount: -1})
+	srv, cli := connect(t, l, n2.IP, &rdmacm.Config{Prepare: prepare(&cp), RNRRetryCount: -1})
+	for _, dir := range []struct {
+		from, to *rdmacm.Conn
+		p        *prepared
+	}{{cli, srv, &sp}, {srv, cli, &cp}} {
+		src, err := ibverbs.NewBuffer(8, ibverbs.BufferOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(src.Bytes(), "prepared")
+		mr, err := dir.from.PD().RegMR(src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dir.from.QP().PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled, SGL: []ibverbs.SGE{mr.SGE(0, 8)}}}); err != nil {
+			t.Fatal(err)
+		}
+		wcs := make([]ibverbs.WC, 1)
+		ctx := timeout(t, 20*time.Second)
+		if _, err := dir.from.SendCQ().Wait(ctx, wcs); err != nil || wcs[0].Err() != nil {
+			t.Fatalf("send: %v %v", err, wcs[0].Err())
+		}
+		if _, err := dir.to.RecvCQ().Wait(ctx, wcs); err != nil || wcs[0].Err() != nil || wcs[0].WRID != 7 ||
+			string(dir.p.buf.Bytes()[:8]) != "prepared" {
+			t.Fatalf("receive: %v %+v %q", err, wcs[0], dir.p.buf.Bytes()[:8])
+		}
+		closeOK(t, mr)
+		closeOK(t, src)
+	}
+	closeOK(t, cli)
+	closeOK(t, srv)
+	closeOK(t, cli)
+	if sp.cleaned != 1 || cp.cleaned != 1 {
+		t.Errorf("cleanups ran %d and %d times, want once each", sp.cleaned, cp.cleaned)
+	}
+
+	// A failing Prepare, on the accepting side: the request is refused.
+	bad := func(*rdmacm.Conn) (func() error, error) { return nil, syscall.ENOMEM }
+	l = listen(t, n.IP, &rdmacm.Config{Prepare: bad})
+	_, _, err := tryConnect(timeout(t, 20*time.Second), l, n2.IP, &rdmacm.Config{})
+	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOMEM) {
+		t.Errorf("Accept whose Prepare fails: %v", err)
+	}
+	// On the dialing side, Dial fails with Prepare's error, before it
+	// sends a request.
+	l = listen(t, n.IP, nil)
+	c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{Prepare: bad, SrcAddr: n2.IP.String()})
+	if c != nil {
+		c.Close()
+	}
+	if !errors.Is(err, syscall.ENOMEM) || !strings.Contains(err.Error(), "Config.Prepare") {
+		t.Errorf("Dial whose Prepare fails: %v", err)
 	}
 }

@@ -77,6 +77,9 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.prepare(cfg); err != nil {
+		return nil, errors.Join(err, c.teardown())
+	}
 	if err := id.Connect(cfg.connParam()); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}

@@ -15,68 +15,11 @@ import (
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
-// testNet is where the device tests listen and dial: the soft-RoCE VM's
-// addresses (198.18.0.0/15) or loopback, never another.
-type testNet struct {
-	dev string
-	ip  netip.Addr
-}
+// testNet is where the device tests listen and dial.
+type testNet = rdmatest.Net
 
-var testRange = netip.MustParsePrefix("198.18.0.0/15")
-
-func allowed(ip netip.Addr) bool { return testRange.Contains(ip) || ip.IsLoopback() }
-
-// device returns the device under test and its IPv4 address: RXE_IP in the
-// VM, else the device's own address if it is one the tests may use.
-func device(t *testing.T) testNet {
-	t.Helper()
-	info := rdmatest.Device(t)
-	if s := os.Getenv("RXE_IP"); s != "" {
-		ip, err := netip.ParseAddr(s)
-		if err != nil || !allowed(ip) {
-			t.Fatalf("RXE_IP=%q: not an address in %s", s, testRange)
-		}
-		return testNet{dev: info.Name, ip: ip}
-	}
-	ctx, err := ibverbs.Open(info.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
-	gids, err := ctx.GIDTable(info.Port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range gids {
-		if ip := g.IP(); ip.Is4() && allowed(ip) {
-			return testNet{dev: info.Name, ip: ip}
-		}
-	}
-	msg := "%s has no IPv4 address in %s; set RXE_IP"
-	if rdmatest.Required() {
-		t.Fatalf("GORPERF_REQUIRE_DEVICE=1 but "+msg, info.Name, testRange)
-	}
-	t.Skipf(msg, info.Name, testRange)
-	return testNet{}
-}
-
-// secondDevice returns the VM's second device, or skips; with
-// GORPERF_REQUIRE_DEVICE=1 in the VM it must be there.
-func secondDevice(t *testing.T) testNet {
-	t.Helper()
-	name, s := os.Getenv("RXE_DEV2"), os.Getenv("RXE_IP2")
-	if name == "" || s == "" {
-		if rdmatest.Required() && os.Getenv("RXE_VM") == "1" {
-			t.Fatal("GORPERF_REQUIRE_DEVICE=1 in the rxe VM but RXE_DEV2 is unset: run it with ci/rxe-vm/run -2")
-		}
-		t.Skip("no second device: RXE_DEV2 and RXE_IP2 are unset (ci/rxe-vm/run -2 sets them)")
-	}
-	ip, err := netip.ParseAddr(s)
-	if err != nil || !allowed(ip) {
-		t.Fatalf("RXE_IP2=%q: not an address in %s", s, testRange)
-	}
-	return testNet{dev: name, ip: ip}
-}
+func device(t *testing.T) testNet       { return rdmatest.Addr(t) }
+func secondDevice(t *testing.T) testNet { return rdmatest.SecondAddr(t) }
 
 func addr(ip netip.Addr, port uint16) string { return netip.AddrPortFrom(ip, port).String() }
 
@@ -147,7 +90,7 @@ func tryConnect(ctx context.Context, l *rdmacm.Listener, src netip.Addr, cfg *rd
 // what a listener's connections share; both close when the test ends.
 func devicePD(t *testing.T, n testNet) (*ibverbs.Context, *ibverbs.PD) {
 	t.Helper()
-	dctx, err := rdmacm.Device(n.dev)
+	dctx, err := rdmacm.Device(n.Dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,12 +218,12 @@ func checkLeaks(t *testing.T, slack int) {
 // which stay open, before a test counts descriptors.
 func warmUp(t *testing.T, n testNet) {
 	t.Helper()
-	l, err := rdmacm.Listen(context.Background(), addr(n.ip, 0), nil)
+	l, err := rdmacm.Listen(context.Background(), addr(n.IP, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	srv, cli, err := tryConnect(timeout(t, 60*time.Second), l, n.ip, &rdmacm.Config{})
+	srv, cli, err := tryConnect(timeout(t, 60*time.Second), l, n.IP, &rdmacm.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func lookTool(t *testing.T, name string) string {
 // freePort returns a port that nobody listened on a moment ago.
 func freePort(t *testing.T, n testNet) uint16 {
 	t.Helper()
-	l, err := rdmacm.Listen(context.Background(), addr(n.ip, 0), nil)
+	l, err := rdmacm.Listen(context.Background(), addr(n.IP, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestInteropRdmaServer(t *testing.T) {
 	port := freePort(t, n)
 	ctx := timeout(t, 60*time.Second)
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, tool, "-s", n.ip.String(), "-p", strconv.Itoa(int(port)))
+	cmd := exec.CommandContext(ctx, tool, "-s", n.IP.String(), "-p", strconv.Itoa(int(port)))
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestInteropRdmaServer(t *testing.T) {
 	var c *rdmacm.Conn
 	var err error
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		c, err = rdmacm.Dial(ctx, addr(n.ip, port), &rdmacm.Config{SrcAddr: n.ip.String()})
+		c, err = rdmacm.Dial(ctx, addr(n.IP, port), &rdmacm.Config{SrcAddr: n.IP.String()})
 		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
 			break
 		}
@@ -107,10 +107,10 @@ func TestInteropRdmaServer(t *testing.T) {
 func TestInteropRdmaClient(t *testing.T) {
 	n := device(t)
 	tool := lookTool(t, "rdma_client")
-	l := listen(t, n.ip, &rdmacm.Config{Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxInline: utilMsg}})
+	l := listen(t, n.IP, &rdmacm.Config{Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxInline: utilMsg}})
 	ctx := timeout(t, 60*time.Second)
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, tool, "-s", n.ip.String(), "-p", strconv.Itoa(int(l.Addr().Port())))
+	cmd := exec.CommandContext(ctx, tool, "-s", n.IP.String(), "-p", strconv.Itoa(int(l.Addr().Port())))
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -209,6 +209,10 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		return nil, err
 	}
 	c.param, c.udParam = r.ev.Param, r.ev.UD
+	if err := c.prepare(cfg); err != nil {
+		r.id.Reject(nil)
+		return nil, errors.Join(err, c.teardown())
+	}
 	if err := r.id.Accept(cfg.connParam()); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}

@@ -88,6 +88,9 @@ func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error
 	if err != nil {
 		return nil, err
 	}
+	if err := c.prepare(cfg); err != nil {
+		return nil, errors.Join(err, c.teardown())
+	}
 	if err := id.JoinMulticast(g, cfg.MulticastSendOnly); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}

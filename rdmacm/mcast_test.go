@@ -26,7 +26,7 @@ func TestMulticast(t *testing.T) {
 	ctx := timeout(t, 60*time.Second)
 	join := func(n testNet, sendOnly bool) *rdmacm.Conn {
 		t.Helper()
-		c, err := rdmacm.JoinMulticast(ctx, testGroup, &rdmacm.Config{SrcAddr: n.ip.String(), MulticastSendOnly: sendOnly})
+		c, err := rdmacm.JoinMulticast(ctx, testGroup, &rdmacm.Config{SrcAddr: n.IP.String(), MulticastSendOnly: sendOnly})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,9 +90,9 @@ func TestMulticast(t *testing.T) {
 func TestMulticastErrors(t *testing.T) {
 	n := device(t)
 	ctx := timeout(t, 30*time.Second)
-	cfg := &rdmacm.Config{SrcAddr: n.ip.String()}
+	cfg := &rdmacm.Config{SrcAddr: n.IP.String()}
 	var oe *rdmacm.OpError
-	if _, err := rdmacm.JoinMulticast(ctx, n.ip.String(), cfg); !errors.Is(err, syscall.EINVAL) || !errors.As(err, &oe) || oe.Op != "join" {
+	if _, err := rdmacm.JoinMulticast(ctx, n.IP.String(), cfg); !errors.Is(err, syscall.EINVAL) || !errors.As(err, &oe) || oe.Op != "join" {
 		t.Errorf("JoinMulticast of a unicast address = %v, want an *OpError with EINVAL", err)
 	}
 	if _, err := rdmacm.JoinMulticast(ctx, "239.255.198.18:4791", cfg); err == nil {
@@ -109,10 +109,10 @@ func TestMulticastErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeOK(t, id)
-	if err := id.BindAddr(netip.AddrPortFrom(n.ip, 0)); err != nil {
+	if err := id.BindAddr(netip.AddrPortFrom(n.IP, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := id.JoinMulticast(n.ip, false); !errors.Is(err, syscall.EINVAL) {
+	if err := id.JoinMulticast(n.IP, false); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("ID.JoinMulticast of a unicast address = %v, want EINVAL", err)
 	}
 	if err := id.LeaveMulticast(netip.MustParseAddr(testGroup)); err == nil || !bytes.Contains([]byte(err.Error()), []byte("rdma_leave_multicast")) {
