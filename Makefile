@@ -81,12 +81,14 @@ endif
 ## fuzz: every fuzz target of the network decoders for FUZZTIME each (a
 ## duration, or a count of inputs such as 200000x: CI uses a count, since
 ## go test -fuzz can end a timed run with "context deadline exceeded"); the
-## seed corpus lives in internal/exchange/testdata/fuzz.
+## seed corpus of the exchange lives in internal/exchange/testdata/fuzz.
 FUZZTIME ?= 10s
 fuzz:
-	@for t in $$($(GO) test -list 'Fuzz.*' ./internal/exchange | grep ^Fuzz); do \
-		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./internal/exchange || exit 1; \
+	@for p in ./internal/exchange ./rdmamsg; do \
+		for t in $$(CGO_ENABLED=0 $(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
+			echo "fuzz $$p $$t for $(FUZZTIME)"; \
+			CGO_ENABLED=0 $(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+		done; \
 	done
 
 ## race: the race detector on everything that runs without a device.

@@ -1,0 +1,75 @@
+//go:build linux && cgo
+
+package rdmamsg_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkRoundTrip sends a 64-byte message and its answer: two Sends
+// and two Recvs an operation, through both connections' goroutines.
+func BenchmarkRoundTrip(b *testing.B) {
+	srv, cli := connect(b, nil, nil)
+	ctx := timeout(b, time.Hour)
+	msg, buf := make([]byte, 64), make([]byte, 4096)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sbuf := make([]byte, 4096)
+		for range b.N {
+			n, err := srv.Recv(ctx, sbuf)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := srv.Send(ctx, sbuf[:n]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := cli.Send(ctx, msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := cli.Recv(ctx, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
+}
+
+// BenchmarkStream sends 4 KiB messages one way as fast as the receiver
+// takes them, with the default depth and send buffers.
+func BenchmarkStream(b *testing.B) {
+	srv, cli := connect(b, nil, nil)
+	ctx := timeout(b, time.Hour)
+	msg := make([]byte, 4096)
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for range b.N {
+			if _, err := srv.Recv(ctx, buf); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	b.ResetTimer()
+	for range b.N {
+		if err := cli.Send(ctx, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}

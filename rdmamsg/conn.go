@@ -1,0 +1,739 @@
+//go:build linux && cgo
+
+package rdmamsg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"syscall"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+// Config tunes Dial, Listen and Accept. The zero value (or nil) takes
+// messages of up to 4 KiB, 32 of them posted, and sends from 16 buffers.
+type Config struct {
+	// MaxMessage is the largest message this side receives, in bytes
+	// (default 4096, at most 1 GiB). The peer's Send refuses longer ones.
+	MaxMessage int
+	// Depth is how many messages this side keeps receives posted for: the
+	// peer may have that many on their way before it waits for this side
+	// to take them (default 32, 4 to 16384). Its memory is Depth ×
+	// MaxMessage bytes, registered with the device.
+	Depth int
+	// SendBuffers is how many of this side's messages may be on their
+	// way at once, each in its own registered buffer of the peer's
+	// MaxMessage bytes (default 16).
+	SendBuffers int
+	// CM is the connection manager's part: the source address, TOS, ACK
+	// timeout and time limits. Cap, PrivateData, Prepare, PD, CQs, SRQ,
+	// UD, SigAll and WRAPI are this package's to set and must be left
+	// zero.
+	CM rdmacm.Config
+}
+
+const (
+	defaultMaxMessage  = 4096
+	defaultDepth       = 32
+	defaultSendBuffers = 16
+	// updateSlots is the room kept on the send queue for credit updates
+	// beyond the data buffers.
+	updateSlots = 4
+)
+
+// withDefaults returns a copy of cfg with its defaults filled in, or an
+// error naming a setting out of range.
+func (cfg *Config) withDefaults() (Config, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.MaxMessage == 0 {
+		c.MaxMessage = defaultMaxMessage
+	}
+	if c.Depth == 0 {
+		c.Depth = defaultDepth
+	}
+	if c.SendBuffers == 0 {
+		c.SendBuffers = defaultSendBuffers
+	}
+	switch {
+	case c.MaxMessage < 1 || c.MaxMessage > maxMaxMessage:
+		return c, fmt.Errorf("rdmamsg: Config.MaxMessage %d: want 1 to %d: %w", c.MaxMessage, maxMaxMessage, syscall.EINVAL)
+	case c.Depth < minDepth || c.Depth > maxDepth:
+		return c, fmt.Errorf("rdmamsg: Config.Depth %d: want %d to %d: %w", c.Depth, minDepth, maxDepth, syscall.EINVAL)
+	case c.SendBuffers < 1 || c.SendBuffers > maxDepth:
+		return c, fmt.Errorf("rdmamsg: Config.SendBuffers %d: want 1 to %d: %w", c.SendBuffers, maxDepth, syscall.EINVAL)
+	case c.CM.Cap != (ibverbs.QPCap{}) || c.CM.PrivateData != nil || c.CM.Prepare != nil || c.CM.PD != nil ||
+		c.CM.SendCQ != nil || c.CM.RecvCQ != nil || c.CM.SRQ != nil || c.CM.UD || c.CM.SigAll || c.CM.WRAPI:
+		return c, fmt.Errorf("rdmamsg: Config.CM sets the QP, its memory or its private data, which are rdmamsg's: %w", syscall.EINVAL)
+	}
+	return c, nil
+}
+
+// Conn is a connection that carries messages: each Send arrives as one
+// Recv on the other side, whole and in order. It is also a byte stream
+// (Read, Write), whose writes are cut into messages of the peer's
+// MaxMessage.
+//
+// One goroutine at a time may send (Send, Write) and one receive (Recv,
+// Read); the two may run at once. Close may be called from any goroutine.
+type Conn struct {
+	cm *rdmacm.Conn
+
+	// The receives: depth buffers of maxRecv bytes, request i for
+	// buffer i.
+	depth, maxRecv int
+	rbuf           *ibverbs.Buffer
+	rmr            *ibverbs.MR
+	rb             *ibverbs.RecvBatch
+
+	// The sends: request i < sendBuffers sends from buffer i, of the
+	// peer's maxSend bytes; request sendBuffers is the credit update,
+	// which carries no payload.
+	sendBuffers, maxSend int
+	sbuf                 *ibverbs.Buffer
+	smr                  *ibverbs.MR
+	sb                   *ibverbs.SendBatch
+
+	sendMu sync.Mutex // Send and Write
+	recvMu sync.Mutex // Recv and Read
+
+	// mu guards what follows, and every post: posts to the QP must not
+	// run at once.
+	mu      sync.Mutex
+	fl      flow
+	free    []int // send buffers not on the wire
+	sqOut   int   // requests on the send queue
+	ready   ring  // received data messages not yet taken, in order
+	lens    []int // each receive buffer's message length
+	cur     int   // the message Read is part way through, or -1
+	off     int   // and how far
+	err     error // why the connection failed
+	eof     bool  // the peer closed, and everything it sent was taken
+	closing bool
+
+	sendKick, recvKick chan struct{}
+	closed             chan struct{}
+	stop               context.CancelFunc
+	loops              sync.WaitGroup
+	closeOnce          sync.Once
+	closeErr           error
+}
+
+// ErrClosed is returned by a Conn's methods after its Close.
+var ErrClosed = rdmacm.ErrClosed
+
+// Dial connects to an rdmamsg Listener at addr ("host:port") through
+// rdma_cm (rdmacm.Dial), telling it this side's depth and largest message
+// in the connection request, and posts this side's receives before the
+// request goes.
+func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	conn := newConn(&c)
+	cmc := conn.cmConfig(&c)
+	cm, err := rdmacm.Dial(ctx, addr, &cmc)
+	if err != nil {
+		return nil, err
+	}
+	peer, err := parseHello(cm.PrivateData())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("rdmamsg: dial %s: %w", addr, err), cm.Close())
+	}
+	if err := conn.start(cm, peer); err != nil {
+		return nil, fmt.Errorf("rdmamsg: dial %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// Listener accepts rdmamsg connections.
+type Listener struct {
+	l   *rdmacm.Listener
+	cfg Config
+}
+
+// Listen listens for rdmamsg connections at addr ("host:port"; port 0
+// picks one) through rdma_cm (rdmacm.Listen).
+func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l, err := rdmacm.Listen(ctx, addr, &c.CM)
+	if err != nil {
+		return nil, err
+	}
+	return &Listener{l: l, cfg: c}, nil
+}
+
+// Addr returns the address the listener is bound to.
+func (l *Listener) Addr() netip.AddrPort { return l.l.Addr() }
+
+// Accept waits for the next connection request and accepts it, posting
+// this side's receives before the reply goes. A request that does not
+// come from an rdmamsg Dial (its private data has no hello) is rejected
+// with the reason, and Accept waits for the next.
+func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	for {
+		req, err := l.l.GetRequest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		peer, err := parseHello(req.PrivateData())
+		if err != nil {
+			req.Reject([]byte("rdmamsg: " + err.Error()))
+			continue
+		}
+		conn := newConn(&l.cfg)
+		cmc := conn.cmConfig(&l.cfg)
+		cm, err := req.Accept(ctx, &cmc)
+		if err != nil {
+			return nil, err
+		}
+		if err := conn.start(cm, peer); err != nil {
+			return nil, fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err)
+		}
+		return conn, nil
+	}
+}
+
+// Close stops listening (rdmacm.Listener.Close); connections accepted
+// stay open.
+func (l *Listener) Close() error { return l.l.Close() }
+
+func newConn(cfg *Config) *Conn {
+	return &Conn{
+		depth:       cfg.Depth,
+		maxRecv:     cfg.MaxMessage,
+		sendBuffers: cfg.SendBuffers,
+		cur:         -1,
+		sendKick:    make(chan struct{}, 1),
+		recvKick:    make(chan struct{}, 1),
+		closed:      make(chan struct{}),
+	}
+}
+
+// cmConfig returns the connection manager's settings: cfg.CM with the
+// QP's capacity, this side's hello, and prepare to post the receives.
+func (c *Conn) cmConfig(cfg *Config) rdmacm.Config {
+	cm := cfg.CM
+	cm.Cap = ibverbs.QPCap{
+		MaxSendWR: c.sendBuffers + updateSlots, MaxSendSGE: 1,
+		MaxRecvWR: c.depth, MaxRecvSGE: 1,
+	}
+	cm.PrivateData = hello{depth: c.depth, maxMessage: c.maxRecv}.encode()
+	cm.Prepare = c.prepare
+	return cm
+}
+
+// prepare registers the receive buffers and posts a receive in each,
+// before the connection is made: rdmacm.Config.Prepare.
+func (c *Conn) prepare(cm *rdmacm.Conn) (cleanup func() error, err error) {
+	c.rbuf, c.rmr, err = register(cm.PD(), c.depth*c.maxRecv, ibverbs.AccessLocalWrite)
+	if err != nil {
+		return nil, err
+	}
+	wrs := make([]ibverbs.RecvWR, c.depth)
+	for i := range wrs {
+		wrs[i] = ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{c.rmr.SGE(i*c.maxRecv, c.maxRecv)}}
+	}
+	cleanup = func() error {
+		var errs []error
+		if c.rb != nil {
+			errs = append(errs, c.rb.Close())
+		}
+		return errors.Join(append(errs, c.rmr.Close(), c.rbuf.Close())...)
+	}
+	if c.rb, err = cm.QP().NewRecvBatch(wrs); err == nil {
+		err = c.rb.Post(0, c.depth)
+	}
+	if err != nil {
+		return nil, errors.Join(err, cleanup())
+	}
+	c.lens = make([]int, c.depth)
+	c.ready = newRing(c.depth)
+	return cleanup, nil
+}
+
+// register maps size bytes off the Go heap and registers them.
+func register(pd *ibverbs.PD, size int, access ibverbs.Access) (*ibverbs.Buffer, *ibverbs.MR, error) {
+	buf, err := ibverbs.NewBuffer(size, ibverbs.BufferOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	mr, err := pd.RegMR(buf, access)
+	if err != nil {
+		return nil, nil, errors.Join(err, buf.Close())
+	}
+	return buf, mr, nil
+}
+
+// start sets up the sends for the peer's largest message and starts the
+// goroutines that take completions. On failure it closes cm.
+func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
+	c.cm = cm
+	c.maxSend = peer.maxMessage
+	c.fl = newFlow(c.depth, peer.depth)
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.freeSends(), cm.Close())
+		}
+	}()
+	if c.sbuf, c.smr, err = register(cm.PD(), c.sendBuffers*c.maxSend, 0); err != nil {
+		return err
+	}
+	wrs := make([]ibverbs.SendWR, c.sendBuffers+1)
+	c.free = make([]int, c.sendBuffers)
+	for i := range wrs {
+		wrs[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled}
+		if i < c.sendBuffers {
+			wrs[i].SGL = []ibverbs.SGE{c.smr.SGE(i*c.maxSend, c.maxSend)}
+			c.free[i] = c.sendBuffers - 1 - i
+		}
+	}
+	if c.sb, err = cm.QP().NewSendBatch(wrs); err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	c.loops.Add(3)
+	go c.watch(ctx)
+	go c.sendLoop(ctx)
+	go c.recvLoop(ctx)
+	return nil
+}
+
+// freeSends frees what start made.
+func (c *Conn) freeSends() error {
+	var errs []error
+	if c.sb != nil {
+		errs = append(errs, c.sb.Close())
+	}
+	if c.smr != nil {
+		errs = append(errs, c.smr.Close())
+	}
+	if c.sbuf != nil {
+		errs = append(errs, c.sbuf.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// watch ends the loops when the connection manager reports the end of the
+// connection, so that they take the last completions and stop.
+func (c *Conn) watch(ctx context.Context) {
+	defer c.loops.Done()
+	select {
+	case <-c.cm.Done():
+		c.stop()
+	case <-ctx.Done():
+	}
+}
+
+func kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// fail records the connection's first error, with c.mu held.
+func (c *Conn) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// sendLoop takes the send completions: each frees its buffer, or fails
+// the connection.
+func (c *Conn) sendLoop(ctx context.Context) {
+	defer c.loops.Done()
+	cq := c.cm.SendCQ()
+	wcs := make([]ibverbs.WC, c.sendBuffers+updateSlots)
+	for {
+		n, err := cq.Wait(ctx, wcs)
+		last := err != nil
+		if last {
+			if ctx.Err() == nil {
+				c.mu.Lock()
+				c.fail(fmt.Errorf("rdmamsg: %w", err))
+				c.mu.Unlock()
+			}
+			// Take what came before the end.
+			n, err = cq.Poll(wcs)
+		}
+		c.mu.Lock()
+		if err != nil {
+			c.fail(fmt.Errorf("rdmamsg: %w", err))
+		}
+		for _, wc := range wcs[:n] {
+			c.sqOut--
+			if i := int(wc.WRID); i < c.sendBuffers {
+				c.free = append(c.free, i)
+			}
+			// A flushed request is not a cause: the QP went into the
+			// error state because a request failed (which completes
+			// with its own status), the peer disconnected or Close
+			// did, and each of those is reported for itself.
+			if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
+				c.fail(fmt.Errorf("rdmamsg: send to %s: %w", c.cm.RemoteAddr(), wc.Err()))
+			}
+		}
+		c.sendUpdate()
+		c.mu.Unlock()
+		kick(c.sendKick)
+		kick(c.recvKick)
+		if last {
+			return
+		}
+	}
+}
+
+// recvLoop takes the receive completions: data messages go to the ready
+// queue for Recv and Read; updates are reposted at once. Credits reported
+// wake a waiting sender. When the connection ends, what arrived before is
+// still taken, and then the stream ends.
+func (c *Conn) recvLoop(ctx context.Context) {
+	defer c.loops.Done()
+	cq := c.cm.RecvCQ()
+	wcs := make([]ibverbs.WC, c.depth)
+	for {
+		n, err := cq.Wait(ctx, wcs)
+		last := err != nil
+		if last {
+			if ctx.Err() == nil {
+				c.mu.Lock()
+				c.fail(fmt.Errorf("rdmamsg: %w", err))
+				c.mu.Unlock()
+			}
+			// Take what came before the end.
+			n, err = cq.Poll(wcs)
+		}
+		c.mu.Lock()
+		if err != nil {
+			c.fail(fmt.Errorf("rdmamsg: %w", err))
+		}
+		c.received(wcs[:n])
+		c.sendUpdate()
+		if last && !c.closing {
+			if cerr := c.cm.Err(); !errors.Is(cerr, rdmacm.ErrDisconnected) {
+				c.fail(fmt.Errorf("rdmamsg: connection to %s: %w", c.cm.RemoteAddr(), cerr))
+			}
+			c.eof = true
+		}
+		c.mu.Unlock()
+		kick(c.recvKick)
+		kick(c.sendKick)
+		if last {
+			return
+		}
+	}
+}
+
+// received takes receive completions, with c.mu held.
+func (c *Conn) received(wcs []ibverbs.WC) {
+	for i := range wcs {
+		wc := &wcs[i]
+		if wc.Status != ibverbs.WCSuccess {
+			if wc.Status != ibverbs.WCWRFlushErr { // as in sendLoop
+				c.fail(fmt.Errorf("rdmamsg: receive from %s: %w", c.cm.RemoteAddr(), wc.Err()))
+			}
+			continue
+		}
+		slot := int(wc.WRID)
+		isUpdate, ok := c.fl.received(wc.Imm)
+		if !ok || wc.Flags&ibverbs.WCWithImm == 0 {
+			c.fail(fmt.Errorf("rdmamsg: a message from %s that the protocol does not send (immediate data %#x, flags %s): %w",
+				c.cm.RemoteAddr(), wc.Imm, wc.Flags, syscall.EPROTO))
+			continue
+		}
+		if isUpdate {
+			c.repost(slot)
+			continue
+		}
+		c.lens[slot] = int(wc.ByteLen)
+		c.ready.push(slot)
+	}
+}
+
+// repost posts receive buffer slot again, with c.mu held, and counts it
+// for the peer.
+func (c *Conn) repost(slot int) {
+	if c.closing {
+		return
+	}
+	if err := c.rb.Post(slot, 1); err != nil {
+		c.fail(fmt.Errorf("rdmamsg: %w", err))
+		return
+	}
+	c.fl.reposted(1)
+}
+
+// sendUpdate sends a credit update if the protocol calls for one and the
+// send queue has room, with c.mu held.
+func (c *Conn) sendUpdate() {
+	if c.err != nil || c.closing || !c.fl.wantUpdate() || c.sqOut >= c.sendBuffers+updateSlots {
+		return
+	}
+	u := c.sendBuffers
+	c.sb.SetImm(u, c.fl.update())
+	if err := c.sb.Post(u, 1, 0); err != nil {
+		c.fail(fmt.Errorf("rdmamsg: %w", err))
+		return
+	}
+	c.sqOut++
+}
+
+// MaxSend returns the largest message Send takes: the peer's MaxMessage.
+func (c *Conn) MaxSend() int { return c.maxSend }
+
+// MaxRecv returns the largest message this side receives: its
+// Config.MaxMessage.
+func (c *Conn) MaxRecv() int { return c.maxRecv }
+
+// LocalAddr returns this side's address.
+func (c *Conn) LocalAddr() netip.AddrPort { return c.cm.LocalAddr() }
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() netip.AddrPort { return c.cm.RemoteAddr() }
+
+// RDMA returns the connection under the messages, for its device, QP and
+// counters. Posting to its QP or polling its CQs breaks the Conn.
+func (c *Conn) RDMA() *rdmacm.Conn { return c.cm }
+
+// Send sends p as one message (a send with immediate data, from a
+// registered buffer p is copied into). It waits while the peer has no
+// receive free for it or every send buffer is on the wire, until ctx ends,
+// and returns once the message is posted: that it arrived, the peer's
+// Recv says. A message longer than MaxSend is refused (EMSGSIZE); an
+// empty one is sent, and received as an empty message.
+func (c *Conn) Send(ctx context.Context, p []byte) error {
+	if len(p) > c.maxSend {
+		return fmt.Errorf("rdmamsg: send of %d bytes: the peer takes at most %d: %w", len(p), c.maxSend, syscall.EMSGSIZE)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	for {
+		c.mu.Lock()
+		if err := c.sendErr(); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		if c.fl.canSend() && len(c.free) > 0 && c.sqOut < c.sendBuffers+updateSlots {
+			err := c.post(p)
+			c.mu.Unlock()
+			return err
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.sendKick:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closed:
+			return ErrClosed
+		}
+	}
+}
+
+// sendErr says why nothing more can be sent, with c.mu held.
+func (c *Conn) sendErr() error {
+	switch {
+	case c.closing:
+		return ErrClosed
+	case c.err != nil:
+		return c.err
+	case c.eof:
+		return fmt.Errorf("rdmamsg: send to %s: the peer closed the connection: %w", c.cm.RemoteAddr(), syscall.EPIPE)
+	}
+	return nil
+}
+
+// post sends p from a free buffer, with c.mu held.
+func (c *Conn) post(p []byte) error {
+	i := c.free[len(c.free)-1]
+	off := i * c.maxSend
+	copy(c.sbuf.Bytes()[off:], p)
+	c.sb.SetSGE(i, 0, c.smr.SGE(off, len(p)))
+	c.sb.SetImm(i, c.fl.send())
+	if err := c.sb.Post(i, 1, 0); err != nil {
+		c.fail(fmt.Errorf("rdmamsg: %w", err))
+		return c.err
+	}
+	c.free = c.free[:len(c.free)-1]
+	c.sqOut++
+	return nil
+}
+
+// Recv waits for the next message, copies it into p and returns its
+// length. A message longer than p is left for the next Recv, which it
+// returns an error matching io.ErrShortBuffer for; MaxRecv bytes always
+// suffice. After the peer closes, Recv returns what it sent and then
+// io.EOF. If a Read took part of a message, Recv returns the rest.
+func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
+	c.recvMu.Lock()
+	defer c.recvMu.Unlock()
+	for {
+		c.mu.Lock()
+		slot, data, err := c.next()
+		if err != nil || slot >= 0 {
+			n := 0
+			if slot >= 0 {
+				if len(p) < len(data) {
+					c.mu.Unlock()
+					return 0, fmt.Errorf("rdmamsg: a message of %d bytes for a buffer of %d: %w", len(data), len(p), io.ErrShortBuffer)
+				}
+				n = copy(p, data)
+				c.take(slot)
+			}
+			c.mu.Unlock()
+			return n, err
+		}
+		c.mu.Unlock()
+		if err := c.waitRecv(ctx); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// next returns the message to read next, from its unread part on: its
+// slot and bytes, or a slot of -1 and the reason there is none (nil while
+// one may come), with c.mu held.
+func (c *Conn) next() (int, []byte, error) {
+	if c.closing {
+		return -1, nil, ErrClosed
+	}
+	if c.cur < 0 && c.ready.len() > 0 {
+		c.cur, c.off = c.ready.pop(), 0
+	}
+	if c.cur >= 0 {
+		start := c.cur * c.maxRecv
+		return c.cur, c.rbuf.Bytes()[start+c.off : start+c.lens[c.cur]], nil
+	}
+	if c.err != nil {
+		return -1, nil, c.err
+	}
+	if c.eof {
+		return -1, nil, io.EOF
+	}
+	return -1, nil, nil
+}
+
+// take gives the current message's buffer back to the device, with c.mu
+// held.
+func (c *Conn) take(slot int) {
+	c.cur = -1
+	c.repost(slot)
+	c.sendUpdate()
+}
+
+func (c *Conn) waitRecv(ctx context.Context) error {
+	select {
+	case <-c.recvKick:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return ErrClosed
+	}
+}
+
+// Read reads the stream of messages as bytes: what is left of the current
+// message, up to len(p), or the next message's first bytes. Empty messages
+// are skipped. It returns io.EOF once the peer has closed and everything
+// it sent was read.
+func (c *Conn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.recvMu.Lock()
+	defer c.recvMu.Unlock()
+	for {
+		c.mu.Lock()
+		slot, data, err := c.next()
+		if slot >= 0 {
+			n := copy(p, data)
+			c.off += n
+			if n == len(data) {
+				c.take(slot)
+			}
+			c.mu.Unlock()
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+		if err := c.waitRecv(context.Background()); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Write sends p as messages of at most MaxSend bytes, waiting as Send
+// does. It returns the bytes sent before an error.
+func (c *Conn) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m := min(len(p)-n, c.maxSend)
+		if err := c.Send(context.Background(), p[n:n+m]); err != nil {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// Close ends the connection. It first waits until every message sent has
+// reached the peer (its send completed), or failed, so that the peer
+// receives everything sent before Close; a peer that has gone makes that
+// wait last as long as the QP's retries. Then it disconnects
+// (rdma_disconnect) and frees the connection's memory, QP and the rest.
+// Send, Recv, Read and Write waiting in other goroutines return ErrClosed.
+// Closing twice is a no-op.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		close(c.closed)
+		// No Send or Recv is running once both locks were taken; those
+		// that come later find the Conn closing.
+		c.sendMu.Lock()
+		defer c.sendMu.Unlock()
+		c.recvMu.Lock()
+		defer c.recvMu.Unlock()
+		for {
+			c.mu.Lock()
+			done := c.sqOut == 0 || c.err != nil || c.eof || c.cm.Err() != nil
+			c.mu.Unlock()
+			if done {
+				break
+			}
+			select {
+			case <-c.sendKick:
+			case <-c.cm.Done():
+			}
+		}
+		c.stop()
+		c.loops.Wait()
+		// Disconnect first, so that the device no longer touches the
+		// buffers; rdmacm's Close then frees the receive side (prepare's
+		// cleanup) before the QP.
+		disc := c.cm.ID().Disconnect()
+		if c.cm.Err() != nil {
+			disc = nil // the peer went first: there is nothing to disconnect
+		}
+		c.closeErr = errors.Join(disc, c.freeSends(), c.cm.Close())
+	})
+	return c.closeErr
+}

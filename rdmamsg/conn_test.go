@@ -1,0 +1,501 @@
+//go:build linux && cgo
+
+package rdmamsg_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+	"github.com/gorperf/gorperf/rdmacm"
+	"github.com/gorperf/gorperf/rdmamsg"
+)
+
+func timeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// ends returns the listening side's address and the dialing side's: the
+// VM's two devices when it has them, else one device talking to itself.
+func ends(t testing.TB) (srv, cli rdmatest.Net) {
+	srv = rdmatest.Addr(t)
+	if os.Getenv("RXE_DEV2") == "" && !rdmatest.Required() {
+		return srv, srv
+	}
+	return srv, rdmatest.SecondAddr(t)
+}
+
+// connect listens on srv and dials it from cli, each side with its own
+// settings, and returns both ends; they close when the test ends.
+func connect(t testing.TB, srvCfg, cliCfg *rdmamsg.Config) (s, c *rdmamsg.Conn) {
+	t.Helper()
+	s, c = pair(t, srvCfg, cliCfg)
+	t.Cleanup(func() {
+		for _, x := range []*rdmamsg.Conn{c, s} {
+			if err := x.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		}
+	})
+	return s, c
+}
+
+// pair is connect without the closing.
+func pair(t testing.TB, srvCfg, cliCfg *rdmamsg.Config) (s, c *rdmamsg.Conn) {
+	t.Helper()
+	srvNet, cliNet := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), srvCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	type res struct {
+		c   *rdmamsg.Conn
+		err error
+	}
+	acc := make(chan res, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		acc <- res{c, err}
+	}()
+	var cc rdmamsg.Config
+	if cliCfg != nil {
+		cc = *cliCfg
+	}
+	cc.CM.SrcAddr = cliNet.IP.String()
+	c, err = rdmamsg.Dial(ctx, l.Addr().String(), &cc)
+	a := <-acc
+	if err != nil || a.err != nil {
+		t.Fatalf("dial: %v; accept: %v", err, a.err)
+	}
+	return a.c, c
+}
+
+// rnrNAKs reads how many RNR NAKs the devices under test have received,
+// where their driver counts them (rxe: rcvd_rnr_err, mlx5:
+// rnr_nak_retry_err), and -1 where it does not.
+func rnrNAKs(t *testing.T) int64 {
+	srv, cli := ends(t)
+	devs := []string{srv.Dev}
+	if cli.Dev != srv.Dev {
+		devs = append(devs, cli.Dev)
+	}
+	var sum int64
+	for _, d := range devs {
+		found := false
+		for _, name := range []string{"rcvd_rnr_err", "rnr_nak_retry_err"} {
+			b, err := os.ReadFile(filepath.Join("/sys/class/infiniband", d, "ports/1/hw_counters", name))
+			if err != nil {
+				continue
+			}
+			v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += v
+			found = true
+		}
+		if !found {
+			return -1
+		}
+	}
+	return sum
+}
+
+func message(i, n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(i), uint64(n)))
+	for j := range b {
+		b[j] = byte(r.Uint32())
+	}
+	return b
+}
+
+// TestMessages sends messages of every edge size both ways, each received
+// whole and in order, and checks the sizes each side learnt of the other.
+func TestMessages(t *testing.T) {
+	srv, cli := connect(t, &rdmamsg.Config{MaxMessage: 3000}, &rdmamsg.Config{MaxMessage: 1000})
+	if cli.MaxSend() != 3000 || srv.MaxSend() != 1000 || cli.MaxRecv() != 1000 || srv.MaxRecv() != 3000 {
+		t.Fatalf("MaxSend %d and %d, MaxRecv %d and %d", cli.MaxSend(), srv.MaxSend(), cli.MaxRecv(), srv.MaxRecv())
+	}
+	if !cli.RemoteAddr().IsValid() || cli.RemoteAddr() != srv.RDMA().LocalAddr() {
+		t.Errorf("client's peer %v, server at %v", cli.RemoteAddr(), srv.LocalAddr())
+	}
+	ctx := timeout(t, 60*time.Second)
+	buf := make([]byte, 3000)
+	for i, size := range []int{0, 1, 64, 999, 1000} {
+		m := message(i, size)
+		if err := srv.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		n, err := cli.Recv(ctx, buf)
+		if err != nil || !bytes.Equal(buf[:n], m) {
+			t.Fatalf("message of %d bytes: got %d bytes, %v", size, n, err)
+		}
+	}
+	for i, size := range []int{3000, 0, 2} {
+		m := message(i, size)
+		if err := cli.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		n, err := srv.Recv(ctx, buf)
+		if err != nil || !bytes.Equal(buf[:n], m) {
+			t.Fatalf("message of %d bytes: got %d bytes, %v", size, n, err)
+		}
+	}
+	if err := srv.Send(ctx, make([]byte, 1001)); !errors.Is(err, syscall.EMSGSIZE) {
+		t.Errorf("1001 bytes to a peer of 1000: %v", err)
+	}
+	// A message longer than the buffer stays for the next Recv.
+	m := message(7, 500)
+	if err := srv.Send(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cli.Recv(ctx, buf[:499]); !errors.Is(err, io.ErrShortBuffer) || n != 0 {
+		t.Errorf("Recv of 500 bytes into 499: %d, %v", n, err)
+	}
+	if n, err := cli.Recv(ctx, buf); err != nil || !bytes.Equal(buf[:n], m) {
+		t.Errorf("Recv after the short buffer: %d bytes, %v", n, err)
+	}
+}
+
+// TestBothWaysAtOnce has both sides send many more messages than their
+// depth at once, each receiving in its own goroutine that stops now and
+// then: the credits must keep every message from finding an empty
+// receive queue (no RNR NAK counted) and neither side may stall.
+func TestBothWaysAtOnce(t *testing.T) {
+	const depth, count = 4, 300
+	cfg := &rdmamsg.Config{Depth: depth, MaxMessage: 256, SendBuffers: 8}
+	srv, cli := connect(t, cfg, cfg)
+	rnr0 := rnrNAKs(t)
+	ctx := timeout(t, 120*time.Second)
+	errs := make(chan error, 4)
+	for k, c := range []*rdmamsg.Conn{srv, cli} {
+		go func() {
+			for i := range count {
+				if err := c.Send(ctx, message(k*count+i, 1+i%256)); err != nil {
+					errs <- fmt.Errorf("side %d, send %d: %w", k, i, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+		go func() {
+			buf := make([]byte, 256)
+			for i := range count {
+				if i%50 == 0 {
+					time.Sleep(20 * time.Millisecond) // let the peer fill the queue
+				}
+				n, err := c.Recv(ctx, buf)
+				if err != nil {
+					errs <- fmt.Errorf("side %d, receive %d: %w", k, i, err)
+					return
+				}
+				if want := message((1-k)*count+i, 1+i%256); !bytes.Equal(buf[:n], want) {
+					errs <- fmt.Errorf("side %d, message %d: %d bytes, not the %d sent", k, i, n, len(want))
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rnr0 >= 0 {
+		if d := rnrNAKs(t) - rnr0; d != 0 {
+			t.Errorf("%d RNR NAKs: a message found no receive posted", d)
+		}
+	}
+}
+
+// TestSendWaitsForReceiver checks the back-pressure: a sender whose peer
+// takes nothing can post the peer's depth less one and then waits, until
+// its context ends; once the peer reads, everything arrives.
+func TestSendWaitsForReceiver(t *testing.T) {
+	srv, cli := connect(t, &rdmamsg.Config{Depth: 8}, nil)
+	ctx := timeout(t, 60*time.Second)
+	sent := 0
+	for ; sent < 20; sent++ {
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		err := cli.Send(short, message(sent, 10))
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sent != 7 {
+		t.Fatalf("sent %d messages to a peer of depth 8 that takes none; want 7 (one credit kept for updates)", sent)
+	}
+	buf := make([]byte, 64)
+	done := make(chan error, 1)
+	go func() {
+		for i := range 20 {
+			n, err := srv.Recv(ctx, buf)
+			if err != nil || !bytes.Equal(buf[:n], message(i, 10)) {
+				done <- fmt.Errorf("message %d: %d bytes, %v", i, n, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	for ; sent < 20; sent++ {
+		if err := cli.Send(ctx, message(sent, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStream copies bytes through Write and Read, cut into messages of the
+// receiver's largest, and ends with the writer's Close: the reader gets
+// every byte and then io.EOF, and the writer's further use fails.
+func TestStream(t *testing.T) {
+	srv, cli := connect(t, &rdmamsg.Config{MaxMessage: 1000}, nil)
+	data := message(1, 100_000)
+	res := make(chan error, 1)
+	go func() {
+		got, err := io.ReadAll(srv)
+		if err == nil && !bytes.Equal(got, data) {
+			err = fmt.Errorf("read %d bytes, not the %d written", len(got), len(data))
+		}
+		res <- err
+	}()
+	// Writes of uneven sizes, and an empty message among them, which Read
+	// skips.
+	for off := 0; off < len(data); {
+		n := min(len(data)-off, 1+off%4321)
+		if w, err := cli.Write(data[off : off+n]); err != nil || w != n {
+			t.Fatalf("write: %d, %v", w, err)
+		}
+		off += n
+		if off > 50_000 && off-n <= 50_000 {
+			if err := cli.Send(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := cli.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the reader did not see the end of the stream")
+	}
+	if _, err := cli.Write([]byte("x")); !errors.Is(err, rdmamsg.ErrClosed) {
+		t.Errorf("write after Close: %v", err)
+	}
+	if err := srv.Send(timeout(t, 10*time.Second), []byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("send to a peer that closed: %v", err)
+	}
+	if n, err := srv.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+		t.Errorf("read after the end: %d, %v", n, err)
+	}
+}
+
+// TestCloseWakesWaiters checks that Close ends a Recv and a Send waiting
+// in other goroutines with ErrClosed.
+func TestCloseWakesWaiters(t *testing.T) {
+	srv, cli := connect(t, &rdmamsg.Config{Depth: 4}, nil)
+	ctx := timeout(t, 60*time.Second)
+	for i := range 3 {
+		if err := cli.Send(ctx, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- cli.Send(ctx, []byte("blocked")) }()
+	go func() { _, err := cli.Recv(ctx, make([]byte, 10)); errs <- err }()
+	time.Sleep(200 * time.Millisecond)
+	if err := cli.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; !errors.Is(err, rdmamsg.ErrClosed) {
+			t.Errorf("a waiter got %v, want ErrClosed", err)
+		}
+	}
+	// The peer still gets what was sent before, then the end.
+	buf := make([]byte, 10)
+	for i := range 3 {
+		if n, err := srv.Recv(ctx, buf); err != nil || n != 1 || buf[0] != byte(i) {
+			t.Fatalf("message %d: %d bytes %v, %v", i, n, buf[:n], err)
+		}
+	}
+	if _, err := srv.Recv(ctx, buf); err != io.EOF {
+		t.Errorf("after the peer's Close: %v, want io.EOF", err)
+	}
+}
+
+// TestNotAPeer checks that each side refuses a plain rdma_cm peer, which
+// sends no hello: the listener rejects the request with the reason, and
+// Dial fails on a reply without one.
+func TestNotAPeer(t *testing.T) {
+	srvNet, cliNet := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accCtx, stop := context.WithCancel(ctx)
+	acc := make(chan error, 1)
+	go func() { _, err := l.Accept(accCtx); acc <- err }()
+	_, err = rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: cliNet.IP.String()})
+	var rej *rdmacm.RejectedError
+	if !errors.As(err, &rej) || !strings.Contains(string(rej.PrivateData), "no rdmamsg hello") {
+		t.Errorf("a plain rdma_cm Dial: %v, want a rejection that says why", err)
+	}
+	stop()
+	if err := <-acc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Accept after a rejected request and the end of its context: %v", err)
+	}
+
+	pl, err := rdmacm.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	go func() {
+		c, err := pl.Accept(ctx)
+		if err == nil {
+			<-c.Done()
+			c.Close()
+		}
+	}()
+	c, err := rdmamsg.Dial(ctx, pl.Addr().String(), &rdmamsg.Config{CM: rdmacm.Config{SrcAddr: cliNet.IP.String()}})
+	if err == nil || !strings.Contains(err.Error(), "not an rdmamsg peer") {
+		t.Errorf("Dial of a plain rdma_cm listener: %v, %v", c, err)
+	}
+}
+
+// TestConfigRefused checks the settings no connection can take.
+func TestConfigRefused(t *testing.T) {
+	for _, cfg := range []rdmamsg.Config{
+		{Depth: 3}, {Depth: 1 << 15}, {MaxMessage: -1}, {MaxMessage: 1<<30 + 1}, {SendBuffers: -2},
+		{CM: rdmacm.Config{UD: true}}, {CM: rdmacm.Config{PrivateData: []byte("x")}},
+	} {
+		if _, err := rdmamsg.Dial(context.Background(), "198.18.0.1:1", &cfg); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("%+v: %v", cfg, err)
+		}
+	}
+}
+
+// TestNoAllocations checks that a message there and back allocates
+// nothing, in the callers or in the connections' goroutines.
+func TestNoAllocations(t *testing.T) {
+	srv, cli := connect(t, nil, nil)
+	ctx := timeout(t, 60*time.Second)
+	msg, buf := make([]byte, 64), make([]byte, 4096)
+	round := func() {
+		if err := cli.Send(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Recv(ctx, buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Send(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Recv(ctx, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		round()
+	}
+	if a := testing.AllocsPerRun(200, round); a != 0 {
+		t.Errorf("%.2f allocations a round trip", a)
+	}
+}
+
+// TestNoLeaks opens and closes connections and checks that neither file
+// descriptors, memory, RDMA objects nor goroutines grow.
+func TestNoLeaks(t *testing.T) {
+	cycle := func() {
+		srv, cli := pair(t, nil, nil)
+		ctx := timeout(t, 30*time.Second)
+		if err := cli.Send(ctx, []byte("hi")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Recv(ctx, make([]byte, 10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle()
+	u0, g0 := rdmatest.Measure(t), runtime.NumGoroutine()
+	const n = 6
+	for range n {
+		cycle()
+	}
+	rdmatest.CheckGrowth(t, u0, rdmatest.Measure(t), n, "connections")
+	// The connections' goroutines end with Close; rdma_cm's own may take
+	// a moment.
+	for i := 0; runtime.NumGoroutine() > g0; i++ {
+		if i == 50 {
+			t.Fatalf("%d goroutines after %d connections, %d before", runtime.NumGoroutine(), n, g0)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPeerDies stops the server's QP without a word, as a host that dies
+// does: the client's next message is never acknowledged, and its calls
+// fail with the device's error instead of waiting for ever.
+func TestPeerDies(t *testing.T) {
+	// An ACK timeout of 4.096 µs × 2^12, about 17 ms, so that the retries
+	// run out in well under a second, even under emulation.
+	cfg := &rdmamsg.Config{CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}}
+	srv, cli := connect(t, cfg, cfg)
+	ctx := timeout(t, 60*time.Second)
+	if err := srv.RDMA().QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	recv := make(chan error, 1)
+	go func() { _, err := cli.Recv(ctx, make([]byte, 10)); recv <- err }()
+	if err := cli.Send(ctx, []byte("anyone?")); err != nil {
+		t.Fatal(err)
+	}
+	err := <-recv
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "send to") {
+		t.Fatalf("Recv after the peer died: %v, want the failed send", err)
+	}
+	if err := cli.Send(ctx, []byte("again")); err == nil {
+		t.Error("Send after the connection failed succeeded")
+	}
+	t.Logf("the error: %v", err)
+}

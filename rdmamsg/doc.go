@@ -1,0 +1,64 @@
+// Package rdmamsg carries messages, and byte streams made of them, over
+// RDMA reliable connections: for a program that wants RDMA's transport
+// (kernel bypass, no copies in the network stack, ordered and reliable
+// delivery by the NIC) without handling queue pairs, registered memory and
+// completions itself.
+//
+//	l, err := rdmamsg.Listen(ctx, "198.18.0.1:7471", nil)
+//	c, err := l.Accept(ctx)                             // the server
+//	c, err := rdmamsg.Dial(ctx, "198.18.0.1:7471", nil) // the client
+//	err = c.Send(ctx, []byte("hello"))                  // one message
+//	n, err := c.Recv(ctx, buf)                          // one message, whole
+//	io.Copy(c, file)                                    // or a stream
+//	c.Close()
+//
+// # What is under it
+//
+// A Conn is an rdmacm connection (package rdmacm) with one RC queue pair.
+// Each side keeps Config.Depth receives posted in registered memory off
+// the Go heap, one buffer of Config.MaxMessage bytes each; the two sides
+// exchange their depth and largest message in the connection's private
+// data. A message is one send with immediate data, copied into one of
+// Config.SendBuffers registered send buffers; Recv copies it out and posts
+// its receive again at once.
+//
+// # Flow control
+//
+// A sender holds one credit for each receive the peer has posted and
+// spends one a message, so no message ever finds the peer's receive queue
+// empty: there is no RNR NAK and no retry timer on the path (the tests
+// check the device's RNR counter). Receives posted again are reported to
+// the peer in the immediate data of the next message, or, when half the
+// depth is unreported and nothing goes the other way, in a credit update:
+// a message without payload. The last credit is kept for updates, so two
+// sides that both send faster than they read cannot deadlock; flow.go
+// explains it and its test drives two simulated sides through random
+// schedules. A Send that has no credit waits until the peer reads, or its
+// context ends.
+//
+// # Goroutines and waiting
+//
+// Each Conn runs two goroutines that sleep on the CQs' completion channels
+// in Go's netpoller (ibverbs.CQ.Wait) and wake Send and Recv; nothing
+// spins and no thread blocks in C. One goroutine may send and another
+// receive at the same time. Send, Recv and the stream methods allocate
+// nothing per message (BenchmarkRoundTrip, BenchmarkStream,
+// TestNoAllocations).
+//
+// # The end of a connection
+//
+// Close waits until the messages it sent have reached the peer, then
+// disconnects; the peer's Recv and Read return what arrived and then
+// io.EOF, and its Send fails with an error matching syscall.EPIPE. A
+// connection that fails (the peer's host dies, its device goes) makes
+// every call return the error, after the messages that arrived.
+//
+// # Wire format
+//
+// The private data of the request and the reply begins with a 16-byte
+// hello: "GRMS", version 1, three reserved bytes, the depth and the
+// largest message (big-endian 32-bit). The immediate data of every message
+// carries the credits it reports in its low 16 bits, and bit 31 marks a
+// credit update; the other bits are zero. A request without a hello is
+// rejected with the reason in the reply's private data.
+package rdmamsg

@@ -1,0 +1,64 @@
+//go:build linux && cgo
+
+package rdmamsg_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+
+	"github.com/gorperf/gorperf/rdmamsg"
+)
+
+// A server that answers each message with the same bytes, one client at a
+// time.
+func ExampleListener_Accept() {
+	ctx := context.Background()
+	l, err := rdmamsg.Listen(ctx, "198.18.0.1:7471", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	for {
+		c, err := l.Accept(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		buf := make([]byte, c.MaxRecv())
+		for {
+			n, err := c.Recv(ctx, buf)
+			if err != nil {
+				break // io.EOF: the client closed
+			}
+			if err := c.Send(ctx, buf[:n]); err != nil {
+				break
+			}
+		}
+		c.Close()
+	}
+}
+
+// A client that sends a file as a stream.
+func ExampleConn_Write() {
+	ctx := context.Background()
+	c, err := rdmamsg.Dial(ctx, "198.18.0.1:7471", &rdmamsg.Config{MaxMessage: 64 << 10})
+	if err != nil {
+		log.Fatal(err)
+	}
+	f, err := os.Open("data.bin")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	n, err := io.Copy(c, f)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Close returns once the last message has reached the server.
+	if err := c.Close(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(n, "bytes sent")
+}

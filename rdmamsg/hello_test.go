@@ -1,0 +1,59 @@
+package rdmamsg
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+func TestHello(t *testing.T) {
+	h := hello{depth: 32, maxMessage: 4096}
+	b := h.encode()
+	if len(b) != helloLen {
+		t.Fatalf("%d bytes", len(b))
+	}
+	// RoCE's CM pads a reply's private data with zeros.
+	for _, in := range [][]byte{b, append(bytes.Clone(b), make([]byte, 180)...)} {
+		got, err := parseHello(in)
+		if err != nil || got != h {
+			t.Errorf("parseHello(%d bytes) = %+v, %v; want %+v", len(in), got, err, h)
+		}
+	}
+	bad := map[string][]byte{
+		"empty":       nil,
+		"short":       b[:helloLen-1],
+		"magic":       append([]byte("XRMS"), b[4:]...),
+		"version":     func() []byte { c := bytes.Clone(b); c[4] = 2; return c }(),
+		"depth 3":     hello{depth: 3, maxMessage: 1}.encode(),
+		"depth 16385": hello{depth: maxDepth + 1, maxMessage: 1}.encode(),
+		"message 0":   hello{depth: 4, maxMessage: 0}.encode(),
+		"message big": hello{depth: 4, maxMessage: maxMaxMessage + 1}.encode(),
+	}
+	for name, in := range bad {
+		if _, err := parseHello(in); !errors.Is(err, errNotHello) {
+			t.Errorf("%s: parseHello = %v, want errNotHello", name, err)
+		}
+	}
+}
+
+// FuzzParseHello feeds the decoder of the peer's connection data with
+// arbitrary bytes: it must not panic, and what it accepts must be within
+// the bounds and encode back to the bytes it came from.
+func FuzzParseHello(f *testing.F) {
+	f.Add(hello{depth: 32, maxMessage: 4096}.encode())
+	f.Add(append(hello{depth: 4, maxMessage: 1}.encode(), 0, 0, 0))
+	f.Add([]byte("GRMS"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := parseHello(b)
+		if err != nil {
+			return
+		}
+		if h.depth < minDepth || h.depth > maxDepth || h.maxMessage < 1 || h.maxMessage > maxMaxMessage {
+			t.Fatalf("accepted %+v", h)
+		}
+		enc := h.encode()
+		if !bytes.Equal(enc[:4], b[:4]) || !bytes.Equal(enc[8:], b[8:helloLen]) || enc[4] != b[4] {
+			t.Fatalf("%x decoded as %+v, which encodes as %x", b[:helloLen], h, enc)
+		}
+	})
+}
