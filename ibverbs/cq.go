@@ -199,6 +199,11 @@ func (cq *CQ) Resize(cqe int) error {
 	return nil
 }
 
+// Channel returns the completion channel the CQ was created with, or nil:
+// the one whose Wait reports the CQ's events, for a caller that polls the
+// CQ itself between waits rather than through CQ.Wait.
+func (cq *CQ) Channel() *CompChannel { return cq.ch }
+
 // Raw returns the struct ibv_cq pointer, valid until Close.
 func (cq *CQ) Raw() unsafe.Pointer { return unsafe.Pointer(cq.c) }
 

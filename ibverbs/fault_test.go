@@ -220,6 +220,9 @@ func TestCQWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, cq) })
+	if cq.Channel() != ch {
+		t.Errorf("CQ.Channel = %p, want the channel it was made with, %p", cq.Channel(), ch)
+	}
 	wcs := make([]ibverbs.WC, 4)
 
 	// Nothing arrives: a cancelled context ends the wait promptly.

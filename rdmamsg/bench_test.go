@@ -3,15 +3,30 @@
 package rdmamsg_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorperf/gorperf/rdmamsg"
 )
 
 // BenchmarkRoundTrip sends a 64-byte message and its answer: two Sends
 // and two Recvs an operation, through both connections' goroutines.
+// With Spin, each caller polls for the answer before it sleeps.
 func BenchmarkRoundTrip(b *testing.B) {
-	srv, cli := connect(b, nil, nil)
+	for _, spin := range []time.Duration{0, 200 * time.Microsecond} {
+		name := "sleep"
+		if spin > 0 {
+			name = fmt.Sprintf("spin %v", spin)
+		}
+		b.Run(name, func(b *testing.B) { benchmarkRoundTrip(b, spin) })
+	}
+}
+
+func benchmarkRoundTrip(b *testing.B, spin time.Duration) {
+	cfg := &rdmamsg.Config{Spin: spin}
+	srv, cli := connect(b, cfg, cfg)
 	ctx := timeout(b, time.Hour)
 	msg, buf := make([]byte, 64), make([]byte, 4096)
 	var wg sync.WaitGroup

@@ -180,9 +180,18 @@ func TestMessages(t *testing.T) {
 // depth at once, each receiving in its own goroutine that stops now and
 // then: the credits must keep every message from finding an empty
 // receive queue (no RNR NAK counted) and neither side may stall.
+//
+// With Spin the callers poll the CQs too, alongside the connections'
+// goroutines: the messages must still come in order.
 func TestBothWaysAtOnce(t *testing.T) {
+	for _, spin := range []time.Duration{0, 200 * time.Microsecond} {
+		t.Run(fmt.Sprintf("spin %v", spin), func(t *testing.T) { testBothWaysAtOnce(t, spin) })
+	}
+}
+
+func testBothWaysAtOnce(t *testing.T, spin time.Duration) {
 	const depth, count = 4, 300
-	cfg := &rdmamsg.Config{Depth: depth, MaxMessage: 256, SendBuffers: 8}
+	cfg := &rdmamsg.Config{Depth: depth, MaxMessage: 256, SendBuffers: 8, Spin: spin}
 	srv, cli := connect(t, cfg, cfg)
 	rnr0 := rnrNAKs(t)
 	ctx := timeout(t, 120*time.Second)
@@ -400,8 +409,9 @@ func TestNotAPeer(t *testing.T) {
 // TestConfigRefused checks the settings no connection can take.
 func TestConfigRefused(t *testing.T) {
 	for _, cfg := range []rdmamsg.Config{
-		{Depth: 3}, {Depth: 1 << 15}, {MaxMessage: -1}, {MaxMessage: 1<<30 + 1}, {SendBuffers: -2},
+		{Depth: 3}, {Depth: 1 << 15}, {MaxMessage: -1}, {MaxMessage: 1<<30 + 1}, {SendBuffers: -2}, {Spin: -1},
 		{CM: rdmacm.Config{UD: true}}, {CM: rdmacm.Config{PrivateData: []byte("x")}},
+		{CM: rdmacm.Config{SingleThreadedCQs: true}},
 	} {
 		if _, err := rdmamsg.Dial(context.Background(), "198.18.0.1:1", &cfg); !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("%+v: %v", cfg, err)
@@ -412,7 +422,14 @@ func TestConfigRefused(t *testing.T) {
 // TestNoAllocations checks that a message there and back allocates
 // nothing, in the callers or in the connections' goroutines.
 func TestNoAllocations(t *testing.T) {
-	srv, cli := connect(t, nil, nil)
+	for _, spin := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprintf("spin %v", spin), func(t *testing.T) { testNoAllocations(t, spin) })
+	}
+}
+
+func testNoAllocations(t *testing.T, spin time.Duration) {
+	cfg := &rdmamsg.Config{Spin: spin}
+	srv, cli := connect(t, cfg, cfg)
 	ctx := timeout(t, 60*time.Second)
 	msg, buf := make([]byte, 64), make([]byte, 4096)
 	round := func() {
