@@ -575,20 +575,63 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	i, err := c.buffer(ctx)
+	if err != nil {
+		return err
+	}
+	copy(c.sendBuf(i), p)
+	return c.postBuffer(ctx, i, len(p))
+}
+
+// ReadFrom sends what it reads from r until io.EOF, as Write would, but
+// reads straight into the registered send buffers: each Read of r that
+// returns bytes becomes one message of at most MaxSend bytes. io.Copy to
+// the Conn uses it.
+func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	ctx := context.Background()
+	var n int64
+	for {
+		i, err := c.buffer(ctx)
+		if err != nil {
+			return n, err
+		}
+		m, rerr := r.Read(c.sendBuf(i))
+		if m > 0 {
+			if err := c.postBuffer(ctx, i, m); err != nil {
+				return n, err
+			}
+			n += int64(m)
+		} else {
+			c.mu.Lock()
+			c.free = append(c.free, i)
+			c.mu.Unlock()
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}
+
+// waitSend waits until ready holds, spinning first with Config.Spin, and
+// returns with c.mu held; or returns why it cannot, without.
+func (c *Conn) waitSend(ctx context.Context, ready func() bool) error {
 	for spun := false; ; {
 		c.mu.Lock()
 		if err := c.sendErr(); err != nil {
 			c.mu.Unlock()
 			return err
 		}
-		if c.canPost() {
-			err := c.post(p)
-			c.mu.Unlock()
-			return err
+		if ready() {
+			return nil
 		}
 		c.mu.Unlock()
 		if c.spin > 0 && !spun {
-			c.spinFor(c.canPost)
+			c.spinFor(ready)
 			spun = true
 			continue
 		}
@@ -602,6 +645,53 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 	}
 }
 
+// buffer waits for a free send buffer and takes it. Only a sender (who
+// holds sendMu) takes buffers, and Close takes sendMu before it frees
+// them, so the sender may fill it without c.mu.
+func (c *Conn) buffer(ctx context.Context) (int, error) {
+	if err := c.waitSend(ctx, c.haveBuffer); err != nil {
+		return 0, err
+	}
+	defer c.mu.Unlock()
+	i := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	return i, nil
+}
+
+func (c *Conn) haveBuffer() bool { return len(c.free) > 0 }
+
+// sendBuf returns send buffer i.
+func (c *Conn) sendBuf(i int) []byte {
+	return c.sbuf.Bytes()[i*c.maxSend : (i+1)*c.maxSend]
+}
+
+// canPost says whether a message can be posted now, with c.mu held: a
+// credit to spare and room on the send queue.
+func (c *Conn) canPost() bool {
+	return c.fl.canSend() && c.sqOut < c.sendBuffers+updateSlots
+}
+
+// postBuffer waits for a credit and sends the first n bytes of buffer i,
+// which the caller took; on failure the buffer is free again.
+func (c *Conn) postBuffer(ctx context.Context, i, n int) error {
+	if err := c.waitSend(ctx, c.canPost); err != nil {
+		c.mu.Lock()
+		c.free = append(c.free, i)
+		c.mu.Unlock()
+		return err
+	}
+	defer c.mu.Unlock()
+	c.sb.SetSGE(i, 0, c.smr.SGE(i*c.maxSend, n))
+	c.sb.SetImm(i, c.fl.send())
+	if err := c.sb.Post(i, 1, 0); err != nil {
+		c.free = append(c.free, i)
+		c.fail(fmt.Errorf("rdmamsg: %w", err))
+		return c.err
+	}
+	c.sqOut++
+	return nil
+}
+
 // sendErr says why nothing more can be sent, with c.mu held.
 func (c *Conn) sendErr() error {
 	switch {
@@ -612,28 +702,6 @@ func (c *Conn) sendErr() error {
 	case c.eof:
 		return fmt.Errorf("rdmamsg: send to %s: the peer closed the connection: %w", c.cm.RemoteAddr(), syscall.EPIPE)
 	}
-	return nil
-}
-
-// canPost says whether a message can be posted now, with c.mu held: a
-// credit to spare, a free buffer and room on the send queue.
-func (c *Conn) canPost() bool {
-	return c.fl.canSend() && len(c.free) > 0 && c.sqOut < c.sendBuffers+updateSlots
-}
-
-// post sends p from a free buffer, with c.mu held.
-func (c *Conn) post(p []byte) error {
-	i := c.free[len(c.free)-1]
-	off := i * c.maxSend
-	copy(c.sbuf.Bytes()[off:], p)
-	c.sb.SetSGE(i, 0, c.smr.SGE(off, len(p)))
-	c.sb.SetImm(i, c.fl.send())
-	if err := c.sb.Post(i, 1, 0); err != nil {
-		c.fail(fmt.Errorf("rdmamsg: %w", err))
-		return c.err
-	}
-	c.free = c.free[:len(c.free)-1]
-	c.sqOut++
 	return nil
 }
 
@@ -754,6 +822,54 @@ func (c *Conn) Read(p []byte) (int, error) {
 		}
 		if err := c.waitRecv(context.Background()); err != nil {
 			return 0, err
+		}
+	}
+}
+
+// WriteTo writes the stream of messages to w until the peer closes, as
+// Read would, but straight from the registered receive buffers. io.Copy
+// from the Conn uses it.
+func (c *Conn) WriteTo(w io.Writer) (int64, error) {
+	c.recvMu.Lock()
+	defer c.recvMu.Unlock()
+	var n int64
+	for spun := false; ; {
+		c.mu.Lock()
+		slot, data, err := c.next()
+		c.mu.Unlock()
+		if slot >= 0 {
+			// The buffer is this reader's until take gives it back,
+			// and Close takes recvMu before it frees it.
+			m, werr := w.Write(data)
+			c.mu.Lock()
+			c.off += m
+			if m == len(data) {
+				c.take(slot)
+			}
+			c.mu.Unlock()
+			n += int64(m)
+			if werr == nil && m < len(data) {
+				werr = io.ErrShortWrite
+			}
+			if werr != nil {
+				return n, werr
+			}
+			spun = false
+			continue
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if c.spin > 0 && !spun {
+			c.spinFor(c.haveMessage)
+			spun = true
+			continue
+		}
+		if err := c.waitRecv(context.Background()); err != nil {
+			return n, err
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -308,6 +309,35 @@ func TestStream(t *testing.T) {
 			}
 		}
 	}
+	closeAndCheckEnd(t, srv, cli, res)
+}
+
+// TestStreamCopy copies with io.Copy at both ends, which use the Conn's
+// ReadFrom (reading straight into the send buffers, here half a read's
+// worth at a time) and WriteTo (writing from the receive buffers).
+func TestStreamCopy(t *testing.T) {
+	srv, cli := connect(t, &rdmamsg.Config{MaxMessage: 4096, Spin: 100 * time.Microsecond}, nil)
+	data := message(2, 300_000)
+	res := make(chan error, 1)
+	go func() {
+		var got bytes.Buffer
+		n, err := io.Copy(&got, srv)
+		if err == nil && (n != int64(len(data)) || !bytes.Equal(got.Bytes(), data)) {
+			err = fmt.Errorf("copied %d bytes, %d arrived, not the %d sent", n, got.Len(), len(data))
+		}
+		res <- err
+	}()
+	if n, err := io.Copy(cli, iotest.HalfReader(bytes.NewReader(data))); err != nil || n != int64(len(data)) {
+		t.Fatalf("copy to the connection: %d, %v", n, err)
+	}
+	closeAndCheckEnd(t, srv, cli, res)
+}
+
+// closeAndCheckEnd closes the writing side and checks that the reader,
+// whose result comes on res, saw the whole stream and its end, and that
+// neither side can carry on.
+func closeAndCheckEnd(t *testing.T, srv, cli *rdmamsg.Conn, res chan error) {
+	t.Helper()
 	if err := cli.Close(); err != nil {
 		t.Fatal(err)
 	}

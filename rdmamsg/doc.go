@@ -20,7 +20,9 @@
 // exchange their depth and largest message in the connection's private
 // data. A message is one send with immediate data, copied into one of
 // Config.SendBuffers registered send buffers; Recv copies it out and posts
-// its receive again at once.
+// its receive again at once. io.Copy to and from a Conn skips those
+// copies: ReadFrom reads into the send buffers, WriteTo writes from the
+// receive buffers.
 //
 // # Flow control
 //

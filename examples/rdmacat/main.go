@@ -1,0 +1,124 @@
+//go:build linux && cgo
+
+// Command rdmacat copies a byte stream over RDMA, as netcat does over TCP:
+// the server receives one stream and writes it out, the client sends its
+// input. Under it is package rdmamsg: an RC connection from rdma_cm, with
+// the stream cut into messages under credit flow control.
+//
+//	rdmacat -l 198.18.0.1:7472 -o copy.bin   # server: one stream, then exit
+//	rdmacat -i data.bin 198.18.0.1:7472      # client
+//
+// Each side reports on standard error what it moved, and how fast.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/gorperf/gorperf/rdmamsg"
+)
+
+func main() {
+	listen := flag.String("l", "", "serve at this address: receive one stream")
+	in := flag.String("i", "", "client: send this file (default: standard input)")
+	out := flag.String("o", "", "server: write the stream to this file (default: standard output)")
+	size := flag.Int("m", 64<<10, "largest message this side receives, in bytes")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cfg := &rdmamsg.Config{MaxMessage: *size}
+	var err error
+	switch {
+	case *listen != "" && flag.NArg() == 0 && *in == "":
+		err = serve(ctx, *listen, *out, cfg)
+	case *listen == "" && flag.NArg() == 1 && *out == "":
+		err = send(ctx, flag.Arg(0), *in, cfg)
+	default:
+		err = errors.New("usage: rdmacat -l ADDR [-o FILE] | rdmacat [-i FILE] ADDR")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rdmacat:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config) error {
+	l, err := rdmamsg.Listen(ctx, addr, cfg)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	fmt.Fprintln(os.Stderr, "listening on", l.Addr())
+	c, err := l.Accept(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := os.Stdout
+	if out != "" {
+		if w, err = os.Create(out); err != nil {
+			return err
+		}
+		defer w.Close()
+	}
+	// Ctrl-C ends the copy: closing the connection ends its Read.
+	stopCopy := context.AfterFunc(ctx, func() { c.Close() })
+	defer stopCopy()
+	start := time.Now()
+	n, err := io.Copy(w, c)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("after %d bytes from %s: %w", n, c.RemoteAddr(), err)
+	}
+	if err := w.Sync(); err != nil && out != "" {
+		return err
+	}
+	report("received", n, "from", c.RemoteAddr().String(), start)
+	return nil
+}
+
+func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config) error {
+	r := os.Stdin
+	if in != "" {
+		var err error
+		if r, err = os.Open(in); err != nil {
+			return err
+		}
+		defer r.Close()
+	}
+	c, err := rdmamsg.Dial(ctx, addr, cfg)
+	if err != nil {
+		return err
+	}
+	stopCopy := context.AfterFunc(ctx, func() { c.Close() })
+	defer stopCopy()
+	start := time.Now()
+	n, err := io.Copy(c, r)
+	if err != nil {
+		c.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("after %d bytes to %s: %w", n, addr, err)
+	}
+	// Close returns once the last message has reached the server.
+	if err := c.Close(); err != nil {
+		return err
+	}
+	report("sent", n, "to", addr, start)
+	return nil
+}
+
+func report(verb string, n int64, prep, peer string, start time.Time) {
+	d := time.Since(start)
+	fmt.Fprintf(os.Stderr, "%s %d bytes %s %s in %v (%.2f MB/s)\n", verb, n, prep, peer,
+		d.Round(time.Microsecond), float64(n)/d.Seconds()/1e6)
+}

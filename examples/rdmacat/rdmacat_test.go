@@ -1,0 +1,181 @@
+//go:build linux && cgo
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// TestMain runs the command itself when a test re-executes its binary.
+func TestMain(m *testing.M) {
+	rdmatest.RunAsCommand(func() int { main(); return 0 })
+	os.Exit(m.Run())
+}
+
+var nextPort atomic.Int32
+
+// addr is a new address on the test device's IP (RXE_IP in the VM), for
+// rdma_cm to listen at.
+func addr(t *testing.T) string {
+	n := rdmatest.Addr(t)
+	return net.JoinHostPort(n.IP.String(), fmt.Sprint(19500+nextPort.Add(1)))
+}
+
+// server is a running rdmacat -l: its process, what it writes to standard
+// output, and its standard error.
+type server struct {
+	cmd    *exec.Cmd
+	stdout *bytes.Buffer
+	stderr *strings.Builder
+	done   chan struct{} // standard error read to its end
+}
+
+// startServer starts rdmacat -l a with args and waits until it listens.
+func startServer(t *testing.T, ctx context.Context, a string, args ...string) *server {
+	t.Helper()
+	s := &server{
+		cmd:    rdmatest.Command(ctx, append([]string{"-l", a}, args...)...),
+		stdout: new(bytes.Buffer),
+		stderr: new(strings.Builder),
+		done:   make(chan struct{}),
+	}
+	s.cmd.Stdout = s.stdout
+	pipe, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.cmd.Process.Kill() })
+	lines := bufio.NewScanner(pipe)
+	if !lines.Scan() || lines.Text() != "listening on "+a {
+		t.Fatalf("server's first line %q", lines.Text())
+	}
+	go func() {
+		defer close(s.done)
+		for lines.Scan() {
+			s.stderr.WriteString(lines.Text() + "\n")
+		}
+	}()
+	return s
+}
+
+// wait waits for the server to exit and returns its standard error.
+func (s *server) wait() (string, error) {
+	<-s.done
+	err := s.cmd.Wait()
+	return s.stderr.String(), err
+}
+
+func random(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(n), 7))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// The example runs as its doc comment says: a stream from standard input,
+// or a file, arrives whole on the server's standard output, or in its
+// file, and each side reports the bytes it moved.
+func TestRdmacat(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name      string
+		size      int
+		files     bool
+		srv, args []string
+	}{
+		{name: "stdio, messages of 1000 bytes", size: 123_457, srv: []string{"-m", "1000"}},
+		{name: "files", size: 1 << 20, files: true},
+		{name: "empty", size: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := addr(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			data := random(tc.size)
+			in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
+			srvArgs := tc.srv
+			if tc.files {
+				srvArgs = append(srvArgs, "-o", out)
+			}
+			srv := startServer(t, ctx, a, srvArgs...)
+			cli := rdmatest.Command(ctx, a)
+			if tc.files {
+				if err := os.WriteFile(in, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				cli = rdmatest.Command(ctx, "-i", in, a)
+			} else {
+				cli.Stdin = bytes.NewReader(data)
+			}
+			cliOut, err := cli.CombinedOutput()
+			if err != nil {
+				t.Fatalf("client: %v\n%s", err, cliOut)
+			}
+			srvErr, err := srv.wait()
+			if err != nil {
+				t.Fatalf("server: %v\n%s", err, srvErr)
+			}
+			got := srv.stdout.Bytes()
+			if tc.files {
+				if got, err = os.ReadFile(out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatalf("the server wrote %d bytes, not the %d sent", len(got), len(data))
+			}
+			if want := fmt.Sprintf("sent %d bytes to %s in ", tc.size, a); !strings.HasPrefix(string(cliOut), want) {
+				t.Errorf("client printed %q, want %q...", cliOut, want)
+			}
+			if want := fmt.Sprintf("received %d bytes from ", tc.size); !strings.HasPrefix(srvErr, want) {
+				t.Errorf("server printed %q, want %q...", srvErr, want)
+			}
+		})
+	}
+}
+
+// A client without a server, or with bad arguments, fails at once with the
+// reason; a server stopped by Ctrl-C while it waits exits with an error.
+func TestRdmacatFailures(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	out, err := rdmatest.Command(ctx, a).CombinedOutput()
+	if err == nil || !strings.HasPrefix(string(out), "rdmacat: ") || time.Since(start) > 20*time.Second {
+		t.Errorf("client without a server: %v after %v: %q", err, time.Since(start), out)
+	}
+	out, err = rdmatest.Command(ctx, "-l", a, "-i", "x").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "usage: rdmacat") {
+		t.Errorf("-l with -i: %v: %q", err, out)
+	}
+
+	srv := startServer(t, ctx, a)
+	if err := srv.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := srv.wait()
+	if err == nil || !strings.Contains(msg, "context canceled") {
+		t.Errorf("server after Ctrl-C: %v: %q", err, msg)
+	}
+}
