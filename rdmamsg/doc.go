@@ -51,9 +51,13 @@
 //
 // Close waits until the messages it sent have reached the peer, then
 // disconnects; the peer's Recv and Read return what arrived and then
-// io.EOF, and its Send fails with an error matching syscall.EPIPE. A
-// connection that fails (the peer's host dies, its device goes) makes
-// every call return the error, after the messages that arrived.
+// io.EOF, and its Send fails with an error matching syscall.EPIPE. When
+// a message cannot be delivered (the peer's host died, a link is down),
+// the device gives up after the QP's retries (rdmacm.Config.AckTimeout
+// and RetryCount), and every call returns that error, after the messages
+// that arrived. As over TCP without keepalives, a side that only receives
+// does not hear of a peer that died silently: its Recv waits until its
+// context ends.
 //
 // # Wire format
 //
