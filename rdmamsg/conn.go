@@ -133,13 +133,18 @@ type Conn struct {
 	err     error // why the connection failed
 	eof     bool  // the peer closed, and everything it sent was taken
 	closing bool
+	started bool // start finished: Close frees what there is
+	// loans counts the buffers in use outside mu (lend); unmapLater says
+	// Close left their unmapping to the last giveBack.
+	loans      int
+	unmapLater bool
 
-	sendKick, recvKick chan struct{}
-	closed             chan struct{}
-	stop               context.CancelFunc
-	loops              sync.WaitGroup
-	closeOnce          sync.Once
-	closeErr           error
+	sendKick, recvKick, closeKick chan struct{}
+	closed                        chan struct{}
+	stop                          context.CancelFunc
+	loops                         sync.WaitGroup
+	closeOnce                     sync.Once
+	closeErr                      error
 }
 
 // ErrClosed is returned by a Conn's methods after its Close.
@@ -234,6 +239,7 @@ func newConn(cfg *Config) *Conn {
 		cur:         -1,
 		sendKick:    make(chan struct{}, 1),
 		recvKick:    make(chan struct{}, 1),
+		closeKick:   make(chan struct{}, 1),
 		closed:      make(chan struct{}),
 	}
 }
@@ -267,7 +273,13 @@ func (c *Conn) prepare(cm *rdmacm.Conn) (cleanup func() error, err error) {
 		if c.rb != nil {
 			errs = append(errs, c.rb.Close())
 		}
-		return errors.Join(append(errs, c.rmr.Close(), c.rbuf.Close())...)
+		errs = append(errs, c.rmr.Close())
+		if !c.started {
+			// Once started, Close unmaps the buffers, when no
+			// ReadFrom or WriteTo uses them any more.
+			errs = append(errs, c.rbuf.Close())
+		}
+		return errors.Join(errs...)
 	}
 	if c.rb, err = cm.QP().NewRecvBatch(wrs); err == nil {
 		err = c.rb.Post(0, c.depth)
@@ -301,7 +313,7 @@ func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
 	c.fl = newFlow(c.depth, peer.depth)
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, c.freeSends(), cm.Close())
+			err = errors.Join(err, c.freeSends(), c.closeBuffer(&c.sbuf), cm.Close())
 		}
 	}()
 	if c.sbuf, c.smr, err = register(cm.PD(), c.sendBuffers*c.maxSend, 0); err != nil {
@@ -323,6 +335,7 @@ func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
 	c.swcs = make([]ibverbs.WC, c.sendBuffers+updateSlots)
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
+	c.started = true
 	c.loops.Add(3)
 	go c.watch(ctx)
 	go c.loop(ctx, cm.SendCQ(), c.pollSend, nil)
@@ -330,7 +343,8 @@ func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
 	return nil
 }
 
-// freeSends frees what start made.
+// freeSends frees the send batch and MR that start made; the buffer
+// stays mapped.
 func (c *Conn) freeSends() error {
 	var errs []error
 	if c.sb != nil {
@@ -339,10 +353,45 @@ func (c *Conn) freeSends() error {
 	if c.smr != nil {
 		errs = append(errs, c.smr.Close())
 	}
-	if c.sbuf != nil {
-		errs = append(errs, c.sbuf.Close())
-	}
 	return errors.Join(errs...)
+}
+
+func (c *Conn) closeBuffer(b **ibverbs.Buffer) error {
+	if *b == nil {
+		return nil
+	}
+	err := (*b).Close()
+	*b = nil
+	return err
+}
+
+// lend marks the buffers in use outside c.mu, by a ReadFrom reading into
+// a send buffer, a Send copying into one, or a WriteTo writing from a
+// receive buffer, with c.mu held: Close, which does not wait for those,
+// leaves the buffers mapped until every loan is back. It is false once the
+// Conn is closing.
+func (c *Conn) lend() bool {
+	if c.closing {
+		return false
+	}
+	c.loans++
+	return true
+}
+
+// giveBack ends a loan; the last one after Close unmaps the buffers.
+func (c *Conn) giveBack() {
+	c.mu.Lock()
+	c.loans--
+	last := c.loans == 0 && c.unmapLater
+	c.mu.Unlock()
+	if last {
+		c.unmap()
+	}
+}
+
+// unmap unmaps both buffers, after Close.
+func (c *Conn) unmap() error {
+	return errors.Join(c.closeBuffer(&c.rbuf), c.closeBuffer(&c.sbuf))
 }
 
 // watch ends the loops when the connection manager reports the end of the
@@ -370,10 +419,11 @@ func (c *Conn) fail(err error) {
 	}
 }
 
-// wake wakes a waiting Send and Recv.
+// wake wakes a waiting Send, Recv and Close.
 func (c *Conn) wake() {
 	kick(c.sendKick)
 	kick(c.recvKick)
+	kick(c.closeKick)
 }
 
 // loop takes cq's completions with poll as they come, sleeping on the
@@ -579,6 +629,7 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 	if err != nil {
 		return err
 	}
+	defer c.giveBack()
 	copy(c.sendBuf(i), p)
 	return c.postBuffer(ctx, i, len(p))
 }
@@ -599,15 +650,17 @@ func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 		}
 		m, rerr := r.Read(c.sendBuf(i))
 		if m > 0 {
-			if err := c.postBuffer(ctx, i, m); err != nil {
-				return n, err
-			}
-			n += int64(m)
+			err = c.postBuffer(ctx, i, m)
 		} else {
 			c.mu.Lock()
 			c.free = append(c.free, i)
 			c.mu.Unlock()
 		}
+		c.giveBack()
+		if err != nil {
+			return n, err
+		}
+		n += int64(m)
 		if rerr == io.EOF {
 			return n, nil
 		}
@@ -645,14 +698,16 @@ func (c *Conn) waitSend(ctx context.Context, ready func() bool) error {
 	}
 }
 
-// buffer waits for a free send buffer and takes it. Only a sender (who
-// holds sendMu) takes buffers, and Close takes sendMu before it frees
-// them, so the sender may fill it without c.mu.
+// buffer waits for a free send buffer and takes it, on loan (lend): the
+// caller fills it without c.mu, and gives the loan back.
 func (c *Conn) buffer(ctx context.Context) (int, error) {
 	if err := c.waitSend(ctx, c.haveBuffer); err != nil {
 		return 0, err
 	}
 	defer c.mu.Unlock()
+	if !c.lend() {
+		return 0, ErrClosed
+	}
 	i := c.free[len(c.free)-1]
 	c.free = c.free[:len(c.free)-1]
 	return i, nil
@@ -836,10 +891,12 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 	for spun := false; ; {
 		c.mu.Lock()
 		slot, data, err := c.next()
+		if slot >= 0 && !c.lend() {
+			slot, err = -1, ErrClosed
+		}
 		c.mu.Unlock()
 		if slot >= 0 {
-			// The buffer is this reader's until take gives it back,
-			// and Close takes recvMu before it frees it.
+			// The buffer is this reader's until take reposts it.
 			m, werr := w.Write(data)
 			c.mu.Lock()
 			c.off += m
@@ -847,6 +904,7 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 				c.take(slot)
 			}
 			c.mu.Unlock()
+			c.giveBack()
 			n += int64(m)
 			if werr == nil && m < len(data) {
 				werr = io.ErrShortWrite
@@ -892,8 +950,11 @@ func (c *Conn) Write(p []byte) (int, error) {
 // reached the peer (its send completed), or failed, so that the peer
 // receives everything sent before Close; a peer that has gone makes that
 // wait last as long as the QP's retries. Then it disconnects
-// (rdma_disconnect) and frees the connection's memory, QP and the rest.
-// Send, Recv, Read and Write waiting in other goroutines return ErrClosed.
+// (rdma_disconnect) and frees the connection's QP, memory registrations
+// and the rest. Send, Recv, Read and Write waiting in other goroutines
+// return ErrClosed. Close does not wait for a ReadFrom blocked in its
+// reader, or a WriteTo in its writer: that returns ErrClosed once its
+// reader or writer returns, and the buffers stay mapped until then.
 // Closing twice is a no-op.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
@@ -901,12 +962,10 @@ func (c *Conn) Close() error {
 		c.closing = true
 		c.mu.Unlock()
 		close(c.closed)
-		// No Send or Recv is running once both locks were taken; those
-		// that come later find the Conn closing.
-		c.sendMu.Lock()
-		defer c.sendMu.Unlock()
-		c.recvMu.Lock()
-		defer c.recvMu.Unlock()
+		// From here on nothing is posted: every post checks closing.
+		// Send, Recv and the rest that wait return ErrClosed; ReadFrom
+		// or WriteTo busy in their reader or writer find it when they
+		// come back, and the buffers stay mapped until then.
 		for {
 			c.mu.Lock()
 			done := c.sqOut == 0 || c.err != nil || c.eof || c.cm.Err() != nil
@@ -915,7 +974,7 @@ func (c *Conn) Close() error {
 				break
 			}
 			select {
-			case <-c.sendKick:
+			case <-c.closeKick:
 			case <-c.cm.Done():
 			}
 		}
@@ -928,7 +987,15 @@ func (c *Conn) Close() error {
 		if c.cm.Err() != nil {
 			disc = nil // the peer went first: there is nothing to disconnect
 		}
-		c.closeErr = errors.Join(disc, c.freeSends(), c.cm.Close())
+		c.mu.Lock()
+		errs := []error{disc, c.freeSends(), c.cm.Close()}
+		if c.loans == 0 {
+			errs = append(errs, c.unmap())
+		} else {
+			c.unmapLater = true
+		}
+		c.mu.Unlock()
+		c.closeErr = errors.Join(errs...)
 	})
 	return c.closeErr
 }

@@ -394,6 +394,51 @@ func TestCloseWakesWaiters(t *testing.T) {
 	}
 }
 
+// TestCloseDoesNotWaitForIO closes connections whose ReadFrom is blocked
+// in its reader and whose WriteTo is blocked in its writer: Close returns
+// at once, and each returns ErrClosed once its reader or writer does.
+func TestCloseDoesNotWaitForIO(t *testing.T) {
+	srv, cli := connect(t, nil, nil)
+	ctx := timeout(t, 60*time.Second)
+	// cli's ReadFrom sends one message, then waits in its reader.
+	pr, pw := io.Pipe()
+	sent := make(chan error, 1)
+	go func() { _, err := cli.ReadFrom(pr); sent <- err }()
+	if _, err := pw.Write([]byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	// srv's WriteTo takes that message and waits in its writer, which
+	// nobody reads yet.
+	wr, ww := io.Pipe()
+	wrote := make(chan error, 1)
+	go func() { _, err := srv.WriteTo(ww); wrote <- err }()
+	time.Sleep(300 * time.Millisecond)
+	for _, c := range []*rdmamsg.Conn{cli, srv} {
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatal("Close waited for a reader or writer")
+		}
+	}
+	// Now the reader and the writer return; so do ReadFrom and WriteTo.
+	go pw.Write([]byte("second"))
+	if err := <-sent; !errors.Is(err, rdmamsg.ErrClosed) {
+		t.Errorf("ReadFrom: %v, want ErrClosed", err)
+	}
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(wr, got); err != nil || string(got) != "first" {
+		t.Errorf("the writer got %q, %v", got, err)
+	}
+	if err := <-wrote; !errors.Is(err, rdmamsg.ErrClosed) {
+		t.Errorf("WriteTo: %v, want ErrClosed", err)
+	}
+}
+
 // TestNotAPeer checks that each side refuses a plain rdma_cm peer, which
 // sends no hello: the listener rejects the request with the reason, and
 // Dial fails on a reply without one.

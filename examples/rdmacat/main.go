@@ -67,16 +67,10 @@ func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config) error {
 		}
 		defer w.Close()
 	}
-	// Ctrl-C ends the copy: closing the connection ends its Read.
-	stopCopy := context.AfterFunc(ctx, func() { c.Close() })
-	defer stopCopy()
 	start := time.Now()
-	n, err := io.Copy(w, c)
+	n, err := copyUntil(ctx, c, w, c)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return fmt.Errorf("after %d bytes from %s: %w", n, c.RemoteAddr(), err)
+		return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
 	}
 	if err := w.Sync(); err != nil && out != "" {
 		return err
@@ -98,16 +92,11 @@ func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config) error {
 	if err != nil {
 		return err
 	}
-	stopCopy := context.AfterFunc(ctx, func() { c.Close() })
-	defer stopCopy()
 	start := time.Now()
-	n, err := io.Copy(c, r)
+	n, err := copyUntil(ctx, c, c, r)
 	if err != nil {
 		c.Close()
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return fmt.Errorf("after %d bytes to %s: %w", n, addr, err)
+		return fmt.Errorf("sending to %s: %w", addr, err)
 	}
 	// Close returns once the last message has reached the server.
 	if err := c.Close(); err != nil {
@@ -115,6 +104,33 @@ func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config) error {
 	}
 	report("sent", n, "to", addr, start)
 	return nil
+}
+
+// copyUntil copies from r to w until r ends, or fails (the error says
+// after how many bytes), or ctx ends (Ctrl-C). Then it closes c and
+// returns without waiting for the copy, which may be
+// blocked in r (a terminal, a pipe): the connection's Close does not wait
+// for it, and neither does the process.
+func copyUntil(ctx context.Context, c *rdmamsg.Conn, w io.Writer, r io.Reader) (int64, error) {
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := io.Copy(w, r)
+		done <- result{n, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			return res.n, fmt.Errorf("after %d bytes: %w", res.n, res.err)
+		}
+		return res.n, nil
+	case <-ctx.Done():
+		c.Close()
+		return 0, ctx.Err()
+	}
 }
 
 func report(verb string, n int64, prep, peer string, start time.Time) {

@@ -178,4 +178,35 @@ func TestRdmacatFailures(t *testing.T) {
 	if err == nil || !strings.Contains(msg, "context canceled") {
 		t.Errorf("server after Ctrl-C: %v: %q", err, msg)
 	}
+
+	// A client whose input never ends (a terminal, a pipe) stops on
+	// Ctrl-C though its copy is blocked reading; the server then sees the
+	// end of what it sent.
+	srv = startServer(t, ctx, a)
+	cli := rdmatest.Command(ctx, a)
+	stdin, err := cli.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var cliOut strings.Builder
+	cli.Stdout, cli.Stderr = &cliOut, &cliOut
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte("partial")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := cli.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	err = cli.Wait()
+	if err == nil || !strings.Contains(cliOut.String(), "context canceled") || time.Since(start) > 10*time.Second {
+		t.Errorf("client after Ctrl-C: %v after %v: %q", err, time.Since(start), cliOut.String())
+	}
+	if msg, err := srv.wait(); err != nil || !strings.HasPrefix(msg, "received 7 bytes") || srv.stdout.String() != "partial" {
+		t.Errorf("server after the client's Ctrl-C: %v: %q, wrote %q", err, msg, srv.stdout.String())
+	}
 }
