@@ -210,7 +210,10 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		}
 		peer, err := parseHello(req.PrivateData())
 		if err != nil {
-			req.Reject([]byte("rdmamsg: " + err.Error()))
+			// The reason goes back in the reject's private data,
+			// which holds 148 bytes over InfiniBand and RoCE.
+			why := []byte("rdmamsg: " + err.Error())
+			req.Reject(why[:min(len(why), 148)])
 			continue
 		}
 		conn := newConn(&l.cfg)
