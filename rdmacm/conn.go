@@ -183,9 +183,14 @@ func (cfg *Config) handshake(ctx context.Context) (context.Context, context.Canc
 	return context.WithCancel(ctx)
 }
 
-// await returns the next event of type want on ch, skipping those that do
-// not matter here, or an error for one that ends the wait.
-func await(ctx context.Context, ch *EventChannel, want EventType) (*Event, error) {
+// Await returns the next event of type want on the channel, skipping
+// those that do not end a wait (ADDR_CHANGE, TIMEWAIT_EXIT, and
+// MULTICAST_JOIN when another is awaited), or an error for any other
+// event: a *RejectedError for REJECTED, or for a UD lookup's UNREACHABLE
+// with a SIDR status, else an *EventError naming the event and its status.
+// It is how a program that drives IDs itself waits for the outcome of
+// ResolveAddr, ResolveRoute, Connect or JoinMulticast.
+func (ch *EventChannel) Await(ctx context.Context, want EventType) (*Event, error) {
 	for {
 		ev, err := ch.GetEvent(ctx)
 		if err != nil {

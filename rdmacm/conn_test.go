@@ -863,3 +863,41 @@ func TestPrepare(t *testing.T) {
 		t.Errorf("Dial whose Prepare fails: %v", err)
 	}
 }
+
+// TestLookupUD looks up a UD listener's QP without making one: the answer
+// names the QP the accepted side got, with rdma_cm's Q_Key and the private
+// data it answered with, and an address handle made from it reaches that
+// QP. Where nothing listens the lookup is refused at once.
+func TestLookupUD(t *testing.T) {
+	n := device(t)
+	n2 := secondDevice(t)
+	l := listen(t, n.IP, &rdmacm.Config{UD: true, PrivateData: []byte("answer")})
+	ctx := timeout(t, 30*time.Second)
+	acc := make(chan *rdmacm.Conn, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		acc <- c
+	}()
+	ud, err := rdmacm.LookupUD(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n2.IP.String(), PrivateData: []byte("q")})
+	srv := <-acc
+	if err != nil || srv == nil {
+		t.Fatalf("LookupUD: %v", err)
+	}
+	defer closeOK(t, srv)
+	if ud.QPNum != srv.QP().Num() || ud.QKey != rdmacm.UDPQKey || !strings.HasPrefix(string(ud.PrivateData), "answer") {
+		t.Errorf("answer: QPN %#x, Q_Key %#x, private data %q; want %#x, %#x, \"answer\"", ud.QPNum, ud.QKey, ud.PrivateData, srv.QP().Num(), rdmacm.UDPQKey)
+	}
+	if !ud.AHAttr.IsGlobal || ud.AHAttr.GRH.DGID.Addr() != n.IP {
+		t.Errorf("address handle attributes: %+v, want a GRH to %v", ud.AHAttr, n.IP)
+	}
+
+	start := time.Now()
+	_, err = rdmacm.LookupUD(ctx, addr(n.IP, l.Addr().Port()+1), &rdmacm.Config{SrcAddr: n2.IP.String()})
+	var op *rdmacm.OpError
+	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &op) || op.Op != "lookup" || time.Since(start) > 5*time.Second {
+		t.Errorf("lookup where nothing listens: %v after %v", err, time.Since(start))
+	}
+}

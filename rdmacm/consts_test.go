@@ -20,6 +20,9 @@ func TestConstantsMatchC(t *testing.T) {
 	if n := len(eventTypeTable()); n != len(eventNames) {
 		t.Errorf("%d event types checked, %d named", n, len(eventNames))
 	}
+	if UDPQKey != cUDPQKey() {
+		t.Errorf("UDPQKey = %#x, C has %#x", UDPQKey, cUDPQKey())
+	}
 	for g, c := range portSpaceTable() {
 		if int(g) != c {
 			t.Errorf("PortSpace%s = %#x, C has %#x", g, int(g), c)

@@ -70,7 +70,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err := id.ResolveRoute(resolveTimeout(ctx, cfg.RouteTimeout)); err != nil {
 		return fail(err)
 	}
-	if _, err := await(ctx, ch, EventRouteResolved); err != nil {
+	if _, err := ch.Await(ctx, EventRouteResolved); err != nil {
 		return fail(fmt.Errorf("resolving route: %w", err))
 	}
 	c, err := newConn(id, cfg)
@@ -83,7 +83,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err := id.Connect(cfg.connParam()); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
-	ev, err := await(ctx, ch, EventEstablished)
+	ev, err := ch.Await(ctx, EventEstablished)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("connecting: %w", err), c.teardown())
 	}
@@ -138,7 +138,7 @@ func resolveAddr(ctx context.Context, ch *EventChannel, ps PortSpace, src, dst n
 			return nil, err
 		}
 		if err = id.ResolveAddr(src, dst, min(time.Until(deadline), resolveSlice)); err == nil {
-			if _, err = await(ctx, ch, EventAddrResolved); err == nil {
+			if _, err = ch.Await(ctx, EventAddrResolved); err == nil {
 				return id, nil
 			}
 			err = fmt.Errorf("resolving address: %w", err)
@@ -209,4 +209,52 @@ func parseSrcAddr(ctx context.Context, s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("Config.SrcAddr: %w", err)
 	}
 	return netip.AddrPortFrom(ip, 0), nil
+}
+
+// LookupUD asks the UD endpoint bound at addr ("host:port": a Listen with
+// Config.UD, or an ID of PortSpaceUDP listening there) for its QP, as a
+// UD Dial does (a SIDR request: rdma_resolve_addr, rdma_resolve_route,
+// rdma_connect), without making a QP on this side. The answer says how to
+// reach it from any UD QP on this side's device: the address handle's
+// attributes, its QP number and Q_Key, and the private data it answered
+// with. Of cfg it takes SrcAddr, PrivateData (sent with the request) and
+// the time limits.
+//
+// Errors are as Dial's: a *RejectedError matching syscall.ECONNREFUSED
+// when nothing listens there.
+func LookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
+	return op(ctx, "lookup", addr, cfg, lookupUD)
+}
+
+func lookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
+	ctx, cancel := cfg.handshake(ctx)
+	defer cancel()
+	dst, err := lookupAddrPort(ctx, addr, false)
+	if err != nil {
+		return nil, err
+	}
+	id, err := resolveFrom(ctx, cfg, PortSpaceUDP, dst)
+	if err != nil {
+		return nil, err
+	}
+	ch := id.ch
+	defer func() {
+		id.Close()
+		ch.Close()
+	}()
+	if err := id.ResolveRoute(resolveTimeout(ctx, cfg.RouteTimeout)); err != nil {
+		return nil, err
+	}
+	if _, err := ch.Await(ctx, EventRouteResolved); err != nil {
+		return nil, fmt.Errorf("resolving route: %w", err)
+	}
+	if err := id.Connect(&ConnParam{PrivateData: cfg.PrivateData}); err != nil {
+		return nil, err
+	}
+	ev, err := ch.Await(ctx, EventEstablished)
+	if err != nil {
+		return nil, fmt.Errorf("looking up the QP: %w", err)
+	}
+	ud := ev.UD
+	return &ud, nil
 }

@@ -28,6 +28,7 @@
 //	rdma_destroy_event_channel (*EventChannel).Close
 //	rdma_get_cm_event          (*EventChannel).GetEvent (also acks)
 //	rdma_ack_cm_event          done inside GetEvent; Events are copies
+//	                           (*EventChannel).Await waits for one type of event
 //	rdma_create_id             (*EventChannel).CreateID
 //	rdma_destroy_id            (*ID).Close
 //	rdma_bind_addr             (*ID).BindAddr
@@ -35,7 +36,7 @@
 //	rdma_resolve_route         (*ID).ResolveRoute
 //	rdma_set_option            (*ID).SetTOS, SetAckTimeout; Config.TOS, AckTimeout
 //	rdma_listen                (*ID).Listen
-//	rdma_connect               (*ID).Connect
+//	rdma_connect               (*ID).Connect; LookupUD asks a UD listener for its QP
 //	rdma_accept                (*ID).Accept
 //	rdma_reject                (*ID).Reject
 //	rdma_disconnect            (*ID).Disconnect

@@ -64,6 +64,15 @@ type ID struct {
 }
 
 // CreateID creates an identifier whose events arrive on ch (rdma_create_id).
+// UDPQKey is the Q_Key of every UD QP of PortSpaceUDP (RDMA_UDP_QKEY):
+// rdma_cm gives it to the QPs it makes and reports it to the peers that
+// look them up, so a UD QP made otherwise that answers lookups by its
+// number must use it too.
+const UDPQKey = 0x01234567
+
+// cUDPQKey is C's, for the test that UDPQKey matches it.
+func cUDPQKey() int { return C.RDMA_UDP_QKEY }
+
 // PortSpaceTCP gives RC connections, PortSpaceUDP UD ones.
 func (ch *EventChannel) CreateID(ps PortSpace) (*ID, error) {
 	if ch.closed.Load() {

@@ -222,7 +222,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		return nil, errors.Join(err, c.teardown())
 	}
 	if !cfg.UD {
-		if _, err := await(ctx, ch, EventEstablished); err != nil {
+		if _, err := ch.Await(ctx, EventEstablished); err != nil {
 			return nil, errors.Join(fmt.Errorf("accepting: %w", err), c.teardown())
 		}
 	}

@@ -95,7 +95,7 @@ func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error
 		return nil, errors.Join(err, c.teardown())
 	}
 	c.group = g
-	ev, err := await(ctx, ch, EventMulticastJoin)
+	ev, err := ch.Await(ctx, EventMulticastJoin)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("joining: %w", err), c.teardown())
 	}
