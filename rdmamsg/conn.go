@@ -341,8 +341,8 @@ func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
 	c.started = true
 	c.loops.Add(3)
 	go c.watch(ctx)
-	go c.loop(ctx, cm.SendCQ(), c.pollSend, nil)
-	go c.loop(ctx, cm.RecvCQ(), c.pollRecv, c.ended)
+	go cqLoop{mu: &c.mu, cq: cm.SendCQ(), poll: c.pollSend, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
+	go cqLoop{mu: &c.mu, cq: cm.RecvCQ(), poll: c.pollRecv, end: c.ended, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
 	return nil
 }
 
@@ -408,13 +408,6 @@ func (c *Conn) watch(ctx context.Context) {
 	}
 }
 
-func kick(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
 // fail records the connection's first error, with c.mu held.
 func (c *Conn) fail(err error) {
 	if c.err == nil {
@@ -427,51 +420,6 @@ func (c *Conn) wake() {
 	kick(c.sendKick)
 	kick(c.recvKick)
 	kick(c.closeKick)
-}
-
-// loop takes cq's completions with poll as they come, sleeping on the
-// CQ's channel between them, until ctx ends (Close, or the end of the
-// connection); then it takes what came before and calls end, if any.
-// Callers that spin poll too: each poll takes its completions and deals
-// with them under c.mu, so that they are handled in order.
-func (c *Conn) loop(ctx context.Context, cq *ibverbs.CQ, poll func() int, end func()) {
-	defer c.loops.Done()
-	ch := cq.Channel()
-	locked := func(f func() int) int {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return f()
-	}
-	for {
-		if locked(poll) > 0 {
-			c.wake()
-			continue
-		}
-		if err := cq.ReqNotify(false); err != nil {
-			locked(func() int { c.fail(fmt.Errorf("rdmamsg: %w", err)); return 0 })
-			c.wake()
-			return
-		}
-		if locked(poll) > 0 {
-			c.wake()
-			continue
-		}
-		if _, err := ch.Wait(ctx); err != nil {
-			locked(func() int {
-				if ctx.Err() == nil {
-					c.fail(fmt.Errorf("rdmamsg: %w", err))
-				}
-				for poll() > 0 {
-				}
-				if end != nil {
-					end()
-				}
-				return 0
-			})
-			c.wake()
-			return
-		}
-	}
 }
 
 // pollSend takes the send completions there are, with c.mu held: each

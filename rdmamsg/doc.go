@@ -1,5 +1,5 @@
 // Package rdmamsg carries messages, and byte streams made of them, over
-// RDMA reliable connections: for a program that wants RDMA's transport
+// RDMA reliable connections, and datagrams over UD: for a program that wants RDMA's transport
 // (kernel bypass, no copies in the network stack, ordered and reliable
 // delivery by the NIC) without handling queue pairs, registered memory and
 // completions itself.
@@ -59,6 +59,22 @@
 // does not hear of a peer that died silently: its Recv waits until its
 // context ends.
 //
+// # Datagrams
+//
+// PacketConn is the datagram side, on one UD queue pair, addressed by IP
+// address and port as UDP is:
+//
+//	p, err := rdmamsg.ListenPacket(ctx, "198.18.0.1:7473", nil)
+//	err = p.WriteTo(ctx, []byte("ping"), peer)  // peer: a netip.AddrPort
+//	n, from, err := p.ReadFrom(ctx, buf)        // from: the sender's address
+//
+// ListenPacket binds an rdma_cm ID of the UDP port space at the address,
+// which answers peers that look this side's QP up. The first WriteTo to a
+// destination looks it up (rdmacm.LookupUD) and keeps an address handle;
+// a datagram's sender is known from its GRH and header, so an answer to
+// it needs no lookup. Datagrams may be lost or reordered, as UD's are;
+// each is at most the port's MTU less an 8-byte header.
+//
 // # Wire format
 //
 // The private data of the request and the reply begins with a 16-byte
@@ -67,4 +83,9 @@
 // carries the credits it reports in its low 16 bits, and bit 31 marks a
 // credit update; the other bits are zero. A request without a hello is
 // rejected with the reason in the reply's private data.
+//
+// A PacketConn's datagram begins with 8 bytes: 'G', version 1, the
+// sender's port and the largest datagram it takes (big-endian). Its answer
+// to a lookup carries "GRMP", version 1, three reserved bytes and the
+// largest datagram. Datagrams without the header are dropped.
 package rdmamsg

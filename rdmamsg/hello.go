@@ -65,3 +65,48 @@ func parseHello(b []byte) (hello, error) {
 	}
 	return h, nil
 }
+
+// A PacketConn's datagram begins with a header: 'G', version 1, the
+// sender's port (where it answers lookups) and the largest datagram it
+// takes, big-endian. Its answer to a lookup carries a hello: "GRMP",
+// version 1, three reserved bytes and the largest datagram.
+const (
+	packetHeaderLen = 8
+	packetHelloLen  = 12
+	packetMagic     = "GRMP"
+)
+
+func putPacketHeader(b []byte, port uint16, maxData int) {
+	b[0], b[1] = 'G', helloVersion
+	binary.BigEndian.PutUint16(b[2:], port)
+	binary.BigEndian.PutUint32(b[4:], uint32(maxData))
+}
+
+// parsePacketHeader reads a datagram's header; ok is false for a datagram
+// that does not come from a PacketConn.
+func parsePacketHeader(b []byte) (port uint16, maxData int, ok bool) {
+	if len(b) < packetHeaderLen || b[0] != 'G' || b[1] != helloVersion {
+		return 0, 0, false
+	}
+	port = binary.BigEndian.Uint16(b[2:])
+	maxData = int(binary.BigEndian.Uint32(b[4:]))
+	return port, maxData, port != 0 && maxData > 0 && maxData <= maxMaxMessage
+}
+
+func packetHello(maxData int) []byte {
+	b := make([]byte, packetHelloLen)
+	copy(b, packetMagic)
+	b[4] = helloVersion
+	binary.BigEndian.PutUint32(b[8:], uint32(maxData))
+	return b
+}
+
+// parsePacketHello reads the hello of a lookup's answer, which may come
+// padded with zeros.
+func parsePacketHello(b []byte) (maxData int, ok bool) {
+	if len(b) < packetHelloLen || string(b[:4]) != packetMagic || b[4] != helloVersion {
+		return 0, false
+	}
+	maxData = int(binary.BigEndian.Uint32(b[8:]))
+	return maxData, maxData > 0 && maxData <= maxMaxMessage
+}

@@ -57,3 +57,46 @@ func FuzzParseHello(f *testing.F) {
 		}
 	})
 }
+
+func TestPacketHeaderAndHello(t *testing.T) {
+	b := make([]byte, packetHeaderLen+3)
+	putPacketHeader(b, 7471, 1016)
+	if port, max, ok := parsePacketHeader(b); !ok || port != 7471 || max != 1016 {
+		t.Errorf("header: %d %d %v", port, max, ok)
+	}
+	for name, bad := range map[string][]byte{
+		"short":   b[:packetHeaderLen-1],
+		"magic":   append([]byte{'X'}, b[1:]...),
+		"port 0":  func() []byte { c := bytes.Clone(b); c[2], c[3] = 0, 0; return c }(),
+		"max 0":   func() []byte { c := bytes.Clone(b); copy(c[4:8], []byte{0, 0, 0, 0}); return c }(),
+		"version": func() []byte { c := bytes.Clone(b); c[1] = 9; return c }(),
+	} {
+		if _, _, ok := parsePacketHeader(bad); ok {
+			t.Errorf("header %s accepted", name)
+		}
+	}
+	h := append(packetHello(4096), make([]byte, 100)...)
+	if max, ok := parsePacketHello(h); !ok || max != 4096 {
+		t.Errorf("hello: %d %v", max, ok)
+	}
+	if _, ok := parsePacketHello(hello{depth: 4, maxMessage: 4}.encode()); ok {
+		t.Error("a Conn's hello taken for a PacketConn's")
+	}
+}
+
+// FuzzParsePacket feeds the datagram header and lookup answer decoders
+// arbitrary bytes: they must not panic, and what they accept is in bounds.
+func FuzzParsePacket(f *testing.F) {
+	h := make([]byte, packetHeaderLen)
+	putPacketHeader(h, 1, 1)
+	f.Add(h)
+	f.Add(packetHello(1016))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if port, max, ok := parsePacketHeader(b); ok && (port == 0 || max < 1 || max > maxMaxMessage) {
+			t.Fatalf("header %x: port %d, max %d", b, port, max)
+		}
+		if max, ok := parsePacketHello(b); ok && (max < 1 || max > maxMaxMessage) {
+			t.Fatalf("hello %x: max %d", b, max)
+		}
+	})
+}

@@ -1,0 +1,556 @@
+//go:build linux && cgo
+
+package rdmamsg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+// PacketConfig tunes ListenPacket. The zero value (or nil) keeps 64
+// receives posted and sends from 16 buffers.
+type PacketConfig struct {
+	// Depth is how many datagrams this side keeps receives posted for
+	// (default 64). A datagram that arrives when every receive holds one
+	// not yet read is dropped, as UD drops it.
+	Depth int
+	// SendBuffers is how many datagrams may be on their way at once
+	// (default 16).
+	SendBuffers int
+	// Backlog bounds the lookups of this side's QP waiting to be answered
+	// (rdma_listen); zero takes the kernel's default.
+	Backlog int
+	// LookupTimeout bounds WriteTo's lookup of a destination it has not
+	// sent to or heard from before (default 5 s).
+	LookupTimeout time.Duration
+}
+
+const (
+	defaultPacketDepth   = 64
+	defaultLookupTimeout = 5 * time.Second
+	// maxPeers bounds the senders a PacketConn makes an address handle
+	// for as their datagrams arrive; beyond it, an answer to a new one
+	// looks it up first.
+	maxPeers = 4096
+)
+
+// PacketConn sends and receives datagrams on one UD queue pair, addressed
+// by IP address and port as UDP sockets are. ListenPacket binds an
+// rdma_cm ID of the UDP port space at the address, which answers the
+// lookups (SIDR) of peers that want this side's QP; WriteTo looks a new
+// destination up the same way once, and a datagram's sender is known from
+// the datagram itself. Datagrams are unreliable and unordered, as UD is;
+// each is at most MaxDatagram bytes.
+//
+// One goroutine at a time may write and one read; the two may run at
+// once. ReadFrom, WriteTo and Close may be called from any goroutine.
+type PacketConn struct {
+	ch    *rdmacm.EventChannel
+	id    *rdmacm.ID
+	local netip.AddrPort
+	port  int // the device's port
+	cfg   PacketConfig
+	// maxData is the payload a datagram carries here: the port's MTU
+	// less the header.
+	maxData int
+
+	pd       *ibverbs.PD
+	sch, rch *ibverbs.CompChannel
+	scq, rcq *ibverbs.CQ
+	qp       *ibverbs.QP
+	rbuf     *ibverbs.Buffer
+	rmr      *ibverbs.MR
+	rb       *ibverbs.RecvBatch
+	sbuf     *ibverbs.Buffer
+	smr      *ibverbs.MR
+	slot     int // bytes of a receive buffer: the GRH and a datagram
+
+	sendMu, recvMu, lookupMu sync.Mutex
+
+	mu      sync.Mutex
+	peers   map[netip.AddrPort]udPeer
+	free    []int
+	sqOut   int
+	ready   ring
+	wcs     []ibverbs.WC // each receive buffer's completion
+	rwcs    []ibverbs.WC
+	swcs    []ibverbs.WC
+	swr     [1]ibverbs.SendWR
+	sge     [1]ibverbs.SGE
+	err     error
+	closing bool
+
+	recvKick, sendKick chan struct{}
+	closed             chan struct{}
+	stop               context.CancelFunc
+	loops              sync.WaitGroup
+	closeOnce          sync.Once
+	closeErr           error
+}
+
+// udPeer is how to reach a destination: its address handle, QP number and
+// largest datagram.
+type udPeer struct {
+	ah      *ibverbs.AH
+	qpn     uint32
+	maxData int
+}
+
+// ListenPacket makes a datagram endpoint at addr ("ip:port"; port 0 picks
+// one), which must be an address of an RDMA device's port: the device
+// whose UD QP sends and receives.
+func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *PacketConn, err error) {
+	c := PacketConfig{}
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Depth == 0 {
+		c.Depth = defaultPacketDepth
+	}
+	if c.SendBuffers == 0 {
+		c.SendBuffers = defaultSendBuffers
+	}
+	if c.LookupTimeout == 0 {
+		c.LookupTimeout = defaultLookupTimeout
+	}
+	if c.Depth < 1 || c.Depth > maxDepth || c.SendBuffers < 1 || c.SendBuffers > maxDepth || c.LookupTimeout < 0 || c.Backlog < 0 {
+		return nil, fmt.Errorf("rdmamsg: PacketConfig %+v: Depth and SendBuffers 1 to %d, the rest 0 or more: %w", c, maxDepth, syscall.EINVAL)
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("rdmamsg: listen %q: want ip:port: %w", addr, syscall.EINVAL)
+	}
+	if ap.Addr().IsUnspecified() {
+		return nil, fmt.Errorf("rdmamsg: listen %s: a datagram endpoint needs the address of one RDMA device: %w", addr, syscall.EINVAL)
+	}
+	p := &PacketConn{
+		cfg:      c,
+		peers:    make(map[netip.AddrPort]udPeer),
+		recvKick: make(chan struct{}, 1),
+		sendKick: make(chan struct{}, 1),
+		closed:   make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(fmt.Errorf("rdmamsg: listen %s: %w", addr, err), p.teardown())
+			pc = nil
+		}
+	}()
+	if p.ch, err = rdmacm.CreateEventChannel(); err != nil {
+		return p, err
+	}
+	if p.id, err = p.ch.CreateID(rdmacm.PortSpaceUDP); err != nil {
+		return p, err
+	}
+	if err = p.id.BindAddr(ap); err != nil {
+		return p, err
+	}
+	if err = p.id.Listen(c.Backlog); err != nil {
+		return p, err
+	}
+	p.local, p.port = p.id.LocalAddr(), p.id.PortNum()
+	dev, err := p.id.Context()
+	if err != nil {
+		return p, err
+	}
+	pa, err := dev.QueryPort(p.port)
+	if err != nil {
+		return p, err
+	}
+	p.maxData = pa.ActiveMTU.Bytes() - packetHeaderLen
+	p.slot = ibverbs.GRHLen + pa.ActiveMTU.Bytes()
+	if err = p.makeQP(dev); err != nil {
+		return p, err
+	}
+	life, stop := context.WithCancel(context.Background())
+	p.stop = stop
+	p.loops.Add(3)
+	go cqLoop{mu: &p.mu, cq: p.scq, poll: p.pollSend, fail: p.fail, wake: p.wake}.run(life, &p.loops)
+	go cqLoop{mu: &p.mu, cq: p.rcq, poll: p.pollRecv, fail: p.fail, wake: p.wake}.run(life, &p.loops)
+	go p.answerLookups(life)
+	return p, nil
+}
+
+// makeQP makes the PD, CQs, UD QP and buffers on dev, and posts the
+// receives.
+func (p *PacketConn) makeQP(dev *ibverbs.Context) (err error) {
+	if p.pd, err = dev.AllocPD(); err != nil {
+		return err
+	}
+	if p.sch, err = dev.CreateCompChannel(); err != nil {
+		return err
+	}
+	if p.scq, err = dev.CreateCQ(p.cfg.SendBuffers, p.sch); err != nil {
+		return err
+	}
+	if p.rch, err = dev.CreateCompChannel(); err != nil {
+		return err
+	}
+	if p.rcq, err = dev.CreateCQ(p.cfg.Depth, p.rch); err != nil {
+		return err
+	}
+	p.qp, err = p.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeUD, SendCQ: p.scq, RecvCQ: p.rcq,
+		Cap: ibverbs.QPCap{MaxSendWR: p.cfg.SendBuffers, MaxRecvWR: p.cfg.Depth, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		return err
+	}
+	if err = p.qp.Connect(ibverbs.Endpoint{}, ibverbs.ConnParams{Port: p.port, QKey: rdmacm.UDPQKey}); err != nil {
+		return err
+	}
+	if p.rbuf, p.rmr, err = register(p.pd, p.cfg.Depth*p.slot, ibverbs.AccessLocalWrite); err != nil {
+		return err
+	}
+	wrs := make([]ibverbs.RecvWR, p.cfg.Depth)
+	for i := range wrs {
+		wrs[i] = ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{p.rmr.SGE(i*p.slot, p.slot)}}
+	}
+	if p.rb, err = p.qp.NewRecvBatch(wrs); err != nil {
+		return err
+	}
+	if err = p.rb.Post(0, p.cfg.Depth); err != nil {
+		return err
+	}
+	sendSize := packetHeaderLen + p.maxData
+	if p.sbuf, p.smr, err = register(p.pd, p.cfg.SendBuffers*sendSize, 0); err != nil {
+		return err
+	}
+	p.free = make([]int, p.cfg.SendBuffers)
+	for i := range p.free {
+		p.free[i] = i
+	}
+	p.ready = newRing(p.cfg.Depth)
+	p.wcs = make([]ibverbs.WC, p.cfg.Depth)
+	p.rwcs = make([]ibverbs.WC, p.cfg.Depth)
+	p.swcs = make([]ibverbs.WC, p.cfg.SendBuffers)
+	return nil
+}
+
+// answerLookups answers the peers that look this side's QP up (SIDR
+// requests to the bound address): with its number, and in the reply's
+// private data the hello of a PacketConn and the largest datagram taken.
+func (p *PacketConn) answerLookups(ctx context.Context) {
+	defer p.loops.Done()
+	reply := packetHello(p.maxData)
+	for {
+		ev, err := p.ch.GetEvent(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				p.mu.Lock()
+				p.fail(fmt.Errorf("rdmamsg: answering lookups at %s: %w", p.local, err))
+				p.mu.Unlock()
+				p.wake()
+			}
+			return
+		}
+		if ev.Type == rdmacm.EventConnectRequest && ev.ID != nil {
+			// A failed answer leaves the peer's lookup to time out,
+			// which its WriteTo reports.
+			ev.ID.Accept(&rdmacm.ConnParam{QPNum: p.qp.Num(), PrivateData: reply})
+			ev.ID.Close()
+		}
+	}
+}
+
+func (p *PacketConn) fail(err error) {
+	if p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *PacketConn) wake() {
+	kick(p.sendKick)
+	kick(p.recvKick)
+}
+
+// pollSend frees the buffers of completed sends, with p.mu held.
+func (p *PacketConn) pollSend() int {
+	n, err := p.scq.Poll(p.swcs)
+	if err != nil {
+		p.fail(fmt.Errorf("rdmamsg: %w", err))
+		return 0
+	}
+	for _, wc := range p.swcs[:n] {
+		p.sqOut--
+		p.free = append(p.free, int(wc.WRID))
+		if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
+			p.fail(fmt.Errorf("rdmamsg: datagram from %s: %w", p.local, wc.Err()))
+		}
+	}
+	return n
+}
+
+// pollRecv queues the datagrams that arrived for ReadFrom, with p.mu held.
+func (p *PacketConn) pollRecv() int {
+	n, err := p.rcq.Poll(p.rwcs)
+	if err != nil {
+		p.fail(fmt.Errorf("rdmamsg: %w", err))
+		return 0
+	}
+	for _, wc := range p.rwcs[:n] {
+		switch wc.Status {
+		case ibverbs.WCSuccess:
+			p.wcs[wc.WRID] = wc
+			p.ready.push(int(wc.WRID))
+		case ibverbs.WCWRFlushErr:
+		default:
+			p.fail(fmt.Errorf("rdmamsg: receive at %s: %w", p.local, wc.Err()))
+		}
+	}
+	return n
+}
+
+// LocalAddr returns the address the PacketConn is bound to.
+func (p *PacketConn) LocalAddr() netip.AddrPort { return p.local }
+
+// MaxDatagram returns the largest datagram this side receives: its port's
+// MTU less the 8 bytes of rdmamsg's header. WriteTo refuses longer ones,
+// and ones longer than the destination's.
+func (p *PacketConn) MaxDatagram() int { return p.maxData }
+
+// QP returns the UD queue pair, for its number and counters. Posting to
+// it breaks the PacketConn.
+func (p *PacketConn) QP() *ibverbs.QP { return p.qp }
+
+// ReadFrom waits for the next datagram, copies its payload into p and
+// returns its length and the sender's address (the sender's IP address,
+// from the datagram's GRH, and the port it is bound to). A payload longer
+// than p is cut, and the error matches io.ErrShortBuffer; MaxDatagram
+// bytes always suffice. Datagrams that do not come from a PacketConn are
+// dropped.
+func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
+	p.recvMu.Lock()
+	defer p.recvMu.Unlock()
+	for {
+		p.mu.Lock()
+		if p.closing {
+			p.mu.Unlock()
+			return 0, netip.AddrPort{}, ErrClosed
+		}
+		for p.ready.len() > 0 {
+			slot := p.ready.pop()
+			n, from, err := p.take(slot, b)
+			if p.closing {
+				break
+			}
+			if rerr := p.rb.Post(slot, 1); rerr != nil {
+				p.fail(fmt.Errorf("rdmamsg: %w", rerr))
+			}
+			if from.IsValid() {
+				p.mu.Unlock()
+				return n, from, err
+			}
+		}
+		err := p.err
+		p.mu.Unlock()
+		if err != nil {
+			return 0, netip.AddrPort{}, err
+		}
+		select {
+		case <-p.recvKick:
+		case <-ctx.Done():
+			return 0, netip.AddrPort{}, ctx.Err()
+		case <-p.closed:
+			return 0, netip.AddrPort{}, ErrClosed
+		}
+	}
+}
+
+// take reads the datagram in receive buffer slot into b, with p.mu held:
+// its length, the sender's address, and io.ErrShortBuffer if it was cut;
+// an invalid address for a datagram to drop. The first datagram of a
+// sender gives it an address handle, so that answers need no lookup.
+func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
+	wc := &p.wcs[slot]
+	buf := p.rbuf.Bytes()[slot*p.slot : slot*p.slot+int(wc.ByteLen)]
+	if len(buf) < ibverbs.GRHLen+packetHeaderLen {
+		return 0, netip.AddrPort{}, nil
+	}
+	grh, data := buf[:ibverbs.GRHLen], buf[ibverbs.GRHLen:]
+	port, maxData, ok := parsePacketHeader(data)
+	g, err := ibverbs.ParseGRH(grh)
+	if !ok || err != nil {
+		return 0, netip.AddrPort{}, nil
+	}
+	from := netip.AddrPortFrom(g.Src.Addr().Unmap(), port)
+	if _, known := p.peers[from]; !known && len(p.peers) < maxPeers {
+		if ah, err := p.pd.CreateAHFromWC(wc, grh, p.port); err == nil {
+			p.peers[from] = udPeer{ah: ah, qpn: wc.SrcQP, maxData: maxData}
+		}
+	}
+	payload := data[packetHeaderLen:]
+	n := copy(b, payload)
+	if n < len(payload) {
+		return n, from, fmt.Errorf("rdmamsg: a datagram of %d bytes from %s for a buffer of %d: %w", len(payload), from, len(b), io.ErrShortBuffer)
+	}
+	return n, from, nil
+}
+
+// WriteTo sends b as one datagram to the PacketConn at to. The first
+// datagram to a destination not heard from looks its QP up (SIDR, bounded
+// by PacketConfig.LookupTimeout): a destination where nothing listens
+// fails then, with an error matching syscall.ECONNREFUSED. It waits while
+// every send buffer is on the wire, and returns once the datagram is
+// posted; whether it arrives, UD does not say.
+func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) error {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	peer, err := p.peer(ctx, to)
+	if err != nil {
+		return err
+	}
+	if len(b) > min(p.maxData, peer.maxData) {
+		return fmt.Errorf("rdmamsg: a datagram of %d bytes to %s: at most %d: %w", len(b), to, min(p.maxData, peer.maxData), syscall.EMSGSIZE)
+	}
+	for {
+		p.mu.Lock()
+		switch {
+		case p.closing:
+			p.mu.Unlock()
+			return ErrClosed
+		case p.err != nil:
+			p.mu.Unlock()
+			return p.err
+		case len(p.free) > 0:
+			err := p.post(b, to, peer)
+			p.mu.Unlock()
+			return err
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.sendKick:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.closed:
+			return ErrClosed
+		}
+	}
+}
+
+// post sends b from a free buffer, with p.mu held.
+func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
+	i := p.free[len(p.free)-1]
+	size := packetHeaderLen + p.maxData
+	buf := p.sbuf.Bytes()[i*size : (i+1)*size]
+	putPacketHeader(buf, p.local.Port(), p.maxData)
+	n := copy(buf[packetHeaderLen:], b)
+	p.sge[0] = p.smr.SGE(i*size, packetHeaderLen+n)
+	p.swr[0] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled, SGL: p.sge[:],
+		AH: peer.ah, RemoteQPN: peer.qpn, RemoteQKey: rdmacm.UDPQKey}
+	if err := p.qp.PostSend(p.swr[:]); err != nil {
+		return fmt.Errorf("rdmamsg: datagram to %s: %w", to, err)
+	}
+	p.free = p.free[:len(p.free)-1]
+	p.sqOut++
+	return nil
+}
+
+// peer returns how to reach to: from what a datagram from it or an
+// earlier lookup left, else by looking it up.
+func (p *PacketConn) peer(ctx context.Context, to netip.AddrPort) (udPeer, error) {
+	p.mu.Lock()
+	peer, ok := p.peers[to]
+	closing := p.closing
+	p.mu.Unlock()
+	if closing {
+		return udPeer{}, ErrClosed
+	}
+	if ok {
+		return peer, nil
+	}
+	p.lookupMu.Lock()
+	defer p.lookupMu.Unlock()
+	peer, err := p.lookup(ctx, to)
+	if err != nil {
+		return udPeer{}, fmt.Errorf("rdmamsg: looking up %s: %w", to, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return udPeer{}, errors.Join(ErrClosed, peer.ah.Close())
+	}
+	// Every handle made is kept, for Close to free; the bound applies to
+	// the senders ReadFrom meets, which a peer does not choose.
+	p.peers[to] = peer
+	return peer, nil
+}
+
+// lookup asks the PacketConn at to for its QP (rdmacm.LookupUD) and makes
+// an address handle for it.
+func (p *PacketConn) lookup(ctx context.Context, to netip.AddrPort) (udPeer, error) {
+	ud, err := rdmacm.LookupUD(ctx, to.String(), &rdmacm.Config{
+		SrcAddr: p.local.Addr().String(), AddrTimeout: p.cfg.LookupTimeout, Timeout: p.cfg.LookupTimeout})
+	if err != nil {
+		return udPeer{}, err
+	}
+	maxData, ok := parsePacketHello(ud.PrivateData)
+	if !ok || ud.QKey != rdmacm.UDPQKey {
+		return udPeer{}, fmt.Errorf("%w: its answer has no PacketConn hello", errNotHello)
+	}
+	ah, err := p.pd.CreateAH(ud.AHAttr)
+	if err != nil {
+		return udPeer{}, err
+	}
+	return udPeer{ah: ah, qpn: ud.QPNum, maxData: maxData}, nil
+}
+
+// Close stops answering lookups, moves the QP to the error state so that
+// the device lets go of the buffers, and frees everything. A ReadFrom or
+// WriteTo waiting in another goroutine returns ErrClosed. Closing twice is
+// a no-op.
+func (p *PacketConn) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closing = true
+		p.mu.Unlock()
+		close(p.closed)
+		p.stop()
+		p.loops.Wait()
+		// No ReadFrom or WriteTo touches the buffers once closing is
+		// set: each checks it under p.mu before it does. A lookup in
+		// progress ends within its timeout, and its handle is freed.
+		p.lookupMu.Lock()
+		defer p.lookupMu.Unlock()
+		p.closeErr = p.teardown()
+	})
+	return p.closeErr
+}
+
+// teardown frees what ListenPacket made, children first.
+func (p *PacketConn) teardown() error {
+	var errs []error
+	closeIf := func(x interface{ Close() error }, ok bool) {
+		if ok {
+			errs = append(errs, x.Close())
+		}
+	}
+	if p.qp != nil {
+		errs = append(errs, p.qp.ToError())
+	}
+	for to, peer := range p.peers {
+		errs = append(errs, peer.ah.Close())
+		delete(p.peers, to)
+	}
+	closeIf(p.rb, p.rb != nil)
+	closeIf(p.qp, p.qp != nil)
+	closeIf(p.rmr, p.rmr != nil)
+	closeIf(p.smr, p.smr != nil)
+	closeIf(p.rbuf, p.rbuf != nil)
+	closeIf(p.sbuf, p.sbuf != nil)
+	closeIf(p.scq, p.scq != nil)
+	closeIf(p.rcq, p.rcq != nil)
+	closeIf(p.sch, p.sch != nil)
+	closeIf(p.rch, p.rch != nil)
+	closeIf(p.pd, p.pd != nil)
+	closeIf(p.id, p.id != nil)
+	closeIf(p.ch, p.ch != nil)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,241 @@
+//go:build linux && cgo
+
+package rdmamsg_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/netip"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/rdmatest"
+	"github.com/gorperf/gorperf/rdmacm"
+	"github.com/gorperf/gorperf/rdmamsg"
+)
+
+// packetPair makes a PacketConn on each end (the VM's two devices when it
+// has them); they close when the test ends.
+func packetPair(t testing.TB) (a, b *rdmamsg.PacketConn) {
+	t.Helper()
+	na, nb := ends(t)
+	ctx := timeout(t, 30*time.Second)
+	var err error
+	if a, err = rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(na.IP, 0).String(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, a) })
+	if b, err = rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(nb.IP, 0).String(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	return a, b
+}
+
+func closeOK(t testing.TB, c interface{ Close() error }) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+// TestPackets sends datagrams of the edge sizes from b to a, which learns
+// b's QP by a lookup, and answers each to the address ReadFrom gave,
+// which needs none: each arrives whole, naming its sender's address.
+func TestPackets(t *testing.T) {
+	a, b := packetPair(t)
+	ctx := timeout(t, 60*time.Second)
+	if a.MaxDatagram() < 256 || a.MaxDatagram() != b.MaxDatagram() {
+		t.Fatalf("MaxDatagram %d and %d", a.MaxDatagram(), b.MaxDatagram())
+	}
+	buf := make([]byte, a.MaxDatagram())
+	start := time.Now()
+	if err := b.WriteTo(ctx, []byte("first"), a.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first lookup and send: %v", time.Since(start))
+	if _, _, err := a.ReadFrom(ctx, buf); err != nil {
+		t.Fatal(err)
+	}
+	for i, size := range []int{0, 1, 100, a.MaxDatagram()} {
+		m := message(i, size)
+		if err := b.WriteTo(ctx, m, a.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		n, from, err := a.ReadFrom(ctx, buf)
+		if err != nil || from != b.LocalAddr() || !bytes.Equal(buf[:n], m) {
+			t.Fatalf("datagram of %d bytes: %d bytes from %v, %v; want from %v", size, n, from, err, b.LocalAddr())
+		}
+		if err := a.WriteTo(ctx, buf[:n], from); err != nil {
+			t.Fatal(err)
+		}
+		n, from, err = b.ReadFrom(ctx, buf)
+		if err != nil || from != a.LocalAddr() || !bytes.Equal(buf[:n], m) {
+			t.Fatalf("answer of %d bytes: %d bytes from %v, %v; want from %v", size, n, from, err, a.LocalAddr())
+		}
+	}
+	// A burst within the receiver's depth all arrives.
+	const burst = 40
+	for i := range burst {
+		if err := b.WriteTo(ctx, message(100+i, 64), a.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range burst {
+		n, _, err := a.ReadFrom(ctx, buf)
+		if err != nil || !bytes.Equal(buf[:n], message(100+i, 64)) {
+			t.Fatalf("burst datagram %d: %d bytes, %v", i, n, err)
+		}
+	}
+	if err := b.WriteTo(ctx, make([]byte, a.MaxDatagram()+1), a.LocalAddr()); !errors.Is(err, syscall.EMSGSIZE) {
+		t.Errorf("a datagram over MaxDatagram: %v", err)
+	}
+	if err := b.WriteTo(ctx, message(1, 100), a.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := a.ReadFrom(ctx, buf[:10]); n != 10 || !errors.Is(err, io.ErrShortBuffer) {
+		t.Errorf("100 bytes into 10: %d, %v", n, err)
+	}
+}
+
+// TestPacketLookupFails checks that a datagram for an address where no
+// PacketConn is bound fails with the reason, promptly: nothing there, or a
+// plain rdma_cm UD listener, which sends no hello.
+func TestPacketLookupFails(t *testing.T) {
+	a, b := packetPair(t)
+	ctx := timeout(t, 60*time.Second)
+	nowhere := netip.AddrPortFrom(a.LocalAddr().Addr(), a.LocalAddr().Port()+1)
+	start := time.Now()
+	if err := b.WriteTo(ctx, []byte("x"), nowhere); !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 10*time.Second {
+		t.Errorf("to %v, where nothing listens: %v after %v", nowhere, err, time.Since(start))
+	}
+	l, err := rdmacm.Listen(ctx, netip.AddrPortFrom(a.LocalAddr().Addr(), 0).String(), &rdmacm.Config{UD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(ctx); err == nil {
+			<-ctx.Done()
+			c.Close()
+		}
+	}()
+	if err := b.WriteTo(ctx, []byte("x"), l.Addr()); err == nil || !strings.Contains(err.Error(), "no PacketConn hello") {
+		t.Errorf("to a plain rdma_cm UD listener: %v", err)
+	}
+}
+
+// TestPacketListenRefused checks the addresses and settings ListenPacket
+// cannot take.
+func TestPacketListenRefused(t *testing.T) {
+	n := rdmatest.Addr(t)
+	ctx := timeout(t, 30*time.Second)
+	for _, tc := range []struct {
+		addr string
+		cfg  *rdmamsg.PacketConfig
+	}{
+		{"0.0.0.0:0", nil},
+		{"no-port", nil},
+		{netip.AddrPortFrom(n.IP, 0).String(), &rdmamsg.PacketConfig{Depth: -1}},
+		{netip.AddrPortFrom(n.IP, 0).String(), &rdmamsg.PacketConfig{LookupTimeout: -time.Second}},
+	} {
+		if p, err := rdmamsg.ListenPacket(ctx, tc.addr, tc.cfg); !errors.Is(err, syscall.EINVAL) {
+			if p != nil {
+				p.Close()
+			}
+			t.Errorf("%s %+v: %v, want EINVAL", tc.addr, tc.cfg, err)
+		}
+	}
+	if p, err := rdmamsg.ListenPacket(ctx, "127.0.0.1:0", nil); err == nil {
+		p.Close()
+		t.Error("ListenPacket on loopback, no RDMA device's address, succeeded")
+	}
+}
+
+// TestPacketClose checks that Close ends a waiting ReadFrom, and that
+// both calls fail after it.
+func TestPacketClose(t *testing.T) {
+	a, b := packetPair(t)
+	ctx := timeout(t, 30*time.Second)
+	got := make(chan error, 1)
+	go func() { _, _, err := a.ReadFrom(ctx, make([]byte, 10)); got <- err }()
+	time.Sleep(100 * time.Millisecond)
+	closeOK(t, a)
+	if err := <-got; !errors.Is(err, rdmamsg.ErrClosed) {
+		t.Errorf("ReadFrom during Close: %v", err)
+	}
+	if err := a.WriteTo(ctx, []byte("x"), b.LocalAddr()); !errors.Is(err, rdmamsg.ErrClosed) {
+		t.Errorf("WriteTo after Close: %v", err)
+	}
+}
+
+// TestPacketNoAllocations checks that a datagram there and back, to
+// addresses already known, allocates nothing.
+func TestPacketNoAllocations(t *testing.T) {
+	a, b := packetPair(t)
+	ctx := timeout(t, 60*time.Second)
+	msg, buf := make([]byte, 64), make([]byte, a.MaxDatagram())
+	round := func() {
+		if err := b.WriteTo(ctx, msg, a.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		_, from, err := a.ReadFrom(ctx, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.WriteTo(ctx, msg, from); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := b.ReadFrom(ctx, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 50 {
+		round()
+	}
+	if n := testing.AllocsPerRun(200, round); n != 0 {
+		t.Errorf("%.2f allocations a round trip", n)
+	}
+}
+
+// TestPacketNoLeaks makes, uses and closes endpoints: neither memory,
+// descriptors, RDMA objects nor goroutines may grow.
+func TestPacketNoLeaks(t *testing.T) {
+	cycle := func() {
+		na, nb := ends(t)
+		ctx := timeout(t, 30*time.Second)
+		a, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(na.IP, 0).String(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(nb.IP, 0).String(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.WriteTo(ctx, []byte("hi"), a.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := a.ReadFrom(ctx, make([]byte, 10)); err != nil {
+			t.Fatal(err)
+		}
+		closeOK(t, a)
+		closeOK(t, b)
+	}
+	cycle()
+	u0, g0 := rdmatest.Measure(t), runtime.NumGoroutine()
+	const n = 6
+	for range n {
+		cycle()
+	}
+	rdmatest.CheckGrowth(t, u0, rdmatest.Measure(t), n, "endpoints")
+	for i := 0; runtime.NumGoroutine() > g0; i++ {
+		if i == 50 {
+			t.Fatalf("%d goroutines after %d endpoints, %d before", runtime.NumGoroutine(), n, g0)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
