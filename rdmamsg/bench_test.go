@@ -88,3 +88,34 @@ func BenchmarkStream(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkPacketRoundTrip sends a 64-byte datagram and its answer between
+// two PacketConns that know each other.
+func BenchmarkPacketRoundTrip(b *testing.B) {
+	p, q := packetPair(b)
+	ctx := timeout(b, time.Hour)
+	msg, buf := make([]byte, 64), make([]byte, p.MaxDatagram())
+	if err := q.WriteTo(ctx, msg, p.LocalAddr()); err != nil {
+		b.Fatal(err)
+	}
+	_, from, err := p.ReadFrom(ctx, buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := p.WriteTo(ctx, msg, from); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := q.ReadFrom(ctx, buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := q.WriteTo(ctx, msg, p.LocalAddr()); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := p.ReadFrom(ctx, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
