@@ -521,7 +521,13 @@ func testNoAllocations(t *testing.T, spin time.Duration) {
 			t.Fatal(err)
 		}
 	}
-	for range 100 {
+	checkNoAllocs(t, round)
+}
+
+// checkNoAllocs runs round to warm up and fails t if it then allocates.
+func checkNoAllocs(t *testing.T, round func()) {
+	t.Helper()
+	for range 50 {
 		round()
 	}
 	if a := testing.AllocsPerRun(200, round); a != 0 {
@@ -548,18 +554,23 @@ func TestNoLeaks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	checkNoLeaks(t, 6, "connections", cycle)
+}
+
+// checkNoLeaks runs cycle once to warm up and then n times, and fails t
+// if memory, descriptors, RDMA objects or goroutines grew over the n.
+func checkNoLeaks(t *testing.T, n int, what string, cycle func()) {
+	t.Helper()
 	cycle()
 	u0, g0 := rdmatest.Measure(t), runtime.NumGoroutine()
-	const n = 6
 	for range n {
 		cycle()
 	}
-	rdmatest.CheckGrowth(t, u0, rdmatest.Measure(t), n, "connections")
-	// The connections' goroutines end with Close; rdma_cm's own may take
-	// a moment.
+	rdmatest.CheckGrowth(t, u0, rdmatest.Measure(t), n, what)
+	// The goroutines end with Close; rdma_cm's own may take a moment.
 	for i := 0; runtime.NumGoroutine() > g0; i++ {
 		if i == 50 {
-			t.Fatalf("%d goroutines after %d connections, %d before", runtime.NumGoroutine(), n, g0)
+			t.Fatalf("%d goroutines after %d %s, %d before", runtime.NumGoroutine(), n, what, g0)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

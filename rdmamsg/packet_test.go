@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/netip"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,12 +193,7 @@ func TestPacketNoAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for range 50 {
-		round()
-	}
-	if n := testing.AllocsPerRun(200, round); n != 0 {
-		t.Errorf("%.2f allocations a round trip", n)
-	}
+	checkNoAllocs(t, round)
 }
 
 // TestPacketNoLeaks makes, uses and closes endpoints: neither memory,
@@ -225,17 +219,5 @@ func TestPacketNoLeaks(t *testing.T) {
 		closeOK(t, a)
 		closeOK(t, b)
 	}
-	cycle()
-	u0, g0 := rdmatest.Measure(t), runtime.NumGoroutine()
-	const n = 6
-	for range n {
-		cycle()
-	}
-	rdmatest.CheckGrowth(t, u0, rdmatest.Measure(t), n, "endpoints")
-	for i := 0; runtime.NumGoroutine() > g0; i++ {
-		if i == 50 {
-			t.Fatalf("%d goroutines after %d endpoints, %d before", runtime.NumGoroutine(), n, g0)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	checkNoLeaks(t, 6, "endpoints", cycle)
 }
