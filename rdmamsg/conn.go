@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -138,6 +140,8 @@ type Conn struct {
 	// Close left their unmapping to the last giveBack.
 	loans      int
 	unmapLater bool
+
+	rdl, wdl deadline // SetReadDeadline's, SetWriteDeadline's
 
 	sendKick, recvKick, closeKick chan struct{}
 	closed                        chan struct{}
@@ -547,6 +551,68 @@ func (c *Conn) sendUpdate() {
 	c.sqOut++
 }
 
+// SetDeadline sets the read and write deadlines, as net.Conn's does.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.rdl.set(t)
+	c.wdl.set(t)
+	return nil
+}
+
+// SetReadDeadline sets when Recv, Read and WriteTo stop waiting for a
+// message and fail with os.ErrDeadlineExceeded (which is a net.Error whose
+// Timeout is true), as net.Conn's does, alongside any context: the zero
+// time for never. It applies to waits under way too. A message already
+// there is returned whatever the deadline.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.rdl.set(t)
+	return nil
+}
+
+// SetWriteDeadline sets when Send, Write and ReadFrom stop waiting for a
+// credit or a send buffer and fail with os.ErrDeadlineExceeded, as
+// SetReadDeadline does for reads.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	c.wdl.set(t)
+	return nil
+}
+
+// Addr is the address of a Conn, Listener or PacketConn as a net.Addr,
+// of network "rdma".
+type Addr netip.AddrPort
+
+// Network returns "rdma".
+func (a Addr) Network() string { return "rdma" }
+
+func (a Addr) String() string { return netip.AddrPort(a).String() }
+
+// NetConn returns c as a net.Conn, for code written against package net
+// (an HTTP client's DialContext, a protocol library): Read, Write, Close
+// and the deadlines are c's, and the addresses are Addrs.
+func (c *Conn) NetConn() net.Conn { return netConn{c} }
+
+type netConn struct{ *Conn }
+
+func (n netConn) LocalAddr() net.Addr  { return Addr(n.Conn.LocalAddr()) }
+func (n netConn) RemoteAddr() net.Addr { return Addr(n.Conn.RemoteAddr()) }
+
+// NetListener returns l as a net.Listener, whose Accept returns NetConns:
+// for servers written against package net (net/http's Serve, say). Its
+// Close closes l.
+func (l *Listener) NetListener() net.Listener { return netListener{l} }
+
+type netListener struct{ l *Listener }
+
+func (n netListener) Accept() (net.Conn, error) {
+	c, err := n.l.Accept(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return c.NetConn(), nil
+}
+
+func (n netListener) Close() error   { return n.l.Close() }
+func (n netListener) Addr() net.Addr { return Addr(n.l.Addr()) }
+
 // MaxSend returns the largest message Send takes: the peer's MaxMessage.
 func (c *Conn) MaxSend() int { return c.maxSend }
 
@@ -643,6 +709,8 @@ func (c *Conn) waitSend(ctx context.Context, ready func() bool) error {
 		case <-c.sendKick:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-c.wdl.done():
+			return os.ErrDeadlineExceeded
 		case <-c.closed:
 			return ErrClosed
 		}
@@ -787,6 +855,8 @@ func (c *Conn) waitRecv(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.rdl.done():
+		return os.ErrDeadlineExceeded
 	case <-c.closed:
 		return ErrClosed
 	}

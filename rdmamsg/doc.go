@@ -41,10 +41,11 @@
 // # Goroutines and waiting
 //
 // Each Conn runs two goroutines that sleep on the CQs' completion channels
-// in Go's netpoller (ibverbs.CQ.Wait) and wake Send and Recv; nothing
-// spins and no thread blocks in C. One goroutine may send and another
-// receive at the same time. Send, Recv and the stream methods allocate
-// nothing per message (BenchmarkRoundTrip, BenchmarkStream,
+// in Go's netpoller and wake Send and Recv; no thread blocks in C, and
+// nothing spins unless Config.Spin asks callers to poll the CQs
+// themselves for a while before they sleep. One goroutine may send and
+// another receive at the same time. Send, Recv and the stream methods
+// allocate nothing per message (BenchmarkRoundTrip, BenchmarkStream,
 // TestNoAllocations).
 //
 // # The end of a connection
@@ -58,6 +59,22 @@
 // that arrived. As over TCP without keepalives, a side that only receives
 // does not hear of a peer that died silently: its Recv waits until its
 // context ends.
+//
+// # Package net
+//
+// Conn has net.Conn's deadlines (SetDeadline, SetReadDeadline,
+// SetWriteDeadline), and NetConn and NetListener give a Conn and a
+// Listener as a net.Conn and a net.Listener, for code written against
+// package net. net/http serves and fetches over them unchanged (TestHTTP):
+//
+//	go http.Serve(l.NetListener(), handler)
+//	tr := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+//		c, err := rdmamsg.Dial(ctx, addr, nil)
+//		if err != nil {
+//			return nil, err
+//		}
+//		return c.NetConn(), nil
+//	}}
 //
 // # Datagrams
 //

@@ -1,0 +1,68 @@
+package rdmamsg
+
+import (
+	"sync"
+	"time"
+)
+
+// A deadline is a channel that is closed when a time passes, for the
+// waits of a net.Conn's SetReadDeadline and SetWriteDeadline: a wait
+// selects on done() and fails with os.ErrDeadlineExceeded when it is
+// closed. The zero value has no deadline.
+type deadline struct {
+	mu    sync.Mutex
+	ch    chan struct{} // closed once the deadline has passed
+	timer *time.Timer
+}
+
+// done returns the channel of the deadline set now.
+func (d *deadline) done() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ch == nil {
+		d.ch = make(chan struct{})
+	}
+	return d.ch
+}
+
+// set sets the deadline to t: the zero time for none, a time past for
+// at once. Waits that began before see the new deadline.
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	// A channel already closed, by the timer or a time past, is
+	// replaced; an open one is kept, so that its waiters see the new
+	// time. A timer stopped after it fired has closed its channel,
+	// and a new one replaces it below.
+	if d.ch == nil || isClosed(d.ch) {
+		d.ch = make(chan struct{})
+	}
+	if t.IsZero() {
+		return
+	}
+	ch := d.ch
+	if dur := time.Until(t); dur > 0 {
+		d.timer = time.AfterFunc(dur, func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if d.ch == ch && !isClosed(ch) {
+				close(ch)
+			}
+		})
+		return
+	}
+	close(ch)
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

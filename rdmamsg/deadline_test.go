@@ -1,0 +1,45 @@
+package rdmamsg
+
+import (
+	"testing"
+	"time"
+)
+
+func closedWithin(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	var d deadline
+	if closedWithin(d.done(), 20*time.Millisecond) {
+		t.Fatal("no deadline, yet done")
+	}
+	// A wait that began before a deadline is set sees it.
+	waiting := d.done()
+	d.set(time.Now().Add(30 * time.Millisecond))
+	if closedWithin(waiting, 5*time.Millisecond) || !closedWithin(waiting, 2*time.Second) {
+		t.Fatal("a deadline 30 ms on did not end a wait begun before it, in its time")
+	}
+	// A time past ends waits at once; clearing it opens a new channel.
+	d.set(time.Now().Add(-time.Second))
+	if !closedWithin(d.done(), time.Millisecond) {
+		t.Fatal("a time past did not end the wait at once")
+	}
+	d.set(time.Time{})
+	if closedWithin(d.done(), 20*time.Millisecond) {
+		t.Fatal("a cleared deadline still ends waits")
+	}
+	// A deadline moved later before it passes does not fire at the
+	// earlier time.
+	d.set(time.Now().Add(20 * time.Millisecond))
+	d.set(time.Now().Add(time.Hour))
+	if closedWithin(d.done(), 60*time.Millisecond) {
+		t.Fatal("a deadline moved an hour on fired at the old time")
+	}
+	d.set(time.Time{})
+}
