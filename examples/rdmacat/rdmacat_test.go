@@ -8,12 +8,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,14 +25,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var nextPort atomic.Int32
-
 // addr is a new address on the test device's IP (RXE_IP in the VM), for
 // rdma_cm to listen at.
-func addr(t *testing.T) string {
-	n := rdmatest.Addr(t)
-	return net.JoinHostPort(n.IP.String(), fmt.Sprint(19500+nextPort.Add(1)))
-}
+func addr(t *testing.T) string { return rdmatest.ListenAddr(t, 19500) }
 
 // server is a running rdmacat -l: its process, what it writes to standard
 // output, and its standard error.

@@ -4,12 +4,9 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,18 +21,9 @@ func TestMain(m *testing.M) {
 
 func rdmaping(ctx context.Context, args ...string) *exec.Cmd { return rdmatest.Command(ctx, args...) }
 
-var nextPort atomic.Int32
-
 // addr is a new address on the test device's IP (RXE_IP in the VM), for
 // rdma_cm to listen at.
-func addr(t *testing.T) string {
-	rdmatest.Device(t)
-	ip := os.Getenv("RXE_IP")
-	if ip == "" {
-		t.Skip("RXE_IP names no address of the RDMA device")
-	}
-	return net.JoinHostPort(ip, fmt.Sprint(19400+nextPort.Add(1)))
-}
+func addr(t *testing.T) string { return rdmatest.ListenAddr(t, 19400) }
 
 // startServer starts a server at a and checks its first line.
 func startServer(t *testing.T, ctx context.Context, a string, args ...string) rdmatest.Started {

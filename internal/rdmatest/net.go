@@ -5,6 +5,7 @@ package rdmatest
 import (
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -75,4 +76,14 @@ func SecondAddr(t testing.TB) Net {
 		t.Fatalf("RXE_IP2=%q: not an address in %s", s, TestRange)
 	}
 	return Net{Dev: name, IP: ip}
+}
+
+var nextPort atomic.Int32
+
+// ListenAddr returns a new "ip:port" on the device's address (Addr) for a
+// server that a test starts: the ports count up from base, one a call.
+func ListenAddr(t testing.TB, base int) string {
+	t.Helper()
+	n := Addr(t)
+	return netip.AddrPortFrom(n.IP, uint16(base+int(nextPort.Add(1)))).String()
 }
