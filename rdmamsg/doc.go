@@ -62,10 +62,10 @@
 //
 // # Package net
 //
-// Conn has net.Conn's deadlines (SetDeadline, SetReadDeadline,
-// SetWriteDeadline), and NetConn and NetListener give a Conn and a
-// Listener as a net.Conn and a net.Listener, for code written against
-// package net. net/http serves and fetches over them unchanged (TestHTTP):
+// Conn and PacketConn have net.Conn's deadlines (SetDeadline,
+// SetReadDeadline, SetWriteDeadline), and NetConn, NetListener and
+// NetPacketConn give them as a net.Conn, a net.Listener and a
+// net.PacketConn, for code written against package net. net/http serves and fetches over them unchanged (TestHTTP):
 //
 //	go http.Serve(l.NetListener(), handler)
 //	tr := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -88,6 +90,8 @@ type PacketConn struct {
 	sge     [1]ibverbs.SGE
 	err     error
 	closing bool
+
+	rdl, wdl deadline // SetReadDeadline's, SetWriteDeadline's
 
 	recvKick, sendKick chan struct{}
 	closed             chan struct{}
@@ -358,6 +362,8 @@ func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPor
 		case <-p.recvKick:
 		case <-ctx.Done():
 			return 0, netip.AddrPort{}, ctx.Err()
+		case <-p.rdl.done():
+			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
 		case <-p.closed:
 			return 0, netip.AddrPort{}, ErrClosed
 		}
@@ -429,6 +435,8 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 		case <-p.sendKick:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-p.wdl.done():
+			return os.ErrDeadlineExceeded
 		case <-p.closed:
 			return ErrClosed
 		}
@@ -501,6 +509,69 @@ func (p *PacketConn) lookup(ctx context.Context, to netip.AddrPort) (udPeer, err
 	}
 	return udPeer{ah: ah, qpn: ud.QPNum, maxData: maxData}, nil
 }
+
+// SetDeadline sets the read and write deadlines, as net.PacketConn's
+// does.
+func (p *PacketConn) SetDeadline(t time.Time) error {
+	p.rdl.set(t)
+	p.wdl.set(t)
+	return nil
+}
+
+// SetReadDeadline sets when ReadFrom stops waiting for a datagram and
+// fails with os.ErrDeadlineExceeded, alongside any context: the zero time
+// for never. It applies to a wait under way too.
+func (p *PacketConn) SetReadDeadline(t time.Time) error {
+	p.rdl.set(t)
+	return nil
+}
+
+// SetWriteDeadline sets when WriteTo stops waiting for a send buffer and
+// fails with os.ErrDeadlineExceeded. A lookup is bounded by
+// PacketConfig.LookupTimeout instead.
+func (p *PacketConn) SetWriteDeadline(t time.Time) error {
+	p.wdl.set(t)
+	return nil
+}
+
+// NetPacketConn returns p as a net.PacketConn, for code written against
+// package net: ReadFrom gives the sender as an Addr, and WriteTo takes an
+// Addr, a *net.UDPAddr or *net.TCPAddr, or any net.Addr whose String is
+// "ip:port".
+func (p *PacketConn) NetPacketConn() net.PacketConn { return netPacketConn{p} }
+
+type netPacketConn struct{ *PacketConn }
+
+func (n netPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	k, from, err := n.PacketConn.ReadFrom(context.Background(), b)
+	if !from.IsValid() {
+		return k, nil, err
+	}
+	return k, Addr(from), err
+}
+
+func (n netPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	var to netip.AddrPort
+	switch a := addr.(type) {
+	case Addr:
+		to = netip.AddrPort(a)
+	case *net.UDPAddr:
+		to = a.AddrPort()
+	case *net.TCPAddr:
+		to = a.AddrPort()
+	default:
+		var err error
+		if to, err = netip.ParseAddrPort(addr.String()); err != nil {
+			return 0, fmt.Errorf("rdmamsg: WriteTo %s: not ip:port: %w", addr, syscall.EINVAL)
+		}
+	}
+	if err := n.PacketConn.WriteTo(context.Background(), b, netip.AddrPortFrom(to.Addr().Unmap(), to.Port())); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (n netPacketConn) LocalAddr() net.Addr { return Addr(n.PacketConn.LocalAddr()) }
 
 // Close stops answering lookups, moves the QP to the error state so that
 // the device lets go of the buffers, and frees everything. A ReadFrom or

@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -220,4 +222,31 @@ func TestPacketNoLeaks(t *testing.T) {
 		closeOK(t, b)
 	}
 	checkNoLeaks(t, 6, "endpoints", cycle)
+}
+
+// TestNetPacketConn uses PacketConns as net.PacketConns: datagrams to an
+// Addr and to a *net.UDPAddr, senders given as Addrs, and a read deadline
+// that ends the wait with a timeout.
+func TestNetPacketConn(t *testing.T) {
+	a, b := packetPair(t)
+	na, nb := a.NetPacketConn(), b.NetPacketConn()
+	if la := na.LocalAddr(); la.Network() != "rdma" || la.String() != a.LocalAddr().String() {
+		t.Errorf("LocalAddr %v (%s)", la, la.Network())
+	}
+	buf := make([]byte, 100)
+	for _, to := range []net.Addr{na.LocalAddr(), net.UDPAddrFromAddrPort(a.LocalAddr())} {
+		if n, err := nb.WriteTo([]byte("via net"), to); err != nil || n != 7 {
+			t.Fatalf("WriteTo %T: %d, %v", to, n, err)
+		}
+		n, from, err := na.ReadFrom(buf)
+		if err != nil || string(buf[:n]) != "via net" || from.Network() != "rdma" || from.String() != b.LocalAddr().String() {
+			t.Fatalf("ReadFrom: %q from %v, %v", buf[:n], from, err)
+		}
+	}
+	na.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	_, _, err := na.ReadFrom(buf)
+	var ne net.Error
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("ReadFrom past its deadline: %v", err)
+	}
 }
