@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/iotest"
@@ -601,4 +602,83 @@ func TestPeerDies(t *testing.T) {
 		t.Error("Send after the connection failed succeeded")
 	}
 	t.Logf("the error: %v", err)
+}
+
+// TestManyConnections has one listener serve several clients at once, a
+// goroutine each, every client checking its own answers: connections
+// share nothing, and the listener keeps accepting while others run.
+func TestManyConnections(t *testing.T) {
+	srvNet, cliNet := ends(t)
+	ctx := timeout(t, 120*time.Second)
+	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), &rdmamsg.Config{Depth: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const clients, rounds = 6, 40
+	// The server's goroutines end when their clients close, before the
+	// test does.
+	var served sync.WaitGroup
+	served.Add(clients)
+	defer served.Wait()
+	go func() {
+		for i := range clients {
+			c, err := l.Accept(ctx)
+			if err != nil {
+				t.Error(err)
+				for range clients - i {
+					served.Done()
+				}
+				return
+			}
+			go func() {
+				defer served.Done()
+				defer c.Close()
+				buf := make([]byte, c.MaxRecv())
+				for {
+					n, err := c.Recv(ctx, buf)
+					if err != nil {
+						if err != io.EOF {
+							t.Error(err)
+						}
+						return
+					}
+					if err := c.Send(ctx, buf[:n]); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+	}()
+	errs := make(chan error, clients)
+	for k := range clients {
+		go func() {
+			c, err := rdmamsg.Dial(ctx, l.Addr().String(), &rdmamsg.Config{Depth: 8, CM: rdmacm.Config{SrcAddr: cliNet.IP.String()}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			buf := make([]byte, c.MaxRecv())
+			for i := range rounds {
+				m := message(k*1000+i, 1+(k*37+i)%500)
+				if err := c.Send(ctx, m); err != nil {
+					errs <- err
+					return
+				}
+				n, err := c.Recv(ctx, buf)
+				if err != nil || !bytes.Equal(buf[:n], m) {
+					errs <- fmt.Errorf("client %d, round %d: %d bytes, %v", k, i, n, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 }
