@@ -30,9 +30,14 @@ type Config struct {
 	// MaxMessage bytes, registered with the device.
 	Depth int
 	// SendBuffers is how many of this side's messages may be on their
-	// way at once, each in its own registered buffer of the peer's
-	// MaxMessage bytes (default 16).
+	// way at once, each in its own registered buffer of MaxSend's bytes
+	// (default 16).
 	SendBuffers int
+	// MaxSend caps the largest message this side sends, whatever the
+	// peer's MaxMessage, and with it the memory its send buffers take
+	// (default 4 MiB; at most 1 GiB). Conn.MaxSend is the smaller of the
+	// two.
+	MaxSend int
 	// Spin is how long Send, Recv, Read and Write poll the connection's
 	// CQs themselves, for the peer's message or for credits, before they
 	// sleep until the connection's goroutines wake them (default 0: sleep
@@ -53,6 +58,7 @@ const (
 	defaultMaxMessage  = 4096
 	defaultDepth       = 32
 	defaultSendBuffers = 16
+	defaultMaxSend     = 4 << 20
 	// updateSlots is the room kept on the send queue for credit updates
 	// beyond the data buffers.
 	updateSlots = 4
@@ -74,11 +80,16 @@ func (cfg *Config) withDefaults() (Config, error) {
 	if c.SendBuffers == 0 {
 		c.SendBuffers = defaultSendBuffers
 	}
+	if c.MaxSend == 0 {
+		c.MaxSend = defaultMaxSend
+	}
 	switch {
 	case c.MaxMessage < 1 || c.MaxMessage > maxMaxMessage:
 		return c, fmt.Errorf("rdmamsg: Config.MaxMessage %d: want 1 to %d: %w", c.MaxMessage, maxMaxMessage, syscall.EINVAL)
 	case c.Depth < minDepth || c.Depth > maxDepth:
 		return c, fmt.Errorf("rdmamsg: Config.Depth %d: want %d to %d: %w", c.Depth, minDepth, maxDepth, syscall.EINVAL)
+	case c.MaxSend < 1 || c.MaxSend > maxMaxMessage:
+		return c, fmt.Errorf("rdmamsg: Config.MaxSend %d: want 1 to %d: %w", c.MaxSend, maxMaxMessage, syscall.EINVAL)
 	case c.Spin < 0:
 		return c, fmt.Errorf("rdmamsg: Config.Spin %v: want 0 or more: %w", c.Spin, syscall.EINVAL)
 	case c.SendBuffers < 1 || c.SendBuffers > maxDepth:
@@ -108,9 +119,9 @@ type Conn struct {
 	rmr            *ibverbs.MR
 	rb             *ibverbs.RecvBatch
 
-	// The sends: request i < sendBuffers sends from buffer i, of the
-	// peer's maxSend bytes; request sendBuffers is the credit update,
-	// which carries no payload.
+	// The sends: request i < sendBuffers sends from buffer i, of maxSend
+	// bytes (the smaller of the peer's largest and Config.MaxSend);
+	// request sendBuffers is the credit update, which carries no payload.
 	sendBuffers, maxSend int
 	sbuf                 *ibverbs.Buffer
 	smr                  *ibverbs.MR
@@ -243,6 +254,7 @@ func newConn(cfg *Config) *Conn {
 		depth:       cfg.Depth,
 		maxRecv:     cfg.MaxMessage,
 		sendBuffers: cfg.SendBuffers,
+		maxSend:     cfg.MaxSend, // until start takes the peer's into account
 		cur:         -1,
 		sendKick:    make(chan struct{}, 1),
 		recvKick:    make(chan struct{}, 1),
@@ -316,7 +328,7 @@ func register(pd *ibverbs.PD, size int, access ibverbs.Access) (*ibverbs.Buffer,
 // goroutines that take completions. On failure it closes cm.
 func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
 	c.cm = cm
-	c.maxSend = peer.maxMessage
+	c.maxSend = min(c.maxSend, peer.maxMessage)
 	c.fl = newFlow(c.depth, peer.depth)
 	defer func() {
 		if err != nil {
@@ -613,7 +625,8 @@ func (n netListener) Accept() (net.Conn, error) {
 func (n netListener) Close() error   { return n.l.Close() }
 func (n netListener) Addr() net.Addr { return Addr(n.l.Addr()) }
 
-// MaxSend returns the largest message Send takes: the peer's MaxMessage.
+// MaxSend returns the largest message Send takes: the peer's MaxMessage,
+// or this side's Config.MaxSend if that is smaller.
 func (c *Conn) MaxSend() int { return c.maxSend }
 
 // MaxRecv returns the largest message this side receives: its

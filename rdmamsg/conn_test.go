@@ -165,6 +165,20 @@ func TestMessages(t *testing.T) {
 	if err := srv.Send(ctx, make([]byte, 1001)); !errors.Is(err, syscall.EMSGSIZE) {
 		t.Errorf("1001 bytes to a peer of 1000: %v", err)
 	}
+	// A side's own MaxSend caps what it sends, below the peer's largest.
+	s2, c2 := connect(t, &rdmamsg.Config{MaxMessage: 3000}, &rdmamsg.Config{MaxSend: 2000})
+	if c2.MaxSend() != 2000 || s2.MaxSend() != 4096 {
+		t.Errorf("MaxSend with Config.MaxSend 2000: %d; the other side's %d", c2.MaxSend(), s2.MaxSend())
+	}
+	if err := c2.Send(ctx, make([]byte, 2001)); !errors.Is(err, syscall.EMSGSIZE) {
+		t.Errorf("2001 bytes with MaxSend 2000: %v", err)
+	}
+	if err := c2.Send(ctx, message(9, 2000)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s2.Recv(ctx, buf); err != nil || !bytes.Equal(buf[:n], message(9, 2000)) {
+		t.Errorf("2000 bytes with MaxSend 2000: %d, %v", n, err)
+	}
 	// A message longer than the buffer stays for the next Recv.
 	m := message(7, 500)
 	if err := srv.Send(ctx, m); err != nil {
@@ -486,6 +500,7 @@ func TestNotAPeer(t *testing.T) {
 func TestConfigRefused(t *testing.T) {
 	for _, cfg := range []rdmamsg.Config{
 		{Depth: 3}, {Depth: 1 << 15}, {MaxMessage: -1}, {MaxMessage: 1<<30 + 1}, {SendBuffers: -2}, {Spin: -1},
+		{MaxSend: -1}, {MaxSend: 1<<30 + 1},
 		{CM: rdmacm.Config{UD: true}}, {CM: rdmacm.Config{PrivateData: []byte("x")}},
 		{CM: rdmacm.Config{SingleThreadedCQs: true}},
 	} {
