@@ -38,6 +38,11 @@ type Config struct {
 	// (default 4 MiB; at most 1 GiB). Conn.MaxSend is the smaller of the
 	// two.
 	MaxSend int
+	// KeepAlive is how long this side goes without sending before it
+	// sends an empty credit update anyway (default 15 s; negative for
+	// never). A peer that died silently then shows, through the device's
+	// retries running out, even to a side that only receives.
+	KeepAlive time.Duration
 	// Spin is how long Send, Recv, Read and Write poll the connection's
 	// CQs themselves, for the peer's message or for credits, before they
 	// sleep until the connection's goroutines wake them (default 0: sleep
@@ -59,6 +64,7 @@ const (
 	defaultDepth       = 32
 	defaultSendBuffers = 16
 	defaultMaxSend     = 4 << 20
+	defaultKeepAlive   = 15 * time.Second
 	// updateSlots is the room kept on the send queue for credit updates
 	// beyond the data buffers.
 	updateSlots = 4
@@ -82,6 +88,9 @@ func (cfg *Config) withDefaults() (Config, error) {
 	}
 	if c.MaxSend == 0 {
 		c.MaxSend = defaultMaxSend
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = defaultKeepAlive
 	}
 	switch {
 	case c.MaxMessage < 1 || c.MaxMessage > maxMaxMessage:
@@ -128,6 +137,8 @@ type Conn struct {
 	sb                   *ibverbs.SendBatch
 
 	spin       time.Duration
+	keepAlive  time.Duration
+	posts      uint64       // requests posted to the send queue, for keepAlive
 	rwcs, swcs []ibverbs.WC // the pollers' completions, under mu
 
 	sendMu sync.Mutex // Send and Write
@@ -251,6 +262,7 @@ func (l *Listener) Close() error { return l.l.Close() }
 func newConn(cfg *Config) *Conn {
 	return &Conn{
 		spin:        cfg.Spin,
+		keepAlive:   cfg.KeepAlive,
 		depth:       cfg.Depth,
 		maxRecv:     cfg.MaxMessage,
 		sendBuffers: cfg.SendBuffers,
@@ -356,6 +368,10 @@ func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
 	c.stop = stop
 	c.started = true
 	c.loops.Add(3)
+	if c.keepAlive > 0 {
+		c.loops.Add(1)
+		go c.keepAlives(ctx)
+	}
 	go c.watch(ctx)
 	go cqLoop{mu: &c.mu, cq: cm.SendCQ(), poll: c.pollSend, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
 	go cqLoop{mu: &c.mu, cq: cm.RecvCQ(), poll: c.pollRecv, end: c.ended, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
@@ -554,6 +570,11 @@ func (c *Conn) sendUpdate() {
 	if c.err != nil || c.closing || !c.fl.wantUpdate() || c.sqOut >= c.sendBuffers+updateSlots {
 		return
 	}
+	c.postUpdate()
+}
+
+// postUpdate posts a credit update, spending a credit, with c.mu held.
+func (c *Conn) postUpdate() {
 	u := c.sendBuffers
 	c.sb.SetImm(u, c.fl.update())
 	if err := c.sb.Post(u, 1, 0); err != nil {
@@ -561,6 +582,31 @@ func (c *Conn) sendUpdate() {
 		return
 	}
 	c.sqOut++
+	c.posts++
+}
+
+// keepAlives sends an update every keepAlive in which this side posted
+// nothing, so that a peer that died is found by the device's retries. It
+// goes as data does, with a credit to spare: a keepalive never takes the
+// credit kept for updates (flow.go).
+func (c *Conn) keepAlives(ctx context.Context) {
+	defer c.loops.Done()
+	t := time.NewTicker(c.keepAlive)
+	defer t.Stop()
+	var seen uint64
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		c.mu.Lock()
+		if c.posts == seen && c.err == nil && !c.closing && c.canPost() {
+			c.postUpdate()
+		}
+		seen = c.posts
+		c.mu.Unlock()
+	}
 }
 
 // SetDeadline sets the read and write deadlines, as net.Conn's does.
@@ -776,6 +822,7 @@ func (c *Conn) postBuffer(ctx context.Context, i, n int) error {
 		return c.err
 	}
 	c.sqOut++
+	c.posts++
 	return nil
 }
 

@@ -697,3 +697,43 @@ func TestManyConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepAlive: a side that only receives finds a peer that died
+// silently through its keepalives, and on a healthy idle connection the
+// keepalives (20 or so each way here) cost no credit that messages need
+// and no RNR NAK.
+func TestKeepAlive(t *testing.T) {
+	ka := 50 * time.Millisecond
+	srv, cli := connect(t, &rdmamsg.Config{KeepAlive: ka, Depth: 4}, &rdmamsg.Config{KeepAlive: ka, Depth: 4})
+	rnr0 := rnrNAKs(t)
+	time.Sleep(time.Second)
+	ctx := timeout(t, 60*time.Second)
+	buf := make([]byte, 100)
+	for i := range 20 {
+		for _, dir := range [][2]*rdmamsg.Conn{{cli, srv}, {srv, cli}} {
+			if err := dir[0].Send(ctx, message(i, 50)); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := dir[1].Recv(ctx, buf); err != nil || !bytes.Equal(buf[:n], message(i, 50)) {
+				t.Fatalf("message %d after the keepalives: %d bytes, %v", i, n, err)
+			}
+		}
+	}
+	if rnr0 >= 0 {
+		if d := rnrNAKs(t) - rnr0; d != 0 {
+			t.Errorf("%d RNR NAKs", d)
+		}
+	}
+
+	// The peer's QP stops without a word; this side only receives.
+	cfg := &rdmamsg.Config{KeepAlive: 100 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}}
+	srv, cli = connect(t, &rdmamsg.Config{KeepAlive: -1}, cfg)
+	if err := srv.RDMA().QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := cli.Recv(ctx, buf)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "RETRY_EXC") {
+		t.Errorf("Recv from a peer that died: %v after %v, want the keepalive's failure", err, time.Since(start))
+	}
+}

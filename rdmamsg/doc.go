@@ -56,9 +56,10 @@
 // a message cannot be delivered (the peer's host died, a link is down),
 // the device gives up after the QP's retries (rdmacm.Config.AckTimeout
 // and RetryCount), and every call returns that error, after the messages
-// that arrived. As over TCP without keepalives, a side that only receives
-// does not hear of a peer that died silently: its Recv waits until its
-// context ends.
+// that arrived. A side that has sent nothing for Config.KeepAlive (15 s by
+// default) sends an empty credit update, so that even a side that only
+// receives hears of a peer that died silently, within the keepalive and
+// the retries.
 //
 // # Package net
 //

@@ -119,7 +119,7 @@ func TestFlowNeverOverrunsNorDeadlocks(t *testing.T) {
 			for range 2000 {
 				i := r.IntN(2)
 				s, peer := sides[i], sides[1-i]
-				switch r.IntN(4) {
+				switch r.IntN(5) {
 				case 0:
 					s.trySend()
 				case 1:
@@ -131,6 +131,12 @@ func TestFlowNeverOverrunsNorDeadlocks(t *testing.T) {
 				case 3:
 					// a burst, as a busy sender posts
 					for s.trySend() {
+					}
+				case 4:
+					// a keepalive, sent as data is: only with a
+					// credit to spare
+					if s.fl.canSend() {
+						s.wire = append(s.wire, s.fl.update())
 					}
 				}
 				invariant(t, a, b, depths[1])
