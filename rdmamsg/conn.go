@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -764,14 +763,8 @@ func (c *Conn) waitSend(ctx context.Context, ready func() bool) error {
 			spun = true
 			continue
 		}
-		select {
-		case <-c.sendKick:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.wdl.done():
-			return os.ErrDeadlineExceeded
-		case <-c.closed:
-			return ErrClosed
+		if err := wait(ctx, c.sendKick, &c.wdl, c.closed); err != nil {
+			return err
 		}
 	}
 }
@@ -864,12 +857,7 @@ func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
 			return n, err
 		}
 		c.mu.Unlock()
-		if c.spin > 0 && !spun {
-			c.spinFor(c.haveMessage)
-			spun = true
-			continue
-		}
-		if err := c.waitRecv(ctx); err != nil {
+		if err := c.waitRecv(ctx, &spun); err != nil {
 			return 0, err
 		}
 	}
@@ -909,17 +897,17 @@ func (c *Conn) take(slot int) {
 // haveMessage says whether a message is there to read, with c.mu held.
 func (c *Conn) haveMessage() bool { return c.cur >= 0 || c.ready.len() > 0 }
 
-func (c *Conn) waitRecv(ctx context.Context) error {
-	select {
-	case <-c.recvKick:
+// waitRecv waits for a message to read: the first time in a caller's
+// series (*spun false) by spinning with Config.Spin, if set; then asleep,
+// until the connection's goroutines wake it, ctx ends, the read deadline
+// passes or the Conn closes. The caller looks again after each.
+func (c *Conn) waitRecv(ctx context.Context, spun *bool) error {
+	if c.spin > 0 && !*spun {
+		c.spinFor(c.haveMessage)
+		*spun = true
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.rdl.done():
-		return os.ErrDeadlineExceeded
-	case <-c.closed:
-		return ErrClosed
 	}
+	return wait(ctx, c.recvKick, &c.rdl, c.closed)
 }
 
 // Read reads the stream of messages as bytes: what is left of the current
@@ -951,12 +939,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if c.spin > 0 && !spun {
-			c.spinFor(c.haveMessage)
-			spun = true
-			continue
-		}
-		if err := c.waitRecv(context.Background()); err != nil {
+		if err := c.waitRecv(context.Background(), &spun); err != nil {
 			return 0, err
 		}
 	}
@@ -1002,12 +985,7 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 		if err != nil {
 			return n, err
 		}
-		if c.spin > 0 && !spun {
-			c.spinFor(c.haveMessage)
-			spun = true
-			continue
-		}
-		if err := c.waitRecv(context.Background()); err != nil {
+		if err := c.waitRecv(context.Background(), &spun); err != nil {
 			return n, err
 		}
 	}

@@ -5,10 +5,27 @@ package rdmamsg
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/gorperf/gorperf/ibverbs"
 )
+
+// wait sleeps until kick wakes it (nil), ctx ends (its error), the
+// deadline passes (os.ErrDeadlineExceeded) or closed is closed
+// (ErrClosed): the one way Conn and PacketConn callers sleep.
+func wait(ctx context.Context, kick <-chan struct{}, dl *deadline, closed <-chan struct{}) error {
+	select {
+	case <-kick:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-dl.done():
+		return os.ErrDeadlineExceeded
+	case <-closed:
+		return ErrClosed
+	}
+}
 
 func kick(ch chan struct{}) {
 	select {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -358,14 +357,8 @@ func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPor
 		if err != nil {
 			return 0, netip.AddrPort{}, err
 		}
-		select {
-		case <-p.recvKick:
-		case <-ctx.Done():
-			return 0, netip.AddrPort{}, ctx.Err()
-		case <-p.rdl.done():
-			return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
-		case <-p.closed:
-			return 0, netip.AddrPort{}, ErrClosed
+		if err := wait(ctx, p.recvKick, &p.rdl, p.closed); err != nil {
+			return 0, netip.AddrPort{}, err
 		}
 	}
 }
@@ -431,14 +424,8 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 			return err
 		}
 		p.mu.Unlock()
-		select {
-		case <-p.sendKick:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-p.wdl.done():
-			return os.ErrDeadlineExceeded
-		case <-p.closed:
-			return ErrClosed
+		if err := wait(ctx, p.sendKick, &p.wdl, p.closed); err != nil {
+			return err
 		}
 	}
 }
