@@ -522,6 +522,10 @@ func testClientKilled(t *testing.T, extra ...string) {
 		return len(ents)
 	}
 	res := func() string { out, _ := exec.Command("rdma", "resource", "show").Output(); return string(out) }
+	// The server closes a finished test's control connection a moment
+	// after the client exits: both counts are taken once that has
+	// settled, as the one after the killed client is.
+	time.Sleep(200 * time.Millisecond)
 	fd0, res0 := fds(), res()
 	cli, _ := start(t, ctx, append([]string{"send-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr}, extra...)...)
 	time.Sleep(3 * time.Second)
