@@ -50,6 +50,11 @@ type Config struct {
 	// most of a short message's round trip on a NIC: for a caller that
 	// expects an answer within microseconds.
 	Spin time.Duration
+	// Device, for Handshake only, names the RDMA device to use ("mlx5_0",
+	// or "mlx5_0:2" for port 2) instead of the one with a RoCE GID of the
+	// handshake connection's local address. Dial, Listen and Accept,
+	// where rdma_cm picks the device by address, refuse it.
+	Device string
 	// CM is the connection manager's part: the source address, TOS, ACK
 	// timeout and time limits. Cap, PrivateData, Prepare, PD, CQs, SRQ,
 	// UD, SigAll, WRAPI and SingleThreadedCQs (the caller of a spinning
@@ -118,7 +123,7 @@ func (cfg *Config) withDefaults() (Config, error) {
 // One goroutine at a time may send (Send, Write) and one receive (Recv,
 // Read); the two may run at once. Close may be called from any goroutine.
 type Conn struct {
-	cm *rdmacm.Conn
+	link link
 
 	// The receives: depth buffers of maxRecv bytes, request i for
 	// buffer i.
@@ -172,6 +177,33 @@ type Conn struct {
 	closeErr                      error
 }
 
+// A link is the connected RC QP under a Conn, and its end: an rdma_cm
+// connection (Dial, Accept) or one whose endpoints went over a net.Conn
+// (Handshake).
+type link interface {
+	QP() *ibverbs.QP
+	PD() *ibverbs.PD
+	SendCQ() *ibverbs.CQ
+	RecvCQ() *ibverbs.CQ
+	LocalAddr() netip.AddrPort
+	RemoteAddr() netip.AddrPort
+	// Done is closed when the connection ends; Err then says why, and
+	// matches rdmacm.ErrDisconnected when the peer closed it.
+	Done() <-chan struct{}
+	Err() error
+	// disconnect ends the connection from this side, so that the
+	// device stops and the peer learns of it; Close then frees it.
+	disconnect() error
+	Close() error
+}
+
+// cmLink is a link made by rdma_cm.
+type cmLink struct{ *rdmacm.Conn }
+
+func (l cmLink) disconnect() error { return l.ID().Disconnect() }
+
+var errDeviceForCM = fmt.Errorf("rdmamsg: Config.Device is for Handshake; rdma_cm picks the device by address (Config.CM.SrcAddr): %w", syscall.EINVAL)
+
 // ErrClosed is returned by a Conn's methods after its Close.
 var ErrClosed = rdmacm.ErrClosed
 
@@ -184,6 +216,9 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Device != "" {
+		return nil, errDeviceForCM
+	}
 	conn := newConn(&c)
 	cmc := conn.cmConfig(&c)
 	cm, err := rdmacm.Dial(ctx, addr, &cmc)
@@ -194,7 +229,7 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("rdmamsg: dial %s: %w", addr, err), cm.Close())
 	}
-	if err := conn.start(cm, peer); err != nil {
+	if err := conn.start(cmLink{cm}, peer); err != nil {
 		return nil, fmt.Errorf("rdmamsg: dial %s: %w", addr, err)
 	}
 	return conn, nil
@@ -212,6 +247,9 @@ func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if c.Device != "" {
+		return nil, errDeviceForCM
 	}
 	l, err := rdmacm.Listen(ctx, addr, &c.CM)
 	if err != nil {
@@ -247,7 +285,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := conn.start(cm, peer); err != nil {
+		if err := conn.start(cmLink{cm}, peer); err != nil {
 			return nil, fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err)
 		}
 		return conn, nil
@@ -290,7 +328,13 @@ func (c *Conn) cmConfig(cfg *Config) rdmacm.Config {
 // prepare registers the receive buffers and posts a receive in each,
 // before the connection is made: rdmacm.Config.Prepare.
 func (c *Conn) prepare(cm *rdmacm.Conn) (cleanup func() error, err error) {
-	c.rbuf, c.rmr, err = register(cm.PD(), c.depth*c.maxRecv, ibverbs.AccessLocalWrite)
+	return c.postReceives(cm.PD(), cm.QP())
+}
+
+// postReceives registers the receive buffers on pd and posts a receive in
+// each to qp. Its cleanup frees them, before the QP closes.
+func (c *Conn) postReceives(pd *ibverbs.PD, qp *ibverbs.QP) (cleanup func() error, err error) {
+	c.rbuf, c.rmr, err = register(pd, c.depth*c.maxRecv, ibverbs.AccessLocalWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +355,7 @@ func (c *Conn) prepare(cm *rdmacm.Conn) (cleanup func() error, err error) {
 		}
 		return errors.Join(errs...)
 	}
-	if c.rb, err = cm.QP().NewRecvBatch(wrs); err == nil {
+	if c.rb, err = qp.NewRecvBatch(wrs); err == nil {
 		err = c.rb.Post(0, c.depth)
 	}
 	if err != nil {
@@ -336,17 +380,17 @@ func register(pd *ibverbs.PD, size int, access ibverbs.Access) (*ibverbs.Buffer,
 }
 
 // start sets up the sends for the peer's largest message and starts the
-// goroutines that take completions. On failure it closes cm.
-func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
-	c.cm = cm
+// goroutines that take completions. On failure it closes l.
+func (c *Conn) start(l link, peer hello) (err error) {
+	c.link = l
 	c.maxSend = min(c.maxSend, peer.maxMessage)
 	c.fl = newFlow(c.depth, peer.depth)
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, c.freeSends(), c.closeBuffer(&c.sbuf), cm.Close())
+			err = errors.Join(err, c.freeSends(), c.closeBuffer(&c.sbuf), l.Close())
 		}
 	}()
-	if c.sbuf, c.smr, err = register(cm.PD(), c.sendBuffers*c.maxSend, 0); err != nil {
+	if c.sbuf, c.smr, err = register(l.PD(), c.sendBuffers*c.maxSend, 0); err != nil {
 		return err
 	}
 	wrs := make([]ibverbs.SendWR, c.sendBuffers+1)
@@ -358,7 +402,7 @@ func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
 			c.free[i] = c.sendBuffers - 1 - i
 		}
 	}
-	if c.sb, err = cm.QP().NewSendBatch(wrs); err != nil {
+	if c.sb, err = l.QP().NewSendBatch(wrs); err != nil {
 		return err
 	}
 	c.rwcs = make([]ibverbs.WC, c.depth)
@@ -372,8 +416,8 @@ func (c *Conn) start(cm *rdmacm.Conn, peer hello) (err error) {
 		go c.keepAlives(ctx)
 	}
 	go c.watch(ctx)
-	go cqLoop{mu: &c.mu, cq: cm.SendCQ(), poll: c.pollSend, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
-	go cqLoop{mu: &c.mu, cq: cm.RecvCQ(), poll: c.pollRecv, end: c.ended, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
+	go cqLoop{mu: &c.mu, cq: l.SendCQ(), poll: c.pollSend, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
+	go cqLoop{mu: &c.mu, cq: l.RecvCQ(), poll: c.pollRecv, end: c.ended, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
 	return nil
 }
 
@@ -433,7 +477,7 @@ func (c *Conn) unmap() error {
 func (c *Conn) watch(ctx context.Context) {
 	defer c.loops.Done()
 	select {
-	case <-c.cm.Done():
+	case <-c.link.Done():
 		c.stop()
 	case <-ctx.Done():
 	}
@@ -456,7 +500,7 @@ func (c *Conn) wake() {
 // pollSend takes the send completions there are, with c.mu held: each
 // frees its buffer, or fails the connection.
 func (c *Conn) pollSend() int {
-	n, err := c.cm.SendCQ().Poll(c.swcs)
+	n, err := c.link.SendCQ().Poll(c.swcs)
 	if err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
 		return 0
@@ -471,7 +515,7 @@ func (c *Conn) pollSend() int {
 		// its own status), the peer disconnected or Close did, and
 		// each of those is reported for itself.
 		if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
-			c.fail(fmt.Errorf("rdmamsg: send to %s: %w", c.cm.RemoteAddr(), wc.Err()))
+			c.fail(fmt.Errorf("rdmamsg: send to %s: %w", c.link.RemoteAddr(), wc.Err()))
 		}
 	}
 	if n > 0 {
@@ -482,7 +526,7 @@ func (c *Conn) pollSend() int {
 
 // pollRecv takes the receive completions there are, with c.mu held.
 func (c *Conn) pollRecv() int {
-	n, err := c.cm.RecvCQ().Poll(c.rwcs)
+	n, err := c.link.RecvCQ().Poll(c.rwcs)
 	if err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
 		return 0
@@ -500,8 +544,8 @@ func (c *Conn) ended() {
 	if c.closing {
 		return
 	}
-	if err := c.cm.Err(); !errors.Is(err, rdmacm.ErrDisconnected) {
-		c.fail(fmt.Errorf("rdmamsg: connection to %s: %w", c.cm.RemoteAddr(), err))
+	if err := c.link.Err(); !errors.Is(err, rdmacm.ErrDisconnected) {
+		c.fail(fmt.Errorf("rdmamsg: connection to %s: %w", c.link.RemoteAddr(), err))
 	}
 	c.eof = true
 }
@@ -530,7 +574,7 @@ func (c *Conn) received(wcs []ibverbs.WC) {
 		wc := &wcs[i]
 		if wc.Status != ibverbs.WCSuccess {
 			if wc.Status != ibverbs.WCWRFlushErr { // as in pollSend
-				c.fail(fmt.Errorf("rdmamsg: receive from %s: %w", c.cm.RemoteAddr(), wc.Err()))
+				c.fail(fmt.Errorf("rdmamsg: receive from %s: %w", c.link.RemoteAddr(), wc.Err()))
 			}
 			continue
 		}
@@ -538,7 +582,7 @@ func (c *Conn) received(wcs []ibverbs.WC) {
 		isUpdate, ok := c.fl.received(wc.Imm)
 		if !ok || wc.Flags&ibverbs.WCWithImm == 0 {
 			c.fail(fmt.Errorf("rdmamsg: a message from %s that the protocol does not send (immediate data %#x, flags %s): %w",
-				c.cm.RemoteAddr(), wc.Imm, wc.Flags, syscall.EPROTO))
+				c.link.RemoteAddr(), wc.Imm, wc.Flags, syscall.EPROTO))
 			continue
 		}
 		if isUpdate {
@@ -679,14 +723,25 @@ func (c *Conn) MaxSend() int { return c.maxSend }
 func (c *Conn) MaxRecv() int { return c.maxRecv }
 
 // LocalAddr returns this side's address.
-func (c *Conn) LocalAddr() netip.AddrPort { return c.cm.LocalAddr() }
+func (c *Conn) LocalAddr() netip.AddrPort { return c.link.LocalAddr() }
 
 // RemoteAddr returns the peer's address.
-func (c *Conn) RemoteAddr() netip.AddrPort { return c.cm.RemoteAddr() }
+func (c *Conn) RemoteAddr() netip.AddrPort { return c.link.RemoteAddr() }
 
-// RDMA returns the connection under the messages, for its device, QP and
-// counters. Posting to its QP or polling its CQs breaks the Conn.
-func (c *Conn) RDMA() *rdmacm.Conn { return c.cm }
+// RDMA returns the rdma_cm connection under the messages, for its
+// device, QP and counters, or nil for a Conn that Handshake made.
+// Posting to its QP or polling its CQs breaks the Conn.
+func (c *Conn) RDMA() *rdmacm.Conn {
+	if l, ok := c.link.(cmLink); ok {
+		return l.Conn
+	}
+	return nil
+}
+
+// QP returns the connection's queue pair, for its device and counters,
+// however the Conn was made. Posting to it or polling its CQs breaks the
+// Conn.
+func (c *Conn) QP() *ibverbs.QP { return c.link.QP() }
 
 // Send sends p as one message (a send with immediate data, from a
 // registered buffer p is copied into). It waits while the peer has no
@@ -827,7 +882,7 @@ func (c *Conn) sendErr() error {
 	case c.err != nil:
 		return c.err
 	case c.eof:
-		return fmt.Errorf("rdmamsg: send to %s: the peer closed the connection: %w", c.cm.RemoteAddr(), syscall.EPIPE)
+		return fmt.Errorf("rdmamsg: send to %s: the peer closed the connection: %w", c.link.RemoteAddr(), syscall.EPIPE)
 	}
 	return nil
 }
@@ -1009,7 +1064,8 @@ func (c *Conn) Write(p []byte) (int, error) {
 // reached the peer (its send completed), or failed, so that the peer
 // receives everything sent before Close; a peer that has gone makes that
 // wait last as long as the QP's retries. Then it disconnects
-// (rdma_disconnect) and frees the connection's QP, memory registrations
+// (rdma_disconnect; for a Conn that Handshake made, it moves the QP
+// to the error state and closes the net.Conn) and frees the connection's QP, memory registrations
 // and the rest. Send, Recv, Read and Write waiting in other goroutines
 // return ErrClosed. Close does not wait for a ReadFrom blocked in its
 // reader, or a WriteTo in its writer: that returns ErrClosed once its
@@ -1027,14 +1083,14 @@ func (c *Conn) Close() error {
 		// come back, and the buffers stay mapped until then.
 		for {
 			c.mu.Lock()
-			done := c.sqOut == 0 || c.err != nil || c.eof || c.cm.Err() != nil
+			done := c.sqOut == 0 || c.err != nil || c.eof || c.link.Err() != nil
 			c.mu.Unlock()
 			if done {
 				break
 			}
 			select {
 			case <-c.closeKick:
-			case <-c.cm.Done():
+			case <-c.link.Done():
 			}
 		}
 		c.stop()
@@ -1042,12 +1098,12 @@ func (c *Conn) Close() error {
 		// Disconnect first, so that the device no longer touches the
 		// buffers; rdmacm's Close then frees the receive side (prepare's
 		// cleanup) before the QP.
-		disc := c.cm.ID().Disconnect()
-		if c.cm.Err() != nil {
+		disc := c.link.disconnect()
+		if c.link.Err() != nil {
 			disc = nil // the peer went first: there is nothing to disconnect
 		}
 		c.mu.Lock()
-		errs := []error{disc, c.freeSends(), c.cm.Close()}
+		errs := []error{disc, c.freeSends(), c.link.Close()}
 		if c.loans == 0 {
 			errs = append(errs, c.unmap())
 		} else {

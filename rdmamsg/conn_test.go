@@ -58,9 +58,16 @@ func connect(t testing.TB, srvCfg, cliCfg *rdmamsg.Config) (s, c *rdmamsg.Conn) 
 	return s, c
 }
 
+// viaHandshake makes pair connect through Handshake over TCP instead of
+// through rdma_cm: TestHandshake sets it to run other tests that way.
+var viaHandshake bool
+
 // pair is connect without the closing.
 func pair(t testing.TB, srvCfg, cliCfg *rdmamsg.Config) (s, c *rdmamsg.Conn) {
 	t.Helper()
+	if viaHandshake {
+		return handshakePair(t, srvCfg, cliCfg)
+	}
 	srvNet, cliNet := ends(t)
 	ctx := timeout(t, 60*time.Second)
 	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), srvCfg)
@@ -137,7 +144,7 @@ func TestMessages(t *testing.T) {
 	if cli.MaxSend() != 3000 || srv.MaxSend() != 1000 || cli.MaxRecv() != 1000 || srv.MaxRecv() != 3000 {
 		t.Fatalf("MaxSend %d and %d, MaxRecv %d and %d", cli.MaxSend(), srv.MaxSend(), cli.MaxRecv(), srv.MaxRecv())
 	}
-	if !cli.RemoteAddr().IsValid() || cli.RemoteAddr() != srv.RDMA().LocalAddr() {
+	if !cli.RemoteAddr().IsValid() || cli.RemoteAddr() != srv.LocalAddr() {
 		t.Errorf("client's peer %v, server at %v", cli.RemoteAddr(), srv.LocalAddr())
 	}
 	ctx := timeout(t, 60*time.Second)
@@ -601,7 +608,7 @@ func TestPeerDies(t *testing.T) {
 	cfg := &rdmamsg.Config{CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}}
 	srv, cli := connect(t, cfg, cfg)
 	ctx := timeout(t, 60*time.Second)
-	if err := srv.RDMA().QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
 		t.Fatal(err)
 	}
 	recv := make(chan error, 1)
@@ -728,7 +735,7 @@ func TestKeepAlive(t *testing.T) {
 	// The peer's QP stops without a word; this side only receives.
 	cfg := &rdmamsg.Config{KeepAlive: 100 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}}
 	srv, cli = connect(t, &rdmamsg.Config{KeepAlive: -1}, cfg)
-	if err := srv.RDMA().QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

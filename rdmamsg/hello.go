@@ -110,3 +110,84 @@ func parsePacketHello(b []byte) (maxData int, ok bool) {
 	maxData = int(binary.BigEndian.Uint32(b[8:]))
 	return maxData, maxData > 0 && maxData <= maxMaxMessage
 }
+
+// Handshake's frames, which go over the net.Conn it is given: "GRMH", a
+// kind, the body's length and the body. Each side sends its endpoint
+// (kind 'E'), then, once its QP is ready and its receives are posted,
+// 'R' with no body; a side that fails sends 'X' with the reason instead.
+// The endpoint's body is version 1, the active MTU (the verbs' 1-5), the
+// LID, the QP number and first PSN (24 bits each, in 32), the GID, and the
+// side's hello; integers are big-endian.
+const (
+	frameMagic   = "GRMH"
+	frameHdrLen  = 6
+	endpointLen  = 28 + helloLen
+	maxFrameBody = 255
+
+	frameEndpoint = 'E'
+	frameReady    = 'R'
+	frameError    = 'X'
+)
+
+// An endpoint is what Handshake tells the peer about its QP.
+type endpoint struct {
+	mtu      uint8
+	lid      uint16
+	qpn, psn uint32
+	gid      [16]byte
+	hello    hello
+}
+
+func putFrame(kind byte, body []byte) []byte {
+	body = body[:min(len(body), maxFrameBody)]
+	b := make([]byte, frameHdrLen, frameHdrLen+len(body))
+	copy(b, frameMagic)
+	b[4], b[5] = kind, byte(len(body))
+	return append(b, body...)
+}
+
+func (e endpoint) frame() []byte {
+	b := make([]byte, endpointLen)
+	b[0], b[1] = helloVersion, e.mtu
+	binary.BigEndian.PutUint16(b[2:], e.lid)
+	binary.BigEndian.PutUint32(b[4:], e.qpn)
+	binary.BigEndian.PutUint32(b[8:], e.psn)
+	copy(b[12:28], e.gid[:])
+	copy(b[28:], e.hello.encode())
+	return putFrame(frameEndpoint, b)
+}
+
+// parseFrameHeader reads a frame's header: its kind and body length.
+func parseFrameHeader(b []byte) (kind byte, n int, err error) {
+	if len(b) < frameHdrLen || string(b[:4]) != frameMagic {
+		return 0, 0, fmt.Errorf("%w: it did not answer with an rdmamsg handshake", errNotHello)
+	}
+	switch b[4] {
+	case frameEndpoint, frameReady, frameError:
+		return b[4], int(b[5]), nil
+	}
+	return 0, 0, fmt.Errorf("%w: a handshake frame of unknown kind %q", errNotHello, b[4])
+}
+
+// parseEndpoint reads the body of an endpoint frame.
+func parseEndpoint(b []byte) (endpoint, error) {
+	if len(b) != endpointLen {
+		return endpoint{}, fmt.Errorf("%w: an endpoint of %d bytes, want %d", errNotHello, len(b), endpointLen)
+	}
+	if b[0] != helloVersion {
+		return endpoint{}, fmt.Errorf("%w: it speaks rdmamsg version %d, this side %d", errNotHello, b[0], helloVersion)
+	}
+	e := endpoint{
+		mtu: b[1],
+		lid: binary.BigEndian.Uint16(b[2:]),
+		qpn: binary.BigEndian.Uint32(b[4:]),
+		psn: binary.BigEndian.Uint32(b[8:]),
+	}
+	copy(e.gid[:], b[12:28])
+	if e.mtu < 1 || e.mtu > 5 || e.qpn == 0 || e.qpn > 0xffffff || e.psn > 0xffffff {
+		return endpoint{}, fmt.Errorf("%w: an endpoint out of range (MTU %d, QPN %#x, PSN %#x)", errNotHello, e.mtu, e.qpn, e.psn)
+	}
+	var err error
+	e.hello, err = parseHello(b[28:])
+	return e, err
+}

@@ -100,3 +100,63 @@ func FuzzParsePacket(f *testing.F) {
 		}
 	})
 }
+
+func TestEndpointFrame(t *testing.T) {
+	e := endpoint{mtu: 3, lid: 0x1234, qpn: 0x11, psn: 0xabcdef,
+		gid: [16]byte{10: 0xff, 11: 0xff, 12: 198, 13: 18, 15: 1}, hello: hello{depth: 32, maxMessage: 4096}}
+	b := e.frame()
+	kind, n, err := parseFrameHeader(b)
+	if err != nil || kind != frameEndpoint || n != endpointLen || len(b) != frameHdrLen+n {
+		t.Fatalf("header: %q %d %v (%d bytes)", kind, n, err, len(b))
+	}
+	if got, err := parseEndpoint(b[frameHdrLen:]); err != nil || got != e {
+		t.Fatalf("parseEndpoint = %+v, %v; want %+v", got, err, e)
+	}
+	body := b[frameHdrLen:]
+	with := func(i int, v byte) []byte { c := bytes.Clone(body); c[i] = v; return c }
+	for name, in := range map[string][]byte{
+		"short":   body[:endpointLen-1],
+		"long":    append(bytes.Clone(body), 0),
+		"version": with(0, 2),
+		"MTU 0":   with(1, 0),
+		"MTU 6":   with(1, 6),
+		"QPN 0":   func() []byte { c := bytes.Clone(body); copy(c[4:8], []byte{0, 0, 0, 0}); return c }(),
+		"QPN big": with(4, 1),
+		"PSN big": with(8, 1),
+		"hello":   with(28, 'X'),
+	} {
+		if _, err := parseEndpoint(in); !errors.Is(err, errNotHello) {
+			t.Errorf("%s: parseEndpoint = %v, want errNotHello", name, err)
+		}
+	}
+	for name, in := range map[string][]byte{
+		"HTTP":  []byte("HTTP/1"),
+		"short": b[:frameHdrLen-1],
+		"kind":  func() []byte { c := bytes.Clone(b); c[4] = 'Q'; return c }(),
+	} {
+		if _, _, err := parseFrameHeader(in); !errors.Is(err, errNotHello) {
+			t.Errorf("%s: parseFrameHeader = %v, want errNotHello", name, err)
+		}
+	}
+	long := putFrame(frameError, bytes.Repeat([]byte("x"), 300))
+	if kind, n, err := parseFrameHeader(long); err != nil || kind != frameError || n != maxFrameBody || len(long) != frameHdrLen+n {
+		t.Errorf("a long error frame: %q %d %v (%d bytes)", kind, n, err, len(long))
+	}
+}
+
+// FuzzParseEndpoint feeds the decoder of the peer's handshake with
+// arbitrary bytes: it must not panic, and what it accepts must frame back
+// to the bytes it came from.
+func FuzzParseEndpoint(f *testing.F) {
+	f.Add(endpoint{mtu: 1, qpn: 1, hello: hello{depth: 4, maxMessage: 1}}.frame()[frameHdrLen:])
+	f.Add(make([]byte, endpointLen))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := parseEndpoint(b)
+		if err != nil {
+			return
+		}
+		if enc := e.frame()[frameHdrLen:]; !bytes.Equal(enc[:28], b[:28]) || !bytes.Equal(enc[28:32], b[28:32]) || !bytes.Equal(enc[36:], b[36:]) {
+			t.Fatalf("%x decoded as %+v, which frames as %x", b, e, enc)
+		}
+	})
+}
