@@ -1064,9 +1064,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 // reached the peer (its send completed), or failed, so that the peer
 // receives everything sent before Close; a peer that has gone makes that
 // wait last as long as the QP's retries. Then it disconnects
-// (rdma_disconnect; for a Conn that Handshake made, it moves the QP
-// to the error state and closes the net.Conn) and frees the connection's QP, memory registrations
-// and the rest. Send, Recv, Read and Write waiting in other goroutines
+// (rdma_disconnect; for a Conn that Handshake made, it moves the QP to
+// the error state and closes the net.Conn) and frees the connection's
+// QP, memory registrations and the rest. Send, Recv, Read and Write waiting in other goroutines
 // return ErrClosed. Close does not wait for a ReadFrom blocked in its
 // reader, or a WriteTo in its writer: that returns ErrClosed once its
 // reader or writer returns, and the buffers stay mapped until then.

@@ -61,12 +61,28 @@
 // receives hears of a peer that died silently, within the keepalive and
 // the retries.
 //
+// # Without rdma_cm: Handshake
+//
+// Where the two sides already have a connection (TCP, as perftest and
+// many RDMA programs use beside the verbs; a net.Pipe in one process),
+// Handshake makes the Conn over it instead of through rdma_cm: each side
+// calls it with its end, and they swap their QPs' endpoints and hellos in
+// a few framed messages. The RDMA port is the one with a RoCE v2 GID of
+// the connection's local address, so both take the route their TCP
+// packets take, or the device that Config.Device names. The connection
+// stays open beside the Conn: closing it is how each side learns of the
+// other's end, as rdma_cm's disconnect is for a Conn that Dial made.
+//
+//	nc, err := net.Dial("tcp", "198.18.0.1:7470")
+//	c, err := rdmamsg.Handshake(ctx, nc, nil) // the other side with its end
+//
 // # Package net
 //
 // Conn and PacketConn have net.Conn's deadlines (SetDeadline,
 // SetReadDeadline, SetWriteDeadline), and NetConn, NetListener and
 // NetPacketConn give them as a net.Conn, a net.Listener and a
-// net.PacketConn, for code written against package net. net/http serves and fetches over them unchanged (TestHTTP):
+// net.PacketConn, for code written against package net. net/http serves
+// and fetches over them unchanged (TestHTTP):
 //
 //	go http.Serve(l.NetListener(), handler)
 //	tr := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
@@ -101,6 +117,11 @@
 // carries the credits it reports in its low 16 bits, and bit 31 marks a
 // credit update; the other bits are zero. A request without a hello is
 // rejected with the reason in the reply's private data.
+//
+// Handshake's frames are "GRMH", a kind byte and a body length byte,
+// then the body: kind 'E' carries version 1, the active MTU, the LID, the
+// QP number, the first PSN, the GID and the hello; 'R' (no body) says the
+// sender's receives are posted; 'X' carries the reason a side failed.
 //
 // A PacketConn's datagram begins with 8 bytes: 'G', version 1, the
 // sender's port and the largest datagram it takes (big-endian). Its answer

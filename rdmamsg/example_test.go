@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"os"
 
 	"github.com/gorperf/gorperf/rdmamsg"
@@ -61,4 +62,30 @@ func ExampleConn_Write() {
 		log.Fatal(err)
 	}
 	fmt.Println(n, "bytes sent")
+}
+
+// Two programs that already talk over TCP move their messages to RDMA:
+// each side hands its end of the TCP connection to Handshake, here the
+// one that accepted it.
+func ExampleHandshake() {
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "198.18.0.1:7470")
+	if err != nil {
+		log.Fatal(err)
+	}
+	nc, err := ln.Accept()
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := rdmamsg.Handshake(ctx, nc, nil) // the dialer calls it with its end
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close() // closes nc too
+	buf := make([]byte, c.MaxRecv())
+	n, err := c.Recv(ctx, buf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s over %s\n", buf[:n], c.QP().PD().Context().Name())
 }
