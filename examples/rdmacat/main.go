@@ -3,7 +3,9 @@
 // Command rdmacat copies a byte stream over RDMA, as netcat does over TCP:
 // the server receives one stream and writes it out, the client sends its
 // input. Under it is package rdmamsg: an RC connection from rdma_cm, with
-// the stream cut into messages under credit flow control.
+// the stream cut into messages under credit flow control; with -tcp, a
+// connection set up over TCP at the same address instead (rdmamsg's
+// Handshake), on the RDMA port with a GID of the TCP connection's address.
 //
 //	rdmacat -l 198.18.0.1:7472 -o copy.bin   # server: one stream, then exit
 //	rdmacat -i data.bin 198.18.0.1:7472      # client
@@ -17,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"time"
@@ -29,6 +32,7 @@ func main() {
 	in := flag.String("i", "", "client: send this file (default: standard input)")
 	out := flag.String("o", "", "server: write the stream to this file (default: standard output)")
 	size := flag.Int("m", 64<<10, "largest message this side receives, in bytes")
+	tcp := flag.Bool("tcp", false, "set the connection up over TCP (both sides must say so), not rdma_cm")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -36,11 +40,11 @@ func main() {
 	var err error
 	switch {
 	case *listen != "" && flag.NArg() == 0 && *in == "":
-		err = serve(ctx, *listen, *out, cfg)
+		err = serve(ctx, *listen, *out, cfg, *tcp)
 	case *listen == "" && flag.NArg() == 1 && *out == "":
-		err = send(ctx, flag.Arg(0), *in, cfg)
+		err = send(ctx, flag.Arg(0), *in, cfg, *tcp)
 	default:
-		err = errors.New("usage: rdmacat -l ADDR [-o FILE] | rdmacat [-i FILE] ADDR")
+		err = errors.New("usage: rdmacat [-tcp] -l ADDR [-o FILE] | rdmacat [-tcp] [-i FILE] ADDR")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rdmacat:", err)
@@ -48,14 +52,8 @@ func main() {
 	}
 }
 
-func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config) error {
-	l, err := rdmamsg.Listen(ctx, addr, cfg)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	fmt.Fprintln(os.Stderr, "listening on", l.Addr())
-	c, err := l.Accept(ctx)
+func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool) error {
+	c, err := accept(ctx, addr, cfg, tcp)
 	if err != nil {
 		return err
 	}
@@ -79,7 +77,48 @@ func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config) error {
 	return nil
 }
 
-func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config) error {
+// accept takes one connection at addr, through rdma_cm or over TCP.
+func accept(ctx context.Context, addr string, cfg *rdmamsg.Config, tcp bool) (*rdmamsg.Conn, error) {
+	if !tcp {
+		l, err := rdmamsg.Listen(ctx, addr, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		fmt.Fprintln(os.Stderr, "listening on", l.Addr())
+		return l.Accept(ctx)
+	}
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	fmt.Fprintln(os.Stderr, "listening on", ln.Addr(), "(tcp)")
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	nc, err := ln.Accept()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return rdmamsg.Handshake(ctx, nc, cfg)
+}
+
+// dial connects to addr, through rdma_cm or over TCP.
+func dial(ctx context.Context, addr string, cfg *rdmamsg.Config, tcp bool) (*rdmamsg.Conn, error) {
+	if !tcp {
+		return rdmamsg.Dial(ctx, addr, cfg)
+	}
+	nc, err := new(net.Dialer).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return rdmamsg.Handshake(ctx, nc, cfg)
+}
+
+func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config, tcp bool) error {
 	r := os.Stdin
 	if in != "" {
 		var err error
@@ -88,7 +127,7 @@ func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config) error {
 		}
 		defer r.Close()
 	}
-	c, err := rdmamsg.Dial(ctx, addr, cfg)
+	c, err := dial(ctx, addr, cfg, tcp)
 	if err != nil {
 		return err
 	}

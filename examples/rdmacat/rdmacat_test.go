@@ -57,7 +57,7 @@ func startServer(t *testing.T, ctx context.Context, a string, args ...string) *s
 	}
 	t.Cleanup(func() { s.cmd.Process.Kill() })
 	lines := bufio.NewScanner(pipe)
-	if !lines.Scan() || lines.Text() != "listening on "+a {
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "listening on "+a) {
 		t.Fatalf("server's first line %q", lines.Text())
 	}
 	go func() {
@@ -94,11 +94,13 @@ func TestRdmacat(t *testing.T) {
 		name      string
 		size      int
 		files     bool
+		tcp       bool
 		srv, args []string
 	}{
 		{name: "stdio, messages of 1000 bytes", size: 123_457, srv: []string{"-m", "1000"}},
 		{name: "files", size: 1 << 20, files: true},
 		{name: "empty", size: 0},
+		{name: "files, set up over TCP", size: 1 << 20, files: true, tcp: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := addr(t)
@@ -106,17 +108,20 @@ func TestRdmacat(t *testing.T) {
 			defer cancel()
 			data := random(tc.size)
 			in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
-			srvArgs := tc.srv
+			srvArgs, cliArgs := tc.srv, []string{a}
+			if tc.tcp {
+				srvArgs, cliArgs = append(srvArgs, "-tcp"), append([]string{"-tcp"}, cliArgs...)
+			}
 			if tc.files {
 				srvArgs = append(srvArgs, "-o", out)
 			}
 			srv := startServer(t, ctx, a, srvArgs...)
-			cli := rdmatest.Command(ctx, a)
+			cli := rdmatest.Command(ctx, cliArgs...)
 			if tc.files {
 				if err := os.WriteFile(in, data, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				cli = rdmatest.Command(ctx, "-i", in, a)
+				cli = rdmatest.Command(ctx, append([]string{"-i", in}, cliArgs...)...)
 			} else {
 				cli.Stdin = bytes.NewReader(data)
 			}
@@ -163,19 +168,27 @@ func TestRdmacatFailures(t *testing.T) {
 		t.Errorf("-l with -i: %v: %q", err, out)
 	}
 
-	srv := startServer(t, ctx, a)
-	if err := srv.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
+	start = time.Now()
+	out, err = rdmatest.Command(ctx, "-tcp", a).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "connection refused") || time.Since(start) > 20*time.Second {
+		t.Errorf("-tcp client without a server: %v after %v: %q", err, time.Since(start), out)
 	}
-	msg, err := srv.wait()
-	if err == nil || !strings.Contains(msg, "context canceled") {
-		t.Errorf("server after Ctrl-C: %v: %q", err, msg)
+
+	for _, args := range [][]string{nil, {"-tcp"}} {
+		srv := startServer(t, ctx, a, args...)
+		if err := srv.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := srv.wait()
+		if err == nil || !strings.Contains(msg, "context canceled") {
+			t.Errorf("server %v after Ctrl-C: %v: %q", args, err, msg)
+		}
 	}
 
 	// A client whose input never ends (a terminal, a pipe) stops on
 	// Ctrl-C though its copy is blocked reading; the server then sees the
 	// end of what it sent.
-	srv = startServer(t, ctx, a)
+	srv := startServer(t, ctx, a)
 	cli := rdmatest.Command(ctx, a)
 	stdin, err := cli.StdinPipe()
 	if err != nil {
