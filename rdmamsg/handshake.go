@@ -207,6 +207,9 @@ func (l *netLink) open(conn *Conn, cfg *Config) (ibverbs.Endpoint, ibverbs.ConnP
 	if l.ctx, p.Port, p.GIDIndex, err = findPort(l.local.Addr(), cfg.Device); err != nil {
 		return ibverbs.Endpoint{}, p, err
 	}
+	// Messages are sends: the peer gets no RDMA read, write or atomic
+	// access to this QP at all.
+	p.Access = ibverbs.AccessLocalWrite
 	cm := &cfg.CM
 	p.Timeout, p.RetryCnt, p.RNRRetry, p.TrafficClass = cm.AckTimeout, cm.RetryCount, cm.RNRRetryCount, cm.TOS
 	if cm.MinRNRTimer > 31 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/rdmamsg"
 )
 
@@ -107,6 +108,15 @@ func TestHandshake(t *testing.T) {
 		}
 		if srv.QP().Num() == 0 || srv.QP().Num() == cli.QP().Num() && srvNet.Dev == cliNet.Dev {
 			t.Errorf("QPs %d and %d", srv.QP().Num(), cli.QP().Num())
+		}
+		for _, c := range []*rdmamsg.Conn{srv, cli} {
+			attr, err := c.QP().Query()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if attr.State != ibverbs.QPStateRTS || attr.Access&(ibverbs.AccessRemoteWrite|ibverbs.AccessRemoteRead|ibverbs.AccessRemoteAtomic) != 0 {
+				t.Errorf("QP %d: state %v, access %v; want RTS and no remote access", c.QP().Num(), attr.State, attr.Access)
+			}
 		}
 	})
 }
