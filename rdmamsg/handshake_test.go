@@ -23,8 +23,15 @@ import (
 func handshakePair(t testing.TB, srvCfg, cliCfg *rdmamsg.Config) (s, c *rdmamsg.Conn) {
 	t.Helper()
 	srvNet, cliNet := ends(t)
-	ctx := timeout(t, 60*time.Second)
 	srvNC, cliNC := tcpPair(t, srvNet.IP, cliNet.IP)
+	return handshakeBoth(t, srvNC, cliNC, srvCfg, cliCfg)
+}
+
+// handshakeBoth runs Handshake on both ends of a connection at once, each
+// with its settings, and returns both Conns; the caller closes them.
+func handshakeBoth(t testing.TB, srvNC, cliNC net.Conn, srvCfg, cliCfg *rdmamsg.Config) (s, c *rdmamsg.Conn) {
+	t.Helper()
+	ctx := timeout(t, 60*time.Second)
 	type res struct {
 		c   *rdmamsg.Conn
 		err error
@@ -37,6 +44,12 @@ func handshakePair(t testing.TB, srvCfg, cliCfg *rdmamsg.Config) (s, c *rdmamsg.
 	c, err := rdmamsg.Handshake(ctx, cliNC, cliCfg)
 	a := <-acc
 	if err != nil || a.err != nil {
+		if c != nil {
+			c.Close()
+		}
+		if a.c != nil {
+			a.c.Close()
+		}
 		t.Fatalf("client's handshake: %v; server's: %v", err, a.err)
 	}
 	return a.c, c
@@ -233,21 +246,7 @@ func TestHandshakeOverLoopback(t *testing.T) {
 			}
 			cfg := &rdmamsg.Config{Device: srvNet.Dev}
 			ctx := timeout(t, 60*time.Second)
-			type res struct {
-				c   *rdmamsg.Conn
-				err error
-			}
-			got := make(chan res, 1)
-			go func() {
-				c, err := rdmamsg.Handshake(ctx, a, cfg)
-				got <- res{c, err}
-			}()
-			cli, err := rdmamsg.Handshake(ctx, b, cfg)
-			r := <-got
-			if err != nil || r.err != nil {
-				t.Fatalf("handshakes: %v; %v", err, r.err)
-			}
-			srv := r.c
+			srv, cli := handshakeBoth(t, a, b, cfg, cfg)
 			defer srv.Close()
 			defer cli.Close()
 			msg := []byte("over " + name)
@@ -284,23 +283,8 @@ func TestHandshakeControlLost(t *testing.T) {
 	srvNet, cliNet := ends(t)
 	srvNC, cliNC := tcpPair(t, srvNet.IP, cliNet.IP)
 	ctx := timeout(t, 60*time.Second)
-	acc := make(chan *rdmamsg.Conn, 1)
-	go func() {
-		c, err := rdmamsg.Handshake(ctx, srvNC, nil)
-		if err != nil {
-			t.Error(err)
-		}
-		acc <- c
-	}()
-	cli, err := rdmamsg.Handshake(ctx, cliNC, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cli := handshakeBoth(t, srvNC, cliNC, nil, nil)
 	defer cli.Close()
-	srv := <-acc
-	if srv == nil {
-		t.FailNow()
-	}
 	defer srv.Close()
 	recv := make(chan error, 1)
 	go func() { _, err := cli.Recv(ctx, make([]byte, 10)); recv <- err }()
