@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -27,7 +28,10 @@ type CompChannel struct {
 	// w waits on a dup of the channel's fd, registered with the
 	// netpoller by the first Wait: a channel that only Blocks stays out
 	// of the netpoller, whose thread would otherwise wake at every event
-	// too. try, made with it, reads an event into cq and errno.
+	// too, or by the first Interrupt. try, made with it, reads an event
+	// into cq and errno.
+	wOnce sync.Once
+	wErr  error
 	w     *fdwait.Waiter
 	try   func(uintptr) bool
 	cq    *C.struct_ibv_cq
@@ -83,16 +87,8 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	if ch.c == nil {
 		return nil, ErrClosed
 	}
-	if ch.w == nil {
-		w, err := fdwait.New(int(ch.c.fd), "comp_channel")
-		if err != nil {
-			return nil, err
-		}
-		ch.w = w
-		ch.try = func(uintptr) bool {
-			ch.errno = C.gv_get_cq_event(ch.c, &ch.cq)
-			return ch.errno != C.int(syscall.EAGAIN)
-		}
+	if err := ch.waiter(); err != nil {
+		return nil, err
 	}
 	if err := ch.w.Wait(ctx, ch.try); err != nil {
 		return nil, waitError(err)
@@ -107,6 +103,43 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 		return nil, fmt.Errorf("ibv_get_cq_event: event for an unknown CQ %p", cq)
 	}
 	return got, nil
+}
+
+// waiter registers the channel's fd with the netpoller, once.
+func (ch *CompChannel) waiter() error {
+	ch.wOnce.Do(func() {
+		w, err := fdwait.New(int(ch.c.fd), "comp_channel")
+		if err != nil {
+			ch.wErr = err
+			return
+		}
+		ch.try = func(uintptr) bool {
+			ch.errno = C.gv_get_cq_event(ch.c, &ch.cq)
+			return ch.errno != C.int(syscall.EAGAIN)
+		}
+		ch.w = w
+	})
+	return ch.wErr
+}
+
+// ErrInterrupted is returned by a CompChannel's Wait that Interrupt ended.
+var ErrInterrupted = fdwait.ErrInterrupted
+
+// Interrupt ends the Wait under way on the channel with ErrInterrupted,
+// or the next one to begin when none is under way, without an event: for
+// a goroutine that waits for completions and must also look at something
+// else (its deadline moved, its connection is closing). It may be called
+// from any goroutine while another waits, and does not allocate once the
+// channel has been waited on or interrupted.
+func (ch *CompChannel) Interrupt() error {
+	if ch.c == nil {
+		return ErrClosed
+	}
+	if err := ch.waiter(); err != nil {
+		return err
+	}
+	ch.w.Interrupt()
+	return nil
 }
 
 // Block waits for the channel's next completion event as Wait does, but

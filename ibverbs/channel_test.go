@@ -167,6 +167,60 @@ func TestCompChannelWaitAllocs(t *testing.T) {
 	}
 }
 
+// TestCompChannelInterrupt ends a Wait with no event: one under way, and
+// one that begins after the Interrupt; after them an event still wakes
+// the next Wait, which returns its CQ; a closed channel refuses.
+func TestCompChannelInterrupt(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.a.cq.ReqNotify(false); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(50*time.Millisecond, func() {
+		if err := p.ch.Interrupt(); err != nil {
+			t.Error(err)
+		}
+	})
+	if cq, err := p.ch.Wait(ctx); !errors.Is(err, ibverbs.ErrInterrupted) || cq != nil {
+		t.Fatalf("Wait interrupted under way = %p, %v; want ErrInterrupted", cq, err)
+	}
+	if err := p.ch.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ch.Wait(ctx); !errors.Is(err, ibverbs.ErrInterrupted) {
+		t.Fatalf("Wait after Interrupt = %v; want ErrInterrupted", err)
+	}
+	// The CQ is still armed: a completion raises the event the next Wait
+	// returns.
+	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: 7, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	if err := b.Post(0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if cq, err := p.ch.Wait(ctx); err != nil || cq != p.a.cq {
+		t.Fatalf("Wait for the write's event = %p, %v; want %p", cq, err, p.a.cq)
+	}
+	if wc := pollOK(t, p.a.cq, ibverbs.WCRDMAWrite); wc.WRID != 7 {
+		t.Errorf("completion %+v", wc)
+	}
+	if n := testing.AllocsPerRun(50, func() { p.ch.Interrupt() }); n != 0 {
+		t.Errorf("Interrupt allocates %v times", n)
+	}
+	ch, err := p.ctx.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, ch)
+	if err := ch.Interrupt(); !errors.Is(err, ibverbs.ErrClosed) {
+		t.Errorf("Interrupt on a closed channel = %v, want ErrClosed", err)
+	}
+}
+
 // A CQ can be made on each of the device's completion vectors, with a
 // channel, and a vector beyond them is refused before the verb, naming
 // the range.

@@ -24,6 +24,9 @@ import (
 // os.ErrClosed.
 var ErrClosed = os.ErrClosed
 
+// ErrInterrupted is returned by a Wait that Interrupt ended.
+var ErrInterrupted = errors.New("wait interrupted")
+
 // Waiter waits on one descriptor. One goroutine at a time may Wait; Close
 // may come from another and ends a Wait in progress.
 type Waiter struct {
@@ -39,6 +42,8 @@ type Waiter struct {
 	done   <-chan struct{}
 	stop   func() bool
 	closed atomic.Bool
+	// interrupted is Interrupt's word to the Wait under way or the next.
+	interrupted atomic.Bool
 }
 
 // New makes fd non-blocking and returns a Waiter on a dup of it, named
@@ -87,6 +92,11 @@ func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 		if w.closed.Load() {
 			return ErrClosed
 		}
+		// After the deadline is set: an Interrupt from here on sets the
+		// deadline past after its flag, which wakes the Read below.
+		if w.interrupted.Swap(false) {
+			return ErrInterrupted
+		}
 		// After the deadline is set: a cancellation from here on runs
 		// the AfterFunc, which wakes the Read below.
 		if err := ctx.Err(); err != nil {
@@ -104,6 +114,9 @@ func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 			if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
 				return context.DeadlineExceeded
 			}
+			if w.interrupted.Swap(false) {
+				return ErrInterrupted
+			}
 			// The AfterFunc of an earlier context, which ended as this
 			// wait began: wait again, with this one's deadline.
 			w.setDeadline(ctx)
@@ -111,6 +124,15 @@ func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 			return err
 		}
 	}
+}
+
+// Interrupt ends the Wait under way with ErrInterrupted, or, if none is,
+// the next one to begin: for a caller that must look again at something
+// other than the descriptor (a deadline moved, its object closing). It
+// may be called from any goroutine and does not allocate.
+func (w *Waiter) Interrupt() {
+	w.interrupted.Store(true)
+	w.f.SetReadDeadline(expired)
 }
 
 func (w *Waiter) setDeadline(ctx context.Context) {

@@ -127,3 +127,34 @@ func TestWaitClose(t *testing.T) {
 		t.Errorf("Wait on a closed Waiter = %v", err)
 	}
 }
+
+// Interrupt ends a Wait under way, or the next one when none is, once;
+// the Waiter works as before after it; and it allocates nothing.
+func TestInterrupt(t *testing.T) {
+	_, w, wt, try := pipe(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	time.AfterFunc(20*time.Millisecond, wt.Interrupt)
+	if err := wt.Wait(ctx, try); !errors.Is(err, fdwait.ErrInterrupted) {
+		t.Fatalf("Wait interrupted under way = %v, want ErrInterrupted", err)
+	}
+	wt.Interrupt()
+	if err := wt.Wait(ctx, try); !errors.Is(err, fdwait.ErrInterrupted) {
+		t.Fatalf("Wait after an Interrupt = %v, want ErrInterrupted", err)
+	}
+	// The interruption is spent: a byte ends the next wait, and its
+	// context's deadline still bounds one with nothing to read.
+	time.AfterFunc(20*time.Millisecond, func() { w.Write([]byte{1}) })
+	if err := wt.Wait(ctx, try); err != nil {
+		t.Fatalf("Wait for a byte after interruptions: %v", err)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if err := wt.Wait(short, try); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait with nothing to read = %v, want context.DeadlineExceeded", err)
+	}
+	if n := testing.AllocsPerRun(100, wt.Interrupt); n != 0 {
+		t.Errorf("Interrupt allocates %v times", n)
+	}
+}
