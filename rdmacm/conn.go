@@ -37,6 +37,12 @@ type Config struct {
 	// polls without a lock. A device without the flag gets ordinary CQs;
 	// CQ.SingleThreaded says which.
 	SingleThreadedCQs bool
+	// SharedCQ makes the connection's one CQ serve both its send and its
+	// receive queue, with one completion channel, of CQSize entries
+	// (default MaxSendWR + MaxRecvWR): one poll takes both kinds of
+	// completion, and one goroutine sleeps for either. SendCQ and RecvCQ
+	// then return the same CQ. It does nothing when Config.SendCQ is set.
+	SharedCQ bool
 	// SigAll makes every send signalled.
 	SigAll bool
 	// WRAPI makes the QP post sends through the ibv_wr_* API
@@ -300,10 +306,17 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		if c.sch, err = c.pd.Context().CreateCompChannel(); err != nil {
 			return c, err
 		}
-		if c.scq, err = mkCQ(size(qc.MaxSendWR), c.sch); err != nil {
+		n := qc.MaxSendWR
+		if cfg.SharedCQ {
+			n += qc.MaxRecvWR
+		}
+		if c.scq, err = mkCQ(size(n), c.sch); err != nil {
 			return c, err
 		}
 		c.ownSCQ = true
+		if cfg.SharedCQ {
+			c.rcq = c.scq
+		}
 	}
 	if c.rcq == nil {
 		if c.rch, err = c.pd.Context().CreateCompChannel(); err != nil {

@@ -772,6 +772,38 @@ func TestSingleThreadedCQs(t *testing.T) {
 	}
 }
 
+// TestSharedCQ: with Config.SharedCQ each side's send and receive
+// completions come on one CQ, sized for both queues, with one channel
+// whose events wake for either kind; the Conns close cleanly, one CQ
+// each, leaving no descriptor behind.
+func TestSharedCQ(t *testing.T) {
+	n := device(t)
+	n2 := secondDevice(t)
+	checkLeaks(t, 2)
+	cfg := &rdmacm.Config{SharedCQ: true, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 6}}
+	l := listen(t, n.IP, cfg)
+	srv, cli := connect(t, l, n2.IP, cfg)
+	for _, c := range []*rdmacm.Conn{srv, cli} {
+		if c.SendCQ() != c.RecvCQ() || c.SendCQ().Len() < 10 || c.SendCQ().Channel() == nil {
+			t.Fatalf("SendCQ %p, RecvCQ %p, %d entries; want one CQ of 10 or more, with a channel",
+				c.SendCQ(), c.RecvCQ(), c.SendCQ().Len())
+		}
+	}
+	sm, cm := register(t, srv.PD(), 4096, 0), register(t, cli.PD(), 4096, 0)
+	postRecv(t, srv, sm, 0, 64)
+	copy(cm.buf.Bytes(), "shared")
+	send(t, cli, cm, 0, 6) // the send's completion, on the shared CQ
+	wc, err := waitEvent(srv.RecvCQ(), 20*time.Second)
+	if err != nil || wc.Opcode != ibverbs.WCRecv || string(sm.buf.Bytes()[:6]) != "shared" {
+		t.Fatalf("receive %+v, %v, %q", wc, err, sm.buf.Bytes()[:6])
+	}
+	postRecv(t, cli, cm, 64, 64)
+	send(t, srv, sm, 0, 6)
+	if wc, err := waitEvent(cli.RecvCQ(), 20*time.Second); err != nil || wc.Opcode != ibverbs.WCRecv {
+		t.Fatalf("the answer: %+v, %v", wc, err)
+	}
+}
+
 // TestPrepare: Config.Prepare runs on each side before the request or the
 // reply goes, so that a receive it posts is there for the peer's first
 // message, sent the moment the connection is up; its cleanup runs once,
