@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -43,12 +44,11 @@ type Config struct {
 	// retries running out, even to a side that only receives.
 	KeepAlive time.Duration
 	// Spin is how long Send, Recv, Read and Write poll the connection's
-	// CQs themselves, for the peer's message or for credits, before they
-	// sleep until the connection's goroutines wake them (default 0: sleep
-	// at once). A spin keeps a CPU busy while it lasts and saves the two
-	// wake-ups of a sleep (the netpoller's, then the caller's), which are
-	// most of a short message's round trip on a NIC: for a caller that
-	// expects an answer within microseconds.
+	// CQ, for the peer's message or for credits, before they sleep on its
+	// completion channel (default 0: sleep at once). A spin keeps a CPU
+	// busy while it lasts and saves the wake-up of a sleep, which is much
+	// of a short message's round trip on a NIC: for a caller that expects
+	// an answer within microseconds.
 	Spin time.Duration
 	// Device, for Handshake only, names the RDMA device to use ("mlx5_0",
 	// or "mlx5_0:2" for port 2) instead of the one with a RoCE GID of the
@@ -56,10 +56,10 @@ type Config struct {
 	// where rdma_cm picks the device by address, refuse it.
 	Device string
 	// CM is the connection manager's part: the source address, TOS, ACK
-	// timeout and time limits. Cap, PrivateData, Prepare, PD, CQs, SRQ,
-	// UD, SigAll, WRAPI and SingleThreadedCQs (the caller of a spinning
-	// Recv polls the CQs too) are this package's to set and must be left
-	// zero.
+	// timeout and time limits. Cap, PrivateData, Prepare, PD, CQs,
+	// SharedCQ, SRQ, UD, SigAll, WRAPI and SingleThreadedCQs (callers
+	// poll the CQ from more than one goroutine) are this package's to set
+	// and must be left zero.
 	CM rdmacm.Config
 }
 
@@ -109,7 +109,7 @@ func (cfg *Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("rdmamsg: Config.SendBuffers %d: want 1 to %d: %w", c.SendBuffers, maxDepth, syscall.EINVAL)
 	case c.CM.Cap != (ibverbs.QPCap{}) || c.CM.PrivateData != nil || c.CM.Prepare != nil || c.CM.PD != nil ||
 		c.CM.SendCQ != nil || c.CM.RecvCQ != nil || c.CM.SRQ != nil || c.CM.UD || c.CM.SigAll || c.CM.WRAPI ||
-		c.CM.SingleThreadedCQs:
+		c.CM.SingleThreadedCQs || c.CM.SharedCQ:
 		return c, fmt.Errorf("rdmamsg: Config.CM sets the QP, its memory or its private data, which are rdmamsg's: %w", syscall.EINVAL)
 	}
 	return c, nil
@@ -140,10 +140,14 @@ type Conn struct {
 	smr                  *ibverbs.MR
 	sb                   *ibverbs.SendBatch
 
-	spin       time.Duration
-	keepAlive  time.Duration
-	posts      uint64       // requests posted to the send queue, for keepAlive
-	rwcs, swcs []ibverbs.WC // the pollers' completions, under mu
+	spin      time.Duration
+	keepAlive time.Duration
+	posts     uint64 // requests posted to the send queue, for keepAlive
+	// cq is the connection's one CQ, for sends and receives alike, and
+	// ch its completion channel; wcs takes its completions, under mu.
+	cq  *ibverbs.CQ
+	ch  *ibverbs.CompChannel
+	wcs []ibverbs.WC
 
 	sendMu sync.Mutex // Send and Write
 	recvMu sync.Mutex // Recv and Read
@@ -162,6 +166,11 @@ type Conn struct {
 	eof     bool  // the peer closed, and everything it sent was taken
 	closing bool
 	started bool // start finished: Close frees what there is
+	// asleep says a caller sleeps on ch (sleep); the others sleep on
+	// their kicks until it wakes them. freed says Close freed the link,
+	// and ch with it.
+	asleep bool
+	freed  bool
 	// loans counts the buffers in use outside mu (lend); unmapLater says
 	// Close left their unmapping to the last giveBack.
 	loans      int
@@ -322,6 +331,7 @@ func (c *Conn) cmConfig(cfg *Config) rdmacm.Config {
 	}
 	cm.PrivateData = hello{depth: c.depth, maxMessage: c.maxRecv}.encode()
 	cm.Prepare = c.prepare
+	cm.SharedCQ = true
 	return cm
 }
 
@@ -396,7 +406,7 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	wrs := make([]ibverbs.SendWR, c.sendBuffers+1)
 	c.free = make([]int, c.sendBuffers)
 	for i := range wrs {
-		wrs[i] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled}
+		wrs[i] = ibverbs.SendWR{ID: sendTag | uint64(i), Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled}
 		if i < c.sendBuffers {
 			wrs[i].SGL = []ibverbs.SGE{c.smr.SGE(i*c.maxSend, c.maxSend)}
 			c.free[i] = c.sendBuffers - 1 - i
@@ -405,19 +415,21 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	if c.sb, err = l.QP().NewSendBatch(wrs); err != nil {
 		return err
 	}
-	c.rwcs = make([]ibverbs.WC, c.depth)
-	c.swcs = make([]ibverbs.WC, c.sendBuffers+updateSlots)
+	c.cq, c.ch = l.SendCQ(), l.SendCQ().Channel()
+	if l.RecvCQ() != c.cq || c.ch == nil {
+		return fmt.Errorf("rdmamsg: the connection's send and receive queues need one CQ with a channel")
+	}
+	c.wcs = make([]ibverbs.WC, c.depth+c.sendBuffers+updateSlots)
+	c.rdl.onChange, c.wdl.onChange = c.interrupt, c.interrupt
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	c.started = true
-	c.loops.Add(3)
+	c.loops.Add(1)
 	if c.keepAlive > 0 {
 		c.loops.Add(1)
 		go c.keepAlives(ctx)
 	}
 	go c.watch(ctx)
-	go cqLoop{mu: &c.mu, cq: l.SendCQ(), poll: c.pollSend, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
-	go cqLoop{mu: &c.mu, cq: l.RecvCQ(), poll: c.pollRecv, end: c.ended, fail: c.fail, wake: c.wake}.run(ctx, &c.loops)
 	return nil
 }
 
@@ -472,14 +484,31 @@ func (c *Conn) unmap() error {
 	return errors.Join(c.closeBuffer(&c.rbuf), c.closeBuffer(&c.sbuf))
 }
 
-// watch ends the loops when the connection manager reports the end of the
-// connection, so that they take the last completions and stop.
+// watch waits for the end of the connection (the peer disconnected, or
+// died, or Close): then it takes the last completions, marks the end of
+// the stream and wakes every caller, the one asleep on the CQ too.
 func (c *Conn) watch(ctx context.Context) {
 	defer c.loops.Done()
 	select {
 	case <-c.link.Done():
-		c.stop()
+		c.mu.Lock()
+		for c.poll() > 0 {
+		}
+		c.ended()
+		c.mu.Unlock()
+		c.wake(nil)
+		c.interrupt()
 	case <-ctx.Done():
+	}
+}
+
+// interrupt ends the sleep of the caller asleep on the CQ, or the next
+// one's, so that it looks again: Close, a deadline, the end.
+func (c *Conn) interrupt() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.freed {
+		c.ch.Interrupt()
 	}
 }
 
@@ -490,32 +519,39 @@ func (c *Conn) fail(err error) {
 	}
 }
 
-// wake wakes a waiting Send, Recv and Close.
-func (c *Conn) wake() {
-	kick(c.sendKick)
-	kick(c.recvKick)
-	kick(c.closeKick)
+// wake wakes a waiting Send, Recv and Close, all but self: the one that
+// took completions or left the CQ, which would otherwise find its own
+// kick waiting the next time it sleeps.
+func (c *Conn) wake(self chan struct{}) {
+	for _, k := range [...]chan struct{}{c.sendKick, c.recvKick, c.closeKick} {
+		if k != self {
+			kick(k)
+		}
+	}
 }
 
-// pollSend takes the send completions there are, with c.mu held: each
-// frees its buffer, or fails the connection.
-func (c *Conn) pollSend() int {
-	n, err := c.link.SendCQ().Poll(c.swcs)
+// sendTag marks the send requests' IDs, so that a completion on the
+// shared CQ says which queue it is from even when flushed, when its
+// opcode is undefined.
+const sendTag = 1 << 63
+
+// poll takes the completions there are, with c.mu held, and returns how
+// many: a send's frees its buffer, a receive's is a message or credits.
+// The caller wakes the others when it took any.
+func (c *Conn) poll() int {
+	if c.freed {
+		return 0
+	}
+	n, err := c.cq.Poll(c.wcs)
 	if err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
 		return 0
 	}
-	for _, wc := range c.swcs[:n] {
-		c.sqOut--
-		if i := int(wc.WRID); i < c.sendBuffers {
-			c.free = append(c.free, i)
-		}
-		// A flushed request is not a cause: the QP went into the
-		// error state because a request failed (which completes with
-		// its own status), the peer disconnected or Close did, and
-		// each of those is reported for itself.
-		if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
-			c.fail(fmt.Errorf("rdmamsg: send to %s: %w", c.link.RemoteAddr(), wc.Err()))
+	for i := range c.wcs[:n] {
+		if wc := &c.wcs[i]; wc.WRID&sendTag != 0 {
+			c.sent(wc)
+		} else {
+			c.received(wc)
 		}
 	}
 	if n > 0 {
@@ -524,18 +560,20 @@ func (c *Conn) pollSend() int {
 	return n
 }
 
-// pollRecv takes the receive completions there are, with c.mu held.
-func (c *Conn) pollRecv() int {
-	n, err := c.link.RecvCQ().Poll(c.rwcs)
-	if err != nil {
-		c.fail(fmt.Errorf("rdmamsg: %w", err))
-		return 0
+// sent takes a send's completion, with c.mu held: it frees its buffer, or
+// fails the connection.
+func (c *Conn) sent(wc *ibverbs.WC) {
+	c.sqOut--
+	if i := int(wc.WRID &^ sendTag); i < c.sendBuffers {
+		c.free = append(c.free, i)
 	}
-	c.received(c.rwcs[:n])
-	if n > 0 {
-		c.sendUpdate()
+	// A flushed request is not a cause: the QP went into the error state
+	// because a request failed (which completes with its own status), the
+	// peer disconnected or Close did, and each of those is reported for
+	// itself.
+	if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
+		c.fail(fmt.Errorf("rdmamsg: send to %s: %w", c.link.RemoteAddr(), wc.Err()))
 	}
-	return n
 }
 
 // ended marks the end of the stream once the connection has ended and
@@ -550,17 +588,18 @@ func (c *Conn) ended() {
 	c.eof = true
 }
 
-// spinFor polls both CQs for up to c.spin, until ready says what the
-// caller waits for is there, or something ended.
-func (c *Conn) spinFor(ready func() bool) {
+// spinFor polls the CQ for up to c.spin, until ready says what the
+// caller waits for is there, or something ended; self is the caller's
+// kick.
+func (c *Conn) spinFor(ready func() bool, self chan struct{}) {
 	end := time.Now().Add(c.spin)
 	for {
 		c.mu.Lock()
-		n := c.pollRecv() + c.pollSend()
+		n := c.poll()
 		done := ready() || c.err != nil || c.eof || c.closing
 		c.mu.Unlock()
 		if n > 0 {
-			c.wake()
+			c.wake(self)
 		}
 		if done || time.Now().After(end) {
 			return
@@ -568,30 +607,27 @@ func (c *Conn) spinFor(ready func() bool) {
 	}
 }
 
-// received takes receive completions, with c.mu held.
-func (c *Conn) received(wcs []ibverbs.WC) {
-	for i := range wcs {
-		wc := &wcs[i]
-		if wc.Status != ibverbs.WCSuccess {
-			if wc.Status != ibverbs.WCWRFlushErr { // as in pollSend
-				c.fail(fmt.Errorf("rdmamsg: receive from %s: %w", c.link.RemoteAddr(), wc.Err()))
-			}
-			continue
+// received takes a receive's completion, with c.mu held.
+func (c *Conn) received(wc *ibverbs.WC) {
+	if wc.Status != ibverbs.WCSuccess {
+		if wc.Status != ibverbs.WCWRFlushErr { // as in sent
+			c.fail(fmt.Errorf("rdmamsg: receive from %s: %w", c.link.RemoteAddr(), wc.Err()))
 		}
-		slot := int(wc.WRID)
-		isUpdate, ok := c.fl.received(wc.Imm)
-		if !ok || wc.Flags&ibverbs.WCWithImm == 0 {
-			c.fail(fmt.Errorf("rdmamsg: a message from %s that the protocol does not send (immediate data %#x, flags %s): %w",
-				c.link.RemoteAddr(), wc.Imm, wc.Flags, syscall.EPROTO))
-			continue
-		}
-		if isUpdate {
-			c.repost(slot)
-			continue
-		}
-		c.lens[slot] = int(wc.ByteLen)
-		c.ready.push(slot)
+		return
 	}
+	slot := int(wc.WRID)
+	isUpdate, ok := c.fl.received(wc.Imm)
+	if !ok || wc.Flags&ibverbs.WCWithImm == 0 {
+		c.fail(fmt.Errorf("rdmamsg: a message from %s that the protocol does not send (immediate data %#x, flags %s): %w",
+			c.link.RemoteAddr(), wc.Imm, wc.Flags, syscall.EPROTO))
+		return
+	}
+	if isUpdate {
+		c.repost(slot)
+		return
+	}
+	c.lens[slot] = int(wc.ByteLen)
+	c.ready.push(slot)
 }
 
 // repost posts receive buffer slot again, with c.mu held, and counts it
@@ -644,6 +680,11 @@ func (c *Conn) keepAlives(ctx context.Context) {
 			return
 		}
 		c.mu.Lock()
+		// Take what came meanwhile, which no caller may have: the sends'
+		// completions free room for the keepalive, or show a failure.
+		if c.poll() > 0 {
+			c.wake(nil)
+		}
 		if c.posts == seen && c.err == nil && !c.closing && c.canPost() {
 			c.postUpdate()
 		}
@@ -812,16 +853,96 @@ func (c *Conn) waitSend(ctx context.Context, ready func() bool) error {
 		if ready() {
 			return nil
 		}
+		if c.poll() > 0 {
+			c.wake(c.sendKick)
+			c.mu.Unlock()
+			continue
+		}
 		c.mu.Unlock()
 		if c.spin > 0 && !spun {
-			c.spinFor(ready)
+			c.spinFor(ready, c.sendKick)
 			spun = true
 			continue
 		}
-		if err := wait(ctx, c.sendKick, &c.wdl, c.closed); err != nil {
+		if err := c.sleep(ctx, c.sendKick, &c.wdl, c.closed); err != nil {
 			return err
 		}
 	}
+}
+
+// sleep waits until what a caller waits for may have come: completions
+// on the CQ, a kick from whoever took some, or the end of the
+// connection; or until ctx ends, the deadline dl (if any) passes or done
+// is closed. The first caller to sleep sleeps on the CQ's channel
+// itself, so that the netpoller wakes it and no goroutine passes the
+// completion on; one that comes while it sleeps waits for its kick, and
+// takes the channel when it leaves. The caller looks again after each.
+func (c *Conn) sleep(ctx context.Context, kick chan struct{}, dl *deadline, done <-chan struct{}) error {
+	c.mu.Lock()
+	if c.freed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if c.asleep || c.closing && done == c.closed {
+		c.mu.Unlock()
+		return wait(ctx, kick, dl, done)
+	}
+	c.asleep = true
+	c.mu.Unlock()
+	err := c.sleepOnCQ(ctx, kick, dl, done)
+	c.mu.Lock()
+	c.asleep = false
+	c.mu.Unlock()
+	c.wake(kick) // one waiting for its kick may take the channel now
+	return err
+}
+
+// sleepOnCQ arms the CQ, takes what came before, and sleeps on the
+// channel: any completion from the arming on raises an event, whoever
+// takes it, and Close, the deadlines and the end interrupt the sleep.
+func (c *Conn) sleepOnCQ(ctx context.Context, kick chan struct{}, dl *deadline, done <-chan struct{}) error {
+	if err := c.cq.ReqNotify(false); err != nil {
+		c.mu.Lock()
+		c.fail(fmt.Errorf("rdmamsg: %w", err))
+		c.mu.Unlock()
+		c.wake(kick)
+		return nil // the caller finds the failure
+	}
+	c.mu.Lock()
+	n := c.poll()
+	c.mu.Unlock()
+	if n > 0 {
+		c.wake(kick)
+		return nil
+	}
+	var dlc <-chan struct{}
+	if dl != nil {
+		dlc = dl.done()
+	}
+	select {
+	case <-kick:
+		return nil
+	case <-dlc:
+		return os.ErrDeadlineExceeded
+	case <-done:
+		return ErrClosed
+	default:
+	}
+	_, err := c.ch.Wait(ctx)
+	switch {
+	case err == nil, errors.Is(err, ibverbs.ErrInterrupted):
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		// ctx's deadline, passed before its own timer marked it done
+		return err
+	}
+	c.mu.Lock()
+	c.fail(fmt.Errorf("rdmamsg: %w", err))
+	c.mu.Unlock()
+	c.wake(kick)
+	return nil
 }
 
 // buffer waits for a free send buffer and takes it, on loan (lend): the
@@ -925,6 +1046,9 @@ func (c *Conn) next() (int, []byte, error) {
 	if c.closing {
 		return -1, nil, ErrClosed
 	}
+	if c.cur < 0 && c.ready.len() == 0 && c.poll() > 0 {
+		c.wake(c.recvKick)
+	}
 	if c.cur < 0 && c.ready.len() > 0 {
 		c.cur, c.off = c.ready.pop(), 0
 	}
@@ -946,6 +1070,11 @@ func (c *Conn) next() (int, []byte, error) {
 func (c *Conn) take(slot int) {
 	c.cur = -1
 	c.repost(slot)
+	if c.fl.wantUpdate() && c.sqOut >= c.sendBuffers+updateSlots && c.poll() > 0 {
+		// The sends' completions taken made room for the update
+		// (poll sent it).
+		c.wake(c.recvKick)
+	}
 	c.sendUpdate()
 }
 
@@ -958,11 +1087,11 @@ func (c *Conn) haveMessage() bool { return c.cur >= 0 || c.ready.len() > 0 }
 // passes or the Conn closes. The caller looks again after each.
 func (c *Conn) waitRecv(ctx context.Context, spun *bool) error {
 	if c.spin > 0 && !*spun {
-		c.spinFor(c.haveMessage)
+		c.spinFor(c.haveMessage, c.recvKick)
 		*spun = true
 		return nil
 	}
-	return wait(ctx, c.recvKick, &c.rdl, c.closed)
+	return c.sleep(ctx, c.recvKick, &c.rdl, c.closed)
 }
 
 // Read reads the stream of messages as bytes: what is left of the current
@@ -1077,21 +1206,26 @@ func (c *Conn) Close() error {
 		c.closing = true
 		c.mu.Unlock()
 		close(c.closed)
+		c.interrupt()
 		// From here on nothing is posted: every post checks closing.
 		// Send, Recv and the rest that wait return ErrClosed; ReadFrom
 		// or WriteTo busy in their reader or writer find it when they
-		// come back, and the buffers stay mapped until then.
+		// come back, and the buffers stay mapped until then. Close waits
+		// for the sends to complete, and for a caller asleep on the CQ
+		// to leave it (interrupted, it does at once): the link's Close
+		// frees the channel.
 		for {
 			c.mu.Lock()
-			done := c.sqOut == 0 || c.err != nil || c.eof || c.link.Err() != nil
+			if c.poll() > 0 {
+				c.wake(c.closeKick)
+			}
+			sent := c.sqOut == 0 || c.err != nil || c.eof || c.link.Err() != nil
+			done := sent && !c.asleep
 			c.mu.Unlock()
 			if done {
 				break
 			}
-			select {
-			case <-c.closeKick:
-			case <-c.link.Done():
-			}
+			c.sleep(context.Background(), c.closeKick, nil, c.link.Done())
 		}
 		c.stop()
 		c.loops.Wait()
@@ -1103,6 +1237,7 @@ func (c *Conn) Close() error {
 			disc = nil // the peer went first: there is nothing to disconnect
 		}
 		c.mu.Lock()
+		c.freed = true
 		errs := []error{disc, c.freeSends(), c.link.Close()}
 		if c.loans == 0 {
 			errs = append(errs, c.unmap())

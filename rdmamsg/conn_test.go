@@ -396,6 +396,7 @@ func TestCloseWakesWaiters(t *testing.T) {
 	go func() { errs <- cli.Send(ctx, []byte("blocked")) }()
 	go func() { _, err := cli.Recv(ctx, make([]byte, 10)); errs <- err }()
 	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
 	if err := cli.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -403,6 +404,11 @@ func TestCloseWakesWaiters(t *testing.T) {
 		if err := <-errs; !errors.Is(err, rdmamsg.ErrClosed) {
 			t.Errorf("a waiter got %v, want ErrClosed", err)
 		}
+	}
+	// At once: not when something else (a keepalive, 15 s on) happens
+	// to wake the waiter asleep on the CQ.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close and its waiters returned after %v", d)
 	}
 	// The peer still gets what was sent before, then the end.
 	buf := make([]byte, 10)

@@ -13,6 +13,10 @@ type deadline struct {
 	mu    sync.Mutex
 	ch    chan struct{} // closed once the deadline has passed
 	timer *time.Timer
+	// onChange, if set, is called, without mu, after each set and when
+	// the deadline passes: for a wait that cannot select on done (a
+	// Conn's caller asleep on its CQ).
+	onChange func()
 }
 
 // done returns the channel of the deadline set now.
@@ -28,6 +32,13 @@ func (d *deadline) done() <-chan struct{} {
 // set sets the deadline to t: the zero time for none, a time past for
 // at once. Waits that began before see the new deadline.
 func (d *deadline) set(t time.Time) {
+	d.reset(t)
+	if d.onChange != nil {
+		d.onChange()
+	}
+}
+
+func (d *deadline) reset(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.timer != nil {
@@ -48,9 +59,13 @@ func (d *deadline) set(t time.Time) {
 	if dur := time.Until(t); dur > 0 {
 		d.timer = time.AfterFunc(dur, func() {
 			d.mu.Lock()
-			defer d.mu.Unlock()
-			if d.ch == ch && !isClosed(ch) {
+			fired := d.ch == ch && !isClosed(ch)
+			if fired {
 				close(ch)
+			}
+			d.mu.Unlock()
+			if fired && d.onChange != nil {
+				d.onChange()
 			}
 		})
 		return

@@ -40,12 +40,19 @@
 //
 // # Goroutines and waiting
 //
-// Each Conn runs two goroutines that sleep on the CQs' completion channels
-// in Go's netpoller and wake Send and Recv; no thread blocks in C, and
-// nothing spins unless Config.Spin asks callers to poll the CQs
-// themselves for a while before they sleep. One goroutine may send and
-// another receive at the same time. Send, Recv and the stream methods
-// allocate nothing per message (BenchmarkRoundTrip, BenchmarkStream,
+// A Conn's sends and receives complete on one CQ (rdmacm.Config.SharedCQ),
+// and the callers take its completions themselves: Send, Recv and the
+// rest poll it when what they need is not there yet, and a caller that
+// must wait sleeps on the CQ's completion channel in Go's netpoller, which
+// wakes it when a completion comes, with no goroutine between. While one
+// caller sleeps there, another (a Send waiting for credits while a Recv
+// waits for a message) sleeps until the first wakes it, and takes the
+// channel when the first leaves. No thread blocks in C, and nothing spins
+// unless Config.Spin asks callers to poll for a while before they sleep.
+// One goroutine may send and another receive at the same time. What comes
+// while no caller waits stays on the CQ until the next call (or the
+// keepalive's tick) takes it. Send, Recv and the stream methods allocate
+// nothing per message (BenchmarkRoundTrip, BenchmarkStream,
 // TestNoAllocations).
 //
 // # The end of a connection

@@ -60,12 +60,12 @@ type netLink struct {
 	nc            net.Conn
 	local, remote netip.AddrPort
 
-	ctx      *ibverbs.Context
-	pd       *ibverbs.PD
-	sch, rch *ibverbs.CompChannel
-	scq, rcq *ibverbs.CQ
-	qp       *ibverbs.QP
-	cleanup  func() error // postReceives'
+	ctx     *ibverbs.Context
+	pd      *ibverbs.PD
+	ch      *ibverbs.CompChannel
+	cq      *ibverbs.CQ // for the send and the receive queue, as rdmacm.Config.SharedCQ
+	qp      *ibverbs.QP
+	cleanup func() error // postReceives'
 
 	done      chan struct{}
 	mu        sync.Mutex
@@ -77,8 +77,8 @@ type netLink struct {
 
 func (l *netLink) QP() *ibverbs.QP            { return l.qp }
 func (l *netLink) PD() *ibverbs.PD            { return l.pd }
-func (l *netLink) SendCQ() *ibverbs.CQ        { return l.scq }
-func (l *netLink) RecvCQ() *ibverbs.CQ        { return l.rcq }
+func (l *netLink) SendCQ() *ibverbs.CQ        { return l.cq }
+func (l *netLink) RecvCQ() *ibverbs.CQ        { return l.cq }
 func (l *netLink) LocalAddr() netip.AddrPort  { return l.local }
 func (l *netLink) RemoteAddr() netip.AddrPort { return l.remote }
 func (l *netLink) Done() <-chan struct{}      { return l.done }
@@ -134,8 +134,7 @@ func (l *netLink) Close() error {
 		if l.cleanup != nil {
 			errs = append(errs, l.cleanup())
 		}
-		errs = append(errs, closeMade(l.qp), closeMade(l.rcq), closeMade(l.scq), closeMade(l.rch),
-			closeMade(l.sch), closeMade(l.pd), closeMade(l.ctx))
+		errs = append(errs, closeMade(l.qp), closeMade(l.cq), closeMade(l.ch), closeMade(l.pd), closeMade(l.ctx))
 		l.closeErr = errors.Join(errs...)
 	})
 	return l.closeErr
@@ -222,19 +221,13 @@ func (l *netLink) open(conn *Conn, cfg *Config) (ibverbs.Endpoint, ibverbs.ConnP
 		return ibverbs.Endpoint{}, p, err
 	}
 	sendWRs := conn.sendBuffers + updateSlots
-	if l.sch, err = l.ctx.CreateCompChannel(); err != nil {
+	if l.ch, err = l.ctx.CreateCompChannel(); err != nil {
 		return ibverbs.Endpoint{}, p, err
 	}
-	if l.scq, err = l.ctx.CreateCQ(sendWRs, l.sch); err != nil {
+	if l.cq, err = l.ctx.CreateCQ(sendWRs+conn.depth, l.ch); err != nil {
 		return ibverbs.Endpoint{}, p, err
 	}
-	if l.rch, err = l.ctx.CreateCompChannel(); err != nil {
-		return ibverbs.Endpoint{}, p, err
-	}
-	if l.rcq, err = l.ctx.CreateCQ(conn.depth, l.rch); err != nil {
-		return ibverbs.Endpoint{}, p, err
-	}
-	if l.qp, err = l.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: l.scq, RecvCQ: l.rcq,
+	if l.qp, err = l.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: l.cq, RecvCQ: l.cq,
 		Cap: ibverbs.QPCap{MaxSendWR: sendWRs, MaxSendSGE: 1, MaxRecvWR: conn.depth, MaxRecvSGE: 1}}); err != nil {
 		return ibverbs.Endpoint{}, p, err
 	}

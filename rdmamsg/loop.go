@@ -13,15 +13,20 @@ import (
 )
 
 // wait sleeps until kick wakes it (nil), ctx ends (its error), the
-// deadline passes (os.ErrDeadlineExceeded) or closed is closed
-// (ErrClosed): the one way Conn and PacketConn callers sleep.
+// deadline dl, if any, passes (os.ErrDeadlineExceeded) or closed is
+// closed (ErrClosed): how PacketConn callers sleep, and Conn callers
+// while another sleeps on the CQ.
 func wait(ctx context.Context, kick <-chan struct{}, dl *deadline, closed <-chan struct{}) error {
+	var dlc <-chan struct{}
+	if dl != nil {
+		dlc = dl.done()
+	}
 	select {
 	case <-kick:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-dl.done():
+	case <-dlc:
 		return os.ErrDeadlineExceeded
 	case <-closed:
 		return ErrClosed
