@@ -1082,9 +1082,9 @@ func (c *Conn) take(slot int) {
 func (c *Conn) haveMessage() bool { return c.cur >= 0 || c.ready.len() > 0 }
 
 // waitRecv waits for a message to read: the first time in a caller's
-// series (*spun false) by spinning with Config.Spin, if set; then asleep,
-// until the connection's goroutines wake it, ctx ends, the read deadline
-// passes or the Conn closes. The caller looks again after each.
+// series (*spun false) by spinning with Config.Spin, if set; then asleep
+// (sleep), until a completion or a kick comes, ctx ends, the read
+// deadline passes or the Conn closes. The caller looks again after each.
 func (c *Conn) waitRecv(ctx context.Context, spun *bool) error {
 	if c.spin > 0 && !*spun {
 		c.spinFor(c.haveMessage, c.recvKick)
