@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -143,10 +142,10 @@ type Conn struct {
 	spin      time.Duration
 	keepAlive time.Duration
 	posts     uint64 // requests posted to the send queue, for keepAlive
-	// cq is the connection's one CQ, for sends and receives alike, and
-	// ch its completion channel; wcs takes its completions, under mu.
-	cq  *ibverbs.CQ
-	ch  *ibverbs.CompChannel
+	// s is how callers take the completions of the connection's one CQ,
+	// for sends and receives alike, and sleep for them; wcs takes them,
+	// under mu.
+	s   sleeper
 	wcs []ibverbs.WC
 
 	sendMu sync.Mutex // Send and Write
@@ -166,11 +165,6 @@ type Conn struct {
 	eof     bool  // the peer closed, and everything it sent was taken
 	closing bool
 	started bool // start finished: Close frees what there is
-	// asleep says a caller sleeps on ch (sleep); the others sleep on
-	// their kicks until it wakes them. freed says Close freed the link,
-	// and ch with it.
-	asleep bool
-	freed  bool
 	// loans counts the buffers in use outside mu (lend); unmapLater says
 	// Close left their unmapping to the last giveBack.
 	loans      int
@@ -415,12 +409,13 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	if c.sb, err = l.QP().NewSendBatch(wrs); err != nil {
 		return err
 	}
-	c.cq, c.ch = l.SendCQ(), l.SendCQ().Channel()
-	if l.RecvCQ() != c.cq || c.ch == nil {
+	if l.RecvCQ() != l.SendCQ() || l.SendCQ().Channel() == nil {
 		return fmt.Errorf("rdmamsg: the connection's send and receive queues need one CQ with a channel")
 	}
+	c.s = sleeper{mu: &c.mu, cq: l.SendCQ(), poll: c.poll, fail: c.fail, closed: c.closed,
+		kicks: []chan struct{}{c.sendKick, c.recvKick, c.closeKick}}
 	c.wcs = make([]ibverbs.WC, c.depth+c.sendBuffers+updateSlots)
-	c.rdl.onChange, c.wdl.onChange = c.interrupt, c.interrupt
+	c.rdl.onChange, c.wdl.onChange = c.s.interrupt, c.s.interrupt
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	c.started = true
@@ -492,23 +487,13 @@ func (c *Conn) watch(ctx context.Context) {
 	select {
 	case <-c.link.Done():
 		c.mu.Lock()
-		for c.poll() > 0 {
+		for c.s.reap(nil) > 0 {
 		}
 		c.ended()
 		c.mu.Unlock()
-		c.wake(nil)
-		c.interrupt()
+		c.s.wake(nil)
+		c.s.interrupt()
 	case <-ctx.Done():
-	}
-}
-
-// interrupt ends the sleep of the caller asleep on the CQ, or the next
-// one's, so that it looks again: Close, a deadline, the end.
-func (c *Conn) interrupt() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.freed {
-		c.ch.Interrupt()
 	}
 }
 
@@ -519,17 +504,6 @@ func (c *Conn) fail(err error) {
 	}
 }
 
-// wake wakes a waiting Send, Recv and Close, all but self: the one that
-// took completions or left the CQ, which would otherwise find its own
-// kick waiting the next time it sleeps.
-func (c *Conn) wake(self chan struct{}) {
-	for _, k := range [...]chan struct{}{c.sendKick, c.recvKick, c.closeKick} {
-		if k != self {
-			kick(k)
-		}
-	}
-}
-
 // sendTag marks the send requests' IDs, so that a completion on the
 // shared CQ says which queue it is from even when flushed, when its
 // opcode is undefined.
@@ -537,12 +511,10 @@ const sendTag = 1 << 63
 
 // poll takes the completions there are, with c.mu held, and returns how
 // many: a send's frees its buffer, a receive's is a message or credits.
-// The caller wakes the others when it took any.
+// It is c.s's poll: callers take completions with c.s.reap, which wakes
+// the others.
 func (c *Conn) poll() int {
-	if c.freed {
-		return 0
-	}
-	n, err := c.cq.Poll(c.wcs)
+	n, err := c.s.cq.Poll(c.wcs)
 	if err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
 		return 0
@@ -595,12 +567,9 @@ func (c *Conn) spinFor(ready func() bool, self chan struct{}) {
 	end := time.Now().Add(c.spin)
 	for {
 		c.mu.Lock()
-		n := c.poll()
+		c.s.reap(self)
 		done := ready() || c.err != nil || c.eof || c.closing
 		c.mu.Unlock()
-		if n > 0 {
-			c.wake(self)
-		}
 		if done || time.Now().After(end) {
 			return
 		}
@@ -682,9 +651,7 @@ func (c *Conn) keepAlives(ctx context.Context) {
 		c.mu.Lock()
 		// Take what came meanwhile, which no caller may have: the sends'
 		// completions free room for the keepalive, or show a failure.
-		if c.poll() > 0 {
-			c.wake(nil)
-		}
+		c.s.reap(nil)
 		if c.posts == seen && c.err == nil && !c.closing && c.canPost() {
 			c.postUpdate()
 		}
@@ -853,8 +820,7 @@ func (c *Conn) waitSend(ctx context.Context, ready func() bool) error {
 		if ready() {
 			return nil
 		}
-		if c.poll() > 0 {
-			c.wake(c.sendKick)
+		if c.s.reap(c.sendKick) > 0 {
 			c.mu.Unlock()
 			continue
 		}
@@ -864,85 +830,10 @@ func (c *Conn) waitSend(ctx context.Context, ready func() bool) error {
 			spun = true
 			continue
 		}
-		if err := c.sleep(ctx, c.sendKick, &c.wdl, c.closed); err != nil {
+		if err := c.s.sleep(ctx, c.sendKick, &c.wdl, c.closed); err != nil {
 			return err
 		}
 	}
-}
-
-// sleep waits until what a caller waits for may have come: completions
-// on the CQ, a kick from whoever took some, or the end of the
-// connection; or until ctx ends, the deadline dl (if any) passes or done
-// is closed. The first caller to sleep sleeps on the CQ's channel
-// itself, so that the netpoller wakes it and no goroutine passes the
-// completion on; one that comes while it sleeps waits for its kick, and
-// takes the channel when it leaves. The caller looks again after each.
-func (c *Conn) sleep(ctx context.Context, kick chan struct{}, dl *deadline, done <-chan struct{}) error {
-	c.mu.Lock()
-	if c.freed {
-		c.mu.Unlock()
-		return ErrClosed
-	}
-	if c.asleep || c.closing && done == c.closed {
-		c.mu.Unlock()
-		return wait(ctx, kick, dl, done)
-	}
-	c.asleep = true
-	c.mu.Unlock()
-	err := c.sleepOnCQ(ctx, kick, dl, done)
-	c.mu.Lock()
-	c.asleep = false
-	c.mu.Unlock()
-	c.wake(kick) // one waiting for its kick may take the channel now
-	return err
-}
-
-// sleepOnCQ arms the CQ, takes what came before, and sleeps on the
-// channel: any completion from the arming on raises an event, whoever
-// takes it, and Close, the deadlines and the end interrupt the sleep.
-func (c *Conn) sleepOnCQ(ctx context.Context, kick chan struct{}, dl *deadline, done <-chan struct{}) error {
-	if err := c.cq.ReqNotify(false); err != nil {
-		c.mu.Lock()
-		c.fail(fmt.Errorf("rdmamsg: %w", err))
-		c.mu.Unlock()
-		c.wake(kick)
-		return nil // the caller finds the failure
-	}
-	c.mu.Lock()
-	n := c.poll()
-	c.mu.Unlock()
-	if n > 0 {
-		c.wake(kick)
-		return nil
-	}
-	var dlc <-chan struct{}
-	if dl != nil {
-		dlc = dl.done()
-	}
-	select {
-	case <-kick:
-		return nil
-	case <-dlc:
-		return os.ErrDeadlineExceeded
-	case <-done:
-		return ErrClosed
-	default:
-	}
-	_, err := c.ch.Wait(ctx)
-	switch {
-	case err == nil, errors.Is(err, ibverbs.ErrInterrupted):
-		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, context.DeadlineExceeded):
-		// ctx's deadline, passed before its own timer marked it done
-		return err
-	}
-	c.mu.Lock()
-	c.fail(fmt.Errorf("rdmamsg: %w", err))
-	c.mu.Unlock()
-	c.wake(kick)
-	return nil
 }
 
 // buffer waits for a free send buffer and takes it, on loan (lend): the
@@ -1046,8 +937,8 @@ func (c *Conn) next() (int, []byte, error) {
 	if c.closing {
 		return -1, nil, ErrClosed
 	}
-	if c.cur < 0 && c.ready.len() == 0 && c.poll() > 0 {
-		c.wake(c.recvKick)
+	if c.cur < 0 && c.ready.len() == 0 {
+		c.s.reap(c.recvKick)
 	}
 	if c.cur < 0 && c.ready.len() > 0 {
 		c.cur, c.off = c.ready.pop(), 0
@@ -1070,10 +961,9 @@ func (c *Conn) next() (int, []byte, error) {
 func (c *Conn) take(slot int) {
 	c.cur = -1
 	c.repost(slot)
-	if c.fl.wantUpdate() && c.sqOut >= c.sendBuffers+updateSlots && c.poll() > 0 {
-		// The sends' completions taken made room for the update
-		// (poll sent it).
-		c.wake(c.recvKick)
+	if c.fl.wantUpdate() && c.sqOut >= c.sendBuffers+updateSlots {
+		// The sends' completions may make room for the update.
+		c.s.reap(c.recvKick)
 	}
 	c.sendUpdate()
 }
@@ -1091,7 +981,7 @@ func (c *Conn) waitRecv(ctx context.Context, spun *bool) error {
 		*spun = true
 		return nil
 	}
-	return c.sleep(ctx, c.recvKick, &c.rdl, c.closed)
+	return c.s.sleep(ctx, c.recvKick, &c.rdl, c.closed)
 }
 
 // Read reads the stream of messages as bytes: what is left of the current
@@ -1206,7 +1096,7 @@ func (c *Conn) Close() error {
 		c.closing = true
 		c.mu.Unlock()
 		close(c.closed)
-		c.interrupt()
+		c.s.interrupt()
 		// From here on nothing is posted: every post checks closing.
 		// Send, Recv and the rest that wait return ErrClosed; ReadFrom
 		// or WriteTo busy in their reader or writer find it when they
@@ -1216,16 +1106,14 @@ func (c *Conn) Close() error {
 		// frees the channel.
 		for {
 			c.mu.Lock()
-			if c.poll() > 0 {
-				c.wake(c.closeKick)
-			}
+			c.s.reap(c.closeKick)
 			sent := c.sqOut == 0 || c.err != nil || c.eof || c.link.Err() != nil
-			done := sent && !c.asleep
+			done := sent && !c.s.asleep
 			c.mu.Unlock()
 			if done {
 				break
 			}
-			c.sleep(context.Background(), c.closeKick, nil, c.link.Done())
+			c.s.sleep(context.Background(), c.closeKick, nil, c.link.Done())
 		}
 		c.stop()
 		c.loops.Wait()
@@ -1237,7 +1125,7 @@ func (c *Conn) Close() error {
 			disc = nil // the peer went first: there is nothing to disconnect
 		}
 		c.mu.Lock()
-		c.freed = true
+		c.s.freed = true
 		errs := []error{disc, c.freeSends(), c.link.Close()}
 		if c.loans == 0 {
 			errs = append(errs, c.unmap())

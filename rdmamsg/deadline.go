@@ -29,6 +29,15 @@ func (d *deadline) done() <-chan struct{} {
 	return d.ch
 }
 
+// passed is done, or nil (a channel that never fires) for no deadline at
+// all (d nil).
+func (d *deadline) passed() <-chan struct{} {
+	if d == nil {
+		return nil
+	}
+	return d.done()
+}
+
 // set sets the deadline to t: the zero time for none, a time past for
 // at once. Waits that began before see the new deadline.
 func (d *deadline) set(t time.Time) {

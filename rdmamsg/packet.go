@@ -64,16 +64,16 @@ type PacketConn struct {
 	// less the header.
 	maxData int
 
-	pd       *ibverbs.PD
-	sch, rch *ibverbs.CompChannel
-	scq, rcq *ibverbs.CQ
-	qp       *ibverbs.QP
-	rbuf     *ibverbs.Buffer
-	rmr      *ibverbs.MR
-	rb       *ibverbs.RecvBatch
-	sbuf     *ibverbs.Buffer
-	smr      *ibverbs.MR
-	slot     int // bytes of a receive buffer: the GRH and a datagram
+	pd   *ibverbs.PD
+	cch  *ibverbs.CompChannel // the CQ's
+	cq   *ibverbs.CQ          // for the send and the receive queue
+	qp   *ibverbs.QP
+	rbuf *ibverbs.Buffer
+	rmr  *ibverbs.MR
+	rb   *ibverbs.RecvBatch
+	sbuf *ibverbs.Buffer
+	smr  *ibverbs.MR
+	slot int // bytes of a receive buffer: the GRH and a datagram
 
 	sendMu, recvMu, lookupMu sync.Mutex
 
@@ -83,8 +83,8 @@ type PacketConn struct {
 	sqOut   int
 	ready   ring
 	wcs     []ibverbs.WC // each receive buffer's completion
-	rwcs    []ibverbs.WC
-	swcs    []ibverbs.WC
+	pwcs    []ibverbs.WC // what poll takes
+	s       sleeper
 	swr     [1]ibverbs.SendWR
 	sge     [1]ibverbs.SGE
 	err     error
@@ -92,12 +92,12 @@ type PacketConn struct {
 
 	rdl, wdl deadline // SetReadDeadline's, SetWriteDeadline's
 
-	recvKick, sendKick chan struct{}
-	closed             chan struct{}
-	stop               context.CancelFunc
-	loops              sync.WaitGroup
-	closeOnce          sync.Once
-	closeErr           error
+	recvKick, sendKick, closeKick chan struct{}
+	closed                        chan struct{}
+	stop                          context.CancelFunc
+	loops                         sync.WaitGroup
+	closeOnce                     sync.Once
+	closeErr                      error
 }
 
 // udPeer is how to reach a destination: its address handle, QP number and
@@ -136,11 +136,12 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 		return nil, fmt.Errorf("rdmamsg: listen %s: a datagram endpoint needs the address of one RDMA device: %w", addr, syscall.EINVAL)
 	}
 	p := &PacketConn{
-		cfg:      c,
-		peers:    make(map[netip.AddrPort]udPeer),
-		recvKick: make(chan struct{}, 1),
-		sendKick: make(chan struct{}, 1),
-		closed:   make(chan struct{}),
+		cfg:       c,
+		peers:     make(map[netip.AddrPort]udPeer),
+		recvKick:  make(chan struct{}, 1),
+		sendKick:  make(chan struct{}, 1),
+		closeKick: make(chan struct{}, 1),
+		closed:    make(chan struct{}),
 	}
 	defer func() {
 		if err != nil {
@@ -174,11 +175,12 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 	if err = p.makeQP(dev); err != nil {
 		return p, err
 	}
+	p.s = sleeper{mu: &p.mu, cq: p.cq, poll: p.poll, fail: p.fail, closed: p.closed,
+		kicks: []chan struct{}{p.sendKick, p.recvKick, p.closeKick}}
+	p.rdl.onChange, p.wdl.onChange = p.s.interrupt, p.s.interrupt
 	life, stop := context.WithCancel(context.Background())
 	p.stop = stop
-	p.loops.Add(3)
-	go cqLoop{mu: &p.mu, cq: p.scq, poll: p.pollSend, fail: p.fail, wake: p.wake}.run(life, &p.loops)
-	go cqLoop{mu: &p.mu, cq: p.rcq, poll: p.pollRecv, fail: p.fail, wake: p.wake}.run(life, &p.loops)
+	p.loops.Add(1)
 	go p.answerLookups(life)
 	return p, nil
 }
@@ -189,19 +191,13 @@ func (p *PacketConn) makeQP(dev *ibverbs.Context) (err error) {
 	if p.pd, err = dev.AllocPD(); err != nil {
 		return err
 	}
-	if p.sch, err = dev.CreateCompChannel(); err != nil {
+	if p.cch, err = dev.CreateCompChannel(); err != nil {
 		return err
 	}
-	if p.scq, err = dev.CreateCQ(p.cfg.SendBuffers, p.sch); err != nil {
+	if p.cq, err = dev.CreateCQ(p.cfg.SendBuffers+p.cfg.Depth, p.cch); err != nil {
 		return err
 	}
-	if p.rch, err = dev.CreateCompChannel(); err != nil {
-		return err
-	}
-	if p.rcq, err = dev.CreateCQ(p.cfg.Depth, p.rch); err != nil {
-		return err
-	}
-	p.qp, err = p.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeUD, SendCQ: p.scq, RecvCQ: p.rcq,
+	p.qp, err = p.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeUD, SendCQ: p.cq, RecvCQ: p.cq,
 		Cap: ibverbs.QPCap{MaxSendWR: p.cfg.SendBuffers, MaxRecvWR: p.cfg.Depth, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
 		return err
@@ -232,8 +228,7 @@ func (p *PacketConn) makeQP(dev *ibverbs.Context) (err error) {
 	}
 	p.ready = newRing(p.cfg.Depth)
 	p.wcs = make([]ibverbs.WC, p.cfg.Depth)
-	p.rwcs = make([]ibverbs.WC, p.cfg.Depth)
-	p.swcs = make([]ibverbs.WC, p.cfg.SendBuffers)
+	p.pwcs = make([]ibverbs.WC, p.cfg.Depth+p.cfg.SendBuffers)
 	return nil
 }
 
@@ -250,7 +245,8 @@ func (p *PacketConn) answerLookups(ctx context.Context) {
 				p.mu.Lock()
 				p.fail(fmt.Errorf("rdmamsg: answering lookups at %s: %w", p.local, err))
 				p.mu.Unlock()
-				p.wake()
+				p.s.wake(nil)
+				p.s.interrupt()
 			}
 			return
 		}
@@ -269,36 +265,24 @@ func (p *PacketConn) fail(err error) {
 	}
 }
 
-func (p *PacketConn) wake() {
-	kick(p.sendKick)
-	kick(p.recvKick)
-}
-
-// pollSend frees the buffers of completed sends, with p.mu held.
-func (p *PacketConn) pollSend() int {
-	n, err := p.scq.Poll(p.swcs)
+// poll takes the completions there are, with p.mu held, and returns how
+// many: a send's frees its buffer, a receive's queues its datagram for
+// ReadFrom. It is p.s's poll.
+func (p *PacketConn) poll() int {
+	n, err := p.cq.Poll(p.pwcs)
 	if err != nil {
 		p.fail(fmt.Errorf("rdmamsg: %w", err))
 		return 0
 	}
-	for _, wc := range p.swcs[:n] {
-		p.sqOut--
-		p.free = append(p.free, int(wc.WRID))
-		if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
-			p.fail(fmt.Errorf("rdmamsg: datagram from %s: %w", p.local, wc.Err()))
+	for _, wc := range p.pwcs[:n] {
+		if wc.WRID&sendTag != 0 {
+			p.sqOut--
+			p.free = append(p.free, int(wc.WRID&^sendTag))
+			if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
+				p.fail(fmt.Errorf("rdmamsg: datagram from %s: %w", p.local, wc.Err()))
+			}
+			continue
 		}
-	}
-	return n
-}
-
-// pollRecv queues the datagrams that arrived for ReadFrom, with p.mu held.
-func (p *PacketConn) pollRecv() int {
-	n, err := p.rcq.Poll(p.rwcs)
-	if err != nil {
-		p.fail(fmt.Errorf("rdmamsg: %w", err))
-		return 0
-	}
-	for _, wc := range p.rwcs[:n] {
 		switch wc.Status {
 		case ibverbs.WCSuccess:
 			p.wcs[wc.WRID] = wc
@@ -338,6 +322,9 @@ func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPor
 			p.mu.Unlock()
 			return 0, netip.AddrPort{}, ErrClosed
 		}
+		if p.ready.len() == 0 {
+			p.s.reap(p.recvKick)
+		}
 		for p.ready.len() > 0 {
 			slot := p.ready.pop()
 			n, from, err := p.take(slot, b)
@@ -357,7 +344,7 @@ func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPor
 		if err != nil {
 			return 0, netip.AddrPort{}, err
 		}
-		if err := wait(ctx, p.recvKick, &p.rdl, p.closed); err != nil {
+		if err := p.s.sleep(ctx, p.recvKick, &p.rdl, p.closed); err != nil {
 			return 0, netip.AddrPort{}, err
 		}
 	}
@@ -422,9 +409,12 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 			err := p.post(b, to, peer)
 			p.mu.Unlock()
 			return err
+		case p.s.reap(p.sendKick) > 0:
+			p.mu.Unlock()
+			continue
 		}
 		p.mu.Unlock()
-		if err := wait(ctx, p.sendKick, &p.wdl, p.closed); err != nil {
+		if err := p.s.sleep(ctx, p.sendKick, &p.wdl, p.closed); err != nil {
 			return err
 		}
 	}
@@ -438,7 +428,7 @@ func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
 	putPacketHeader(buf, p.local.Port(), p.maxData)
 	n := copy(buf[packetHeaderLen:], b)
 	p.sge[0] = p.smr.SGE(i*size, packetHeaderLen+n)
-	p.swr[0] = ibverbs.SendWR{ID: uint64(i), Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled, SGL: p.sge[:],
+	p.swr[0] = ibverbs.SendWR{ID: sendTag | uint64(i), Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled, SGL: p.sge[:],
 		AH: peer.ah, RemoteQPN: peer.qpn, RemoteQKey: rdmacm.UDPQKey}
 	if err := p.qp.PostSend(p.swr[:]); err != nil {
 		return fmt.Errorf("rdmamsg: datagram to %s: %w", to, err)
@@ -570,6 +560,8 @@ func (p *PacketConn) Close() error {
 		p.closing = true
 		p.mu.Unlock()
 		close(p.closed)
+		p.s.interrupt()
+		p.s.awake(p.closeKick)
 		p.stop()
 		p.loops.Wait()
 		// No ReadFrom or WriteTo touches the buffers once closing is
@@ -577,6 +569,9 @@ func (p *PacketConn) Close() error {
 		// progress ends within its timeout, and its handle is freed.
 		p.lookupMu.Lock()
 		defer p.lookupMu.Unlock()
+		p.mu.Lock()
+		p.s.freed = true
+		p.mu.Unlock()
 		p.closeErr = p.teardown()
 	})
 	return p.closeErr
@@ -603,10 +598,8 @@ func (p *PacketConn) teardown() error {
 	closeIf(p.smr, p.smr != nil)
 	closeIf(p.rbuf, p.rbuf != nil)
 	closeIf(p.sbuf, p.sbuf != nil)
-	closeIf(p.scq, p.scq != nil)
-	closeIf(p.rcq, p.rcq != nil)
-	closeIf(p.sch, p.sch != nil)
-	closeIf(p.rch, p.rch != nil)
+	closeIf(p.cq, p.cq != nil)
+	closeIf(p.cch, p.cch != nil)
 	closeIf(p.pd, p.pd != nil)
 	closeIf(p.id, p.id != nil)
 	closeIf(p.ch, p.ch != nil)
