@@ -32,9 +32,9 @@ import (
 // The RDMA port is the one with a RoCE v2 GID for nc's local IP address,
 // as rdma_cm would choose, so the messages take the route that nc's
 // packets take; Config.Device names a device (and port) instead. Of
-// Config.CM, only AckTimeout, RetryCount, RNRRetryCount, MinRNRTimer and
-// TOS apply. Handshake returns once both sides' receives are posted, or
-// when ctx ends.
+// Config.CM, only AckTimeout (default 18, about 1 s, as rdma_cm's on
+// RoCE), RetryCount, RNRRetryCount, MinRNRTimer and TOS apply. Handshake
+// returns once both sides' receives are posted, or when ctx ends.
 func Handshake(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -52,6 +52,14 @@ func Handshake(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
 	go l.watch()
 	return conn, nil
 }
+
+// handshakeAckTimeout is a Handshake QP's local ACK timeout unless
+// Config.CM.AckTimeout says otherwise: 4.096 µs × 2^18, about 1.07 s, in
+// the range rdma_cm derives from a RoCE path (19 on soft-RoCE under Linux
+// 6.1), so that a Conn behaves alike however it was made. The verbs'
+// default of 14 (67 ms) made rxe under emulation resend while the
+// answers were still on their way.
+const handshakeAckTimeout = 18
 
 // netLink is the link Handshake makes: a QP on resources of its own,
 // connected to the endpoint the peer sent over nc, which stays open to
@@ -211,6 +219,9 @@ func (l *netLink) open(conn *Conn, cfg *Config) (ibverbs.Endpoint, ibverbs.ConnP
 	p.Access = ibverbs.AccessLocalWrite
 	cm := &cfg.CM
 	p.Timeout, p.RetryCnt, p.RNRRetry, p.TrafficClass = cm.AckTimeout, cm.RetryCount, cm.RNRRetryCount, cm.TOS
+	if p.Timeout == 0 {
+		p.Timeout = handshakeAckTimeout
+	}
 	if cm.MinRNRTimer > 31 {
 		return ibverbs.Endpoint{}, p, fmt.Errorf("Config.CM.MinRNRTimer %d: want 0 to 31: %w", cm.MinRNRTimer, syscall.EINVAL)
 	}

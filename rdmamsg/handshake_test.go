@@ -130,6 +130,9 @@ func TestHandshake(t *testing.T) {
 			if attr.State != ibverbs.QPStateRTS || attr.Access&(ibverbs.AccessRemoteWrite|ibverbs.AccessRemoteRead|ibverbs.AccessRemoteAtomic) != 0 {
 				t.Errorf("QP %d: state %v, access %v; want RTS and no remote access", c.QP().Num(), attr.State, attr.Access)
 			}
+			if attr.Timeout != 18 {
+				t.Errorf("QP %d: ACK timeout %d, want Handshake's default of 18", c.QP().Num(), attr.Timeout)
+			}
 		}
 	})
 }
