@@ -383,8 +383,9 @@ func register(pd *ibverbs.PD, size int, access ibverbs.Access) (*ibverbs.Buffer,
 	return buf, mr, nil
 }
 
-// start sets up the sends for the peer's largest message and starts the
-// goroutines that take completions. On failure it closes l.
+// start sets up the sends for the peer's largest message and the callers'
+// waiting, and starts the goroutines that watch for the connection's end
+// and send keepalives. On failure it closes l.
 func (c *Conn) start(l link, peer hello) (err error) {
 	c.link = l
 	c.maxSend = min(c.maxSend, peer.maxMessage)
@@ -394,6 +395,9 @@ func (c *Conn) start(l link, peer hello) (err error) {
 			err = errors.Join(err, c.freeSends(), c.closeBuffer(&c.sbuf), l.Close())
 		}
 	}()
+	if l.RecvCQ() != l.SendCQ() || l.SendCQ().Channel() == nil {
+		return fmt.Errorf("rdmamsg: the connection's send and receive queues need one CQ with a channel")
+	}
 	if c.sbuf, c.smr, err = register(l.PD(), c.sendBuffers*c.maxSend, 0); err != nil {
 		return err
 	}
@@ -408,9 +412,6 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	}
 	if c.sb, err = l.QP().NewSendBatch(wrs); err != nil {
 		return err
-	}
-	if l.RecvCQ() != l.SendCQ() || l.SendCQ().Channel() == nil {
-		return fmt.Errorf("rdmamsg: the connection's send and receive queues need one CQ with a channel")
 	}
 	c.s = sleeper{mu: &c.mu, cq: l.SendCQ(), poll: c.poll, fail: c.fail, closed: c.closed,
 		kicks: []chan struct{}{c.sendKick, c.recvKick, c.closeKick}}
@@ -1085,11 +1086,11 @@ func (c *Conn) Write(p []byte) (int, error) {
 // wait last as long as the QP's retries. Then it disconnects
 // (rdma_disconnect; for a Conn that Handshake made, it moves the QP to
 // the error state and closes the net.Conn) and frees the connection's
-// QP, memory registrations and the rest. Send, Recv, Read and Write waiting in other goroutines
-// return ErrClosed. Close does not wait for a ReadFrom blocked in its
-// reader, or a WriteTo in its writer: that returns ErrClosed once its
-// reader or writer returns, and the buffers stay mapped until then.
-// Closing twice is a no-op.
+// QP, memory registrations and the rest. Send, Recv, Read and Write
+// waiting in other goroutines return ErrClosed. Close does not wait for a
+// ReadFrom blocked in its reader, or a WriteTo in its writer: that
+// returns ErrClosed once its reader or writer returns, and the buffers
+// stay mapped until then. Closing twice is a no-op.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
