@@ -53,7 +53,10 @@
 // while no caller waits stays on the CQ until the next call (or the
 // keepalive's tick) takes it. Send, Recv and the stream methods allocate
 // nothing per message (BenchmarkRoundTrip, BenchmarkStream,
-// TestNoAllocations).
+// TestNoAllocations), with one exception: a caller that sleeps on the
+// channel with a cancellable context other than the one the last sleeper
+// there used registers a watch on it (context.AfterFunc), which
+// allocates. Read, Write and a context kept from call to call do not.
 //
 // # The end of a connection
 //
