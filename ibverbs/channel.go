@@ -129,8 +129,9 @@ var ErrInterrupted = fdwait.ErrInterrupted
 // or the next one to begin when none is under way, without an event: for
 // a goroutine that waits for completions and must also look at something
 // else (its deadline moved, its connection is closing). It may be called
-// from any goroutine while another waits, and does not allocate once the
-// channel has been waited on or interrupted.
+// from any goroutine while another waits, though not once Close may run,
+// and does not allocate once the channel has been waited on or
+// interrupted.
 func (ch *CompChannel) Interrupt() error {
 	if ch.c == nil {
 		return ErrClosed
