@@ -774,11 +774,12 @@ func TestSingleThreadedCQs(t *testing.T) {
 
 // TestSharedCQ: with Config.SharedCQ each side's send and receive
 // completions come on one CQ, sized for both queues, with one channel
-// whose events wake for either kind; the Conns close cleanly (connect's
-// cleanup checks), one CQ each.
+// whose events wake for either kind; the Conns close cleanly, one CQ
+// each, leaving no descriptor behind.
 func TestSharedCQ(t *testing.T) {
 	n := device(t)
 	n2 := secondDevice(t)
+	checkLeaks(t, 2)
 	cfg := &rdmacm.Config{SharedCQ: true, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 6}}
 	l := listen(t, n.IP, cfg)
 	srv, cli := connect(t, l, n2.IP, cfg)
