@@ -19,23 +19,18 @@ type deadline struct {
 	onChange func()
 }
 
-// done returns the channel of the deadline set now.
+// done returns the channel of the deadline set now, or nil (a channel
+// that never fires) for no deadline at all (d nil).
 func (d *deadline) done() <-chan struct{} {
+	if d == nil {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.ch == nil {
 		d.ch = make(chan struct{})
 	}
 	return d.ch
-}
-
-// passed is done, or nil (a channel that never fires) for no deadline at
-// all (d nil).
-func (d *deadline) passed() <-chan struct{} {
-	if d == nil {
-		return nil
-	}
-	return d.done()
 }
 
 // set sets the deadline to t: the zero time for none, a time past for

@@ -412,19 +412,9 @@ func watchContext(ctx context.Context, nc net.Conn) (stop func(error) error) {
 	}
 }
 
-// addrPort is a net.Addr's IP address and port, where it has them.
+// addrPort is a net.Addr's IP address (unmapped, without a zone) and
+// port, where it has them.
 func addrPort(a net.Addr) netip.AddrPort {
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		return netip.AddrPortFrom(addrOf(a.IP), uint16(a.Port))
-	case *net.UDPAddr:
-		return netip.AddrPortFrom(addrOf(a.IP), uint16(a.Port))
-	}
 	ap, _ := netip.ParseAddrPort(a.String())
-	return ap
-}
-
-func addrOf(ip net.IP) netip.Addr {
-	a, _ := netip.AddrFromSlice(ip)
-	return a.Unmap()
+	return netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
 }

@@ -44,7 +44,7 @@ func wait(ctx context.Context, kick <-chan struct{}, dl *deadline, closed <-chan
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-dl.passed():
+	case <-dl.done():
 		return os.ErrDeadlineExceeded
 	case <-closed:
 		return ErrClosed
@@ -135,7 +135,7 @@ func (s *sleeper) sleepOnCQ(ctx context.Context, kick chan struct{}, dl *deadlin
 	select {
 	case <-kick:
 		return nil
-	case <-dl.passed():
+	case <-dl.done():
 		return os.ErrDeadlineExceeded
 	case <-done:
 		return ErrClosed
