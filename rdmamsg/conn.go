@@ -172,12 +172,21 @@ type Conn struct {
 
 	rdl, wdl deadline // SetReadDeadline's, SetWriteDeadline's
 
-	sendKick, recvKick, closeKick chan struct{}
-	closed                        chan struct{}
-	stop                          context.CancelFunc
-	loops                         sync.WaitGroup
-	closeOnce                     sync.Once
-	closeErr                      error
+	// activity counts the times completions were taken; idle fires
+	// checkIdle idleWait after a caller took some while timing was false,
+	// and seen is activity as it last found it; couriering says courier
+	// runs.
+	activity, seen     uint64
+	idle               *time.Timer
+	idleWait           time.Duration
+	timing, couriering bool
+
+	sendKick, recvKick, closeKick, courierKick chan struct{}
+	closed                                     chan struct{}
+	stop                                       context.CancelFunc
+	loops                                      sync.WaitGroup
+	closeOnce                                  sync.Once
+	closeErr                                   error
 }
 
 // A link is the connected RC QP under a Conn, and its end: an rdma_cm
@@ -311,6 +320,7 @@ func newConn(cfg *Config) *Conn {
 		sendKick:    make(chan struct{}, 1),
 		recvKick:    make(chan struct{}, 1),
 		closeKick:   make(chan struct{}, 1),
+		courierKick: make(chan struct{}, 1),
 		closed:      make(chan struct{}),
 	}
 }
@@ -414,9 +424,14 @@ func (c *Conn) start(l link, peer hello) (err error) {
 		return err
 	}
 	c.s = sleeper{mu: &c.mu, cq: l.SendCQ(), poll: c.poll, fail: c.fail, closed: c.closed,
-		kicks: []chan struct{}{c.sendKick, c.recvKick, c.closeKick}}
+		kicks: []chan struct{}{c.sendKick, c.recvKick, c.closeKick, c.courierKick}}
 	c.wcs = make([]ibverbs.WC, c.depth+c.sendBuffers+updateSlots)
 	c.rdl.onChange, c.wdl.onChange = c.s.interrupt, c.s.interrupt
+	c.mu.Lock()
+	c.idleWait = idleAfter
+	c.idle = time.AfterFunc(c.idleWait, c.checkIdle)
+	c.timing = true
+	c.mu.Unlock()
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	c.started = true
@@ -515,6 +530,11 @@ const sendTag = 1 << 63
 // It is c.s's poll: callers take completions with c.s.reap, which wakes
 // the others.
 func (c *Conn) poll() int {
+	c.activity++
+	if !c.timing && !c.couriering && !c.closing {
+		c.timing = true
+		c.idle.Reset(c.idleWait)
+	}
 	n, err := c.s.cq.Poll(c.wcs)
 	if err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
@@ -620,6 +640,62 @@ func (c *Conn) sendUpdate() {
 		return
 	}
 	c.postUpdate()
+}
+
+// A Conn's callers are idle once they have taken no completion for
+// idleAfter, or, while they keep taking some, for up to idleAfterMax:
+// each look that finds them at work doubles the wait for the next.
+const (
+	idleAfter    = time.Millisecond
+	idleAfterMax = 16 * time.Millisecond
+)
+
+// checkIdle runs when the idle timer fires, armed by a caller that took
+// completions while no courier was about: if none has since, and none
+// sleeps on the CQ, it becomes the courier. The credit updates this side
+// owes go out only as completions are taken (those of the peer's updates
+// and keepalives, which use receives this side must report, and those of
+// its own sends, which make room for the updates), and its application
+// may make no call for a long while: without the courier, a peer that
+// waits for credits would wait for that call.
+func (c *Conn) checkIdle() {
+	c.mu.Lock()
+	c.timing = false
+	switch {
+	case c.sendErr() != nil || c.couriering:
+	case c.activity != c.seen: // callers are at work
+		c.seen = c.activity
+		c.idleWait = min(2*c.idleWait, idleAfterMax)
+		c.timing = true
+		c.idle.Reset(c.idleWait)
+	case c.s.asleep: // and takes what comes; leaving, it takes completions
+	default:
+		c.idleWait = idleAfter
+		c.couriering = true
+		c.loops.Add(1)
+		c.mu.Unlock()
+		c.courier()
+		return
+	}
+	c.mu.Unlock()
+}
+
+// courier takes the completions while no caller does (sleeper.stand):
+// until a caller wants the CQ's channel, the Conn ends or it closes. It
+// leaves the timer armed, in case the caller that wanted the channel
+// went away before it took it.
+func (c *Conn) courier() {
+	defer c.loops.Done()
+	c.s.stand(c.courierKick, func() bool {
+		c.sendUpdate() // perhaps owed since before
+		return c.sendErr() == nil
+	})
+	c.couriering = false
+	if c.sendErr() == nil && !c.timing {
+		c.timing = true
+		c.idle.Reset(c.idleWait)
+	}
+	c.mu.Unlock()
 }
 
 // postUpdate posts a credit update, spending a credit, with c.mu held.
@@ -1098,6 +1174,9 @@ func (c *Conn) Close() error {
 		c.mu.Unlock()
 		close(c.closed)
 		c.s.interrupt()
+		if c.idle != nil {
+			c.idle.Stop()
+		}
 		// From here on nothing is posted: every post checks closing.
 		// Send, Recv and the rest that wait return ErrClosed; ReadFrom
 		// or WriteTo busy in their reader or writer find it when they

@@ -750,3 +750,79 @@ func TestKeepAlive(t *testing.T) {
 		t.Errorf("Recv from a peer that died: %v after %v, want the keepalive's failure", err, time.Since(start))
 	}
 }
+
+// TestOwedUpdate: the credit updates a side owes its peer go out while
+// its application makes no call and it sends no keepalives (KeepAlive
+// -1), so that the peer, waiting to send, is not left waiting for that
+// call: updates owed for the receives the peer's own updates used, which
+// the peer needs once its data has taken the rest, and for those its
+// keepalives used, which would otherwise use them all.
+func TestOwedUpdate(t *testing.T) {
+	t.Run("PeerUpdates", testOwedForUpdates)
+	t.Run("PeerKeepAlives", func(t *testing.T) {
+		a, b := connect(t, &rdmamsg.Config{Depth: 4, KeepAlive: -1}, &rdmamsg.Config{Depth: 4, KeepAlive: 10 * time.Millisecond})
+		ctx := timeout(t, 60*time.Second)
+		// b's keepalives each use one of a's 4 receives; without a's
+		// updates b would have stopped at its last credit after 3.
+		time.Sleep(300 * time.Millisecond)
+		buf := make([]byte, 64)
+		for i := range 6 {
+			short, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := b.Send(short, message(i, 10))
+			cancel()
+			if err != nil {
+				t.Fatalf("send %d after the peer's keepalives: %v", i, err)
+			}
+			if n, err := a.Recv(ctx, buf); err != nil || !bytes.Equal(buf[:n], message(i, 10)) {
+				t.Fatalf("message %d: %d bytes, %v", i, n, err)
+			}
+		}
+	})
+}
+
+func testOwedForUpdates(t *testing.T) {
+	cfg := func() *rdmamsg.Config { return &rdmamsg.Config{Depth: 4, KeepAlive: -1} }
+	a, b := connect(t, cfg(), cfg())
+	ctx := timeout(t, 60*time.Second)
+	buf := make([]byte, 64)
+	next := map[*rdmamsg.Conn]int{} // the next message each side sends
+	send := func(from *rdmamsg.Conn, n int) {
+		t.Helper()
+		for range n {
+			if err := from.Send(ctx, message(next[from], 10)); err != nil {
+				t.Fatal(err)
+			}
+			next[from]++
+		}
+	}
+	got := map[*rdmamsg.Conn]int{}
+	recv := func(to *rdmamsg.Conn, n int) {
+		t.Helper()
+		for range n {
+			if k, err := to.Recv(ctx, buf); err != nil || !bytes.Equal(buf[:k], message(got[to], 10)) {
+				t.Fatalf("message %d: %d bytes, %v", got[to], k, err)
+			}
+			got[to]++
+		}
+	}
+	// Depth 4 on both sides: 4 credits each, an update for every 2
+	// receives reposted (for data taken, or an update that came), and
+	// data only while 2 credits are left.
+	send(a, 3)
+	send(b, 3)
+	recv(a, 3)
+	send(b, 2)
+	recv(a, 2)
+	// b takes a's messages and reports them in an update, which a's
+	// application, making no call from here on, does not take; b is left
+	// with 1 credit, which only a's report of the receive that update
+	// used tops up.
+	recv(b, 3)
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := b.Send(short, message(next[b], 10)); err != nil {
+		t.Fatalf("send after the peer took every message: %v (the peer's update, owed, did not come)", err)
+	}
+	next[b]++
+	recv(a, 1)
+}

@@ -50,8 +50,13 @@
 // channel when the first leaves. No thread blocks in C, and nothing spins
 // unless Config.Spin asks callers to poll for a while before they sleep.
 // One goroutine may send and another receive at the same time. What comes
-// while no caller waits stays on the CQ until the next call (or the
-// keepalive's tick) takes it. Send, Recv and the stream methods allocate
+// while no caller waits stays on the CQ until a caller takes it; once
+// none has taken a completion for a millisecond and none sleeps on the
+// channel, a goroutine (the courier) sleeps there in their place, until
+// a caller that would sleep there asks for it back. It takes what comes
+// and sends the credit updates this side owes, which the peer may need
+// to send at all: those for the receives its own updates and keepalives
+// used. Send, Recv and the stream methods allocate
 // nothing per message (BenchmarkRoundTrip, BenchmarkStream,
 // TestNoAllocations), with one exception: a caller that sleeps on the
 // channel with a cancellable context other than the one the last sleeper

@@ -106,6 +106,7 @@ func TestHandshake(t *testing.T) {
 		{"PeerDies", TestPeerDies},
 		{"KeepAlive", TestKeepAlive},
 		{"Deadlines", TestDeadlines},
+		{"OwedUpdate", TestOwedUpdate},
 	} {
 		t.Run(tt.name, tt.f)
 	}

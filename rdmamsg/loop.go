@@ -33,6 +33,9 @@ type sleeper struct {
 
 	asleep bool // a caller sleeps on the channel
 	freed  bool // the CQ and its channel are gone
+	// courier says the one asleep on the channel stands in for the
+	// callers (stand), and wanted that a caller has asked it to leave.
+	courier, wanted bool
 }
 
 // wait sleeps until kick wakes it (nil), ctx ends (its error), the
@@ -105,6 +108,10 @@ func (s *sleeper) sleep(ctx context.Context, kick chan struct{}, dl *deadline, d
 		return ErrClosed
 	}
 	if s.asleep || done == s.closed && isClosed(s.closed) {
+		if s.asleep && s.courier && !s.wanted {
+			s.wanted = true
+			s.cq.Channel().Interrupt()
+		}
 		s.mu.Unlock()
 		return wait(ctx, kick, dl, done)
 	}
@@ -116,6 +123,34 @@ func (s *sleeper) sleep(ctx context.Context, kick chan struct{}, dl *deadline, d
 	s.mu.Unlock()
 	s.wake(kick) // one waiting for its kick may take the channel now
 	return err
+}
+
+// stand sleeps on the channel in the callers' stead, and takes what
+// comes, while stay (called with s.mu held after each wake-up) says so,
+// no caller sleeps there and none has asked for the channel: a caller
+// that would sleep there asks (sleep), which interrupts the sleep. kick
+// is its own. It returns with s.mu held.
+func (s *sleeper) stand(kick chan struct{}, stay func() bool) {
+	for {
+		s.mu.Lock()
+		s.reap(kick)
+		if !stay() || s.asleep || s.freed {
+			return
+		}
+		s.asleep, s.courier = true, true
+		s.mu.Unlock()
+		s.sleepOnCQ(context.Background(), kick, nil, s.closed)
+		s.mu.Lock()
+		s.asleep, s.courier = false, false
+		wanted := s.wanted
+		s.wanted = false
+		s.mu.Unlock()
+		s.wake(kick) // one that waits for its kick may take the channel
+		if wanted {
+			s.mu.Lock()
+			return
+		}
+	}
 }
 
 // sleepOnCQ arms the CQ, takes what came before, and sleeps on the
