@@ -529,6 +529,7 @@ func TestNoAllocations(t *testing.T) {
 	for _, spin := range []time.Duration{0, time.Millisecond} {
 		t.Run(fmt.Sprintf("spin %v", spin), func(t *testing.T) { testNoAllocations(t, spin) })
 	}
+	t.Run("idle between", testNoAllocationsIdle)
 }
 
 func testNoAllocations(t *testing.T, spin time.Duration) {
@@ -553,13 +554,49 @@ func testNoAllocations(t *testing.T, spin time.Duration) {
 	checkNoAllocs(t, round)
 }
 
+// testNoAllocationsIdle: a Recv that takes the CQ back from the courier
+// of a Conn idle for a while, and sleeps on it with the context of the
+// Recvs before, allocates nothing either.
+func testNoAllocationsIdle(t *testing.T) {
+	srv, cli := connect(t, nil, nil)
+	ctx := timeout(t, 60*time.Second)
+	msg, buf := make([]byte, 64), make([]byte, 4096)
+	// The client sends a little after each Recv begins.
+	start, sent := make(chan struct{}), make(chan error)
+	defer close(start)
+	go func() {
+		for range start {
+			time.Sleep(5 * time.Millisecond)
+			sent <- cli.Send(ctx, msg)
+		}
+	}()
+	round := func() {
+		time.Sleep(50 * time.Millisecond) // a courier takes the CQ
+		start <- struct{}{}
+		if _, err := srv.Recv(ctx, buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-sent; err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkNoAllocsIn(t, 3, 20, round)
+}
+
 // checkNoAllocs runs round to warm up and fails t if it then allocates.
 func checkNoAllocs(t *testing.T, round func()) {
 	t.Helper()
-	for range 50 {
+	checkNoAllocsIn(t, 50, 200, round)
+}
+
+// checkNoAllocsIn is checkNoAllocs with warm rounds to warm up and runs
+// measured.
+func checkNoAllocsIn(t *testing.T, warm, runs int, round func()) {
+	t.Helper()
+	for range warm {
 		round()
 	}
-	if a := testing.AllocsPerRun(200, round); a != 0 {
+	if a := testing.AllocsPerRun(runs, round); a != 0 {
 		t.Errorf("%.2f allocations a round trip", a)
 	}
 }
@@ -758,7 +795,10 @@ func TestKeepAlive(t *testing.T) {
 // the peer needs once its data has taken the rest, and for those its
 // keepalives used, which would otherwise use them all.
 func TestOwedUpdate(t *testing.T) {
-	t.Run("PeerUpdates", testOwedForUpdates)
+	t.Run("PeerUpdates", func(t *testing.T) { testOwedForUpdates(t, false) })
+	// The same, where a's last call was a Recv that slept on the CQ until
+	// its context ended.
+	t.Run("PeerUpdatesAfterRecvTimedOut", func(t *testing.T) { testOwedForUpdates(t, true) })
 	t.Run("PeerKeepAlives", func(t *testing.T) {
 		a, b := connect(t, &rdmamsg.Config{Depth: 4, KeepAlive: -1}, &rdmamsg.Config{Depth: 4, KeepAlive: 10 * time.Millisecond})
 		ctx := timeout(t, 60*time.Second)
@@ -780,7 +820,7 @@ func TestOwedUpdate(t *testing.T) {
 	})
 }
 
-func testOwedForUpdates(t *testing.T) {
+func testOwedForUpdates(t *testing.T, recvTimesOut bool) {
 	cfg := func() *rdmamsg.Config { return &rdmamsg.Config{Depth: 4, KeepAlive: -1} }
 	a, b := connect(t, cfg(), cfg())
 	ctx := timeout(t, 60*time.Second)
@@ -813,6 +853,14 @@ func testOwedForUpdates(t *testing.T) {
 	recv(a, 3)
 	send(b, 2)
 	recv(a, 2)
+	if recvTimesOut {
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, err := a.Recv(short, buf)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Recv with nothing sent: %v, want context.DeadlineExceeded", err)
+		}
+	}
 	// b takes a's messages and reports them in an update, which a's
 	// application, making no call from here on, does not take; b is left
 	// with 1 credit, which only a's report of the receive that update

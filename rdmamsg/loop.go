@@ -120,6 +120,12 @@ func (s *sleeper) sleep(ctx context.Context, kick chan struct{}, dl *deadline, d
 	err := s.sleepOnCQ(ctx, kick, dl, done)
 	s.mu.Lock()
 	s.asleep = false
+	if err != nil {
+		// Leaving without a look (its context ended, its deadline
+		// passed, Close): take what came meanwhile, which is also how a
+		// Conn's idle timer learns that it must look again.
+		s.reap(kick)
+	}
 	s.mu.Unlock()
 	s.wake(kick) // one waiting for its kick may take the channel now
 	return err

@@ -75,13 +75,14 @@ var expired = time.Unix(1, 0)
 // through the C library, returning false for "nothing yet" (EAGAIN).
 //
 // Wait does not allocate when ctx cannot be cancelled, nor when its Done
-// channel is the previous Wait's.
+// channel is that of the last cancellable context waited with: a wait
+// without one leaves that context's watch in place for the next.
 func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 	w.setDeadline(ctx)
 	w.mu.Lock()
-	if done := ctx.Done(); done != w.done {
+	if done := ctx.Done(); done != nil && done != w.done {
 		w.unwatch()
-		if done != nil && !w.closed.Load() {
+		if !w.closed.Load() {
 			f := w.f
 			w.stop = context.AfterFunc(ctx, func() { f.SetReadDeadline(expired) })
 			w.done = done

@@ -74,21 +74,48 @@ func TestWait(t *testing.T) {
 	if err := wt.Wait(context.Background(), try); err != nil {
 		t.Fatalf("Wait after cancelled contexts: %v", err)
 	}
+
+	// Nor does the end of the last cancellable context, whose watch stays
+	// in place through a wait without one, when it comes during that wait.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	w.Write([]byte{4})
+	if err := wt.Wait(ctx, try); err != nil {
+		t.Fatalf("Wait with a byte there: %v", err)
+	}
+	time.AfterFunc(20*time.Millisecond, cancel)
+	time.AfterFunc(100*time.Millisecond, func() { w.Write([]byte{5}) })
+	start = time.Now()
+	if err := wt.Wait(context.Background(), try); err != nil {
+		t.Fatalf("Wait while an earlier context ends: %v", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("Wait while an earlier context ended returned after %v, before its byte came", d)
+	}
 }
 
 // TestWaitAllocs: a loop that waits with one context, cancellable or not,
-// does not allocate after its first wait.
+// does not allocate after its first wait, nor when waits without a
+// context come between.
 func TestWaitAllocs(t *testing.T) {
 	_, w, wt, try := pipe(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	one := []byte{1}
-	for name, ctx := range map[string]context.Context{"background": context.Background(), "cancellable": ctx} {
+	for name, ctxs := range map[string][]context.Context{
+		"background":  {context.Background()},
+		"cancellable": {ctx},
+		// a caller's context, with waits without one between (another
+		// goroutine's, as rdmamsg's courier waits)
+		"cancellable, then background": {ctx, context.Background()},
+	} {
 		var failed error
 		round := func() {
-			w.Write(one)
-			if err := wt.Wait(ctx, try); err != nil {
-				failed = err
+			for _, ctx := range ctxs {
+				w.Write(one)
+				if err := wt.Wait(ctx, try); err != nil {
+					failed = err
+				}
 			}
 		}
 		round()
