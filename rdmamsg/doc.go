@@ -59,9 +59,10 @@
 // used. Send, Recv and the stream methods allocate
 // nothing per message (BenchmarkRoundTrip, BenchmarkStream,
 // TestNoAllocations), with one exception: a caller that sleeps on the
-// channel with a cancellable context other than the one the last sleeper
-// there used registers a watch on it (context.AfterFunc), which
-// allocates. Read, Write and a context kept from call to call do not.
+// channel with a cancellable context other than the last one used there
+// registers a watch on it (context.AfterFunc), which allocates. Read,
+// Write and a context kept from call to call do not, idle gaps and the
+// courier's turns between them included.
 //
 // # The end of a connection
 //
