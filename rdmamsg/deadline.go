@@ -13,6 +13,9 @@ type deadline struct {
 	mu    sync.Mutex
 	ch    chan struct{} // closed once the deadline has passed
 	timer *time.Timer
+	// gen counts the deadlines set, so that a timer that fired as a new
+	// deadline was set, and waits for mu, does not close ch for it.
+	gen uint64
 	// onChange, if set, is called, without mu, after each set and when
 	// the deadline passes: for a wait that cannot select on done (a
 	// Conn's caller asleep on its CQ).
@@ -45,6 +48,11 @@ func (d *deadline) set(t time.Time) {
 func (d *deadline) reset(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.resetLocked(t)
+}
+
+func (d *deadline) resetLocked(t time.Time) {
+	d.gen++
 	if d.timer != nil {
 		d.timer.Stop()
 		d.timer = nil
@@ -59,11 +67,11 @@ func (d *deadline) reset(t time.Time) {
 	if t.IsZero() {
 		return
 	}
-	ch := d.ch
+	ch, gen := d.ch, d.gen
 	if dur := time.Until(t); dur > 0 {
 		d.timer = time.AfterFunc(dur, func() {
 			d.mu.Lock()
-			fired := d.ch == ch && !isClosed(ch)
+			fired := d.gen == gen && !isClosed(ch)
 			if fired {
 				close(ch)
 			}

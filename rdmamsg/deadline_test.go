@@ -43,3 +43,19 @@ func TestDeadline(t *testing.T) {
 	}
 	d.set(time.Time{})
 }
+
+// TestDeadlineMovedAsItFires: a deadline moved later just as its timer
+// fires, while the timer waits for the lock, does not end waits at the
+// old time.
+func TestDeadlineMovedAsItFires(t *testing.T) {
+	var d deadline
+	d.set(time.Now().Add(time.Millisecond))
+	d.mu.Lock()
+	time.Sleep(20 * time.Millisecond) // the timer fires, and waits for mu
+	d.resetLocked(time.Now().Add(time.Hour))
+	d.mu.Unlock()
+	if closedWithin(d.done(), 50*time.Millisecond) {
+		t.Fatal("a deadline moved an hour on, as its timer fired, ended waits at the old time")
+	}
+	d.set(time.Time{})
+}
