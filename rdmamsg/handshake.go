@@ -389,15 +389,27 @@ func sendFrame(nc net.Conn, kind byte, body []byte) {
 // watchContext bounds nc's reads and writes by ctx for the handshake: its
 // deadline, and its cancellation, which sets a deadline past. stop ends
 // that, clears nc's deadlines and returns ctx's error in place of the
-// timeout it caused.
+// timeout it caused. A cancellation that comes as stop runs does not
+// set the past deadline after stop has cleared it.
 func watchContext(ctx context.Context, nc net.Conn) (stop func(error) error) {
 	if d, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(d)
 	}
-	unwatch := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	var mu sync.Mutex
+	stopped := false
+	unwatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			nc.SetDeadline(time.Unix(1, 0))
+		}
+	})
 	return func(err error) error {
 		unwatch()
+		mu.Lock()
+		stopped = true
 		nc.SetDeadline(time.Time{})
+		mu.Unlock()
 		if err == nil {
 			return nil
 		}
