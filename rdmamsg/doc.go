@@ -122,8 +122,13 @@
 // which answers peers that look this side's QP up. The first WriteTo to a
 // destination looks it up (rdmacm.LookupUD) and keeps an address handle;
 // a datagram's sender is known from its GRH and header, so an answer to
-// it needs no lookup. Datagrams may be lost or reordered, as UD's are;
-// each is at most the port's MTU less an 8-byte header.
+// it needs no lookup. A sender's datagram also replaces what was known of
+// its address: a PacketConn made again there (after a restart) has a new
+// QP, which its first datagram teaches; until then, datagrams to it go to
+// the old one and are lost. At most 4,096 destinations are kept; a new
+// one beyond that takes the place of one picked at random, which the next
+// WriteTo to it looks up again. Datagrams may be lost or reordered, as
+// UD's are; each is at most the port's MTU less an 8-byte header.
 //
 // # Wire format
 //

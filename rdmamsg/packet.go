@@ -38,11 +38,13 @@ type PacketConfig struct {
 const (
 	defaultPacketDepth   = 64
 	defaultLookupTimeout = 5 * time.Second
-	// maxPeers bounds the senders a PacketConn makes an address handle
-	// for as their datagrams arrive; beyond it, an answer to a new one
-	// looks it up first.
-	maxPeers = 4096
 )
+
+// maxPeers bounds the destinations a PacketConn keeps an address handle
+// for, those it looked up and the senders its datagrams came from alike;
+// a new one beyond it takes the place of one picked at random, which a
+// later WriteTo looks up again. (A variable for the tests.)
+var maxPeers = 4096
 
 // PacketConn sends and receives datagrams on one UD queue pair, addressed
 // by IP address and port as UDP sockets are. ListenPacket binds an
@@ -89,6 +91,13 @@ type PacketConn struct {
 	sge     [1]ibverbs.SGE
 	err     error
 	closing bool
+	// retired are address handles no longer in peers that a send on the
+	// wire, or the WriteTo under way (using), may still need: closed
+	// once no send is (sqOut 0), or by Close. retireErr keeps their
+	// closing's errors, for Close.
+	retired   []*ibverbs.AH
+	using     *ibverbs.AH
+	retireErr error
 
 	rdl, wdl deadline // SetReadDeadline's, SetWriteDeadline's
 
@@ -292,7 +301,52 @@ func (p *PacketConn) poll() int {
 			p.fail(fmt.Errorf("rdmamsg: receive at %s: %w", p.local, wc.Err()))
 		}
 	}
+	if p.sqOut == 0 && len(p.retired) > 0 {
+		p.freeRetired()
+	}
 	return n
+}
+
+// remember keeps peer as how to reach to, with p.mu held: in place of
+// what was known of to (a PacketConn that came back at that address has
+// a new QP), or, with maxPeers known, of one picked at random.
+func (p *PacketConn) remember(to netip.AddrPort, peer udPeer) {
+	if old, ok := p.peers[to]; ok {
+		p.retire(old.ah)
+	} else if len(p.peers) >= maxPeers {
+		for k, old := range p.peers {
+			p.retire(old.ah)
+			delete(p.peers, k)
+			break
+		}
+	}
+	p.peers[to] = peer
+}
+
+// retire closes ah, dropped from peers, with p.mu held; or, while a
+// send that may use it is on the wire or WriteTo holds it, leaves that
+// to freeRetired.
+func (p *PacketConn) retire(ah *ibverbs.AH) {
+	if p.sqOut > 0 || ah == p.using {
+		p.retired = append(p.retired, ah)
+		return
+	}
+	p.retireErr = errors.Join(p.retireErr, ah.Close())
+}
+
+// freeRetired closes the retired handles that WriteTo does not hold, with
+// p.mu held and no send on the wire.
+func (p *PacketConn) freeRetired() {
+	kept := p.retired[:0]
+	for _, ah := range p.retired {
+		if ah == p.using {
+			kept = append(kept, ah)
+			continue
+		}
+		p.retireErr = errors.Join(p.retireErr, ah.Close())
+	}
+	clear(p.retired[len(kept):])
+	p.retired = kept
 }
 
 // LocalAddr returns the address the PacketConn is bound to.
@@ -367,9 +421,9 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 		return 0, netip.AddrPort{}, nil
 	}
 	from := netip.AddrPortFrom(g.Src.Addr().Unmap(), port)
-	if _, known := p.peers[from]; !known && len(p.peers) < maxPeers {
+	if known, ok := p.peers[from]; !ok || known.qpn != wc.SrcQP || known.maxData != maxData {
 		if ah, err := p.pd.CreateAHFromWC(wc, grh, p.port); err == nil {
-			p.peers[from] = udPeer{ah: ah, qpn: wc.SrcQP, maxData: maxData}
+			p.remember(from, udPeer{ah: ah, qpn: wc.SrcQP, maxData: maxData})
 		}
 	}
 	payload := data[packetHeaderLen:]
@@ -393,6 +447,11 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 	if err != nil {
 		return err
 	}
+	defer func() {
+		p.mu.Lock()
+		p.using = nil
+		p.mu.Unlock()
+	}()
 	if len(b) > min(p.maxData, peer.maxData) {
 		return fmt.Errorf("rdmamsg: a datagram of %d bytes to %s: at most %d: %w", len(b), to, min(p.maxData, peer.maxData), syscall.EMSGSIZE)
 	}
@@ -439,11 +498,15 @@ func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
 }
 
 // peer returns how to reach to: from what a datagram from it or an
-// earlier lookup left, else by looking it up.
+// earlier lookup left, else by looking it up. Its address handle is then
+// p.using, which WriteTo clears when it is done with it.
 func (p *PacketConn) peer(ctx context.Context, to netip.AddrPort) (udPeer, error) {
 	p.mu.Lock()
 	peer, ok := p.peers[to]
 	closing := p.closing
+	if ok && !closing {
+		p.using = peer.ah
+	}
 	p.mu.Unlock()
 	if closing {
 		return udPeer{}, ErrClosed
@@ -462,9 +525,8 @@ func (p *PacketConn) peer(ctx context.Context, to netip.AddrPort) (udPeer, error
 	if p.closing {
 		return udPeer{}, errors.Join(ErrClosed, peer.ah.Close())
 	}
-	// Every handle made is kept, for Close to free; the bound applies to
-	// the senders ReadFrom meets, which a peer does not choose.
-	p.peers[to] = peer
+	p.remember(to, peer)
+	p.using = peer.ah
 	return peer, nil
 }
 
@@ -588,9 +650,18 @@ func (p *PacketConn) teardown() error {
 	if p.qp != nil {
 		errs = append(errs, p.qp.ToError())
 	}
-	for to, peer := range p.peers {
+	// Under p.mu: a WriteTo begun after Close still looks at peers (and
+	// finds closing).
+	p.mu.Lock()
+	peers, retired := p.peers, p.retired
+	p.peers, p.retired = map[netip.AddrPort]udPeer{}, nil
+	errs = append(errs, p.retireErr)
+	p.mu.Unlock()
+	for _, peer := range peers {
 		errs = append(errs, peer.ah.Close())
-		delete(p.peers, to)
+	}
+	for _, ah := range retired {
+		errs = append(errs, ah.Close())
 	}
 	closeIf(p.rb, p.rb != nil)
 	closeIf(p.qp, p.qp != nil)

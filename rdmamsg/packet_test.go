@@ -4,7 +4,9 @@ package rdmamsg_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -248,5 +250,136 @@ func TestNetPacketConn(t *testing.T) {
 	var ne net.Error
 	if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
 		t.Errorf("ReadFrom past its deadline: %v", err)
+	}
+}
+
+// TestPacketPeers: the destinations a PacketConn keeps address handles
+// for stay within their bound (2 here), those looked up and the senders
+// alike, and one that had to go is reached again (looked up anew).
+func TestPacketPeers(t *testing.T) {
+	t.Cleanup(rdmamsg.SetMaxPeers(2))
+	na, nb := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	listen := func(ip netip.Addr) *rdmamsg.PacketConn {
+		p, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(ip, 0).String(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeOK(t, p) })
+		return p
+	}
+	a := listen(na.IP)
+	bs := []*rdmamsg.PacketConn{listen(nb.IP), listen(nb.IP), listen(nb.IP)}
+	buf := make([]byte, 64)
+	expect := func(to *rdmamsg.PacketConn, from netip.AddrPort, m []byte) {
+		t.Helper()
+		short, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, got, err := to.ReadFrom(short, buf)
+		if err != nil || got != from || !bytes.Equal(buf[:n], m) {
+			t.Fatalf("at %v: %q from %v, %v; want %q from %v", to.LocalAddr(), buf[:n], got, err, m, from)
+		}
+	}
+	for round := range 2 {
+		for i, b := range bs {
+			m := message(10*round+i, 20)
+			if err := a.WriteTo(ctx, m, b.LocalAddr()); err != nil {
+				t.Fatalf("round %d, to %v: %v", round, b.LocalAddr(), err)
+			}
+			expect(b, a.LocalAddr(), m)
+		}
+		if n := a.Peers(); n > 2 {
+			t.Fatalf("round %d of lookups: %d destinations kept, at most 2 wanted", round, n)
+		}
+	}
+	for i, b := range bs {
+		m := message(100+i, 20)
+		if err := b.WriteTo(ctx, m, a.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		expect(a, b.LocalAddr(), m)
+		if err := a.WriteTo(ctx, m, b.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		expect(b, a.LocalAddr(), m)
+	}
+	if n := a.Peers(); n > 2 {
+		t.Fatalf("after the senders: %d destinations kept, at most 2 wanted", n)
+	}
+}
+
+// TestPacketPeerComesBack: a PacketConn closed and made again at the
+// same address has a new QP, which its first datagram teaches the other
+// side, whose answers then reach it.
+func TestPacketPeerComesBack(t *testing.T) {
+	a, b := packetPair(t)
+	ctx := timeout(t, 60*time.Second)
+	buf := make([]byte, 64)
+	at := b.LocalAddr()
+	for i, from := range []*rdmamsg.PacketConn{b, nil} {
+		if from == nil { // b again, closed and made anew
+			closeOK(t, b)
+			var err error
+			if from, err = rdmamsg.ListenPacket(ctx, at.String(), nil); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { closeOK(t, from) })
+		}
+		m := message(i, 20)
+		if err := from.WriteTo(ctx, m, a.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		n, got, err := a.ReadFrom(ctx, buf)
+		if err != nil || got != at || !bytes.Equal(buf[:n], m) {
+			t.Fatalf("datagram %d: %d bytes from %v, %v", i, n, got, err)
+		}
+		if err := a.WriteTo(ctx, m, at); err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, got, err = from.ReadFrom(short, buf)
+		cancel()
+		if err != nil || got != a.LocalAddr() || !bytes.Equal(buf[:n], m) {
+			t.Fatalf("answer %d: %d bytes from %v, %v", i, n, got, err)
+		}
+	}
+}
+
+// TestPacketCloseWhileWriting: Close while another goroutine writes
+// ends the writes with ErrClosed, and a WriteTo begun while Close frees
+// things fails so too (and, under the race detector, reads nothing Close
+// changes without the lock).
+func TestPacketCloseWhileWriting(t *testing.T) {
+	a, b := packetPair(t)
+	ctx := timeout(t, 60*time.Second)
+	msg := make([]byte, 32)
+	if err := a.WriteTo(ctx, msg, b.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		var first error
+		for {
+			err := a.WriteTo(ctx, msg, b.LocalAddr())
+			if err != nil && first == nil {
+				first = err
+			}
+			if first != nil && !errors.Is(err, rdmamsg.ErrClosed) {
+				first = fmt.Errorf("after %v: %w", first, err)
+			}
+			select {
+			case <-closed:
+				done <- first
+				return
+			default:
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	closeOK(t, a)
+	close(closed)
+	if err := <-done; !errors.Is(err, rdmamsg.ErrClosed) || strings.Contains(err.Error(), "after") {
+		t.Errorf("WriteTo during Close: %v", err)
 	}
 }

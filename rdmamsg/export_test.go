@@ -1,0 +1,18 @@
+//go:build linux && cgo
+
+package rdmamsg
+
+// SetMaxPeers sets how many destinations a PacketConn keeps address
+// handles for, for a test, and returns what puts it back.
+func SetMaxPeers(n int) (restore func()) {
+	old := maxPeers
+	maxPeers = n
+	return func() { maxPeers = old }
+}
+
+// Peers returns how many destinations p keeps an address handle for.
+func (p *PacketConn) Peers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.peers)
+}
