@@ -15,6 +15,8 @@ import (
 type AH struct {
 	c  *C.struct_ibv_ah
 	pd *PD
+	// users counts the open SendBatches whose requests address with it.
+	users refs
 }
 
 // CreateAH creates an address handle (ibv_create_ah).
@@ -107,10 +109,14 @@ func (pd *PD) CreateAHFromWC(wc *WC, grh []byte, port int) (*AH, error) {
 func (ah *AH) Raw() unsafe.Pointer { return unsafe.Pointer(ah.c) }
 
 // Close destroys the address handle (ibv_destroy_ah). Closing twice is a
-// no-op.
+// no-op; while a SendBatch holds requests that address with it, it is an
+// error matching syscall.EBUSY. A send posted with it must have completed.
 func (ah *AH) Close() error {
 	if ah.c == nil {
 		return nil
+	}
+	if n := ah.users.count(); n > 0 {
+		return busyError("ibv_destroy_ah", "send batches addressing with it", n)
 	}
 	if rc := C.ibv_destroy_ah(ah.c); rc != 0 {
 		return verbError("ibv_destroy_ah", int(rc))

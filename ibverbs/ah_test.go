@@ -152,3 +152,93 @@ func withDst(t *testing.T, grh []byte, family int, mcast bool) []byte {
 	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
 	return b
 }
+
+// TestUDSendChecks: on a UD QP, PostSend and a send batch refuse what the
+// provider would read a bad pointer from (another opcode, whose fields
+// share the AH's place; no AH; a closed AH), and a batch holds its AH
+// open, so that the AH refuses to close under it.
+func TestUDSendChecks(t *testing.T) {
+	for _, wrapi := range []bool{false, true} {
+		t.Run(fmt.Sprintf("WRAPI=%v", wrapi), func(t *testing.T) { testUDSendChecks(t, wrapi) })
+	}
+}
+
+func testUDSendChecks(t *testing.T, wrapi bool) {
+	o := pairOpts{typ: ibverbs.QPTypeUD, wrapi: wrapi}
+	if wrapi {
+		o.wrOps = []ibverbs.Opcode{ibverbs.OpSend, ibverbs.OpSendWithImm}
+	}
+	p := newPair(t, o)
+	const grhLen, n = ibverbs.GRHLen, 64
+	ah, err := p.a.pd.CreateAHTo(p.b.ep, p.port, p.gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := ibverbs.SendWR{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(grhLen, n)}, AH: ah, RemoteQPN: p.b.ep.QPN, RemoteQKey: p.b.ep.QKey}
+	write := send
+	write.Opcode, write.RemoteAddr, write.RKey = ibverbs.OpRDMAWrite, 0x1234, 1
+	noAH := send
+	noAH.AH = nil
+	for _, c := range []struct {
+		name string
+		wr   ibverbs.SendWR
+		want error
+	}{
+		{"RDMA write", write, syscall.EINVAL},
+		{"no AH", noAH, syscall.EINVAL},
+	} {
+		if err := p.a.qp.PostSend([]ibverbs.SendWR{c.wr}); !errors.Is(err, c.want) {
+			t.Errorf("PostSend, %s: %v, want %v", c.name, err, c.want)
+		}
+		if b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{c.wr}); !errors.Is(err, c.want) {
+			t.Errorf("NewSendBatch, %s: %v, want %v", c.name, err, c.want)
+			if b != nil {
+				b.Close()
+			}
+		}
+	}
+
+	// A batch holds its AH open; Set lets go of the one it replaces.
+	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{send})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ah.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("closing the AH of an open batch: %v, want EBUSY", err)
+	}
+	ah2, err := p.a.pd.CreateAHTo(p.b.ep, p.port, p.gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := send
+	other.AH = ah2
+	if err := b.Set(0, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := ah.Close(); err != nil {
+		t.Fatalf("closing the AH a batch no longer uses: %v", err)
+	}
+	if err := ah2.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("closing the AH a batch took by Set: %v, want EBUSY", err)
+	}
+	// The batch still sends, through ah2.
+	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{p.b.mr.SGE(0, grhLen+n)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Post(0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	pollOK(t, p.a.cq, ibverbs.WCSend)
+	pollOK(t, p.b.cq, ibverbs.WCRecv)
+	closeOK(t, b)
+	closeOK(t, ah2)
+
+	// A closed AH is refused, not handed to the provider.
+	if err := p.a.qp.PostSend([]ibverbs.SendWR{other}); !errors.Is(err, ibverbs.ErrClosed) {
+		t.Errorf("PostSend with a closed AH: %v, want ErrClosed", err)
+	}
+	if _, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{other}); !errors.Is(err, ibverbs.ErrClosed) {
+		t.Errorf("NewSendBatch with a closed AH: %v, want ErrClosed", err)
+	}
+}

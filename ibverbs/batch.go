@@ -22,7 +22,8 @@ import (
 // fixed-size writes) needs to spend as little user CPU per request as a C
 // program that keeps its own ibv_send_wr array, as perftest does.
 //
-// A batch belongs to its QP, which refuses to close while it is open. Its
+// A batch belongs to its QP, which refuses to close while it is open, and
+// so does the address handle of any of its UD sends. Its
 // methods, like posting itself, must not run concurrently with each other
 // or with another post to the same QP. The setters panic on an index out of
 // range or after Close, as indexing a slice does.
@@ -32,6 +33,7 @@ type SendBatch struct {
 	wrs    []C.struct_ibv_send_wr
 	sges   []SGE
 	maxSGE int
+	ahs    []*AH // each request's, held open
 }
 
 // NewSendBatch copies wrs into a new batch, checking each as PostSend
@@ -56,7 +58,8 @@ func (qp *QP) NewSendBatch(wrs []SendWR) (*SendBatch, error) {
 	}
 	b := &SendBatch{qp: qp, s: s, maxSGE: int(s.max_sge),
 		wrs:  unsafe.Slice(s.swr, len(wrs)),
-		sges: unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), len(wrs)*int(s.max_sge))}
+		sges: unsafe.Slice((*SGE)(unsafe.Pointer(s.sge)), len(wrs)*int(s.max_sge)),
+		ahs:  make([]*AH, len(wrs))}
 	for i := range wrs {
 		b.fill(i, &wrs[i])
 	}
@@ -76,6 +79,13 @@ func (qp *QP) checkBatched(w *SendWR, maxSGE int) error {
 
 func (b *SendBatch) fill(i int, w *SendWR) {
 	fillSend(&b.wrs[i], b.sges[i*b.maxSGE:(i+1)*b.maxSGE], w)
+	if w.AH != nil {
+		w.AH.users.add()
+	}
+	if b.ahs[i] != nil {
+		b.ahs[i].users.done()
+	}
+	b.ahs[i] = w.AH
 }
 
 // Len returns the number of requests in the batch.
@@ -192,6 +202,12 @@ func (b *SendBatch) Close() error {
 	}
 	C.gv_scratch_free(b.s)
 	b.s, b.wrs, b.sges = nil, nil, nil
+	for _, ah := range b.ahs {
+		if ah != nil {
+			ah.users.done()
+		}
+	}
+	b.ahs = nil
 	b.qp.kids.done()
 	return nil
 }

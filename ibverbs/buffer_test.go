@@ -5,6 +5,7 @@ package ibverbs_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"syscall"
 	"testing"
@@ -74,6 +75,24 @@ func TestMRRanges(t *testing.T) {
 	}
 	if _, err := p.b.pd.RegMRRange(p.b.buf, bufSize-10, 100, access); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("range past the buffer: %v, want EINVAL", err)
+	}
+	// A length whose end overflows int is refused too, not sliced.
+	if _, err := p.b.pd.RegMRRange(p.b.buf, 1, math.MaxInt, access); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("range of MaxInt bytes: %v, want EINVAL", err)
+	}
+	// An SGE outside the region panics, as slicing does.
+	for _, r := range [][2]int{{4000, 97}, {-1, 10}, {0, -1}, {1, math.MaxInt}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("SGE(%d, %d) of a region of 4096 bytes did not panic", r[0], r[1])
+				}
+			}()
+			hi.SGE(r[0], r[1])
+		}()
+	}
+	if sge := hi.SGE(4000, 96); sge.Addr != hi.Addr()+4000 || sge.Length != 96 || sge.LKey != hi.LKey() {
+		t.Errorf("SGE(4000, 96) = %+v", sge)
 	}
 }
 

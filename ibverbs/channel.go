@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"syscall"
@@ -146,11 +147,12 @@ func (ch *CompChannel) Interrupt() error {
 // Block waits for the channel's next completion event as Wait does, but
 // with the calling OS thread asleep in the kernel (poll(2) on the
 // channel's fd) rather than the goroutine parked in the Go netpoller, for
-// at most timeout; 0 only takes an event already there. In the same cgo
-// call it reads the event (ibv_get_cq_event), acknowledges it
-// (ibv_ack_cq_events) and re-arms its CQ for the next completion
-// (ibv_req_notify_cq). It returns that CQ, or nil when the time passed
-// first. It does not allocate.
+// at most timeout (poll(2)'s longest, about 24.8 days, for longer); 0
+// only takes an event already there. In the same cgo call it reads the
+// event (ibv_get_cq_event), re-arms its CQ for the next completion
+// (ibv_req_notify_cq) and acknowledges the event (ibv_ack_cq_events). It
+// returns that CQ, or nil when the time passed first. It does not
+// allocate.
 //
 // It is the wait of a loop that owns its thread (runtime.LockOSThread)
 // and would otherwise spin, as perftest's -e does: arm each CQ once with
@@ -165,7 +167,9 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 		return nil, ErrClosed
 	}
 	var p *C.struct_ibv_cq
-	errno := C.gv_channel_block(handle(ch.c), C.int64_t(max(timeout, 0)), &p)
+	// poll(2) takes whole milliseconds in an int: about 24.8 days at most.
+	timeout = min(max(timeout, 0), time.Duration(math.MaxInt32)*time.Millisecond)
+	errno := C.gv_channel_block(handle(ch.c), C.int64_t(timeout), &p)
 	var cq *CQ
 	if p != nil {
 		if cq, _ = ch.ctx.lookup(unsafe.Pointer(p)).(*CQ); cq == nil {

@@ -323,10 +323,11 @@ func (cq *CQ) Close() error {
 		return busyError("ibv_destroy_cq", "QPs or SRQs using the CQ", n)
 	}
 	p := unsafe.Pointer(cq.c)
+	cq.ctx.unregister(p) // before its address can be another's
 	if rc := C.ibv_destroy_cq(cq.c); rc != 0 {
+		cq.ctx.register(p, cq)
 		return verbError("ibv_destroy_cq", int(rc))
 	}
-	cq.ctx.unregister(p)
 	cq.c = nil
 	cq.ctx.kids.done()
 	if cq.ch != nil {

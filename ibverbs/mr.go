@@ -55,9 +55,9 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, iova uint64, with
 	if buf.b == nil {
 		return nil, ErrClosed
 	}
-	if off < 0 || length <= 0 || off+length > buf.Len() {
-		return nil, fmt.Errorf("%s: range [%d, %d) outside a buffer of %d bytes: %w",
-			verb, off, off+length, buf.Len(), syscall.EINVAL)
+	if off < 0 || length <= 0 || length > buf.Len()-off {
+		return nil, fmt.Errorf("%s: %d bytes at offset %d: outside a buffer of %d bytes: %w",
+			verb, length, off, buf.Len(), syscall.EINVAL)
 	}
 	b := buf.b[off : off+length : off+length]
 	p := unsafe.Pointer(&b[0])
@@ -106,8 +106,16 @@ func (m *MR) Bytes() []byte { return m.b }
 func (m *MR) Buffer() *Buffer { return m.buf }
 
 // SGE returns a scatter/gather element for length bytes at offset off of
-// the region. It does not check bounds: the device does.
+// the region. It panics if they do not lie within the region, as slicing
+// does: the device would refuse such an element, but an inline send's is
+// copied by the CPU at the post, unchecked. (An inline send copies from
+// the element's address, so the SGEs of a region registered with
+// RegMRIOVA, whose addresses are not this process's, cannot be sent
+// inline.)
 func (m *MR) SGE(off, length int) SGE {
+	if off < 0 || length < 0 || length > len(m.b)-off {
+		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) outside a region of %d bytes", off, off, length, len(m.b)))
+	}
 	return SGE{Addr: m.addr + uint64(off), Length: uint32(length), LKey: m.lkey}
 }
 

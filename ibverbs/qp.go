@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -62,8 +63,11 @@ type QP struct {
 	psn  uint32
 	// peerRdAtomic is the remote Endpoint's RdAtomic, from ToRTR.
 	peerRdAtomic uint8
-	sendS        *C.struct_gv_post_scratch
-	recvS        *C.struct_gv_post_scratch
+	// sendS and recvS are the C memory PostSend and PostRecv fill, one
+	// caller at a time (sendMu, recvMu).
+	sendS          *C.struct_gv_post_scratch
+	recvS          *C.struct_gv_post_scratch
+	sendMu, recvMu sync.Mutex
 	// qx is the QP's struct ibv_qp_ex when it posts through the ibv_wr_*
 	// API, and wrOps the opcodes (bits of 1<<Opcode) it was created with.
 	qx    *C.struct_ibv_qp_ex
@@ -335,6 +339,8 @@ func (qp *QP) PostSendLists(wrs []SendWR, listLen int) error {
 
 // postSend posts wrs in lists of list requests (0: as long as fit).
 func (qp *QP) postSend(wrs []SendWR, list int) error {
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
 	if qp.c == nil {
 		return ErrClosed
 	}
@@ -396,6 +402,12 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
 		return fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)
 	case qp.qx != nil && (w.Opcode >= 32 || qp.wrOps&(1<<w.Opcode) == 0):
 		return fmt.Errorf("ibv_wr_start: opcode %v is not one this %v QP was created with for the ibv_wr_* API (QPInit.WROps): %w", w.Opcode, qp.typ, syscall.EINVAL)
+	case qp.typ == QPTypeUD && w.Opcode != OpSend && w.Opcode != OpSendWithImm:
+		return fmt.Errorf("ibv_post_send: a UD QP sends SEND and SEND_WITH_IMM only, not %v: %w", w.Opcode, syscall.EINVAL)
+	case qp.typ == QPTypeUD && w.AH == nil:
+		return fmt.Errorf("ibv_post_send: a UD send without SendWR.AH: %w", syscall.EINVAL)
+	case qp.typ == QPTypeUD && w.AH.c == nil:
+		return fmt.Errorf("ibv_post_send: the send's AH: %w", ErrClosed)
 	case w.Opcode == OpBindMW:
 		if w.Bind == nil {
 			return fmt.Errorf("ibv_post_send: BIND_MW without SendWR.Bind: %w", syscall.EINVAL)
@@ -500,6 +512,8 @@ func copySGL(sg, sgl []SGE) *C.struct_ibv_sge {
 
 // PostRecv posts a list of receive work requests, like PostSend.
 func (qp *QP) PostRecv(wrs []RecvWR) error {
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
 	if qp.c == nil {
 		return ErrClosed
 	}
@@ -596,15 +610,23 @@ func (qp *QP) Close() error {
 	if err := qp.detachAll(); err != nil {
 		return err
 	}
+	// A PostSend or PostRecv under way ends before the QP goes; one
+	// after finds it gone.
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
 	p := unsafe.Pointer(qp.c)
+	qp.pd.ctx.unregister(p) // before its address can be another's
 	if qp.destroy != nil {
 		if err := qp.destroy(); err != nil {
+			qp.pd.ctx.register(p, qp)
 			return err
 		}
 	} else if rc := C.ibv_destroy_qp(qp.c); rc != 0 {
+		qp.pd.ctx.register(p, qp)
 		return verbError("ibv_destroy_qp", int(rc))
 	}
-	qp.pd.ctx.unregister(p)
 	qp.c = nil
 	C.gv_scratch_free(qp.sendS)
 	C.gv_scratch_free(qp.recvS)

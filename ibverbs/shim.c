@@ -606,7 +606,10 @@ int gv_channel_block(uintptr_t chh, int64_t timeout_ns, struct ibv_cq **out)
 		if (left <= 0)
 			return 0;
 	}
-	ibv_ack_cq_events(cq, 1);
+	// Arm before the ack: ibv_destroy_cq, in another thread, waits for
+	// the ack and may free the CQ as soon as it is given.
 	*out = cq;
-	return ibv_req_notify_cq(cq, 0);
+	rc = ibv_req_notify_cq(cq, 0);
+	ibv_ack_cq_events(cq, 1);
+	return rc;
 }

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -17,6 +18,7 @@ type SRQ struct {
 	c    *C.struct_ibv_srq
 	pd   *PD
 	s    *C.struct_gv_post_scratch
+	mu   sync.Mutex // PostRecv's, for s
 	kids refs
 }
 
@@ -59,6 +61,8 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 // PostRecv posts receive work requests to the SRQ (ibv_post_srq_recv), in
 // one cgo call per 256.
 func (srq *SRQ) PostRecv(wrs []RecvWR) error {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	if srq.c == nil {
 		return ErrClosed
 	}
@@ -130,11 +134,14 @@ func (srq *SRQ) Close() error {
 	if n := srq.kids.count(); n > 0 {
 		return busyError("ibv_destroy_srq", "QPs using the SRQ or receive batches of it", n)
 	}
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	p := unsafe.Pointer(srq.c)
+	srq.pd.ctx.unregister(p) // before its address can be another's
 	if rc := C.ibv_destroy_srq(srq.c); rc != 0 {
+		srq.pd.ctx.register(p, srq)
 		return verbError("ibv_destroy_srq", int(rc))
 	}
-	srq.pd.ctx.unregister(p)
 	srq.c = nil
 	C.gv_scratch_free(srq.s)
 	srq.s = nil
