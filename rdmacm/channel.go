@@ -128,8 +128,11 @@ func (ch *EventChannel) add(id *ID) {
 	ch.idMu.Unlock()
 }
 
+// remove forgets id, unless its address is already another ID's.
 func (ch *EventChannel) remove(id *ID) {
 	ch.idMu.Lock()
-	delete(ch.ids, id.c)
+	if ch.ids[id.c] == id {
+		delete(ch.ids, id.c)
+	}
 	ch.idMu.Unlock()
 }

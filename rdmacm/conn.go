@@ -235,6 +235,10 @@ type Conn struct {
 	ah      *ibverbs.AH
 	group   netip.Addr   // joined, for a Conn from JoinMulticast
 	cleanup func() error // from Config.Prepare
+	// local, remote and port are the ID's, kept when the connection is
+	// made: Close may free the ID while another goroutine asks.
+	local, remote netip.AddrPort
+	port          int
 
 	done      chan struct{}
 	mu        sync.Mutex
@@ -408,8 +412,10 @@ func (c *Conn) teardown() error {
 	return errors.Join(errs...)
 }
 
-// start begins watching the connection's channel for the peer going away.
+// start keeps the connection's addresses and begins watching its channel
+// for the peer going away.
 func (c *Conn) start() {
+	c.local, c.remote, c.port = c.id.LocalAddr(), c.id.RemoteAddr(), c.id.PortNum()
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopWatch = cancel
 	c.watchDone = make(chan struct{})
@@ -479,13 +485,14 @@ func (c *Conn) Context() *ibverbs.Context { return c.ctx }
 func (c *Conn) ID() *ID { return c.id }
 
 // PortNum returns the device port the connection uses.
-func (c *Conn) PortNum() int { return c.id.PortNum() }
+func (c *Conn) PortNum() int { return c.port }
 
-// LocalAddr returns the local IP address and port.
-func (c *Conn) LocalAddr() netip.AddrPort { return c.id.LocalAddr() }
+// LocalAddr returns the local IP address and port. Like RemoteAddr and
+// PortNum, it may be called at any time, during and after Close too.
+func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
 
 // RemoteAddr returns the peer's IP address and port.
-func (c *Conn) RemoteAddr() netip.AddrPort { return c.id.RemoteAddr() }
+func (c *Conn) RemoteAddr() netip.AddrPort { return c.remote }
 
 // PrivateData returns what the peer sent with its request (for a Conn from
 // Accept) or reply (from Dial), padded with zeros by the CM to a fixed size.

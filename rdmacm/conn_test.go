@@ -933,3 +933,42 @@ func TestLookupUD(t *testing.T) {
 		t.Errorf("lookup where nothing listens: %v after %v", err, time.Since(start))
 	}
 }
+
+// TestAddrsDuringClose: a Conn's and a Listener's addresses may be asked
+// for while another goroutine closes them, and after, as net.Conn's may
+// (a log line of RemoteAddr beside a Close): they are the ones the
+// connection had, never freed memory (the race detector watches).
+func TestAddrsDuringClose(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.IP, nil)
+	srv, cli := connect(t, l, n.IP, &rdmacm.Config{})
+	want := [...]netip.AddrPort{l.Addr(), srv.LocalAddr(), srv.RemoteAddr(), cli.LocalAddr(), cli.RemoteAddr()}
+	port := cli.PortNum()
+	if !want[4].IsValid() || want[4] != want[0] || port < 1 {
+		t.Fatalf("addresses %v, port %d", want, port)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = cli.RemoteAddr()
+			_ = srv.LocalAddr()
+			_ = l.Addr()
+		}
+	}()
+	closeOK(t, cli)
+	closeOK(t, srv)
+	closeOK(t, l)
+	close(stop)
+	<-done
+	got := [...]netip.AddrPort{l.Addr(), srv.LocalAddr(), srv.RemoteAddr(), cli.LocalAddr(), cli.RemoteAddr()}
+	if got != want || cli.PortNum() != port {
+		t.Errorf("after Close: addresses %v, port %d; want %v, %d", got, cli.PortNum(), want, port)
+	}
+}

@@ -455,11 +455,12 @@ func (id *ID) Close() error {
 	if id.qp != nil {
 		return fmt.Errorf("rdma_destroy_id: close the ID's QP first: %w", os.NewSyscallError("rdma_destroy_id", syscall.EBUSY))
 	}
+	id.ch.remove(id) // before its address can be another's
 	r, err := C.rdma_destroy_id(id.c)
 	if r != 0 {
+		id.ch.add(id)
 		return cmError("rdma_destroy_id", err)
 	}
-	id.ch.remove(id)
 	id.c = nil
 	return nil
 }

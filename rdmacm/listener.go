@@ -17,6 +17,9 @@ type Listener struct {
 	ch   *EventChannel
 	cfg  Config
 	addr string
+	// bound is id's address, kept at Listen: Close may free id while
+	// another goroutine asks.
+	bound netip.AddrPort
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -58,13 +61,14 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err := id.Listen(cfg.Backlog); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
-	l := &Listener{id: id, ch: ch, cfg: *cfg, addr: addr}
+	l := &Listener{id: id, ch: ch, cfg: *cfg, addr: addr, bound: id.LocalAddr()}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	return l, nil
 }
 
-// Addr returns the address and port the listener is bound to.
-func (l *Listener) Addr() netip.AddrPort { return l.id.LocalAddr() }
+// Addr returns the address and port the listener is bound to, during and
+// after Close too.
+func (l *Listener) Addr() netip.AddrPort { return l.bound }
 
 // ID returns the listening rdma_cm identifier.
 func (l *Listener) ID() *ID { return l.id }

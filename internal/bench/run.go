@@ -673,6 +673,15 @@ func anyPattern(got, want []byte, nqp int) bool {
 
 // notATest is a control connection that ended before asking for a test:
 // not a gorperf client, or a client that gave up. Servers keep waiting.
+// KeepsWaiting reports whether err, given to Serve's done with no
+// result, left Serve waiting for the next client even when serving once:
+// the connection was not a gorperf client's test (another program, or a
+// client that gave up before asking for one).
+func KeepsWaiting(err error) bool {
+	var nt *notATest
+	return errors.As(err, &nt)
+}
+
 type notATest struct{ err error }
 
 func (e *notATest) Error() string { return e.err.Error() }

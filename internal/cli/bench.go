@@ -342,7 +342,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		var res *bench.Result
 		var runErr error
 		err = bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, onHeader, func(r *bench.Result, err error) {
-			if r == nil && err != nil {
+			if r == nil && bench.KeepsWaiting(err) {
 				fmt.Fprintf(f.IO.ErrOut, "gorperf: %v; still waiting\n", err)
 			}
 			res, runErr = r, err

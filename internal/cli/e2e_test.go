@@ -739,6 +739,26 @@ func TestServerLimitsAndGarbage(t *testing.T) {
 	}
 }
 
+// TestOneTestServerRefuses: a server for one test that refuses its
+// client's test says why and exits 1, without claiming to wait on.
+func TestOneTestServerRefuses(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv, _ := start(t, ctx, "write-lat", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	// More iterations than a server keeps latency samples for.
+	out, err := gorperf(ctx, "write-lat", "-d", cliDev, "-p", port, "-n", "20000000", addr).CombinedOutput()
+	if procExit(err) != 1 || !strings.Contains(string(out), "maximum") {
+		t.Errorf("client of a refused test: exit %v:\n%s", err, out)
+	}
+	err = srv.Wait()
+	if e := srv.Stderr.(*bytes.Buffer).String(); procExit(err) != 1 || !strings.Contains(e, "maximum") || strings.Contains(e, "still waiting") {
+		t.Errorf("server: exit %v, said:\n%s", err, e)
+	}
+}
+
 // TestMemlockTooSmall: with a 64 KiB locked-memory limit, registering the
 // buffers fails with a message that names the limit and the fix.
 func TestMemlockTooSmall(t *testing.T) {

@@ -162,6 +162,12 @@ func recvAs[T Message](ctx context.Context, c *Conn) (T, error) {
 	}
 	v, ok := m.(T)
 	if !ok {
+		if r, isResult := m.(Result); isResult && r.Error != "" {
+			// The peer's run failed and it went on to the results while
+			// this side waited for another step: its reason is the news.
+			return zero, fmt.Errorf("the peer's run failed (%w: expected %v, got its %v): %w",
+				ErrUnexpected, zero.Type(), m.Type(), &PeerError{Code: CodeFailed, Text: r.Error})
+		}
 		return zero, fmt.Errorf("%w: expected %v, got %v", ErrUnexpected, zero.Type(), m.Type())
 	}
 	return v, nil

@@ -191,6 +191,21 @@ func TestUnexpectedType(t *testing.T) {
 	}
 }
 
+// TestBarrierPeerFailed: a peer whose run failed sends its Result while
+// this side waits at a barrier; the barrier's error carries the peer's
+// reason, not only the unexpected type.
+func TestBarrierPeerFailed(t *testing.T) {
+	a, b := pipe(t)
+	ctx := timeout(t, 10*time.Second)
+	go a.Send(ctx, Result{Error: "no completion for 10s"})
+	err := b.Barrier(ctx, 1<<31|1)
+	var pe *PeerError
+	if !errors.Is(err, ErrUnexpected) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "the peer's run failed") ||
+		!strings.Contains(err.Error(), "no completion for 10s") {
+		t.Fatalf("Barrier = %v", err)
+	}
+}
+
 func TestBarrierOutOfStep(t *testing.T) {
 	a, b := pipe(t)
 	ctx := timeout(t, 10*time.Second)

@@ -107,6 +107,10 @@ const (
 	AllSizesMax = 1 << 23
 )
 
+// MaxMessages bounds the messages of a size's run, Iterations times
+// NumQPs: a work request's ID carries a message's number in 48 bits.
+const MaxMessages = 1<<48 - 1
+
 // MaxSetupQPs bounds NumQPs and the QPs of a Setup, whatever the Limits:
 // that many QPInfos fill most of a frame.
 const MaxSetupQPs = 1024
@@ -511,6 +515,9 @@ func (s TestSpec) Validate() error {
 	}
 	if s.Iterations == 0 && s.Duration == 0 {
 		return invalid("neither iterations nor a duration")
+	}
+	if qps := uint64(max(s.NumQPs, 1)); s.Iterations > MaxMessages/qps {
+		return invalid("%d iterations on %d QPs: at most %d messages in all", s.Iterations, qps, uint64(MaxMessages))
 	}
 	if t.IsLatency() && s.Bidirectional {
 		return invalid("%s cannot be bidirectional", t)

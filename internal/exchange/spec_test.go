@@ -99,6 +99,7 @@ func TestValidate(t *testing.T) {
 		{"MTU", "MTU 6", func(s *TestSpec) { s.MTU = 6 }},
 		{"UD over MTU", "at most the MTU, 1024 bytes", func(s *TestSpec) { s.Test, s.ConnType, s.Size = SendBW, ibverbs.QPTypeUD, 2048 }},
 		{"no iterations", "neither iterations nor a duration", func(s *TestSpec) { s.Iterations = 0 }},
+		{"too many iterations", "at most 281474976710655 messages in all", func(s *TestSpec) { s.Iterations, s.NumQPs = 1<<47, 2 }},
 		{"lat bidirectional", "write_lat cannot be bidirectional", func(s *TestSpec) { s.Test = WriteLat }},
 		{"write_lat events", "write_lat cannot wait on completion events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events = WriteLat, false, true }},
 		{"lat infinitely", "cannot run infinitely", func(s *TestSpec) { s.Test, s.Bidirectional, s.RunInfinitely = SendLat, false, true }},
@@ -229,9 +230,10 @@ func TestCheckLimits(t *testing.T) {
 	if err := s.CheckLimits(l); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "test of 2 threads without a group number") {
 		t.Errorf("no group: CheckLimits = %v", err)
 	}
-	// Bandwidth tests count iterations; they keep no samples.
+	// Bandwidth tests count iterations; they keep no samples, and only
+	// the messages' IDs bound them.
 	s = testSpec()
-	s.Iterations = math.MaxUint64
+	s.Iterations = MaxMessages / uint64(s.NumQPs)
 	if err := s.CheckLimits(l); err != nil {
 		t.Errorf("bandwidth iterations bounded: %v", err)
 	}
