@@ -348,6 +348,21 @@ func TestWarmUp(t *testing.T) {
 	t.Logf("packets: %d without a warm-up, %d with (%d more expected)", cold, warm, 2*qps*tx)
 }
 
+// TestWarmUpOutlastsControlTimeout: the passive side waits at the
+// barrier for as long as the active side's warm-up takes, not for the
+// control protocol's bound (30 s, 300 ms here), which a large warm-up on
+// a slow link outlasts (1 s here, by a pause before it).
+func TestWarmUpOutlastsControlTimeout(t *testing.T) {
+	defer bench.SetControlTimeout(300 * time.Millisecond)()
+	defer bench.SetBeforeWarmUp(func() { time.Sleep(time.Second) })()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 100,
+		NumQPs: 1, TXDepth: 16, CQModeration: 4, WarmUp: true}
+	c, _ := loopback(t, spec)
+	if c.WarmedUp != 16 || c.Sizes[0].BW.Iterations != 100 {
+		t.Errorf("warmed up with %d writes, reported %d", c.WarmedUp, c.Sizes[0].BW.Iterations)
+	}
+}
+
 // TestMRPerQP runs bandwidth tests on three QPs with one memory region
 // per QP (--mr_per_qp): each QP's endpoint offers its own rkey, where
 // they share the buffer's otherwise, and the data, read into or written

@@ -16,6 +16,21 @@ func SetBeforeLoop(f func(client bool)) (restore func()) {
 	return func() { beforeLoop = old }
 }
 
+// SetControlTimeout bounds the control protocol's steps by d, and
+// SetBeforeWarmUp makes f run before each warm-up, until the returned
+// function restores the default.
+func SetControlTimeout(d time.Duration) (restore func()) {
+	old := controlTimeout
+	controlTimeout = d
+	return func() { controlTimeout = old }
+}
+
+func SetBeforeWarmUp(f func()) (restore func()) {
+	old := beforeWarmUp
+	beforeWarmUp = f
+	return func() { beforeWarmUp = old }
+}
+
 // SpecTitle is specTitle, for the tests.
 var SpecTitle = specTitle
 

@@ -291,7 +291,7 @@ func handshakeSpec(ctx context.Context, c *exchange.Conn) (exchange.TestSpec, er
 // then per size a barrier, the loops, and a result swap.
 func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local, role, host string, onHeader func(report.Header)) (*Result, error) {
 	ctl := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		return context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 	}
 	// refuse tells the peer why this side cannot go on, and says so.
 	refuse := func(err error) (*Result, error) {
@@ -379,7 +379,14 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if s.counters != nil {
 			before, _ = s.counters.Read()
 		}
-		cctx, cancel := ctl()
+		// The peer warms up before it comes to the barrier, for as long
+		// as its messages take (a warm-up that stalls fails there): wait
+		// for it as for its result, not for the usual 30 s.
+		barrier := ctl
+		if spec.WarmUp && !s.active(client) {
+			barrier = waitPeer
+		}
+		cctx, cancel := barrier()
 		err := c.Barrier(cctx, uint32(n+1))
 		cancel()
 		if err != nil {
@@ -493,6 +500,14 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 	return s.cmDial(ctx, host)
 }
 
+// controlTimeout bounds each step of the control protocol that a peer
+// that is still there finishes at once. (A variable for the tests.)
+var controlTimeout = 30 * time.Second
+
+// beforeWarmUp runs on the active side before each size's warm-up. (For
+// the tests.)
+var beforeWarmUp = func() {}
+
 // beforeLoop runs on each side just before its measuring loop starts (and
 // so its clock for a duration); a test sets it to start the sides apart.
 var beforeLoop = func(client bool) {}
@@ -508,6 +523,7 @@ var afterConnect = func(client bool, qps []*ibverbs.QP) {}
 func (s *session) warmUp(ctx context.Context, size int) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	beforeWarmUp()
 	n := uint64(max(s.spec.TXDepth, 1))
 	s.warming = true
 	r, err := s.runSender(ctx, size, n, 0)
