@@ -18,7 +18,9 @@ import (
 // (`rdma resource show`: PDs, CQs, QPs, MRs per device).
 //
 // GoHeap and CHeap count live bytes exactly, so a leak check can hold them
-// to a tight bound; RSS also counts what allocators keep for reuse, thread
+// to a tight bound (CHeap only with glibc's per-thread caches off, whose
+// chunks mallinfo2 counts as in use: ci/device-tests.sh turns them off);
+// RSS also counts what allocators keep for reuse, thread
 // stacks and page cache, which grow to a plateau at their own pace.
 type Usage struct {
 	FDs     int
