@@ -601,6 +601,12 @@ func postRecvC(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, w *C.struct_ibv_recv_
 // a no-op; with a SendBatch or RecvBatch of the QP still open it is an
 // error matching syscall.EBUSY.
 func (qp *QP) Close() error {
+	// A PostSend or PostRecv under way ends before the QP goes; one
+	// after finds it gone, as does a second Close.
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
 	if qp.c == nil {
 		return nil
 	}
@@ -610,12 +616,6 @@ func (qp *QP) Close() error {
 	if err := qp.detachAll(); err != nil {
 		return err
 	}
-	// A PostSend or PostRecv under way ends before the QP goes; one
-	// after finds it gone.
-	qp.sendMu.Lock()
-	defer qp.sendMu.Unlock()
-	qp.recvMu.Lock()
-	defer qp.recvMu.Unlock()
 	p := unsafe.Pointer(qp.c)
 	qp.pd.ctx.unregister(p) // before its address can be another's
 	if qp.destroy != nil {

@@ -128,14 +128,14 @@ func (srq *SRQ) Raw() unsafe.Pointer { return unsafe.Pointer(srq.c) }
 // Close destroys the SRQ (ibv_destroy_srq). It fails with EBUSY while QPs
 // use it or RecvBatches of it are open. Closing twice is a no-op.
 func (srq *SRQ) Close() error {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	if srq.c == nil {
 		return nil
 	}
 	if n := srq.kids.count(); n > 0 {
 		return busyError("ibv_destroy_srq", "QPs using the SRQ or receive batches of it", n)
 	}
-	srq.mu.Lock()
-	defer srq.mu.Unlock()
 	p := unsafe.Pointer(srq.c)
 	srq.pd.ctx.unregister(p) // before its address can be another's
 	if rc := C.ibv_destroy_srq(srq.c); rc != 0 {

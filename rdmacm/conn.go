@@ -235,8 +235,9 @@ type Conn struct {
 	ah      *ibverbs.AH
 	group   netip.Addr   // joined, for a Conn from JoinMulticast
 	cleanup func() error // from Config.Prepare
-	// local, remote and port are the ID's, kept when the connection is
-	// made: Close may free the ID while another goroutine asks.
+	// local, remote and port are the ID's, kept when the Conn is made
+	// (for Config.Prepare) and again once connected: Close may free the
+	// ID while another goroutine asks.
 	local, remote netip.AddrPort
 	port          int
 
@@ -252,7 +253,8 @@ type Conn struct {
 // newConn makes the connection's resources on id's device. It owns id and
 // its channel from here on: on failure both are closed.
 func newConn(id *ID, cfg *Config) (c *Conn, err error) {
-	c = &Conn{id: id, ud: cfg.UD, done: make(chan struct{})}
+	c = &Conn{id: id, ud: cfg.UD, done: make(chan struct{}),
+		local: id.LocalAddr(), remote: id.RemoteAddr(), port: id.PortNum()}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.teardown())

@@ -16,3 +16,11 @@ func (p *PacketConn) Peers() int {
 	defer p.mu.Unlock()
 	return len(p.peers)
 }
+
+// Retired returns how many address handles p has retired and not yet
+// closed.
+func (p *PacketConn) Retired() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.retired)
+}

@@ -92,12 +92,14 @@ type PacketConn struct {
 	err     error
 	closing bool
 	// retired are address handles no longer in peers that a send on the
-	// wire, or the WriteTo under way (using), may still need: closed
-	// once no send is (sqOut 0), or by Close. retireErr keeps their
+	// wire, or the WriteTo under way (using), may still need: each is
+	// closed once every send posted before it was retired has completed
+	// (sent and done count them), or by Close. retireErr keeps their
 	// closing's errors, for Close.
-	retired   []*ibverbs.AH
-	using     *ibverbs.AH
-	retireErr error
+	retired    []retiredAH
+	using      *ibverbs.AH
+	sent, done uint64
+	retireErr  error
 
 	rdl, wdl deadline // SetReadDeadline's, SetWriteDeadline's
 
@@ -286,6 +288,7 @@ func (p *PacketConn) poll() int {
 	for _, wc := range p.pwcs[:n] {
 		if wc.WRID&sendTag != 0 {
 			p.sqOut--
+			p.done++
 			p.free = append(p.free, int(wc.WRID&^sendTag))
 			if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
 				p.fail(fmt.Errorf("rdmamsg: datagram from %s: %w", p.local, wc.Err()))
@@ -301,7 +304,7 @@ func (p *PacketConn) poll() int {
 			p.fail(fmt.Errorf("rdmamsg: receive at %s: %w", p.local, wc.Err()))
 		}
 	}
-	if p.sqOut == 0 && len(p.retired) > 0 {
+	if len(p.retired) > 0 {
 		p.freeRetired()
 	}
 	return n
@@ -323,27 +326,34 @@ func (p *PacketConn) remember(to netip.AddrPort, peer udPeer) {
 	p.peers[to] = peer
 }
 
-// retire closes ah, dropped from peers, with p.mu held; or, while a
-// send that may use it is on the wire or WriteTo holds it, leaves that
-// to freeRetired.
+// retiredAH is an address handle retired when sent sends had been
+// posted.
+type retiredAH struct {
+	ah    *ibverbs.AH
+	after uint64
+}
+
+// retire closes ah, dropped from peers, with p.mu held; or, while a send
+// that may use it is on the wire or WriteTo holds it, leaves that to
+// freeRetired.
 func (p *PacketConn) retire(ah *ibverbs.AH) {
-	if p.sqOut > 0 || ah == p.using {
-		p.retired = append(p.retired, ah)
+	if p.done < p.sent || ah == p.using {
+		p.retired = append(p.retired, retiredAH{ah, p.sent})
 		return
 	}
 	p.retireErr = errors.Join(p.retireErr, ah.Close())
 }
 
-// freeRetired closes the retired handles that WriteTo does not hold, with
-// p.mu held and no send on the wire.
+// freeRetired closes the retired handles that no send on the wire and
+// not WriteTo may use, with p.mu held.
 func (p *PacketConn) freeRetired() {
 	kept := p.retired[:0]
-	for _, ah := range p.retired {
-		if ah == p.using {
-			kept = append(kept, ah)
+	for _, r := range p.retired {
+		if r.ah == p.using || p.done < r.after {
+			kept = append(kept, r)
 			continue
 		}
-		p.retireErr = errors.Join(p.retireErr, ah.Close())
+		p.retireErr = errors.Join(p.retireErr, r.ah.Close())
 	}
 	clear(p.retired[len(kept):])
 	p.retired = kept
@@ -494,6 +504,7 @@ func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
 	}
 	p.free = p.free[:len(p.free)-1]
 	p.sqOut++
+	p.sent++
 	return nil
 }
 
@@ -660,8 +671,8 @@ func (p *PacketConn) teardown() error {
 	for _, peer := range peers {
 		errs = append(errs, peer.ah.Close())
 	}
-	for _, ah := range retired {
-		errs = append(errs, ah.Close())
+	for _, r := range retired {
+		errs = append(errs, r.ah.Close())
 	}
 	closeIf(p.rb, p.rb != nil)
 	closeIf(p.qp, p.qp != nil)

@@ -306,6 +306,23 @@ func TestPacketPeers(t *testing.T) {
 	if n := a.Peers(); n > 2 {
 		t.Fatalf("after the senders: %d destinations kept, at most 2 wanted", n)
 	}
+
+	// A side that only sends, with 2 send buffers, to destinations that
+	// keep replacing each other: the handles replaced are freed as its
+	// sends complete, though one is always on the wire.
+	c, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(na.IP, 0).String(), &rdmamsg.PacketConfig{SendBuffers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, c) })
+	for i := range 30 {
+		if err := c.WriteTo(ctx, message(i, 20), bs[i%len(bs)].LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Retired(); n > 4 {
+		t.Errorf("a side that only sends holds %d retired address handles, want at most 4", n)
+	}
 }
 
 // TestPacketPeerComesBack: a PacketConn closed and made again at the
