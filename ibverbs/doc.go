@@ -77,7 +77,17 @@
 // idempotent. Methods of a closed object return ErrClosed (which also
 // matches os.ErrClosed); getters answer from values cached at creation.
 // Finalizers play no part. An object must not be closed while another
-// goroutine uses it.
+// goroutine uses it (a QP's or SRQ's Close waits for a post under way,
+// and a post after it fails with ErrClosed).
+//
+// # Goroutines
+//
+// PostSend, PostSendLists and PostRecv may be called from several
+// goroutines at once, as the verbs may: each queue's C array is filled
+// under a lock of its own (uncontended, it costs a few nanoseconds). A
+// SendBatch or RecvBatch, which holds its requests in an array of its own,
+// is one goroutine's at a time, and so is a CQ made with
+// CQInit.SingleThreaded.
 //
 // # Errors
 //
