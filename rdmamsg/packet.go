@@ -333,15 +333,12 @@ type retiredAH struct {
 	after uint64
 }
 
-// retire closes ah, dropped from peers, with p.mu held; or, while a send
-// that may use it is on the wire or WriteTo holds it, leaves that to
-// freeRetired.
+// retire closes ah, dropped from peers, with p.mu held: now, or, while a
+// send that may use it is on the wire or WriteTo holds it, later
+// (freeRetired).
 func (p *PacketConn) retire(ah *ibverbs.AH) {
-	if p.done < p.sent || ah == p.using {
-		p.retired = append(p.retired, retiredAH{ah, p.sent})
-		return
-	}
-	p.retireErr = errors.Join(p.retireErr, ah.Close())
+	p.retired = append(p.retired, retiredAH{ah, p.sent})
+	p.freeRetired()
 }
 
 // freeRetired closes the retired handles that no send on the wire and
