@@ -379,11 +379,22 @@ func handshakeReadError(err error) error {
 	return err
 }
 
-// sendFrame tells the peer, as far as it can within a second, and
-// ignores failure: the caller reports its own error.
+// sendFrame tells the peer why this side gives up, as far as it can
+// within a second, and ignores failure: the caller reports its own error
+// and closes nc. Where nc can close its writing half (TCP), it does so
+// after the frame and reads what the peer sent until the peer closes, for
+// up to another second: closing a TCP connection with bytes unread sends
+// a reset, which can overtake the frame and leave the peer with
+// "connection reset" instead of the reason.
 func sendFrame(nc net.Conn, kind byte, body []byte) {
 	nc.SetWriteDeadline(time.Now().Add(time.Second))
-	nc.Write(putFrame(kind, body))
+	if _, err := nc.Write(putFrame(kind, body)); err != nil {
+		return
+	}
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		nc.SetReadDeadline(time.Now().Add(time.Second))
+		io.Copy(io.Discard, nc)
+	}
 }
 
 // watchContext bounds nc's reads and writes by ctx for the handshake: its
