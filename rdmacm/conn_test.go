@@ -972,3 +972,70 @@ func TestAddrsDuringClose(t *testing.T) {
 		t.Errorf("after Close: addresses %v, port %d; want %v, %d", got, cli.PortNum(), want, port)
 	}
 }
+
+// TestListenerCloseEndsAccept: Close ends an Accept that has answered a
+// request and waits for the connection to be completed by a peer that
+// never does (an ID without a QP, whose CONNECT_RESPONSE librdmacm leaves
+// to its program, which here does nothing).
+func TestListenerCloseEndsAccept(t *testing.T) {
+	n := device(t)
+	l, err := rdmacm.Listen(context.Background(), addr(n.IP, 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	acc := make(chan error, 1)
+	go func() {
+		c, err := l.Accept(context.Background())
+		if c != nil {
+			c.Close()
+		}
+		acc <- err
+	}()
+	ctx := timeout(t, 30*time.Second)
+	ch, err := rdmacm.CreateEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, ch)
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, id)
+	if err := id.ResolveAddr(netip.AddrPortFrom(n.IP, 0), l.Addr(), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Await(ctx, rdmacm.EventAddrResolved); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveRoute(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Await(ctx, rdmacm.EventRouteResolved); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		t.Fatal(err)
+	}
+	// The listener has answered: its Accept waits for ESTABLISHED.
+	if _, err := ch.Await(ctx, rdmacm.EventConnectResponse); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-acc:
+		t.Fatalf("Accept returned before the connection was completed: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	start := time.Now()
+	closeOK(t, l)
+	select {
+	case err := <-acc:
+		if !errors.Is(err, rdmacm.ErrClosed) {
+			t.Errorf("Accept after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Accept still waits 5 s after the listener's Close")
+	}
+	t.Logf("Accept ended %v after Close", time.Since(start))
+}

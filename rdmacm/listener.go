@@ -75,13 +75,23 @@ func (l *Listener) ID() *ID { return l.id }
 
 // Accept waits for a connection request and accepts it with the
 // listener's Config: GetRequest, then ConnRequest.Accept. If making the
-// connection's resources fails, the request is rejected.
+// connection's resources fails, the request is rejected. Close ends it
+// with ErrClosed, also once it has answered a request and waits for the
+// peer to complete the connection.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	r, err := l.GetRequest(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.Accept(ctx, nil)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(l.ctx, cancel)
+	defer stop()
+	c, err := r.Accept(ctx, nil)
+	if err != nil && l.ctx.Err() != nil {
+		return nil, &OpError{Op: "accept", Addr: l.addr, Err: fmt.Errorf("%w (%w)", ErrClosed, err)}
+	}
+	return c, err
 }
 
 // GetRequest waits for the next connection request (the CONNECT_REQUEST
