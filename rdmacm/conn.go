@@ -195,7 +195,10 @@ func (cfg *Config) handshake(ctx context.Context) (context.Context, context.Canc
 // event: a *RejectedError for REJECTED, or for a UD lookup's UNREACHABLE
 // with a SIDR status, else an *EventError naming the event and its status.
 // It is how a program that drives IDs itself waits for the outcome of
-// ResolveAddr, ResolveRoute, Connect or JoinMulticast.
+// ResolveAddr, ResolveRoute, Connect or JoinMulticast. It takes the
+// channel's next event whatever its ID: give each ID it waits for a
+// channel of its own (as Dial and Listen do), or read a channel that
+// several IDs share with GetEvent and route the events by Event.ID.
 func (ch *EventChannel) Await(ctx context.Context, want EventType) (*Event, error) {
 	for {
 		ev, err := ch.GetEvent(ctx)
