@@ -520,35 +520,7 @@ func TestLowLevel(t *testing.T) {
 		}
 		acc <- err
 	}()
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, ch)
-	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, id)
-	next := func(want rdmacm.EventType) *rdmacm.Event {
-		t.Helper()
-		ev, err := ch.GetEvent(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type != want || ev.ID != id {
-			t.Fatalf("event %s for %p, want %s for %p", ev, ev.ID, want, id)
-		}
-		return ev
-	}
-	if err := id.ResolveAddr(netip.AddrPortFrom(n.IP, 0), l.Addr(), 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	next(rdmacm.EventAddrResolved)
-	if err := id.ResolveRoute(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	next(rdmacm.EventRouteResolved)
+	ch, id, next := routedID(t, ctx, n.IP, l.Addr())
 	dctx, err := id.Context()
 	if err != nil {
 		t.Fatal(err)
@@ -992,36 +964,12 @@ func TestListenerCloseEndsAccept(t *testing.T) {
 		}
 		acc <- err
 	}()
-	ctx := timeout(t, 30*time.Second)
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, ch)
-	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, id)
-	if err := id.ResolveAddr(netip.AddrPortFrom(n.IP, 0), l.Addr(), 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.Await(ctx, rdmacm.EventAddrResolved); err != nil {
-		t.Fatal(err)
-	}
-	if err := id.ResolveRoute(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.Await(ctx, rdmacm.EventRouteResolved); err != nil {
-		t.Fatal(err)
-	}
+	_, id, next := routedID(t, timeout(t, 30*time.Second), n.IP, l.Addr())
 	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}
 	// The listener has answered: its Accept waits for ESTABLISHED.
-	if _, err := ch.Await(ctx, rdmacm.EventConnectResponse); err != nil {
-		t.Fatal(err)
-	}
+	next(rdmacm.EventConnectResponse)
 	select {
 	case err := <-acc:
 		t.Fatalf("Accept returned before the connection was completed: %v", err)
