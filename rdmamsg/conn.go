@@ -531,9 +531,8 @@ const sendTag = 1 << 63
 // the others.
 func (c *Conn) poll() int {
 	c.activity++
-	if !c.timing && !c.couriering && !c.closing {
-		c.timing = true
-		c.idle.Reset(c.idleWait)
+	if !c.couriering && !c.closing {
+		c.armIdle()
 	}
 	n, err := c.s.cq.Poll(c.wcs)
 	if err != nil {
@@ -666,8 +665,7 @@ func (c *Conn) checkIdle() {
 	case c.activity != c.seen: // callers are at work
 		c.seen = c.activity
 		c.idleWait = min(2*c.idleWait, idleAfterMax)
-		c.timing = true
-		c.idle.Reset(c.idleWait)
+		c.armIdle()
 	case c.s.asleep: // and takes what comes; leaving, it takes completions
 	default:
 		c.idleWait = idleAfter
@@ -691,11 +689,19 @@ func (c *Conn) courier() {
 		return c.sendErr() == nil
 	})
 	c.couriering = false
-	if c.sendErr() == nil && !c.timing {
+	if c.sendErr() == nil {
+		c.armIdle()
+	}
+	c.mu.Unlock()
+}
+
+// armIdle arms the idle timer for idleWait unless it is armed, with c.mu
+// held.
+func (c *Conn) armIdle() {
+	if !c.timing {
 		c.timing = true
 		c.idle.Reset(c.idleWait)
 	}
-	c.mu.Unlock()
 }
 
 // postUpdate posts a credit update, spending a credit, with c.mu held.
