@@ -30,7 +30,13 @@ type sideResult struct {
 // margin is the spec's margin as a duration.
 func (s *session) margin() time.Duration { return time.Duration(s.spec.Margin) * time.Second }
 
+// idBits is the width of a message's number in a work request's ID (the
+// QP's index takes the bits above): exchange.MaxMessages is the largest.
 const idBits = 48
+
+// The two must agree: a compile error here if they do not.
+var _ [exchange.MaxMessages - (1<<idBits - 1)]struct{}
+var _ [(1<<idBits - 1) - exchange.MaxMessages]struct{}
 
 // postBatch bounds the requests of one post in the bandwidth loop: a TX
 // depth of thousands on many QPs should not mean as many prepared requests
@@ -118,7 +124,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	}
 	rcvOver := false
 	if dur > 0 {
-		iters = 1<<idBits - 1
+		iters = exchange.MaxMessages
 	}
 	// Each QP's requests for one post: as many whole lists of PostList
 	// requests (one ibv_post_send each) as fit in postBatch, and no more
@@ -151,7 +157,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 		reportEvery = time.Duration(s.spec.Duration) * time.Second
 		dur = 0
 		deadline = start.Add(100 * 365 * 24 * time.Hour)
-		iters = 1<<idBits - 1
+		iters = exchange.MaxMessages
 		dur = time.Until(deadline)
 	}
 	lastReport := start
