@@ -22,10 +22,7 @@ type Context struct {
 	ports    int
 	borrowed bool // lent by another library (rdmacm): never closed by us
 	kids     refs
-
-	mu     sync.Mutex
-	objs   map[unsafe.Pointer]any // QPs, CQs and SRQs by C pointer, for async events
-	events *eventLoop
+	dev      *devState // shared by every handle on c
 
 	rdMu       sync.Mutex
 	rdKnown    bool
@@ -66,9 +63,8 @@ func (c *Context) Close() error {
 	if n := c.kids.count(); n > 0 {
 		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
 	}
-	if c.events != nil {
-		c.events.stop()
-		c.events = nil
+	if l := c.dev.detach(c.c, !c.borrowed); l != nil {
+		l.stop()
 	}
 	if c.borrowed {
 		c.c = nil
@@ -82,22 +78,80 @@ func (c *Context) Close() error {
 	return nil
 }
 
+// devState is what every Context handle on one struct ibv_context shares:
+// the table of QPs, CQs and SRQs by C pointer, through which async and
+// completion events find their objects, and the one loop that reads the
+// device's async events. Handles made by WrapContext on one device share
+// it, so that an object made through one is found through another (a
+// librdmacm device has a handle per connection and per Devices call).
+type devState struct {
+	handles int // under devStates.mu
+
+	mu     sync.Mutex
+	objs   map[unsafe.Pointer]any
+	events *eventLoop
+}
+
+// devStates holds the devState of each struct ibv_context with open
+// handles.
+var devStates struct {
+	mu sync.Mutex
+	m  map[*C.struct_ibv_context]*devState
+}
+
+// attachDev returns c's devState, made if c has none, and counts one more
+// handle on it.
+func attachDev(c *C.struct_ibv_context) *devState {
+	devStates.mu.Lock()
+	defer devStates.mu.Unlock()
+	d := devStates.m[c]
+	if d == nil {
+		if devStates.m == nil {
+			devStates.m = map[*C.struct_ibv_context]*devState{}
+		}
+		d = &devState{objs: map[unsafe.Pointer]any{}}
+		devStates.m[c] = d
+	}
+	d.handles++
+	return d
+}
+
+// detach counts a handle on c gone. When it was the last, or the owner
+// that closes the device, d is forgotten and its event loop, if any, is
+// returned for the caller to stop.
+func (d *devState) detach(c *C.struct_ibv_context, owner bool) *eventLoop {
+	devStates.mu.Lock()
+	defer devStates.mu.Unlock()
+	d.handles--
+	if d.handles > 0 && !owner {
+		return nil
+	}
+	if devStates.m[c] == d {
+		delete(devStates.m, c)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.events
+	d.events = nil
+	return l
+}
+
 func (c *Context) register(p unsafe.Pointer, obj any) {
-	c.mu.Lock()
-	c.objs[p] = obj
-	c.mu.Unlock()
+	c.dev.mu.Lock()
+	c.dev.objs[p] = obj
+	c.dev.mu.Unlock()
 }
 
 func (c *Context) unregister(p unsafe.Pointer) {
-	c.mu.Lock()
-	delete(c.objs, p)
-	c.mu.Unlock()
+	c.dev.mu.Lock()
+	delete(c.dev.objs, p)
+	c.dev.mu.Unlock()
 }
 
 func (c *Context) lookup(p unsafe.Pointer) any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.objs[p]
+	c.dev.mu.Lock()
+	defer c.dev.mu.Unlock()
+	return c.dev.objs[p]
 }
 
 // DeviceAttr holds a device's capabilities (struct ibv_device_attr_ex).
@@ -351,16 +405,20 @@ func (c *Context) SelectGID(port int, rule GIDRule) (GIDChoice, error) {
 // WrapContext wraps a struct ibv_context that another library opened and
 // owns, such as librdmacm's cm_id->verbs. Close never closes the device; the
 // owner must outlive every object made from the returned Context.
+//
+// Every handle on one device, whether from WrapContext or Open, knows the
+// objects made through the others: a CQ made through one handle may use a
+// completion channel made through another, and the device's one stream of
+// async events (Events) is shared by them all and names their objects.
 func WrapContext(raw unsafe.Pointer) (*Context, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("ibverbs: WrapContext(nil): %w", syscall.EINVAL)
 	}
 	c := (*C.struct_ibv_context)(raw)
-	ctx := &Context{c: c, name: C.GoString(C.ibv_get_device_name(c.device)), borrowed: true, objs: map[unsafe.Pointer]any{}}
 	var a C.struct_ibv_device_attr
 	if rc := C.ibv_query_device(c, &a); rc != 0 {
 		return nil, verbError("ibv_query_device", int(rc))
 	}
-	ctx.ports = int(a.phys_port_cnt)
-	return ctx, nil
+	return &Context{c: c, name: C.GoString(C.ibv_get_device_name(c.device)), borrowed: true,
+		ports: int(a.phys_port_cnt), dev: attachDev(c)}, nil
 }

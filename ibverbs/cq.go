@@ -162,6 +162,10 @@ func (c *Context) cqArgs(verb string, ch *CompChannel, vector int) (*C.struct_ib
 	if ch.c == nil {
 		return nil, ErrClosed
 	}
+	if ch.ctx.c != c.c {
+		return nil, fmt.Errorf("%s: %s: the completion channel is on another context (of %s), "+
+			"where the kernel would refuse its fd: %w", verb, c.name, ch.ctx.name, syscall.EINVAL)
+	}
 	return ch.c, nil
 }
 

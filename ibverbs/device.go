@@ -107,14 +107,12 @@ func Open(name string) (*Context, error) {
 		if c == nil {
 			return nil, fmt.Errorf("open %s: %w", dn, errnoOf("ibv_open_device", err))
 		}
-		ctx := &Context{c: c, name: dn, objs: map[unsafe.Pointer]any{}}
 		var a C.struct_ibv_device_attr
 		if rc := C.ibv_query_device(c, &a); rc != 0 {
 			C.ibv_close_device(c)
 			return nil, fmt.Errorf("open %s: %w", dn, verbError("ibv_query_device", int(rc)))
 		}
-		ctx.ports = int(a.phys_port_cnt)
-		return ctx, nil
+		return &Context{c: c, name: dn, ports: int(a.phys_port_cnt), dev: attachDev(c)}, nil
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("ibverbs: no RDMA devices found (is a driver loaded, or rxe set up? see `rdma link`): %w",

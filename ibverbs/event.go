@@ -47,22 +47,30 @@ type eventLoop struct {
 // channel is closed. The first call starts a goroutine that waits on the
 // async fd through the Go netpoller; later calls return the same channel.
 // Events are held back, not dropped, while nobody receives.
+//
+// A device has one stream of async events. Handles on one device made by
+// WrapContext (such as each rdmacm connection's) share it: each returns
+// the same channel, which names the objects made through any of them and
+// is closed when the last of them is. Have one goroutine receive and
+// dispatch; two receivers would each get some of the events.
 func (c *Context) Events() (<-chan AsyncEvent, error) {
 	if c.c == nil {
 		return nil, ErrClosed
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.events != nil {
-		return c.events.ch, nil
+	d := c.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.events != nil {
+		return d.events.ch, nil
 	}
-	w, err := fdwait.New(int(c.c.async_fd), "async_fd")
+	raw := c.c // this handle may close before the loop stops; the device outlives it
+	w, err := fdwait.New(int(raw.async_fd), "async_fd")
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &eventLoop{ch: make(chan AsyncEvent, 16), cancel: cancel, done: make(chan struct{}), w: w}
-	c.events = l
+	d.events = l
 	go func() {
 		defer close(l.done)
 		defer close(l.ch)
@@ -72,7 +80,7 @@ func (c *Context) Events() (<-chan AsyncEvent, error) {
 			var obj unsafe.Pointer
 			var errno C.int
 			err := w.Wait(ctx, func(uintptr) bool {
-				errno = C.gv_get_async_event(c.c, &ev, &qpn, &obj)
+				errno = C.gv_get_async_event(raw, &ev, &qpn, &obj)
 				return errno != C.int(syscall.EAGAIN)
 			})
 			if err != nil || errno != 0 {
@@ -85,7 +93,10 @@ func (c *Context) Events() (<-chan AsyncEvent, error) {
 				e.Port = int(*(*C.int)(unsafe.Pointer(&ev.element)))
 			}
 			if obj != nil {
-				switch o := c.lookup(obj).(type) {
+				d.mu.Lock()
+				o := d.objs[obj]
+				d.mu.Unlock()
+				switch o := o.(type) {
 				case *QP:
 					e.QP = o
 				case *CQ:

@@ -776,6 +776,39 @@ func TestSharedCQ(t *testing.T) {
 	}
 }
 
+// TestConnsShareEvents: the handles on one device that two connections
+// and rdmacm.Device return share its one async event stream, which stays
+// open while any of them is.
+func TestConnsShareEvents(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.IP, nil)
+	srv, cli := connect(t, l, n.IP, &rdmacm.Config{Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+	dev, err := rdmacm.Device(srv.Context().Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, dev)
+	want, err := dev.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*rdmacm.Conn{srv, cli} {
+		if ev, err := c.Context().Events(); err != nil || ev != want {
+			t.Errorf("%v's Events: %v, %v; want the device's one stream", c.LocalAddr(), ev, err)
+		}
+	}
+	closeOK(t, srv)
+	closeOK(t, cli)
+	select {
+	case e, ok := <-want:
+		if !ok {
+			t.Fatal("the stream closed with the device's handle open")
+		}
+		t.Logf("event %v", e)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
 // TestPrepare: Config.Prepare runs on each side before the request or the
 // reply goes, so that a receive it posts is there for the peer's first
 // message, sent the moment the connection is up; its cleanup runs once,

@@ -1,0 +1,179 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// wrap returns a new borrowed handle on ctx's device, closed at the end of
+// the test.
+func wrap(t *testing.T, ctx *ibverbs.Context) *ibverbs.Context {
+	t.Helper()
+	w, err := ibverbs.WrapContext(ctx.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, w) })
+	return w
+}
+
+// TestWrappedHandlesShare makes a CQ through one handle on the device with
+// a completion channel and async events through two others, as rdmacm's
+// per-connection handles do, and expects each to know the others' objects.
+func TestWrappedHandlesShare(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	a, b, c := wrap(t, ctx), wrap(t, ctx), wrap(t, ctx)
+	evB, err := b.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	evC, err := c.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evB != evC {
+		t.Error("two handles on one device have two async event streams")
+	}
+	ch, err := c.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, ch) })
+
+	pd, err := a.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	srq, err := pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, MaxSGE: 1})
+	if err != nil {
+		rdmatest.SkipIfUnsupported(t, err)
+	}
+	t.Cleanup(func() { closeOK(t, srq) })
+	gid := rdmatest.GIDIndex(t, ctx, info.Port)
+	o := pairOpts{typ: ibverbs.QPTypeRC, ch: ch}
+	r := newSide(t, a, pd, o, srq, info.Port, gid)
+	s := newSide(t, a, pd, o, nil, info.Port, gid)
+	e := &srqEnv{ctx: a, pd: pd, srq: srq, port: info.Port, gid: gid}
+	e.connect(t, r, s)
+	if err := srq.PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{r.mr.SGE(0, 64)}},
+		{ID: 2, SGL: []ibverbs.SGE{r.mr.SGE(64, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srq.Arm(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cq.ReqNotify(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{s.mr.SGE(0, 8)}}}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := ch.Wait(wctx)
+	if err != nil || got != s.cq {
+		t.Errorf("Wait on a channel from another handle: %p, %v; want the sender's CQ %p", got, err, s.cq)
+	}
+	pollOK(t, s.cq, ibverbs.WCSend)
+	pollOK(t, r.cq, ibverbs.WCRecv)
+	select {
+	case ev := <-evB:
+		if ev.Type != ibverbs.EventSRQLimitReached || ev.SRQ != srq {
+			t.Errorf("event %v (SRQ %p), want SRQ_LIMIT_REACHED on %p", ev, ev.SRQ, srq)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no SRQ_LIMIT_REACHED event in 10s")
+	}
+}
+
+// TestWrappedEventsOutliveAHandle closes two of three handles that share
+// the device's event stream, the stream's first reader among them, and
+// expects the stream to stay open until the last, the device's owner,
+// closes.
+func TestWrappedEventsOutliveAHandle(t *testing.T) {
+	ctx, _ := rdmatest.Open(t)
+	a, err := ibverbs.WrapContext(ctx.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ibverbs.WrapContext(ctx.Raw())
+	if err != nil {
+		closeOK(t, a)
+		t.Fatal(err)
+	}
+	ev, err := a.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(when string) {
+		t.Helper()
+		select {
+		case e, ok := <-ev:
+			if !ok {
+				t.Fatalf("the event stream closed %s", when)
+			}
+			t.Logf("event %v", e)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	closeOK(t, a)
+	if _, err := a.Events(); !errors.Is(err, ibverbs.ErrClosed) {
+		t.Errorf("Events on a closed handle: %v, want ErrClosed", err)
+	}
+	open("with the first reader's handle closed")
+	if evB, err := b.Events(); err != nil || evB != ev {
+		t.Errorf("the other handle's Events: %v, %v; want the same stream", evB, err)
+	}
+	closeOK(t, b)
+	open("with the device's owner open")
+	if evO, err := ctx.Events(); err != nil || evO != ev {
+		t.Errorf("the owner's Events: %v, %v; want the same stream", evO, err)
+	}
+	closeOK(t, ctx)
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-ev:
+			if !ok {
+				return
+			}
+		case <-timeout:
+			t.Fatal("the event stream is open after its device closed")
+		}
+	}
+}
+
+// TestCQChannelOtherContext refuses a CQ whose channel is on another
+// struct ibv_context, even of the same device.
+func TestCQChannelOtherContext(t *testing.T) {
+	ctx, _ := rdmatest.Open(t)
+	other, err := ibverbs.Open(ctx.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, other)
+	if other.Raw() == ctx.Raw() {
+		t.Fatal("two Opens gave one struct ibv_context")
+	}
+	ch, err := other.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, ch)
+	if cq, err := ctx.CreateCQ(4, ch); !errors.Is(err, syscall.EINVAL) {
+		if cq != nil {
+			closeOK(t, cq)
+		}
+		t.Errorf("CreateCQ with another context's channel: %v, want EINVAL", err)
+	}
+}
