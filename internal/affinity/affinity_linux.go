@@ -237,21 +237,28 @@ func PinThread(cpu int) error {
 	return nil
 }
 
-// SpreadCores orders cpus so that each physical core's first CPU comes
-// before any core's second hardware thread (its SMT sibling), keeping
+// SpreadCores orders cpus so that each physical core's first CPU in cpus
+// comes before any core's second one there (its SMT sibling), keeping
 // their order otherwise: threads that take them in turn then get a core
-// each while there are cores. Siblings are read from sysfs
+// each while there are cores. A CPU's rank counts only the siblings that
+// cpus holds, so that a core of which cpus has the second hardware
+// thread alone still gets a thread early. Siblings are read from sysfs
 // (topology/thread_siblings_list); a CPU whose siblings cannot be read
 // counts as a core of its own.
 func SpreadCores(cpus []int) []int {
-	rank := make(map[int]int, len(cpus)) // a CPU's place among its core's siblings
+	rank := make(map[int]int, len(cpus)) // a CPU's place among its core's siblings in cpus
 	for _, cpu := range cpus {
 		sib, err := readList(filepath.Join(sysDir, "cpu", "cpu"+strconv.Itoa(cpu), "topology", "thread_siblings_list"))
 		if err != nil {
 			continue
 		}
-		if i := slices.Index(sib, cpu); i > 0 {
-			rank[cpu] = i
+		for _, s := range sib {
+			if s == cpu {
+				break
+			}
+			if slices.Contains(cpus, s) {
+				rank[cpu]++
+			}
 		}
 	}
 	out := slices.Clone(cpus)

@@ -228,4 +228,16 @@ func TestSpreadCores(t *testing.T) {
 	if !slices.Equal(in, []int{0, 1, 2, 3, 4, 5, 12}) {
 		t.Errorf("the input changed: %v", in)
 	}
+	// A core of which the list has the second hardware thread alone is a
+	// core all the same: --pin_cores 0,1,3 --threads 2 runs on 0 and 3,
+	// not on both of core 0's threads.
+	for _, tc := range []struct{ in, want []int }{
+		{[]int{0, 1, 3}, []int{0, 3, 1}},
+		{[]int{1, 3}, []int{1, 3}},
+		{[]int{12, 1, 0}, []int{12, 0, 1}},
+	} {
+		if got := SpreadCores(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("SpreadCores(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
 }
