@@ -7,6 +7,13 @@
 //
 // Counters count in their own units: port_xmit_data and port_rcv_data of
 // counters/ count 4-byte words, as the InfiniBand specification has them.
+//
+// The kernel caches a port's hw_counters: a read gets the values the
+// driver gave at most hw_counters/lifespan milliseconds ago (10 by
+// default), and asks the driver again only once that time has passed
+// since it last did. Two reads closer than that would see the same
+// values however much traffic passed between them, so a Set's Read waits
+// out the lifespan since its previous Read first (see Set.Read).
 package counters
 
 import (
@@ -18,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The two directories of a port that hold counters.
@@ -27,19 +35,34 @@ var groups = []string{"hw_counters", "counters"}
 // and reports those that changed.
 const All = "all"
 
-// Set is the counters of one port that a test reports.
+// Set is the counters of one port that a test reports. It is not safe
+// for use by several goroutines at once.
 type Set struct {
 	dir   string   // the port's sysfs directory
 	names []string // "group/name", in the order given; every counter with All
 	all   bool
+	// cached is how long after a read of the port's hw_counters the
+	// kernel may still answer the next from its cache: the lifespan and a
+	// tick, where names has one of them and the port has a lifespan;
+	// else 0.
+	cached time.Duration
+	hwRead time.Time // when Read last finished reading hw_counters
 }
+
+// tick is the longest a kernel's clock tick (a jiffy) can be, at
+// CONFIG_HZ=100. The kernel keeps the lifespan in ticks and asks the
+// driver again only when more than the lifespan's ticks have passed since
+// it last did (so a lifespan of 0 still caches within a tick); a wait of
+// the lifespan and one tick more covers that whatever the kernel's tick.
+const tick = 10 * time.Millisecond
 
 // Open returns the set of port's counters of device named by names, found
 // under sysfs (normally "/sys"). A name is a file of the port's
 // directory, "hw_counters/NAME" or "counters/NAME" as perftest spells
 // them, or a bare NAME, looked for in hw_counters and then counters; or
 // All alone. Each named counter must exist and be readable: a typo fails
-// here, before any test runs.
+// here, before any test runs. Where the set has hw_counters, Open also
+// reads the port's hw_counters/lifespan, for Read.
 func Open(sysfs, device string, port int, names []string) (*Set, error) {
 	dir := filepath.Join(sysfs, "class", "infiniband", device, "ports", strconv.Itoa(port))
 	if _, err := os.Stat(dir); err != nil {
@@ -52,6 +75,8 @@ func Open(sysfs, device string, port int, names []string) (*Set, error) {
 		if s.names, err = s.list(); err != nil {
 			return nil, err
 		}
+		s.readLifespan()
+		s.hwRead = time.Now() // list read every counter
 		return s, nil
 	}
 	for _, n := range names {
@@ -63,11 +88,29 @@ func Open(sysfs, device string, port int, names []string) (*Set, error) {
 			s.names = append(s.names, full)
 		}
 	}
+	s.readLifespan()
 	if _, err := s.Read(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// readLifespan sets s.cached from hw_counters/lifespan, in milliseconds,
+// where s has a counter of hw_counters. A port without the file (a kernel
+// that does not cache) or with one that cannot be read leaves it 0: Read
+// then does not wait.
+func (s *Set) readLifespan() {
+	if !slices.ContainsFunc(s.names, func(n string) bool { return strings.HasPrefix(n, "hw_counters/") }) {
+		return
+	}
+	if ms, err := s.read("hw_counters/lifespan"); err == nil && ms <= maxLifespan {
+		s.cached = time.Duration(ms)*time.Millisecond + tick
+	}
+}
+
+// maxLifespan is the longest hw_counters/lifespan, in milliseconds, that
+// Read waits out: the kernel takes at most 10 s.
+const maxLifespan = 10000
 
 // resolve turns a name as given into "group/name".
 func (s *Set) resolve(n string) (string, error) {
@@ -149,7 +192,24 @@ type Snapshot map[string]uint64
 // Read reads the set's counters now. With All, a counter that cannot be
 // read is left out, so a driver that fails one read does not stop the
 // others.
+//
+// Where the set has hw_counters and the kernel caches them, Read first
+// sleeps until the port's lifespan (and a kernel tick) has passed since
+// the end of the set's previous Read, Open's included, so that the values
+// are fresh from the driver and not the ones that Read saw: without it a
+// test shorter than the lifespan would report no change at all. Another
+// reader of the same port (the other side of a loopback test, say) can
+// still refresh the cache in between; the values are then at most that
+// old.
 func (s *Set) Read() (Snapshot, error) {
+	if s.cached > 0 {
+		if !s.hwRead.IsZero() {
+			if wait := s.cached - time.Since(s.hwRead); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+		defer func() { s.hwRead = time.Now() }()
+	}
 	snap := make(Snapshot, len(s.names))
 	for _, n := range s.names {
 		v, err := s.read(n)

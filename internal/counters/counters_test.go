@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakePort makes a port directory under a temporary sysfs with files as
@@ -129,5 +130,49 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := Open(root, "rxe0", 2, []string{"sent_pkts"}); err == nil {
 		t.Error("unknown port: no error")
+	}
+}
+
+// TestReadWaitsOutLifespan: the kernel answers reads of hw_counters from
+// a cache for hw_counters/lifespan ms, so each Read of a set with one of
+// them starts that long (and a kernel tick) after the previous one ends,
+// Open's included; a set of counters/ alone, or a port without a
+// lifespan, does not wait.
+func TestReadWaitsOutLifespan(t *testing.T) {
+	root := fakePort(t, map[string]string{
+		"hw_counters/sent_pkts":   "1",
+		"hw_counters/lifespan":    "60",
+		"counters/port_xmit_data": "2",
+	})
+	const want = 60*time.Millisecond + tick
+	for _, names := range [][]string{{"sent_pkts"}, {"counters/port_xmit_data", "hw_counters/sent_pkts"}, {All}} {
+		t0 := time.Now()
+		s, err := Open(root, "rxe0", 1, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := s.Read(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Open's read, then two more, each want after the one before.
+		if d := time.Since(t0); d < 2*want {
+			t.Errorf("%q: Open and two Reads took %v, want at least %v", names, d, 2*want)
+		}
+	}
+	s, err := Open(root, "rxe0", 1, []string{"port_xmit_data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.cached != 0 {
+		t.Errorf("counters/ alone: Read waits %v, want 0", s.cached)
+	}
+	noLifespan := fakePort(t, map[string]string{"hw_counters/sent_pkts": "1"})
+	if s, err = Open(noLifespan, "rxe0", 1, []string{"sent_pkts"}); err != nil {
+		t.Fatal(err)
+	}
+	if s.cached != 0 {
+		t.Errorf("no hw_counters/lifespan: Read waits %v, want 0", s.cached)
 	}
 }
