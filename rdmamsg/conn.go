@@ -157,6 +157,8 @@ type Conn struct {
 	fl      flow
 	free    []int // send buffers not on the wire
 	sqOut   int   // requests on the send queue
+	upOut   int   // of which credit updates and keepalives
+	lost    int   // messages whose send failed or was flushed
 	ready   ring  // received data messages not yet taken, in order
 	lens    []int // each receive buffer's message length
 	cur     int   // the message Read is part way through, or -1
@@ -251,6 +253,9 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 type Listener struct {
 	l   *rdmacm.Listener
 	cfg Config
+
+	closed context.Context // ends at Close
+	close  context.CancelFunc
 }
 
 // Listen listens for rdmamsg connections at addr ("host:port"; port 0
@@ -267,7 +272,8 @@ func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Listener{l: l, cfg: c}, nil
+	closed, close := context.WithCancel(context.Background())
+	return &Listener{l: l, cfg: c, closed: closed, close: close}, nil
 }
 
 // Addr returns the address the listener is bound to.
@@ -276,12 +282,22 @@ func (l *Listener) Addr() netip.AddrPort { return l.l.Addr() }
 // Accept waits for the next connection request and accepts it, posting
 // this side's receives before the reply goes. A request that does not
 // come from an rdmamsg Dial (its private data has no hello) is rejected
-// with the reason, and Accept waits for the next.
+// with the reason, and Accept waits for the next. So does one whose
+// connection fails before it is up, as a TCP listener's Accept never
+// returns a client's failed handshake: its peer went away, or refused
+// the reply, or did not complete the connection within Config.CM.Timeout.
+// Accept returns this side's own failures (making a connection's
+// resources), ctx's error when ctx ends, and ErrClosed after Close, also
+// while it waits for a peer to complete the connection.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(l.closed, cancel)
+	defer stop()
 	for {
 		req, err := l.l.GetRequest(ctx)
 		if err != nil {
-			return nil, err
+			return nil, l.acceptError(err)
 		}
 		peer, err := parseHello(req.PrivateData())
 		if err != nil {
@@ -295,18 +311,43 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		cmc := conn.cmConfig(&l.cfg)
 		cm, err := req.Accept(ctx, &cmc)
 		if err != nil {
-			return nil, err
+			if ctx.Err() == nil && peersFailure(err) {
+				continue
+			}
+			return nil, l.acceptError(err)
 		}
 		if err := conn.start(cmLink{cm}, peer); err != nil {
-			return nil, fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err)
+			return nil, l.acceptError(fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err))
 		}
 		return conn, nil
 	}
 }
 
-// Close stops listening (rdmacm.Listener.Close); connections accepted
-// stay open.
-func (l *Listener) Close() error { return l.l.Close() }
+// peersFailure reports whether err, from accepting a request, is the
+// peer's doing: it refused the reply, went away or never completed the
+// connection (rdma_cm's event, or Config.CM.Timeout), where this side's
+// own failures (making its resources) are not.
+func peersFailure(err error) bool {
+	var ev *rdmacm.EventError
+	var rej *rdmacm.RejectedError
+	return errors.As(err, &ev) || errors.As(err, &rej) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// acceptError is err, which ended an Accept, or ErrClosed with it when
+// the listener's Close ended it.
+func (l *Listener) acceptError(err error) error {
+	if l.closed.Err() != nil && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("rdmamsg: accept: %w (%w)", ErrClosed, err)
+	}
+	return err
+}
+
+// Close stops listening (rdmacm.Listener.Close), and ends Accepts under
+// way with ErrClosed; connections accepted stay open.
+func (l *Listener) Close() error {
+	l.close()
+	return l.l.Close()
+}
 
 func newConn(cfg *Config) *Conn {
 	return &Conn{
@@ -558,6 +599,11 @@ func (c *Conn) sent(wc *ibverbs.WC) {
 	c.sqOut--
 	if i := int(wc.WRID &^ sendTag); i < c.sendBuffers {
 		c.free = append(c.free, i)
+		if wc.Status != ibverbs.WCSuccess {
+			c.lost++
+		}
+	} else {
+		c.upOut--
 	}
 	// A flushed request is not a cause: the QP went into the error state
 	// because a request failed (which completes with its own status), the
@@ -566,6 +612,28 @@ func (c *Conn) sent(wc *ibverbs.WC) {
 	if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
 		c.fail(fmt.Errorf("rdmamsg: send to %s: %w", c.link.RemoteAddr(), wc.Err()))
 	}
+}
+
+// lostError says how many messages sent may not have reached the peer,
+// those that failed and those still on the send queue, with c.mu held;
+// nil when none.
+func (c *Conn) lostError() error {
+	n := c.lost + c.sqOut - c.upOut
+	if n == 0 {
+		return nil
+	}
+	why := c.err
+	if why == nil {
+		why = c.link.Err()
+	}
+	if why == nil {
+		why = syscall.EPIPE
+	}
+	what := "messages"
+	if n == 1 {
+		what = "message"
+	}
+	return fmt.Errorf("rdmamsg: close: %d %s sent may not have reached %s: %w", n, what, c.link.RemoteAddr(), why)
 }
 
 // ended marks the end of the stream once the connection has ended and
@@ -635,7 +703,7 @@ func (c *Conn) repost(slot int) {
 // sendUpdate sends a credit update if the protocol calls for one and the
 // send queue has room, with c.mu held.
 func (c *Conn) sendUpdate() {
-	if c.err != nil || c.closing || !c.fl.wantUpdate() || c.sqOut >= c.sendBuffers+updateSlots {
+	if c.err != nil || c.closing || c.eof || !c.fl.wantUpdate() || c.sqOut >= c.sendBuffers+updateSlots {
 		return
 	}
 	c.postUpdate()
@@ -713,6 +781,7 @@ func (c *Conn) postUpdate() {
 		return
 	}
 	c.sqOut++
+	c.upOut++
 	c.posts++
 }
 
@@ -735,7 +804,7 @@ func (c *Conn) keepAlives(ctx context.Context) {
 		// Take what came meanwhile, which no caller may have: the sends'
 		// completions free room for the keepalive, or show a failure.
 		c.s.reap(nil)
-		if c.posts == seen && c.err == nil && !c.closing && c.canPost() {
+		if c.posts == seen && c.err == nil && !c.closing && !c.eof && c.canPost() {
 			c.postUpdate()
 		}
 		seen = c.posts
@@ -1165,7 +1234,10 @@ func (c *Conn) Write(p []byte) (int, error) {
 // Close ends the connection. It first waits until every message sent has
 // reached the peer (its send completed), or failed, so that the peer
 // receives everything sent before Close; a peer that has gone makes that
-// wait last as long as the QP's retries. Then it disconnects
+// wait last as long as the QP's retries. Send returns once a message is
+// on its way, so Close is where a message that never arrived is told:
+// its error says how many may not have reached the peer, and why (the
+// connection's failure, or the peer's close, rdmacm.ErrDisconnected). Then it disconnects
 // (rdma_disconnect; for a Conn that Handshake made, it moves the QP to
 // the error state and closes the net.Conn) and frees the connection's
 // QP, memory registrations and the rest. Send, Recv, Read and Write
@@ -1190,11 +1262,15 @@ func (c *Conn) Close() error {
 		// for the sends to complete, and for a caller asleep on the CQ
 		// to leave it (interrupted, it does at once): the link's Close
 		// frees the channel.
+		var lost error
 		for {
 			c.mu.Lock()
 			c.s.reap(c.closeKick)
 			sent := c.sqOut == 0 || c.err != nil || c.eof || c.link.Err() != nil
 			done := sent && !c.s.asleep
+			if done {
+				lost = c.lostError()
+			}
 			c.mu.Unlock()
 			if done {
 				break
@@ -1212,7 +1288,7 @@ func (c *Conn) Close() error {
 		}
 		c.mu.Lock()
 		c.s.freed = true
-		errs := []error{disc, c.freeSends(), c.link.Close()}
+		errs := []error{lost, disc, c.freeSends(), c.link.Close()}
 		if c.loans == 0 {
 			errs = append(errs, c.unmap())
 		} else {

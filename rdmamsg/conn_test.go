@@ -649,7 +649,8 @@ func TestPeerDies(t *testing.T) {
 	// An ACK timeout of 4.096 µs × 2^12, about 17 ms, so that the retries
 	// run out in well under a second, even under emulation.
 	cfg := &rdmamsg.Config{CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}}
-	srv, cli := connect(t, cfg, cfg)
+	srv, cli := pair(t, cfg, cfg)
+	t.Cleanup(func() { closeOK(t, srv) })
 	ctx := timeout(t, 60*time.Second)
 	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
 		t.Fatal(err)
@@ -667,6 +668,133 @@ func TestPeerDies(t *testing.T) {
 		t.Error("Send after the connection failed succeeded")
 	}
 	t.Logf("the error: %v", err)
+	// Send took the message and returned; Close tells that it was lost.
+	err = cli.Close()
+	if err == nil || !strings.Contains(err.Error(), "1 message sent may not have reached") || !strings.Contains(err.Error(), "send to") {
+		t.Errorf("Close after a message was lost: %v, want the loss and its cause", err)
+	}
+}
+
+// rawDial sends an rdmamsg connection request from src to dst through an
+// rdma_cm ID of its own, which has no QP, so that the test decides what
+// follows the listener's reply; next takes the ID's next event, which must
+// be want. The ID closes when the test ends.
+func rawDial(t *testing.T, ctx context.Context, src netip.Addr, dst netip.AddrPort) (id *rdmacm.ID, next func(want rdmacm.EventType)) {
+	t.Helper()
+	ch, err := rdmacm.CreateEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, ch) })
+	if id, err = ch.CreateID(rdmacm.PortSpaceTCP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, id) })
+	next = func(want rdmacm.EventType) {
+		t.Helper()
+		ev, err := ch.GetEvent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != want || ev.ID != id {
+			t.Fatalf("event %s for %p, want %s for %p", ev, ev.ID, want, id)
+		}
+	}
+	if err := id.ResolveAddr(netip.AddrPortFrom(src, 0), dst, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventAddrResolved)
+	if err := id.ResolveRoute(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventRouteResolved)
+	if err := id.Connect(&rdmacm.ConnParam{PrivateData: rdmamsg.Hello(16, 4096), RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventConnectResponse) // the listener has answered
+	return id, next
+}
+
+// TestListenerCloseEndsAccept: Close ends an Accept that has answered a
+// request and waits for its peer to complete the connection.
+func TestListenerCloseEndsAccept(t *testing.T) {
+	srvNet, cliNet := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	acc := make(chan error, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		if c != nil {
+			c.Close()
+		}
+		acc <- err
+	}()
+	rawDial(t, ctx, cliNet.IP, l.Addr())
+	select {
+	case err := <-acc:
+		t.Fatalf("Accept returned before the connection was completed: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	closeOK(t, l)
+	select {
+	case err := <-acc:
+		if !errors.Is(err, rdmamsg.ErrClosed) {
+			t.Errorf("Accept after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Accept still waits 5 s after the listener's Close")
+	}
+}
+
+// TestAcceptSkipsFailedPeer: a peer that refuses the listener's reply
+// fails only its own connection; the same Accept goes on to the next.
+func TestAcceptSkipsFailedPeer(t *testing.T) {
+	srvNet, cliNet := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	type res struct {
+		c   *rdmamsg.Conn
+		err error
+	}
+	acc := make(chan res, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		acc <- res{c, err}
+	}()
+	id, _ := rawDial(t, ctx, cliNet.IP, l.Addr())
+	if err := id.Reject(nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-acc:
+		t.Fatalf("Accept returned on a peer's refusal: %v, %v", r.c, r.err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	cli, err := rdmamsg.Dial(ctx, l.Addr().String(), &rdmamsg.Config{CM: rdmacm.Config{SrcAddr: cliNet.IP.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, cli)
+	r := <-acc
+	if r.err != nil {
+		t.Fatalf("Accept after a refused reply: %v", r.err)
+	}
+	defer closeOK(t, r.c)
+	if err := cli.Send(ctx, []byte("next")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	if n, err := r.c.Recv(ctx, buf); err != nil || string(buf[:n]) != "next" {
+		t.Errorf("the next peer's message: %q, %v", buf[:n], err)
+	}
 }
 
 // TestManyConnections has one listener serve several clients at once, a

@@ -72,7 +72,9 @@
 // a message cannot be delivered (the peer's host died, a link is down),
 // the device gives up after the QP's retries (rdmacm.Config.AckTimeout
 // and RetryCount), and every call returns that error, after the messages
-// that arrived. A side that has sent nothing for Config.KeepAlive (15 s by
+// that arrived. Send returns once a message is on its way, so Close is
+// where one that never arrived is told: its error counts the messages
+// that may not have reached the peer, and says why. A side that has sent nothing for Config.KeepAlive (15 s by
 // default) sends an empty credit update, so that even a side that only
 // receives hears of a peer that died silently, within the keepalive and
 // the retries.

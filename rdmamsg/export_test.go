@@ -24,3 +24,9 @@ func (p *PacketConn) Retired() int {
 	defer p.mu.Unlock()
 	return len(p.retired)
 }
+
+// Hello returns the private data of an rdmamsg Dial's request, for a test
+// that drives rdma_cm itself.
+func Hello(depth, maxMessage int) []byte {
+	return hello{depth: depth, maxMessage: maxMessage}.encode()
+}

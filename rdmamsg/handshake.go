@@ -98,7 +98,8 @@ func (l *netLink) Err() error {
 }
 
 // watch waits for the peer's end of nc to close (or anything else to come
-// on it, which the protocol never sends) and ends the link.
+// on it, which the protocol never sends) and ends the link, moving the QP
+// to the error state.
 func (l *netLink) watch() {
 	var b [1]byte
 	n, err := l.nc.Read(b[:])
@@ -112,6 +113,12 @@ func (l *netLink) watch() {
 		l.err = fmt.Errorf("%w: %s closed the handshake's connection", rdmacm.ErrDisconnected, l.remote)
 	default:
 		l.err = fmt.Errorf("rdmamsg: the handshake's connection to %s: %w", l.remote, err)
+	}
+	if !l.closing {
+		// As rdma_cm does on a disconnect: the peer's QP is gone, and
+		// a keepalive or credit update sent to it would fail only when
+		// its retries ran out, long after the end was known.
+		l.qp.ToError()
 	}
 	l.mu.Unlock()
 	close(l.done)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/rdmacm"
 	"github.com/gorperf/gorperf/rdmamsg"
 )
 
@@ -53,6 +54,28 @@ func handshakeBoth(t testing.TB, srvNC, cliNC net.Conn, srvCfg, cliCfg *rdmamsg.
 		t.Fatalf("client's handshake: %v; server's: %v", err, a.err)
 	}
 	return a.c, c
+}
+
+// TestHandshakeEndIsEOF: after the peer closes, this side reads what it
+// sent and then io.EOF, however long it waits first: its keepalives do
+// not go on to the peer's QP, which is gone, and fail there.
+func TestHandshakeEndIsEOF(t *testing.T) {
+	cfg := &rdmamsg.Config{KeepAlive: 20 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}}
+	srv, cli := handshakePair(t, cfg, cfg)
+	defer closeOK(t, cli)
+	ctx := timeout(t, 60*time.Second)
+	if err := srv.Send(ctx, []byte("bye")); err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, srv)
+	time.Sleep(time.Second) // many keepalive periods and ACK timeouts
+	buf := make([]byte, 8)
+	if n, err := cli.Recv(ctx, buf); err != nil || string(buf[:n]) != "bye" {
+		t.Fatalf("the last message: %q, %v", buf[:n], err)
+	}
+	if n, err := cli.Recv(ctx, buf); err != io.EOF {
+		t.Errorf("after the last message: %d bytes, %v; want io.EOF", n, err)
+	}
 }
 
 // tcpPair returns the two ends of a TCP connection from cli to srv.
