@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -12,9 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/gorperf/gorperf/internal/affinity"
 )
@@ -42,7 +43,7 @@ type DoctorOptions struct {
 func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
 	opts := &DoctorOptions{
 		IO: f.IO, Devices: f.Devices, Root: f.Root,
-		Access:   func(p string) error { return syscall.Access(p, 6) }, // R_OK|W_OK
+		Access:   func(p string) error { return unix.Access(p, unix.R_OK|unix.W_OK) },
 		Memlock:  memlock,
 		Addrs:    netdevAddrs,
 		CPUs:     startedCPUs,
@@ -233,7 +234,7 @@ func checkDevFiles(root string, devs []deviceReport, access func(string) error) 
 	dir := filepath.Join(root, "dev/infiniband")
 	if _, err := os.Stat(dir); err != nil {
 		return []finding{fail("load ib_uverbs (`modprobe ib_uverbs`); in a container, pass the device: `docker run --device=/dev/infiniband`",
-			"/dev/infiniband: %v", errors.Unwrap(err))}
+			"/dev/infiniband: %v", bareError(err))}
 	}
 	uverbs := map[string]string{} // ibdev name -> uverbsN
 	cls, _ := filepath.Glob(filepath.Join(root, "sys/class/infiniband_verbs/uverbs*"))
@@ -253,7 +254,7 @@ func checkDevFiles(root string, devs []deviceReport, access func(string) error) 
 		p := "/dev/infiniband/" + u
 		if err := access(filepath.Join(root, p)); err != nil {
 			fs = append(fs, fail(fmt.Sprintf("run as root, or grant access to %s (a udev rule giving it to the `rdma` group, mode 0660); in a container pass --device=/dev/infiniband", p),
-				"%s (%s) is not readable and writable: %v", p, d.Name, errors.Unwrap(err)))
+				"%s (%s) is not readable and writable: %v", p, d.Name, bareError(err)))
 			continue
 		}
 		fs = append(fs, ok("%s (%s) is readable and writable", p, d.Name))
@@ -267,13 +268,12 @@ func checkDevFiles(root string, devs []deviceReport, access func(string) error) 
 const (
 	mib            = 1 << 20
 	memlockWant    = 64 * mib
-	rlimitMemlock  = 8 // RLIMIT_MEMLOCK on Linux
 	rlimitInfinity = ^uint64(0)
 )
 
 func memlock() (uint64, error) {
-	var r syscall.Rlimit
-	if err := syscall.Getrlimit(rlimitMemlock, &r); err != nil {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &r); err != nil {
 		return 0, os.NewSyscallError("getrlimit", err)
 	}
 	return r.Cur, nil
@@ -418,7 +418,7 @@ const roceOverhead = 40 + 8 + 12 + 4 + 28 + 4
 func checkNetdevMTU(root, at, netdev string, p portReport) finding {
 	b, err := os.ReadFile(filepath.Join(root, "sys/class/net", netdev, "mtu"))
 	if err != nil {
-		return warn(fmt.Sprintf("check `ip link show %s`", netdev), "%s: MTU of %s: %v", at, netdev, errors.Unwrap(err))
+		return warn(fmt.Sprintf("check `ip link show %s`", netdev), "%s: MTU of %s: %v", at, netdev, bareError(err))
 	}
 	mtu, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
@@ -573,4 +573,19 @@ func netdevAddrs(name string) ([]netip.Prefix, error) {
 		}
 	}
 	return out, nil
+}
+
+// bareError is err without the operation and path that an *fs.PathError
+// or *os.SyscallError puts before the cause, for a message that names the
+// path itself; any other error (a bare syscall.Errno, say) as it is.
+func bareError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return err
 }

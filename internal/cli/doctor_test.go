@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -85,6 +86,9 @@ func TestCheckDevFiles(t *testing.T) {
 
 	fs = checkDevFiles(fakeFS(t, sysfs), devs, deny)
 	wantFinding(t, fs[0], levelFail, "not readable and writable: permission denied")
+	// access(2) fails with a bare errno, which is the cause itself.
+	fs = checkDevFiles(fakeFS(t, sysfs), devs, func(string) error { return syscall.EACCES })
+	wantFinding(t, fs[0], levelFail, "/dev/infiniband/uverbs0 (rxe0) is not readable and writable: permission denied")
 
 	fs = checkDevFiles(t.TempDir(), devs, allow)
 	wantFinding(t, fs[0], levelFail, "/dev/infiniband: no such file or directory")
