@@ -447,7 +447,10 @@ func TestValue(t *testing.T) {
 	WriteBWValue(&out, BWValue, b, false)
 	WriteBWValue(&out, BWValue, b, true)
 	WriteBWValue(&out, MsgRateValue, b, true)
-	WriteLatValue(&out, stats.Latency{Avg: 1.5, Typical: 1.2})
+	// stats' latencies are in nanoseconds; the figure is in µs. A side
+	// without samples (the peer measured) prints nothing.
+	WriteLatValue(&out, stats.Latency{N: 3, Avg: 1500, Typical: 1200})
+	WriteLatValue(&out, stats.Latency{})
 	// 1000 MB/s (2^20 bytes) is 8.388608 Gbit/s.
 	if want := "1000.000000\n8.388608\n0.250000\n1.500000\n"; out.String() != want {
 		t.Errorf("values:\n%s\nwant:\n%s", out.String(), want)

@@ -50,8 +50,15 @@ func WriteBWValue(w io.Writer, v Value, b stats.Bandwidth, gbits bool) error {
 	return err
 }
 
-// WriteLatValue writes l's average latency in µs on a line of its own.
+// WriteLatValue writes l's average latency on a line of its own, in
+// microseconds with perftest's six decimals; l is in nanoseconds, as
+// stats.Summarize gives it. A side that kept no samples (l.N is 0: the
+// peer measured the latency) writes nothing, as perftest's passive side
+// prints no figure.
 func WriteLatValue(w io.Writer, l stats.Latency) error {
-	_, err := fmt.Fprintf(w, "%f\n", l.Avg)
+	if l.N == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "%f\n", l.Avg/nsPerUsec)
 	return err
 }
