@@ -484,8 +484,8 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	if o.GIDIndex < -1 || o.GIDIndex > 255 {
 		return s, usageErrorf("-x: GID index %d out of range 0-255", o.GIDIndex)
 	}
-	if o.Idle < 1 {
-		return s, usageErrorf("--peer-timeout: want at least 1 second, got %d", o.Idle)
+	if err := checkPeerTimeout(o.Idle); err != nil {
+		return s, err
 	}
 	if o.JSON && o.CSV {
 		return s, usageErrorf("--json and --csv exclude each other")
@@ -556,6 +556,19 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		return s, &usageError{err}
 	}
 	return s, nil
+}
+
+// maxPeerTimeout is the longest --peer-timeout, in seconds: a day. Far
+// beyond it the seconds overflow a time.Duration and the timeout would
+// go negative.
+const maxPeerTimeout = 24 * 60 * 60
+
+// checkPeerTimeout checks --peer-timeout's seconds.
+func checkPeerTimeout(secs int) error {
+	if secs < 1 || secs > maxPeerTimeout {
+		return usageErrorf("--peer-timeout: want 1 to %d seconds (a day), got %d", maxPeerTimeout, secs)
+	}
+	return nil
 }
 
 // path puts --flow_label into s, and refuses it and --pkey_index where

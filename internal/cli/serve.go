@@ -59,8 +59,8 @@ The limits bound what a client can make this host allocate and register.`,
 
 func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	bench.Tool = "gorperf " + Version
-	if o.test.Idle < 1 {
-		return usageErrorf("--peer-timeout: want at least 1 second, got %d", o.test.Idle)
+	if err := checkPeerTimeout(o.test.Idle); err != nil {
+		return err
 	}
 	if o.test.Port < 1 || o.test.Port > 65535 {
 		return usageErrorf("-p: port %d out of range 1-65535", o.test.Port)
