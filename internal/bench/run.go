@@ -401,6 +401,13 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		var mine sideResult
 		var peer exchange.Result
 		add := func(r SizeResult) {
+			if r.IsLatency && client && r.Lat.N == 0 {
+				// The client times a latency test: without samples
+				// (interrupted at once) it has nothing to report,
+				// where a result without samples says that the peer
+				// measured it, as on the server.
+				return
+			}
 			if before != nil {
 				if after, err := s.counters.Read(); err == nil {
 					r.Counters = s.counters.Diff(before, after)

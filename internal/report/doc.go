@@ -5,7 +5,10 @@
 // (WriteBWHeader, WriteBWRow) and the latency table (WriteLatHeader,
 // WriteLatRow), separated by the same dashed rules (WriteRule). After the
 // perftest table gorperf adds what perftest lacks: a percentile line
-// (WritePercentiles) and a latency histogram (WriteHistogram).
+// (WritePercentiles) and a latency histogram (WriteHistogram). The side
+// of a latency test that keeps no samples (the peer timed it) gets a line
+// saying so in place of each row and of the percentiles, not zeros; its
+// JSON sizes have no latency fields and set measured_by_peer.
 //
 // For programs there is a versioned JSON document (Result, WriteJSON) and
 // a CSV table (WriteCSV). Every write function returns the first error of

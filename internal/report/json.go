@@ -122,6 +122,11 @@ type SizeResult struct {
 	P99Us      float64 `json:"p99_us,omitempty"`
 	P999Us     float64 `json:"p99_9_us,omitempty"`
 	P9999Us    float64 `json:"p99_99_us,omitempty"`
+	// MeasuredByPeer marks a latency test's size on the side that kept
+	// no samples (the server: the client times every test): its latency
+	// fields are left out rather than given as zero, and the peer's
+	// document has them.
+	MeasuredByPeer bool `json:"measured_by_peer,omitempty"`
 	// SamplesUs holds every latency sample in microseconds, in the order
 	// measured, where the run asked for them (-U or -H).
 	SamplesUs []float64 `json:"samples_us,omitempty"`
@@ -186,8 +191,12 @@ func SizeFromBandwidth(b stats.Bandwidth) SizeResult {
 // SizeFromLatency returns the SizeResult of a latency test of iters
 // iterations of size bytes. l is in nanoseconds; the result holds
 // microseconds rounded to the nanosecond, so that the JSON carries no
-// digits beyond what was measured.
+// digits beyond what was measured. Without samples (l.N is 0) it has
+// no latency figures and MeasuredByPeer is set.
 func SizeFromLatency(size int, iters uint64, l stats.Latency) SizeResult {
+	if l.N == 0 {
+		return SizeResult{Bytes: size, Iterations: iters, MeasuredByPeer: true}
+	}
 	return SizeResult{
 		Bytes:      size,
 		Iterations: iters,

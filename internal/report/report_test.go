@@ -254,6 +254,44 @@ func TestLatTable(t *testing.T) {
 	checkGolden(t, "lat_table.golden", buf.Bytes())
 }
 
+// TestLatTablePassive: the side of a latency test that keeps no samples
+// says that the peer measured each size, under the same header, instead
+// of a row and percentiles of zeros.
+func TestLatTablePassive(t *testing.T) {
+	var buf bytes.Buffer
+	for _, err := range []error{
+		WriteLatHeader(&buf),
+		WriteLatRow(&buf, 2, 0, stats.Latency{}),
+		WriteLatRow(&buf, 4, 0, stats.Latency{}),
+		WriteRule(&buf),
+		WritePercentiles(&buf, stats.Latency{}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkGolden(t, "lat_table_passive.golden", buf.Bytes())
+	if strings.Contains(buf.String(), "0.00") {
+		t.Errorf("figures of zero:\n%s", buf.String())
+	}
+}
+
+// TestJSONPassiveLatency: a size the peer measured has no latency fields
+// at all, not zeros, and says the peer measured it.
+func TestJSONPassiveLatency(t *testing.T) {
+	b, err := json.Marshal(SizeFromLatency(64, 0, stats.Latency{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"bytes":64,"iterations":0,"measured_by_peer":true}`; string(b) != want {
+		t.Errorf("passive size %s, want %s", b, want)
+	}
+	b, err = json.Marshal(SizeFromLatency(2, 1000, latSummary(t)))
+	if err != nil || strings.Contains(string(b), "measured_by_peer") || !strings.Contains(string(b), `"t_typical_us"`) {
+		t.Errorf("measured size %s, %v", b, err)
+	}
+}
+
 // TestWriteSamples: perftest's -U and -H format, in µs from ns samples.
 func TestWriteSamples(t *testing.T) {
 	var buf bytes.Buffer

@@ -58,12 +58,24 @@ func WriteLatHeader(w io.Writer) error {
 	return err
 }
 
+// peerMeasured stands in a latency row, after the size, for the figures
+// of a side that kept no samples: the peer timed the test (gorperf's
+// client, the side that sends first or posts the reads and atomics),
+// and this side only answered or let its memory be read.
+const peerMeasured = "measured by the peer: this side keeps no latency samples"
+
 // WriteLatRow writes one row of the latency table for messages of size
 // bytes. iters is the number of iterations run, which perftest prints
 // even though it summarizes fewer samples; l is in nanoseconds and is
-// printed in microseconds.
+// printed in microseconds. Where l has no samples (l.N is 0, the side
+// the peer measures) the row says so after the size instead of printing
+// figures of zero.
 func WriteLatRow(w io.Writer, size int, iters uint64, l stats.Latency) error {
 	p := &printer{w: w}
+	if l.N == 0 {
+		p.printf(" %-7d %s\n", size, peerMeasured)
+		return p.err
+	}
 	p.printf(latRow, size, iters,
 		l.Min/nsPerUsec, l.Max/nsPerUsec, l.Typical/nsPerUsec, l.Avg/nsPerUsec,
 		l.Stdev/nsPerUsec, l.P99/nsPerUsec, l.P999/nsPerUsec)
@@ -74,8 +86,15 @@ func WriteLatRow(w io.Writer, size int, iters uint64, l stats.Latency) error {
 // perftest latency table:
 //
 //	p50: 1.23  p90: 1.45  p99: 2.01  p99.9: 3.50  p99.99: 4.00 [usec]
+//
+// Where l has no samples (l.N is 0) the line says that the peer measured
+// them instead.
 func WritePercentiles(w io.Writer, l stats.Latency) error {
 	p := &printer{w: w}
+	if l.N == 0 {
+		p.printf(" percentiles: measured by the peer\n")
+		return p.err
+	}
 	p.printf(" p50: %.2f  p90: %.2f  p99: %.2f  p99.9: %.2f  p99.99: %.2f [usec]\n",
 		l.P50/nsPerUsec, l.P90/nsPerUsec, l.P99/nsPerUsec, l.P999/nsPerUsec, l.P9999/nsPerUsec)
 	return p.err
