@@ -76,6 +76,13 @@ func Summarize(samples []float64) (Latency, error) {
 	}, nil
 }
 
+// rankULPs is how many units in the last place of the rank p*N its
+// rounding error may reach: half an ulp for p's decimal value, half for
+// the product, and room to spare. A true fraction of p*N is at least
+// 10^-d for p of d decimals, far above 4 ulps (8.9e-16 of the rank) for
+// any slice that fits in memory.
+const rankULPs = 4
+
 // median returns the median of a non-empty ascending slice.
 func median(sorted []float64) float64 {
 	n := len(sorted)
@@ -88,17 +95,19 @@ func median(sorted []float64) float64 {
 // Percentile returns the p-quantile (p in [0, 1]) of an ascending slice by
 // the nearest-rank method: the element at index ceil(p*N)-1, clamped to
 // [0, N-1]. So for the samples 1..100, p=0.99 gives 99 and p=0.999 gives
-// 100; for 1..1000, p=0.999 gives 999. A product p*N within 1e-9 of an
-// integer is taken as that integer, so that binary rounding of p (0.999
-// is not exact) never moves the rank. Percentile returns 0 for an empty
-// slice and does not check that the slice is sorted.
+// 100; for 1..1000, p=0.999 gives 999. A product p*N within a few units
+// in the last place of an integer is taken as that integer, so that
+// binary rounding of p (0.999 is not exact) and of the product never
+// moves the rank, while a true fraction, however small against a large N,
+// still rounds up. Percentile returns 0 for an empty slice and does not
+// check that the slice is sorted.
 func Percentile(sorted []float64, p float64) float64 {
 	n := len(sorted)
 	if n == 0 {
 		return 0
 	}
 	rank := p * float64(n)
-	if r := math.Round(rank); math.Abs(rank-r) <= 1e-9*math.Max(1, r) {
+	if r := math.Round(rank); math.Abs(rank-r) <= rankULPs*r*0x1p-52 {
 		rank = r
 	}
 	i := int(math.Ceil(rank)) - 1

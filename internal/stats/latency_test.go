@@ -135,3 +135,35 @@ func TestPercentile(t *testing.T) {
 		}
 	}
 }
+
+// TestPercentileLargeN: a rank a true fraction above an integer rounds up
+// however large N is; one that is an integer but for binary rounding
+// does not. The values are their indexes, so a result names its index.
+func TestPercentileLargeN(t *testing.T) {
+	big := make([]float64, 16_700_099)
+	for i := range big {
+		big[i] = float64(i)
+	}
+	for _, tc := range []struct {
+		n    int
+		p    float64
+		want float64 // the index, ceil(p*n)-1
+	}{
+		{16_700_099, 0.99, 16_533_098},   // p*N = 16533098.01
+		{109_999, 0.9999, 109_988},       // p*N = 109988.0001
+		{16_700_000, 0.99, 16_532_999},   // p*N = 16533000 exactly
+		{10_000_000, 0.999, 9_989_999},   // 9990000 exactly
+		{16_700_000, 0.9999, 16_698_329}, // 16698330 exactly
+		{1, 0.99, 0},
+		{1, 0, 0},
+		{2, 0.5, 0},  // rank 1
+		{2, 0.51, 1}, // rank 1.02
+		{3, 1, 2},
+		{100, 0.999, 99},
+		{1000, 0.999, 998},
+	} {
+		if got := Percentile(big[:tc.n], tc.p); got != tc.want {
+			t.Errorf("Percentile(0..%d, %v) = sorted[%v], want sorted[%v]", tc.n-1, tc.p, got, tc.want)
+		}
+	}
+}
