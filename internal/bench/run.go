@@ -471,8 +471,8 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			}
 			return res, fmt.Errorf("exchanging results with the peer: %w", err)
 		}
-		if peer.Error != "" {
-			return res, fmt.Errorf("the peer failed: %s", peer.Error)
+		if err := peer.Err(); err != nil {
+			return res, err // "peer: " and its reason, made printable
 		}
 		res.Mismatches += local.Mismatches + peer.Mismatches
 		add(s.sizeResult(size, mine, peer))

@@ -171,6 +171,15 @@ func TestErrorMsgCodes(t *testing.T) {
 	if s := (&PeerError{Code: CodeAborted}).Error(); s != "peer: aborted" {
 		t.Errorf("empty PeerError = %q", s)
 	}
+	// A Result's error comes from the peer as well: Err sanitizes it.
+	if err := (Result{}).Err(); err != nil {
+		t.Errorf("Result without an error: Err = %v", err)
+	}
+	err := (Result{Error: "boom\x1b]0;owned\x07\x1b[2J\r"}).Err()
+	if pe := (*PeerError)(nil); !errors.As(err, &pe) || pe.Code != CodeFailed || strings.ContainsAny(err.Error(), "\x1b\x07\r") ||
+		!strings.HasPrefix(err.Error(), "peer: boom") {
+		t.Errorf("Result's error: %q", err)
+	}
 	if s := (&PeerError{Text: "bad\x1b[2J\nthing"}).Error(); strings.ContainsAny(s, "\x1b\n") {
 		t.Errorf("PeerError passes control characters: %q", s)
 	}

@@ -80,8 +80,21 @@ type Result struct {
 	Mismatches uint64        // data validation failures (TestSpec.ValidateData)
 	// Peak is this side's shortest time per message over one window of
 	// messages (its peak rate), or 0; negative is sent as 0.
-	Peak  time.Duration
-	Error string // why this side's run failed; "" if it did not
+	Peak time.Duration
+	// Error is why this side's run failed, "" if it did not. It comes
+	// from the network: print it through Err, which makes it safe.
+	Error string
+}
+
+// Err returns the peer's failure that a received Result reports, as a
+// *PeerError with CodeFailed, whose message is safe to print (terminal
+// escapes and other control characters replaced), or nil when Error is
+// empty.
+func (res Result) Err() error {
+	if res.Error == "" {
+		return nil
+	}
+	return &PeerError{Code: CodeFailed, Text: res.Error}
 }
 
 // ErrorMsg is sent instead of the expected message when a side gives up;
