@@ -110,7 +110,7 @@ type Local struct {
 }
 
 // grhLen is the space a UD receive needs for the global route header.
-const grhLen = 40
+const grhLen = exchange.GRHLen
 
 // session is one side's resources for a test: a device, a PD, one buffer
 // holding two regions per QP (the source of what this side sends, and the
@@ -320,9 +320,10 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 		return nil, fmt.Errorf("message size %d is over %s's maximum of %d bytes", spec.MaxSize(), s.ctx.Name(), min(da.MaxMRSize, uint64(s.portAttr.MaxMsgSize)))
 	}
 	nqp := int(spec.NumQPs)
-	s.region = int(spec.MaxSize()) + grhLen
-	s.region = (s.region + 63) &^ 63
-	if s.buf, err = s.local.buffer(2*nqp*s.region, spec.HugePages); err != nil {
+	// The buffer's shape is the spec's, which a server's --max-memory
+	// bounds (TestSpec.Memory counts it).
+	s.region = int(spec.RegionLen())
+	if s.buf, err = s.local.buffer(int(spec.BufferLen()), spec.HugePages); err != nil {
 		return nil, err
 	}
 	if len(s.local.Payload) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"os"
 	"strings"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -445,12 +446,66 @@ func (s TestSpec) memDepth() uint32 {
 	return s.TXDepth
 }
 
-// Memory returns the bytes each side registers for the test, counted
-// conservatively as MaxSize × depth × NumQPs, doubled when Bidirectional,
-// where depth is TXDepth, or max(TXDepth, RXDepth) for the tests that post
-// receives (Receives), and rounded up to whole huge pages
-// (ibverbs.HugePageSize) with HugePages. It saturates at math.MaxUint64.
+// GRHLen is the room a UD receive needs before the message, for the
+// global route header the device writes there.
+const GRHLen = 40
+
+// RegionLen returns the bytes of each of the two regions a side's buffer
+// holds for every QP (what it sends, and where the peer's messages land):
+// MaxSize and room for a GRH, rounded up to 64 bytes so that each region
+// starts on a cache line.
+func (s TestSpec) RegionLen() uint64 {
+	return (uint64(s.MaxSize()) + GRHLen + 63) &^ 63
+}
+
+// BufferLen returns the bytes of the buffer each side maps and registers
+// for the test: two regions (RegionLen) for each of NumQPs QPs, whatever
+// the depths and in either direction. In a test of several threads each
+// connection has its own, of its share of the QPs. It cannot overflow:
+// both factors are bounded by their types.
+func (s TestSpec) BufferLen() uint64 {
+	return 2 * uint64(s.NumQPs) * s.RegionLen()
+}
+
+// Memory bounds the bytes each side registers for the test: the larger
+// of the buffer it maps (BufferLen) and the estimate servers have always
+// counted, MaxSize × depth × NumQPs, doubled when Bidirectional, where
+// depth is TXDepth, or max(TXDepth, RXDepth) for the tests that post
+// receives (Receives). It is rounded up to whole pages, huge pages
+// (ibverbs.HugePageSize) with HugePages, as the buffer is mapped, and
+// saturates at math.MaxUint64.
 func (s TestSpec) Memory() uint64 {
+	n, _ := s.memory()
+	return n
+}
+
+// memory is Memory, and how it was counted for CheckLimits's message.
+func (s TestSpec) memory() (uint64, string) {
+	n := s.depthEstimate()
+	how := fmt.Sprintf("size %d × depth %d × %d QPs", s.MaxSize(), s.memDepth(), s.NumQPs)
+	if s.Bidirectional {
+		how += " × 2 directions"
+	}
+	if b := s.BufferLen(); b > n {
+		n = b
+		how = fmt.Sprintf("2 regions of %d bytes × %d QPs", s.RegionLen(), s.NumQPs)
+	}
+	page := uint64(os.Getpagesize())
+	if s.HugePages {
+		page = ibverbs.HugePageSize
+	}
+	if n%page != 0 {
+		if n > math.MaxUint64-page {
+			return math.MaxUint64, how
+		}
+		n += page - n%page
+	}
+	return n, how
+}
+
+// depthEstimate is MaxSize × depth × NumQPs, doubled when Bidirectional,
+// saturated at math.MaxUint64.
+func (s TestSpec) depthEstimate() uint64 {
 	n := uint64(s.MaxSize())
 	for _, f := range []uint64{uint64(s.memDepth()), uint64(s.NumQPs)} {
 		hi, lo := bits.Mul64(n, f)
@@ -464,12 +519,6 @@ func (s TestSpec) Memory() uint64 {
 			return math.MaxUint64
 		}
 		n *= 2
-	}
-	if huge := uint64(ibverbs.HugePageSize); s.HugePages && n%huge != 0 {
-		if n > math.MaxUint64-huge {
-			return math.MaxUint64
-		}
-		n += huge - n%huge
 	}
 	return n
 }
@@ -699,17 +748,13 @@ func (s TestSpec) CheckLimits(l Limits) error {
 	if s.Test.IsLatency() && s.Iterations > l.MaxIterations {
 		return overLimit("%d iterations of %s exceed this server's maximum of %d", s.Iterations, s.Test, l.MaxIterations)
 	}
-	m := s.Memory()
+	m, how := s.memory()
 	if hi, lo := bits.Mul64(m, threads); hi != 0 {
 		m = math.MaxUint64
 	} else {
 		m = lo
 	}
 	if m > l.MaxMemory {
-		how := fmt.Sprintf("size %d × depth %d × %d QPs", s.MaxSize(), s.memDepth(), s.NumQPs)
-		if s.Bidirectional {
-			how += " × 2 directions"
-		}
 		if threads > 1 {
 			how += fmt.Sprintf(" × %d threads", threads)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -176,11 +177,14 @@ func TestCheckLimits(t *testing.T) {
 		t.Fatalf("sweep Memory = %d, want 4 GiB", got)
 	}
 
-	// Huge pages round up to whole 2 MiB pages.
+	// At depth 1 the buffer, two regions of the size and a GRH rounded
+	// to 64 bytes, outweighs size × depth; pages round it up, and huge
+	// pages to whole 2 MiB pages.
 	small := testSpec()
 	small.Size, small.TXDepth, small.NumQPs, small.Bidirectional = 4096, 1, 1, false
-	if got := small.Memory(); got != 4096 {
-		t.Fatalf("Memory = %d, want 4096", got)
+	page := uint64(os.Getpagesize())
+	if got, want := small.Memory(), (2*4160+page-1)/page*page; got != want {
+		t.Fatalf("Memory = %d, want %d", got, want)
 	}
 	if small.HugePages = true; small.Memory() != 2<<20 {
 		t.Fatalf("Memory with huge pages = %d, want 2 MiB", small.Memory())
@@ -239,6 +243,56 @@ func TestCheckLimits(t *testing.T) {
 	}
 	if err := testSpec().CheckLimits(Limits{}); !errors.Is(err, ErrOverLimit) {
 		t.Errorf("zero Limits allowed a test: %v", err)
+	}
+}
+
+// engineBuffer is the buffer gorperf's engine maps for spec, as
+// internal/bench's openSession makes it: per QP two regions of the
+// largest message and a UD GRH (40 bytes), each rounded up to 64 bytes,
+// whatever the depths or directions, in whole pages or huge pages.
+func engineBuffer(spec TestSpec) uint64 {
+	region := (uint64(spec.MaxSize()) + 40 + 63) &^ 63
+	n := 2 * uint64(spec.NumQPs) * region
+	page := uint64(os.Getpagesize())
+	if spec.HugePages {
+		page = 2 << 20
+	}
+	return (n + page - 1) / page * page
+}
+
+// TestMemoryCoversBuffer: Memory, which --max-memory bounds, is never
+// less than the buffer the engine registers, at depth 1 (every latency
+// test by default) as at any other, with huge pages, several QPs, both
+// directions and the -a sweep.
+func TestMemoryCoversBuffer(t *testing.T) {
+	for _, test := range []Test{WriteBW, WriteLat, ReadBW, ReadLat, SendBW, SendLat, AtomicBW, AtomicLat} {
+		for _, size := range []uint32{1, 2, 24, 64, 4096, 65536, 1 << 20} {
+			for _, depth := range []uint32{1, 2, 16, 128} {
+				for _, qps := range []uint16{1, 3, 64} {
+					for _, opt := range []struct{ bidi, huge, all bool }{{}, {bidi: true}, {huge: true}, {all: true}} {
+						s := TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: size, AllSizes: opt.all,
+							TXDepth: depth, RXDepth: depth, NumQPs: qps, Bidirectional: opt.bidi && !test.IsLatency(), HugePages: opt.huge}
+						if test.IsAtomic() {
+							s.Size, s.AllSizes = 8, false
+						}
+						if got, want := s.Memory(), engineBuffer(s); got < want {
+							t.Fatalf("%v size %d depth %d %d QPs %+v: Memory %d, the engine registers %d", test, s.Size, depth, qps, opt, got, want)
+						}
+						if s.BufferLen() != 2*uint64(qps)*s.RegionLen() || s.RegionLen()%64 != 0 || s.RegionLen() < uint64(s.MaxSize())+GRHLen {
+							t.Fatalf("%v size %d: BufferLen %d, RegionLen %d", test, s.Size, s.BufferLen(), s.RegionLen())
+						}
+					}
+				}
+			}
+		}
+	}
+	// A latency test of 1 MiB messages at depth 1 needs two regions of
+	// just over 1 MiB: over a 2 MiB limit, though size × depth is 1 MiB.
+	lat := TestSpec{Test: SendLat, ConnType: ibverbs.QPTypeRC, Size: 1 << 20, Iterations: 1000, NumQPs: 1, TXDepth: 1, RXDepth: 1}
+	l := DefaultLimits()
+	l.MaxMemory = 2 << 20
+	if err := lat.CheckLimits(l); !errors.Is(err, ErrOverLimit) || !strings.Contains(err.Error(), "2 regions of 1048640 bytes × 1 QPs") {
+		t.Errorf("1 MiB send_lat under a 2 MiB limit: %v", err)
 	}
 }
 
@@ -340,6 +394,8 @@ func TestSpecImmediate(t *testing.T) {
 		{ReadBW, false, false, 10 * 1000},
 	} {
 		s.Test, s.Immediate = c.test, c.imm
+		page := uint64(os.Getpagesize()) // Memory counts whole pages
+		c.memory = (c.memory + page - 1) / page * page
 		if s.Receives() != c.receives || s.Memory() != c.memory {
 			t.Errorf("%v, immediate %v: Receives %v, Memory %d; want %v, %d", c.test, c.imm, s.Receives(), s.Memory(), c.receives, c.memory)
 		}
