@@ -4,7 +4,8 @@
 // RDMA connection manager sets up from an IP address and port
 // (rdmacm.Listen, Accept and Dial): the client sends a message, the server
 // sends it back, and the client reports the times. The server serves one
-// client after another until Ctrl-C (or -n clients).
+// client after another until Ctrl-C (or -n clients). The client allows
+// each round trip 10 s.
 //
 //	rdmaping -l 198.18.0.1:7471            # server
 //	rdmaping -c 100 198.18.0.1:7471        # client: 100 round trips
@@ -27,21 +28,31 @@ import (
 
 const size = 64 // bytes a message
 
+// rttTimeout bounds each of a client's round trips (a variable, for a
+// test to shorten).
+var rttTimeout = 10 * time.Second
+
+const usage = "usage: rdmaping -l ADDR [-n CLIENTS] | rdmaping [-c COUNT] ADDR"
+
 func main() {
 	listen := flag.String("l", "", "serve at this address")
 	clients := flag.Int("n", 0, "server: clients to serve (0: until Ctrl-C)")
-	count := flag.Int("c", 10, "client: round trips")
+	count := flag.Int("c", 10, "client: round trips (at least 1)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
 	switch {
-	case *listen != "" && flag.NArg() == 0:
+	case *listen != "" && flag.NArg() == 0 && *clients >= 0:
 		err = serve(ctx, *listen, *clients)
-	case *listen == "" && flag.NArg() == 1:
-		err = ping(ctx, flag.Arg(0), max(*count, 1))
+	case *listen == "" && flag.NArg() == 1 && *count >= 1:
+		err = ping(ctx, flag.Arg(0), *count)
+	case *clients < 0:
+		err = fmt.Errorf("-n %d: the number of clients cannot be negative\n%s", *clients, usage)
+	case *count < 1:
+		err = fmt.Errorf("-c %d: a client makes at least one round trip\n%s", *count, usage)
 	default:
-		err = errors.New("usage: rdmaping -l ADDR [-n CLIENTS] | rdmaping [-c COUNT] ADDR")
+		err = errors.New(usage)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rdmaping:", err)
@@ -69,9 +80,8 @@ func newBuffers(c *rdmacm.Conn) (*buffers, error) {
 	return &buffers{buf, mr}, nil
 }
 
-func (b *buffers) close() {
-	b.mr.Close()
-	b.buf.Close()
+func (b *buffers) close() error {
+	return errors.Join(b.mr.Close(), b.buf.Close())
 }
 
 func (b *buffers) recvd() []byte { return b.buf.Bytes()[:size] }
@@ -89,7 +99,10 @@ func (b *buffers) send(ctx context.Context, c *rdmacm.Conn) error {
 	if err != nil {
 		return err
 	}
-	return wait(ctx, c.SendCQ())
+	if err := wait(ctx, c.SendCQ()); err != nil {
+		return fmt.Errorf("sending: %w", err)
+	}
+	return nil
 }
 
 // wait waits for one completion on cq, which must succeed.
@@ -169,6 +182,8 @@ func echo(ctx context.Context, c *rdmacm.Conn) (int, error) {
 	}
 }
 
+// ping makes count round trips to the server at addr, each within
+// rttTimeout, and reports their times.
 func ping(ctx context.Context, addr string, count int) error {
 	c, err := rdmacm.Dial(ctx, addr, nil)
 	if err != nil {
@@ -180,28 +195,13 @@ func ping(ctx context.Context, addr string, count int) error {
 		return err
 	}
 	defer b.close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	rtts := make([]time.Duration, 0, count)
 	for i := range count {
-		if err := b.postRecv(c); err != nil {
+		rtt, err := roundTrip(ctx, c, b, i)
+		if err != nil {
 			return err
 		}
-		msg := b.out()
-		clear(msg)
-		copy(msg, fmt.Sprintf("ping %d", i))
-		want := bytes.Clone(msg)
-		start := time.Now()
-		if err := b.send(ctx, c); err != nil {
-			return err
-		}
-		if err := wait(ctx, c.RecvCQ()); err != nil {
-			return fmt.Errorf("no echo of message %d: %w", i, err)
-		}
-		rtts = append(rtts, time.Since(start))
-		if !bytes.Equal(b.recvd(), want) {
-			return fmt.Errorf("echo of message %d differs: %q", i, b.recvd())
-		}
+		rtts = append(rtts, rtt)
 	}
 	slices.Sort(rtts)
 	var sum time.Duration
@@ -211,4 +211,33 @@ func ping(ctx context.Context, addr string, count int) error {
 	fmt.Printf("%d round trips of %d bytes to %s on %s: min %v, median %v, mean %v\n", count, size, c.RemoteAddr(),
 		c.Context().Name(), rtts[0], rtts[len(rtts)/2], sum/time.Duration(count))
 	return nil
+}
+
+// roundTrip sends message i and waits, for at most rttTimeout, for its
+// echo, which it checks.
+func roundTrip(ctx context.Context, c *rdmacm.Conn, b *buffers, i int) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, rttTimeout)
+	defer cancel()
+	if err := b.postRecv(c); err != nil {
+		return 0, err
+	}
+	msg := b.out()
+	clear(msg)
+	copy(msg, fmt.Sprintf("ping %d", i))
+	want := bytes.Clone(msg)
+	start := time.Now()
+	if err := b.send(ctx, c); err != nil {
+		return 0, fmt.Errorf("message %d: %w", i, err)
+	}
+	if err := wait(ctx, c.RecvCQ()); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (%v)", err, rttTimeout)
+		}
+		return 0, fmt.Errorf("no echo of message %d: %w", i, err)
+	}
+	rtt := time.Since(start)
+	if !bytes.Equal(b.recvd(), want) {
+		return 0, fmt.Errorf("echo of message %d differs: %q", i, b.recvd())
+	}
+	return rtt, nil
 }

@@ -88,3 +88,48 @@ func TestRdmapingFailures(t *testing.T) {
 		t.Errorf("server after Ctrl-C: %v (%v); stderr: %s", err, ctx.Err(), srv.Stderr.String())
 	}
 }
+
+// Bad counts are refused at once with the reason, before any device is
+// touched, rather than taken as something else.
+func TestRdmapingBadFlags(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-c", "0", "127.0.0.1:1"}, "-c 0: a client makes at least one round trip"},
+		{[]string{"-c", "-5", "127.0.0.1:1"}, "-c -5: a client makes at least one round trip"},
+		{[]string{"-n", "-1", "-l", "127.0.0.1:1"}, "-n -1: the number of clients cannot be negative"},
+		{[]string{"-l", "127.0.0.1:1", "127.0.0.1:2"}, "usage: rdmaping"},
+	} {
+		out, err := rdmaping(ctx, c.args...).CombinedOutput()
+		if err == nil || !strings.HasPrefix(string(out), "rdmaping: "+c.want) {
+			t.Errorf("rdmaping %q: %v, %q; want an error %q", c.args, err, out, c.want)
+		}
+	}
+}
+
+// A client's time limit is on each round trip, not on the whole run: a run
+// that takes longer than the limit succeeds.
+func TestRdmapingLimitPerRoundTrip(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv := startServer(t, ctx, a, "-n", "1")
+	defer func(d time.Duration) { rttTimeout = d }(rttTimeout)
+	rttTimeout = 250 * time.Millisecond
+	start := time.Now()
+	const count = 1500
+	if err := ping(ctx, a, count); err != nil {
+		t.Fatalf("%d round trips: %v", count, err)
+	}
+	took := time.Since(start)
+	if took <= rttTimeout {
+		t.Fatalf("%d round trips took %v, within the limit of %v: the test shows nothing; raise the count", count, took, rttTimeout)
+	}
+	t.Logf("%d round trips in %v, each within %v", count, took, rttTimeout)
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srv.Stderr.String())
+	}
+}
