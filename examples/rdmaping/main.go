@@ -2,10 +2,14 @@
 
 // Command rdmaping measures round trips over an RC connection that the
 // RDMA connection manager sets up from an IP address and port
-// (rdmacm.Listen, Accept and Dial): the client sends a message, the server
+// (rdmacm.Listen, GetRequest and ConnRequest.Accept on the server,
+// rdmacm.Dial on the client): the client sends a message, the server
 // sends it back, and the client reports the times. The server serves one
-// client after another until Ctrl-C (or -n clients). The client allows
-// each round trip 10 s.
+// client after another until Ctrl-C (or -n clients); a client whose
+// connection fails, during the handshake or after, is reported on
+// standard error and the server goes on to the next (a failed handshake
+// does not count as a client served). The client allows each round trip
+// 10 s.
 //
 //	rdmaping -l 198.18.0.1:7471            # server
 //	rdmaping -c 100 198.18.0.1:7471        # client: 100 round trips
@@ -31,6 +35,10 @@ const size = 64 // bytes a message
 // rttTimeout bounds each of a client's round trips (a variable, for a
 // test to shorten).
 var rttTimeout = 10 * time.Second
+
+// acceptTimeout bounds the server's handshake with a client, so that one
+// that goes away half-way does not hold up the next.
+const acceptTimeout = 10 * time.Second
 
 const usage = "usage: rdmaping -l ADDR [-n CLIENTS] | rdmaping [-c COUNT] ADDR"
 
@@ -114,6 +122,9 @@ func wait(ctx context.Context, cq *ibverbs.CQ) error {
 	return wcs[0].Err()
 }
 
+// serve accepts one client at a time and echoes its messages. Only a
+// failure to take requests at all (or Ctrl-C) ends it: a client whose
+// handshake or echoes fail is reported, and the next one served.
 func serve(ctx context.Context, addr string, clients int) error {
 	l, err := rdmacm.Listen(ctx, addr, nil)
 	if err != nil {
@@ -121,22 +132,32 @@ func serve(ctx context.Context, addr string, clients int) error {
 	}
 	defer l.Close()
 	fmt.Printf("listening on %s\n", addr)
-	for served := 0; clients == 0 || served < clients; served++ {
-		c, err := l.Accept(ctx)
+	for served := 0; clients == 0 || served < clients; {
+		r, err := l.GetRequest(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C
 			}
 			return err
 		}
-		peer := c.RemoteAddr()
+		peer := r.RemoteAddr()
+		c, err := r.Accept(ctx, &rdmacm.Config{Timeout: acceptTimeout})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C
+			}
+			fmt.Fprintf(os.Stderr, "rdmaping: client %s: %v\n", peer, err)
+			continue
+		}
+		served++
 		n, err := echo(ctx, c)
 		c.Close()
 		if ctx.Err() != nil {
 			return nil // Ctrl-C
 		}
 		if err != nil && !errors.Is(err, rdmacm.ErrDisconnected) {
-			return fmt.Errorf("client %s: %w", peer, err)
+			fmt.Fprintf(os.Stderr, "rdmaping: client %s, after %d messages: %v\n", peer, n, err)
+			continue
 		}
 		fmt.Printf("echoed %d messages to %s\n", n, peer)
 	}
@@ -166,19 +187,29 @@ func echo(ctx context.Context, c *rdmacm.Conn) (int, error) {
 			return n, err
 		}
 		if err := wait(ctx, c.RecvCQ()); err != nil {
-			// A flushed receive, or the watch's cancel, when the
-			// client went away: say so.
-			select {
-			case <-c.Done():
-				return n, c.Err()
-			case <-time.After(time.Second):
-				return n, err
-			}
+			return n, ended(c, fmt.Errorf("receiving: %w", err))
 		}
 		copy(b.out(), b.recvd())
 		if err := b.send(ctx, c); err != nil {
-			return n, err
+			return n, ended(c, err)
 		}
+	}
+}
+
+// ended returns why the connection ended when err may come from its
+// end: a flushed work request, or the watch's cancel, once the client has
+// gone away. Other failures (a message too long for the receive, a send
+// that found no one there) it returns as they are.
+func ended(c *rdmacm.Conn, err error) error {
+	var wce *ibverbs.WCError
+	if errors.As(err, &wce) && wce.Status != ibverbs.WCWRFlushErr {
+		return err
+	}
+	select {
+	case <-c.Done():
+		return c.Err()
+	case <-time.After(time.Second):
+		return err
 	}
 }
 

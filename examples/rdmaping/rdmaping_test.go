@@ -4,13 +4,16 @@ package main
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/rdmatest"
+	"github.com/gorperf/gorperf/rdmacm"
 )
 
 // TestMain runs the command itself when a test re-executes its binary.
@@ -108,6 +111,124 @@ func TestRdmapingBadFlags(t *testing.T) {
 			t.Errorf("rdmaping %q: %v, %q; want an error %q", c.args, err, out, c.want)
 		}
 	}
+}
+
+// abortHandshake asks the server at a for a connection, as a client with
+// no QP (rdma_connect alone), and goes away once the server has answered:
+// the server's accept then fails with REJECTED, as it does for a client
+// whose Dial timed out after the server answered.
+func abortHandshake(t *testing.T, ctx context.Context, a string) {
+	t.Helper()
+	ch, err := rdmacm.CreateEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer id.Close()
+	next := func(want rdmacm.EventType) {
+		t.Helper()
+		ev, err := ch.GetEvent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != want {
+			t.Fatalf("event %s, want %s", ev, want)
+		}
+	}
+	if err := id.ResolveAddr(netip.AddrPort{}, netip.MustParseAddrPort(a), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventAddrResolved)
+	if err := id.ResolveRoute(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventRouteResolved)
+	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventConnectResponse) // the server's accept waits for ESTABLISHED
+	if err := id.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sendOversize connects to the server at a and sends one message twice
+// the size of the server's receive, which the server's receive fails on.
+func sendOversize(t *testing.T, ctx context.Context, a string) {
+	t.Helper()
+	c, err := rdmacm.Dial(ctx, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf, err := ibverbs.NewBuffer(2*size, ibverbs.BufferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Close()
+	mr, err := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	err = c.QP().PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{mr.SGE(0, 2*size)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := wait(wctx, c.SendCQ()); err == nil {
+		t.Errorf("a send of %d bytes to a receive of %d completed", 2*size, size)
+	} else {
+		t.Logf("the oversize send: %v", err)
+	}
+}
+
+// A client that fails, in the handshake or after it, is reported and the
+// server goes on to serve the next: here one that goes away after the
+// server has answered its request, and one whose message is too long for
+// the server's receive, between two that ping.
+func TestRdmapingServesAfterFailedClients(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// The failed handshake does not count as a client served; the
+	// connection whose echo failed does.
+	srv := startServer(t, ctx, a, "-n", "3")
+	ping := func(count string) {
+		t.Helper()
+		out, err := rdmaping(ctx, "-c", count, a).CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), count+" round trips of 64 bytes to "+a) {
+			t.Fatalf("client -c %s: %v\n%s\nserver: %s", count, err, out, srv.Stderr.String())
+		}
+	}
+	ping("5")
+	abortHandshake(t, ctx, a)
+	sendOversize(t, ctx, a)
+	ping("7")
+	var served []string
+	for srv.Lines.Scan() {
+		served = append(served, srv.Lines.Text())
+	}
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srv.Stderr.String())
+	}
+	if len(served) != 2 || !strings.HasPrefix(served[0], "echoed 5 messages to ") ||
+		!strings.HasPrefix(served[1], "echoed 7 messages to ") {
+		t.Errorf("server printed %q, want the two good clients' counts", served)
+	}
+	// The receive's status differs by device: rxe says local QP
+	// operation error where the verbs say local length error.
+	stderr := srv.Stderr.String()
+	if n := strings.Count(stderr, "rdmaping: client "); n != 2 || !strings.Contains(stderr, ", after 0 messages: receiving: ") {
+		t.Errorf("server reported %d failed clients, want 2, the second's receive failing:\n%s", n, stderr)
+	}
+	t.Logf("server's report of the failed clients:\n%s", stderr)
 }
 
 // A client's time limit is on each round trip, not on the whole run: a run
