@@ -69,7 +69,8 @@ func main() {
 }
 
 // buffers is a connection's registered memory: a receive half and a send
-// half of size bytes each.
+// half of size bytes each, so that a receive can be posted while a send
+// is in flight.
 type buffers struct {
 	buf *ibverbs.Buffer
 	mr  *ibverbs.MR
@@ -141,7 +142,7 @@ func serve(ctx context.Context, addr string, clients int) error {
 			return err
 		}
 		peer := r.RemoteAddr()
-		c, err := r.Accept(ctx, &rdmacm.Config{Timeout: acceptTimeout})
+		c, b, err := accept(ctx, r)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C
@@ -150,8 +151,8 @@ func serve(ctx context.Context, addr string, clients int) error {
 			continue
 		}
 		served++
-		n, err := echo(ctx, c)
-		c.Close()
+		n, err := echo(ctx, c, b)
+		c.Close() // and b, as the connection's cleanup
 		if ctx.Err() != nil {
 			return nil // Ctrl-C
 		}
@@ -164,14 +165,33 @@ func serve(ctx context.Context, addr string, clients int) error {
 	return nil
 }
 
-// echo sends each message back until the client disconnects, and returns
-// how many it echoed.
-func echo(ctx context.Context, c *rdmacm.Conn) (int, error) {
-	b, err := newBuffers(c)
+// accept accepts r, with the connection's buffers registered and the
+// first receive posted before the reply goes out (Config.Prepare), so
+// that the client's first message finds it. The buffers close with the
+// connection.
+func accept(ctx context.Context, r *rdmacm.ConnRequest) (*rdmacm.Conn, *buffers, error) {
+	var b *buffers
+	cfg := &rdmacm.Config{Timeout: acceptTimeout, Prepare: func(c *rdmacm.Conn) (func() error, error) {
+		var err error
+		if b, err = newBuffers(c); err != nil {
+			return nil, err
+		}
+		if err := b.postRecv(c); err != nil {
+			return nil, errors.Join(err, b.close())
+		}
+		return b.close, nil
+	}}
+	c, err := r.Accept(ctx, cfg)
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
-	defer b.close()
+	return c, b, nil
+}
+
+// echo sends each message back until the client disconnects, and returns
+// how many it echoed. The receive half must be posted when it starts
+// (accept posts it).
+func echo(ctx context.Context, c *rdmacm.Conn, b *buffers) (int, error) {
 	// The connection's context ends when the peer disconnects.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -183,13 +203,16 @@ func echo(ctx context.Context, c *rdmacm.Conn) (int, error) {
 		}
 	}()
 	for n := 0; ; n++ {
-		if err := b.postRecv(c); err != nil {
-			return n, err
-		}
 		if err := wait(ctx, c.RecvCQ()); err != nil {
 			return n, ended(c, fmt.Errorf("receiving: %w", err))
 		}
 		copy(b.out(), b.recvd())
+		// The receive half is free again: post it before the echo goes
+		// out, so that the client's next message, which follows the
+		// echo, never finds no receive and waits out an RNR NAK.
+		if err := b.postRecv(c); err != nil {
+			return n, err
+		}
 		if err := b.send(ctx, c); err != nil {
 			return n, ended(c, err)
 		}

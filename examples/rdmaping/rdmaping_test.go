@@ -4,9 +4,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -253,4 +257,45 @@ func TestRdmapingLimitPerRoundTrip(t *testing.T) {
 	if err := srv.Cmd.Wait(); err != nil {
 		t.Fatalf("server: %v\n%s", err, srv.Stderr.String())
 	}
+}
+
+// rnrNAKsSent returns how many RNR NAKs dev has sent, from its hardware
+// counter (send_rnr_err: rxe counts them), and skips where there is none.
+func rnrNAKsSent(t *testing.T, dev string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/sys/class/infiniband", dev, "ports/1/hw_counters/send_rnr_err"))
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("%s does not count the RNR NAKs it sends (no hw_counters/send_rnr_err)", dev)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("send_rnr_err of %s: %v", dev, err)
+	}
+	return n
+}
+
+// The server has a receive posted for every message a client sends, the
+// first included: it never answers one with an RNR NAK, which would hold
+// the client up for the RNR timer.
+func TestRdmapingNoRNR(t *testing.T) {
+	a := addr(t)
+	dev := rdmatest.Addr(t).Dev
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv := startServer(t, ctx, a, "-n", "1")
+	before := rnrNAKsSent(t, dev)
+	out, err := rdmaping(ctx, "-c", "500", a).CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srv.Stderr.String())
+	}
+	if n := rnrNAKsSent(t, dev) - before; n != 0 {
+		t.Errorf("the server's device sent %d RNR NAKs over 500 round trips: messages came before their receives were posted\n%s", n, out)
+	}
+	t.Logf("%s", out)
 }
