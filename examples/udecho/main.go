@@ -9,7 +9,7 @@
 // the echoes.
 //
 //	udecho -d rxe0 -l 198.18.0.1:18700           # server, until Ctrl-C (or -n datagrams)
-//	udecho -d rxe1 -n 3 198.18.0.1:18700         # client: 3 datagrams
+//	udecho -d rxe1 -n 5 198.18.0.1:18700         # client: 5 datagrams (default 3)
 package main
 
 import (
@@ -34,21 +34,28 @@ const (
 	slot   = ibverbs.GRHLen + maxMsg
 )
 
+const usage = "usage: udecho [-d DEV] -l ADDR [-n N] | udecho [-d DEV] [-n N] ADDR"
+
 func main() {
 	dev := flag.String("d", "", "RDMA device (default: the first)")
 	listen := flag.String("l", "", "serve, with the endpoint told to TCP clients at this address")
-	n := flag.Int("n", 0, "datagrams to echo (server: 0 for no end) or to send (client: default 3)")
+	n := flag.Int("n", 0, "datagrams: the server echoes this many (0: until Ctrl-C), a client sends this many (0: 3)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
 	switch {
+	case *n < 0:
+		err = fmt.Errorf("-n %d: the number of datagrams cannot be negative\n%s", *n, usage)
 	case *listen != "" && flag.NArg() == 0:
 		err = serve(ctx, *dev, *listen, *n)
 	case *listen == "" && flag.NArg() == 1:
-		err = ping(ctx, *dev, flag.Arg(0), max(*n, 1))
+		if *n == 0 {
+			*n = 3
+		}
+		err = ping(ctx, *dev, flag.Arg(0), *n)
 	default:
-		err = errors.New("usage: udecho [-d DEV] -l ADDR [-n N] | udecho [-d DEV] [-n N] ADDR")
+		err = errors.New(usage)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "udecho:", err)

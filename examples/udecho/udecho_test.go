@@ -115,3 +115,71 @@ func TestUDEchoInterrupt(t *testing.T) {
 		t.Errorf("server after Ctrl-C: %v (%v); stderr: %s", err, ctx.Err(), srv.Stderr.String())
 	}
 }
+
+// A negative count is refused at once with the reason, before any device
+// is touched.
+func TestUDEchoBadFlags(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, args := range [][]string{{"-n", "-1", "127.0.0.1:1"}, {"-n", "-2", "-l", "127.0.0.1:1"}} {
+		out, err := udecho(ctx, args...).CombinedOutput()
+		want := "udecho: " + args[0] + " " + args[1] + ": the number of datagrams cannot be negative"
+		if err == nil || !strings.HasPrefix(string(out), want) {
+			t.Errorf("udecho %q: %v, %q; want an error %q", args, err, out, want)
+		}
+	}
+}
+
+// clientDev returns the device a test's client uses: the VM's second one,
+// else the server's.
+func clientDev(srvDev string) string {
+	if d := os.Getenv("RXE_DEV2"); d != "" {
+		return d
+	}
+	return srvDev
+}
+
+// listenIP returns the address a test's server tells its endpoint at.
+func listenIP() string {
+	if ip := os.Getenv("RXE_IP"); ip != "" {
+		return ip
+	}
+	return "127.0.0.1"
+}
+
+// interrupt stops a server that serves until Ctrl-C, which must exit
+// cleanly, and returns what else it printed on standard output and its
+// standard error.
+func interrupt(t *testing.T, srv rdmatest.Started) (lines []string, stderr string) {
+	t.Helper()
+	if err := srv.Cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for srv.Lines.Scan() {
+		lines = append(lines, srv.Lines.Text())
+	}
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Fatalf("server after Ctrl-C: %v; stderr: %s", err, srv.Stderr.String())
+	}
+	return lines, srv.Stderr.String()
+}
+
+// A client without -n sends three datagrams, as its help says.
+func TestUDEchoClientDefault(t *testing.T) {
+	srvDev := rdmatest.Device(t).Name
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv := startServer(t, ctx, "-d", srvDev, "-l", net.JoinHostPort(listenIP(), "0"))
+	first := srv.Lines.Text()
+	addr := first[strings.LastIndex(first, " ")+1:]
+	cli, err := udecho(ctx, "-d", clientDev(srvDev), addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, cli)
+	}
+	if got := strings.Count(string(cli), "echo of "); got != 3 {
+		t.Errorf("client without -n printed %d echoes, want 3:\n%s", got, cli)
+	}
+	if served, _ := interrupt(t, srv); len(served) != 3 {
+		t.Errorf("server printed %q, want three echoes", served)
+	}
+}
