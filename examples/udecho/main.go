@@ -10,6 +10,9 @@
 //
 //	udecho -d rxe0 -l 198.18.0.1:18700           # server, until Ctrl-C (or -n datagrams)
 //	udecho -d rxe1 -n 5 198.18.0.1:18700         # client: 5 datagrams (default 3)
+//
+// A datagram the server cannot take (one longer than its receive slots'
+// 256 bytes, say) it reports on standard error, and it serves on.
 package main
 
 import (
@@ -177,7 +180,8 @@ func (e *endpoint) send(ctx context.Context, p []byte, ah *ibverbs.AH, qpn, qkey
 }
 
 // recv waits for a datagram, for at most d, and returns its completion and
-// its slot's bytes: the GRH area, then the payload.
+// its slot's bytes: the GRH area, then the payload. A completion in error
+// (a datagram too long for the slot, say) it returns with a *WCError.
 func (e *endpoint) recv(ctx context.Context, d time.Duration) (ibverbs.WC, []byte, error) {
 	if d > 0 {
 		var cancel context.CancelFunc
@@ -189,10 +193,49 @@ func (e *endpoint) recv(ctx context.Context, d time.Duration) (ibverbs.WC, []byt
 		return ibverbs.WC{}, nil, err
 	}
 	if err := wcs[0].Err(); err != nil {
-		return wcs[0], nil, err
+		return wcs[0], nil, fmt.Errorf("receiving: %w", err)
 	}
 	i := int(wcs[0].WRID)
 	return wcs[0], e.buf.Bytes()[i*slot : i*slot+int(wcs[0].ByteLen)], nil
+}
+
+// skip gives the slot of a datagram whose receive failed back to the QP,
+// and says what else it did. A device that put the QP in the error state
+// for the datagram (rxe does for one longer than the slot) has flushed
+// the other receives too: then the QP goes back through RESET to RTS,
+// keeping its number, and gets all its slots again. Datagrams that come
+// meanwhile are lost, as UD may lose any.
+func (e *endpoint) skip(wc ibverbs.WC) (string, error) {
+	state, err := e.qp.State()
+	if err != nil {
+		return "", err
+	}
+	if state == ibverbs.QPStateRTS {
+		return "", e.postRecv(int(wc.WRID))
+	}
+	if err := e.qp.Reset(); err != nil {
+		return "", err
+	}
+	// The flushed receives' completions, dropped.
+	wcs := make([]ibverbs.WC, slots)
+	for {
+		k, err := e.rcq.Poll(wcs)
+		if err != nil {
+			return "", err
+		}
+		if k == 0 {
+			break
+		}
+	}
+	if err := e.qp.Connect(ibverbs.Endpoint{}, ibverbs.ConnParams{Port: port, GIDIndex: e.gidIndex}); err != nil {
+		return "", err
+	}
+	for i := range slots {
+		if err := e.postRecv(i); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("; the QP was in state %s, and is back in RTS", state), nil
 }
 
 func serve(ctx context.Context, dev, addr string, n int) error {
@@ -217,13 +260,24 @@ func serve(ctx context.Context, dev, addr string, n int) error {
 		}
 	}()
 	fmt.Printf("serving on %s QPN %#x (GID %s), endpoint at %s\n", e.ctx.Name(), e.me.QPN, e.me.GID.Addr(), ln.Addr())
-	for done := 0; n == 0 || done < n; done++ {
+	for done := 0; n == 0 || done < n; {
 		wc, b, err := e.recv(ctx, 0)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C
 			}
-			return err
+			var wce *ibverbs.WCError
+			if !errors.As(err, &wce) {
+				return err
+			}
+			// Only this datagram is lost: say so, and serve on.
+			fmt.Fprintf(os.Stderr, "udecho: a datagram in slot %d: %v", wc.WRID, err)
+			note, err := e.skip(wc)
+			fmt.Fprintln(os.Stderr, note)
+			if err != nil {
+				return fmt.Errorf("recovering from a failed receive: %w", err)
+			}
+			continue
 		}
 		grh, payload := b[:ibverbs.GRHLen], b[ibverbs.GRHLen:]
 		from := "a sender without a GRH"
@@ -232,13 +286,19 @@ func serve(ctx context.Context, dev, addr string, n int) error {
 		}
 		ah, err := e.pd.CreateAHFromWC(&wc, grh, port)
 		if err != nil {
-			return err
+			// No way back to this sender: say so, and serve on.
+			fmt.Fprintf(os.Stderr, "udecho: a datagram from %s QPN %#x: %v\n", from, wc.SrcQP, err)
+			if err := e.postRecv(int(wc.WRID)); err != nil {
+				return err
+			}
+			continue
 		}
 		err = e.send(ctx, payload, ah, wc.SrcQP, e.me.QKey)
 		ah.Close()
 		if err != nil {
 			return err
 		}
+		done++
 		fmt.Printf("echoed %d bytes to %s QPN %#x\n", len(payload), from, wc.SrcQP)
 		if err := e.postRecv(int(wc.WRID)); err != nil {
 			return err
@@ -253,16 +313,9 @@ func ping(ctx context.Context, dev, addr string, n int) error {
 		return err
 	}
 	defer e.close()
-	var srv ibverbs.Endpoint
-	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+	srv, err := serverEndpoint(ctx, addr)
 	if err != nil {
 		return err
-	}
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	err = json.NewDecoder(c).Decode(&srv)
-	c.Close()
-	if err != nil {
-		return fmt.Errorf("reading the server's endpoint: %w", err)
 	}
 	ah, err := e.pd.CreateAHTo(srv, port, e.gidIndex)
 	if err != nil {
@@ -288,4 +341,20 @@ func ping(ctx context.Context, dev, addr string, n int) error {
 		}
 	}
 	return nil
+}
+
+// serverEndpoint reads the endpoint of the server's QP from its TCP
+// address.
+func serverEndpoint(ctx context.Context, addr string) (ibverbs.Endpoint, error) {
+	var srv ibverbs.Endpoint
+	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return srv, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := json.NewDecoder(c).Decode(&srv); err != nil {
+		return srv, fmt.Errorf("reading the server's endpoint: %w", err)
+	}
+	return srv, nil
 }

@@ -3,11 +3,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +184,103 @@ func TestUDEchoClientDefault(t *testing.T) {
 	}
 	if served, _ := interrupt(t, srv); len(served) != 3 {
 		t.Errorf("server printed %q, want three echoes", served)
+	}
+}
+
+// A datagram too long for the server's receive slots fails only itself:
+// the server reports it and echoes the next one.
+func TestUDEchoOversize(t *testing.T) {
+	srvDev := rdmatest.Device(t).Name
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv := startServer(t, ctx, "-d", srvDev, "-l", net.JoinHostPort(listenIP(), "0"))
+	first := srv.Lines.Text()
+	addr := first[strings.LastIndex(first, " ")+1:]
+
+	e, err := open(clientDev(srvDev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	srvEnd, err := serverEndpoint(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ah, err := e.pd.CreateAHTo(srvEnd, port, e.gidIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ah.Close()
+
+	// 1000 bytes: more than a slot's 256, within the 1024-byte MTU of
+	// rxe on a 1500-byte link.
+	const big = 1000
+	buf, err := ibverbs.NewBuffer(big, ibverbs.BufferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Close()
+	mr, err := e.pd.RegMR(buf, ibverbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	err = e.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{mr.SGE(0, big)}, AH: ah, RemoteQPN: srvEnd.QPN, RemoteQKey: srvEnd.QKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The send CQ has no channel to wait on: poll it, as e.send does.
+	wcs := make([]ibverbs.WC, 1)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		k, err := e.scq.Poll(wcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the send of %d bytes did not complete", big)
+		}
+	}
+	if err := wcs[0].Err(); err != nil {
+		t.Fatalf("sending %d bytes: %v", big, err)
+	}
+
+	// The server may still be putting its QP back in order when the next
+	// datagram comes, and lose it, as UD may: try a few times.
+	msg := []byte("after the oversize one")
+	var echoed bool
+	for try := 0; try < 10 && !echoed; try++ {
+		if err := e.send(ctx, msg, ah, srvEnd.QPN, srvEnd.QKey); err != nil {
+			t.Fatal(err)
+		}
+		wc, b, err := e.recv(ctx, time.Second)
+		if errors.Is(err, context.DeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b[ibverbs.GRHLen:]; !bytes.Equal(got, msg) || wc.SrcQP != srvEnd.QPN {
+			t.Fatalf("echo %q from QPN %#x, want %q from %#x", got, wc.SrcQP, msg, srvEnd.QPN)
+		}
+		echoed = true
+		if try > 0 {
+			t.Logf("echoed at the %d. try", try+1)
+		}
+	}
+	if !echoed {
+		t.Fatalf("no echo of 10 datagrams after the oversize one; server: %s", srv.Stderr.String())
+	}
+	served, stderr := interrupt(t, srv)
+	want := fmt.Sprintf("echoed %d bytes to ", len(msg))
+	if len(served) == 0 || slices.ContainsFunc(served, func(l string) bool { return !strings.HasPrefix(l, want) }) {
+		t.Errorf("server printed %q, want echoes of %d bytes", served, len(msg))
+	}
+	t.Logf("server's standard error: %q", stderr)
+	if !strings.Contains(stderr, "udecho: a datagram in slot ") {
+		t.Errorf("the server did not report the oversize datagram; stderr: %q", stderr)
 	}
 }
