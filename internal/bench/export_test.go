@@ -45,6 +45,14 @@ func SetAfterConnect(f func(client bool, qps []*ibverbs.QP)) (restore func()) {
 	return func() { afterConnect = old }
 }
 
+// SetBeforeValidate makes f get each side's buffer before --validate
+// checks it, until the returned function restores the default.
+func SetBeforeValidate(f func(client bool, buf []byte)) (restore func()) {
+	old := beforeValidate
+	beforeValidate = f
+	return func() { beforeValidate = old }
+}
+
 // SetGroupWait sets how long a server gathers a test's threads, until
 // the returned function restores it.
 func SetGroupWait(d time.Duration) (restore func()) {

@@ -359,7 +359,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	for n, size32 := range sizes {
 		size := int(size32)
 		if spec.ValidateData {
-			s.fillPatterns(size)
+			s.fillPatterns(size, client)
 		}
 		if spec.WarmUp && s.active(client) {
 			// One-sided operations: the peer need not be at the barrier.
@@ -448,7 +448,8 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			if s.local.CPUUtil {
 				cpuEnd = sampleCPU() // both done; the check is not the test's
 			}
-			local.Mismatches = s.validate(size, client)
+			beforeValidate(client, s.buf.Bytes())
+			local.Mismatches = s.validate(size, client, mine.Iters)
 		}
 		cctx, cancel = waitPeer()
 		peer, err = c.SwapResult(cctx, local)
@@ -518,6 +519,10 @@ var beforeWarmUp = func() {}
 // beforeLoop runs on each side just before its measuring loop starts (and
 // so its clock for a duration); a test sets it to start the sides apart.
 var beforeLoop = func(client bool) {}
+
+// beforeValidate gets each side's buffer once both sides are done with a
+// size and before --validate looks at it, for tests that spoil it.
+var beforeValidate = func(client bool, buf []byte) {}
 
 // afterConnect gets each side's QPs once they are connected, for tests
 // that look at them.
@@ -623,39 +628,57 @@ func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) Si
 
 // fillPatterns writes the validation pattern where this side's data comes
 // from: the source regions, and for read tests the target regions the
-// peer reads.
-func (s *session) fillPatterns(size int) {
+// peer reads. A one-way reader's own target regions, where its reads
+// land, get the pattern's complement instead, so that a read that did
+// not land shows.
+func (s *session) fillPatterns(size int, client bool) {
 	b := s.buf.Bytes()
+	read := s.spec.Test == exchange.ReadBW || s.spec.Test == exchange.ReadLat
+	reader := read && s.active(client) && !s.spec.Bidirectional
 	for i := range s.qps {
 		pattern(b[s.src(i):s.src(i)+size], size, i)
-		if s.spec.Test == exchange.ReadBW || s.spec.Test == exchange.ReadLat {
-			pattern(b[s.dst(i):s.dst(i)+size], size, i)
+		if !read {
+			continue
+		}
+		dst := b[s.dst(i) : s.dst(i)+size]
+		pattern(dst, size, i)
+		if reader {
+			for j := range dst {
+				dst[j] = ^dst[j]
+			}
 		}
 	}
 }
 
-// validate checks, on the side that received data, that the last message
+// validate checks, on each side that received data, that the last message
 // on each QP arrived intact, and returns the number of QPs where it did
 // not, plus the messages whose immediate data was wrong (immCheck). Writes
 // and sends land in the receiver's target region (after the GRH on UD),
 // reads in the reader's; fetch-and-add fetches one less than the number of
-// operations on the QP.
-func (s *session) validate(size int, client bool) uint64 {
+// operations on the QP, and compare-and-swap (compare 0, swap 0) always 0.
+// done is the messages this side's loop completed. TestSpec.Validate
+// refuses what cannot be checked: a bidirectional read_bw, whose reads
+// land where the pattern already is, FETCH_AND_ADD bandwidth for a
+// duration, whose count per QP is not known, and infinite runs.
+func (s *session) validate(size int, client bool, done uint64) uint64 {
 	t := s.spec.Test
+	bad := s.immBad
+	s.immBad = 0
+	if t.IsLatency() {
+		if !s.latencyIntact(size, client, done) {
+			bad++
+		}
+		return bad
+	}
 	active := s.active(client) // this side posted the operations
 	passive := !active || s.spec.Bidirectional
 	b := s.buf.Bytes()
-	bad := s.immBad
-	s.immBad = 0
 	want := make([]byte, size)
 	for i := range s.qps {
 		switch {
 		case (t == exchange.WriteBW || t == exchange.SendBW) && passive,
 			t == exchange.ReadBW && active:
-			off := s.dst(i)
-			if s.spec.ConnType == ibverbs.QPTypeUD {
-				off += grhLen
-			}
+			off := s.recvOffset(i)
 			if s.srqFilled == nil {
 				pattern(want, size, i)
 				if string(b[off:off+size]) != string(want) {
@@ -672,13 +695,63 @@ func (s *session) validate(size int, client bool) uint64 {
 				bad++
 			}
 			s.srqFilled[i] = false
-		case t == exchange.AtomicBW && active && s.spec.Atomic == exchange.FetchAdd && s.spec.Duration == 0 && !s.spec.Bidirectional:
+		case t == exchange.AtomicBW && active && s.spec.Atomic == exchange.CmpSwap:
+			if fetchedValue(b[s.src(i):]) != 0 {
+				bad++
+			}
+		case t == exchange.AtomicBW && active:
 			if fetchedValue(b[s.src(i):]) != s.warmed+s.spec.Iterations-1 {
 				bad++
 			}
 		}
 	}
 	return bad
+}
+
+// recvOffset is where a message to QP i lands in this side's buffer: its
+// target region, after the GRH on UD.
+func (s *session) recvOffset(i int) int {
+	if s.spec.ConnType == ibverbs.QPTypeUD {
+		return s.dst(i) + grhLen
+	}
+	return s.dst(i)
+}
+
+// latencyIntact reports whether the last message of a latency test's
+// size arrived intact on this side, which ran done iterations. The tests
+// run on QP 0. write_lat's and send_lat's sides both receive: the peer's
+// messages land in the target region, a write's last byte being its
+// number (seqByte), and through an SRQ in any QP's region. A read_lat or
+// atomic_lat client reads into its target region or fetches into its
+// source; their server receives nothing.
+func (s *session) latencyIntact(size int, client bool, done uint64) bool {
+	b := s.buf.Bytes()
+	want := make([]byte, size)
+	pattern(want, size, 0)
+	switch t := s.spec.Test; {
+	case t == exchange.WriteLat && !s.spec.Immediate:
+		off := s.dst(0)
+		return string(b[off:off+size-1]) == string(want[:size-1])
+	case t == exchange.WriteLat, t == exchange.SendLat:
+		regions := 1
+		if s.srq != nil {
+			regions = len(s.qps) // the receives posted first took every region
+		}
+		for i := range regions {
+			if off := s.recvOffset(i); string(b[off:off+size]) == string(want) {
+				return true
+			}
+		}
+		return false
+	case t == exchange.ReadLat && client:
+		off := s.dst(0)
+		return string(b[off:off+size]) == string(want)
+	case t == exchange.AtomicLat && client && s.spec.Atomic == exchange.CmpSwap:
+		return fetchedValue(b[s.src(0):]) == 0
+	case t == exchange.AtomicLat && client:
+		return done == 0 || fetchedValue(b[s.src(0):]) == done-1
+	}
+	return true
 }
 
 // anyPattern reports whether each byte of got is that of the pattern of

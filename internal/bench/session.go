@@ -326,6 +326,15 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if s.buf, err = s.local.buffer(int(spec.BufferLen()), spec.HugePages); err != nil {
 		return nil, err
 	}
+	if spec.ValidateData && spec.Test.IsAtomic() {
+		// The atomics' targets start from 0, which validate counts
+		// from, even in a file's pages (--mmap); before the peer
+		// learns of them.
+		b := s.buf.Bytes()
+		for i := range nqp {
+			clear(b[s.dst(i) : s.dst(i)+8])
+		}
+	}
 	if len(s.local.Payload) > 0 {
 		if spec.ValidateData {
 			return nil, errors.New("--payload_file_path: the test asks for --validate, which sends gorperf's own pattern to check it")

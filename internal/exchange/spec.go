@@ -159,7 +159,11 @@ type TestSpec struct {
 	// (perftest's -o); 0: as many as both devices allow.
 	OutReads uint8
 	// ValidateData makes the sender write a known pattern and the receiver
-	// check it, reporting failures in Result.Mismatches.
+	// check it, reporting failures in Result.Mismatches: once a size's run
+	// ends, the last message each QP received, wrote or read (in a
+	// latency test, QP 0's), the value the last atomic fetched, and with
+	// Immediate every message's immediate data. Validate refuses what
+	// cannot be checked so (checkValidation).
 	ValidateData bool
 	// OldPostSend posts with ibv_post_send even where the device has the
 	// ibv_wr_* API, which is used by default (perftest's
@@ -664,7 +668,31 @@ func (s TestSpec) Validate() error {
 	if s.Flags != 0 {
 		return invalid("unknown option flags %#x (is the client a newer gorperf?)", s.Flags)
 	}
+	if err := s.checkValidation(); err != nil {
+		return err
+	}
 	return s.validateThreads()
+}
+
+// validateWhat says what --validate checks, for its errors.
+const validateWhat = "--validate checks, when a size's run ends, the last message that arrived or was read on each QP and the value each QP's last atomic fetched"
+
+// checkValidation refuses ValidateData where nothing would be checked:
+// a run that never ends, a bidirectional read_bw, whose reads land where
+// the peer reads the same pattern from, and FETCH_AND_ADD bandwidth for a
+// duration, where no side knows how many operations each QP made.
+func (s TestSpec) checkValidation() error {
+	switch {
+	case !s.ValidateData:
+		return nil
+	case s.RunInfinitely:
+		return invalid("%s; a run that reports forever has none", validateWhat)
+	case s.Test == ReadBW && s.Bidirectional:
+		return invalid("%s; in a bidirectional read_bw each side's reads land in the region the peer reads, which holds the pattern from the start: validate one way", validateWhat)
+	case s.Test == AtomicBW && s.Atomic == FetchAdd && s.Duration > 0:
+		return invalid("%s, which for FETCH_AND_ADD is the count of the QP's operations; a run of fixed duration does not know it: give iterations, or use CMP_AND_SWAP", validateWhat)
+	}
+	return nil
 }
 
 // validateThreads checks Threads, Thread and Group.

@@ -52,14 +52,28 @@ func TestValidate(t *testing.T) {
 			s.Bidirectional = false
 		}},
 		{"write UC", func(s *TestSpec) { s.ConnType = ibverbs.QPTypeUC }},
-		{"read RC no RX depth", func(s *TestSpec) { s.Test, s.RXDepth = ReadBW, 0 }},
-		{"infinitely", func(s *TestSpec) { s.RunInfinitely, s.Duration = true, 2 }},
+		{"read RC no RX depth", func(s *TestSpec) { s.Test, s.RXDepth, s.Bidirectional = ReadBW, 0, false }},
+		{"infinitely", func(s *TestSpec) { s.RunInfinitely, s.Duration, s.ValidateData = true, 2, false }},
 		{"MTU auto", func(s *TestSpec) { s.MTU = 0 }},
 		{"events", func(s *TestSpec) { s.Events = true }},
 		{"send_lat events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events = SendLat, false, true }},
 		{"write_bw immediate", func(s *TestSpec) { s.Immediate = true }},
 		{"margin", func(s *TestSpec) { s.Iterations, s.Duration, s.Margin = 0, 3, 1 }},
-		{"read_bw warm-up", func(s *TestSpec) { s.Test, s.WarmUp = ReadBW, true }},
+		{"read_bw warm-up", func(s *TestSpec) { s.Test, s.WarmUp, s.Bidirectional = ReadBW, true, false }},
+		// --validate (testSpec's) checks every latency test, and atomics
+		// but FETCH_AND_ADD bandwidth for a duration.
+		{"validate write_lat", func(s *TestSpec) { s.Test, s.Bidirectional = WriteLat, false }},
+		{"validate read_lat", func(s *TestSpec) { s.Test, s.Bidirectional = ReadLat, false }},
+		{"validate send_lat", func(s *TestSpec) { s.Test, s.Bidirectional, s.SRQ = SendLat, false, true }},
+		{"validate atomic_lat duration", func(s *TestSpec) {
+			s.Test, s.Size, s.Bidirectional, s.Iterations, s.Duration = AtomicLat, 8, false, 0, 2
+		}},
+		{"validate atomic_lat CMP_AND_SWAP", func(s *TestSpec) { s.Test, s.Size, s.Bidirectional, s.Atomic = AtomicLat, 8, false, CmpSwap }},
+		{"validate atomic_bw bidirectional", func(s *TestSpec) { s.Test, s.Size = AtomicBW, 8 }},
+		{"validate atomic_bw CMP_AND_SWAP duration", func(s *TestSpec) {
+			s.Test, s.Size, s.Atomic, s.Iterations, s.Duration = AtomicBW, 8, CmpSwap, 0, 2
+		}},
+		{"validate read_bw duration", func(s *TestSpec) { s.Test, s.Bidirectional, s.Iterations, s.Duration = ReadBW, false, 0, 2 }},
 		{"send_bw MR per QP", func(s *TestSpec) { s.Test, s.MRPerQP = SendBW, true }},
 		{"atomic_bw warm-up", func(s *TestSpec) { s.Test, s.Size, s.WarmUp = AtomicBW, 8, true }},
 		{"write_lat immediate events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events, s.Immediate = WriteLat, false, true, true }},
@@ -130,6 +144,13 @@ func TestValidate(t *testing.T) {
 		{"latency MR per QP", "read_lat runs on one QP", func(s *TestSpec) { s.Test, s.Bidirectional, s.MRPerQP = ReadLat, false, true }},
 		{"write_lat warm-up", "not write_lat", func(s *TestSpec) { s.Test, s.Bidirectional, s.WarmUp = WriteLat, false, true }},
 		{"immediate warm-up", "writes with immediate data", func(s *TestSpec) { s.Immediate, s.WarmUp = true, true }},
+		{"validate infinitely", "a run that reports forever has none", func(s *TestSpec) { s.RunInfinitely, s.Duration = true, 2 }},
+		{"validate read_bw bidirectional", "in a bidirectional read_bw each side's reads land in the region the peer reads", func(s *TestSpec) {
+			s.Test = ReadBW
+		}},
+		{"validate FETCH_AND_ADD duration", "a run of fixed duration does not know it", func(s *TestSpec) {
+			s.Test, s.Size, s.Iterations, s.Duration = AtomicBW, 8, 0, 2
+		}},
 		{"margin infinitely", "this run has none", func(s *TestSpec) { s.Duration, s.Margin, s.RunInfinitely = 10, 1, true }},
 		{"margin too long", "leaves nothing of 4 s to measure", func(s *TestSpec) { s.Duration, s.Margin = 4, 2 }},
 		{"atomic immediate", "atomic_lat carries no immediate data", func(s *TestSpec) {
