@@ -17,8 +17,8 @@ var csvHeader = []string{
 
 // WriteCSV writes r.Results as CSV: a header row, then one row per message
 // size. The columns are the same for every test; a field that the JSON
-// document leaves out (a zero bandwidth field in a latency test, say) is
-// an empty cell. The first column repeats r.Test, so that the output of
+// document leaves out (the bandwidth fields of a latency test, say) is
+// an empty cell, and a bandwidth test's zero bandwidth is 0. The first column repeats r.Test, so that the output of
 // several runs can be concatenated (without their header rows).
 // --cpu_util adds three columns after these (cpuColumns), and port
 // counters (-W) a column each after those, named as the counter
@@ -40,8 +40,15 @@ func WriteCSV(w io.Writer, r Result) error {
 			strconv.Itoa(s.Bytes),
 			strconv.FormatUint(s.Iterations, 10),
 		}
+		bw := !s.latency() // its bandwidth cells are written even when zero
+		for _, v := range []float64{s.BWPeakMBps, s.BWAvgMBps, s.BWAvgGbps, s.MsgRateMpps} {
+			if bw && v == 0 {
+				row = append(row, "0")
+				continue
+			}
+			row = append(row, csvFloat(v))
+		}
 		for _, v := range []float64{
-			s.BWPeakMBps, s.BWAvgMBps, s.BWAvgGbps, s.MsgRateMpps,
 			s.TMinUs, s.TMaxUs, s.TTypicalUs, s.TAvgUs, s.TStdevUs,
 			s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us,
 		} {

@@ -101,7 +101,9 @@ type Result struct {
 
 // SizeResult is the result for one message size. A bandwidth test fills
 // the bandwidth fields and a latency test the latency fields; the others
-// are left out of the JSON. Latencies are in microseconds.
+// are left out of the JSON. A bandwidth test's size has its bandwidth
+// fields even when they are zero (nothing completed). Latencies are in
+// microseconds.
 type SizeResult struct {
 	Bytes      int    `json:"bytes"`
 	Iterations uint64 `json:"iterations"`
@@ -142,6 +144,54 @@ type SizeResult struct {
 	// are their sum (perftest's --report-both).
 	Local  *SizeResult `json:"local,omitempty"`
 	Remote *SizeResult `json:"remote,omitempty"`
+}
+
+// sizeBW is SizeResult with the bandwidth fields written even when zero:
+// the JSON of a bandwidth test's size always has them, also where nothing
+// completed (an interrupted run of fixed duration), so that a reader can
+// tell it from a latency test's. Its fields must stay SizeResult's, in
+// order: MarshalJSON converts one to the other.
+type sizeBW struct {
+	Bytes          int         `json:"bytes"`
+	Iterations     uint64      `json:"iterations"`
+	BWPeakMBps     float64     `json:"bw_peak_mbps"`
+	BWAvgMBps      float64     `json:"bw_avg_mbps"`
+	BWAvgGbps      float64     `json:"bw_avg_gbps"`
+	MsgRateMpps    float64     `json:"msg_rate_mpps"`
+	TMinUs         float64     `json:"t_min_us,omitempty"`
+	TMaxUs         float64     `json:"t_max_us,omitempty"`
+	TTypicalUs     float64     `json:"t_typical_us,omitempty"`
+	TAvgUs         float64     `json:"t_avg_us,omitempty"`
+	TStdevUs       float64     `json:"t_stdev_us,omitempty"`
+	P50Us          float64     `json:"p50_us,omitempty"`
+	P90Us          float64     `json:"p90_us,omitempty"`
+	P99Us          float64     `json:"p99_us,omitempty"`
+	P999Us         float64     `json:"p99_9_us,omitempty"`
+	P9999Us        float64     `json:"p99_99_us,omitempty"`
+	MeasuredByPeer bool        `json:"measured_by_peer,omitempty"`
+	SamplesUs      []float64   `json:"samples_us,omitempty"`
+	Counters       []Counter   `json:"counters,omitempty"`
+	CPU            *CPU        `json:"cpu,omitempty"`
+	Local          *SizeResult `json:"local,omitempty"`
+	Remote         *SizeResult `json:"remote,omitempty"`
+}
+
+// latency reports whether s is a latency test's size: it has latency
+// figures (a measurement never gives them all as zero), samples, or the
+// peer measured it. Any other is a bandwidth test's.
+func (s SizeResult) latency() bool {
+	return s.MeasuredByPeer || s.TMaxUs != 0 || s.TAvgUs != 0 || s.TTypicalUs != 0 || len(s.SamplesUs) > 0
+}
+
+// MarshalJSON writes s with its bandwidth fields, zero or not, where it
+// is a bandwidth test's size, and without them where it is a latency
+// test's.
+func (s SizeResult) MarshalJSON() ([]byte, error) {
+	if s.latency() {
+		type plain SizeResult // without this method
+		return json.Marshal(plain(s))
+	}
+	return json.Marshal(sizeBW(s))
 }
 
 // ThreadResult is one thread's part of a test of several threads: its

@@ -413,6 +413,43 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 	}
 }
 
+// TestZeroBandwidth: a bandwidth size where nothing completed (an
+// interrupted run of fixed duration) still has its bandwidth fields, as
+// zeros, in the JSON and the CSV, where a latency size has none.
+func TestZeroBandwidth(t *testing.T) {
+	zero := SizeFromBandwidth(stats.Bandwidth{Bytes: 4096})
+	b, err := json.Marshal(zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"bytes":4096,"iterations":0,"bw_peak_mbps":0,"bw_avg_mbps":0,"bw_avg_gbps":0,"msg_rate_mpps":0}`
+	if string(b) != want {
+		t.Errorf("zero bandwidth %s, want %s", b, want)
+	}
+	// Nested, as a bidirectional test's directions and a thread's sizes.
+	r := Result{Test: "write_bw", Results: []SizeResult{zero}, ThreadResults: []ThreadResult{{Results: []SizeResult{zero}}}}
+	r.Results[0].Local = &zero
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), `"bw_avg_mbps": 0`); n != 3 {
+		t.Errorf("%d zero bandwidths in the document, want 3:\n%s", n, buf.String())
+	}
+	for _, l := range []SizeResult{SizeFromLatency(2, 1000, latSummary(t)), SizeFromLatency(2, 0, stats.Latency{})} {
+		if b, err := json.Marshal(l); err != nil || strings.Contains(string(b), "bw_") || strings.Contains(string(b), "msg_rate") {
+			t.Errorf("latency size %s, %v", b, err)
+		}
+	}
+	buf.Reset()
+	if err := WriteCSV(&buf, Result{Test: "write_bw", Results: []SizeResult{zero}}); err != nil {
+		t.Fatal(err)
+	}
+	if row := strings.Split(buf.String(), "\n")[1]; row != "write_bw,4096,0,0,0,0,0,,,,,,,,,," {
+		t.Errorf("CSV row %q", row)
+	}
+}
+
 func TestWriteJSONRejectsNaN(t *testing.T) {
 	r := Result{Results: []SizeResult{{Bytes: 2, TAvgUs: math.NaN()}}}
 	if err := WriteJSON(&bytes.Buffer{}, r); err == nil {
