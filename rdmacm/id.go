@@ -400,7 +400,9 @@ func (id *ID) RemoteAddr() netip.AddrPort {
 }
 
 // CreateQP creates the ID's queue pair on pd and its device (rdma_create_qp)
-// and returns it as an ibverbs QP whose Close is rdma_destroy_qp. librdmacm
+// and returns it as an ibverbs QP whose Close destroys it as
+// rdma_destroy_qp does, but reports a failure that rdma_destroy_qp drops
+// (EBUSY while librdmacm has it attached to a multicast group). librdmacm
 // moves the QP through its states: receives may be posted at once, and it
 // is ready to send once connected (RC) or at once (UD). The type is RC for
 // PortSpaceTCP and UD for PortSpaceUDP whatever init.Type says. pd and the
@@ -431,7 +433,9 @@ func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error)
 		}
 		return unsafe.Pointer(c.qp), nil
 	}, func() error {
-		C.rdma_destroy_qp(c)
+		if rc := C.gr_destroy_qp(c); rc != 0 {
+			return errnoError("rdma_destroy_qp", int(rc))
+		}
 		id.qp = nil
 		return nil
 	})

@@ -87,6 +87,27 @@ func TestMulticast(t *testing.T) {
 	}
 }
 
+// TestMulticastQPCloseBusy: a member's QP, which librdmacm attached to the
+// group, cannot be destroyed until the member leaves; its Close says so
+// and leaves it whole, and the member's own Close still leaves and frees
+// everything.
+func TestMulticastQPCloseBusy(t *testing.T) {
+	n := device(t)
+	c, err := rdmacm.JoinMulticast(timeout(t, 60*time.Second), testGroup, &rdmacm.Config{SrcAddr: n.IP.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QP().Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("closing an attached member's QP: %v, want EBUSY", err)
+	}
+	if _, err := c.QP().State(); err != nil {
+		t.Errorf("the QP after a failed Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("closing the member: %v", err)
+	}
+}
+
 func TestMulticastErrors(t *testing.T) {
 	n := device(t)
 	ctx := timeout(t, 30*time.Second)

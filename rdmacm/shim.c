@@ -69,3 +69,12 @@ int gr_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, uint32_t joi
 		return errno ? errno : EIO;
 	return 0;
 }
+
+int gr_destroy_qp(struct rdma_cm_id *id)
+{
+	int rc = ibv_destroy_qp(id->qp);
+
+	if (rc == 0)
+		id->qp = NULL;
+	return rc;
+}

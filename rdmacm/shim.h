@@ -41,4 +41,11 @@ struct sockaddr *gr_peer_addr(struct rdma_cm_id *id);
 // returns 0 or the errno.
 int gr_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, uint32_t join_flags);
 
+// gr_destroy_qp destroys id's QP (ibv_destroy_qp) and forgets it, as
+// rdma_destroy_qp does, but only when the destroy succeeded, and returns 0
+// or the errno: rdma_destroy_qp drops a failure (EBUSY while the QP is
+// still attached to a multicast group) and forgets the QP all the same.
+// The QP's CQs are the caller's, never librdmacm's.
+int gr_destroy_qp(struct rdma_cm_id *id);
+
 #endif
