@@ -87,7 +87,11 @@
 // under a lock of its own (uncontended, it costs a few nanoseconds). A
 // SendBatch or RecvBatch, which holds its requests in an array of its own,
 // is one goroutine's at a time, and so is a CQ made with
-// CQInit.SingleThreaded.
+// CQInit.SingleThreaded. BindMW, AttachMcast and DetachMcast take the send
+// queue's lock too, so a QP's Close waits for them. An object that a
+// request in flight names (an AH, an MW, an MR's memory) must not be
+// closed until that request has completed, as in C: Close does not wait
+// for posts on other QPs that use it.
 //
 // # Errors
 //

@@ -6,6 +6,7 @@ package ibverbs
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"syscall"
@@ -32,6 +33,13 @@ func (qp *QP) DetachMcast(gid GID, lid uint16) error {
 }
 
 func (qp *QP) mcast(verb string, gid GID, lid uint16, attach bool) error {
+	qp.sendMu.Lock() // as Close, which detaches
+	defer qp.sendMu.Unlock()
+	return qp.mcastLocked(verb, gid, lid, attach)
+}
+
+// mcastLocked attaches or detaches, with qp.sendMu held.
+func (qp *QP) mcastLocked(verb string, gid GID, lid uint16, attach bool) error {
 	if qp.c == nil {
 		return ErrClosed
 	}
@@ -52,9 +60,11 @@ func (qp *QP) mcast(verb string, gid GID, lid uint16, attach bool) error {
 		return fmt.Errorf("group %v: %w", gid, verbError(verb, int(rc)))
 	}
 	m := mcastGroup{gid, lid}
-	if attach {
+	i := slices.Index(qp.groups, m)
+	switch {
+	case attach && i < 0: // a second attach is a no-op in the kernel
 		qp.groups = append(qp.groups, m)
-	} else if i := slices.Index(qp.groups, m); i >= 0 {
+	case !attach && i >= 0:
 		qp.groups = slices.Delete(qp.groups, i, i+1)
 	}
 	return nil
@@ -67,11 +77,16 @@ type mcastGroup struct {
 }
 
 // detachAll detaches the QP from the groups it is attached to, which the
-// kernel requires before the QP is destroyed.
+// kernel requires before the QP is destroyed, with qp.sendMu held. A group
+// the kernel does not have (EINVAL: something else, such as librdmacm's
+// leave, detached it) is forgotten.
 func (qp *QP) detachAll() error {
 	for len(qp.groups) > 0 {
 		g := qp.groups[len(qp.groups)-1]
-		if err := qp.DetachMcast(g.gid, g.lid); err != nil {
+		err := qp.mcastLocked("ibv_detach_mcast", g.gid, g.lid, false)
+		if errors.Is(err, syscall.EINVAL) {
+			qp.groups = qp.groups[:len(qp.groups)-1]
+		} else if err != nil {
 			return err
 		}
 	}

@@ -39,6 +39,22 @@ func TestAttachMcast(t *testing.T) {
 	}
 }
 
+// A group attached twice is attached once, in the kernel and for Close,
+// which detaches it once and then destroys the QP.
+func TestAttachMcastTwice(t *testing.T) {
+	e := newSRQEnv(t)
+	ud := newSide(t, e.ctx, e.pd, pairOpts{typ: ibverbs.QPTypeUD}, nil, e.port, e.gid)
+	group := parseGID(t, "ff0e::1:3")
+	for range 2 {
+		if err := ud.qp.AttachMcast(group, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ud.qp.Close(); err != nil {
+		t.Errorf("closing a QP attached twice to a group: %v", err)
+	}
+}
+
 func parseGID(t *testing.T, s string) ibverbs.GID {
 	t.Helper()
 	g, err := ibverbs.ParseGID(s)

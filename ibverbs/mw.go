@@ -15,9 +15,10 @@ import (
 // atomics on a part of an MR that the window's owner chooses, and can move
 // or revoke, without registering memory again.
 type MW struct {
-	c   *C.struct_ibv_mw
-	pd  *PD
-	typ MWType
+	c    *C.struct_ibv_mw
+	pd   *PD
+	typ  MWType
+	rkey uint32 // as c.rkey, which a concurrent Close frees
 }
 
 // AllocMW allocates an unbound memory window (ibv_alloc_mw). A device
@@ -33,7 +34,7 @@ func (pd *PD) AllocMW(t MWType) (*MW, error) {
 		return nil, fmt.Errorf("memory window of %v: %w", t, verbError("ibv_alloc_mw", int(errno)))
 	}
 	pd.kids.add()
-	return &MW{c: w, pd: pd, typ: t}, nil
+	return &MW{c: w, pd: pd, typ: t, rkey: uint32(w.rkey)}, nil
 }
 
 // RKey returns the window's rkey as its struct ibv_mw holds it: the key
@@ -45,7 +46,7 @@ func (mw *MW) RKey() uint32 {
 	if mw.c == nil {
 		return 0
 	}
-	return uint32(mw.c.rkey)
+	return mw.rkey
 }
 
 // Type returns the window's type.
@@ -112,6 +113,8 @@ func checkBind(verb string, mw *MW, b *MWBind) error {
 // a failed completion the window keeps its old key on the device, but
 // MW.RKey reports the new one. The QP must be in a connected state.
 func (qp *QP) BindMW(mw *MW, id uint64, flags SendFlags, b MWBind) (uint32, error) {
+	qp.sendMu.Lock() // a post to the send queue, as PostSend's
+	defer qp.sendMu.Unlock()
 	if qp.c == nil {
 		return 0, ErrClosed
 	}
@@ -125,5 +128,6 @@ func (qp *QP) BindMW(mw *MW, id uint64, flags SendFlags, b MWBind) (uint32, erro
 		C.uint64_t(b.Addr), C.uint64_t(b.Length), C.uint(b.Access)); rc != 0 {
 		return 0, verbError("ibv_bind_mw", int(rc))
 	}
-	return uint32(mw.c.rkey), nil
+	mw.rkey = uint32(mw.c.rkey) // ibv_bind_mw set it
+	return mw.rkey, nil
 }
