@@ -7,6 +7,8 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Buffer is page-aligned memory outside the Go heap, from mmap, for a NIC
@@ -20,9 +22,11 @@ type Buffer struct {
 
 // BufferOptions tune NewBuffer.
 type BufferOptions struct {
-	// HugePages backs the buffer with huge pages (MAP_HUGETLB). The size is
-	// rounded up to a multiple of HugePageSize, and the call fails if the
-	// system has none free.
+	// HugePages backs the buffer with 2 MiB huge pages (MAP_HUGETLB,
+	// MAP_HUGE_2MB), whatever the system's default huge page size. The
+	// size is rounded up to a multiple of HugePageSize, and the call fails
+	// if the system has none free (see
+	// /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages).
 	HugePages bool
 }
 
@@ -34,7 +38,10 @@ func NewBuffer(size int, opt BufferOptions) (*Buffer, error) {
 	flags := syscall.MAP_PRIVATE | syscall.MAP_ANONYMOUS
 	n := size
 	if opt.HugePages {
-		flags |= syscall.MAP_HUGETLB
+		// The size is named: without it the kernel takes the system's
+		// default huge page (1 GiB on hosts booted with
+		// default_hugepagesz=1G), maps more than n and refuses to unmap n.
+		flags |= syscall.MAP_HUGETLB | unix.MAP_HUGE_2MB
 		n = (size + HugePageSize - 1) &^ (HugePageSize - 1)
 	} else {
 		pg := os.Getpagesize()
@@ -43,7 +50,7 @@ func NewBuffer(size int, opt BufferOptions) (*Buffer, error) {
 	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, flags)
 	if err != nil {
 		if opt.HugePages {
-			return nil, fmt.Errorf("ibverbs: %d bytes of huge pages (see /proc/sys/vm/nr_hugepages): %w", n, os.NewSyscallError("mmap", err))
+			return nil, fmt.Errorf("ibverbs: %d bytes of 2 MiB huge pages (see /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages): %w", n, os.NewSyscallError("mmap", err))
 		}
 		return nil, fmt.Errorf("ibverbs: buffer of %d bytes: %w", n, os.NewSyscallError("mmap", err))
 	}
@@ -111,10 +118,9 @@ func (b *Buffer) Close() error {
 	if n := b.kids.count(); n > 0 {
 		return busyError("munmap", "MRs over the buffer", n)
 	}
-	err := syscall.Munmap(b.mem)
-	b.b, b.mem = nil, nil
-	if err != nil {
-		return os.NewSyscallError("munmap", err)
+	if err := syscall.Munmap(b.mem); err != nil {
+		return os.NewSyscallError("munmap", err) // the buffer stays, to try again
 	}
+	b.b, b.mem = nil, nil
 	return nil
 }
