@@ -37,6 +37,9 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 // CreateAHTo creates an address handle for remote, sent from the local GID
 // at gidIndex on port.
 func (pd *PD) CreateAHTo(remote Endpoint, port, gidIndex int) (*AH, error) {
+	if err := checkPortGID("ibv_create_ah", port, gidIndex); err != nil {
+		return nil, err
+	}
 	return pd.CreateAH(AHAttr{
 		DLID: remote.LID, Port: uint8(port), IsGlobal: !remote.GID.IsZero(),
 		GRH: GlobalRoute{DGID: remote.GID, SGIDIndex: uint8(gidIndex), HopLimit: 64},

@@ -141,7 +141,9 @@ func rejectGID(e GIDEntry, r GIDRule, v2 map[GID]int) string {
 		return "IPv4, IPv6 wanted"
 	case r.Addr.IsValid() && a != r.Addr.Unmap():
 		return "address is not " + r.Addr.String()
-	case r.Prefix.IsValid() && !r.Prefix.Contains(a):
+	case r.Prefix.IsValid() && !r.Prefix.Contains(a) && !(a.Is4() && r.Prefix.Contains(netip.AddrFrom16(a.As16()))):
+		// An IPv4 GID is in an IPv4 subnet, or in an IPv4-mapped one
+		// (::ffff:198.18.0.0/111).
 		return "not in " + r.Prefix.String()
 	case r.Netdev != "" && e.Netdev != r.Netdev:
 		if e.Netdev == "" {

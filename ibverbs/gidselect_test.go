@@ -40,6 +40,8 @@ func TestSelectGID(t *testing.T) {
 		{"IPv6", GIDRule{Family: 6}, 3},
 		{"by address", GIDRule{Addr: netip.MustParseAddr("198.19.0.1")}, 6},
 		{"by subnet", GIDRule{Prefix: netip.MustParsePrefix("198.19.0.0/16")}, 6},
+		{"by IPv4-mapped subnet", GIDRule{Prefix: netip.MustParsePrefix("::ffff:198.19.0.0/112")}, 6},
+		{"by IPv6 subnet", GIDRule{Prefix: netip.MustParsePrefix("2001:db8::/32")}, 3},
 		{"by netdev", GIDRule{Netdev: "eth1.100"}, 6},
 		{"link-local on request", GIDRule{Family: 6, AllowLinkLocal: true}, 1},
 	}

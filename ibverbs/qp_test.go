@@ -465,6 +465,24 @@ func TestConnParamsRetries(t *testing.T) {
 	}
 }
 
+// TestPortGIDRange: a port or GID index beyond the verbs' 8 bits is
+// refused, where it wrapped (GID 256 became GID 0, port 257 port 1).
+func TestPortGIDRange(t *testing.T) {
+	e := newSRQEnv(t)
+	s := newSide(t, e.ctx, e.pd, pairOpts{typ: ibverbs.QPTypeRC}, nil, e.port, e.gid)
+	for _, c := range []struct{ port, gid int }{{e.port + 256, e.gid}, {e.port, e.gid + 256}, {e.port, -1}, {-1, e.gid}} {
+		if err := s.qp.ToInit(ibverbs.ConnParams{Port: c.port, GIDIndex: c.gid}); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("ToInit on port %d, GID %d: %v, want EINVAL", c.port, c.gid, err)
+		}
+		if ah, err := e.pd.CreateAHTo(s.ep, c.port, c.gid); !errors.Is(err, syscall.EINVAL) {
+			if ah != nil {
+				closeOK(t, ah)
+			}
+			t.Errorf("CreateAHTo from port %d, GID %d: %v, want EINVAL", c.port, c.gid, err)
+		}
+	}
+}
+
 // TestConcurrentPosts: goroutines posting to one QP at once each get
 // their own requests posted (PostSend and PostRecv fill the QP's one C
 // scratch area, one caller at a time): every write lands where its own

@@ -218,6 +218,9 @@ func (p *ConnParams) fill(qp *QP) error {
 	if p.Port == 0 {
 		p.Port = 1
 	}
+	if err := checkPortGID("ConnParams", p.Port, p.GIDIndex); err != nil {
+		return err
+	}
 	if p.QKey == 0 {
 		p.QKey = defaultQKey
 	}
@@ -253,6 +256,18 @@ func (p *ConnParams) fill(qp *QP) error {
 			}
 			p.MaxRdAtomic = rdAtomic(min(init, peer))
 		}
+	}
+	return nil
+}
+
+// checkPortGID refuses a port or GID index that the verbs' 8-bit fields
+// cannot hold, which would otherwise wrap to another (GID 256 to GID 0).
+func checkPortGID(what string, port, gidIndex int) error {
+	if port < 1 || port > 255 {
+		return fmt.Errorf("%s: port %d: want 1 to 255: %w", what, port, syscall.EINVAL)
+	}
+	if gidIndex < 0 || gidIndex > 255 {
+		return fmt.Errorf("%s: GID index %d: want 0 to 255: %w", what, gidIndex, syscall.EINVAL)
 	}
 	return nil
 }
