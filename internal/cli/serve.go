@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
@@ -18,6 +19,8 @@ type serveOptions struct {
 	maxMemory uint64
 	maxQPs    uint16
 	maxSize   uint32
+
+	served, failed int // tests run, and those of them that failed
 }
 
 // newCmdServe is `gorperf serve`: a server that runs one client's test
@@ -83,27 +86,33 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 		return fmt.Errorf("listening for clients: %w", err)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "gorperf: serving tests on port %d; Ctrl-C stops\n", o.test.Port)
-	n, failed := 0, 0
 	onHeader := func(h report.Header) {
 		if !o.test.JSON {
 			o.test.placeHeader(&h)
 			report.WriteHeader(f.IO.Out, h)
 		}
 	}
-	done := func(r *bench.Result, err error) {
-		if r != nil {
-			n++
-			o.test.Test = r.Spec.Test
-			o.test.finish(f, "server", r, err)
+	err = bench.Serve(cmd.Context(), ln, l, lim, false, onHeader, func(r *bench.Result, err error) { o.done(f, r, err) })
+	fmt.Fprintf(f.IO.ErrOut, "gorperf: served %d tests, %d failed\n", o.served, o.failed)
+	return err
+}
+
+// done reports what Serve finished: a test's result, counted as failed
+// if it failed or finish finds it did (a --validate mismatch), or a
+// connection that was no test.
+func (o *serveOptions) done(f *Factory, r *bench.Result, err error) {
+	if r != nil {
+		o.served++
+		o.test.Test = r.Spec.Test
+		err = o.test.finish(f, "server", r, err)
+		if errors.As(err, new(*silentError)) {
+			return // said already: a test stopped by Ctrl-C, which ends the server too
 		}
 		if err != nil {
-			if r != nil {
-				failed++
-			}
-			fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)
+			o.failed++
 		}
 	}
-	err = bench.Serve(cmd.Context(), ln, l, lim, false, onHeader, done)
-	fmt.Fprintf(f.IO.ErrOut, "gorperf: served %d tests, %d failed\n", n, failed)
-	return err
+	if err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)
+	}
 }
