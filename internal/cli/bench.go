@@ -45,7 +45,15 @@ func newCmdLoopback(f *Factory) *cobra.Command {
 		Long: `Run a test with its server and client in this process: on one device, or from
 --peer-dev to -d, over a control connection on 127.0.0.1 (::1 with --ipv6-addr).`,
 		Example: "  gorperf loopback write-bw -d mlx5_0 -s 4096\n  gorperf loopback send-lat -d rxe1 --peer-dev rxe0",
-		Args:    noArgs,
+		// Without these, cobra prints the help for a test it does not
+		// know, and exits 0. With no test, the help, as gorperf's own.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownSubcommand(cmd, args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
 		cmd.AddCommand(newCmdTest(f, t, true, nil))

@@ -19,6 +19,12 @@ import (
 // gorperf offers instead. A perftest command line carried over should not
 // end in a bare "unknown flag".
 func flagError(cmd *cobra.Command, err error) error {
+	// A command that only holds others (gorperf, loopback) parses the
+	// flags cobra finds no subcommand for: when a word came before them,
+	// that word is the mistake (`gorperf loopback wirte-bw -d x`).
+	if cmd.HasSubCommands() && cmd.Flags().NArg() > 0 {
+		return unknownSubcommand(cmd, cmd.Flags().Arg(0))
+	}
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) {
 		if why := explainUnknownFlag(cmd, ne); why != "" {

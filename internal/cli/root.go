@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -153,6 +154,22 @@ func exitCode(err error) int {
 	return exitError
 }
 
+// unknownSubcommand is the usage error for name, which is none of cmd's
+// subcommands: gorperf's own commands, or loopback's tests, which it
+// lists.
+func unknownSubcommand(cmd *cobra.Command, name string) error {
+	if !cmd.HasParent() {
+		return usageErrorf("unknown command %q for %q", name, cmd.CommandPath())
+	}
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return usageErrorf("unknown test %q for %q: want one of %s", name, cmd.CommandPath(), strings.Join(names, ", "))
+}
+
 // noArgs rejects positional arguments as a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
@@ -173,7 +190,7 @@ the RDMA devices of this host and what stands in the way of using them.`,
 		// Without this, cobra reports an unknown subcommand as a plain error.
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+				return unknownSubcommand(cmd, args[0])
 			}
 			return nil
 		},
