@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/internal/counters"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 )
@@ -237,6 +238,55 @@ func TestCountersOnDevice(t *testing.T) {
 	if procExit(err) != 1 || !strings.Contains(string(msg), `counter "hw_counters/no_such" of `+cliDev+" port 1: no such counter; the port has ") ||
 		!strings.Contains(string(msg), "hw_counters/sent_pkts") {
 		t.Errorf("-W hw_counters/no_such: %v\n%s", err, msg)
+	}
+}
+
+// TestCountersFreshOnDevice: while traffic flows, two reads of a port's
+// hw_counters in a row differ. The kernel answers a read within
+// hw_counters/lifespan (10 ms) of the one that asked the driver from its
+// cache, so a run shorter than that reported no change at all; Read now
+// waits the lifespan out.
+func TestCountersFreshOnDevice(t *testing.T) {
+	srvDev, cliDev, _ := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, out := start(t, ctx, "loopback", "write-bw", "-d", cliDev, "--peer-dev", srvDev, "-s", "4096", "-D", "30")
+	waitOutput(t, out, "GID index") // the QPs are connected: the writes start
+	set, err := counters.Open("/sys", cliDev, 1, []string{"sent_pkts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "hw_counters/sent_pkts"
+	// The first packets of a fresh VM can wait for the neighbour: wait
+	// until the counter moves at all.
+	first, err := set.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		s, err := set.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s[name] > first[name] {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s stays at %d while write-bw runs:\n%s", name, s[name], out)
+		}
+	}
+	for range 5 {
+		a, err := set.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := set.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b[name] <= a[name] {
+			t.Errorf("%s read %d, then %d, while write-bw sends", name, a[name], b[name])
+		}
 	}
 }
 
