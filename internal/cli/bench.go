@@ -434,23 +434,29 @@ func (o *testOptions) document(role string, res *bench.Result, err error) report
 }
 
 // fail reports an error; with --json it is also a valid JSON document,
-// and with --out_json one in the file.
+// and with --out_json one in the file, which it creates if the run
+// failed before it could (a flag's value, say).
 func (o *testOptions) fail(f *Factory, err error) error {
 	r := report.Result{Version: Version, Test: o.Test.String(),
 		Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
 	if o.JSON {
 		report.WriteJSON(f.IO.Out, r)
 	}
+	if !o.jsonOpened {
+		o.openJSONFile() // a file that cannot be made is said by err or not at all
+	}
 	o.writeJSONFile(r) // the run's error is the one to report
 	return err
 }
 
 // openJSONFile creates --out_json's file before the test runs, so that
-// a path that cannot be written fails at once, not after the run.
+// a path that cannot be written fails at once, not after the run. It
+// tries once.
 func (o *testOptions) openJSONFile() error {
-	if !o.OutJSON {
+	if !o.OutJSON || o.jsonOpened {
 		return nil
 	}
+	o.jsonOpened = true
 	if o.OutJSONFile == "" {
 		return usageErrorf("--out_json_file: an empty file name")
 	}

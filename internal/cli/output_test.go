@@ -238,6 +238,22 @@ func TestOutJSONFile(t *testing.T) {
 	if r := read(name); r.Error == nil || r.Error.Message == "" || !strings.Contains(errOut.String(), r.Error.Message) || len(r.Results) != 0 {
 		t.Errorf("the failed run's document %+v, stderr %s", r, errOut)
 	}
+	// A run that fails before it would create the file (a flag's value)
+	// still writes the document.
+	for _, args := range [][]string{{"write-bw", "--out_json", "-s", "0"}, {"send-bw", "--out_json", "-q", "0", "--json"}} {
+		name := filepath.Join(dir, args[0]+"-early.json")
+		f, out, errOut := newTestFactory(nil, nil)
+		code := run(context.Background(), f, append(args, "--out_json_file", name, "host"))
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want %d: %s", args, code, exitUsage, errOut)
+		}
+		if r := read(name); r.Error == nil || r.Error.Code != "usage" || !strings.Contains(errOut.String(), r.Error.Message) || r.Test != strings.ReplaceAll(args[0], "-", "_") {
+			t.Errorf("%q: the file's document %+v, stderr %s", args, r, errOut)
+		}
+		if slices.Contains(args, "--json") != (out.Len() > 0) {
+			t.Errorf("%q: stdout %q", args, out)
+		}
+	}
 	// A file that cannot be created.
 	f, _, errOut = newTestFactory(nil, nil)
 	start := time.Now()

@@ -79,6 +79,7 @@ type testOptions struct {
 	OutJSON      bool         // --out_json: the JSON document to a file too
 	OutJSONFile  string       // --out_json_file
 	jsonFile     *os.File     // where --out_json writes, once opened
+	jsonOpened   bool         // openJSONFile tried to create jsonFile
 	Output       string       // --output, as given
 	QPTimeout    int          // -u; -1: not given
 	RetryCount   int          // --retry_count; -1: not given
