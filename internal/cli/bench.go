@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -145,6 +146,9 @@ func (o *testOptions) local() (bench.Local, error) {
 		return bench.Local{}, usageErrorf("--numa_node %d: want a node number, 0 or more", o.NUMANode)
 	case o.IPv6Addr && isIPv4(o.BindIP):
 		return bench.Local{}, usageErrorf("--ipv6-addr asks for the control connection over IPv6, and --bind_source_ip %s is an IPv4 address", o.BindIP)
+	}
+	for i, c := range o.Counters {
+		o.Counters[i] = strings.TrimSpace(c) // -W "a, b"
 	}
 	o.cpus = nil
 	if o.PinCores != "" {
@@ -351,12 +355,17 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		var runErr error
 		err = bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, onHeader, func(r *bench.Result, err error) {
 			if r == nil && bench.KeepsWaiting(err) {
+				// Not a client's test, so not this run's outcome.
 				fmt.Fprintf(f.IO.ErrOut, "gorperf: %v; still waiting\n", err)
+				return
 			}
 			res, runErr = r, err
 		})
 		if err == nil {
 			err = runErr
+		}
+		if res == nil && err == nil && ctx.Err() != nil {
+			err = &interruptedError{"interrupted before a client asked for a test"}
 		}
 		return o.finish(f, "server", res, err)
 	}
@@ -404,7 +413,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		}
 		if err == nil && res.Interrupted {
 			fmt.Fprintln(f.IO.ErrOut, "gorperf: interrupted; the results above are what was measured")
-			return &silentError{code: 130}
+			return &silentError{code: exitInterrupted}
 		}
 	} else if err != nil && (o.JSON || o.CSV || o.jsonFile != nil) {
 		return o.fail(f, err)
@@ -650,8 +659,60 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 	}
 	ln, err := net.Listen(o.controlNetwork(), here)
 	if err != nil {
-		return o.fail(f, err)
+		return o.fail(f, fmt.Errorf("listening for the client side: %w", err))
 	}
+	defer ln.Close()
+	sl := serverSide(o, spec, l)
+	if spec.RdmaCM {
+		// rdma_cm cannot reach 127.0.0.1 over RDMA: dial the server side's GID.
+		ip, err := gidAddr(sl)
+		if err != nil {
+			return o.fail(f, fmt.Errorf("server side: %w", err))
+		}
+		l.CMHost = ip
+	}
+	// A server side that fails before it serves (its device, port or
+	// GID: Serve checks them first) stops the client side, which would
+	// otherwise wait for a greeting from a listener nobody accepts on,
+	// and its error is the run's.
+	cctx, stopClient := context.WithCancel(ctx)
+	defer stopClient()
+	var clientDone atomic.Bool // set before the client side closes ln
+	type outcome struct {
+		err   error
+		early bool // Serve failed before a test and not for the client side's close
+	}
+	srv := make(chan outcome, 1)
+	go func() {
+		var runErr error
+		served := false
+		err := bench.Serve(ctx, ln, sl, exchange.DefaultLimits(), true, nil, func(_ *bench.Result, err error) { runErr, served = err, true })
+		early := err != nil && !served && !clientDone.Load()
+		if early {
+			stopClient()
+			ln.Close() // what the client side's dial put in its backlog is reset
+		}
+		if err == nil {
+			err = runErr
+		}
+		srv <- outcome{err, early}
+	}()
+	res, err := bench.Client(cctx, ln.Addr().String(), spec, l, onHeader)
+	clientDone.Store(true)
+	ln.Close()
+	if s := <-srv; s.err != nil && (err == nil || s.early) {
+		err = fmt.Errorf("server side: %w", s.err)
+	}
+	return o.finish(f, "loopback", res, err)
+}
+
+// serverSide is the Local of loopback's server side, made from the
+// client side's l: on --peer-dev if given, without --mmap (the client
+// side's), with its threads starting on other CPUs, and with the
+// interval and progress reports only where it is the side that sends
+// (--reversed). Each side that sends reports, and with -b both do: two
+// reports of every interval, the second from another goroutine.
+func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Local {
 	sl := l
 	if o.PeerDev != "" {
 		sl.Device = o.PeerDev
@@ -664,29 +725,10 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 		at := int(spec.Threads) % k
 		sl.ThreadCPUs = append(slices.Clone(l.ThreadCPUs[at:]), l.ThreadCPUs[:at]...)
 	}
-	if spec.RdmaCM {
-		// rdma_cm cannot reach 127.0.0.1 over RDMA: dial the server side's GID.
-		ip, err := gidAddr(sl)
-		if err != nil {
-			return o.fail(f, err)
-		}
-		l.CMHost = ip
+	if !spec.Reversed || spec.Bidirectional {
+		sl.Interval, sl.Progress = nil, nil // the client side sends and reports
 	}
-	srvErr := make(chan error, 1)
-	go func() {
-		var runErr error
-		err := bench.Serve(ctx, ln, sl, exchange.DefaultLimits(), true, nil, func(_ *bench.Result, err error) { runErr = err })
-		if err == nil {
-			err = runErr
-		}
-		srvErr <- err
-	}()
-	res, err := bench.Client(ctx, ln.Addr().String(), spec, l, onHeader)
-	ln.Close()
-	if serr := <-srvErr; err == nil && serr != nil {
-		err = fmt.Errorf("server side: %w", serr)
-	}
-	return o.finish(f, "loopback", res, err)
+	return sl
 }
 
 // gidAddr returns the IP address of the GID the side with l would use.

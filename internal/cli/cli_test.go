@@ -59,6 +59,7 @@ func TestExitCode(t *testing.T) {
 		{usageErrorf("bad flag"), 2},
 		{fmt.Errorf("wrapped: %w", usageErrorf("bad flag")), 2},
 		{&silentError{1}, 1},
+		{fmt.Errorf("serving: %w", &interruptedError{"interrupted"}), 130},
 	} {
 		if got := exitCode(tc.err); got != tc.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
@@ -205,6 +206,42 @@ func golden(t *testing.T, name string, got []byte) {
 
 // noAddrs is an Addrs func for hosts without the netdev.
 func noAddrs(string) ([]netip.Prefix, error) { return nil, errors.New("no such network interface") }
+
+// TestInterruptedError: a run stopped before it had a result is an
+// interruption in the JSON too.
+func TestInterruptedError(t *testing.T) {
+	if err := (&interruptedError{"interrupted before a client asked for a test"}); errorCode(err) != "interrupted" || !errors.Is(err, context.Canceled) {
+		t.Errorf("errorCode(%v) = %q, want interrupted", err, errorCode(err))
+	}
+}
+
+// TestWantsJSON: every spelling of true that a bool flag takes asks for
+// JSON, and the last --json given counts.
+func TestWantsJSON(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"write-bw", "--json"}, true},
+		{[]string{"write-bw", "--json=true"}, true},
+		{[]string{"write-bw", "--json=1"}, true},
+		{[]string{"write-bw", "--json=t"}, true},
+		{[]string{"write-bw", "--json=T"}, true},
+		{[]string{"write-bw", "--json=TRUE"}, true},
+		{[]string{"write-bw", "--json=True"}, true},
+		{[]string{"write-bw", "--json=false"}, false},
+		{[]string{"write-bw", "--json=0"}, false},
+		{[]string{"write-bw", "--json", "--json=f"}, false},
+		{[]string{"write-bw", "--json=F", "--json"}, true},
+		{[]string{"write-bw", "--json=maybe"}, false},
+		{[]string{"write-bw", "--", "--json"}, false},
+		{[]string{"write-bw"}, false},
+	} {
+		if got := wantsJSON(tc.args); got != tc.want {
+			t.Errorf("wantsJSON(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
 
 func TestMinProcs(t *testing.T) {
 	for _, tc := range []struct {

@@ -204,6 +204,12 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 		!o.CPUUtil || !slices.Equal(o.Counters, []string{"sent_pkts", "counters/port_xmit_data"}) {
 		t.Errorf("--cpu-util -W: %+v, %v", o, err)
 	}
+	// Spaces around -W's names, as "a, b" has them, are not the names'.
+	if _, o, err := parseTest(t, exchange.WriteBW, "-W", " sent_pkts, counters/port_xmit_data ", "h"); err != nil {
+		t.Error(err)
+	} else if l, err := o.local(); err != nil || !slices.Equal(l.Counters, []string{"sent_pkts", "counters/port_xmit_data"}) {
+		t.Errorf(`-W " sent_pkts, counters/port_xmit_data ": %q, %v`, l.Counters, err)
+	}
 	// -D replaces -n; --run_infinitely reports every 5 s by default.
 	s, _, err = parseTest(t, exchange.WriteBW, "-D", "7", "h")
 	if err != nil || s.Duration != 7 || s.Iterations != 0 {

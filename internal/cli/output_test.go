@@ -271,6 +271,8 @@ func TestJSONOnFlagError(t *testing.T) {
 		{"write-bw", "-s", "abc", "--json", "host"},
 		{"send-lat", "--json", "--no-such-flag"},
 		{"read-bw", "--json", "-c", "UD", "host"},
+		{"write-bw", "--json=1", "-s", "abc", "host"},
+		{"atomic-lat", "--json=T", "--no-such-flag"},
 	} {
 		f, out, _ := newTestFactory(nil, nil)
 		if code := run(context.Background(), f, args); code != exitUsage {

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -31,6 +32,9 @@ const (
 	exitError = 1 // the command ran and failed
 	exitUsage = 2 // bad flags or arguments
 	exitLimit = 3 // a test ran and missed a limit (-w, -y, --limit_lat, --limit_p99)
+	// exitInterrupted is a run stopped by Ctrl-C (SIGINT) or SIGTERM, as
+	// a shell reports a process that SIGINT ended.
+	exitInterrupted = 130
 )
 
 // IOStreams are the streams a command reads and writes.
@@ -137,6 +141,14 @@ type silentError struct{ code int }
 
 func (e *silentError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// interruptedError is a run that Ctrl-C or SIGTERM stopped before it
+// had a result to show: exit status 130, as a run interrupted after its
+// results, and the JSON code "interrupted" (it is a context.Canceled).
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
+func (e *interruptedError) Unwrap() error { return context.Canceled }
+
 // exitCode maps an error from a command to gorperf's exit status.
 func exitCode(err error) int {
 	var ue *usageError
@@ -146,6 +158,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &se):
 		return se.code
+	case errors.As(err, new(*interruptedError)):
+		return exitInterrupted
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.As(err, new(*report.LimitError)):
@@ -221,16 +235,24 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// wantsJSON reports whether args ask for --json, in any spelling of true
+// that the flag takes (--json, --json=1, =t, =TRUE, …); the last one
+// given counts, as the flag's.
 func wantsJSON(args []string) bool {
+	want := false
 	for _, a := range args {
 		if a == "--" {
-			return false
+			break
 		}
-		if a == "--json" || a == "--json=true" {
-			return true
+		if a == "--json" {
+			want = true
+		} else if v, ok := strings.CutPrefix(a, "--json="); ok {
+			if b, err := strconv.ParseBool(v); err == nil {
+				want = b
+			}
 		}
 	}
-	return false
+	return want
 }
 
 // startProfile starts the CPU profile that --cpuprofile asks for.
