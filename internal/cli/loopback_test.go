@@ -4,8 +4,19 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+	"github.com/gorperf/gorperf/internal/stats"
 )
 
 // TestLoopbackUnknownTest: a test loopback does not have is a usage error
@@ -29,6 +40,155 @@ func TestLoopbackUnknownTest(t *testing.T) {
 		code := run(context.Background(), f, tc.args)
 		if code != tc.code || !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errOut.String(), tc.stderr) || tc.stderr == "" && errOut.Len() > 0 {
 			t.Errorf("%q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s\nwant stdout with %q, stderr with %q", tc.args, code, tc.code, out, errOut, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+// TestLoopbackServerSide: the server side runs on --peer-dev without the
+// client side's --mmap, and reports intervals and progress only where
+// it, not the client side, sends: with -b both sides send, and both
+// reporting printed each interval twice and appended to one slice from
+// two goroutines.
+func TestLoopbackServerSide(t *testing.T) {
+	l := bench.Local{Device: "rxe1", MapFile: "f", MapOffset: 4096, ThreadCPUs: []int{0, 1, 2},
+		Interval: func(time.Duration, stats.Bandwidth) {},
+		Progress: func(int, uint64, uint64) {}}
+	o := &testOptions{Loopback: true, PeerDev: "rxe0"}
+	for _, tc := range []struct {
+		spec    exchange.TestSpec
+		reports bool
+	}{
+		{exchange.TestSpec{Test: exchange.WriteBW, RunInfinitely: true, Bidirectional: true}, false},
+		{exchange.TestSpec{Test: exchange.WriteBW, RunInfinitely: true}, false},
+		{exchange.TestSpec{Test: exchange.ReadBW, RunInfinitely: true, Reversed: true}, true},
+	} {
+		sl := serverSide(o, tc.spec, l)
+		if (sl.Interval != nil) != tc.reports || (sl.Progress != nil) != tc.reports {
+			t.Errorf("%+v: the server side reports intervals %v, progress %v; want %v", tc.spec, sl.Interval != nil, sl.Progress != nil, tc.reports)
+		}
+		if sl.Device != "rxe0" || sl.MapFile != "" || sl.MapOffset != 0 || l.Interval == nil || l.Device != "rxe1" {
+			t.Errorf("server side %+v from client side %+v", sl, l)
+		}
+	}
+}
+
+// TestLoopbackPeerDevOnDevice: a server side that cannot run (--peer-dev
+// names no device) ends the run at once with its own error, where the
+// client side waited 10 s for a greeting from a listener nobody served
+// and then reported "context deadline exceeded".
+func TestLoopbackPeerDevOnDevice(t *testing.T) {
+	_, cliDev, _ := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	out, err := gorperf(ctx, "loopback", "write-bw", "-d", cliDev, "--peer-dev", "nosuchdev0", "-n", "100", "--json").Output()
+	d := time.Since(t0)
+	if code := procExit(err); code != 1 {
+		t.Errorf("exit %d (%v), want 1", code, err)
+	}
+	if d > 5*time.Second {
+		t.Errorf("took %v, want the server side's failure at once", d)
+	}
+	var r report.Result
+	if jerr := json.Unmarshal(out, &r); jerr != nil || r.Error == nil || !strings.HasPrefix(r.Error.Message, "server side: ") ||
+		!strings.Contains(r.Error.Message, `no RDMA device named "nosuchdev0"`) {
+		t.Errorf("JSON %+v (%v), want the server side's error:\n%s", r.Error, jerr, out)
+	}
+}
+
+// TestLoopbackBidirectionalIntervals: loopback -b --run_infinitely
+// reports each interval once, from one goroutine (with -race, a second
+// would be a data race and fail the process).
+func TestLoopbackBidirectionalIntervals(t *testing.T) {
+	_, cliDev, _ := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, jsonOut := range []bool{false, true} {
+		args := []string{"loopback", "write-bw", "-d", cliDev, "-b", "-s", "4096", "--run_infinitely", "-D", "1"}
+		if jsonOut {
+			args = append(args, "--json")
+		}
+		cmd := gorperf(ctx, args...)
+		var stdout, stderr syncBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(4500 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		if code := procExit(err); code != exitInterrupted || strings.Contains(stderr.String(), "DATA RACE") {
+			t.Fatalf("%q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, exitInterrupted, &stdout, &stderr)
+		}
+		var elapsed []float64
+		if jsonOut {
+			var r report.Result
+			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+				t.Fatalf("JSON: %v\n%s", err, &stdout)
+			}
+			for _, iv := range r.Intervals {
+				elapsed = append(elapsed, iv.EndS)
+			}
+		} else {
+			for _, line := range strings.Split(stdout.String(), "\n") {
+				if f := strings.Fields(line); len(f) == 5 && f[0] == "4096" {
+					elapsed = append(elapsed, float64(len(elapsed)+1)) // rows have no time: counted
+				}
+			}
+		}
+		// About 4 intervals of 1 s; each reported twice made 8.
+		if len(elapsed) < 2 || len(elapsed) > 5 {
+			t.Errorf("%q: %d intervals in 4.5 s of 1 s intervals, want 2 to 5:\n%s", args, len(elapsed), &stdout)
+		}
+		for i := 1; i < len(elapsed); i++ {
+			if elapsed[i] < elapsed[i-1]+0.5 {
+				t.Errorf("%q: interval %d ends at %.3f s, interval %d at %.3f s: one interval reported twice", args, i, elapsed[i], i-1, elapsed[i-1])
+			}
+		}
+	}
+}
+
+// TestOneTestServerInterrupted: a server for one test stopped with SIGINT
+// before any client asked for a test, even after a connection that was
+// none, exits 130 with --json's document, code "interrupted", on stdout
+// and in --out_json's file; it used to exit 0 with no document, or 1 with
+// the stray connection's error.
+func TestOneTestServerInterrupted(t *testing.T) {
+	srvDev, _, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, stray := range []bool{false, true} {
+		port := fmt.Sprint(19000 + nextPort.Add(1))
+		file := t.TempDir() + "/out.json"
+		cmd := gorperf(ctx, "write-bw", "-d", srvDev, "-p", port, "--json", "--out_json_file", file)
+		var stdout, stderr syncBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitListening(t, port)
+		if stray {
+			c, err := net.Dial("tcp", net.JoinHostPort(addr, port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			waitOutput(t, &stderr, "still waiting")
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		if code := procExit(err); code != exitInterrupted {
+			t.Errorf("stray connection %v: exit %d (%v), want %d\nstderr:\n%s", stray, code, err, exitInterrupted, &stderr)
+		}
+		b, ferr := os.ReadFile(file)
+		for what, doc := range map[string][]byte{"stdout": stdout.Bytes(), "--out_json's file": b} {
+			var r report.Result
+			if jerr := json.Unmarshal(doc, &r); jerr != nil || r.Error == nil || r.Error.Code != "interrupted" {
+				t.Errorf("stray connection %v: %s: %+v (%v, %v), want code interrupted:\n%s", stray, what, r.Error, jerr, ferr, doc)
+			}
+		}
+		if !strings.HasSuffix(stderr.String(), "gorperf: interrupted before a client asked for a test\n") {
+			t.Errorf("stray connection %v: stderr does not end with the interruption:\n%s", stray, &stderr)
 		}
 	}
 }
