@@ -300,6 +300,13 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		cancel()
 		return nil, err
 	}
+	// This side says it is alive while it has nothing else to say, from
+	// here to the end; once the Setups are swapped, and the peer does the
+	// same, a wait for the peer fails when it has sent nothing for the
+	// idle timeout: stopped or hung, it would otherwise be waited for as
+	// long as it stays so (see SetPeerTimeout below).
+	stopAlive := c.KeepAlive(alivePeriod(l))
+	defer stopAlive()
 	s, err := openSession(spec, l)
 	if err != nil {
 		return refuse(err)
@@ -325,6 +332,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	if err != nil {
 		return nil, err
 	}
+	c.SetPeerTimeout(s.idle)
 	if err := s.connect(remote); err != nil {
 		return refuse(err)
 	}
@@ -507,6 +515,11 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 	}
 	return s.cmDial(ctx, host)
 }
+
+// alivePeriod is how often a side sends an Alive: every second, or a
+// quarter of the idle timeout if that is shorter, so that a few may be
+// late before the peer gives up on it.
+func alivePeriod(l Local) time.Duration { return min(time.Second, idleTimeout(l)/4) }
 
 // controlTimeout bounds each step of the control protocol that a peer
 // that is still there finishes at once. (A variable for the tests.)

@@ -32,7 +32,9 @@ type Local struct {
 	GIDIndex int    // -1 to choose by GIDRule
 	GIDRule  ibverbs.GIDRule
 	// IdleTimeout bounds every wait for the peer during a test: a peer
-	// that stops answering for this long fails the test. 0 means 10 s.
+	// that stops answering for this long fails the test, and so does one
+	// that sends nothing on the control connection, not even an Alive,
+	// once the Setups are swapped. 0 means 10 s.
 	IdleTimeout time.Duration
 	// CMPort is the rdma_cm port of -R tests (the server listens on it);
 	// gorperf uses the control connection's port number, in rdma_cm's own
@@ -289,11 +291,16 @@ func (s *session) remoteKey(i int) (rkey uint32, addr uint64) {
 	return s.mrs[i].RKey(), s.mrs[i].Addr() + uint64(s.dst(i)-s.src(i))
 }
 
-func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
-	s := &session{spec: spec, local: l, idle: l.IdleTimeout, port: l.Port}
-	if s.idle == 0 {
-		s.idle = 10 * time.Second
+// idleTimeout is l's IdleTimeout, 10 s if unset.
+func idleTimeout(l Local) time.Duration {
+	if l.IdleTimeout > 0 {
+		return l.IdleTimeout
 	}
+	return 10 * time.Second
+}
+
+func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
+	s := &session{spec: spec, local: l, idle: idleTimeout(l), port: l.Port}
 	if s.port == 0 {
 		s.port = 1
 	}

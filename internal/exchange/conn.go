@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +29,8 @@ type Conn struct {
 	wmu  sync.Mutex
 	werr error // sticky send error
 	wbuf []byte
+
+	silence atomic.Int64 // SetPeerTimeout's, in nanoseconds
 }
 
 // NewConn returns a Conn over nc. The Conn reads no further than the frames
@@ -59,6 +62,15 @@ func bound(ctx context.Context, set func(time.Time) error) (stop func(), err err
 			<-fired
 		}
 	}, nil
+}
+
+// ended reports whether ctx is cancelled or past its deadline.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // ctxErr returns the context's error for an I/O error caused by the
@@ -131,13 +143,30 @@ func (c *Conn) Recv(ctx context.Context) (Message, error) {
 func (c *Conn) recv(ctx context.Context) (Message, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	for {
+		m, err := c.recvFrame(ctx)
+		if _, alive := m.(Alive); !alive || err != nil {
+			return m, err
+		}
+	}
+}
+
+// recvFrame receives the next frame, Alive included, with c.rmu held.
+func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 	if c.rerr != nil {
 		return nil, c.rerr
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("receiving: %w", err)
 	}
-	stop, err := bound(ctx, c.nc.SetReadDeadline)
+	fctx := ctx
+	silence := time.Duration(c.silence.Load())
+	if silence > 0 {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, silence)
+		defer cancel()
+	}
+	stop, err := bound(fctx, c.nc.SetReadDeadline)
 	if err != nil {
 		return nil, fmt.Errorf("receiving: %w", err)
 	}
@@ -146,11 +175,58 @@ func (c *Conn) recv(ctx context.Context) (Message, error) {
 	if err == nil {
 		return m, nil
 	}
-	err = fmt.Errorf("receiving: %w", ctxErr(ctx, err))
+	if silence > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !ended(ctx) {
+		err = &SilenceError{After: silence} // the peer's silence, not ctx, ended the wait
+	} else {
+		err = ctxErr(ctx, err)
+	}
+	err = fmt.Errorf("receiving: %w", err)
 	if n != 0 || !isTimeout(err) {
 		c.rerr = fmt.Errorf("connection unusable after an earlier error: %w", err)
 	}
 	return nil, err
+}
+
+// SetPeerTimeout makes every receive fail with a *SilenceError once the
+// peer has sent nothing, not even an Alive, for d, however long the
+// receive's context allows: a peer that runs KeepAlive with a shorter
+// period and stays silent is stopped or hung. 0, the default, waits as
+// long as the context does. The Conn stays usable after such a failure.
+func (c *Conn) SetPeerTimeout(d time.Duration) { c.silence.Store(int64(max(d, 0))) }
+
+// KeepAlive sends an Alive every period until stop is called, the Conn
+// is closed or a send fails, so that a peer with SetPeerTimeout knows this
+// side is alive while it has nothing else to say. Sends of other messages
+// go on meanwhile: each frame goes whole. stop returns once the sender has
+// finished.
+func (c *Conn) KeepAlive(period time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			// A send is bounded by a period: a peer that reads nothing
+			// for that long has a full socket buffer, and is no better
+			// told by a pile of Alives.
+			sctx, scancel := context.WithTimeout(ctx, period)
+			err := c.Send(sctx, Alive{})
+			scancel()
+			if err != nil && !isTimeout(err) {
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // recvAs receives a message of type T; any other type is an error.

@@ -386,3 +386,101 @@ func TestBrokenStream(t *testing.T) {
 		t.Fatalf("Recv after a half-read frame = %v", err)
 	}
 }
+
+// tcpPair returns the two ends of a TCP connection over loopback.
+func tcpPair(t *testing.T) (*Conn, *Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	acc := make(chan net.Conn, 1)
+	go func() {
+		nc, _ := ln.Accept()
+		acc <- nc
+	}()
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := <-acc
+	if b == nil {
+		a.Close()
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return NewConn(a), NewConn(b)
+}
+
+// A peer that keeps alive may take many peer timeouts to say its next
+// word; the receive skips its Alives and gets that word.
+func TestKeepAliveOutlastsPeerTimeout(t *testing.T) {
+	a, b := tcpPair(t)
+	b.SetPeerTimeout(150 * time.Millisecond)
+	stop := a.KeepAlive(30 * time.Millisecond)
+	defer stop()
+	ctx := timeout(t, 10*time.Second)
+	go func() {
+		time.Sleep(600 * time.Millisecond)
+		a.Send(ctx, Sync{Seq: 7})
+	}()
+	start := time.Now()
+	got, err := b.RecvSync(ctx)
+	if err != nil || got.Seq != 7 {
+		t.Fatalf("RecvSync after %v: %+v, %v; want Sync 7", time.Since(start), got, err)
+	}
+	if d := time.Since(start); d < 600*time.Millisecond {
+		t.Errorf("the Sync came after %v, before it was sent", d)
+	}
+}
+
+// A peer that sends nothing fails the receive once the peer timeout has
+// passed, long before the context's end, with a *SilenceError; the Conn
+// stays usable. A context that ends first gives its own error.
+func TestPeerTimeoutSilentPeer(t *testing.T) {
+	a, b := tcpPair(t)
+	b.SetPeerTimeout(150 * time.Millisecond)
+	ctx := timeout(t, 10*time.Second)
+	start := time.Now()
+	_, err := b.RecvSync(ctx)
+	var se *SilenceError
+	if !errors.As(err, &se) || se.After != 150*time.Millisecond || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("RecvSync from a silent peer: %v; want a SilenceError after 150ms", err)
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > 5*time.Second {
+		t.Errorf("the receive gave up after %v, want about 150ms", d)
+	}
+	if !strings.Contains(err.Error(), "stopped or hung") {
+		t.Errorf("the error does not say what the silence means: %v", err)
+	}
+	if err := a.Send(ctx, Sync{Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.RecvSync(ctx); err != nil || got.Seq != 3 {
+		t.Errorf("RecvSync after the silence: %+v, %v", got, err)
+	}
+
+	b.SetPeerTimeout(5 * time.Second)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.RecvSync(short); !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &se) {
+		t.Errorf("RecvSync past its context's deadline: %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// KeepAlive's sender ends when the connection does, and stop waits for it.
+func TestKeepAliveStops(t *testing.T) {
+	a, b := tcpPair(t)
+	stop := a.KeepAlive(10 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	b.Close()
+	a.Close()
+	done := make(chan struct{})
+	go func() { stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop still waits 5 s after the connection closed")
+	}
+}

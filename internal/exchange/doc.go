@@ -15,6 +15,12 @@
 // Instead of the message it is expected to send, a side may send an ErrorMsg
 // at any point; the receiver gets it back as a *PeerError.
 //
+// Between those messages each side may send an Alive at any point, and
+// gorperf's engine sends one every second or so from the Setup swap to
+// the end (Conn.KeepAlive): receives skip them, and a side that waits
+// with Conn.SetPeerTimeout tells a peer that is stopped or hung, whose
+// connection stays open, from one that takes long to finish.
+//
 // # Wire format
 //
 // Every message is a frame: a 4-byte header {type uint8, reserved uint8 (0),

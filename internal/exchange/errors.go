@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -38,6 +40,21 @@ func (e *VersionError) Error() string {
 	return fmt.Sprintf("gorperf protocol version mismatch: this side speaks version %d, %s speaks version %d; run the same gorperf release on both sides",
 		e.Local, peer, e.Remote)
 }
+
+// SilenceError is a receive that Conn.SetPeerTimeout ended: the peer,
+// whose connection is still open, sent nothing, not even an Alive, for
+// After. It matches os.ErrDeadlineExceeded.
+type SilenceError struct {
+	After time.Duration
+}
+
+func (e *SilenceError) Error() string {
+	return fmt.Sprintf("the peer has sent nothing for %v, not even a keepalive, though its connection is open: "+
+		"it is stopped or hung (SIGSTOP, a debugger, a deadlock; see --peer-timeout)", e.After)
+}
+
+// Unwrap returns os.ErrDeadlineExceeded.
+func (e *SilenceError) Unwrap() error { return os.ErrDeadlineExceeded }
 
 // ErrorCode classifies an ErrorMsg.
 type ErrorCode uint16

@@ -31,6 +31,8 @@ func payloadBounds(t MsgType) (lo, hi int, ok bool) {
 		return 4*8 + 1, 4*8 + 1 + MaxString, true
 	case TypeError:
 		return 2 + 1, 2 + 1 + MaxString, true
+	case TypeAlive:
+		return 0, 0, true
 	}
 	return 0, 0, false
 }
@@ -88,6 +90,8 @@ func decodePayload(t MsgType, p []byte) (Message, error) {
 		m, err = decodeResult(p)
 	case TypeError:
 		m, err = decodeErrorMsg(p)
+	case TypeAlive:
+		m = Alive{}
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %#02x", ErrMalformed, uint8(t))
 	}

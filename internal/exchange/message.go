@@ -10,7 +10,7 @@ import (
 // ProtocolVersion is the version of the wire format this package speaks.
 // Both sides must speak the same one; it changes whenever a payload layout
 // or the order of messages does.
-const ProtocolVersion = 7
+const ProtocolVersion = 8
 
 // DefaultPort is the TCP port of the control connection, perftest's.
 const DefaultPort = 18515
@@ -30,18 +30,20 @@ const (
 	TypeSync   MsgType = 4
 	TypeResult MsgType = 5
 	TypeError  MsgType = 6
+	TypeAlive  MsgType = 7
 )
 
-var typeNames = [...]string{"", "Hello", "Spec", "Setup", "Sync", "Result", "Error"}
+var typeNames = [...]string{"", "Hello", "Spec", "Setup", "Sync", "Result", "Error", "Alive"}
 
 func (t MsgType) String() string {
-	if t >= TypeHello && t <= TypeError {
+	if t >= TypeHello && t <= TypeAlive {
 		return typeNames[t]
 	}
 	return fmt.Sprintf("MsgType(%#02x)", uint8(t))
 }
 
-// Message is one of Hello, TestSpec, Setup, Sync, Result and ErrorMsg.
+// Message is one of Hello, TestSpec, Setup, Sync, Result, ErrorMsg and
+// Alive.
 type Message interface {
 	// Type returns the message's frame type.
 	Type() MsgType
@@ -69,6 +71,12 @@ func NewHello(tool string) Hello {
 type Sync struct {
 	Seq uint32
 }
+
+// Alive says only that its sender is alive: a side sends one every while
+// (Conn.KeepAlive) so that a peer waiting for its next message can tell a
+// side that takes long (a long run, a warm-up) from one that is stopped or
+// hung with its connection open. Receives skip it.
+type Alive struct{}
 
 // Result is what one side measured, sent at the end of a test so that the
 // other can report totals (the sum of both directions of a bidirectional
@@ -111,6 +119,7 @@ func (Setup) Type() MsgType    { return TypeSetup }
 func (Sync) Type() MsgType     { return TypeSync }
 func (Result) Type() MsgType   { return TypeResult }
 func (ErrorMsg) Type() MsgType { return TypeError }
+func (Alive) Type() MsgType    { return TypeAlive }
 
 func (Hello) message()    {}
 func (TestSpec) message() {}
@@ -118,6 +127,10 @@ func (Setup) message()    {}
 func (Sync) message()     {}
 func (Result) message()   {}
 func (ErrorMsg) message() {}
+func (Alive) message()    {}
+
+// AppendPayload appends nothing: an Alive has no payload.
+func (Alive) AppendPayload(b []byte) []byte { return b }
 
 // AppendPayload appends magic [4]byte, version uint16, tool string.
 func (h Hello) AppendPayload(b []byte) []byte {

@@ -77,6 +77,7 @@ func messages() []struct {
 		{"result error", Result{Error: "CQ error: RETRY_EXC_ERR on QP 0x12"}},
 		{"error", ErrorMsg{Code: CodeOverLimit, Text: "too big"}},
 		{"error unknown code", ErrorMsg{Code: 999}},
+		{"alive", Alive{}},
 	}
 }
 
@@ -178,6 +179,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"result elapsed overflow", frameOf(TypeResult, 0, with(result, 16, 0x80))},
 		{"result peak overflow", frameOf(TypeResult, 0, with(result, 32, 0x80))},
 		{"error short", frameOf(TypeError, 0, []byte{0, 1})},
+		{"alive with a payload", frameOf(TypeAlive, 0, []byte{1})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := DecodeFrame(tc.frame)
