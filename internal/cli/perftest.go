@@ -265,7 +265,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVar(&o.Histogram, "histogram", false, "print a latency histogram (latency tests)")
 	f.BoolVar(&o.HugePages, "use_hugepages", false, "put both sides' buffers on 2 MiB huge pages (see /proc/sys/vm/nr_hugepages)")
 	f.BoolVarP(&o.Events, "events", "e", false, "sleep on completion events while waiting for a completion, instead of polling (write-lat only with --write_with_imm)")
-	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress before the peer is declared gone")
+	f.IntVar(&o.Idle, "peer-timeout", 10, "seconds without progress, or without a word on the control connection (a stopped peer), before the peer is declared gone")
 	addLocalReportFlags(f, o)
 	if o.Test.IsAtomic() {
 		f.StringVarP(&o.Atomic, "atomic_type", "A", "FETCH_AND_ADD", "FETCH_AND_ADD or CMP_AND_SWAP")

@@ -51,7 +51,7 @@ The limits bound what a client can make this host allocate and register.`,
 	addLocalCPUFlags(fl, &o.test)
 	addRateFlags(fl, &o.test)
 	addGroupFlag(fl, &o.test)
-	fl.IntVar(&o.test.Idle, "peer-timeout", 10, "seconds without progress before a client is declared gone")
+	fl.IntVar(&o.test.Idle, "peer-timeout", 10, "seconds without progress, or without a word on the control connection (a stopped client), before a client is declared gone")
 	fl.BoolVar(&o.test.JSON, "json", false, "print each result as a JSON document")
 	addLocalReportFlags(fl, &o.test)
 	fl.Uint64Var(&o.maxMemory, "max-memory", lim.MaxMemory, "most bytes one test may register")
