@@ -416,15 +416,15 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 				// measured it, as on the server.
 				return
 			}
+			if s.local.CPUUtil && cpuEnd.at.IsZero() {
+				cpuEnd = sampleCPU() // before the counters' read, which may wait
+			}
 			if before != nil {
 				if after, err := s.counters.Read(); err == nil {
 					r.Counters = s.counters.Diff(before, after)
 				}
 			}
 			if s.local.CPUUtil {
-				if cpuEnd.at.IsZero() {
-					cpuEnd = sampleCPU()
-				}
 				msgs := r.BW.Iterations
 				if r.IsLatency { // either side's count: a passive side keeps no samples
 					msgs = max(mine.Iters, peer.Iterations)
@@ -516,10 +516,11 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 	return s.cmDial(ctx, host)
 }
 
-// alivePeriod is how often a side sends an Alive: every second, or a
-// quarter of the idle timeout if that is shorter, so that a few may be
-// late before the peer gives up on it.
-func alivePeriod(l Local) time.Duration { return min(time.Second, idleTimeout(l)/4) }
+// alivePeriod is how often a side sends an Alive: every 250 ms, a quarter
+// of the shortest --peer-timeout, or a quarter of this side's idle timeout
+// if that is shorter still. The peer's timeout is its own and may be the
+// shortest: a few Alives may be late before it gives up on this side.
+func alivePeriod(l Local) time.Duration { return min(250*time.Millisecond, idleTimeout(l)/4) }
 
 // controlTimeout bounds each step of the control protocol that a peer
 // that is still there finishes at once. (A variable for the tests.)

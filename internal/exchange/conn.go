@@ -25,6 +25,7 @@ type Conn struct {
 
 	rmu  sync.Mutex
 	rerr error // sticky receive error
+	rhdr [HeaderLen]byte
 
 	wmu  sync.Mutex
 	werr error // sticky send error
@@ -143,6 +144,17 @@ func (c *Conn) Recv(ctx context.Context) (Message, error) {
 func (c *Conn) recv(ctx context.Context) (Message, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	if c.rerr != nil {
+		return nil, c.rerr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("receiving: %w", err)
+	}
+	stop, err := bound(ctx, c.nc.SetReadDeadline)
+	if err != nil {
+		return nil, fmt.Errorf("receiving: %w", err)
+	}
+	defer stop()
 	for {
 		m, err := c.recvFrame(ctx)
 		if _, alive := m.(Alive); !alive || err != nil {
@@ -151,27 +163,29 @@ func (c *Conn) recv(ctx context.Context) (Message, error) {
 	}
 }
 
-// recvFrame receives the next frame, Alive included, with c.rmu held.
+// recvFrame receives the next frame, Alive included, with c.rmu held and
+// the read deadline bound to ctx. With a peer timeout it moves the
+// deadline to the timeout from now, or ctx's if that is sooner: each
+// frame, however small, starts the peer's time again. It allocates
+// nothing for an Alive.
 func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 	if c.rerr != nil {
 		return nil, c.rerr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("receiving: %w", err)
-	}
-	fctx := ctx
 	silence := time.Duration(c.silence.Load())
 	if silence > 0 {
-		var cancel context.CancelFunc
-		fctx, cancel = context.WithTimeout(ctx, silence)
-		defer cancel()
+		dl := time.Now().Add(silence)
+		if cd, ok := ctx.Deadline(); ok && cd.Before(dl) {
+			dl = cd
+		}
+		c.nc.SetReadDeadline(dl)
+		if ctx.Err() != nil {
+			// Cancelled before the deadline above replaced the one in
+			// the past that bound set: set it again.
+			c.nc.SetReadDeadline(time.Unix(1, 0))
+		}
 	}
-	stop, err := bound(fctx, c.nc.SetReadDeadline)
-	if err != nil {
-		return nil, fmt.Errorf("receiving: %w", err)
-	}
-	m, n, err := readFrame(c.nc)
-	stop()
+	m, n, err := readFrame(c.nc, &c.rhdr)
 	if err == nil {
 		return m, nil
 	}
@@ -200,7 +214,7 @@ func (c *Conn) SetPeerTimeout(d time.Duration) { c.silence.Store(int64(max(d, 0)
 // go on meanwhile: each frame goes whole. stop returns once the sender has
 // finished.
 func (c *Conn) KeepAlive(period time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -208,25 +222,45 @@ func (c *Conn) KeepAlive(period time.Duration) (stop func()) {
 		defer t.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-quit:
 				return
 			case <-t.C:
 			}
-			// A send is bounded by a period: a peer that reads nothing
-			// for that long has a full socket buffer, and is no better
-			// told by a pile of Alives.
-			sctx, scancel := context.WithTimeout(ctx, period)
-			err := c.Send(sctx, Alive{})
-			scancel()
-			if err != nil && !isTimeout(err) {
+			if err := c.sendAlive(period); err != nil && !isTimeout(err) {
 				return
 			}
 		}
 	}()
 	return func() {
-		cancel()
+		close(quit)
 		<-done
 	}
+}
+
+// aliveFrame is an Alive's frame: its type and an empty payload.
+var aliveFrame = [HeaderLen]byte{byte(TypeAlive)}
+
+// sendAlive sends an Alive, waiting at most d: a peer that reads nothing
+// for that long has a full socket buffer, and is no better told by a pile
+// of Alives. It allocates nothing.
+func (c *Conn) sendAlive(d time.Duration) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if err := c.nc.SetWriteDeadline(time.Now().Add(d)); err != nil {
+		return err
+	}
+	n, err := c.nc.Write(aliveFrame[:])
+	c.nc.SetWriteDeadline(time.Time{})
+	if err != nil {
+		err = fmt.Errorf("sending Alive: %w", err)
+		if n != 0 || !isTimeout(err) {
+			c.werr = fmt.Errorf("connection unusable after an earlier error: %w", err)
+		}
+	}
+	return err
 }
 
 // recvAs receives a message of type T; any other type is an error.

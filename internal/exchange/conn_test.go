@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -469,18 +470,49 @@ func TestPeerTimeoutSilentPeer(t *testing.T) {
 	}
 }
 
-// KeepAlive's sender ends when the connection does, and stop waits for it.
+// KeepAlive's sender ends by itself when the connection does, before
+// stop is called.
 func TestKeepAliveStops(t *testing.T) {
 	a, b := tcpPair(t)
+	n0 := runtime.NumGoroutine()
 	stop := a.KeepAlive(10 * time.Millisecond)
+	defer stop()
 	time.Sleep(50 * time.Millisecond)
 	b.Close()
 	a.Close()
-	done := make(chan struct{})
-	go func() { stop(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("stop still waits 5 s after the connection closed")
+	for end := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > n0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d goroutines 5 s after the connection closed, %d before KeepAlive", runtime.NumGoroutine(), n0)
+		}
+	}
+}
+
+// Alives cost nothing per Alive: a side sends one without allocating, and
+// a receive that skips ten allocates no more than one that skips one.
+func TestAliveAllocations(t *testing.T) {
+	a, b := tcpPair(t)
+	b.SetPeerTimeout(5 * time.Second)
+	if n := testing.AllocsPerRun(100, func() { a.sendAlive(time.Second) }); n != 0 {
+		t.Errorf("sendAlive: %v allocations", n)
+	}
+	ctx := timeout(t, 10*time.Second)
+	recvAfter := func(alives int) float64 {
+		return testing.AllocsPerRun(20, func() {
+			for range alives {
+				a.sendAlive(time.Second)
+			}
+			a.Send(ctx, Sync{Seq: 1})
+			if _, err := b.RecvSync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	a.Send(ctx, Sync{Seq: 1})
+	if _, err := b.RecvSync(ctx); err != nil { // the 100 Alives above, and warm-up
+		t.Fatal(err)
+	}
+	one, ten := recvAfter(1), recvAfter(10)
+	if ten > one {
+		t.Errorf("a receive after ten Alives: %v allocations, after one: %v", ten, one)
 	}
 }

@@ -16,7 +16,7 @@
 // at any point; the receiver gets it back as a *PeerError.
 //
 // Between those messages each side may send an Alive at any point, and
-// gorperf's engine sends one every second or so from the Setup swap to
+// gorperf's engine sends one every 250 ms from the start of a test to
 // the end (Conn.KeepAlive): receives skip them, and a side that waits
 // with Conn.SetPeerTimeout tells a peer that is stopped or hung, whose
 // connection stays open, from one that takes long to finish.

@@ -123,13 +123,15 @@ func DecodeFrame(b []byte) (Message, error) {
 // frame it would refuse. An ErrorMsg is returned as a message. It returns
 // io.EOF only if r ends before the frame starts.
 func ReadFrame(r io.Reader) (Message, error) {
-	m, _, err := readFrame(r)
+	var h [HeaderLen]byte
+	m, _, err := readFrame(r, &h)
 	return m, err
 }
 
-// readFrame is ReadFrame that also reports how many bytes it consumed.
-func readFrame(r io.Reader) (Message, int, error) {
-	var h [HeaderLen]byte
+// readFrame is ReadFrame that also reports how many bytes it consumed,
+// reading the header into h (a Conn's own, so that a frame without a
+// payload, an Alive, costs no allocation).
+func readFrame(r io.Reader, h *[HeaderLen]byte) (Message, int, error) {
 	n, err := io.ReadFull(r, h[:])
 	if err != nil {
 		return nil, n, err
