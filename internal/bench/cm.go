@@ -25,6 +25,9 @@ func cmDevice(name string) (*ibverbs.Context, error) {
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("rdma_cm finds no RDMA devices")
 	}
+	for _, d := range devs[1:] {
+		d.Close() // a handle kept open keeps its device's event loop
+	}
 	return devs[0], nil
 }
 

@@ -53,7 +53,8 @@ type Set struct {
 // CONFIG_HZ=100. The kernel keeps the lifespan in ticks and asks the
 // driver again only when more than the lifespan's ticks have passed since
 // it last did (so a lifespan of 0 still caches within a tick); a wait of
-// the lifespan and one tick more covers that whatever the kernel's tick.
+// the lifespan rounded up to whole ticks, and one tick more, covers that
+// whatever the kernel's tick.
 const tick = 10 * time.Millisecond
 
 // Open returns the set of port's counters of device named by names, found
@@ -104,7 +105,10 @@ func (s *Set) readLifespan() {
 		return
 	}
 	if ms, err := s.read("hw_counters/lifespan"); err == nil && ms <= maxLifespan {
-		s.cached = time.Duration(ms)*time.Millisecond + tick
+		// The kernel reads anew once more than the lifespan, counted in
+		// whole ticks, has passed: round up to a tick, and add one.
+		l := time.Duration(ms) * time.Millisecond
+		s.cached = (l+tick-1)/tick*tick + tick
 	}
 }
 

@@ -168,6 +168,17 @@ func TestReadWaitsOutLifespan(t *testing.T) {
 	if s.cached != 0 {
 		t.Errorf("counters/ alone: Read waits %v, want 0", s.cached)
 	}
+	// A lifespan that is not a whole number of the longest ticks is
+	// rounded up to one: the kernel counts it in ticks.
+	for ms, wait := range map[string]time.Duration{"15": 30 * time.Millisecond, "0": tick, "10": 20 * time.Millisecond} {
+		s, err := Open(fakePort(t, map[string]string{"hw_counters/sent_pkts": "1", "hw_counters/lifespan": ms}), "rxe0", 1, []string{"sent_pkts"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.cached != wait {
+			t.Errorf("lifespan %s ms: Read waits %v, want %v", ms, s.cached, wait)
+		}
+	}
 	noLifespan := fakePort(t, map[string]string{"hw_counters/sent_pkts": "1"})
 	if s, err = Open(noLifespan, "rxe0", 1, []string{"sent_pkts"}); err != nil {
 		t.Fatal(err)
