@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -356,7 +357,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		err = bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, onHeader, func(r *bench.Result, err error) {
 			if r == nil && bench.KeepsWaiting(err) {
 				// Not a client's test, so not this run's outcome.
-				fmt.Fprintf(f.IO.ErrOut, "gorperf: %v; still waiting\n", err)
+				if ctx.Err() == nil {
+					fmt.Fprintf(f.IO.ErrOut, "gorperf: %v; still waiting\n", err)
+				}
 				return
 			}
 			res, runErr = r, err
@@ -364,7 +367,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		if err == nil {
 			err = runErr
 		}
-		if res == nil && err == nil && ctx.Err() != nil {
+		if res == nil && (err == nil || errors.Is(err, context.Canceled)) && ctx.Err() != nil {
+			// Ctrl-C before a client asked for a test, or while a test
+			// of several threads gathered its connections.
 			err = &interruptedError{"interrupted before a client asked for a test"}
 		}
 		return o.finish(f, "server", res, err)
