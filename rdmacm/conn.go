@@ -277,6 +277,7 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 			dev := "another device"
 			if ctx, err := id.Context(); err == nil {
 				dev = ctx.Name()
+				ctx.Close()
 			}
 			return c, fmt.Errorf("Config.PD is on %s, not on %s where the connection goes "+
 				"(or on a context not from rdmacm.Devices): %w", c.ctx.Name(), dev, syscall.EINVAL)

@@ -15,7 +15,9 @@ import (
 // rdma_free_devices): the contexts its IDs bind to. A PD or CQ made on one
 // of them can be shared by many connections (Config.PD, Config.SendCQ).
 // The contexts are borrowed: librdmacm keeps them open while it is loaded,
-// and closing one ends only the handle.
+// and closing one ends only the handle. Close those you do not keep: the
+// handles on a device share its async event stream (Context.Events), which
+// stays open while any is.
 func Devices() ([]*ibverbs.Context, error) {
 	var n C.int
 	list, err := C.rdma_get_devices(&n)
@@ -27,6 +29,7 @@ func Devices() ([]*ibverbs.Context, error) {
 	for _, c := range unsafe.Slice(list, int(n)) {
 		ctx, err := ibverbs.WrapContext(unsafe.Pointer(c))
 		if err != nil {
+			closeAll(out)
 			return nil, err
 		}
 		out = append(out, ctx)
@@ -40,10 +43,21 @@ func Device(name string) (*ibverbs.Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range devs {
+	for i, d := range devs {
 		if d.Name() == name {
+			closeAll(devs[:i])
+			closeAll(devs[i+1:])
 			return d, nil
 		}
 	}
+	closeAll(devs)
 	return nil, &OpError{Op: "device", Addr: name, Err: errNoDevice}
+}
+
+// closeAll closes handles not handed out: an open handle keeps its
+// device's shared event loop running (ibverbs.WrapContext).
+func closeAll(ctxs []*ibverbs.Context) {
+	for _, c := range ctxs {
+		c.Close()
+	}
 }

@@ -328,6 +328,9 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // connection (rdma_cm's event, or Config.CM.Timeout), where this side's
 // own failures (making its resources) are not.
 func peersFailure(err error) bool {
+	if errors.Is(err, rdmacm.ErrDeviceRemoved) {
+		return false
+	}
 	var ev *rdmacm.EventError
 	var rej *rdmacm.RejectedError
 	return errors.As(err, &ev) || errors.As(err, &rej) || errors.Is(err, context.DeadlineExceeded)
@@ -613,6 +616,10 @@ func (c *Conn) sent(wc *ibverbs.WC) {
 		c.fail(fmt.Errorf("rdmamsg: send to %s: %w", c.link.RemoteAddr(), wc.Err()))
 	}
 }
+
+// closeGrace is how long Close waits, once the connection has ended, for
+// the completions of the messages still on the send queue.
+const closeGrace = time.Second
 
 // lostError says how many messages sent may not have reached the peer,
 // those that failed and those still on the send queue, with c.mu held;
@@ -1262,11 +1269,20 @@ func (c *Conn) Close() error {
 		// for the sends to complete, and for a caller asleep on the CQ
 		// to leave it (interrupted, it does at once): the link's Close
 		// frees the channel.
+		// Once the connection has ended (the peer closed), messages still
+		// on the send queue complete soon: delivered (their ACK was on its
+		// way) or flushed, as the QP goes to the error state. Wait a
+		// moment for them before counting any as lost.
 		var lost error
+		var ended time.Time
 		for {
 			c.mu.Lock()
 			c.s.reap(c.closeKick)
-			sent := c.sqOut == 0 || c.err != nil || c.eof || c.link.Err() != nil
+			if ended.IsZero() && (c.eof || c.link.Err() != nil) {
+				ended = time.Now()
+			}
+			sent := c.sqOut == 0 || c.err != nil ||
+				!ended.IsZero() && (c.sqOut == c.upOut || time.Since(ended) > closeGrace)
 			done := sent && !c.s.asleep
 			if done {
 				lost = c.lostError()
@@ -1275,7 +1291,13 @@ func (c *Conn) Close() error {
 			if done {
 				break
 			}
-			c.s.sleep(context.Background(), c.closeKick, nil, c.link.Done())
+			if ended.IsZero() {
+				c.s.sleep(context.Background(), c.closeKick, nil, c.link.Done())
+			} else {
+				ctx, cancel := context.WithDeadline(context.Background(), ended.Add(closeGrace))
+				c.s.sleep(ctx, c.closeKick, nil, nil)
+				cancel()
+			}
 		}
 		c.stop()
 		c.loops.Wait()

@@ -60,7 +60,7 @@ func handshakeBoth(t testing.TB, srvNC, cliNC net.Conn, srvCfg, cliCfg *rdmamsg.
 // sent and then io.EOF, however long it waits first: its keepalives do
 // not go on to the peer's QP, which is gone, and fail there.
 func TestHandshakeEndIsEOF(t *testing.T) {
-	cfg := &rdmamsg.Config{KeepAlive: 20 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}}
+	cfg := &rdmamsg.Config{KeepAlive: 20 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 14, RetryCount: 1}}
 	srv, cli := handshakePair(t, cfg, cfg)
 	defer closeOK(t, cli)
 	ctx := timeout(t, 60*time.Second)

@@ -66,6 +66,7 @@ type PacketConn struct {
 	// less the header.
 	maxData int
 
+	dev  *ibverbs.Context // the ID's device, a handle on librdmacm's
 	pd   *ibverbs.PD
 	cch  *ibverbs.CompChannel // the CQ's
 	cq   *ibverbs.CQ          // for the send and the receive queue
@@ -173,10 +174,10 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 		return p, err
 	}
 	p.local, p.port = p.id.LocalAddr(), p.id.PortNum()
-	dev, err := p.id.Context()
-	if err != nil {
+	if p.dev, err = p.id.Context(); err != nil {
 		return p, err
 	}
+	dev := p.dev
 	pa, err := dev.QueryPort(p.port)
 	if err != nil {
 		return p, err
@@ -680,6 +681,7 @@ func (p *PacketConn) teardown() error {
 	closeIf(p.cq, p.cq != nil)
 	closeIf(p.cch, p.cch != nil)
 	closeIf(p.pd, p.pd != nil)
+	closeIf(p.dev, p.dev != nil)
 	closeIf(p.id, p.id != nil)
 	closeIf(p.ch, p.ch != nil)
 	return errors.Join(errs...)
