@@ -141,9 +141,9 @@ func rejectGID(e GIDEntry, r GIDRule, v2 map[GID]int) string {
 		return "IPv4, IPv6 wanted"
 	case r.Addr.IsValid() && a != r.Addr.Unmap():
 		return "address is not " + r.Addr.String()
-	case r.Prefix.IsValid() && !r.Prefix.Contains(a) && !(a.Is4() && r.Prefix.Contains(netip.AddrFrom16(a.As16()))):
+	case r.Prefix.IsValid() && !r.Prefix.Contains(a) && !(a.Is4() && mapped4(r.Prefix) && r.Prefix.Contains(netip.AddrFrom16(a.As16()))):
 		// An IPv4 GID is in an IPv4 subnet, or in an IPv4-mapped one
-		// (::ffff:198.18.0.0/111).
+		// (::ffff:198.18.0.0/111), not in an IPv6 one such as ::/0.
 		return "not in " + r.Prefix.String()
 	case r.Netdev != "" && e.Netdev != r.Netdev:
 		if e.Netdev == "" {
@@ -153,6 +153,10 @@ func rejectGID(e GIDEntry, r GIDRule, v2 map[GID]int) string {
 	}
 	return ""
 }
+
+// mapped4 reports whether p is a subnet of IPv4-mapped IPv6 addresses
+// (::ffff:0:0/96 or narrower).
+func mapped4(p netip.Prefix) bool { return p.Bits() >= 96 && p.Addr().Is4In6() }
 
 // NoGIDError says that no GID table entry passed a GIDRule, and why each
 // was rejected.

@@ -42,6 +42,7 @@ func TestSelectGID(t *testing.T) {
 		{"by subnet", GIDRule{Prefix: netip.MustParsePrefix("198.19.0.0/16")}, 6},
 		{"by IPv4-mapped subnet", GIDRule{Prefix: netip.MustParsePrefix("::ffff:198.19.0.0/112")}, 6},
 		{"by IPv6 subnet", GIDRule{Prefix: netip.MustParsePrefix("2001:db8::/32")}, 3},
+		{"any IPv6", GIDRule{Prefix: netip.MustParsePrefix("::/0")}, 3},
 		{"by netdev", GIDRule{Netdev: "eth1.100"}, 6},
 		{"link-local on request", GIDRule{Family: 6, AllowLinkLocal: true}, 1},
 	}

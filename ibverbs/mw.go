@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -18,7 +19,7 @@ type MW struct {
 	c    *C.struct_ibv_mw
 	pd   *PD
 	typ  MWType
-	rkey uint32 // as c.rkey, which a concurrent Close frees
+	rkey atomic.Uint32 // as c.rkey, which a concurrent Close frees
 }
 
 // AllocMW allocates an unbound memory window (ibv_alloc_mw). A device
@@ -34,7 +35,9 @@ func (pd *PD) AllocMW(t MWType) (*MW, error) {
 		return nil, fmt.Errorf("memory window of %v: %w", t, verbError("ibv_alloc_mw", int(errno)))
 	}
 	pd.kids.add()
-	return &MW{c: w, pd: pd, typ: t, rkey: uint32(w.rkey)}, nil
+	mw := &MW{c: w, pd: pd, typ: t}
+	mw.rkey.Store(uint32(w.rkey))
+	return mw, nil
 }
 
 // RKey returns the window's rkey as its struct ibv_mw holds it: the key
@@ -46,7 +49,7 @@ func (mw *MW) RKey() uint32 {
 	if mw.c == nil {
 		return 0
 	}
-	return mw.rkey
+	return mw.rkey.Load()
 }
 
 // Type returns the window's type.
@@ -128,6 +131,7 @@ func (qp *QP) BindMW(mw *MW, id uint64, flags SendFlags, b MWBind) (uint32, erro
 		C.uint64_t(b.Addr), C.uint64_t(b.Length), C.uint(b.Access)); rc != 0 {
 		return 0, verbError("ibv_bind_mw", int(rc))
 	}
-	mw.rkey = uint32(mw.c.rkey) // ibv_bind_mw set it
-	return mw.rkey, nil
+	k := uint32(mw.c.rkey) // ibv_bind_mw set it
+	mw.rkey.Store(k)
+	return k, nil
 }

@@ -390,7 +390,7 @@ func rekey(posted []SendWR) {
 	for i := range posted {
 		if w := &posted[i]; w.Opcode == OpBindMW {
 			w.Bind.MW.c.rkey = C.uint32_t(w.RKey)
-			w.Bind.MW.rkey = w.RKey
+			w.Bind.MW.rkey.Store(w.RKey)
 		}
 	}
 }
