@@ -236,22 +236,30 @@ func TestRdmapingServesAfterFailedClients(t *testing.T) {
 }
 
 // A client's time limit is on each round trip, not on the whole run: a run
-// that takes longer than the limit succeeds.
+// that takes longer than the limit succeeds. The limit is set from a first
+// run's round trips, many times their mean, and the second run is long
+// enough to take two and a half limits, whatever the host's speed.
 func TestRdmapingLimitPerRoundTrip(t *testing.T) {
 	a := addr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	srv := startServer(t, ctx, a, "-n", "1")
-	defer func(d time.Duration) { rttTimeout = d }(rttTimeout)
-	rttTimeout = 250 * time.Millisecond
+	srv := startServer(t, ctx, a, "-n", "2")
 	start := time.Now()
-	const count = 1500
+	const warm = 100
+	if err := ping(ctx, a, warm); err != nil {
+		t.Fatalf("%d round trips: %v", warm, err)
+	}
+	rtt := time.Since(start) / warm // a dial's time included: an overestimate
+	defer func(d time.Duration) { rttTimeout = d }(rttTimeout)
+	rttTimeout = max(50*rtt, 200*time.Millisecond)
+	count := int(5 * rttTimeout / 2 / rtt)
+	start = time.Now()
 	if err := ping(ctx, a, count); err != nil {
-		t.Fatalf("%d round trips: %v", count, err)
+		t.Fatalf("%d round trips, each within %v: %v", count, rttTimeout, err)
 	}
 	took := time.Since(start)
 	if took <= rttTimeout {
-		t.Fatalf("%d round trips took %v, within the limit of %v: the test shows nothing; raise the count", count, took, rttTimeout)
+		t.Fatalf("%d round trips took %v, within the limit of %v: the test shows nothing", count, took, rttTimeout)
 	}
 	t.Logf("%d round trips in %v, each within %v", count, took, rttTimeout)
 	if err := srv.Cmd.Wait(); err != nil {

@@ -296,7 +296,22 @@ func serve(ctx context.Context, dev, addr string, n int) error {
 		err = e.send(ctx, payload, ah, wc.SrcQP, e.me.QKey)
 		ah.Close()
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return nil // Ctrl-C
+			}
+			if st, serr := e.qp.State(); serr != nil || st == ibverbs.QPStateRTS {
+				return err
+			}
+			// A datagram that came after this one put the QP in the
+			// error state, and the echo was flushed: put it back, as
+			// for a failed receive, and serve on.
+			fmt.Fprintf(os.Stderr, "udecho: the echo to %s QPN %#x: %v", from, wc.SrcQP, err)
+			note, err := e.skip(wc)
+			fmt.Fprintln(os.Stderr, note)
+			if err != nil {
+				return fmt.Errorf("recovering from a failed echo: %w", err)
+			}
+			continue
 		}
 		done++
 		fmt.Printf("echoed %d bytes to %s QPN %#x\n", len(payload), from, wc.SrcQP)
