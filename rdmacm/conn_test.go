@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
@@ -520,7 +521,7 @@ func TestLowLevel(t *testing.T) {
 		}
 		acc <- err
 	}()
-	ch, id, next := routedID(t, ctx, n.IP, l.Addr())
+	ch, id, next := rdmatest.RoutedID(t, ctx, n.IP, l.Addr())
 	dctx, err := id.Context()
 	if err != nil {
 		t.Fatal(err)
@@ -997,7 +998,7 @@ func TestListenerCloseEndsAccept(t *testing.T) {
 		}
 		acc <- err
 	}()
-	_, id, next := routedID(t, timeout(t, 30*time.Second), n.IP, l.Addr())
+	_, id, next := rdmatest.RoutedID(t, timeout(t, 30*time.Second), n.IP, l.Addr())
 	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}

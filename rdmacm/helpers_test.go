@@ -86,43 +86,6 @@ func tryConnect(ctx context.Context, l *rdmacm.Listener, src netip.Addr, cfg *rd
 	return a.c, cli, nil
 }
 
-// routedID makes an RC ID on a channel of its own and resolves its
-// address and route from src to dst, as Dial does before it connects;
-// next takes the channel's next event, which must be want and the ID's.
-// The ID and the channel close when the test ends.
-func routedID(t *testing.T, ctx context.Context, src netip.Addr, dst netip.AddrPort) (ch *rdmacm.EventChannel, id *rdmacm.ID, next func(want rdmacm.EventType) *rdmacm.Event) {
-	t.Helper()
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, ch) })
-	if id, err = ch.CreateID(rdmacm.PortSpaceTCP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, id) })
-	next = func(want rdmacm.EventType) *rdmacm.Event {
-		t.Helper()
-		ev, err := ch.GetEvent(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type != want || ev.ID != id {
-			t.Fatalf("event %s for %p, want %s for %p", ev, ev.ID, want, id)
-		}
-		return ev
-	}
-	if err := id.ResolveAddr(netip.AddrPortFrom(src, 0), dst, 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	next(rdmacm.EventAddrResolved)
-	if err := id.ResolveRoute(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	next(rdmacm.EventRouteResolved)
-	return ch, id, next
-}
-
 // devicePD returns librdmacm's context for n's device and a PD on it, for
 // what a listener's connections share; both close when the test ends.
 func devicePD(t *testing.T, n testNet) (*ibverbs.Context, *ibverbs.PD) {

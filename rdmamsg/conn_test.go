@@ -677,42 +677,15 @@ func TestPeerDies(t *testing.T) {
 
 // rawDial sends an rdmamsg connection request from src to dst through an
 // rdma_cm ID of its own, which has no QP, so that the test decides what
-// follows the listener's reply; next takes the ID's next event, which must
-// be want. The ID closes when the test ends.
-func rawDial(t *testing.T, ctx context.Context, src netip.Addr, dst netip.AddrPort) (id *rdmacm.ID, next func(want rdmacm.EventType)) {
+// follows the listener's reply. The ID closes when the test ends.
+func rawDial(t *testing.T, ctx context.Context, src netip.Addr, dst netip.AddrPort) *rdmacm.ID {
 	t.Helper()
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, ch) })
-	if id, err = ch.CreateID(rdmacm.PortSpaceTCP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, id) })
-	next = func(want rdmacm.EventType) {
-		t.Helper()
-		ev, err := ch.GetEvent(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Type != want || ev.ID != id {
-			t.Fatalf("event %s for %p, want %s for %p", ev, ev.ID, want, id)
-		}
-	}
-	if err := id.ResolveAddr(netip.AddrPortFrom(src, 0), dst, 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	next(rdmacm.EventAddrResolved)
-	if err := id.ResolveRoute(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	next(rdmacm.EventRouteResolved)
+	_, id, next := rdmatest.RoutedID(t, ctx, src, dst)
 	if err := id.Connect(&rdmacm.ConnParam{PrivateData: rdmamsg.Hello(16, 4096), RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}
 	next(rdmacm.EventConnectResponse) // the listener has answered
-	return id, next
+	return id
 }
 
 // TestListenerCloseEndsAccept: Close ends an Accept that has answered a
@@ -769,7 +742,7 @@ func TestAcceptSkipsFailedPeer(t *testing.T) {
 		c, err := l.Accept(ctx)
 		acc <- res{c, err}
 	}()
-	id, _ := rawDial(t, ctx, cliNet.IP, l.Addr())
+	id := rawDial(t, ctx, cliNet.IP, l.Addr())
 	if err := id.Reject(nil); err != nil {
 		t.Fatal(err)
 	}

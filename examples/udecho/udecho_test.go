@@ -37,6 +37,14 @@ func startServer(t *testing.T, ctx context.Context, args ...string) rdmatest.Sta
 	return srv
 }
 
+// endpointAddr is where the server started by startServer gives out its
+// endpoint: the end of its first line, "serving on DEV QPN 0x.. (GID
+// ...), endpoint at IP:PORT".
+func endpointAddr(srv rdmatest.Started) string {
+	first := srv.Lines.Text()
+	return first[strings.LastIndex(first, " ")+1:]
+}
+
 // The example runs as its doc comment says: a server on one device echoes
 // three datagrams from a client on another (or the same) device, naming
 // the client's address, which it learned from the datagrams alone.
@@ -53,9 +61,7 @@ func TestUDEcho(t *testing.T) {
 	defer cancel()
 
 	srv := startServer(t, ctx, "-d", srvDev, "-l", net.JoinHostPort(ip, "0"), "-n", "3")
-	// "serving on DEV QPN 0x.. (GID ...), endpoint at IP:PORT"
-	first := srv.Lines.Text()
-	addr := first[strings.LastIndex(first, " ")+1:]
+	addr := endpointAddr(srv)
 
 	cli, err := udecho(ctx, "-d", cliDev, "-n", "3", addr).CombinedOutput()
 	if err != nil {
@@ -173,8 +179,7 @@ func TestUDEchoClientDefault(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv := startServer(t, ctx, "-d", srvDev, "-l", net.JoinHostPort(listenIP(), "0"))
-	first := srv.Lines.Text()
-	addr := first[strings.LastIndex(first, " ")+1:]
+	addr := endpointAddr(srv)
 	cli, err := udecho(ctx, "-d", clientDev(srvDev), addr).CombinedOutput()
 	if err != nil {
 		t.Fatalf("client: %v\n%s", err, cli)
@@ -194,8 +199,7 @@ func TestUDEchoOversize(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv := startServer(t, ctx, "-d", srvDev, "-l", net.JoinHostPort(listenIP(), "0"))
-	first := srv.Lines.Text()
-	addr := first[strings.LastIndex(first, " ")+1:]
+	addr := endpointAddr(srv)
 
 	e, err := open(clientDev(srvDev))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +23,21 @@ func TestPeerStopped(t *testing.T) {
 	t.Run("server", testServerStopped)
 }
 
+// stop stops cmd's process (SIGSTOP) and returns when; the process is
+// killed when the test ends.
+func stop(t *testing.T, cmd *exec.Cmd) time.Time {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Wait()
+	})
+	return time.Now()
+}
+
 // testClientStopped stops a client of `gorperf serve`: the server reports
 // the test failed and serves the next client.
 func testClientStopped(t *testing.T) {
@@ -34,15 +50,7 @@ func testClientStopped(t *testing.T) {
 	cli, _ := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "30", "--peer-timeout", "2", addr)
 	waitOutput(t, srvOut, "GID index") // connected: the test runs
 	time.Sleep(time.Second)
-	if err := cli.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
-	defer func() {
-		cli.Process.Kill()
-		cli.Process.Signal(syscall.SIGCONT)
-		cli.Wait()
-	}()
+	stopped := stop(t, cli)
 	// The next client is served once the server has given up on the
 	// stopped one: within the peer timeout, not the stopped one's 30 s.
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "100", "--json", addr).CombinedOutput()
@@ -68,18 +76,10 @@ func testServerStopped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "2")
-	defer func() {
-		srv.Process.Kill()
-		srv.Process.Signal(syscall.SIGCONT)
-		srv.Wait()
-	}()
 	waitListening(t, port)
 	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-a", "-n", "200", "--peer-timeout", "2", addr)
 	waitOutput(t, srvOut, "GID index")
-	if err := srv.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
+	stopped := stop(t, srv)
 	err := cli.Wait()
 	if code, e := procExit(err), cli.Stderr.(*bytes.Buffer).String(); code == 0 || !strings.Contains(e, "stopped or hung") {
 		t.Errorf("the client of a stopped server: exit %d (%v), want a failure that says why:\n%s%s", code, err, cliOut, e)
