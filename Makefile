@@ -6,9 +6,10 @@ export PATH := $(PATH):/usr/local/go/bin:$(shell $(GO) env GOPATH 2>/dev/null)/b
 BUILD := build
 TESTBIN := $(BUILD)/test
 VM := ci/rxe-vm/run
-# Packages whose tests touch a device: built here, run on the device or in the VM.
-# (those whose tests import internal/rdmatest)
-DEVICE_PKGS := $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... 2>/dev/null | awk '$$1 !~ /rdmatest$$/ && /internal\/rdmatest/ { print $$1 }')
+# Packages whose tests touch a device: built here, run on the device or in the VM
+# (those whose tests import internal/rdmatest). Listed when test-binaries runs,
+# after deps has installed the C compiler that cgo, and so those tests, need.
+DEVICE_PKGS_CMD := CGO_ENABLED=1 $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '$$1 !~ /rdmatest$$/ && /internal\/rdmatest/ { print $$1 }'
 HAVE_DEVICE := $(shell ls /sys/class/infiniband 2>/dev/null | head -1)
 
 .PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race race-device check bench clean docs man
@@ -46,10 +47,22 @@ device-tests-must-fail: test-binaries
 		echo "ok: without an RDMA device the device tests fail, as they must"; \
 	fi
 
-.PHONY: test-binaries device-tests-must-fail
+## vm-selftest: the VM runner fails a run whose guest set-up fails (an MTU
+## the veth cannot take), with exit 125 and the reason, rather than running
+## the command on a half-made VM.
+vm-selftest:
+	@out=$$($(VM) -M 99999 -t 300 -- true 2>&1); rc=$$?; \
+	if [ $$rc -ne 125 ] || ! grep -q 'guest set-up failed' <<<"$$out"; then \
+		echo "$$out"; echo "FAIL: a failed guest set-up gave exit $$rc, want 125"; exit 1; \
+	fi; \
+	echo "ok: a failed guest set-up fails the run (exit 125)"
+
+.PHONY: test-binaries device-tests-must-fail vm-selftest
 test-binaries:
 	@rm -rf $(TESTBIN); mkdir -p $(TESTBIN)
-	@for p in $(DEVICE_PKGS); do \
+	@set -o pipefail; pkgs=$$($(DEVICE_PKGS_CMD)) || exit 1; \
+	[ -n "$$pkgs" ] || { echo "test-binaries: no device test packages found (is gcc there for cgo? is go on PATH?)" >&2; exit 1; }; \
+	for p in $$pkgs; do \
 		n=$$(echo $${p#github.com/gorperf/gorperf/} | tr / _); \
 		$(GO) test -c $(TESTFLAGS) -o $(TESTBIN)/$$n.test $$p || exit 1; \
 		$(GO) list -f '{{.Dir}}' $$p > $(TESTBIN)/$$n.srcdir; \

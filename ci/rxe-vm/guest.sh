@@ -88,7 +88,12 @@ setup() {
 	fi
 	echo "$env" >/run/rxe-vm-env
 }
-if ! (setup) >"$X/setup.log" 2>&1; then
+# Not as an if's condition: there bash ignores set -e, even in the
+# subshell, and a failed step would go unnoticed.
+(setup) >"$X/setup.log" 2>&1
+setup_rc=$?
+if [ "$setup_rc" -ne 0 ]; then
+	echo "setup failed (exit $setup_rc)" >>"$X/setup.log"
 	cp "$X/setup.log" "$X/setup.err"
 	echo 125 >"$X/rc"
 	poweroff_now
