@@ -9,7 +9,15 @@ set -euo pipefail
 
 build=(gcc make pkg-config libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
 	ibverbs-utils rdmacm-utils perftest iproute2)
-vm=(qemu-system-x86 linux-image-amd64 busybox-static kmod cpio)
+# The VM boots the host's distribution kernel; its modules may be
+# compressed (xz, zstd), and the runner unpacks those it puts in the
+# initramfs. Ubuntu's kernel metapackage is linux-image-generic, which
+# brings the modules-extra package that holds rdma_rxe.
+kernel=linux-image-amd64
+if grep -qs '^ID=ubuntu' /etc/os-release; then
+	kernel=linux-image-generic
+fi
+vm=(qemu-system-x86 "$kernel" busybox-static kmod cpio xz-utils zstd)
 
 want=("${build[@]}")
 [ "${1:-vm}" = vm ] && want+=("${vm[@]}")
@@ -18,10 +26,10 @@ for p in "${want[@]}"; do
 	s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
 	[ "$s" = "install ok installed" ] || missing+=("$p")
 done
-# linux-image-amd64 is a metapackage: any installed kernel with rdma_rxe will do.
-if [[ " ${missing[*]} " == *" linux-image-amd64 "* ]] &&
+# The kernel package is a metapackage: any installed kernel with rdma_rxe will do.
+if [[ " ${missing[*]} " == *" $kernel "* ]] &&
 	compgen -G "/lib/modules/*/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko*" >/dev/null; then
-	missing=("${missing[@]/linux-image-amd64/}")
+	missing=("${missing[@]/$kernel/}")
 fi
 read -r -a missing <<<"${missing[*]}"
 if [ ${#missing[@]} -eq 0 ]; then
