@@ -6,7 +6,8 @@
 // difference and ratio of t_typical and the 99th percentile for latency.
 // It also writes the figures as JSON, after every case: a run stopped by
 // Ctrl-C or a TERM prints the table of the cases done and keeps their JSON,
-// whose "complete" is then false.
+// whose "complete" is then false. It exits 1 when a case has no ratio
+// because one tool failed every run.
 //
 // Each case runs both tools -reps times, alternating which goes first, and
 // compares medians. gorperf is given the TX depth, CQ moderation, inline
@@ -239,6 +240,24 @@ func main() {
 		cleanup()
 		os.Exit(130)
 	}
+	if n := failedRows(rows); n > 0 {
+		// Every run of a tool failed there: no ratio, and a table that
+		// says ERROR is not a comparison.
+		fmt.Fprintf(os.Stderr, "compare: %d of %d cases have no ratio: a tool failed every run (see the table and the JSON's errors)\n", n, len(rows))
+		cleanup()
+		os.Exit(1)
+	}
+}
+
+// failedRows counts the rows where gorperf or perftest failed every run.
+func failedRows(rows []row) int {
+	n := 0
+	for _, r := range rows {
+		if r.Gorperf.Err != "" || r.Perftest.Err != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // A testCase is one row of the table: a test, a message size, a QP count
@@ -360,6 +379,7 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 	// perftest picks some defaults by device (inline data only on NICs it
 	// knows, for one): gorperf gets what perftest's header says it used.
 	var params []string
+	var known bool // params come from a perftest run that succeeded
 	var pruns, gruns []measure
 	for i := range c.reps {
 		// Alternate which tool goes first, so that a drift in the
@@ -368,10 +388,16 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 		for _, gorperf := range []bool{i%2 == 1, i%2 == 0} {
 			if !gorperf {
 				m, header := c.run(ctx, false, test, size, qps, extra, 0)
-				if params == nil && m.Err == "" {
-					params = perftestParams(header)
+				if !known && m.Err == "" {
+					params, known = perftestParams(header), true
 				}
 				pruns = append(pruns, m)
+				continue
+			}
+			if !known {
+				// Without perftest's parameters gorperf would run with
+				// its own defaults: not the same test.
+				gruns = append(gruns, measure{Err: "not run: perftest's runs so far failed, so its parameters are not known"})
 				continue
 			}
 			m, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), 0)

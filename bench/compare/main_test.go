@@ -74,6 +74,13 @@ func TestSummarize(t *testing.T) {
 	if st := summarize([]measure{{Err: "a"}, {Err: "b"}}, true); st.Err != "a" {
 		t.Errorf("all failed: error %q, want the first", st.Err)
 	}
+	// A case where a tool failed every run has no ratio, and counts as
+	// failed for the exit status.
+	failed, good := summarize([]measure{{Err: "a"}}, true), summarize(runs, true)
+	rows := []row{{Gorperf: good, Perftest: good}, {Gorperf: good, Perftest: failed}, {Gorperf: failed, Perftest: good}}
+	if n := failedRows(rows); n != 2 {
+		t.Errorf("failedRows = %d, want 2", n)
+	}
 }
 
 func TestCounterDelta(t *testing.T) {
