@@ -41,6 +41,7 @@ COPY . .
 #                           internal_bench, as make test-binaries names them);
 #                           NAME.srcdir names the directory it runs in
 # /out/src/DIR/testdata     each package's testdata, for the tests that read it
+# /out/src/docs/cli         the CLI reference, which gendocs' test compares
 RUN set -eu; \
     mkdir -p /out/tests /out/src; \
     go build -trimpath -o /out/gorperf ./cmd/gorperf; \
@@ -57,6 +58,7 @@ RUN set -eu; \
         if [ -z "$rel" ] && [ -d testdata ]; then cp -a testdata /out/src/; fi; \
         echo "/opt/gorperf/src/$rel" >"/out/tests/$name.srcdir"; \
     done; \
+    mkdir -p /out/src/docs && cp -a docs/cli /out/src/docs/; \
     ls -l /out /out/tests
 
 # ---- runtime -----------------------------------------------------------------

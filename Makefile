@@ -97,8 +97,9 @@ endif
 ## seed corpus of the exchange lives in internal/exchange/testdata/fuzz.
 FUZZTIME ?= 10s
 fuzz:
-	@for p in ./internal/exchange ./rdmamsg; do \
-		for t in $$(CGO_ENABLED=0 $(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
+	@set -o pipefail; for p in ./internal/exchange ./rdmamsg; do \
+		ts=$$(CGO_ENABLED=0 $(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz) || { echo "fuzz: no fuzz targets found in $$p" >&2; exit 1; }; \
+		for t in $$ts; do \
 			echo "fuzz $$p $$t for $(FUZZTIME)"; \
 			CGO_ENABLED=0 $(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 		done; \

@@ -606,6 +606,11 @@ func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps i
 		srv.Env = append(os.Environ(), c.env...)
 		cli.Env = srv.Env
 	}
+	// Killed with this process, should it die without its deferred kill
+	// (SIGKILL): a server left listening would answer the next run's
+	// client, with other flags.
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cli.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var srvOut, out, errb bytes.Buffer
 	srv.Stdout, srv.Stderr = &srvOut, &srvOut
 	cli.Stdout, cli.Stderr = &out, &errb
