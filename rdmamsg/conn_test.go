@@ -70,31 +70,42 @@ func pair(t testing.TB, srvCfg, cliCfg *rdmamsg.Config) (s, c *rdmamsg.Conn) {
 	}
 	srvNet, cliNet := ends(t)
 	ctx := timeout(t, 60*time.Second)
-	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), srvCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, acc := listenAccepting(t, ctx, srvNet.IP, srvCfg)
 	defer l.Close()
-	type res struct {
-		c   *rdmamsg.Conn
-		err error
-	}
-	acc := make(chan res, 1)
-	go func() {
-		c, err := l.Accept(ctx)
-		acc <- res{c, err}
-	}()
 	var cc rdmamsg.Config
 	if cliCfg != nil {
 		cc = *cliCfg
 	}
 	cc.CM.SrcAddr = cliNet.IP.String()
-	c, err = rdmamsg.Dial(ctx, l.Addr().String(), &cc)
+	c, err := rdmamsg.Dial(ctx, l.Addr().String(), &cc)
 	a := <-acc
 	if err != nil || a.err != nil {
 		t.Fatalf("dial: %v; accept: %v", err, a.err)
 	}
 	return a.c, c
+}
+
+// accepted is what an Accept returned.
+type accepted struct {
+	c   *rdmamsg.Conn
+	err error
+}
+
+// listenAccepting listens on ip with cfg and runs one Accept in the
+// background, whose outcome comes on the channel. The caller closes the
+// listener.
+func listenAccepting(t testing.TB, ctx context.Context, ip netip.Addr, cfg *rdmamsg.Config) (*rdmamsg.Listener, <-chan accepted) {
+	t.Helper()
+	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(ip, 0).String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := make(chan accepted, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		acc <- accepted{c, err}
+	}()
+	return l, acc
 }
 
 // rnrNAKs reads how many RNR NAKs the devices under test have received,
@@ -693,30 +704,25 @@ func rawDial(t *testing.T, ctx context.Context, src netip.Addr, dst netip.AddrPo
 func TestListenerCloseEndsAccept(t *testing.T) {
 	srvNet, cliNet := ends(t)
 	ctx := timeout(t, 60*time.Second)
-	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, acc := listenAccepting(t, ctx, srvNet.IP, nil)
 	defer l.Close()
-	acc := make(chan error, 1)
-	go func() {
-		c, err := l.Accept(ctx)
-		if c != nil {
-			c.Close()
-		}
-		acc <- err
-	}()
 	rawDial(t, ctx, cliNet.IP, l.Addr())
 	select {
-	case err := <-acc:
-		t.Fatalf("Accept returned before the connection was completed: %v", err)
+	case r := <-acc:
+		if r.c != nil {
+			r.c.Close()
+		}
+		t.Fatalf("Accept returned before the connection was completed: %v", r.err)
 	case <-time.After(100 * time.Millisecond):
 	}
 	closeOK(t, l)
 	select {
-	case err := <-acc:
-		if !errors.Is(err, rdmamsg.ErrClosed) {
-			t.Errorf("Accept after Close: %v, want ErrClosed", err)
+	case r := <-acc:
+		if r.c != nil {
+			r.c.Close()
+		}
+		if !errors.Is(r.err, rdmamsg.ErrClosed) {
+			t.Errorf("Accept after Close: %v, want ErrClosed", r.err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Accept still waits 5 s after the listener's Close")
@@ -728,20 +734,8 @@ func TestListenerCloseEndsAccept(t *testing.T) {
 func TestAcceptSkipsFailedPeer(t *testing.T) {
 	srvNet, cliNet := ends(t)
 	ctx := timeout(t, 60*time.Second)
-	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, acc := listenAccepting(t, ctx, srvNet.IP, nil)
 	defer l.Close()
-	type res struct {
-		c   *rdmamsg.Conn
-		err error
-	}
-	acc := make(chan res, 1)
-	go func() {
-		c, err := l.Accept(ctx)
-		acc <- res{c, err}
-	}()
 	id := rawDial(t, ctx, cliNet.IP, l.Addr())
 	if err := id.Reject(nil); err != nil {
 		t.Fatal(err)
