@@ -94,10 +94,10 @@ type devState struct {
 
 // devStates holds the devState of each struct ibv_context with open
 // handles.
-var devStates struct {
+var devStates = struct {
 	mu sync.Mutex
 	m  map[*C.struct_ibv_context]*devState
-}
+}{m: map[*C.struct_ibv_context]*devState{}}
 
 // attachDev returns c's devState, made if c has none, and counts one more
 // handle on it.
@@ -106,9 +106,6 @@ func attachDev(c *C.struct_ibv_context) *devState {
 	defer devStates.mu.Unlock()
 	d := devStates.m[c]
 	if d == nil {
-		if devStates.m == nil {
-			devStates.m = map[*C.struct_ibv_context]*devState{}
-		}
 		d = &devState{objs: map[unsafe.Pointer]any{}}
 		devStates.m[c] = d
 	}
@@ -148,10 +145,13 @@ func (c *Context) unregister(p unsafe.Pointer) {
 	c.dev.mu.Unlock()
 }
 
-func (c *Context) lookup(p unsafe.Pointer) any {
-	c.dev.mu.Lock()
-	defer c.dev.mu.Unlock()
-	return c.dev.objs[p]
+func (c *Context) lookup(p unsafe.Pointer) any { return c.dev.lookup(p) }
+
+// lookup returns the QP, CQ or SRQ whose C pointer is p, or nil.
+func (d *devState) lookup(p unsafe.Pointer) any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.objs[p]
 }
 
 // DeviceAttr holds a device's capabilities (struct ibv_device_attr_ex).

@@ -93,10 +93,7 @@ func (c *Context) Events() (<-chan AsyncEvent, error) {
 				e.Port = int(*(*C.int)(unsafe.Pointer(&ev.element)))
 			}
 			if obj != nil {
-				d.mu.Lock()
-				o := d.objs[obj]
-				d.mu.Unlock()
-				switch o := o.(type) {
+				switch o := d.lookup(obj).(type) {
 				case *QP:
 					e.QP = o
 				case *CQ:
