@@ -301,12 +301,14 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		return nil, err
 	}
 	// This side says it is alive while it has nothing else to say, from
-	// here to the end; once the Setups are swapped, and the peer does the
-	// same, a wait for the peer fails when it has sent nothing for the
-	// idle timeout: stopped or hung, it would otherwise be waited for as
-	// long as it stays so (see SetPeerTimeout below).
+	// here to the end, and the peer does the same from its start of run:
+	// once its first Alive has come, a wait for the peer fails when it
+	// has sent nothing for the idle timeout. Stopped or hung, in its
+	// set-up as in the test, it would otherwise be waited for as long as
+	// it stays so, or as long as the control protocol's 30 s.
 	stopAlive := c.KeepAlive(alivePeriod(l))
 	defer stopAlive()
+	c.SetPeerTimeout(idleTimeout(l))
 	s, err := openSession(spec, l)
 	if err != nil {
 		return refuse(err)
@@ -332,7 +334,6 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	if err != nil {
 		return nil, err
 	}
-	c.SetPeerTimeout(s.idle)
 	if err := s.connect(remote); err != nil {
 		return refuse(err)
 	}

@@ -32,6 +32,7 @@ type Conn struct {
 	wbuf []byte
 
 	silence atomic.Int64 // SetPeerTimeout's, in nanoseconds
+	heard   bool         // an Alive has come: the peer runs KeepAlive (rmu)
 }
 
 // NewConn returns a Conn over nc. The Conn reads no further than the frames
@@ -166,13 +167,16 @@ func (c *Conn) recv(ctx context.Context) (Message, error) {
 // recvFrame receives the next frame, Alive included, with c.rmu held and
 // the read deadline bound to ctx. With a peer timeout it moves the
 // deadline to the timeout from now, or ctx's if that is sooner: each
-// frame, however small, starts the peer's time again. It allocates
-// nothing for an Alive.
+// frame, however small, starts the peer's time again. The timeout counts
+// only once an Alive has come. It allocates nothing for an Alive.
 func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 	if c.rerr != nil {
 		return nil, c.rerr
 	}
-	silence := time.Duration(c.silence.Load())
+	var silence time.Duration
+	if c.heard {
+		silence = time.Duration(c.silence.Load())
+	}
 	if silence > 0 {
 		dl := time.Now().Add(silence)
 		if cd, ok := ctx.Deadline(); ok && cd.Before(dl) {
@@ -187,6 +191,9 @@ func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 	}
 	m, n, err := readFrame(c.nc, &c.rhdr)
 	if err == nil {
+		if _, ok := m.(Alive); ok {
+			c.heard = true
+		}
 		return m, nil
 	}
 	if silence > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !ended(ctx) {
@@ -204,13 +211,16 @@ func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 // SetPeerTimeout makes every receive fail with a *SilenceError once the
 // peer has sent nothing, not even an Alive, for d, however long the
 // receive's context allows: a peer that runs KeepAlive with a shorter
-// period and stays silent is stopped or hung. 0, the default, waits as
-// long as the context does. The Conn stays usable after such a failure.
+// period and stays silent is stopped or hung. The timeout counts only
+// once the peer's first Alive has come, so it can be set before the peer
+// starts its KeepAlive: until then, receives wait as long as their
+// context allows. 0, the default, always does. The Conn stays usable
+// after such a failure.
 func (c *Conn) SetPeerTimeout(d time.Duration) { c.silence.Store(int64(max(d, 0))) }
 
-// KeepAlive sends an Alive every period until stop is called, the Conn
-// is closed or a send fails, so that a peer with SetPeerTimeout knows this
-// side is alive while it has nothing else to say. Sends of other messages
+// KeepAlive sends an Alive at once and then every period until stop is
+// called, the Conn is closed or a send fails, so that a peer with
+// SetPeerTimeout knows this side is alive while it has nothing else to say. Sends of other messages
 // go on meanwhile: each frame goes whole. stop returns once the sender has
 // finished.
 func (c *Conn) KeepAlive(period time.Duration) (stop func()) {
@@ -221,13 +231,13 @@ func (c *Conn) KeepAlive(period time.Duration) (stop func()) {
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
+			if err := c.sendAlive(period); err != nil && !isTimeout(err) {
+				return
+			}
 			select {
 			case <-quit:
 				return
 			case <-t.C:
-			}
-			if err := c.sendAlive(period); err != nil && !isTimeout(err) {
-				return
 			}
 		}
 	}()

@@ -436,13 +436,17 @@ func TestKeepAliveOutlastsPeerTimeout(t *testing.T) {
 	}
 }
 
-// A peer that sends nothing fails the receive once the peer timeout has
-// passed, long before the context's end, with a *SilenceError; the Conn
-// stays usable. A context that ends first gives its own error.
+// A peer that has kept alive and then sends nothing fails the receive
+// once the peer timeout has passed, long before the context's end, with a
+// *SilenceError; the Conn stays usable. A context that ends first gives
+// its own error.
 func TestPeerTimeoutSilentPeer(t *testing.T) {
 	a, b := tcpPair(t)
 	b.SetPeerTimeout(150 * time.Millisecond)
 	ctx := timeout(t, 10*time.Second)
+	if err := a.sendAlive(time.Second); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	_, err := b.RecvSync(ctx)
 	var se *SilenceError
@@ -467,6 +471,31 @@ func TestPeerTimeoutSilentPeer(t *testing.T) {
 	defer cancel()
 	if _, err := b.RecvSync(short); !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &se) {
 		t.Errorf("RecvSync past its context's deadline: %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// The peer timeout counts once the peer's first Alive has come: a side can
+// set it before the peer has started its KeepAlive, and a receive waits for
+// that peer as long as its context allows. KeepAlive's first Alive goes at
+// once, not a period later, so that the timeout counts from then.
+func TestPeerTimeoutBeforeFirstAlive(t *testing.T) {
+	a, b := tcpPair(t)
+	b.SetPeerTimeout(100 * time.Millisecond)
+	ctx := timeout(t, 10*time.Second)
+	short, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	defer cancel()
+	if _, err := b.RecvSync(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("RecvSync from a peer that never kept alive: %v, want its context's end", err)
+	}
+	stop := a.KeepAlive(time.Hour)
+	defer stop()
+	start := time.Now()
+	var se *SilenceError
+	if _, err := b.RecvSync(ctx); !errors.As(err, &se) {
+		t.Fatalf("RecvSync after one Alive and silence: %v, want a SilenceError", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the receive gave up after %v, want about 100ms", d)
 	}
 }
 
