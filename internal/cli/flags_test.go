@@ -309,7 +309,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"-s", "4294967296"}, "-s, --size"},
 		{exchange.WriteBW, []string{"-n", "-1"}, `"-n, --iters"`},
 		{exchange.WriteBW, []string{"-q", "0"}, "QP"},
-		{exchange.WriteBW, []string{"-c", "XRC"}, "-c: invalid connection type"},
+		{exchange.WriteBW, []string{"-c", "XRC"}, "-c XRC: perftest's XRC (eXtended Reliable Connected) QPs are not offered"},
+		{exchange.WriteBW, []string{"-c", "RCX"}, "-c: invalid connection type"},
 		{exchange.ReadBW, []string{"-c", "UC"}, "RC"},
 		{exchange.WriteBW, []string{"-m", "1500"}, "-m: invalid MTU 1500"},
 		{exchange.WriteBW, []string{"-p", "70000"}, "-p: port 70000"},
@@ -464,6 +465,37 @@ func TestTestFlagErrors(t *testing.T) {
 	// -R with UC is refused as unsupported, not as a typo.
 	if _, _, err := parseTest(t, exchange.WriteBW, "-R", "-c", "UC", "h"); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("-R -c UC: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestPerftestConnTypes: perftest's connection types that gorperf lacks
+// (-c DC, XRC, SRD, RawEth, in any case) are refused with the reason and
+// gorperf's types, as its left-out flags are, not as a typo.
+func TestPerftestConnTypes(t *testing.T) {
+	for _, tc := range []struct {
+		test exchange.Test
+		c    string
+		want string
+	}{
+		{exchange.WriteBW, "DC", "-c DC: perftest's DC (Dynamically Connected) QPs are made with a vendor's direct verbs (mlx5dv or hnsdv), which gorperf does not offer"},
+		{exchange.AtomicLat, "dc", "-c dc: perftest's DC (Dynamically Connected)"},
+		{exchange.SendBW, "XRC", "-c XRC: perftest's XRC (eXtended Reliable Connected) QPs are not offered: soft-RoCE, on which gorperf is tested, has no XRC"},
+		{exchange.ReadLat, "SRD", "-c SRD: perftest's SRD (EFA's Scalable Reliable Datagram) QPs are made with EFA's direct verbs (efadv)"},
+		{exchange.SendLat, "RawEth", "-c RawEth: perftest's RawEth is the connection type of its raw Ethernet tests"},
+	} {
+		_, _, err := parseTest(t, tc.test, "-c", tc.c, "host")
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v -c %s: %v (%T), want a usage error", tc.test, tc.c, err, err)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, tc.want) || !strings.HasSuffix(msg, "; gorperf's are RC, UC and UD, as the test allows") {
+			t.Errorf("%v -c %s: %q, want it to contain %q and to end with gorperf's types", tc.test, tc.c, msg, tc.want)
+		}
+	}
+	// gorperf's own types are still taken in any case.
+	if s, _, err := parseTest(t, exchange.SendBW, "-c", "ud", "host"); err != nil || s.ConnType != ibverbs.QPTypeUD {
+		t.Errorf("-c ud: %v, %v", s.ConnType, err)
 	}
 }
 

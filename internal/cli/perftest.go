@@ -436,9 +436,21 @@ func addLocalReportFlags(f *pflag.FlagSet, o *testOptions) {
 	f.BoolVar(&o.CPUUtil, "cpu_util", false, "report this side's CPU time during each size: user and system µs a message, and % of one CPU (with -n too, and this process only, where perftest's needs -D and counts the whole host)")
 }
 
+// perftestConnTypes holds the connection types of perftest's -c that
+// gorperf does not offer, by upper-case name, and why.
+var perftestConnTypes = map[string]string{
+	"DC":     "DC (Dynamically Connected) QPs are made with a vendor's direct verbs (mlx5dv or hnsdv), which gorperf does not offer: it keeps to libibverbs' portable verbs and QP types",
+	"XRC":    "XRC (eXtended Reliable Connected) QPs are not offered: soft-RoCE, on which gorperf is tested, has no XRC, so they could not be shown to work (in the send tests --use-srq shares one receive queue among a side's QPs)",
+	"SRD":    "SRD (EFA's Scalable Reliable Datagram) QPs are made with EFA's direct verbs (efadv), which gorperf does not offer: it keeps to libibverbs' portable verbs and QP types",
+	"RAWETH": "RawEth is the connection type of its raw Ethernet tests (ib_raw_ethernet_*), which gorperf does not have: it measures RDMA over QPs",
+}
+
 // spec turns the flags into the test the client asks for, rejecting
 // invalid values with a usage error.
 func (o *testOptions) spec() (exchange.TestSpec, error) {
+	if why, ok := perftestConnTypes[strings.ToUpper(o.Connection)]; ok {
+		return exchange.TestSpec{}, usageErrorf("-c %s: perftest's %s; gorperf's are RC, UC and UD, as the test allows", o.Connection, why)
+	}
 	conn, err := ibverbs.ParseQPType(strings.ToUpper(o.Connection))
 	if err != nil {
 		return exchange.TestSpec{}, usageErrorf("-c: %v", err)
