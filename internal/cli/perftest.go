@@ -222,7 +222,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.IntVar(&o.GIDFamily, "gid-family", 0, "automatic GID: 4 or 6 for IPv4 or IPv6 (default: IPv4 preferred)")
 	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6)")
 	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
-	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address, for the QPs and, with -R, rdma_cm's connections, as perftest's --source_ip (not with -x or --gid-subnet)")
+	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address for the QPs, and with -R make the client's rdma_cm connections from it (not with -x or --gid-subnet); gorperf's own flag: perftest's --source_ip is -j, a flag of its raw Ethernet tests")
 	f.StringVar(&o.BindIP, "bind_source_ip", "", "this host's address for the control connection (the client's source, the server's to listen on), as perftest's; unless -x or --gid-subnet picks the GID, the GID of this address, as --source_ip")
 	addControlFlags(f, o)
 	f.BoolVarP(&o.Version, "version", "V", false, "print gorperf's version and stop, as perftest's -V")
