@@ -5,7 +5,11 @@ package rdmacm
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -140,5 +144,19 @@ func TestSockaddrRoundTrip(t *testing.T) {
 		if got := addrPort(sockaddr(ap, &ss)); got != ap {
 			t.Errorf("%s came back as %s", ap, got)
 		}
+	}
+}
+
+// ErrClosed, wrapped, matches os.ErrClosed and net.ErrClosed: an accept
+// or read loop written for package net ends on it.
+func TestErrClosedMatchesNet(t *testing.T) {
+	err := fmt.Errorf("accepting: %w", ErrClosed)
+	for _, target := range []error{ErrClosed, os.ErrClosed, net.ErrClosed} {
+		if !errors.Is(err, target) {
+			t.Errorf("errors.Is(%v, %v) is false", err, target)
+		}
+	}
+	if errors.Is(err, syscall.EBADF) || errors.Is(err, io.EOF) {
+		t.Errorf("%v matches an unrelated error", err)
 	}
 }

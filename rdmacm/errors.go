@@ -6,14 +6,23 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"syscall"
 )
 
 // ErrClosed is returned by methods of an object after its Close.
-// errors.Is(err, os.ErrClosed) also holds.
-var ErrClosed = fmt.Errorf("rdmacm: object is closed: %w", os.ErrClosed)
+// errors.Is(err, os.ErrClosed) and errors.Is(err, net.ErrClosed) also
+// hold, so that code written for package net's connections and listeners
+// (an accept or read loop that ends on net.ErrClosed) ends on it too.
+var ErrClosed error = closedError{}
+
+type closedError struct{}
+
+func (closedError) Error() string { return "rdmacm: object is closed" }
+
+func (closedError) Is(target error) bool { return target == os.ErrClosed || target == net.ErrClosed }
 
 // Errors for the events that end an operation. The error returned wraps
 // one of them, and the errno of the event's status where it carries one:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -829,8 +830,8 @@ func (c *Conn) SetDeadline(t time.Time) error {
 // SetReadDeadline sets when Recv, Read and WriteTo stop waiting for a
 // message and fail with os.ErrDeadlineExceeded (which is a net.Error whose
 // Timeout is true), as net.Conn's does, alongside any context: the zero
-// time for never. It applies to waits under way too. A message already
-// there is returned whatever the deadline.
+// time for never. It applies to waits under way too. Once it has passed,
+// a read fails at once, even with a message there, as package net's do.
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	c.rdl.set(t)
 	return nil
@@ -838,7 +839,7 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline sets when Send, Write and ReadFrom stop waiting for a
 // credit or a send buffer and fail with os.ErrDeadlineExceeded, as
-// SetReadDeadline does for reads.
+// SetReadDeadline does for reads; once it has passed, they fail at once.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
 	c.wdl.set(t)
 	return nil
@@ -917,6 +918,9 @@ func (c *Conn) QP() *ibverbs.QP { return c.link.QP() }
 // Recv says. A message longer than MaxSend is refused (EMSGSIZE); an
 // empty one is sent, and received as an empty message.
 func (c *Conn) Send(ctx context.Context, p []byte) error {
+	if c.wdl.passed() {
+		return os.ErrDeadlineExceeded
+	}
 	if len(p) > c.maxSend {
 		return fmt.Errorf("rdmamsg: send of %d bytes: the peer takes at most %d: %w", len(p), c.maxSend, syscall.EMSGSIZE)
 	}
@@ -936,6 +940,9 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 // returns bytes becomes one message of at most MaxSend bytes. io.Copy to
 // the Conn uses it.
 func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
+	if c.wdl.passed() {
+		return 0, os.ErrDeadlineExceeded
+	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	ctx := context.Background()
@@ -1064,6 +1071,9 @@ func (c *Conn) sendErr() error {
 // suffice. After the peer closes, Recv returns what it sent and then
 // io.EOF. If a Read took part of a message, Recv returns the rest.
 func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
+	if c.rdl.passed() {
+		return 0, os.ErrDeadlineExceeded
+	}
 	c.recvMu.Lock()
 	defer c.recvMu.Unlock()
 	for spun := false; ; {
@@ -1151,6 +1161,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if c.rdl.passed() {
+		return 0, os.ErrDeadlineExceeded
+	}
 	c.recvMu.Lock()
 	defer c.recvMu.Unlock()
 	for spun := false; ; {
@@ -1182,6 +1195,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 // Read would, but straight from the registered receive buffers. io.Copy
 // from the Conn uses it.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
+	if c.rdl.passed() {
+		return 0, os.ErrDeadlineExceeded
+	}
 	c.recvMu.Lock()
 	defer c.recvMu.Unlock()
 	var n int64

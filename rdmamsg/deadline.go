@@ -2,6 +2,7 @@ package rdmamsg
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +17,8 @@ type deadline struct {
 	// gen counts the deadlines set, so that a timer that fired as a new
 	// deadline was set, and waits for mu, does not close ch for it.
 	gen uint64
+	// over says that ch is closed, for passed without mu.
+	over atomic.Bool
 	// onChange, if set, is called, without mu, after each set and when
 	// the deadline passes: for a wait that cannot select on done (a
 	// Conn's caller asleep on its CQ).
@@ -63,6 +66,7 @@ func (d *deadline) resetLocked(t time.Time) {
 	// and a new one replaces it below.
 	if d.ch == nil || isClosed(d.ch) {
 		d.ch = make(chan struct{})
+		d.over.Store(false)
 	}
 	if t.IsZero() {
 		return
@@ -74,6 +78,7 @@ func (d *deadline) resetLocked(t time.Time) {
 			fired := d.gen == gen && !isClosed(ch)
 			if fired {
 				close(ch)
+				d.over.Store(true)
 			}
 			d.mu.Unlock()
 			if fired && d.onChange != nil {
@@ -83,7 +88,13 @@ func (d *deadline) resetLocked(t time.Time) {
 		return
 	}
 	close(ch)
+	d.over.Store(true)
 }
+
+// passed says whether the deadline has passed: an operation that starts
+// then fails at once with os.ErrDeadlineExceeded, as package net's do,
+// even where it would not have to wait.
+func (d *deadline) passed() bool { return d.over.Load() }
 
 func isClosed(ch chan struct{}) bool {
 	select {

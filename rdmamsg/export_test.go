@@ -30,3 +30,32 @@ func (p *PacketConn) Retired() int {
 func Hello(depth, maxMessage int) []byte {
 	return hello{depth: depth, maxMessage: maxMessage}.encode()
 }
+
+// SetRetireInUse makes each WriteTo retire the address handle it is about
+// to send with, as a datagram from its destination with a new QP, or an
+// eviction, may while it sends, until restore is called.
+func SetRetireInUse() (restore func()) {
+	usingHook = func(p *PacketConn) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for k, v := range p.peers {
+			if v.ah == p.using.ah {
+				delete(p.peers, k)
+			}
+		}
+		p.retire(p.using.ah)
+	}
+	return func() { usingHook = nil }
+}
+
+// RetiredWait returns how many sends, counted from the first, the oldest
+// retired address handle waits for, and how many p has posted; ok is
+// false when none is retired.
+func (p *PacketConn) RetiredWait() (after, sent uint64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.retired) == 0 {
+		return 0, p.sent, false
+	}
+	return p.retired[0].after, p.sent, true
+}

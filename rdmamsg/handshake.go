@@ -445,6 +445,9 @@ func watchContext(ctx context.Context, nc net.Conn) (stop func(error) error) {
 // addrPort is a net.Addr's IP address (unmapped, without a zone) and
 // port, where it has them.
 func addrPort(a net.Addr) netip.AddrPort {
+	if a == nil {
+		return netip.AddrPort{}
+	}
 	ap, _ := netip.ParseAddrPort(a.String())
 	return netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
 }

@@ -349,3 +349,36 @@ func pipeEnd(t *testing.T) net.Conn {
 	go io.Copy(io.Discard, b)
 	return a
 }
+
+// nilAddrConn is a net.Conn that knows neither of its addresses, as some
+// wrappers and test doubles do.
+type nilAddrConn struct{ net.Conn }
+
+func (nilAddrConn) LocalAddr() net.Addr  { return nil }
+func (nilAddrConn) RemoteAddr() net.Addr { return nil }
+
+// TestHandshakeNoAddresses: over a net.Conn without addresses, which
+// cannot name the RDMA port, Handshake says to set Config.Device, where
+// it panicked. It needs no device.
+func TestHandshakeNoAddresses(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := timeout(t, 10*time.Second)
+	_, err = rdmamsg.Handshake(ctx, nilAddrConn{nc}, nil)
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "Config.Device") {
+		t.Errorf("Handshake over a connection without addresses: %v, want EINVAL and what to set", err)
+	}
+}

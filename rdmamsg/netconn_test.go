@@ -153,4 +153,18 @@ func TestDeadlines(t *testing.T) {
 	if !isTimeout(err) || n != 2*srv.MaxSend() {
 		t.Errorf("Write to a peer that reads nothing: %d bytes, %v; want %d and a timeout", n, err, 2*srv.MaxSend())
 	}
+	// A deadline past fails a read at once, though messages wait, and a
+	// write, though credits are there, as package net's do; cleared, the
+	// messages are read.
+	nc.SetDeadline(time.Now().Add(-time.Second))
+	if n, err := nc.Read(buf); n != 0 || !isTimeout(err) {
+		t.Errorf("Read with messages there, past its deadline: %d bytes, %v", n, err)
+	}
+	if n, err := nc.Write([]byte("x")); n != 0 || !isTimeout(err) {
+		t.Errorf("Write past its deadline: %d bytes, %v", n, err)
+	}
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := nc.Read(buf); n == 0 || err != nil {
+		t.Errorf("Read after the deadline was cleared: %d bytes, %v", n, err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -98,7 +99,7 @@ type PacketConn struct {
 	// (sent and done count them), or by Close. retireErr keeps their
 	// closing's errors, for Close.
 	retired    []retiredAH
-	using      *ibverbs.AH
+	using      udPeer
 	sent, done uint64
 	retireErr  error
 
@@ -106,6 +107,7 @@ type PacketConn struct {
 
 	recvKick, sendKick, closeKick chan struct{}
 	closed                        chan struct{}
+	life                          context.Context // ends with Close
 	stop                          context.CancelFunc
 	loops                         sync.WaitGroup
 	closeOnce                     sync.Once
@@ -182,6 +184,11 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 	if err != nil {
 		return p, err
 	}
+	if pa.LinkLayer != ibverbs.LinkLayerEthernet {
+		// On InfiniBand a datagram within a subnet comes without a GRH,
+		// and so without its sender's IP address.
+		return p, fmt.Errorf("port %d of %s is %s: datagram endpoints are RoCE only: %w", p.port, dev.Name(), pa.LinkLayer, errors.ErrUnsupported)
+	}
 	p.maxData = pa.ActiveMTU.Bytes() - packetHeaderLen
 	p.slot = ibverbs.GRHLen + pa.ActiveMTU.Bytes()
 	if err = p.makeQP(dev); err != nil {
@@ -190,10 +197,9 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 	p.s = sleeper{mu: &p.mu, cq: p.cq, poll: p.poll, fail: p.fail, closed: p.closed,
 		kicks: []chan struct{}{p.sendKick, p.recvKick, p.closeKick}}
 	p.rdl.onChange, p.wdl.onChange = p.s.interrupt, p.s.interrupt
-	life, stop := context.WithCancel(context.Background())
-	p.stop = stop
+	p.life, p.stop = context.WithCancel(context.Background())
 	p.loops.Add(1)
-	go p.answerLookups(life)
+	go p.answerLookups(p.life)
 	return p, nil
 }
 
@@ -347,7 +353,7 @@ func (p *PacketConn) retire(ah *ibverbs.AH) {
 func (p *PacketConn) freeRetired() {
 	kept := p.retired[:0]
 	for _, r := range p.retired {
-		if r.ah == p.using || p.done < r.after {
+		if r.ah == p.using.ah || p.done < r.after {
 			kept = append(kept, r)
 			continue
 		}
@@ -374,8 +380,12 @@ func (p *PacketConn) QP() *ibverbs.QP { return p.qp }
 // from the datagram's GRH, and the port it is bound to). A payload longer
 // than p is cut, and the error matches io.ErrShortBuffer; MaxDatagram
 // bytes always suffice. Datagrams that do not come from a PacketConn are
-// dropped.
+// dropped. Once the read deadline has passed it fails at once, even with
+// datagrams waiting, as package net's do.
 func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
+	if p.rdl.passed() {
+		return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
+	}
 	p.recvMu.Lock()
 	defer p.recvMu.Unlock()
 	for {
@@ -422,6 +432,9 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 	if len(buf) < ibverbs.GRHLen+packetHeaderLen {
 		return 0, netip.AddrPort{}, nil
 	}
+	if wc.Flags&ibverbs.WCWithGRH == 0 {
+		return 0, netip.AddrPort{}, nil // no sender's address to answer
+	}
 	grh, data := buf[:ibverbs.GRHLen], buf[ibverbs.GRHLen:]
 	port, maxData, ok := parsePacketHeader(data)
 	g, err := ibverbs.ParseGRH(grh)
@@ -444,22 +457,25 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 
 // WriteTo sends b as one datagram to the PacketConn at to. The first
 // datagram to a destination not heard from looks its QP up (SIDR, bounded
-// by PacketConfig.LookupTimeout): a destination where nothing listens
-// fails then, with an error matching syscall.ECONNREFUSED. It waits while
-// every send buffer is on the wire, and returns once the datagram is
-// posted; whether it arrives, UD does not say.
+// by PacketConfig.LookupTimeout; Close ends it): a destination where
+// nothing listens fails then, with an error matching
+// syscall.ECONNREFUSED. It waits while every send buffer is on the wire,
+// and returns once the datagram is posted; whether it arrives, UD does
+// not say. Once the write deadline has passed it fails at once, as
+// package net's do.
 func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) error {
-	p.sendMu.Lock()
-	defer p.sendMu.Unlock()
-	peer, err := p.peer(ctx, to)
+	if p.wdl.passed() {
+		return os.ErrDeadlineExceeded
+	}
+	peer, err := p.use(ctx, to)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		p.mu.Lock()
-		p.using = nil
-		p.mu.Unlock()
-	}()
+	defer p.sendMu.Unlock()
+	defer p.release()
+	if usingHook != nil {
+		usingHook(p)
+	}
 	if len(b) > min(p.maxData, peer.maxData) {
 		return fmt.Errorf("rdmamsg: a datagram of %d bytes to %s: at most %d: %w", len(b), to, min(p.maxData, peer.maxData), syscall.EMSGSIZE)
 	}
@@ -487,6 +503,54 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 	}
 }
 
+// usingHook, if set, runs in WriteTo once p.using is set (for the tests).
+var usingHook func(p *PacketConn)
+
+// use takes sendMu and makes to's peer the one WriteTo sends to
+// (p.using), looking it up first where it is not known; the lookup goes
+// on without sendMu, so that a destination that does not answer holds up
+// no other WriteTo.
+func (p *PacketConn) use(ctx context.Context, to netip.AddrPort) (udPeer, error) {
+	for {
+		if err := p.lookupOnce(ctx, to); err != nil {
+			return udPeer{}, err
+		}
+		p.sendMu.Lock()
+		p.mu.Lock()
+		peer, ok := p.peers[to]
+		closing := p.closing
+		if ok && !closing {
+			p.using = peer
+		}
+		p.mu.Unlock()
+		switch {
+		case closing:
+			p.sendMu.Unlock()
+			return udPeer{}, ErrClosed
+		case ok:
+			return peer, nil
+		}
+		// Dropped from peers since the lookup (evicted, or replaced and
+		// retired): look it up again.
+		p.sendMu.Unlock()
+	}
+}
+
+// release ends WriteTo's use of p.using, with sendMu held. A handle
+// retired meanwhile waits for the send just posted with it too, not only
+// for those posted before it was retired.
+func (p *PacketConn) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.retired {
+		if p.retired[i].ah == p.using.ah {
+			p.retired[i].after = p.sent
+		}
+	}
+	p.using = udPeer{}
+	p.freeRetired()
+}
+
 // post sends b from a free buffer, with p.mu held.
 func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
 	i := p.free[len(p.free)-1]
@@ -506,37 +570,44 @@ func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
 	return nil
 }
 
-// peer returns how to reach to: from what a datagram from it or an
-// earlier lookup left, else by looking it up. Its address handle is then
-// p.using, which WriteTo clears when it is done with it.
-func (p *PacketConn) peer(ctx context.Context, to netip.AddrPort) (udPeer, error) {
-	p.mu.Lock()
-	peer, ok := p.peers[to]
-	closing := p.closing
-	if ok && !closing {
-		p.using = peer.ah
+// lookupOnce looks to up unless a datagram from it or an earlier lookup
+// made it known. Close ends a lookup under way.
+func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort) error {
+	known := func() (bool, error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.closing {
+			return false, ErrClosed
+		}
+		_, ok := p.peers[to]
+		return ok, nil
 	}
-	p.mu.Unlock()
-	if closing {
-		return udPeer{}, ErrClosed
-	}
-	if ok {
-		return peer, nil
+	if ok, err := known(); ok || err != nil {
+		return err
 	}
 	p.lookupMu.Lock()
 	defer p.lookupMu.Unlock()
-	peer, err := p.lookup(ctx, to)
-	if err != nil {
-		return udPeer{}, fmt.Errorf("rdmamsg: looking up %s: %w", to, err)
+	if ok, err := known(); ok || err != nil {
+		return err // looked up by another WriteTo meanwhile
 	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(p.life, cancel)()
+	peer, err := p.lookup(lctx, to)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closing {
-		return udPeer{}, errors.Join(ErrClosed, peer.ah.Close())
+		// The lookup's failure, if any, is Close's doing.
+		if err == nil {
+			return errors.Join(ErrClosed, peer.ah.Close())
+		}
+		return ErrClosed
+	}
+	if err != nil {
+		return fmt.Errorf("rdmamsg: looking up %s: %w", to, err)
 	}
 	p.remember(to, peer)
-	p.using = peer.ah
-	return peer, nil
+	return nil
 }
 
 // lookup asks the PacketConn at to for its QP (rdmacm.LookupUD) and makes
@@ -568,15 +639,16 @@ func (p *PacketConn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline sets when ReadFrom stops waiting for a datagram and
 // fails with os.ErrDeadlineExceeded, alongside any context: the zero time
-// for never. It applies to a wait under way too.
+// for never. It applies to a wait under way too. Once it has passed,
+// ReadFrom fails at once, even with datagrams there.
 func (p *PacketConn) SetReadDeadline(t time.Time) error {
 	p.rdl.set(t)
 	return nil
 }
 
 // SetWriteDeadline sets when WriteTo stops waiting for a send buffer and
-// fails with os.ErrDeadlineExceeded. A lookup is bounded by
-// PacketConfig.LookupTimeout instead.
+// fails with os.ErrDeadlineExceeded; once it has passed, WriteTo fails at
+// once. A lookup is bounded by PacketConfig.LookupTimeout instead.
 func (p *PacketConn) SetWriteDeadline(t time.Time) error {
 	p.wdl.set(t)
 	return nil
@@ -585,13 +657,18 @@ func (p *PacketConn) SetWriteDeadline(t time.Time) error {
 // NetPacketConn returns p as a net.PacketConn, for code written against
 // package net: ReadFrom gives the sender as an Addr, and WriteTo takes an
 // Addr, a *net.UDPAddr or *net.TCPAddr, or any net.Addr whose String is
-// "ip:port".
+// "ip:port". It behaves as a UDP socket does: ReadFrom cuts a datagram
+// longer than its buffer without an error, and after Close errors match
+// net.ErrClosed.
 func (p *PacketConn) NetPacketConn() net.PacketConn { return netPacketConn{p} }
 
 type netPacketConn struct{ *PacketConn }
 
 func (n netPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	k, from, err := n.PacketConn.ReadFrom(context.Background(), b)
+	if errors.Is(err, io.ErrShortBuffer) {
+		err = nil // cut without a word, as a UDP socket's
+	}
 	if !from.IsValid() {
 		return k, nil, err
 	}

@@ -251,6 +251,132 @@ func TestNetPacketConn(t *testing.T) {
 	if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
 		t.Errorf("ReadFrom past its deadline: %v", err)
 	}
+	// As a UDP socket's: a deadline past fails ReadFrom at once, though a
+	// datagram waits, and WriteTo too; cleared, the datagram is read, cut
+	// to the buffer without an error.
+	if _, err := nb.WriteTo([]byte("waiting"), na.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // it arrives
+	na.SetDeadline(time.Now().Add(-time.Second))
+	if n, _, err := na.ReadFrom(buf); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("ReadFrom with a datagram there, past its deadline: %d bytes, %v", n, err)
+	}
+	if n, err := na.WriteTo([]byte("x"), nb.LocalAddr()); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("WriteTo past its deadline: %d bytes, %v", n, err)
+	}
+	na.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, _, err := na.ReadFrom(buf[:4]); n != 4 || err != nil || string(buf[:n]) != "wait" {
+		t.Errorf("7 bytes into 4: %q, %v; want %q and no error", buf[:n], err, "wait")
+	}
+	// After Close, errors match net.ErrClosed, on which read loops
+	// written for package net end.
+	closeOK(t, a)
+	if _, _, err := na.ReadFrom(buf); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("ReadFrom after Close: %v, want net.ErrClosed", err)
+	}
+	if _, err := na.WriteTo([]byte("x"), nb.LocalAddr()); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("WriteTo after Close: %v, want net.ErrClosed", err)
+	}
+}
+
+// TestPacketCloseEndsLookup: a lookup of a destination that does not
+// answer holds up no WriteTo to a known one, and Close ends it at once,
+// where Close waited out the lookup's timeout; the WriteTo returns
+// ErrClosed.
+func TestPacketCloseEndsLookup(t *testing.T) {
+	na, nb := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	a, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(na.IP, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, a) })
+	b, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(nb.IP, 0).String(), &rdmamsg.PacketConfig{LookupTimeout: 40 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if err := b.WriteTo(ctx, []byte("known"), a.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.ReadFrom(ctx, buf); err != nil {
+		t.Fatal(err)
+	}
+	// An rdma_cm UD listener that takes no request: a lookup of it waits
+	// for an answer that does not come.
+	l, err := rdmacm.Listen(ctx, netip.AddrPortFrom(na.IP, 0).String(), &rdmacm.Config{UD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	stuck := make(chan error, 1)
+	go func() { stuck <- b.WriteTo(ctx, []byte("x"), l.Addr()) }()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	if err := b.WriteTo(ctx, []byte("meanwhile"), a.LocalAddr()); err != nil || time.Since(start) > 2*time.Second {
+		t.Errorf("WriteTo a known destination during another's lookup: %v after %v", err, time.Since(start))
+	}
+	if n, _, err := a.ReadFrom(ctx, buf); err != nil || string(buf[:n]) != "meanwhile" {
+		t.Errorf("ReadFrom: %q, %v", buf[:n], err)
+	}
+	start = time.Now()
+	closeOK(t, b)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %v during a lookup", d)
+	}
+	select {
+	case err := <-stuck:
+		if !errors.Is(err, rdmamsg.ErrClosed) {
+			t.Errorf("the WriteTo whose lookup Close ended: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the WriteTo whose lookup Close ended has not returned 5 s later")
+	}
+}
+
+// TestPacketRetireInUse: an address handle retired while a WriteTo sends
+// with it (its destination came back with a new QP, or it was evicted)
+// stays open until the send posted with it has completed, not only the
+// sends before it, and is closed after that.
+func TestPacketRetireInUse(t *testing.T) {
+	a, b := packetPair(t)
+	ctx := timeout(t, 60*time.Second)
+	buf := make([]byte, 16)
+	if err := b.WriteTo(ctx, []byte("first"), a.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.ReadFrom(ctx, buf); err != nil {
+		t.Fatal(err)
+	}
+	restore := rdmamsg.SetRetireInUse()
+	err := b.WriteTo(ctx, []byte("second"), a.LocalAddr())
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, sent, ok := b.RetiredWait(); ok && after < sent {
+		t.Errorf("the handle retired during a WriteTo is kept until send %d has completed, but the send made with it is send %d", after, sent)
+	}
+	if n, _, err := a.ReadFrom(ctx, buf); err != nil || string(buf[:n]) != "second" {
+		t.Errorf("ReadFrom: %q, %v", buf[:n], err)
+	}
+	// Looked up again; once b has seen its sends complete, the retired
+	// handle is closed.
+	if err := b.WriteTo(ctx, []byte("third"), a.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.ReadFrom(ctx, buf); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); b.Retired() > 0 && time.Now().Before(end); {
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		b.ReadFrom(short, buf) // polls the CQ
+		cancel()
+	}
+	if n := b.Retired(); n != 0 {
+		t.Errorf("%d retired handles not closed after their sends completed", n)
+	}
 }
 
 // TestPacketPeers: the destinations a PacketConn keeps address handles
