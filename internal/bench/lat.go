@@ -79,7 +79,16 @@ func (s *session) pingSend(ctx context.Context, size int, iters uint64, dur time
 	// with one, it must be replaced before the peer can send again.
 	p := &sendPing{s: s, wr: wr, rb: rb, late: s.spec.RXDepth > 1, wcs: make([]ibverbs.WC, 1),
 		imm: s.spec.Immediate, check: s.newImmCheck(0)}
-	return s.pingPong(ctx, size, iters, dur, initiator, p)
+	r, err := s.pingPong(ctx, size, iters, dur, initiator, p)
+	// The receive the last wait used (the initiator's, for the last
+	// answer) is replaced now: the queue holds the RX depth again
+	// for the next size.
+	for p.owed > 0 {
+		if perr := p.repost(); perr != nil {
+			return r, errors.Join(err, perr)
+		}
+	}
+	return r, err
 }
 
 // pingSide is how one of write_lat and send_lat sends and receives.
@@ -223,7 +232,10 @@ func (p *writePing) reply() error { return p.wr.Post(0, 1, 0) }
 
 func (p *writePing) sent() error { return nil }
 
-// sendPing is send_lat's side.
+// sendPing is send_lat's side. It keeps the RX depth of receives posted:
+// it replaces each receive a wait used, and only those, so that the
+// queue never needs room for more (mlx5 makes one of exactly the depth
+// asked for when that is a power of two, rxe when it is one less).
 type sendPing struct {
 	s    *session
 	wr   *ibverbs.SendBatch
@@ -231,6 +243,8 @@ type sendPing struct {
 	late bool               // whether that is done after the answer
 	wcs  []ibverbs.WC       // one, for the receive's completion
 	imm  bool               // message i carries immValue(i)
+	// owed is the receives the waits used and not yet posted again.
+	owed int
 	// check, with --validate, checks the peer's messages' immediate data.
 	check *immCheck
 }
@@ -250,7 +264,7 @@ func (p *sendPing) number(send uint64) {
 // late, after the send.
 func (p *sendPing) reply() error {
 	if !p.late {
-		if err := p.rb.Post(0, 1); err != nil {
+		if err := p.repost(); err != nil {
 			return err
 		}
 	}
@@ -259,16 +273,33 @@ func (p *sendPing) reply() error {
 
 func (p *sendPing) wait(ctx context.Context, got uint64, until time.Time) error {
 	_, err := p.s.waitCQ(ctx, p.s.rcq, p.wcs, until)
-	if err == nil && p.check != nil {
-		p.check.take(&p.wcs[0])
+	if err == nil {
+		p.owed++
+		if p.check != nil {
+			p.check.take(&p.wcs[0])
+		}
 	}
 	return err
 }
 
+// sent replaces, late, the receive the last wait used: none after the
+// initiator's first message, which answers nothing.
 func (p *sendPing) sent() error {
 	if p.late {
-		return p.rb.Post(0, 1)
+		return p.repost()
 	}
+	return nil
+}
+
+// repost posts again one receive that a wait used, if one is owed.
+func (p *sendPing) repost() error {
+	if p.owed == 0 {
+		return nil
+	}
+	if err := p.rb.Post(0, 1); err != nil {
+		return err
+	}
+	p.owed--
 	return nil
 }
 
