@@ -60,3 +60,34 @@ func TestLatencyReceiveQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestLatencySweepForADuration runs send_lat with immediate data over
+// every size (-a) for a second each, the client starting each size 200 ms
+// after the server. The server's time runs out first: it stops after an
+// answer, and the client's next message completes a receive on the
+// server that no loop polls. That stray completion must not reach the
+// next size, where the server's first wait would take it and answer
+// before the client's first message has come: two messages would go
+// round at once (about half the latency, silently), each out of step with
+// the numbers --validate checks in the immediate data. The first few
+// sizes tell: the client is stopped after 7 s, as Ctrl-C does, which the
+// server, whose next size then finds the client gone, reports.
+func TestLatencySweepForADuration(t *testing.T) {
+	defer bench.SetBeforeLoop(func(client bool) {
+		if client {
+			time.Sleep(200 * time.Millisecond)
+		}
+	})()
+	spec := exchange.TestSpec{Test: exchange.SendLat, ConnType: ibverbs.QPTypeRC, AllSizes: true, Duration: 1,
+		Immediate: true, ValidateData: true, NumQPs: 1, TXDepth: 1, RXDepth: 64, CQModeration: 1}
+	c, _, _ := stopPair(t, spec, true, 7*time.Second, nil)
+	if c.err != nil || c.r == nil || len(c.r.Sizes) < 2 {
+		t.Fatalf("client: %v; want the first sizes' results", c)
+	}
+	if c.r.Mismatches != 0 {
+		t.Errorf("%d mismatches in the first %d sizes (messages out of step from one size to the next)", c.r.Mismatches, len(c.r.Sizes))
+	}
+	for _, r := range c.r.Sizes {
+		t.Logf("size %d: %d samples, t_typical %.2f us", r.Size, r.Lat.N, r.Lat.Typical/1000)
+	}
+}

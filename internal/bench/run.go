@@ -486,6 +486,13 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		}
 		res.Mismatches += local.Mismatches + peer.Mismatches
 		add(s.sizeResult(size, mine, peer))
+		if spec.Test.IsLatency() && spec.Receives() && n+1 < len(sizes) && !interrupted && ctx.Err() == nil {
+			// Both sides are done: a message one sent after the other
+			// stopped has completed a receive by now.
+			if err := s.settleReceives(); err != nil {
+				return res, fmt.Errorf("replacing the receives of size %d: %w", size, err)
+			}
+		}
 		if interrupted || ctx.Err() != nil {
 			res.Interrupted = true
 			return res, nil
