@@ -243,7 +243,10 @@ func TestDurationLatencyEndsOnEachSidesClock(t *testing.T) {
 // TestBidirectionalSendForADuration runs send_bw both ways for a
 // duration: the one loop on each side must stop sending at its deadline,
 // go on receiving until the peer has stopped too, and end without an idle
-// timeout (5 s here).
+// timeout (5 s here). What each side sent is timed to its last send's
+// completion, not to the end of its wait for the peer's messages (at
+// least 200 ms of quiet after its deadline), which would put its
+// bandwidth about a sixth low.
 func TestBidirectionalSendForADuration(t *testing.T) {
 	spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 1,
 		NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, Bidirectional: true}
@@ -252,13 +255,37 @@ func TestBidirectionalSendForADuration(t *testing.T) {
 	took := time.Since(start)
 	for side, r := range map[string]*bench.Result{"client": c, "server": s} {
 		if len(r.Sizes) != 1 || r.Sizes[0].BW.Iterations == 0 || r.Sizes[0].BW.AvgMBps <= 0 {
-			t.Errorf("%s: %+v", side, r.Sizes)
+			t.Fatalf("%s: %+v", side, r.Sizes)
+		}
+		if l := r.Sizes[0].Local; l == nil || l.Elapsed < time.Second || l.Elapsed > 1150*time.Millisecond {
+			t.Errorf("%s: sent %+v; want it timed over the 1 s it sent for", side, l)
 		}
 	}
 	if took > 4*time.Second {
 		t.Errorf("took %v for a 1 s test", took)
 	}
 	t.Logf("%d messages both ways, %v in all", c.Sizes[0].BW.Iterations, took)
+}
+
+// TestBidirectionalUDSendTime runs send_bw both ways over UD with one
+// receive posted on each side, so that most datagrams are dropped and
+// each side's receiving ends only after 500 ms without one: the time
+// each side reports for what it sent ends at its last send's completion
+// (under 300 ms in an emulated VM), not after that quiet period.
+func TestBidirectionalUDSendTime(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 512, Iterations: 2000,
+		NumQPs: 1, TXDepth: 32, RXDepth: 1, CQModeration: 8, Bidirectional: true}
+	c, s := loopback(t, spec)
+	for _, r := range []*bench.Result{c, s} {
+		if len(r.Sizes) != 1 || r.Sizes[0].Local == nil || r.Sizes[0].Remote == nil {
+			t.Fatalf("%s: %+v", r.Role, r.Sizes)
+		}
+		l, rem := r.Sizes[0].Local, r.Sizes[0].Remote
+		t.Logf("%s: sent %d in %v; the peer sent %d in %v", r.Role, l.Iterations, l.Elapsed, rem.Iterations, rem.Elapsed)
+		if l.Iterations != 2000 || l.Elapsed <= 0 || l.Elapsed >= 500*time.Millisecond {
+			t.Errorf("%s: sent %d datagrams in %v; want 2000, timed to the last one's completion", r.Role, l.Iterations, l.Elapsed)
+		}
+	}
 }
 
 // TestMargin runs tests of 3 s with a margin of 1 s at each end (-D 3

@@ -14,9 +14,13 @@ import (
 
 // sideResult is what one side measured for one message size.
 type sideResult struct {
-	Iters   uint64        // messages completed, all QPs
-	Bytes   uint64        // payload bytes moved
-	Elapsed time.Duration // first post to last completion
+	Iters uint64 // messages completed, all QPs
+	Bytes uint64 // payload bytes moved
+	// Elapsed is the time from the first post to the last completion: in
+	// a bidirectional test the sending loop's last send's, however long
+	// it then waits for the peer's messages; a receiver's, from its first
+	// message to its last.
+	Elapsed time.Duration
 	// Peak is the shortest time one window of messages took, divided by
 	// the window's size: the best sustained rate seen (0 if unknown).
 	Peak    time.Duration
@@ -107,8 +111,9 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 // duration, as many as fit in it), keeping up to the TX depth in flight,
 // posting lists of PostList requests and asking for one completion per
 // CQModeration requests. In a bidirectional send test it also receives
-// what the peer sends, and ends once both directions have. The loop does
-// not allocate.
+// what the peer sends, and ends once both directions have; what it
+// reports is what it sent, over the time from its first post to its last
+// send's completion. The loop does not allocate.
 func (s *session) runSender(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
 	nqp := len(s.qps)
 	tx := uint64(max(s.spec.TXDepth, 1))
@@ -302,7 +307,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			}
 		}
 	}
-	n, el := measured.measured(total, time.Since(start))
+	n, el := measured.measured(total, lastProgress.Sub(start))
 	if el > 0 && n > 0 {
 		s.sendRate = float64(n) * float64(s.payload(size)) / el.Seconds()
 	}
