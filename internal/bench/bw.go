@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -113,7 +114,11 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 // CQModeration requests. In a bidirectional send test it also receives
 // what the peer sends, and ends once both directions have; what it
 // reports is what it sent, over the time from its first post to its last
-// send's completion. The loop does not allocate.
+// send's completion. An infinite run (RunInfinitely) ends when ctx does,
+// or at once when the peer's run has ended (peerEnded) or the peer has
+// closed the control connection after messages flowed: the peer may no
+// longer replace its receives, so the requests in flight are not waited
+// for. The loop does not allocate.
 func (s *session) runSender(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
 	nqp := len(s.qps)
 	tx := uint64(max(s.spec.TXDepth, 1))
@@ -167,6 +172,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	}
 	lastReport := start
 	var lastTotal uint64
+	infinite := s.spec.RunInfinitely && !s.warming
 	// On a failure, what completed so far is still reported.
 	partial := func(err error) (sideResult, error) {
 		return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: lastProgress.Sub(start), Peak: peak}, err
@@ -285,11 +291,14 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			}
 		}
 		if now, ok := pc.due(); ok {
+			if infinite && peerEnded(ctx) {
+				break
+			}
 			if !stopping && (dur > 0 && now.After(deadline) || interrupted(ctx)) {
 				stopping = true
 			}
 			if now.Sub(lastReport) >= reportEvery {
-				s.report(now, start, size, total, iters*uint64(nqp), dur, &lastTotal)
+				s.report(now, start, size, total, rcv, iters*uint64(nqp), dur, &lastTotal)
 				lastReport = now
 			}
 			if idle := s.completionIdle(total, lastProgress.Sub(start), size, mod*uint64(nqp)); !sent && now.Sub(lastProgress) > idle {
@@ -303,6 +312,9 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				rcvOver = over
 			}
 			if err := s.peerGone(now); err != nil {
+				if infinite && total > 0 && errors.Is(err, errPeerClosed) {
+					break // the peer's end, and so the run's
+				}
 				return partial(err)
 			}
 		}
@@ -372,12 +384,25 @@ func closeAll[B interface {
 	}
 }
 
-// report calls the Interval and Progress callbacks, if any.
-func (s *session) report(now, start time.Time, size int, total, want uint64, dur time.Duration, last *uint64) {
+// report calls the Interval and Progress callbacks, if any, for total
+// messages sent, and in a bidirectional send test those rcv received.
+// An interval of a bidirectional test counts both directions, as the
+// test's result does: the peer's messages as they arrive where they
+// complete receives here, else (write, read, atomics, whose peer's
+// operations this side does not see) as many as this side's, as
+// perftest's intervals count them.
+func (s *session) report(now, start time.Time, size int, total uint64, rcv *receiver, want uint64, dur time.Duration, last *uint64) {
 	if s.spec.RunInfinitely && !s.warming && s.local.Interval != nil {
+		count := total
+		switch {
+		case s.spec.Bidirectional && rcv != nil:
+			count += rcv.total
+		case s.spec.Bidirectional:
+			count *= 2
+		}
 		d := time.Duration(s.spec.Duration) * time.Second
-		s.local.Interval(now.Sub(start), stats.ComputeBandwidth(s.payload(size), total-*last, d, 0))
-		*last = total
+		s.local.Interval(now.Sub(start), stats.ComputeBandwidth(s.payload(size), count-*last, d, 0))
+		*last = count
 		return
 	}
 	if s.local.Progress != nil {
@@ -624,7 +649,7 @@ func (r *receiver) check(ctx context.Context, now time.Time) (over bool, err err
 	case idle > r.s.idle:
 		return false, &idleError{"message", r.s.idle}
 	}
-	if err := r.s.peerGone(now); err != nil && !(r.s.spec.RunInfinitely && r.total > 0) {
+	if err := r.s.peerGone(now); err != nil && !(r.s.spec.RunInfinitely && r.total > 0 && errors.Is(err, errPeerClosed)) {
 		return false, err
 	}
 	return interrupted(ctx), nil
@@ -669,6 +694,13 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 			if over {
 				break
 			}
+		}
+	}
+	if s.spec.RunInfinitely && peerEnded(ctx) {
+		// The peer's last messages completed before its run's end was
+		// known here: count those not polled yet.
+		if _, err := r.drain(); err != nil {
+			return r.result(size), err
 		}
 	}
 	return r.result(size), ctx.Err()

@@ -439,7 +439,22 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			res.Sizes = append(res.Sizes, r)
 		}
 		var runErr error
-		mine, runErr = s.runSize(ctx, size, iters, dur, client)
+		// In an infinite run the loop also ends when the peer's does: its
+		// Result, received meanwhile, says so (resultWatch). (No
+		// validation barrier comes first: Validate refuses --validate
+		// with RunInfinitely.)
+		var watch *resultWatch
+		if s.watchesPeer(client) {
+			loopCtx, endLoop := context.WithCancelCause(ctx)
+			watch = watchResult(ctx, c, endLoop)
+			mine, runErr = s.runSize(loopCtx, size, iters, dur, client)
+			if peerEnded(loopCtx) && ctx.Err() == nil && errors.Is(runErr, context.Canceled) {
+				runErr = nil // the peer's run ended, and so this one did
+			}
+			endLoop(nil)
+		} else {
+			mine, runErr = s.runSize(ctx, size, iters, dur, client)
+		}
 		interrupted := errors.Is(runErr, context.Canceled)
 		local := exchange.Result{Iterations: mine.Iters, Bytes: mine.Bytes, Elapsed: mine.Elapsed, Peak: mine.Peak}
 		if runErr != nil && !interrupted {
@@ -461,7 +476,12 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			local.Mismatches = s.validate(size, client, mine.Iters)
 		}
 		cctx, cancel = waitPeer()
-		peer, err = c.SwapResult(cctx, local)
+		if watch != nil {
+			peer, err = watch.swap(cctx, local)
+			watch.stop()
+		} else {
+			peer, err = c.SwapResult(cctx, local)
+		}
 		cancel()
 		if l.group != nil {
 			l.group.wait() // thread 0's counters and CPU time cover every thread's run
@@ -476,6 +496,12 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if err != nil {
 			if interrupted {
 				res.Interrupted = true
+				add(s.sizeResult(size, mine, exchange.Result{}))
+				return res, nil
+			}
+			if spec.RunInfinitely && mine.Iters > 0 && closedByPeer(err) {
+				// The peer ended the infinite run by exiting before its
+				// result (killed): this side's figures are the run's.
 				add(s.sizeResult(size, mine, exchange.Result{}))
 				return res, nil
 			}
@@ -496,6 +522,9 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if interrupted || ctx.Err() != nil {
 			res.Interrupted = true
 			return res, nil
+		}
+		if spec.RunInfinitely {
+			return res, nil // its one size ended with the peer's stop
 		}
 	}
 	return res, nil

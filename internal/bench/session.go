@@ -41,7 +41,14 @@ type Local struct {
 	// port space, as perftest does.
 	CMPort int
 	// Interval, if set, gets the bandwidth of each Duration-long interval of
-	// a RunInfinitely test, as it ends.
+	// a RunInfinitely test, as it ends: in a bidirectional test, both
+	// directions' messages, as the test's result adds them up. Where the
+	// peer's messages complete receives here (send, write with immediate
+	// data) they are counted as they arrive; the peer's writes, reads and
+	// atomics this side does not see, and counts as many as its own, as
+	// perftest's intervals do. The run ends when either side is stopped
+	// (its context ends): the other side's run ends with it, and reports
+	// a result that is not Interrupted.
 	Interval func(elapsed time.Duration, b stats.Bandwidth)
 	// Progress, if set, is called about once a second during a long
 	// measurement with the size in hand and the messages done of total (0
@@ -219,11 +226,15 @@ func (s *session) peerGone(now time.Time) error {
 			uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&l)), 0)
 		const tcpClose, tcpCloseWait = 7, 8
 		if e == 0 && (info[0] == tcpCloseWait || info[0] == tcpClose) {
-			gone = errors.New("the peer closed the control connection: it exited or was killed")
+			gone = errPeerClosed
 		}
 	})
 	return gone
 }
+
+// errPeerClosed is peerGone's finding that the peer closed the control
+// connection.
+var errPeerClosed = errors.New("the peer closed the control connection: it exited or was killed")
 
 // createCQ makes one of the session's CQs, of at least n entries, on its
 // channel and completion vector. Only the side's one loop uses them, one

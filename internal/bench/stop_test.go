@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/rdmatest"
@@ -90,4 +91,70 @@ func stopPair(t *testing.T, spec exchange.TestSpec, stopClient bool, stopAfter t
 	mu.Lock()
 	defer mu.Unlock()
 	return c, s, stopped
+}
+
+// TestInfiniteRunStops stops one side of a --run_infinitely test, as
+// Ctrl-C does. The stopped side reports an interrupted run; the other
+// side's run ends with it, at once and without an error, since an
+// infinite run ends only so: it must not go on sending until the stopped
+// side gives up waiting for its result (5 s) and closes, and then fail
+// because the peer closed the connection. The two sides' intervals of a
+// bidirectional test count both directions, as the final figure does
+// (perftest doubles its own for write and read): each side sends 2,000
+// messages a second here.
+func TestInfiniteRunStops(t *testing.T) {
+	const rate = 2000
+	for _, tc := range []struct {
+		name       string
+		test       exchange.Test
+		bidi       bool
+		stopClient bool
+	}{
+		{"write_bw/bidirectional/client_stops", exchange.WriteBW, true, true},
+		{"send_bw/bidirectional/client_stops", exchange.SendBW, true, true},
+		{"send_bw/server_stops", exchange.SendBW, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := exchange.TestSpec{Test: tc.test, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 1, RunInfinitely: true,
+				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, Bidirectional: tc.bidi}
+			c, s, stopped := stopPair(t, spec, tc.stopClient, 2500*time.Millisecond, func(l *bench.Local) {
+				l.Rate = bench.RateLimit{Rate: rate, Unit: bench.RatePps}
+			})
+			halt, other := c, s
+			if !tc.stopClient {
+				halt, other = s, c
+			}
+			if halt.err != nil || halt.r == nil || !halt.r.Interrupted {
+				t.Errorf("the stopped %s: %v; want an interrupted result", halt.role, halt)
+			}
+			if other.err != nil || other.r == nil || other.r.Interrupted || len(other.r.Sizes) != 1 || other.r.Sizes[0].BW.Iterations == 0 {
+				t.Errorf("the %s whose peer stopped: %v; want its result", other.role, other)
+			}
+			for _, o := range []sideOutcome{c, s} {
+				if d := o.at.Sub(stopped); d > 3*time.Second {
+					t.Errorf("the %s ended %v after the stop", o.role, d)
+				}
+				t.Logf("%s: ended %v after the stop; intervals %v", o.role, o.at.Sub(stopped), o.ivs)
+			}
+			// The sending sides' intervals (the first two, before the stop).
+			want := uint64(rate)
+			if tc.bidi {
+				want *= 2
+			}
+			for _, o := range []sideOutcome{c, s} {
+				if !tc.bidi && o.role == "server" {
+					continue // a receiver reports no intervals
+				}
+				if len(o.ivs) < 2 {
+					t.Errorf("%s: %d intervals before the stop at 2.5 s, want 2", o.role, len(o.ivs))
+					continue
+				}
+				for _, n := range o.ivs[:2] {
+					if n < want*3/4 || n > want*5/4 {
+						t.Errorf("%s: an interval of %d messages, want about %d", o.role, n, want)
+					}
+				}
+			}
+		})
+	}
 }
