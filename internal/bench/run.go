@@ -460,20 +460,34 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if runErr != nil && !interrupted {
 			local.Error = runErr.Error()
 		}
-		if spec.ValidateData && runErr == nil {
+		if spec.ValidateData && (runErr == nil || interrupted) {
 			// Wait until both sides are done before looking at the data:
-			// a passive side's loop ends before the peer's writes do.
+			// a passive side's loop ends before the peer's writes do. A
+			// side stopped by Ctrl-C comes too, so that the peer, which
+			// may be waiting here, gets its Sync, not its Result.
 			cctx, cancel := waitPeer()
 			err := c.Barrier(cctx, uint32(1<<31|n))
 			cancel()
+			if err != nil && interrupted {
+				res.Interrupted = true
+				add(s.sizeResult(size, mine, exchange.Result{}))
+				return res, nil
+			}
 			if err != nil {
 				return res, err
 			}
 			if s.local.CPUUtil {
 				cpuEnd = sampleCPU() // both done; the check is not the test's
 			}
-			beforeValidate(client, s.buf.Bytes())
-			local.Mismatches = s.validate(size, client, mine.Iters)
+			if interrupted {
+				// A stopped run's last state is not the one the check
+				// expects (fetch-and-add's count): only the messages
+				// checked as they came count.
+				local.Mismatches, s.immBad = s.immBad, 0
+			} else {
+				beforeValidate(client, s.buf.Bytes())
+				local.Mismatches = s.validate(size, client, mine.Iters)
+			}
 		}
 		cctx, cancel = waitPeer()
 		if watch != nil {

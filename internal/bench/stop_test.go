@@ -158,3 +158,22 @@ func TestInfiniteRunStops(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateInterrupted stops the client of a write_bw with --validate
+// in the middle of its run: the passive server, waiting at the barrier
+// before the check, must not fail with "expected Sync, got Result" but
+// check what arrived and end with the client's figures.
+func TestValidateInterrupted(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Duration: 3,
+		NumQPs: 2, TXDepth: 32, CQModeration: 8, ValidateData: true}
+	c, s, stopped := stopPair(t, spec, true, 700*time.Millisecond, nil)
+	if c.err != nil || c.r == nil || !c.r.Interrupted {
+		t.Errorf("the stopped client: %v; want an interrupted result", c)
+	}
+	if s.err != nil || s.r == nil || len(s.r.Sizes) != 1 || s.r.Sizes[0].BW.Iterations == 0 || s.r.Mismatches != 0 {
+		t.Errorf("the server: %v; want the client's figures, no mismatches", s)
+	}
+	if d := s.at.Sub(stopped); d > 3*time.Second {
+		t.Errorf("the server ended %v after the client's stop", d)
+	}
+}
