@@ -36,15 +36,6 @@ func (s *session) lastByte(off int) byte {
 // a latency loop's timestamps cost half as much.
 func sinceMono(start time.Time) time.Duration { return time.Since(start) }
 
-// samples returns a slice for n latency samples; with a duration, a
-// growing one.
-func samples(iters uint64, dur time.Duration) []float64 {
-	if dur > 0 {
-		return make([]float64, 0, 1<<16)
-	}
-	return make([]float64, 0, iters)
-}
-
 // pingWrite is write_lat: each side writes message i into the peer's
 // target region and polls the last byte of its own for the peer's; the
 // initiator writes first.
@@ -131,7 +122,8 @@ const lastAnswerWait = 100 * time.Millisecond
 // that the pause is not in it.
 func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool, p pingSide) (sideResult, error) {
 	wcs := make([]ibverbs.WC, 1)
-	out := samples(iters, dur)
+	out := newSampleStore(iters, dur)
+	defer out.free()
 	margin := s.margin() // -f: only the samples between the margins count
 	start := time.Now()
 	deadline := start.Add(dur)
@@ -152,7 +144,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			if err = p.wait(ctx, i-1, until); err == nil {
 				arrived := sinceMono(start)
 				if inSpan(arrived, dur, margin) {
-					out = append(out, float64(arrived-prev)/2)
+					out.add(float64(arrived-prev) / 2)
 				}
 				spinUntil(start, arrived+gap)
 				p.number(i)
@@ -169,7 +161,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		}
 		el := sinceMono(start)
 		if initiator && i > 0 && gap == 0 && inSpan(el, dur, margin) {
-			out = append(out, float64(el-prev)/2)
+			out.add(float64(el-prev) / 2)
 		}
 		prev = el
 		pc.yield(start.Add(el))
@@ -201,11 +193,11 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			return sideResult{}, err
 		default:
 			if el := sinceMono(start); inSpan(el, dur, margin) {
-				out = append(out, float64(el-prev)/2)
+				out.add(float64(el-prev) / 2)
 			}
 		}
 	}
-	return sideResult{Iters: done, Bytes: done * uint64(size), Elapsed: time.Since(start), Samples: out}, ctx.Err()
+	return sideResult{Iters: done, Bytes: done * uint64(size), Elapsed: time.Since(start), Samples: out.take()}, ctx.Err()
 }
 
 // writePing is write_lat's side: message i is seqByte(i) in the last byte
@@ -485,7 +477,8 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	}
 	defer wr.Close()
 	wcs := make([]ibverbs.WC, 1)
-	out := samples(iters, dur)
+	out := newSampleStore(iters, dur)
+	defer out.free()
 	margin := s.margin()
 	gap := s.local.LatencyGap // a pause after each completion, out of the samples
 	start := time.Now()
@@ -495,7 +488,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	for ; dur > 0 || i < iters; i++ {
 		el := sinceMono(start)
 		if i > 0 && gap == 0 && inSpan(el, dur, margin) {
-			out = append(out, float64(el-t0))
+			out.add(float64(el - t0))
 		}
 		if pc.yield(start.Add(el)) {
 			el = sinceMono(start)
@@ -523,7 +516,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 		if gap > 0 {
 			done := sinceMono(start)
 			if inSpan(done, dur, margin) {
-				out = append(out, float64(done-t0))
+				out.add(float64(done - t0))
 			}
 			spinUntil(start, done+gap)
 		}
@@ -533,7 +526,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 		}
 	}
 	if el := sinceMono(start); i > 0 && gap == 0 && inSpan(el, dur, margin) {
-		out = append(out, float64(el-t0))
+		out.add(float64(el - t0))
 	}
-	return sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out}, ctx.Err()
+	return sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out.take()}, ctx.Err()
 }
