@@ -531,8 +531,12 @@ func (c *Conn) RemoteUD() (ah *ibverbs.AH, qpn, qkey uint32) {
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err returns nil while the connection is up, then why it ended: an error
-// matching ErrDisconnected when the peer disconnected or died, ErrClosed
-// after Close.
+// matching ErrDisconnected when the peer disconnected (its process's end
+// disconnects too: the kernel does it), ErrClosed after Close. The CM has
+// no keepalive: a peer whose host went down, or whose link was cut, is
+// not told here, ever. The QP's work requests tell it, failing once
+// their retries run out (WCRetryExcErr), as rdmamsg's keepalives do for
+// a side that has nothing to send.
 func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

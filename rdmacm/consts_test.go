@@ -137,12 +137,30 @@ func TestAddrParsing(t *testing.T) {
 	}
 }
 
+// TestSockaddrRoundTrip: addresses go to C and come back the same, a
+// link-local IPv6 address's zone (the interface, by name or number)
+// included, which the kernel needs to bind or reach it.
 func TestSockaddrRoundTrip(t *testing.T) {
-	for _, s := range []string{"198.18.0.1:7471", "[::1]:65535", "0.0.0.0:0"} {
-		ap := netip.MustParseAddrPort(s)
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"198.18.0.1:7471", ""},
+		{"[::1]:65535", ""},
+		{"0.0.0.0:0", ""},
+		{"[fe80::1%lo]:7471", ""},
+		{fmt.Sprintf("[fe80::1%%%d]:7471", lo.Index), "[fe80::1%lo]:7471"},
+		{"[fe80::1]:7471", ""},
+	} {
+		ap := netip.MustParseAddrPort(tc.in)
+		want := ap
+		if tc.want != "" {
+			want = netip.MustParseAddrPort(tc.want)
+		}
 		var ss sockaddrStorage
-		if got := addrPort(sockaddr(ap, &ss)); got != ap {
-			t.Errorf("%s came back as %s", ap, got)
+		if got := addrPort(sockaddr(ap, &ss)); got != want {
+			t.Errorf("%s came back as %s, want %s", ap, got, want)
 		}
 	}
 }

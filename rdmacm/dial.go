@@ -73,6 +73,9 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if _, err := ch.Await(ctx, EventRouteResolved); err != nil {
 		return fail(fmt.Errorf("resolving route: %w", err))
 	}
+	if err := id.checkPrivateData("rdma_connect", len(cfg.PrivateData), false); err != nil {
+		return fail(err)
+	}
 	c, err := newConn(id, cfg)
 	if err != nil {
 		return nil, err

@@ -9,9 +9,11 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 	"unsafe"
@@ -115,8 +117,38 @@ func sockaddr(ap netip.AddrPort, ss *C.struct_sockaddr_storage) *C.struct_sockad
 		sin6.sin6_family = C.AF_INET6
 		*(*[2]byte)(unsafe.Pointer(&sin6.sin6_port)) = [2]byte{byte(port >> 8), byte(port)}
 		*(*[16]byte)(unsafe.Pointer(&sin6.sin6_addr)) = a.As16()
+		sin6.sin6_scope_id = C.uint32_t(zoneIndex(a.Zone()))
 	}
 	return (*C.struct_sockaddr)(unsafe.Pointer(ss))
+}
+
+// zoneIndex is the interface index an IPv6 address's zone names (a name,
+// or a number), which a link-local address needs: 0 for none, or for a
+// name no interface has, which the kernel then refuses for a link-local
+// address.
+func zoneIndex(zone string) int {
+	if zone == "" {
+		return 0
+	}
+	if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		return int(n)
+	}
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		return ifi.Index
+	}
+	return 0
+}
+
+// zoneName is the zone of an IPv6 address with scope index i: its
+// interface's name, or the number where there is no such interface.
+func zoneName(i uint32) string {
+	if i == 0 {
+		return ""
+	}
+	if ifi, err := net.InterfaceByIndex(int(i)); err == nil {
+		return ifi.Name
+	}
+	return strconv.FormatUint(uint64(i), 10)
 }
 
 // addrPort reads a struct sockaddr_in or sockaddr_in6.
@@ -132,7 +164,11 @@ func addrPort(sa *C.struct_sockaddr) netip.AddrPort {
 	case C.AF_INET6:
 		sin6 := (*C.struct_sockaddr_in6)(unsafe.Pointer(sa))
 		p := *(*[2]byte)(unsafe.Pointer(&sin6.sin6_port))
-		return netip.AddrPortFrom(netip.AddrFrom16(*(*[16]byte)(unsafe.Pointer(&sin6.sin6_addr))), uint16(p[0])<<8|uint16(p[1]))
+		a := netip.AddrFrom16(*(*[16]byte)(unsafe.Pointer(&sin6.sin6_addr)))
+		if a.Is6() && !a.Is4In6() && (a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast()) {
+			a = a.WithZone(zoneName(uint32(sin6.sin6_scope_id)))
+		}
+		return netip.AddrPortFrom(a, uint16(p[0])<<8|uint16(p[1]))
 	}
 	return netip.AddrPort{}
 }
@@ -268,12 +304,56 @@ func connParam(fn string, p *ConnParam) (c *C.struct_rdma_conn_param, free func(
 	}, nil
 }
 
+// Private data limits over InfiniBand and RoCE: the room in the IB CM's
+// messages, less the header rdma_cm puts in a request.
+const (
+	maxConnectData   = 56  // REQ
+	maxAcceptData    = 196 // REP
+	maxUDConnectData = 180 // SIDR REQ
+	maxUDAcceptData  = 136 // SIDR REP
+)
+
+// checkPrivateData checks that n bytes of private data fit in the
+// request (accept false) or reply of id's port space, once id is on a
+// device: an iWARP device's take up to the 255 bytes the length has room
+// for, InfiniBand's and RoCE's less. Where they do not fit, fn (the verb)
+// would fail with a bare EINVAL, after the QP was made.
+func (id *ID) checkPrivateData(fn string, n int, accept bool) error {
+	most := math.MaxUint8
+	if v := id.c.verbs; v != nil && v.device.transport_type != C.IBV_TRANSPORT_IWARP {
+		switch {
+		case id.ps == PortSpaceUDP && accept:
+			most = maxUDAcceptData
+		case id.ps == PortSpaceUDP:
+			most = maxUDConnectData
+		case accept:
+			most = maxAcceptData
+		default:
+			most = maxConnectData
+		}
+	}
+	if n <= most {
+		return nil
+	}
+	what := "request"
+	if accept {
+		what = "reply"
+	}
+	return fmt.Errorf("%d bytes of private data, where a %s connection %s carries at most %d: %w",
+		n, id.ps, what, most, os.NewSyscallError(fn, syscall.EINVAL))
+}
+
 // Connect starts a connection to the resolved route (rdma_connect); for a
 // UD ID, a lookup of the peer's QP. Its outcome is ESTABLISHED, REJECTED,
 // UNREACHABLE or CONNECT_ERROR. p may be nil for librdmacm's defaults.
 func (id *ID) Connect(p *ConnParam) error {
 	if id.c == nil {
 		return ErrClosed
+	}
+	if p != nil {
+		if err := id.checkPrivateData("rdma_connect", len(p.PrivateData), false); err != nil {
+			return err
+		}
 	}
 	c, free, err := connParam("rdma_connect", p)
 	if err != nil {
@@ -289,10 +369,21 @@ func (id *ID) Connect(p *ConnParam) error {
 
 // Accept accepts the connection request this ID came with (rdma_accept).
 // For RC the connection is up at the event ESTABLISHED; a UD request is
-// answered at once. p may be nil for librdmacm's defaults.
+// answered at once. p may be nil for librdmacm's defaults once the ID has
+// a QP (CreateQP); without one, p must give the QP's number, and nil is
+// refused (librdmacm would read it).
 func (id *ID) Accept(p *ConnParam) error {
 	if id.c == nil {
 		return ErrClosed
+	}
+	if p == nil && id.c.qp == nil {
+		return fmt.Errorf("an ID without a QP (CreateQP) needs a ConnParam with the QP's number: %w",
+			os.NewSyscallError("rdma_accept", syscall.EINVAL))
+	}
+	if p != nil {
+		if err := id.checkPrivateData("rdma_accept", len(p.PrivateData), true); err != nil {
+			return err
+		}
 	}
 	c, free, err := connParam("rdma_accept", p)
 	if err != nil {

@@ -24,6 +24,10 @@ type Listener struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	mu     sync.Mutex // held while taking a request, and by Close
+	// removed is the DEVICE_REMOVAL event's error once the device has
+	// gone: the kernel has closed the listening ID, so no request comes
+	// again, and every later GetRequest returns it (under mu).
+	removed error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -56,6 +60,9 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 		return nil, err
 	}
 	if err := id.BindAddr(ap); err != nil {
+		return nil, errors.Join(err, id.Close(), ch.Close())
+	}
+	if err := id.checkPrivateData("rdma_accept", len(cfg.PrivateData), true); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
 	if err := id.Listen(cfg.Backlog); err != nil {
@@ -97,7 +104,9 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // GetRequest waits for the next connection request (the CONNECT_REQUEST
 // event, as rdma_get_request) and moves its ID to an event channel of its
 // own (rdma_migrate_id). The caller must Accept or Reject it. It returns
-// ctx's error when ctx ends first, and ErrClosed after Close.
+// ctx's error when ctx ends first, and ErrClosed after Close. Once the
+// device has gone (DEVICE_REMOVAL), it and every later call return an
+// error matching ErrDeviceRemoved: no request can come again.
 func (l *Listener) GetRequest(ctx context.Context) (*ConnRequest, error) {
 	r, err := l.getRequest(ctx)
 	if err != nil {
@@ -117,6 +126,9 @@ func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
 		if l.ctx.Err() != nil {
 			return nil, ErrClosed
 		}
+		if l.removed != nil {
+			return nil, l.removed
+		}
 		ev, err := l.ch.GetEvent(ctx)
 		if err != nil {
 			if l.ctx.Err() != nil {
@@ -127,7 +139,8 @@ func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
 		switch ev.Type {
 		case EventConnectRequest:
 		case EventDeviceRemoval:
-			return nil, eventError(ev)
+			l.removed = eventError(ev)
+			return nil, l.removed
 		default:
 			continue
 		}
@@ -213,6 +226,15 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	if cfg.UD != (r.id.ps == PortSpaceUDP) {
 		return refuse(fmt.Errorf("Config.UD is %v on a %s request", cfg.UD, r.id.ps))
 	}
+	if err := r.id.checkPrivateData("rdma_accept", len(cfg.PrivateData), true); err != nil {
+		return refuse(err)
+	}
+	// A caller that has given up (its context ended, or its Listener's
+	// Close ended Accept) rejects the request rather than answer it and
+	// then leave the peer with a connection that is torn down at once.
+	if err := ctx.Err(); err != nil {
+		return refuse(fmt.Errorf("accepting: %w", err))
+	}
 	if cfg.AckTimeout != 0 {
 		if err := r.id.SetAckTimeout(cfg.AckTimeout); err != nil {
 			return refuse(err)
@@ -226,6 +248,10 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	if err := c.prepare(cfg); err != nil {
 		r.id.Reject(nil)
 		return nil, errors.Join(err, c.teardown())
+	}
+	if err := ctx.Err(); err != nil {
+		r.id.Reject(nil)
+		return nil, errors.Join(fmt.Errorf("accepting: %w", err), c.teardown())
 	}
 	if err := r.id.Accept(cfg.connParam()); err != nil {
 		return nil, errors.Join(err, c.teardown())

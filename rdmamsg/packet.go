@@ -268,6 +268,16 @@ func (p *PacketConn) answerLookups(ctx context.Context) {
 			}
 			return
 		}
+		if ev.Type == rdmacm.EventDeviceRemoval {
+			// The kernel has closed the ID: no lookup is answered again,
+			// and the QP is gone with the device.
+			p.mu.Lock()
+			p.fail(fmt.Errorf("rdmamsg: %s: the RDMA device went away: %w", p.local, rdmacm.ErrDeviceRemoved))
+			p.mu.Unlock()
+			p.s.wake(nil)
+			p.s.interrupt()
+			return
+		}
 		if ev.Type == rdmacm.EventConnectRequest && ev.ID != nil {
 			// A failed answer leaves the peer's lookup to time out,
 			// which its WriteTo reports.

@@ -504,6 +504,13 @@ func TestPacketCloseWhileWriting(t *testing.T) {
 	go func() {
 		var first error
 		for {
+			// The last WriteTo begins after Close has returned.
+			var last bool
+			select {
+			case <-closed:
+				last = true
+			default:
+			}
 			err := a.WriteTo(ctx, msg, b.LocalAddr())
 			if err != nil && first == nil {
 				first = err
@@ -511,11 +518,9 @@ func TestPacketCloseWhileWriting(t *testing.T) {
 			if first != nil && !errors.Is(err, rdmamsg.ErrClosed) {
 				first = fmt.Errorf("after %v: %w", first, err)
 			}
-			select {
-			case <-closed:
+			if last {
 				done <- first
 				return
-			default:
 			}
 		}
 	}()

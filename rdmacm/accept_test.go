@@ -1,0 +1,143 @@
+//go:build linux && cgo
+
+package rdmacm_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+// TestAcceptNilWithoutQP: accepting a request with no ConnParam on an ID
+// without a QP is refused with EINVAL, where librdmacm read the nil
+// parameters and the process died (SIGSEGV).
+func TestAcceptNilWithoutQP(t *testing.T) {
+	n := device(t)
+	ctx := timeout(t, 60*time.Second)
+	ch, err := rdmacm.CreateEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, ch)
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, id)
+	if err := id.BindAddr(netip.AddrPortFrom(n.IP, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Listen(0); err != nil {
+		t.Fatal(err)
+	}
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := rdmacm.Dial(ctx, id.LocalAddr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
+		if err == nil {
+			c.Close()
+		}
+		dialed <- err
+	}()
+	var ev *rdmacm.Event
+	for ev == nil || ev.Type != rdmacm.EventConnectRequest {
+		if ev, err = ch.GetEvent(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = ev.ID.Accept(nil)
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "CreateQP") {
+		t.Errorf("Accept(nil) without a QP: %v, want EINVAL saying what it needs", err)
+	}
+	ev.ID.Reject(nil)
+	closeOK(t, ev.ID)
+	if err := <-dialed; err == nil {
+		t.Error("Dial succeeded; the request was rejected")
+	}
+}
+
+// TestPrivateDataLimits: private data longer than a request or reply of
+// the port space carries over RoCE is refused before anything is made,
+// with the limit, where the verb failed with a bare EINVAL after the QP
+// was made (and, for Accept, after the peer had waited).
+func TestPrivateDataLimits(t *testing.T) {
+	n := device(t)
+	ctx := timeout(t, 60*time.Second)
+	for _, tc := range []struct {
+		ud   bool
+		size int
+		want string
+	}{
+		{false, 197, "at most 196"},
+		{true, 137, "at most 136"},
+	} {
+		_, err := rdmacm.Listen(ctx, addr(n.IP, 0), &rdmacm.Config{UD: tc.ud, PrivateData: make([]byte, tc.size)})
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Listen (UD %v) with %d bytes to reply: %v, want EINVAL and %q", tc.ud, tc.size, err, tc.want)
+		}
+	}
+	l := listen(t, n.IP, nil)
+	go func() {
+		for {
+			c, err := l.Accept(ctx)
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String(), PrivateData: make([]byte, 57)})
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "at most 56") {
+		t.Errorf("Dial with 57 bytes to send: %v, want EINVAL and the limit", err)
+	}
+	c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String(), PrivateData: make([]byte, 56)})
+	if err != nil {
+		t.Fatalf("Dial with 56 bytes: %v", err)
+	}
+	closeOK(t, c)
+	lu := listen(t, n.IP, &rdmacm.Config{UD: true})
+	_, err = rdmacm.LookupUD(ctx, lu.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String(), PrivateData: make([]byte, 181)})
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "at most 180") {
+		t.Errorf("LookupUD with 181 bytes to send: %v, want EINVAL and the limit", err)
+	}
+}
+
+// TestAcceptGivenUp: a request taken, and then accepted with a context
+// that has ended, is rejected without a reply, so that its dialer fails
+// with a *RejectedError, not with a connection torn down as it came up.
+func TestAcceptGivenUp(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.IP, nil)
+	ctx := timeout(t, 60*time.Second)
+	accepted := make(chan error, 1)
+	go func() {
+		r, err := l.GetRequest(ctx)
+		if err != nil {
+			accepted <- err
+			return
+		}
+		over, cancel := context.WithCancel(ctx)
+		cancel()
+		c, err := r.Accept(over, nil)
+		if c != nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
+	if c != nil {
+		c.Close()
+	}
+	var rej *rdmacm.RejectedError
+	if !errors.As(err, &rej) {
+		t.Errorf("Dial to a listener that gave up on its request: %v, want a *RejectedError", err)
+	}
+	if err := <-accepted; !errors.Is(err, context.Canceled) {
+		t.Errorf("Accept with a context that had ended: %v", err)
+	}
+}
