@@ -238,8 +238,13 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 // than one completion a batch, is not used: soft-RoCE before rdma-core 55
 // loses its place in the CQ when it finds the CQ empty.) A failed
 // completion has WRID, Status, VendorErr and QPN alone, as Poll's.
-// WC.PKeyIndex, which an extended CQ cannot be asked for, is 0. It never
-// blocks and never allocates; a batch is one cgo call.
+// WC.PKeyIndex, which an extended CQ cannot be asked for, is 0. A
+// provider that fails to read a completion (mlx5's start_poll can, for one
+// it cannot parse) makes it return an error matching syscall.EIO, or the
+// provider's errno. Completions taken before a failure in the same call
+// are returned without it, as Poll does: the next call reports the
+// failure only if it meets it again. It never blocks and never
+// allocates; a batch is one cgo call.
 func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
 	if cq.c == nil {
 		return 0, ErrClosed
@@ -251,7 +256,8 @@ func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
 		(*C.struct_gv_wc_ex)(unsafe.Pointer(&wcs[0])))
 	if n < 0 {
 		if cq.ex != nil {
-			return 0, verbError("ibv_start_poll", int(-n))
+			return 0, fmt.Errorf("ibverbs: the provider failed to read the CQ's next completion: %w",
+				verbError("ibv_start_poll", int(-n)))
 		}
 		return 0, verbError("ibv_poll_cq", int(-n))
 	}

@@ -381,8 +381,13 @@ int gv_poll_cq_ex(uintptr_t cqh, uintptr_t exh, uint64_t fields, int n, struct g
 
 		if (rc == ENOENT || rc == EBUSY)
 			break;
+		/*
+		 * A failure that is no errno, such as mlx5's CQ_POLL_ERR (-2)
+		 * for a completion it cannot read, is EIO: negated, it would
+		 * count as completions taken.
+		 */
 		if (rc)
-			return got ? got : -rc;
+			return got ? got : (rc > 0 ? -rc : -EIO);
 		read_wc_ex(cq, &out[got++], fields);
 		ibv_end_poll(cq);
 	}

@@ -104,7 +104,8 @@ struct ibv_cq_ex *gv_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_c
 // gv_poll_cq_ex polls up to n completions into out, through the extended
 // CQ's iterator and ibv_wc_read_* where exh (a struct ibv_cq_ex) is not 0,
 // reading the timestamps in fields, else with ibv_poll_cq on cqh, their
-// timestamps 0. Returns the count, or -errno. A wall-clock read that
+// timestamps 0. Returns the count, or -errno: -EIO for a start_poll
+// failure that is no errno (mlx5's CQ_POLL_ERR, -2). A wall-clock read that
 // start_poll refuses for now (EBUSY) counts as no completion.
 int gv_poll_cq_ex(uintptr_t cqh, uintptr_t exh, uint64_t fields, int n, struct gv_wc_ex *out);
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
