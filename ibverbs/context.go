@@ -133,6 +133,20 @@ func (d *devState) detach(c *C.struct_ibv_context, owner bool) *eventLoop {
 	return l
 }
 
+// sameContext says why what, an object made on the context of, cannot
+// take part in verb on c, or returns nil. Handles that share one struct
+// ibv_context (WrapContext's, rdmacm's) are one context. Two Opens of one
+// device are two, each numbering its objects afresh: the kernel would take
+// another context's CQ or SRQ for this one's of the same number, or refuse
+// it, and a provider would mix up their memory.
+func (c *Context) sameContext(verb, what string, of *Context) error {
+	if of.c == c.c {
+		return nil
+	}
+	return fmt.Errorf("%s: %s: %s is on another context (an Open of %s of its own), "+
+		"and an object works only with the context it was made on: %w", verb, c.name, what, of.name, syscall.EINVAL)
+}
+
 func (c *Context) register(p unsafe.Pointer, obj any) {
 	c.dev.mu.Lock()
 	c.dev.objs[p] = obj

@@ -95,9 +95,9 @@ type MWBind struct {
 	Access Access
 }
 
-// checkBind says why a bind of b on mw would fail before the provider
-// sees it, which for some (a missing MR) would crash.
-func checkBind(verb string, mw *MW, b *MWBind) error {
+// checkBind says why a bind of b on mw through qp would fail before the
+// provider sees it, which for some (a missing MR) would crash.
+func (qp *QP) checkBind(verb string, mw *MW, b *MWBind) error {
 	switch {
 	case mw == nil || mw.c == nil:
 		return fmt.Errorf("%s: no memory window, or a closed one: %w", verb, syscall.EINVAL)
@@ -106,7 +106,7 @@ func checkBind(verb string, mw *MW, b *MWBind) error {
 	case b.MR.pd != mw.pd:
 		return fmt.Errorf("%s: the MR and the window belong to different PDs: %w", verb, syscall.EPERM)
 	}
-	return nil
+	return qp.pd.ctx.sameContext(verb, "the memory window", mw.pd.ctx)
 }
 
 // BindMW binds a type 1 memory window to b's part of an MR (ibv_bind_mw),
@@ -121,7 +121,7 @@ func (qp *QP) BindMW(mw *MW, id uint64, flags SendFlags, b MWBind) (uint32, erro
 	if qp.c == nil {
 		return 0, ErrClosed
 	}
-	if err := checkBind("ibv_bind_mw", mw, &b); err != nil {
+	if err := qp.checkBind("ibv_bind_mw", mw, &b); err != nil {
 		return 0, err
 	}
 	if mw.typ != MWType1 {

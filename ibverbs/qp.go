@@ -82,7 +82,11 @@ type QP struct {
 const maxBatch = 256
 
 // CreateQP creates a queue pair (ibv_create_qp). The capacities granted,
-// which may exceed those asked for, are in QP.Cap.
+// which may exceed those asked for, are in QP.Cap. Its CQs and SRQ must be
+// on the PD's context, or on another handle on the same struct
+// ibv_context (WrapContext): those of another Open of the device fail
+// with an error matching syscall.EINVAL, as do, later, a UD send's AH and
+// a bound window's.
 func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	if init.WRAPI {
 		return pd.createQPEx(init, func(ax *C.struct_ibv_qp_init_attr_ex) (*C.struct_ibv_qp, error) {
@@ -224,6 +228,17 @@ func (pd *PD) createQP(init QPInit, create func(*C.struct_ibv_qp_init_attr) (*C.
 	}
 	if init.SendCQ.c == nil || init.RecvCQ.c == nil || (init.SRQ != nil && init.SRQ.c == nil) {
 		return nil, ErrClosed
+	}
+	if err := pd.ctx.sameContext("ibv_create_qp", "the send CQ", init.SendCQ.ctx); err != nil {
+		return nil, err
+	}
+	if err := pd.ctx.sameContext("ibv_create_qp", "the receive CQ", init.RecvCQ.ctx); err != nil {
+		return nil, err
+	}
+	if init.SRQ != nil {
+		if err := pd.ctx.sameContext("ibv_create_qp", "the SRQ", init.SRQ.pd.ctx); err != nil {
+			return nil, err
+		}
 	}
 	if init.Cap.MaxSendSGE == 0 {
 		init.Cap.MaxSendSGE = 1
@@ -409,11 +424,13 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
 		return fmt.Errorf("ibv_post_send: a UD send without SendWR.AH: %w", syscall.EINVAL)
 	case qp.typ == QPTypeUD && w.AH.c == nil:
 		return fmt.Errorf("ibv_post_send: the send's AH: %w", ErrClosed)
+	case qp.typ == QPTypeUD && w.AH.pd.ctx.c != qp.pd.ctx.c:
+		return qp.pd.ctx.sameContext("ibv_post_send", "the send's AH", w.AH.pd.ctx)
 	case w.Opcode == OpBindMW:
 		if w.Bind == nil {
 			return fmt.Errorf("ibv_post_send: BIND_MW without SendWR.Bind: %w", syscall.EINVAL)
 		}
-		return checkBind("ibv_post_send", w.Bind.MW, w.Bind)
+		return qp.checkBind("ibv_post_send", w.Bind.MW, w.Bind)
 	}
 	return nil
 }

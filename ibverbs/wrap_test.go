@@ -5,6 +5,7 @@ package ibverbs_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -176,4 +177,122 @@ func TestCQChannelOtherContext(t *testing.T) {
 		}
 		t.Errorf("CreateCQ with another context's channel: %v, want EINVAL", err)
 	}
+}
+
+// TestObjectsOtherContext refuses, on one Open of the device, a QP whose
+// CQs or SRQ, a UD send whose AH, and a bind whose window were made on
+// another Open of it: each context numbers its objects afresh, and these
+// are made in the same order on both so that their numbers match, as the
+// kernel would see them. A handle on the same struct ibv_context
+// (WrapContext) is the same context, and its objects are accepted.
+func TestObjectsOtherContext(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	other, err := ibverbs.Open(ctx.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, other) }) // after the objects' cleanups
+	type objs struct {
+		pd  *ibverbs.PD
+		cq  *ibverbs.CQ
+		srq *ibverbs.SRQ
+		mr  *ibverbs.MR
+	}
+	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, buf) })
+	newObjs := func(c *ibverbs.Context) objs {
+		var o objs
+		var err error
+		if o.pd, err = c.AllocPD(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeOK(t, o.pd) })
+		if o.cq, err = c.CreateCQ(16, nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeOK(t, o.cq) })
+		if o.srq, err = o.pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 4}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeOK(t, o.srq) })
+		if o.mr, err = o.pd.RegMR(buf, ibverbs.AccessLocalWrite|ibverbs.AccessMWBind); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeOK(t, o.mr) })
+		return o
+	}
+	a, b := newObjs(ctx), newObjs(other)
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "on another context") {
+			t.Errorf("%s of another context: %v, want EINVAL saying so", what, err)
+		}
+	}
+	qcap := ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}
+	for _, tc := range []struct {
+		what string
+		init ibverbs.QPInit
+	}{
+		{"CreateQP with a send CQ", ibverbs.QPInit{SendCQ: a.cq, RecvCQ: b.cq}},
+		{"CreateQP with a receive CQ", ibverbs.QPInit{SendCQ: b.cq, RecvCQ: a.cq}},
+		{"CreateQP with an SRQ", ibverbs.QPInit{SendCQ: b.cq, SRQ: a.srq}},
+	} {
+		tc.init.Type, tc.init.Cap = ibverbs.QPTypeRC, qcap
+		qp, err := b.pd.CreateQP(tc.init)
+		if qp != nil {
+			closeOK(t, qp)
+		}
+		refused(tc.what, err)
+	}
+
+	ud, err := b.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeUD, SendCQ: b.cq, Cap: qcap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, ud)
+	gid := rdmatest.GIDIndex(t, ctx, info.Port)
+	ep, err := ud.Endpoint(info.Port, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ah, err := a.pd.CreateAHTo(ep, info.Port, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, ah)
+	var pe *ibverbs.PostError
+	err = ud.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, AH: ah, RemoteQPN: ep.QPN, RemoteQKey: ep.QKey}})
+	if !errors.As(err, &pe) || pe.Index != 0 {
+		t.Errorf("PostSend with an AH of another context: %v, want a PostError at 0", err)
+	}
+	refused("PostSend with an AH", err)
+
+	rc, err := b.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: b.cq, Cap: qcap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, rc)
+	mw, err := a.pd.AllocMW(ibverbs.MWType1)
+	if err != nil {
+		rdmatest.SkipIfUnsupported(t, err)
+	}
+	defer closeOK(t, mw)
+	_, err = rc.BindMW(mw, 1, 0, ibverbs.MWBind{MR: a.mr, Addr: a.mr.Addr(), Length: 64, Access: ibverbs.AccessRemoteRead})
+	refused("BindMW with a window", err)
+
+	// Another handle on ctx's struct ibv_context is the same context.
+	w := wrap(t, ctx)
+	pd, err := w.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, pd)
+	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: a.cq, SRQ: a.srq, Cap: qcap})
+	if err != nil {
+		t.Fatalf("CreateQP on a wrapped handle with the owner's CQ and SRQ: %v", err)
+	}
+	closeOK(t, qp)
 }
