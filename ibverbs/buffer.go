@@ -66,18 +66,29 @@ func NewBuffer(size int, opt BufferOptions) (*Buffer, error) {
 // --mmap). Whether a device can register the pages depends on the file
 // system: the kernel refuses to pin some (DAX, for one).
 //
-// off must be a multiple of the page size. A regular file must hold off+size
-// bytes, because touching a mapping past a file's end kills the process
-// (SIGBUS). The file needs to be open for reading and writing. f may be
-// closed once MapFile returns: the mapping keeps the file open.
+// off must be a multiple of the page size: on hugetlbfs, of the file
+// system's huge page size, to which the mapping is rounded up too. A
+// regular file must hold off+size bytes, because touching a mapping past a
+// file's end kills the process (SIGBUS). The file needs to be open for
+// reading and writing. f may be closed once MapFile returns: the mapping
+// keeps the file open.
 func MapFile(f *os.File, off int64, size int) (*Buffer, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("ibverbs: invalid buffer size %d: %w", size, syscall.EINVAL)
 	}
-	pg := os.Getpagesize()
+	pg, unit := os.Getpagesize(), "page size"
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &fs); err != nil {
+		return nil, fmt.Errorf("ibverbs: mapping %s: %w", f.Name(), os.NewSyscallError("fstatfs", err))
+	}
+	if uint32(fs.Type) == unix.HUGETLBFS_MAGIC && fs.Bsize > 0 {
+		// The kernel maps whole huge pages, and unmaps only whole ones:
+		// a mapping of n rounded to 4 KiB could never be unmapped.
+		pg, unit = int(fs.Bsize), "huge page size of its hugetlbfs"
+	}
 	if off < 0 || off%int64(pg) != 0 {
-		return nil, fmt.Errorf("ibverbs: mapping %s at offset %d: not a multiple of the page size (%d): %w",
-			f.Name(), off, pg, syscall.EINVAL)
+		return nil, fmt.Errorf("ibverbs: mapping %s at offset %d: not a multiple of the %s (%d): %w",
+			f.Name(), off, unit, pg, syscall.EINVAL)
 	}
 	fi, err := f.Stat()
 	if err != nil {
