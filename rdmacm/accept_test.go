@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
@@ -139,5 +140,44 @@ func TestAcceptGivenUp(t *testing.T) {
 	}
 	if err := <-accepted; !errors.Is(err, context.Canceled) {
 		t.Errorf("Accept with a context that had ended: %v", err)
+	}
+}
+
+// TestLinkLocal: a link-local IPv6 address with its zone (the GID's
+// netdev) binds and connects, where the zone was dropped and the kernel
+// refused the address (EINVAL): the device's own link-local RoCE v2 GID,
+// dialed from itself.
+func TestLinkLocal(t *testing.T) {
+	n := device(t)
+	dev, err := ibverbs.Open(n.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := dev.GIDTable(1)
+	dev.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ip netip.Addr
+	for _, e := range table {
+		if a := e.IP(); e.Type == ibverbs.GIDTypeRoCEv2 && a.Is6() && a.IsLinkLocalUnicast() && e.Netdev != "" {
+			ip = a.WithZone(e.Netdev)
+			break
+		}
+	}
+	if !ip.IsValid() {
+		t.Skipf("%s has no link-local RoCE v2 GID with a netdev", n.Dev)
+	}
+	l := listen(t, ip, nil)
+	if got := l.Addr().Addr(); got != ip {
+		t.Errorf("bound to %v, want %v", got, ip)
+	}
+	srv, cli := connect(t, l, ip, &rdmacm.Config{})
+	if got := cli.RemoteAddr().Addr(); got != ip {
+		t.Errorf("the dialer's peer is %v, want %v", got, ip)
+	}
+	// The kernel gives an accepted ID's addresses without the scope.
+	if got := srv.LocalAddr().Addr(); got.WithZone("") != ip.WithZone("") {
+		t.Errorf("the accepted side is at %v, want %v", got, ip)
 	}
 }

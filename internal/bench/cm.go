@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -50,10 +51,21 @@ func (s *session) cmConfig() *rdmacm.Config {
 	return cfg
 }
 
+// GIDAddr is the IP address of a GID for rdma_cm: a link-local IPv6
+// address with its netdev as the zone, which the kernel needs to bind it
+// or send from it.
+func GIDAddr(e ibverbs.GIDEntry) netip.Addr {
+	ip := e.IP()
+	if ip.Is6() && ip.IsLinkLocalUnicast() && e.Netdev != "" {
+		ip = ip.WithZone(e.Netdev)
+	}
+	return ip
+}
+
 // cmListen starts listening for the client's rdma_cm connections on this
 // side's GID address, before the client is told to dial.
 func (s *session) cmListen(ctx context.Context) (*rdmacm.Listener, error) {
-	addr := net.JoinHostPort(s.gid.Entry.IP().String(), strconv.Itoa(s.local.CMPort))
+	addr := net.JoinHostPort(GIDAddr(s.gid.Entry).String(), strconv.Itoa(s.local.CMPort))
 	return rdmacm.Listen(ctx, addr, s.cmConfig())
 }
 
@@ -79,7 +91,7 @@ func (s *session) cmDial(ctx context.Context, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cfg := s.cmConfig()
-	cfg.SrcAddr = s.gid.Entry.IP().String()
+	cfg.SrcAddr = GIDAddr(s.gid.Entry).String()
 	addr := net.JoinHostPort(host, strconv.Itoa(s.local.CMPort))
 	for range int(s.spec.NumQPs) {
 		c, err := rdmacm.Dial(ctx, addr, cfg)

@@ -59,7 +59,7 @@ func (s *session) cmJoin(ctx context.Context, client bool) error {
 		return err
 	}
 	cfg := s.cmConfig()
-	cfg.SrcAddr = s.gid.Entry.IP().String()
+	cfg.SrcAddr = GIDAddr(s.gid.Entry).String()
 	c, err := rdmacm.JoinMulticast(ctx, g.String(), cfg)
 	if err != nil {
 		return err

@@ -746,10 +746,10 @@ func gidAddr(l bench.Local) (string, error) {
 	port := max(l.Port, 1)
 	if l.GIDIndex >= 0 {
 		e, err := ctx.QueryGID(port, l.GIDIndex)
-		return e.IP().String(), err
+		return bench.GIDAddr(e).String(), err
 	}
 	c, err := ctx.SelectGID(port, l.GIDRule)
-	return c.Entry.IP().String(), err
+	return bench.GIDAddr(c.Entry).String(), err
 }
 
 // isTerminal reports whether w is a terminal, where a progress line helps.

@@ -1,0 +1,73 @@
+//go:build linux && cgo
+
+package bench_test
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// TestGIDAddr: a link-local GID's address for rdma_cm carries its
+// netdev as the zone, which the kernel needs to bind or send from it;
+// other addresses come as they are.
+func TestGIDAddr(t *testing.T) {
+	gid := func(s string) ibverbs.GID {
+		return ibverbs.GID(netip.MustParseAddr(s).As16())
+	}
+	for _, tc := range []struct {
+		e    ibverbs.GIDEntry
+		want string
+	}{
+		{ibverbs.GIDEntry{GID: gid("fe80::1"), Netdev: "eth0"}, "fe80::1%eth0"},
+		{ibverbs.GIDEntry{GID: gid("fe80::1")}, "fe80::1"},
+		{ibverbs.GIDEntry{GID: gid("2001:2::1"), Netdev: "eth0"}, "2001:2::1"},
+		{ibverbs.GIDEntry{GID: gid("::ffff:198.18.0.1"), Netdev: "eth0"}, "198.18.0.1"},
+	} {
+		if got := bench.GIDAddr(tc.e).String(); got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.e, got, tc.want)
+		}
+	}
+}
+
+// TestLinkLocalCM runs a test through rdma_cm on the device's link-local
+// RoCE v2 GID (-R -x with its index), on one device: both sides bind and
+// connect with the GID's netdev as the zone, where the kernel refused the
+// address without one.
+func TestLinkLocalCM(t *testing.T) {
+	info := rdmatest.Device(t)
+	dev, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := dev.GIDTable(info.Port)
+	dev.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ll ibverbs.GIDEntry
+	for _, e := range table {
+		if a := e.IP(); e.Type == ibverbs.GIDTypeRoCEv2 && a.Is6() && a.IsLinkLocalUnicast() && e.Netdev != "" {
+			ll = e
+			break
+		}
+	}
+	if ll.Netdev == "" {
+		t.Skipf("%s has no link-local RoCE v2 GID with a netdev", info.Name)
+	}
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 100,
+		TXDepth: 16, CQModeration: 4, NumQPs: 2, RdmaCM: true}
+	c, _ := loopback(t, spec, func(l *bench.Local, client bool) {
+		l.GIDIndex = ll.Index
+		if client {
+			l.CMHost = bench.GIDAddr(ll).String()
+		}
+	})
+	if n := c.Sizes[0].BW.Iterations; n != 200 {
+		t.Errorf("%d messages, want 200", n)
+	}
+}
