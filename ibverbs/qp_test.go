@@ -342,6 +342,43 @@ func testUD(t *testing.T, wrapi bool) {
 	}
 }
 
+// TestUDEndpointQKey connects a UD pair with a Q_Key of its own: each
+// QP's Endpoint reports the default while the QP is in RESET, and the
+// Q_Key ToInit gave it after, which a peer addresses sends with.
+func TestUDEndpointQKey(t *testing.T) {
+	const qkey = 0x1234
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeUD, params: ibverbs.ConnParams{QKey: qkey}})
+	if p.b.ep.QKey != 0x11111111 {
+		t.Errorf("Endpoint of a UD QP in RESET: Q_Key %#x, want the default 0x11111111", p.b.ep.QKey)
+	}
+	ep, err := p.b.qp.Endpoint(p.port, p.gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.QKey != qkey {
+		t.Errorf("Endpoint of a UD QP connected with Q_Key %#x: %#x", qkey, ep.QKey)
+	}
+	const grh, n = 40, 64
+	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: 9, SGL: []ibverbs.SGE{p.b.mr.SGE(0, grh+n)}}}); err != nil {
+		t.Fatal(err)
+	}
+	ah, err := p.a.pd.CreateAHTo(ep, p.port, p.gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, ah)
+	err = p.a.qp.PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, n)}, AH: ah, RemoteQPN: ep.QPN, RemoteQKey: ep.QKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollOK(t, p.a.cq, ibverbs.WCSend)
+	// A send with the wrong Q_Key is dropped: this waits in vain for it.
+	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.ByteLen != grh+n {
+		t.Errorf("receive of %d bytes, want %d", wc.ByteLen, grh+n)
+	}
+}
+
 // TestRdAtomicNegotiation checks the read/atomic depths Connect sets by
 // default: each QP serves as many as its device allows, and offers that
 // in its Endpoint; each issues at most what the peer offered.

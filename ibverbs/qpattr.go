@@ -162,7 +162,7 @@ type ConnParams struct {
 	Port      int    // 1
 	GIDIndex  int    // required on RoCE: the local GID's index (see SelectGID)
 	PKeyIndex uint16 // 0
-	QKey      uint32 // UD: 0x11111111
+	QKey      uint32 // UD: 0x11111111 (Endpoint reports it once ToInit set it)
 	// Access is the remote access the QP allows: default for RC is remote
 	// write, read and atomic; for UC remote write.
 	Access  Access
@@ -378,9 +378,16 @@ func (qp *QP) ahFor(remote Endpoint, p ConnParams) AHAttr {
 }
 
 // Endpoint describes this QP for a peer: its number and PSN, the given
-// port's LID, active MTU and the GID at gidIndex, and for RC the device's
-// limit on reads and atomics it serves at once (the default
-// ConnParams.MaxDestRdAtomic; lower RdAtomic if you lower that).
+// port's LID (ibv_query_port), active MTU and the GID at gidIndex
+// (ibv_query_gid_ex), and for RC the device's limit on reads and atomics
+// it serves at once (the default ConnParams.MaxDestRdAtomic; lower
+// RdAtomic if you lower that).
+//
+// For UD, QKey is the Q_Key the QP has (ibv_query_qp): the one ToInit
+// (ConnParams.QKey), Modify or the library that made the QP (rdma_cm)
+// gave it. A UD QP still in RESET has none yet, and reports the one ToInit
+// gives by default, 0x11111111: to advertise another, move the QP to INIT
+// before taking its Endpoint. Other types report that default.
 func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
 	if qp.c == nil {
 		return Endpoint{}, ErrClosed
@@ -391,6 +398,11 @@ func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	e := Endpoint{QPN: qp.num, PSN: qp.psn, LID: pa.LID, MTU: pa.ActiveMTU, Port: uint8(port), QKey: defaultQKey}
+	if qp.typ == QPTypeUD {
+		if e.QKey, err = qp.qkey(); err != nil {
+			return Endpoint{}, err
+		}
+	}
 	if qp.typ == QPTypeRC {
 		resp, _, err := ctx.rdAtomicLimits()
 		if err != nil {
@@ -409,6 +421,20 @@ func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
 		e.GID, e.GIDIndex, e.GIDType = g.GID, uint8(gidIndex), g.Type
 	}
 	return e, nil
+}
+
+// qkey returns the Q_Key of a UD QP past RESET, and for one in RESET the
+// default that ToInit gives.
+func (qp *QP) qkey() (uint32, error) {
+	var a C.struct_ibv_qp_attr
+	var ia C.struct_ibv_qp_init_attr
+	if rc := C.ibv_query_qp(qp.c, &a, C.IBV_QP_STATE|C.IBV_QP_QKEY, &ia); rc != 0 {
+		return 0, fmt.Errorf("QP %#x's Q_Key: %w", qp.num, verbError("ibv_query_qp", int(rc)))
+	}
+	if a.qp_state == C.IBV_QPS_RESET {
+		return defaultQKey, nil
+	}
+	return uint32(a.qkey), nil
 }
 
 // AHAttrFromRaw converts a C struct ibv_ah_attr, such as the one an
