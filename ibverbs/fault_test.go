@@ -397,3 +397,46 @@ func TestSRQQueryResize(t *testing.T) {
 		t.Errorf("Resize(0) = %v, want EINVAL", err)
 	}
 }
+
+// TestSRQInitLimit makes an SRQ armed by SRQInit.Limit, which
+// ibv_create_srq alone leaves disarmed on some devices (mlx5), and expects
+// its limit event when the receives fall below it.
+func TestSRQInitLimit(t *testing.T) {
+	e := newSRQEnv(t)
+	srq, err := e.pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, srq)
+	if a, err := srq.Query(); err != nil || a.Limit != 2 {
+		t.Fatalf("Query of an SRQ made with Limit 2: %+v, %v", a, err)
+	}
+	if _, err := e.pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, Limit: -1}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("CreateSRQ with Limit -1: %v, want EINVAL", err)
+	}
+	events, err := e.ctx.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newSide(t, e.ctx, e.pd, pairOpts{typ: ibverbs.QPTypeRC}, srq, e.port, e.gid)
+	s := e.side(t, false)
+	e.connect(t, r, s)
+	if err := srq.PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{r.mr.SGE(0, 64)}},
+		{ID: 2, SGL: []ibverbs.SGE{r.mr.SGE(64, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{s.mr.SGE(0, 8)}}}); err != nil {
+		t.Fatal(err)
+	}
+	pollOK(t, s.cq, ibverbs.WCSend)
+	pollOK(t, r.cq, ibverbs.WCRecv)
+	select {
+	case ev := <-events:
+		if ev.Type != ibverbs.EventSRQLimitReached || ev.SRQ != srq {
+			t.Errorf("event %v (SRQ %p), want SRQ_LIMIT_REACHED on %p", ev, ev.SRQ, srq)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no SRQ_LIMIT_REACHED event in 10s")
+	}
+}

@@ -26,15 +26,21 @@ type SRQ struct {
 type SRQInit struct {
 	MaxWR  int
 	MaxSGE int
-	// Limit arms the SRQ limit event: EventSRQLimitReached fires when fewer
-	// than Limit receives remain. 0 leaves it disarmed.
+	// Limit arms the SRQ limit event, as Arm does once the SRQ is made:
+	// EventSRQLimitReached fires when fewer than Limit receives remain.
+	// 0 leaves it disarmed. (ibv_create_srq's own srq_limit is ignored by
+	// some providers, mlx5 among them, so it is not used.)
 	Limit int
 }
 
-// CreateSRQ creates a shared receive queue (ibv_create_srq).
+// CreateSRQ creates a shared receive queue (ibv_create_srq) and, with
+// init.Limit, arms it (ibv_modify_srq).
 func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 	if pd.c == nil {
 		return nil, ErrClosed
+	}
+	if init.Limit < 0 {
+		return nil, fmt.Errorf("ibv_create_srq: limit %d: %w", init.Limit, syscall.EINVAL)
 	}
 	if init.MaxSGE == 0 {
 		init.MaxSGE = 1
@@ -42,7 +48,6 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 	var a C.struct_ibv_srq_init_attr
 	a.attr.max_wr = C.uint32_t(init.MaxWR)
 	a.attr.max_sge = C.uint32_t(init.MaxSGE)
-	a.attr.srq_limit = C.uint32_t(init.Limit)
 	q, err := C.ibv_create_srq(pd.c, &a)
 	if q == nil {
 		return nil, fmt.Errorf("SRQ with %d WRs: %w", init.MaxWR, errnoOf("ibv_create_srq", err))
@@ -53,6 +58,13 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 		return nil, fmt.Errorf("ibverbs: out of memory for post scratch: %w", syscall.ENOMEM)
 	}
 	srq := &SRQ{c: q, pd: pd, s: s}
+	if init.Limit > 0 {
+		if err := srq.Arm(init.Limit); err != nil {
+			C.ibv_destroy_srq(q)
+			C.gv_scratch_free(s)
+			return nil, fmt.Errorf("SRQ with %d WRs and limit %d: %w", init.MaxWR, init.Limit, err)
+		}
+	}
 	pd.kids.add()
 	pd.ctx.register(unsafe.Pointer(q), srq)
 	return srq, nil
