@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -89,9 +90,23 @@ func ahFromC(c *C.struct_ibv_ah_attr) AHAttr {
 	return a
 }
 
+// qpAttrFields are the mask bits whose attributes QPAttr has fields for.
+const qpAttrFields = QPAttrState | QPAttrCurState | QPAttrAccessFlags | QPAttrPKeyIndex | QPAttrPort |
+	QPAttrQKey | QPAttrAV | QPAttrPathMTU | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry |
+	QPAttrRQPSN | QPAttrMaxQPRdAtomic | QPAttrMinRNRTimer | QPAttrSQPSN | QPAttrMaxDestRdAtomic |
+	QPAttrCap | QPAttrDestQPN
+
 // Modify changes the QP's attributes selected by mask (ibv_modify_qp), one
-// to one with C.
+// to one with C. The mask bits whose attributes QPAttr has no fields for
+// (QPAttrEnSQDAsync, QPAttrAltPath, QPAttrPathMigState, QPAttrRateLimit)
+// or that verbs.h does not define are refused with an error matching
+// syscall.EINVAL that names them, before the QP is looked at: the verb
+// would otherwise apply zeros.
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
+	if bad := mask &^ qpAttrFields; bad != 0 {
+		return fmt.Errorf("ibv_modify_qp: QP %#x: mask %s: QPAttr has no fields for them: %w",
+			qp.num, maskNames(bad), syscall.EINVAL)
+	}
 	if qp.c == nil {
 		return ErrClosed
 	}
@@ -122,6 +137,25 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		return fmt.Errorf("QP %#x to %s: %w", qp.num, attr.State, verbError("ibv_modify_qp", int(rc)))
 	}
 	return nil
+}
+
+// maskNames names the bits of m that Modify refuses.
+func maskNames(m QPAttrMask) string {
+	var names []string
+	for _, b := range []struct {
+		bit  QPAttrMask
+		name string
+	}{{QPAttrEnSQDAsync, "QPAttrEnSQDAsync"}, {QPAttrAltPath, "QPAttrAltPath"},
+		{QPAttrPathMigState, "QPAttrPathMigState"}, {QPAttrRateLimit, "QPAttrRateLimit"}} {
+		if m&b.bit != 0 {
+			names = append(names, b.name)
+			m &^= b.bit
+		}
+	}
+	if m != 0 {
+		names = append(names, fmt.Sprintf("unknown bits %#x", uint32(m)))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Query returns the QP's current attributes and its init capacities
