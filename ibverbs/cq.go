@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"syscall"
 	"unsafe"
 )
@@ -34,7 +35,9 @@ func (cq *CQ) SingleThreaded() bool { return cq.single }
 
 // CreateCQ creates a completion queue for at least cqe entries
 // (ibv_create_cq) on completion vector 0. ch may be nil for a CQ that is
-// only polled.
+// only polled. cqe must be from 1 to math.MaxInt32, the verb's int: others
+// fail with an error matching syscall.EINVAL, as in CreateCQVector,
+// CreateCQEx and Resize.
 func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
 	return c.CreateCQVector(cqe, ch, 0)
 }
@@ -59,6 +62,9 @@ func (c *Context) CreateCQVector(cqe int, ch *CompChannel, vector int) (*CQ, err
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCQE("ibv_create_cq", c.name, cqe); err != nil {
+		return nil, err
+	}
 	q, err := C.ibv_create_cq(c.c, C.int(cqe), nil, cch, C.int(vector))
 	if q == nil {
 		return nil, fmt.Errorf("%s: %d entries: %w", c.name, cqe, errnoOf("ibv_create_cq", err))
@@ -68,7 +74,8 @@ func (c *Context) CreateCQVector(cqe int, ch *CompChannel, vector int) (*CQ, err
 
 // CQInit says what CreateCQEx makes.
 type CQInit struct {
-	// Entries is the least number of completions the CQ holds.
+	// Entries is the least number of completions the CQ holds, from 1 to
+	// math.MaxInt32.
 	Entries int
 	// Channel, if set, is where the CQ's completion events come; Vector
 	// is the completion vector they come on, as CreateCQVector's.
@@ -101,6 +108,9 @@ type CQInit struct {
 func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
 	cch, err := c.cqArgs("ibv_create_cq_ex", init.Channel, init.Vector)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCQE("ibv_create_cq_ex", c.name, init.Entries); err != nil {
 		return nil, err
 	}
 	var flags C.uint32_t
@@ -169,6 +179,15 @@ func (c *Context) cqArgs(verb string, ch *CompChannel, vector int) (*C.struct_ib
 	return ch.c, nil
 }
 
+// checkCQE refuses a CQ size that is not positive or that the verbs' int
+// cannot hold, which would wrap (1<<32 + 16 to 16).
+func checkCQE(verb, dev string, cqe int) error {
+	if cqe < 1 || cqe > math.MaxInt32 {
+		return fmt.Errorf("%s: %s: %d entries: want 1 to %d: %w", verb, dev, cqe, math.MaxInt32, syscall.EINVAL)
+	}
+	return nil
+}
+
 // newCQ wraps q, a CQ just made on c, and counts it as c's and ch's child.
 func (c *Context) newCQ(q *C.struct_ibv_cq, ch *CompChannel) *CQ {
 	cq := &CQ{c: q, ctx: c, ch: ch, cqe: int(q.cqe)}
@@ -193,8 +212,8 @@ func (cq *CQ) Resize(cqe int) error {
 	if cq.c == nil {
 		return ErrClosed
 	}
-	if cqe < 1 {
-		return fmt.Errorf("ibv_resize_cq: %d entries: %w", cqe, syscall.EINVAL)
+	if err := checkCQE("ibv_resize_cq", cq.ctx.name, cqe); err != nil {
+		return err
 	}
 	if rc := C.ibv_resize_cq(cq.c, C.int(cqe)); rc != 0 {
 		return fmt.Errorf("%d entries: %w", cqe, verbError("ibv_resize_cq", int(rc)))

@@ -108,13 +108,17 @@ func (m *MR) Buffer() *Buffer { return m.buf }
 // SGE returns a scatter/gather element for length bytes at offset off of
 // the region. It panics if they do not lie within the region, as slicing
 // does: the device would refuse such an element, but an inline send's is
-// copied by the CPU at the post, unchecked. (An inline send copies from
+// copied by the CPU at the post, unchecked. It panics too for a length
+// over 4 GiB - 1, which the element's 32 bits cannot hold. (An inline send copies from
 // the element's address, so the SGEs of a region registered with
 // RegMRIOVA, whose addresses are not this process's, cannot be sent
 // inline.)
 func (m *MR) SGE(off, length int) SGE {
 	if off < 0 || length < 0 || length > len(m.b)-off {
 		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) outside a region of %d bytes", off, off, length, len(m.b)))
+	}
+	if length > math.MaxUint32 {
+		panic(fmt.Sprintf("ibverbs: SGE of %d bytes: an SGE holds at most %d", length, uint32(math.MaxUint32)))
 	}
 	return SGE{Addr: m.addr + uint64(off), Length: uint32(length), LKey: m.lkey}
 }

@@ -8,13 +8,16 @@ import "C"
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"syscall"
 	"unsafe"
 )
 
-// QPCap is a queue pair's capacity (struct ibv_qp_cap).
+// QPCap is a queue pair's capacity (struct ibv_qp_cap). Each is from 0 to
+// math.MaxUint32, the verbs' uint32_t: CreateQP and Modify refuse others
+// with an error matching syscall.EINVAL.
 type QPCap struct {
 	MaxSendWR, MaxRecvWR   int
 	MaxSendSGE, MaxRecvSGE int
@@ -48,6 +51,29 @@ type QPInit struct {
 	// OpSendWithInv) are not in it, as not every provider has them. A
 	// provider refuses a set it lacks.
 	WROps []Opcode
+}
+
+// check refuses capacities that the verbs' uint32_t fields cannot hold,
+// which would wrap (1<<32 + 16 to 16) or, negative, ask for 4 billion.
+func (c QPCap) check(verb string) error {
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"MaxSendWR", c.MaxSendWR}, {"MaxRecvWR", c.MaxRecvWR}, {"MaxSendSGE", c.MaxSendSGE},
+		{"MaxRecvSGE", c.MaxRecvSGE}, {"MaxInline", c.MaxInline}} {
+		if err := checkU32(verb, "QPCap."+f.name, f.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkU32 refuses a count n, named what, that a uint32_t cannot hold.
+func checkU32(verb, what string, n int) error {
+	if n < 0 || uint64(n) > math.MaxUint32 {
+		return fmt.Errorf("%s: %s %d: want 0 to %d: %w", verb, what, n, uint32(math.MaxUint32), syscall.EINVAL)
+	}
+	return nil
 }
 
 // QP is a queue pair (struct ibv_qp).
@@ -239,6 +265,9 @@ func (pd *PD) createQP(init QPInit, create func(*C.struct_ibv_qp_init_attr) (*C.
 		if err := pd.ctx.sameContext("ibv_create_qp", "the SRQ", init.SRQ.pd.ctx); err != nil {
 			return nil, err
 		}
+	}
+	if err := init.Cap.check("ibv_create_qp"); err != nil {
+		return nil, err
 	}
 	if init.Cap.MaxSendSGE == 0 {
 		init.Cap.MaxSendSGE = 1

@@ -110,6 +110,11 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if qp.c == nil {
 		return ErrClosed
 	}
+	if mask&QPAttrCap != 0 {
+		if err := attr.Cap.check("ibv_modify_qp"); err != nil {
+			return err
+		}
+	}
 	var a C.struct_ibv_qp_attr
 	a.qp_state = C.enum_ibv_qp_state(attr.State)
 	a.cur_qp_state = C.enum_ibv_qp_state(attr.CurState)

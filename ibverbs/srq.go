@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -23,6 +24,8 @@ type SRQ struct {
 }
 
 // SRQInit describes a shared receive queue (struct ibv_srq_init_attr).
+// Each field is from 0 to math.MaxUint32, the verbs' uint32_t: CreateSRQ
+// refuses others with an error matching syscall.EINVAL.
 type SRQInit struct {
 	MaxWR  int
 	MaxSGE int
@@ -39,8 +42,13 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 	if pd.c == nil {
 		return nil, ErrClosed
 	}
-	if init.Limit < 0 {
-		return nil, fmt.Errorf("ibv_create_srq: limit %d: %w", init.Limit, syscall.EINVAL)
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"MaxWR", init.MaxWR}, {"MaxSGE", init.MaxSGE}, {"Limit", init.Limit}} {
+		if err := checkU32("ibv_create_srq", "SRQInit."+f.name, f.n); err != nil {
+			return nil, err
+		}
 	}
 	if init.MaxSGE == 0 {
 		init.MaxSGE = 1
@@ -88,6 +96,9 @@ func (srq *SRQ) Arm(limit int) error {
 	if srq.c == nil {
 		return ErrClosed
 	}
+	if err := checkU32("ibv_modify_srq", "limit", limit); err != nil {
+		return err
+	}
 	var a C.struct_ibv_srq_attr
 	a.srq_limit = C.uint32_t(limit)
 	if rc := C.ibv_modify_srq(srq.c, &a, C.IBV_SRQ_LIMIT); rc != 0 {
@@ -123,8 +134,8 @@ func (srq *SRQ) Resize(maxWR int) error {
 	if srq.c == nil {
 		return ErrClosed
 	}
-	if maxWR < 1 {
-		return fmt.Errorf("ibv_modify_srq: %d receives: %w", maxWR, syscall.EINVAL)
+	if maxWR < 1 || uint64(maxWR) > math.MaxUint32 {
+		return fmt.Errorf("ibv_modify_srq: %d receives: want 1 to %d: %w", maxWR, uint32(math.MaxUint32), syscall.EINVAL)
 	}
 	var a C.struct_ibv_srq_attr
 	a.max_wr = C.uint32_t(maxWR)
