@@ -35,7 +35,7 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 }
 
 // CreateAHTo creates an address handle for remote, sent from the local GID
-// at gidIndex on port.
+// at gidIndex on port (ibv_create_ah), with a hop limit of 64.
 func (pd *PD) CreateAHTo(remote Endpoint, port, gidIndex int) (*AH, error) {
 	if err := checkPortGID("ibv_create_ah", port, gidIndex); err != nil {
 		return nil, err

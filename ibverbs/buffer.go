@@ -30,7 +30,9 @@ type BufferOptions struct {
 	HugePages bool
 }
 
-// NewBuffer maps size bytes of zeroed, page-aligned anonymous memory.
+// NewBuffer maps size bytes of zeroed, page-aligned anonymous memory
+// (mmap with MAP_ANONYMOUS, and MAP_HUGETLB for BufferOptions.HugePages).
+// It wraps no verb: PD.RegMR registers the memory.
 func NewBuffer(size int, opt BufferOptions) (*Buffer, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("ibverbs: invalid buffer size %d: %w", size, syscall.EINVAL)
@@ -120,8 +122,8 @@ func (b *Buffer) Addr() uintptr {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(b.b)))
 }
 
-// Close unmaps the buffer. It fails with EBUSY while MRs over it are
-// registered. Closing twice is a no-op.
+// Close unmaps the buffer (munmap). It fails with EBUSY while MRs over it
+// are registered. Closing twice is a no-op.
 func (b *Buffer) Close() error {
 	if b.b == nil {
 		return nil

@@ -402,8 +402,9 @@ func gidEntry(r *C.struct_ibv_gid_entry) GIDEntry {
 	return e
 }
 
-// SelectGID reads a port's GID table and picks a RoCE v2 entry by rule; see
-// the package function SelectGID for the rules.
+// SelectGID reads a port's GID table (ibv_query_gid_table, as GIDTable)
+// and picks a RoCE v2 entry by rule; see the package function SelectGID
+// for the rules.
 func (c *Context) SelectGID(port int, rule GIDRule) (GIDChoice, error) {
 	t, err := c.GIDTable(port)
 	if err != nil {

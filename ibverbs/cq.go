@@ -300,16 +300,19 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 }
 
 // Wait blocks until at least one completion is ready or ctx ends, then
-// polls into wcs. It arms the CQ, polls once to close the race with a
-// completion that came before arming, and then waits on the CQ's channel.
+// polls into wcs (ibv_poll_cq). It arms the CQ (ibv_req_notify_cq), polls
+// once to close the race with a completion that came before arming, and
+// then waits on the CQ's channel (ibv_get_cq_event, acknowledged with
+// ibv_ack_cq_events), as CompChannel.Wait does.
 // The CQ must have been created with a channel that no other goroutine
 // waits on.
 func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
 	return waitCQ(ctx, cq, wcs, (*CQ).Poll)
 }
 
-// WaitEx is Wait with PollEx: it waits for a completion and takes it with
-// its timestamps.
+// WaitEx is Wait with PollEx: it waits for a completion (ibv_req_notify_cq,
+// ibv_get_cq_event) and takes it with its timestamps (ibv_start_poll ...
+// ibv_end_poll).
 func (cq *CQ) WaitEx(ctx context.Context, wcs []WCEx) (int, error) {
 	return waitCQ(ctx, cq, wcs, (*CQ).PollEx)
 }

@@ -557,7 +557,9 @@ func copySGL(sg, sgl []SGE) *C.struct_ibv_sge {
 	return (*C.struct_ibv_sge)(unsafe.Pointer(&sg[0]))
 }
 
-// PostRecv posts a list of receive work requests, like PostSend.
+// PostRecv posts a list of receive work requests (ibv_post_recv), like
+// PostSend: one cgo call per 256, without allocating; a *PostError says
+// which request the device refused.
 func (qp *QP) PostRecv(wrs []RecvWR) error {
 	qp.recvMu.Lock()
 	defer qp.recvMu.Unlock()

@@ -315,7 +315,9 @@ func checkPortGID(what string, port, gidIndex int) error {
 // attributes hold, and to at least 1.
 func rdAtomic(n int) uint8 { return uint8(min(max(n, 1), 255)) }
 
-// ToInit moves the QP from RESET to INIT with the mask its type needs.
+// ToInit moves the QP from RESET to INIT with the mask its type needs
+// (ibv_modify_qp; for RC, ibv_query_device_ex the first time on its
+// context, for ConnParams' read/atomic defaults).
 func (qp *QP) ToInit(p ConnParams) error {
 	if err := p.fill(qp); err != nil {
 		return err
@@ -333,8 +335,10 @@ func (qp *QP) ToInit(p ConnParams) error {
 	return qp.Modify(&a, mask)
 }
 
-// ToRTR moves the QP from INIT to ready-to-receive, aimed at remote. It
-// remembers remote.RdAtomic as the cap on ToRTS's default MaxRdAtomic.
+// ToRTR moves the QP from INIT to ready-to-receive, aimed at remote
+// (ibv_modify_qp; ibv_query_port for the active MTU when ConnParams.MTU is
+// 0). It remembers remote.RdAtomic as the cap on ToRTS's default
+// MaxRdAtomic.
 func (qp *QP) ToRTR(remote Endpoint, p ConnParams) error {
 	qp.peerRdAtomic = remote.RdAtomic
 	if err := p.fill(qp); err != nil {
@@ -368,7 +372,8 @@ func (qp *QP) ToRTR(remote Endpoint, p ConnParams) error {
 	return qp.Modify(&a, mask)
 }
 
-// ToRTS moves the QP from RTR to ready-to-send with send PSN qp.PSN().
+// ToRTS moves the QP from RTR to ready-to-send with send PSN qp.PSN()
+// (ibv_modify_qp).
 func (qp *QP) ToRTS(p ConnParams) error {
 	if err := p.fill(qp); err != nil {
 		return err
@@ -383,7 +388,8 @@ func (qp *QP) ToRTS(p ConnParams) error {
 }
 
 // Connect takes the QP from RESET through INIT and RTR to RTS, aimed at
-// remote (for UD, remote is unused: address each send with an AH).
+// remote (for UD, remote is unused: address each send with an AH): ToInit,
+// ToRTR and ToRTS, three ibv_modify_qp calls.
 func (qp *QP) Connect(remote Endpoint, p ConnParams) error {
 	if err := qp.ToInit(p); err != nil {
 		return err
@@ -394,14 +400,14 @@ func (qp *QP) Connect(remote Endpoint, p ConnParams) error {
 	return qp.ToRTS(p)
 }
 
-// ToError moves the QP to the error state: outstanding work requests
-// complete with WCWRFlushErr.
+// ToError moves the QP to the error state (ibv_modify_qp): outstanding
+// work requests complete with WCWRFlushErr.
 func (qp *QP) ToError() error {
 	return qp.Modify(&QPAttr{State: QPStateError}, QPAttrState)
 }
 
-// Reset moves the QP to RESET, dropping all its work; Connect can then
-// reuse it.
+// Reset moves the QP to RESET (ibv_modify_qp), dropping all its work;
+// Connect can then reuse it.
 func (qp *QP) Reset() error {
 	return qp.Modify(&QPAttr{State: QPStateReset}, QPAttrState)
 }
@@ -419,8 +425,8 @@ func (qp *QP) ahFor(remote Endpoint, p ConnParams) AHAttr {
 // Endpoint describes this QP for a peer: its number and PSN, the given
 // port's LID (ibv_query_port), active MTU and the GID at gidIndex
 // (ibv_query_gid_ex), and for RC the device's limit on reads and atomics
-// it serves at once (the default ConnParams.MaxDestRdAtomic; lower
-// RdAtomic if you lower that).
+// it serves at once (ibv_query_device_ex; the default
+// ConnParams.MaxDestRdAtomic: lower RdAtomic if you lower that).
 //
 // For UD, QKey is the Q_Key the QP has (ibv_query_qp): the one ToInit
 // (ConnParams.QKey), Modify or the library that made the QP (rdma_cm)
