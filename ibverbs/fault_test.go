@@ -407,7 +407,7 @@ func TestSRQInitLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, srq)
+	t.Cleanup(func() { closeOK(t, srq) }) // after the QP's, which newSide registers later
 	if a, err := srq.Query(); err != nil || a.Limit != 2 {
 		t.Fatalf("Query of an SRQ made with Limit 2: %+v, %v", a, err)
 	}
