@@ -132,7 +132,8 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 	var prev time.Duration // when the last message was posted, since start
 	gap := s.local.LatencyGap
 	timedOut := false
-	var i uint64 // messages posted
+	stopped := false // a wait for the peer ended with ctx
+	var i uint64     // messages posted
 	for ; dur > 0 || i < iters; i++ {
 		var err error
 		switch {
@@ -156,6 +157,11 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		if errors.Is(err, errTimeUp) {
 			timedOut = true
 			break
+		} else if stoppedBy(ctx, err) {
+			// Ctrl-C, or the peer's end: what was measured so far is
+			// the result.
+			stopped = true
+			break
 		} else if err != nil {
 			return sideResult{}, err
 		}
@@ -168,16 +174,17 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		if err := p.sent(); err != nil {
 			return sideResult{}, err
 		}
-		if _, err := s.waitSend(ctx, wcs); err != nil {
+		_, err = s.waitSend(ctx, wcs)
+		if err != nil && !stoppedBy(ctx, err) {
 			return sideResult{}, err
 		}
-		if dur > 0 && i&63 == 0 && el > dur || interrupted(ctx) {
+		if err != nil || dur > 0 && i&63 == 0 && el > dur || interrupted(ctx) {
 			i++
 			break
 		}
 	}
 	done := i
-	if initiator && timedOut {
+	if initiator && (timedOut || stopped) {
 		done-- // the answer it waited for did not come
 	} else if initiator && i > 0 {
 		// The answer to the initiator's last message: it is due within a
@@ -358,6 +365,13 @@ func peerWaitLimit(deadline time.Time, dur time.Duration) time.Time {
 	return time.Time{}
 }
 
+// stoppedBy reports whether err is a wait that ctx's end cut short: Ctrl-C,
+// or the end of the peer's run (peerEnded). The loop then reports what it
+// measured until then.
+func stoppedBy(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled)
+}
+
 // errTimeUp ends a wait for the peer that outlasted the test's duration.
 var errTimeUp = errors.New("the test's duration is over")
 
@@ -485,6 +499,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	var i uint64
 	pc := pacer{yielded: start}
 	var t0 time.Duration // when the last request was posted, since start
+	stopped := false     // a wait for a completion ended with ctx
 	for ; dur > 0 || i < iters; i++ {
 		el := sinceMono(start)
 		if i > 0 && gap == 0 && inSpan(el, dur, margin) {
@@ -501,13 +516,19 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 			if err := wr.Post(0, 1, 0); err != nil {
 				return sideResult{}, err
 			}
-			if _, err := s.waitSend(ctx, wcs); err != nil {
+			if _, err := s.waitSend(ctx, wcs); stoppedBy(ctx, err) {
+				stopped = true // this request is not counted
+				break
+			} else if err != nil {
 				return sideResult{}, err
 			}
 		} else if k, err := wr.PostPoll(0, 1, 0, s.scq, wcs, postPollSpin); err != nil {
 			return sideResult{}, err
 		} else if k == 0 {
-			if _, err := s.waitSend(ctx, wcs); err != nil {
+			if _, err := s.waitSend(ctx, wcs); stoppedBy(ctx, err) {
+				stopped = true
+				break
+			} else if err != nil {
 				return sideResult{}, err
 			}
 		} else if err := wcs[0].Err(); err != nil {
@@ -525,7 +546,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 			break
 		}
 	}
-	if el := sinceMono(start); i > 0 && gap == 0 && inSpan(el, dur, margin) {
+	if el := sinceMono(start); i > 0 && gap == 0 && !stopped && inSpan(el, dur, margin) {
 		out.add(float64(el - t0))
 	}
 	return sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out.take()}, ctx.Err()
