@@ -115,8 +115,9 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 // what the peer sends, and ends once both directions have; what it
 // reports is what it sent, over the time from its first post to its last
 // send's completion. An infinite run (RunInfinitely) ends when ctx does,
-// or at once when the peer's run has ended (peerEnded) or the peer has
-// closed the control connection after messages flowed: the peer may no
+// or when the peer has closed the control connection after messages
+// flowed. Any run ends at once when the peer's has ended (peerEnded: it
+// was interrupted, failed, or ended an infinite run): the peer may no
 // longer replace its receives, so the requests in flight are not waited
 // for. The loop does not allocate.
 func (s *session) runSender(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
@@ -291,7 +292,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			}
 		}
 		if now, ok := pc.due(); ok {
-			if infinite && peerEnded(ctx) {
+			if peerEnded(ctx) {
 				break
 			}
 			if !stopping && (dur > 0 && now.After(deadline) || interrupted(ctx)) {
@@ -669,6 +670,8 @@ func (r *receiver) result(size int) sideResult {
 // queue full. It stops after iters messages on every QP, or, with a
 // duration, once the sender's time is up and the receives have stopped.
 // UD and UC may drop messages: there it also stops when they stop coming.
+// It stops too when ctx ends, and when the peer's run has ended
+// (peerEnded) counts the messages that completed before that was known.
 func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
 	r, err := s.newReceiver(iters, dur)
 	if err != nil {
@@ -696,7 +699,7 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 			}
 		}
 	}
-	if s.spec.RunInfinitely && peerEnded(ctx) {
+	if peerEnded(ctx) {
 		// The peer's last messages completed before its run's end was
 		// known here: count those not polled yet.
 		if _, err := r.drain(); err != nil {

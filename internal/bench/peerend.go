@@ -7,28 +7,69 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gorperf/gorperf/internal/exchange"
 )
 
-// How an infinite run ends. A run of --run_infinitely ends only when one
-// side is stopped (Ctrl-C). A side whose loop would otherwise go on for
-// ever (a sending side, or a receiver whose peer still sends) learns that
-// the peer's run has ended from the Result the peer sends once its loop
-// is over: resultWatch receives it during the loop and ends the loop
-// then, and the Result is the peer's half of the result swap. Without it
-// the side that was not stopped went on sending until the stopped one
-// gave up waiting for its result and closed the connection, and then
-// failed because the peer had closed it.
+// How a side learns that the peer's run has ended.
+//
+// After each size's loop a side sends its first message of the size's
+// end, its Result (or, with --validate, the Sync of the check's barrier),
+// and the peer's comes back. While this side's loop runs, peerWatch
+// receives the peer's: a peer whose loop ends first, or that runs none (a
+// passive side of a write, read or atomic test), sends it meanwhile.
+//
+// A side stopped by Ctrl-C (its context ended) says so first: it sends an
+// Error with CodeAborted ("interrupted (Ctrl-C)") before its first
+// message of the size's end, or, if it was already waiting for the
+// peer's (a passive side), as soon as it is stopped, and then waits at
+// most interruptWait for the peer's figures. When the watch receives that
+// Error, this side's loop ends at once, whatever the test: its partial
+// figures are reported without an error, and the Result says that the
+// peer was interrupted (Result.PeerInterrupted). Without it a latency
+// test's responder waited for a message that would not come, and the
+// client of a passive server that was stopped kept writing, until the
+// stopped side gave up waiting and closed the connection.
+//
+// A run of --run_infinitely ends only when one side is stopped: there
+// the peer's first message itself ends the loop of a side that runs one
+// (watchesPeer), as does the control connection closing after messages
+// flowed (a peer killed). A Result that reports the peer's failure ends
+// any loop: nothing more will come from it.
 
-// errPeerEnded is the cause of a loop's context that resultWatch ended.
-var errPeerEnded = errors.New("the peer's run has ended")
+// The causes of a loop's context that the watch ended.
+var (
+	errPeerEnded       = errors.New("the peer's run has ended")
+	errPeerInterrupted = errors.New("the peer was interrupted (Ctrl-C)")
+	errPeerFailed      = errors.New("the peer's run failed")
+)
+
+// interruptedText is the text of the Error a side stopped by Ctrl-C
+// sends its peer.
+const interruptedText = "interrupted (Ctrl-C)"
+
+// interruptWait bounds how long a side stopped by Ctrl-C waits for the
+// peer's figures.
+const interruptWait = 5 * time.Second
 
 // peerEnded reports whether ctx, a loop's, ended because the peer's run
-// did.
+// did: the peer was interrupted, failed, or ended an infinite run.
 func peerEnded(ctx context.Context) bool {
-	return ctx.Err() != nil && errors.Is(context.Cause(ctx), errPeerEnded)
+	if ctx.Err() == nil {
+		return false
+	}
+	c := context.Cause(ctx)
+	return errors.Is(c, errPeerEnded) || errors.Is(c, errPeerInterrupted) || errors.Is(c, errPeerFailed)
+}
+
+// peerAborted reports whether err is the peer's Error saying that it was
+// interrupted.
+func peerAborted(err error) bool {
+	var pe *exchange.PeerError
+	return errors.As(err, &pe) && pe.Code == exchange.CodeAborted
 }
 
 // watchesPeer reports whether this side's loop of an infinite run ends by
@@ -41,60 +82,153 @@ func (s *session) watchesPeer(client bool) bool {
 	return s.spec.RunInfinitely && loops(client) && loops(!client)
 }
 
-// resultWatch receives the peer's Result while this side's loop runs.
-type resultWatch struct {
-	c      *exchange.Conn
-	cancel context.CancelFunc // ends the receive
-	done   chan struct{}      // closed once the receive has returned
-	res    exchange.Result
-	err    error
+// peerWatch receives the peer's first message of a size's end, and any
+// Error saying that the peer was interrupted, while this side's loop
+// runs.
+type peerWatch struct {
+	c          *exchange.Conn
+	endLoop    context.CancelCauseFunc
+	endOnFirst bool               // the peer's first message, or its closing, ends the loop
+	cancel     context.CancelFunc // ends the receive
+	done       chan struct{}      // closed once the receive has returned
+
+	mu        sync.Mutex
+	finishing bool             // finish was called: return once first has come
+	first     exchange.Message // the peer's first message, nil until it comes
+	aborted   bool             // the peer said it was interrupted
+	err       error            // the receive's failure before first came
 }
 
-// watchResult starts receiving the peer's Result on c; when it comes, or
-// the receive fails (the peer closed the connection, went silent, gave
-// up), it ends the loop through endLoop. The receive lasts until then or
-// until stop: ctx's end (Ctrl-C) does not end it, since the peer's Result
-// is still wanted after this side's loop has stopped.
-func watchResult(ctx context.Context, c *exchange.Conn, endLoop context.CancelCauseFunc) *resultWatch {
+// watchPeer starts receiving the peer's messages on c; endLoop ends this
+// side's loop. The receive lasts until the peer's first message has come
+// and finish is called, or the receive fails: ctx's end (Ctrl-C) does not
+// end it, since the peer's figures are still wanted after this side's
+// loop has stopped.
+func watchPeer(ctx context.Context, c *exchange.Conn, endLoop context.CancelCauseFunc, endOnFirst bool) *peerWatch {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &resultWatch{c: c, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		w.res, w.err = c.RecvResult(rctx)
-		if rctx.Err() == nil {
-			endLoop(errPeerEnded)
-		}
-	}()
+	w := &peerWatch{c: c, endLoop: endLoop, endOnFirst: endOnFirst, cancel: cancel, done: make(chan struct{})}
+	go w.receive(rctx)
 	return w
 }
 
-// swap is Conn.SwapResult with the watch's receive: it sends local and
-// returns the peer's Result, waiting for it as long as ctx allows.
-func (w *resultWatch) swap(ctx context.Context, local exchange.Result) (exchange.Result, error) {
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sent := make(chan error, 1)
-	go func() { sent <- w.c.Send(sctx, local) }()
-	select {
-	case <-w.done:
-	case <-ctx.Done():
+func (w *peerWatch) receive(ctx context.Context) {
+	defer close(w.done)
+	for {
+		m, err := w.c.Recv(ctx)
+		w.mu.Lock()
+		again := false
+		switch {
+		case peerAborted(err):
+			w.aborted = true
+			w.endLoop(errPeerInterrupted)
+			again = w.first == nil || !w.finishing
+		case err != nil:
+			// After the first message, a receive that fails (finish
+			// ended it, or the peer closed) brings no news.
+			if w.first == nil && ctx.Err() == nil {
+				w.err = err
+				if w.endOnFirst {
+					w.endLoop(errPeerEnded)
+				}
+			}
+		case w.first == nil:
+			w.first = m
+			if r, ok := m.(exchange.Result); ok && r.Error != "" {
+				w.endLoop(errPeerFailed)
+			} else if w.endOnFirst {
+				w.endLoop(errPeerEnded)
+			}
+			// Until this side answers, the peer sends nothing more but an
+			// Error if it is interrupted: read on for that.
+			again = !w.finishing
+		default:
+			w.err = fmt.Errorf("%w: %v after the peer's %v", exchange.ErrUnexpected, m.Type(), w.first.Type())
+		}
+		w.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}
+
+// finish is called once this side's loop is over, before it sends what
+// the peer answers: the watch stops once the peer's first message has
+// come, and stops at once if it already has, so that it reads nothing
+// that belongs to the next step.
+func (w *peerWatch) finish() {
+	w.mu.Lock()
+	w.finishing = true
+	stop := w.first != nil
+	w.mu.Unlock()
+	if stop {
 		w.stop()
-		cancel() // a send the peer does not read
-		<-sent
-		return exchange.Result{}, fmt.Errorf("receiving Result: %w", ctx.Err())
 	}
-	if w.err != nil {
-		cancel()
-		<-sent
-		return w.res, w.err
-	}
-	return w.res, <-sent
 }
 
 // stop ends the receive, if it still runs, and waits for it.
-func (w *resultWatch) stop() {
+func (w *peerWatch) stop() {
 	w.cancel()
 	<-w.done
+}
+
+// wasAborted reports whether the peer said it was interrupted.
+func (w *peerWatch) wasAborted() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.aborted
+}
+
+// await returns the peer's first message, waiting for it as long as the
+// peer takes while ctx lasts. Once ctx has ended (this side was stopped
+// by Ctrl-C), it calls abort, which tells the peer, and waits at most
+// interruptWait more. Call finish first.
+func (w *peerWatch) await(ctx context.Context, abort func()) (exchange.Message, error) {
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		abort()
+		t := time.NewTimer(interruptWait)
+		defer t.Stop()
+		select {
+		case <-w.done:
+		case <-t.C:
+			w.stop()
+			return nil, fmt.Errorf("receiving: gave up after %v: %w", interruptWait, ctx.Err())
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.first == nil && w.err == nil {
+		return nil, errors.New("receiving: the watch ended before the peer's message")
+	}
+	return w.first, w.err
+}
+
+// recvResult returns the peer's Result from m, a message await returned.
+func recvResult(m exchange.Message) (exchange.Result, error) {
+	r, ok := m.(exchange.Result)
+	if !ok {
+		return exchange.Result{}, fmt.Errorf("receiving: %w: expected Result, got %v", exchange.ErrUnexpected, m.Type())
+	}
+	return r, nil
+}
+
+// recvSync checks that m, a message await returned, is the peer's Sync
+// of barrier seq. A Result that reports the peer's failure instead is
+// that failure.
+func recvSync(m exchange.Message, seq uint32) error {
+	switch v := m.(type) {
+	case exchange.Sync:
+		if v.Seq != seq {
+			return fmt.Errorf("barrier out of step: this side is at %d, the peer at %d", seq, v.Seq)
+		}
+		return nil
+	case exchange.Result:
+		if err := v.Err(); err != nil {
+			return fmt.Errorf("the peer's run failed (%w: expected Sync, got its Result): %w", exchange.ErrUnexpected, err)
+		}
+	}
+	return fmt.Errorf("barrier %d: %w: expected Sync, got %v", seq, exchange.ErrUnexpected, m.Type())
 }
 
 // closedByPeer reports whether err, from the control connection, says

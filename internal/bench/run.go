@@ -35,6 +35,10 @@ type Result struct {
 	// Mismatches counts data validation failures, both sides together.
 	Mismatches  uint64
 	Interrupted bool
+	// PeerInterrupted reports that the peer was stopped by Ctrl-C: the
+	// run ended there, and this side's figures are what it measured
+	// until then.
+	PeerInterrupted bool
 	// WarmedUp is the messages each of this side's QPs completed in
 	// warm-ups (TestSpec.WarmUp), outside the sizes' results.
 	WarmedUp uint64
@@ -345,9 +349,21 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	// says so. Once interrupted, wait a little for the peer's numbers.
 	waitPeer := func() (context.Context, context.CancelFunc) {
 		if ctx.Err() != nil {
-			return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			return context.WithTimeout(context.WithoutCancel(ctx), interruptWait)
 		}
 		return context.WithCancel(ctx)
+	}
+	// abort tells the peer, once, that this side was interrupted, so that
+	// it ends its loop at once (peerWatch).
+	aborted := false
+	abort := func() {
+		if aborted {
+			return
+		}
+		aborted = true
+		cctx, cancel := ctl()
+		c.Send(cctx, exchange.ErrorMsg{Code: exchange.CodeAborted, Text: interruptedText})
+		cancel()
 	}
 	sizes, err := s.sizes()
 	if err != nil {
@@ -374,6 +390,11 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			// One-sided operations: the peer need not be at the barrier.
 			err := s.warmUp(ctx, size)
 			res.WarmedUp = s.warmed
+			if err != nil && ctx.Err() != nil {
+				abort() // the peer waits at the barrier
+				res.Interrupted = true
+				return res, nil
+			}
 			if err != nil {
 				return res, fmt.Errorf("warming up: %w", err)
 			}
@@ -398,7 +419,16 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		cctx, cancel := barrier()
 		err := c.Barrier(cctx, uint32(n+1))
 		cancel()
-		if err != nil {
+		switch {
+		case err != nil && peerAborted(err):
+			// The peer was interrupted after the last size's results.
+			res.PeerInterrupted = true
+			return res, nil
+		case err != nil && ctx.Err() != nil:
+			abort()
+			res.Interrupted = true
+			return res, nil
+		case err != nil:
 			return res, err
 		}
 		// The process's CPU time, from the barrier to the moment both
@@ -438,24 +468,24 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			}
 			res.Sizes = append(res.Sizes, r)
 		}
+		// The peer's messages of the size's end are received while the
+		// loop runs: the loop ends when the peer says it was interrupted,
+		// when its run failed, and in an infinite run when its loop ended
+		// (peerWatch). (No validation barrier in an infinite run:
+		// Validate refuses --validate with RunInfinitely.)
+		loopCtx, endLoop := context.WithCancelCause(ctx)
+		watch := watchPeer(ctx, c, endLoop, s.watchesPeer(client))
 		var runErr error
-		// In an infinite run the loop also ends when the peer's does: its
-		// Result, received meanwhile, says so (resultWatch). (No
-		// validation barrier comes first: Validate refuses --validate
-		// with RunInfinitely.)
-		var watch *resultWatch
-		if s.watchesPeer(client) {
-			loopCtx, endLoop := context.WithCancelCause(ctx)
-			watch = watchResult(ctx, c, endLoop)
-			mine, runErr = s.runSize(loopCtx, size, iters, dur, client)
-			if peerEnded(loopCtx) && ctx.Err() == nil && errors.Is(runErr, context.Canceled) {
-				runErr = nil // the peer's run ended, and so this one did
-			}
-			endLoop(nil)
-		} else {
-			mine, runErr = s.runSize(ctx, size, iters, dur, client)
+		mine, runErr = s.runSize(loopCtx, size, iters, dur, client)
+		if peerEnded(loopCtx) && ctx.Err() == nil && errors.Is(runErr, context.Canceled) {
+			runErr = nil // the peer's run ended, and so this one did
 		}
+		endLoop(nil)
+		watch.finish()
 		interrupted := errors.Is(runErr, context.Canceled)
+		if ctx.Err() != nil {
+			abort() // before anything else the peer reads
+		}
 		local := exchange.Result{Iterations: mine.Iters, Bytes: mine.Bytes, Elapsed: mine.Elapsed, Peak: mine.Peak}
 		if runErr != nil && !interrupted {
 			local.Error = runErr.Error()
@@ -465,11 +495,19 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			// a passive side's loop ends before the peer's writes do. A
 			// side stopped by Ctrl-C comes too, so that the peer, which
 			// may be waiting here, gets its Sync, not its Result.
-			cctx, cancel := waitPeer()
-			err := c.Barrier(cctx, uint32(1<<31|n))
+			seq := uint32(1<<31 | n)
+			cctx, cancel := ctl()
+			err := c.Send(cctx, exchange.Sync{Seq: seq})
 			cancel()
-			if err != nil && interrupted {
-				res.Interrupted = true
+			if err == nil {
+				var m exchange.Message
+				if m, err = watch.await(ctx, abort); err == nil {
+					err = recvSync(m, seq)
+				}
+			}
+			if err != nil && (interrupted || ctx.Err() != nil || watch.wasAborted()) {
+				res.Interrupted = interrupted || ctx.Err() != nil
+				res.PeerInterrupted = watch.wasAborted()
 				add(s.sizeResult(size, mine, exchange.Result{}))
 				return res, nil
 			}
@@ -479,7 +517,8 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			if s.local.CPUUtil {
 				cpuEnd = sampleCPU() // both done; the check is not the test's
 			}
-			if interrupted {
+			res.PeerInterrupted = watch.wasAborted()
+			if interrupted || res.PeerInterrupted {
 				// A stopped run's last state is not the one the check
 				// expects (fetch-and-add's count): only the messages
 				// checked as they came count.
@@ -488,15 +527,22 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 				beforeValidate(client, s.buf.Bytes())
 				local.Mismatches = s.validate(size, client, mine.Iters)
 			}
+			// The peer's Result comes next, after an Error if it is
+			// stopped meanwhile.
+			watch = watchPeer(ctx, c, func(error) {}, false)
+			watch.finish()
 		}
-		cctx, cancel = waitPeer()
-		if watch != nil {
-			peer, err = watch.swap(cctx, local)
-			watch.stop()
-		} else {
-			peer, err = c.SwapResult(cctx, local)
-		}
+		cctx, cancel = ctl()
+		err = c.Send(cctx, local)
 		cancel()
+		if err == nil {
+			var m exchange.Message
+			if m, err = watch.await(ctx, abort); err == nil {
+				peer, err = recvResult(m)
+			}
+		}
+		watch.stop()
+		res.PeerInterrupted = res.PeerInterrupted || watch.wasAborted()
 		if l.group != nil {
 			l.group.wait() // thread 0's counters and CPU time cover every thread's run
 		}
@@ -508,8 +554,8 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			return res, runErr
 		}
 		if err != nil {
-			if interrupted {
-				res.Interrupted = true
+			if interrupted || ctx.Err() != nil || res.PeerInterrupted {
+				res.Interrupted = interrupted || ctx.Err() != nil
 				add(s.sizeResult(size, mine, exchange.Result{}))
 				return res, nil
 			}
@@ -526,7 +572,8 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		}
 		res.Mismatches += local.Mismatches + peer.Mismatches
 		add(s.sizeResult(size, mine, peer))
-		if spec.Test.IsLatency() && spec.Receives() && n+1 < len(sizes) && !interrupted && ctx.Err() == nil {
+		stopped := interrupted || ctx.Err() != nil || res.PeerInterrupted
+		if spec.Test.IsLatency() && spec.Receives() && n+1 < len(sizes) && !stopped {
 			// Both sides are done: a message one sent after the other
 			// stopped has completed a receive by now.
 			if err := s.settleReceives(); err != nil {
@@ -537,8 +584,10 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			res.Interrupted = true
 			return res, nil
 		}
-		if spec.RunInfinitely {
-			return res, nil // its one size ended with the peer's stop
+		if res.PeerInterrupted || spec.RunInfinitely {
+			// The peer stops here; an infinite run's one size ended
+			// with the peer's stop.
+			return res, nil
 		}
 	}
 	return res, nil

@@ -25,6 +25,18 @@ func (o sideOutcome) String() string {
 	return fmt.Sprintf("error %v, interrupted %v, %d sizes %v, %d mismatches", o.err, o.r.Interrupted, len(o.r.Sizes), o.r.Sizes, o.r.Mismatches)
 }
 
+// short is the outcome without a latency test's samples.
+func (o sideOutcome) short() string {
+	if o.r == nil {
+		return fmt.Sprintf("error %v, no result", o.err)
+	}
+	var sizes []string
+	for _, sz := range o.r.Sizes {
+		sizes = append(sizes, fmt.Sprintf("%d B: %d messages, %d samples", sz.Size, sz.BW.Iterations, sz.Lat.N))
+	}
+	return fmt.Sprintf("error %v, interrupted %v, peer interrupted %v, sizes %v", o.err, o.r.Interrupted, o.r.PeerInterrupted, sizes)
+}
+
 // sideOutcome is what one side of stopPair returned, and when.
 type sideOutcome struct {
 	r    *bench.Result
@@ -175,5 +187,85 @@ func TestValidateInterrupted(t *testing.T) {
 	}
 	if d := s.at.Sub(stopped); d > 3*time.Second {
 		t.Errorf("the server ended %v after the client's stop", d)
+	}
+}
+
+// TestInterruptEndsBothSides stops one side of a test of each kind in
+// the middle of its run, as Ctrl-C does. The stopped side reports what it
+// measured, marked interrupted; the other side learns at once that its
+// peer was interrupted (not by a timeout, nor by the stopped side closing
+// the connection after giving up on its peer's result) and reports its
+// own figures, or, where it only waits (a passive bandwidth side, the
+// server of read_lat and atomic_lat), the peer's, without an error. Both
+// end well within 2 s of the stop. A latency test's stopped client keeps
+// the samples it took.
+func TestInterruptEndsBothSides(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		test       exchange.Test
+		stopClient bool
+		bidi       bool
+	}{
+		{"write_lat/client_stops", exchange.WriteLat, true, false},
+		{"write_lat/server_stops", exchange.WriteLat, false, false},
+		{"send_lat/client_stops", exchange.SendLat, true, false},
+		{"send_lat/server_stops", exchange.SendLat, false, false},
+		{"read_lat/client_stops", exchange.ReadLat, true, false},
+		{"read_lat/server_stops", exchange.ReadLat, false, false},
+		{"atomic_lat/server_stops", exchange.AtomicLat, false, false},
+		{"write_bw/client_stops", exchange.WriteBW, true, false},
+		{"write_bw/server_stops", exchange.WriteBW, false, false},
+		{"read_bw/client_stops", exchange.ReadBW, true, false},
+		{"read_bw/server_stops", exchange.ReadBW, false, false},
+		{"atomic_bw/server_stops", exchange.AtomicBW, false, false},
+		{"send_bw/client_stops", exchange.SendBW, true, false},
+		{"send_bw/server_stops", exchange.SendBW, false, false},
+		{"write_bw/bidirectional/server_stops", exchange.WriteBW, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := exchange.TestSpec{Test: tc.test, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 10,
+				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, Bidirectional: tc.bidi}
+			if tc.test.IsLatency() {
+				spec.TXDepth, spec.RXDepth, spec.CQModeration = 1, 16, 1
+			}
+			if tc.test.IsAtomic() {
+				spec.Size = 8
+			}
+			c, s, stopped := stopPair(t, spec, tc.stopClient, time.Second, nil)
+			halt, other := c, s
+			if !tc.stopClient {
+				halt, other = s, c
+			}
+			for _, o := range []sideOutcome{c, s} {
+				t.Logf("%s: ended %v after the stop: %v", o.role, o.at.Sub(stopped), o.short())
+				if d := o.at.Sub(stopped); d > 2*time.Second {
+					t.Errorf("the %s ended %v after the stop, want well within 2 s", o.role, d)
+				}
+			}
+			if halt.err != nil || halt.r == nil || !halt.r.Interrupted {
+				t.Errorf("the stopped %s: %v; want an interrupted result", halt.role, halt.short())
+			}
+			if other.err != nil || other.r == nil || other.r.Interrupted || !other.r.PeerInterrupted {
+				t.Errorf("the %s whose peer stopped: %v; want its result, not interrupted, with the peer interrupted", other.role, other.short())
+			}
+			// The client of a latency test times it; a bandwidth test's
+			// figures are on both sides (the active side's on a passive
+			// one).
+			for _, o := range []sideOutcome{c, s} {
+				if o.r == nil {
+					continue
+				}
+				if len(o.r.Sizes) != 1 {
+					t.Errorf("the %s reported %d sizes, want 1", o.role, len(o.r.Sizes))
+					continue
+				}
+				switch sz := o.r.Sizes[0]; {
+				case tc.test.IsLatency() && o.role == "client" && sz.Lat.N == 0:
+					t.Errorf("the latency client reported no samples")
+				case !tc.test.IsLatency() && sz.BW.Iterations == 0:
+					t.Errorf("the %s reported no messages", o.role)
+				}
+			}
+		})
 	}
 }

@@ -369,6 +369,7 @@ func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, err
 			tr.QPs = r.Header.NumQPs
 			out.Mismatches += r.Mismatches
 			out.Interrupted = out.Interrupted || r.Interrupted
+			out.PeerInterrupted = out.PeerInterrupted || r.PeerInterrupted
 			for _, s := range r.Sizes[:nsizes] {
 				tr.Sizes = append(tr.Sizes, s.BW)
 			}
