@@ -420,10 +420,26 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 			fmt.Fprintln(f.IO.ErrOut, "gorperf: interrupted; the results above are what was measured")
 			return &silentError{code: exitInterrupted}
 		}
+		if err == nil && res.PeerInterrupted {
+			// The peer's Ctrl-C ends the run as a stop ends an infinite
+			// one: this side's figures, partial, and exit status 0.
+			fmt.Fprintf(f.IO.ErrOut, "gorperf: the %s was interrupted (Ctrl-C); the results above are what was measured until then\n", peerRole(role))
+		}
 	} else if err != nil && (o.JSON || o.CSV || o.jsonFile != nil) {
 		return o.fail(f, err)
 	}
 	return err
+}
+
+// peerRole names the other side of a run whose side is role.
+func peerRole(role string) string {
+	switch role {
+	case "client":
+		return "server"
+	case "server":
+		return "client"
+	}
+	return "peer"
 }
 
 // document is the JSON document of a run, with --run_infinitely's

@@ -5,12 +5,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorperf/gorperf/internal/report"
 )
 
 // TestPeerStopped stops a peer mid-test with SIGSTOP: its connection stays
@@ -86,5 +89,148 @@ func testServerStopped(t *testing.T) {
 	}
 	if d := time.Since(stopped); d > 20*time.Second {
 		t.Errorf("the client gave up %v after the server stopped", d)
+	}
+}
+
+// TestInterruptedPeer stops one side of a test with SIGINT (Ctrl-C): that
+// side prints what it measured, marked interrupted, and exits 130; the
+// other learns at once that its peer was interrupted, prints its own
+// figures (a passive side: the peer's), says so and exits 0, as the side
+// whose peer ends an infinite run does. `gorperf serve` logs such a test
+// and serves the next client.
+func TestInterruptedPeer(t *testing.T) {
+	t.Run("write-lat client of serve", testLatClientInterrupted)
+	t.Run("write-bw passive server", testBWServerInterrupted)
+}
+
+// watched is a gorperf process whose stdout and stderr can be read while
+// it runs, and whose end is recorded.
+type watched struct {
+	cmd         *exec.Cmd
+	out, errOut *syncBuffer
+	done        chan struct{} // closed once it has exited
+	err         error         // Wait's, once done
+	at          time.Time     // when it exited
+}
+
+func startWatched(t *testing.T, ctx context.Context, args ...string) *watched {
+	t.Helper()
+	w := &watched{cmd: gorperf(ctx, args...), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan struct{})}
+	w.cmd.Stdout, w.cmd.Stderr = w.out, w.errOut
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w.err = w.cmd.Wait()
+		w.at = time.Now()
+		close(w.done)
+	}()
+	t.Cleanup(func() {
+		w.cmd.Process.Kill()
+		<-w.done
+	})
+	return w
+}
+
+// wait waits up to d for the process to exit and returns its exit status,
+// or -1 if it is still running.
+func (w *watched) wait(d time.Duration) int {
+	select {
+	case <-w.done:
+		return procExit(w.err)
+	case <-time.After(d):
+		return -1
+	}
+}
+
+// waitText waits up to d for out to contain want, and reports whether it
+// did.
+func waitText(out *syncBuffer, want string, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(out.String(), want) {
+			return true
+		}
+	}
+	return strings.Contains(out.String(), want)
+}
+
+// testLatClientInterrupted stops a write-lat client of `gorperf serve`:
+// it reports its samples, interrupted, and exits 130; the server, whose
+// responder waited for the client's next message, logs the test and the
+// reason at once and serves the next client.
+func testLatClientInterrupted(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv := startWatched(t, ctx, "serve", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	cli := startWatched(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-D", "30", "-f", "0", "--json", addr)
+	waitOutput(t, srv.out, "GID index")
+	time.Sleep(time.Second)
+	cli.cmd.Process.Signal(syscall.SIGINT)
+	stopped := time.Now()
+	if code := cli.wait(10 * time.Second); code != 130 {
+		t.Errorf("the interrupted client: exit %d, want 130\n%s%s", code, cli.out, cli.errOut)
+	} else if d := cli.at.Sub(stopped); d > 2*time.Second {
+		t.Errorf("the interrupted client exited %v after SIGINT", d)
+	}
+	var r report.Result
+	if err := json.Unmarshal(cli.out.Bytes(), &r); err != nil || !r.Interrupted || r.Error != nil || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
+		t.Errorf("the interrupted client's JSON (%v): want its samples, interrupted:\n%s", err, cli.out)
+	}
+	if !waitText(srv.errOut, "the client was interrupted (Ctrl-C)", 2*time.Second) {
+		t.Errorf("the server did not say within 2 s that the client was interrupted:\n%s%s", srv.out, srv.errOut)
+	}
+	out, err := gorperf(ctx, "write-lat", "-d", cliDev, "-p", port, "-n", "200", "--json", addr).CombinedOutput()
+	if err != nil {
+		t.Errorf("the next client: %v\n%s\nserver:\n%s%s", err, out, srv.out, srv.errOut)
+	}
+	srv.cmd.Process.Signal(syscall.SIGINT)
+	if code := srv.wait(10 * time.Second); code != 130 && code != 0 {
+		t.Errorf("serve after SIGINT: exit %d\n%s", code, srv.errOut)
+	}
+	if e := srv.errOut.String(); !strings.Contains(e, "served 2 tests, 0 failed") {
+		t.Errorf("the server said:\n%s", e)
+	}
+}
+
+// testBWServerInterrupted stops the passive server of a write-bw, which
+// only waits for the client's result: it reports the client's figures,
+// interrupted, and exits 130; the client stops its writes, reports what
+// it measured, says that the server was interrupted and exits 0.
+func testBWServerInterrupted(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv := startWatched(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	cli := startWatched(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "30", "--json", addr)
+	waitOutput(t, srv.out, "GID index")
+	time.Sleep(time.Second)
+	srv.cmd.Process.Signal(syscall.SIGINT)
+	stopped := time.Now()
+	for _, side := range []struct {
+		name string
+		w    *watched
+		code int
+	}{{"server", srv, 130}, {"client", cli, 0}} {
+		code := side.w.wait(10 * time.Second)
+		if code != side.code {
+			t.Errorf("the %s: exit %d, want %d\n%s%s", side.name, code, side.code, side.w.out, side.w.errOut)
+		} else if d := side.w.at.Sub(stopped); d > 2*time.Second {
+			t.Errorf("the %s exited %v after the server's SIGINT", side.name, d)
+		}
+	}
+	var r report.Result
+	if err := json.Unmarshal(cli.out.Bytes(), &r); err != nil || r.Error != nil || r.Interrupted || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
+		t.Errorf("the client's JSON (%v): want its figures, not interrupted:\n%s", err, cli.out)
+	}
+	if !strings.Contains(srv.out.String(), " 4096 ") || !strings.Contains(srv.errOut.String(), "interrupted; the results above") {
+		t.Errorf("the server did not report the client's figures, interrupted:\n%s%s", srv.out, srv.errOut)
+	}
+	if !strings.Contains(cli.errOut.String(), "the server was interrupted (Ctrl-C)") {
+		t.Errorf("the client did not say that the server was interrupted:\n%s", cli.errOut)
 	}
 }
