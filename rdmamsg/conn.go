@@ -918,7 +918,7 @@ func (c *Conn) QP() *ibverbs.QP { return c.link.QP() }
 // Recv says. A message longer than MaxSend is refused (EMSGSIZE); an
 // empty one is sent, and received as an empty message.
 func (c *Conn) Send(ctx context.Context, p []byte) error {
-	if c.wdl.passed() {
+	if c.wdl.passed() && !isClosed(c.closed) {
 		return os.ErrDeadlineExceeded
 	}
 	if len(p) > c.maxSend {
@@ -940,7 +940,7 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 // returns bytes becomes one message of at most MaxSend bytes. io.Copy to
 // the Conn uses it.
 func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
-	if c.wdl.passed() {
+	if c.wdl.passed() && !isClosed(c.closed) {
 		return 0, os.ErrDeadlineExceeded
 	}
 	c.sendMu.Lock()
@@ -1071,7 +1071,7 @@ func (c *Conn) sendErr() error {
 // suffice. After the peer closes, Recv returns what it sent and then
 // io.EOF. If a Read took part of a message, Recv returns the rest.
 func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
-	if c.rdl.passed() {
+	if c.rdl.passed() && !isClosed(c.closed) {
 		return 0, os.ErrDeadlineExceeded
 	}
 	c.recvMu.Lock()
@@ -1161,7 +1161,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if c.rdl.passed() {
+	if c.rdl.passed() && !isClosed(c.closed) {
 		return 0, os.ErrDeadlineExceeded
 	}
 	c.recvMu.Lock()
@@ -1195,7 +1195,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 // Read would, but straight from the registered receive buffers. io.Copy
 // from the Conn uses it.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
-	if c.rdl.passed() {
+	if c.rdl.passed() && !isClosed(c.closed) {
 		return 0, os.ErrDeadlineExceeded
 	}
 	c.recvMu.Lock()

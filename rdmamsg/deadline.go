@@ -93,7 +93,8 @@ func (d *deadline) resetLocked(t time.Time) {
 
 // passed says whether the deadline has passed: an operation that starts
 // then fails at once with os.ErrDeadlineExceeded, as package net's do,
-// even where it would not have to wait.
+// even where it would not have to wait; but one on a closed connection
+// fails with ErrClosed, which package net's tell first.
 func (d *deadline) passed() bool { return d.over.Load() }
 
 func isClosed(ch chan struct{}) bool {

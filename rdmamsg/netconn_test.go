@@ -167,4 +167,15 @@ func TestDeadlines(t *testing.T) {
 	if n, err := nc.Read(buf); n == 0 || err != nil {
 		t.Errorf("Read after the deadline was cleared: %d bytes, %v", n, err)
 	}
+	// Closed, a read or write with its deadline past says closed, as
+	// package net's do: a loop that goes on after a timeout and ends on
+	// net.ErrClosed would spin.
+	nc.SetDeadline(time.Now().Add(-time.Second))
+	closeOK(t, cli)
+	if _, err := nc.Read(buf); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Read after Close, its deadline past: %v, want net.ErrClosed", err)
+	}
+	if _, err := nc.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Write after Close, its deadline past: %v, want net.ErrClosed", err)
+	}
 }

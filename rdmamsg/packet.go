@@ -79,7 +79,10 @@ type PacketConn struct {
 	smr  *ibverbs.MR
 	slot int // bytes of a receive buffer: the GRH and a datagram
 
-	sendMu, recvMu, lookupMu sync.Mutex
+	sendMu, recvMu sync.Mutex
+	// lookups holds a token while a lookup runs: one at a time, which a
+	// WriteTo waits for as long as its context allows.
+	lookups chan struct{}
 
 	mu      sync.Mutex
 	peers   map[netip.AddrPort]udPeer
@@ -156,6 +159,7 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 		sendKick:  make(chan struct{}, 1),
 		closeKick: make(chan struct{}, 1),
 		closed:    make(chan struct{}),
+		lookups:   make(chan struct{}, 1),
 	}
 	defer func() {
 		if err != nil {
@@ -393,7 +397,7 @@ func (p *PacketConn) QP() *ibverbs.QP { return p.qp }
 // dropped. Once the read deadline has passed it fails at once, even with
 // datagrams waiting, as package net's do.
 func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
-	if p.rdl.passed() {
+	if p.rdl.passed() && !isClosed(p.closed) {
 		return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
 	}
 	p.recvMu.Lock()
@@ -474,7 +478,7 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 // not say. Once the write deadline has passed it fails at once, as
 // package net's do.
 func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) error {
-	if p.wdl.passed() {
+	if p.wdl.passed() && !isClosed(p.closed) {
 		return os.ErrDeadlineExceeded
 	}
 	peer, err := p.use(ctx, to)
@@ -519,7 +523,8 @@ var usingHook func(p *PacketConn)
 // use takes sendMu and makes to's peer the one WriteTo sends to
 // (p.using), looking it up first where it is not known; the lookup goes
 // on without sendMu, so that a destination that does not answer holds up
-// no other WriteTo.
+// no WriteTo to a known one, and one to another new destination only as
+// long as that WriteTo's context allows (lookups go one at a time).
 func (p *PacketConn) use(ctx context.Context, to netip.AddrPort) (udPeer, error) {
 	for {
 		if err := p.lookupOnce(ctx, to); err != nil {
@@ -595,8 +600,14 @@ func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort) error {
 	if ok, err := known(); ok || err != nil {
 		return err
 	}
-	p.lookupMu.Lock()
-	defer p.lookupMu.Unlock()
+	select {
+	case p.lookups <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("rdmamsg: looking up %s: waiting for another lookup: %w", to, ctx.Err())
+	case <-p.closed:
+		return ErrClosed
+	}
+	defer func() { <-p.lookups }()
 	if ok, err := known(); ok || err != nil {
 		return err // looked up by another WriteTo meanwhile
 	}
@@ -724,9 +735,9 @@ func (p *PacketConn) Close() error {
 		p.loops.Wait()
 		// No ReadFrom or WriteTo touches the buffers once closing is
 		// set: each checks it under p.mu before it does. A lookup in
-		// progress ends within its timeout, and its handle is freed.
-		p.lookupMu.Lock()
-		defer p.lookupMu.Unlock()
+		// progress has been cancelled (p.stop); wait for it to end, and
+		// free its handle.
+		p.lookups <- struct{}{}
 		p.mu.Lock()
 		p.s.freed = true
 		p.mu.Unlock()

@@ -270,7 +270,8 @@ func TestNetPacketConn(t *testing.T) {
 		t.Errorf("7 bytes into 4: %q, %v; want %q and no error", buf[:n], err, "wait")
 	}
 	// After Close, errors match net.ErrClosed, on which read loops
-	// written for package net end.
+	// written for package net end, a deadline past or not.
+	na.SetDeadline(time.Now().Add(-time.Second))
 	closeOK(t, a)
 	if _, _, err := na.ReadFrom(buf); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("ReadFrom after Close: %v, want net.ErrClosed", err)
@@ -320,6 +321,15 @@ func TestPacketCloseEndsLookup(t *testing.T) {
 	if n, _, err := a.ReadFrom(ctx, buf); err != nil || string(buf[:n]) != "meanwhile" {
 		t.Errorf("ReadFrom: %q, %v", buf[:n], err)
 	}
+	// One to another new destination waits for the lookup under way
+	// only as long as its context allows.
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	other := netip.AddrPortFrom(l.Addr().Addr(), l.Addr().Port()+1)
+	start = time.Now()
+	if err := b.WriteTo(short, []byte("x"), other); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Errorf("WriteTo a new destination during another's lookup, with 300 ms: %v after %v", err, time.Since(start))
+	}
 	start = time.Now()
 	closeOK(t, b)
 	if d := time.Since(start); d > 3*time.Second {
@@ -355,7 +365,7 @@ func TestPacketRetireInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after, sent, ok := b.RetiredWait(); ok && after < sent {
+	if after, sent, ok := b.RetiredWait(); !ok || after < sent {
 		t.Errorf("the handle retired during a WriteTo is kept until send %d has completed, but the send made with it is send %d", after, sent)
 	}
 	if n, _, err := a.ReadFrom(ctx, buf); err != nil || string(buf[:n]) != "second" {
