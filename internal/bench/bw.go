@@ -495,8 +495,10 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 		r.quiet = 500 * time.Millisecond
 	}
 	if s.spec.RunInfinitely {
-		// Until the sender stops: then the messages stop coming.
-		r.dur, r.quiet, r.untilQuiet = 100*365*24*time.Hour, time.Second, true
+		// Until this side is stopped, or the peer's Result or Error ends
+		// the loop (peerWatch): a pause in the messages (a slow rate
+		// limit, a sender that stalls) ends nothing, on UD and UC too.
+		r.dur, r.untilQuiet = 100*365*24*time.Hour, false
 	}
 	r.start = time.Now()
 	r.last = r.start

@@ -171,6 +171,31 @@ func TestInfiniteRunStops(t *testing.T) {
 	}
 }
 
+// TestInfiniteRunPauses: an infinite run whose messages pause (a slow
+// rate limit, a sender that stalls) goes on until it is stopped, on both
+// sides, where a receiver ended after a second without a message and its
+// Result ended the sender's run: both printed a last result and exited 0,
+// though nobody had stopped them.
+func TestInfiniteRunPauses(t *testing.T) {
+	for _, bidi := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bidirectional=%v", bidi), func(t *testing.T) {
+			spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 1, RunInfinitely: true,
+				NumQPs: 1, TXDepth: 8, RXDepth: 16, CQModeration: 1, Bidirectional: bidi}
+			c, s, stopped := stopPair(t, spec, true, 3500*time.Millisecond, func(l *bench.Local) {
+				l.Rate = bench.RateLimit{Rate: 0.5, Unit: bench.RatePps, Burst: 1} // one message every 2 s
+			})
+			for _, o := range []sideOutcome{c, s} {
+				if o.at.Before(stopped) {
+					t.Errorf("the %s ended %v before the stop: %v", o.role, stopped.Sub(o.at), o)
+				}
+			}
+			if c.r == nil || !c.r.Interrupted || s.err != nil {
+				t.Errorf("client %v, server %v; want the client interrupted and the server's result", c, s)
+			}
+		})
+	}
+}
+
 // TestValidateInterrupted stops the client of a write_bw with --validate
 // in the middle of its run: the passive server, waiting at the barrier
 // before the check, must not fail with "expected Sync, got Result" but
