@@ -13,7 +13,10 @@
 //	both    Result    SwapResult: each side's counts, for bidirectional totals
 //
 // Instead of the message it is expected to send, a side may send an ErrorMsg
-// at any point; the receiver gets it back as a *PeerError.
+// at any point; the receiver gets it back as a *PeerError. A side that is
+// interrupted (Ctrl-C) during a measurement sends an ErrorMsg with
+// CodeAborted and then its Result, so that the peer ends its own loop at
+// once and still gets the figures (version 9).
 //
 // Between those messages each side may send an Alive at any point, and
 // gorperf's engine sends one every 250 ms from the start of a test to
