@@ -613,7 +613,7 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		SRQ: h.UsingSRQ, RateLimit: h.RateLimit, Reversed: res.Spec.Reversed, Immediate: res.Spec.Immediate,
 		MarginS: res.Spec.Margin, WarmUp: res.Spec.WarmUp, MRPerQP: res.Spec.MRPerQP, MulticastGroup: h.Group,
 		RecvPostList: listLen(res.Spec.RecvPostList),
-		FlowLabels:   res.Spec.FlowLabels, Interrupted: res.Interrupted}
+		FlowLabels:   res.Spec.FlowLabels, Interrupted: res.Interrupted, PeerInterrupted: res.PeerInterrupted}
 	if h.Env != (report.Env{}) {
 		env := h.Env
 		r.Env = &env

@@ -224,8 +224,8 @@ func testBWServerInterrupted(t *testing.T) {
 		}
 	}
 	var r report.Result
-	if err := json.Unmarshal(cli.out.Bytes(), &r); err != nil || r.Error != nil || r.Interrupted || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
-		t.Errorf("the client's JSON (%v): want its figures, not interrupted:\n%s", err, cli.out)
+	if err := json.Unmarshal(cli.out.Bytes(), &r); err != nil || r.Error != nil || r.Interrupted || !r.PeerInterrupted || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
+		t.Errorf("the client's JSON (%v): want its figures, not interrupted, the peer interrupted:\n%s", err, cli.out)
 	}
 	if !strings.Contains(srv.out.String(), " 4096 ") || !strings.Contains(srv.errOut.String(), "interrupted; the results above") {
 		t.Errorf("the server did not report the client's figures, interrupted:\n%s%s", srv.out, srv.errOut)

@@ -49,6 +49,7 @@ func ExampleWriteJSON() {
 	//     "code": "no_device",
 	//     "message": "no RDMA device found"
 	//   },
-	//   "interrupted": false
+	//   "interrupted": false,
+	//   "peer_interrupted": false
 	// }
 }

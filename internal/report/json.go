@@ -97,6 +97,10 @@ type Result struct {
 	// Interrupted reports that the run was stopped (Ctrl-C) before it
 	// finished; Results then holds what was measured.
 	Interrupted bool `json:"interrupted"`
+	// PeerInterrupted reports that the peer was stopped (Ctrl-C) before
+	// the run finished, which ended this side's run too; Results then
+	// holds what was measured until then.
+	PeerInterrupted bool `json:"peer_interrupted"`
 }
 
 // SizeResult is the result for one message size. A bandwidth test fills
