@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
@@ -149,25 +149,8 @@ func TestAcceptGivenUp(t *testing.T) {
 // dialed from itself.
 func TestLinkLocal(t *testing.T) {
 	n := device(t)
-	dev, err := ibverbs.Open(n.Dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := dev.GIDTable(1)
-	dev.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ip netip.Addr
-	for _, e := range table {
-		if a := e.IP(); e.Type == ibverbs.GIDTypeRoCEv2 && a.Is6() && a.IsLinkLocalUnicast() && e.Netdev != "" {
-			ip = a.WithZone(e.Netdev)
-			break
-		}
-	}
-	if !ip.IsValid() {
-		t.Skipf("%s has no link-local RoCE v2 GID with a netdev", n.Dev)
-	}
+	ll := rdmatest.LinkLocalGID(t, n.Dev, 1)
+	ip := ll.IP().WithZone(ll.Netdev)
 	l := listen(t, ip, nil)
 	if got := l.Addr().Addr(); got != ip {
 		t.Errorf("bound to %v, want %v", got, ip)

@@ -40,25 +40,7 @@ func TestGIDAddr(t *testing.T) {
 // address without one.
 func TestLinkLocalCM(t *testing.T) {
 	info := rdmatest.Device(t)
-	dev, err := ibverbs.Open(info.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := dev.GIDTable(info.Port)
-	dev.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ll ibverbs.GIDEntry
-	for _, e := range table {
-		if a := e.IP(); e.Type == ibverbs.GIDTypeRoCEv2 && a.Is6() && a.IsLinkLocalUnicast() && e.Netdev != "" {
-			ll = e
-			break
-		}
-	}
-	if ll.Netdev == "" {
-		t.Skipf("%s has no link-local RoCE v2 GID with a netdev", info.Name)
-	}
+	ll := rdmatest.LinkLocalGID(t, info.Name, info.Port)
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 100,
 		TXDepth: 16, CQModeration: 4, NumQPs: 2, RdmaCM: true}
 	c, _ := loopback(t, spec, func(l *bench.Local, client bool) {

@@ -87,3 +87,26 @@ func ListenAddr(t testing.TB, base int) string {
 	n := Addr(t)
 	return netip.AddrPortFrom(n.IP, uint16(base+int(nextPort.Add(1)))).String()
 }
+
+// LinkLocalGID returns the first link-local RoCE v2 GID of port of the
+// device dev that has a netdev (for the zone rdma_cm needs), skipping
+// the test where there is none.
+func LinkLocalGID(t testing.TB, dev string, port int) ibverbs.GIDEntry {
+	t.Helper()
+	ctx, err := ibverbs.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := ctx.GIDTable(port)
+	ctx.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range table {
+		if a := e.IP(); e.Type == ibverbs.GIDTypeRoCEv2 && a.Is6() && a.IsLinkLocalUnicast() && e.Netdev != "" {
+			return e
+		}
+	}
+	t.Skipf("%s port %d has no link-local RoCE v2 GID with a netdev", dev, port)
+	return ibverbs.GIDEntry{}
+}
