@@ -421,8 +421,10 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		cancel()
 		switch {
 		case err != nil && peerAborted(err):
-			// The peer was interrupted after the last size's results.
+			// The peer was interrupted after the last size's results;
+			// this side may have been too (loopback's one Ctrl-C).
 			res.PeerInterrupted = true
+			res.Interrupted = ctx.Err() != nil
 			return res, nil
 		case err != nil && ctx.Err() != nil:
 			abort()
@@ -504,6 +506,8 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 				if m, err = watch.await(ctx, abort); err == nil {
 					err = recvSync(m, seq)
 				}
+			} else {
+				watch.stop()
 			}
 			if err != nil && (interrupted || ctx.Err() != nil || watch.wasAborted()) {
 				res.Interrupted = interrupted || ctx.Err() != nil
@@ -581,6 +585,13 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			}
 		}
 		if interrupted || ctx.Err() != nil {
+			// Stopped after the result swap (a thread waiting for the
+			// others, the counters' read): the peer, bound for the next
+			// size's barrier, hears of it there, not from a closed
+			// connection.
+			if n+1 < len(sizes) {
+				abort()
+			}
 			res.Interrupted = true
 			return res, nil
 		}

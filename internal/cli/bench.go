@@ -395,8 +395,8 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		if err == nil && res.Mismatches > 0 {
 			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
 		}
-		if err == nil && !res.Interrupted {
-			err = o.limits.Check(rs)
+		if err == nil && !res.Interrupted && !res.PeerInterrupted {
+			err = o.limits.Check(rs) // not on a run either side cut short
 		}
 		if o.value != report.NoValue {
 			if !o.Infinite { // the intervals were the figures

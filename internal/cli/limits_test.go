@@ -57,6 +57,13 @@ func TestFinishLimits(t *testing.T) {
 	if err := o.finish(f, "client", res, nil); exitCode(err) != 130 {
 		t.Errorf("interrupted: %v, want exit 130", err)
 	}
+	// Nor is a run the peer's Ctrl-C cut short judged: it exits 0.
+	res = fakeBW()
+	res.PeerInterrupted = true
+	f, _, _ = newTestFactory(nil, nil)
+	if err := o.finish(f, "client", res, nil); err != nil {
+		t.Errorf("the peer interrupted: %v (exit %d), want exit 0", err, exitCode(err))
+	}
 }
 
 // A run whose data did not validate fails after its report, and the

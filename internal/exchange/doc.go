@@ -14,9 +14,10 @@
 //
 // Instead of the message it is expected to send, a side may send an ErrorMsg
 // at any point; the receiver gets it back as a *PeerError. A side that is
-// interrupted (Ctrl-C) during a measurement sends an ErrorMsg with
-// CodeAborted and then its Result, so that the peer ends its own loop at
-// once and still gets the figures (version 9).
+// interrupted (Ctrl-C) sends an ErrorMsg with CodeAborted (version 9): in
+// a measurement before its Result, so that the peer ends its own loop at
+// once and still gets the figures; a passive side, after the Result it
+// has already sent; in a warm-up or between sizes, in place of its Sync.
 //
 // Between those messages each side may send an Alive at any point, and
 // gorperf's engine sends one every 250 ms from the start of a test to
