@@ -33,6 +33,38 @@ type Conn struct {
 
 	silence atomic.Int64 // SetPeerTimeout's, in nanoseconds
 	heard   bool         // an Alive has come: the peer runs KeepAlive (rmu)
+	fr      frameReader  // recvFrame's reader (rmu)
+}
+
+// frameGrace is how long the rest of a frame begun may take once the
+// receive's deadline has passed: its sender wrote it whole, so the rest
+// is on its way.
+const frameGrace = 5 * time.Second
+
+// frameReader reads one frame from nc. Once a frame's first byte has come,
+// a deadline that passes (the receive's context ended, or the peer's
+// silence) does not cut it: the rest gets frameGrace more, so that a
+// receive stopped at any moment leaves the stream at a frame's boundary,
+// and the frame is returned.
+type frameReader struct {
+	nc     net.Conn
+	got    int  // bytes of the frame read
+	graced bool // the deadline was moved to frameGrace from then
+}
+
+func (r *frameReader) Read(p []byte) (int, error) {
+	n, err := r.nc.Read(p)
+	r.got += n
+	if err != nil && r.got > 0 && !r.graced && errors.Is(err, os.ErrDeadlineExceeded) {
+		r.graced = true
+		r.nc.SetReadDeadline(time.Now().Add(frameGrace))
+		if n > 0 {
+			return n, nil
+		}
+		n, err = r.nc.Read(p)
+		r.got += n
+	}
+	return n, err
 }
 
 // NewConn returns a Conn over nc. The Conn reads no further than the frames
@@ -161,6 +193,11 @@ func (c *Conn) recv(ctx context.Context) (Message, error) {
 		if _, alive := m.(Alive); !alive || err != nil {
 			return m, err
 		}
+		if err := ctx.Err(); err != nil {
+			// Ended while the Alive was read, which a grace may have
+			// moved the deadline past.
+			return nil, fmt.Errorf("receiving: %w", err)
+		}
 	}
 }
 
@@ -189,7 +226,8 @@ func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 			c.nc.SetReadDeadline(time.Unix(1, 0))
 		}
 	}
-	m, n, err := readFrame(c.nc, &c.rhdr)
+	c.fr = frameReader{nc: c.nc}
+	m, n, err := readFrame(&c.fr, &c.rhdr)
 	if err == nil {
 		if _, ok := m.(Alive); ok {
 			c.heard = true

@@ -545,3 +545,53 @@ func TestAliveAllocations(t *testing.T) {
 		t.Errorf("a receive after ten Alives: %v allocations, after one: %v", ten, one)
 	}
 }
+
+// A receive whose context ends while a frame is half read finishes the
+// frame, and returns it: the stream stays at a frame's boundary and the
+// Conn usable, where the next receive failed with "connection unusable"
+// and the frame was lost (a stop of gorperf's peer watch at that moment
+// lost the peer's abort).
+func TestRecvFinishesAFrameBegun(t *testing.T) {
+	a, b := tcpPair(t)
+	frame, err := AppendFrame(nil, Sync{Seq: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := timeout(t, 10*time.Second)
+	short, cancel := context.WithCancel(ctx)
+	got := make(chan error, 1)
+	go func() {
+		s, err := b.RecvSync(short)
+		if err == nil && s.Seq != 7 {
+			err = fmt.Errorf("Sync %d, want 7", s.Seq)
+		}
+		got <- err
+	}()
+	if _, err := a.NetConn().Write(frame[:2]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the receive reads the first bytes
+	cancel()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := a.NetConn().Write(frame[2:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Errorf("the receive cut short in a frame: %v; want the frame", err)
+	}
+	if err := a.Send(ctx, Sync{Seq: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := b.RecvSync(ctx); err != nil || s.Seq != 8 {
+		t.Errorf("the next receive: Sync %d, %v", s.Seq, err)
+	}
+	// A receive whose context has ended and that has read nothing still
+	// says so at once, after an Alive too.
+	a.sendAlive(time.Second)
+	over, cancel := context.WithCancel(ctx)
+	cancel()
+	start := time.Now()
+	if _, err := b.RecvSync(over); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+		t.Errorf("a receive with its context ended: %v after %v", err, time.Since(start))
+	}
+}
