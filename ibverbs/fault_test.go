@@ -135,14 +135,7 @@ func TestSRQSharedByTwoQPs(t *testing.T) {
 	}
 	// Two of four receives are left, under the limit of 3: the SRQ limit
 	// event arrives on the context's event stream.
-	select {
-	case ev := <-events:
-		if ev.Type != ibverbs.EventSRQLimitReached || ev.SRQ != srq {
-			t.Errorf("event %v (SRQ %p), want SRQ_LIMIT_REACHED on %p", ev, ev.SRQ, srq)
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("no SRQ_LIMIT_REACHED event in 10s")
-	}
+	waitSRQLimit(t, events, srq)
 	// QPs using the SRQ keep it open.
 	if err := srq.Close(); !errors.Is(err, syscall.EBUSY) {
 		t.Errorf("closing an SRQ in use: %v, want EBUSY", err)
@@ -431,12 +424,5 @@ func TestSRQInitLimit(t *testing.T) {
 	}
 	pollOK(t, s.cq, ibverbs.WCSend)
 	pollOK(t, r.cq, ibverbs.WCRecv)
-	select {
-	case ev := <-events:
-		if ev.Type != ibverbs.EventSRQLimitReached || ev.SRQ != srq {
-			t.Errorf("event %v (SRQ %p), want SRQ_LIMIT_REACHED on %p", ev, ev.SRQ, srq)
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("no SRQ_LIMIT_REACHED event in 10s")
-	}
+	waitSRQLimit(t, events, srq)
 }

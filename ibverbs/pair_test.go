@@ -255,3 +255,16 @@ func pollErr(t testing.TB, cq *ibverbs.CQ) *ibverbs.WCError {
 	}
 	return we
 }
+
+// waitSRQLimit waits up to 10 s for the SRQ limit event of srq on events.
+func waitSRQLimit(t testing.TB, events <-chan ibverbs.AsyncEvent, srq *ibverbs.SRQ) {
+	t.Helper()
+	select {
+	case ev := <-events:
+		if ev.Type != ibverbs.EventSRQLimitReached || ev.SRQ != srq {
+			t.Errorf("event %v (SRQ %p), want SRQ_LIMIT_REACHED on %p", ev, ev.SRQ, srq)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no SRQ_LIMIT_REACHED event in 10s")
+	}
+}

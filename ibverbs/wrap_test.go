@@ -87,14 +87,7 @@ func TestWrappedHandlesShare(t *testing.T) {
 	}
 	pollOK(t, s.cq, ibverbs.WCSend)
 	pollOK(t, r.cq, ibverbs.WCRecv)
-	select {
-	case ev := <-evB:
-		if ev.Type != ibverbs.EventSRQLimitReached || ev.SRQ != srq {
-			t.Errorf("event %v (SRQ %p), want SRQ_LIMIT_REACHED on %p", ev, ev.SRQ, srq)
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("no SRQ_LIMIT_REACHED event in 10s")
-	}
+	waitSRQLimit(t, evB, srq)
 }
 
 // TestWrappedEventsOutliveAHandle closes two of three handles that share
