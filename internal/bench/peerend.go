@@ -52,8 +52,24 @@ var (
 const interruptedText = "interrupted (Ctrl-C)"
 
 // interruptWait bounds how long a side stopped by Ctrl-C waits for the
-// peer's figures.
-const interruptWait = 5 * time.Second
+// peer's figures. (A variable for the tests.)
+var interruptWait = 5 * time.Second
+
+// stopOnce returns the abort of a side's run: the first call runs tell,
+// which tells the peer that this side was interrupted, and each call
+// returns when to give up waiting for the peer's figures, interruptWait
+// after the first. The waits of one stop (--validate's barrier, then the
+// result) so share one bound.
+func stopOnce(tell func()) func() time.Time {
+	var giveUp time.Time
+	return func() time.Time {
+		if giveUp.IsZero() {
+			giveUp = time.Now().Add(interruptWait)
+			tell()
+		}
+		return giveUp
+	}
+}
 
 // peerEnded reports whether ctx, a loop's, ended because the peer's run
 // did: the peer was interrupted, failed, or ended an infinite run.
@@ -180,20 +196,19 @@ func (w *peerWatch) wasAborted() bool {
 
 // await returns the peer's first message, waiting for it as long as the
 // peer takes while ctx lasts. Once ctx has ended (this side was stopped
-// by Ctrl-C), it calls abort, which tells the peer, and waits at most
-// interruptWait more. Call finish first.
-func (w *peerWatch) await(ctx context.Context, abort func()) (exchange.Message, error) {
+// by Ctrl-C), it calls abort (stopOnce), which tells the peer and says
+// when to give up. Call finish first.
+func (w *peerWatch) await(ctx context.Context, abort func() time.Time) (exchange.Message, error) {
 	select {
 	case <-w.done:
 	case <-ctx.Done():
-		abort()
-		t := time.NewTimer(interruptWait)
+		t := time.NewTimer(time.Until(abort()))
 		defer t.Stop()
 		select {
 		case <-w.done:
 		case <-t.C:
 			w.stop()
-			return nil, fmt.Errorf("receiving: gave up after %v: %w", interruptWait, ctx.Err())
+			return nil, fmt.Errorf("receiving: gave up %v after the stop: %w", interruptWait, ctx.Err())
 		}
 	}
 	w.mu.Lock()
@@ -230,6 +245,31 @@ func recvSync(m exchange.Message, seq uint32) error {
 	}
 	return fmt.Errorf("barrier %d: %w: expected Sync, got %v", seq, exchange.ErrUnexpected, m.Type())
 }
+
+// peerStoppedMeanwhile reports whether the peer said on c that it was
+// interrupted, waiting for that at most abortPeek. An active side whose
+// warm-up failed asks it: a passive peer sends its barrier's Sync as it
+// comes to the barrier, and, stopped while it waits there, its abort,
+// and then it closes its QPs, which fails the warm-up. A live peer's Sync
+// is consumed here (the caller fails anyway).
+func peerStoppedMeanwhile(c *exchange.Conn) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), abortPeek)
+	defer cancel()
+	for {
+		m, err := c.Recv(ctx)
+		if err != nil {
+			return peerAborted(err)
+		}
+		if _, ok := m.(exchange.Sync); !ok {
+			return false
+		}
+	}
+}
+
+// abortPeek bounds peerStoppedMeanwhile's wait. The abort comes before
+// the peer closes its QPs, long before a warm-up fails for their
+// closing: a second is a generous bound that a real failure pays once.
+const abortPeek = time.Second
 
 // closedByPeer reports whether err, from the control connection, says
 // that the peer closed it.

@@ -355,16 +355,11 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	}
 	// abort tells the peer, once, that this side was interrupted, so that
 	// it ends its loop at once (peerWatch).
-	aborted := false
-	abort := func() {
-		if aborted {
-			return
-		}
-		aborted = true
+	abort := stopOnce(func() {
 		cctx, cancel := ctl()
 		c.Send(cctx, exchange.ErrorMsg{Code: exchange.CodeAborted, Text: interruptedText})
 		cancel()
-	}
+	})
 	sizes, err := s.sizes()
 	if err != nil {
 		return refuse(err)
@@ -393,6 +388,12 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			if err != nil && ctx.Err() != nil {
 				abort() // the peer waits at the barrier
 				res.Interrupted = true
+				return res, nil
+			}
+			if err != nil && peerStoppedMeanwhile(c) {
+				// The peer was stopped at the barrier (it sent its
+				// abort there) and closed its QPs under the warm-up.
+				res.PeerInterrupted = true
 				return res, nil
 			}
 			if err != nil {

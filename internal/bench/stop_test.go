@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,5 +293,37 @@ func TestInterruptEndsBothSides(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInterruptBeforeWarmUp stops the passive server of a write_bw sweep
+// with --perform_warm_up while it waits at the barrier of the second
+// size, for the client's warm-up. It tells the client (its abort) and
+// closes its QPs, under the warm-up, which fails: the client must report
+// the first size with its peer interrupted, not fail "warming up".
+func TestInterruptBeforeWarmUp(t *testing.T) {
+	var calls atomic.Int32
+	defer bench.SetBeforeWarmUp(func() {
+		if calls.Add(1) == 2 {
+			time.Sleep(2500 * time.Millisecond) // the server is stopped meanwhile
+		}
+	})()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, AllSizes: true, Iterations: 20,
+		NumQPs: 1, TXDepth: 16, CQModeration: 4, WarmUp: true}
+	c, s, stopped := stopPair(t, spec, false, time.Second, nil)
+	for _, o := range []sideOutcome{c, s} {
+		t.Logf("%s: ended %v after the stop: %v", o.role, o.at.Sub(stopped), o.short())
+	}
+	if calls.Load() < 2 {
+		t.Fatalf("%d warm-ups, want the second size's too", calls.Load())
+	}
+	if s.err != nil || s.r == nil || !s.r.Interrupted || len(s.r.Sizes) != 1 {
+		t.Errorf("the stopped server: %v; want an interrupted result of one size", s.short())
+	}
+	if c.err != nil || c.r == nil || c.r.Interrupted || !c.r.PeerInterrupted || len(c.r.Sizes) != 1 {
+		t.Errorf("the client: %v; want one size's result, not interrupted, with the peer interrupted", c.short())
+	}
+	if d := c.at.Sub(stopped); d > 6*time.Second {
+		t.Errorf("the client ended %v after the stop", d)
 	}
 }
