@@ -747,9 +747,19 @@ func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) Si
 		return SizeResult{Size: size, BW: local}
 	}
 	remote := stats.ComputeBandwidth(n, peer.Iterations, peer.Elapsed, peer.Peak)
-	bw := stats.ComputeBandwidth(n, mine.Iters+peer.Iterations, max(mine.Elapsed, peer.Elapsed), 0)
+	return SizeResult{Size: size, BW: bothWays(local, remote), Local: &local, Remote: &remote}
+}
+
+// bothWays is a bidirectional test's figure, as perftest's
+// print_full_bw_report makes it: each direction's bandwidth and message
+// rate over its own time, added (and the peaks too, at least the
+// average). The messages are both directions'; the time the longer one.
+func bothWays(local, remote stats.Bandwidth) stats.Bandwidth {
+	bw := stats.ComputeBandwidth(local.Bytes, local.Iterations+remote.Iterations, max(local.Elapsed, remote.Elapsed), 0)
+	bw.AvgMBps = local.AvgMBps + remote.AvgMBps
+	bw.MsgRateMpps = local.MsgRateMpps + remote.MsgRateMpps
 	bw.PeakMBps = max(bw.AvgMBps, local.PeakMBps+remote.PeakMBps)
-	return SizeResult{Size: size, BW: bw, Local: &local, Remote: &remote}
+	return bw
 }
 
 // fillPatterns writes the validation pattern where this side's data comes
