@@ -333,17 +333,23 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 }
 
 // GIDTable returns the valid entries of a port's GID table, with each
-// entry's type and netdev (ibv_query_gid_table).
+// entry's type and netdev (ibv_query_gid_table, which reads every port's
+// table: the buffer holds all of them, ibv_query_port for each length).
 func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
-	pa, err := c.QueryPort(port)
-	if err != nil {
+	if err := c.checkPort(port); err != nil {
 		return nil, err
 	}
-	da, err := c.QueryDevice()
-	if err != nil {
-		return nil, err
+	// The verb returns the valid entries of all ports and fails with
+	// EINVAL once they outnumber the buffer, so size it by the sum of the
+	// ports' table lengths, not by this port's (ports' tables can differ).
+	max := 0
+	for p := 1; p <= c.ports; p++ {
+		pa, err := c.QueryPort(p)
+		if err != nil {
+			return nil, err
+		}
+		max += pa.GIDTableLen
 	}
-	max := pa.GIDTableLen * da.PhysPortCnt
 	if max == 0 {
 		return nil, nil
 	}

@@ -169,3 +169,78 @@ func TestNoRDMAKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestGIDTableMatchesQueryGID reads every port's GID table both ways, at
+// once (ibv_query_gid_table, which returns all ports' entries into one
+// buffer) and slot by slot (ibv_query_gid_ex), and requires the same
+// entries: each used slot once, with its type and netdev, and no other.
+func TestGIDTableMatchesQueryGID(t *testing.T) {
+	info := rdmatest.Device(t)
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	da, err := ctx.QueryDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for port := 1; port <= da.PhysPortCnt; port++ {
+		if n := checkGIDTable(t, ctx, port); n == 0 && port == info.Port {
+			t.Errorf("port %d: no valid GID", port)
+		}
+	}
+}
+
+// checkGIDTable compares ctx.GIDTable(port) with QueryGID of each slot and
+// returns the number of valid entries.
+func checkGIDTable(t *testing.T, ctx *ibverbs.Context, port int) int {
+	t.Helper()
+	pa, err := ctx.QueryPort(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := ctx.GIDTable(port)
+	if err != nil {
+		t.Fatalf("GIDTable(%d): %v", port, err)
+	}
+	byIndex := map[int]ibverbs.GIDEntry{}
+	for _, e := range table {
+		if e.Port != port {
+			t.Errorf("GIDTable(%d) has %v of port %d", port, e, e.Port)
+		}
+		if _, dup := byIndex[e.Index]; dup {
+			t.Errorf("GIDTable(%d) has index %d twice", port, e.Index)
+		}
+		byIndex[e.Index] = e
+	}
+	valid := 0
+	for i := 0; i < pa.GIDTableLen; i++ {
+		one, err := ctx.QueryGID(port, i)
+		if errors.Is(err, syscall.ENODATA) {
+			if e, ok := byIndex[i]; ok {
+				t.Errorf("port %d index %d: QueryGID says empty, GIDTable has %v", port, i, e)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("QueryGID(%d, %d): %v", port, i, err)
+		}
+		if one.GID.IsZero() {
+			continue
+		}
+		valid++
+		e, ok := byIndex[i]
+		if !ok {
+			t.Errorf("port %d index %d: QueryGID has %v, GIDTable lacks it", port, i, one)
+			continue
+		}
+		if e != one {
+			t.Errorf("port %d index %d: GIDTable has %+v, QueryGID %+v", port, i, e, one)
+		}
+	}
+	if valid != len(table) {
+		t.Errorf("port %d: %d valid slots, GIDTable has %d entries", port, valid, len(table))
+	}
+	return valid
+}
