@@ -10,7 +10,14 @@ VM := ci/rxe-vm/run
 # (those whose tests import internal/rdmatest). Listed when test-binaries runs,
 # after deps has installed the C compiler that cgo, and so those tests, need.
 DEVICE_PKGS_CMD := CGO_ENABLED=1 $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '$$1 !~ /rdmatest$$/ && /internal\/rdmatest/ { print $$1 }'
-HAVE_DEVICE := $(shell ls /sys/class/infiniband 2>/dev/null | head -1)
+# HAVE_DEVICE: non-empty where this host has an RDMA device the tests can
+# use: a uverbs character device (/dev/infiniband/uverbs*, which a container
+# without --device /dev/infiniband lacks though it sees /sys) and a port in
+# state ACTIVE. Then test, demo, compare, bench and race-device run on the
+# host's device; else in the soft-RoCE VM. `make test HAVE_DEVICE=` forces
+# the VM, as .ci/run does: there every device test runs in the VM, with the
+# two devices and the IPv6 address that some tests need.
+HAVE_DEVICE := $(shell ls /dev/infiniband/uverbs* >/dev/null 2>&1 && grep -l ACTIVE /sys/class/infiniband/*/ports/*/state 2>/dev/null | head -1)
 
 .PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race race-device check bench clean docs man
 
@@ -24,7 +31,10 @@ build:
 	$(GO) build ./...
 
 ## test: unit tests natively, then every device test on this host's RDMA
-## device if it has one, else inside the soft-RoCE VM. Device tests must run:
+## device if it has one (HAVE_DEVICE above), else inside the soft-RoCE VM.
+## On the host the tests that need the VM's second device or its IPv6
+## address (RXE_DEV2, RXE_IP6) skip; `make test HAVE_DEVICE=` runs all in the VM.
+## Device tests must run:
 ## GORPERF_REQUIRE_DEVICE=1 turns a missing device into a failure.
 test: deps unit device-tests
 
