@@ -258,9 +258,13 @@ type PortAttr struct {
 	LID, SMLID   uint16
 	LMC          uint8
 	ActiveWidth  uint8 // IB width code: 1=1x 2=4x 4=8x 8=12x 16=2x
-	ActiveSpeed  uint8 // IB speed code: 1=SDR 2=DDR 4=QDR 8=FDR10 16=FDR 32=EDR 64=HDR 128=NDR
-	PhysState    uint8
-	LinkLayer    LinkLayer
+	ActiveSpeed  uint8 // IB speed code: 1=SDR 2=DDR 4=QDR 8=FDR10 16=FDR 32=EDR 64=HDR 128=NDR (also for XDR)
+	// ActiveSpeedEx is active_speed_ex (rdma-core 49 and a kernel that
+	// reports it): the speed code, 256=XDR included; 0 where unknown,
+	// when ActiveSpeed holds it.
+	ActiveSpeedEx uint32
+	PhysState     uint8
+	LinkLayer     LinkLayer
 }
 
 // Lanes returns the number of lanes ActiveWidth encodes, or 0.
@@ -280,11 +284,26 @@ func (p PortAttr) Lanes() int {
 	return 0
 }
 
+// Speed returns the port's speed code: ActiveSpeedEx where the library
+// and kernel report it, else ActiveSpeed.
+func (p PortAttr) Speed() uint32 {
+	if p.ActiveSpeedEx != 0 {
+		return p.ActiveSpeedEx
+	}
+	return uint32(p.ActiveSpeed)
+}
+
+// laneGbps is each speed code's signalling rate per lane in Gbit/s, as
+// ibv_rate_to_mbps has them (IBV_RATE_800_GBPS, XDR 4x: 850000 Mbit/s).
+var laneGbps = map[uint32]float64{1: 2.5, 2: 5, 4: 10, 8: 10.3125, 16: 14.0625, 32: 25.78125,
+	64: 53.125, 128: 106.25, 256: 212.5}
+
 // Gbps returns the port's signalling rate in Gbit/s from its width and
-// speed codes, or 0 when the codes are unknown.
+// speed codes (Speed), or 0 when the codes are unknown. Built against
+// rdma-core older than 49, or run on one, an XDR port reads as NDR (the
+// kernel's active_speed for it) unless the library fills ActiveSpeedEx.
 func (p PortAttr) Gbps() float64 {
-	per := map[uint8]float64{1: 2.5, 2: 5, 4: 10, 8: 10.3125, 16: 14.0625, 32: 25.78125, 64: 53.125, 128: 106.25}[p.ActiveSpeed]
-	return per * float64(p.Lanes())
+	return laneGbps[p.Speed()] * float64(p.Lanes())
 }
 
 // PhysStateString names PhysState as ibv_devinfo does.
@@ -311,24 +330,26 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 		return PortAttr{}, err
 	}
 	var a C.struct_ibv_port_attr
-	if rc := C.gv_query_port(c.c, C.uint8_t(port), &a); rc != 0 {
+	var speedEx C.uint32_t
+	if rc := C.gv_query_port(c.c, C.uint8_t(port), &a, &speedEx); rc != 0 {
 		return PortAttr{}, fmt.Errorf("%s port %d: %w", c.name, port, verbError("ibv_query_port", int(rc)))
 	}
 	return PortAttr{
-		State:        PortState(a.state),
-		MaxMTU:       MTU(a.max_mtu),
-		ActiveMTU:    MTU(a.active_mtu),
-		GIDTableLen:  int(a.gid_tbl_len),
-		PortCapFlags: uint32(a.port_cap_flags),
-		MaxMsgSize:   uint32(a.max_msg_sz),
-		PKeyTableLen: int(a.pkey_tbl_len),
-		LID:          uint16(a.lid),
-		SMLID:        uint16(a.sm_lid),
-		LMC:          uint8(a.lmc),
-		ActiveWidth:  uint8(a.active_width),
-		ActiveSpeed:  uint8(a.active_speed),
-		PhysState:    uint8(a.phys_state),
-		LinkLayer:    LinkLayer(a.link_layer),
+		State:         PortState(a.state),
+		MaxMTU:        MTU(a.max_mtu),
+		ActiveMTU:     MTU(a.active_mtu),
+		GIDTableLen:   int(a.gid_tbl_len),
+		PortCapFlags:  uint32(a.port_cap_flags),
+		MaxMsgSize:    uint32(a.max_msg_sz),
+		PKeyTableLen:  int(a.pkey_tbl_len),
+		LID:           uint16(a.lid),
+		SMLID:         uint16(a.sm_lid),
+		LMC:           uint8(a.lmc),
+		ActiveWidth:   uint8(a.active_width),
+		ActiveSpeed:   uint8(a.active_speed),
+		ActiveSpeedEx: uint32(speedEx),
+		PhysState:     uint8(a.phys_state),
+		LinkLayer:     LinkLayer(a.link_layer),
 	}, nil
 }
 

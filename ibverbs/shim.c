@@ -448,9 +448,37 @@ int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	return ibv_req_notify_cq(cq, solicited_only);
 }
 
-int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+/*
+ * rdma-core 49 appended uint32_t active_speed_ex to struct ibv_port_attr,
+ * after port_cap_flags2, for speeds that active_speed's 8 bits cannot hold
+ * (256 = XDR; active_speed then says NDR). An older verbs.h (Debian 12 has
+ * 44) lacks the field, but libibverbs takes the caller's length: a library
+ * that knows the field fills it when the buffer reaches it, an older one
+ * zeroes the buffer's tail. So query into a buffer with room for the field
+ * at its offset in rdma-core 49's layout, whichever header this is built
+ * against.
+ */
+#define GV_SPEED_EX_AT ((offsetof(struct ibv_port_attr, port_cap_flags2) + sizeof(uint16_t) + 3) & ~(size_t)3)
+
+int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr, uint32_t *speed_ex)
 {
-	return ibv_query_port(ctx, port, attr);
+	struct verbs_context *vctx = verbs_get_ctx_op(ctx, query_port);
+	union {
+		struct ibv_port_attr a;
+		unsigned char b[GV_SPEED_EX_AT + sizeof(uint32_t)];
+	} u;
+	int rc;
+
+	*speed_ex = 0;
+	if (!vctx)
+		return ibv_query_port(ctx, port, attr);
+	memset(&u, 0, sizeof(u));
+	rc = vctx->query_port(ctx, port, &u.a, sizeof(u));
+	if (rc)
+		return rc;
+	*attr = u.a;
+	memcpy(speed_ex, u.b + GV_SPEED_EX_AT, sizeof(*speed_ex));
+	return 0;
 }
 
 int gv_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr)

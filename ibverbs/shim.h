@@ -123,7 +123,9 @@ int gv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port, const struct gv_wc
 int gv_post_poll(uintptr_t qp, uintptr_t qx, uintptr_t wr, int n, int list, int *bad,
 		 uintptr_t cq, int nwc, struct gv_wc *out, int64_t spin_ns, int *polled);
 
-int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
+/* ibv_query_port, and the port's active_speed_ex (0 where the library or
+ * the kernel lacks it) whichever verbs.h this is built against. */
+int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr, uint32_t *speed_ex);
 int gv_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr);
 long gv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, long max);
 struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned int access, int *err);
