@@ -12,7 +12,8 @@ var csvHeader = []string{
 	"test", "bytes", "iterations",
 	"bw_peak_mbps", "bw_avg_mbps", "bw_avg_gbps", "msg_rate_mpps",
 	"t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us",
-	"p50_us", "p90_us", "p99_us", "p99_9_us", "p99_99_us",
+	"percentile_99_us", "percentile_99_9_us",
+	"p50_us", "p90_us", "p99_us", "p99_9_us", "p99_99_us", "max_us",
 }
 
 // WriteCSV writes r.Results as CSV: a header row, then one row per message
@@ -50,7 +51,8 @@ func WriteCSV(w io.Writer, r Result) error {
 		}
 		for _, v := range []float64{
 			s.TMinUs, s.TMaxUs, s.TTypicalUs, s.TAvgUs, s.TStdevUs,
-			s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us,
+			s.Percentile99Us, s.Percentile999Us,
+			s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us, s.MaxUs,
 		} {
 			row = append(row, csvFloat(v))
 		}

@@ -118,16 +118,24 @@ type SizeResult struct {
 	BWAvgGbps   float64 `json:"bw_avg_gbps,omitempty"`
 	MsgRateMpps float64 `json:"msg_rate_mpps,omitempty"`
 
-	TMinUs     float64 `json:"t_min_us,omitempty"`
-	TMaxUs     float64 `json:"t_max_us,omitempty"`
-	TTypicalUs float64 `json:"t_typical_us,omitempty"`
-	TAvgUs     float64 `json:"t_avg_us,omitempty"`
-	TStdevUs   float64 `json:"t_stdev_us,omitempty"`
-	P50Us      float64 `json:"p50_us,omitempty"`
-	P90Us      float64 `json:"p90_us,omitempty"`
-	P99Us      float64 `json:"p99_us,omitempty"`
-	P999Us     float64 `json:"p99_9_us,omitempty"`
-	P9999Us    float64 `json:"p99_99_us,omitempty"`
+	// perftest's latency columns, named as in its --out_json
+	// (t_min, ..., percentile_99.9) and computed as it does: all but
+	// t_min leave out the two largest samples (see stats.Latency).
+	TMinUs          float64 `json:"t_min_us,omitempty"`
+	TMaxUs          float64 `json:"t_max_us,omitempty"`
+	TTypicalUs      float64 `json:"t_typical_us,omitempty"`
+	TAvgUs          float64 `json:"t_avg_us,omitempty"`
+	TStdevUs        float64 `json:"t_stdev_us,omitempty"`
+	Percentile99Us  float64 `json:"percentile_99_us,omitempty"`
+	Percentile999Us float64 `json:"percentile_99_9_us,omitempty"`
+	// gorperf's percentiles (nearest rank) and maximum, of all the
+	// samples.
+	P50Us   float64 `json:"p50_us,omitempty"`
+	P90Us   float64 `json:"p90_us,omitempty"`
+	P99Us   float64 `json:"p99_us,omitempty"`
+	P999Us  float64 `json:"p99_9_us,omitempty"`
+	P9999Us float64 `json:"p99_99_us,omitempty"`
+	MaxUs   float64 `json:"max_us,omitempty"`
 	// MeasuredByPeer marks a latency test's size on the side that kept
 	// no samples (the server: the client times every test): its latency
 	// fields are left out rather than given as zero, and the peer's
@@ -156,28 +164,31 @@ type SizeResult struct {
 // tell it from a latency test's. Its fields must stay SizeResult's, in
 // order: MarshalJSON converts one to the other.
 type sizeBW struct {
-	Bytes          int         `json:"bytes"`
-	Iterations     uint64      `json:"iterations"`
-	BWPeakMBps     float64     `json:"bw_peak_mbps"`
-	BWAvgMBps      float64     `json:"bw_avg_mbps"`
-	BWAvgGbps      float64     `json:"bw_avg_gbps"`
-	MsgRateMpps    float64     `json:"msg_rate_mpps"`
-	TMinUs         float64     `json:"t_min_us,omitempty"`
-	TMaxUs         float64     `json:"t_max_us,omitempty"`
-	TTypicalUs     float64     `json:"t_typical_us,omitempty"`
-	TAvgUs         float64     `json:"t_avg_us,omitempty"`
-	TStdevUs       float64     `json:"t_stdev_us,omitempty"`
-	P50Us          float64     `json:"p50_us,omitempty"`
-	P90Us          float64     `json:"p90_us,omitempty"`
-	P99Us          float64     `json:"p99_us,omitempty"`
-	P999Us         float64     `json:"p99_9_us,omitempty"`
-	P9999Us        float64     `json:"p99_99_us,omitempty"`
-	MeasuredByPeer bool        `json:"measured_by_peer,omitempty"`
-	SamplesUs      []float64   `json:"samples_us,omitempty"`
-	Counters       []Counter   `json:"counters,omitempty"`
-	CPU            *CPU        `json:"cpu,omitempty"`
-	Local          *SizeResult `json:"local,omitempty"`
-	Remote         *SizeResult `json:"remote,omitempty"`
+	Bytes           int         `json:"bytes"`
+	Iterations      uint64      `json:"iterations"`
+	BWPeakMBps      float64     `json:"bw_peak_mbps"`
+	BWAvgMBps       float64     `json:"bw_avg_mbps"`
+	BWAvgGbps       float64     `json:"bw_avg_gbps"`
+	MsgRateMpps     float64     `json:"msg_rate_mpps"`
+	TMinUs          float64     `json:"t_min_us,omitempty"`
+	TMaxUs          float64     `json:"t_max_us,omitempty"`
+	TTypicalUs      float64     `json:"t_typical_us,omitempty"`
+	TAvgUs          float64     `json:"t_avg_us,omitempty"`
+	TStdevUs        float64     `json:"t_stdev_us,omitempty"`
+	Percentile99Us  float64     `json:"percentile_99_us,omitempty"`
+	Percentile999Us float64     `json:"percentile_99_9_us,omitempty"`
+	P50Us           float64     `json:"p50_us,omitempty"`
+	P90Us           float64     `json:"p90_us,omitempty"`
+	P99Us           float64     `json:"p99_us,omitempty"`
+	P999Us          float64     `json:"p99_9_us,omitempty"`
+	P9999Us         float64     `json:"p99_99_us,omitempty"`
+	MaxUs           float64     `json:"max_us,omitempty"`
+	MeasuredByPeer  bool        `json:"measured_by_peer,omitempty"`
+	SamplesUs       []float64   `json:"samples_us,omitempty"`
+	Counters        []Counter   `json:"counters,omitempty"`
+	CPU             *CPU        `json:"cpu,omitempty"`
+	Local           *SizeResult `json:"local,omitempty"`
+	Remote          *SizeResult `json:"remote,omitempty"`
 }
 
 // latency reports whether s is a latency test's size: it has latency
@@ -252,18 +263,21 @@ func SizeFromLatency(size int, iters uint64, l stats.Latency) SizeResult {
 		return SizeResult{Bytes: size, Iterations: iters, MeasuredByPeer: true}
 	}
 	return SizeResult{
-		Bytes:      size,
-		Iterations: iters,
-		TMinUs:     usec(l.Min),
-		TMaxUs:     usec(l.Max),
-		TTypicalUs: usec(l.Typical),
-		TAvgUs:     usec(l.Avg),
-		TStdevUs:   usec(l.Stdev),
-		P50Us:      usec(l.P50),
-		P90Us:      usec(l.P90),
-		P99Us:      usec(l.P99),
-		P999Us:     usec(l.P999),
-		P9999Us:    usec(l.P9999),
+		Bytes:           size,
+		Iterations:      iters,
+		TMinUs:          usec(l.Min),
+		TMaxUs:          usec(l.TMax),
+		TTypicalUs:      usec(l.Typical),
+		TAvgUs:          usec(l.Avg),
+		TStdevUs:        usec(l.Stdev),
+		Percentile99Us:  usec(l.T99),
+		Percentile999Us: usec(l.T999),
+		P50Us:           usec(l.P50),
+		P90Us:           usec(l.P90),
+		P99Us:           usec(l.P99),
+		P999Us:          usec(l.P999),
+		P9999Us:         usec(l.P9999),
+		MaxUs:           usec(l.Max),
 	}
 }
 

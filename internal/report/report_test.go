@@ -276,6 +276,42 @@ func TestLatTablePassive(t *testing.T) {
 	}
 }
 
+// TestLatColumnsAsPerftest: the table's columns and the JSON fields named
+// after perftest's are perftest's, which leave out the two largest
+// samples, here the outliers 100 and 1000 µs: t_max is 100, the mean and
+// stdev are those of 1..10 µs. The true maximum is on the percentile line
+// and in max_us.
+func TestLatColumnsAsPerftest(t *testing.T) {
+	var ns []float64
+	for _, us := range []float64{1000, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100} {
+		ns = append(ns, us*nsPerUsec)
+	}
+	l, err := stats.Summarize(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteLatRow(&buf, 2, 12, l); err != nil {
+		t.Fatal(err)
+	}
+	// t_min t_max t_typical t_avg t_stdev 99% 99.9%
+	if got, want := strings.Fields(buf.String())[2:], []string{"1.00", "100.00", "5.50", "5.50", "2.87", "100.00", "100.00"}; !slices.Equal(got, want) {
+		t.Errorf("row %q: columns %q, want %q", buf.String(), got, want)
+	}
+	buf.Reset()
+	if err := WritePercentiles(&buf, l); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "  max: 1000.00 [usec]") {
+		t.Errorf("percentile line %q lacks the maximum", buf.String())
+	}
+	s := SizeFromLatency(2, 12, l)
+	if s.TMinUs != 1 || s.TMaxUs != 100 || s.TTypicalUs != 5.5 || s.TAvgUs != 5.5 || s.TStdevUs != 2.872 ||
+		s.Percentile99Us != 100 || s.Percentile999Us != 100 || s.MaxUs != 1000 || s.P99Us != 1000 {
+		t.Errorf("JSON size %+v", s)
+	}
+}
+
 // TestJSONPassiveLatency: a size the peer measured has no latency fields
 // at all, not zeros, and says the peer measured it.
 func TestJSONPassiveLatency(t *testing.T) {
@@ -445,7 +481,7 @@ func TestZeroBandwidth(t *testing.T) {
 	if err := WriteCSV(&buf, Result{Test: "write_bw", Results: []SizeResult{zero}}); err != nil {
 		t.Fatal(err)
 	}
-	if row := strings.Split(buf.String(), "\n")[1]; row != "write_bw,4096,0,0,0,0,0,,,,,,,,,," {
+	if row := strings.Split(buf.String(), "\n")[1]; row != "write_bw,4096,0,0,0,0,0,,,,,,,,,,,,," {
 		t.Errorf("CSV row %q", row)
 	}
 }

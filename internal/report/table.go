@@ -67,7 +67,10 @@ const peerMeasured = "measured by the peer: this side keeps no latency samples"
 // WriteLatRow writes one row of the latency table for messages of size
 // bytes. iters is the number of iterations run, which perftest prints
 // even though it summarizes fewer samples; l is in nanoseconds and is
-// printed in microseconds. Where l has no samples (l.N is 0, the side
+// printed in microseconds. The columns are perftest's, as its
+// print_report_lat computes them: all but t_min leave out the two largest
+// samples (see stats.Latency), so that t_max is the second largest
+// sample; the percentile line (WritePercentiles) gives the largest. Where l has no samples (l.N is 0, the side
 // the peer measures) the row says so after the size instead of printing
 // figures of zero.
 func WriteLatRow(w io.Writer, size int, iters uint64, l stats.Latency) error {
@@ -77,15 +80,17 @@ func WriteLatRow(w io.Writer, size int, iters uint64, l stats.Latency) error {
 		return p.err
 	}
 	p.printf(latRow, size, iters,
-		l.Min/nsPerUsec, l.Max/nsPerUsec, l.Typical/nsPerUsec, l.Avg/nsPerUsec,
-		l.Stdev/nsPerUsec, l.P99/nsPerUsec, l.P999/nsPerUsec)
+		l.Min/nsPerUsec, l.TMax/nsPerUsec, l.Typical/nsPerUsec, l.Avg/nsPerUsec,
+		l.Stdev/nsPerUsec, l.T99/nsPerUsec, l.T999/nsPerUsec)
 	return p.err
 }
 
 // WritePercentiles writes gorperf's percentile line, meant to follow the
-// perftest latency table:
+// perftest latency table: the nearest-rank percentiles and the maximum of
+// all the samples, the largest two included (which perftest's columns
+// leave out):
 //
-//	p50: 1.23  p90: 1.45  p99: 2.01  p99.9: 3.50  p99.99: 4.00 [usec]
+//	p50: 1.23  p90: 1.45  p99: 2.01  p99.9: 3.50  p99.99: 4.00  max: 9.12 [usec]
 //
 // Where l has no samples (l.N is 0) the line says that the peer measured
 // them instead.
@@ -95,8 +100,8 @@ func WritePercentiles(w io.Writer, l stats.Latency) error {
 		p.printf(" percentiles: measured by the peer\n")
 		return p.err
 	}
-	p.printf(" p50: %.2f  p90: %.2f  p99: %.2f  p99.9: %.2f  p99.99: %.2f [usec]\n",
-		l.P50/nsPerUsec, l.P90/nsPerUsec, l.P99/nsPerUsec, l.P999/nsPerUsec, l.P9999/nsPerUsec)
+	p.printf(" p50: %.2f  p90: %.2f  p99: %.2f  p99.9: %.2f  p99.99: %.2f  max: %.2f [usec]\n",
+		l.P50/nsPerUsec, l.P90/nsPerUsec, l.P99/nsPerUsec, l.P999/nsPerUsec, l.P9999/nsPerUsec, l.Max/nsPerUsec)
 	return p.err
 }
 

@@ -10,23 +10,59 @@ import (
 // ErrNoSamples is returned by Summarize when it is given no samples.
 var ErrNoSamples = errors.New("stats: no latency samples")
 
+// PerftestTail is how many of the largest samples perftest's latency
+// columns leave out: print_report_lat sorts its samples and drops the
+// last LAT_MEASURE_TAIL (2) before it takes t_max, t_typical, t_avg,
+// t_stdev and its percentiles.
+const PerftestTail = 2
+
 // Latency summarizes per-iteration latency samples. Every field except N
-// is in the unit of the samples, which gorperf keeps in nanoseconds.
+// and Kept is in the unit of the samples, which gorperf keeps in
+// nanoseconds.
+//
+// Two sets of figures come out of the same sorted samples. Typical, Avg,
+// Stdev, TMax, T99 and T999, with Min, are perftest's columns as its
+// print_report_lat computes them: over the Kept = N-PerftestTail smallest
+// samples, the largest two left out. Max and the percentiles P50 to
+// P9999 are gorperf's own, over all N samples.
 type Latency struct {
 	// N is the number of samples summarized.
 	N int
-	// Min and Max are the smallest and largest samples.
+	// Min and Max are the smallest and largest of all N samples. Min is
+	// perftest's t_min too; Max is the true maximum, which perftest does
+	// not print (its t_max is TMax).
 	Min, Max float64
-	// Typical is the median, perftest's t_typical: the middle sample for
-	// an odd N, the mean of the two middle samples for an even N.
+
+	// Kept is the number of samples perftest's columns summarize: N less
+	// the PerftestTail largest, N-2, but at least 1, so that 1, 2 or 3
+	// samples still give every figure (perftest itself divides by zero
+	// or reads before its array with fewer than 3).
+	Kept int
+	// TMax is perftest's t_max: the sorted sample at index Kept, the
+	// smallest of those left out, so the second largest of N > 2.
+	TMax float64
+	// Typical is the median of the Kept samples, perftest's t_typical:
+	// the middle sample for an odd Kept, the mean of the two middle
+	// samples for an even Kept.
 	Typical float64
-	// Avg is the arithmetic mean.
+	// Avg is the arithmetic mean of the Kept samples, perftest's t_avg.
 	Avg float64
-	// Stdev is the population standard deviation (divided by N, not
-	// N-1), as perftest computes it.
+	// Stdev is the population standard deviation (divided by Kept, not
+	// Kept-1) of the Kept samples, perftest's t_stdev, computed in
+	// floating point. perftest truncates each deviation from the mean
+	// to a whole microsecond (an int) before squaring it, so that its
+	// t_stdev is too small, often 0.00, for deviations under 1 µs; that
+	// is a bug of perftest's, not copied here.
 	Stdev float64
+	// T99 and T999 are perftest's "99% percentile" and "99.9%
+	// percentile": the sorted sample at index ceil(Kept*0.99) and
+	// ceil(Kept*0.999), in float64 as perftest computes them (an index
+	// past the last sample, which only N < 3 can give, is the last).
+	T99, T999 float64
+
 	// P50, P90, P99, P999 and P9999 are the 50th, 90th, 99th, 99.9th
-	// and 99.99th percentiles by the nearest-rank method (see Percentile).
+	// and 99.99th percentiles of all N samples by the nearest-rank
+	// method (see Percentile): gorperf's percentile line.
 	P50, P90, P99, P999, P9999 float64
 }
 
@@ -35,8 +71,8 @@ type Latency struct {
 // Summarize neither keeps nor reorders the caller's slice: it sorts a
 // copy, which costs O(N) extra memory and O(N log N) time. It returns
 // ErrNoSamples and a zero Latency for an empty slice, and an error for a
-// NaN or infinite sample. Unlike perftest, it does not drop the largest
-// samples; a caller that wants perftest's tail trimming removes them first.
+// NaN or infinite sample. Like perftest, it leaves the PerftestTail
+// largest samples out of perftest's columns (see Latency).
 func Summarize(samples []float64) (Latency, error) {
 	if len(samples) == 0 {
 		return Latency{}, ErrNoSamples
@@ -50,24 +86,32 @@ func Summarize(samples []float64) (Latency, error) {
 	slices.Sort(sorted)
 
 	n := len(sorted)
+	m := max(n-PerftestTail, 1)
+	kept := sorted[:m]
 	var sum float64
-	for _, v := range sorted {
+	for _, v := range kept {
 		sum += v
 	}
-	avg := sum / float64(n)
+	avg := sum / float64(m)
 	var sq float64
-	for _, v := range sorted {
+	for _, v := range kept {
 		d := v - avg
 		sq += d * d
 	}
+	// at is perftest's delta[i], kept within the samples.
+	at := func(i int) float64 { return sorted[min(i, n-1)] }
 
 	return Latency{
 		N:       n,
 		Min:     sorted[0],
 		Max:     sorted[n-1],
-		Typical: median(sorted),
+		Kept:    m,
+		TMax:    at(m),
+		Typical: median(kept),
 		Avg:     avg,
-		Stdev:   math.Sqrt(sq / float64(n)),
+		Stdev:   math.Sqrt(sq / float64(m)),
+		T99:     at(int(math.Ceil(float64(m) * 0.99))),
+		T999:    at(int(math.Ceil(float64(m) * 0.999))),
 		P50:     Percentile(sorted, 0.50),
 		P90:     Percentile(sorted, 0.90),
 		P99:     Percentile(sorted, 0.99),

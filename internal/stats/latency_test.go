@@ -3,6 +3,7 @@ package stats
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -25,35 +26,56 @@ func TestSummarize(t *testing.T) {
 		{
 			name:    "one",
 			samples: []float64{7},
-			want:    Latency{N: 1, Min: 7, Max: 7, Typical: 7, Avg: 7, P50: 7, P90: 7, P99: 7, P999: 7, P9999: 7},
+			want: Latency{N: 1, Min: 7, Max: 7, Kept: 1, TMax: 7, Typical: 7, Avg: 7, T99: 7, T999: 7,
+				P50: 7, P90: 7, P99: 7, P999: 7, P9999: 7},
 		},
 		{
-			// Population stdev of this classic set is exactly 2.
-			name:    "stdev",
-			samples: []float64{9, 2, 5, 4, 4, 7, 4, 5},
-			want:    Latency{N: 8, Min: 2, Max: 9, Typical: 4.5, Avg: 5, Stdev: 2, P50: 4, P90: 9, P99: 9, P999: 9, P9999: 9},
+			// Of two, the smaller is kept and the larger is t_max.
+			name:    "two",
+			samples: []float64{5, 1},
+			want: Latency{N: 2, Min: 1, Max: 5, Kept: 1, TMax: 5, Typical: 1, Avg: 1, T99: 5, T999: 5,
+				P50: 1, P90: 5, P99: 5, P999: 5, P9999: 5},
 		},
 		{
-			name:    "odd median",
+			// perftest's smallest case: one sample kept.
+			name:    "three",
 			samples: []float64{3, 1, 2},
-			want:    Latency{N: 3, Min: 1, Max: 3, Typical: 2, Avg: 2, Stdev: math.Sqrt(2.0 / 3), P50: 2, P90: 3, P99: 3, P999: 3, P9999: 3},
+			want: Latency{N: 3, Min: 1, Max: 3, Kept: 1, TMax: 2, Typical: 1, Avg: 1, T99: 2, T999: 2,
+				P50: 2, P90: 3, P99: 3, P999: 3, P9999: 3},
+		},
+		{
+			name:    "four",
+			samples: []float64{4, 3, 2, 1},
+			want: Latency{N: 4, Min: 1, Max: 4, Kept: 2, TMax: 3, Typical: 1.5, Avg: 1.5, Stdev: 0.5, T99: 3, T999: 3,
+				P50: 2, P90: 4, P99: 4, P999: 4, P9999: 4},
+		},
+		{
+			// The kept eight are a classic set of population stdev 2;
+			// the two outliers are left out of perftest's figures.
+			name:    "stdev",
+			samples: []float64{9, 2, 200, 5, 4, 4, 7, 100, 4, 5},
+			want: Latency{N: 10, Min: 2, Max: 200, Kept: 8, TMax: 100, Typical: 4.5, Avg: 5, Stdev: 2, T99: 100, T999: 100,
+				P50: 5, P90: 100, P99: 200, P999: 200, P9999: 200},
 		},
 		{
 			name:    "1..100",
 			samples: seq(100),
-			want: Latency{N: 100, Min: 1, Max: 100, Typical: 50.5, Avg: 50.5, Stdev: math.Sqrt((100*100 - 1) / 12.0),
+			want: Latency{N: 100, Min: 1, Max: 100, Kept: 98, TMax: 99, Typical: 49.5, Avg: 49.5,
+				Stdev: math.Sqrt((98*98 - 1) / 12.0), T99: 99, T999: 99,
 				P50: 50, P90: 90, P99: 99, P999: 100, P9999: 100},
 		},
 		{
 			name:    "1..1000",
 			samples: seq(1000),
-			want: Latency{N: 1000, Min: 1, Max: 1000, Typical: 500.5, Avg: 500.5, Stdev: math.Sqrt((1000*1000 - 1) / 12.0),
+			want: Latency{N: 1000, Min: 1, Max: 1000, Kept: 998, TMax: 999, Typical: 499.5, Avg: 499.5,
+				Stdev: math.Sqrt((998*998 - 1) / 12.0), T99: 990, T999: 999,
 				P50: 500, P90: 900, P99: 990, P999: 999, P9999: 1000},
 		},
 		{
 			name:    "1..10000",
 			samples: seq(10000),
-			want: Latency{N: 10000, Min: 1, Max: 10000, Typical: 5000.5, Avg: 5000.5, Stdev: math.Sqrt((10000*10000 - 1) / 12.0),
+			want: Latency{N: 10000, Min: 1, Max: 10000, Kept: 9998, TMax: 9999, Typical: 4999.5, Avg: 4999.5,
+				Stdev: math.Sqrt((9998*9998 - 1) / 12.0), T99: 9900, T999: 9990,
 				P50: 5000, P90: 9000, P99: 9900, P999: 9990, P9999: 9999},
 		},
 	}
@@ -73,6 +95,91 @@ func TestSummarize(t *testing.T) {
 				t.Errorf("Summarize =\n %+v\nwant\n %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// perftestLat is perftest's print_report_lat (src/perftest_parameters.c)
+// transcribed line by line, on samples already in the report's unit: it
+// sorts them, drops LAT_MEASURE_TAIL, and reads t_max, the median and the
+// percentiles at the same indexes. stdev is its formula in floating
+// point, intStdev the one it runs, which truncates each deviation to an
+// int. perftest's samples are whole cycles, so its median of an even
+// count truncates to a cycle; these are floats, and that step is left
+// out. It needs 3 samples or more, as perftest does.
+func perftestLat(samples []float64) (tMin, tMax, typical, avg, stdev, intStdev, p99, p999 float64) {
+	delta := slices.Clone(samples)
+	slices.Sort(delta)
+	measureCnt := len(delta) - 2 // measure_cnt - LAT_MEASURE_TAIL
+	var median float64           // get_median(measure_cnt, delta)
+	if (measureCnt-1)%2 != 0 {
+		median = (delta[measureCnt/2] + delta[measureCnt/2-1]) / 2
+	} else {
+		median = delta[measureCnt/2]
+	}
+	var averageSum float64
+	for i := 0; i < measureCnt; i++ {
+		averageSum += delta[i]
+	}
+	average := averageSum / float64(measureCnt)
+	var stdevSum, intStdevSum float64
+	for i := 0; i < measureCnt; i++ {
+		d := average - delta[i]
+		stdevSum += d * d
+		tempVar := int(d)                                          // int temp_var = average - delta[i]
+		intStdevSum += float64(int(math.Pow(float64(tempVar), 2))) // int pow_var
+	}
+	iters99 := int(math.Ceil(float64(measureCnt) * 0.99))
+	iters999 := int(math.Ceil(float64(measureCnt) * 0.999))
+	return delta[0], delta[measureCnt], median, average,
+		math.Sqrt(stdevSum / float64(measureCnt)), math.Sqrt(intStdevSum / float64(measureCnt)),
+		delta[iters99], delta[iters999]
+}
+
+// TestSummarizeAsPerftest: perftest's columns from Summarize are what
+// perftest's own arithmetic gives, on sets whose largest samples are
+// outliers that perftest leaves out (and on sets that have none), of
+// every size from perftest's least, 3, up; the true maximum stays in Max.
+func TestSummarizeAsPerftest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sets [][]float64
+	for n := 3; n <= 2100; n += 1 + n/8 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = 2 + rng.Float64() // µs
+		}
+		for k := range min(n/100+2, n) { // outliers, 10 to 1000 times as slow
+			s[rng.IntN(n)] = (2 + rng.Float64()) * float64(int(10)<<(k%7))
+		}
+		sets = append(sets, s, seq(n))
+	}
+	sets = append(sets, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000})
+	for _, s := range sets {
+		l, err := Summarize(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tMin, tMax, typical, avg, stdev, _, p99, p999 := perftestLat(s)
+		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Abs(b) }
+		if l.Min != tMin || l.TMax != tMax || l.Typical != typical || !near(l.Avg, avg) ||
+			!near(l.Stdev, stdev) || l.T99 != p99 || l.T999 != p999 {
+			t.Fatalf("%d samples: Summarize gives t_min %v t_max %v t_typical %v t_avg %v t_stdev %v 99%% %v 99.9%% %v;\n"+
+				"perftest: %v %v %v %v %v %v %v", len(s),
+				l.Min, l.TMax, l.Typical, l.Avg, l.Stdev, l.T99, l.T999, tMin, tMax, typical, avg, stdev, p99, p999)
+		}
+		if l.Max != slices.Max(s) || l.Kept != len(s)-PerftestTail {
+			t.Fatalf("%d samples: Max %v (want %v), Kept %d", len(s), l.Max, slices.Max(s), l.Kept)
+		}
+	}
+
+	// 1..10 and two outliers, worked by hand: the outliers are t_max
+	// (the smaller one) and Max, and move neither the mean nor the
+	// stdev. perftest's int deviations (4, 3, 2, 1, 0, 0, -1, ...)
+	// would give sqrt(6) for the true sqrt(8.25).
+	l, _ := Summarize([]float64{1000, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100})
+	_, _, _, _, _, intStdev, _, _ := perftestLat([]float64{1000, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100})
+	if l.TMax != 100 || l.Max != 1000 || l.Avg != 5.5 || l.Typical != 5.5 || !(math.Abs(l.Stdev-math.Sqrt(8.25)) < 1e-12) ||
+		l.T99 != 100 || l.T999 != 100 || intStdev != math.Sqrt(6) {
+		t.Errorf("1..10, 100, 1000: %+v (perftest's int stdev %v)", l, intStdev)
 	}
 }
 
