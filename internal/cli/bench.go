@@ -367,15 +367,34 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		if err == nil {
 			err = runErr
 		}
-		if res == nil && (err == nil || errors.Is(err, context.Canceled)) && ctx.Err() != nil {
-			// Ctrl-C before a client asked for a test, or while a test
-			// of several threads gathered its connections.
-			err = &interruptedError{"interrupted before a client asked for a test"}
-		}
+		// Ctrl-C before a client asked for a test, or while a test of
+		// several threads gathered its connections.
+		err = stoppedEarly(ctx, res, err, "interrupted before a client asked for a test")
 		return o.finish(f, "server", res, err)
 	}
 	res, err := bench.Client(ctx, serverAddr(o.Host, o.Port), spec, l, onHeader)
+	// Ctrl-C while the client dials (a server not up yet), waits for a
+	// busy server's hello, or connects the QPs (-R).
+	err = stoppedEarly(ctx, res, err, "")
 	return o.finish(f, "client", res, err)
+}
+
+// stoppedEarly turns the outcome of a side that Ctrl-C (or SIGTERM)
+// stopped before it had a result, an error that is the context's
+// cancellation or none, into an *interruptedError: exit status 130 and
+// the JSON code "interrupted", as a run stopped after its results. msg
+// says what was cut short; "" says it with err. Any other outcome is err.
+func stoppedEarly(ctx context.Context, res *bench.Result, err error, msg string) error {
+	if res != nil || ctx.Err() == nil || (err != nil && !errors.Is(err, context.Canceled)) {
+		return err
+	}
+	if msg == "" {
+		msg = "interrupted before the test started"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+	}
+	return &interruptedError{msg}
 }
 
 // text reports whether the output is perftest's header and tables, with a
@@ -724,7 +743,7 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 	if s := <-srv; s.err != nil && (err == nil || s.early) {
 		err = fmt.Errorf("server side: %w", s.err)
 	}
-	return o.finish(f, "loopback", res, err)
+	return o.finish(f, "loopback", res, stoppedEarly(ctx, res, err, ""))
 }
 
 // serverSide is the Local of loopback's server side, made from the

@@ -1,0 +1,111 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+// TestStoppedEarly: a client (or loopback run) that Ctrl-C stopped before
+// it had a result, its error a context.Canceled, exits 130 with the JSON
+// code "interrupted", as the one-test server does; it exited 1. An error
+// that is not the cancellation, a run with a result, or a cancellation
+// without Ctrl-C keep their own outcome.
+func TestStoppedEarly(t *testing.T) {
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The error a client's dial returns once its context is cancelled.
+	var d net.Dialer
+	_, derr := d.DialContext(stopped, "tcp", "127.0.0.1:1")
+	dialErr := fmt.Errorf("connecting to the gorperf server at 127.0.0.1:1: %w", derr)
+	f, out, _ := newTestFactory(nil, nil)
+	o := &testOptions{Test: exchange.WriteBW, JSON: true}
+	err := o.finish(f, "client", nil, stoppedEarly(stopped, nil, dialErr, ""))
+	if exitCode(err) != exitInterrupted || !strings.Contains(err.Error(), "interrupted before the test started: connecting to the gorperf server") {
+		t.Errorf("client stopped while dialing: exit %d: %v", exitCode(err), err)
+	}
+	var r report.Result
+	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || r.Error == nil || r.Error.Code != "interrupted" {
+		t.Errorf("JSON: %v %+v:\n%s", jerr, r.Error, out)
+	}
+
+	running := context.Background()
+	boom := errors.New("device gone")
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		res  bool
+		want int
+	}{
+		{"another error after Ctrl-C", stopped, boom, false, exitError},
+		{"a cancellation without Ctrl-C", running, fmt.Errorf("x: %w", context.Canceled), false, exitError},
+		{"a result", stopped, nil, true, exitOK},
+	} {
+		f, _, _ := newTestFactory(nil, nil)
+		o := &testOptions{Test: exchange.WriteBW, JSON: true}
+		res := fakeBW()
+		if !tc.res {
+			res = nil
+		}
+		err := o.finish(f, "client", res, stoppedEarly(tc.ctx, res, tc.err, ""))
+		if got := exitCode(err); got != tc.want {
+			t.Errorf("%s: exit %d, want %d (%v)", tc.name, got, tc.want, err)
+		}
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that nobody listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	return port
+}
+
+// TestStoppedEarlyOnDevice: a client stopped while it retries a server
+// that is not up yet, and a loopback run stopped before it starts, exit
+// 130 with the JSON code "interrupted", at once; they exited 1.
+func TestStoppedEarlyOnDevice(t *testing.T) {
+	_, cliDev, _ := peers(t)
+	for _, tc := range []struct {
+		args  []string
+		after time.Duration
+	}{
+		{[]string{"write-bw", "-d", cliDev, "-p", freePort(t), "--json", "127.0.0.1"}, 200 * time.Millisecond},
+		{[]string{"loopback", "write-bw", "-d", cliDev, "--json"}, 0},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(tc.after, cancel)
+		f, out, errOut := newTestFactory(nil, nil)
+		t0 := time.Now()
+		code := run(ctx, f, tc.args)
+		took := time.Since(t0)
+		cancel()
+		if code != exitInterrupted || took > 2*time.Second { // the client retries for 3 s
+			t.Errorf("%q: exit %d after %v, want %d at once\nstderr:\n%s", tc.args, code, took, exitInterrupted, errOut)
+		}
+		var r report.Result
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Error == nil || r.Error.Code != "interrupted" {
+			t.Errorf("%q: JSON %v %+v:\n%s", tc.args, err, r.Error, out)
+		}
+		if !strings.Contains(errOut.String(), "gorperf: interrupted before the test started") {
+			t.Errorf("%q: stderr:\n%s", tc.args, errOut)
+		}
+	}
+}
