@@ -40,7 +40,14 @@ func (e *LimitError) Error() string {
 // one of l's limits, or nil if they all pass. A limit the test does not
 // report (a latency limit in a bandwidth test, say) fails every size,
 // and so does an empty results: a run that measured nothing has not
-// shown that it meets the mark.
+// shown that it meets the mark. The exception is a latency test's size
+// that the peer measured (MeasuredByPeer, the server's side): it has no
+// latency figures to check, and its latency limits are left to the side
+// that timed it, which checks its own figures where it was given them:
+// gorperf's server, given --limit_lat or --limit_p99, does not fail for
+// lack of samples.
+// (perftest's latency tests have no such limits at all, and their
+// passive side checks nothing.)
 func (l Limits) Check(results []SizeResult) error {
 	if !l.Set() {
 		return nil
@@ -63,6 +70,9 @@ func (l Limits) Check(results []SizeResult) error {
 		}
 		if l.MsgRate > 0 && !(r.MsgRateMpps >= l.MsgRate) {
 			misses = append(misses, fmt.Sprintf("%d bytes: message rate %.6f Mpps, below %g", r.Bytes, r.MsgRateMpps, l.MsgRate))
+		}
+		if r.MeasuredByPeer {
+			continue // no latency figures here; the peer checks them
 		}
 		if l.Typical > 0 && !(r.TTypicalUs > 0 && r.TTypicalUs <= l.Typical) {
 			misses = append(misses, fmt.Sprintf("%d bytes: t_typical %.2f µs, above %g", r.Bytes, r.TTypicalUs, l.Typical))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/gorperf/gorperf/internal/stats"
 )
 
 func TestLimits(t *testing.T) {
@@ -15,6 +17,9 @@ func TestLimits(t *testing.T) {
 		{Bytes: 2, TTypicalUs: 1.8, P99Us: 4.5},
 		{Bytes: 64, TTypicalUs: 2.1, P99Us: 9.0},
 	}
+	// The server of a latency test keeps no samples: its sizes are the
+	// peer's to measure, as the CLI builds them.
+	server := []SizeResult{SizeFromLatency(2, 1000, stats.Latency{}), SizeFromLatency(64, 1000, stats.Latency{})}
 	for _, c := range []struct {
 		name    string
 		l       Limits
@@ -35,6 +40,11 @@ func TestLimits(t *testing.T) {
 		{"latency limit on bandwidth", Limits{Typical: 100}, bw[:1], []string{"4096 bytes: t_typical 0.00 µs"}},
 		{"bandwidth limit on latency", Limits{BW: 1}, lat[:1], []string{"2 bytes: bandwidth 0.00 MB/sec"}},
 		{"nothing measured", Limits{BW: 1}, nil, []string{"nothing was measured"}},
+		// The side the peer measured has no latency figures to miss.
+		{"latency limits on the server", Limits{Typical: 100, P99: 5}, server, nil},
+		{"latency limits on the client", Limits{Typical: 2, P99: 5}, append(server[:1:1], lat[1]),
+			[]string{"64 bytes: t_typical 2.10 µs", "64 bytes: 99% percentile 9.00 µs"}},
+		{"bandwidth limit on the server of latency", Limits{BW: 1}, server[:1], []string{"2 bytes: bandwidth 0.00 MB/sec"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.l.Check(c.results)
