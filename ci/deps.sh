@@ -15,7 +15,8 @@ build=(gcc make pkg-config libibverbs-dev librdmacm-dev ibverbs-providers rdma-c
 # rdma_rxe in /lib/modules (ci/kernel.sh, the VM runner's own test); its
 # modules may be compressed (xz, zstd), and the runner unpacks those it puts
 # in the initramfs. Without one, the distribution's kernel metapackage.
-vm=(qemu-system-x86 busybox-static kmod cpio xz-utils zstd)
+# procps: the guest sets sysctls.
+vm=(qemu-system-x86 busybox-static kmod cpio xz-utils zstd procps)
 
 mode=${1:-vm}
 want=("${build[@]}")
