@@ -55,7 +55,9 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
+# A fresh Ubuntu machine's apt-daily may hold the lock for minutes: wait.
+lock=(-o DPkg::Lock::Timeout=600)
+apt-get "${lock[@]}" update -qq
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends ${missing[*]} >/dev/null
+apt-get "${lock[@]}" install -y -qq --no-install-recommends ${missing[*]} >/dev/null
 kernel_check
