@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -92,15 +93,32 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 			report.WriteHeader(f.IO.Out, h)
 		}
 	}
-	err = bench.Serve(cmd.Context(), ln, l, lim, false, onHeader, func(r *bench.Result, err error) { o.done(f, r, err) })
+	ctx := cmd.Context()
+	var handed error // the last error Serve gave done
+	err = bench.Serve(ctx, ln, l, lim, false, onHeader, func(r *bench.Result, err error) {
+		handed = err
+		o.done(ctx, f, r, err)
+	})
 	fmt.Fprintf(f.IO.ErrOut, "gorperf: served %d tests, %d failed\n", o.served, o.failed)
+	if err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, handed)) {
+		// Stopped by Ctrl-C in a test's set-up (a test of several
+		// threads gathering its connections, -R connecting the QPs), or
+		// Serve returning the test's outcome, which done reported: a stop
+		// as any other, exit status 0, and nothing said twice.
+		return nil
+	}
 	return err
 }
 
 // done reports what Serve finished: a test's result, counted as failed
 // if it failed or finish finds it did (a --validate mismatch), or a
-// connection that was no test.
-func (o *serveOptions) done(f *Factory, r *bench.Result, err error) {
+// connection that was no test. Once ctx has ended (Ctrl-C, which stops
+// serve), an error without a result is the stop cutting a test's set-up
+// or a greeting short, not a failure: it says nothing.
+func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, err error) {
+	if r == nil && err != nil && ctx.Err() != nil {
+		return
+	}
 	if r != nil {
 		o.served++
 		o.test.Test = r.Spec.Test
