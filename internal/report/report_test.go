@@ -211,6 +211,31 @@ func TestBWTable(t *testing.T) {
 	}
 }
 
+// TestBWRowExt: under 0.1 Gb/sec average, --report_gbits rows have
+// perftest's six decimals (REPORT_FMT_EXT), byte for byte as perftest's
+// printf gives them; at 0.1 and above, and in MB/sec, the usual two.
+func TestBWRowExt(t *testing.T) {
+	for _, c := range []struct {
+		b     stats.Bandwidth
+		gbits bool
+		want  string
+	}{
+		// 2 bytes, 5000 in 25 ms: 0.0032 Gb/sec average, 0.008 peak.
+		{bwResults()[0], true, " 2          5000           0.008000            0.003200            0.200000\n"},
+		{bwResults()[0], false, " 2          5000             0.95               0.38   \t\t   0.200000\n"},
+		// 0.1 Gb/sec exactly: 12500 bytes a message, 1000 a second.
+		{stats.ComputeBandwidth(12500, 1000, time.Second, 0), true, " 12500      1000             0.10               0.10   \t\t   0.001000\n"},
+	} {
+		var buf bytes.Buffer
+		if err := WriteBWRow(&buf, c.b, c.gbits); err != nil {
+			t.Fatal(err)
+		}
+		if buf.String() != c.want {
+			t.Errorf("%d bytes, gbits %v: row\n%q, want\n%q", c.b.Bytes, c.gbits, buf.String(), c.want)
+		}
+	}
+}
+
 // latSamples returns n deterministic latency samples in nanoseconds: a
 // body between 2 and 3 us and a sparse tail up to about 40 us.
 func latSamples(n int) []float64 {

@@ -13,6 +13,9 @@ const (
 	bwHeaderMB = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
 	bwHeaderGb = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
 	bwRow      = " %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n"
+	// bwRowExt is perftest's REPORT_FMT_EXT, its row of more decimals
+	// for an average under 0.1 Gb/sec with --report_gbits.
+	bwRowExt = " %-7d    %d           %-7.6f            %-7.6f            %-7.6f\n"
 
 	latHeader = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
 	latRow    = " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n"
@@ -40,15 +43,26 @@ func WriteBWHeader(w io.Writer, gbits bool) error {
 	return err
 }
 
+// extGbps is the average bandwidth in Gb/sec under which perftest's
+// --report_gbits prints its row with six decimals (print_full_bw_report's
+// inc_accuracy), so that a slow link does not show as 0.00.
+const extGbps = 0.1
+
 // WriteBWRow writes one row of the bandwidth table, in the units chosen
-// by gbits as for WriteBWHeader.
+// by gbits as for WriteBWHeader. As perftest's, a row in Gb/sec whose
+// average is under 0.1 has six decimals and perftest's other spacing
+// (REPORT_FMT_EXT).
 func WriteBWRow(w io.Writer, b stats.Bandwidth, gbits bool) error {
 	peak, avg := b.PeakMBps, b.AvgMBps
 	if gbits {
 		peak, avg = b.Gbps()
 	}
+	format := bwRow
+	if gbits && avg < extGbps {
+		format = bwRowExt
+	}
 	p := &printer{w: w}
-	p.printf(bwRow, b.Bytes, b.Iterations, peak, avg, b.MsgRateMpps)
+	p.printf(format, b.Bytes, b.Iterations, peak, avg, b.MsgRateMpps)
 	return p.err
 }
 
