@@ -126,10 +126,13 @@ type stat struct {
 }
 
 type row struct {
-	Test     string `json:"test"`
-	Bytes    int    `json:"bytes"`
-	QPs      int    `json:"qps"`
-	PostList int    `json:"post_list,omitempty"`
+	Test  string `json:"test"`
+	Bytes int    `json:"bytes"`
+	QPs   int    `json:"qps"`
+	// Iters is the -n both tools ran with: -n or -lat-n, rounded up in a
+	// row with a post list to a multiple of its lists (see listIters).
+	Iters    int `json:"iterations"`
+	PostList int `json:"post_list,omitempty"`
 	// RecvPostList is the receiver's list (--recv_post_list), if any.
 	RecvPostList int `json:"recv_post_list,omitempty"`
 	// Threads is, in a row where gorperf ran its QPs as several threads
@@ -216,6 +219,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cases := c.cases()
+	for _, note := range c.iterNotes(cases) {
+		fmt.Fprintln(os.Stderr, "compare:", note)
+	}
 	var rows []row
 	for _, k := range cases {
 		r := c.compare(ctx, k)
@@ -267,6 +273,10 @@ type testCase struct {
 	size, qps int
 	extra     []string
 	threads   int // gorperf's --threads, if above 1
+	iters     int // -n of both tools
+	// postList and recvPostList are the case's -l and --recv_post_list
+	// (0: none).
+	postList, recvPostList int
 }
 
 // gorperfOnly are the case's flags for gorperf alone.
@@ -283,42 +293,77 @@ func (k testCase) gorperfOnly() []string {
 // refuses -e with RDMA writes.
 func (c *config) cases() []testCase {
 	var cs []testCase
-	add := func(t string, size, qps int, extra ...string) {
+	add := func(k testCase) {
 		if c.events {
-			if strings.HasPrefix(t, "write_") {
+			if strings.HasPrefix(k.test, "write_") {
 				return
 			}
-			extra = append(extra, "-e")
+			k.extra = append(k.extra, "-e")
 		}
-		cs = append(cs, testCase{test: t, size: size, qps: qps, extra: extra})
+		k.iters = c.latIters
+		if strings.HasSuffix(k.test, "_bw") {
+			k.iters = listIters(c.iters, k.postList, k.recvPostList)
+		}
+		cs = append(cs, k)
 	}
 	for _, t := range c.tests {
 		for _, s := range c.sizes {
-			add(t, s, 1)
+			add(testCase{test: t, size: s, qps: 1})
 		}
 	}
 	if c.postList > 1 {
 		for _, t := range []string{"write_bw", "send_bw"} {
 			for _, s := range c.postListSizes {
-				extra := []string{"-l", strconv.Itoa(c.postList)}
+				k := testCase{test: t, size: s, qps: 1, postList: c.postList,
+					extra: []string{"-l", strconv.Itoa(c.postList)}}
 				if t == "send_bw" && c.recvPostList > 1 {
-					extra = append(extra, "--recv_post_list", strconv.Itoa(c.recvPostList))
+					k.recvPostList = c.recvPostList
+					k.extra = append(k.extra, "--recv_post_list", strconv.Itoa(c.recvPostList))
 				}
-				add(t, s, 1, extra...)
+				add(k)
 			}
 		}
 	}
 	for _, q := range c.qps {
-		add("write_bw", 65536, q)
+		add(testCase{test: "write_bw", size: 65536, qps: q})
 	}
 	for _, s := range c.threadSizes {
 		for _, q := range c.qps {
 			if q > 1 && !c.events {
-				cs = append(cs, testCase{test: "write_bw", size: s, qps: q, threads: q})
+				add(testCase{test: "write_bw", size: s, qps: q, threads: q})
 			}
 		}
 	}
 	return cs
+}
+
+// listIters is n rounded up to a multiple of the post list and the receive
+// post list (those above 1): perftest refuses any other -n ("Number of
+// iterations must be a multiple of post list size").
+func listIters(n, postList, recvPostList int) int {
+	step := lcm(max(postList, 1), max(recvPostList, 1))
+	if step == 1 || n < 1 {
+		return n
+	}
+	return (n + step - 1) / step * step
+}
+
+// iterNotes says which cases run other than the -n asked for, and why.
+func (c *config) iterNotes(cases []testCase) []string {
+	var notes []string
+	seen := map[[2]int]bool{}
+	for _, k := range cases {
+		if !strings.HasSuffix(k.test, "_bw") || k.iters == c.iters || seen[[2]int{k.postList, k.recvPostList}] {
+			continue
+		}
+		seen[[2]int{k.postList, k.recvPostList}] = true
+		lists := fmt.Sprintf("post list %d", k.postList)
+		if k.recvPostList > 1 {
+			lists += fmt.Sprintf(" and receive post list %d", k.recvPostList)
+		}
+		notes = append(notes, fmt.Sprintf("-n %d is not a multiple of the %s, as perftest requires: those rows run %d iterations", c.iters, lists, k.iters))
+	}
+	return notes
 }
 
 // writeJSON replaces the JSON file with the rows so far; complete says
@@ -367,15 +412,15 @@ func localCopy(path string) (string, func(), error) {
 	return bin, cleanup, nil
 }
 
+// newRow is the row of case k, its figures still to come.
+func newRow(k testCase) row {
+	return row{Test: k.test, Bytes: k.size, QPs: k.qps, Threads: k.threads, Iters: k.iters,
+		PostList: k.postList, RecvPostList: k.recvPostList}
+}
+
 func (c *config) compare(ctx context.Context, k testCase) row {
 	test, size, qps, extra := k.test, k.size, k.qps, k.extra
-	r := row{Test: test, Bytes: size, QPs: qps, Threads: k.threads}
-	if i := slices.Index(extra, "-l"); i >= 0 && i+1 < len(extra) {
-		r.PostList, _ = strconv.Atoi(extra[i+1])
-	}
-	if i := slices.Index(extra, "--recv_post_list"); i >= 0 && i+1 < len(extra) {
-		r.RecvPostList, _ = strconv.Atoi(extra[i+1])
-	}
+	r := newRow(k)
 	// perftest picks some defaults by device (inline data only on NICs it
 	// knows, for one): gorperf gets what perftest's header says it used.
 	var params []string
@@ -387,7 +432,7 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 		// round runs perftest first, to learn its parameters.
 		for _, gorperf := range []bool{i%2 == 1, i%2 == 0} {
 			if !gorperf {
-				m, header := c.run(ctx, false, test, size, qps, extra, 0)
+				m, header := c.run(ctx, false, test, size, qps, extra, k.iters, false)
 				if !known && m.Err == "" {
 					params, known = perftestParams(header), true
 				}
@@ -400,7 +445,7 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 				gruns = append(gruns, measure{Err: "not run: perftest's runs so far failed, so its parameters are not known"})
 				continue
 			}
-			m, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), 0)
+			m, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), k.iters, false)
 			gruns = append(gruns, m)
 		}
 	}
@@ -410,8 +455,8 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 	// baseline that fails leaves the runs without a CPU figure, and the
 	// JSON says why.
 	baseN := baselineIters(r.PostList, r.RecvPostList)
-	pb, _ := c.run(ctx, false, test, size, qps, extra, baseN)
-	gb, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), baseN)
+	pb, _ := c.run(ctx, false, test, size, qps, extra, baseN, true)
+	gb, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), baseN, true)
 	netCPU(pruns, pb)
 	netCPU(gruns, gb)
 	r.Baselines = [2]measure{gb, pb}
@@ -565,20 +610,13 @@ func summarize(runs []measure, bw bool) stat {
 	return st
 }
 
-// run runs one tool's server and client for n iterations (0: the
-// configured number) and parses the client's result; it also returns the
-// client's output.
-func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps int, extra []string, n int) (measure, string) {
+// run runs one tool's server and client for n iterations and parses the
+// client's result; it also returns the client's output. A baseline run
+// (a few messages) may print a zero result.
+func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps int, extra []string, n int, baseline bool) (measure, string) {
 	c.port++
 	port := strconv.Itoa(c.port)
 	lat := strings.HasSuffix(test, "_lat")
-	baseline := n != 0
-	if n == 0 {
-		n = c.iters
-		if lat {
-			n = c.latIters
-		}
-	}
 	common := []string{"-s", strconv.Itoa(size), "-n", strconv.Itoa(n), "-p", port}
 	if qps > 1 {
 		common = append(common, "-q", strconv.Itoa(qps))
@@ -778,10 +816,7 @@ func numaParity(help string) (gorperfOnly []string, why string) {
 // lists, as perftest requires of -n; the RX depth, at most -n, then holds
 // a receive list.
 func baselineIters(postList, recvPostList int) int {
-	step := max(postList, 1)
-	if r := max(recvPostList, 1); step%r != 0 {
-		step = step / gcd(step, r) * r
-	}
+	step := lcm(max(postList, 1), max(recvPostList, 1))
 	n := step
 	for n < max(5, 2*postList) {
 		n += step
@@ -795,6 +830,9 @@ func gcd(a, b int) int {
 	}
 	return a
 }
+
+// lcm is the least common multiple of a and b (both above 0).
+func lcm(a, b int) int { return a / gcd(a, b) * b }
 
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -312,3 +312,45 @@ func TestNUMAParity(t *testing.T) {
 		t.Errorf("beside perftest 26.04: gorperf gets %q (%s), want nothing", now, why)
 	}
 }
+
+// TestListIters: a row with a post list runs -n rounded up to a multiple
+// of its lists, which perftest requires ("Number of iterations must be a
+// multiple of post list size"), and the output says so; with -n 5000 and
+// -post-list 16 every post-list row failed in both tools' runs.
+func TestListIters(t *testing.T) {
+	for _, tc := range []struct{ n, pl, rpl, want int }{
+		{5000, 16, 0, 5008}, {2000, 16, 0, 2000}, {5000, 0, 0, 5000}, {5000, 1, 1, 5000},
+		{100, 16, 24, 144}, {96, 16, 24, 96}, {48, 16, 24, 48}, {7, 0, 4, 8}, {0, 16, 0, 0},
+	} {
+		if got := listIters(tc.n, tc.pl, tc.rpl); got != tc.want {
+			t.Errorf("listIters(%d, %d, %d) = %d, want %d", tc.n, tc.pl, tc.rpl, got, tc.want)
+		}
+	}
+	c := config{tests: []string{"write_bw", "send_lat"}, sizes: []int{64}, postList: 16, recvPostList: 24,
+		postListSizes: []int{2}, qps: []int{2}, iters: 5000, latIters: 999}
+	cases := c.cases()
+	var got []string
+	for _, k := range cases {
+		got = append(got, fmt.Sprintf("%s/%d/%s n=%d", k.test, k.qps, strings.Join(k.extra, " "), k.iters))
+		if k.postList > 1 && k.iters%k.postList != 0 || k.recvPostList > 1 && k.iters%k.recvPostList != 0 {
+			t.Errorf("%s %q runs -n %d, not a multiple of its lists", k.test, k.extra, k.iters)
+		}
+	}
+	want := []string{"write_bw/1/ n=5000", "send_lat/1/ n=999", "write_bw/1/-l 16 n=5008",
+		"send_bw/1/-l 16 --recv_post_list 24 n=5040", "write_bw/2/ n=5000"}
+	if !slices.Equal(got, want) {
+		t.Errorf("cases:\n got %q\nwant %q", got, want)
+	}
+	notes := c.iterNotes(cases)
+	if len(notes) != 2 || !strings.Contains(notes[0], "-n 5000 is not a multiple of the post list 16") || !strings.Contains(notes[0], "run 5008 iterations") ||
+		!strings.Contains(notes[1], "post list 16 and receive post list 24") || !strings.Contains(notes[1], "run 5040 iterations") {
+		t.Errorf("notes: %q", notes)
+	}
+	if r := newRow(cases[3]); r.Iters != 5040 || r.PostList != 16 || r.RecvPostList != 24 {
+		t.Errorf("the row says %d iterations, lists %d/%d", r.Iters, r.PostList, r.RecvPostList)
+	}
+	c.iters = 4816
+	if notes := c.iterNotes(c.cases()); len(notes) != 1 || !strings.Contains(notes[0], "receive post list 24") || !strings.Contains(notes[0], "run 4848") {
+		t.Errorf("-n 4816, a multiple of 16 but not of 48: notes %q", notes)
+	}
+}
