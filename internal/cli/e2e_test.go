@@ -734,7 +734,9 @@ func TestServerLimitsAndGarbage(t *testing.T) {
 	}
 	srv.Process.Signal(syscall.SIGINT)
 	srv.Wait()
-	if e := srv.Stderr.(*bytes.Buffer).String(); !strings.Contains(e, "served 1 tests") || !strings.Contains(e, "does not speak the gorperf protocol") {
+	// The refused test counts as served and failed (it counted as
+	// neither), the garbage as no test.
+	if e := srv.Stderr.(*bytes.Buffer).String(); !strings.Contains(e, "served 2 tests, 1 failed") || !strings.Contains(e, "does not speak the gorperf protocol") {
 		t.Errorf("server said:\n%s", e)
 	}
 }

@@ -111,8 +111,12 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 }
 
 // done reports what Serve finished: a test's result, counted as failed
-// if it failed or finish finds it did (a --validate mismatch), or a
-// connection that was no test. Once ctx has ended (Ctrl-C, which stops
+// if it failed or finish finds it did (a --validate mismatch); a test
+// that failed before it had one (refused by --max-*, a set-up that
+// failed on this side, a --threads test whose connections did not all
+// come), counted as failed too; or a connection that was no test (not a
+// gorperf client, or one that gave up before asking), not counted. Once
+// ctx has ended (Ctrl-C, which stops
 // serve), an error without a result is the stop cutting a test's set-up
 // or a greeting short, not a failure: it says nothing.
 func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, err error) {
@@ -129,6 +133,9 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 		if err != nil {
 			o.failed++
 		}
+	} else if err != nil && !bench.KeepsWaiting(err) {
+		o.served++
+		o.failed++
 	}
 	if err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)

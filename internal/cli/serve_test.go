@@ -16,9 +16,11 @@ import (
 	"github.com/gorperf/gorperf/internal/exchange"
 )
 
-// TestServeCountsFailures: serve counts a test as failed when it failed
-// or when finish finds it did (bytes that did not validate), and says
-// why; a connection that was no test is said but not counted.
+// TestServeCountsFailures: serve counts a test as failed when it failed,
+// before its result too (refused by --max-*, say: it counted none), or
+// when finish finds it did (bytes that did not validate), and says why.
+// A connection that was no test is said but not counted: a real one in
+// TestServerLimitsAndGarbage, which needs a device.
 func TestServeCountsFailures(t *testing.T) {
 	f, _, errOut := newTestFactory(nil, nil)
 	o := &serveOptions{}
@@ -27,11 +29,11 @@ func TestServeCountsFailures(t *testing.T) {
 	bad.Mismatches = 2
 	o.done(context.Background(), f, bad, nil)
 	o.done(context.Background(), f, fakeBW(), errors.New("peer gone"))
-	o.done(context.Background(), f, nil, errors.New("connection from 198.18.0.2:4242: not gorperf"))
-	if o.served != 3 || o.failed != 2 {
-		t.Errorf("served %d, failed %d; want 3 and 2", o.served, o.failed)
+	o.done(context.Background(), f, nil, errors.New("refused a client's test: 4 QPs exceed the server's limit of 2"))
+	if o.served != 4 || o.failed != 3 {
+		t.Errorf("served %d, failed %d; want 4 and 3", o.served, o.failed)
 	}
-	for _, want := range []string{"gorperf: data validation failed: 2 QPs", "gorperf: peer gone", "gorperf: connection from 198.18.0.2:4242: not gorperf"} {
+	for _, want := range []string{"gorperf: data validation failed: 2 QPs", "gorperf: peer gone", "gorperf: refused a client's test"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
