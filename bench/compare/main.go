@@ -287,12 +287,14 @@ func (k testCase) gorperfOnly() []string {
 	return nil
 }
 
-// cases lists the rows to run: each test at each size, the message-rate
-// rows with a post list, and write_bw at 64 KiB with each QP count. With
+// cases lists the rows to run, each once: each test at each size, the
+// message-rate rows with a post list, and write_bw at 64 KiB with each QP
+// count. With
 // -events every row has -e, and the write tests are left out: perftest
 // refuses -e with RDMA writes.
 func (c *config) cases() []testCase {
 	var cs []testCase
+	seen := map[string]bool{}
 	add := func(k testCase) {
 		if c.events {
 			if strings.HasPrefix(k.test, "write_") {
@@ -300,6 +302,13 @@ func (c *config) cases() []testCase {
 			}
 			k.extra = append(k.extra, "-e")
 		}
+		// Once each: write_bw at 64 KiB with 1 QP is both a size row and
+		// a QP row with the default flags.
+		key := fmt.Sprintf("%s %d %d %d %q", k.test, k.size, k.qps, k.threads, k.extra)
+		if seen[key] {
+			return
+		}
+		seen[key] = true
 		k.iters = c.latIters
 		if strings.HasSuffix(k.test, "_bw") {
 			k.iters = listIters(c.iters, k.postList, k.recvPostList)

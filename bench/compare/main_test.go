@@ -354,3 +354,31 @@ func TestListIters(t *testing.T) {
 		t.Errorf("-n 4816, a multiple of 16 but not of 48: notes %q", notes)
 	}
 }
+
+// TestCasesOnce: with the default flags write_bw at 64 KiB with 1 QP is
+// both a size row and a QP row; it runs once (it ran twice), and so does
+// a size given twice.
+func TestCasesOnce(t *testing.T) {
+	c := config{tests: []string{"write_bw", "read_bw", "send_lat"}, sizes: []int{2, 64, 4096, 65536, 64}, qps: []int{1, 2, 4, 8, 2},
+		postList: 16, postListSizes: []int{2, 64, 256}, threadSizes: []int{64}, iters: 2000, latIters: 1000}
+	seen := map[string]int{}
+	for _, k := range c.cases() {
+		seen[fmt.Sprintf("%s %d B %d QPs %q threads %d", k.test, k.size, k.qps, k.extra, k.threads)]++
+	}
+	for k, n := range seen {
+		if n > 1 {
+			t.Errorf("%s: %d times", k, n)
+		}
+	}
+	for _, k := range []string{`write_bw 65536 B 1 QPs [] threads 0`, `write_bw 65536 B 8 QPs [] threads 0`, `read_bw 65536 B 1 QPs [] threads 0`,
+		`write_bw 64 B 2 QPs [] threads 2`, `write_bw 64 B 1 QPs ["-l" "16"] threads 0`, `write_bw 64 B 1 QPs [] threads 0`} {
+		if seen[k] != 1 {
+			t.Errorf("%s: %d times, want once", k, seen[k])
+		}
+	}
+	// 4 sizes of each of 3 tests, 2 post-list tests at 3 sizes, QPs 2, 4, 8
+	// at 64 KiB, threads at 2, 4, 8.
+	if len(seen) != 12+6+3+3 {
+		t.Errorf("%d cases, want 24", len(seen))
+	}
+}
