@@ -19,8 +19,10 @@ var csvHeader = []string{
 // WriteCSV writes r.Results as CSV: a header row, then one row per message
 // size. The columns are the same for every test; a field that the JSON
 // document leaves out (the bandwidth fields of a latency test, say) is
-// an empty cell, and a bandwidth test's zero bandwidth is 0. The first column repeats r.Test, so that the output of
-// several runs can be concatenated (without their header rows).
+// an empty cell, and a bandwidth test's zero bandwidth is 0, as is a
+// measured latency test's zero figure (t_stdev_us of one sample). The
+// first column repeats r.Test, so that the output of several runs can be
+// concatenated (without their header rows).
 // --cpu_util adds three columns after these (cpuColumns), and port
 // counters (-W) a column each after those, named as the counter
 // ("hw_counters/sent_pkts"), so runs with the same flags concatenate too.
@@ -49,11 +51,16 @@ func WriteCSV(w io.Writer, r Result) error {
 			}
 			row = append(row, csvFloat(v))
 		}
+		lat := s.latency() && !s.MeasuredByPeer // its latency cells are written even when zero
 		for _, v := range []float64{
 			s.TMinUs, s.TMaxUs, s.TTypicalUs, s.TAvgUs, s.TStdevUs,
 			s.Percentile99Us, s.Percentile999Us,
 			s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us, s.MaxUs,
 		} {
+			if lat && v == 0 {
+				row = append(row, "0")
+				continue
+			}
 			row = append(row, csvFloat(v))
 		}
 		if cpu {

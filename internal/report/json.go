@@ -106,8 +106,9 @@ type Result struct {
 // SizeResult is the result for one message size. A bandwidth test fills
 // the bandwidth fields and a latency test the latency fields; the others
 // are left out of the JSON. A bandwidth test's size has its bandwidth
-// fields even when they are zero (nothing completed). Latencies are in
-// microseconds.
+// fields even when they are zero (nothing completed), and a latency
+// test's size its latency fields (a t_stdev of 0), except where the peer
+// measured it. Latencies are in microseconds.
 type SizeResult struct {
 	Bytes      int    `json:"bytes"`
 	Iterations uint64 `json:"iterations"`
@@ -191,6 +192,39 @@ type sizeBW struct {
 	Remote          *SizeResult `json:"remote,omitempty"`
 }
 
+// sizeLat is SizeResult with the latency fields written even when zero:
+// the JSON of a latency test's measured size always has them all, so
+// that a t_stdev of 0 (one sample, or all alike) is given as 0 rather
+// than left out. Its fields must stay SizeResult's, in order:
+// MarshalJSON converts one to the other.
+type sizeLat struct {
+	Bytes           int         `json:"bytes"`
+	Iterations      uint64      `json:"iterations"`
+	BWPeakMBps      float64     `json:"bw_peak_mbps,omitempty"`
+	BWAvgMBps       float64     `json:"bw_avg_mbps,omitempty"`
+	BWAvgGbps       float64     `json:"bw_avg_gbps,omitempty"`
+	MsgRateMpps     float64     `json:"msg_rate_mpps,omitempty"`
+	TMinUs          float64     `json:"t_min_us"`
+	TMaxUs          float64     `json:"t_max_us"`
+	TTypicalUs      float64     `json:"t_typical_us"`
+	TAvgUs          float64     `json:"t_avg_us"`
+	TStdevUs        float64     `json:"t_stdev_us"`
+	Percentile99Us  float64     `json:"percentile_99_us"`
+	Percentile999Us float64     `json:"percentile_99_9_us"`
+	P50Us           float64     `json:"p50_us"`
+	P90Us           float64     `json:"p90_us"`
+	P99Us           float64     `json:"p99_us"`
+	P999Us          float64     `json:"p99_9_us"`
+	P9999Us         float64     `json:"p99_99_us"`
+	MaxUs           float64     `json:"max_us"`
+	MeasuredByPeer  bool        `json:"measured_by_peer,omitempty"`
+	SamplesUs       []float64   `json:"samples_us,omitempty"`
+	Counters        []Counter   `json:"counters,omitempty"`
+	CPU             *CPU        `json:"cpu,omitempty"`
+	Local           *SizeResult `json:"local,omitempty"`
+	Remote          *SizeResult `json:"remote,omitempty"`
+}
+
 // latency reports whether s is a latency test's size: it has latency
 // figures (a measurement never gives them all as zero), samples, or the
 // peer measured it. Any other is a bandwidth test's.
@@ -199,12 +233,16 @@ func (s SizeResult) latency() bool {
 }
 
 // MarshalJSON writes s with its bandwidth fields, zero or not, where it
-// is a bandwidth test's size, and without them where it is a latency
-// test's.
+// is a bandwidth test's size; with its latency fields, zero or not, and
+// without the bandwidth fields where it is a latency test's size that
+// this side measured; and with neither where the peer measured it.
 func (s SizeResult) MarshalJSON() ([]byte, error) {
-	if s.latency() {
+	switch {
+	case s.MeasuredByPeer:
 		type plain SizeResult // without this method
 		return json.Marshal(plain(s))
+	case s.latency():
+		return json.Marshal(sizeLat(s))
 	}
 	return json.Marshal(sizeBW(s))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -334,6 +335,54 @@ func TestLatColumnsAsPerftest(t *testing.T) {
 	if s.TMinUs != 1 || s.TMaxUs != 100 || s.TTypicalUs != 5.5 || s.TAvgUs != 5.5 || s.TStdevUs != 2.872 ||
 		s.Percentile99Us != 100 || s.Percentile999Us != 100 || s.MaxUs != 1000 || s.P99Us != 1000 {
 		t.Errorf("JSON size %+v", s)
+	}
+}
+
+// TestLatencyZeroFields: a latency size of one sample, or of samples all
+// alike, has a t_stdev of 0, which JSON gives as 0 and CSV as a 0 cell,
+// as every other latency figure, rather than leaving it out; the passive
+// side's size still has none.
+func TestLatencyZeroFields(t *testing.T) {
+	for _, samples := range [][]float64{{2500}, {2500, 2500, 2500, 2500}} {
+		l, err := stats.Summarize(samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := SizeFromLatency(2, uint64(len(samples)), l)
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range csvHeader[7:] { // t_min_us on
+			if _, ok := doc[f]; !ok {
+				t.Errorf("%d samples: JSON %s lacks %s", len(samples), b, f)
+			}
+		}
+		if v, ok := doc["t_stdev_us"]; !ok || v != 0.0 {
+			t.Errorf("%d samples: t_stdev_us %v", len(samples), v)
+		}
+		if strings.Contains(string(b), "bw_") || strings.Contains(string(b), "measured_by_peer") {
+			t.Errorf("%d samples: JSON %s", len(samples), b)
+		}
+		var buf bytes.Buffer
+		if err := WriteCSV(&buf, Result{Test: "send_lat", Results: []SizeResult{s}}); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("send_lat,2,%d,,,,,2.5,2.5,2.5,2.5,0,2.5,2.5,2.5,2.5,2.5,2.5,2.5,2.5", len(samples))
+		if row := strings.Split(buf.String(), "\n")[1]; row != want {
+			t.Errorf("CSV row %q, want %q", row, want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, Result{Test: "send_lat", Results: []SizeResult{SizeFromLatency(2, 0, stats.Latency{})}}); err != nil {
+		t.Fatal(err)
+	}
+	if row := strings.Split(buf.String(), "\n")[1]; row != "send_lat,2,0,,,,,,,,,,,,,,,,," {
+		t.Errorf("passive CSV row %q", row)
 	}
 }
 
