@@ -4,10 +4,11 @@
 // parameters on the same devices, and prints how gorperf compares: the
 // ratio gorperf ÷ perftest for bandwidth and message rate, and the
 // difference and ratio of t_typical and the 99th percentile for latency.
-// It also writes the figures as JSON, after every case: a run stopped by
-// Ctrl-C or a TERM prints the table of the cases done and keeps their JSON,
-// whose "complete" is then false. It exits 1 when a case has no ratio
-// because one tool failed every run.
+// It also writes the figures as JSON, before the first case (no rows yet)
+// and after every case: a run stopped by Ctrl-C or a TERM prints the table
+// of the cases done and keeps their JSON, whose "complete" is then false,
+// and never leaves an earlier run's file in its place. It exits 1 when a
+// case has no ratio because one tool failed every run.
 //
 // Each case runs both tools -reps times, alternating which goes first, and
 // compares medians. gorperf is given the TX depth, CQ moderation, inline
@@ -222,22 +223,11 @@ func main() {
 	for _, note := range c.iterNotes(cases) {
 		fmt.Fprintln(os.Stderr, "compare:", note)
 	}
-	var rows []row
-	for _, k := range cases {
-		r := c.compare(ctx, k)
-		if ctx.Err() != nil {
-			break // this case's runs were cut short: not a result
-		}
-		rows = append(rows, r)
-		fmt.Fprintf(os.Stderr, "compare: %s %d B, %d QPs %s done (%d of %d)\n", k.test, k.size, k.qps,
-			strings.Join(append(slices.Clone(k.extra), k.gorperfOnly()...), " "), len(rows), len(cases))
-		// After every case, so that a run that is stopped keeps what it
-		// measured.
-		if err := c.writeJSON(rows, len(rows) == len(cases), *godebug); err != nil {
-			fmt.Fprintln(os.Stderr, "compare:", err)
-			cleanup()
-			os.Exit(1)
-		}
+	rows, err := c.runCases(ctx, cases, *godebug, c.compare)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		cleanup()
+		os.Exit(1)
 	}
 	printTable(os.Stdout, rows)
 	fmt.Printf("\nJSON: %s\n", c.out)
@@ -253,6 +243,32 @@ func main() {
 		cleanup()
 		os.Exit(1)
 	}
+}
+
+// runCases runs the cases in order with do and returns their rows, those
+// done before ctx ended: a case cut short is not a result. It writes the
+// JSON before the first case, with no rows and complete false, so that a
+// run stopped during it does not leave an earlier run's file (complete,
+// perhaps) where it says its JSON is; and after every case, so that a run
+// that is stopped keeps what it measured.
+func (c *config) runCases(ctx context.Context, cases []testCase, godebug string, do func(context.Context, testCase) row) ([]row, error) {
+	rows := []row{}
+	if err := c.writeJSON(rows, len(cases) == 0, godebug); err != nil {
+		return rows, err
+	}
+	for _, k := range cases {
+		r := do(ctx, k)
+		if ctx.Err() != nil {
+			break
+		}
+		rows = append(rows, r)
+		fmt.Fprintf(os.Stderr, "compare: %s %d B, %d QPs %s done (%d of %d)\n", k.test, k.size, k.qps,
+			strings.Join(append(slices.Clone(k.extra), k.gorperfOnly()...), " "), len(rows), len(cases))
+		if err := c.writeJSON(rows, len(rows) == len(cases), godebug); err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
 }
 
 // failedRows counts the rows where gorperf or perftest failed every run.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -380,5 +381,53 @@ func TestCasesOnce(t *testing.T) {
 	// at 64 KiB, threads at 2, 4, 8.
 	if len(seen) != 12+6+3+3 {
 		t.Errorf("%d cases, want 24", len(seen))
+	}
+}
+
+// TestJSONBeforeTheFirstCase: the JSON is written before the first case,
+// with no rows and complete false, so that a run stopped during its first
+// case does not leave an earlier run's complete file where it says its
+// JSON is (the old code wrote it first after the first case).
+func TestJSONBeforeTheFirstCase(t *testing.T) {
+	c := config{out: filepath.Join(t.TempDir(), "compare.json"), reps: 1}
+	type doc struct {
+		Complete *bool
+		Rows     []row
+	}
+	read := func() (d doc) {
+		t.Helper()
+		b, err := os.ReadFile(c.out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	cases := []testCase{{test: "write_bw", size: 2, qps: 1}, {test: "read_lat", size: 2, qps: 1}}
+	// An earlier run's complete file.
+	rows, err := c.runCases(context.Background(), cases, "", func(_ context.Context, k testCase) row { return newRow(k) })
+	if d := read(); err != nil || len(rows) != 2 || d.Complete == nil || !*d.Complete || len(d.Rows) != 2 {
+		t.Fatalf("a whole run: %d rows, %v; the file: %+v", len(rows), err, d)
+	}
+	// This run is stopped during its first case.
+	ctx, cancel := context.WithCancel(context.Background())
+	var during doc
+	rows, err = c.runCases(ctx, cases, "", func(_ context.Context, k testCase) row {
+		during = read()
+		cancel()
+		return newRow(k)
+	})
+	if err != nil || len(rows) != 0 {
+		t.Errorf("stopped in the first case: %d rows, %v", len(rows), err)
+	}
+	for when, d := range map[string]doc{"during the first case": during, "after": read()} {
+		if d.Complete == nil || *d.Complete || len(d.Rows) != 0 {
+			t.Errorf("%s the file says complete %v with %d rows, want false and none", when, d.Complete, len(d.Rows))
+		}
+	}
+	if b, _ := os.ReadFile(c.out); !strings.Contains(string(b), `"rows": []`) {
+		t.Errorf("no rows are not an empty list:\n%s", b)
 	}
 }
