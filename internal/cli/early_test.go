@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,5 +109,31 @@ func TestStoppedEarlyOnDevice(t *testing.T) {
 		if !strings.Contains(errOut.String(), "gorperf: interrupted before the test started") {
 			t.Errorf("%q: stderr:\n%s", tc.args, errOut)
 		}
+	}
+}
+
+// TestSecondInterruptKillsOnDevice: a client stopped with SIGINT waits up
+// to 5 s for its server's figures; a server stopped (SIGSTOP) sends none.
+// A second SIGINT meanwhile kills the client at once, by the signal, as
+// it does perftest; it was caught and lost, and the client exited 130
+// when the 5 s were up.
+func TestSecondInterruptKillsOnDevice(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, "-s", "4096", "-D", "30")
+	waitOutput(t, srvOut, "GID index") // connected: the test runs
+	time.Sleep(time.Second)
+	stop(t, srv)
+	cli.Process.Signal(syscall.SIGINT)
+	time.Sleep(500 * time.Millisecond)
+	cli.Process.Signal(syscall.SIGINT)
+	t0 := time.Now()
+	err := cli.Wait()
+	took := time.Since(t0)
+	var ee *exec.ExitError
+	ws, _ := cli.ProcessState.Sys().(syscall.WaitStatus)
+	if !errors.As(err, &ee) || !ws.Signaled() || ws.Signal() != syscall.SIGINT || took > 2*time.Second {
+		t.Errorf("client after a second SIGINT: %v (signaled %v) after %v, want killed by SIGINT at once\n%s%s",
+			err, ws.Signaled(), took, cliOut, cli.Stderr)
 	}
 }

@@ -71,6 +71,12 @@ func Main() int {
 	runtime.GOMAXPROCS(minProcs(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first Ctrl-C (or TERM) stops the run, which then may wait a
+	// while: up to 5 s for the peer's figures, or for a peer to answer.
+	// Catching no more signals from then on lets a second one kill
+	// gorperf at once, by the signal's default action, as it does
+	// perftest; caught, it would be lost.
+	context.AfterFunc(ctx, stop)
 	return run(ctx, newFactory(), os.Args[1:])
 }
 
