@@ -431,3 +431,46 @@ func TestJSONBeforeTheFirstCase(t *testing.T) {
 		t.Errorf("no rows are not an empty list:\n%s", b)
 	}
 }
+
+// perftest's result formats, from its src/perftest_parameters.h (the
+// linux-rdma/perftest commit 00b55b6), in Go's verbs: %lu and PRIu64 as
+// %d, %lf as %f.
+const (
+	perftestResultLine = "---------------------------------------------------------------------------------------\n"
+	perftestResultFmt  = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
+	perftestReportFmt  = " %-7d    %-10d       %-7.2f            %-7.2f\t\t     %-7.6f"
+	perftestResultLat  = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99" + "%" + " percentile[usec]   99.9" + "%" + " percentile[usec] "
+	perftestReportLat  = " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f"
+	// With --cpu_util: RESULT_EXT_CPU_UTIL and REPORT_EXT_CPU_UTIL.
+	perftestResultCPU = "    CPU_Util[%]\n"
+	perftestReportCPU = "\t    %-3.2f\n"
+)
+
+// TestParsePerftest reads perftest's result lines as it prints them (the
+// header, RESULT_FMT or RESULT_FMT_LAT, then REPORT_FMT or REPORT_FMT_LAT):
+// BW average is column 3 and MsgRate 4; t_typical 4 and the 99th
+// percentile 7.
+func TestParsePerftest(t *testing.T) {
+	bw := header + perftestResultLine + perftestResultFmt + "\n" +
+		fmt.Sprintf(perftestReportFmt, 65536, 2000, 1234.56, 1100.25, 0.017604) + "\n" + perftestResultLine
+	m, err := parse(false, false, []byte(bw))
+	if err != nil || m.BWAvgMBps != 1100.25 || m.MsgRateMpps != 0.017604 || m.TTypicalUs != 0 || m.P99Us != 0 {
+		t.Errorf("write_bw: %+v, %v; want BW average 1100.25 and message rate 0.017604\n%s", m, err, bw)
+	}
+	// --cpu_util adds a column at the end.
+	bwCPU := perftestResultLine + perftestResultFmt + perftestResultCPU +
+		fmt.Sprintf(perftestReportFmt+perftestReportCPU, 2, 5000, 9.5, 8.25, 4.325, 99.5) + perftestResultLine
+	if m, err := parse(false, false, []byte(bwCPU)); err != nil || m.BWAvgMBps != 8.25 || m.MsgRateMpps != 4.325 {
+		t.Errorf("with --cpu_util: %+v, %v\n%s", m, err, bwCPU)
+	}
+	lat := perftestResultLine + perftestResultLat + "\n" +
+		fmt.Sprintf(perftestReportLat, 2, 1000, 10.11, 250.5, 15.25, 16.5, 3.75, 42.5, 180.25) + "\n" + perftestResultLine
+	m, err = parse(false, true, []byte(lat))
+	if err != nil || m.TTypicalUs != 15.25 || m.P99Us != 42.5 || m.BWAvgMBps != 0 || m.MsgRateMpps != 0 {
+		t.Errorf("write_lat: %+v, %v; want t_typical 15.25 and 99%% 42.5\n%s", m, err, lat)
+	}
+	if _, err := parse(false, false, []byte(perftestResultLine+" Couldn't connect to 198.18.0.1:18601\n")); err == nil ||
+		!strings.Contains(err.Error(), "Couldn't connect") {
+		t.Errorf("an output without a result: %v", err)
+	}
+}
