@@ -86,6 +86,11 @@ before its server keeps trying for 3 s.`, bench.Title(t), t),
 			if len(args) > 1 {
 				return usageErrorf("%s takes at most one argument, the server, got %q", cmd.CommandPath(), args)
 			}
+			if len(args) == 1 && strings.TrimSpace(args[0]) == "" {
+				// "$SERVER" unset: without this check a server, waiting
+				// for a client that is never coming.
+				return usageErrorf("%s: the server argument is empty (an unset variable?): give the server's address, or no argument to be the server", cmd.CommandPath())
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {

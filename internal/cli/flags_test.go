@@ -564,3 +564,24 @@ func TestPerftestSpellings(t *testing.T) {
 		t.Errorf("--data_validation: %v, validate %v", err, s.ValidateData)
 	}
 }
+
+// TestEmptyServerArgument: an empty server argument ("$SERVER" unset) is
+// a usage error, exit 2, with --json's document too; it started a server,
+// waiting for a client that was never coming.
+func TestEmptyServerArgument(t *testing.T) {
+	for _, args := range [][]string{{"write-bw", ""}, {"send-lat", "-s", "64", " ", "--json"}} {
+		f, out, errOut := newTestFactory(nil, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		code := run(ctx, f, args)
+		cancel()
+		if code != exitUsage || !strings.Contains(errOut.String(), "the server argument is empty (an unset variable?)") {
+			t.Errorf("%q: exit %d, want %d; stderr:\n%s", args, code, exitUsage, errOut)
+		}
+		if strings.Contains(errOut.String(), "waiting for a client") {
+			t.Errorf("%q: started a server:\n%s", args, errOut)
+		}
+		if args[len(args)-1] == "--json" && !strings.Contains(out.String(), `"code": "usage"`) {
+			t.Errorf("%q: JSON:\n%s", args, out)
+		}
+	}
+}
