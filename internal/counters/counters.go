@@ -7,6 +7,9 @@
 //
 // Counters count in their own units: port_xmit_data and port_rcv_data of
 // counters/ count 4-byte words, as the InfiniBand specification has them.
+// The counters of counters/ are the InfiniBand PMA's, which stop at their
+// maximum rather than wrap (4 to 32 bits wide, 64 for the extended ones):
+// Diff flags one that stands there as saturated (Change.Saturated).
 //
 // The kernel caches a port's hw_counters: a read gets the values the
 // driver gave at most hw_counters/lifespan milliseconds ago (10 by
@@ -82,6 +85,9 @@ func Open(sysfs, device string, port int, names []string) (*Set, error) {
 	}
 	for _, n := range names {
 		full, err := s.resolve(n)
+		if err == nil && full == lifespan {
+			err = errors.New("hw_counters/lifespan is how long the kernel caches hw_counters, in ms: a setting, not a counter")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("counter %q of %s port %d: %w", n, device, port, err)
 		}
@@ -104,13 +110,17 @@ func (s *Set) readLifespan() {
 	if !slices.ContainsFunc(s.names, func(n string) bool { return strings.HasPrefix(n, "hw_counters/") }) {
 		return
 	}
-	if ms, err := s.read("hw_counters/lifespan"); err == nil && ms <= maxLifespan {
+	if ms, err := s.read(lifespan); err == nil && ms <= maxLifespan {
 		// The kernel reads anew once more than the lifespan, counted in
 		// whole ticks, has passed: round up to a tick, and add one.
 		l := time.Duration(ms) * time.Millisecond
 		s.cached = (l+tick-1)/tick*tick + tick
 	}
 }
+
+// lifespan is the file of a port's hw_counters cache time: a setting
+// that reads as a number, not a counter.
+const lifespan = "hw_counters/lifespan"
 
 // maxLifespan is the longest hw_counters/lifespan, in milliseconds, that
 // Read waits out: the kernel takes at most 10 s.
@@ -166,7 +176,7 @@ func (s *Set) list() ([]string, error) {
 		}
 		for _, e := range ents {
 			n := g + "/" + e.Name()
-			if !e.Type().IsRegular() || n == "hw_counters/lifespan" {
+			if !e.Type().IsRegular() || n == lifespan {
 				continue
 			}
 			if _, err := s.read(n); err == nil {
@@ -235,22 +245,76 @@ type Change struct {
 	// Reset reports that the counter went backwards (it was reset, or a
 	// narrow counter wrapped): Delta is then unknown and 0.
 	Reset bool
+	// Saturated reports that the counter, one of counters/, stood at its
+	// maximum at the end: the InfiniBand PMA's counters stop there
+	// rather than wrap, so Delta is only how much it moved before it
+	// stopped (0 where it was stuck from the start), and the true
+	// change is unknown.
+	Saturated bool
+}
+
+// pmaBits are the widths of the PMA counters the kernel shows under
+// counters/ (drivers/infiniband/core/sysfs.c): a PortCounters field of
+// 4 to 32 bits, or 64 for those only PortCountersExtended has. Where
+// the port has the extended set, port_xmit_data and the other three 32-bit
+// data and packet counters are 64 bits wide there; one of them at 2^32-1
+// is then taken for saturated all the same, which a 64-bit counter is
+// very unlikely to be at.
+var pmaBits = map[string]uint{
+	"symbol_error":                    16,
+	"link_error_recovery":             8,
+	"link_downed":                     8,
+	"port_rcv_errors":                 16,
+	"port_rcv_remote_physical_errors": 16,
+	"port_rcv_switch_relay_errors":    16,
+	"port_xmit_discards":              16,
+	"port_xmit_constraint_errors":     8,
+	"port_rcv_constraint_errors":      8,
+	"local_link_integrity_errors":     4,
+	"excessive_buffer_overrun_errors": 4,
+	"VL15_dropped":                    16,
+	"port_xmit_data":                  32,
+	"port_rcv_data":                   32,
+	"port_xmit_packets":               32,
+	"port_rcv_packets":                32,
+	"port_xmit_wait":                  32,
+	"unicast_xmit_packets":            64,
+	"unicast_rcv_packets":             64,
+	"multicast_xmit_packets":          64,
+	"multicast_rcv_packets":           64,
+}
+
+// saturated reports whether v, the value of counter name ("group/name"),
+// is a PMA counter's maximum: all ones in its width, or, for a counter
+// of counters/ whose width pmaBits does not know, in 8, 16 or 32 bits.
+// hw_counters are the driver's own and 64 bits wide: never saturated.
+func saturated(name string, v uint64) bool {
+	g, n, _ := strings.Cut(name, "/")
+	if g != "counters" {
+		return false
+	}
+	if bits, ok := pmaBits[n]; ok {
+		return v == 1<<bits-1 // 1<<64-1 is all ones too
+	}
+	return v == 1<<8-1 || v == 1<<16-1 || v == 1<<32-1
 }
 
 // Diff returns the changes from before to after: of every named counter
-// in the order given, or, with All, of those that changed, by name.
+// in the order given, or, with All, of those that changed or are
+// saturated, by name.
 func (s *Set) Diff(before, after Snapshot) []Change {
 	var cs []Change
 	for _, n := range s.names {
 		b, okb := before[n]
 		a, oka := after[n]
+		sat := saturated(n, a)
 		switch {
 		case !okb || !oka:
 			continue
 		case a < b:
 			cs = append(cs, Change{Name: n, Reset: true})
-		case a > b || !s.all:
-			cs = append(cs, Change{Name: n, Delta: a - b})
+		case a > b || sat || !s.all:
+			cs = append(cs, Change{Name: n, Delta: a - b, Saturated: sat})
 		}
 	}
 	return cs

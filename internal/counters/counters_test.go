@@ -107,7 +107,7 @@ func TestAllCounters(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	root := fakePort(t, map[string]string{"hw_counters/sent_pkts": "1", "counters/port_xmit_data": "x"})
+	root := fakePort(t, map[string]string{"hw_counters/sent_pkts": "1", "counters/port_xmit_data": "x", "hw_counters/lifespan": "10"})
 	for _, tc := range []struct {
 		names []string
 		want  string
@@ -119,6 +119,9 @@ func TestOpenErrors(t *testing.T) {
 		{[]string{"sent_pkts", All}, "all goes alone"},
 		{[]string{""}, "want a counter's name"},
 		{[]string{"port_xmit_data"}, `counter counters/port_xmit_data: strconv.ParseUint: parsing "x"`},
+		// The kernel's cache time reads as a number but counts nothing.
+		{[]string{"lifespan"}, `counter "lifespan" of rxe0 port 1: hw_counters/lifespan is how long the kernel caches hw_counters, in ms: a setting, not a counter`},
+		{[]string{"sent_pkts", "hw_counters/lifespan"}, "a setting, not a counter"},
 	} {
 		_, err := Open(root, "rxe0", 1, tc.names)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -185,5 +188,73 @@ func TestReadWaitsOutLifespan(t *testing.T) {
 	}
 	if s.cached != 0 {
 		t.Errorf("no hw_counters/lifespan: Read waits %v, want 0", s.cached)
+	}
+}
+
+// TestSaturated: a counter of counters/ (the InfiniBand PMA's, which stop
+// at their maximum) that ends at all ones in its width is flagged
+// saturated, with what it moved before it stopped, also where it did not
+// move at all; a 64-bit one at 65535, a driver's hw_counter at 2^32-1 and
+// a counter below its maximum are not.
+func TestSaturated(t *testing.T) {
+	files := map[string]string{
+		"counters/port_xmit_data":              "4000",
+		"counters/symbol_error":                "100",
+		"counters/link_downed":                 "3",
+		"counters/local_link_integrity_errors": "2",
+		"counters/unicast_xmit_packets":        "60000",
+		"counters/vendor_thing":                "1",
+		"hw_counters/sent_pkts":                "1",
+	}
+	root := fakePort(t, files)
+	names := []string{"port_xmit_data", "symbol_error", "link_downed", "local_link_integrity_errors",
+		"unicast_xmit_packets", "vendor_thing", "sent_pkts"}
+	s, err := Open(root, "rxe0", 1, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Read()
+	set(t, root, map[string]string{
+		"counters/port_xmit_data":              "4294967295", // 2^32-1: 32 bits
+		"counters/symbol_error":                "65535",      // 16 bits
+		"counters/local_link_integrity_errors": "15",         // 4 bits
+		"counters/unicast_xmit_packets":        "65535",      // 64 bits: not
+		"counters/vendor_thing":                "255",        // unknown width: 8 bits
+		"hw_counters/sent_pkts":                "4294967295", // the driver's: not
+	})
+	after, _ := s.Read()
+	want := []Change{
+		{Name: "counters/port_xmit_data", Delta: 4294963295, Saturated: true},
+		{Name: "counters/symbol_error", Delta: 65435, Saturated: true},
+		{Name: "counters/link_downed", Delta: 0},
+		{Name: "counters/local_link_integrity_errors", Delta: 13, Saturated: true},
+		{Name: "counters/unicast_xmit_packets", Delta: 5535},
+		{Name: "counters/vendor_thing", Delta: 254, Saturated: true},
+		{Name: "hw_counters/sent_pkts", Delta: 4294967294},
+	}
+	if got := s.Diff(before, after); !reflect.DeepEqual(got, want) {
+		t.Errorf("Diff =\n %+v\nwant\n %+v", got, want)
+	}
+	// Stuck at the maximum: no movement, still saturated; All reports
+	// such a counter though it did not move.
+	again, _ := s.Read()
+	if got := s.Diff(after, again); !got[0].Saturated || got[0].Delta != 0 || got[2].Saturated || got[4].Saturated {
+		t.Errorf("stuck: %+v", got)
+	}
+	all, err := Open(root, "rxe0", 1, []string{All})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := all.Read()
+	a, _ := all.Read()
+	var got []string
+	for _, c := range all.Diff(b, a) {
+		if !c.Saturated || c.Delta != 0 {
+			t.Errorf("all, nothing moved: %+v", c)
+		}
+		got = append(got, c.Name)
+	}
+	if want := []string{"counters/local_link_integrity_errors", "counters/port_xmit_data", "counters/symbol_error", "counters/vendor_thing"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("all, nothing moved: %q, want the saturated %q", got, want)
 	}
 }

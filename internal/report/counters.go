@@ -16,6 +16,11 @@ type Counter struct {
 	// Reset reports that the counter went backwards during the run (it
 	// was reset, or wrapped), so that Delta is unknown.
 	Reset bool `json:"reset,omitempty"`
+	// Saturated reports that the counter, an InfiniBand PMA counter of
+	// counters/, stood at its maximum at the end of the run, where it
+	// stops rather than wrap: Delta is what it moved before it stopped,
+	// and the true change is that or more.
+	Saturated bool `json:"saturated,omitempty"`
 }
 
 // WriteCounters writes the counters of each size of results under a
@@ -44,8 +49,13 @@ func WriteCounters(w io.Writer, device string, port int, results []SizeResult, a
 		}
 		for _, c := range r.Counters {
 			d := strconv.FormatUint(c.Delta, 10)
-			if c.Reset {
+			switch {
+			case c.Reset:
 				d = "reset during the run"
+			case c.Saturated && c.Delta == 0:
+				d = "saturated: stuck at its maximum"
+			case c.Saturated:
+				d = "saturated: " + d + " or more"
 			}
 			p.printf(" %-10d %-*s %s\n", r.Bytes, width, c.Name, d)
 		}
@@ -71,12 +81,13 @@ func counterColumns(results []SizeResult) []string {
 }
 
 // counterCells returns r's cells for the columns names: the change, or
-// an empty cell for a counter r lacks or that was reset.
+// an empty cell for a counter r lacks, that was reset or that saturated
+// (whose change is unknown).
 func counterCells(r SizeResult, names []string) []string {
 	cells := make([]string, len(names))
 	for i, n := range names {
 		for _, c := range r.Counters {
-			if c.Name == n && !c.Reset {
+			if c.Name == n && !c.Reset && !c.Saturated {
 				cells[i] = fmt.Sprint(c.Delta)
 			}
 		}

@@ -508,7 +508,8 @@ func TestWriteJSONErrorOnly(t *testing.T) {
 
 func TestWriteJSONRoundTrip(t *testing.T) {
 	in := latResult(t)
-	in.Results[0].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 2000}, {Name: "counters/port_xmit_data", Reset: true}}
+	in.Results[0].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 2000}, {Name: "counters/port_xmit_data", Reset: true},
+		{Name: "counters/port_rcv_data", Delta: 7, Saturated: true}}
 	var buf bytes.Buffer
 	if err := WriteJSON(&buf, in); err != nil {
 		t.Fatal(err)
@@ -643,13 +644,15 @@ func TestValue(t *testing.T) {
 }
 
 // withCounters is bwResult with port counters on its sizes, as -W gives
-// them: the second size has one more, and one that was reset.
+// them: the second size has one more, one that was reset and one that
+// saturated after it moved; the first, one stuck at its maximum.
 func withCounters() Result {
 	r := bwResult()
 	r.Results = r.Results[:2]
-	r.Results[0].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 5000}, {Name: "hw_counters/rcvd_pkts", Delta: 60}}
+	r.Results[0].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 5000}, {Name: "hw_counters/rcvd_pkts", Delta: 60},
+		{Name: "counters/port_xmit_data", Saturated: true}}
 	r.Results[1].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 20000}, {Name: "hw_counters/rcvd_pkts", Reset: true},
-		{Name: "hw_counters/completer_retry_err", Delta: 3}}
+		{Name: "hw_counters/completer_retry_err", Delta: 3}, {Name: "counters/port_xmit_data", Delta: 1200, Saturated: true}}
 	return r
 }
 
@@ -662,16 +665,16 @@ func TestCounters(t *testing.T) {
 	checkGolden(t, "counters.golden", buf.Bytes())
 
 	// The CSV has a column a counter, in the order they first appear, with
-	// an empty cell where a size lacks one or it was reset.
+	// an empty cell where a size lacks one, it was reset or saturated.
 	buf.Reset()
 	if err := WriteCSV(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if want := strings.Join(csvHeader, ",") + ",hw_counters/sent_pkts,hw_counters/rcvd_pkts,hw_counters/completer_retry_err"; lines[0] != want {
+	if want := strings.Join(csvHeader, ",") + ",hw_counters/sent_pkts,hw_counters/rcvd_pkts,counters/port_xmit_data,hw_counters/completer_retry_err"; lines[0] != want {
 		t.Errorf("CSV header %q\nwant %q", lines[0], want)
 	}
-	if !strings.HasSuffix(lines[1], ",5000,60,") || !strings.HasSuffix(lines[2], ",20000,,3") {
+	if !strings.HasSuffix(lines[1], ",5000,60,,") || !strings.HasSuffix(lines[2], ",20000,,,3") {
 		t.Errorf("CSV rows:\n%s", buf.String())
 	}
 
