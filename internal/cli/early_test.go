@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -135,5 +136,104 @@ func TestSecondInterruptKillsOnDevice(t *testing.T) {
 	if !errors.As(err, &ee) || !ws.Signaled() || ws.Signal() != syscall.SIGINT || took > 2*time.Second {
 		t.Errorf("client after a second SIGINT: %v (signaled %v) after %v, want killed by SIGINT at once\n%s%s",
 			err, ws.Signaled(), took, cliOut, cli.Stderr)
+	}
+}
+
+// greet greets a listener that never accepts (busy: a serve running
+// another test) or that closes (reset: a one-test server that took
+// another client) as bench's client does, and returns its error as
+// bench.Client words it.
+func greet(t *testing.T, reset bool) (string, error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	nc, err := net.Dial("tcp", addr) // into the backlog: nobody accepts
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if reset {
+		time.AfterFunc(100*time.Millisecond, func() { ln.Close() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = exchange.Handshake(ctx, exchange.NewConn(nc), "gorperf test")
+	return addr, fmt.Errorf("thread 1 of 2: server at %s: %w", addr, err)
+}
+
+// TestHelloHint: a client whose server sends no hello in the handshake's
+// time (a serve busy with another client's test: the connection waits
+// in its backlog) is told so, not "receiving: context deadline
+// exceeded"; one whose connection the server reset before its hello (a
+// one-test server that took another client) too. Other errors stay.
+func TestHelloHint(t *testing.T) {
+	addr, err := greet(t, false)
+	got := helloHint(err, addr)
+	want := "thread 1 of 2: server at " + addr + ": no hello from the server within 10 s: it may be busy with another client (serve runs one test at a time)"
+	if got.Error() != want || !errors.Is(got, context.DeadlineExceeded) {
+		t.Errorf("busy server: %v, want %s", got, want)
+	}
+	addr, err = greet(t, true)
+	if got := helloHint(err, addr); !strings.Contains(got.Error(), "server at "+addr+": the server closed the connection before its hello: it may have taken another client") {
+		t.Errorf("reset: %v (from %v)", got, err)
+	}
+	for _, err := range []error{
+		fmt.Errorf("connecting to the gorperf server at %s: %w", addr, context.DeadlineExceeded),
+		fmt.Errorf("server at %s: receiving: %w", addr, errors.New("peer does not speak the gorperf protocol")),
+		nil,
+	} {
+		if got := helloHint(err, addr); got != err {
+			t.Errorf("helloHint(%v) = %v", err, got)
+		}
+	}
+}
+
+// TestBusyServerOnDevice: a client of a server that accepts nobody (a
+// serve busy with another client's test) fails after the handshake's
+// 10 s, saying the server may be busy.
+func TestBusyServerOnDevice(t *testing.T) {
+	_, cliDev, _ := peers(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, _, errOut := newTestFactory(nil, nil)
+	if code := run(ctx, f, []string{"write-bw", "-d", cliDev, "-p", port, "127.0.0.1"}); code != exitError ||
+		!strings.Contains(errOut.String(), "no hello from the server within 10 s: it may be busy with another client (serve runs one test at a time)") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// TestOneTestServerStopsListeningOnDevice: a server of one test stops
+// listening once its client's test has begun, as perftest's does: a
+// second client is refused (after the client's 3 s of retries) and says
+// nobody listens, where it waited 10 s in the backlog for a hello and
+// failed with "receiving: context deadline exceeded".
+func TestOneTestServerStopsListeningOnDevice(t *testing.T) {
+	_, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, "-s", "4096", "-D", "8", "--threads", "2")
+	waitOutput(t, srvOut, "GID index") // both threads' connections in: the test runs
+	port := cli.Args[slices.Index(cli.Args, "-p")+1]
+	t0 := time.Now()
+	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "100", addr).CombinedOutput()
+	took := time.Since(t0)
+	if procExit(err) != exitError || !strings.Contains(string(out), "nobody listens there") || took > 6*time.Second {
+		t.Errorf("a second client: exit %v after %v:\n%s", err, took, out)
+	}
+	if err := cli.Wait(); err != nil {
+		t.Errorf("the first client: %v\n%s", err, cliOut)
+	}
+	if err := srv.Wait(); err != nil {
+		t.Errorf("the server: %v\n%s%s", err, srvOut, srv.Stderr)
 	}
 }
