@@ -585,3 +585,37 @@ func TestEmptyServerArgument(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineDefaults: the inline size is perftest's default
+// (ctx_set_max_inline): 220 bytes for write-lat, 236 for send-lat over
+// RC or UC and 188 over UD (-g's too); send-lat had write-lat's 220. The
+// other tests send nothing inline unless -I says so.
+func TestInlineDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		test exchange.Test
+		args []string
+		want uint32
+	}{
+		{exchange.WriteLat, nil, 220},
+		{exchange.WriteLat, []string{"-c", "UC"}, 220},
+		{exchange.WriteLat, []string{"--write_with_imm"}, 220},
+		{exchange.SendLat, nil, 236},
+		{exchange.SendLat, []string{"-c", "UC"}, 236},
+		{exchange.SendLat, []string{"-c", "ud"}, 188},
+		{exchange.SendLat, []string{"-g"}, 188},
+		{exchange.SendLat, []string{"-c", "UD", "-I", "64"}, 64},
+		{exchange.SendBW, nil, 0},
+		{exchange.SendBW, []string{"-c", "UD"}, 0},
+		{exchange.WriteBW, nil, 0},
+		{exchange.ReadLat, nil, 0},
+		{exchange.AtomicLat, nil, 0},
+	} {
+		s, _, err := parseTest(t, tc.test, append(tc.args, "host")...)
+		if err != nil {
+			t.Fatalf("%v %q: %v", tc.test, tc.args, err)
+		}
+		if s.Inline != tc.want {
+			t.Errorf("%v %q: inline %d, want %d", tc.test, tc.args, s.Inline, tc.want)
+		}
+	}
+}

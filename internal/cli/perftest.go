@@ -208,8 +208,18 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	if set("out_json_file") {
 		o.OutJSON = true // a file named is a file wanted
 	}
-	if !set("inline_size") && (o.Test == exchange.WriteLat || o.Test == exchange.SendLat) {
-		o.Inline = 220 // perftest's default for latency tests
+	if !set("inline_size") {
+		// perftest's defaults (ctx_set_max_inline, for the devices it
+		// has no rule of its own for): latency tests inline, bandwidth
+		// tests, reads and atomics do not.
+		switch {
+		case o.Test == exchange.WriteLat:
+			o.Inline = 220 // DEF_INLINE_WRITE
+		case o.Test == exchange.SendLat && strings.EqualFold(o.Connection, "UD"):
+			o.Inline = 188 // DEF_INLINE_SEND_UD
+		case o.Test == exchange.SendLat:
+			o.Inline = 236 // DEF_INLINE_SEND_RC_UC_XRC
+		}
 	}
 }
 
