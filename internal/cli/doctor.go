@@ -140,7 +140,7 @@ func doctorChecks(opts *DoctorOptions) []finding {
 	fs := []finding{checkDevices(devs, err)}
 	fs = append(fs, checkDevFiles(opts.Root, devs, opts.Access)...)
 	lim, err := opts.Memlock()
-	fs = append(fs, checkMemlock(lim, err))
+	fs = append(fs, checkMemlock(lim, err, hasIPCLock(opts.Root)))
 	for _, d := range devs {
 		if d.Error != "" {
 			fs = append(fs, fail("check `dmesg` for the driver's errors", "%s: %s", d.Name, d.Error))
@@ -279,10 +279,41 @@ func memlock() (uint64, error) {
 	return r.Cur, nil
 }
 
-const memlockFix = "`ulimit -l unlimited` (or memlock in /etc/security/limits.conf, LimitMEMLOCK=infinity for systemd); in a container `docker run --ulimit memlock=-1`"
+const memlockFix = "`ulimit -l unlimited` (or memlock in /etc/security/limits.conf, LimitMEMLOCK=infinity for systemd); in a container `docker run --ulimit memlock=-1`, or `--cap-add IPC_LOCK`"
 
-func checkMemlock(cur uint64, err error) finding {
+// capIPCLock is CAP_IPC_LOCK's bit in the capability masks of
+// /proc/PID/status.
+const capIPCLock = 14
+
+// hasIPCLock reports whether this process's effective capabilities, read
+// from proc/self/status under root, hold CAP_IPC_LOCK: the kernel then
+// registers (pins) memory past the locked-memory limit (ib_umem_get
+// checks capable(CAP_IPC_LOCK)). Root has it, and docker's --cap-add
+// IPC_LOCK grants it. A status that cannot be read says no.
+func hasIPCLock(root string) bool {
+	b, err := os.ReadFile(filepath.Join(root, "proc/self/status"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && m&(1<<capIPCLock) != 0
+		}
+	}
+	return false
+}
+
+// checkMemlock judges the locked-memory limit cur (err: it could not be
+// read) of a process whose capabilities hold CAP_IPC_LOCK if ipcLock,
+// which makes the limit no limit to registering memory.
+func checkMemlock(cur uint64, err error, ipcLock bool) finding {
+	const capSays = "this process has CAP_IPC_LOCK (as root has), with which the kernel registers buffers past the limit"
 	switch {
+	case ipcLock && err != nil:
+		return ok("locked-memory limit: %v; but %s", err, capSays)
+	case ipcLock && cur != rlimitInfinity && cur < memlockWant:
+		return ok("locked-memory limit (ulimit -l) is %s, but %s", sizeString(cur), capSays)
 	case err != nil:
 		return warn(memlockFix, "locked-memory limit: %v", err)
 	case cur == rlimitInfinity:

@@ -50,11 +50,59 @@ func TestCheckMemlock(t *testing.T) {
 		{64 * 1024, nil, levelWarn, "64 KiB"},
 		{0, errors.New("nope"), levelWarn, "nope"},
 	} {
-		f := checkMemlock(tc.cur, tc.err)
+		f := checkMemlock(tc.cur, tc.err, false)
 		wantFinding(t, f, tc.lvl, tc.msg)
-		if tc.lvl == levelWarn && !strings.Contains(f.Fix, "ulimit -l unlimited") || tc.lvl == levelWarn && !strings.Contains(f.Fix, "--ulimit memlock=-1") {
+		if tc.lvl == levelWarn && (!strings.Contains(f.Fix, "ulimit -l unlimited") || !strings.Contains(f.Fix, "--ulimit memlock=-1") || !strings.Contains(f.Fix, "--cap-add IPC_LOCK")) {
 			t.Errorf("fix %q", f.Fix)
 		}
+	}
+}
+
+// TestCheckMemlockCapability: a process whose effective capabilities
+// (CapEff in /proc/self/status) hold CAP_IPC_LOCK, bit 14, as root's do,
+// registers memory past the locked-memory limit: a small limit is then
+// no warning, and doctor says why. It warned of ENOMEM that root never
+// gets.
+func TestCheckMemlockCapability(t *testing.T) {
+	status := func(capEff string) string {
+		return "Name:\tgorperf\nUmask:\t0022\nCapInh:\t0000000000000000\nCapPrm:\t" + capEff + "\nCapEff:\t" + capEff + "\nCapBnd:\t000001ffffffffff\n"
+	}
+	for _, tc := range []struct {
+		status string
+		want   bool
+	}{
+		{status("000001ffffffffff"), true},  // root
+		{status("0000000000004000"), true},  // CAP_IPC_LOCK alone (--cap-add IPC_LOCK)
+		{status("0000000000003fff"), false}, // the bits below it
+		{status("0000000000000000"), false}, // a user
+		{"Name:\tgorperf\n", false},         // no CapEff
+		{"", false},
+	} {
+		root := fakeFS(t, map[string]string{"proc/self/status": tc.status})
+		if got := hasIPCLock(root); got != tc.want {
+			t.Errorf("hasIPCLock(%q) = %v, want %v", tc.status, got, tc.want)
+		}
+	}
+	if hasIPCLock(t.TempDir()) {
+		t.Errorf("hasIPCLock with no status file = true")
+	}
+	wantFinding(t, checkMemlock(64*1024, nil, true), levelOK, "locked-memory limit (ulimit -l) is 64 KiB, but this process has CAP_IPC_LOCK (as root has)")
+	wantFinding(t, checkMemlock(0, errors.New("nope"), true), levelOK, "CAP_IPC_LOCK")
+	wantFinding(t, checkMemlock(rlimitInfinity, nil, true), levelOK, "is unlimited")
+	wantFinding(t, checkMemlock(64*mib, nil, true), levelOK, "is 64 MiB")
+	// doctor reads the capability where it reads /proc.
+	root := fakeFS(t, map[string]string{"proc/self/status": status("000001ffffffffff")})
+	opts := &DoctorOptions{Root: root, Devices: func(string) ([]deviceReport, error) { return nil, nil },
+		Access: func(string) error { return nil }, Memlock: func() (uint64, error) { return 64 * 1024, nil }}
+	var saw bool
+	for _, f := range doctorChecks(opts) {
+		if strings.Contains(f.Msg, "locked-memory") {
+			saw = true
+			wantFinding(t, f, levelOK, "CAP_IPC_LOCK")
+		}
+	}
+	if !saw {
+		t.Errorf("doctor made no locked-memory finding")
 	}
 }
 
