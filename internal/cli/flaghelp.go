@@ -46,6 +46,9 @@ func explainUnknownFlag(cmd *cobra.Command, ne *pflag.NotExistError) string {
 		return ""
 	}
 	long := name
+	if why, ok := perftestLetterOnly[name]; short && ok {
+		return why
+	}
 	if short {
 		if long = perftestShort[name]; long == "" {
 			return ""
@@ -100,6 +103,12 @@ var perftestShort = map[string]string{
 	"z": "comm_rdma_cm", "L": "hop_limit", "O": "dualport", "B": "source_mac", "E": "dest_mac",
 	"J": "dest_ip", "K": "dest_port", "k": "source_port", "Y": "ethertype", "Z": "server",
 	"P": "client", "v": "mac_fwd", "G": "use_rss",
+}
+
+// perftestLetterOnly explains the letters of perftest's flags whose long
+// name gorperf gives a flag of its own, which perftestShort cannot map.
+var perftestLetterOnly = map[string]string{
+	"j": "perftest's -j, --source_ip " + rawEthernet + "; gorperf's own --source_ip, a test's flag with no letter, picks the GID of a local address for the QPs",
 }
 
 // The reasons perftest's flags that gorperf does not offer are left out.

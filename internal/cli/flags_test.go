@@ -403,6 +403,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.ReadLat, []string{"--use-null-mr"}, "only mlx5 implements null memory regions"},
 		{exchange.WriteBW, []string{"--use_cuda", "0"}, "accelerator or device memory"},
 		{exchange.SendBW, []string{"-B", "00:11:22:33:44:55"}, "raw Ethernet tests"},
+		// perftest's -j is --source_ip, a name gorperf has for another flag.
+		{exchange.WriteBW, []string{"-j", "198.18.0.2"}, "perftest's -j, --source_ip belongs to perftest's raw Ethernet tests"},
 		{exchange.SendBW, []string{"--inline_recv", "64"}, "experimental verbs of Mellanox OFED"},
 		{exchange.WriteBW, []string{"--cqe_poll", "16"}, "up to 64 completions a poll"},
 		{exchange.SendBW, []string{"--connectionless"}, "run a gorperf -g pair"},
@@ -448,6 +450,7 @@ func TestTestFlagErrors(t *testing.T) {
 		{"serve", "--mmap-offset", "-4096", "--mmap", "f"},
 		{"serve", "--rate_limit", "-5"},
 		{"serve", "--pin_cores", "0-"},
+		{"serve", "-j", "198.18.0.2"},
 		{"doctor", "--tclass", "300"},
 		{"doctor", "-i", "-1"},
 		{"devices", "--bogus"},
@@ -514,6 +517,14 @@ func TestPerftestOnlyFlags(t *testing.T) {
 			for c := range perftestShort {
 				if fl := f.ShorthandLookup(c); fl != nil {
 					t.Errorf("perftestShort has -%s, which %v has (--%s)", c, tt, fl.Name)
+				}
+			}
+			for c := range perftestLetterOnly {
+				if fl := f.ShorthandLookup(c); fl != nil {
+					t.Errorf("perftestLetterOnly has -%s, which %v has (--%s)", c, tt, fl.Name)
+				}
+				if _, ok := perftestShort[c]; ok {
+					t.Errorf("-%s is in perftestShort and perftestLetterOnly", c)
 				}
 			}
 		}
