@@ -8,8 +8,10 @@
 // client after another until Ctrl-C (or -n clients); a client whose
 // connection fails, during the handshake or after, is reported on
 // standard error and the server goes on to the next (a failed handshake
-// does not count as a client served). The client allows each round trip
-// 10 s.
+// does not count as a client served). So is a client that sends nothing
+// for 30 s: the connection manager has no keepalive, and a client that
+// went silent, or whose host went down, would hold the server, and every
+// client after it, forever. The client allows each round trip 10 s.
 //
 //	rdmaping -l 198.18.0.1:7471            # server
 //	rdmaping -c 100 198.18.0.1:7471        # client: 100 round trips
@@ -35,6 +37,11 @@ const size = 64 // bytes a message
 // rttTimeout bounds each of a client's round trips (a variable, for a
 // test to shorten).
 var rttTimeout = 10 * time.Second
+
+// idleLimit bounds the server's wait for each of a client's messages (a
+// variable, for a test to shorten): a client silent for longer is
+// reported, and the next one served.
+var idleLimit = 30 * time.Second
 
 // acceptTimeout bounds the server's handshake with a client, so that one
 // that goes away half-way does not hold up the next.
@@ -188,11 +195,12 @@ func accept(ctx context.Context, r *rdmacm.ConnRequest) (*rdmacm.Conn, *buffers,
 	return c, b, nil
 }
 
-// echo sends each message back until the client disconnects, and returns
-// how many it echoed. The receive half must be posted when it starts
-// (accept posts it).
+// echo sends each message back until the client disconnects, or sends
+// nothing for idleLimit, and returns how many it echoed. The receive half
+// must be posted when it starts (accept posts it).
 func echo(ctx context.Context, c *rdmacm.Conn, b *buffers) (int, error) {
 	// The connection's context ends when the peer disconnects.
+	outer := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -203,8 +211,8 @@ func echo(ctx context.Context, c *rdmacm.Conn, b *buffers) (int, error) {
 		}
 	}()
 	for n := 0; ; n++ {
-		if err := wait(ctx, c.RecvCQ()); err != nil {
-			return n, ended(c, fmt.Errorf("receiving: %w", err))
+		if err := receive(ctx, c); err != nil {
+			return n, ended(outer, c, err)
 		}
 		copy(b.out(), b.recvd())
 		// The receive half is free again: post it before the echo goes
@@ -214,18 +222,37 @@ func echo(ctx context.Context, c *rdmacm.Conn, b *buffers) (int, error) {
 			return n, err
 		}
 		if err := b.send(ctx, c); err != nil {
-			return n, ended(c, err)
+			return n, ended(outer, c, err)
 		}
 	}
+}
+
+// errIdle says that a client sent nothing for idleLimit.
+var errIdle = errors.New("no message")
+
+// receive waits, for at most idleLimit, for a message on c.
+func receive(ctx context.Context, c *rdmacm.Conn) error {
+	wctx, cancel := context.WithTimeout(ctx, idleLimit)
+	defer cancel()
+	err := wait(wctx, c.RecvCQ())
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("%w for %v", errIdle, idleLimit)
+	}
+	if err != nil {
+		return fmt.Errorf("receiving: %w", err)
+	}
+	return nil
 }
 
 // ended returns why the connection ended when err may come from its
 // end: a flushed work request, or the watch's cancel, once the client has
 // gone away. Other failures (a message too long for the receive, a send
-// that found no one there) it returns as they are.
-func ended(c *rdmacm.Conn, err error) error {
+// that found no one there, a client silent for idleLimit) it returns as
+// they are, and so it does any once outer, the server's context, has
+// ended (Ctrl-C): then there is no waiting for the connection's end.
+func ended(outer context.Context, c *rdmacm.Conn, err error) error {
 	var wce *ibverbs.WCError
-	if errors.As(err, &wce) && wce.Status != ibverbs.WCWRFlushErr {
+	if outer.Err() != nil || errors.Is(err, errIdle) || errors.As(err, &wce) && wce.Status != ibverbs.WCWRFlushErr {
 		return err
 	}
 	select {

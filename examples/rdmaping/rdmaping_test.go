@@ -20,9 +20,19 @@ import (
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
+// idleEnv, in a test's environment, sets the server's idleLimit (a
+// duration) in the commands that the test starts.
+const idleEnv = "GORPERF_TEST_RDMAPING_IDLE"
+
 // TestMain runs the command itself when a test re-executes its binary.
 func TestMain(m *testing.M) {
-	rdmatest.RunAsCommand(func() int { main(); return 0 })
+	rdmatest.RunAsCommand(func() int {
+		if d, err := time.ParseDuration(os.Getenv(idleEnv)); err == nil {
+			idleLimit = d
+		}
+		main()
+		return 0
+	})
 	os.Exit(m.Run())
 }
 
@@ -306,4 +316,91 @@ func TestRdmapingNoRNR(t *testing.T) {
 		t.Errorf("the server's device sent %d RNR NAKs over 500 round trips: messages came before their receives were posted\n%s", n, out)
 	}
 	t.Logf("%s", out)
+}
+
+// A client that connects and then sends nothing, nor goes away, holds the
+// server for idleLimit only: the server reports it and serves the next
+// client, whose request waited meanwhile.
+func TestRdmapingSilentClient(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const idle = time.Second
+	t.Setenv(idleEnv, idle.String())
+	srv := startServer(t, ctx, a, "-n", "2")
+	silent, err := rdmacm.Dial(ctx, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	// The next client, within a limit well past the idle one; the old
+	// server never took its request.
+	cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+	defer ccancel()
+	start := time.Now()
+	out, err := rdmaping(cctx, "-c", "1", a).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "1 round trips of 64 bytes to "+a) {
+		t.Fatalf("client after a silent one: %v after %v\n%s\nserver: %s", err, time.Since(start), out, srv.Stderr.String())
+	}
+	t.Logf("the client after a silent one: %v", time.Since(start))
+	var served []string
+	for srv.Lines.Scan() {
+		served = append(served, srv.Lines.Text())
+	}
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srv.Stderr.String())
+	}
+	if len(served) != 1 || !strings.HasPrefix(served[0], "echoed 1 messages to ") {
+		t.Errorf("server printed %q, want the second client's count", served)
+	}
+	stderr := srv.Stderr.String()
+	if want := ", after 0 messages: no message for " + idle.String() + "\n"; strings.Count(stderr, "rdmaping: client ") != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("server's standard error %q, want the silent client reported: %q", stderr, want)
+	}
+	// The server closed the silent client's connection.
+	select {
+	case <-silent.Done():
+	case <-time.After(5 * time.Second):
+		t.Errorf("the silent client's connection is still up")
+	}
+}
+
+// Ctrl-C ends a server that waits for a client's message at once, not
+// after a wait for the connection's end, which Ctrl-C does not bring.
+func TestRdmapingInterruptWithClient(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sctx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	done := make(chan error, 1)
+	go func() { done <- serve(sctx, a, 0) }()
+	var c *rdmacm.Conn
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var err error
+		if c, err = rdmacm.Dial(ctx, a, nil); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no server at %s: %v", a, err)
+		}
+	}
+	defer c.Close()
+	time.Sleep(500 * time.Millisecond) // the server's accept returns, and it waits in echo
+	interrupt()
+	start := time.Now()
+	select {
+	case err := <-done:
+		took := time.Since(start)
+		if err != nil {
+			t.Errorf("server after Ctrl-C: %v", err)
+		}
+		// The old server waited 1 s for the connection's end.
+		if took > 700*time.Millisecond {
+			t.Errorf("server took %v to stop on Ctrl-C", took)
+		}
+		t.Logf("server stopped %v after Ctrl-C", took)
+	case <-time.After(10 * time.Second):
+		t.Fatal("server still runs 10 s after Ctrl-C")
+	}
 }
