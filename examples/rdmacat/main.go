@@ -52,29 +52,47 @@ func main() {
 	}
 }
 
+// serve receives one stream at addr and writes it to the file out, or to
+// standard output. It opens out before it listens, so that a file it
+// cannot write fails before a client has sent it anything.
 func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool) error {
+	w := os.Stdout
+	if out != "" {
+		var err error
+		if w, err = os.Create(out); err != nil {
+			return err
+		}
+		defer w.Close() // again, after a failure: a no-op once closed
+	}
 	c, err := accept(ctx, addr, cfg, tcp)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	w := os.Stdout
-	if out != "" {
-		if w, err = os.Create(out); err != nil {
-			return err
-		}
-		defer w.Close()
-	}
 	start := time.Now()
 	n, err := copyUntil(ctx, c, w, c)
 	if err != nil {
 		return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
 	}
-	if err := w.Sync(); err != nil && out != "" {
+	if err := flush(w, out != ""); err != nil {
 		return err
 	}
 	report("received", n, "from", c.RemoteAddr().String(), start)
 	return nil
+}
+
+// flush commits what was written to w to its storage, where w is a
+// regular file: a device (/dev/null), a pipe or a terminal has none, and
+// its Sync fails (EINVAL). It closes w if close says so.
+func flush(w *os.File, close bool) error {
+	fi, err := w.Stat()
+	if err == nil && fi.Mode().IsRegular() {
+		err = w.Sync()
+	}
+	if close {
+		err = errors.Join(err, w.Close())
+	}
+	return err
 }
 
 // accept takes one connection at addr, through rdma_cm or over TCP.

@@ -216,3 +216,47 @@ func TestRdmacatFailures(t *testing.T) {
 		t.Errorf("server after the client's Ctrl-C: %v: %q, wrote %q", err, msg, srv.stdout.String())
 	}
 }
+
+// A server that cannot create its output file fails at once, with the
+// reason, and never listens: no client's stream is taken and then lost.
+func TestRdmacatOutputFails(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// The old server listened first, and waited here for a client.
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	const out = "/nonexistent/dir/x"
+	srv := rdmatest.Command(sctx, "-l", a, "-o", out)
+	msg, err := srv.CombinedOutput()
+	if srv.ProcessState == nil || srv.ProcessState.ExitCode() != 1 || sctx.Err() != nil ||
+		!strings.HasPrefix(string(msg), "rdmacat: open "+out+": no such file or directory") ||
+		strings.Contains(string(msg), "listening on") {
+		t.Fatalf("server -o %s: %v (%v): %q; want it to fail at once, without listening", out, err, sctx.Err(), msg)
+	}
+	cli := rdmatest.Command(ctx, a)
+	cli.Stdin = strings.NewReader("lost")
+	if msg, err := cli.CombinedOutput(); err == nil || !strings.HasPrefix(string(msg), "rdmacat: ") {
+		t.Errorf("client of a server that cannot write: %v: %q", err, msg)
+	}
+}
+
+// A server may write the stream to a file that cannot be synced, as
+// /dev/null cannot (fsync fails with EINVAL): it receives the stream and
+// succeeds.
+func TestRdmacatDevNull(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv := startServer(t, ctx, a, "-o", os.DevNull)
+	const size = 100_000
+	cli := rdmatest.Command(ctx, a)
+	cli.Stdin = bytes.NewReader(random(size))
+	if out, err := cli.CombinedOutput(); err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	msg, err := srv.wait()
+	if err != nil || !strings.HasPrefix(msg, fmt.Sprintf("received %d bytes from ", size)) {
+		t.Errorf("server -o %s: %v: %q", os.DevNull, err, msg)
+	}
+}
