@@ -79,6 +79,12 @@ type endpoint struct {
 	me         ibverbs.Endpoint
 	gidIndex   int
 	closeOrder []interface{ Close() error }
+	// stuck says that a send gave up waiting for its completion: its
+	// work request may still be queued, and use its address handle,
+	// until the QP drops its work requests (skip's reset, or close).
+	// Until then closeAH keeps the address handles in ahs.
+	stuck bool
+	ahs   []*ibverbs.AH
 }
 
 func open(dev string) (e *endpoint, err error) {
@@ -142,11 +148,35 @@ func open(dev string) (e *endpoint, err error) {
 	return e, nil
 }
 
-// close closes what open made, children first.
+// close closes what open made, children first, and the address handles
+// that closeAH kept once the QP is gone.
 func (e *endpoint) close() {
 	for i := len(e.closeOrder) - 1; i >= 0; i-- {
 		e.closeOrder[i].Close()
+		if e.closeOrder[i] == e.qp {
+			e.closeAHs()
+		}
 	}
+}
+
+// closeAH closes ah, which sends used, once no work request can use it:
+// at once, unless a send gave up waiting for its completion (stuck); then
+// once the QP has dropped its work requests.
+func (e *endpoint) closeAH(ah *ibverbs.AH) {
+	if e.stuck {
+		e.ahs = append(e.ahs, ah)
+		return
+	}
+	ah.Close()
+}
+
+// closeAHs closes the address handles that closeAH kept. The QP must have
+// dropped its work requests: reset, or destroyed.
+func (e *endpoint) closeAHs() {
+	for _, ah := range e.ahs {
+		ah.Close()
+	}
+	e.ahs, e.stuck = nil, false
 }
 
 func (e *endpoint) postRecv(i int) error {
@@ -154,7 +184,8 @@ func (e *endpoint) postRecv(i int) error {
 }
 
 // send sends p to the QP qpn behind ah and waits for the send to
-// complete, after which ah may be closed.
+// complete, for at most 5 s. The caller closes ah with closeAH: a send
+// that gave up waiting may still be queued, and use it.
 func (e *endpoint) send(ctx context.Context, p []byte, ah *ibverbs.AH, qpn, qkey uint32) error {
 	off := slots * slot
 	n := copy(e.buf.Bytes()[off:off+maxMsg], p)
@@ -172,8 +203,13 @@ func (e *endpoint) send(ctx context.Context, p []byte, ah *ibverbs.AH, qpn, qkey
 			}
 			return err
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
+		if ctx.Err() != nil {
+			e.stuck = true
 			return fmt.Errorf("the send did not complete: %w", context.Cause(ctx))
+		}
+		if time.Now().After(deadline) {
+			e.stuck = true
+			return errors.New("the send did not complete within 5s")
 		}
 		time.Sleep(10 * time.Microsecond)
 	}
@@ -216,15 +252,20 @@ func (e *endpoint) skip(wc ibverbs.WC) (string, error) {
 	if err := e.qp.Reset(); err != nil {
 		return "", err
 	}
-	// The flushed receives' completions, dropped.
+	// The QP has dropped its work requests: the address handles of sends
+	// that gave up can go, and the flushed work requests' completions
+	// are dropped.
+	e.closeAHs()
 	wcs := make([]ibverbs.WC, slots)
-	for {
-		k, err := e.rcq.Poll(wcs)
-		if err != nil {
-			return "", err
-		}
-		if k == 0 {
-			break
+	for _, cq := range []*ibverbs.CQ{e.rcq, e.scq} {
+		for {
+			k, err := cq.Poll(wcs)
+			if err != nil {
+				return "", err
+			}
+			if k == 0 {
+				break
+			}
 		}
 	}
 	if err := e.qp.Connect(ibverbs.Endpoint{}, ibverbs.ConnParams{Port: port, GIDIndex: e.gidIndex}); err != nil {
@@ -294,7 +335,7 @@ func serve(ctx context.Context, dev, addr string, n int) error {
 			continue
 		}
 		err = e.send(ctx, payload, ah, wc.SrcQP, e.me.QKey)
-		ah.Close()
+		e.closeAH(ah)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // Ctrl-C
@@ -336,7 +377,7 @@ func ping(ctx context.Context, dev, addr string, n int) error {
 	if err != nil {
 		return err
 	}
-	defer ah.Close()
+	defer e.closeAH(ah) // before e.close, which closes the AH after the QP if a send gave up
 	for i := range n {
 		msg := fmt.Appendf(nil, "datagram %d from QPN %#x", i, e.me.QPN)
 		start := time.Now()

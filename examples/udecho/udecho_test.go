@@ -214,7 +214,7 @@ func TestUDEchoOversize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ah.Close()
+	defer e.closeAH(ah)
 
 	// 1000 bytes: more than a slot's 256, within the 1024-byte MTU of
 	// rxe on a 1500-byte link.
@@ -231,12 +231,13 @@ func TestUDEchoOversize(t *testing.T) {
 	defer mr.Close()
 	// A good datagram and, right behind it, the oversize one: the server
 	// echoes the first on a QP that the second may have put in the error
-	// state already.
-	msg := []byte("after the oversize one")
-	copy(buf.Bytes(), msg)
+	// state already. Its payload differs from the later ones', so that
+	// its echo, should it come, cannot pass for theirs.
+	before := []byte("before the oversize one")
+	copy(buf.Bytes(), before)
 	err = e.qp.PostSend([]ibverbs.SendWR{
 		{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
-			SGL: []ibverbs.SGE{mr.SGE(0, len(msg))}, AH: ah, RemoteQPN: srvEnd.QPN, RemoteQKey: srvEnd.QKey},
+			SGL: []ibverbs.SGE{mr.SGE(0, len(before))}, AH: ah, RemoteQPN: srvEnd.QPN, RemoteQKey: srvEnd.QKey},
 		{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
 			SGL: []ibverbs.SGE{mr.SGE(0, big)}, AH: ah, RemoteQPN: srvEnd.QPN, RemoteQKey: srvEnd.QKey}})
 	if err != nil {
@@ -261,34 +262,57 @@ func TestUDEchoOversize(t *testing.T) {
 	}
 
 	// The server may still be putting its QP back in order when the next
-	// datagram comes, and lose it, as UD may: try a few times.
-	var echoed bool
-	for try := 0; try < 10 && !echoed; try++ {
+	// datagram comes, and lose it, as UD may: try a few times, each try's
+	// datagram numbered, and take only the echo of the try's own; an
+	// earlier one's (or the good datagram's before the oversize one) that
+	// comes late is skipped.
+	echoed := -1
+	for try := 0; try < 10 && echoed < 0; try++ {
+		msg := fmt.Appendf(nil, "after the oversize one, try %d", try)
 		if err := e.send(ctx, msg, ah, srvEnd.QPN, srvEnd.QKey); err != nil {
 			t.Fatal(err)
 		}
-		wc, b, err := e.recv(ctx, time.Second)
-		if errors.Is(err, context.DeadlineExceeded) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := b[ibverbs.GRHLen:]; !bytes.Equal(got, msg) || wc.SrcQP != srvEnd.QPN {
-			t.Fatalf("echo %q from QPN %#x, want %q from %#x", got, wc.SrcQP, msg, srvEnd.QPN)
-		}
-		echoed = true
-		if try > 0 {
-			t.Logf("echoed at the %d. try", try+1)
+		for deadline := time.Now().Add(time.Second); echoed < 0; {
+			d := time.Until(deadline)
+			if d <= 0 {
+				break
+			}
+			wc, b, err := e.recv(ctx, d)
+			if errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := bytes.Clone(b[ibverbs.GRHLen:])
+			if err := e.postRecv(int(wc.WRID)); err != nil {
+				t.Fatal(err)
+			}
+			if wc.SrcQP != srvEnd.QPN {
+				t.Fatalf("echo %q from QPN %#x, want one from %#x", got, wc.SrcQP, srvEnd.QPN)
+			}
+			if !bytes.Equal(got, msg) {
+				t.Logf("try %d: skipped the echo %q", try, got)
+				continue
+			}
+			echoed = try
 		}
 	}
-	if !echoed {
+	if echoed < 0 {
 		t.Fatalf("no echo of 10 datagrams after the oversize one; server: %s", srv.Stderr.String())
 	}
+	if echoed > 0 {
+		t.Logf("echoed at the %d. try", echoed+1)
+	}
 	served, stderr := interrupt(t, srv)
-	want := fmt.Sprintf("echoed %d bytes to ", len(msg))
-	if len(served) == 0 || slices.ContainsFunc(served, func(l string) bool { return !strings.HasPrefix(l, want) }) {
-		t.Errorf("server printed %q, want echoes of %d bytes", served, len(msg))
+	// Echoes of the tries' datagrams, and maybe of the good datagram
+	// before the oversize one.
+	okLine := func(l string) bool {
+		return strings.HasPrefix(l, fmt.Sprintf("echoed %d bytes to ", len("after the oversize one, try 0"))) ||
+			strings.HasPrefix(l, fmt.Sprintf("echoed %d bytes to ", len(before)))
+	}
+	if len(served) == 0 || slices.ContainsFunc(served, func(l string) bool { return !okLine(l) }) {
+		t.Errorf("server printed %q, want echoes of the good datagrams", served)
 	}
 	t.Logf("server's standard error: %q", stderr)
 	// The oversize datagram's failed receive, or, where it put the QP in
