@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/rdmatest"
@@ -243,4 +245,115 @@ func checkGIDTable(t *testing.T, ctx *ibverbs.Context, port int) int {
 		t.Errorf("port %d: %d valid slots, GIDTable has %d entries", port, valid, len(table))
 	}
 	return valid
+}
+
+// TestGIDIndexPast255 gives the rxe VM's netdev enough IPv6 addresses that
+// the port's GID table (1024 slots on rxe, one RoCE v2 entry an address
+// on Linux 6.1, and a RoCE v1 one too where the driver makes both) fills
+// past index 255, which the verbs' 8-bit sgid_index cannot name. The table
+// must still read the same both ways; SelectGID must pass such an entry
+// over, and Endpoint refuse its index rather than wrap it (256 to 0). It
+// changes the netdev's addresses, so it runs only on the VM's netdev.
+func TestGIDIndexPast255(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	nd := os.Getenv("RXE_NETDEV")
+	if nd == "" || os.Getenv("GORPERF_TEST_DEVICE") != os.Getenv("RXE_DEV") {
+		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+			t.Fatal("in the rxe VM but RXE_NETDEV is unset")
+		}
+		t.Skip("needs the rxe VM's netdev (RXE_NETDEV) to add addresses to")
+	}
+	pa, err := ctx.QueryPort(info.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa.GIDTableLen <= 256 {
+		t.Skipf("the GID table has %d slots: no index past 255", pa.GIDTableLen)
+	}
+	const n = 300
+	sub := netip.MustParsePrefix("2001:3::/64")
+	var add, del strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&add, "addr add 2001:3::%x/64 dev %s nodad\n", i, nd)
+		fmt.Fprintf(&del, "addr del 2001:3::%x/64 dev %s\n", i, nd)
+	}
+	ip := func(script string) error {
+		cmd := exec.Command("ip", "-batch", "-")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("ip -batch: %v: %s", err, out)
+		}
+		return nil
+	}
+	// ours returns the table's entries of the added addresses, and the
+	// first RoCE v2 one past index 255.
+	ours := func() (int, ibverbs.GIDEntry) {
+		table, err := ctx.GIDTable(info.Port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, past := 0, ibverbs.GIDEntry{}
+		for _, e := range table {
+			if sub.Contains(e.IP()) {
+				k++
+				if e.Index > 255 && e.Type == ibverbs.GIDTypeRoCEv2 && past.Index == 0 {
+					past = e
+				}
+			}
+		}
+		return k, past
+	}
+	wait := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !done(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not in 10s", what)
+			}
+		}
+	}
+	if err := ip(add.String()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ip(del.String()); err != nil {
+			t.Error(err)
+		}
+		wait("the added addresses' GIDs to go", func() bool { k, _ := ours(); return k == 0 })
+	})
+	var past ibverbs.GIDEntry
+	k := 0
+	wait("a RoCE v2 GID past index 255", func() bool { k, past = ours(); return past.Index > 255 })
+	t.Logf("%d GIDs of the %d addresses added; %v", k, n, past)
+
+	if got := checkGIDTable(t, ctx, info.Port); got <= 256 {
+		t.Errorf("%d valid GIDs, want more than 256", got)
+	}
+	_, err = ctx.SelectGID(info.Port, ibverbs.GIDRule{Addr: past.IP()})
+	var ne *ibverbs.NoGIDError
+	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "past 255") {
+		t.Errorf("SelectGID(%v) = %v, want a NoGIDError that says the index is past 255", past.IP(), err)
+	}
+
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	cq, err := ctx.CreateCQ(4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cq.Close()
+	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+		Cap: ibverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qp.Close()
+	if ep, err := qp.Endpoint(info.Port, past.Index); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Endpoint(%d, %d) = %v (GID index %d), %v; want EINVAL", info.Port, past.Index, ep, ep.GIDIndex, err)
+	}
+	if _, err := qp.Endpoint(info.Port, 0); err != nil {
+		t.Errorf("Endpoint(%d, 0): %v", info.Port, err)
+	}
 }

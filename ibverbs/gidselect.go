@@ -73,11 +73,17 @@ func (c GIDChoice) Explain() string {
 	return b.String()
 }
 
+// MaxGIDIndex is the highest GID index that a QP's or AH's address vector
+// can use: its sgid_index is 8 bits, while a port's table may be longer
+// (soft-RoCE's has 1024 slots).
+const MaxGIDIndex = 255
+
 // SelectGID picks a RoCE v2 GID from a port's table by rule. Among the
 // entries that pass, IPv4-mapped GIDs come before IPv6 ones unless the rule
 // says otherwise, then the lowest index wins, so two hosts with the same
 // addressing plan pick the same kind of entry whatever order their drivers
-// fill the table in. It fails with an explanation when nothing passes.
+// fill the table in. An entry past MaxGIDIndex never passes. It fails with
+// an explanation when nothing passes.
 func SelectGID(table []GIDEntry, rule GIDRule) (GIDChoice, error) {
 	var c GIDChoice
 	best := -1
@@ -150,6 +156,8 @@ func rejectGID(e GIDEntry, r GIDRule, v2 map[GID]int) string {
 			return "no netdev, " + r.Netdev + " wanted"
 		}
 		return "on " + e.Netdev + ", not " + r.Netdev
+	case e.Index > MaxGIDIndex:
+		return fmt.Sprintf("index past %d, which the verbs' 8-bit GID index (sgid_index) cannot name", MaxGIDIndex)
 	}
 	return ""
 }

@@ -111,6 +111,57 @@ func TestSelectGIDNone(t *testing.T) {
 	}
 }
 
+// TestSelectGIDIndexPast255 checks that an entry the 8-bit sgid_index
+// cannot name is never chosen: soft-RoCE's table has 1024 slots, and a
+// netdev with many addresses fills them past 255.
+func TestSelectGIDIndexPast255(t *testing.T) {
+	table := []GIDEntry{
+		{Index: 3, GID: mustGID(t, "2001:db8::5"), Type: GIDTypeRoCEv2, Netdev: "eth0"},
+		{Index: 255, GID: mustGID(t, "2001:db8::ff"), Type: GIDTypeRoCEv2, Netdev: "eth0"},
+		{Index: 256, GID: mustGID(t, "::ffff:198.18.0.1"), Type: GIDTypeRoCEv2, Netdev: "eth0"},
+		{Index: 1000, GID: mustGID(t, "2001:db8::1:1"), Type: GIDTypeRoCEv2, Netdev: "eth0"},
+	}
+	tests := []struct {
+		name string
+		rule GIDRule
+		want int // -1: none
+	}{
+		// The IPv4 entry would be preferred, but its index is 256.
+		{"default passes over the IPv4 entry at 256", GIDRule{}, 3},
+		{"255 is the last usable index", GIDRule{Addr: netip.MustParseAddr("2001:db8::ff")}, 255},
+		{"by address, at 256", GIDRule{Addr: netip.MustParseAddr("198.18.0.1")}, -1},
+		{"IPv4 only", GIDRule{Family: 4}, -1},
+		{"by address, at 1000", GIDRule{Addr: netip.MustParseAddr("2001:db8::1:1")}, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := SelectGID(table, tt.rule)
+			if tt.want < 0 {
+				var ne *NoGIDError
+				if !errors.As(err, &ne) {
+					t.Fatalf("chose %d (err %v), want a NoGIDError", c.Entry.Index, err)
+				}
+				if !strings.Contains(err.Error(), "past 255") {
+					t.Errorf("%q does not say why the entry past 255 was skipped", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Entry.Index != tt.want {
+				t.Fatalf("chose %d, want %d\n%s", c.Entry.Index, tt.want, c.Explain())
+			}
+			for _, s := range c.Skipped {
+				// Under the default rule only the index rules these out.
+				if tt.rule == (GIDRule{}) && s.Entry.Index > 255 && !strings.Contains(s.Reason, "8-bit GID index") {
+					t.Errorf("index %d skipped for %q", s.Entry.Index, s.Reason)
+				}
+			}
+		})
+	}
+}
+
 func TestGIDText(t *testing.T) {
 	for in, want := range map[string]string{
 		"198.18.0.1":        "::ffff:198.18.0.1",

@@ -305,8 +305,8 @@ func checkPortGID(what string, port, gidIndex int) error {
 	if port < 1 || port > 255 {
 		return fmt.Errorf("%s: port %d: want 1 to 255: %w", what, port, syscall.EINVAL)
 	}
-	if gidIndex < 0 || gidIndex > 255 {
-		return fmt.Errorf("%s: GID index %d: want 0 to 255: %w", what, gidIndex, syscall.EINVAL)
+	if gidIndex < 0 || gidIndex > MaxGIDIndex {
+		return fmt.Errorf("%s: GID index %d: want 0 to %d: %w", what, gidIndex, MaxGIDIndex, syscall.EINVAL)
 	}
 	return nil
 }
@@ -424,7 +424,8 @@ func (qp *QP) ahFor(remote Endpoint, p ConnParams) AHAttr {
 
 // Endpoint describes this QP for a peer: its number and PSN, the given
 // port's LID (ibv_query_port), active MTU and the GID at gidIndex
-// (ibv_query_gid_ex), and for RC the device's limit on reads and atomics
+// (ibv_query_gid_ex; an index past 255, which the verbs' 8-bit GID index
+// cannot hold, fails with EINVAL), and for RC the device's limit on reads and atomics
 // it serves at once (ibv_query_device_ex; the default
 // ConnParams.MaxDestRdAtomic: lower RdAtomic if you lower that).
 //
@@ -436,6 +437,11 @@ func (qp *QP) ahFor(remote Endpoint, p ConnParams) AHAttr {
 func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
 	if qp.c == nil {
 		return Endpoint{}, ErrClosed
+	}
+	// Endpoint.GIDIndex and the GID index that Connect's address vector
+	// takes are 8 bits: refuse an index they would wrap (256 to 0).
+	if err := checkPortGID("Endpoint", port, gidIndex); err != nil {
+		return Endpoint{}, err
 	}
 	ctx := qp.pd.ctx
 	pa, err := ctx.QueryPort(port)
