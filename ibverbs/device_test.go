@@ -357,3 +357,39 @@ func TestGIDIndexPast255(t *testing.T) {
 		t.Errorf("Endpoint(%d, 0): %v", info.Port, err)
 	}
 }
+
+// TestSelectGIDZone picks the port's link-local RoCE v2 GID by its address
+// with a zone, as a link-local socket address has it: the zone names the
+// GID's netdev, by name or index; another netdev's zone rules it out.
+func TestSelectGIDZone(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	table, err := ctx.GIDTable(info.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ll *ibverbs.GIDEntry
+	for i, e := range table {
+		if e.Type == ibverbs.GIDTypeRoCEv2 && e.GID.IsLinkLocal() && e.Netdev != "" {
+			ll = &table[i]
+			break
+		}
+	}
+	if ll == nil {
+		t.Skipf("no link-local RoCE v2 GID with a netdev in %v", table)
+	}
+	for _, tt := range []struct {
+		zone string
+		ok   bool
+	}{{ll.Netdev, true}, {fmt.Sprint(ll.Ifindex), true}, {"", true}, {"lo", false}} {
+		addr := ll.IP().WithZone(tt.zone)
+		ch, err := ctx.SelectGID(info.Port, ibverbs.GIDRule{Addr: addr})
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("SelectGID(%v): %v", addr, err)
+		case tt.ok && ch.Entry != *ll:
+			t.Errorf("SelectGID(%v) chose %v, want %v", addr, ch.Entry, *ll)
+		case !tt.ok && (err == nil || !strings.Contains(err.Error(), "not zone lo")):
+			t.Errorf("SelectGID(%v) = %v, %v; want it refused for the zone", addr, ch.Entry, err)
+		}
+	}
+}

@@ -18,8 +18,9 @@ func (g GID) IsZero() bool { return g == GID{} }
 // Addr returns g as an IP address, unmapping IPv4-mapped GIDs.
 func (g GID) Addr() netip.Addr { return netip.AddrFrom16(g).Unmap() }
 
-// IsLinkLocal reports whether g is an IPv6 link-local (fe80::/10) GID, which
-// RoCE v2 cannot route beyond one L2 segment.
+// IsLinkLocal reports whether g is a link-local GID, IPv6 (fe80::/10) or
+// IPv4-mapped (::ffff:169.254.0.0/112), which RoCE v2 cannot route beyond
+// one L2 segment.
 func (g GID) IsLinkLocal() bool { return g.Addr().IsLinkLocalUnicast() }
 
 // String formats g as IPv6 text, the way `ip` and show_gids print it

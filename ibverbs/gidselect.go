@@ -3,6 +3,7 @@ package ibverbs
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -12,13 +13,17 @@ type GIDRule struct {
 	// Family is 4 or 6 to require IPv4-mapped or IPv6 GIDs; 0 for either,
 	// with IPv4 preferred.
 	Family int
-	// Addr, if valid, requires the GID of exactly this IP address.
+	// Addr, if valid, requires the GID of exactly this IP address. A zone
+	// (fe80::1%eth0, or %2 by interface index) requires that netdev too.
+	// Naming a link-local address here accepts its GID, AllowLinkLocal or
+	// not.
 	Addr netip.Addr
 	// Prefix, if valid, requires a GID inside this subnet.
 	Prefix netip.Prefix
 	// Netdev, if set, requires a GID of this network device.
 	Netdev string
-	// AllowLinkLocal accepts fe80:: GIDs, which are not routed. Off by default.
+	// AllowLinkLocal accepts link-local GIDs (IPv6 fe80::/10, IPv4
+	// 169.254.0.0/16), which are not routed. Off by default.
 	AllowLinkLocal bool
 }
 
@@ -129,6 +134,10 @@ func SelectGID(table []GIDEntry, rule GIDRule) (GIDChoice, error) {
 
 func rejectGID(e GIDEntry, r GIDRule, v2 map[GID]int) string {
 	a := e.GID.Addr()
+	// The rule's address without its zone, which the zone check below
+	// compares with the entry's netdev.
+	want := r.Addr.WithZone("").Unmap()
+	named := r.Addr.IsValid() && a == want
 	switch {
 	case e.GID.IsZero():
 		return "empty (all-zero) entry"
@@ -139,14 +148,22 @@ func rejectGID(e GIDEntry, r GIDRule, v2 map[GID]int) string {
 		return "RoCE v1 (not routable over IP)"
 	case e.Type != GIDTypeRoCEv2:
 		return e.Type.String() + ", not RoCE v2"
-	case e.GID.IsLinkLocal() && !r.AllowLinkLocal:
-		return "link-local (fe80::), not routable"
+	case e.GID.IsLinkLocal() && !r.AllowLinkLocal && !named:
+		if a.Is4() {
+			return "link-local (169.254.0.0/16), not routable"
+		}
+		return "link-local (fe80::/10), not routable"
 	case r.Family == 4 && !a.Is4():
 		return "IPv6, IPv4 wanted"
 	case r.Family == 6 && a.Is4():
 		return "IPv4, IPv6 wanted"
-	case r.Addr.IsValid() && a != r.Addr.Unmap():
-		return "address is not " + r.Addr.String()
+	case r.Addr.IsValid() && !named:
+		return "address is not " + want.String()
+	case r.Addr.Zone() != "" && !inZone(e, r.Addr.Zone()):
+		if e.Netdev == "" {
+			return "no netdev, zone " + r.Addr.Zone() + " wanted"
+		}
+		return "on " + e.Netdev + ", not zone " + r.Addr.Zone()
 	case r.Prefix.IsValid() && !r.Prefix.Contains(a) && !(a.Is4() && mapped4(r.Prefix) && r.Prefix.Contains(netip.AddrFrom16(a.As16()))):
 		// An IPv4 GID is in an IPv4 subnet, or in an IPv4-mapped one
 		// (::ffff:198.18.0.0/111), not in an IPv6 one such as ::/0.
@@ -160,6 +177,15 @@ func rejectGID(e GIDEntry, r GIDRule, v2 map[GID]int) string {
 		return fmt.Sprintf("index past %d, which the verbs' 8-bit GID index (sgid_index) cannot name", MaxGIDIndex)
 	}
 	return ""
+}
+
+// inZone reports whether zone, a netdev's name or its interface index,
+// names e's netdev.
+func inZone(e GIDEntry, zone string) bool {
+	if i, err := strconv.Atoi(zone); err == nil {
+		return e.Ifindex != 0 && i == e.Ifindex
+	}
+	return e.Netdev != "" && zone == e.Netdev
 }
 
 // mapped4 reports whether p is a subnet of IPv4-mapped IPv6 addresses

@@ -162,6 +162,57 @@ func TestSelectGIDIndexPast255(t *testing.T) {
 	}
 }
 
+// TestSelectGIDLinkLocal covers link-local GIDs of both families, and a
+// rule's address with a zone, as a link-local socket address has.
+func TestSelectGIDLinkLocal(t *testing.T) {
+	table := []GIDEntry{
+		{Index: 0, GID: mustGID(t, "fe80::1"), Type: GIDTypeRoCEv1, Netdev: "eth0", Ifindex: 2},
+		{Index: 1, GID: mustGID(t, "fe80::1"), Type: GIDTypeRoCEv2, Netdev: "eth0", Ifindex: 2},
+		{Index: 2, GID: mustGID(t, "::ffff:169.254.7.7"), Type: GIDTypeRoCEv2, Netdev: "eth0", Ifindex: 2},
+		{Index: 3, GID: mustGID(t, "fe80::2"), Type: GIDTypeRoCEv2, Netdev: "eth1", Ifindex: 3},
+	}
+	tests := []struct {
+		name string
+		rule GIDRule
+		want int    // -1: none
+		why  string // with want -1: what the error must say
+	}{
+		{"none routable", GIDRule{}, -1, "index 2 ::ffff:169.254.7.7: link-local (169.254.0.0/16)"},
+		{"IPv6 is fe80::/10", GIDRule{Family: 6}, -1, "index 1 fe80::1: link-local (fe80::/10)"},
+		{"IPv4 link-local on request", GIDRule{AllowLinkLocal: true}, 2, ""},
+		{"named link-local address", GIDRule{Addr: netip.MustParseAddr("fe80::2")}, 3, ""},
+		{"named IPv4 link-local address", GIDRule{Addr: netip.MustParseAddr("169.254.7.7")}, 2, ""},
+		{"zone by name", GIDRule{Addr: netip.MustParseAddr("fe80::1%eth0")}, 1, ""},
+		{"zone by name, link-local allowed", GIDRule{Addr: netip.MustParseAddr("fe80::2%eth1"), AllowLinkLocal: true}, 3, ""},
+		{"zone by index", GIDRule{Addr: netip.MustParseAddr("fe80::1%2")}, 1, ""},
+		{"zone of another netdev", GIDRule{Addr: netip.MustParseAddr("fe80::1%eth1")}, -1, "index 1 fe80::1: on eth0, not zone eth1"},
+		{"zone of another index", GIDRule{Addr: netip.MustParseAddr("fe80::2%2")}, -1, "on eth1, not zone 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := SelectGID(table, tt.rule)
+			if tt.want < 0 {
+				if err == nil {
+					t.Fatalf("chose %d, want none\n%s", c.Entry.Index, c.Explain())
+				}
+				if !strings.Contains(err.Error(), tt.why) {
+					t.Errorf("%q lacks %q", err, tt.why)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Entry.Index != tt.want {
+				t.Fatalf("chose %d, want %d\n%s", c.Entry.Index, tt.want, c.Explain())
+			}
+		})
+	}
+	if !mustGID(t, "::ffff:169.254.7.7").IsLinkLocal() || mustGID(t, "::ffff:169.255.7.7").IsLinkLocal() {
+		t.Error("IsLinkLocal is wrong about IPv4's 169.254.0.0/16")
+	}
+}
+
 func TestGIDText(t *testing.T) {
 	for in, want := range map[string]string{
 		"198.18.0.1":        "::ffff:198.18.0.1",
