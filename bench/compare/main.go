@@ -784,8 +784,13 @@ func listening(port int, d time.Duration) bool {
 
 func parse(gorperf, lat bool, out []byte) (measure, error) {
 	if gorperf {
+		// perftest's 99% column is its percentile_99_us, not gorperf's
+		// nearest-rank p99_us over every sample.
 		var r struct {
-			Results []measure                 `json:"results"`
+			Results []struct {
+				measure
+				Percentile99Us float64 `json:"percentile_99_us"`
+			} `json:"results"`
 			Error   *struct{ Message string } `json:"error"`
 			Env     json.RawMessage           `json:"env"`
 			PeerEnv json.RawMessage           `json:"peer_env"`
@@ -796,7 +801,10 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 		if r.Error != nil || len(r.Results) == 0 {
 			return measure{}, fmt.Errorf("gorperf: no result")
 		}
-		m := r.Results[0]
+		m := r.Results[0].measure
+		if p := r.Results[0].Percentile99Us; p > 0 {
+			m.P99Us = p
+		}
 		m.env, m.peerEnv = r.Env, r.PeerEnv
 		return m, nil
 	}

@@ -446,6 +446,17 @@ const (
 	perftestReportCPU = "\t    %-3.2f\n"
 )
 
+// TestParseGorperf99 reads gorperf's JSON: the 99% compared with perftest's
+// column is the one defined as perftest's (percentile_99_us), not the
+// nearest rank over every sample (p99_us).
+func TestParseGorperf99(t *testing.T) {
+	out := `{"results":[{"size":2,"t_typical_us":1.5,"p99_us":9.75,"percentile_99_us":8.5}],"env":{"host":"a"}}`
+	m, err := parse(true, true, []byte(out))
+	if err != nil || m.TTypicalUs != 1.5 || m.P99Us != 8.5 || string(m.env) != `{"host":"a"}` {
+		t.Errorf("%+v, %v; want t_typical 1.5, 99%% 8.5 and the env", m, err)
+	}
+}
+
 // TestParsePerftest reads perftest's result lines as it prints them (the
 // header, RESULT_FMT or RESULT_FMT_LAT, then REPORT_FMT or REPORT_FMT_LAT):
 // BW average is column 3 and MsgRate 4; t_typical 4 and the 99th
