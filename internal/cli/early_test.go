@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -113,29 +114,32 @@ func TestStoppedEarlyOnDevice(t *testing.T) {
 	}
 }
 
-// TestSecondInterruptKillsOnDevice: a client stopped with SIGINT waits up
-// to 5 s for its server's figures; a server stopped (SIGSTOP) sends none.
-// A second SIGINT meanwhile kills the client at once, by the signal, as
-// it does perftest; it was caught and lost, and the client exited 130
-// when the 5 s were up.
+// TestSecondInterruptKillsOnDevice: a passive write-bw server stopped
+// with SIGINT waits up to 5 s for its client's figures; a client stopped
+// (SIGSTOP) sends none. A second SIGINT meanwhile kills the server at
+// once, by the signal, as it does perftest; it was caught and lost, and
+// the server exited 130 when the 5 s were up.
 func TestSecondInterruptKillsOnDevice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, "-s", "4096", "-D", "30")
+	srv, srvOut, cli, _ := writeBWPair(t, ctx, "-s", "4096", "-D", "30")
 	waitOutput(t, srvOut, "GID index") // connected: the test runs
 	time.Sleep(time.Second)
-	stop(t, srv)
-	cli.Process.Signal(syscall.SIGINT)
+	stop(t, cli)
+	srv.Process.Signal(syscall.SIGINT)
 	time.Sleep(500 * time.Millisecond)
-	cli.Process.Signal(syscall.SIGINT)
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", srv.Process.Pid)); err != nil || strings.Contains(string(st), ") Z ") {
+		t.Fatalf("the server did not wait for its stopped client after SIGINT: %v, %s\n%s%s", err, st, srvOut, srv.Stderr)
+	}
+	srv.Process.Signal(syscall.SIGINT)
 	t0 := time.Now()
-	err := cli.Wait()
+	err := srv.Wait()
 	took := time.Since(t0)
 	var ee *exec.ExitError
-	ws, _ := cli.ProcessState.Sys().(syscall.WaitStatus)
+	ws, _ := srv.ProcessState.Sys().(syscall.WaitStatus)
 	if !errors.As(err, &ee) || !ws.Signaled() || ws.Signal() != syscall.SIGINT || took > 2*time.Second {
-		t.Errorf("client after a second SIGINT: %v (signaled %v) after %v, want killed by SIGINT at once\n%s%s",
-			err, ws.Signaled(), took, cliOut, cli.Stderr)
+		t.Errorf("server after a second SIGINT: %v (signaled %v) after %v, want killed by SIGINT at once\n%s%s",
+			err, ws.Signaled(), took, srvOut, srv.Stderr)
 	}
 }
 
