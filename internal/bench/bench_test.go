@@ -1175,3 +1175,17 @@ func TestSingleThreadedCQs(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestThreadsRateHeader: the header of a test of several threads with a
+// rate limit gives the test's limit, each thread's share and its bursts,
+// where it gave one thread's share as the test's.
+func TestThreadsRateHeader(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 200,
+		NumQPs: 2, Threads: 2, TXDepth: 16, CQModeration: 4}
+	cr, _ := loopback(t, spec, func(l *bench.Local, client bool) {
+		l.Rate = bench.RateLimit{Rate: 400000, Unit: bench.RatePps}
+	})
+	if want := "400000 messages/sec, 200000 a thread in bursts of 16 (SW)"; cr.Header.RateLimit != want {
+		t.Errorf("rate limit %q, want %q", cr.Header.RateLimit, want)
+	}
+}

@@ -725,6 +725,10 @@ func (s *session) header(client bool) report.Header {
 		h.CQModeration = int(max(s.spec.CQModeration, 1))
 		if r := s.rateLimit(); r.Rate > 0 && s.active(client) {
 			h.RateLimit = r.String()
+			if g := s.local.group; g != nil && g.n > 1 {
+				// Each thread has its share: say the test's.
+				h.RateLimit = r.threads(g.n)
+			}
 		}
 	}
 	if s.spec.Test == exchange.ReadBW || s.spec.Test == exchange.ReadLat || s.spec.Test.IsAtomic() {

@@ -430,6 +430,9 @@ func addBandwidth(bs []stats.Bandwidth) stats.Bandwidth {
 // clientThreads runs a client's test of several threads: one connection
 // to the server at addr per thread, each asking for its share.
 func clientThreads(ctx context.Context, addr string, spec exchange.TestSpec, l Local, onHeader func(report.Header)) (*Result, error) {
+	if err := mapOneThread(l); err != nil {
+		return nil, err
+	}
 	var b [8]byte
 	rand.Read(b[:])
 	group := binary.BigEndian.Uint64(b[:]) | 1 // never 0
@@ -440,6 +443,17 @@ func clientThreads(ctx context.Context, addr string, spec exchange.TestSpec, l L
 	return runThreads(ctx, spec, l, onHeader, func(ctx context.Context, i int, l Local, onHeader func(report.Header)) (*Result, error) {
 		return client(ctx, addr, specs[i], l, onHeader)
 	}, nil)
+}
+
+// mapOneThread refuses --mmap (Local.MapFile) for a test of several
+// threads: each thread's connection has a buffer of its own, and all
+// would map the same range of the file, where an atomic test's threads
+// would add to one target and its --validate fail.
+func mapOneThread(l Local) error {
+	if l.MapFile != "" {
+		return fmt.Errorf("--mmap %s maps one buffer, and a test of several threads (--threads) has one a thread: leave out one of them", l.MapFile)
+	}
+	return nil
 }
 
 // groupWait bounds how long a server waits for the rest of a test's
@@ -474,6 +488,9 @@ func serveThreads(ctx context.Context, ln net.Listener, c *exchange.Conn, spec e
 			}
 		}
 		return nil, err
+	}
+	if err := mapOneThread(l); err != nil {
+		return fail(err)
 	}
 	giveUp := time.Now().Add(groupWait)
 	if d, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {

@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -204,5 +205,38 @@ func TestReserveProcs(t *testing.T) {
 	server()
 	if got := runtime.GOMAXPROCS(0); got != before {
 		t.Errorf("GOMAXPROCS %d after the loops, want %d back", got, before)
+	}
+}
+
+// TestMapOneThread: --mmap, one buffer, is refused for a test of several
+// threads, each of which has its own, on the client before it connects
+// and on the server, which tells the client why.
+func TestMapOneThread(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.AtomicBW, Size: 8, NumQPs: 2, Threads: 2, Group: 5}
+	l := Local{MapFile: "/dev/shm/x"}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := clientThreads(ctx, "127.0.0.1:1", spec, l, nil); err == nil || !strings.Contains(err.Error(), "--mmap /dev/shm/x") {
+		t.Errorf("client: %v; want --mmap refused", err)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	got := make(chan error, 1)
+	go func() {
+		_, err := exchange.NewConn(b).Recv(ctx)
+		got <- err
+	}()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := serveThreads(ctx, ln, exchange.NewConn(a), spec, l, Limits{}, nil); err == nil || !strings.Contains(err.Error(), "--mmap") {
+		t.Errorf("server: %v; want --mmap refused", err)
+	}
+	var pe *exchange.PeerError
+	if err := <-got; !errors.As(err, &pe) || !strings.Contains(pe.Text, "--mmap") {
+		t.Errorf("the client was told %v; want why", err)
 	}
 }
