@@ -735,7 +735,7 @@ func reportSizes(res *bench.Result) []report.SizeResult {
 			r = report.SizeFromLatency(s.Size, uint64(s.Lat.N), s.Lat)
 		}
 		for _, c := range s.Counters {
-			r.Counters = append(r.Counters, report.Counter{Name: c.Name, Delta: c.Delta, Reset: c.Reset})
+			r.Counters = append(r.Counters, report.Counter{Name: c.Name, Delta: c.Delta, Reset: c.Reset, Saturated: c.Saturated})
 		}
 		if s.CPU != nil {
 			r.CPU = report.CPUFrom(*s.CPU)

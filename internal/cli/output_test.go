@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/counters"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 	"github.com/gorperf/gorperf/internal/stats"
@@ -298,5 +299,18 @@ func TestProgressLine(t *testing.T) {
 	}
 	if isTerminal(&b) {
 		t.Error("a strings.Builder is not a terminal")
+	}
+}
+
+// TestReportSizesCounters: a counter's flags reach the report: one that
+// went backwards (reset) and one stuck at its maximum (saturated).
+func TestReportSizesCounters(t *testing.T) {
+	res := &bench.Result{Sizes: []bench.SizeResult{{Size: 64, Counters: []counters.Change{
+		{Name: "a", Delta: 5}, {Name: "b", Reset: true}, {Name: "counters/port_xmit_data", Delta: 7, Saturated: true},
+	}}}}
+	got := reportSizes(res)[0].Counters
+	want := []report.Counter{{Name: "a", Delta: 5}, {Name: "b", Reset: true}, {Name: "counters/port_xmit_data", Delta: 7, Saturated: true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("counters %+v, want %+v", got, want)
 	}
 }
