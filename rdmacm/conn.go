@@ -525,6 +525,13 @@ func (c *Conn) RemoteUD() (ah *ibverbs.AH, qpn, qkey uint32) {
 	return c.ah, c.udParam.QPNum, c.udParam.QKey
 }
 
+// UD returns, for a UD Conn, the parameters of the event that made it
+// (struct rdma_ud_param): from Dial the listener's, from JoinMulticast the
+// group's, whose AHAttr carries the group's multicast LID on InfiniBand,
+// which the group's senders address (AHAttr.DLID). It returns the zero
+// UDParam for a connected Conn.
+func (c *Conn) UD() UDParam { return c.udParam }
+
 // Done returns a channel that closes when the connection ends: the peer
 // disconnected (DISCONNECTED), the device went away, or Close was called.
 // Err then says which.

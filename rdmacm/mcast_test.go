@@ -42,6 +42,12 @@ func TestMulticast(t *testing.T) {
 	if ah == nil || qpn != 0xffffff || qkey == 0 {
 		t.Fatalf("RemoteUD: AH %v, QPN %#x, QKey %#x; want the group's, QPN 0xffffff", ah, qpn, qkey)
 	}
+	// The join's parameters: the group's address, which on InfiniBand
+	// has its multicast LID.
+	if ud := s.UD(); ud.QPNum != qpn || ud.QKey != qkey || !ud.AHAttr.IsGlobal ||
+		netip.AddrFrom16([16]byte(ud.AHAttr.GRH.DGID)).Unmap() != netip.MustParseAddr(testGroup) {
+		t.Errorf("UD: %+v; want the group's QPN, QKey and GID", ud)
+	}
 	const grh = 40
 	sm := register(t, s.PD(), 4096, 0)
 	rm := []*mem{register(t, r1.PD(), 4096, 0), register(t, r2.PD(), 4096, 0)}

@@ -68,7 +68,12 @@ func (s *session) cmJoin(ctx context.Context, client bool) error {
 		return err
 	}
 	s.localInfo[0].Endpoint.GID = ibverbs.GID(g.As16())
+	// The group's multicast LID, which the peer's sends go to over
+	// InfiniBand, as perftest's (its mcg_params.mlid); on RoCE none.
 	s.localInfo[0].Endpoint.LID = 0
+	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet {
+		s.localInfo[0].Endpoint.LID = c.UD().AHAttr.DLID
+	}
 	s.group = g
 	return nil
 }
