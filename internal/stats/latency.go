@@ -64,6 +64,16 @@ type Latency struct {
 	// and 99.99th percentiles of all N samples by the nearest-rank
 	// method (see Percentile): gorperf's percentile line.
 	P50, P90, P99, P999, P9999 float64
+
+	// Every is, for a run whose samples outgrew the memory set aside for
+	// them, how many samples each one kept stands for: one in Every, a
+	// power of two, was kept, evenly through the run (a systematic
+	// sample), and Stored is how many that is. SummarizeKept makes such
+	// a Latency: N, Min, Max, and perftest's TMax, Avg and Stdev are
+	// still exact, of all N samples, while Typical, T99, T999 and the
+	// percentiles P50 to P9999 are of the Stored samples kept. Every and
+	// Stored are 0 where every sample was kept.
+	Every, Stored int
 }
 
 // Summarize computes a Latency from samples in nanoseconds.
@@ -157,4 +167,130 @@ func Percentile(sorted []float64, p float64) float64 {
 	i := int(math.Ceil(rank)) - 1
 	i = max(0, min(i, n-1))
 	return sorted[i]
+}
+
+// Tally holds exact figures of a stream of latency samples, taken one at
+// a time in O(1) and without allocating, for a store that keeps only some
+// of the samples themselves (see SummarizeKept): their count, the
+// smallest, the two largest, and the sums that perftest's mean and
+// standard deviation without the two largest need. Its zero value is an
+// empty Tally.
+type Tally struct {
+	// N is the number of samples added.
+	N int
+	// Min is the smallest sample, Max the largest, and Max2 the second
+	// largest (-Inf while N < 2).
+	Min, Max, Max2 float64
+	// The sums are of each sample's difference from shift, a value near
+	// the mean, so that the variance is not the small difference of two
+	// large numbers; and they are compensated (Neumaier's summation) so
+	// that a run of billions of samples loses no more than one addition
+	// would. shift is the first sample, then (reshift) the mean without
+	// the two largest at each power of two up to maxReshift samples: a
+	// first sample far from the rest (a slow first round trip) is soon
+	// forgotten.
+	shift     float64
+	s1, c1    float64 // the sum of the differences, and its compensation
+	s2, c2    float64 // the sum of their squares, and its compensation
+	reshiftAt int     // the count at which shift moves next; 0: never
+	started   bool
+}
+
+// maxReshift is the count at which a Tally moves its shift the last time.
+const maxReshift = 1 << 20
+
+// Add adds the sample x.
+func (t *Tally) Add(x float64) {
+	if !t.started {
+		t.started = true
+		t.Min, t.Max, t.Max2, t.shift = x, math.Inf(-1), math.Inf(-1), x
+		t.reshiftAt = 4
+	}
+	t.N++
+	if x < t.Min {
+		t.Min = x
+	}
+	if x > t.Max2 {
+		if x > t.Max {
+			t.Max, t.Max2 = x, t.Max
+		} else {
+			t.Max2 = x
+		}
+	}
+	d := x - t.shift
+	t.s1, t.c1 = neumaier(t.s1, t.c1, d)
+	t.s2, t.c2 = neumaier(t.s2, t.c2, d*d)
+	if t.N == t.reshiftAt {
+		t.reshift()
+	}
+}
+
+// reshift moves the sums' shift to the mean of the samples so far less
+// the two largest (N is at least 3), and sets when to move it next.
+func (t *Tally) reshift() {
+	t.reshiftAt *= 2
+	if t.reshiftAt > maxReshift {
+		t.reshiftAt = 0
+	}
+	s1, s2, n := t.s1+t.c1, t.s2+t.c2, float64(t.N)
+	d := (s1 - (t.Max - t.shift) - (t.Max2 - t.shift)) / (n - PerftestTail)
+	if math.IsNaN(d) || math.IsInf(d, 0) {
+		return // a sample that was not finite: SummarizeKept says so
+	}
+	// The sums of x-shift-d: S1 - n*d, and S2 - 2*d*S1 + n*d*d.
+	t.shift += d
+	t.s1, t.c1 = s1-n*d, 0
+	t.s2, t.c2 = s2-d*(2*s1-n*d), 0
+}
+
+// neumaier adds x to the sum s with the compensation c (Neumaier's
+// variant of Kahan summation): s+c is the sum, to within an ulp or so.
+func neumaier(s, c, x float64) (float64, float64) {
+	t := s + x
+	if math.Abs(s) >= math.Abs(x) {
+		c += (s - t) + x
+	} else {
+		c += (x - t) + s
+	}
+	return t, c
+}
+
+// SummarizeKept computes a Latency from the samples a bounded store kept
+// of a run, in nanoseconds: one in every (a power of two, 1 for all of
+// them) evenly through the run, in kept, and t, the exact Tally of every
+// sample. Where every sample was kept (every <= 1) it is Summarize(kept),
+// and t is not read.
+//
+// Otherwise the figures that need no order come from t, exactly: N, Min,
+// Max, and perftest's TMax (the second largest sample), Avg and Stdev,
+// which leave out the PerftestTail largest samples of all N as Summarize
+// does. The figures that need the samples in order come from the kept
+// ones as Summarize computes them: Typical, T99 and T999 (perftest's
+// indices into the kept samples less their two largest) and the
+// percentiles P50 to P9999. A kept sample lies between Min and Max, and
+// T99 and T999 at most at TMax, so that the figures stay in order. Every
+// and Stored say how the samples were kept.
+func SummarizeKept(kept []float64, every int, t Tally) (Latency, error) {
+	if every <= 1 {
+		return Summarize(kept)
+	}
+	l, err := Summarize(kept)
+	if err != nil {
+		return l, err
+	}
+	if t.N < len(kept) || t.N <= PerftestTail || math.IsNaN(t.s1+t.s2) || math.IsInf(t.s1+t.s2, 0) {
+		return Latency{}, fmt.Errorf("stats: a tally of %d samples for %d kept", t.N, len(kept))
+	}
+	l.Every, l.Stored = every, len(kept)
+	l.N, l.Min, l.Max, l.TMax = t.N, t.Min, t.Max, t.Max2
+	m := t.N - PerftestTail
+	l.Kept = m
+	// The sums less the two largest samples' parts.
+	d1, d2 := t.Max-t.shift, t.Max2-t.shift
+	s1 := (t.s1 + t.c1) - d1 - d2
+	s2 := (t.s2 + t.c2) - d1*d1 - d2*d2
+	mean := s1 / float64(m)
+	l.Avg = t.shift + mean
+	l.Stdev = math.Sqrt(max(s2/float64(m)-mean*mean, 0))
+	return l, nil
 }

@@ -274,3 +274,132 @@ func TestPercentileLargeN(t *testing.T) {
 		}
 	}
 }
+
+// tallied returns the Tally of samples.
+func tallied(samples []float64) Tally {
+	var t Tally
+	for _, v := range samples {
+		t.Add(v)
+	}
+	return t
+}
+
+// near reports whether got is within rel of want, relatively.
+func near(got, want, rel float64) bool {
+	return math.Abs(got-want) <= rel*math.Max(math.Abs(want), 1)
+}
+
+// TestSummarizeKeptAll: where every sample was kept, SummarizeKept is
+// Summarize, figure for figure, and says nothing of sampling.
+func TestSummarizeKeptAll(t *testing.T) {
+	samples := []float64{9, 2, 200, 5, 4, 4, 7, 100, 4, 5}
+	want, err := Summarize(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, every := range []int{0, 1} {
+		got, err := SummarizeKept(samples, every, tallied(samples))
+		if err != nil || got != want {
+			t.Errorf("every %d: %+v, %v; want %+v", every, got, err, want)
+		}
+	}
+	if _, err := SummarizeKept(nil, 1, Tally{}); !errors.Is(err, ErrNoSamples) {
+		t.Errorf("no samples: %v", err)
+	}
+}
+
+// TestTallyExact: the exact figures SummarizeKept takes from a Tally are
+// those Summarize computes from all the samples (perftest's t_max, t_avg
+// and t_stdev without the two largest), here with outliers, the first
+// sample among them (the sums' shift), and ties at the top; the order
+// figures are the kept samples', and Every and Stored say how many.
+func TestTallyExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	samples := make([]float64, 100_003)
+	for i := range samples {
+		samples[i] = 2000 + float64(r.IntN(400))/2
+		if r.IntN(1000) == 0 {
+			samples[i] += float64(r.IntN(100_000))
+		}
+	}
+	samples[0] = 50_000
+	samples[1000], samples[2000] = 1e6, 1e6 // the largest two tie
+	all, err := Summarize(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []float64
+	for i := 0; i < len(samples); i += 4 {
+		kept = append(kept, samples[i])
+	}
+	fromKept, err := Summarize(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SummarizeKept(kept, 4, tallied(samples))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.N != all.N || got.Min != all.Min || got.Max != all.Max || got.TMax != all.TMax || got.Kept != all.Kept ||
+		!near(got.Avg, all.Avg, 1e-12) || !near(got.Stdev, all.Stdev, 1e-9) {
+		t.Errorf("exact figures %+v\nwant those of all the samples %+v", got, all)
+	}
+	if got.Typical != fromKept.Typical || got.T99 != fromKept.T99 || got.T999 != fromKept.T999 ||
+		got.P50 != fromKept.P50 || got.P99 != fromKept.P99 || got.P9999 != fromKept.P9999 {
+		t.Errorf("order figures %+v\nwant those of the kept samples %+v", got, fromKept)
+	}
+	if got.Every != 4 || got.Stored != len(kept) {
+		t.Errorf("every %d, stored %d; want 4, %d", got.Every, got.Stored, len(kept))
+	}
+	if got.T999 > got.TMax || got.P9999 > got.Max || got.P50 < got.Min {
+		t.Errorf("figures out of order: %+v", got)
+	}
+	// A tally of fewer samples than were kept is not the run's.
+	if _, err := SummarizeKept(kept, 4, tallied(kept[:10])); err == nil {
+		t.Error("a tally of 10 samples for more kept: no error")
+	}
+}
+
+// TestTallyLongRun: over ten million samples whose first is far from the
+// rest, the tally's mean and standard deviation are those of a two-pass
+// computation to within 1e-9: its compensated sums lose nothing to the
+// length of the run.
+func TestTallyLongRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten million samples")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	samples := make([]float64, 10_000_000)
+	for i := range samples {
+		samples[i] = 2000 + r.NormFloat64()*3
+	}
+	samples[0] = 1e7
+	tl := tallied(samples)
+	m := float64(len(samples) - PerftestTail)
+	trimmed := slices.Sorted(slices.Values(samples))[:len(samples)-PerftestTail]
+	var sum float64
+	for _, v := range trimmed {
+		sum += v
+	}
+	mean := sum / m
+	var sq float64
+	for _, v := range trimmed {
+		sq += (v - mean) * (v - mean)
+	}
+	got, err := SummarizeKept(samples[:1000], 2, tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(got.Avg, mean, 1e-12) || !near(got.Stdev, math.Sqrt(sq/m), 1e-9) {
+		t.Errorf("mean %v, stdev %v; two passes give %v, %v", got.Avg, got.Stdev, mean, math.Sqrt(sq/m))
+	}
+}
+
+// TestTallyAddAllocs: a Tally takes a sample without allocating.
+func TestTallyAddAllocs(t *testing.T) {
+	var tl Tally
+	x := 1.0
+	if n := testing.AllocsPerRun(1000, func() { tl.Add(x); x++ }); n != 0 {
+		t.Errorf("%v allocations a sample", n)
+	}
+}
