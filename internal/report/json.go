@@ -137,6 +137,15 @@ type SizeResult struct {
 	P999Us  float64 `json:"p99_9_us,omitempty"`
 	P9999Us float64 `json:"p99_99_us,omitempty"`
 	MaxUs   float64 `json:"max_us,omitempty"`
+	// SampledEvery and SamplesKept are there only where the run took
+	// more samples than the memory set aside for them holds: one in
+	// SampledEvery (a power of two) was kept, evenly through the run,
+	// SamplesKept in all. t_typical, percentile_99 and percentile_99_9,
+	// the p* percentiles and samples_us are then of the samples kept;
+	// iterations, t_min, t_max, t_avg, t_stdev and max of all of them
+	// (see stats.Latency).
+	SampledEvery int `json:"sampled_every,omitempty"`
+	SamplesKept  int `json:"samples_kept,omitempty"`
 	// MeasuredByPeer marks a latency test's size on the side that kept
 	// no samples (the server: the client times every test): its latency
 	// fields are left out rather than given as zero, and the peer's
@@ -184,6 +193,8 @@ type sizeBW struct {
 	P999Us          float64     `json:"p99_9_us,omitempty"`
 	P9999Us         float64     `json:"p99_99_us,omitempty"`
 	MaxUs           float64     `json:"max_us,omitempty"`
+	SampledEvery    int         `json:"sampled_every,omitempty"`
+	SamplesKept     int         `json:"samples_kept,omitempty"`
 	MeasuredByPeer  bool        `json:"measured_by_peer,omitempty"`
 	SamplesUs       []float64   `json:"samples_us,omitempty"`
 	Counters        []Counter   `json:"counters,omitempty"`
@@ -217,6 +228,8 @@ type sizeLat struct {
 	P999Us          float64     `json:"p99_9_us"`
 	P9999Us         float64     `json:"p99_99_us"`
 	MaxUs           float64     `json:"max_us"`
+	SampledEvery    int         `json:"sampled_every,omitempty"`
+	SamplesKept     int         `json:"samples_kept,omitempty"`
 	MeasuredByPeer  bool        `json:"measured_by_peer,omitempty"`
 	SamplesUs       []float64   `json:"samples_us,omitempty"`
 	Counters        []Counter   `json:"counters,omitempty"`
@@ -295,7 +308,9 @@ func SizeFromBandwidth(b stats.Bandwidth) SizeResult {
 // iterations of size bytes. l is in nanoseconds; the result holds
 // microseconds rounded to the nanosecond, so that the JSON carries no
 // digits beyond what was measured. Without samples (l.N is 0) it has
-// no latency figures and MeasuredByPeer is set.
+// no latency figures and MeasuredByPeer is set. Where the run kept one
+// sample in so many (l.Every over 1), SampledEvery and SamplesKept say
+// so.
 func SizeFromLatency(size int, iters uint64, l stats.Latency) SizeResult {
 	if l.N == 0 {
 		return SizeResult{Bytes: size, Iterations: iters, MeasuredByPeer: true}
@@ -316,6 +331,8 @@ func SizeFromLatency(size int, iters uint64, l stats.Latency) SizeResult {
 		P999Us:          usec(l.P999),
 		P9999Us:         usec(l.P9999),
 		MaxUs:           usec(l.Max),
+		SampledEvery:    l.Every,
+		SamplesKept:     l.Stored,
 	}
 }
 

@@ -759,3 +759,65 @@ func TestWriteThreads(t *testing.T) {
 		t.Errorf("one thread: %q", buf.String())
 	}
 }
+
+// sampledSummary is the latency of 4,000 samples of which a store kept one
+// in four.
+func sampledSummary(t *testing.T) stats.Latency {
+	t.Helper()
+	all := latSamples(4000)
+	var tl stats.Tally
+	var kept []float64
+	for i, v := range all {
+		tl.Add(v)
+		if i%4 == 0 {
+			kept = append(kept, v)
+		}
+	}
+	l, err := stats.SummarizeKept(kept, 4, tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestLatTableSampled: a run that kept one sample in so many says so
+// under its percentile line, and which figures are of the samples kept;
+// its JSON has sampled_every and samples_kept, which a run that kept them
+// all leaves out (TestJSONGolden's send_lat.json.golden has neither).
+func TestLatTableSampled(t *testing.T) {
+	l := sampledSummary(t)
+	var buf bytes.Buffer
+	for _, err := range []error{
+		WriteLatHeader(&buf),
+		WriteLatRow(&buf, 2, uint64(l.N), l),
+		WriteRule(&buf),
+		WritePercentiles(&buf, l),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkGolden(t, "lat_table_sampled.golden", buf.Bytes())
+	if !strings.Contains(buf.String(), " sampled: 1 in 4 samples kept (1000 of 4000)") {
+		t.Errorf("no note of the sampling:\n%s", buf.String())
+	}
+	b, err := json.Marshal(SizeFromLatency(2, uint64(l.N), l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["sampled_every"] != 4.0 || doc["samples_kept"] != 1000.0 || doc["iterations"] != 4000.0 {
+		t.Errorf("sampled size %s", b)
+	}
+	b, err = json.Marshal(SizeFromLatency(2, 1000, latSummary(t)))
+	if err != nil || strings.Contains(string(b), "sampled_every") || strings.Contains(string(b), "samples_kept") {
+		t.Errorf("size that kept every sample: %s, %v", b, err)
+	}
+	buf.Reset()
+	if err := WritePercentiles(&buf, latSummary(t)); err != nil || strings.Contains(buf.String(), "sampled") {
+		t.Errorf("percentiles of every sample: %q, %v", buf.String(), err)
+	}
+}

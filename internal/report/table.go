@@ -106,6 +106,13 @@ func WriteLatRow(w io.Writer, size int, iters uint64, l stats.Latency) error {
 //
 //	p50: 1.23  p90: 1.45  p99: 2.01  p99.9: 3.50  p99.99: 4.00  max: 9.12 [usec]
 //
+// Where the run kept only one sample in so many (l.Every over 1, see
+// stats.Latency), a note follows that says so and which figures are of
+// the samples kept:
+//
+//	sampled: 1 in 4 samples kept (50000000 of 200000000), evenly through the run: t_typical, 99%, 99.9%,
+//	 the percentiles and any samples listed are of those; t_min, t_max, t_avg, t_stdev and max of all
+//
 // Where l has no samples (l.N is 0) the line says that the peer measured
 // them instead.
 func WritePercentiles(w io.Writer, l stats.Latency) error {
@@ -116,6 +123,11 @@ func WritePercentiles(w io.Writer, l stats.Latency) error {
 	}
 	p.printf(" p50: %.2f  p90: %.2f  p99: %.2f  p99.9: %.2f  p99.99: %.2f  max: %.2f [usec]\n",
 		l.P50/nsPerUsec, l.P90/nsPerUsec, l.P99/nsPerUsec, l.P999/nsPerUsec, l.P9999/nsPerUsec, l.Max/nsPerUsec)
+	if l.Every > 1 {
+		p.printf(" sampled: 1 in %d samples kept (%d of %d), evenly through the run: t_typical, 99%%, 99.9%%,\n"+
+			"  the percentiles and any samples listed are of those; t_min, t_max, t_avg, t_stdev and max of all\n",
+			l.Every, l.Stored, l.N)
+	}
 	return p.err
 }
 
