@@ -25,7 +25,7 @@ type sideResult struct {
 	// Peak is the shortest time one window of messages took, divided by
 	// the window's size: the best sustained rate seen (0 if unknown).
 	Peak    time.Duration
-	Samples []float64 // latency tests: one per iteration, in ns
+	Samples keptSamples // latency tests: one per iteration, in ns, or one in so many (sampleStore)
 	// CPU is, with a margin (TestSpec.Margin) and Local.CPUUtil, the
 	// process's CPU time at the edges of the measured span, which the
 	// counts above cover; nil: the whole run's is the one to report.

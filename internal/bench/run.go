@@ -732,9 +732,9 @@ func (c cpuSample) since(start cpuSample, msgs uint64) *stats.CPU {
 // the longer of the two times, and the two peaks, as perftest's does.
 func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) SizeResult {
 	if s.spec.Test.IsLatency() {
-		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples}
-		if len(mine.Samples) > 0 {
-			r.Lat, _ = stats.Summarize(mine.Samples)
+		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples.v}
+		if len(mine.Samples.v) > 0 {
+			r.Lat, _ = mine.Samples.summarize()
 		}
 		return r
 	}
