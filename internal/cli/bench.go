@@ -646,7 +646,11 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions) {
 	}
 	report.WriteBWHeader(w, gbits)
 	for _, s := range res.Sizes {
-		report.WriteBWRow(w, s.BW, gbits)
+		if s.Local != nil { // bidirectional
+			report.WriteBidiRow(w, s.BW, *s.Local, gbits)
+		} else {
+			report.WriteBWRow(w, s.BW, gbits)
+		}
 	}
 	report.WriteRule(w)
 	if !o.ReportBoth {

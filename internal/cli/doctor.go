@@ -289,10 +289,17 @@ const capIPCLock = 14
 // from proc/self/status under root, hold CAP_IPC_LOCK: the kernel then
 // registers (pins) memory past the locked-memory limit (ib_umem_get
 // checks capable(CAP_IPC_LOCK)). Root has it, and docker's --cap-add
-// IPC_LOCK grants it. A status that cannot be read says no.
+// IPC_LOCK grants it. A status that cannot be read says no. capable()
+// asks the initial user namespace: in another one (unshare -r, rootless
+// podman), whose proc/self/uid_map is not the identity, the capability
+// does not count.
 func hasIPCLock(root string) bool {
 	b, err := os.ReadFile(filepath.Join(root, "proc/self/status"))
 	if err != nil {
+		return false
+	}
+	if m, err := os.ReadFile(filepath.Join(root, "proc/self/uid_map")); err == nil &&
+		!slices.Equal(strings.Fields(string(m)), []string{"0", "0", "4294967295"}) {
 		return false
 	}
 	for _, line := range strings.Split(string(b), "\n") {

@@ -86,6 +86,21 @@ func TestCheckMemlockCapability(t *testing.T) {
 	if hasIPCLock(t.TempDir()) {
 		t.Errorf("hasIPCLock with no status file = true")
 	}
+	// In a user namespace of its own the capability is not the initial
+	// namespace's, which the kernel asks for.
+	for _, tc := range []struct {
+		uidMap string
+		want   bool
+	}{
+		{"         0          0 4294967295\n", true},
+		{"         0       1000          1\n", false},
+		{"         0     100000      65536\n", false},
+	} {
+		root := fakeFS(t, map[string]string{"proc/self/status": status("000001ffffffffff"), "proc/self/uid_map": tc.uidMap})
+		if got := hasIPCLock(root); got != tc.want {
+			t.Errorf("hasIPCLock with uid_map %q = %v, want %v", tc.uidMap, got, tc.want)
+		}
+	}
 	wantFinding(t, checkMemlock(64*1024, nil, true), levelOK, "locked-memory limit (ulimit -l) is 64 KiB, but this process has CAP_IPC_LOCK (as root has)")
 	wantFinding(t, checkMemlock(0, errors.New("nope"), true), levelOK, "CAP_IPC_LOCK")
 	wantFinding(t, checkMemlock(rlimitInfinity, nil, true), levelOK, "is unlimited")

@@ -294,7 +294,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	}
 	if o.Test.IsLatency() {
 		f.Float64Var(&o.limits.Typical, "limit_lat", 0, "fail (exit status 3) if any size's t_typical is above this many µs")
-		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99th percentile is above this many µs")
+		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99% percentile (the table's column, as perftest computes it) is above this many µs")
 		f.BoolVarP(&o.Unsorted, "report-unsorted", "U", false, "list every latency sample kept in µs, in the order measured, as perftest's -U (text; with --json, samples_us)")
 		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample kept in µs, sorted, as perftest's -H (text; with --json, samples_us); --histogram draws one")
 		f.Uint32Var(&o.LatencyGap, "latency_gap", 0, "the client pauses this many µs after each answer or completion before its next request, outside the samples (perftest's counts the pause in them); at most 1000000")

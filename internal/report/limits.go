@@ -77,8 +77,10 @@ func (l Limits) Check(results []SizeResult) error {
 		if l.Typical > 0 && !(r.TTypicalUs > 0 && r.TTypicalUs <= l.Typical) {
 			misses = append(misses, fmt.Sprintf("%d bytes: t_typical %.2f µs, above %g", r.Bytes, r.TTypicalUs, l.Typical))
 		}
-		if l.P99 > 0 && !(r.P99Us > 0 && r.P99Us <= l.P99) {
-			misses = append(misses, fmt.Sprintf("%d bytes: 99%% percentile %.2f µs, above %g", r.Bytes, r.P99Us, l.P99))
+		// The table's 99% column, perftest's (the two largest samples
+		// left out), not the nearest rank over every sample (p99).
+		if l.P99 > 0 && !(r.Percentile99Us > 0 && r.Percentile99Us <= l.P99) {
+			misses = append(misses, fmt.Sprintf("%d bytes: 99%% percentile %.2f µs, above %g", r.Bytes, r.Percentile99Us, l.P99))
 		}
 	}
 	if len(misses) == 0 {

@@ -13,9 +13,11 @@ func TestLimits(t *testing.T) {
 		{Bytes: 4096, BWAvgMBps: 900, BWAvgGbps: 7.55, MsgRateMpps: 0.23},
 		{Bytes: 65536, BWAvgMBps: 1100, BWAvgGbps: 9.23, MsgRateMpps: 0.0176},
 	}
+	// --limit_p99 checks the table's 99% column (Percentile99Us,
+	// perftest's), not the nearest rank over every sample (P99Us).
 	lat := []SizeResult{
-		{Bytes: 2, TTypicalUs: 1.8, P99Us: 4.5},
-		{Bytes: 64, TTypicalUs: 2.1, P99Us: 9.0},
+		{Bytes: 2, TTypicalUs: 1.8, Percentile99Us: 4.5, P99Us: 50},
+		{Bytes: 64, TTypicalUs: 2.1, Percentile99Us: 9.0, P99Us: 3},
 	}
 	// The server of a latency test keeps no samples: its sizes are the
 	// peer's to measure, as the CLI builds them.

@@ -821,3 +821,21 @@ func TestLatTableSampled(t *testing.T) {
 		t.Errorf("percentiles of every sample: %q, %v", buf.String(), err)
 	}
 }
+
+// TestBidiRow: a bidirectional row, as perftest's print_full_bw_report,
+// has both directions' figures but this side's iterations, and this
+// side's average, not the total's, decides the six decimals: here each
+// direction sends 0.06 Gb/sec (under 0.1), together 0.12.
+func TestBidiRow(t *testing.T) {
+	local := stats.ComputeBandwidth(7500, 1000, time.Second, 0) // 0.06 Gb/sec
+	remote := stats.ComputeBandwidth(7500, 1000, time.Second, 0)
+	total := stats.ComputeBandwidth(7500, 2000, time.Second, 0)
+	total.AvgMBps, total.MsgRateMpps = local.AvgMBps+remote.AvgMBps, local.MsgRateMpps+remote.MsgRateMpps
+	var buf bytes.Buffer
+	if err := WriteBidiRow(&buf, total, local, true); err != nil {
+		t.Fatal(err)
+	}
+	if want := " 7500       1000           0.120000            0.120000            0.002000\n"; buf.String() != want {
+		t.Errorf("row\n%q, want\n%q", buf.String(), want)
+	}
+}

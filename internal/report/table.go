@@ -53,16 +53,28 @@ const extGbps = 0.1
 // average is under 0.1 has six decimals and perftest's other spacing
 // (REPORT_FMT_EXT).
 func WriteBWRow(w io.Writer, b stats.Bandwidth, gbits bool) error {
+	return writeBWRow(w, b, b, gbits)
+}
+
+// WriteBidiRow writes the row of a bidirectional test, whose figures are
+// total's (both directions) and whose iterations, as perftest's
+// print_full_bw_report prints them, are this side's (local's); local's
+// average, not the total's, decides perftest's six decimals.
+func WriteBidiRow(w io.Writer, total, local stats.Bandwidth, gbits bool) error {
+	return writeBWRow(w, total, local, gbits)
+}
+
+func writeBWRow(w io.Writer, b, mine stats.Bandwidth, gbits bool) error {
 	peak, avg := b.PeakMBps, b.AvgMBps
 	if gbits {
 		peak, avg = b.Gbps()
 	}
 	format := bwRow
-	if gbits && avg < extGbps {
+	if _, myAvg := mine.Gbps(); gbits && myAvg < extGbps {
 		format = bwRowExt
 	}
 	p := &printer{w: w}
-	p.printf(format, b.Bytes, b.Iterations, peak, avg, b.MsgRateMpps)
+	p.printf(format, b.Bytes, mine.Iterations, peak, avg, b.MsgRateMpps)
 	return p.err
 }
 
