@@ -515,7 +515,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 		test := tc.test
 		mallocs := func(iters uint64) uint64 {
 			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: iters,
-				NumQPs: 1, TXDepth: 64, RXDepth: 128, CQModeration: 16, PostList: 4, Bidirectional: tc.bidi,
+				NumQPs: 1, TXDepth: 64, RXDepth: 128, CQModeration: 16, PostList: 16, Bidirectional: tc.bidi,
 				Events: tc.events, Immediate: tc.imm, ValidateData: tc.imm}
 			if test.IsLatency() {
 				spec.TXDepth, spec.CQModeration, spec.PostList = 1, 1, 1

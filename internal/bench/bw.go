@@ -108,6 +108,19 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 	return wr
 }
 
+// wholeLists is what of n requests, left of them still to post, the
+// loop posts in lists of pl: only whole lists, as perftest's loop (which
+// posts when a whole list fits the send queue, and counts its bursts in
+// lists), but for the run's last requests, which may be fewer than a
+// list. A split list would ring the doorbell for fewer requests than -l
+// says.
+func wholeLists(n, left, pl uint64) uint64 {
+	if n == left {
+		return n
+	}
+	return n - n%pl
+}
+
 // runSender posts iters messages of size bytes on every QP (or, with a
 // duration, as many as fit in it), keeping up to the TX depth in flight,
 // posting lists of PostList requests and asking for one completion per
@@ -180,7 +193,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	}
 	var lim *limiter // --rate_limit: the tokens a post takes
 	if r := s.rateLimit(); r.Rate > 0 {
-		lim = newLimiter(r, s.payload(size), start)
+		lim = newLimiter(r, s.payload(size), start, pl)
 	}
 	var pc pacer
 	for {
@@ -201,6 +214,9 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 					n = min(iters-posted[i], room, batch)
 					if lim != nil {
 						n = min(n, tokens)
+					}
+					n = wholeLists(n, iters-posted[i], pl)
+					if lim != nil {
 						tokens -= n
 					}
 				case stopping && lastSig[i] < posted[i]:

@@ -82,12 +82,13 @@ type limiter struct {
 // stall.
 const catchUp = 10 * time.Millisecond
 
-// newLimiter starts a limiter for messages of size bytes at now, with one
-// message to send: a run of n messages then lasts (n-1)/rate, its average
+// newLimiter starts a limiter for messages of size bytes, posted in lists
+// of list, at now, with one message to send: a run of n messages then lasts (n-1)/rate, its average
 // the limit, where a full first burst would raise a short run's.
-func newLimiter(r RateLimit, size int, now time.Time) *limiter {
+func newLimiter(r RateLimit, size int, now time.Time, list uint64) *limiter {
 	perNs := r.perSecond(size) / 1e9
-	most := max(float64(max(r.Burst, 1)), perNs*float64(catchUp))
+	// At least a post list: the loop posts only whole lists.
+	most := max(float64(max(r.Burst, 1)), float64(list), perNs*float64(catchUp))
 	return &limiter{perNs: perNs, most: most, tokens: 1, last: now}
 }
 

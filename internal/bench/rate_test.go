@@ -10,7 +10,7 @@ import (
 func TestLimiter(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	// 1 MiB/s of 1 KiB messages: 1024 a second, bursts of 8.
-	l := newLimiter(RateLimit{Rate: 1, Unit: RateMiBs, Burst: 8}, 1024, t0)
+	l := newLimiter(RateLimit{Rate: 1, Unit: RateMiBs, Burst: 8}, 1024, t0, 1)
 	if n := l.take(t0, 100); n != 1 {
 		t.Fatalf("at the start: %d, want 1", n)
 	}
@@ -66,7 +66,7 @@ func TestLimiter(t *testing.T) {
 // its own size.
 func TestLimiterCatchesUp(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	l := newLimiter(RateLimit{Rate: 10e6, Unit: RatePps, Burst: 128}, 64, t0)
+	l := newLimiter(RateLimit{Rate: 10e6, Unit: RatePps, Burst: 128}, 64, t0, 1)
 	var sent uint64
 	now := t0
 	for now.Sub(t0) < 200*time.Millisecond {
@@ -79,9 +79,27 @@ func TestLimiterCatchesUp(t *testing.T) {
 	if want := 10e6 * now.Sub(t0).Seconds(); float64(sent) < 0.999*want || float64(sent) > want+128 {
 		t.Errorf("sent %d in %v, want %.0f", sent, now.Sub(t0), want)
 	}
-	big := newLimiter(RateLimit{Rate: 1000, Unit: RatePps, Burst: 64}, 64, t0)
+	big := newLimiter(RateLimit{Rate: 1000, Unit: RatePps, Burst: 64}, 64, t0, 1)
 	if n := big.take(t0.Add(time.Hour), 1000); n != 64 {
 		t.Errorf("a burst of 64 at 1000 a second after an hour: %d, want 64", n)
+	}
+}
+
+// TestWholeLists: the loop posts whole lists only, as perftest's, but for
+// the run's last requests; a limiter holds at least a list's tokens, so
+// that a burst smaller than a list cannot stall the loop.
+func TestWholeLists(t *testing.T) {
+	for _, tc := range []struct{ n, left, pl, want uint64 }{
+		{5, 100, 4, 4}, {3, 100, 4, 0}, {8, 100, 4, 8}, {3, 3, 4, 3}, {7, 7, 4, 7}, {5, 100, 1, 5}, {0, 100, 4, 0},
+	} {
+		if got := wholeLists(tc.n, tc.left, tc.pl); got != tc.want {
+			t.Errorf("wholeLists(%d, %d, %d) = %d, want %d", tc.n, tc.left, tc.pl, got, tc.want)
+		}
+	}
+	t0 := time.Unix(0, 0)
+	l := newLimiter(RateLimit{Rate: 100, Unit: RatePps, Burst: 1}, 64, t0, 16)
+	if n := l.take(t0.Add(time.Second), 16); n != 16 {
+		t.Errorf("bursts of 1 in lists of 16 at 100 a second, after a second: %d tokens, want a list, 16", n)
 	}
 }
 

@@ -100,13 +100,13 @@ func TestTestFlagDependentDefaults(t *testing.T) {
 
 func TestTestFlagsPerftestLetters(t *testing.T) {
 	s, o, err := parseTest(t, exchange.SendBW, "-d", "mlx5_1", "-i", "2", "-x", "3", "-s", "1024", "-n", "77",
-		"-q", "4", "-b", "-c", "UD", "-I", "64", "-t", "64", "-r", "72", "-Q", "16", "-l", "8", "--recv-post-list", "24", "-m", "2048",
+		"-q", "4", "-b", "-c", "UD", "-I", "64", "-t", "64", "-r", "72", "-Q", "8", "-l", "16", "--recv-post-list", "24", "-m", "2048",
 		"-p", "20000", "-F", "--report-gbits", "--tclass", "106", "--sl", "3", "--validate", "-o", "4", "--use_old_post_send", "--disable_pcie_relaxed", "-e", "--use_srq", "198.18.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 1024, Iterations: 77, NumQPs: 4,
-		Bidirectional: true, TXDepth: 64, RXDepth: 72, CQModeration: 16, PostList: 8, RecvPostList: 24, Inline: 64,
+		Bidirectional: true, TXDepth: 64, RXDepth: 72, CQModeration: 8, PostList: 16, RecvPostList: 24, Inline: 64,
 		MTU: ibverbs.MTU2048, TrafficClass: 106, SL: 3, ValidateData: true, OutReads: 4, OldPostSend: true, NoRelaxedOrdering: true, Events: true, SRQ: true}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("spec\n got %+v\nwant %+v", s, want)

@@ -58,6 +58,7 @@ func TestValidate(t *testing.T) {
 		{"events", func(s *TestSpec) { s.Events = true }},
 		{"send_lat events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events = SendLat, false, true }},
 		{"write_bw immediate", func(s *TestSpec) { s.Immediate = true }},
+		{"post list of moderations", func(s *TestSpec) { s.PostList, s.CQModeration = 16, 4 }},
 		{"margin", func(s *TestSpec) { s.Iterations, s.Duration, s.Margin = 0, 3, 1 }},
 		{"read_bw warm-up", func(s *TestSpec) { s.Test, s.WarmUp, s.Bidirectional = ReadBW, true, false }},
 		// --validate (testSpec's) checks every latency test, and atomics
@@ -125,6 +126,7 @@ func TestValidate(t *testing.T) {
 		{"RX depth", "RX depth 0 for send_bw", func(s *TestSpec) { s.Test, s.RXDepth = SendBW, 0 }},
 		{"CQ moderation", "CQ moderation 200", func(s *TestSpec) { s.CQModeration = 200 }},
 		{"post list", "post list 129", func(s *TestSpec) { s.PostList = 129 }},
+		{"post list and moderation", "post list 4 must be a multiple of the CQ moderation 8", func(s *TestSpec) { s.PostList, s.CQModeration = 4, 8 }},
 		{"receive post list write", "not write_bw without immediate data", func(s *TestSpec) { s.RecvPostList = 8 }},
 		{"receive post list latency", "not send_lat", func(s *TestSpec) { s.Test, s.Bidirectional, s.RecvPostList = SendLat, false, 8 }},
 		{"receive post list depth", "receive post list 600 exceeds the RX depth 512", func(s *TestSpec) { s.Test, s.RXDepth, s.RecvPostList = SendBW, 512, 600 }},
