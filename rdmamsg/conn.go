@@ -456,7 +456,11 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	if c.sbuf, c.smr, err = register(l.PD(), c.sendBuffers*c.maxSend, 0); err != nil {
 		return err
 	}
-	wrs := make([]ibverbs.SendWR, c.sendBuffers+1)
+	// The send buffers' requests, then an update's, then a probe's: an
+	// RDMA write of no bytes, which no MR, receive or credit of the peer's
+	// takes (a zero-length write names no memory, IBTA C9-88), and which
+	// the peer's device acknowledges all the same.
+	wrs := make([]ibverbs.SendWR, c.sendBuffers+2)
 	c.free = make([]int, c.sendBuffers)
 	for i := range wrs {
 		wrs[i] = ibverbs.SendWR{ID: sendTag | uint64(i), Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled}
@@ -465,6 +469,7 @@ func (c *Conn) start(l link, peer hello) (err error) {
 			c.free[i] = c.sendBuffers - 1 - i
 		}
 	}
+	wrs[c.sendBuffers+1].Opcode = ibverbs.OpRDMAWrite
 	if c.sb, err = l.QP().NewSendBatch(wrs); err != nil {
 		return err
 	}
@@ -793,10 +798,26 @@ func (c *Conn) postUpdate() {
 	c.posts++
 }
 
+// postProbe posts a probe, the keepalive of a side with no credit to
+// spare: its peer's device acknowledges it, or the retries fail it when
+// the peer is gone. With c.mu held.
+func (c *Conn) postProbe() {
+	if err := c.sb.Post(c.sendBuffers+1, 1, 0); err != nil {
+		c.fail(fmt.Errorf("rdmamsg: %w", err))
+		return
+	}
+	c.sqOut++
+	c.upOut++
+	c.posts++
+}
+
 // keepAlives sends an update every keepAlive in which this side posted
 // nothing, so that a peer that died is found by the device's retries. It
 // goes as data does, with a credit to spare: a keepalive never takes the
-// credit kept for updates (flow.go).
+// credit kept for updates (flow.go). A side without one (its peer reads
+// nothing, and it has sent all it may) sends a probe instead, which takes
+// no credit: without, the death of a peer that stopped reading went
+// unnoticed, every send acknowledged and nothing more to post.
 func (c *Conn) keepAlives(ctx context.Context) {
 	defer c.loops.Done()
 	t := time.NewTicker(c.keepAlive)
@@ -812,8 +833,13 @@ func (c *Conn) keepAlives(ctx context.Context) {
 		// Take what came meanwhile, which no caller may have: the sends'
 		// completions free room for the keepalive, or show a failure.
 		c.s.reap(nil)
-		if c.posts == seen && c.err == nil && !c.closing && !c.eof && c.canPost() {
-			c.postUpdate()
+		if c.posts == seen && c.err == nil && !c.closing && !c.eof {
+			switch {
+			case c.canPost():
+				c.postUpdate()
+			case c.sqOut < c.sendBuffers+updateSlots:
+				c.postProbe()
+			}
 		}
 		seen = c.posts
 		c.mu.Unlock()
@@ -926,6 +952,11 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	return c.sendLocked(ctx, p)
+}
+
+// sendLocked is Send's work, with c.sendMu held.
+func (c *Conn) sendLocked(ctx context.Context, p []byte) error {
 	i, err := c.buffer(ctx)
 	if err != nil {
 		return err
@@ -1158,6 +1189,9 @@ func (c *Conn) waitRecv(ctx context.Context, spun *bool) error {
 // are skipped. It returns io.EOF once the peer has closed and everything
 // it sent was read.
 func (c *Conn) Read(p []byte) (int, error) {
+	if len(p) == 0 && isClosed(c.closed) {
+		return 0, ErrClosed
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -1210,7 +1244,14 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 		c.mu.Unlock()
 		if slot >= 0 {
 			// The buffer is this reader's until take reposts it.
-			m, werr := w.Write(data)
+			var m int
+			var werr error
+			if len(data) > 0 { // an empty message, as Read, gives nothing
+				m, werr = w.Write(data)
+			}
+			if m < 0 || m > len(data) {
+				m, werr = 0, fmt.Errorf("rdmamsg: the writer wrote %d bytes of %d", m, len(data))
+			}
 			c.mu.Lock()
 			c.off += m
 			if m == len(data) {
@@ -1241,12 +1282,26 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 }
 
 // Write sends p as messages of at most MaxSend bytes, waiting as Send
-// does. It returns the bytes sent before an error.
+// does. It returns the bytes sent before an error. Writes from several
+// goroutines do not interleave: each one's messages go together, as a
+// TCPConn's bytes do. Writing nothing sends nothing, but fails as a write
+// would on a closed Conn or after the write deadline.
 func (c *Conn) Write(p []byte) (int, error) {
+	if isClosed(c.closed) {
+		return 0, ErrClosed
+	}
+	if c.wdl.passed() {
+		return 0, os.ErrDeadlineExceeded
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
 	n := 0
 	for n < len(p) {
 		m := min(len(p)-n, c.maxSend)
-		if err := c.Send(context.Background(), p[n:n+m]); err != nil {
+		if err := c.sendLocked(context.Background(), p[n:n+m]); err != nil {
 			return n, err
 		}
 		n += m

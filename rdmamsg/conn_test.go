@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -883,6 +884,38 @@ func TestKeepAlive(t *testing.T) {
 	}
 }
 
+// TestKeepAliveWithoutCredit: a side that has sent all its peer lets it
+// (the peer reads nothing) still finds, by its keepalives, that the
+// peer's QP is gone: they are then probes, writes of no bytes, which take
+// no credit. Its sends all acknowledged and nothing left to post, it
+// waited for ever.
+func TestKeepAliveWithoutCredit(t *testing.T) {
+	srv, cli := connect(t, &rdmamsg.Config{Depth: 4, KeepAlive: -1},
+		&rdmamsg.Config{Depth: 4, KeepAlive: 50 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}})
+	ctx := timeout(t, 60*time.Second)
+	for i := range 3 { // the fourth credit is kept for updates
+		if err := cli.Send(ctx, message(i, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err := cli.Send(short, message(3, 10))
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a fourth send: %v, want it to wait for a credit", err)
+	}
+	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	long, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = cli.Recv(long, make([]byte, 64))
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "RETRY_EXC") {
+		t.Errorf("Recv from a peer that died: %v after %v, want the probe's failure", err, time.Since(start))
+	}
+}
+
 // TestOwedUpdate: the credit updates a side owes its peer go out while
 // its application makes no call and it sends no keepalives (KeepAlive
 // -1), so that the peer, waiting to send, is not left waiting for that
@@ -968,4 +1001,77 @@ func testOwedForUpdates(t *testing.T, recvTimesOut bool) {
 	}
 	next[b]++
 	recv(a, 1)
+}
+
+// TestConcurrentWrites: Writes from two goroutines, each of many
+// messages, do not interleave: the reader gets one's bytes whole, then
+// the other's, as from a TCPConn.
+func TestConcurrentWrites(t *testing.T) {
+	srv, cli := connect(t, &rdmamsg.Config{Depth: 4}, &rdmamsg.Config{Depth: 4})
+	const size = 64 << 10
+	var wg sync.WaitGroup
+	for _, b := range []byte{'A', 'B'} {
+		wg.Go(func() {
+			if n, err := cli.Write(bytes.Repeat([]byte{b}, size)); n != size || err != nil {
+				t.Errorf("Write of %c: %d, %v", b, n, err)
+			}
+		})
+	}
+	got := make([]byte, 2*size)
+	srv.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.ReadFull(srv, got); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for _, half := range [][]byte{got[:size], got[size:]} {
+		if c := bytes.Count(half, half[:1]); c != size {
+			t.Errorf("a write's %d bytes hold %d of %q and %d others: the writes interleaved", size, c, half[0], size-c)
+		}
+	}
+}
+
+// TestEmptyReadWrite: reading or writing nothing fails as a TCPConn's
+// does on a closed Conn, and writing nothing after the write deadline
+// too; before, each returned 0, nil.
+func TestEmptyReadWrite(t *testing.T) {
+	_, cli := connect(t, nil, nil)
+	if n, err := cli.Write(nil); n != 0 || err != nil {
+		t.Errorf("Write(nil): %d, %v", n, err)
+	}
+	cli.SetWriteDeadline(time.Now().Add(-time.Second))
+	if _, err := cli.Write(nil); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("Write(nil) after the deadline: %v", err)
+	}
+	cli.SetWriteDeadline(time.Time{})
+	if err := cli.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Write(nil); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Write(nil) after Close: %v, want net.ErrClosed", err)
+	}
+	if _, err := cli.Read(nil); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Read(nil) after Close: %v, want net.ErrClosed", err)
+	}
+}
+
+// overWriter says it wrote more than it was given.
+type overWriter struct{}
+
+func (overWriter) Write(p []byte) (int, error) { return len(p) + 1, nil }
+
+// TestWriteToBadWriter: a writer that says it wrote more than it was
+// given fails WriteTo, where the Conn went past the message's end and
+// panicked with its lock held.
+func TestWriteToBadWriter(t *testing.T) {
+	srv, cli := connect(t, nil, nil)
+	ctx := timeout(t, 30*time.Second)
+	if err := cli.Send(ctx, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.WriteTo(overWriter{}); err == nil || !strings.Contains(err.Error(), "wrote 6 bytes of 5") {
+		t.Errorf("WriteTo: %v", err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Errorf("Close after: %v", err)
+	}
 }

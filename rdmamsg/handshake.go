@@ -221,9 +221,10 @@ func (l *netLink) open(conn *Conn, cfg *Config) (ibverbs.Endpoint, ibverbs.ConnP
 	if l.ctx, p.Port, p.GIDIndex, err = findPort(l.local.Addr(), cfg.Device); err != nil {
 		return ibverbs.Endpoint{}, p, err
 	}
-	// Messages are sends: the peer gets no RDMA read, write or atomic
-	// access to this QP at all.
-	p.Access = ibverbs.AccessLocalWrite
+	// Messages are sends. Remote write admits the peer's keepalive probes,
+	// writes of no bytes; no MR here gives remote access, so no write of
+	// bytes can land (rdma_cm's QPs have the same access).
+	p.Access = ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite
 	cm := &cfg.CM
 	p.Timeout, p.RetryCnt, p.RNRRetry, p.TrafficClass = cm.AckTimeout, cm.RetryCount, cm.RNRRetryCount, cm.TOS
 	if p.Timeout == 0 {

@@ -128,6 +128,8 @@ func TestHandshake(t *testing.T) {
 		{"NoLeaks", TestNoLeaks},
 		{"PeerDies", TestPeerDies},
 		{"KeepAlive", TestKeepAlive},
+		{"KeepAliveWithoutCredit", TestKeepAliveWithoutCredit},
+		{"ConcurrentWrites", TestConcurrentWrites},
 		{"Deadlines", TestDeadlines},
 		{"OwedUpdate", TestOwedUpdate},
 	} {
@@ -151,8 +153,11 @@ func TestHandshake(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if attr.State != ibverbs.QPStateRTS || attr.Access&(ibverbs.AccessRemoteWrite|ibverbs.AccessRemoteRead|ibverbs.AccessRemoteAtomic) != 0 {
-				t.Errorf("QP %d: state %v, access %v; want RTS and no remote access", c.QP().Num(), attr.State, attr.Access)
+			// Remote write for the keepalive probes, writes of no bytes
+			// (no MR gives remote access); no read or atomic.
+			if attr.State != ibverbs.QPStateRTS || attr.Access&(ibverbs.AccessRemoteRead|ibverbs.AccessRemoteAtomic) != 0 ||
+				attr.Access&ibverbs.AccessRemoteWrite == 0 {
+				t.Errorf("QP %d: state %v, access %v; want RTS, remote write alone", c.QP().Num(), attr.State, attr.Access)
 			}
 			if attr.Timeout != 18 {
 				t.Errorf("QP %d: ACK timeout %d, want Handshake's default of 18", c.QP().Num(), attr.Timeout)
