@@ -73,6 +73,7 @@ func TestTestFlagDependentDefaults(t *testing.T) {
 	}{
 		{exchange.WriteBW, []string{"-s", "8192"}, 128, 512, 100},          // at the limit: moderated
 		{exchange.WriteBW, []string{"-s", "8193"}, 128, 512, 1},            // above it: not
+		{exchange.WriteBW, []string{"-s", "8193", "-e"}, 128, 512, 100},    // but with events, as perftest
 		{exchange.WriteBW, []string{"-a"}, 128, 512, 100},                  // all sizes: moderated
 		{exchange.WriteBW, []string{"-s", "64", "-l", "16"}, 128, 512, 16}, // one completion per list
 		{exchange.WriteBW, []string{"-s", "64", "-n", "50"}, 50, 50, 50},   // depths at most -n

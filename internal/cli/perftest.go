@@ -184,10 +184,11 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 			o.CQMod = 1
 		case o.PostList > 1:
 			o.CQMod = o.PostList // one completion per list
-		case o.Size > cqModSizeLimit && !o.All:
+		case o.Size > cqModSizeLimit && !o.All && !o.Events:
 			// Large messages (never UD: at most the MTU): a completion for
 			// each, as perftest does, so a slot is reused as soon as it is
-			// free.
+			// free; not with -e, as perftest's, where each would be an
+			// event to sleep for.
 			o.CQMod = 1
 		default:
 			o.CQMod = 100
@@ -296,7 +297,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.Float64Var(&o.limits.Typical, "limit_lat", 0, "fail (exit status 3) if any size's t_typical is above this many µs")
 		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99% percentile (the table's column, as perftest computes it) is above this many µs")
 		f.BoolVarP(&o.Unsorted, "report-unsorted", "U", false, "list every latency sample kept in µs, in the order measured, as perftest's -U (text; with --json, samples_us)")
-		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample kept in µs, sorted, as perftest's -H (text; with --json, samples_us); --histogram draws one")
+		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample kept in µs, sorted, but the two largest, as perftest's -H (text; with --json, samples_us); --histogram draws one")
 		f.Uint32Var(&o.LatencyGap, "latency_gap", 0, "the client pauses this many µs after each answer or completion before its next request, outside the samples (perftest's counts the pause in them); at most 1000000")
 		f.BoolVarP(&o.Cycles, "report-cycles", "C", false, "refused: gorperf times with the monotonic clock in µs and has no cycle counts to report")
 	} else {

@@ -633,7 +633,10 @@ func (s TestSpec) Validate() error {
 	if s.PostList > s.TXDepth {
 		return invalid("post list %d exceeds the TX depth %d", s.PostList, s.TXDepth)
 	}
-	if s.PostList > 1 && !t.IsLatency() && s.CQModeration > 1 && s.PostList%s.CQModeration != 0 {
+	if s.PostList > 1 && t.IsLatency() {
+		return invalid("a post list is for the bandwidth tests, not %s, as perftest's", t)
+	}
+	if s.PostList > 1 && s.CQModeration > 1 && s.PostList%s.CQModeration != 0 {
 		// Each list then ends with a request that asks for a completion,
 		// and a send queue too full for another whole list always drains.
 		return invalid("post list %d must be a multiple of the CQ moderation %d, as perftest requires", s.PostList, s.CQModeration)

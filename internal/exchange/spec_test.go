@@ -126,6 +126,9 @@ func TestValidate(t *testing.T) {
 		{"RX depth", "RX depth 0 for send_bw", func(s *TestSpec) { s.Test, s.RXDepth = SendBW, 0 }},
 		{"CQ moderation", "CQ moderation 200", func(s *TestSpec) { s.CQModeration = 200 }},
 		{"post list", "post list 129", func(s *TestSpec) { s.PostList = 129 }},
+		{"post list latency", "a post list is for the bandwidth tests, not send_lat", func(s *TestSpec) {
+			s.Test, s.Bidirectional, s.TXDepth, s.CQModeration, s.PostList = SendLat, false, 4, 1, 4
+		}},
 		{"post list and moderation", "post list 4 must be a multiple of the CQ moderation 8", func(s *TestSpec) { s.PostList, s.CQModeration = 4, 8 }},
 		{"receive post list write", "not write_bw without immediate data", func(s *TestSpec) { s.RecvPostList = 8 }},
 		{"receive post list latency", "not send_lat", func(s *TestSpec) { s.Test, s.Bidirectional, s.RecvPostList = SendLat, false, 8 }},
