@@ -39,7 +39,8 @@ type Config struct {
 	// two.
 	MaxSend int
 	// KeepAlive is how long this side goes without sending before it
-	// sends an empty credit update anyway (default 15 s; negative for
+	// sends an empty credit update anyway, or, with no credit to spare, a
+	// probe, an RDMA write of no bytes (default 15 s; negative for
 	// never). A peer that died silently then shows, through the device's
 	// retries running out, even to a side that only receives.
 	KeepAlive time.Duration

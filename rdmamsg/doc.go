@@ -75,9 +75,10 @@
 // that arrived. Send returns once a message is on its way, so Close is
 // where one that never arrived is told: its error counts the messages
 // that may not have reached the peer, and says why. A side that has sent nothing for Config.KeepAlive (15 s by
-// default) sends an empty credit update, so that even a side that only
-// receives hears of a peer that died silently, within the keepalive and
-// the retries.
+// default) sends an empty credit update (or, with no credit to spare, a
+// probe: an RDMA write of no bytes, which takes no receive), so that even
+// a side that only receives, or one its peer stopped reading, hears of a
+// peer that died silently, within the keepalive and the retries.
 //
 // # Without rdma_cm: Handshake
 //

@@ -108,17 +108,24 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 	return wr
 }
 
-// wholeLists is what of n requests, left of them still to post, the
-// loop posts in lists of pl: only whole lists, as perftest's loop (which
-// posts when a whole list fits the send queue, and counts its bursts in
-// lists), but for the run's last requests, which may be fewer than a
-// list. A split list would ring the doorbell for fewer requests than -l
-// says.
-func wholeLists(n, left, pl uint64) uint64 {
+// wholeLists is what of n requests, left of them still to post after
+// the posted ones, the loop posts in lists of pl: up to the end of a
+// list, as perftest's loop (which posts when a whole list fits the send
+// queue), but for the run's last requests, which may end short of one. A
+// list split by the queue's room would ring the doorbell for fewer
+// requests than -l says. (A rate limit may still cut one; the rest of it
+// goes next, up to its end.) Each list's last request asks for a
+// completion (-l is a multiple of -Q), so the queue always drains to
+// room for the rest of a list.
+func wholeLists(posted, n, left, pl uint64) uint64 {
 	if n == left {
 		return n
 	}
-	return n - n%pl
+	end := (posted + n) / pl * pl
+	if end <= posted {
+		return 0
+	}
+	return end - posted
 }
 
 // runSender posts iters messages of size bytes on every QP (or, with a
@@ -211,12 +218,13 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				switch room := tx - (posted[i] - done[i]); {
 				case room == 0:
 				case !stopping && posted[i] < iters:
-					n = min(iters-posted[i], room, batch)
+					n = wholeLists(posted[i], min(iters-posted[i], room, batch), iters-posted[i], pl)
 					if lim != nil {
+						// The limiter may cut a list: waiting for a
+						// whole list's tokens would space the posts
+						// -l/rate apart, past the receiver's quiet
+						// and idle bounds at slow rates.
 						n = min(n, tokens)
-					}
-					n = wholeLists(n, iters-posted[i], pl)
-					if lim != nil {
 						tokens -= n
 					}
 				case stopping && lastSig[i] < posted[i]:

@@ -89,11 +89,13 @@ func TestLimiterCatchesUp(t *testing.T) {
 // the run's last requests; a limiter holds at least a list's tokens, so
 // that a burst smaller than a list cannot stall the loop.
 func TestWholeLists(t *testing.T) {
-	for _, tc := range []struct{ n, left, pl, want uint64 }{
-		{5, 100, 4, 4}, {3, 100, 4, 0}, {8, 100, 4, 8}, {3, 3, 4, 3}, {7, 7, 4, 7}, {5, 100, 1, 5}, {0, 100, 4, 0},
+	for _, tc := range []struct{ posted, n, left, pl, want uint64 }{
+		{0, 5, 100, 4, 4}, {0, 3, 100, 4, 0}, {0, 8, 100, 4, 8}, {0, 3, 3, 4, 3}, {0, 7, 7, 4, 7}, {0, 5, 100, 1, 5}, {0, 0, 100, 4, 0},
+		// A list the rate limit cut: its rest, up to its end.
+		{1, 3, 100, 4, 3}, {1, 7, 100, 4, 7}, {1, 2, 100, 4, 0}, {6, 16, 100, 16, 10},
 	} {
-		if got := wholeLists(tc.n, tc.left, tc.pl); got != tc.want {
-			t.Errorf("wholeLists(%d, %d, %d) = %d, want %d", tc.n, tc.left, tc.pl, got, tc.want)
+		if got := wholeLists(tc.posted, tc.n, tc.left, tc.pl); got != tc.want {
+			t.Errorf("wholeLists(%d, %d, %d, %d) = %d, want %d", tc.posted, tc.n, tc.left, tc.pl, got, tc.want)
 		}
 	}
 	t0 := time.Unix(0, 0)
