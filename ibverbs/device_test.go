@@ -177,12 +177,7 @@ func TestNoRDMAKernel(t *testing.T) {
 // buffer) and slot by slot (ibv_query_gid_ex), and requires the same
 // entries: each used slot once, with its type and netdev, and no other.
 func TestGIDTableMatchesQueryGID(t *testing.T) {
-	info := rdmatest.Device(t)
-	ctx, err := ibverbs.Open(info.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
+	info, ctx := openTestDevice(t)
 	da, err := ctx.QueryDevice()
 	if err != nil {
 		t.Fatal(err)
@@ -392,4 +387,17 @@ func TestSelectGIDZone(t *testing.T) {
 			t.Errorf("SelectGID(%v) = %v, %v; want it refused for the zone", addr, ch.Entry, err)
 		}
 	}
+}
+
+// openTestDevice opens the test device (rdmatest.Device), closed when
+// the test ends.
+func openTestDevice(t *testing.T) (rdmatest.Info, *ibverbs.Context) {
+	t.Helper()
+	info := rdmatest.Device(t)
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Close() })
+	return info, ctx
 }

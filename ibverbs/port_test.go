@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/gorperf/gorperf/ibverbs"
-	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
 func TestPortGbps(t *testing.T) {
@@ -46,12 +45,7 @@ func TestPortGbps(t *testing.T) {
 // against the kernel's own reading of them, the port's sysfs rate
 // ("100 Gb/sec (4X EDR)").
 func TestPortSpeedMatchesSysfs(t *testing.T) {
-	info := rdmatest.Device(t)
-	ctx, err := ibverbs.Open(info.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
+	info, ctx := openTestDevice(t)
 	pa, err := ctx.QueryPort(info.Port)
 	if err != nil {
 		t.Fatal(err)
