@@ -316,14 +316,33 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 			if ctx.Err() == nil && peersFailure(err) {
 				continue
 			}
+			if ctx.Err() == nil {
+				err = oneConnFailed{err}
+			}
 			return nil, l.acceptError(err)
 		}
 		if err := conn.start(cmLink{cm}, peer); err != nil {
-			return nil, l.acceptError(fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err))
+			return nil, l.acceptError(oneConnFailed{fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err)})
 		}
 		return conn, nil
 	}
 }
+
+// oneConnFailed is an Accept's failure to make one connection's
+// resources (memory, registration, the QP): the listener itself is fine,
+// and another Accept may succeed. NetListener's Accept says such an error
+// is temporary, as net/http's Serve wants to go on accepting.
+type oneConnFailed struct{ error }
+
+func (e oneConnFailed) Unwrap() error { return e.error }
+
+// temporary is an error net.Error says is temporary (Temporary, which
+// net/http's Serve still asks).
+type temporary struct{ error }
+
+func (e temporary) Unwrap() error   { return e.error }
+func (e temporary) Timeout() bool   { return false }
+func (e temporary) Temporary() bool { return true }
 
 // peersFailure reports whether err, from accepting a request, is the
 // peer's doing: it refused the reply, went away or never completed the
@@ -893,13 +912,19 @@ func (n netConn) RemoteAddr() net.Addr { return Addr(n.Conn.RemoteAddr()) }
 
 // NetListener returns l as a net.Listener, whose Accept returns NetConns:
 // for servers written against package net (net/http's Serve, say). Its
-// Close closes l.
+// Close closes l. An Accept that could not make one connection's
+// resources fails with a net.Error whose Temporary is true, so that
+// net/http's Serve goes on, as after a TCP listener's EMFILE.
 func (l *Listener) NetListener() net.Listener { return netListener{l} }
 
 type netListener struct{ l *Listener }
 
 func (n netListener) Accept() (net.Conn, error) {
 	c, err := n.l.Accept(context.Background())
+	var one oneConnFailed
+	if errors.As(err, &one) && !errors.Is(err, ErrClosed) {
+		return nil, temporary{err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1075,3 +1075,37 @@ func TestWriteToBadWriter(t *testing.T) {
 		t.Errorf("Close after: %v", err)
 	}
 }
+
+// TestNetListenerTemporary: a connection whose resources cannot be made
+// (a listener whose receives would take 16 TiB) fails its Accept, and
+// NetListener's Accept says that is temporary, as net/http's Serve needs
+// to go on; after Close, Accept's error is not.
+func TestNetListenerTemporary(t *testing.T) {
+	srvNet, cliNet := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), &rdmamsg.Config{MaxMessage: 1 << 30, Depth: 16384})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := l.NetListener()
+	dialed := make(chan struct{})
+	go func() {
+		defer close(dialed)
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if c, err := rdmamsg.Dial(dctx, l.Addr().String(), &rdmamsg.Config{CM: rdmacm.Config{SrcAddr: cliNet.IP.String()}}); err == nil {
+			c.Close()
+		}
+	}()
+	_, err = nl.Accept()
+	// net/http's Serve asks Temporary, deprecated in net.Error.
+	var ne interface{ Temporary() bool }
+	if !errors.As(err, &ne) || !ne.Temporary() || !errors.Is(err, syscall.ENOMEM) {
+		t.Errorf("Accept of a connection that cannot be made: %v; want a temporary net.Error with ENOMEM", err)
+	}
+	<-dialed
+	closeOK(t, l)
+	if _, err := nl.Accept(); !errors.Is(err, rdmamsg.ErrClosed) || errors.As(err, &ne) && ne.Temporary() {
+		t.Errorf("Accept after Close: %v; want ErrClosed, not temporary", err)
+	}
+}
