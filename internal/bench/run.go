@@ -166,7 +166,7 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
-		return nil, fmt.Errorf("server at %s: %w", addr, err)
+		return nil, helloError(addr, err)
 	}
 	if err := c.Send(hctx, spec); err != nil {
 		return nil, err
@@ -180,6 +180,33 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	}
 	return run(ctx, c, spec, l, "client", host, onHeader)
 }
+
+// helloError is the failure of a client's greeting of the server at
+// addr, said so that it helps: no hello within the handshake's 10 s is a
+// server busy with another client, the connection waiting in its
+// listener's backlog; the connection reset before the hello, a one-test
+// server that took another client and stopped listening. The error
+// wraps err either way.
+func helloError(addr string, err error) error {
+	at := "server at " + addr + ": "
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &hintError{at + "no hello from the server within 10 s: it may be busy with another client (serve runs one test at a time)", err}
+	case errors.Is(err, syscall.ECONNRESET):
+		return &hintError{at + "the server closed the connection before its hello: it may have taken another client (a server without serve runs one test)", err}
+	}
+	return fmt.Errorf("%s%w", at, err)
+}
+
+// hintError is an error said another way, with advice; it wraps the
+// error.
+type hintError struct {
+	msg string
+	err error
+}
+
+func (e *hintError) Error() string { return e.msg }
+func (e *hintError) Unwrap() error { return e.err }
 
 // refusedRetry is how long a client keeps trying a server that refuses
 // the connection: one started at the same moment may not listen yet (it

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -390,50 +389,11 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		err = stoppedEarly(ctx, res, err, "interrupted before a client asked for a test")
 		return o.finish(f, "server", res, err)
 	}
-	addr := serverAddr(o.Host, o.Port)
-	res, err := bench.Client(ctx, addr, spec, l, onHeader)
+	res, err := bench.Client(ctx, serverAddr(o.Host, o.Port), spec, l, onHeader)
 	// Ctrl-C while the client dials (a server not up yet), waits for a
 	// busy server's hello, or connects the QPs (-R).
 	err = stoppedEarly(ctx, res, err, "")
-	if res == nil {
-		err = helloHint(err, addr)
-	}
 	return o.finish(f, "client", res, err)
-}
-
-// hintError is an error said another way, with advice; it wraps the
-// error, whose JSON code stays.
-type hintError struct {
-	msg string
-	err error
-}
-
-func (e *hintError) Error() string { return e.msg }
-func (e *hintError) Unwrap() error { return e.err }
-
-// helloHint says why a client's greeting of the server at addr failed
-// where the bare error would not: no hello within the handshake's 10 s
-// (bench's "server at ADDR: receiving: context deadline exceeded") is a
-// server busy with another client, the connection waiting in its
-// listener's backlog; the connection reset before the hello, a one-test
-// server that took another client and stopped listening.
-func helloHint(err error, addr string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	at := "server at " + addr + ": "
-	i := strings.Index(msg, at+"receiving: ")
-	if i < 0 {
-		return err
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return &hintError{msg[:i] + at + "no hello from the server within 10 s: it may be busy with another client (serve runs one test at a time)", err}
-	case errors.Is(err, syscall.ECONNRESET):
-		return &hintError{msg[:i] + at + "the server closed the connection before its hello: it may have taken another client (a server without serve runs one test)", err}
-	}
-	return err
 }
 
 // stoppedEarly turns the outcome of a side that Ctrl-C (or SIGTERM)

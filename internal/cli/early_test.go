@@ -143,59 +143,6 @@ func TestSecondInterruptKillsOnDevice(t *testing.T) {
 	}
 }
 
-// greet greets a listener that never accepts (busy: a serve running
-// another test) or that closes (reset: a one-test server that took
-// another client) as bench's client does, and returns its error as
-// bench.Client words it.
-func greet(t *testing.T, reset bool) (string, error) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	addr := ln.Addr().String()
-	nc, err := net.Dial("tcp", addr) // into the backlog: nobody accepts
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if reset {
-		time.AfterFunc(100*time.Millisecond, func() { ln.Close() })
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	_, err = exchange.Handshake(ctx, exchange.NewConn(nc), "gorperf test")
-	return addr, fmt.Errorf("thread 1 of 2: server at %s: %w", addr, err)
-}
-
-// TestHelloHint: a client whose server sends no hello in the handshake's
-// time (a serve busy with another client's test: the connection waits
-// in its backlog) is told so, not "receiving: context deadline
-// exceeded"; one whose connection the server reset before its hello (a
-// one-test server that took another client) too. Other errors stay.
-func TestHelloHint(t *testing.T) {
-	addr, err := greet(t, false)
-	got := helloHint(err, addr)
-	want := "thread 1 of 2: server at " + addr + ": no hello from the server within 10 s: it may be busy with another client (serve runs one test at a time)"
-	if got.Error() != want || !errors.Is(got, context.DeadlineExceeded) {
-		t.Errorf("busy server: %v, want %s", got, want)
-	}
-	addr, err = greet(t, true)
-	if got := helloHint(err, addr); !strings.Contains(got.Error(), "server at "+addr+": the server closed the connection before its hello: it may have taken another client") {
-		t.Errorf("reset: %v (from %v)", got, err)
-	}
-	for _, err := range []error{
-		fmt.Errorf("connecting to the gorperf server at %s: %w", addr, context.DeadlineExceeded),
-		fmt.Errorf("server at %s: receiving: %w", addr, errors.New("peer does not speak the gorperf protocol")),
-		nil,
-	} {
-		if got := helloHint(err, addr); got != err {
-			t.Errorf("helloHint(%v) = %v", err, got)
-		}
-	}
-}
-
 // TestBusyServerOnDevice: a client of a server that accepts nobody (a
 // serve busy with another client's test) fails after the handshake's
 // 10 s, saying the server may be busy.

@@ -1,0 +1,65 @@
+//go:build linux && cgo
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/exchange"
+)
+
+// greet greets a listener that never accepts (busy: a serve running
+// another test) or that closes (reset: a one-test server that took
+// another client), as a client does, and returns its address and the
+// handshake's error.
+func greet(t *testing.T, reset bool) (string, error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	nc, err := net.Dial("tcp", addr) // into the backlog: nobody accepts
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if reset {
+		time.AfterFunc(100*time.Millisecond, func() { ln.Close() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = exchange.Handshake(ctx, exchange.NewConn(nc), "gorperf test")
+	return addr, err
+}
+
+// TestHelloError: a client whose server sends no hello in the
+// handshake's time (a serve busy with another client's test: the
+// connection waits in its backlog) is told so, not "receiving: context
+// deadline exceeded"; one whose connection the server reset before its
+// hello (a one-test server that took another client) too. Other errors
+// keep their words.
+func TestHelloError(t *testing.T) {
+	addr, err := greet(t, false)
+	got := helloError(addr, err)
+	want := "server at " + addr + ": no hello from the server within 10 s: it may be busy with another client (serve runs one test at a time)"
+	if got.Error() != want || !errors.Is(got, context.DeadlineExceeded) {
+		t.Errorf("busy server: %v, want %s", got, want)
+	}
+	addr, err = greet(t, true)
+	if got := helloError(addr, err); !strings.Contains(got.Error(), "server at "+addr+": the server closed the connection before its hello: it may have taken another client") ||
+		!errors.Is(got, syscall.ECONNRESET) {
+		t.Errorf("reset: %v (from %v)", got, err)
+	}
+	other := errors.New("peer does not speak the gorperf protocol")
+	if got := helloError(addr, other); got.Error() != "server at "+addr+": "+other.Error() || !errors.Is(got, other) {
+		t.Errorf("helloError(%v) = %v", other, got)
+	}
+}
