@@ -143,6 +143,57 @@ func TestAcceptGivenUp(t *testing.T) {
 	}
 }
 
+// TestAcceptAfterPeerGaveUp: a request whose dialer gave up (its ID
+// destroyed) once the listener had taken it fails to be accepted with
+// ErrDisconnected, so that a server can tell it from its own failure; it
+// was rdma_create_qp's bare EINVAL.
+func TestAcceptAfterPeerGaveUp(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.IP, nil)
+	ctx := timeout(t, 60*time.Second)
+	ch, err := rdmacm.CreateEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveAddr(netip.AddrPortFrom(n.IP, 0), l.Addr(), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Await(ctx, rdmacm.EventAddrResolved); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveRoute(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Await(ctx, rdmacm.EventRouteResolved); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		t.Fatal(err)
+	}
+	// The request reaches the listener's channel; the dialer then goes.
+	r, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // for the kernel's REJ to arrive
+	c, err := r.Accept(ctx, nil)
+	if c != nil {
+		c.Close()
+		t.Fatal("accepted a request whose dialer had gone")
+	}
+	if !errors.Is(err, rdmacm.ErrDisconnected) {
+		t.Errorf("Accept of a request whose dialer had gone: %v, want ErrDisconnected", err)
+	}
+}
+
 // TestLinkLocal: a link-local IPv6 address with its zone (the GID's
 // netdev) binds and connects, where the zone was dropped and the kernel
 // refused the address (EINVAL): the device's own link-local RoCE v2 GID,

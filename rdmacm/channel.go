@@ -89,7 +89,7 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 		if ev.ListenID != nil {
 			ps = ev.ListenID.ps
 		}
-		ev.ID = &ID{c: g.id, ch: ch, ps: ps}
+		ev.ID = &ID{c: g.id, ch: ch, ps: ps, request: true}
 		ch.ids[g.id] = ev.ID
 	} else {
 		ev.ID = ch.ids[g.id]

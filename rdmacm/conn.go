@@ -260,7 +260,7 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		local: id.LocalAddr(), remote: id.RemoteAddr(), port: id.PortNum()}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, c.teardown())
+			err = errors.Join(id.peersReason(err), c.teardown())
 			c = nil
 		}
 	}()

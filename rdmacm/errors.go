@@ -38,7 +38,8 @@ var (
 	ErrUnreachable = errors.New("peer unreachable")
 	// ErrConnect: the connection failed in its last step (CONNECT_ERROR).
 	ErrConnect = errors.New("connection error")
-	// ErrDisconnected: the peer disconnected or went away (DISCONNECTED).
+	// ErrDisconnected: the peer disconnected or went away (DISCONNECTED),
+	// or gave up on its connection request while it was accepted.
 	ErrDisconnected = errors.New("peer disconnected")
 	// ErrDeviceRemoved: the RDMA device went away (DEVICE_REMOVAL).
 	ErrDeviceRemoved = errors.New("device removed")

@@ -63,6 +63,9 @@ type ID struct {
 	ch *EventChannel
 	ps PortSpace
 	qp *ibverbs.QP // made by CreateQP, until its Close
+	// request says the ID came with a CONNECT_REQUEST: the passive
+	// side's, whose peer may give up while it is answered.
+	request bool
 }
 
 // CreateID creates an identifier whose events arrive on ch (rdma_create_id).
@@ -558,4 +561,24 @@ func (id *ID) Close() error {
 	}
 	id.c = nil
 	return nil
+}
+
+// peersReason is err, a verb's failure on a connection request, with
+// ErrDisconnected in it when the peer has given up on the request: its
+// Dial ended, or it refused, and the CM left the state in which a request
+// can be answered. rdma_create_qp or rdma_accept then fails with a bare
+// EINVAL, and the kernel queues no event for it (Linux 6.1): the CM's
+// refusal to give the QP's attributes (rdma_init_qp_attr) tells it from
+// this side's own failure. Other IDs' errors are err.
+func (id *ID) peersReason(err error) error {
+	if !id.request || id.c == nil {
+		return err
+	}
+	var attr C.struct_ibv_qp_attr
+	var mask C.int
+	attr.qp_state = C.IBV_QPS_INIT
+	if C.rdma_init_qp_attr(id.c, &attr, &mask) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: the peer gave up on its request: %w", err, ErrDisconnected)
 }

@@ -246,6 +246,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	}
 	c.param, c.udParam = r.ev.Param, r.ev.UD
 	if err := c.prepare(cfg); err != nil {
+		err = r.id.peersReason(err) // before the Reject, which ends the request
 		r.id.Reject(nil)
 		return nil, errors.Join(err, c.teardown())
 	}
@@ -254,7 +255,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		return nil, errors.Join(fmt.Errorf("accepting: %w", err), c.teardown())
 	}
 	if err := r.id.Accept(cfg.connParam()); err != nil {
-		return nil, errors.Join(err, c.teardown())
+		return nil, errors.Join(r.id.peersReason(err), c.teardown())
 	}
 	// rdma_accept has brought the QP to RTS; the peer sends only after
 	// the reply and its own transitions, by when the timer is set.

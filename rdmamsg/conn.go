@@ -251,17 +251,47 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	return conn, nil
 }
 
-// Listener accepts rdmamsg connections.
+// Listener accepts rdmamsg connections. As a TCP listener's kernel does,
+// it answers connection requests as they come, several at once, and
+// keeps the connections made until Accept takes them: a peer that stalls
+// in its handshake holds up no other.
 type Listener struct {
 	l   *rdmacm.Listener
 	cfg Config
 
 	closed context.Context // ends at Close
 	close  context.CancelFunc
+
+	// slots bounds the connections taken and not yet Accepted: one
+	// per handshake under way and per outcome waiting in ready, which
+	// holds as many, so that no sender waits.
+	slots chan struct{}
+	ready chan accepted
+	// removed is closed when take stops for good, after the device's
+	// removal, whose error is then gone.
+	removed chan struct{}
+	gone    error
+	// loops counts take and its handshakes; Close waits for them.
+	loops     sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 }
 
+// accepted is an outcome for Accept: a connection, or this side's failure
+// to make one.
+type accepted struct {
+	c   *Conn
+	err error
+}
+
+// aheadOfAccept bounds the connections a Listener makes before Accept
+// asks for them (Config.CM.Backlog when smaller): each holds its
+// registered receive buffers.
+const aheadOfAccept = 8
+
 // Listen listens for rdmamsg connections at addr ("host:port"; port 0
-// picks one) through rdma_cm (rdmacm.Listen).
+// picks one) through rdma_cm (rdmacm.Listen), and begins answering
+// connection requests.
 func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -270,36 +300,106 @@ func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if c.Device != "" {
 		return nil, errDeviceForCM
 	}
-	l, err := rdmacm.Listen(ctx, addr, &c.CM)
+	rl, err := rdmacm.Listen(ctx, addr, &c.CM)
 	if err != nil {
 		return nil, err
 	}
-	closed, close := context.WithCancel(context.Background())
-	return &Listener{l: l, cfg: c, closed: closed, close: close}, nil
+	n := aheadOfAccept
+	if c.CM.Backlog > 0 {
+		n = min(n, c.CM.Backlog)
+	}
+	l := &Listener{l: rl, cfg: c, slots: make(chan struct{}, n), ready: make(chan accepted, n), removed: make(chan struct{})}
+	l.closed, l.close = context.WithCancel(context.Background())
+	l.loops.Add(1)
+	go l.take()
+	return l, nil
 }
 
 // Addr returns the address the listener is bound to.
 func (l *Listener) Addr() netip.AddrPort { return l.l.Addr() }
 
-// Accept waits for the next connection request and accepts it, posting
-// this side's receives before the reply goes. A request that does not
-// come from an rdmamsg Dial (its private data has no hello) is rejected
-// with the reason, and Accept waits for the next. So does one whose
-// connection fails before it is up, as a TCP listener's Accept never
-// returns a client's failed handshake: its peer went away, or refused
-// the reply, or did not complete the connection within Config.CM.Timeout.
-// Accept returns this side's own failures (making a connection's
-// resources), ctx's error when ctx ends, and ErrClosed after Close, also
-// while it waits for a peer to complete the connection.
+// Accept returns the next connection made, waiting for one. A request
+// that does not come from an rdmamsg Dial (its private data has no hello)
+// is rejected with the reason. So is one whose connection fails before it
+// is up, as a TCP listener's Accept never returns a client's failed
+// handshake: its peer went away, or refused the reply, or did not
+// complete the connection within Config.CM.Timeout. Accept returns this
+// side's own failures (making a connection's resources, taking a
+// request), ctx's error when ctx ends, and ErrClosed after Close.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(l.closed, cancel)
-	defer stop()
+	select {
+	case a := <-l.ready:
+		return l.outcome(a)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-l.closed.Done():
+		return nil, ErrClosed
+	case <-l.removed:
+		// No request comes again; a connection made before still
+		// goes to Accept.
+		select {
+		case a := <-l.ready:
+			return l.outcome(a)
+		default:
+			return nil, l.acceptError(l.gone)
+		}
+	}
+}
+
+// outcome is Accept's outcome a, taken from ready, whose slot it frees.
+func (l *Listener) outcome(a accepted) (*Conn, error) {
+	<-l.slots
+	if l.closed.Err() != nil {
+		if a.c != nil {
+			a.c.Close()
+		}
+		return nil, l.acceptError(ErrClosed)
+	}
+	if a.err != nil {
+		return nil, l.acceptError(a.err)
+	}
+	return a.c, nil
+}
+
+// closeReady closes a connection made that no Accept took, and reports
+// whether there was an outcome waiting.
+func (l *Listener) closeReady() bool {
+	select {
+	case a := <-l.ready:
+		if a.c != nil {
+			a.c.Close()
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+// take takes connection requests while a slot is free, and answers each
+// in a goroutine of its own (handshake), until Close. Its own failure to
+// take one goes to Accept; after the device's removal it stops, and
+// Accept returns that.
+func (l *Listener) take() {
+	defer l.loops.Done()
 	for {
-		req, err := l.l.GetRequest(ctx)
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.closed.Done():
+			return
+		}
+		req, err := l.l.GetRequest(l.closed)
 		if err != nil {
-			return nil, l.acceptError(err)
+			if l.closed.Err() != nil {
+				return
+			}
+			if errors.Is(err, rdmacm.ErrDeviceRemoved) {
+				l.gone = err
+				close(l.removed)
+				<-l.slots
+				return
+			}
+			l.ready <- accepted{err: err}
+			continue
 		}
 		peer, err := parseHello(req.PrivateData())
 		if err != nil {
@@ -307,25 +407,34 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 			// which holds 148 bytes over InfiniBand and RoCE.
 			why := []byte("rdmamsg: " + err.Error())
 			req.Reject(why[:min(len(why), 148)])
+			<-l.slots
 			continue
 		}
-		conn := newConn(&l.cfg)
-		cmc := conn.cmConfig(&l.cfg)
-		cm, err := req.Accept(ctx, &cmc)
-		if err != nil {
-			if ctx.Err() == nil && peersFailure(err) {
-				continue
-			}
-			if ctx.Err() == nil {
-				err = oneConnFailed{err}
-			}
-			return nil, l.acceptError(err)
-		}
-		if err := conn.start(cmLink{cm}, peer); err != nil {
-			return nil, l.acceptError(oneConnFailed{fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err)})
-		}
-		return conn, nil
+		l.loops.Add(1)
+		go l.handshake(req, peer)
 	}
+}
+
+// handshake accepts req, with its slot, and hands the connection to
+// Accept, or this side's failure; a peer's failure takes the slot back.
+func (l *Listener) handshake(req *rdmacm.ConnRequest, peer hello) {
+	defer l.loops.Done()
+	conn := newConn(&l.cfg)
+	cmc := conn.cmConfig(&l.cfg)
+	cm, err := req.Accept(l.closed, &cmc)
+	if err != nil {
+		if l.closed.Err() != nil || peersFailure(err) {
+			<-l.slots
+			return
+		}
+		l.ready <- accepted{err: oneConnFailed{err}}
+		return
+	}
+	if err := conn.start(cmLink{cm}, peer); err != nil {
+		l.ready <- accepted{err: oneConnFailed{fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err)}}
+		return
+	}
+	l.ready <- accepted{c: conn}
 }
 
 // oneConnFailed is an Accept's failure to make one connection's
@@ -354,7 +463,8 @@ func peersFailure(err error) bool {
 	}
 	var ev *rdmacm.EventError
 	var rej *rdmacm.RejectedError
-	return errors.As(err, &ev) || errors.As(err, &rej) || errors.Is(err, context.DeadlineExceeded)
+	return errors.As(err, &ev) || errors.As(err, &rej) || errors.Is(err, rdmacm.ErrDisconnected) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // acceptError is err, which ended an Accept, or ErrClosed with it when
@@ -366,11 +476,19 @@ func (l *Listener) acceptError(err error) error {
 	return err
 }
 
-// Close stops listening (rdmacm.Listener.Close), and ends Accepts under
-// way with ErrClosed; connections accepted stay open.
+// Close stops listening (rdmacm.Listener.Close), ends Accepts under way
+// with ErrClosed, and closes the connections made that no Accept took;
+// connections accepted stay open.
 func (l *Listener) Close() error {
-	l.close()
-	return l.l.Close()
+	l.closeOnce.Do(func() {
+		l.close()
+		err := l.l.Close()
+		l.loops.Wait()
+		for l.closeReady() {
+		}
+		l.closeErr = err
+	})
+	return l.closeErr
 }
 
 func newConn(cfg *Config) *Conn {

@@ -765,6 +765,91 @@ func TestAcceptSkipsFailedPeer(t *testing.T) {
 	}
 }
 
+// TestStalledPeerHoldsUpNoOther: a peer that never completes its
+// connection (no RTU after the listener's reply) keeps the listener from
+// no other peer. Accept used to wait on it for the CM's retries, minutes
+// with no Config.CM.Timeout, and the next peer's Dial timed out.
+func TestStalledPeerHoldsUpNoOther(t *testing.T) {
+	srvNet, cliNet := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	l, acc := listenAccepting(t, ctx, srvNet.IP, nil)
+	defer l.Close()
+	rawDial(t, ctx, cliNet.IP, l.Addr())
+	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cli, err := rdmamsg.Dial(dctx, l.Addr().String(), &rdmamsg.Config{CM: rdmacm.Config{SrcAddr: cliNet.IP.String()}})
+	if err != nil {
+		t.Fatalf("Dial while another peer stalls in its handshake: %v", err)
+	}
+	defer closeOK(t, cli)
+	r := <-acc
+	if r.err != nil {
+		t.Fatalf("Accept while another peer stalls: %v", r.err)
+	}
+	defer closeOK(t, r.c)
+	if err := cli.Send(ctx, []byte("not held up")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if n, err := r.c.Recv(ctx, buf); err != nil || string(buf[:n]) != "not held up" {
+		t.Errorf("the message: %q, %v", buf[:n], err)
+	}
+}
+
+// TestConnectionsAheadOfAccept: the listener makes connections before
+// Accept asks, as a TCP listener's kernel does, at most
+// Config.CM.Backlog of them (here 1: a second peer is not answered until
+// Accept takes the first); Close closes those that no Accept took, and
+// their peers learn of it.
+func TestConnectionsAheadOfAccept(t *testing.T) {
+	srvNet, cliNet := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	l, err := rdmamsg.Listen(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), &rdmamsg.Config{CM: rdmacm.Config{Backlog: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dial := func(d time.Duration) (*rdmamsg.Conn, error) {
+		dctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return rdmamsg.Dial(dctx, l.Addr().String(), &rdmamsg.Config{CM: rdmacm.Config{SrcAddr: cliNet.IP.String()}})
+	}
+	first, err := dial(15 * time.Second)
+	if err != nil {
+		t.Fatalf("Dial with no Accept under way: %v", err)
+	}
+	defer first.Close()
+	// Its request waits in the kernel: the listener takes it once
+	// Accept frees the slot, finds that the peer gave up, and goes on.
+	if c, err := dial(3 * time.Second); err == nil {
+		c.Close()
+		t.Fatal("a second connection was made ahead of Accept with Backlog 1")
+	}
+	s, err := l.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, s)
+	if err := first.Send(ctx, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if n, err := s.Recv(ctx, buf); err != nil || string(buf[:n]) != "first" {
+		t.Fatalf("the first peer's message: %q, %v", buf[:n], err)
+	}
+	// The slot is free again: the next connection is made, and the
+	// listener's Close closes it.
+	next, err := dial(15 * time.Second)
+	if err != nil {
+		t.Fatalf("Dial after Accept took the first: %v", err)
+	}
+	defer next.Close()
+	closeOK(t, l)
+	if _, err := next.Recv(ctx, buf); !errors.Is(err, io.EOF) {
+		t.Errorf("Recv on a connection the listener closed unaccepted: %v, want io.EOF", err)
+	}
+}
+
 // TestManyConnections has one listener serve several clients at once, a
 // goroutine each, every client checking its own answers: connections
 // share nothing, and the listener keeps accepting while others run.

@@ -24,6 +24,12 @@
 // copies: ReadFrom reads into the send buffers, WriteTo writes from the
 // receive buffers.
 //
+// A Listener answers connection requests as they come, several at once,
+// and keeps up to 8 connections made (Config.CM.Backlog, when smaller)
+// until Accept takes them, as a TCP listener's kernel does: a peer that
+// stalls in its handshake holds up no other, and the listener's Close
+// closes those no Accept took.
+//
 // # Flow control
 //
 // A sender holds one credit for each receive the peer has posted and
