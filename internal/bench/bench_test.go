@@ -895,13 +895,21 @@ func TestUDSizes(t *testing.T) {
 // before one is replaced), with a list that divides neither the queue nor
 // the run (perftest requires the run to be a multiple), and with an SRQ
 // whose QPs' holdings together would otherwise exceed it, still receives
-// every message, with the data where it belongs.
+// every message, with the data where it belongs. Over several sizes (-a)
+// the receives a size used and did not replace, fewer than a list, are
+// replaced at its end: each size starts with the RX depth posted, where
+// the queue shrank by up to a list less one a size until an RC sender
+// found none and retried until the idle timeout.
 func TestRecvPostList(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		spec exchange.TestSpec
 		msgs uint64 // every QP's messages; 0 for UD, which may drop
 	}{
+		// 20 messages a size in lists of 16: 4 receives left over at
+		// each size's end, and 12 of the 16 posted at the next's start.
+		{"send_bw all sizes", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 1, RXDepth: 16, RecvPostList: 16,
+			AllSizes: true, Iterations: 20}, 20},
 		{"send_bw list of the queue", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 2, RXDepth: 8, RecvPostList: 8}, 120},
 		{"send_bw list dividing neither queue nor run", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 1, RXDepth: 12, RecvPostList: 7}, 60},
 		{"send_bw SRQ", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 4, RXDepth: 8, RecvPostList: 6, SRQ: true}, 240},
@@ -911,13 +919,22 @@ func TestRecvPostList(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := tc.spec
-			spec.Size, spec.Iterations, spec.TXDepth, spec.CQModeration, spec.ValidateData = 256, 60, 16, 4, true
+			spec.TXDepth, spec.CQModeration = 16, 4
+			if !spec.AllSizes {
+				// The sweep's 8 MiB patterns are slow to fill and check under emulation.
+				spec.Size, spec.Iterations, spec.ValidateData = 256, 60, true
+			}
 			cr, sr := loopback(t, spec)
 			if cr.Mismatches+sr.Mismatches != 0 {
 				t.Errorf("%d mismatches", cr.Mismatches+sr.Mismatches)
 			}
-			if got := cr.Sizes[0].BW.Iterations; tc.msgs != 0 && got != tc.msgs || got == 0 {
-				t.Errorf("%d messages, want %d", got, tc.msgs)
+			if want := len(spec.Sizes()); len(cr.Sizes) != want || len(sr.Sizes) != want {
+				t.Fatalf("sizes: client %d, server %d, want %d", len(cr.Sizes), len(sr.Sizes), want)
+			}
+			for _, r := range cr.Sizes {
+				if got := r.BW.Iterations; tc.msgs != 0 && got != tc.msgs || got == 0 {
+					t.Errorf("size %d: %d messages, want %d", r.Size, got, tc.msgs)
+				}
 			}
 		})
 	}

@@ -140,18 +140,21 @@ func wholeLists(posted, n, left, pl uint64) uint64 {
 // was interrupted, failed, or ended an infinite run): the peer may no
 // longer replace its receives, so the requests in flight are not waited
 // for. The loop does not allocate.
-func (s *session) runSender(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
+func (s *session) runSender(ctx context.Context, size int, iters uint64, dur time.Duration) (_ sideResult, err error) {
 	nqp := len(s.qps)
 	tx := uint64(max(s.spec.TXDepth, 1))
 	mod := uint64(max(s.spec.CQModeration, 1))
 	pl := uint64(max(s.spec.PostList, 1))
 	var rcv *receiver // a bidirectional send test's other direction
 	if s.spec.Receives() && s.spec.Bidirectional {
-		var err error
 		if rcv, err = s.newReceiver(iters, dur); err != nil {
 			return sideResult{}, err
 		}
-		defer rcv.close()
+		defer func() {
+			if cerr := rcv.close(); err == nil {
+				err = cerr
+			}
+		}()
 	}
 	rcvOver := false
 	if dur > 0 {
@@ -530,8 +533,24 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 	return r, nil
 }
 
-// close frees the receiver's batches.
-func (r *receiver) close() { closeQueues(r.queues) }
+// close posts again the receives the receiver used and did not replace,
+// fewer than a list on each queue, as one short list, so that the next
+// size's receiver starts with the RX depth posted; then it frees the
+// batches. Left out, they would shrink the queue by up to a list less one
+// at every size, until a sender found none (RC retries for ever, UD and
+// UC drop).
+func (r *receiver) close() error {
+	var err error
+	for i := range r.queues {
+		q := &r.queues[i]
+		if q.used > 0 && err == nil {
+			err = q.batch.PostLists(q.next, q.used, 0)
+			q.used = 0
+		}
+	}
+	closeQueues(r.queues)
+	return err
+}
 
 // closeQueues frees the queues' batches; those not made are nil.
 func closeQueues(queues []recvQueue) {
@@ -698,12 +717,16 @@ func (r *receiver) result(size int) sideResult {
 // UD and UC may drop messages: there it also stops when they stop coming.
 // It stops too when ctx ends, and when the peer's run has ended
 // (peerEnded) counts the messages that completed before that was known.
-func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
+func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur time.Duration) (_ sideResult, err error) {
 	r, err := s.newReceiver(iters, dur)
 	if err != nil {
 		return sideResult{}, err
 	}
-	defer r.close()
+	defer func() {
+		if cerr := r.close(); err == nil {
+			err = cerr
+		}
+	}()
 	var pc pacer
 	for r.more() {
 		k, err := r.poll()
