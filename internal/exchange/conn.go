@@ -47,24 +47,33 @@ const frameGrace = 5 * time.Second
 // receive stopped at any moment leaves the stream at a frame's boundary,
 // and the frame is returned.
 type frameReader struct {
-	nc     net.Conn
-	got    int  // bytes of the frame read
-	graced bool // the deadline was moved to frameGrace from then
+	nc    net.Conn
+	got   int       // bytes of the frame read
+	grace time.Time // when the frame's grace ends, once it has begun
 }
 
 func (r *frameReader) Read(p []byte) (int, error) {
-	n, err := r.nc.Read(p)
-	r.got += n
-	if err != nil && r.got > 0 && !r.graced && errors.Is(err, os.ErrDeadlineExceeded) {
-		r.graced = true
-		r.nc.SetReadDeadline(time.Now().Add(frameGrace))
+	for {
+		n, err := r.nc.Read(p)
+		r.got += n
+		if err == nil || r.got == 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		// Every deadline that passes within the grace moves back to
+		// its end: two can pass (the peer's silence, then ctx; ctx's
+		// deadline, then its AfterFunc's past one).
+		now := time.Now()
+		if r.grace.IsZero() {
+			r.grace = now.Add(frameGrace)
+		}
+		if !now.Before(r.grace) {
+			return n, err
+		}
+		r.nc.SetReadDeadline(r.grace)
 		if n > 0 {
 			return n, nil
 		}
-		n, err = r.nc.Read(p)
-		r.got += n
 	}
-	return n, err
 }
 
 // NewConn returns a Conn over nc. The Conn reads no further than the frames
@@ -262,6 +271,7 @@ func (c *Conn) SetPeerTimeout(d time.Duration) { c.silence.Store(int64(max(d, 0)
 // go on meanwhile: each frame goes whole. stop returns once the sender has
 // finished.
 func (c *Conn) KeepAlive(period time.Duration) (stop func()) {
+	period = max(period, minAlivePeriod)
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -284,6 +294,10 @@ func (c *Conn) KeepAlive(period time.Duration) (stop func()) {
 		<-done
 	}
 }
+
+// minAlivePeriod is KeepAlive's shortest period: a shorter one (zero,
+// which time.NewTicker refuses) would flood the peer.
+const minAlivePeriod = time.Millisecond
 
 // aliveFrame is an Alive's frame: its type and an empty payload.
 var aliveFrame = [HeaderLen]byte{byte(TypeAlive)}

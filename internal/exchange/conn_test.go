@@ -502,13 +502,16 @@ func TestPeerTimeoutBeforeFirstAlive(t *testing.T) {
 // KeepAlive's sender ends by itself when the connection does, before
 // stop is called.
 func TestKeepAliveStops(t *testing.T) {
+	// A period of 0, which time.NewTicker refuses with a panic, is
+	// taken as the shortest.
+	a0, _ := tcpPair(t)
+	a0.KeepAlive(0)()
 	a, b := tcpPair(t)
 	n0 := runtime.NumGoroutine()
 	stop := a.KeepAlive(10 * time.Millisecond)
 	defer stop()
 	time.Sleep(50 * time.Millisecond)
-	b.Close()
-	a.Close()
+	b.Close() // the peer's end only: a's sends fail
 	for end := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > n0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("%d goroutines 5 s after the connection closed, %d before KeepAlive", runtime.NumGoroutine(), n0)
@@ -551,6 +554,61 @@ func TestAliveAllocations(t *testing.T) {
 // Conn usable, where the next receive failed with "connection unusable"
 // and the frame was lost (a stop of gorperf's peer watch at that moment
 // lost the peer's abort).
+// TestRecvFrameGraceTwice: a frame begun is finished when two deadlines
+// pass in it, the peer's silence and then the receive's context, or a
+// context's deadline and then its AfterFunc's; the grace was one-shot,
+// and the second cut the frame and left the connection unusable.
+func TestRecvFrameGraceTwice(t *testing.T) {
+	frame, err := AppendFrame(nil, Sync{Seq: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := timeout(t, 20*time.Second)
+	for _, tc := range []struct {
+		name string
+		recv func(b *Conn) (context.Context, func())
+	}{
+		{"silence then cancel", func(b *Conn) (context.Context, func()) {
+			b.SetPeerTimeout(50 * time.Millisecond)
+			return context.WithCancel(ctx)
+		}},
+		{"deadline", func(b *Conn) (context.Context, func()) {
+			return context.WithTimeout(ctx, 50*time.Millisecond)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 5 {
+				a, b := tcpPair(t)
+				a.sendAlive(time.Second) // the silence counts from here
+				if _, err := b.RecvSync(timeout(t, 50*time.Millisecond)); !isTimeout(err) {
+					t.Fatalf("a receive with only an Alive to read: %v", err)
+				}
+				short, cancel := tc.recv(b)
+				got := make(chan error, 1)
+				go func() {
+					s, err := b.RecvSync(short)
+					if err == nil && s.Seq != 7 {
+						err = fmt.Errorf("Sync %d, want 7", s.Seq)
+					}
+					got <- err
+				}()
+				if _, err := a.NetConn().Write(frame[:2]); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(150 * time.Millisecond) // past the first deadline
+				cancel()
+				time.Sleep(100 * time.Millisecond)
+				if _, err := a.NetConn().Write(frame[2:]); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-got; err != nil {
+					t.Fatalf("the receive cut in a frame: %v; want the frame", err)
+				}
+			}
+		})
+	}
+}
+
 func TestRecvFinishesAFrameBegun(t *testing.T) {
 	a, b := tcpPair(t)
 	frame, err := AppendFrame(nil, Sync{Seq: 7})

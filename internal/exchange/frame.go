@@ -28,7 +28,7 @@ func payloadBounds(t MsgType) (lo, hi int, ok bool) {
 	case TypeSync:
 		return 4, 4, true
 	case TypeResult:
-		return 4*8 + 1, 4*8 + 1 + MaxString, true
+		return resultLen + 1, resultLen + 1 + MaxString, true
 	case TypeError:
 		return 2 + 1, 2 + 1 + MaxString, true
 	case TypeAlive:

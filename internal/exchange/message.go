@@ -161,6 +161,9 @@ func decodeSync(p []byte) (Sync, error) {
 
 // AppendPayload appends iterations, bytes, elapsed nanoseconds,
 // mismatches and peak nanoseconds, each uint64, then error string.
+// resultLen is a Result's payload before its error text: five uint64s.
+const resultLen = 5 * 8
+
 func (res Result) AppendPayload(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, res.Iterations)
 	b = binary.BigEndian.AppendUint64(b, res.Bytes)

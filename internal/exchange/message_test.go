@@ -75,10 +75,88 @@ func messages() []struct {
 		{"sync max", Sync{Seq: 0xffffffff}},
 		{"result", Result{Iterations: 5000, Bytes: 5000 * 65536, Elapsed: 1234567 * time.Microsecond, Mismatches: 2, Peak: 987 * time.Nanosecond}},
 		{"result error", Result{Error: "CQ error: RETRY_EXC_ERR on QP 0x12"}},
+		{"result max error", Result{Iterations: math.MaxUint64, Error: strings.Repeat("e", MaxString)}},
+		{"error max text", ErrorMsg{Code: CodeOverLimit, Text: strings.Repeat("t", MaxString)}},
 		{"error", ErrorMsg{Code: CodeOverLimit, Text: "too big"}},
 		{"error unknown code", ErrorMsg{Code: 999}},
 		{"alive", Alive{}},
 	}
+}
+
+// TestPayloadBounds: each type's smallest and largest message encode to
+// exactly the payload sizes a receiver accepts for it, so that no message
+// a sender makes is refused as malformed (a Result's bounds had kept
+// four numbers when it gained a fifth: an error text of 248 bytes or more
+// was refused).
+func TestPayloadBounds(t *testing.T) {
+	maxSetup := messages()
+	byName := map[string]Message{}
+	for _, tc := range maxSetup {
+		byName[tc.name] = tc.m
+	}
+	for _, tc := range []struct {
+		smallest, largest Message
+	}{
+		{Hello{}, byName["hello max tool"]},
+		{TestSpec{}, byName["spec max flow labels"]},
+		{Setup{}, byName["setup max"]},
+		{Sync{}, Sync{Seq: math.MaxUint32}},
+		{Result{}, byName["result max error"]},
+		{ErrorMsg{}, byName["error max text"]},
+		{Alive{}, Alive{}},
+	} {
+		typ := tc.smallest.Type()
+		lo, hi, ok := payloadBounds(typ)
+		if !ok {
+			t.Fatalf("%v: no bounds", typ)
+		}
+		if n := len(tc.smallest.AppendPayload(nil)); n != lo {
+			t.Errorf("%v: the smallest payload is %d bytes, the bounds' %d", typ, n, lo)
+		}
+		if n := len(tc.largest.AppendPayload(nil)); n != hi {
+			t.Errorf("%v: the largest payload is %d bytes, the bounds' %d", typ, n, hi)
+		}
+		frame, err := AppendFrame(nil, tc.largest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecodeFrame(frame); err != nil {
+			t.Errorf("%v: the largest message: %v", typ, err)
+		}
+	}
+}
+
+// TestTruncate: a text cut to MaxString bytes keeps whole UTF-8
+// sequences, and one that is not UTF-8 where it is cut keeps MaxString
+// bytes: a backward scan through 300 continuation bytes made it empty,
+// and a failed Result read as a success on the peer.
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    string
+		want int
+	}{
+		{"short", "abc", 3},
+		{"ascii", strings.Repeat("a", 300), MaxString},
+		{"split rune", strings.Repeat("a", MaxString-1) + "é", MaxString - 1},
+		{"split 4-byte rune", strings.Repeat("a", MaxString-2) + "😀", MaxString - 2},
+		{"not UTF-8", strings.Repeat("\x80", 300), MaxString},
+	} {
+		if got := len(truncate(tc.s)); got != tc.want {
+			t.Errorf("%s: %d bytes, want %d", tc.name, got, tc.want)
+		}
+	}
+	res, err := DecodeFrame(must(AppendFrame(nil, Result{Error: strings.Repeat("\x80", 300)})))
+	if err != nil || res.(Result).Err() == nil {
+		t.Errorf("a Result whose error is not UTF-8: %+v, %v; want it failed", res, err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -163,7 +241,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"empty", nil},
 		{"short header", []byte{1, 0, 0}},
 		{"unknown type 0", frameOf(0, 0, nil)},
-		{"unknown type 7", frameOf(7, 0, []byte{1, 2, 3, 4})},
+		{"unknown type 8", frameOf(8, 0, nil)},
+		{"unknown type 0xff", frameOf(0xff, 0, []byte{1, 2, 3, 4})},
 		{"perftest line", []byte("0000:000011:9f1c3a:00000000:0000000000000000")},
 		{"reserved byte", frameOf(TypeSync, 1, []byte{0, 0, 0, 1})},
 		{"short payload", frameOf(TypeSync, 0, []byte{0, 0, 1})},

@@ -27,15 +27,19 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// truncate cuts s to MaxString bytes, before the UTF-8 sequence that
+// would be split; in a string that is not UTF-8 there, at MaxString, so
+// that a text never shrinks to nothing (an error to no error).
 func truncate(s string) string {
 	if len(s) <= MaxString {
 		return s
 	}
-	n := MaxString
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
+	for n := MaxString; n > MaxString-utf8.UTFMax; n-- {
+		if utf8.RuneStart(s[n]) {
+			return s[:n]
+		}
 	}
-	return s[:n]
+	return s[:MaxString]
 }
 
 // reader decodes a payload. The first error sticks: later reads return
