@@ -332,6 +332,13 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			if idle := s.completionIdle(total, lastProgress.Sub(start), size, mod*uint64(nqp)); !sent && now.Sub(lastProgress) > idle {
 				return partial(&idleError{"completion", idle})
 			}
+			if rcv != nil && !rcvOver && !rcv.more() {
+				// Every message due has come: there is nothing left to
+				// wait for, and the pause until this side's sends are
+				// done (a rate limit of its own) is no idle peer. A
+				// dead peer is still found below.
+				rcvOver = true
+			}
 			if rcv != nil && !rcvOver {
 				over, err := rcv.check(ctx, now)
 				if err != nil {
