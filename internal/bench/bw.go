@@ -93,7 +93,7 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 		}
 	default:
 		wr.SGL = []ibverbs.SGE{s.sge(i, s.src(i), size)}
-		if size <= s.qps[i].Cap().MaxInline {
+		if size <= s.inlineSize(i) {
 			wr.Flags |= ibverbs.SendInline
 		}
 	}
@@ -106,6 +106,15 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 		wr.RemoteQKey = s.remote[i].Endpoint.QKey
 	}
 	return wr
+}
+
+// inlineSize is the largest message that QP i sends inline: the inline
+// size asked for (-I), as perftest's, or what the QP was granted where
+// that is less, as perftest lowers its -I to it. A provider may grant more
+// than asked (rxe grants at least an SGE's 16 bytes, even for -I 0; others
+// round up to their WQE's room), which is no reason to inline more.
+func (s *session) inlineSize(i int) int {
+	return min(int(s.spec.Inline), s.qps[i].Cap().MaxInline)
 }
 
 // wholeLists is what of n requests, left of them still to post after

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/exchange"
 )
 
 // SetBeforeLoop makes f run on each side just before its measuring loop,
@@ -59,4 +60,21 @@ func SetGroupWait(d time.Duration) (restore func()) {
 	old := groupWait
 	groupWait = d
 	return func() { groupWait = old }
+}
+
+// InlineDecisions opens spec's resources on l's device, with no peer, and
+// reports the inline data QP 0 was granted and, for each size, whether
+// the request the loops post on QP 0 for a message of that size goes
+// inline.
+func InlineDecisions(spec exchange.TestSpec, l Local, sizes []int) (granted int, inline []bool, err error) {
+	s, err := openSession(spec, l)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer s.close()
+	s.remote = make([]exchange.QPInfo, len(s.qps)) // RC: the address is not used here
+	for _, size := range sizes {
+		inline = append(inline, s.template(0, size).Flags&ibverbs.SendInline != 0)
+	}
+	return s.qps[0].Cap().MaxInline, inline, nil
 }

@@ -700,7 +700,7 @@ func (s *session) header(client bool) report.Header {
 	h := report.Header{
 		Test: specTitle(s.spec), Device: s.ctx.Name(), Port: s.port, NumQPs: len(s.qps), Transport: "IB",
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
-		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.qps[0].Cap().MaxInline,
+		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.inlineSize(0),
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
 		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events, UsingSRQ: s.srq != nil,
 		FlowLabels: s.spec.FlowLabels, Env: reportEnv(s.env()), PeerDevice: s.peerEnv.Device, PeerEnv: reportEnv(s.peerEnv),
