@@ -78,3 +78,11 @@ func InlineDecisions(spec exchange.TestSpec, l Local, sizes []int) (granted int,
 	}
 	return s.qps[0].Cap().MaxInline, inline, nil
 }
+
+// SetGosched makes the loops' yields to the scheduler (pacer) call f
+// instead of runtime.Gosched, until the returned function restores it.
+func SetGosched(f func()) (restore func()) {
+	old := gosched
+	gosched = f
+	return func() { gosched = old }
+}

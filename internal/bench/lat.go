@@ -116,10 +116,14 @@ const lastAnswerWait = 100 * time.Millisecond
 // half the time from one of the initiator's posts to the next, as in
 // perftest. Nothing but the post lies between a message's arrival and its
 // answer: the clock is read, the pacer consulted and the send completion
-// polled while the answer travels. With a latency gap (Local.LatencyGap)
-// the initiator pauses that long between an answer's arrival and its next
-// message, and a sample is half the time from its post to the answer, so
-// that the pause is not in it.
+// polled while the answer travels. The one exception is the initiator's
+// yield to the scheduler (pacer), every few milliseconds: it comes once an
+// answer has arrived, before the next message, when nothing is in flight,
+// and its time is left out of the sample, where after a post it lay in
+// the round trip. With a latency gap (Local.LatencyGap) the initiator
+// pauses that long between an answer's arrival and its next message, and
+// a sample is half the time from its post to the answer, so that the
+// pause is not in it.
 func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool, p pingSide) (sideResult, error) {
 	wcs := make([]ibverbs.WC, 1)
 	out := newSampleStore(iters, dur)
@@ -131,6 +135,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 	pc := pacer{yielded: start}
 	var prev time.Duration // when the last message was posted, since start
 	gap := s.local.LatencyGap
+	yieldNext := false // the initiator yields once the answer it waits for has come
 	timedOut := false
 	stopped := false // a wait for the peer ended with ctx
 	var i uint64     // messages posted
@@ -141,13 +146,25 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			err = answer(ctx, p, i, i, until)
 		case i == 0:
 			err = p.first()
-		case gap > 0:
+		case gap > 0 || yieldNext:
 			if err = p.wait(ctx, i-1, until); err == nil {
 				arrived := sinceMono(start)
-				if inSpan(arrived, dur, margin) {
+				if gap > 0 && inSpan(arrived, dur, margin) {
 					out.add(float64(arrived-prev) / 2)
 				}
-				spinUntil(start, arrived+gap)
+				if yieldNext {
+					// Nothing is in flight: the yield's time is
+					// taken out of the sample, which keeps the round
+					// trip and the next post.
+					pc.yield(start.Add(arrived))
+					if gap == 0 {
+						prev += sinceMono(start) - arrived
+					}
+					yieldNext = false
+				}
+				if gap > 0 {
+					spinUntil(start, arrived+gap)
+				}
 				p.number(i)
 				err = p.reply()
 			}
@@ -173,7 +190,15 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			out.dropNext()
 		}
 		prev = el
-		pc.yield(start.Add(el))
+		if initiator {
+			yieldNext = pc.yieldDue(start.Add(el))
+		} else {
+			// The responder cannot tell when nothing is in flight:
+			// it yields as its answer leaves, and the initiator's
+			// message comes a round trip later, so the yield lies
+			// in a sample only where it outlasts one.
+			pc.yield(start.Add(el))
+		}
 		if err := p.sent(); err != nil {
 			return sideResult{}, err
 		}

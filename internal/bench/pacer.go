@@ -77,17 +77,30 @@ func (p *pacer) due() (time.Time, bool) {
 // reports whether it did.
 func (p *pacer) yield(now time.Time) bool { return p.yieldWithin(now, 0) }
 
-// yieldWithin gives the scheduler a turn if the period will have passed
-// since the last one within ahead, and reports whether it did.
-func (p *pacer) yieldWithin(now time.Time, ahead time.Duration) bool {
+// yieldDue reports whether a yield is due at now: yield would give the
+// scheduler its turn.
+func (p *pacer) yieldDue(now time.Time) bool { return p.dueWithin(now, 0) }
+
+// dueWithin reports whether the period will have passed since the last
+// yield within ahead.
+func (p *pacer) dueWithin(now time.Time, ahead time.Duration) bool {
 	period := p.period
 	if period == 0 {
 		period = yieldPeriod
 	}
-	if period < 0 || now.Sub(p.yielded)+ahead < period {
+	return period >= 0 && now.Sub(p.yielded)+ahead >= period
+}
+
+// yieldWithin gives the scheduler a turn if the period will have passed
+// since the last one within ahead, and reports whether it did.
+func (p *pacer) yieldWithin(now time.Time, ahead time.Duration) bool {
+	if !p.dueWithin(now, ahead) {
 		return false
 	}
 	p.yielded = now
-	runtime.Gosched()
+	gosched()
 	return true
 }
+
+// gosched is runtime.Gosched; a test makes some yields slow.
+var gosched = runtime.Gosched

@@ -1,0 +1,60 @@
+//go:build linux && cgo
+
+package bench_test
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"golang.org/x/sys/unix"
+)
+
+// TestLatencyYieldOutOfSamples: the initiator's yields to the scheduler
+// in write_lat and send_lat are not in its samples. The client's first
+// five yields are made to take 60 ms each (its measuring loop's thread's;
+// the server's yields are as usual): a sample that held one would be over
+// 30 ms, where an emulated round trip takes under a millisecond, a few
+// milliseconds at most. A yield after a post, as before, lay in the round
+// trip of each of the five.
+func TestLatencyYieldOutOfSamples(t *testing.T) {
+	for _, spec := range []exchange.TestSpec{
+		{Test: exchange.WriteLat, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 300, NumQPs: 1, TXDepth: 1, RXDepth: 1, CQModeration: 1},
+		{Test: exchange.SendLat, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 300, NumQPs: 1, TXDepth: 1, RXDepth: 16, CQModeration: 1},
+	} {
+		var tid, slow atomic.Int32
+		restoreLoop := bench.SetBeforeLoop(func(client bool) {
+			if client {
+				tid.Store(int32(unix.Gettid())) // the loop keeps its thread
+			}
+		})
+		restoreYield := bench.SetGosched(func() {
+			if int32(unix.Gettid()) == tid.Load() && slow.Add(1) <= 5 {
+				time.Sleep(60 * time.Millisecond)
+			}
+			runtime.Gosched()
+		})
+		c, _ := loopback(t, spec)
+		restoreYield()
+		restoreLoop()
+		if slow.Load() < 5 {
+			t.Fatalf("%v: the client yielded %d times, want at least 5", spec.Test, slow.Load())
+		}
+		var long []float64
+		for _, x := range c.Sizes[0].Samples {
+			if x > 30e6 {
+				long = append(long, x/1e6)
+			}
+		}
+		// A wait's own yield (one that has lasted 5 ms) may take one of
+		// the slow ones.
+		if len(long) > 1 {
+			t.Errorf("%v: %d samples over 30 ms (%.1f ms): the slow yields are in them", spec.Test, len(long), long)
+		}
+		t.Logf("%v: %d samples, max %.1f µs, %d over 30 ms", spec.Test, len(c.Sizes[0].Samples), c.Sizes[0].Lat.Max/1e3, len(long))
+	}
+}
