@@ -491,6 +491,66 @@ func (s *session) prepostRecvs() error {
 	return nil
 }
 
+// settleReceives, once both sides are done with a size of a test whose
+// messages complete receives, takes the completions that no loop took and
+// posts those receives again, each where it was (its ID names its QP's
+// region), so that the next size starts with the RX depth posted and no
+// completion left over. Left there, a completion is the next size's
+// loop's to take:
+//
+//   - Each side of send_lat (and write_lat with immediate data) ends by
+//     its own clock (peerWaitLimit): when the responder's runs out first
+//     it stops after an answer, and the initiator's next message
+//     completes a receive here. The next size's first wait would take it
+//     and answer before the peer's first message has come, and two
+//     messages would go round at once: about half the latency, reported
+//     as the size's.
+//   - A bandwidth receiver over UD or UC ends once the messages pause
+//     (500 ms), and with a duration 200 ms after its time is up, so a
+//     sender held back by a slow rate limit may send after it has ended.
+//     The next size's receiver would count the messages as its own.
+func (s *session) settleReceives() error {
+	wcs := make([]ibverbs.WC, 16)
+	var wrs [][]ibverbs.RecvWR // each QP's, or with an SRQ all in the first
+	for {
+		k, err := s.rcq.Poll(wcs)
+		if err != nil {
+			return err
+		}
+		for _, wc := range wcs[:k] {
+			if err := wc.Err(); err != nil {
+				return s.completionErr(err)
+			}
+			i := int(min(wc.WRID, uint64(len(s.qps)-1))) // the ID is a QP's index (recvWR)
+			q := i
+			if s.srq != nil {
+				q = 0
+			}
+			if wrs == nil {
+				wrs = make([][]ibverbs.RecvWR, len(s.qps))
+			}
+			wrs[q] = append(wrs[q], s.recvWR(i))
+		}
+		if k < len(wcs) {
+			break
+		}
+	}
+	for q, w := range wrs {
+		var err error
+		switch {
+		case len(w) == 0:
+		case s.srq != nil:
+			err = s.srq.PostRecv(w)
+		default:
+			err = s.qps[q].PostRecv(w)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *session) recvWR(i int) ibverbs.RecvWR {
 	return ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{s.sge(i, s.dst(i), s.region)}}
 }

@@ -330,46 +330,6 @@ func (p *sendPing) repost() error {
 	return nil
 }
 
-// settleReceives, once both sides are done with a size of send_lat (or
-// write_lat with immediate data), takes the completions of receives that
-// no wait took and posts those receives again, so that the next size
-// starts with the RX depth posted and no completion left over. Each
-// side's loop ends by its own clock (peerWaitLimit): when the responder's
-// runs out first it stops after an answer, and the initiator's next
-// message completes a receive here that no loop polls. Left there, the
-// next size's first wait would take it and answer before the peer's first
-// message has come, and two messages would go round at once: about half
-// the latency, reported as the size's.
-func (s *session) settleReceives() error {
-	wcs := make([]ibverbs.WC, 16)
-	n := 0
-	for {
-		k, err := s.rcq.Poll(wcs)
-		if err != nil {
-			return err
-		}
-		for _, wc := range wcs[:k] {
-			if err := wc.Err(); err != nil {
-				return s.completionErr(err)
-			}
-		}
-		if n += k; k < len(wcs) {
-			break
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	wrs := make([]ibverbs.RecvWR, n)
-	for j := range wrs {
-		wrs[j] = s.recvWR(0) // the latency tests run on QP 0
-	}
-	if s.srq != nil {
-		return s.srq.PostRecv(wrs)
-	}
-	return s.qps[0].PostRecv(wrs)
-}
-
 // oneSend is a latency loop's request, signalled, in a SendBatch of one,
 // so that each iteration posts it without building it again.
 func (s *session) oneSend(size int) (*ibverbs.SendBatch, error) {

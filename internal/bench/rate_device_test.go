@@ -53,3 +53,28 @@ func TestBidirectionalRateOutlastsIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowRateLateDatagrams: a UD receiver ends once the datagrams pause
+// for 500 ms. A sender held to 1.25 datagrams a second sends the second
+// of each size 800 ms after the first, after the size's receiver has
+// ended: it completes a receive that no loop takes. The next size must
+// not count it as its own: the server counts one datagram at every size
+// of the sweep, where from the second size on it counted two, the first
+// of them the last size's.
+func TestSlowRateLateDatagrams(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, AllSizes: true, Iterations: 2,
+		NumQPs: 1, TXDepth: 1, RXDepth: 16, CQModeration: 1}
+	c, s := loopback(t, spec, func(l *bench.Local, client bool) {
+		if client {
+			l.Rate = bench.RateLimit{Rate: 1.25, Unit: bench.RatePps}
+		}
+	})
+	if len(s.Sizes) < 2 || len(c.Sizes) != len(s.Sizes) {
+		t.Fatalf("sizes: client %d, server %d, want the same, at least 2", len(c.Sizes), len(s.Sizes))
+	}
+	for k, r := range s.Sizes {
+		if sent := c.Sizes[k].BW.Iterations; sent != 2 || r.BW.Iterations != 1 {
+			t.Errorf("size %d: sent %d, received %d; want 2 sent, the first received", r.Size, sent, r.BW.Iterations)
+		}
+	}
+}

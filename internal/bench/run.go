@@ -605,7 +605,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		res.Mismatches += local.Mismatches + peer.Mismatches
 		add(s.sizeResult(size, mine, peer))
 		stopped := interrupted || ctx.Err() != nil || res.PeerInterrupted
-		if spec.Test.IsLatency() && spec.Receives() && n+1 < len(sizes) && !stopped {
+		if spec.Receives() && n+1 < len(sizes) && !stopped {
 			// Both sides are done: a message one sent after the other
 			// stopped has completed a receive by now.
 			if err := s.settleReceives(); err != nil {
