@@ -194,6 +194,39 @@ func TestAcceptAfterPeerGaveUp(t *testing.T) {
 	}
 }
 
+// TestRejectDataLimit: a reject's private data longer than the CM's REJ
+// carries (148 bytes over RoCE) is refused with the limit and leaves the
+// request as it was, where rdma_reject failed with a bare EINVAL and the
+// request was refused all the same, without the data; the data that fits
+// then reaches the dialer.
+func TestRejectDataLimit(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.IP, nil)
+	ctx := timeout(t, 60*time.Second)
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
+		if c != nil {
+			c.Close()
+		}
+		dialed <- err
+	}()
+	r, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Reject(make([]byte, 149)); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "at most 148") {
+		t.Errorf("Reject with 149 bytes: %v, want EINVAL and the limit", err)
+	}
+	if err := r.Reject([]byte("go away")); err != nil {
+		t.Fatalf("Reject after a refused one: %v", err)
+	}
+	var rej *rdmacm.RejectedError
+	if err := <-dialed; !errors.As(err, &rej) || rej.Reason() == "" || !strings.HasPrefix(string(rej.PrivateData), "go away") {
+		t.Errorf("Dial: %v, want a *RejectedError with the reject's data", err)
+	}
+}
+
 // TestLinkLocal: a link-local IPv6 address with its zone (the GID's
 // netdev) binds and connects, where the zone was dropped and the kernel
 // refused the address (EINVAL): the device's own link-local RoCE v2 GID,

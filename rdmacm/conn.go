@@ -41,7 +41,8 @@ type Config struct {
 	// receive queue, with one completion channel, of CQSize entries
 	// (default MaxSendWR + MaxRecvWR): one poll takes both kinds of
 	// completion, and one goroutine sleeps for either. SendCQ and RecvCQ
-	// then return the same CQ. It does nothing when Config.SendCQ is set.
+	// then return the same CQ. It does nothing when Config.SendCQ or
+	// Config.RecvCQ is set.
 	SharedCQ bool
 	// SigAll makes every send signalled.
 	SigAll bool
@@ -70,7 +71,7 @@ type Config struct {
 	TOS uint8
 	// AckTimeout is an RC QP's local ACK timeout, 4.096 µs × 2^n (1 to
 	// 31; rdma_set_option RDMA_OPTION_ID_ACK_TIMEOUT). Zero leaves the one
-	// rdma_cm derives from the path.
+	// rdma_cm derives from the path; UD ignores it.
 	AckTimeout uint8
 
 	// PrivateData goes to the peer in the connection request (Dial) or
@@ -80,7 +81,8 @@ type Config struct {
 	// InitiatorDepth and ResponderResources bound the RDMA reads and
 	// atomics in flight from and to this side. Zero asks for the device's
 	// maximum (limited on Accept by what the peer asked); negative for
-	// none.
+	// none. A value above the device's maximum is cut to it, and on
+	// Accept an InitiatorDepth above the request's to that.
 	InitiatorDepth     int
 	ResponderResources int
 	// RetryCount and RNRRetryCount (0-7, 7 meaning forever for RNR): zero
@@ -253,6 +255,33 @@ type Conn struct {
 	closeErr  error
 }
 
+// connParam is cfg's parameters for rdma_connect, or for rdma_accept of a
+// request that came with req, on c's device. Depths given above the
+// device's (max_qp_init_rd_atom, max_qp_rd_atom), which librdmacm refuses
+// with EINVAL, are cut to them, as perftest cuts -o; an accepting side's
+// initiator depth also to the request's, as rdma_accept(3) requires.
+func (c *Conn) connParam(cfg *Config, req *ConnParam) (*ConnParam, error) {
+	p := cfg.connParam()
+	given := func(v uint8) bool { return v != MaxDepth && v != 0 }
+	if c.ud || !given(p.InitiatorDepth) && !given(p.ResponderResources) {
+		return p, nil
+	}
+	da, err := c.ctx.QueryDevice()
+	if err != nil {
+		return nil, err
+	}
+	if given(p.InitiatorDepth) {
+		p.InitiatorDepth = uint8(min(int(p.InitiatorDepth), da.MaxQPInitRdAtom))
+		if req != nil {
+			p.InitiatorDepth = min(p.InitiatorDepth, req.InitiatorDepth)
+		}
+	}
+	if given(p.ResponderResources) {
+		p.ResponderResources = uint8(min(int(p.ResponderResources), da.MaxQPRdAtom))
+	}
+	return p, nil
+}
+
 // newConn makes the connection's resources on id's device. It owns id and
 // its channel from here on: on failure both are closed.
 func newConn(id *ID, cfg *Config) (c *Conn, err error) {
@@ -316,15 +345,18 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 		if c.sch, err = c.pd.Context().CreateCompChannel(); err != nil {
 			return c, err
 		}
+		// A RecvCQ given keeps its place: receives complete where its
+		// owner polls.
+		shared := cfg.SharedCQ && c.rcq == nil
 		n := qc.MaxSendWR
-		if cfg.SharedCQ {
+		if shared {
 			n += qc.MaxRecvWR
 		}
 		if c.scq, err = mkCQ(size(n), c.sch); err != nil {
 			return c, err
 		}
 		c.ownSCQ = true
-		if cfg.SharedCQ {
+		if shared {
 			c.rcq = c.scq
 		}
 	}

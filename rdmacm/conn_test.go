@@ -777,6 +777,74 @@ func TestSharedCQ(t *testing.T) {
 	}
 }
 
+// TestSharedCQKeepsRecvCQ: Config.SharedCQ with a RecvCQ given leaves
+// the receives on it, where the shared CQ took them and the owner of
+// RecvCQ waited for completions that never came.
+func TestSharedCQKeepsRecvCQ(t *testing.T) {
+	n := device(t)
+	dctx, pd := devicePD(t, n)
+	ch, err := dctx.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, ch) })
+	rcq, err := dctx.CreateCQ(8, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, rcq) })
+	l := listen(t, n.IP, nil)
+	srv, cli := connect(t, l, n.IP, &rdmacm.Config{PD: pd, RecvCQ: rcq, SharedCQ: true, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+	if cli.RecvCQ() != rcq || cli.SendCQ() == rcq {
+		t.Fatalf("RecvCQ %p, SendCQ %p; want the RecvCQ given, %p, and a CQ of the connection's", cli.RecvCQ(), cli.SendCQ(), rcq)
+	}
+	sm, cm := register(t, srv.PD(), 4096, 0), register(t, pd, 4096, 0)
+	postRecv(t, cli, cm, 0, 64)
+	send(t, srv, sm, 0, 6)
+	wcs := make([]ibverbs.WC, 1)
+	if _, err := rcq.Wait(timeout(t, 20*time.Second), wcs); err != nil || wcs[0].Opcode != ibverbs.WCRecv {
+		t.Fatalf("the receive on the RecvCQ given: %+v, %v", wcs[0], err)
+	}
+}
+
+// TestDepthsCut: read and atomic depths asked above the device's maximum
+// are cut to it on both sides, as perftest cuts -o, where librdmacm
+// refused them and Dial and Accept failed with a bare EINVAL.
+func TestDepthsCut(t *testing.T) {
+	n := device(t)
+	cfg := &rdmacm.Config{InitiatorDepth: 250, ResponderResources: 250}
+	l := listen(t, n.IP, cfg)
+	srv, cli := connect(t, l, n.IP, cfg)
+	da, err := cli.Context().QueryDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if da.MaxQPInitRdAtom >= 250 {
+		t.Skipf("the device takes %d reads in flight: nothing to cut", da.MaxQPInitRdAtom)
+	}
+	for _, c := range []*rdmacm.Conn{srv, cli} {
+		a, err := c.QP().Query()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.MaxRdAtomic == 0 || int(a.MaxRdAtomic) > da.MaxQPInitRdAtom || int(a.MaxDestRdAtomic) > da.MaxQPRdAtom {
+			t.Errorf("%v: %d reads out, %d in; the device's maxima %d and %d", c.LocalAddr(), a.MaxRdAtomic, a.MaxDestRdAtomic, da.MaxQPInitRdAtom, da.MaxQPRdAtom)
+		}
+	}
+}
+
+// TestUDAckTimeout: Config.AckTimeout, an RC QP's, is ignored by UD, where
+// the kernel refused it and every UD Dial and Accept failed with EINVAL.
+func TestUDAckTimeout(t *testing.T) {
+	n := device(t)
+	cfg := &rdmacm.Config{UD: true, AckTimeout: 14}
+	l := listen(t, n.IP, cfg)
+	srv, cli := connect(t, l, n.IP, cfg)
+	if srv.QP().Type() != ibverbs.QPTypeUD || cli.QP().Type() != ibverbs.QPTypeUD {
+		t.Errorf("QP types %v and %v, want UD", srv.QP().Type(), cli.QP().Type())
+	}
+}
+
 // TestConnsShareEvents: the handles on one device that two connections
 // and rdmacm.Device return share its one async event stream, which stays
 // open while any of them is.
@@ -883,12 +951,28 @@ func TestPrepare(t *testing.T) {
 		t.Errorf("cleanups ran %d and %d times, want once each", sp.cleaned, cp.cleaned)
 	}
 
-	// A failing Prepare, on the accepting side: the request is refused.
+	// A failing Prepare, on the accepting side: Accept fails with its
+	// error, and the request is refused, so that Dial fails at once.
 	bad := func(*rdmacm.Conn) (func() error, error) { return nil, syscall.ENOMEM }
 	l = listen(t, n.IP, &rdmacm.Config{Prepare: bad})
-	_, _, err := tryConnect(timeout(t, 20*time.Second), l, n2.IP, &rdmacm.Config{})
-	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOMEM) {
-		t.Errorf("Accept whose Prepare fails: %v", err)
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := l.Accept(timeout(t, 20*time.Second))
+		if c != nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	dc, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n2.IP.String()})
+	if dc != nil {
+		dc.Close()
+	}
+	var rej *rdmacm.RejectedError
+	if !errors.As(err, &rej) {
+		t.Errorf("Dial to a listener whose Prepare fails: %v, want a *RejectedError", err)
+	}
+	if err := <-accepted; !errors.Is(err, syscall.ENOMEM) || errors.Is(err, rdmacm.ErrDisconnected) {
+		t.Errorf("Accept whose Prepare fails: %v, want Prepare's ENOMEM", err)
 	}
 	// On the dialing side, Dial fails with Prepare's error, before it
 	// sends a request.

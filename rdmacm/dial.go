@@ -62,7 +62,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 			return fail(err)
 		}
 	}
-	if cfg.AckTimeout != 0 {
+	if cfg.AckTimeout != 0 && !cfg.UD {
 		if err := id.SetAckTimeout(cfg.AckTimeout); err != nil {
 			return fail(err)
 		}
@@ -73,7 +73,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if _, err := ch.Await(ctx, EventRouteResolved); err != nil {
 		return fail(fmt.Errorf("resolving route: %w", err))
 	}
-	if err := id.checkPrivateData("rdma_connect", len(cfg.PrivateData), false); err != nil {
+	if err := id.checkPrivateData("rdma_connect", len(cfg.PrivateData), cmRequest); err != nil {
 		return fail(err)
 	}
 	c, err := newConn(id, cfg)
@@ -83,7 +83,11 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err := c.prepare(cfg); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
-	if err := id.Connect(cfg.connParam()); err != nil {
+	p, err := c.connParam(cfg, nil)
+	if err != nil {
+		return nil, errors.Join(err, c.teardown())
+	}
+	if err := id.Connect(p); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
 	ev, err := ch.Await(ctx, EventEstablished)

@@ -312,36 +312,44 @@ func connParam(fn string, p *ConnParam) (c *C.struct_rdma_conn_param, free func(
 const (
 	maxConnectData   = 56  // REQ
 	maxAcceptData    = 196 // REP
+	maxRejectData    = 148 // REJ
 	maxUDConnectData = 180 // SIDR REQ
-	maxUDAcceptData  = 136 // SIDR REP
+	maxUDAcceptData  = 136 // SIDR REP, which also rejects
 )
 
-// checkPrivateData checks that n bytes of private data fit in the
-// request (accept false) or reply of id's port space, once id is on a
-// device: an iWARP device's take up to the 255 bytes the length has room
-// for, InfiniBand's and RoCE's less. Where they do not fit, fn (the verb)
-// would fail with a bare EINVAL, after the QP was made.
-func (id *ID) checkPrivateData(fn string, n int, accept bool) error {
+// The CM messages that carry private data.
+const (
+	cmRequest = iota
+	cmReply
+	cmReject
+)
+
+// checkPrivateData checks that n bytes of private data fit in the CM
+// message msg (cmRequest, cmReply, cmReject) of id's port space, once id
+// is on a device: an iWARP device's take up to the 255 bytes the length
+// has room for, InfiniBand's and RoCE's less. Where they do not fit, fn
+// (the verb) would fail with a bare EINVAL, after the QP was made.
+func (id *ID) checkPrivateData(fn string, n int, msg int) error {
 	most := math.MaxUint8
 	if v := id.c.verbs; v != nil && v.device.transport_type != C.IBV_TRANSPORT_IWARP {
+		ud := id.ps == PortSpaceUDP || id.ps == PortSpaceIPoIB // SIDR
 		switch {
-		case id.ps == PortSpaceUDP && accept:
-			most = maxUDAcceptData
-		case id.ps == PortSpaceUDP:
+		case ud && msg == cmRequest:
 			most = maxUDConnectData
-		case accept:
+		case ud:
+			most = maxUDAcceptData
+		case msg == cmRequest:
+			most = maxConnectData
+		case msg == cmReply:
 			most = maxAcceptData
 		default:
-			most = maxConnectData
+			most = maxRejectData
 		}
 	}
 	if n <= most {
 		return nil
 	}
-	what := "request"
-	if accept {
-		what = "reply"
-	}
+	what := [...]string{cmRequest: "request", cmReply: "reply", cmReject: "reject"}[msg]
 	return fmt.Errorf("%d bytes of private data, where a %s connection %s carries at most %d: %w",
 		n, id.ps, what, most, os.NewSyscallError(fn, syscall.EINVAL))
 }
@@ -354,7 +362,7 @@ func (id *ID) Connect(p *ConnParam) error {
 		return ErrClosed
 	}
 	if p != nil {
-		if err := id.checkPrivateData("rdma_connect", len(p.PrivateData), false); err != nil {
+		if err := id.checkPrivateData("rdma_connect", len(p.PrivateData), cmRequest); err != nil {
 			return err
 		}
 	}
@@ -384,7 +392,7 @@ func (id *ID) Accept(p *ConnParam) error {
 			os.NewSyscallError("rdma_accept", syscall.EINVAL))
 	}
 	if p != nil {
-		if err := id.checkPrivateData("rdma_accept", len(p.PrivateData), true); err != nil {
+		if err := id.checkPrivateData("rdma_accept", len(p.PrivateData), cmReply); err != nil {
 			return err
 		}
 	}
@@ -401,15 +409,14 @@ func (id *ID) Accept(p *ConnParam) error {
 }
 
 // Reject refuses the connection request this ID came with, sending
-// privateData (at most 148 bytes for RC over InfiniBand and RoCE) to the
-// peer (rdma_reject). Close the ID afterwards.
+// privateData (at most 148 bytes for RC, 136 for UD, over InfiniBand and
+// RoCE) to the peer (rdma_reject). Close the ID afterwards.
 func (id *ID) Reject(privateData []byte) error {
 	if id.c == nil {
 		return ErrClosed
 	}
-	if len(privateData) > math.MaxUint8 {
-		return fmt.Errorf("%d bytes of private data, at most 255 fit: %w",
-			len(privateData), os.NewSyscallError("rdma_reject", syscall.EINVAL))
+	if err := id.checkPrivateData("rdma_reject", len(privateData), cmReject); err != nil {
+		return err
 	}
 	var p unsafe.Pointer
 	if len(privateData) > 0 {

@@ -62,7 +62,7 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err := id.BindAddr(ap); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
-	if err := id.checkPrivateData("rdma_accept", len(cfg.PrivateData), true); err != nil {
+	if err := id.checkPrivateData("rdma_accept", len(cfg.PrivateData), cmReply); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
 	if err := id.Listen(cfg.Backlog); err != nil {
@@ -226,7 +226,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	if cfg.UD != (r.id.ps == PortSpaceUDP) {
 		return refuse(fmt.Errorf("Config.UD is %v on a %s request", cfg.UD, r.id.ps))
 	}
-	if err := r.id.checkPrivateData("rdma_accept", len(cfg.PrivateData), true); err != nil {
+	if err := r.id.checkPrivateData("rdma_accept", len(cfg.PrivateData), cmReply); err != nil {
 		return refuse(err)
 	}
 	// A caller that has given up (its context ended, or its Listener's
@@ -235,7 +235,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return refuse(fmt.Errorf("accepting: %w", err))
 	}
-	if cfg.AckTimeout != 0 {
+	if cfg.AckTimeout != 0 && !cfg.UD {
 		if err := r.id.SetAckTimeout(cfg.AckTimeout); err != nil {
 			return refuse(err)
 		}
@@ -254,7 +254,12 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		r.id.Reject(nil)
 		return nil, errors.Join(fmt.Errorf("accepting: %w", err), c.teardown())
 	}
-	if err := r.id.Accept(cfg.connParam()); err != nil {
+	p, err := c.connParam(cfg, &r.ev.Param)
+	if err != nil {
+		r.id.Reject(nil)
+		return nil, errors.Join(err, c.teardown())
+	}
+	if err := r.id.Accept(p); err != nil {
 		return nil, errors.Join(r.id.peersReason(err), c.teardown())
 	}
 	// rdma_accept has brought the QP to RTS; the peer sends only after
@@ -272,11 +277,16 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 }
 
 // Reject refuses the request, sending privateData to the peer (at most
-// 148 bytes for RC over InfiniBand and RoCE), and frees it (rdma_reject,
-// rdma_destroy_id). The peer's Dial fails with a *RejectedError.
+// 148 bytes for RC, 136 for UD, over InfiniBand and RoCE), and frees it
+// (rdma_reject, rdma_destroy_id). The peer's Dial fails with a
+// *RejectedError. Private data that does not fit is refused with EINVAL,
+// and the request is left as it was.
 func (r *ConnRequest) Reject(privateData []byte) error {
 	if r.done {
 		return ErrClosed
+	}
+	if err := r.id.checkPrivateData("rdma_reject", len(privateData), cmReject); err != nil {
+		return err
 	}
 	r.done = true
 	ch := r.id.ch
