@@ -54,8 +54,11 @@ func (c *Context) Name() string { return c.name }
 func (c *Context) Raw() unsafe.Pointer { return unsafe.Pointer(c.c) }
 
 // Close closes the device (ibv_close_device). It fails with EBUSY while PDs,
-// CQs or completion channels of the context are open. Closing twice is a
-// no-op. Closing a borrowed context (WrapContext) only ends this handle.
+// CQs or completion channels of the context are open, and, for a Context
+// from Open, while handles that WrapContext made on its device are open:
+// they and their objects use the device, so close them first. Closing twice
+// is a no-op. Closing a borrowed context (WrapContext) only ends this
+// handle, and fails with EBUSY while objects made through it are open.
 func (c *Context) Close() error {
 	if c.c == nil {
 		return nil
@@ -63,7 +66,11 @@ func (c *Context) Close() error {
 	if n := c.kids.count(); n > 0 {
 		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
 	}
-	if l := c.dev.detach(c.c, !c.borrowed); l != nil {
+	l, others := c.dev.detach(c.c, !c.borrowed)
+	if others > 0 {
+		return busyError("ibv_close_device", "other handles on the device (WrapContext)", int64(others))
+	}
+	if l != nil {
 		l.stop()
 	}
 	if c.borrowed {
@@ -113,24 +120,30 @@ func attachDev(c *C.struct_ibv_context) *devState {
 	return d
 }
 
-// detach counts a handle on c gone. When it was the last, or the owner
-// that closes the device, d is forgotten and its event loop, if any, is
-// returned for the caller to stop.
-func (d *devState) detach(c *C.struct_ibv_context, owner bool) *eventLoop {
+// detach counts a handle on c gone. When it was the last, d is forgotten
+// and its event loop, if any, is returned for the caller to stop. The
+// owner, the handle whose Close closes the device, is not let go while
+// other handles are open: detach then changes nothing and returns how many
+// there are, for the owner's Close to refuse, as the device must outlive
+// them and the objects made through them.
+func (d *devState) detach(c *C.struct_ibv_context, owner bool) (l *eventLoop, others int) {
 	devStates.mu.Lock()
 	defer devStates.mu.Unlock()
+	if owner && d.handles > 1 {
+		return nil, d.handles - 1
+	}
 	d.handles--
-	if d.handles > 0 && !owner {
-		return nil
+	if d.handles > 0 {
+		return nil, 0
 	}
 	if devStates.m[c] == d {
 		delete(devStates.m, c)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	l := d.events
+	l = d.events
 	d.events = nil
-	return l
+	return l, 0
 }
 
 // sameContext says why what, an object made on the context of, cannot
@@ -446,7 +459,10 @@ func (c *Context) SelectGID(port int, rule GIDRule) (GIDChoice, error) {
 
 // WrapContext wraps a struct ibv_context that another library opened and
 // owns, such as librdmacm's cm_id->verbs. Close never closes the device; the
-// owner must outlive every object made from the returned Context.
+// owner must outlive every object made from the returned Context. Where the
+// owner is this package (the Raw of a Context from Open), it sees to that:
+// its Close fails with EBUSY while the returned handle is open, and the
+// handle's Close while objects made through it are.
 //
 // Every handle on one device, whether from WrapContext or Open, knows the
 // objects made through the others: a CQ made through one handle may use a

@@ -70,8 +70,9 @@
 //
 // A child keeps its parent: an MR holds its PD and Buffer, an MW its PD, a
 // QP its PD, CQs and SRQ, a CQ its Context and channel. Close a child
-// before its parent. A parent's Close while children are open fails with
-// an error that matches
+// before its parent; a handle that WrapContext made on a Context from Open
+// counts as the Context's child. A parent's Close while children are open
+// fails with an error that matches
 // syscall.EBUSY and says how many are open, and changes nothing, so any
 // order a program tries is safe and the right order always works. Close is
 // idempotent. Methods of a closed object return ErrClosed (which also

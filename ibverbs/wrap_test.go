@@ -289,3 +289,49 @@ func TestObjectsOtherContext(t *testing.T) {
 	}
 	closeOK(t, qp)
 }
+
+// TestOwnerCloseWaitsForWrappedHandles: the Context from Open refuses to
+// close the device while a handle that WrapContext made on it is open, as
+// that handle and its objects use the device: with a PD made through the
+// handle, and with the handle alone. Once the PD and the handle are
+// closed, so is the device. Until then the device is open and works.
+func TestOwnerCloseWaitsForWrappedHandles(t *testing.T) {
+	info := rdmatest.Device(t)
+	ctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ibverbs.WrapContext(ctx.Raw())
+	if err != nil {
+		closeOK(t, ctx)
+		t.Fatal(err)
+	}
+	pd, err := w.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Close(); !errors.Is(err, syscall.EBUSY) {
+		// The device is gone under pd: stop before using it.
+		t.Fatalf("closing the owner with a PD open through another handle: %v, want EBUSY", err)
+	}
+	if err := w.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("closing the wrapped handle with its PD open: %v, want EBUSY", err)
+	}
+	cq, err := w.CreateCQ(4, nil)
+	if err != nil {
+		t.Fatalf("the device after its owner's refused Close: %v", err)
+	}
+	closeOK(t, cq)
+	closeOK(t, pd)
+	if err := ctx.Close(); !errors.Is(err, syscall.EBUSY) || !strings.Contains(err.Error(), "WrapContext") {
+		t.Fatalf("closing the owner with a wrapped handle open: %v, want EBUSY naming WrapContext", err)
+	}
+	if _, err := w.QueryDevice(); err != nil {
+		t.Errorf("the wrapped handle after its owner's refused Close: %v", err)
+	}
+	closeOK(t, w)
+	closeOK(t, ctx)
+	if _, err := ctx.AllocPD(); !errors.Is(err, ibverbs.ErrClosed) {
+		t.Errorf("AllocPD on the closed owner: %v, want ErrClosed", err)
+	}
+}
