@@ -373,18 +373,27 @@ func (qp *QP) ToRTR(remote Endpoint, p ConnParams) error {
 }
 
 // ToRTS moves the QP from RTR to ready-to-send with send PSN qp.PSN()
-// (ibv_modify_qp).
+// (ibv_modify_qp); a raw packet QP, which has no PSN, with its state alone.
 func (qp *QP) ToRTS(p ConnParams) error {
 	if err := p.fill(qp); err != nil {
 		return err
 	}
 	a := QPAttr{State: QPStateRTS, SQPSN: qp.psn, Timeout: p.Timeout, RetryCnt: Retries(p.RetryCnt),
 		RNRRetry: Retries(p.RNRRetry), MaxRdAtomic: p.MaxRdAtomic}
-	mask := QPAttrState | QPAttrSQPSN
-	if qp.typ == QPTypeRC {
-		mask |= QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic
+	return qp.Modify(&a, rtsMask(qp.typ))
+}
+
+// rtsMask is the mask ToRTS modifies a QP of type typ with: the attributes
+// the kernel requires from RTR to RTS (ib_modify_qp_is_ok). A raw packet
+// QP has no send PSN, nor any other: the kernel refuses the mask with one.
+func rtsMask(typ QPType) QPAttrMask {
+	switch typ {
+	case QPTypeRawPacket:
+		return QPAttrState
+	case QPTypeRC:
+		return QPAttrState | QPAttrSQPSN | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic
 	}
-	return qp.Modify(&a, mask)
+	return QPAttrState | QPAttrSQPSN
 }
 
 // Connect takes the QP from RESET through INIT and RTR to RTS, aimed at
