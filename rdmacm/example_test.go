@@ -4,6 +4,7 @@ package rdmacm_test
 
 import (
 	"context"
+	"errors"
 	"log"
 	"time"
 
@@ -21,8 +22,11 @@ func ExampleListen() {
 	defer l.Close()
 	for {
 		c, err := l.Accept(ctx)
-		if err != nil {
+		if errors.Is(err, rdmacm.ErrClosed) || errors.Is(err, rdmacm.ErrDeviceRemoved) {
 			log.Fatal(err)
+		} else if err != nil {
+			log.Print(err) // one peer's failure, or one connection's
+			continue
 		}
 		buf, _ := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
 		mr, _ := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)

@@ -84,7 +84,13 @@ func (l *Listener) ID() *ID { return l.id }
 // listener's Config: GetRequest, then ConnRequest.Accept. If making the
 // connection's resources fails, the request is rejected. Close ends it
 // with ErrClosed, also once it has answered a request and waits for the
-// peer to complete the connection.
+// peer to complete the connection. A failure of one peer's (it refused
+// the reply, went away: a *RejectedError, an *EventError, ErrDisconnected)
+// ends that Accept only: a server calls Accept again, as in
+// ExampleListen. Accept handles one request at a time; a server that must
+// not wait on a peer slow to complete takes requests with GetRequest and
+// accepts each in a goroutine of its own, as package rdmamsg's Listener
+// does.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	r, err := l.GetRequest(ctx)
 	if err != nil {
@@ -96,7 +102,12 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	defer stop()
 	c, err := r.Accept(ctx, nil)
 	if err != nil && l.ctx.Err() != nil {
-		return nil, &OpError{Op: "accept", Addr: l.addr, Err: fmt.Errorf("%w (%w)", ErrClosed, err)}
+		// The handshake's own error says only that Close cancelled it.
+		var op *OpError
+		if errors.As(err, &op) {
+			err = op.Err
+		}
+		return nil, &OpError{Op: "accept", Addr: l.addr, Err: fmt.Errorf("%w (%v)", ErrClosed, err)}
 	}
 	return c, err
 }
