@@ -360,3 +360,93 @@ func TestResizeCQ(t *testing.T) {
 		t.Errorf("Resize(0) = %v, want EINVAL", err)
 	}
 }
+
+// TestCQWaitSharedChannel: two CQs share a channel and one goroutine
+// waits on each in turn. An event for the other CQ, one left armed, does
+// not fail a Wait, which waits on for its own CQ's completion; and
+// messages flowing while the goroutine alternates Waits on the sender's
+// and the receiver's CQ all arrive. A CQ without a channel cannot be
+// waited on: EINVAL.
+func TestCQWaitSharedChannel(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	if p.a.cq.Channel() != p.b.cq.Channel() {
+		t.Fatal("the pair's CQs have two channels")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	wcs := make([]ibverbs.WC, 1)
+	recv := func(id uint64) {
+		t.Helper()
+		if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: id, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := func(id uint64, flags ibverbs.SendFlags) {
+		t.Helper()
+		if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: id, Opcode: ibverbs.OpSend, Flags: flags,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(cq *ibverbs.CQ, id uint64, op ibverbs.WCOpcode) {
+		t.Helper()
+		n, err := cq.Wait(ctx, wcs)
+		if err != nil {
+			t.Fatalf("Wait for wr_id %d: %v", id, err)
+		}
+		if n != 1 || wcs[0].Err() != nil || wcs[0].WRID != id || wcs[0].Opcode != op {
+			t.Fatalf("Wait for wr_id %d (%v): %d completions, %+v", id, op, n, wcs[0])
+		}
+	}
+
+	// The receiver's CQ is armed and a message arrives: its event waits
+	// on the channel. An unsignalled send leaves the sender's CQ empty.
+	if err := p.b.cq.ReqNotify(false); err != nil {
+		t.Fatal(err)
+	}
+	recv(1)
+	recv(2)
+	send(1, 0)
+	pollOK(t, p.b.cq, ibverbs.WCRecv) // the event stays
+	// The sender's Wait meets the receiver's event first, then its own
+	// completion, which comes later.
+	posted := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		posted <- p.a.qp.PostSend([]ibverbs.SendWR{{ID: 2, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}}})
+	}()
+	func() {
+		defer func() {
+			if err := <-posted; err != nil {
+				t.Errorf("the later send: %v", err)
+			}
+		}()
+		wait(p.a.cq, 2, ibverbs.WCSend)
+	}()
+	wait(p.b.cq, 2, ibverbs.WCRecv)
+
+	// Traffic: each message's send and receive completions, waited for in
+	// turn by this goroutine.
+	const n = 200
+	for i := uint64(3); i < 3+n; i++ {
+		recv(i)
+		send(i, ibverbs.SendSignaled)
+		if i%2 == 0 {
+			wait(p.a.cq, i, ibverbs.WCSend)
+			wait(p.b.cq, i, ibverbs.WCRecv)
+		} else {
+			wait(p.b.cq, i, ibverbs.WCRecv)
+			wait(p.a.cq, i, ibverbs.WCSend)
+		}
+	}
+
+	cq, err := p.ctx.CreateCQ(4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, cq)
+	if _, err := cq.Wait(ctx, wcs); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Wait on a CQ without a channel: %v, want EINVAL", err)
+	}
+}
