@@ -232,8 +232,9 @@ func (cq *CQ) Raw() unsafe.Pointer { return unsafe.Pointer(cq.c) }
 
 // Poll takes up to len(wcs) completions into wcs and returns how many it
 // took (ibv_poll_cq). It never blocks and never allocates; a batch is one
-// cgo call. Completions with a failed status are returned as they are:
-// check each with WC.Err.
+// cgo call. Completions with a failed status are returned too: check each
+// with WC.Err. Such a completion has WRID, Status, VendorErr and QPN
+// alone, its other fields 0, as the verbs leave them undefined.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	if cq.c == nil {
 		return 0, ErrClosed

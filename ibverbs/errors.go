@@ -45,7 +45,9 @@ type WCError struct {
 	VendorErr uint32
 	WRID      uint64
 	QPN       uint32
-	Opcode    WCOpcode
+	// Opcode is the completion's, which the verbs leave undefined for a
+	// failed one: Poll and PollEx give 0 there.
+	Opcode WCOpcode
 }
 
 func (e *WCError) Error() string {

@@ -34,9 +34,18 @@ func TestRemoteAccessError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	we := pollErr(t, p.a.cq)
+	wc := pollN(t, p.a.cq, 1)[0]
+	var we *ibverbs.WCError
+	if !errors.As(wc.Err(), &we) {
+		t.Fatalf("completion %+v succeeded, want an error", wc)
+	}
 	if we.Status != ibverbs.WCRemAccessErr || we.WRID != 77 || we.QPN != p.a.qp.Num() {
 		t.Errorf("got %v, want REM_ACCESS_ERR for wr_id 77", we)
+	}
+	// The fields the verbs leave undefined in a failed completion are 0.
+	if wc.Opcode != 0 || wc.ByteLen != 0 || wc.Imm != 0 || wc.SrcQP != 0 || wc.Flags != 0 ||
+		wc.PKeyIndex != 0 || wc.SLID != 0 || wc.SL != 0 || wc.DLIDPathBits != 0 {
+		t.Errorf("failed completion %+v: want its undefined fields 0", wc)
 	}
 	if !strings.Contains(we.Error(), "IBV_WC_REM_ACCESS_ERR") {
 		t.Errorf("error text %q lacks the status name", we.Error())

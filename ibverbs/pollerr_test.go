@@ -65,3 +65,26 @@ func TestPollExProviderFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestPollFailedCompletion gives Poll a provider whose failed completion
+// has in every field but wr_id, status, vendor_err and qp_num what a
+// provider may leave there (0xa5 bytes): the verbs define only those four
+// for a failed completion. Poll returns those four and zeros.
+func TestPollFailedCompletion(t *testing.T) {
+	f := cverbs.NewFakeFailedCQ(77, int(ibverbs.WCRemAccessErr), 0x33, 0x1234)
+	defer f.Free()
+	cq := ibverbs.CQOver(f.Ptr())
+	wcs := make([]ibverbs.WC, 4)
+	n, err := cq.Poll(wcs)
+	if n != 1 || err != nil {
+		t.Fatalf("Poll over one failed completion: %d, %v", n, err)
+	}
+	want := ibverbs.WC{WRID: 77, Status: ibverbs.WCRemAccessErr, VendorErr: 0x33, QPN: 0x1234}
+	if wcs[0] != want {
+		t.Errorf("failed completion %+v, want %+v: the fields the verbs leave undefined 0", wcs[0], want)
+	}
+	var we *ibverbs.WCError
+	if !errors.As(wcs[0].Err(), &we) || we.Opcode != 0 || we.WRID != 77 || we.QPN != 0x1234 {
+		t.Errorf("its error: %#v", wcs[0].Err())
+	}
+}

@@ -269,13 +269,22 @@ int gv_post_srq_recv(uintptr_t srqh, uintptr_t wrh, int n, int list, int *bad)
 	return post_recv_lists(NULL, (struct ibv_srq *)srqh, (struct ibv_recv_wr *)wrh, n, list, bad);
 }
 
-// fill_wc converts w to the Go layout.
+// fill_wc converts w to the Go layout. A failed completion has wr_id,
+// status, vendor_err and qp_num alone, as read_wc_ex's: libibverbs leaves
+// its other fields undefined (a provider need not write them), and they
+// are zeroed rather than copied from the stack.
 static inline void fill_wc(struct gv_wc *o, const struct ibv_wc *w)
 {
 	o->wr_id = w->wr_id;
 	o->status = w->status;
-	o->opcode = w->opcode;
 	o->vendor_err = w->vendor_err;
+	o->qp_num = w->qp_num;
+	if (w->status != IBV_WC_SUCCESS) {
+		o->opcode = o->byte_len = o->imm_data = o->src_qp = o->wc_flags = 0;
+		o->pkey_index = o->slid = o->sl = o->dlid_path_bits = 0;
+		return;
+	}
+	o->opcode = w->opcode;
 	o->byte_len = w->byte_len;
 	if (w->wc_flags & IBV_WC_WITH_IMM)
 		o->imm_data = ntohl(w->imm_data);
@@ -283,7 +292,6 @@ static inline void fill_wc(struct gv_wc *o, const struct ibv_wc *w)
 		o->imm_data = w->invalidated_rkey;
 	else
 		o->imm_data = 0;
-	o->qp_num = w->qp_num;
 	o->src_qp = w->src_qp;
 	o->wc_flags = w->wc_flags;
 	o->pkey_index = w->pkey_index;

@@ -1,6 +1,7 @@
 #include "fakecq.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static struct cv_fake_cq *fake(struct ibv_cq_ex *cq)
 {
@@ -96,4 +97,32 @@ struct cv_fake_cq *cv_fake_cq_new(int good, int rc)
 void cv_fake_cq_free(struct cv_fake_cq *f)
 {
 	free(f);
+}
+
+static int failed_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct cv_fake_failed_cq *f = (struct cv_fake_failed_cq *)cq;
+
+	if (n < 1 || f->given)
+		return 0;
+	f->given = 1;
+	wc[0] = f->wc;
+	return 1;
+}
+
+struct cv_fake_failed_cq *cv_fake_failed_cq_new(uint64_t wr_id, int status, uint32_t vendor_err,
+						 uint32_t qp_num)
+{
+	struct cv_fake_failed_cq *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	memset(&f->wc, 0xa5, sizeof(f->wc));
+	f->wc.wr_id = wr_id;
+	f->wc.status = (enum ibv_wc_status)status;
+	f->wc.vendor_err = vendor_err;
+	f->wc.qp_num = qp_num;
+	f->cq.context = &f->ctx;
+	f->ctx.ops.poll_cq = failed_poll;
+	return f;
 }

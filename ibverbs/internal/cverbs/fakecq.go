@@ -2,6 +2,7 @@
 
 package cverbs
 
+// #include <stdlib.h>
 // #include "fakecq.h"
 import "C"
 
@@ -35,3 +36,25 @@ func (f *FakeCQEx) Ends() int { return int(f.f.ends) }
 
 // Free frees the C memory.
 func (f *FakeCQEx) Free() { C.cv_fake_cq_free(f.f) }
+
+// FakeFailedCQ is a struct ibv_cq in C memory whose ibv_poll_cq gives one
+// failed completion, with its wr_id, status, vendor error and QP number
+// and every other field of the struct ibv_wc 0xa5 bytes, as a provider may
+// leave them; then none. A test helper; Free it.
+type FakeFailedCQ struct{ f *C.struct_cv_fake_failed_cq }
+
+// NewFakeFailedCQ makes a FakeFailedCQ whose completion has the given
+// wr_id, status, vendor_err and qp_num.
+func NewFakeFailedCQ(wrID uint64, status int, vendorErr, qpn uint32) *FakeFailedCQ {
+	f := C.cv_fake_failed_cq_new(C.uint64_t(wrID), C.int(status), C.uint32_t(vendorErr), C.uint32_t(qpn))
+	if f == nil {
+		panic("cverbs: out of memory")
+	}
+	return &FakeFailedCQ{f: f}
+}
+
+// Ptr returns the struct ibv_cq.
+func (f *FakeFailedCQ) Ptr() unsafe.Pointer { return unsafe.Pointer(f.f) }
+
+// Free frees the C memory.
+func (f *FakeFailedCQ) Free() { C.free(unsafe.Pointer(f.f)) }

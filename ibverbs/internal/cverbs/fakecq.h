@@ -17,4 +17,18 @@ struct cv_fake_cq {
 struct cv_fake_cq *cv_fake_cq_new(int good, int rc);
 void cv_fake_cq_free(struct cv_fake_cq *f);
 
+// A struct ibv_cq whose ibv_poll_cq gives one failed completion, with
+// wr_id, status, vendor_err and qp_num set and every other field of the
+// struct ibv_wc filled with 0xa5 bytes, as a provider may leave them; then
+// none.
+struct cv_fake_failed_cq {
+	struct ibv_cq cq; // first, so that the struct is a struct ibv_cq
+	struct ibv_context ctx; // the CQ's, for its ops.poll_cq
+	struct ibv_wc wc;       // the completion to give
+	int given;
+};
+
+struct cv_fake_failed_cq *cv_fake_failed_cq_new(uint64_t wr_id, int status, uint32_t vendor_err,
+						 uint32_t qp_num);
+
 #endif
