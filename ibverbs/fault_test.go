@@ -341,6 +341,13 @@ func TestCloseOrder(t *testing.T) {
 	// Getters of closed objects still answer from what they cached.
 	_ = mr.LKey() + mr.RKey()
 	_ = qp.Num()
+	if mr.Len() != 4096 {
+		t.Errorf("Len of a closed MR: %d, want the 4096 it was registered with", mr.Len())
+	}
+	// But no memory: the MR's buffer is unmapped.
+	if b := mr.Bytes(); b != nil {
+		t.Errorf("Bytes of a closed MR over a closed buffer: %d bytes, want nil", len(b))
+	}
 }
 
 func second[T any](_ T, err error) error { return err }

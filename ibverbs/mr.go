@@ -19,7 +19,8 @@ type MR struct {
 	c   *C.struct_ibv_mr
 	pd  *PD
 	buf *Buffer
-	b   []byte
+	b   []byte // nil once closed: the buffer may be unmapped then
+	n   int    // the region's length
 
 	lkey, rkey uint32 // copied at registration, so getters never touch freed C memory
 	addr       uint64
@@ -83,7 +84,7 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, iova uint64, with
 	}
 	pd.kids.add()
 	buf.kids.add()
-	return &MR{c: m, pd: pd, buf: buf, b: b, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova}, nil
+	return &MR{c: m, pd: pd, buf: buf, b: b, n: length, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova}, nil
 }
 
 // LKey returns the key local work requests use to name this memory.
@@ -96,10 +97,11 @@ func (m *MR) RKey() uint32 { return m.rkey }
 // it: its address in this process, or the iova of RegMRIOVA.
 func (m *MR) Addr() uint64 { return m.addr }
 
-// Len returns the region's length in bytes.
-func (m *MR) Len() int { return len(m.b) }
+// Len returns the region's length in bytes, also once it is closed.
+func (m *MR) Len() int { return m.n }
 
-// Bytes returns the registered memory.
+// Bytes returns the registered memory, or nil once the MR is closed: its
+// Buffer may then be closed too, and its memory unmapped.
 func (m *MR) Bytes() []byte { return m.b }
 
 // Buffer returns the buffer the region lies in.
@@ -114,8 +116,8 @@ func (m *MR) Buffer() *Buffer { return m.buf }
 // RegMRIOVA, whose addresses are not this process's, cannot be sent
 // inline.)
 func (m *MR) SGE(off, length int) SGE {
-	if off < 0 || length < 0 || length > len(m.b)-off {
-		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) outside a region of %d bytes", off, off, length, len(m.b)))
+	if off < 0 || length < 0 || length > m.n-off {
+		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) outside a region of %d bytes", off, off, length, m.n))
 	}
 	if length > math.MaxUint32 {
 		panic(fmt.Sprintf("ibverbs: SGE of %d bytes: an SGE holds at most %d", length, uint32(math.MaxUint32)))
@@ -134,7 +136,7 @@ func (m *MR) Close() error {
 	if rc := C.ibv_dereg_mr(m.c); rc != 0 {
 		return verbError("ibv_dereg_mr", int(rc))
 	}
-	m.c = nil
+	m.c, m.b = nil, nil
 	m.pd.kids.done()
 	m.buf.kids.done()
 	return nil

@@ -23,7 +23,7 @@ func TestSGELength(t *testing.T) {
 	}
 	defer syscall.Munmap(mem)
 	const base = 1 << 40
-	m := &MR{b: mem, addr: base, lkey: 7}
+	m := &MR{b: mem, n: len(mem), addr: base, lkey: 7}
 	if s := m.SGE(size-16, 16); s.Addr != base+size-16 || s.Length != 16 || s.LKey != 7 {
 		t.Errorf("SGE of the region's last 16 bytes: %+v", s)
 	}
