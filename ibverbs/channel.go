@@ -199,11 +199,13 @@ func (ch *CompChannel) Close() error {
 	if ch.w != nil {
 		ch.w.Close()
 	}
-	rc := C.ibv_destroy_comp_channel(ch.c)
-	ch.c = nil
-	ch.ctx.kids.done()
-	if rc != 0 {
+	if rc := C.ibv_destroy_comp_channel(ch.c); rc != 0 {
+		// The channel is still there, and still its context's child; the
+		// next Wait or Interrupt registers it with the netpoller again.
+		ch.w, ch.try, ch.wErr, ch.wOnce = nil, nil, nil, sync.Once{}
 		return verbError("ibv_destroy_comp_channel", int(rc))
 	}
+	ch.c = nil
+	ch.ctx.kids.done()
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/ibverbs/internal/cverbs"
 	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
@@ -448,5 +449,53 @@ func TestCQWaitSharedChannel(t *testing.T) {
 	defer closeOK(t, cq)
 	if _, err := cq.Wait(ctx, wcs); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("Wait on a CQ without a channel: %v, want EINVAL", err)
+	}
+}
+
+// TestCompChannelCloseRefused: a channel that ibv_destroy_comp_channel
+// refuses to destroy, as it does while a CQ uses it (one made here behind
+// the binding's back, so that Close's own count lets it try), stays open:
+// Close returns the verb's EBUSY, and the channel still waits, takes CQs
+// until the CQ is gone and Close succeeds.
+func TestCompChannelCloseRefused(t *testing.T) {
+	ctx, _ := rdmatest.Open(t)
+	ch, err := ctx.CreateCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Register the channel with the netpoller before the refused Close.
+	if err := ch.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Wait(context.Background()); !errors.Is(err, ibverbs.ErrInterrupted) {
+		t.Fatalf("Wait after Interrupt: %v, want ErrInterrupted", err)
+	}
+	raw, err := cverbs.CreateCQ(ctx.Raw(), ibverbs.ChannelRaw(ch), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ch.Close()
+	if !errors.Is(err, syscall.EBUSY) || !strings.Contains(err.Error(), "ibv_destroy_comp_channel") {
+		t.Errorf("Close of a channel a CQ uses: %v, want the verb's EBUSY", err)
+	}
+	if ch.Fd() < 0 {
+		t.Error("the channel has no fd after its refused Close")
+	}
+	if err := ch.Interrupt(); err != nil {
+		t.Errorf("Interrupt after the refused Close: %v", err)
+	} else if _, err := ch.Wait(context.Background()); !errors.Is(err, ibverbs.ErrInterrupted) {
+		t.Errorf("Wait after the refused Close and an Interrupt: %v, want ErrInterrupted", err)
+	}
+	if cq, err := ctx.CreateCQ(4, ch); err != nil {
+		t.Errorf("CreateCQ on the channel after its refused Close: %v", err)
+	} else {
+		closeOK(t, cq)
+	}
+	if err := cverbs.DestroyCQ(raw); err != nil {
+		t.Fatal(err)
+	}
+	closeOK(t, ch)
+	if ch.Fd() != -1 {
+		t.Errorf("Fd of the closed channel: %d, want -1", ch.Fd())
 	}
 }

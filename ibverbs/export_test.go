@@ -26,3 +26,6 @@ func CQOver(raw unsafe.Pointer) *CQ {
 	*(*unsafe.Pointer)(unsafe.Pointer(&cq.c)) = raw
 	return cq
 }
+
+// ChannelRaw returns the channel's struct ibv_comp_channel.
+func ChannelRaw(ch *CompChannel) unsafe.Pointer { return unsafe.Pointer(ch.c) }
