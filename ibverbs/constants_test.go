@@ -3,8 +3,9 @@
 package ibverbs_test
 
 import (
+	"reflect"
+	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/ibverbs/internal/cverbs"
@@ -175,22 +176,55 @@ func TestConstantsMatchC(t *testing.T) {
 	}
 }
 
-// TestLayouts checks the Go types that C writes into directly.
+// TestLayouts checks the Go types that C writes into, or reads, in place
+// against the C structs they copy: the size of each, and the offset and
+// size of every field, which C's offsetof and sizeof give (cverbs). Two
+// fields swapped, or one widened, fail it even where the size holds.
 func TestLayouts(t *testing.T) {
-	if got, want := unsafe.Sizeof(ibverbs.WC{}), cverbs.Sizes["gv_wc"]; got != want {
-		t.Errorf("sizeof WC %d, C gv_wc %d", got, want)
-	}
-	if got, want := unsafe.Sizeof(ibverbs.WCEx{}), cverbs.Sizes["gv_wc_ex"]; got != want {
-		t.Errorf("sizeof WCEx %d, C gv_wc_ex %d", got, want)
-	}
-	if got, want := unsafe.Offsetof(ibverbs.WCEx{}.Timestamp), cverbs.WCExTimestamp; got != want {
-		t.Errorf("WCEx.Timestamp at %d, C gv_wc_ex.ts at %d", got, want)
-	}
-	if got, want := unsafe.Sizeof(ibverbs.SGE{}), cverbs.Sizes["ibv_sge"]; got != want {
-		t.Errorf("sizeof SGE %d, C ibv_sge %d", got, want)
-	}
-	if unsafe.Offsetof(ibverbs.WC{}.Flags) != 36 || unsafe.Offsetof(ibverbs.WC{}.SL) != 44 {
-		t.Errorf("WC field offsets moved: Flags %d SL %d", unsafe.Offsetof(ibverbs.WC{}.Flags), unsafe.Offsetof(ibverbs.WC{}.SL))
+	for _, tc := range []struct {
+		goType reflect.Type
+		c      string
+		fields map[string]string // Go field: C field
+	}{
+		{reflect.TypeOf(ibverbs.WC{}), "gv_wc", map[string]string{
+			"WRID": "wr_id", "Status": "status", "Opcode": "opcode", "VendorErr": "vendor_err",
+			"ByteLen": "byte_len", "Imm": "imm_data", "QPN": "qp_num", "SrcQP": "src_qp",
+			"Flags": "wc_flags", "PKeyIndex": "pkey_index", "SLID": "slid", "SL": "sl",
+			"DLIDPathBits": "dlid_path_bits", "_": "pad"}},
+		{reflect.TypeOf(ibverbs.WCEx{}), "gv_wc_ex", map[string]string{
+			"WC": "wc", "Timestamp": "ts", "Wallclock": "wallclock_ns"}},
+		{reflect.TypeOf(ibverbs.SGE{}), "ibv_sge", map[string]string{
+			"Addr": "addr", "Length": "length", "LKey": "lkey"}},
+	} {
+		if got, want := tc.goType.Size(), cverbs.Sizes[tc.c]; got != want {
+			t.Errorf("sizeof %v %d, C %s %d", tc.goType, got, tc.c, want)
+		}
+		cFields := 0
+		for name := range cverbs.Fields {
+			if strings.HasPrefix(name, tc.c+".") {
+				cFields++
+			}
+		}
+		if tc.goType.NumField() != len(tc.fields) || cFields != len(tc.fields) {
+			t.Errorf("%v has %d fields, C %s %d, the test maps %d", tc.goType, tc.goType.NumField(), tc.c, cFields, len(tc.fields))
+		}
+		for i := 0; i < tc.goType.NumField(); i++ {
+			f := tc.goType.Field(i)
+			cName, ok := tc.fields[f.Name]
+			if !ok {
+				t.Errorf("%v.%s: no C field to compare it with", tc.goType, f.Name)
+				continue
+			}
+			c, ok := cverbs.Fields[tc.c+"."+cName]
+			if !ok {
+				t.Errorf("%v.%s: cverbs has no %s.%s", tc.goType, f.Name, tc.c, cName)
+				continue
+			}
+			if f.Offset != c.Off || f.Type.Size() != c.Size {
+				t.Errorf("%v.%s at %d, %d bytes; C %s.%s at %d, %d bytes",
+					tc.goType, f.Name, f.Offset, f.Type.Size(), tc.c, cName, c.Off, c.Size)
+			}
+		}
 	}
 }
 

@@ -173,8 +173,34 @@ var Sizes = map[string]uintptr{
 	"ibv_sge":  unsafe.Sizeof(C.struct_ibv_sge{}),
 }
 
-// WCExTimestamp is the offset of ts in struct gv_wc_ex.
-const WCExTimestamp = unsafe.Offsetof(C.struct_gv_wc_ex{}.ts)
+// Field is where a C struct's field lies: its offset and size in bytes.
+type Field struct{ Off, Size uintptr }
+
+// Fields holds, by "struct.field", every field of the C structs in Sizes,
+// for a test to compare each with the Go type's that copies the struct.
+var Fields = map[string]Field{
+	"gv_wc.wr_id":          {unsafe.Offsetof(C.struct_gv_wc{}.wr_id), unsafe.Sizeof(C.struct_gv_wc{}.wr_id)},
+	"gv_wc.status":         {unsafe.Offsetof(C.struct_gv_wc{}.status), unsafe.Sizeof(C.struct_gv_wc{}.status)},
+	"gv_wc.opcode":         {unsafe.Offsetof(C.struct_gv_wc{}.opcode), unsafe.Sizeof(C.struct_gv_wc{}.opcode)},
+	"gv_wc.vendor_err":     {unsafe.Offsetof(C.struct_gv_wc{}.vendor_err), unsafe.Sizeof(C.struct_gv_wc{}.vendor_err)},
+	"gv_wc.byte_len":       {unsafe.Offsetof(C.struct_gv_wc{}.byte_len), unsafe.Sizeof(C.struct_gv_wc{}.byte_len)},
+	"gv_wc.imm_data":       {unsafe.Offsetof(C.struct_gv_wc{}.imm_data), unsafe.Sizeof(C.struct_gv_wc{}.imm_data)},
+	"gv_wc.qp_num":         {unsafe.Offsetof(C.struct_gv_wc{}.qp_num), unsafe.Sizeof(C.struct_gv_wc{}.qp_num)},
+	"gv_wc.src_qp":         {unsafe.Offsetof(C.struct_gv_wc{}.src_qp), unsafe.Sizeof(C.struct_gv_wc{}.src_qp)},
+	"gv_wc.wc_flags":       {unsafe.Offsetof(C.struct_gv_wc{}.wc_flags), unsafe.Sizeof(C.struct_gv_wc{}.wc_flags)},
+	"gv_wc.pkey_index":     {unsafe.Offsetof(C.struct_gv_wc{}.pkey_index), unsafe.Sizeof(C.struct_gv_wc{}.pkey_index)},
+	"gv_wc.slid":           {unsafe.Offsetof(C.struct_gv_wc{}.slid), unsafe.Sizeof(C.struct_gv_wc{}.slid)},
+	"gv_wc.sl":             {unsafe.Offsetof(C.struct_gv_wc{}.sl), unsafe.Sizeof(C.struct_gv_wc{}.sl)},
+	"gv_wc.dlid_path_bits": {unsafe.Offsetof(C.struct_gv_wc{}.dlid_path_bits), unsafe.Sizeof(C.struct_gv_wc{}.dlid_path_bits)},
+	"gv_wc.pad":            {unsafe.Offsetof(C.struct_gv_wc{}.pad), unsafe.Sizeof(C.struct_gv_wc{}.pad)},
+	"gv_wc_ex.wc":          {unsafe.Offsetof(C.struct_gv_wc_ex{}.wc), unsafe.Sizeof(C.struct_gv_wc_ex{}.wc)},
+	"gv_wc_ex.ts":          {unsafe.Offsetof(C.struct_gv_wc_ex{}.ts), unsafe.Sizeof(C.struct_gv_wc_ex{}.ts)},
+	"gv_wc_ex.wallclock_ns": {unsafe.Offsetof(C.struct_gv_wc_ex{}.wallclock_ns),
+		unsafe.Sizeof(C.struct_gv_wc_ex{}.wallclock_ns)},
+	"ibv_sge.addr":   {unsafe.Offsetof(C.struct_ibv_sge{}.addr), unsafe.Sizeof(C.struct_ibv_sge{}.addr)},
+	"ibv_sge.length": {unsafe.Offsetof(C.struct_ibv_sge{}.length), unsafe.Sizeof(C.struct_ibv_sge{}.length)},
+	"ibv_sge.lkey":   {unsafe.Offsetof(C.struct_ibv_sge{}.lkey), unsafe.Sizeof(C.struct_ibv_sge{}.lkey)},
+}
 
 // SendWRImm is the offset of imm_data (and invalidate_rkey) in struct
 // ibv_send_wr.
