@@ -516,7 +516,8 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if ctx.Err() != nil {
 			abort() // before anything else the peer reads
 		}
-		local := exchange.Result{Iterations: mine.Iters, Bytes: mine.Bytes, Elapsed: mine.Elapsed, Peak: mine.Peak}
+		local := exchange.Result{Iterations: mine.Iters, Bytes: mine.Bytes, Elapsed: mine.Elapsed,
+			PeakMessages: mine.Peak.Messages, PeakElapsed: mine.Peak.Elapsed}
 		if runErr != nil && !interrupted {
 			local.Error = runErr.Error()
 		}
@@ -767,14 +768,19 @@ func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) Si
 	}
 	n := s.payload(size)
 	if mine.Iters == 0 { // the passive side reports what the active side measured
-		return SizeResult{Size: size, BW: stats.ComputeBandwidth(n, peer.Iterations, peer.Elapsed, peer.Peak)}
+		return SizeResult{Size: size, BW: stats.ComputeBandwidthPeak(n, peer.Iterations, peer.Elapsed, peerPeak(peer))}
 	}
-	local := stats.ComputeBandwidth(n, mine.Iters, mine.Elapsed, mine.Peak)
+	local := stats.ComputeBandwidthPeak(n, mine.Iters, mine.Elapsed, mine.Peak)
 	if !s.spec.Bidirectional {
 		return SizeResult{Size: size, BW: local}
 	}
-	remote := stats.ComputeBandwidth(n, peer.Iterations, peer.Elapsed, peer.Peak)
+	remote := stats.ComputeBandwidthPeak(n, peer.Iterations, peer.Elapsed, peerPeak(peer))
 	return SizeResult{Size: size, BW: bothWays(local, remote), Local: &local, Remote: &remote}
+}
+
+// peerPeak is the peak window a peer's Result carries.
+func peerPeak(r exchange.Result) stats.Window {
+	return stats.Window{Messages: r.PeakMessages, Elapsed: r.PeakElapsed}
 }
 
 // bothWays is a bidirectional test's figure, as perftest's

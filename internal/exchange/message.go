@@ -10,7 +10,7 @@ import (
 // ProtocolVersion is the version of the wire format this package speaks.
 // Both sides must speak the same one; it changes whenever a payload layout
 // or the order of messages does.
-const ProtocolVersion = 9
+const ProtocolVersion = 10
 
 // DefaultPort is the TCP port of the control connection, perftest's.
 const DefaultPort = 18515
@@ -86,9 +86,13 @@ type Result struct {
 	Bytes      uint64        // payload bytes this side moved
 	Elapsed    time.Duration // this side's measured time; negative is sent as 0
 	Mismatches uint64        // data validation failures (TestSpec.ValidateData)
-	// Peak is this side's shortest time per message over one window of
-	// messages (its peak rate), or 0; negative is sent as 0.
-	Peak time.Duration
+	// PeakMessages and PeakElapsed are this side's fastest window of
+	// messages (its peak rate): PeakMessages completed in PeakElapsed, or
+	// zeros. They travel whole, so that the peak's time per message keeps
+	// its fractions of a nanosecond (version 10; version 9 sent whole
+	// nanoseconds a message). A negative PeakElapsed is sent as 0.
+	PeakMessages uint64
+	PeakElapsed  time.Duration
 	// Error is why this side's run failed, "" if it did not. It comes
 	// from the network: print it through Err, which makes it safe.
 	Error string
@@ -160,16 +164,18 @@ func decodeSync(p []byte) (Sync, error) {
 }
 
 // AppendPayload appends iterations, bytes, elapsed nanoseconds,
-// mismatches and peak nanoseconds, each uint64, then error string.
-// resultLen is a Result's payload before its error text: five uint64s.
-const resultLen = 5 * 8
+// mismatches, peak elapsed nanoseconds and peak messages, each uint64,
+// then error string.
+// resultLen is a Result's payload before its error text: six uint64s.
+const resultLen = 6 * 8
 
 func (res Result) AppendPayload(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, res.Iterations)
 	b = binary.BigEndian.AppendUint64(b, res.Bytes)
 	b = binary.BigEndian.AppendUint64(b, uint64(max(res.Elapsed, 0)))
 	b = binary.BigEndian.AppendUint64(b, res.Mismatches)
-	b = binary.BigEndian.AppendUint64(b, uint64(max(res.Peak, 0)))
+	b = binary.BigEndian.AppendUint64(b, uint64(max(res.PeakElapsed, 0)))
+	b = binary.BigEndian.AppendUint64(b, res.PeakMessages)
 	return appendString(b, res.Error)
 }
 
@@ -187,7 +193,8 @@ func decodeResult(p []byte) (Result, error) {
 	if ns = r.u64(); ns > math.MaxInt64 {
 		r.fail("peak time %d ns out of range", ns)
 	}
-	res.Peak = time.Duration(ns)
+	res.PeakElapsed = time.Duration(ns)
+	res.PeakMessages = r.u64()
 	res.Error = r.str()
 	return res, r.done()
 }

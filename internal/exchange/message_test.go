@@ -73,7 +73,7 @@ func messages() []struct {
 			VendorID: math.MaxUint32, VendorPartID: math.MaxUint32, LinkKbps: math.MaxUint32, ActiveMTU: math.MaxUint32}}},
 		{"sync", Sync{Seq: 7}},
 		{"sync max", Sync{Seq: 0xffffffff}},
-		{"result", Result{Iterations: 5000, Bytes: 5000 * 65536, Elapsed: 1234567 * time.Microsecond, Mismatches: 2, Peak: 987 * time.Nanosecond}},
+		{"result", Result{Iterations: 5000, Bytes: 5000 * 65536, Elapsed: 1234567 * time.Microsecond, Mismatches: 2, PeakMessages: 1000, PeakElapsed: 20900 * time.Nanosecond}},
 		{"result error", Result{Error: "CQ error: RETRY_EXC_ERR on QP 0x12"}},
 		{"result max error", Result{Iterations: math.MaxUint64, Error: strings.Repeat("e", MaxString)}},
 		{"error max text", ErrorMsg{Code: CodeOverLimit, Text: strings.Repeat("t", MaxString)}},
@@ -211,9 +211,9 @@ func TestEncodeBounds(t *testing.T) {
 		t.Error("AppendFrame sent a Setup of more than MaxSetupQPs")
 	}
 
-	b, _ = AppendFrame(nil, Result{Elapsed: -time.Second, Peak: -time.Second})
-	if m, err := DecodeFrame(b); err != nil || m.(Result).Elapsed != 0 || m.(Result).Peak != 0 {
-		t.Errorf("negative Elapsed and Peak decode as %v, %v; want 0", m, err)
+	b, _ = AppendFrame(nil, Result{Elapsed: -time.Second, PeakElapsed: -time.Second})
+	if m, err := DecodeFrame(b); err != nil || m.(Result).Elapsed != 0 || m.(Result).PeakElapsed != 0 {
+		t.Errorf("negative Elapsed and PeakElapsed decode as %v, %v; want 0", m, err)
 	}
 }
 
