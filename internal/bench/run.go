@@ -245,6 +245,8 @@ type Limits = exchange.Limits
 // time, until ctx ends, or after one test when once is set. A failed test
 // is reported through done and does not stop the server; done also gets
 // each finished test. A local side that fails Check fails Serve at once.
+// A test of several threads takes its other connections from ln, which
+// must have SetDeadline to bound that wait, as a TCP or Unix listener has.
 func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()

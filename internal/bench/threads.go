@@ -492,40 +492,11 @@ func serveThreads(ctx context.Context, ln net.Listener, c *exchange.Conn, spec e
 	if err := mapOneThread(l); err != nil {
 		return fail(err)
 	}
-	giveUp := time.Now().Add(groupWait)
-	if d, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
-		d.SetDeadline(giveUp)
-		defer d.SetDeadline(time.Time{})
-	}
-	for got := 1; got < n; {
-		nc, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return fail(fmt.Errorf("a test of %d threads: %d of its connections came in %v: %w", n, got, groupWait, err))
+	if err := gatherThreads(ctx, ln, conns, specs, lim); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		o := exchange.NewConn(nc)
-		hctx, cancel := context.WithDeadline(ctx, giveUp)
-		ts, err := handshakeSpec(hctx, o)
-		if err == nil && (ts.Group != spec.Group || ts.Threads != spec.Threads || ts.Thread >= ts.Threads || conns[ts.Thread] != nil) {
-			err = fmt.Errorf("this server is busy: it is gathering the %d connections of another client's test", n)
-			o.SendError(hctx, err)
-		} else if err == nil {
-			if err = ts.CheckLimits(lim); err != nil {
-				o.SendError(hctx, err)
-				cancel()
-				o.Close()
-				return fail(fmt.Errorf("refused a client's test: %w", err))
-			}
-		}
-		cancel()
-		if err != nil {
-			o.Close()
-			continue
-		}
-		conns[ts.Thread], specs[ts.Thread] = o, ts
-		got++
+		return fail(err)
 	}
 	user := specs[0]
 	user.NumQPs = 0
@@ -535,4 +506,104 @@ func serveThreads(ctx context.Context, ln net.Listener, c *exchange.Conn, spec e
 	return runThreads(ctx, user, l, onHeader, func(ctx context.Context, i int, l Local, onHeader func(report.Header)) (*Result, error) {
 		return run(ctx, conns[i], specs[i], l, "server", "", onHeader)
 	}, func(i int, err error) { tell(conns[i], err) })
+}
+
+// gatherThreads takes from ln the connections of a test of len(conns)
+// threads that conns does not have yet, each with its spec in specs,
+// within groupWait. Each connection is greeted in a goroutine of its own,
+// so that one that says nothing (a port scanner, nc) holds up none that
+// come after it; it is dropped once the test's connections are all in, or
+// at groupWait. A connection of another client is told the server is
+// busy; a test over the limits is refused. ln must have SetDeadline, as
+// a TCP or Unix listener has: gathering ends its Accept so.
+func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn, specs []exchange.TestSpec, lim Limits) error {
+	n := len(conns)
+	var spec exchange.TestSpec // the first connection's
+	got := 0
+	for i, c := range conns {
+		if c != nil {
+			spec = specs[i]
+			got++
+		}
+	}
+	dl, ok := ln.(interface{ SetDeadline(time.Time) error })
+	if !ok {
+		return fmt.Errorf("a test of %d threads: the control listener (%T) has no SetDeadline to bound the wait for its connections", n, ln)
+	}
+	giveUp := time.Now().Add(groupWait)
+	gctx, stop := context.WithDeadline(ctx, giveUp)
+	defer stop()
+	if err := dl.SetDeadline(giveUp); err != nil {
+		return err
+	}
+	type greeting struct {
+		c    *exchange.Conn
+		spec exchange.TestSpec
+		err  error
+	}
+	greeted := make(chan greeting)
+	acceptErr := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				acceptErr <- err
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				o := exchange.NewConn(nc)
+				ts, err := handshakeSpec(gctx, o)
+				select {
+				case greeted <- greeting{o, ts, err}:
+				case <-gctx.Done():
+					o.Close()
+				}
+			}()
+		}
+	}()
+	defer func() {
+		// End the Accept and every greeting still going, and wait for
+		// them: ln is the caller's again once this returns.
+		stop()
+		dl.SetDeadline(time.Unix(1, 0))
+		wg.Wait()
+		dl.SetDeadline(time.Time{})
+	}()
+	for got < n {
+		var g greeting
+		select {
+		case g = <-greeted:
+		case err := <-acceptErr:
+			return fmt.Errorf("a test of %d threads: %d of its connections came in %v: %w", n, got, groupWait, err)
+		case <-gctx.Done():
+			return fmt.Errorf("a test of %d threads: %d of its connections came in %v: %w", n, got, groupWait, gctx.Err())
+		}
+		if g.err != nil { // not a gorperf client, or one that gave up
+			g.c.Close()
+			continue
+		}
+		ts := g.spec
+		hctx, cancel := context.WithTimeout(ctx, time.Second)
+		if ts.Group != spec.Group || ts.Threads != spec.Threads || ts.Thread >= ts.Threads || conns[ts.Thread] != nil {
+			g.c.SendError(hctx, fmt.Errorf("this server is busy: it is gathering the %d connections of another client's test", n))
+			cancel()
+			g.c.Close()
+			continue
+		}
+		if err := ts.CheckLimits(lim); err != nil {
+			g.c.SendError(hctx, err)
+			cancel()
+			g.c.Close()
+			return fmt.Errorf("refused a client's test: %w", err)
+		}
+		cancel()
+		conns[ts.Thread], specs[ts.Thread] = g.c, ts
+		got++
+	}
+	return nil
 }

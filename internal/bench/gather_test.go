@@ -1,0 +1,154 @@
+//go:build linux && cgo
+
+package bench
+
+import (
+	"context"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/exchange"
+)
+
+// TestGatherStray: a server gathering a test's connections greets each
+// on its own, so that a connection that says nothing (a port scanner,
+// nc), come before the test's others, holds up none of them: the test's
+// are in at once, another client's is told the server is busy, and the
+// silent one is dropped. The listener is as it was, no deadline left.
+// Each connection was greeted in turn on the wait's one deadline, so the
+// silent one held the others up until the whole wait was over.
+func TestGatherStray(t *testing.T) {
+	defer func(old time.Duration) { groupWait = old }(groupWait)
+	groupWait = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8,
+		NumQPs: 1, Threads: 3, Group: 5}
+	// ask connects as a client and asks for spec as thread i of group.
+	ask := func(group uint64, i uint16) *exchange.Conn {
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := exchange.NewConn(nc)
+		if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
+			t.Fatal(err)
+		}
+		s := spec
+		s.Group, s.Thread = group, i
+		if err := c.Send(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	first, _ := net.Pipe() // thread 0's, which the server has read already
+	defer first.Close()
+	conns := []*exchange.Conn{exchange.NewConn(first), nil, nil}
+	specs := []exchange.TestSpec{spec, {}, {}}
+	stray, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stray.Close()
+	gathered := make(chan error, 1)
+	began := time.Now()
+	go func() { gathered <- gatherThreads(ctx, ln, conns, specs, exchange.DefaultLimits()) }()
+
+	other := ask(6, 1) // another client's test
+	defer other.Close()
+	second, third := ask(5, 2), ask(5, 1)
+	defer second.Close()
+	defer third.Close()
+	if err := <-gathered; err != nil {
+		t.Fatalf("gathering: %v after %v", err, time.Since(began))
+	}
+	if took := time.Since(began); took > groupWait/2 {
+		t.Errorf("gathering took %v of its %v", took, groupWait)
+	}
+	for i, want := range []uint16{0, 1, 2} {
+		if conns[i] == nil || specs[i].Thread != want || specs[i].Group != 5 {
+			t.Errorf("thread %d: %v, %+v", i, conns[i], specs[i])
+		}
+	}
+	if _, err := other.Recv(ctx); err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Errorf("the other client was told %v; want busy", err)
+	}
+	// The silent connection got the server's hello, then its end.
+	stray.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(stray); err != nil {
+		t.Errorf("the silent connection: %v; want it closed", err)
+	}
+	for _, c := range conns[1:] {
+		c.Close()
+	}
+
+	// The listener is the caller's again, without a deadline.
+	time.Sleep(100 * time.Millisecond)
+	next, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if nc, err := ln.Accept(); err != nil {
+		t.Errorf("Accept after gathering: %v", err)
+	} else {
+		nc.Close()
+	}
+}
+
+// TestGatherGivesUp: connections that do not come end the gathering at
+// its wait, with the count that came; a test over the limits ends it at
+// once.
+func TestGatherGivesUp(t *testing.T) {
+	defer func(old time.Duration) { groupWait = old }(groupWait)
+	groupWait = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8,
+		NumQPs: 1, Threads: 2, Group: 5}
+	first, _ := net.Pipe()
+	defer first.Close()
+	conns := []*exchange.Conn{exchange.NewConn(first), nil}
+	err = gatherThreads(ctx, ln, conns, []exchange.TestSpec{spec, {}}, exchange.DefaultLimits())
+	if err == nil || !strings.Contains(err.Error(), "a test of 2 threads: 1 of its connections came in 300ms") {
+		t.Errorf("nothing came: %v", err)
+	}
+
+	groupWait = 5 * time.Second
+	go func() {
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		c := exchange.NewConn(nc)
+		if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
+			return
+		}
+		s := spec
+		s.Thread, s.TXDepth = 1, 10000
+		c.Send(ctx, s)
+		c.Recv(ctx)
+	}()
+	conns[1] = nil
+	began := time.Now()
+	err = gatherThreads(ctx, ln, conns, []exchange.TestSpec{spec, {}}, exchange.DefaultLimits())
+	if err == nil || !strings.Contains(err.Error(), "refused a client's test") || time.Since(began) > time.Second {
+		t.Errorf("a test over the limits: %v after %v", err, time.Since(began))
+	}
+}
