@@ -7,6 +7,7 @@ package rdmacm
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -578,7 +579,11 @@ func (id *ID) Close() error {
 // refusal to give the QP's attributes (rdma_init_qp_attr) tells it from
 // this side's own failure. Other IDs' errors are err.
 func (id *ID) peersReason(err error) error {
-	if !id.request || id.c == nil {
+	// Only EINVAL: after this side's own failure in rdma_accept (the
+	// kernel could not send the reply: ENOMEM, a MAD error), the
+	// kernel has rejected the request itself, and the probe would
+	// blame the peer.
+	if !id.request || id.c == nil || !errors.Is(err, syscall.EINVAL) {
 		return err
 	}
 	var attr C.struct_ibv_qp_attr

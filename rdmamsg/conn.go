@@ -252,9 +252,10 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 }
 
 // Listener accepts rdmamsg connections. As a TCP listener's kernel does,
-// it answers connection requests as they come, several at once, and
+// it answers connection requests as they come, up to 32 at once, and
 // keeps the connections made until Accept takes them: a peer that stalls
-// in its handshake holds up no other.
+// in its handshake holds up no other, and is dropped once it has not
+// completed the connection within Config.CM.Timeout (10 s when unset).
 type Listener struct {
 	l   *rdmacm.Listener
 	cfg Config
@@ -262,11 +263,12 @@ type Listener struct {
 	closed context.Context // ends at Close
 	close  context.CancelFunc
 
-	// slots bounds the connections taken and not yet Accepted: one
-	// per handshake under way and per outcome waiting in ready, which
-	// holds as many, so that no sender waits.
-	slots chan struct{}
-	ready chan accepted
+	// shaking bounds the handshakes under way. slots bounds the
+	// outcomes made and not yet Accepted: a sender to ready takes one
+	// first, and ready holds as many, so that no send on it waits.
+	shaking chan struct{}
+	slots   chan struct{}
+	ready   chan accepted
 	// removed is closed when take stops for good, after the device's
 	// removal, whose error is then gone.
 	removed chan struct{}
@@ -284,10 +286,15 @@ type accepted struct {
 	err error
 }
 
-// aheadOfAccept bounds the connections a Listener makes before Accept
-// asks for them (Config.CM.Backlog when smaller): each holds its
-// registered receive buffers.
-const aheadOfAccept = 8
+// A Listener's bounds: the connections it makes before Accept asks for
+// them (Config.CM.Backlog when smaller), each of which holds its
+// registered receive buffers; the handshakes under way at once; and the
+// time a peer has to complete one when Config.CM.Timeout is unset.
+const (
+	aheadOfAccept    = 8
+	maxHandshakes    = 32
+	handshakeTimeout = 10 * time.Second
+)
 
 // Listen listens for rdmamsg connections at addr ("host:port"; port 0
 // picks one) through rdma_cm (rdmacm.Listen), and begins answering
@@ -308,7 +315,11 @@ func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if c.CM.Backlog > 0 {
 		n = min(n, c.CM.Backlog)
 	}
-	l := &Listener{l: rl, cfg: c, slots: make(chan struct{}, n), ready: make(chan accepted, n), removed: make(chan struct{})}
+	if c.CM.Timeout == 0 {
+		c.CM.Timeout = handshakeTimeout
+	}
+	l := &Listener{l: rl, cfg: c, shaking: make(chan struct{}, maxHandshakes),
+		slots: make(chan struct{}, n), ready: make(chan accepted, n), removed: make(chan struct{})}
 	l.closed, l.close = context.WithCancel(context.Background())
 	l.loops.Add(1)
 	go l.take()
@@ -323,7 +334,8 @@ func (l *Listener) Addr() netip.AddrPort { return l.l.Addr() }
 // is rejected with the reason. So is one whose connection fails before it
 // is up, as a TCP listener's Accept never returns a client's failed
 // handshake: its peer went away, or refused the reply, or did not
-// complete the connection within Config.CM.Timeout. Accept returns this
+// complete the connection within Config.CM.Timeout (10 s when unset).
+// Accept returns this
 // side's own failures (making a connection's resources, taking a
 // request), ctx's error when ctx ends, and ErrClosed after Close.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
@@ -375,30 +387,37 @@ func (l *Listener) closeReady() bool {
 	}
 }
 
-// take takes connection requests while a slot is free, and answers each
-// in a goroutine of its own (handshake), until Close. Its own failure to
-// take one goes to Accept; after the device's removal it stops, and
-// Accept returns that.
+// take takes connection requests while fewer than maxHandshakes are
+// under way, and answers each in a goroutine of its own (handshake), until
+// Close. Its own failure to take one goes to Accept; after the device's
+// removal it stops, and Accept returns that.
 func (l *Listener) take() {
 	defer l.loops.Done()
 	for {
 		select {
-		case l.slots <- struct{}{}:
+		case l.shaking <- struct{}{}:
 		case <-l.closed.Done():
 			return
 		}
 		req, err := l.l.GetRequest(l.closed)
 		if err != nil {
+			<-l.shaking
 			if l.closed.Err() != nil {
 				return
 			}
 			if errors.Is(err, rdmacm.ErrDeviceRemoved) {
 				l.gone = err
 				close(l.removed)
-				<-l.slots
 				return
 			}
-			l.ready <- accepted{err: err}
+			if tooMany(err) {
+				// This request's own event channel: the listener
+				// is fine.
+				err = oneConnFailed{err}
+			}
+			if !l.deliver(accepted{err: err}) {
+				return
+			}
 			continue
 		}
 		peer, err := parseHello(req.PrivateData())
@@ -407,7 +426,7 @@ func (l *Listener) take() {
 			// which holds 148 bytes over InfiniBand and RoCE.
 			why := []byte("rdmamsg: " + err.Error())
 			req.Reject(why[:min(len(why), 148)])
-			<-l.slots
+			<-l.shaking
 			continue
 		}
 		l.loops.Add(1)
@@ -415,26 +434,49 @@ func (l *Listener) take() {
 	}
 }
 
-// handshake accepts req, with its slot, and hands the connection to
-// Accept, or this side's failure; a peer's failure takes the slot back.
+// tooMany reports whether err is a want of file descriptors or memory,
+// which a TCP listener's Accept returns as temporary.
+func tooMany(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOMEM)
+}
+
+// deliver hands a to Accept once a slot is free, and reports whether it
+// did: after Close it closes a's connection instead.
+func (l *Listener) deliver(a accepted) bool {
+	select {
+	case l.slots <- struct{}{}:
+		l.ready <- a
+		return true
+	case <-l.closed.Done():
+		if a.c != nil {
+			a.c.Close()
+		}
+		return false
+	}
+}
+
+// handshake accepts req, under one of take's handshakes, and hands the
+// connection to Accept, or this side's failure; a peer's failure (or the
+// end of Config.CM.Timeout) only ends the handshake.
 func (l *Listener) handshake(req *rdmacm.ConnRequest, peer hello) {
 	defer l.loops.Done()
+	// Until its outcome is delivered: a connection made holds its
+	// resources while it waits for a slot.
+	defer func() { <-l.shaking }()
 	conn := newConn(&l.cfg)
 	cmc := conn.cmConfig(&l.cfg)
 	cm, err := req.Accept(l.closed, &cmc)
-	if err != nil {
-		if l.closed.Err() != nil || peersFailure(err) {
-			<-l.slots
+	switch {
+	case err != nil && (l.closed.Err() != nil || peersFailure(err)):
+	case err != nil:
+		l.deliver(accepted{err: oneConnFailed{err}})
+	default:
+		if err := conn.start(cmLink{cm}, peer); err != nil {
+			l.deliver(accepted{err: oneConnFailed{fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err)}})
 			return
 		}
-		l.ready <- accepted{err: oneConnFailed{err}}
-		return
+		l.deliver(accepted{c: conn})
 	}
-	if err := conn.start(cmLink{cm}, peer); err != nil {
-		l.ready <- accepted{err: oneConnFailed{fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err)}}
-		return
-	}
-	l.ready <- accepted{c: conn}
 }
 
 // oneConnFailed is an Accept's failure to make one connection's

@@ -767,12 +767,20 @@ func TestAcceptSkipsFailedPeer(t *testing.T) {
 
 // TestStalledPeerHoldsUpNoOther: a peer that never completes its
 // connection (no RTU after the listener's reply) keeps the listener from
-// no other peer. Accept used to wait on it for the CM's retries, minutes
+// no other peer, also where only one connection may wait for Accept. Accept used to wait on it for the CM's retries, minutes
 // with no Config.CM.Timeout, and the next peer's Dial timed out.
 func TestStalledPeerHoldsUpNoOther(t *testing.T) {
+	for _, backlog := range []int{0, 1} {
+		t.Run(fmt.Sprintf("backlog %d", backlog), func(t *testing.T) {
+			stalledPeerHoldsUpNoOther(t, &rdmamsg.Config{CM: rdmacm.Config{Backlog: backlog}})
+		})
+	}
+}
+
+func stalledPeerHoldsUpNoOther(t *testing.T, cfg *rdmamsg.Config) {
 	srvNet, cliNet := ends(t)
 	ctx := timeout(t, 60*time.Second)
-	l, acc := listenAccepting(t, ctx, srvNet.IP, nil)
+	l, acc := listenAccepting(t, ctx, srvNet.IP, cfg)
 	defer l.Close()
 	rawDial(t, ctx, cliNet.IP, l.Addr())
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -797,10 +805,10 @@ func TestStalledPeerHoldsUpNoOther(t *testing.T) {
 }
 
 // TestConnectionsAheadOfAccept: the listener makes connections before
-// Accept asks, as a TCP listener's kernel does, at most
-// Config.CM.Backlog of them (here 1: a second peer is not answered until
-// Accept takes the first); Close closes those that no Accept took, and
-// their peers learn of it.
+// Accept asks, as a TCP listener's kernel does: Config.CM.Backlog (here
+// 1) of them wait for Accept, and one more finishes its handshake and
+// waits for room; Accept then returns them in turn. Close closes those
+// that no Accept took, and their peers learn of it.
 func TestConnectionsAheadOfAccept(t *testing.T) {
 	srvNet, cliNet := ends(t)
 	ctx := timeout(t, 60*time.Second)
@@ -809,41 +817,33 @@ func TestConnectionsAheadOfAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	dial := func(d time.Duration) (*rdmamsg.Conn, error) {
-		dctx, cancel := context.WithTimeout(ctx, d)
+	dial := func() *rdmamsg.Conn {
+		t.Helper()
+		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		return rdmamsg.Dial(dctx, l.Addr().String(), &rdmamsg.Config{CM: rdmacm.Config{SrcAddr: cliNet.IP.String()}})
-	}
-	first, err := dial(15 * time.Second)
-	if err != nil {
-		t.Fatalf("Dial with no Accept under way: %v", err)
-	}
-	defer first.Close()
-	// Its request waits in the kernel: the listener takes it once
-	// Accept frees the slot, finds that the peer gave up, and goes on.
-	if c, err := dial(3 * time.Second); err == nil {
-		c.Close()
-		t.Fatal("a second connection was made ahead of Accept with Backlog 1")
-	}
-	s, err := l.Accept(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, s)
-	if err := first.Send(ctx, []byte("first")); err != nil {
-		t.Fatal(err)
+		c, err := rdmamsg.Dial(dctx, l.Addr().String(), &rdmamsg.Config{CM: rdmacm.Config{SrcAddr: cliNet.IP.String()}})
+		if err != nil {
+			t.Fatalf("Dial with no Accept under way: %v", err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
 	}
 	buf := make([]byte, 16)
-	if n, err := s.Recv(ctx, buf); err != nil || string(buf[:n]) != "first" {
-		t.Fatalf("the first peer's message: %q, %v", buf[:n], err)
+	for _, c := range []*rdmamsg.Conn{dial(), dial()} {
+		s, err := l.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeOK(t, s)
+		want := c.LocalAddr().String()
+		if err := c.Send(ctx, []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Recv(ctx, buf); err != nil || string(buf[:n]) != want {
+			t.Fatalf("Accept's connection got %q, %v; want the message of the peer that dialled first, %q", buf[:n], err, want)
+		}
 	}
-	// The slot is free again: the next connection is made, and the
-	// listener's Close closes it.
-	next, err := dial(15 * time.Second)
-	if err != nil {
-		t.Fatalf("Dial after Accept took the first: %v", err)
-	}
-	defer next.Close()
+	next := dial()
 	closeOK(t, l)
 	if _, err := next.Recv(ctx, buf); !errors.Is(err, io.EOF) {
 		t.Errorf("Recv on a connection the listener closed unaccepted: %v, want io.EOF", err)

@@ -24,11 +24,13 @@
 // copies: ReadFrom reads into the send buffers, WriteTo writes from the
 // receive buffers.
 //
-// A Listener answers connection requests as they come, several at once,
-// and keeps up to 8 connections made (Config.CM.Backlog, when smaller)
-// until Accept takes them, as a TCP listener's kernel does: a peer that
-// stalls in its handshake holds up no other, and the listener's Close
-// closes those no Accept took.
+// A Listener answers connection requests as they come, up to 32 at once,
+// and keeps the connections made until Accept takes them, as a TCP
+// listener's kernel does: 8 of them (Config.CM.Backlog, when smaller)
+// wait for Accept, and the handshakes after those wait for room. A peer
+// that stalls in its handshake holds up no other, and is dropped once it
+// has not completed the connection within Config.CM.Timeout (10 s when
+// unset). The listener's Close closes the connections no Accept took.
 //
 // # Flow control
 //
