@@ -255,7 +255,8 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 // it answers connection requests as they come, up to 32 at once, and
 // keeps the connections made until Accept takes them: a peer that stalls
 // in its handshake holds up no other, and is dropped once it has not
-// completed the connection within Config.CM.Timeout (10 s when unset).
+// completed the connection within 10 s of the reply, or
+// Config.CM.Timeout of its request when that is set.
 type Listener struct {
 	l   *rdmacm.Listener
 	cfg Config
@@ -279,11 +280,21 @@ type Listener struct {
 	closeErr  error
 }
 
-// accepted is an outcome for Accept: a connection, or this side's failure
-// to make one.
+// accepted is an outcome for Accept: a connection made, which Accept
+// starts (its send buffers, sized by the peer, are made only then), or
+// this side's failure to make one.
 type accepted struct {
-	c   *Conn
-	err error
+	c    *Conn
+	cm   *rdmacm.Conn
+	peer hello
+	err  error
+}
+
+// close closes a connection made that no Accept took.
+func (a accepted) close() {
+	if a.cm != nil {
+		a.cm.Close()
+	}
 }
 
 // A Listener's bounds: the connections it makes before Accept asks for
@@ -291,10 +302,11 @@ type accepted struct {
 // registered receive buffers; the handshakes under way at once; and the
 // time a peer has to complete one when Config.CM.Timeout is unset.
 const (
-	aheadOfAccept    = 8
-	maxHandshakes    = 32
-	handshakeTimeout = 10 * time.Second
+	aheadOfAccept = 8
+	maxHandshakes = 32
 )
+
+var handshakeTimeout = 10 * time.Second // a var for tests
 
 // Listen listens for rdmamsg connections at addr ("host:port"; port 0
 // picks one) through rdma_cm (rdmacm.Listen), and begins answering
@@ -315,9 +327,6 @@ func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if c.CM.Backlog > 0 {
 		n = min(n, c.CM.Backlog)
 	}
-	if c.CM.Timeout == 0 {
-		c.CM.Timeout = handshakeTimeout
-	}
 	l := &Listener{l: rl, cfg: c, shaking: make(chan struct{}, maxHandshakes),
 		slots: make(chan struct{}, n), ready: make(chan accepted, n), removed: make(chan struct{})}
 	l.closed, l.close = context.WithCancel(context.Background())
@@ -334,10 +343,11 @@ func (l *Listener) Addr() netip.AddrPort { return l.l.Addr() }
 // is rejected with the reason. So is one whose connection fails before it
 // is up, as a TCP listener's Accept never returns a client's failed
 // handshake: its peer went away, or refused the reply, or did not
-// complete the connection within Config.CM.Timeout (10 s when unset).
-// Accept returns this
+// complete the connection in time (10 s after the reply, or within
+// Config.CM.Timeout when set). Accept returns this
 // side's own failures (making a connection's resources, taking a
-// request), ctx's error when ctx ends, and ErrClosed after Close.
+// request, making the send buffers of the connection it returns), ctx's
+// error when ctx ends, and ErrClosed after Close.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	select {
 	case a := <-l.ready:
@@ -358,17 +368,19 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	}
 }
 
-// outcome is Accept's outcome a, taken from ready, whose slot it frees.
+// outcome is Accept's outcome a, taken from ready, whose slot it frees;
+// it starts a's connection.
 func (l *Listener) outcome(a accepted) (*Conn, error) {
 	<-l.slots
 	if l.closed.Err() != nil {
-		if a.c != nil {
-			a.c.Close()
-		}
+		a.close()
 		return nil, l.acceptError(ErrClosed)
 	}
 	if a.err != nil {
 		return nil, l.acceptError(a.err)
+	}
+	if err := a.c.start(cmLink{a.cm}, a.peer); err != nil {
+		return nil, l.acceptError(oneConnFailed{fmt.Errorf("rdmamsg: accept from %s: %w", a.cm.RemoteAddr(), err)})
 	}
 	return a.c, nil
 }
@@ -378,9 +390,7 @@ func (l *Listener) outcome(a accepted) (*Conn, error) {
 func (l *Listener) closeReady() bool {
 	select {
 	case a := <-l.ready:
-		if a.c != nil {
-			a.c.Close()
-		}
+		a.close()
 		return true
 	default:
 		return false
@@ -448,36 +458,55 @@ func (l *Listener) deliver(a accepted) bool {
 		l.ready <- a
 		return true
 	case <-l.closed.Done():
-		if a.c != nil {
-			a.c.Close()
-		}
+		a.close()
 		return false
 	}
 }
 
 // handshake accepts req, under one of take's handshakes, and hands the
-// connection to Accept, or this side's failure; a peer's failure (or the
-// end of Config.CM.Timeout) only ends the handshake.
+// connection to Accept, or this side's failure; a peer's failure only ends
+// the handshake: it refused the reply, went away, or did not complete the
+// connection within Config.CM.Timeout or, when that is unset, within
+// handshakeTimeout of the reply (this side's set-up before the reply,
+// which may register much memory, is not the peer's to answer for).
 func (l *Listener) handshake(req *rdmacm.ConnRequest, peer hello) {
 	defer l.loops.Done()
 	// Until its outcome is delivered: a connection made holds its
-	// resources while it waits for a slot.
+	// receive buffers while it waits for a slot.
 	defer func() { <-l.shaking }()
+	ctx, cancel := context.WithCancelCause(l.closed)
+	defer cancel(nil)
 	conn := newConn(&l.cfg)
 	cmc := conn.cmConfig(&l.cfg)
-	cm, err := req.Accept(l.closed, &cmc)
+	if cmc.Timeout == 0 {
+		prepare := cmc.Prepare
+		var timer *time.Timer
+		defer func() {
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
+		cmc.Prepare = func(c *rdmacm.Conn) (func() error, error) {
+			cleanup, err := prepare(c)
+			if err == nil { // the reply goes next
+				timer = time.AfterFunc(handshakeTimeout, func() { cancel(errPeerSlow) })
+			}
+			return cleanup, err
+		}
+	}
+	cm, err := req.Accept(ctx, &cmc)
 	switch {
-	case err != nil && (l.closed.Err() != nil || peersFailure(err)):
+	case err != nil && (l.closed.Err() != nil || peersFailure(err) || context.Cause(ctx) == errPeerSlow):
 	case err != nil:
 		l.deliver(accepted{err: oneConnFailed{err}})
 	default:
-		if err := conn.start(cmLink{cm}, peer); err != nil {
-			l.deliver(accepted{err: oneConnFailed{fmt.Errorf("rdmamsg: accept from %s: %w", cm.RemoteAddr(), err)}})
-			return
-		}
-		l.deliver(accepted{c: conn})
+		l.deliver(accepted{c: conn, cm: cm, peer: peer})
 	}
 }
+
+// errPeerSlow ends a handshake whose peer has not completed the
+// connection within handshakeTimeout of the reply.
+var errPeerSlow = errors.New("rdmamsg: the peer did not complete the connection")
 
 // oneConnFailed is an Accept's failure to make one connection's
 // resources (memory, registration, the QP): the listener itself is fine,

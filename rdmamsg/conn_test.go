@@ -804,6 +804,29 @@ func stalledPeerHoldsUpNoOther(t *testing.T, cfg *rdmamsg.Config) {
 	}
 }
 
+// TestStalledPeerDropped: a peer that has not completed its connection
+// within the handshake's time after the reply is dropped, and told so
+// (its ID gets REJECTED), where the listener's handshake waited for the
+// CM's retries, minutes, holding its resources; a listener whose own
+// set-up is slow is not timed by it (its Accept is this side's).
+func TestStalledPeerDropped(t *testing.T) {
+	defer rdmamsg.SetHandshakeTimeout(500 * time.Millisecond)()
+	srvNet, cliNet := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	l, _ := listenAccepting(t, ctx, srvNet.IP, nil)
+	defer l.Close()
+	_, id, next := rdmatest.RoutedID(t, ctx, cliNet.IP, l.Addr())
+	if err := id.Connect(&rdmacm.ConnParam{PrivateData: rdmamsg.Hello(16, 4096), RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		t.Fatal(err)
+	}
+	next(rdmacm.EventConnectResponse)
+	start := time.Now()
+	next(rdmacm.EventRejected)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the stalled peer was dropped after %v", d)
+	}
+}
+
 // TestConnectionsAheadOfAccept: the listener makes connections before
 // Accept asks, as a TCP listener's kernel does: Config.CM.Backlog (here
 // 1) of them wait for Accept, and one more finishes its handshake and

@@ -27,10 +27,13 @@
 // A Listener answers connection requests as they come, up to 32 at once,
 // and keeps the connections made until Accept takes them, as a TCP
 // listener's kernel does: 8 of them (Config.CM.Backlog, when smaller)
-// wait for Accept, and the handshakes after those wait for room. A peer
-// that stalls in its handshake holds up no other, and is dropped once it
-// has not completed the connection within Config.CM.Timeout (10 s when
-// unset). The listener's Close closes the connections no Accept took.
+// wait for Accept, and the handshakes after those wait for room. Until
+// Accept takes it, a connection holds only its receive buffers, this
+// side's size; its send buffers, sized by the peer's largest message, are
+// made by Accept. A peer that stalls in its handshake holds up no other,
+// and is dropped once it has not completed the connection within 10 s of
+// the reply (Config.CM.Timeout, when set, bounds the whole handshake). The
+// listener's Close closes the connections no Accept took.
 //
 // # Flow control
 //

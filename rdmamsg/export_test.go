@@ -2,12 +2,22 @@
 
 package rdmamsg
 
+import "time"
+
 // SetMaxPeers sets how many destinations a PacketConn keeps address
 // handles for, for a test, and returns what puts it back.
 func SetMaxPeers(n int) (restore func()) {
 	old := maxPeers
 	maxPeers = n
 	return func() { maxPeers = old }
+}
+
+// SetHandshakeTimeout sets how long a Listener's peer has to complete its
+// connection after the reply, for a test, and returns what puts it back.
+func SetHandshakeTimeout(d time.Duration) (restore func()) {
+	old := handshakeTimeout
+	handshakeTimeout = d
+	return func() { handshakeTimeout = old }
 }
 
 // Peers returns how many destinations p keeps an address handle for.
