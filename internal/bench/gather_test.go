@@ -106,6 +106,64 @@ func TestGatherStray(t *testing.T) {
 	}
 }
 
+// TestGatherBusyInFlight: another client whose greeting is under way
+// when the test's last connection comes in is told the server is busy,
+// as when connections were greeted in turn, not dropped: it has said
+// hello, and sends its test only after the gathering is over.
+func TestGatherBusyInFlight(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8,
+		NumQPs: 1, Threads: 2, Group: 5}
+	hello := func() *exchange.Conn {
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := exchange.NewConn(nc)
+		if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first, _ := net.Pipe()
+	defer first.Close()
+	conns := []*exchange.Conn{exchange.NewConn(first), nil}
+	specs := []exchange.TestSpec{spec, {}}
+	gathered := make(chan error, 1)
+	go func() { gathered <- gatherThreads(ctx, ln, conns, specs, exchange.DefaultLimits()) }()
+	other := hello()
+	defer other.Close()
+	last := hello()
+	defer last.Close()
+	s := spec
+	s.Thread = 1
+	if err := last.Send(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the gathering is over
+	s.Group, s.Thread = 6, 0
+	if err := other.Send(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Recv(ctx); err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Errorf("the other client was told %v; want busy", err)
+	}
+	if err := <-gathered; err != nil {
+		t.Fatal(err)
+	}
+	if conns[1] == nil {
+		t.Error("thread 1 was not gathered")
+	} else {
+		conns[1].Close()
+	}
+}
+
 // TestGatherGivesUp: connections that do not come end the gathering at
 // its wait, with the count that came; a test over the limits ends it at
 // once.

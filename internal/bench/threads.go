@@ -566,12 +566,36 @@ func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn,
 			}()
 		}
 	}()
+	// grace is how long greetings under way once the test's connections
+	// are all in may take to finish: those that do are told the server
+	// is busy, as they were when greeted in turn.
+	var grace time.Duration
 	defer func() {
-		// End the Accept and every greeting still going, and wait for
+		// End the Accept, then every greeting still going, and wait for
 		// them: ln is the caller's again once this returns.
-		stop()
 		dl.SetDeadline(time.Unix(1, 0))
-		wg.Wait()
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		for {
+			select {
+			case g := <-greeted:
+				if g.err == nil {
+					hctx, cancel := context.WithTimeout(ctx, time.Second)
+					g.c.SendError(hctx, fmt.Errorf("this server is busy: it is running the %d connections of another client's test", n))
+					cancel()
+				}
+				g.c.Close()
+				continue
+			case <-t.C:
+				stop()
+				continue
+			case <-done:
+			}
+			break
+		}
+		stop()
 		dl.SetDeadline(time.Time{})
 	}()
 	for got < n {
@@ -605,5 +629,6 @@ func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn,
 		conns[ts.Thread], specs[ts.Thread] = g.c, ts
 		got++
 	}
+	grace = min(time.Second, time.Until(giveUp))
 	return nil
 }

@@ -549,11 +549,6 @@ func TestAliveAllocations(t *testing.T) {
 	}
 }
 
-// A receive whose context ends while a frame is half read finishes the
-// frame, and returns it: the stream stays at a frame's boundary and the
-// Conn usable, where the next receive failed with "connection unusable"
-// and the frame was lost (a stop of gorperf's peer watch at that moment
-// lost the peer's abort).
 // TestRecvFrameGraceTwice: a frame begun is finished when two deadlines
 // pass in it, the peer's silence and then the receive's context, or a
 // context's deadline and then its AfterFunc's; the grace was one-shot,
@@ -609,6 +604,11 @@ func TestRecvFrameGraceTwice(t *testing.T) {
 	}
 }
 
+// A receive whose context ends while a frame is half read finishes the
+// frame, and returns it: the stream stays at a frame's boundary and the
+// Conn usable, where the next receive failed with "connection unusable"
+// and the frame was lost (a stop of gorperf's peer watch at that moment
+// lost the peer's abort).
 func TestRecvFinishesAFrameBegun(t *testing.T) {
 	a, b := tcpPair(t)
 	frame, err := AppendFrame(nil, Sync{Seq: 7})

@@ -163,12 +163,12 @@ func decodeSync(p []byte) (Sync, error) {
 	return s, r.done()
 }
 
-// AppendPayload appends iterations, bytes, elapsed nanoseconds,
-// mismatches, peak elapsed nanoseconds and peak messages, each uint64,
-// then error string.
 // resultLen is a Result's payload before its error text: six uint64s.
 const resultLen = 6 * 8
 
+// AppendPayload appends iterations, bytes, elapsed nanoseconds,
+// mismatches, peak elapsed nanoseconds and peak messages, each uint64,
+// then error string.
 func (res Result) AppendPayload(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, res.Iterations)
 	b = binary.BigEndian.AppendUint64(b, res.Bytes)
