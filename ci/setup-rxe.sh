@@ -123,14 +123,24 @@ state=$(cut -d' ' -f2- "$PORT/state" 2>/dev/null || echo '?')
 echo "GID table of $NAME port 1 (netdev $IFACE, port $state):"
 printf '%-5s  %-39s  %-8s  %s\n' index gid type netdev
 table=$(gids)
-v4=0
+v4=""
 while read -r idx gid; do
 	# for an empty entry these reads fail with EINVAL; a populated one has both
 	gtype=$(cat "$PORT/gid_attrs/types/$idx" 2>/dev/null || echo '?')
 	ndev=$(cat "$PORT/gid_attrs/ndevs/$idx" 2>/dev/null || echo '?')
 	printf '%-5s  %-39s  %-8s  %s\n' "$idx" "$gid" "$gtype" "$ndev"
-	case $gid in 0000:0000:0000:0000:0000:ffff:*) [ "$gtype" = "RoCE v2" ] && v4=1 ;; esac
+	case $gid in 0000:0000:0000:0000:0000:ffff:*)
+		# ...:ffff:c612:0002 -> 198.18.0.2
+		[ "$gtype" = "RoCE v2" ] && [ -z "$v4" ] &&
+			v4=$(printf '%d.%d.%d.%d' "0x${gid:30:2}" "0x${gid:32:2}" "0x${gid:35:2}" "0x${gid:37:2}")
+		;;
+	esac
 done <<<"$table"
-if [ $v4 = 0 ]; then
+if [ -z "$v4" ]; then
 	log "warning: no IPv4 RoCE v2 GID; rdma_cm over IPv4 needs an IPv4 address on $IFACE"
+else
+	# The device tests send only to the VM's 198.18.0.0/15 unless told
+	# an address of this host's (docs/testing-on-soft-roce.md, section 2).
+	echo "Device tests on it, over $v4 (this host's own address):"
+	echo "  ulimit -l unlimited; GORPERF_TEST_DEVICE=$NAME GORPERF_TEST_ADDR=$v4 GORPERF_REQUIRE_DEVICE=1 go test ./..."
 fi

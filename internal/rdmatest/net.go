@@ -3,8 +3,12 @@
 package rdmatest
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -19,44 +23,144 @@ type Net struct {
 }
 
 // TestRange holds every address a device test may send to, besides
-// loopback: the soft-RoCE VM's (198.18.0.0/15), never another.
+// loopback: the soft-RoCE VM's (198.18.0.0/15), never another, unless
+// GORPERF_TEST_ADDR names one of this host's own (AddrEnv).
 var TestRange = netip.MustParsePrefix("198.18.0.0/15")
+
+// AddrEnv names the variable by which a user opts in to device tests over
+// an address of a device of this host outside TestRange, a NIC's own
+// (GORPERF_TEST_ADDR=10.1.2.3): Addr returns it if it is an IPv4 address
+// of one of this host's interfaces and of the device under test (one of
+// its GIDs), and fails the test otherwise. The tests then send to that
+// address, so to this host itself; the device loops the traffic back.
+const AddrEnv = "GORPERF_TEST_ADDR"
 
 func allowed(ip netip.Addr) bool { return TestRange.Contains(ip) || ip.IsLoopback() }
 
-// Addr returns the device under test and its IPv4 address: RXE_IP in the
-// VM, else the device's own address if it is one the tests may use; it
-// skips (or fails, as Device does) when there is none.
+// Addr returns the device under test and its IPv4 address: GORPERF_TEST_ADDR
+// where it is set (AddrEnv), else RXE_IP in the VM, else the device's own
+// address if it is in TestRange; it skips (or fails, as Device does) when
+// there is none.
 func Addr(t testing.TB) Net {
 	t.Helper()
 	info := Device(t)
-	if s := os.Getenv("RXE_IP"); s != "" {
-		ip, err := netip.ParseAddr(s)
-		if err != nil || !allowed(ip) {
-			t.Fatalf("RXE_IP=%q: not an address in %s", s, TestRange)
-		}
-		return Net{Dev: info.Name, IP: ip}
+	n, err := findAddr(info)
+	var none *noAddrError
+	switch {
+	case err == nil:
+		return n
+	case errors.As(err, &none) && Required():
+		t.Fatalf("GORPERF_REQUIRE_DEVICE=1 but %v", err)
+	case errors.As(err, &none):
+		t.Skip(err)
+	default:
+		t.Fatal(err)
 	}
+	return Net{}
+}
+
+// noAddrError: the device has no address in TestRange, and none was named.
+type noAddrError struct {
+	dev  string
+	have []netip.Addr // its IPv4 GIDs' addresses
+}
+
+func (e *noAddrError) Error() string {
+	return fmt.Sprintf("%s has no IPv4 address in %s (its IPv4 GIDs: %v); set RXE_IP in the VM, "+
+		"or %s to one of its addresses to run the tests over it, to this host itself (docs/testing-on-soft-roce.md)",
+		e.dev, TestRange, e.have, AddrEnv)
+}
+
+// findAddr is Addr's search, which fails with a *noAddrError where the
+// device has no address the tests may use and none was named.
+func findAddr(info Info) (Net, error) {
+	env, vm := os.Getenv(AddrEnv), os.Getenv("RXE_IP")
+	if env == "" && vm != "" {
+		ip, err := netip.ParseAddr(vm)
+		if err != nil || !allowed(ip) {
+			return Net{}, fmt.Errorf("RXE_IP=%q: not an address in %s (on a host, name one of its own with %s)", vm, TestRange, AddrEnv)
+		}
+		return Net{Dev: info.Name, IP: ip}, nil
+	}
+	gids, err := deviceIPv4s(info)
+	if err != nil {
+		return Net{}, err
+	}
+	if env != "" {
+		local, err := localAddrs()
+		if err != nil {
+			return Net{}, err
+		}
+		ip, err := checkTestAddr(env, info.Name, local, gids)
+		return Net{Dev: info.Name, IP: ip}, err
+	}
+	for _, ip := range gids {
+		if allowed(ip) {
+			return Net{Dev: info.Name, IP: ip}, nil
+		}
+	}
+	return Net{}, &noAddrError{dev: info.Name, have: gids}
+}
+
+// checkTestAddr parses s, GORPERF_TEST_ADDR's value, and checks that it is
+// an IPv4 address that both local (this host's interfaces' addresses) and
+// gids (the device's IPv4 GIDs' addresses) hold.
+func checkTestAddr(s, dev string, local, gids []netip.Addr) (netip.Addr, error) {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%s=%q: not an IP address", AddrEnv, s)
+	}
+	ip = ip.Unmap()
+	if !ip.Is4() {
+		return netip.Addr{}, fmt.Errorf("%s=%s: not an IPv4 address", AddrEnv, s)
+	}
+	if !slices.Contains(local, ip) {
+		return netip.Addr{}, fmt.Errorf("%s=%s: not an address of this host's interfaces (%v): "+
+			"device tests send only to this host's own addresses, loopback and %s", AddrEnv, ip, local, TestRange)
+	}
+	if !slices.Contains(gids, ip) {
+		return netip.Addr{}, fmt.Errorf("%s=%s: not an address of %s (its IPv4 GIDs: %v): name one on its netdev, "+
+			"or the device with GORPERF_TEST_DEVICE", AddrEnv, ip, dev, gids)
+	}
+	return ip, nil
+}
+
+// deviceIPv4s returns the IPv4 addresses of the GIDs of the device's port.
+func deviceIPv4s(info Info) ([]netip.Addr, error) {
 	ctx, err := ibverbs.Open(info.Name)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer ctx.Close()
-	gids, err := ctx.GIDTable(info.Port)
+	table, err := ctx.GIDTable(info.Port)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	for _, g := range gids {
-		if ip := g.IP(); ip.Is4() && allowed(ip) {
-			return Net{Dev: info.Name, IP: ip}
+	var ips []netip.Addr
+	for _, g := range table {
+		if ip := g.IP(); ip.Is4() && !slices.Contains(ips, ip) {
+			ips = append(ips, ip)
 		}
 	}
-	msg := "%s has no IPv4 address in %s; set RXE_IP"
-	if Required() {
-		t.Fatalf("GORPERF_REQUIRE_DEVICE=1 but "+msg, info.Name, TestRange)
+	return ips, nil
+}
+
+// localAddrs returns the IPv4 addresses of this host's interfaces (of its
+// network namespace).
+func localAddrs() ([]netip.Addr, error) {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("listing this host's addresses: %w", err)
 	}
-	t.Skipf(msg, info.Name, TestRange)
-	return Net{}
+	var ips []netip.Addr
+	for _, a := range as {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap().Is4() {
+				ips = append(ips, ip.Unmap())
+			}
+		}
+	}
+	return ips, nil
 }
 
 // SecondAddr returns the VM's second device and its address (RXE_DEV2,
