@@ -1,15 +1,19 @@
 # gorperf: the index of what one can do. See README.md.
 SHELL := /bin/bash
 GO ?= go
-export PATH := $(PATH):/usr/local/go/bin:$(shell $(GO) env GOPATH 2>/dev/null)/bin
+# /usr/local/go/bin first, so that an older Go earlier on PATH (Debian's
+# golang-go) does not win over the one installed there; deps checks the
+# version against go.mod (ci/go-version.sh).
+export PATH := /usr/local/go/bin:$(PATH):$(shell $(GO) env GOPATH 2>/dev/null)/bin
 
 BUILD := build
 TESTBIN := $(BUILD)/test
 VM := ci/rxe-vm/run
 # Packages whose tests touch a device: built here, run on the device or in the VM
-# (those whose tests import internal/rdmatest). Listed when test-binaries runs,
-# after deps has installed the C compiler that cgo, and so those tests, need.
-DEVICE_PKGS_CMD := CGO_ENABLED=1 $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '$$1 !~ /rdmatest$$/ && /internal\/rdmatest/ { print $$1 }'
+# (those whose tests import internal/rdmatest, and rdmatest's own). Listed when
+# test-binaries runs, after deps has installed the C compiler that cgo, and so
+# those tests, need.
+DEVICE_PKGS_CMD := CGO_ENABLED=1 $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '/internal\/rdmatest/ { print $$1 }'
 # HAVE_DEVICE: non-empty where this host has an RDMA device the tests can
 # use: a uverbs character device (/dev/infiniband/uverbs*, which a container
 # without --device /dev/infiniband lacks though it sees /sys) and a port in
@@ -19,12 +23,15 @@ DEVICE_PKGS_CMD := CGO_ENABLED=1 $(GO) list -f '{{.ImportPath}} {{join .TestImpo
 # two devices and the IPv6 address that some tests need.
 HAVE_DEVICE := $(shell ls /dev/infiniband/uverbs* >/dev/null 2>&1 && grep -l ACTIVE /sys/class/infiniband/*/ports/*/state 2>/dev/null | head -1)
 
-.PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race race-device check bench clean docs man
+.PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race race-device check fmt-check ci-selftest bench clean docs man
 
 all: build
 
+## deps: the packages to build and test (ci/deps.sh), and for the VM only
+## where there is no device here (HAVE_DEVICE); Go as new as go.mod's.
 deps:
-	ci/deps.sh vm
+	ci/deps.sh $(if $(HAVE_DEVICE),build,vm)
+	ci/go-version.sh $(GO)
 	$(GO) mod download
 
 build:
@@ -34,6 +41,9 @@ build:
 ## device if it has one (HAVE_DEVICE above), else inside the soft-RoCE VM.
 ## On the host the tests that need the VM's second device or its IPv6
 ## address (RXE_DEV2, RXE_IP6) skip; `make test HAVE_DEVICE=` runs all in the VM.
+## There the rdma_cm tests need the device's address outside the VM's
+## 198.18.0.0/15 named: GORPERF_TEST_ADDR=10.1.2.3 make test (see
+## docs/testing-on-soft-roce.md).
 ## Device tests must run:
 ## GORPERF_REQUIRE_DEVICE=1 turns a missing device into a failure.
 test: deps unit device-tests
@@ -59,13 +69,20 @@ device-tests-must-fail: test-binaries
 
 ## vm-selftest: the VM runner fails a run whose guest set-up fails (an MTU
 ## the veth cannot take), with exit 125 and the reason, rather than running
-## the command on a half-made VM.
+## the command on a half-made VM. The run's paths have commas (TMPDIR, the
+## work share), which qemu's options must escape, and HOME is unset, so the
+## initramfs is built for the run alone.
 vm-selftest:
-	@out=$$($(VM) -M 99999 -t 300 -- true 2>&1); rc=$$?; \
-	if [ $$rc -ne 125 ] || ! grep -q 'guest set-up failed' <<<"$$out"; then \
-		echo "$$out"; echo "FAIL: a failed guest set-up gave exit $$rc, want 125"; exit 1; \
+	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/rxe-vm,selftest.XXXXXX") && mkdir "$$d/tmp" "$$d/work,dir" || exit 1; \
+	out=$$(cd "$$d/work,dir" && env -u HOME -u XDG_CACHE_HOME -u RXE_VM_CACHE TMPDIR="$$d/tmp" \
+		$(abspath $(VM)) -M 99999 -t 300 -- true 2>&1); rc=$$?; \
+	left=$$(ls -A "$$d/tmp"); rm -rf "$$d"; \
+	if [ $$rc -ne 125 ] || ! grep -q 'guest set-up failed' <<<"$$out" || ! grep -q 'mtu greater than device maximum' <<<"$$out"; then \
+		echo "$$out"; echo "FAIL: a failed guest set-up gave exit $$rc, want 125 and ip's refusal of MTU 99999"; exit 1; \
 	fi; \
-	echo "ok: a failed guest set-up fails the run (exit 125)"
+	grep -q 'the initramfs is built for this run alone' <<<"$$out" || { echo "$$out"; echo "FAIL: no note of the initramfs built for the run without HOME"; exit 1; }; \
+	[ -z "$$left" ] || { echo "FAIL: the run left $$left in its TMPDIR"; exit 1; }; \
+	echo "ok: a failed guest set-up fails the run (exit 125), with commas in its paths and no HOME"
 
 .PHONY: test-binaries device-tests-must-fail vm-selftest
 test-binaries:
@@ -136,8 +153,21 @@ check:
 	GOOS=darwin CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./...
 	CGO_ENABLED=0 $(GO) tool staticcheck ./internal/cli
-	test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
+	@$(MAKE) --no-print-directory fmt-check
 	$(GO) tool staticcheck ./...
+
+## fmt-check: gofmt -l with the gofmt of $(GO)'s GOROOT lists no file; a
+## gofmt that is missing or fails fails it too.
+fmt-check:
+	@gofmt="$$($(GO) env GOROOT)/bin/gofmt"; \
+	out=$$("$$gofmt" -l .) || { echo "fmt-check: $$gofmt -l . failed" >&2; exit 1; }; \
+	[ -z "$$out" ] || { echo "fmt-check: not gofmt'ed:" >&2; echo "$$out" >&2; exit 1; }
+
+## ci-selftest: the CI scripts' own checks, on this host, without a VM or a
+## device (ci/selftest.sh): deps.sh through sudo -n and its C toolchain
+## check, go-version.sh, fmt-check, demo.sh's server log on a failure.
+ci-selftest:
+	ci/selftest.sh
 
 ## bench: every benchmark (allocations reported) on this host's RDMA
 ## device, else in the soft-RoCE VM; BENCHTIME is each one's -benchtime.

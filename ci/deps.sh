@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # ci/deps.sh - install what building and testing gorperf needs on Debian or
 # Ubuntu: the rdma-core libraries and headers, and for the soft-RoCE VM qemu,
-# a kernel with rdma_rxe and static busybox. Installs only what is missing;
-# without root it prints the apt-get line instead.
+# a kernel with rdma_rxe and static busybox. Installs only what is missing:
+# as root, or through `sudo -n` (sudo without a password); else it prints
+# the apt-get line and exits 1. Then it compiles a C program against
+# libibverbs and librdmacm, as cgo will, and exits 1 if that fails.
 #
 # usage: ci/deps.sh [build|vm]   (default: vm, which includes build)
 set -euo pipefail
 HERE=$(dirname "$(readlink -f "$0")")
 . "$HERE/kernel.sh"
 
-build=(gcc make pkg-config libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
-	ibverbs-utils rdmacm-utils perftest iproute2)
+# libc6-dev: gcc only recommends it, and without it cgo finds no stdlib.h.
+# ca-certificates: go mod download's HTTPS (a bare debian:bookworm lacks it).
+build=(gcc libc6-dev make pkg-config libibverbs-dev librdmacm-dev ibverbs-providers
+	rdma-core ibverbs-utils rdmacm-utils perftest iproute2 ca-certificates)
 # The VM boots a kernel installed here: one with both an image in /boot and
 # rdma_rxe in /lib/modules (ci/kernel.sh, the VM runner's own test); its
 # modules may be compressed (xz, zstd), and the runner unpacks those it puts
@@ -19,6 +23,10 @@ build=(gcc make pkg-config libibverbs-dev librdmacm-dev ibverbs-providers rdma-c
 vm=(qemu-system-x86 busybox-static kmod cpio xz-utils zstd procps)
 
 mode=${1:-vm}
+case $mode in
+build | vm) ;;
+*) echo "usage: ci/deps.sh [build|vm]" >&2; exit 2 ;;
+esac
 want=("${build[@]}")
 [ "$mode" = vm ] && want+=("${vm[@]}")
 missing=()
@@ -30,12 +38,28 @@ kernel=$(rxe_kernel_package)
 if [ "$mode" = vm ] && ! rxe_kernel; then
 	missing+=("$kernel")
 fi
+# as_root CMD...: CMD as root: directly, or through sudo -n where this user
+# may sudo without a password (sudo_ok), which a CI runner's user can.
+as_root() {
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	else
+		sudo -n "$@"
+	fi
+}
+sudo_ok() { [ "$(id -u)" = 0 ] || { command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; }; }
 # kernel_check: after the packages, a kernel the VM can boot, or why not.
+# qemu reads the image as this user: one that only root may read (Ubuntu's
+# 0600) is made readable to all through sudo -n where that works.
 kernel_check() {
 	[ "$mode" = vm ] || return 0
 	if ! rxe_kernel; then
 		echo "deps: no installed kernel has both /boot/vmlinuz-VERSION and rdma_rxe under /lib/modules/VERSION (after $kernel); the VM cannot boot" >&2
 		return 1
+	fi
+	if [ "$RXE_KVER_UNREADABLE" = 1 ] && sudo_ok; then
+		echo "deps: making /boot/vmlinuz-$RXE_KVER readable, for qemu: sudo -n chmod a+r /boot/vmlinuz-$RXE_KVER" >&2
+		as_root chmod a+r "/boot/vmlinuz-$RXE_KVER" && rxe_kernel
 	fi
 	if [ "$RXE_KVER_UNREADABLE" = 1 ]; then
 		echo "deps: $(rxe_kernel_unreadable_msg)" >&2
@@ -43,21 +67,49 @@ kernel_check() {
 	fi
 	return 0
 }
+# toolchain_check: compile and link a C program against libibverbs and
+# librdmacm, as cgo will; say why not where that fails.
+toolchain_check() {
+	local d out flags rc=0
+	d=$(mktemp -d "${TMPDIR:-/tmp}/deps-cc.XXXXXX") || return 1
+	printf '%s\n' '#include <stdlib.h>' '#include <infiniband/verbs.h>' '#include <rdma/rdma_cma.h>' \
+		'int main(void) { return ibv_get_device_list(NULL) == NULL && rdma_create_event_channel() == NULL; }' >"$d/t.c"
+	if ! flags=$(pkg-config --cflags --libs libibverbs librdmacm 2>&1); then
+		echo "deps: pkg-config finds no libibverbs or librdmacm, so cgo cannot build the bindings: $flags" >&2
+		rc=1
+	# shellcheck disable=SC2086
+	elif ! out=$(gcc -o "$d/t" "$d/t.c" $flags 2>&1); then
+		echo "deps: gcc cannot compile and link a C program against libibverbs and librdmacm, so cgo cannot build the bindings:" >&2
+		echo "$out" | tail -n 5 >&2
+		if grep -q 'stdlib.h: No such file' <<<"$out"; then
+			echo "deps: no C library headers: apt-get install libc6-dev" >&2
+		fi
+		rc=1
+	fi
+	rm -rf "$d"
+	return $rc
+}
 if [ ${#missing[@]} -eq 0 ]; then
-	kernel_check
-	exit 0
+	rc=0
+	kernel_check || rc=1
+	toolchain_check || rc=1
+	exit $rc
 fi
 line="apt-get install -y --no-install-recommends ${missing[*]}"
-if [ "$(id -u)" != 0 ]; then
+if ! sudo_ok; then
 	echo "deps: missing packages: ${missing[*]}" >&2
 	echo "deps: fix: sudo apt-get update && sudo $line" >&2
 	exit 1
 fi
-echo "deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
+how=""
+[ "$(id -u)" = 0 ] || how=" (sudo -n)"
+echo "deps: installing${how} ${missing[*]}" >&2
 # A fresh Ubuntu machine's apt-daily may hold the lock for minutes: wait.
-lock=(-o DPkg::Lock::Timeout=600)
-apt-get "${lock[@]}" update -qq
+apt=(env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600)
+as_root "${apt[@]}" update -qq
 # shellcheck disable=SC2086
-apt-get "${lock[@]}" install -y -qq --no-install-recommends ${missing[*]} >/dev/null
-kernel_check
+as_root "${apt[@]}" install -y -qq --no-install-recommends ${missing[*]} >/dev/null
+rc=0
+kernel_check || rc=1
+toolchain_check || rc=1
+exit $rc
