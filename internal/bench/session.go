@@ -561,14 +561,15 @@ func (s *session) connect(remote exchange.Setup) error {
 	if s.spec.RdmaCM && s.spec.ConnType != ibverbs.QPTypeUD {
 		return nil // rdma_cm connected the QPs
 	}
-	cp := ibverbs.ConnParams{Port: s.port, GIDIndex: s.gid.Entry.Index, MTU: s.spec.MTU, PKeyIndex: s.local.PKeyIndex,
+	// The path MTU is the least of this port's active MTU, -m and what
+	// the peer offered (its own port's, within its -m), as the header
+	// prints it: perftest's set_mtu lowers an -m over the active MTU to
+	// it, where passing it on would make a path MTU the port cannot carry.
+	cp := ibverbs.ConnParams{Port: s.port, GIDIndex: s.gid.Entry.Index, MTU: s.mtu(), PKeyIndex: s.local.PKeyIndex,
 		TrafficClass: s.spec.TrafficClass, SL: s.spec.SL, Timeout: s.local.QPTimeout, RetryCnt: s.local.RetryCount}
 	for i, qp := range s.qps {
 		r := remote.QPs[i].Endpoint
 		cp.FlowLabel = s.spec.FlowLabel(i)
-		if cp.MTU == 0 {
-			cp.MTU = min(s.portAttr.ActiveMTU, r.MTU)
-		}
 		// Serve as many reads as this side offered; issue as many as the
 		// peer offered (ConnParams' default), both within -o.
 		cp.MaxDestRdAtomic = s.localInfo[i].Endpoint.RdAtomic
