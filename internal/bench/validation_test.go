@@ -26,7 +26,7 @@ func TestValidateChecks(t *testing.T) {
 		{"write_lat immediate", exchange.TestSpec{Test: exchange.WriteLat, ConnType: rc, Size: 64, Immediate: true}},
 		{"send_lat", exchange.TestSpec{Test: exchange.SendLat, ConnType: rc, Size: 64}},
 		{"send_lat UD", exchange.TestSpec{Test: exchange.SendLat, ConnType: ibverbs.QPTypeUD, Size: 256}},
-		{"send_lat SRQ 2 QPs", exchange.TestSpec{Test: exchange.SendLat, ConnType: rc, Size: 64, SRQ: true, NumQPs: 2}},
+		{"send_lat SRQ", exchange.TestSpec{Test: exchange.SendLat, ConnType: rc, Size: 64, SRQ: true}},
 		{"read_lat", exchange.TestSpec{Test: exchange.ReadLat, ConnType: rc, Size: 4096}},
 		{"atomic_lat", exchange.TestSpec{Test: exchange.AtomicLat, ConnType: rc, Size: 8}},
 		{"atomic_lat CMP_AND_SWAP", exchange.TestSpec{Test: exchange.AtomicLat, ConnType: rc, Size: 8, Atomic: exchange.CmpSwap}},

@@ -679,7 +679,15 @@ func (s TestSpec) Validate() error {
 	if err := s.checkValidation(); err != nil {
 		return err
 	}
-	return s.validateThreads()
+	if err := s.validateThreads(); err != nil {
+		return err
+	}
+	if t.IsLatency() && s.NumQPs > 1 {
+		// As perftest's "Multiple QPs only available on bw tests": a
+		// latency test's messages go one at a time, on QP 0.
+		return invalid("%s measures one message at a time, on one QP: %d QPs (-q) are for the bandwidth tests, as perftest's", t, s.NumQPs)
+	}
+	return nil
 }
 
 // validateWhat says what --validate checks, for its errors.

@@ -96,6 +96,9 @@ func TestValidate(t *testing.T) {
 	for _, tc := range ok {
 		s := testSpec()
 		tc.edit(&s)
+		if s.Test.IsLatency() {
+			s.NumQPs = 1 // testSpec's 2 QPs are for the bandwidth tests
+		}
 		if err := s.Validate(); err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 		}
@@ -117,6 +120,12 @@ func TestValidate(t *testing.T) {
 		{"no iterations", "neither iterations nor a duration", func(s *TestSpec) { s.Iterations = 0 }},
 		{"too many iterations", "at most 281474976710655 messages in all", func(s *TestSpec) { s.Iterations, s.NumQPs = 1<<47, 2 }},
 		{"lat bidirectional", "write_lat cannot be bidirectional", func(s *TestSpec) { s.Test = WriteLat }},
+		{"lat QPs", "send_lat measures one message at a time, on one QP: 2 QPs (-q) are for the bandwidth tests", func(s *TestSpec) {
+			s.Test, s.Bidirectional = SendLat, false
+		}},
+		{"read_lat QPs", "read_lat measures one message at a time, on one QP: 8 QPs", func(s *TestSpec) {
+			s.Test, s.Bidirectional, s.NumQPs = ReadLat, false, 8
+		}},
 		{"write_lat events", "write_lat cannot wait on completion events", func(s *TestSpec) { s.Test, s.Bidirectional, s.Events = WriteLat, false, true }},
 		{"lat infinitely", "cannot run infinitely", func(s *TestSpec) { s.Test, s.Bidirectional, s.RunInfinitely = SendLat, false, true }},
 		{"infinitely no duration", "needs a duration", func(s *TestSpec) { s.RunInfinitely = true }},
@@ -237,7 +246,7 @@ func TestCheckLimits(t *testing.T) {
 		{"QPs", "65 QPs exceed", func(s *TestSpec) { s.NumQPs = 65 }},
 		{"depth", "queue depth 8193 exceeds", func(s *TestSpec) { s.RXDepth = 8193 }},
 		{"latency iterations", "16777217 iterations of write_lat", func(s *TestSpec) {
-			s.Test, s.Bidirectional, s.Iterations = WriteLat, false, l.MaxIterations+1
+			s.Test, s.Bidirectional, s.NumQPs, s.Iterations = WriteLat, false, 1, l.MaxIterations+1
 		}},
 		{"bidirectional doubles", "× 2 directions", func(s *TestSpec) { s.Size, s.TXDepth, s.NumQPs = 8<<20, 128, 3 }},
 		{"threads times QPs", "9 threads of 8 QPs exceed this server's maximum of 64 QPs", func(s *TestSpec) {
@@ -467,7 +476,7 @@ func TestSpecSRQ(t *testing.T) {
 		t.Fatalf("decoded SRQ %v, HugePages %v, unknown flags %#x, %v", s.SRQ, s.HugePages, s.Flags, err)
 	}
 	s := testSpec()
-	s.SRQ, s.Bidirectional = true, false
+	s.SRQ, s.Bidirectional, s.NumQPs = true, false, 1
 	for _, tc := range []struct {
 		test Test
 		ok   bool
