@@ -892,7 +892,7 @@ func (s *session) recvOffset(i int) int {
 // size arrived intact on this side, which ran done iterations. The tests
 // run on QP 0. write_lat's and send_lat's sides both receive: the peer's
 // messages land in the target region, a write's last byte being its
-// number (seqByte), and through an SRQ in any QP's region. A read_lat or
+// number (seqByte), the last that came done-1, and through an SRQ in any QP's region. A read_lat or
 // atomic_lat client reads into its target region or fetches into its
 // source; their server receives nothing.
 func (s *session) latencyIntact(size int, client bool, done uint64) bool {
@@ -901,7 +901,12 @@ func (s *session) latencyIntact(size int, client bool, done uint64) bool {
 	pattern(want, size, 0)
 	switch t := s.spec.Test; {
 	case t == exchange.WriteLat && !s.spec.Immediate:
+		// The last byte is the number of the last message that came, the
+		// peer's message done-1: the whole of a 1-byte message.
 		off := s.dst(0)
+		if done > 0 && b[off+size-1] != seqByte(done-1) {
+			return false
+		}
 		return string(b[off:off+size-1]) == string(want[:size-1])
 	case t == exchange.WriteLat, t == exchange.SendLat:
 		regions := 1
