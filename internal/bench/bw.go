@@ -499,7 +499,7 @@ func (s *session) prepostRecvs() error {
 			wrs[j] = s.recvWR(j % len(s.qps))
 		}
 		if s.spec.ValidateData {
-			s.srqFilled = make([]bool, len(s.qps))
+			s.srqFilled = newSRQLanded(s.qps)
 		}
 		return s.srq.PostRecv(wrs)
 	}
@@ -755,7 +755,7 @@ func (r *receiver) poll() (int, error) {
 			r.imm.take(&wc)
 		}
 		if r.s.srqFilled != nil {
-			r.s.srqFilled[wc.WRID] = true
+			r.s.srqFilled.add(int(wc.WRID), wc.QPN)
 		}
 	}
 	for i := range r.queues {

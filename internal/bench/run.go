@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net"
 	"net/netip"
 	"runtime"
@@ -858,14 +859,16 @@ func (s *session) validate(size int, client bool, done uint64) uint64 {
 				break
 			}
 			// Through an SRQ, a region holds what the last messages of
-			// any QPs that landed there left: two receives into one
+			// the QPs that landed there left: two receives into one
 			// region may be filled at once, packet by packet, so each
-			// byte must be some QP's message's byte at its place. The
-			// regions of this size's run are checked.
-			if s.srqFilled[i] && !anyPattern(b[off:off+size], want, len(s.qps)) {
+			// byte must be the byte at its place of the message of one
+			// of the QPs whose messages completed a receive there in
+			// this size's run. The regions of this size's run are
+			// checked.
+			if filled, from := s.srqFilled.landed(i); filled && !anyPattern(b[off:off+size], want, from) {
 				bad++
 			}
-			s.srqFilled[i] = false
+			s.srqFilled.reset(i)
 		case t == exchange.AtomicBW && active && s.spec.Atomic == exchange.CmpSwap:
 			if fetchedValue(b[s.src(i):]) != 0 {
 				bad++
@@ -931,16 +934,65 @@ func (s *session) latencyIntact(size int, client bool, done uint64) bool {
 }
 
 // anyPattern reports whether each byte of got is that of the pattern of
-// one of nqp QPs, at its place; want is scratch of got's length.
-func anyPattern(got, want []byte, nqp int) bool {
+// one of the QPs qps, at its place; want is scratch of got's length.
+func anyPattern(got, want []byte, qps []int) bool {
 	ok := make([]bool, len(got))
-	for qp := range nqp {
+	for _, qp := range qps {
 		pattern(want, len(got), qp)
 		for j := range got {
 			ok[j] = ok[j] || got[j] == want[j]
 		}
 	}
 	return !slices.Contains(ok, false)
+}
+
+// srqLanded records, for --validate through an SRQ, which QPs' messages
+// completed a receive into each region in a size's run: the receive's ID
+// is its region (recvWR), the completion's QP number the QP the message
+// came to, whose peer sent that QP's pattern.
+type srqLanded struct {
+	index  map[uint32]int // QP number to the QP's index
+	filled []bool         // whether any message landed in each region
+	bits   [][]uint64     // each region's QPs, a bit each
+}
+
+func newSRQLanded(qps []*ibverbs.QP) *srqLanded {
+	l := &srqLanded{index: make(map[uint32]int, len(qps)), filled: make([]bool, len(qps)), bits: make([][]uint64, len(qps))}
+	for i, qp := range qps {
+		l.index[qp.Num()] = i
+		l.bits[i] = make([]uint64, (len(qps)+63)/64)
+	}
+	return l
+}
+
+// add records a message to the QP numbered qpn in region i. One to a QP
+// that is not the session's, which the device would not complete here,
+// fills the region with no QP's pattern to match.
+func (l *srqLanded) add(i int, qpn uint32) {
+	if i >= len(l.bits) {
+		return
+	}
+	l.filled[i] = true
+	if q, ok := l.index[qpn]; ok {
+		l.bits[i][q/64] |= 1 << (q % 64)
+	}
+}
+
+// landed reports whether messages landed in region i in this size's run,
+// and the QPs they came to.
+func (l *srqLanded) landed(i int) (filled bool, qps []int) {
+	for w, b := range l.bits[i] {
+		for ; b != 0; b &= b - 1 {
+			qps = append(qps, w*64+bits.TrailingZeros64(b))
+		}
+	}
+	return l.filled[i], qps
+}
+
+// reset forgets what landed in region i, for the next size.
+func (l *srqLanded) reset(i int) {
+	l.filled[i] = false
+	clear(l.bits[i])
 }
 
 // notATest is a control connection that ended before asking for a test:

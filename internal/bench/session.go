@@ -143,9 +143,9 @@ type session struct {
 	mrs      []*ibverbs.MR // --mr_per_qp: one per QP, over its two regions
 	scq, rcq *ibverbs.CQ
 	srq      *ibverbs.SRQ // --use-srq: every QP's receives, else nil
-	// With an SRQ and --validate: whether a message has landed in each
-	// QP's receive region, which any QP's message may fill.
-	srqFilled []bool
+	// With an SRQ and --validate: which QPs' messages have landed in
+	// each QP's receive region, which any QP's message may fill.
+	srqFilled *srqLanded
 	immBad    uint64               // messages of this size whose immediate data was wrong (immCheck)
 	warmed    uint64               // messages each QP posted in warm-ups (WarmUp), so far
 	warming   bool                 // the sending loop runs a warm-up: its own length, no reports
