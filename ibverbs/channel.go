@@ -40,7 +40,9 @@ type CompChannel struct {
 	kids  refs
 }
 
-// CreateCompChannel creates a completion channel (ibv_create_comp_channel).
+// CreateCompChannel creates a completion channel (ibv_create_comp_channel),
+// whose fd it makes non-blocking; if that fails, it destroys the channel
+// again (ibv_destroy_comp_channel).
 func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	if c.c == nil {
 		return nil, ErrClosed

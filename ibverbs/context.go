@@ -182,6 +182,9 @@ func (d *devState) lookup(p unsafe.Pointer) any {
 }
 
 // DeviceAttr holds a device's capabilities (struct ibv_device_attr_ex).
+// Its fields are the C struct's of the same names in MixedCaps (FWVer is
+// fw_ver, MaxQPRdAtom max_qp_rd_atom), from its orig_attr but for the last
+// six, with the GUIDs in host order; see ibv_query_device(3).
 type DeviceAttr struct {
 	FWVer                   string
 	NodeGUID, SysImageGUID  uint64
@@ -259,7 +262,9 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 	}, nil
 }
 
-// PortAttr holds a port's attributes (struct ibv_port_attr).
+// PortAttr holds a port's attributes (struct ibv_port_attr). Its fields
+// are the C struct's of the same names in MixedCaps (GIDTableLen is
+// gid_tbl_len, SMLID sm_lid); see ibv_query_port(3).
 type PortAttr struct {
 	State        PortState
 	MaxMTU       MTU
@@ -458,7 +463,9 @@ func (c *Context) SelectGID(port int, rule GIDRule) (GIDChoice, error) {
 }
 
 // WrapContext wraps a struct ibv_context that another library opened and
-// owns, such as librdmacm's cm_id->verbs. Close never closes the device; the
+// owns, such as librdmacm's cm_id->verbs, reading its port count
+// (ibv_query_device) and its device's name (ibv_get_device_name). Close
+// never closes the device; the
 // owner must outlive every object made from the returned Context. Where the
 // owner is this package (the Raw of a Context from Open), it sees to that:
 // its Close fails with EBUSY while the returned handle is open, and the

@@ -98,11 +98,12 @@ type CQInit struct {
 }
 
 // CreateCQEx creates a completion queue with ibv_create_cq_ex, which takes
-// creation flags and completion fields that ibv_create_cq does not; it is
-// polled (with Poll, or PollEx for its timestamps), waited on and closed as
-// any CQ. The flags (CQInit.SingleThreaded) are promises that let a device
-// make a faster CQ, never needed for a correct one: a device without the
-// verb, or that refuses them (EOPNOTSUPP), gets an ordinary CQ from
+// creation flags and completion fields that ibv_create_cq does not
+// (ibv_cq_ex_to_cq gives the struct ibv_cq within); it is polled (with
+// Poll, or PollEx for its timestamps), waited on and closed as any CQ.
+// The flags (CQInit.SingleThreaded) are promises that let a device make a
+// faster CQ, never needed for a correct one: a device without the verb,
+// or that refuses them (EOPNOTSUPP), gets an ordinary CQ from
 // ibv_create_cq, and CQ.SingleThreaded and CQ.Extended say which it was.
 // Timestamps are not optional: a device without them fails.
 func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
@@ -352,14 +353,14 @@ func waitCQ[W any](ctx context.Context, cq *CQ, wcs []W, poll func(*CQ, []W) (in
 	}
 }
 
-// Close destroys the CQ (ibv_destroy_cq). It fails with EBUSY while QPs or
-// SRQs use it. Closing twice is a no-op.
+// Close destroys the CQ (ibv_destroy_cq). It fails with EBUSY while QPs
+// use it. Closing twice is a no-op.
 func (cq *CQ) Close() error {
 	if cq.c == nil {
 		return nil
 	}
 	if n := cq.kids.count(); n > 0 {
-		return busyError("ibv_destroy_cq", "QPs or SRQs using the CQ", n)
+		return busyError("ibv_destroy_cq", "QPs using the CQ", n)
 	}
 	p := unsafe.Pointer(cq.c)
 	cq.ctx.unregister(p) // before its address can be another's

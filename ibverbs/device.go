@@ -20,10 +20,10 @@ import (
 // DeviceInfo describes an RDMA device from the device list
 // (ibv_get_device_list, ibv_get_device_name, ibv_get_device_guid).
 type DeviceInfo struct {
-	Name      string
-	GUID      uint64 // node GUID, in host order
-	NodeType  NodeType
-	Transport TransportType
+	Name      string        // the device's name, for Open ("mlx5_0", "rxe0")
+	GUID      uint64        // node GUID, in host order
+	NodeType  NodeType      // a channel adapter (CA) or an RNIC, mostly
+	Transport TransportType // InfiniBand (also for RoCE) or iWARP
 	// NUMANode is the NUMA node the device is attached to, from
 	// device/numa_node under its sysfs directory (ibdev_path); -1 where
 	// it names none, as for a software device such as rxe.
@@ -50,8 +50,10 @@ func deviceList() ([]*C.struct_ibv_device, **C.struct_ibv_device, error) {
 	return unsafe.Slice(list, int(n)), list, nil
 }
 
-// Devices lists the RDMA devices on this host (ibv_get_device_list). An
-// empty list, a kernel without RDMA included, is not an error.
+// Devices lists the RDMA devices on this host (ibv_get_device_list, with
+// ibv_get_device_name and ibv_get_device_guid for each; the list is freed
+// with ibv_free_device_list). An empty list, a kernel without RDMA
+// included, is not an error.
 func Devices() ([]DeviceInfo, error) {
 	devs, list, err := deviceList()
 	if list == nil {
@@ -86,8 +88,11 @@ func numaNode(dir string) int {
 }
 
 // Open opens the device with the given name, or the first device when name
-// is "" (ibv_open_device). An unknown name fails with an error that lists
-// the devices there are and matches syscall.ENODEV.
+// is "" (ibv_get_device_list, ibv_get_device_name, ibv_open_device, then
+// ibv_query_device for its port count, closing it again with
+// ibv_close_device if that fails; ibv_free_device_list). An unknown name
+// fails with an error that lists the devices there are and matches
+// syscall.ENODEV.
 func Open(name string) (*Context, error) {
 	devs, list, err := deviceList()
 	if err != nil {

@@ -76,7 +76,12 @@
 // syscall.EBUSY and says how many are open, and changes nothing, so any
 // order a program tries is safe and the right order always works. Close is
 // idempotent. Methods of a closed object return ErrClosed (which also
-// matches os.ErrClosed); getters answer from values cached at creation.
+// matches os.ErrClosed). Getters of what the object was made with go on
+// answering from values cached at creation (Context.Name, QP.Num and Cap,
+// MR.LKey, RKey and Len); those that would read what Close freed answer
+// zero values: nil from Buffer.Bytes, MR.Bytes and every Raw, 0
+// from Buffer.Len and Addr, MW.RKey and Context.NumCompVectors, and -1
+// from CompChannel.Fd.
 // Finalizers play no part. An object must not be closed while another
 // goroutine uses it (a QP's or SRQ's Close waits for a post under way,
 // and a post after it fails with ErrClosed).

@@ -21,6 +21,8 @@ type Endpoint struct {
 	RdAtomic uint8
 }
 
+// String formats the endpoint for logs: QPN, PSN, LID, GID with its index
+// and type, and MTU.
 func (e Endpoint) String() string {
 	return fmt.Sprintf("QPN %#06x PSN %#06x LID %d GID %s (index %d, %s) MTU %s",
 		e.QPN, e.PSN, e.LID, e.GID, e.GIDIndex, e.GIDType, e.MTU)

@@ -30,6 +30,8 @@ func (m MTU) Bytes() int {
 	return 128 << m
 }
 
+// String returns the MTU in bytes ("1024"), or "MTU(n)" for an invalid
+// value.
 func (m MTU) String() string {
 	if b := m.Bytes(); b != 0 {
 		return fmt.Sprint(b)
@@ -50,7 +52,7 @@ func MTUFromBytes(n int) (MTU, error) {
 // PortState is the logical state of a port (enum ibv_port_state).
 type PortState uint32
 
-// Port states (IBV_PORT_*).
+// Port states (IBV_PORT_*: IBV_PORT_ACTIVE is PortActive).
 const (
 	PortNop         PortState = 0
 	PortDown        PortState = 1
@@ -62,12 +64,14 @@ const (
 
 var portStateNames = []string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
 
+// String returns the state's name without the IBV_PORT_ prefix
+// ("ACTIVE"), or "PortState(n)" for an unknown one.
 func (s PortState) String() string { return enumName(portStateNames, int(s), "PortState") }
 
 // LinkLayer is a port's link layer (IBV_LINK_LAYER_*).
 type LinkLayer uint8
 
-// Link layers.
+// Link layers (IBV_LINK_LAYER_*).
 const (
 	LinkLayerUnspecified LinkLayer = 0
 	LinkLayerInfiniBand  LinkLayer = 1
@@ -76,12 +80,14 @@ const (
 
 var linkLayerNames = []string{"Unspecified", "InfiniBand", "Ethernet"}
 
+// String returns "InfiniBand", "Ethernet" or "Unspecified", as
+// ibv_devinfo prints them, or "LinkLayer(n)" for an unknown value.
 func (l LinkLayer) String() string { return enumName(linkLayerNames, int(l), "LinkLayer") }
 
 // NodeType is the kind of a device (enum ibv_node_type).
 type NodeType int32
 
-// Node types.
+// Node types (IBV_NODE_*).
 const (
 	NodeUnknown     NodeType = -1
 	NodeCA          NodeType = 1
@@ -95,12 +101,14 @@ const (
 
 var nodeTypeNames = []string{"", "CA", "Switch", "Router", "RNIC", "usNIC", "usNIC UDP", "Unspecified"}
 
+// String returns the node type as ibv_devinfo prints it ("CA", "RNIC"),
+// or "NodeType(n)" for an unknown one, NodeUnknown included.
 func (t NodeType) String() string { return enumName(nodeTypeNames, int(t), "NodeType") }
 
 // TransportType is the transport a device speaks (enum ibv_transport_type).
 type TransportType int32
 
-// Transport types.
+// Transport types (IBV_TRANSPORT_*).
 const (
 	TransportUnknown     TransportType = -1
 	TransportIB          TransportType = 0
@@ -112,12 +120,14 @@ const (
 
 var transportNames = []string{"InfiniBand", "iWARP", "usNIC", "usNIC UDP", "Unspecified"}
 
+// String returns the transport's name ("InfiniBand", "iWARP"), or
+// "TransportType(n)" for an unknown one, TransportUnknown included.
 func (t TransportType) String() string { return enumName(transportNames, int(t), "TransportType") }
 
 // GIDType is the type of a GID table entry (enum ibv_gid_type).
 type GIDType uint32
 
-// GID types.
+// GID types (IBV_GID_TYPE_IB, IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2).
 const (
 	GIDTypeIB     GIDType = 0
 	GIDTypeRoCEv1 GIDType = 1
@@ -126,12 +136,14 @@ const (
 
 var gidTypeNames = []string{"IB", "RoCE v1", "RoCE v2"}
 
+// String returns "IB", "RoCE v1" or "RoCE v2", or "GIDType(n)" for
+// an unknown type.
 func (t GIDType) String() string { return enumName(gidTypeNames, int(t), "GIDType") }
 
 // Access is a set of memory and QP access flags (enum ibv_access_flags).
 type Access uint32
 
-// Access flags.
+// Access flags (IBV_ACCESS_*).
 const (
 	AccessLocalWrite      Access = 1
 	AccessRemoteWrite     Access = 2
@@ -152,19 +164,30 @@ var accessNames = []flagName{
 	{uint64(AccessRelaxedOrdering), "RELAXED_ORDERING"},
 }
 
+// String returns the flags' names without the IBV_ACCESS_ prefix, joined
+// by "|" ("LOCAL_WRITE|REMOTE_WRITE"), unknown bits in hex, or "0".
 func (a Access) String() string { return flagString(uint64(a), accessNames) }
 
 // QPType is a queue pair's transport service (enum ibv_qp_type).
 type QPType uint32
 
-// QP types.
+// QP types (IBV_QPT_*).
 const (
-	QPTypeRC        QPType = 2
-	QPTypeUC        QPType = 3
-	QPTypeUD        QPType = 4
+	QPTypeRC QPType = 2 // reliable connected
+	QPTypeUC QPType = 3 // unreliable connected
+	QPTypeUD QPType = 4 // unreliable datagram
+	// QPTypeRawPacket QPs send and receive whole Ethernet frames, and
+	// making one needs CAP_NET_RAW. CreateQP takes it, and ToInit and
+	// ToRTS give it the masks the kernel asks of one, but it is untested:
+	// soft-RoCE, where the device tests run, makes no raw packet QPs, so
+	// nothing here has ever made one; nor do the bindings have flow
+	// steering (ibv_create_flow), which a NIC such as mlx5 needs to give
+	// one traffic to receive.
 	QPTypeRawPacket QPType = 8
 )
 
+// String returns "RC", "UC", "UD" or "RAW_PACKET", or "QPType(n)" for
+// another value.
 func (t QPType) String() string {
 	switch t {
 	case QPTypeRC:
@@ -192,7 +215,7 @@ func ParseQPType(s string) (QPType, error) {
 // QPState is the state of a queue pair (enum ibv_qp_state).
 type QPState uint32
 
-// QP states.
+// QP states (IBV_QPS_*).
 const (
 	QPStateReset   QPState = 0
 	QPStateInit    QPState = 1
@@ -206,6 +229,8 @@ const (
 
 var qpStateNames = []string{"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", "UNKNOWN"}
 
+// String returns the state's name without the IBV_QPS_ prefix ("RTS",
+// "ERR"), or "QPState(n)" for an unknown one.
 func (s QPState) String() string { return enumName(qpStateNames, int(s), "QPState") }
 
 // QPAttrMask selects the fields of a QPAttr that a Modify applies
@@ -214,7 +239,7 @@ func (s QPState) String() string { return enumName(qpStateNames, int(s), "QPStat
 // no fields for their attributes, and Modify refuses them.
 type QPAttrMask uint32
 
-// QP attribute mask bits.
+// QP attribute mask bits (IBV_QP_*: IBV_QP_STATE is QPAttrState).
 const (
 	QPAttrState           QPAttrMask = 1 << 0
 	QPAttrCurState        QPAttrMask = 1 << 1
@@ -243,7 +268,7 @@ const (
 // Opcode is a send work request's operation (enum ibv_wr_opcode).
 type Opcode uint32
 
-// Send opcodes.
+// Send opcodes (IBV_WR_*).
 const (
 	OpRDMAWrite        Opcode = 0
 	OpRDMAWriteWithImm Opcode = 1
@@ -260,12 +285,14 @@ const (
 var opcodeNames = []string{"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM",
 	"RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD", "LOCAL_INV", "BIND_MW", "SEND_WITH_INV"}
 
+// String returns the opcode's name without the IBV_WR_ prefix
+// ("RDMA_WRITE"), or "Opcode(n)" for an unknown one.
 func (o Opcode) String() string { return enumName(opcodeNames, int(o), "Opcode") }
 
 // SendFlags modify a send work request (enum ibv_send_flags).
 type SendFlags uint32
 
-// Send flags.
+// Send flags (IBV_SEND_*).
 const (
 	SendFence     SendFlags = 1
 	SendSignaled  SendFlags = 2
@@ -276,12 +303,14 @@ const (
 
 var sendFlagNames = []flagName{{1, "FENCE"}, {2, "SIGNALED"}, {4, "SOLICITED"}, {8, "INLINE"}, {16, "IP_CSUM"}}
 
+// String returns the flags' names without the IBV_SEND_ prefix, joined
+// by "|" ("SIGNALED|INLINE"), unknown bits in hex, or "0".
 func (f SendFlags) String() string { return flagString(uint64(f), sendFlagNames) }
 
 // WCStatus is the status of a work completion (enum ibv_wc_status).
 type WCStatus uint32
 
-// Work completion statuses.
+// Work completion statuses (IBV_WC_*: IBV_WC_SUCCESS is WCSuccess).
 const (
 	WCSuccess          WCStatus = 0
 	WCLocLenErr        WCStatus = 1
@@ -323,7 +352,7 @@ func (s WCStatus) String() string { return enumName(wcStatusNames, int(s), "WCSt
 // WCOpcode is the operation a work completion reports (enum ibv_wc_opcode).
 type WCOpcode uint32
 
-// Work completion opcodes.
+// Work completion opcodes (IBV_WC_*: IBV_WC_RECV is WCRecv).
 const (
 	WCSend            WCOpcode = 0
 	WCRDMAWrite       WCOpcode = 1
@@ -336,6 +365,8 @@ const (
 	WCRecvRDMAWithImm WCOpcode = 129
 )
 
+// String returns the opcode's name without the IBV_WC_ prefix ("SEND",
+// "RECV"), or "WCOpcode(n)" for an unknown one.
 func (o WCOpcode) String() string {
 	switch o {
 	case WCRecv:
@@ -350,7 +381,8 @@ func (o WCOpcode) String() string {
 // WCFlags describe a work completion (enum ibv_wc_flags).
 type WCFlags uint32
 
-// Work completion flags.
+// Work completion flags (IBV_WC_GRH, IBV_WC_WITH_IMM, IBV_WC_IP_CSUM_OK,
+// IBV_WC_WITH_INV).
 const (
 	WCWithGRH  WCFlags = 1
 	WCWithImm  WCFlags = 2
@@ -360,12 +392,14 @@ const (
 
 var wcFlagNames = []flagName{{1, "GRH"}, {2, "WITH_IMM"}, {4, "IP_CSUM_OK"}, {8, "WITH_INV"}}
 
+// String returns the flags' names ("GRH|WITH_IMM"), unknown bits in hex,
+// or "0".
 func (f WCFlags) String() string { return flagString(uint64(f), wcFlagNames) }
 
 // EventType is the kind of an asynchronous event (enum ibv_event_type).
 type EventType uint32
 
-// Asynchronous event types.
+// Asynchronous event types (IBV_EVENT_*).
 const (
 	EventCQErr            EventType = 0
 	EventQPFatal          EventType = 1
@@ -394,18 +428,22 @@ var eventNames = []string{"CQ_ERR", "QP_FATAL", "QP_REQ_ERR", "QP_ACCESS_ERR", "
 	"LID_CHANGE", "PKEY_CHANGE", "SM_CHANGE", "SRQ_ERR", "SRQ_LIMIT_REACHED",
 	"QP_LAST_WQE_REACHED", "CLIENT_REREGISTER", "GID_CHANGE", "WQ_FATAL"}
 
+// String returns the event's name without the IBV_EVENT_ prefix
+// ("PORT_ACTIVE"), or "EventType(n)" for an unknown one.
 func (e EventType) String() string { return enumName(eventNames, int(e), "EventType") }
 
 // AtomicCap says how a device orders atomic operations (enum ibv_atomic_cap).
 type AtomicCap uint32
 
-// Atomic capabilities.
+// Atomic capabilities (IBV_ATOMIC_*).
 const (
 	AtomicNone AtomicCap = 0
 	AtomicHCA  AtomicCap = 1
 	AtomicGlob AtomicCap = 2
 )
 
+// String returns "NONE", "HCA" or "GLOB", or "AtomicCap(n)" for an
+// unknown value.
 func (a AtomicCap) String() string {
 	return enumName([]string{"NONE", "HCA", "GLOB"}, int(a), "AtomicCap")
 }
@@ -448,7 +486,7 @@ func flagString(v uint64, names []flagName) string {
 // MWType is a memory window's type (enum ibv_mw_type).
 type MWType uint32
 
-// Memory window types.
+// Memory window types (IBV_MW_TYPE_1, IBV_MW_TYPE_2).
 const (
 	// MWType1 windows are bound with QP.BindMW and stay bound until bound
 	// again; no QP owns them.
@@ -461,4 +499,6 @@ const (
 
 var mwTypeNames = []string{MWType1: "type 1", MWType2: "type 2"}
 
+// String returns "type 1" or "type 2", or "MWType(n)" for another
+// value.
 func (t MWType) String() string { return enumName(mwTypeNames, int(t), "MWType") }

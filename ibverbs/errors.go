@@ -39,17 +39,21 @@ func busyError(verb, what string, n int64) error {
 		os.NewSyscallError(verb, syscall.EBUSY))
 }
 
-// WCError is a work completion whose status is not success.
+// WCError is a work completion whose status is not success (WC.Err). Its
+// fields are the completion's, the ones the verbs define for a failed
+// completion.
 type WCError struct {
-	Status    WCStatus
-	VendorErr uint32
-	WRID      uint64
-	QPN       uint32
+	Status    WCStatus // why it failed
+	VendorErr uint32   // the device's own error code, for its vendor's documentation
+	WRID      uint64   // the failed work request's ID (SendWR.ID, RecvWR.ID)
+	QPN       uint32   // the number of the QP whose request it was
 	// Opcode is the completion's, which the verbs leave undefined for a
 	// failed one: Poll and PollEx give 0 there.
 	Opcode WCOpcode
 }
 
+// Error returns the status's verbs name and description, the wr_id, QP
+// number and vendor error.
 func (e *WCError) Error() string {
 	return fmt.Sprintf("work completion failed: IBV_WC_%s (%s), wr_id %d, QPN %#x, vendor error %#x",
 		e.Status, wcStatusText(e.Status), e.WRID, e.QPN, e.VendorErr)
@@ -92,12 +96,14 @@ func wcStatusText(s WCStatus) string {
 // PostError reports a post that stopped at the work request at Index: the
 // ones before it were posted, it and those after were not.
 type PostError struct {
-	Index int
-	Err   error
+	Index int   // the first request not posted: its index in the list, or the batch
+	Err   error // why: the verb's error (an *os.SyscallError) or the binding's
 }
 
+// Error returns Err's message and Index.
 func (e *PostError) Error() string {
 	return fmt.Sprintf("%v (at work request %d)", e.Err, e.Index)
 }
 
+// Unwrap returns Err, so that errors.Is sees its errno.
 func (e *PostError) Unwrap() error { return e.Err }

@@ -17,14 +17,16 @@ import (
 // AsyncEvent is an asynchronous event from the device (struct
 // ibv_async_event), already acknowledged.
 type AsyncEvent struct {
-	Type EventType
-	Port int    // for port events
-	QPN  uint32 // for QP events
-	QP   *QP    // for QP events, when the QP is one of ours
-	CQ   *CQ    // for CQ events
-	SRQ  *SRQ   // for SRQ events
+	Type EventType // what happened (IBV_EVENT_*)
+	Port int       // for port events
+	QPN  uint32    // for QP events
+	QP   *QP       // for QP events, when the QP is one of ours
+	CQ   *CQ       // for CQ events
+	SRQ  *SRQ      // for SRQ events
 }
 
+// String formats the event with what it is about: "PORT_ACTIVE on port
+// 1", "QP_FATAL on QP 0x11", or the type alone.
 func (e AsyncEvent) String() string {
 	switch {
 	case e.Port != 0:
@@ -43,10 +45,19 @@ type eventLoop struct {
 }
 
 // Events returns the device's asynchronous events (ibv_get_async_event),
-// acknowledged and delivered in order, until the Context is closed, when the
-// channel is closed. The first call starts a goroutine that waits on the
-// async fd through the Go netpoller; later calls return the same channel.
-// Events are held back, not dropped, while nobody receives.
+// acknowledged (ibv_ack_async_event) and delivered in order, until the
+// Context is closed, when the channel is closed. The first call starts a
+// goroutine that waits on the async fd through the Go netpoller; later
+// calls return the same channel. Events are held back, not dropped, while
+// nobody receives.
+//
+// The channel also closes, with no event or error to say why, when
+// reading the next event fails: ibv_get_async_event fails with an errno
+// other than EAGAIN (as it may once the device is gone: after
+// EventDeviceFatal, or when the driver unbinds it), or waiting on the fd
+// does. A receiver that sees the channel close while the Context is still
+// open should take the device as unusable; a later call of Events then
+// returns that closed channel again, and starts nothing.
 //
 // A device has one stream of async events. Handles on one device made by
 // WrapContext (such as each rdmacm connection's) share it: each returns

@@ -67,18 +67,19 @@ func GIDFromIP(ip net.IP) GID {
 // GIDEntry is one valid entry of a port's GID table (struct ibv_gid_entry),
 // with the network device it belongs to.
 type GIDEntry struct {
-	Index   int
-	Port    int
-	GID     GID
-	Type    GIDType
-	Ifindex int    // the netdev's interface index; 0 on InfiniBand
-	Netdev  string // the netdev's name, "" if unknown
+	Index   int     // the entry's index in the table, as ConnParams.GIDIndex takes it
+	Port    int     // the port whose table it is, from 1
+	GID     GID     // the GID itself
+	Type    GIDType // IB, RoCE v1 or RoCE v2
+	Ifindex int     // the netdev's interface index; 0 on InfiniBand
+	Netdev  string  // the netdev's name, "" if unknown
 }
 
 // IP returns the address the entry maps to: the IPv4 address of an
 // IPv4-mapped GID, else the GID as an IPv6 address.
 func (e GIDEntry) IP() netip.Addr { return e.GID.Addr() }
 
+// String formats the entry as "index 3 RoCE v2 ::ffff:198.18.0.1 on eth0".
 func (e GIDEntry) String() string {
 	s := fmt.Sprintf("index %d %s %s", e.Index, e.Type, e.GID)
 	if e.Netdev != "" {

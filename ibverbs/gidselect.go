@@ -27,6 +27,9 @@ type GIDRule struct {
 	AllowLinkLocal bool
 }
 
+// String describes the rule in words, as errors and Explain use it:
+// "RoCE v2 GID, IPv4, on eth0", or "any routable RoCE v2 GID, IPv4
+// preferred" for the zero rule.
 func (r GIDRule) String() string {
 	var p []string
 	switch r.Family {
@@ -53,15 +56,15 @@ func (r GIDRule) String() string {
 // GIDChoice is the outcome of SelectGID: the entry chosen, why, and why
 // each other entry was passed over.
 type GIDChoice struct {
-	Entry   GIDEntry
-	Reason  string
-	Skipped []SkippedGID
+	Entry   GIDEntry     // the entry chosen
+	Reason  string       // why, in words ("first routable IPv4 RoCE v2 entry")
+	Skipped []SkippedGID // every other entry of the table, in table order
 }
 
 // SkippedGID is an entry that SelectGID passed over, and why.
 type SkippedGID struct {
-	Entry  GIDEntry
-	Reason string
+	Entry  GIDEntry // the entry passed over
+	Reason string   // why, in words ("RoCE v1 twin of index 1")
 }
 
 // Explain returns a multi-line account of the choice.
@@ -195,10 +198,12 @@ func mapped4(p netip.Prefix) bool { return p.Bits() >= 96 && p.Addr().Is4In6() }
 // NoGIDError says that no GID table entry passed a GIDRule, and why each
 // was rejected.
 type NoGIDError struct {
-	Rule    GIDRule
-	Skipped []SkippedGID
+	Rule    GIDRule      // the rule nothing passed
+	Skipped []SkippedGID // every entry of the table, with why it failed the rule
 }
 
+// Error returns the rule and each entry's reason for failing it, or, for
+// an empty table, a hint at why it may be empty.
 func (e *NoGIDError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "no GID matches %s", e.Rule)

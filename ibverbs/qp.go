@@ -19,18 +19,24 @@ import (
 // math.MaxUint32, the verbs' uint32_t: CreateQP and Modify refuse others
 // with an error matching syscall.EINVAL.
 type QPCap struct {
-	MaxSendWR, MaxRecvWR   int
+	// MaxSendWR and MaxRecvWR are how many work requests the send and
+	// receive queues hold: how many may be outstanding at once.
+	MaxSendWR, MaxRecvWR int
+	// MaxSendSGE and MaxRecvSGE are how many SGEs a request's SGL may
+	// have.
 	MaxSendSGE, MaxRecvSGE int
-	MaxInline              int
+	// MaxInline is the most bytes a send with SendInline may carry.
+	MaxInline int
 }
 
 // QPInit describes a queue pair to create (struct ibv_qp_init_attr).
 type QPInit struct {
 	Type   QPType
-	SendCQ *CQ
+	SendCQ *CQ  // required: where the send queue's completions go
 	RecvCQ *CQ  // defaults to SendCQ
 	SRQ    *SRQ // receives come from the SRQ; RecvCQ still gets their completions
-	Cap    QPCap
+	// Cap is the capacity asked for; the device may grant more (QP.Cap).
+	Cap QPCap
 	// SigAll makes every send signalled, whatever its flags.
 	SigAll bool
 	// WRAPI creates the QP with ibv_create_qp_ex and the send operations
@@ -107,12 +113,12 @@ type QP struct {
 // maxBatch bounds the WRs one cgo call posts; longer lists take several.
 const maxBatch = 256
 
-// CreateQP creates a queue pair (ibv_create_qp). The capacities granted,
-// which may exceed those asked for, are in QP.Cap. Its CQs and SRQ must be
-// on the PD's context, or on another handle on the same struct
-// ibv_context (WrapContext): those of another Open of the device fail
-// with an error matching syscall.EINVAL, as do, later, a UD send's AH and
-// a bound window's.
+// CreateQP creates a queue pair (ibv_create_qp, or ibv_create_qp_ex with
+// init.WRAPI). The capacities granted, which may exceed those asked for,
+// are in QP.Cap. Its CQs and SRQ must be on the PD's context, or on
+// another handle on the same struct ibv_context (WrapContext): those of
+// another Open of the device fail with an error matching syscall.EINVAL,
+// as do, later, a UD send's AH and a bound window's.
 func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	if init.WRAPI {
 		return pd.createQPEx(init, func(ax *C.struct_ibv_qp_init_attr_ex) (*C.struct_ibv_qp, error) {

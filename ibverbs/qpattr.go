@@ -13,7 +13,8 @@ import (
 )
 
 // GlobalRoute is the GRH part of an address vector (struct ibv_global_route).
-// RoCE always needs one.
+// RoCE always needs one. Its fields are the C struct's of the same names
+// in MixedCaps (DGID is dgid, SGIDIndex sgid_index).
 type GlobalRoute struct {
 	DGID         GID
 	FlowLabel    uint32
@@ -23,6 +24,8 @@ type GlobalRoute struct {
 }
 
 // AHAttr is an address vector (struct ibv_ah_attr): how to reach a peer.
+// Its fields are the C struct's of the same names in MixedCaps (DLID is
+// dlid, IsGlobal is_global, Port port_num).
 type AHAttr struct {
 	GRH         GlobalRoute
 	DLID        uint16
@@ -34,7 +37,9 @@ type AHAttr struct {
 }
 
 // QPAttr holds queue pair attributes (struct ibv_qp_attr) for Modify and
-// Query. Which fields matter is said by a QPAttrMask.
+// Query. Which fields matter is said by a QPAttrMask. Its fields are the C
+// struct's of the same names in MixedCaps (RQPSN is rq_psn, AH ah_attr,
+// Port port_num, RetryCnt retry_cnt); see ibv_modify_qp(3).
 type QPAttr struct {
 	State           QPState
 	CurState        QPState
@@ -196,7 +201,8 @@ func (qp *QP) State() (QPState, error) {
 }
 
 // ConnParams are the settings Connect and the To* steps use. Zero fields
-// take the defaults shown, as perftest does.
+// take the defaults shown, as perftest does; a field without one is used
+// as it is, zero included.
 type ConnParams struct {
 	Port      int    // 1
 	GIDIndex  int    // required on RoCE: the local GID's index (see SelectGID)
@@ -222,10 +228,14 @@ type ConnParams struct {
 	// have outstanding against this QP. Default: the device's limit, which
 	// is what (*QP).Endpoint offers the peer as RdAtomic.
 	MaxDestRdAtomic uint8
-	SL              uint8
-	TrafficClass    uint8
-	HopLimit        uint8 // 64
-	FlowLabel       uint32
+	// SL is the service level of the path to the peer (0); TrafficClass,
+	// HopLimit and FlowLabel the GRH's fields of the address vector, which
+	// RoCE v2 puts in the IP header: the traffic class byte (DSCP and
+	// ECN, 0), the hop limit or TTL (64) and the IPv6 flow label (0).
+	SL           uint8
+	TrafficClass uint8
+	HopLimit     uint8
+	FlowLabel    uint32
 }
 
 const defaultQKey = 0x11111111

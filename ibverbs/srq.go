@@ -27,8 +27,8 @@ type SRQ struct {
 // Each field is from 0 to math.MaxUint32, the verbs' uint32_t: CreateSRQ
 // refuses others with an error matching syscall.EINVAL.
 type SRQInit struct {
-	MaxWR  int
-	MaxSGE int
+	MaxWR  int // how many receives the SRQ holds
+	MaxSGE int // how many SGEs a receive may have; 0 asks for 1
 	// Limit arms the SRQ limit event, as Arm does once the SRQ is made:
 	// EventSRQLimitReached fires when fewer than Limit receives remain.
 	// 0 leaves it disarmed. (ibv_create_srq's own srq_limit is ignored by
@@ -37,7 +37,8 @@ type SRQInit struct {
 }
 
 // CreateSRQ creates a shared receive queue (ibv_create_srq) and, with
-// init.Limit, arms it (ibv_modify_srq).
+// init.Limit, arms it (ibv_modify_srq); a failure after ibv_create_srq
+// destroys the SRQ again (ibv_destroy_srq).
 func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 	if pd.c == nil {
 		return nil, ErrClosed
@@ -109,6 +110,8 @@ func (srq *SRQ) Arm(limit int) error {
 
 // SRQAttr is what an SRQ holds (struct ibv_srq_attr).
 type SRQAttr struct {
+	// MaxWR and MaxSGE are the capacity granted, which may exceed
+	// SRQInit's.
 	MaxWR, MaxSGE int
 	// Limit is the armed limit (Arm); 0 once its event has fired, or
 	// when it was never armed.

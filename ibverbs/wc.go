@@ -1,7 +1,10 @@
 package ibverbs
 
 // WC is a work completion (struct ibv_wc). Its layout matches the shim's
-// struct gv_wc, so Poll fills a caller's []WC without copying.
+// struct gv_wc, so Poll fills a caller's []WC without copying. Its fields
+// are struct ibv_wc's of the same names in MixedCaps (WRID is wr_id, QPN
+// qp_num, Flags wc_flags); see ibv_poll_cq(3). A failed completion has
+// only WRID, Status, VendorErr and QPN (Err).
 type WC struct {
 	WRID         uint64
 	Status       WCStatus

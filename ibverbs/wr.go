@@ -15,10 +15,12 @@ type SGE struct {
 // request's completion is polled (or, for inline sends, until PostSend
 // returns).
 type SendWR struct {
-	ID     uint64
-	Opcode Opcode
-	Flags  SendFlags
-	SGL    []SGE
+	ID     uint64    // wr_id: the caller's, returned in the completion (WC.WRID)
+	Opcode Opcode    // what the request does
+	Flags  SendFlags // SendSignaled for a completion, SendInline, ...
+	// SGL is the memory to send from, or to read into for OpRDMARead and
+	// atomics; nil or empty sends no bytes.
+	SGL []SGE
 	// Imm is the immediate data of *WithImm opcodes, in host order, or
 	// the rkey to invalidate of OpSendWithInv and OpLocalInv.
 	Imm uint32
@@ -39,6 +41,6 @@ type SendWR struct {
 
 // RecvWR is a receive work request (struct ibv_recv_wr).
 type RecvWR struct {
-	ID  uint64
-	SGL []SGE
+	ID  uint64 // wr_id: the caller's, returned in the completion (WC.WRID)
+	SGL []SGE  // the memory a message received goes to
 }

@@ -32,7 +32,9 @@ type EventChannel struct {
 	ids  map[*C.struct_rdma_cm_id]*ID
 }
 
-// CreateEventChannel opens an event channel (rdma_create_event_channel).
+// CreateEventChannel opens an event channel (rdma_create_event_channel);
+// if its fd cannot be waited on, it destroys it again
+// (rdma_destroy_event_channel).
 func CreateEventChannel() (*EventChannel, error) {
 	c, err := C.rdma_create_event_channel()
 	if c == nil {

@@ -191,7 +191,8 @@ func (cfg *Config) handshake(ctx context.Context) (context.Context, context.Canc
 	return context.WithCancel(ctx)
 }
 
-// Await returns the next event of type want on the channel, skipping
+// Await returns the next event of type want on the channel (GetEvent:
+// rdma_get_cm_event, rdma_ack_cm_event), skipping
 // those that do not end a wait (ADDR_CHANGE, TIMEWAIT_EXIT, and
 // MULTICAST_JOIN when another is awaited), or an error for any other
 // event: a *RejectedError for REJECTED, or for a UD lookup's UNREACHABLE

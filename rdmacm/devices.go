@@ -37,7 +37,10 @@ func Devices() ([]*ibverbs.Context, error) {
 	return out, nil
 }
 
-// Device returns librdmacm's context for the named device, as Devices.
+// Device returns librdmacm's context for the named device, as Devices does
+// (rdma_get_devices, rdma_free_devices), closing the others' handles. An
+// unknown name fails with an *OpError whose Op is "device", matching
+// syscall.ENODEV.
 func Device(name string) (*ibverbs.Context, error) {
 	devs, err := Devices()
 	if err != nil {

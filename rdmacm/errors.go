@@ -50,10 +50,12 @@ var errNoDevice = fmt.Errorf("no such RDMA device: %w", syscall.ENODEV)
 // EventError is an event that ended an operation in failure, other than a
 // rejection (see RejectedError).
 type EventError struct {
-	Event  EventType
-	Status int // the event's status: a negative errno, or a transport code
+	Event  EventType // the event that came (ADDR_ERROR, UNREACHABLE, ...)
+	Status int       // the event's status: a negative errno, or a transport code
 }
 
+// Error names the sentinel error the event stands for (ErrUnreachable,
+// ...), the event, and its errno or status.
 func (e *EventError) Error() string {
 	s := fmt.Sprintf("%s (RDMA_CM_EVENT_%s", e.sentinel(), e.Event)
 	if errno := e.errno(); errno != 0 {
@@ -115,6 +117,8 @@ type RejectedError struct {
 	PrivateData []byte
 }
 
+// Error says the connection was refused, with the reason (Reason) and the
+// private data, if any but zeros.
 func (e *RejectedError) Error() string {
 	s := "connection refused: rejected by the peer (" + e.Reason()
 	if d := bytes.TrimRight(e.PrivateData, "\x00"); len(d) > 0 {
@@ -154,14 +158,21 @@ func (e *RejectedError) Reason() string {
 // Is reports whether target is syscall.ECONNREFUSED.
 func (e *RejectedError) Is(target error) bool { return target == syscall.ECONNREFUSED }
 
-// OpError is the error of Dial, Listen and Accept: which operation, on
-// which address, and why.
+// OpError is the error of Dial, Listen, Accept, LookupUD, JoinMulticast and
+// Device: which operation, on which address, and why.
 type OpError struct {
-	Op   string // "dial", "listen", "accept"
+	// Op is the operation: "dial", "listen", "accept", "lookup"
+	// (LookupUD), "join" (JoinMulticast) or "device" (Device).
+	Op string
+	// Addr is the address as the caller gave it (for Accept, the
+	// listener's; for Device, the device's name), or "".
 	Addr string
-	Err  error
+	// Err is why: an *EventError, a *RejectedError, a verb's
+	// *os.SyscallError, a context's error, ErrClosed, ...
+	Err error
 }
 
+// Error returns "rdmacm: " followed by Op, Addr and Err's message.
 func (e *OpError) Error() string {
 	s := "rdmacm: " + e.Op
 	if e.Addr != "" {
@@ -170,6 +181,7 @@ func (e *OpError) Error() string {
 	return s + ": " + e.Err.Error()
 }
 
+// Unwrap returns Err.
 func (e *OpError) Unwrap() error { return e.Err }
 
 // cmError wraps the errno a librdmacm call set, captured by cgo with the

@@ -42,6 +42,8 @@ var eventNames = []string{
 	"MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE", "TIMEWAIT_EXIT",
 }
 
+// String returns the event's name without the RDMA_CM_EVENT_ prefix
+// ("ESTABLISHED"), or "EventType(n)" for an unknown one.
 func (t EventType) String() string {
 	if t >= 0 && int(t) < len(eventNames) {
 		return eventNames[t]
@@ -84,7 +86,10 @@ type ConnParam struct {
 	// and RDMA_MAX_INIT_DEPTH (MaxDepth) ask for the device's maximum.
 	ResponderResources uint8
 	InitiatorDepth     uint8
-	FlowControl        uint8
+	// FlowControl says whether the sender has hardware flow control
+	// (1) or not (0): the CM carries it to the peer and configures
+	// nothing with it (RC only). Dial and Accept send 0.
+	FlowControl uint8
 	// RetryCount is how often the transport resends unanswered packets;
 	// RNRRetryCount how often it retries a peer with no receive posted
 	// (7 is forever). At most 7; RetryCount is ignored by Accept.
@@ -102,16 +107,16 @@ const MaxDepth = 0xff
 // UDParam holds the parameters of a UD event (struct rdma_ud_param): with
 // ESTABLISHED, how to reach the peer's QP.
 type UDParam struct {
-	PrivateData []byte
+	PrivateData []byte         // the peer's, as in ConnParam
 	AHAttr      ibverbs.AHAttr // for (*ibverbs.PD).CreateAH
-	QPNum       uint32
-	QKey        uint32
+	QPNum       uint32         // the peer's QP number, for SendWR.RemoteQPN (0xffffff for a group)
+	QKey        uint32         // its Q_Key, for SendWR.RemoteQKey
 }
 
 // Event is a connection manager event (struct rdma_cm_event), copied out of
 // librdmacm's memory and already acknowledged (rdma_ack_cm_event).
 type Event struct {
-	Type EventType
+	Type EventType // what happened
 	// Status is 0 on success; a negative errno for failures; for REJECTED
 	// the reject reason.
 	Status int
@@ -136,6 +141,7 @@ func (ev *Event) PrivateData() []byte {
 	return ev.Param.PrivateData
 }
 
+// String returns the event's type, with its status when not 0.
 func (ev *Event) String() string {
 	if ev.Status != 0 {
 		return fmt.Sprintf("%s (status %d)", ev.Type, ev.Status)

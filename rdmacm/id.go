@@ -26,14 +26,16 @@ import (
 // service, and so which QP type, it stands for.
 type PortSpace int
 
-// Port spaces.
+// Port spaces (RDMA_PS_*).
 const (
-	PortSpaceIPoIB PortSpace = 0x0002
+	PortSpaceIPoIB PortSpace = 0x0002 // UD QPs, in IPoIB's port space
 	PortSpaceTCP   PortSpace = 0x0106 // reliable connected (RC) QPs
 	PortSpaceUDP   PortSpace = 0x0111 // unreliable datagram (UD) QPs
-	PortSpaceIB    PortSpace = 0x013f
+	PortSpaceIB    PortSpace = 0x013f // InfiniBand service IDs; CreateQP makes RC QPs for it
 )
 
+// String returns the port space's name without the RDMA_PS_ prefix
+// ("TCP"), or "PortSpace(0x…)" for another value.
 func (ps PortSpace) String() string {
 	switch ps {
 	case PortSpaceIPoIB:
@@ -69,7 +71,6 @@ type ID struct {
 	request bool
 }
 
-// CreateID creates an identifier whose events arrive on ch (rdma_create_id).
 // UDPQKey is the Q_Key of every UD QP of PortSpaceUDP (RDMA_UDP_QKEY):
 // rdma_cm gives it to the QPs it makes and reports it to the peers that
 // look them up, so a UD QP made otherwise that answers lookups by its
@@ -79,6 +80,7 @@ const UDPQKey = 0x01234567
 // cUDPQKey is C's, for the test that UDPQKey matches it.
 func cUDPQKey() int { return C.RDMA_UDP_QKEY }
 
+// CreateID creates an identifier whose events arrive on ch (rdma_create_id).
 // PortSpaceTCP gives RC connections, PortSpaceUDP UD ones.
 func (ch *EventChannel) CreateID(ps PortSpace) (*ID, error) {
 	if ch.closed.Load() {

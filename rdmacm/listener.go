@@ -169,7 +169,8 @@ func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
 }
 
 // Close stops listening and destroys the listening ID and its channel
-// (rdma_destroy_id). A GetRequest or Accept waiting returns ErrClosed.
+// (rdma_destroy_id, rdma_destroy_event_channel). A GetRequest or Accept
+// waiting returns ErrClosed.
 // Connections already accepted, and requests already taken, stay. Closing
 // twice is a no-op.
 func (l *Listener) Close() error {
@@ -201,10 +202,12 @@ func (r *ConnRequest) Param() ConnParam { return r.ev.Param }
 // ID returns the request's rdma_cm identifier.
 func (r *ConnRequest) ID() *ID { return r.id }
 
-// RemoteAddr returns the requester's address and port.
+// RemoteAddr returns the requester's address and port (rdma_get_peer_addr,
+// rdma_get_dst_port).
 func (r *ConnRequest) RemoteAddr() netip.AddrPort { return r.id.RemoteAddr() }
 
-// LocalAddr returns the address and port the request came to.
+// LocalAddr returns the address and port the request came to
+// (rdma_get_local_addr, rdma_get_src_port).
 func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
 
 // Accept makes the connection's PD, CQs and QP on the device the request

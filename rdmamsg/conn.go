@@ -121,8 +121,11 @@ func (cfg *Config) withDefaults() (Config, error) {
 // (Read, Write), whose writes are cut into messages of the peer's
 // MaxMessage.
 //
-// One goroutine at a time may send (Send, Write) and one receive (Recv,
-// Read); the two may run at once. Close may be called from any goroutine.
+// Any number of goroutines may send (Send, Write, ReadFrom) and receive
+// (Recv, Read) at once. Sends take turns, so that one Send's message and
+// one Write's messages go whole and together; receives take turns too,
+// each Recv taking a whole message; a send and a receive run at once.
+// Close may be called from any goroutine.
 type Conn struct {
 	link link
 
@@ -1087,6 +1090,7 @@ type Addr netip.AddrPort
 // Network returns "rdma".
 func (a Addr) Network() string { return "rdma" }
 
+// String returns the address as "ip:port" ("[ip6]:port").
 func (a Addr) String() string { return netip.AddrPort(a).String() }
 
 // NetConn returns c as a net.Conn, for code written against package net

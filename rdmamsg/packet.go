@@ -55,8 +55,9 @@ var maxPeers = 4096
 // the datagram itself. Datagrams are unreliable and unordered, as UD is;
 // each is at most MaxDatagram bytes.
 //
-// One goroutine at a time may write and one read; the two may run at
-// once. ReadFrom, WriteTo and Close may be called from any goroutine.
+// Any number of goroutines may write (WriteTo) and read (ReadFrom) at
+// once: writes take turns, and so do reads, each taking a whole datagram;
+// a write and a read run at once. Close may be called from any goroutine.
 type PacketConn struct {
 	ch    *rdmacm.EventChannel
 	id    *rdmacm.ID
@@ -389,10 +390,10 @@ func (p *PacketConn) MaxDatagram() int { return p.maxData }
 // it breaks the PacketConn.
 func (p *PacketConn) QP() *ibverbs.QP { return p.qp }
 
-// ReadFrom waits for the next datagram, copies its payload into p and
+// ReadFrom waits for the next datagram, copies its payload into b and
 // returns its length and the sender's address (the sender's IP address,
 // from the datagram's GRH, and the port it is bound to). A payload longer
-// than p is cut, and the error matches io.ErrShortBuffer; MaxDatagram
+// than b is cut, and the error matches io.ErrShortBuffer; MaxDatagram
 // bytes always suffice. Datagrams that do not come from a PacketConn are
 // dropped. Once the read deadline has passed it fails at once, even with
 // datagrams waiting, as package net's do.
