@@ -59,16 +59,25 @@ func ExampleQP_Connect() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	pd, _ := ctx.AllocPD()
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer pd.Close()
-	buf, _ := ibverbs.NewBuffer(1<<20, ibverbs.BufferOptions{})
+	buf, err := ibverbs.NewBuffer(1<<20, ibverbs.BufferOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Close()
 	mr, err := pd.RegMR(buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer mr.Close()
-	cq, _ := ctx.CreateCQ(128, nil)
+	cq, err := ctx.CreateCQ(128, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer cq.Close()
 	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq,
 		Cap: ibverbs.QPCap{MaxSendWR: 64, MaxRecvWR: 64}})
@@ -77,7 +86,10 @@ func ExampleQP_Connect() {
 	}
 	defer qp.Close()
 
-	local, _ := qp.Endpoint(1, gid.Entry.Index)
+	local, err := qp.Endpoint(1, gid.Entry.Index)
+	if err != nil {
+		log.Fatal(err)
+	}
 	remote, raddr, rkey := swapWithPeer(local, mr.Addr(), mr.RKey())
 	if err := qp.Connect(remote, ibverbs.ConnParams{GIDIndex: gid.Entry.Index}); err != nil {
 		log.Fatal(err)
@@ -149,27 +161,57 @@ func ExampleQP_NewSendBatch() {
 // Wait for completions without spinning: the goroutine parks in the Go
 // netpoller until the CQ's channel fires or the context ends.
 func ExampleCQ_Wait() {
-	ctx, _ := ibverbs.Open("")
-	defer ctx.Close()
-	ch, _ := ctx.CreateCompChannel()
+	dev, err := ibverbs.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+	ch, err := dev.CreateCompChannel()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ch.Close()
-	cq, _ := ctx.CreateCQ(128, ch)
+	cq, err := dev.CreateCQ(128, ch)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer cq.Close()
+	// ... a QP on cq, and work posted to it ...
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	wcs := make([]ibverbs.WC, 16)
-	n, err := cq.Wait(context.Background(), wcs)
-	fmt.Println(n, err)
+	n, err := cq.Wait(ctx, wcs) // context.DeadlineExceeded if none came
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, wc := range wcs[:n] {
+		if err := wc.Err(); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(n, "completions")
 }
 
 // A loop that owns its thread sleeps on completion events instead of
 // spinning, as perftest's -e does: arm the CQ once, then poll it and
 // Block while it is empty; Block re-arms the CQ whose event it took.
 func ExampleCompChannel_Block() {
-	ctx, _ := ibverbs.Open("")
+	ctx, err := ibverbs.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ctx.Close()
-	ch, _ := ctx.CreateCompChannel()
+	ch, err := ctx.CreateCompChannel()
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ch.Close()
-	cq, _ := ctx.CreateCQ(128, ch)
+	cq, err := ctx.CreateCQ(128, ch)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer cq.Close()
+	// ... QPs on cq, and 1000 signalled requests posted to them ...
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cq.ReqNotify(false); err != nil {
@@ -180,6 +222,11 @@ func ExampleCompChannel_Block() {
 		n, err := cq.Poll(wcs)
 		if err != nil {
 			log.Fatal(err)
+		}
+		for _, wc := range wcs[:n] {
+			if err := wc.Err(); err != nil {
+				log.Fatal(err)
+			}
 		}
 		done += n
 		if n == 0 {
@@ -192,18 +239,30 @@ func ExampleCompChannel_Block() {
 	}
 }
 
-// Async events (port changes, fatal QP errors) arrive on a channel.
+// Async events (port changes, fatal QP errors) arrive on a channel, which
+// closes when the Context does.
 func ExampleContext_Events() {
-	ctx, _ := ibverbs.Open("")
-	events, err := ctx.Events()
+	ctx, err := ibverbs.Open("")
 	if err != nil {
 		log.Fatal(err)
 	}
+	events, err := ctx.Events()
+	if err != nil {
+		ctx.Close()
+		log.Fatal(err)
+	}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for ev := range events {
 			log.Printf("%s: %v", ctx.Name(), ev)
 		}
 	}()
+	// ... use the device ...
+	if err := ctx.Close(); err != nil { // ends the loop above
+		log.Fatal(err)
+	}
+	<-done
 }
 
 func swapWithPeer(ibverbs.Endpoint, uint64, uint32) (ibverbs.Endpoint, uint64, uint32) {
@@ -233,16 +292,19 @@ func ExamplePD_AllocMW() {
 		RKey: rkey, Bind: &bind}}); err != nil {
 		log.Fatal(err)
 	}
-	// Once the WCBindMW completion is polled, send rkey and the address
-	// to the peer; it writes there and replies with OpSendWithInv and
-	// Imm: rkey. The reply's receive completion has WCWithInv set and the
-	// key in Imm; the window is free to bind again, under NextRKey(rkey).
 	wcs := make([]ibverbs.WC, 1)
 	for n := 0; n == 0; {
 		if n, err = cq.Poll(wcs); err != nil {
 			log.Fatal(err)
 		}
 	}
+	if err := wcs[0].Err(); err != nil {
+		log.Fatal(err) // the window is not bound: rkey opens nothing
+	}
+	// The WCBindMW completion is in: send rkey and the address to the
+	// peer; it writes there and replies with OpSendWithInv and Imm: rkey.
+	// The reply's receive completion has WCWithInv set and the key in
+	// Imm; the window is free to bind again, under NextRKey(rkey).
 }
 
 // A UD server answers whoever sent it a datagram: the receive's buffer
@@ -250,28 +312,40 @@ func ExamplePD_AllocMW() {
 // address handle back to the sender.
 func ExamplePD_CreateAHFromWC() {
 	var (
-		pd   *ibverbs.PD
-		qp   *ibverbs.QP // UD
-		cq   *ibverbs.CQ
-		mr   *ibverbs.MR // its first GRHLen bytes receive the GRH
-		qkey uint32      // the Q_Key the clients use
+		pd       *ibverbs.PD
+		qp       *ibverbs.QP // UD
+		rcq, scq *ibverbs.CQ // its receive and send CQs, with completion channels
+		mr       *ibverbs.MR // its first GRHLen bytes receive the GRH
+		qkey     uint32      // the Q_Key the clients use
 	)
+	ctx := context.Background()
 	wcs := make([]ibverbs.WC, 1)
-	if _, err := cq.Wait(context.Background(), wcs); err != nil || wcs[0].Err() != nil {
-		log.Fatal(err, wcs[0].Err())
+	if _, err := rcq.Wait(ctx, wcs); err != nil { // a request came
+		log.Fatal(err)
+	}
+	if err := wcs[0].Err(); err != nil {
+		log.Fatal(err)
 	}
 	grh := mr.Bytes()[:ibverbs.GRHLen]
-	if g, err := ibverbs.ParseGRH(grh); err == nil {
-		fmt.Println("request from", g.Src.Addr())
+	if wcs[0].Flags&ibverbs.WCWithGRH != 0 { // always on RoCE
+		if g, err := ibverbs.ParseGRH(grh); err == nil {
+			fmt.Println("request from", g.Src.Addr())
+		}
 	}
 	ah, err := pd.CreateAHFromWC(&wcs[0], grh, 1)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer ah.Close()
-	err = qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+	defer ah.Close() // once the send that uses it has completed, below
+	err = qp.PostSend([]ibverbs.SendWR{{ID: 2, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
 		SGL: []ibverbs.SGE{mr.SGE(ibverbs.GRHLen, 64)}, AH: ah, RemoteQPN: wcs[0].SrcQP, RemoteQKey: qkey}})
 	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := scq.Wait(ctx, wcs); err != nil {
+		log.Fatal(err)
+	}
+	if err := wcs[0].Err(); err != nil {
 		log.Fatal(err)
 	}
 }

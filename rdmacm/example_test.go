@@ -12,10 +12,32 @@ import (
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
-// A server accepts connections and receives one message on each.
+// A server accepts connections and receives one message on each. The
+// receive is posted by Config.Prepare, before the connection is accepted,
+// so that the client's first message finds it there.
 func ExampleListen() {
 	ctx := context.Background()
-	l, err := rdmacm.Listen(ctx, "198.18.0.1:7471", nil)
+	var buf *ibverbs.Buffer // the receive buffer of the connection Accept makes
+	cfg := &rdmacm.Config{Prepare: func(c *rdmacm.Conn) (func() error, error) {
+		b, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+		if err != nil {
+			return nil, err
+		}
+		mr, err := c.PD().RegMR(b, ibverbs.AccessLocalWrite)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		cleanup := func() error { return errors.Join(mr.Close(), b.Close()) }
+		err = c.QP().PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{mr.SGE(0, 4096)}}})
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		buf = b
+		return cleanup, nil // c.Close calls it
+	}}
+	l, err := rdmacm.Listen(ctx, "198.18.0.1:7471", cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -28,17 +50,21 @@ func ExampleListen() {
 			log.Print(err) // one peer's failure, or one connection's
 			continue
 		}
-		buf, _ := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
-		mr, _ := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
-		c.QP().PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{mr.SGE(0, 4096)}}})
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		wcs := make([]ibverbs.WC, 1)
-		if _, err := c.RecvCQ().Wait(ctx, wcs); err != nil {
-			log.Fatal(err)
+		_, err = c.RecvCQ().Wait(wctx, wcs)
+		cancel()
+		if err == nil {
+			err = wcs[0].Err() // WCWRFlushErr if the client disconnected first
 		}
-		log.Printf("%s sent %q", c.RemoteAddr(), buf.Bytes()[:wcs[0].ByteLen])
-		mr.Close()
-		buf.Close()
-		c.Close()
+		if err != nil {
+			log.Printf("%s: %v", c.RemoteAddr(), err)
+		} else {
+			log.Printf("%s sent %q", c.RemoteAddr(), buf.Bytes()[:wcs[0].ByteLen])
+		}
+		if err := c.Close(); err != nil { // frees buf, through Prepare's cleanup
+			log.Print(err)
+		}
 	}
 }
 
@@ -51,10 +77,16 @@ func ExampleDial() {
 		log.Fatal(err) // errors.Is(err, syscall.ECONNREFUSED) if nobody listens
 	}
 	defer c.Close()
-	buf, _ := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Close()
-	mr, _ := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
-	defer mr.Close()
+	mr, err := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mr.Close() // before c.Close: the MR is on c's PD
 	n := copy(buf.Bytes(), "hello")
 	err = c.QP().PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
 		SGL: []ibverbs.SGE{mr.SGE(0, n)}}})
@@ -82,8 +114,11 @@ func ExampleListener_GetRequest() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if r.PrivateData()[0] != 1 {
-		r.Reject([]byte("go away")) // Dial fails with a *rdmacm.RejectedError
+	if d := r.PrivateData(); len(d) == 0 || d[0] != 1 {
+		// Dial fails with a *rdmacm.RejectedError.
+		if err := r.Reject([]byte("go away")); err != nil {
+			log.Fatal(err)
+		}
 		return
 	}
 	c, err := r.Accept(ctx, nil)
@@ -91,7 +126,9 @@ func ExampleListener_GetRequest() {
 		log.Fatal(err)
 	}
 	<-c.Done() // the peer disconnected
-	c.Close()
+	if err := c.Close(); err != nil {
+		log.Fatal(err)
+	}
 }
 
 // A sender joins a multicast group as a send-only member and sends one
@@ -104,9 +141,15 @@ func ExampleJoinMulticast() {
 		log.Fatal(err)
 	}
 	defer c.Close() // leaves the group
-	buf, _ := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer buf.Close()
-	mr, _ := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
+	mr, err := c.PD().RegMR(buf, ibverbs.AccessLocalWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer mr.Close()
 	n := copy(buf.Bytes(), "to the group")
 	ah, qpn, qkey := c.RemoteUD() // the group's address; qpn is 0xffffff
@@ -117,6 +160,9 @@ func ExampleJoinMulticast() {
 	}
 	wcs := make([]ibverbs.WC, 1)
 	if _, err := c.SendCQ().Wait(ctx, wcs); err != nil {
+		log.Fatal(err)
+	}
+	if err := wcs[0].Err(); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -41,10 +41,13 @@ func ExampleListener_Accept() {
 	}
 }
 
-// A client that sends a file as a stream.
+// A client that sends a file as a stream. The stream goes in messages of
+// Conn.MaxSend bytes, the server's Config.MaxMessage (up to this side's
+// Config.MaxSend); this side's own MaxMessage sizes only its receives, so
+// a client that only sends leaves it at the default.
 func ExampleConn_Write() {
 	ctx := context.Background()
-	c, err := rdmamsg.Dial(ctx, "198.18.0.1:7471", &rdmamsg.Config{MaxMessage: 64 << 10})
+	c, err := rdmamsg.Dial(ctx, "198.18.0.1:7471", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
