@@ -53,9 +53,10 @@ type Config struct {
 
 	// PD, SendCQ and RecvCQ, when set, are used instead of making new
 	// ones, and Conn.Close leaves them open. They must be on the device the
-	// connection goes through: make them on a context from Devices (or from
-	// another Conn's Context). RecvCQ defaults to SendCQ when only that is
-	// set.
+	// connection goes through: make them on a context from Devices (or
+	// Device), which stays open for them. Not on another Conn's Context:
+	// that Conn's Close would then fail (EBUSY) until they are closed.
+	// RecvCQ defaults to SendCQ when only that is set.
 	PD     *ibverbs.PD
 	SendCQ *ibverbs.CQ
 	RecvCQ *ibverbs.CQ
@@ -109,7 +110,9 @@ type Config struct {
 	// messages finds the receive queue empty and waits out an RNR NAK.
 	// What it makes on the Conn's PD and QP (MRs, batches) its cleanup
 	// frees; the Conn calls cleanup when it closes, before the QP, or at
-	// once when the set-up fails after Prepare. An error from Prepare,
+	// once when the set-up fails after Prepare. A cleanup that fails is
+	// called again by the Conn's next Close, so it must be safe to call
+	// again (Close methods are). An error from Prepare,
 	// which must have freed what it made, fails the set-up (and rejects
 	// an accepted request).
 	Prepare func(c *Conn) (cleanup func() error, err error)
@@ -252,8 +255,8 @@ type Conn struct {
 	err       error
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	closeMu   sync.Mutex // Close's, one at a time
+	closed    bool       // a Close has freed everything
 }
 
 // connParam is cfg's parameters for rdma_connect, or for rdma_accept of a
@@ -416,7 +419,10 @@ func (c *Conn) setRNRTimer(cfg *Config) error {
 	return c.qp.Modify(&ibverbs.QPAttr{MinRNRTimer: t}, ibverbs.QPAttrMinRNRTimer)
 }
 
-// teardown closes what the connection owns, in reverse order of creation.
+// teardown closes what the connection owns, in reverse order of creation,
+// going on past a failure. Each Close is idempotent, so that a teardown
+// that failed can run again: what it closed stays closed, and what failed
+// is tried again.
 func (c *Conn) teardown() error {
 	var errs []error
 	closeIf := func(own bool, x interface{ Close() error }) {
@@ -429,13 +435,16 @@ func (c *Conn) teardown() error {
 	if c.group.IsValid() {
 		if err := c.id.LeaveMulticast(c.group); err != nil {
 			errs = append(errs, err)
+		} else {
+			c.group = netip.Addr{}
 		}
 	}
 	if c.cleanup != nil {
 		if err := c.cleanup(); err != nil {
 			errs = append(errs, err)
+		} else {
+			c.cleanup = nil
 		}
-		c.cleanup = nil
 	}
 	closeIf(c.ah != nil, c.ah)
 	closeIf(c.qp != nil, c.qp)
@@ -446,7 +455,11 @@ func (c *Conn) teardown() error {
 	closeIf(c.ownPD, c.pd)
 	closeIf(c.ownCtx, c.ctx)
 	ch := c.id.ch
-	closeIf(true, c.id)
+	if err := c.id.Close(); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.group = netip.Addr{} // rdma_destroy_id has left it
+	}
 	closeIf(true, ch)
 	return errors.Join(errs...)
 }
@@ -586,27 +599,30 @@ func (c *Conn) Err() error {
 // Close disconnects (rdma_disconnect), or leaves the group of a Conn from
 // JoinMulticast (rdma_leave_multicast), and frees the connection: the QP
 // (rdma_destroy_qp), the CQs and PD it made, the ID (rdma_destroy_id) and
-// its channel. PD, CQs passed in Config stay open. MRs on PD() must be
-// closed first. Closing twice is a no-op.
+// its channel, and its handle on the device. PD, CQs passed in Config stay
+// open. MRs and other objects made on PD() must be closed first: while one
+// is open, Close fails with an error matching syscall.EBUSY, having
+// closed what it could (the connection is down: Done is closed), and the
+// PD and the device handle stay. Close again once they are
+// closed: each Close tries again what failed before, and what closed
+// stays closed. Once a Close has returned nil, closing again is a no-op.
 func (c *Conn) Close() error {
-	first := false
-	c.closeOnce.Do(func() {
-		first = true
-		if c.stopWatch != nil {
-			c.stopWatch()
-			<-c.watchDone
-		}
-		var errs []error
-		if c.end(ErrClosed) && !c.ud {
-			if err := c.id.Disconnect(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		errs = append(errs, c.teardown())
-		c.closeErr = errors.Join(errs...)
-	})
-	if !first {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed {
 		return nil
 	}
-	return c.closeErr
+	if c.stopWatch != nil {
+		c.stopWatch()
+		<-c.watchDone
+	}
+	var errs []error
+	if c.end(ErrClosed) && !c.ud {
+		if err := c.id.Disconnect(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	err := c.teardown()
+	c.closed = err == nil
+	return errors.Join(append(errs, err)...)
 }
