@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -860,9 +861,13 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 
 // pattern is the data a validating sender sends on QP i, and the receiver
 // expects: it differs by size and QP, so a stale or misplaced message shows.
+// size*7 alone is the same for every multiple of 256: the size's bit
+// length (odd times 101) makes the sizes of -a, powers of two, differ at
+// every byte.
 func pattern(b []byte, size, qp int) {
+	k := size*7 + bits.Len(uint(size))*101 + qp*13 + 1
 	for j := range b {
-		b[j] = byte(j*31 + size*7 + qp*13 + 1)
+		b[j] = byte(j*31 + k)
 	}
 }
 

@@ -412,8 +412,17 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			s.fillPatterns(size, client)
 		}
 		if spec.WarmUp && s.active(client) {
+			if spec.ValidateData {
+				s.fillWarmUp(size)
+			}
 			// One-sided operations: the peer need not be at the barrier.
 			err := s.warmUp(ctx, size)
+			if spec.ValidateData {
+				// The sources hold the pattern again, and a reader's
+				// targets, where the warm-up's reads put it, the
+				// complement.
+				s.fillPatterns(size, client)
+			}
 			res.WarmedUp = s.warmed
 			if err != nil && ctx.Err() != nil {
 				abort() // the peer waits at the barrier
@@ -800,25 +809,58 @@ func bothWays(local, remote stats.Bandwidth) stats.Bandwidth {
 
 // fillPatterns writes the validation pattern where this side's data comes
 // from: the source regions, and for read tests the target regions the
-// peer reads. A one-way reader's own target regions, where its reads
-// land, get the pattern's complement instead, so that a read that did
-// not land shows.
+// peer reads. Where this side's own data lands, the target regions of a
+// one-way reader and of a side that receives writes or sends, it writes
+// the pattern's complement, so that a size whose messages did not land
+// shows, even where the region held the pattern before (a file's pages,
+// --mmap; a warm-up's reads). write_lat's last byte, which the loop
+// polls for the peer's message number, gets 0, no number. Before the
+// barrier that starts the size, which the peer's messages come after.
 func (s *session) fillPatterns(size int, client bool) {
 	b := s.buf.Bytes()
-	read := s.spec.Test == exchange.ReadBW || s.spec.Test == exchange.ReadLat
+	t := s.spec.Test
+	read := t == exchange.ReadBW || t == exchange.ReadLat
 	reader := read && s.active(client) && !s.spec.Bidirectional
+	receiver := (t == exchange.WriteBW || t == exchange.SendBW) && (!s.active(client) || s.spec.Bidirectional) ||
+		t == exchange.WriteLat || t == exchange.SendLat
 	for i := range s.qps {
 		pattern(b[s.src(i):s.src(i)+size], size, i)
-		if !read {
-			continue
-		}
-		dst := b[s.dst(i) : s.dst(i)+size]
-		pattern(dst, size, i)
-		if reader {
-			for j := range dst {
-				dst[j] = ^dst[j]
+		switch {
+		case read:
+			dst := b[s.dst(i) : s.dst(i)+size]
+			pattern(dst, size, i)
+			if reader {
+				complement(dst)
+			}
+		case receiver:
+			off := s.recvOffset(i)
+			dst := b[off : off+size]
+			pattern(dst, size, i)
+			complement(dst)
+			if t == exchange.WriteLat && !s.spec.Immediate {
+				dst[size-1] = 0
 			}
 		}
+	}
+}
+
+// complement inverts every bit of b.
+func complement(b []byte) {
+	for j := range b {
+		b[j] = ^b[j]
+	}
+}
+
+// fillWarmUp makes the sources a validating side's warm-up sends hold the
+// pattern's complement, so that the warm-up's writes cannot leave in the
+// peer's targets what the size's own must: fillPatterns writes the
+// pattern again after the warm-up.
+func (s *session) fillWarmUp(size int) {
+	b := s.buf.Bytes()
+	for i := range s.qps {
+		src := b[s.src(i) : s.src(i)+size]
+		pattern(src, size, i)
+		complement(src)
 	}
 }
 
