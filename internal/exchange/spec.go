@@ -127,7 +127,8 @@ type TestSpec struct {
 	Atomic   AtomicOp       // atomic tests only
 	ConnType ibverbs.QPType // RC, UC or UD
 	// Size is the message size in bytes; atomic tests use 8. It is
-	// ignored when AllSizes is set.
+	// ignored when AllSizes is set, unless RunInfinitely is too, which
+	// overrides AllSizes as perftest's --run_infinitely overrides -a.
 	Size     uint32
 	AllSizes bool
 	// Iterations per size, or, if Duration is non-zero, the test runs for
@@ -406,13 +407,18 @@ func decodeSpec(p []byte) (TestSpec, error) {
 	return s, r.done()
 }
 
+// sweep reports whether the test runs the AllSizes sweep: not when it
+// runs infinitely, which runs Size alone, as perftest's --run_infinitely
+// overrides -a (its size stays the default, or -s).
+func (s TestSpec) sweep() bool { return s.AllSizes && !s.RunInfinitely }
+
 // MaxSize returns the largest message size the test uses: 8 for atomics,
-// the top of the sweep with AllSizes, else Size.
+// the top of the sweep with AllSizes (and not RunInfinitely), else Size.
 func (s TestSpec) MaxSize() uint32 {
 	switch {
 	case s.Test.IsAtomic():
 		return 8
-	case !s.AllSizes:
+	case !s.sweep():
 		return s.Size
 	case s.ConnType == ibverbs.QPTypeUD:
 		return s.udMax()
@@ -429,9 +435,9 @@ func (s TestSpec) udMax() uint32 {
 }
 
 // Sizes returns the message sizes the test runs, in order: the AllSizes
-// sweep, or just MaxSize.
+// sweep (not when RunInfinitely), or just MaxSize.
 func (s TestSpec) Sizes() []uint32 {
-	if !s.AllSizes || s.Test.IsAtomic() {
+	if !s.sweep() || s.Test.IsAtomic() {
 		return []uint32{s.MaxSize()}
 	}
 	var sizes []uint32
@@ -557,7 +563,7 @@ func (s TestSpec) Validate() error {
 	switch {
 	case t.IsAtomic() && (s.AllSizes || s.Size != 8):
 		return invalid("%s moves 8 bytes: set Size to 8 and no AllSizes", t)
-	case !s.AllSizes && s.Size == 0:
+	case !s.sweep() && s.Size == 0:
 		return invalid("message size 0")
 	}
 	if s.MTU != 0 && s.MTU.Bytes() == 0 {

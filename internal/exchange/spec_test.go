@@ -365,6 +365,27 @@ func TestSizes(t *testing.T) {
 	}
 }
 
+// TestRunInfinitelyOverridesAll: as perftest's --run_infinitely overrides
+// -a, a test that runs infinitely runs Size alone, where it ran 2-byte
+// messages, the sweep's first size, forever; with no Size it is refused.
+func TestRunInfinitelyOverridesAll(t *testing.T) {
+	s := testSpec()
+	s.AllSizes, s.RunInfinitely, s.Duration, s.ValidateData = true, true, 5, false
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, m := s.Sizes(), s.MaxSize(); !slices.Equal(got, []uint32{65536}) || m != 65536 {
+		t.Errorf("-a --run_infinitely: Sizes %v, MaxSize %d; want 65536 alone", got, m)
+	}
+	if s.BufferLen() != 2*uint64(s.NumQPs)*s.RegionLen() || s.RegionLen() < 65536 || s.RegionLen() >= 1<<23 {
+		t.Errorf("-a --run_infinitely: region of %d bytes", s.RegionLen())
+	}
+	s.Size = 0
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "message size 0") {
+		t.Errorf("-a --run_infinitely, size 0: %v", err)
+	}
+}
+
 // flagsAt is the offset of the flags word in a TestSpec payload: after
 // it come the threads, thread and group, then the flow labels.
 const flagsAt = specLen - 18
