@@ -14,6 +14,50 @@ import (
 	"github.com/gorperf/gorperf/internal/exchange"
 )
 
+// gathering is what a gatherThreads test starts from: a listener, the
+// spec of a test of threads threads (group 5), thread 0's connection,
+// taken already, and hello, which connects as a client and says hello.
+type gathering struct {
+	ctx   context.Context
+	ln    net.Listener
+	spec  exchange.TestSpec
+	conns []*exchange.Conn
+	specs []exchange.TestSpec
+	hello func() *exchange.Conn
+}
+
+func newGathering(t *testing.T, threads int) *gathering {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	g := &gathering{ctx: ctx, ln: ln,
+		spec: exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8,
+			NumQPs: 1, Threads: uint16(threads), Group: 5},
+		conns: make([]*exchange.Conn, threads), specs: make([]exchange.TestSpec, threads)}
+	first, _ := net.Pipe() // thread 0's, which the server has read already
+	t.Cleanup(func() { first.Close() })
+	g.conns[0], g.specs[0] = exchange.NewConn(first), g.spec
+	g.hello = func() *exchange.Conn {
+		t.Helper()
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := exchange.NewConn(nc)
+		t.Cleanup(func() { c.Close() })
+		if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	return g
+}
+
 // TestGatherStray: a server gathering a test's connections greets each
 // on its own, so that a connection that says nothing (a port scanner,
 // nc), come before the test's others, holds up none of them: the test's
@@ -24,26 +68,12 @@ import (
 func TestGatherStray(t *testing.T) {
 	defer func(old time.Duration) { groupWait = old }(groupWait)
 	groupWait = 5 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8,
-		NumQPs: 1, Threads: 3, Group: 5}
-	// ask connects as a client and asks for spec as thread i of group.
+	g := newGathering(t, 3)
+	ctx, ln, conns, specs := g.ctx, g.ln, g.conns, g.specs
+	// ask connects as a client and asks for the test as thread i of group.
 	ask := func(group uint64, i uint16) *exchange.Conn {
-		nc, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := exchange.NewConn(nc)
-		if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
-			t.Fatal(err)
-		}
-		s := spec
+		c := g.hello()
+		s := g.spec
 		s.Group, s.Thread = group, i
 		if err := c.Send(ctx, s); err != nil {
 			t.Fatal(err)
@@ -51,10 +81,6 @@ func TestGatherStray(t *testing.T) {
 		return c
 	}
 
-	first, _ := net.Pipe() // thread 0's, which the server has read already
-	defer first.Close()
-	conns := []*exchange.Conn{exchange.NewConn(first), nil, nil}
-	specs := []exchange.TestSpec{spec, {}, {}}
 	stray, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -65,10 +91,8 @@ func TestGatherStray(t *testing.T) {
 	go func() { gathered <- gatherThreads(ctx, ln, conns, specs, exchange.DefaultLimits()) }()
 
 	other := ask(6, 1) // another client's test
-	defer other.Close()
-	second, third := ask(5, 2), ask(5, 1)
-	defer second.Close()
-	defer third.Close()
+	ask(5, 2)
+	ask(5, 1)
 	if err := <-gathered; err != nil {
 		t.Fatalf("gathering: %v after %v", err, time.Since(began))
 	}
@@ -111,37 +135,13 @@ func TestGatherStray(t *testing.T) {
 // as when connections were greeted in turn, not dropped: it has said
 // hello, and sends its test only after the gathering is over.
 func TestGatherBusyInFlight(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8,
-		NumQPs: 1, Threads: 2, Group: 5}
-	hello := func() *exchange.Conn {
-		nc, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := exchange.NewConn(nc)
-		if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	first, _ := net.Pipe()
-	defer first.Close()
-	conns := []*exchange.Conn{exchange.NewConn(first), nil}
-	specs := []exchange.TestSpec{spec, {}}
+	g := newGathering(t, 2)
+	ctx, conns, hello := g.ctx, g.conns, g.hello
 	gathered := make(chan error, 1)
-	go func() { gathered <- gatherThreads(ctx, ln, conns, specs, exchange.DefaultLimits()) }()
+	go func() { gathered <- gatherThreads(ctx, g.ln, conns, g.specs, exchange.DefaultLimits()) }()
 	other := hello()
-	defer other.Close()
 	last := hello()
-	defer last.Close()
-	s := spec
+	s := g.spec
 	s.Thread = 1
 	if err := last.Send(ctx, s); err != nil {
 		t.Fatal(err)
@@ -170,19 +170,9 @@ func TestGatherBusyInFlight(t *testing.T) {
 func TestGatherGivesUp(t *testing.T) {
 	defer func(old time.Duration) { groupWait = old }(groupWait)
 	groupWait = 300 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8,
-		NumQPs: 1, Threads: 2, Group: 5}
-	first, _ := net.Pipe()
-	defer first.Close()
-	conns := []*exchange.Conn{exchange.NewConn(first), nil}
-	err = gatherThreads(ctx, ln, conns, []exchange.TestSpec{spec, {}}, exchange.DefaultLimits())
+	g := newGathering(t, 2)
+	ctx, ln, spec, conns := g.ctx, g.ln, g.spec, g.conns
+	err := gatherThreads(ctx, ln, conns, []exchange.TestSpec{spec, {}}, exchange.DefaultLimits())
 	if err == nil || !strings.Contains(err.Error(), "a test of 2 threads: 1 of its connections came in 300ms") {
 		t.Errorf("nothing came: %v", err)
 	}
