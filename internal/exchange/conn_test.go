@@ -554,10 +554,6 @@ func TestAliveAllocations(t *testing.T) {
 // context's deadline and then its AfterFunc's; the grace was one-shot,
 // and the second cut the frame and left the connection unusable.
 func TestRecvFrameGraceTwice(t *testing.T) {
-	frame, err := AppendFrame(nil, Sync{Seq: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := timeout(t, 20*time.Second)
 	for _, tc := range []struct {
 		name string
@@ -579,29 +575,42 @@ func TestRecvFrameGraceTwice(t *testing.T) {
 					t.Fatalf("a receive with only an Alive to read: %v", err)
 				}
 				short, cancel := tc.recv(b)
-				got := make(chan error, 1)
-				go func() {
-					s, err := b.RecvSync(short)
-					if err == nil && s.Seq != 7 {
-						err = fmt.Errorf("Sync %d, want 7", s.Seq)
-					}
-					got <- err
-				}()
-				if _, err := a.NetConn().Write(frame[:2]); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(150 * time.Millisecond) // past the first deadline
-				cancel()
-				time.Sleep(100 * time.Millisecond)
-				if _, err := a.NetConn().Write(frame[2:]); err != nil {
-					t.Fatal(err)
-				}
-				if err := <-got; err != nil {
+				// Past the first deadline, then the cancel.
+				if err := recvSplitSync(t, a, b, short, cancel, 150*time.Millisecond); err != nil {
 					t.Fatalf("the receive cut in a frame: %v; want the frame", err)
 				}
 			}
 		})
 	}
+}
+
+// recvSplitSync receives a Sync of 7 on b with ctx, which a sends in two
+// parts: its first two bytes, and after wait, the cancel of ctx and 100 ms
+// more, the rest. It returns the receive's error.
+func recvSplitSync(t *testing.T, a, b *Conn, ctx context.Context, cancel func(), wait time.Duration) error {
+	t.Helper()
+	frame, err := AppendFrame(nil, Sync{Seq: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		s, err := b.RecvSync(ctx)
+		if err == nil && s.Seq != 7 {
+			err = fmt.Errorf("Sync %d, want 7", s.Seq)
+		}
+		got <- err
+	}()
+	if _, err := a.NetConn().Write(frame[:2]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(wait)
+	cancel()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := a.NetConn().Write(frame[2:]); err != nil {
+		t.Fatal(err)
+	}
+	return <-got
 }
 
 // A receive whose context ends while a frame is half read finishes the
@@ -611,30 +620,10 @@ func TestRecvFrameGraceTwice(t *testing.T) {
 // lost the peer's abort).
 func TestRecvFinishesAFrameBegun(t *testing.T) {
 	a, b := tcpPair(t)
-	frame, err := AppendFrame(nil, Sync{Seq: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := timeout(t, 10*time.Second)
 	short, cancel := context.WithCancel(ctx)
-	got := make(chan error, 1)
-	go func() {
-		s, err := b.RecvSync(short)
-		if err == nil && s.Seq != 7 {
-			err = fmt.Errorf("Sync %d, want 7", s.Seq)
-		}
-		got <- err
-	}()
-	if _, err := a.NetConn().Write(frame[:2]); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond) // the receive reads the first bytes
-	cancel()
-	time.Sleep(100 * time.Millisecond)
-	if _, err := a.NetConn().Write(frame[2:]); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
+	// The receive reads the first bytes, then is cancelled.
+	if err := recvSplitSync(t, a, b, short, cancel, 100*time.Millisecond); err != nil {
 		t.Errorf("the receive cut short in a frame: %v; want the frame", err)
 	}
 	if err := a.Send(ctx, Sync{Seq: 8}); err != nil {
