@@ -151,27 +151,7 @@ func TestAcceptAfterPeerGaveUp(t *testing.T) {
 	n := device(t)
 	l := listen(t, n.IP, nil)
 	ctx := timeout(t, 60*time.Second)
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := id.ResolveAddr(netip.AddrPortFrom(n.IP, 0), l.Addr(), 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.Await(ctx, rdmacm.EventAddrResolved); err != nil {
-		t.Fatal(err)
-	}
-	if err := id.ResolveRoute(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.Await(ctx, rdmacm.EventRouteResolved); err != nil {
-		t.Fatal(err)
-	}
+	_, id, _ := rdmatest.RoutedID(t, ctx, n.IP, l.Addr())
 	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}
