@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
@@ -69,8 +71,30 @@ func (s *session) cmListen(ctx context.Context) (*rdmacm.Listener, error) {
 	return rdmacm.Listen(ctx, addr, s.cmConfig())
 }
 
-// cmAccept accepts one connection per QP.
-func (s *session) cmAccept(ctx context.Context, ln *rdmacm.Listener) error {
+// cmAccept accepts one connection per QP. The client's dials may fail,
+// and then it says why over the control connection c and closes it: c
+// is watched meanwhile, and the client's reason, or the connection's end,
+// ends the wait at once, where Accept waited out its 30 s and the reason
+// went unread. The client's Setup, which it sends once its dials are
+// done, may come before the last Accept returns: it is kept for the
+// Setup swap (s.early).
+func (s *session) cmAccept(ctx context.Context, c *exchange.Conn, ln *rdmacm.Listener) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := watchControl(c, cancel)
+	err := s.acceptQPs(ctx, ln)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause // the client's reason, which ended the Accept
+	}
+	m, werr := w.stop()
+	s.early = m
+	if err == nil && werr != nil {
+		err = werr
+	}
+	return err
+}
+
+func (s *session) acceptQPs(ctx context.Context, ln *rdmacm.Listener) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for range int(s.spec.NumQPs) {
@@ -83,6 +107,43 @@ func (s *session) cmAccept(ctx context.Context, ln *rdmacm.Listener) error {
 		}
 	}
 	return nil
+}
+
+// ctlWatch receives the peer's next message on a control connection
+// while this side waits for something else.
+type ctlWatch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	m      exchange.Message
+	err    error
+}
+
+// watchControl receives c's next message (Alives aside) until stop. A
+// failure, the peer's ErrorMsg or the connection's end, is passed to
+// fail at once.
+func watchControl(c *exchange.Conn, fail context.CancelCauseFunc) *ctlWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &ctlWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		w.m, w.err = c.Recv(ctx)
+		if w.err != nil && ctx.Err() != nil {
+			w.err = nil // stopped
+		}
+		if w.err != nil {
+			w.err = fmt.Errorf("the client, while this side accepted its rdma_cm connections: %w", w.err)
+			fail(w.err)
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and returns the message that came, if any, or the
+// failure.
+func (w *ctlWatch) stop() (exchange.Message, error) {
+	w.cancel()
+	<-w.done
+	return w.m, w.err
 }
 
 // cmDial makes one connection per QP to the server's rdma_cm port, from

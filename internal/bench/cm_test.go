@@ -3,8 +3,11 @@
 package bench_test
 
 import (
+	"errors"
 	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/bench"
@@ -51,5 +54,45 @@ func TestLinkLocalCM(t *testing.T) {
 	})
 	if n := c.Sizes[0].BW.Iterations; n != 200 {
 		t.Errorf("%d messages, want 200", n)
+	}
+}
+
+// TestCMClientFailureEndsAccept: a client whose rdma_cm dials fail (here
+// to a port nobody listens on) says why over the control connection,
+// and the server, accepting, ends at once with that reason, where it
+// waited out Accept's 30 s without reading it. A test that succeeds
+// (the client's Setup may come before the server's last Accept returns)
+// still does, many times over.
+func TestCMClientFailureEndsAccept(t *testing.T) {
+	host := gidHost(t)
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10,
+		TXDepth: 4, CQModeration: 1, NumQPs: 2, RdmaCM: true}
+	start := time.Now()
+	_, _, cerr, serr := tryLoopback(t, spec, func(l *bench.Local, client bool) {
+		if client {
+			l.CMHost, l.CMPort = host, 7 // the server listens on the control port
+		}
+	})
+	took := time.Since(start)
+	t.Logf("client: %v\nserver: %v\n%v", cerr, serr, took)
+	if cerr == nil || serr == nil {
+		t.Fatalf("client %v, server %v: want both to fail", cerr, serr)
+	}
+	var pe *exchange.PeerError
+	if !errors.As(serr, &pe) || !strings.Contains(serr.Error(), "while this side accepted its rdma_cm connections") {
+		t.Errorf("the server's error is not the client's reason: %v", serr)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the server took %v", took)
+	}
+	for i := range 10 {
+		c, _ := loopback(t, spec, func(l *bench.Local, client bool) {
+			if client {
+				l.CMHost = host
+			}
+		})
+		if n := c.Sizes[0].BW.Iterations; n != 20 {
+			t.Fatalf("run %d: %d messages, want 20", i, n)
+		}
 	}
 }

@@ -363,7 +363,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		return refuse(err)
 	}
 	cctx, cancel := ctl()
-	remote, err := c.SwapSetup(cctx, exchange.Setup{QPs: s.localInfo, Env: s.env()})
+	remote, err := s.swapSetup(cctx, c, exchange.Setup{QPs: s.localInfo, Env: s.env()})
 	cancel()
 	if err != nil {
 		return nil, err
@@ -645,6 +645,25 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	return res, nil
 }
 
+// swapSetup is c.SwapSetup, unless the peer's message came already
+// (s.early, received while the server accepted rdma_cm connections): then
+// it sends this side's Setup and takes that one.
+func (s *session) swapSetup(ctx context.Context, c *exchange.Conn, local exchange.Setup) (exchange.Setup, error) {
+	m := s.early
+	if m == nil {
+		return c.SwapSetup(ctx, local)
+	}
+	s.early = nil
+	if err := c.Send(ctx, local); err != nil {
+		return exchange.Setup{}, err
+	}
+	r, ok := m.(exchange.Setup)
+	if !ok {
+		return exchange.Setup{}, fmt.Errorf("%w: expected %v, got %v", exchange.ErrUnexpected, exchange.TypeSetup, m.Type())
+	}
+	return r, nil
+}
+
 // cmConnect makes the QPs through rdma_cm (-R): the server listens on its
 // GID's address, a barrier tells the client it may dial, and one
 // connection is made per QP.
@@ -660,7 +679,7 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 		if err := c.Barrier(bctx, 0); err != nil {
 			return err
 		}
-		return s.cmAccept(ctx, ln)
+		return s.cmAccept(ctx, c, ln)
 	}
 	if err := c.Barrier(bctx, 0); err != nil {
 		return err

@@ -146,6 +146,9 @@ type session struct {
 	// With an SRQ and --validate: which QPs' messages have landed in
 	// each QP's receive region, which any QP's message may fill.
 	srqFilled *srqLanded
+	// early is the peer's message that came while the server accepted
+	// rdma_cm connections (its Setup), for the Setup swap.
+	early     exchange.Message
 	immBad    uint64               // messages of this size whose immediate data was wrong (immCheck)
 	warmed    uint64               // messages each QP posted in warm-ups (WarmUp), so far
 	warming   bool                 // the sending loop runs a warm-up: its own length, no reports
