@@ -64,6 +64,19 @@ func GIDAddr(e ibverbs.GIDEntry) netip.Addr {
 	return ip
 }
 
+// cmSrcAddr is the address this side's rdma_cm connections and joins
+// bind to before they resolve the peer's or the group's: the GID's, on
+// RoCE. The GID chosen on an InfiniBand port is none (zero: LID routing),
+// whose "::" bound IPv6 and failed to resolve an IPv4 server: there it is
+// empty, and the route to the peer picks the device's address, as in
+// perftest, which binds no source address unless given one.
+func (s *session) cmSrcAddr() string {
+	if s.gid.Entry.GID.IsZero() {
+		return ""
+	}
+	return GIDAddr(s.gid.Entry).String()
+}
+
 // cmListen starts listening for the client's rdma_cm connections on this
 // side's GID address, before the client is told to dial.
 func (s *session) cmListen(ctx context.Context) (*rdmacm.Listener, error) {
@@ -152,7 +165,7 @@ func (s *session) cmDial(ctx context.Context, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cfg := s.cmConfig()
-	cfg.SrcAddr = GIDAddr(s.gid.Entry).String()
+	cfg.SrcAddr = s.cmSrcAddr()
 	addr := net.JoinHostPort(host, strconv.Itoa(s.local.CMPort))
 	for range int(s.spec.NumQPs) {
 		c, err := rdmacm.Dial(ctx, addr, cfg)

@@ -26,9 +26,14 @@ const mcastQPN = 0xffffff
 
 // groupOf returns the multicast group a side's QP joins: base (or the
 // default of the GID's family), or for the client the address after it
-// (its last byte one higher, wrapping, as perftest's).
+// (its last byte one higher, wrapping, as perftest's). A zero GID, an
+// InfiniBand port's (LID routing), has no family: the group's is base's,
+// or by default IPv4's, IPoIB's usual one.
 func groupOf(base netip.Addr, gid ibverbs.GID, client bool) (netip.Addr, error) {
 	v4 := gid.Addr().Is4()
+	if gid.IsZero() {
+		v4 = !base.IsValid() || base.Unmap().Is4()
+	}
 	if !base.IsValid() {
 		base = defaultGroup6
 		if v4 {
@@ -59,7 +64,7 @@ func (s *session) cmJoin(ctx context.Context, client bool) error {
 		return err
 	}
 	cfg := s.cmConfig()
-	cfg.SrcAddr = GIDAddr(s.gid.Entry).String()
+	cfg.SrcAddr = s.cmSrcAddr()
 	c, err := rdmacm.JoinMulticast(ctx, g.String(), cfg)
 	if err != nil {
 		return err
