@@ -54,22 +54,31 @@ func tryLoopback(t *testing.T, spec exchange.TestSpec, tweak ...func(l *bench.Lo
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	type out struct {
-		r   *bench.Result
-		err error
-	}
-	srv := make(chan out, 1)
+	srv := serveOne(ctx, ln, sl)
+	cr, cerr = bench.Client(ctx, ln.Addr().String(), spec, l, nil)
+	so := <-srv
+	return cr, so.r, cerr, so.err
+}
+
+// serveOutcome is what a server's one test gave: its result, or its error.
+type serveOutcome struct {
+	r   *bench.Result
+	err error
+}
+
+// serveOne serves one test on ln with l, in a goroutine, whose outcome
+// comes on the channel.
+func serveOne(ctx context.Context, ln net.Listener, l bench.Local) <-chan serveOutcome {
+	srv := make(chan serveOutcome, 1)
 	go func() {
-		var o out
-		err := bench.Serve(ctx, ln, sl, exchange.DefaultLimits(), true, nil, func(r *bench.Result, err error) { o = out{r, err} })
+		var o serveOutcome
+		err := bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, nil, func(r *bench.Result, err error) { o = serveOutcome{r, err} })
 		if o.err == nil {
 			o.err = err
 		}
 		srv <- o
 	}()
-	cr, cerr = bench.Client(ctx, ln.Addr().String(), spec, l, nil)
-	so := <-srv
-	return cr, so.r, cerr, so.err
+	return srv
 }
 
 func TestLoopbackAllTests(t *testing.T) {

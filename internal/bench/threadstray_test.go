@@ -64,19 +64,7 @@ func TestThreadsStrayConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
-	type out struct {
-		r   *bench.Result
-		err error
-	}
-	srv := make(chan out, 1)
-	go func() {
-		var o out
-		err := bench.Serve(ctx, sl, l, exchange.DefaultLimits(), true, nil, func(r *bench.Result, err error) { o = out{r, err} })
-		if o.err == nil {
-			o.err = err
-		}
-		srv <- o
-	}()
+	srv := serveOne(ctx, sl, l)
 	const iters = 100
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 512, Iterations: iters, TXDepth: 16,
 		CQModeration: 4, NumQPs: 2, Threads: 2}
