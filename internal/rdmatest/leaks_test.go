@@ -17,6 +17,8 @@ type recorder struct {
 
 func (r *recorder) Helper() {}
 
+func (r *recorder) Logf(string, ...any) {}
+
 func (r *recorder) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
@@ -58,4 +60,31 @@ func TestCheckGrowthSeesLeaks(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(kept)
+}
+
+// TestCheckSteadyGrowth: anonymous RSS that grows through both halves is
+// a leak; a step in the second half alone is not; the heaps are checked
+// over the second half as CheckGrowth checks them.
+func TestCheckSteadyGrowth(t *testing.T) {
+	at := func(anon int, cheap uint64) Usage { return Usage{AnonKiB: anon, CHeap: cheap} }
+	for _, c := range []struct {
+		name    string
+		a, b, c Usage
+		want    string
+	}{
+		{"flat", at(10000, 0), at(10100, 0), at(10200, 0), ""},
+		{"a step in the second half", at(10000, 0), at(10100, 0), at(26000, 0), ""},
+		{"steady growth", at(10000, 0), at(20000, 0), at(30000, 0), "anonymous RSS grew by 10000 KiB"},
+		{"a step, and the C heap grew", at(10000, 0), at(10100, 0), at(26000, 1<<20), "the C heap in use grew"},
+	} {
+		r := &recorder{TB: t}
+		CheckSteadyGrowth(r, c.a, c.b, c.c, 500, "tests")
+		got := strings.Join(r.errs, "; ")
+		switch {
+		case c.want == "" && got != "":
+			t.Errorf("%s: reported %q", c.name, got)
+		case c.want != "" && (len(r.errs) != 1 || !strings.Contains(got, c.want)):
+			t.Errorf("%s: reported %q, want one error with %q", c.name, got, c.want)
+		}
+	}
 }
