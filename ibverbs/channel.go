@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -38,7 +39,22 @@ type CompChannel struct {
 	cq    *C.struct_ibv_cq
 	errno C.int
 	kids  refs
+	// busy is set while a Wait or Block is under way: a second one at
+	// the same time fails with EBUSY rather than share try's results
+	// or take the event the first one sleeps for.
+	busy atomic.Bool
 }
+
+// enter claims the channel for one Wait or Block; leave releases it.
+func (ch *CompChannel) enter(verb string) error {
+	if !ch.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("%s: another goroutine is waiting on the completion channel: %w",
+			verb, os.NewSyscallError(verb, syscall.EBUSY))
+	}
+	return nil
+}
+
+func (ch *CompChannel) leave() { ch.busy.Store(false) }
 
 // CreateCompChannel creates a completion channel (ibv_create_comp_channel),
 // whose fd it makes non-blocking; if that fails, it destroys the channel
@@ -85,7 +101,9 @@ func (ch *CompChannel) Fd() int {
 // describes. Wait returns ctx's error when ctx ends first. One goroutine at a
 // time may wait on a channel. Wait does not allocate when ctx cannot be
 // cancelled or has the previous Wait's Done channel: a loop that waits
-// with one context keeps one cancellation watch registered.
+// with one context keeps one cancellation watch registered. A Wait or
+// Block begun while another is under way on the channel fails at once
+// with an error matching syscall.EBUSY.
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	if ch.c == nil {
 		return nil, ErrClosed
@@ -93,6 +111,10 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	if err := ch.waiter(); err != nil {
 		return nil, err
 	}
+	if err := ch.enter("ibv_get_cq_event"); err != nil {
+		return nil, err
+	}
+	defer ch.leave()
 	if err := ch.w.Wait(ctx, ch.try); err != nil {
 		return nil, waitError(err)
 	}
@@ -163,11 +185,17 @@ func (ch *CompChannel) Interrupt() error {
 // CQ is armed, so none is missed; an event whose completion an earlier
 // poll already took only costs one more poll. Wait suits a goroutine
 // among many: it holds no thread, but each wake-up passes through the
-// netpoller's thread. One goroutine at a time may wait on a channel.
+// netpoller's thread. One goroutine at a time may wait on a channel: a
+// Block or Wait begun while another is under way fails with an error
+// matching syscall.EBUSY.
 func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 	if ch.c == nil {
 		return nil, ErrClosed
 	}
+	if err := ch.enter("ibv_get_cq_event"); err != nil {
+		return nil, err
+	}
+	defer ch.leave()
 	var p *C.struct_ibv_cq
 	// poll(2) takes whole milliseconds in an int: about 24.8 days at most.
 	timeout = min(max(timeout, 0), time.Duration(math.MaxInt32)*time.Millisecond)

@@ -499,3 +499,84 @@ func TestCompChannelCloseRefused(t *testing.T) {
 		t.Errorf("Fd of the closed channel: %d, want -1", ch.Fd())
 	}
 }
+
+// TestCompChannelOneWaiter: while one goroutine waits on a channel (here
+// through CQ.Wait on one of its CQs), a Wait, a Block and a CQ.Wait on
+// another of its CQs each fail at once with EBUSY rather than share or
+// steal its event; the first waiter still gets its completion, and once
+// it has returned the channel takes a new waiter.
+func TestCompChannelOneWaiter(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type result struct {
+		n   int
+		wc  ibverbs.WC
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		wcs := make([]ibverbs.WC, 1)
+		for {
+			// The probes below may claim the channel before this Wait
+			// does; it tries again until it is the one waiting.
+			n, err := p.a.cq.Wait(ctx, wcs)
+			if errors.Is(err, syscall.EBUSY) {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			done <- result{n, wcs[0], err}
+			return
+		}
+	}()
+	// Block(0) returns at once with no event while the channel is free,
+	// and EBUSY once the goroutine above waits on it.
+	for {
+		cq, err := p.ch.Block(0)
+		if errors.Is(err, syscall.EBUSY) {
+			break
+		}
+		if err != nil || cq != nil {
+			t.Fatalf("Block(0) with no event = %p, %v", cq, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the waiting goroutine never claimed the channel")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancelShort()
+	if cq, err := p.ch.Wait(short); !errors.Is(err, syscall.EBUSY) || cq != nil {
+		t.Errorf("a second Wait = %p, %v; want EBUSY", cq, err)
+	}
+	if cq, err := p.ch.Block(time.Second); !errors.Is(err, syscall.EBUSY) || cq != nil {
+		t.Errorf("a Block during a Wait = %p, %v; want EBUSY", cq, err)
+	}
+	wcs := make([]ibverbs.WC, 1)
+	if n, err := p.b.cq.Wait(short, wcs); !errors.Is(err, syscall.EBUSY) || n != 0 {
+		t.Errorf("CQ.Wait on the channel's other CQ = %d, %v; want EBUSY", n, err)
+	}
+	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: 9, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	if err := b.Post(0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.n != 1 || r.wc.WRID != 9 || r.wc.Err() != nil {
+		t.Fatalf("the first waiter's CQ.Wait = %d, %v, %+v; want the write's completion", r.n, r.err, r.wc)
+	}
+	// Released: a Wait ended by Interrupt, then a Block, each claim it.
+	if err := p.ch.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ch.Wait(ctx); !errors.Is(err, ibverbs.ErrInterrupted) {
+		t.Errorf("Wait after the first waiter returned = %v; want ErrInterrupted", err)
+	}
+	if cq, err := p.ch.Block(0); err != nil || cq != nil {
+		t.Errorf("Block(0) after the waiters returned = %p, %v; want no event", cq, err)
+	}
+}

@@ -308,7 +308,8 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // ibv_ack_cq_events), as CompChannel.Wait does.
 // The CQ must have been created with a channel, else Wait fails with an
 // error matching syscall.EINVAL, and no other goroutine may wait on that
-// channel meanwhile. Other CQs may share it: an event for one of them is
+// channel meanwhile: a Wait on another of its CQs then fails with an
+// error matching syscall.EBUSY. Other CQs may share it: an event for one of them is
 // taken and dropped, and the wait goes on. That loses no completion where
 // every CQ on the channel is waited on with Wait or WaitEx, which poll
 // before they sleep; a loop that takes the channel's events with
