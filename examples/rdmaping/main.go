@@ -139,7 +139,7 @@ func serve(ctx context.Context, addr string, clients int) error {
 		return err
 	}
 	defer l.Close()
-	fmt.Printf("listening on %s\n", addr)
+	fmt.Printf("listening on %s\n", l.Addr())
 	for served := 0; clients == 0 || served < clients; {
 		r, err := l.GetRequest(ctx)
 		if err != nil {

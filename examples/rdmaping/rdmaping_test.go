@@ -404,3 +404,24 @@ func TestRdmapingInterruptWithClient(t *testing.T) {
 		t.Fatal("server still runs 10 s after Ctrl-C")
 	}
 }
+
+// A server told port 0 prints the port it was given, which a client
+// then reaches.
+func TestRdmapingPortZero(t *testing.T) {
+	ip := rdmatest.Addr(t).IP
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv := rdmatest.Start(t, ctx, "-l", netip.AddrPortFrom(ip, 0).String(), "-n", "1")
+	got, ok := strings.CutPrefix(srv.Lines.Text(), "listening on ")
+	ap, err := netip.ParseAddrPort(got)
+	if !ok || err != nil || ap.Addr() != ip || ap.Port() == 0 {
+		t.Fatalf("server's first line %q; want listening on %s:PORT, PORT not 0; stderr: %s",
+			srv.Lines.Text(), ip, srv.Stderr.String())
+	}
+	if out, err := rdmaping(ctx, "-c", "3", got).CombinedOutput(); err != nil {
+		t.Fatalf("client to %s: %v\n%s", got, err, out)
+	}
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Errorf("server: %v; stderr: %s", err, srv.Stderr.String())
+	}
+}
