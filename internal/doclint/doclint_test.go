@@ -11,7 +11,14 @@ import (
 // calls named in its doc.
 func TestBindings(t *testing.T) {
 	for _, pkg := range []string{"ibverbs", "rdmacm", "rdmamsg"} {
-		probs, err := Check(filepath.Join("..", "..", pkg))
+		dir := filepath.Join("..", "..", pkg)
+		// A test binary run outside the tree (the container image
+		// carries only testdata) has no sources to lint: say so,
+		// rather than pass having checked nothing.
+		if srcs, _ := filepath.Glob(filepath.Join(dir, "*.go")); len(srcs) == 0 {
+			t.Skipf("no Go sources in %s to lint", dir)
+		}
+		probs, err := Check(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
