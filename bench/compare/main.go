@@ -27,15 +27,24 @@
 // looping back through its port); or name them:
 //
 //	go run ./bench/compare -server-dev mlx5_0 -client-dev mlx5_1 -addr 198.18.0.1 -server-gid 3 -client-gid 3
+//
+// -server-dev alone runs the client on the same device with the same GID
+// index; -client-dev, -addr, -server-gid or -client-gid without a server
+// device is refused (exit 2) rather than overridden by the devices
+// picked. So are a list flag with an entry that is not a whole number from
+// 1 (4k and 1M are 4096 and 1048576), and a perftest tool the cases need
+// that is not on PATH.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -76,14 +85,25 @@ type config struct {
 	// clientEnv and serverEnv are where the two sides ran, from the
 	// first gorperf run's JSON (its env and peer_env).
 	clientEnv, serverEnv json.RawMessage
+	// listenWait is how long a server has to listen (0: 10 s).
+	listenWait time.Duration
 }
 
 // measure is one tool's result for one case.
 type measure struct {
 	BWAvgMBps   float64 `json:"bw_avg_mbps,omitempty"`
 	MsgRateMpps float64 `json:"msg_rate_mpps,omitempty"`
-	TTypicalUs  float64 `json:"t_typical_us,omitempty"`
-	P99Us       float64 `json:"p99_us,omitempty"`
+	// BWPreciseMBps is, for perftest, its bandwidth as the more precise
+	// of its two figures: BW average, in MiB/s to two decimals, or
+	// MsgRate × bytes ÷ 2^20, MsgRate in Mpps to six decimals; the
+	// latter below 10,486 bytes. At 2 bytes on rxe BW average reads 0.05
+	// where the message rate gives 0.0527, and a bandwidth ratio of the
+	// printed figure is perftest's rounding, not a difference. The
+	// bandwidth ratio and the table use it; gorperf's BWAvgMBps is
+	// precise as it is.
+	BWPreciseMBps float64 `json:"bw_precise_mbps,omitempty"`
+	TTypicalUs    float64 `json:"t_typical_us,omitempty"`
+	P99Us         float64 `json:"p99_us,omitempty"`
 	// UserCPUNsPerMsg and SysCPUNsPerMsg are the client's CPU time per
 	// message net of start-up and tear-down: less what a run of a few
 	// messages (the baseline) took.
@@ -142,18 +162,22 @@ type row struct {
 	Params   string `json:"params"` // the flags both tools ran with
 	Gorperf  stat   `json:"gorperf"`
 	Perftest stat   `json:"perftest"`
-	// BWRatio and MsgRateRatio are gorperf ÷ perftest; TypicalDiffUs and
-	// P99DiffUs are gorperf − perftest, TypicalRatio and P99Ratio the ratios.
-	BWRatio       float64 `json:"bw_ratio,omitempty"`
-	MsgRateRatio  float64 `json:"msg_rate_ratio,omitempty"`
-	TypicalDiffUs float64 `json:"t_typical_diff_us,omitempty"`
-	TypicalRatio  float64 `json:"t_typical_ratio,omitempty"`
-	P99DiffUs     float64 `json:"p99_diff_us,omitempty"`
-	P99Ratio      float64 `json:"p99_ratio,omitempty"`
+	// BWRatio and MsgRateRatio are gorperf ÷ perftest, BWRatio of
+	// gorperf's bandwidth and perftest's BWPreciseMBps; TypicalDiffUs
+	// and P99DiffUs are gorperf − perftest, TypicalRatio and P99Ratio the
+	// ratios. Each is left out of the JSON where the row has no such
+	// figure (a bandwidth row has no t_typical), and is null where it is
+	// a ratio to zero.
+	BWRatio       opt `json:"bw_ratio,omitzero"`
+	MsgRateRatio  opt `json:"msg_rate_ratio,omitzero"`
+	TypicalDiffUs opt `json:"t_typical_diff_us,omitzero"`
+	TypicalRatio  opt `json:"t_typical_ratio,omitzero"`
+	P99DiffUs     opt `json:"p99_diff_us,omitzero"`
+	P99Ratio      opt `json:"p99_ratio,omitzero"`
 	// BestRatio is gorperf's Best ÷ perftest's.
-	BestRatio   float64 `json:"best_ratio,omitempty"`
-	CPURatio    float64 `json:"user_cpu_ratio,omitempty"`
-	SysCPURatio float64 `json:"sys_cpu_ratio,omitempty"`
+	BestRatio   opt `json:"best_ratio,omitzero"`
+	CPURatio    opt `json:"user_cpu_ratio,omitzero"`
+	SysCPURatio opt `json:"sys_cpu_ratio,omitzero"`
 	// Baselines are the short runs whose CPU time was subtracted: gorperf's, perftest's.
 	Baselines [2]measure `json:"baselines"`
 }
@@ -183,25 +207,37 @@ func main() {
 	flag.BoolVar(&c.pin, "pin", false, "pin the server to CPU 0 and the client to CPU 1 (taskset)")
 	flag.BoolVar(&c.events, "events", false, "both tools sleep on completion events (-e); the write tests, which perftest cannot run with -e, are left out")
 	flag.Parse()
-	c.sizes, c.qps, c.tests = ints(sizes), ints(qps), strings.Split(tests, ",")
-	c.postListSizes, c.threadSizes = ints(*plSizes), ints(*thrSizes)
+	given := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	for _, l := range []struct {
+		dst        *[]int
+		name, list string
+	}{{&c.sizes, "sizes", sizes}, {&c.qps, "qps", qps}, {&c.postListSizes, "post-list-sizes", *plSizes}, {&c.threadSizes, "thread-sizes", *thrSizes}} {
+		if *l.dst, err = ints(l.name, l.list); err != nil {
+			usageError(err)
+		}
+	}
+	if c.tests, err = testList(tests); err != nil {
+		usageError(err)
+	}
 	c.reps = max(c.reps, 1)
 	if *godebug != "" {
 		c.env = append(c.env, "GODEBUG="+*godebug)
 	}
-	if c.serverDev == "" {
-		// No device named and not in the rxe VM: the host's own.
-		p, err := pickFromGorperf(c.gorperf)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "compare:", err)
-			fmt.Fprintln(os.Stderr, "compare: name the devices with -server-dev, -client-dev, -addr, -server-gid and -client-gid (or run in the rxe VM)")
-			os.Exit(2)
-		}
-		c.serverDev, c.clientDev, c.serverGID, c.clientGID, c.addr = p.serverDev, p.clientDev, p.serverGID, p.clientGID, p.addr
-		fmt.Fprintf(os.Stderr, "compare: %s; server address %s, GID indexes %d and %d\n", p.why, p.addr, p.serverGID, p.clientGID)
+	cases := c.cases()
+	help, err := c.checkTools(cases)
+	if err != nil {
+		usageError(err)
 	}
-	help, _ := exec.Command("ib_write_bw", "--help").CombinedOutput()
-	c.gorperfOnly, c.numa = numaParity(string(help))
+	note, err := c.settleDevices(given, func() (pick, error) { return pickFromGorperf(c.gorperf) })
+	if err != nil {
+		usageError(err)
+	}
+	if note != "" {
+		fmt.Fprintln(os.Stderr, "compare:", note)
+	}
+	c.gorperfOnly, c.numa = numaParity(help)
 	fmt.Fprintln(os.Stderr, "compare:", c.numa)
 	// perftest's binaries come from a page-cached file system; gorperf's
 	// may not (in the VM the checkout is a 9p share without a page cache,
@@ -219,7 +255,6 @@ func main() {
 	// cases done so far: their table is printed and their JSON kept.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cases := c.cases()
 	for _, note := range c.iterNotes(cases) {
 		fmt.Fprintln(os.Stderr, "compare:", note)
 	}
@@ -243,6 +278,101 @@ func main() {
 		cleanup()
 		os.Exit(1)
 	}
+}
+
+// usageError ends the run before it starts: a flag, a device or a program
+// it needs is wrong or missing.
+func usageError(err error) {
+	fmt.Fprintln(os.Stderr, "compare:", err)
+	os.Exit(2)
+}
+
+// testList reads -tests: perftest's test names without "ib_", each a
+// bandwidth or latency test.
+func testList(s string) ([]string, error) {
+	tests := strings.Split(s, ",")
+	for i, t := range tests {
+		tests[i] = strings.TrimSpace(t)
+		if !strings.HasSuffix(tests[i], "_bw") && !strings.HasSuffix(tests[i], "_lat") || strings.ContainsAny(tests[i], "/ ") {
+			return nil, fmt.Errorf("-tests %q: %q is not a test such as write_bw or send_lat", s, tests[i])
+		}
+	}
+	return tests, nil
+}
+
+// checkTools checks that the programs the cases run are on PATH:
+// perftest's ib_<test> of each (and taskset with -pin); it returns the
+// --help of the first, from which numaParity tells perftest's version.
+// Without it every run would fail, one case at a time.
+func (c *config) checkTools(cases []testCase) (help string, err error) {
+	var tools, missing []string
+	for _, k := range cases {
+		if t := "ib_" + k.test; !slices.Contains(tools, t) {
+			tools = append(tools, t)
+		}
+	}
+	if c.pin {
+		tools = append(tools, "taskset")
+	}
+	for _, t := range tools {
+		if _, err := exec.LookPath(t); err != nil {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("%s not found on PATH (perftest's tools: install perftest, or put its directory on PATH)", strings.Join(missing, ", "))
+	}
+	if len(cases) == 0 {
+		return "", nil
+	}
+	// perftest's --help exits with a status that is not 0 in some
+	// versions: only a failure to run it at all counts.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, tools[0], "--help").CombinedOutput()
+	var exit *exec.ExitError
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("%s --help did not end within 10 s", tools[0])
+	}
+	if err != nil && !errors.As(err, &exit) {
+		return "", fmt.Errorf("%s --help: %w", tools[0], err)
+	}
+	return string(out), nil
+}
+
+// settleDevices settles the two sides' devices, GID indexes and the
+// server's address. given are the flags named on the command line. With
+// no server device (no -server-dev and no RXE_DEV) they are picked from
+// gorperf's report, and a -client-dev, -addr, -server-gid or -client-gid
+// given with them is refused, not overridden. With a server device and no
+// client device the client shares the server's, and its GID index, unless
+// -client-gid names one. It returns what it chose, for the output.
+func (c *config) settleDevices(given map[string]bool, pickFn func() (pick, error)) (string, error) {
+	if c.serverDev == "" {
+		var named []string
+		for _, f := range []string{"client-dev", "addr", "server-gid", "client-gid"} {
+			if given[f] {
+				named = append(named, "-"+f)
+			}
+		}
+		if len(named) > 0 {
+			return "", fmt.Errorf("%s without -server-dev: name the server's device too, or none of these to use the devices gorperf finds", strings.Join(named, ", "))
+		}
+		p, err := pickFn()
+		if err != nil {
+			return "", fmt.Errorf("%w; name the devices with -server-dev (and -client-dev, -addr, -server-gid, -client-gid), or run in the rxe VM", err)
+		}
+		c.serverDev, c.clientDev, c.serverGID, c.clientGID, c.addr = p.serverDev, p.clientDev, p.serverGID, p.clientGID, p.addr
+		return fmt.Sprintf("%s; server address %s, GID indexes %d and %d", p.why, p.addr, p.serverGID, p.clientGID), nil
+	}
+	if c.clientDev == "" {
+		c.clientDev = c.serverDev
+		if !given["client-gid"] {
+			c.clientGID = c.serverGID
+		}
+		return fmt.Sprintf("no -client-dev: the client shares the server's device %s (GID index %d), looping back through its port", c.serverDev, c.clientGID), nil
+	}
+	return "", nil
 }
 
 // runCases runs the cases in order with do and returns their rows, those
@@ -488,17 +618,23 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 	r.Params = strings.Join(append(append([]string{}, extra...), params...), " ")
 	bw := strings.HasSuffix(test, "_bw")
 	r.Perftest, r.Gorperf = summarize(pruns, bw), summarize(gruns, bw)
-	g, p := r.Gorperf, r.Perftest
-	if g.Err != "" || p.Err != "" {
+	if r.Gorperf.Err != "" || r.Perftest.Err != "" {
 		return r
 	}
-	if bw {
-		r.BWRatio = ratio(g.BWAvgMBps, p.BWAvgMBps)
+	r.setRatios()
+	return r
+}
+
+// setRatios sets the row's ratios and differences from its tools' figures.
+func (r *row) setRatios() {
+	g, p := r.Gorperf, r.Perftest
+	if strings.HasSuffix(r.Test, "_bw") {
+		r.BWRatio = ratio(g.bw(), p.bw())
 		r.MsgRateRatio = ratio(g.MsgRateMpps, p.MsgRateMpps)
 	} else {
-		r.TypicalDiffUs = g.TTypicalUs - p.TTypicalUs
+		r.TypicalDiffUs = some(g.TTypicalUs - p.TTypicalUs)
 		r.TypicalRatio = ratio(g.TTypicalUs, p.TTypicalUs)
-		r.P99DiffUs = g.P99Us - p.P99Us
+		r.P99DiffUs = some(g.P99Us - p.P99Us)
 		r.P99Ratio = ratio(g.P99Us, p.P99Us)
 	}
 	r.BestRatio = ratio(g.Best, p.Best)
@@ -506,7 +642,27 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 		r.CPURatio = ratio(g.UserCPUNsPerMsg, p.UserCPUNsPerMsg)
 		r.SysCPURatio = ratio(g.SysCPUNsPerMsg, p.SysCPUNsPerMsg)
 	}
-	return r
+}
+
+// bw is the bandwidth compared: perftest's BWPreciseMBps where it has
+// one, else BW average.
+func (m measure) bw() float64 {
+	if m.BWPreciseMBps > 0 {
+		return m.BWPreciseMBps
+	}
+	return m.BWAvgMBps
+}
+
+// preciseBW is the more precise of perftest's two bandwidth figures for
+// a message of the given bytes: bwAvg (MiB/s, printed to two decimals, so
+// within 0.005) or msgRate × bytes ÷ 2^20 (msgRate in Mpps, printed to
+// six decimals, so within 0.5 × bytes ÷ 2^20 MiB/s).
+func preciseBW(bwAvg, msgRate float64, bytes int) float64 {
+	const mib = 1 << 20
+	if bytes <= 0 || msgRate <= 0 || 0.5*float64(bytes)/mib >= 0.005 {
+		return bwAvg
+	}
+	return msgRate * 1e6 * float64(bytes) / mib
 }
 
 // netCPU sets each run's CPU time per message net of the baseline's. A
@@ -603,6 +759,7 @@ func summarize(runs []measure, bw bool) stat {
 	med := func(f func(measure) float64) float64 { return median(ok, f) }
 	st.BWAvgMBps = med(func(m measure) float64 { return m.BWAvgMBps })
 	st.MsgRateMpps = med(func(m measure) float64 { return m.MsgRateMpps })
+	st.BWPreciseMBps = med(func(m measure) float64 { return m.BWPreciseMBps })
 	st.TTypicalUs = med(func(m measure) float64 { return m.TTypicalUs })
 	st.P99Us = med(func(m measure) float64 { return m.P99Us })
 	var known []measure
@@ -674,22 +831,46 @@ func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps i
 	// client, with other flags.
 	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cli.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var srvOut, out, errb bytes.Buffer
-	srv.Stdout, srv.Stderr = &srvOut, &srvOut
+	var srvOut, srvErr, out, errb bytes.Buffer
+	srv.Stdout, srv.Stderr = &srvOut, &srvErr
 	cli.Stdout, cli.Stderr = &out, &errb
 	if err := srv.Start(); err != nil {
 		return measure{Err: err.Error()}, ""
 	}
-	defer func() {
-		srv.Process.Kill()
-		srv.Wait()
+	// The server is waited for at once, so that the wait for it to
+	// listen ends when it exits (a port in use, a bad flag), and killed
+	// when this run ends. Its output is read only after it is reaped.
+	exited := make(chan struct{})
+	var srvState error
+	go func() {
+		srvState = srv.Wait()
+		close(exited)
 	}()
-	if !listening(c.port, 10*time.Second) {
-		return measure{Err: "the server did not listen: " + lastLine(srvOut.String())}, ""
+	stopServer := func() {
+		srv.Process.Kill()
+		<-exited
+	}
+	defer stopServer()
+	wait := c.listenWait
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	if err := listening(srv.Process.Pid, c.port, exited, wait); err != nil {
+		stopServer()
+		msg := err.Error()
+		if errors.Is(err, errServerExited) {
+			msg = fmt.Sprintf("%s (%v)", msg, srvState)
+		}
+		if l := firstNonEmpty(lastLine(srvErr.String()), lastLine(srvOut.String())); l != "" {
+			msg += ": " + l
+		}
+		return measure{Err: msg}, ""
 	}
 	before := c.counters()
 	if err := cli.Run(); err != nil {
-		msg := lastLine(errb.String() + out.String())
+		// stderr says what went wrong where there is anything in it;
+		// stdout's last line is then a table's header or a separator.
+		msg := firstNonEmpty(lastLine(errb.String()), lastLine(out.String()))
 		var doc struct{ Error *struct{ Message string } }
 		if json.Unmarshal(out.Bytes(), &doc) == nil && doc.Error != nil {
 			msg = doc.Error.Message
@@ -765,21 +946,84 @@ func counterDelta(before, after map[string]uint64) map[string]uint64 {
 	return d
 }
 
-// listening waits until something listens on the TCP port, reading
-// /proc/net/tcp{,6}: connecting to find out would be a client to the server.
-func listening(port int, d time.Duration) bool {
+// errServerExited is listening's error when the server exits first.
+var errServerExited = errors.New("the server exited before it listened")
+
+// listening waits until the process pid listens on the TCP port: a
+// socket in state LISTEN on the port in /proc/net/tcp or tcp6 whose inode
+// is one of the process's open files. Reading /proc, not connecting: a
+// connection would be a client to the server. A socket of another process
+// on the port does not count (a server left over, or some other program:
+// the client would reach it); the wait ends early when exited is closed.
+func listening(pid, port int, exited <-chan struct{}, d time.Duration) error {
 	hexPort := fmt.Sprintf(":%04X", port)
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	foreign := false
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(d)
+	for {
+		select {
+		case <-exited:
+			return errServerExited
+		default:
+		}
+		var inodes []string
 		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 			b, _ := os.ReadFile(f)
 			for _, l := range strings.Split(string(b), "\n") {
-				if fs := strings.Fields(l); len(fs) > 3 && strings.HasSuffix(fs[1], hexPort) && fs[3] == "0A" {
-					return true
+				// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+				if fs := strings.Fields(l); len(fs) > 9 && strings.HasSuffix(fs[1], hexPort) && fs[3] == "0A" {
+					inodes = append(inodes, fs[9])
 				}
 			}
 		}
+		if len(inodes) > 0 {
+			switch owns, err := ownsSocket(pid, inodes); {
+			case owns:
+				return nil
+			case errors.Is(err, fs.ErrNotExist):
+				// exiting: exited closes soon
+			case err != nil:
+				// /proc hides the process's files: take the
+				// port's socket as the server's.
+				return nil
+			default:
+				foreign = true
+			}
+		}
+		select {
+		case <-exited:
+			return errServerExited
+		case <-timeout:
+			if foreign {
+				return fmt.Errorf("the server did not listen within %v: port %d is another process's", d, port)
+			}
+			return fmt.Errorf("the server did not listen within %v", d)
+		case <-tick.C:
+		}
 	}
-	return false
+}
+
+// ownsSocket says whether one of the process's open files is a socket
+// with one of the inodes.
+func ownsSocket(pid int, inodes []string) (bool, error) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range ents {
+		link, err := os.Readlink(dir + "/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for _, in := range inodes {
+			if link == "socket:["+in+"]" {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 func parse(gorperf, lat bool, out []byte) (measure, error) {
@@ -827,7 +1071,11 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 			return measure{TTypicalUs: num(4), P99Us: num(7)}, nil
 		}
 		// #bytes #iterations BW_peak BW_average MsgRate
-		return measure{BWAvgMBps: num(3), MsgRateMpps: num(4)}, nil
+		m := measure{BWAvgMBps: num(3), MsgRateMpps: num(4)}
+		if p := preciseBW(m.BWAvgMBps, m.MsgRateMpps, int(num(0))); p != m.BWAvgMBps {
+			m.BWPreciseMBps = p
+		}
+		return m, nil
 	}
 	return measure{}, fmt.Errorf("perftest printed no result: %s", lastLine(string(out)))
 }
@@ -898,22 +1146,25 @@ func printTable(w io.Writer, rows []row) {
 				}
 			}
 		case g.CPUKnown && p.CPUKnown:
-			cpu = fmt.Sprintf("%.2f\t%.2f\t", r.CPURatio, r.SysCPURatio)
+			cpu = r.CPURatio.format("%.2f") + "\t" + r.SysCPURatio.format("%.2f") + "\t"
 		}
 		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%s", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, cpu)
 		if strings.HasSuffix(r.Test, "_bw") {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f MB/s\t%.2f MB/s\t%.3f\t%.3f\t%.3f\t\t\t%s\n", r.Test, r.Bytes, qps, list,
-				g.BWAvgMBps, p.BWAvgMBps, r.BWRatio, r.MsgRateRatio, r.BestRatio, common)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s MB/s\t%s MB/s\t%s\t%s\t%s\t\t\t%s\n", r.Test, r.Bytes, qps, list,
+				mbps(g.bw()), mbps(p.bw()), r.BWRatio.format("%.3f"), r.MsgRateRatio.format("%.3f"), r.BestRatio.format("%.3f"), common)
 		} else {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f µs\t%.2f µs\t%.3f\t\t%.3f\t%+.2f\t%+.2f\t%s\n", r.Test, r.Bytes, qps, list,
-				g.TTypicalUs, p.TTypicalUs, r.TypicalRatio, r.BestRatio, r.TypicalDiffUs, r.P99DiffUs, common)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f µs\t%.2f µs\t%s\t\t%s\t%s\t%s\t%s\n", r.Test, r.Bytes, qps, list,
+				g.TTypicalUs, p.TTypicalUs, r.TypicalRatio.format("%.3f"), r.BestRatio.format("%.3f"),
+				r.TypicalDiffUs.format("%+.2f"), r.P99DiffUs.format("%+.2f"), common)
 		}
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nMedians of the runs; ratios gorperf ÷ perftest; best ratio: of the best runs (highest message rate, lowest")
 	fmt.Fprintln(w, "t_typical); spread: (max − min) ÷ median of message rate or t_typical;")
 	fmt.Fprintln(w, "retries: the client device's retransmissions (median); CPU: the client's time per message net of start-up")
-	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest; \"-\" where the loop's CPU was too small to tell.")
+	fmt.Fprintln(w, "(a run of a few messages subtracted), gorperf ÷ perftest; \"-\" where the loop's CPU was too small to tell,")
+	fmt.Fprintln(w, "or, in any ratio, where perftest's figure is 0. Bandwidth: four significant digits; perftest's from its message")
+	fmt.Fprintln(w, "rate below 10,486 bytes, where that is more precise than its BW average (two decimals of MiB/s).")
 	if slices.ContainsFunc(rows, func(r row) bool { return r.Threads > 1 }) {
 		fmt.Fprintln(w, "qps N/Mt: gorperf ran the N QPs as M threads (--threads), each on its own CPU; perftest, which has no threads, as one.")
 	}
@@ -925,21 +1176,91 @@ func printTable(w io.Writer, rows []row) {
 	}
 }
 
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
+// An opt is one of a row's ratios or differences: absent where the row
+// has no such figure (left out of the JSON), undefined where it is a
+// ratio to zero (null in the JSON, "-" in the table), or a number.
+type opt struct {
+	set bool    // the row has the figure
+	v   float64 // NaN where undefined
 }
 
-func ints(s string) []int {
+func some(v float64) opt { return opt{true, v} }
+
+// ratio is a ÷ b, undefined where b is 0.
+func ratio(a, b float64) opt {
+	if b == 0 {
+		return opt{true, math.NaN()}
+	}
+	return some(a / b)
+}
+
+// IsZero says the row has no such figure, for omitzero.
+func (o opt) IsZero() bool { return !o.set }
+
+// Defined says the figure is there and a number.
+func (o opt) Defined() bool { return o.set && !math.IsNaN(o.v) }
+
+// format prints the figure with the verb, or "-" where it is absent or
+// undefined.
+func (o opt) format(verb string) string {
+	if !o.Defined() {
+		return "-"
+	}
+	return fmt.Sprintf(verb, o.v)
+}
+
+func (o opt) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(o.v) || math.IsInf(o.v, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(o.v)
+}
+
+func (o *opt) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*o = opt{true, math.NaN()}
+		return nil
+	}
+	o.set = true
+	return json.Unmarshal(b, &o.v)
+}
+
+// mbps prints a bandwidth in MiB/s to four significant digits, and at
+// least two decimals.
+func mbps(v float64) string {
+	d := 2
+	if v > 0 {
+		d = max(2, 3-int(math.Floor(math.Log10(v))))
+	}
+	return strconv.FormatFloat(v, 'f', d, 64)
+}
+
+// ints reads a comma-separated list of whole numbers, each at least 1 and
+// perhaps with a k or K (× 1024) or m or M (× 2^20) after it; the flag's
+// name is for the error. An empty
+// string is an empty list; an entry that is not such a number is an error
+// (one was dropped: -sizes 2,4k ran only 2 bytes, and -qps 0 a 0-QP row).
+func ints(flag, s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
 	var out []int
 	for _, f := range strings.Split(s, ",") {
-		if v, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
-			out = append(out, v)
+		f = strings.TrimSpace(f)
+		num, mul := f, 1
+		switch {
+		case strings.HasSuffix(f, "k"), strings.HasSuffix(f, "K"):
+			num, mul = f[:len(f)-1], 1<<10
+		case strings.HasSuffix(f, "m"), strings.HasSuffix(f, "M"):
+			num, mul = f[:len(f)-1], 1<<20
 		}
+		v, err := strconv.Atoi(num)
+		if err != nil || v < 1 || v > math.MaxInt32/mul {
+			return nil, fmt.Errorf("-%s %q: %q is not a whole number from 1 (with k or m after it, perhaps)", flag, s, f)
+		}
+		out = append(out, v*mul)
 	}
-	return out
+	return out, nil
 }
 
 func atoi(s string, def int) int {
@@ -958,7 +1279,8 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
+// lastLine is the last line of s that is not blank, "" if none is.
 func lastLine(s string) string {
 	l := strings.Split(strings.TrimSpace(s), "\n")
-	return l[len(l)-1]
+	return strings.TrimSpace(l[len(l)-1])
 }

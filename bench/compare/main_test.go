@@ -146,9 +146,9 @@ func TestLocalCopy(t *testing.T) {
 // TestPrintTable checks that each row puts its figures under the right
 // headings, the best-run ratio among them.
 func TestPrintTable(t *testing.T) {
-	bw := row{Test: "write_bw", Bytes: 64, QPs: 1, BWRatio: 0.9, MsgRateRatio: 0.91, BestRatio: 0.97,
+	bw := row{Test: "write_bw", Bytes: 64, QPs: 1, BWRatio: some(0.9), MsgRateRatio: some(0.91), BestRatio: some(0.97),
 		Gorperf: stat{measure: measure{BWAvgMBps: 9}}, Perftest: stat{measure: measure{BWAvgMBps: 10}}}
-	lat := row{Test: "write_lat", Bytes: 2, QPs: 1, TypicalRatio: 1.1, BestRatio: 1.05, TypicalDiffUs: 2,
+	lat := row{Test: "write_lat", Bytes: 2, QPs: 1, TypicalRatio: some(1.1), BestRatio: some(1.05), TypicalDiffUs: some(2),
 		Gorperf: stat{measure: measure{TTypicalUs: 22}}, Perftest: stat{measure: measure{TTypicalUs: 20}}}
 	noBase := bw
 	noBase.Baselines[0].Err = "the server did not listen"
