@@ -76,11 +76,19 @@ func newCmdTest(f *Factory, t exchange.Test, loopback bool, runF func(*testOptio
 		Long: fmt.Sprintf(`%s, as perftest's ib_%s measures it.
 
 Without a server address gorperf waits for a client (-p, default 18515) and runs
-the test the client asks for; with one it is the client. The server learns the
-test and its options from the client, so only the client's flags matter beyond
-the device (-d, -i, -x, --gid-*) and the port (-p). Each side checks its
-device, port and GID before it listens or connects, and a client started
-before its server keeps trying for 3 s.`, bench.Title(t), t),
+the test the client asks for; with one it is the client. The test and its
+parameters (-s, -n, -D, -q, -c, -b, -e, ...) come from the client. The server's
+own flags still set its side: its device, port and GID (-d, -i, -x, --gid-*,
+--source_ip), where it listens (-p, --bind_source_ip, --ipv6-addr), its QPs
+(-u, --retry_count, -X, --pkey_index), buffer (--mmap, --payload_file_path) and
+CPUs (--pin_cores, --numa_node), --rate_limit where it sends, --peer-timeout,
+and what it reports (--json, --csv, --output, --report_gbits, -W, --cpu_util,
+and the limits, judged on its own figures). Its --output and limits are for its
+command's kind of test: a client's test of the other kind (latency or
+bandwidth) fails them. A server for one test takes any test its client's
+command takes; gorperf serve has limits. Each side checks its device, port and
+GID before it listens or connects, and a client started before its server
+keeps trying for 3 s.`, bench.Title(t), t),
 		Example: fmt.Sprintf("  gorperf %s -d mlx5_0                # server\n  gorperf %s -d mlx5_0 -s 4096 198.18.0.1   # client", name, name),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -116,7 +124,7 @@ before its server keeps trying for 3 s.`, bench.Title(t), t),
 	}
 	addTestFlags(cmd, o)
 	if loopback {
-		cmd.Flags().StringVar(&o.PeerDev, "peer-dev", "", "device of the server side (default: -d)")
+		cmd.Flags().StringVar(&o.PeerDev, "peer-dev", "", "device of the server side (default: -d); on another device the server side chooses its GID automatically: -x, --source_ip, --bind_source_ip, --gid-subnet and --gid-netdev are the client side's, --gid-family and --ipv6 both sides'")
 	}
 	return cmd
 }
@@ -318,9 +326,6 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	out := f.IO.Out
 	text := o.text()
 	if o.Infinite {
-		if text {
-			report.WriteBWHeader(out, o.Gbits)
-		}
 		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
 			if text {
 				report.WriteBWRow(out, b, o.Gbits)
@@ -340,6 +345,12 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		if text {
 			o.placeHeader(&h)
 			report.WriteHeader(out, h)
+			if o.Infinite {
+				// perftest's order: its header block, then the
+				// column line, then a row an interval; nothing of the
+				// table where the run fails before its header.
+				report.WriteBWHeader(out, o.Gbits)
+			}
 		}
 	}
 	if o.Loopback {
@@ -371,7 +382,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 			ln.Close()
 			onHeader(h)
 		}
-		err = bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, srvHeader, func(r *bench.Result, err error) {
+		err = bench.Serve(ctx, ln, l, oneTestLimits(), true, srvHeader, func(r *bench.Result, err error) {
 			if r == nil && bench.KeepsWaiting(err) {
 				// Not a client's test, so not this run's outcome.
 				if ctx.Err() == nil {
@@ -394,6 +405,23 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	// busy server's hello, or connects the QPs (-R).
 	err = stoppedEarly(ctx, res, err, "")
 	return o.finish(f, "client", res, err)
+}
+
+// oneTestLimits are the limits of a server started for one test and of
+// loopback's server side: none beyond what the test commands check of
+// their own flags (TestSpec.Validate), since whoever started the server
+// chose to run a test on it, as a perftest server runs whatever its
+// client asks within perftest's own bounds. gorperf serve,
+// which runs any client's test for as long as it is up, keeps
+// exchange.DefaultLimits and its --max-* flags.
+func oneTestLimits() exchange.Limits {
+	return exchange.Limits{
+		MaxMsgSize:    math.MaxUint32,
+		MaxQPs:        math.MaxUint16,
+		MaxDepth:      math.MaxUint32,
+		MaxMemory:     math.MaxUint64,
+		MaxIterations: math.MaxUint64,
+	}
 }
 
 // stoppedEarly turns the outcome of a side that Ctrl-C (or SIGTERM)
@@ -431,23 +459,31 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		if err == nil && res.Mismatches > 0 {
 			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
 		}
+		other := o.otherTest(role, res.Spec.Test)
+		if err == nil {
+			err = other
+		}
 		if err == nil && !res.Interrupted && !res.PeerInterrupted {
 			err = o.limits.Check(rs) // not on a run either side cut short
 		}
+		var werr error // the output's, which a run that failed keeps to its own error
 		if o.value != report.NoValue {
-			if !o.Infinite { // the intervals were the figures
-				writeValues(f.IO.Out, res, o.value, o.Gbits)
+			if !o.Infinite && other == nil { // the intervals were the figures
+				werr = writeValues(f.IO.Out, res, o.value, o.Gbits)
 			}
 		} else if o.JSON {
-			report.WriteJSON(f.IO.Out, o.document(role, res, err))
+			werr = report.WriteJSON(f.IO.Out, o.document(role, res, err))
 		} else if o.CSV {
-			report.WriteCSV(f.IO.Out, o.document(role, res, err))
+			werr = report.WriteCSV(f.IO.Out, o.document(role, res, err))
 		} else {
 			writeTables(f.IO.Out, res, o)
 			report.WriteThreads(f.IO.Out, reportThreads(res), o.Gbits)
 			h := res.Header
 			report.WriteCPU(f.IO.Out, rs)
 			report.WriteCounters(f.IO.Out, h.Device, h.Port, rs, slices.Equal(o.Counters, []string{counters.All}))
+		}
+		if werr != nil && err == nil {
+			err = fmt.Errorf("writing the result: %w", werr)
 		}
 		if werr := o.writeJSONFile(o.document(role, res, err)); err == nil {
 			err = werr
@@ -467,6 +503,38 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 	return err
 }
 
+// otherTest is the error of a server for one test whose client ran
+// test, of the other kind (latency or bandwidth) than the server's
+// command, where the server was given --output or a limit: both are of
+// its command's kind (flags of its tests, checked against them), and
+// cannot judge or print the client's test. A server whose flags do not
+// depend on the kind runs any test its client asks for.
+func (o *testOptions) otherTest(role string, test exchange.Test) error {
+	if role != "server" || o.Host != "" || o.Loopback || test.IsLatency() == o.Test.IsLatency() {
+		return nil
+	}
+	var flags []string
+	if o.value != report.NoValue {
+		flags = append(flags, "--output "+o.Output)
+	}
+	for _, l := range []struct {
+		set  bool
+		flag string
+	}{
+		{o.limits.BW > 0, "-w"}, {o.limits.MsgRate > 0, "-y"},
+		{o.limits.Typical > 0, "--limit_lat"}, {o.limits.P99 > 0, "--limit_p99"},
+	} {
+		if l.set {
+			flags = append(flags, l.flag)
+		}
+	}
+	if len(flags) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the client ran %s, and this server's %s %s for %s's figures: not applied (run the server as gorperf %s)",
+		test, strings.Join(flags, " and "), map[bool]string{true: "is", false: "are"}[len(flags) == 1], testCmdName(o.Test), testCmdName(test))
+}
+
 // peerRole names the other side of a run whose side is role.
 func peerRole(role string) string {
 	switch role {
@@ -483,6 +551,11 @@ func peerRole(role string) string {
 func (o *testOptions) document(role string, res *bench.Result, err error) report.Result {
 	r := jsonResult(role, res, err)
 	r.Intervals = o.intervals
+	if r.Intervals == nil && (o.Infinite || res.Spec.RunInfinitely) {
+		// --csv's interval columns, also where no interval ended; the
+		// JSON leaves an empty list out.
+		r.Intervals = []report.Interval{}
+	}
 	// The CPUs every thread may run on now, at the end: those made
 	// during the run inherited the placement.
 	r.CPUs, r.CPUReason = affinity.FormatList(o.placed.CPUs), o.placed.Reason
@@ -560,15 +633,24 @@ func (o *testOptions) closeJSONFile() {
 	}
 }
 
-// writeValues prints --output's figure for each size.
-func writeValues(w io.Writer, res *bench.Result, v report.Value, gbits bool) {
+// writeValues prints --output's figure for each size: for a latency
+// test of a duration (-D), perftest's t_avg of that report.
+func writeValues(w io.Writer, res *bench.Result, v report.Value, gbits bool) error {
 	for _, s := range res.Sizes {
-		if s.IsLatency {
-			report.WriteLatValue(w, s.Lat)
-		} else {
-			report.WriteBWValue(w, v, s.BW, gbits)
+		var err error
+		switch {
+		case s.IsLatency && res.Spec.Duration > 0:
+			err = report.WriteLatDurValue(w, s.Lat)
+		case s.IsLatency:
+			err = report.WriteLatValue(w, s.Lat)
+		default:
+			err = report.WriteBWValue(w, v, s.BW, gbits)
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // writeTables prints the results table, and for latency tests the
@@ -579,9 +661,18 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions) {
 		return
 	}
 	if res.Sizes[0].IsLatency {
-		report.WriteLatHeader(w)
-		for _, s := range res.Sizes {
-			report.WriteLatRow(w, s.Size, uint64(s.Lat.N), s.Lat)
+		if res.Spec.Duration > 0 {
+			// perftest's report of a run of -D seconds: the average
+			// and the rate (print_report_lat_duration).
+			report.WriteLatDurHeader(w)
+			for _, s := range res.Sizes {
+				report.WriteLatDurRow(w, s.Size, s.Lat, halvesRoundTrip(res.Spec.Test))
+			}
+		} else {
+			report.WriteLatHeader(w)
+			for _, s := range res.Sizes {
+				report.WriteLatRow(w, s.Size, uint64(s.Lat.N), s.Lat)
+			}
 		}
 		report.WriteRule(w)
 		for _, s := range res.Sizes {
@@ -637,6 +728,13 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions) {
 		}
 		report.WriteRule(w)
 	}
+}
+
+// halvesRoundTrip reports whether test's latency samples are half a
+// round trip (write_lat and send_lat, which ping-pong), not a whole
+// request's time (read_lat, atomic_lat), as perftest's rtt_factor.
+func halvesRoundTrip(test exchange.Test) bool {
+	return test == exchange.WriteLat || test == exchange.SendLat
 }
 
 // listLen is a list length as the JSON has it: 0 (left out) for none,
@@ -750,7 +848,7 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 	go func() {
 		var runErr error
 		served := false
-		err := bench.Serve(ctx, ln, sl, exchange.DefaultLimits(), true, nil, func(_ *bench.Result, err error) { runErr, served = err, true })
+		err := bench.Serve(ctx, ln, sl, oneTestLimits(), true, nil, func(_ *bench.Result, err error) { runErr, served = err, true })
 		early := err != nil && !served && !clientDone.Load()
 		if early {
 			stopClient()
@@ -771,15 +869,21 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 }
 
 // serverSide is the Local of loopback's server side, made from the
-// client side's l: on --peer-dev if given, without --mmap (the client
-// side's), with its threads starting on other CPUs, and with the
+// client side's l: on --peer-dev if given, there with its GID chosen
+// automatically, in the family the flags ask for (-x, --source_ip,
+// --bind_source_ip, --gid-subnet and --gid-netdev name a GID of the
+// client side's device, which another device does not have),
+// without --mmap (the client side's), with its threads starting on other
+// CPUs, and with the
 // interval and progress reports only where it is the side that sends
 // (--reversed). Each side that sends reports, and with -b both do: two
 // reports of every interval, the second from another goroutine.
 func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Local {
 	sl := l
-	if o.PeerDev != "" {
+	if o.PeerDev != "" && o.PeerDev != o.Device {
 		sl.Device = o.PeerDev
+		sl.GIDIndex = -1
+		sl.GIDRule = ibverbs.GIDRule{Family: l.GIDRule.Family, AllowLinkLocal: l.GIDRule.AllowLinkLocal}
 	}
 	sl.MapFile, sl.MapOffset = "", 0 // --mmap is the client side's
 	if k := len(l.ThreadCPUs); k > 0 {

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gorperf/gorperf/internal/report"
 )
 
 // devicesSchemaVersion is the version of `gorperf devices --json`'s
@@ -24,10 +26,13 @@ type DevicesOptions struct {
 	JSON    bool   // --json
 }
 
-// devicesDoc is the --json document.
+// devicesDoc is the --json document. One that failed (an unknown -d, no
+// devices at all) has no devices and the error, as a test's document
+// has it: {"code": ..., "message": ...}.
 type devicesDoc struct {
 	SchemaVersion int            `json:"schema_version"`
 	Devices       []deviceReport `json:"devices"`
+	Error         *report.Error  `json:"error,omitempty"`
 }
 
 // deviceReport is what gorperf knows of one RDMA device. Gathering it
@@ -123,9 +128,13 @@ func writeDevicesJSON(w io.Writer, devs []deviceReport) error {
 			}
 		}
 	}
+	return encodeDevicesDoc(w, devicesDoc{SchemaVersion: devicesSchemaVersion, Devices: devs})
+}
+
+func encodeDevicesDoc(w io.Writer, d devicesDoc) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
-	return e.Encode(devicesDoc{SchemaVersion: devicesSchemaVersion, Devices: devs})
+	return e.Encode(d)
 }
 
 func writeDevicesText(w io.Writer, devs []deviceReport) error {

@@ -570,6 +570,12 @@ func TestRunInfinitely(t *testing.T) {
 	if rows < 3 {
 		t.Errorf("%d interval lines in 6.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
 	}
+	// perftest's order: the header block, then the column line, then
+	// the rows (and, stopped, the result's table).
+	if title, cols, row := strings.Index(cliOut.String(), "RDMA_Write BW Test"), strings.Index(cliOut.String(), "#bytes"),
+		strings.Index(cliOut.String(), "\n 4096 "); title < 0 || cols < title || row < cols {
+		t.Errorf("the column line is not between the header block and the rows:\n%s", cliOut)
+	}
 	// With --json, one document holds the intervals; a warm-up ends and
 	// the intervals follow it.
 	cliOut = run(4500*time.Millisecond, "--json", "--perform_warm_up")
@@ -742,21 +748,26 @@ func TestServerLimitsAndGarbage(t *testing.T) {
 }
 
 // TestOneTestServerRefuses: a server for one test that refuses its
-// client's test says why and exits 1, without claiming to wait on.
+// client's test says why and exits 1, without claiming to wait on. (A
+// server for one test has no limits, which serve's refusals test: its
+// own buffer, in a file too small for the test, refuses it here.)
 func TestOneTestServerRefuses(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
 	port := fmt.Sprint(19000 + nextPort.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	srv, _ := start(t, ctx, "write-lat", "-d", srvDev, "-p", port)
+	small := filepath.Join(t.TempDir(), "small")
+	if err := os.WriteFile(small, make([]byte, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := start(t, ctx, "write-lat", "-d", srvDev, "-p", port, "--mmap", small)
 	waitListening(t, port)
-	// More iterations than a server keeps latency samples for.
-	out, err := gorperf(ctx, "write-lat", "-d", cliDev, "-p", port, "-n", "20000000", addr).CombinedOutput()
-	if procExit(err) != 1 || !strings.Contains(string(out), "maximum") {
+	out, err := gorperf(ctx, "write-lat", "-d", cliDev, "-p", port, "-s", "65536", addr).CombinedOutput()
+	if procExit(err) != 1 || !strings.Contains(string(out), "the file has 100 bytes") {
 		t.Errorf("client of a refused test: exit %v:\n%s", err, out)
 	}
 	err = srv.Wait()
-	if e := srv.Stderr.(*bytes.Buffer).String(); procExit(err) != 1 || !strings.Contains(e, "maximum") || strings.Contains(e, "still waiting") {
+	if e := srv.Stderr.(*bytes.Buffer).String(); procExit(err) != 1 || !strings.Contains(e, "the file has 100 bytes") || strings.Contains(e, "still waiting") {
 		t.Errorf("server: exit %v, said:\n%s", err, e)
 	}
 }

@@ -108,11 +108,21 @@ func run(ctx context.Context, f *Factory, args []string) int {
 	if perr := f.stopProfile(); err == nil {
 		err = perr
 	}
+	if err == nil && out.err != nil {
+		// What the command printed did not all arrive (a full disk, a
+		// closed pipe): not a success.
+		err = fmt.Errorf("writing the output: %w", out.err)
+	}
 	code := exitCode(err)
 	if err != nil && out.n == 0 && wantsJSON(args) {
 		// --json promises one valid document on every path, also when the
-		// command line itself was wrong and no command ran.
-		writeJSONError(out, args, err)
+		// command line itself was wrong and no command ran: gorperf
+		// devices's own, or a test's.
+		if c, _, ferr := cmd.Find(args); ferr == nil && c.Name() == "devices" && c.Parent() == cmd {
+			writeDevicesJSONError(out, err)
+		} else {
+			writeJSONError(out, args, err)
+		}
 	}
 	if err != nil && !errors.As(err, new(*silentError)) {
 		fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)
@@ -229,15 +239,20 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	return cmd
 }
 
-// countingWriter counts what a command wrote to its output.
+// countingWriter counts what a command wrote to its output, and keeps
+// the first error of a write.
 type countingWriter struct {
-	w io.Writer
-	n int
+	w   io.Writer
+	n   int
+	err error
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += n
+	if err != nil && c.err == nil {
+		c.err = err
+	}
 	return n, err
 }
 

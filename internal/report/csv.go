@@ -26,6 +26,13 @@ var csvHeader = []string{
 // --cpu_util adds three columns after these (cpuColumns), and port
 // counters (-W) a column each after those, named as the counter
 // ("hw_counters/sent_pkts"), so runs with the same flags concatenate too.
+//
+// A run of --run_infinitely (r.Intervals not nil, if empty) has two
+// columns more, last: interval_end_s and interval_duration_s, the
+// Interval's end_s and duration_s. Its intervals come first, a row each
+// in order, with the run's message size, their iterations, bandwidth
+// and message rate, and the two; then the run's result, whose two cells
+// are empty.
 func WriteCSV(w io.Writer, r Result) error {
 	cw := csv.NewWriter(w)
 	header := slices.Clip(csvHeader)
@@ -34,8 +41,31 @@ func WriteCSV(w io.Writer, r Result) error {
 		header = append(header, cpuColumns...)
 	}
 	counters := counterColumns(r.Results)
-	if err := cw.Write(append(header, counters...)); err != nil {
+	header = append(header, counters...)
+	intervals := r.Intervals != nil
+	if intervals {
+		header = append(header, intervalColumns...)
+	}
+	if err := cw.Write(header); err != nil {
 		return err
+	}
+	size := "" // the intervals' message size: the run's one
+	if len(r.Results) == 1 {
+		size = strconv.Itoa(r.Results[0].Bytes)
+	}
+	for _, iv := range r.Intervals {
+		row := make([]string, 0, len(header))
+		row = append(row, r.Test, size, strconv.FormatUint(iv.Iterations, 10), "")
+		for _, v := range []float64{iv.BWAvgMBps, iv.BWAvgGbps, iv.MsgRateMpps} {
+			row = append(row, csvFloat0(v))
+		}
+		for len(row) < len(header)-len(intervalColumns) {
+			row = append(row, "") // latency, CPU and counter cells
+		}
+		row = append(row, csvFloat0(iv.EndS), csvFloat0(iv.DurationS))
+		if err := cw.Write(row); err != nil {
+			return err
+		}
 	}
 	for _, s := range r.Results {
 		row := []string{
@@ -67,12 +97,28 @@ func WriteCSV(w io.Writer, r Result) error {
 			row = append(row, cpuCells(s)...)
 		}
 		row = append(row, counterCells(s, counters)...)
+		if intervals {
+			row = append(row, "", "")
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// intervalColumns name the CSV columns of a --run_infinitely run's
+// intervals, last.
+var intervalColumns = []string{"interval_end_s", "interval_duration_s"}
+
+// csvFloat0 is csvFloat, with 0 for zero: an interval's figures are
+// there whatever their value.
+func csvFloat0(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	return csvFloat(v)
 }
 
 // csvFloat formats v in the fewest digits that read back exactly, or as

@@ -2,8 +2,14 @@
 //
 // The text output copies perftest 4.5 byte for byte where perftest has an
 // equivalent: the test header block (WriteHeader), the bandwidth table
-// (WriteBWHeader, WriteBWRow) and the latency table (WriteLatHeader,
-// WriteLatRow), separated by the same dashed rules (WriteRule). After the
+// (WriteBWHeader, WriteBWRow), the latency table (WriteLatHeader,
+// WriteLatRow) and that of a latency run of a duration, perftest's -D
+// (WriteLatDurHeader, WriteLatDurRow), separated by the same dashed rules
+// (WriteRule). The figures are computed as perftest computes them, from
+// gorperf's own measurements: the duration table's t_avg is the mean of
+// every sample, where perftest divides its measuring window by its
+// iterations, which also counts the pauses gorperf leaves out of its
+// samples (a yield to the scheduler every few milliseconds). After the
 // perftest table gorperf adds what perftest lacks: a percentile line
 // (WritePercentiles) and a latency histogram (WriteHistogram). The side
 // of a latency test that keeps no samples (the peer timed it) gets a line
@@ -11,8 +17,9 @@
 // JSON sizes have no latency fields and set measured_by_peer.
 //
 // For programs there is a versioned JSON document (Result, WriteJSON) and
-// a CSV table (WriteCSV). Every write function returns the first error of
-// the underlying io.Writer.
+// a CSV table (WriteCSV), with a --run_infinitely run's intervals in
+// both. Every write function returns the first error of the underlying
+// io.Writer.
 //
 // A full bandwidth report is written in this order:
 //

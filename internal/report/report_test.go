@@ -839,3 +839,105 @@ func TestBidiRow(t *testing.T) {
 		t.Errorf("row\n%q, want\n%q", buf.String(), want)
 	}
 }
+
+// TestLatDurTable: the latency table of a run of a duration is perftest's
+// RESULT_FMT_LAT_DUR and REPORT_FMT_LAT_DUR, with t_avg the mean of every
+// sample, the two largest too, and tps the iterations a second, each
+// iteration twice a sample where a sample is half a round trip; and its
+// figures are exact for a run that kept only some samples.
+func TestLatDurTable(t *testing.T) {
+	l, err := stats.Summarize([]float64{1000, 2000, 3000, 4000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteLatDurHeader(&buf); err != nil {
+		t.Fatal(err)
+	}
+	WriteLatDurRow(&buf, 64, l, true)
+	WriteLatDurRow(&buf, 8388608, l, false)
+	WriteLatDurRow(&buf, 2, stats.Latency{}, true)
+	want := " #bytes        #iterations       t_avg[usec]    tps average\n" +
+		" 64            4            2.50           200000.00\n" +
+		" 8388608       4            2.50           400000.00\n" +
+		" 2       measured by the peer: this side keeps no latency samples\n"
+	if buf.String() != want {
+		t.Errorf("table:\n%q\nwant\n%q", buf.String(), want)
+	}
+	buf.Reset()
+	if err := WriteLatDurValue(&buf, l); err != nil || buf.String() != "2.500000\n" {
+		t.Errorf("--output latency: %q, %v", buf.String(), err)
+	}
+
+	// One, two and many samples, and a sampled run: the mean of all.
+	all := latSamples(4000)
+	for _, samples := range [][]float64{{7000}, {1000, 5000}, all[:3], all} {
+		l, err := stats.Summarize(samples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		for _, v := range samples {
+			sum += v
+		}
+		if avg, tps := latDuration(l, false); math.Abs(avg-sum/float64(len(samples))) > 1e-9*avg || math.Abs(tps-float64(len(samples))*1e9/sum) > 1e-9*tps {
+			t.Errorf("%d samples: avg %g, tps %g; want %g, %g", len(samples), avg, tps, sum/float64(len(samples)), float64(len(samples))*1e9/sum)
+		}
+	}
+	var sum float64
+	for _, v := range all {
+		sum += v
+	}
+	if avg, _ := latDuration(sampledSummary(t), true); math.Abs(avg-sum/4000) > 1e-9*avg {
+		t.Errorf("sampled: avg %g, want %g", avg, sum/4000)
+	}
+	for name, write := range map[string]func(w failWriter) error{
+		"WriteLatDurHeader": func(w failWriter) error { return WriteLatDurHeader(w) },
+		"WriteLatDurRow":    func(w failWriter) error { return WriteLatDurRow(w, 2, l, true) },
+		"WriteLatDurValue":  func(w failWriter) error { return WriteLatDurValue(w, l) },
+	} {
+		if err := write(failWriter{}); !errors.Is(err, errWrite) {
+			t.Errorf("%s to a failing writer = %v, want %v", name, err, errWrite)
+		}
+	}
+}
+
+// TestWriteCSVIntervals: a run's intervals (--run_infinitely) are rows
+// before its result, with their end and length in two columns more,
+// last, which the result's row leaves empty; a run of intervals that
+// ended none has the columns and no such rows, and one of no intervals
+// neither.
+func TestWriteCSVIntervals(t *testing.T) {
+	r := bwResult()
+	r.Results = r.Results[:1]
+	b := stats.ComputeBandwidth(r.Results[0].Bytes, 2500, 500*time.Millisecond, 0)
+	r.Intervals = []Interval{IntervalFromBandwidth(time.Second, b), IntervalFromBandwidth(1500*time.Millisecond, stats.Bandwidth{Bytes: b.Bytes})}
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	size := fmt.Sprint(r.Results[0].Bytes)
+	_, gbps := b.Gbps()
+	empties := strings.Repeat(",", len(csvHeader)-7)
+	want := []string{
+		strings.Join(csvHeader, ",") + ",interval_end_s,interval_duration_s",
+		fmt.Sprintf("%s,%s,2500,,%s,%s,%s%s,1,0.5", r.Test, size, csvFloat(b.AvgMBps), csvFloat(gbps), csvFloat(b.MsgRateMpps), empties),
+		fmt.Sprintf("%s,%s,0,,0,0,0%s,1.5,0", r.Test, size, empties),
+	}
+	if len(lines) != 4 || !slices.Equal(lines[:3], want) || !strings.HasSuffix(lines[3], ",,") {
+		t.Errorf("CSV:\n%s\nwant it to begin with\n%s", buf.String(), strings.Join(want, "\n"))
+	}
+	r.Intervals = []Interval{}
+	buf.Reset()
+	WriteCSV(&buf, r)
+	if lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[0], ",interval_end_s,interval_duration_s") {
+		t.Errorf("no interval ended:\n%s", buf.String())
+	}
+	r.Intervals = nil
+	buf.Reset()
+	WriteCSV(&buf, r)
+	if strings.Contains(buf.String(), "interval") {
+		t.Errorf("no intervals:\n%s", buf.String())
+	}
+}

@@ -19,6 +19,11 @@ const (
 
 	latHeader = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
 	latRow    = " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n"
+
+	// latDurHeader and latDurRow are perftest's RESULT_FMT_LAT_DUR and
+	// REPORT_FMT_LAT_DUR, its latency table of a run of a duration (-D).
+	latDurHeader = " #bytes        #iterations       t_avg[usec]    tps average\n"
+	latDurRow    = " %-7d       %d            %-7.2f        %-7.2f\n"
 )
 
 // nsPerUsec converts stats' nanosecond samples to the microseconds of the
@@ -82,6 +87,65 @@ func writeBWRow(w io.Writer, b, mine stats.Bandwidth, gbits bool) error {
 func WriteLatHeader(w io.Writer) error {
 	_, err := io.WriteString(w, latHeader)
 	return err
+}
+
+// WriteLatDurHeader writes the column header of perftest's latency table
+// of a run of a duration (-D), which has the average and the rate in
+// place of the columns of a run of iterations (WriteLatHeader).
+func WriteLatDurHeader(w io.Writer) error {
+	_, err := io.WriteString(w, latDurHeader)
+	return err
+}
+
+// WriteLatDurRow writes one row of perftest's latency table of a run of
+// a duration (its print_report_lat_duration) for messages of size
+// bytes: the iterations (l.N), t_avg, the mean of every sample in
+// microseconds, and the iterations a second, "tps average". halves says
+// that a sample is half a round trip (write_lat and send_lat, perftest's
+// rtt_factor of 2), so that an iteration took twice the sample. perftest
+// divides its measuring window's time by its iterations; gorperf's
+// samples, from one request to the next, cover the same window but for
+// the pauses they leave out (a yield to the scheduler every few
+// milliseconds). Where l has no samples (the side the peer measures) the
+// row says so, as WriteLatRow's.
+func WriteLatDurRow(w io.Writer, size int, l stats.Latency, halves bool) error {
+	p := &printer{w: w}
+	if l.N == 0 {
+		p.printf(" %-7d %s\n", size, peerMeasured)
+		return p.err
+	}
+	avg, tps := latDuration(l, halves)
+	p.printf(latDurRow, size, l.N, avg/nsPerUsec, tps)
+	return p.err
+}
+
+// latDuration returns perftest's figures of a latency run of a
+// duration: the mean of all l.N samples, in nanoseconds, and the
+// iterations a second, each iteration a sample's time, or two with
+// halves.
+func latDuration(l stats.Latency, halves bool) (avg, tps float64) {
+	if l.N == 0 {
+		return 0, 0
+	}
+	// l keeps its samples' sum in parts: the mean of the Kept smallest,
+	// and the largest two (TMax, Max) that perftest's columns leave out.
+	sum := l.Avg * float64(l.Kept)
+	switch l.N - l.Kept {
+	case 0:
+	case 1:
+		sum += l.Max
+	default:
+		sum += l.TMax + l.Max
+	}
+	avg = sum / float64(l.N)
+	per := sum
+	if halves {
+		per *= 2
+	}
+	if per > 0 {
+		tps = float64(l.N) / (per / 1e9)
+	}
+	return avg, tps
 }
 
 // peerMeasured stands in a latency row, after the size, for the figures

@@ -62,3 +62,17 @@ func WriteLatValue(w io.Writer, l stats.Latency) error {
 	_, err := fmt.Fprintf(w, "%f\n", l.Avg/nsPerUsec)
 	return err
 }
+
+// WriteLatDurValue writes, for a latency test of a duration (-D), the
+// t_avg of its table (WriteLatDurRow): the mean of every sample, in
+// microseconds with perftest's six decimals, as perftest's --output
+// latency prints print_report_lat_duration's. A side that kept no
+// samples writes nothing, as WriteLatValue.
+func WriteLatDurValue(w io.Writer, l stats.Latency) error {
+	if l.N == 0 {
+		return nil
+	}
+	avg, _ := latDuration(l, false)
+	_, err := fmt.Fprintf(w, "%f\n", avg/nsPerUsec)
+	return err
+}
