@@ -47,7 +47,6 @@ type testOptions struct {
 	Iters        uint64
 	Duration     uint32
 	Margin       uint32 // -f; with -D, default the duration's quarter
-	marginAlone  bool   // -f given without a fixed -D
 	udSize       bool   // -s not given for UD: the port's MTU
 	QPs          uint16
 	Bidir        bool
@@ -55,6 +54,7 @@ type testOptions struct {
 	Inline       uint32
 	TXDepth      uint32
 	RXDepth      uint32
+	deepRX       bool // RXDepth raised for UD or UC, as perftest's; spec fits it to a server's default limits
 	CQMod        uint32
 	PostList     uint32
 	RecvPostList uint32 // --recv_post_list
@@ -128,6 +128,49 @@ const defaultJSONFile = "perftest_out.json"
 // completions for by default (its MSG_SIZE_CQ_MOD_LIMIT).
 const cqModSizeLimit = 8192
 
+// defRXDepth is the default RX depth, perftest's DEF_RX_SEND.
+const defRXDepth = 512
+
+// ucMaxRX is the deepest default RX depth over UD and UC, perftest's
+// UC_MAX_RX.
+const ucMaxRX = 16000
+
+// receives reports whether the test posts receives: the send tests, and
+// the write tests with immediate data (exchange.TestSpec.Receives).
+func (o *testOptions) receives() bool {
+	return o.Test.Receives() || o.Immediate && o.Test.IsWrite()
+}
+
+// sizeValue is -s: a number of bytes as perftest's -s reads it, decimal,
+// 0x hexadecimal or 0 octal (strtol's base 0), or that number of KiB or
+// MiB with a K or an M after it (upper case: perftest's strtol stops at a
+// lower-case k and takes the number alone, 64 for 64k, which gorperf
+// refuses rather than send 64 bytes).
+type sizeValue uint32
+
+func (v *sizeValue) Set(s string) error {
+	num, unit := s, uint64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		num, unit = s[:len(s)-1], 1<<10
+	case strings.HasSuffix(s, "M"):
+		num, unit = s[:len(s)-1], 1<<20
+	}
+	n, err := strconv.ParseUint(num, 0, 32)
+	if err != nil || n*unit > math.MaxUint32 {
+		if errors.Is(err, strconv.ErrRange) || err == nil {
+			return fmt.Errorf("%s is more than %d bytes", s, uint32(math.MaxUint32))
+		}
+		return fmt.Errorf("want a number of bytes, or of KiB or MiB with K or M after it (upper case, as perftest's: 64K, 1M)")
+	}
+	*v = sizeValue(n * unit)
+	return nil
+}
+
+func (v *sizeValue) String() string { return strconv.FormatUint(uint64(*v), 10) }
+
+func (v *sizeValue) Type() string { return "bytes" }
+
 // defaults are perftest's, per kind of test, including the ones that
 // depend on other flags: -Q follows the size and the post list, and the
 // queue depths never exceed the iterations.
@@ -172,11 +215,6 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	iterations := o.Duration == 0 && !o.Infinite
 	if iterations && o.Iters > 0 && uint64(o.TXDepth) > o.Iters {
 		o.TXDepth = uint32(o.Iters) // as perftest: never deeper than the run
-		// A CQ moderation the user gave fitted the depth they asked for;
-		// the run's length shrank it, so the moderation shrinks with it,
-		// as perftest's does. One beyond a depth the user chose stays an
-		// error.
-		o.CQMod = min(o.CQMod, o.TXDepth)
 	}
 	if !set("cq-mod") {
 		switch {
@@ -193,18 +231,32 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 		default:
 			o.CQMod = 100
 		}
-		o.CQMod = min(o.CQMod, o.TXDepth)
 	}
+	// Given or not, the moderation is at most the TX depth, given or
+	// shrunk to -n: perftest lowers it there, and says nothing.
+	o.CQMod = min(o.CQMod, o.TXDepth)
 	if !set("rx-depth") {
-		o.RXDepth = 512 // latency tests too: send_lat keeps spare receives
+		o.RXDepth = defRXDepth // latency tests too: send_lat keeps spare receives
 	}
 	if iterations && o.Iters > 0 && uint64(o.RXDepth) > o.Iters {
 		o.RXDepth = uint32(o.Iters) // as perftest, given or not
 	}
-	if !set("margin") && o.Duration > 0 && !o.Infinite {
+	o.deepRX = false
+	if !set("rx-depth") && iterations && o.Iters > defRXDepth && o.receives() &&
+		(strings.EqualFold(o.Connection, "UD") || strings.EqualFold(o.Connection, "UC")) {
+		// perftest's force_dependecies: over UD and UC, where a message
+		// that finds no receive posted is lost, the default RX depth of
+		// a run of -n iterations is -n, at most 16000 (UC_MAX_RX). spec
+		// lowers it to what serve's default limits and soft-RoCE take.
+		o.RXDepth, o.deepRX = uint32(min(o.Iters, ucMaxRX)), true
+	}
+	switch {
+	case !set("margin") && o.Duration > 0 && !o.Infinite:
 		o.Margin = o.Duration / 4 // perftest's default
-	} else if set("margin") && (o.Duration == 0 || o.Infinite) {
-		o.marginAlone = true
+	case o.Duration == 0 || o.Infinite:
+		// perftest takes -f without -D, and --run_infinitely's, and
+		// leaves nothing out: a margin is of a run of fixed length.
+		o.Margin = 0
 	}
 	if set("out_json_file") {
 		o.OutJSON = true // a file named is a file wanted
@@ -227,29 +279,24 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f := cmd.Flags()
 	f.SortFlags = false
-	f.StringVarP(&o.Device, "ib-dev", "d", "", "RDMA device (default: the first one)")
-	f.IntVarP(&o.IBPort, "ib-port", "i", 1, "port of the device")
-	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically, RoCE v2, with the reason printed)")
-	f.IntVar(&o.GIDFamily, "gid-family", 0, "automatic GID: 4 or 6 for IPv4 or IPv6 (default: IPv4 preferred)")
-	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6)")
-	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
-	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address for the QPs, and with -R make the client's rdma_cm connections from it (not with -x or --gid-subnet); gorperf's own flag: perftest's --source_ip is -j, a flag of its raw Ethernet tests")
-	f.StringVar(&o.BindIP, "bind_source_ip", "", "this host's address for the control connection (the client's source, the server's to listen on), as perftest's; unless -x or --gid-subnet picks the GID, the GID of this address, as --source_ip")
-	addControlFlags(f, o)
+	addPortFlags(f, o)
 	f.BoolVarP(&o.Version, "version", "V", false, "print gorperf's version and stop, as perftest's -V")
-	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
-	f.Uint32VarP(&o.Size, "size", "s", 0, "message size in bytes (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's MTU, or -m)")
-	f.BoolVarP(&o.All, "all", "a", false, "run every size from 2 to 2^23 bytes (not with --run_infinitely, which runs -s alone, as perftest's)")
+	f.VarP((*sizeValue)(&o.Size), "size", "s", "message size in bytes, or with K or M after it in KiB or MiB, as perftest's: 64K (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's MTU, or -m)")
+	all := "run every size from 2 to 2^23 bytes"
+	if !o.Test.IsLatency() {
+		all += " (not with --run_infinitely, which runs -s alone, as perftest's)"
+	}
+	f.BoolVarP(&o.All, "all", "a", false, all)
 	f.Uint64VarP(&o.Iters, "iters", "n", 0, "iterations per size (default: 5000 for bandwidth, 1000 for latency)")
 	f.Uint32VarP(&o.Duration, "duration", "D", 0, "run each size for this many seconds instead of -n iterations")
-	f.Uint32VarP(&o.Margin, "margin", "f", 0, "with -D, leave this many seconds at each end of a size's run out of the results, as perftest's -f (default: a quarter of -D, rounded down)")
+	f.Uint32VarP(&o.Margin, "margin", "f", 0, "with -D, leave this many seconds at each end of a size's run out of the results, as perftest's -f (default: a quarter of -D, rounded down; without -D, ignored, as perftest's)")
 	f.Uint16VarP(&o.QPs, "qp", "q", 1, "number of queue pairs (bandwidth tests; a latency test runs on one, as perftest's)")
 	f.BoolVarP(&o.Bidir, "bidirectional", "b", false, "traffic in both directions (bandwidth tests)")
 	f.StringVarP(&o.Connection, "connection", "c", "RC", "connection type: RC, UC or UD (as the test allows)")
 	f.Uint32VarP(&o.Inline, "inline_size", "I", 0, "largest message sent inline")
 	f.Uint32VarP(&o.TXDepth, "tx-depth", "t", 0, "send queue depth (default: 128 for bandwidth, 1 for latency; at most -n)")
-	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests, and write tests with --write_with_imm; default 512, at most -n)")
-	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends (default 100; 1 above 8 KiB; the list's length with -l; at most -t)")
+	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests, and write tests with --write_with_imm; default 512, at most -n; over UD and UC, -n, as perftest's, up to 16000, lowered to what gorperf serve takes by default, 8192 deep and within its --max-memory, and to a receive CQ, depth × QPs, of 32767 entries, soft-RoCE's most)")
+	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends (default 100; 1 above 8 KiB; the list's length with -l; at most -t: a larger one is lowered to it, as perftest's)")
 	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call")
 	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)")
 	f.IntVarP(&o.Port, "port", "p", exchange.DefaultPort, "TCP port of the control connection")
@@ -264,7 +311,9 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	addLocalQPFlags(f, o)
 	addLocalMemoryFlags(f, o)
 	addLocalCPUFlags(f, o)
-	f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds (-s alone: it overrides -a, as perftest's)")
+	if !o.Test.IsLatency() { // as perftest's, which refuses it for its latency tests
+		f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds (-s alone: it overrides -a, as perftest's)")
+	}
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
 	f.BoolVar(&o.OutJSON, "out_json", false, "also write the result as --json's document to --out_json_file, whatever is printed")
@@ -284,7 +333,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	if o.Test.Receives() {
 		f.BoolVar(&o.SRQ, "use-srq", false, "each side's QPs take their receives from one shared receive queue of -r receives")
 		f.BoolVar(&o.Immediate, "send_with_imm", false, "send with immediate data (IBV_WR_SEND_WITH_IMM): each message carries its number, which --validate checks")
-		f.BoolVarP(&o.Mcg, "mcg", "g", false, "multicast: each side's QP joins a group (the server's --MGID, the client's the next address) and the peer sends to it; UD (the default with -g), one QP, not with -b; with -R rdma_cm joins the groups")
+		f.BoolVarP(&o.Mcg, "mcg", "g", false, "multicast: each side's QP joins a group (a server's its -M, a client's the address after its own -M) and the peer sends to it; UD (the default with -g), one QP, not with -b; with -R rdma_cm joins the groups")
 		addGroupFlag(f, o)
 	}
 	if o.Test == exchange.WriteBW || o.Test == exchange.ReadBW || o.Test == exchange.AtomicBW {
@@ -313,47 +362,81 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		addRateFlags(f, o)
 		f.Uint16Var(&o.Threads, "threads", 1, "run the test as this many connections at once, each with its share of the -q QPs (default: one each), its own CQs and buffer, and its own thread on its own CPU on both sides; the results are their sum (perftest has no such option: it takes one ib_*_bw per core)")
 	}
-	// Accept perftest's long spellings too.
-	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-		switch name {
-		case "report-gbits":
-			name = "report_gbits"
-		case "run-infinitely":
-			name = "run_infinitely"
-		case "rdma-cm":
-			name = "rdma_cm"
-		case "inline-size":
-			name = "inline_size"
-		case "post-list":
-			name = "post_list"
-		case "recv-post-list":
-			name = "recv_post_list"
-		case "atomic-type":
-			name = "atomic_type"
-		case "disable-pcie-relaxed":
-			name = "disable_pcie_relaxed"
-		case "use-hugepages":
-			name = "use_hugepages"
-		case "limit-bw", "limit-msgrate", "limit-lat", "limit-p99", "cpu-util",
-			"rate-limit", "rate-units", "burst-size", "rate-limit-type":
-			name = strings.ReplaceAll(name, "-", "_")
-		case "report_counters":
-			name = "report-counters"
-		case "report_unsorted", "report_histogram", "report_cycles", "report_both":
-			name = strings.ReplaceAll(name, "_", "-")
-		case "report-histogrm", "report_histogrm": // perftest's spelling too
-			name = "report-histogram"
-		case "data_validation", "data-validation": // perftest 26.04's name for it
-			name = "validate"
-		case "pin-cores", "numa-node", "disable-numa", "flow-label", "pkey-index", "payload-file-path", "bind-source-ip", "source-ip", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap", "retry-count":
-			name = strings.ReplaceAll(name, "-", "_")
-		case "use_srq":
-			name = "use-srq"
-		case "ipv6_addr":
-			name = "ipv6-addr"
-		}
-		return pflag.NormalizedName(name)
-	})
+	f.SetNormalizeFunc(perftestNames)
+}
+
+// perftestNames is the tests' and serve's normalize function: it takes
+// perftest's long spellings of their flags too.
+func perftestNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	switch name {
+	case "report-gbits":
+		name = "report_gbits"
+	case "run-infinitely":
+		name = "run_infinitely"
+	case "rdma-cm":
+		name = "rdma_cm"
+	case "inline-size":
+		name = "inline_size"
+	case "post-list":
+		name = "post_list"
+	case "recv-post-list":
+		name = "recv_post_list"
+	case "atomic-type":
+		name = "atomic_type"
+	case "disable-pcie-relaxed":
+		name = "disable_pcie_relaxed"
+	case "use-hugepages":
+		name = "use_hugepages"
+	case "limit-bw", "limit-msgrate", "limit-lat", "limit-p99", "cpu-util",
+		"rate-limit", "rate-units", "burst-size", "rate-limit-type":
+		name = strings.ReplaceAll(name, "-", "_")
+	case "report_counters":
+		name = "report-counters"
+	case "report_unsorted", "report_histogram", "report_cycles", "report_both":
+		name = strings.ReplaceAll(name, "_", "-")
+	case "report-histogrm", "report_histogrm": // perftest's spelling too
+		name = "report-histogram"
+	case "data_validation", "data-validation": // perftest 26.04's name for it
+		name = "validate"
+	case "pin-cores", "numa-node", "disable-numa", "flow-label", "pkey-index", "payload-file-path", "bind-source-ip", "source-ip", "write-with-imm", "send-with-imm", "out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap", "retry-count":
+		name = strings.ReplaceAll(name, "-", "_")
+	case "use_srq":
+		name = "use-srq"
+	case "ipv6_addr":
+		name = "ipv6-addr"
+	}
+	return pflag.NormalizedName(name)
+}
+
+// addPortFlags adds the device, port and GID this side uses and where its
+// control connection is made from or listens, which the tests and serve
+// have: -d, -i, -x, the automatic GID's --gid-*, --ipv6 and --source_ip,
+// --bind_source_ip and --ipv6-addr.
+func addPortFlags(f *pflag.FlagSet, o *testOptions) {
+	f.StringVarP(&o.Device, "ib-dev", "d", "", "RDMA device (default: the first one)")
+	f.IntVarP(&o.IBPort, "ib-port", "i", 1, "port of the device")
+	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically, RoCE v2, with the reason printed)")
+	f.IntVar(&o.GIDFamily, "gid-family", 0, "automatic GID: 4 or 6 for IPv4 or IPv6 (default: IPv4 preferred)")
+	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6)")
+	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
+	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
+	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address for the QPs, and with -R make the client's rdma_cm connections from it (not with -x or --gid-subnet); gorperf's own flag: perftest's --source_ip is -j, a flag of its raw Ethernet tests")
+	f.StringVar(&o.BindIP, "bind_source_ip", "", "this host's address for the control connection (the client's source, the server's to listen on), as perftest's; unless -x or --gid-subnet picks the GID, the GID of this address, as --source_ip")
+	addControlFlags(f, o)
+}
+
+// checkPorts checks -p, -i and -x, which the tests and serve share.
+func (o *testOptions) checkPorts() error {
+	if o.Port < 1 || o.Port > 65535 {
+		return usageErrorf("-p: port %d out of range 1-65535", o.Port)
+	}
+	if o.IBPort < 1 || o.IBPort > 255 {
+		return usageErrorf("-i: port %d out of range 1-255", o.IBPort)
+	}
+	if o.GIDIndex < -1 || o.GIDIndex > 255 {
+		return usageErrorf("-x: GID index %d out of range 0-255", o.GIDIndex)
+	}
+	return nil
 }
 
 // addControlFlags adds how the control connection is made, which the tests
@@ -389,10 +472,11 @@ func addLocalMemoryFlags(f *pflag.FlagSet, o *testOptions) {
 	f.StringVar(&o.PayloadFile, "payload_file_path", "", "fill this side's buffer with the payload in this text file, repeated from each message's start: 32-bit words written 0xaaaaaaaa, comma-separated, stored little-endian, as perftest's (not with --validate)")
 }
 
-// addGroupFlag adds -M, this side's multicast group, which the send tests
-// and serve have.
+// addGroupFlag adds -M, which the send tests and serve have: the
+// multicast group of -g, which a server's QP joins and a client's steps
+// (bench's groupOf).
 func addGroupFlag(f *pflag.FlagSet, o *testOptions) {
-	f.StringVarP(&o.MGID, "MGID", "M", "", "with -g, this side's multicast group: an IP multicast address (239.255.0.1 or ff05::114 by default, by the GID's family), a GID, or perftest's 16 bytes separated by colons")
+	f.StringVarP(&o.MGID, "MGID", "M", "", "with -g, the multicast group: a server's QP joins it, a client's the address after it (the last byte one higher, wrapping), given or default, where perftest's client joins a given -M itself and steps only its default; an IP multicast address (239.255.0.1 or ff05::114 by default, by the GID's family), a GID, or perftest's 16 bytes separated by colons")
 }
 
 // parseGroup reads -M: an IP address or GID (IPv4-mapped for IPv4), or
@@ -499,14 +583,8 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		}
 		s.Atomic = a
 	}
-	if o.Port < 1 || o.Port > 65535 {
-		return s, usageErrorf("-p: port %d out of range 1-65535", o.Port)
-	}
-	if o.IBPort < 1 || o.IBPort > 255 {
-		return s, usageErrorf("-i: port %d out of range 1-255", o.IBPort)
-	}
-	if o.GIDIndex < -1 || o.GIDIndex > 255 {
-		return s, usageErrorf("-x: GID index %d out of range 0-255", o.GIDIndex)
+	if err := o.checkPorts(); err != nil {
+		return s, err
 	}
 	if err := checkPeerTimeout(o.Idle); err != nil {
 		return s, err
@@ -519,9 +597,6 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	}
 	if o.LatencyGap > 1e6 {
 		return s, usageErrorf("--latency_gap %d: at most 1000000 µs (1 s)", o.LatencyGap)
-	}
-	if o.marginAlone {
-		return s, usageErrorf("-f/--margin leaves out the ends of a run of fixed length, -D seconds: add -D (not --run_infinitely)")
 	}
 	if (o.Unsorted || o.Sorted) && o.CSV {
 		return s, usageErrorf("-U and -H list the samples in text or, with --json, as samples_us; CSV has one row a size")
@@ -576,10 +651,55 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	if o.Threads > 1 && o.Mcg {
 		return s, usageErrorf("--threads: multicast (-g) runs on one QP, and each thread needs its own")
 	}
+	if last := o.Port + int(o.Threads) - 1; o.RdmaCM && o.Threads > 1 && last > 65535 {
+		return s, usageErrorf("-R --threads %d: each thread's rdma_cm connection listens on a port of its own, -p to -p+%d, and -p %d puts the last at %d, past 65535: give -p %d or less",
+			o.Threads, o.Threads-1, o.Port, last, 65535-int(o.Threads)+1)
+	}
+	if o.deepRX {
+		fitRXDepth(&s)
+	}
 	if err := s.Validate(); err != nil {
 		return s, &usageError{err}
 	}
 	return s, nil
+}
+
+// maxRecvCQ is the most entries fitRXDepth gives a connection's receive
+// CQ, RX depth × its QPs: soft-RoCE's max_cqe, the least of the devices
+// gorperf is tested on (mlx5's is 4194303).
+const maxRecvCQ = 32767
+
+// fitRXDepth lowers the RX depth that defaults raised for UD or UC,
+// perftest's -n up to 16000, to the deepest that gorperf serve accepts
+// with its default limits (exchange.DefaultLimits: depth, and the memory
+// it counts, size × depth × QPs; a client cannot tell serve from a
+// server for one test) and that gives each side a receive CQ of at most
+// maxRecvCQ entries, and no lower than perftest's 512: with perftest's
+// depth, what ran at 512 would be refused (send_bw -c UC -a: 8 MiB ×
+// 5000 is over --max-memory) or fail on soft-RoCE (-c UD -q 8: a CQ of
+// 40000 entries).
+func fitRXDepth(s *exchange.TestSpec) {
+	lim := exchange.DefaultLimits()
+	threads := max(s.Threads, 1)
+	conn := *s
+	conn.NumQPs = (s.NumQPs + threads - 1) / threads // the largest connection's share
+	fits := func(d uint32) bool {
+		conn.RXDepth = d
+		return max(conn.TXDepth, d) <= lim.MaxDepth && conn.Memory() <= lim.MaxMemory/uint64(threads) &&
+			uint64(d)*uint64(conn.NumQPs) <= maxRecvCQ
+	}
+	lo, hi := uint32(defRXDepth), s.RXDepth
+	if hi <= lo || fits(hi) {
+		return
+	}
+	for hi-lo > 1 { // lo fits, or nothing above 512 does; hi does not
+		if mid := lo + (hi-lo)/2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	s.RXDepth = lo
 }
 
 // maxPeerTimeout is the longest --peer-timeout, in seconds: a day. Far

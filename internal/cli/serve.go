@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -26,8 +27,11 @@ type serveOptions struct {
 
 // newCmdServe is `gorperf serve`: a server that runs one client's test
 // after another until stopped.
-func newCmdServe(f *Factory) *cobra.Command {
-	o := &serveOptions{}
+func newCmdServe(f *Factory) *cobra.Command { return newServeCmd(f, &serveOptions{}) }
+
+// newServeCmd is newCmdServe with the options the flags fill, which tests
+// read.
+func newServeCmd(f *Factory, o *serveOptions) *cobra.Command {
 	lim := exchange.DefaultLimits()
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
@@ -42,11 +46,8 @@ The limits bound what a client can make this host allocate and register.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&o.test.Device, "ib-dev", "d", "", "RDMA device (default: the first one)")
-	fl.IntVarP(&o.test.IBPort, "ib-port", "i", 1, "port of the device")
-	fl.IntVarP(&o.test.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically)")
+	addPortFlags(fl, &o.test)
 	fl.IntVarP(&o.test.Port, "port", "p", exchange.DefaultPort, "TCP port to listen on")
-	addControlFlags(fl, &o.test)
 	addLocalQPFlags(fl, &o.test)
 	addLocalMemoryFlags(fl, &o.test)
 	addLocalCPUFlags(fl, &o.test)
@@ -58,6 +59,7 @@ The limits bound what a client can make this host allocate and register.`,
 	fl.Uint64Var(&o.maxMemory, "max-memory", lim.MaxMemory, "most bytes one test may register")
 	fl.Uint16Var(&o.maxQPs, "max-qps", lim.MaxQPs, "most QPs one test may create")
 	fl.Uint32Var(&o.maxSize, "max-size", lim.MaxMsgSize, "largest message size a test may use")
+	fl.SetNormalizeFunc(perftestNames) // the tests' spellings
 	return cmd
 }
 
@@ -66,8 +68,8 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	if err := checkPeerTimeout(o.test.Idle); err != nil {
 		return err
 	}
-	if o.test.Port < 1 || o.test.Port > 65535 {
-		return usageErrorf("-p: port %d out of range 1-65535", o.test.Port)
+	if err := o.test.checkPorts(); err != nil {
+		return err
 	}
 	l, err := o.test.local()
 	if err != nil {
@@ -82,7 +84,7 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	if err := bench.Check(l); err != nil {
 		return err
 	}
-	ln, err := net.Listen(o.test.controlNetwork(), fmt.Sprintf(":%d", o.test.Port))
+	ln, err := net.Listen(o.test.controlNetwork(), net.JoinHostPort(o.test.BindIP, strconv.Itoa(o.test.Port)))
 	if err != nil {
 		return fmt.Errorf("listening for clients: %w", err)
 	}

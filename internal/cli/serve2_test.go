@@ -1,0 +1,74 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/rdmatest"
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+// TestServeGIDSelectorAndDeepRX: `gorperf serve --ipv6` picks its port's
+// IPv6 GID, as a test's server does (serve had -x alone, and picked the
+// IPv4 one), and serves UD and UC send tests of 2000 iterations, whose RX
+// depth is then perftest's, -n (it was 512); on eight QPs of 5000
+// iterations it is 4095, for a receive CQ of 32760 entries, which
+// soft-RoCE makes (perftest's 5000 would ask for 40000 and fail).
+func TestServeGIDSelectorAndDeepRX(t *testing.T) {
+	ip6 := os.Getenv("RXE_IP6")
+	if ip6 == "" {
+		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+			t.Fatal("the rxe VM should give rxeveth0 an IPv6 address (RXE_IP6)")
+		}
+		t.Skip("needs a device with a global IPv6 address (the rxe VM's RXE_IP6)")
+	}
+	dev := rdmatest.Device(t).Name
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	waitGID(t, dev, ip6)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "serve", "-d", dev, "-p", port, "--ipv6", "--peer-timeout", "5")
+	waitListening(t, port)
+	for _, args := range [][]string{
+		{"-c", "UD", "-s", "64", "-n", "2000"},
+		{"-c", "UC", "-s", "64", "-n", "2000"},
+		{"-c", "UD", "-s", "64", "-q", "8"},
+	} {
+		cmd := gorperf(ctx, append(append([]string{"send-bw", "-d", dev, "-p", port, "--ipv6", "--json"}, args...), ip6)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("client %v: %v\n%s%s\nserver:\n%s", args, err, out, stderr.String(), srvOut)
+		}
+		var r report.Result
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		if r.Error != nil || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
+			t.Errorf("%v: result %+v", args, r)
+		}
+	}
+	srv.Process.Signal(syscall.SIGINT)
+	err := srv.Wait()
+	e := srv.Stderr.(*bytes.Buffer).String()
+	if procExit(err) != 0 || !strings.Contains(e, "served 3 tests, 0 failed") {
+		t.Errorf("serve: %v:\n%s", err, e)
+	}
+	o := srvOut.String()
+	if n := strings.Count(o, ip6+" on "); n != 3 {
+		t.Errorf("the server's headers name %s %d times, want 3:\n%s", ip6, n, o)
+	}
+	if n, m := strings.Count(o, " RX depth        : 2000\n"), strings.Count(o, " RX depth        : 4095\n"); n != 2 || m != 1 {
+		t.Errorf("%d of the server's headers have an RX depth of 2000 and %d of 4095, want 2 and 1:\n%s", n, m, o)
+	}
+}
