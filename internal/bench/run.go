@@ -442,6 +442,45 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if l.group != nil {
 			l.group.wait() // the side's threads start the size together
 		}
+		// barrier waits for the peer at step seq, within the time that
+		// timeout gives; stop is set where the run ends there.
+		barrier := func(seq uint32, timeout func() (context.Context, context.CancelFunc)) (stop bool, err error) {
+			cctx, cancel := timeout()
+			err = c.Barrier(cctx, seq)
+			cancel()
+			switch {
+			case err != nil && peerAborted(err):
+				// The peer was interrupted after the last size's
+				// results, or in its warm-up; this side may have been
+				// too (loopback's one Ctrl-C).
+				res.PeerInterrupted = true
+				res.Interrupted = ctx.Err() != nil
+				return true, nil
+			case err != nil && ctx.Err() != nil:
+				abort()
+				res.Interrupted = true
+				return true, nil
+			}
+			return err != nil, err
+		}
+		if spec.WarmUp {
+			// The peer warms up before it comes here, for as long as its
+			// messages take (a warm-up that stalls fails there): a
+			// passive side waits for it as for its result, not for the
+			// usual 30 s. Past this step both sides' warm-ups are over
+			// and their messages have landed, so that the counters'
+			// first reading below does not count them: taken before
+			// this wait, a passive side's (and in a bidirectional test
+			// either side's) could come before the peer's warm-up was
+			// done, and -W then counted its messages as the size's.
+			timeout := ctl
+			if !s.active(client) {
+				timeout = waitPeer
+			}
+			if stop, err := barrier(warmedSeq|uint32(n+1), timeout); stop {
+				return res, err
+			}
+		}
 		// The port's counters, from before the barrier that starts the
 		// size (the peer cannot have started) to the end of the result
 		// swap (both sides done).
@@ -449,28 +488,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if s.counters != nil {
 			before, _ = s.counters.Read()
 		}
-		// The peer warms up before it comes to the barrier, for as long
-		// as its messages take (a warm-up that stalls fails there): wait
-		// for it as for its result, not for the usual 30 s.
-		barrier := ctl
-		if spec.WarmUp && !s.active(client) {
-			barrier = waitPeer
-		}
-		cctx, cancel := barrier()
-		err := c.Barrier(cctx, uint32(n+1))
-		cancel()
-		switch {
-		case err != nil && peerAborted(err):
-			// The peer was interrupted after the last size's results;
-			// this side may have been too (loopback's one Ctrl-C).
-			res.PeerInterrupted = true
-			res.Interrupted = ctx.Err() != nil
-			return res, nil
-		case err != nil && ctx.Err() != nil:
-			abort()
-			res.Interrupted = true
-			return res, nil
-		case err != nil:
+		if stop, err := barrier(uint32(n+1), ctl); stop {
 			return res, err
 		}
 		// The process's CPU time, from the barrier to the moment both
@@ -692,6 +710,11 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 // if that is shorter still. The peer's timeout is its own and may be the
 // shortest: a few Alives may be late before it gives up on this side.
 func alivePeriod(l Local) time.Duration { return min(250*time.Millisecond, idleTimeout(l)/4) }
+
+// warmedSeq marks the barrier after a size's warm-ups (TestSpec.WarmUp),
+// numbered as the size's own: apart from those, and from --validate's
+// (1<<31).
+const warmedSeq = 1 << 30
 
 // controlTimeout bounds each step of the control protocol that a peer
 // that is still there finishes at once. (A variable for the tests.)

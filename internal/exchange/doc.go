@@ -9,7 +9,9 @@
 //	client  TestSpec  the server learns the test from the client, then checks
 //	                  it with TestSpec.CheckLimits before it allocates anything
 //	both    Setup     SwapSetup: one QPInfo (endpoint, rkey, buffer) per QP, and the Env
-//	both    Sync      Barrier, as often as the test needs
+//	both    Sync      Barrier, as often as the test needs: before each
+//	                  size, and with a warm-up one more before that
+//	                  (version 11), which ends the warm-ups
 //	both    Result    SwapResult: each side's counts, for bidirectional totals
 //
 // Instead of the message it is expected to send, a side may send an ErrorMsg
