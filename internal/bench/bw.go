@@ -195,17 +195,13 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	lastProgress := start
 	peak := newPeakMeter(start, window)
 	stopping := false
-	reportEvery := time.Second
-	if s.spec.RunInfinitely && !s.warming { // a warm-up has its end
-		reportEvery = time.Duration(s.spec.Duration) * time.Second
-		dur = 0
+	rep := s.newReporter(start)
+	infinite := s.spec.RunInfinitely && !s.warming // a warm-up has its end
+	if infinite {
 		deadline = start.Add(100 * 365 * 24 * time.Hour)
 		iters = exchange.MaxMessages
 		dur = time.Until(deadline)
 	}
-	lastReport := start
-	var lastTotal uint64
-	infinite := s.spec.RunInfinitely && !s.warming
 	// On a failure, what completed so far is still reported.
 	partial := func(err error) (sideResult, error) {
 		return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: lastProgress.Sub(start), Peak: peak.best}, err
@@ -329,9 +325,8 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			if !stopping && (dur > 0 && now.After(deadline) || interrupted(ctx)) {
 				stopping = true
 			}
-			if now.Sub(lastReport) >= reportEvery {
-				s.report(now, start, size, total, rcv, iters*uint64(nqp), dur, &lastTotal)
-				lastReport = now
+			if rep.due(now) {
+				s.report(&rep, now, size, total, rcv, iters*uint64(nqp), dur)
 			}
 			if idle := s.completionIdle(total, lastProgress.Sub(start), size, mod*uint64(nqp)); !sent && now.Sub(lastProgress) > idle {
 				return partial(&idleError{"completion", idle})
@@ -453,14 +448,39 @@ func closeAll[B interface {
 	}
 }
 
-// report calls the Interval and Progress callbacks, if any, for total
-// messages sent, and in a bidirectional send test those rcv received.
-// An interval of a bidirectional test counts both directions, as the
-// test's result does: the peer's messages as they arrive where they
-// complete receives here, else (write, read, atomics, whose peer's
-// operations this side does not see) as many as this side's, as
-// perftest's intervals count them.
-func (s *session) report(now, start time.Time, size int, total uint64, rcv *receiver, want uint64, dur time.Duration, last *uint64) {
+// reporter is when a loop reports: every second its progress, or in an
+// infinite run (RunInfinitely) an interval every Duration.
+type reporter struct {
+	every time.Duration // between reports
+	start time.Time     // the run's start
+	last  time.Time     // the last report, or the start
+	count uint64        // an infinite run's messages counted by then
+}
+
+func (s *session) newReporter(start time.Time) reporter {
+	r := reporter{every: time.Second, start: start, last: start}
+	if s.spec.RunInfinitely && !s.warming {
+		r.every = time.Duration(s.spec.Duration) * time.Second
+	}
+	return r
+}
+
+// due reports whether a report is due at now.
+func (r *reporter) due(now time.Time) bool { return now.Sub(r.last) >= r.every }
+
+// report calls the Interval and Progress callbacks, if any, at now, for
+// total messages sent, and in a bidirectional send test those rcv
+// received (a receiving loop's are its total, with rcv nil). An interval
+// of a bidirectional test counts both directions, as the test's result
+// does: the peer's messages as they arrive where they complete receives
+// here, else (write, read, atomics, whose peer's operations this side
+// does not see) as many as this side's, as perftest's intervals count
+// them. An interval's time is the time since the last, as measured: a
+// loop comes to its report a little after Duration has passed (up to
+// a sleep of -e's, 10 ms), and perftest's intervals are measured too.
+func (s *session) report(r *reporter, now time.Time, size int, total uint64, rcv *receiver, want uint64, dur time.Duration) {
+	el := now.Sub(r.last)
+	r.last = now
 	if s.spec.RunInfinitely && !s.warming && s.local.Interval != nil {
 		count := total
 		switch {
@@ -469,9 +489,8 @@ func (s *session) report(now, start time.Time, size int, total uint64, rcv *rece
 		case s.spec.Bidirectional:
 			count *= 2
 		}
-		d := time.Duration(s.spec.Duration) * time.Second
-		s.local.Interval(now.Sub(start), stats.ComputeBandwidth(s.payload(size), count-*last, d, 0))
-		*last = count
+		s.local.Interval(now.Sub(r.start), stats.ComputeBandwidth(s.payload(size), count-r.count, el, 0))
+		r.count = count
 		return
 	}
 	if s.local.Progress != nil {
@@ -829,6 +848,10 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 		}
 	}()
 	var pc pacer
+	// An infinite run's receiver reports its intervals, as the sender
+	// does, of the messages it received.
+	rep := s.newReporter(r.start)
+	intervals := s.spec.RunInfinitely && s.local.Interval != nil
 	for r.more() {
 		k, err := r.poll()
 		if err != nil {
@@ -840,6 +863,9 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 			}
 		}
 		if now, ok := pc.due(); ok {
+			if intervals && rep.due(now) {
+				s.report(&rep, now, size, r.total, nil, 0, 0)
+			}
 			over, err := r.check(ctx, now)
 			if err != nil {
 				return r.result(size), err

@@ -40,15 +40,17 @@ type Local struct {
 	// gorperf uses the control connection's port number, in rdma_cm's own
 	// port space, as perftest does.
 	CMPort int
-	// Interval, if set, gets the bandwidth of each Duration-long interval of
-	// a RunInfinitely test, as it ends: in a bidirectional test, both
-	// directions' messages, as the test's result adds them up. Where the
-	// peer's messages complete receives here (send, write with immediate
-	// data) they are counted as they arrive; the peer's writes, reads and
-	// atomics this side does not see, and counts as many as its own, as
-	// perftest's intervals do. The run ends when either side is stopped
-	// (its context ends): the other side's run ends with it, and reports
-	// a result that is not Interrupted.
+	// Interval, if set, gets the bandwidth of each Duration-long interval
+	// of a RunInfinitely test, as it ends, over its time as measured (a
+	// little over Duration): in a bidirectional test, both directions'
+	// messages, as the test's result adds them up. Where the peer's
+	// messages complete receives here (send, write with immediate data)
+	// they are counted as they arrive, on a side that only receives too;
+	// the peer's writes, reads and atomics this side does not see, and
+	// counts as many as its own, as perftest's intervals do (the passive
+	// side of a one-way write or read reports none). The run ends when
+	// either side is stopped (its context ends): the other side's run
+	// ends with it, and reports a result that is not Interrupted.
 	Interval func(elapsed time.Duration, b stats.Bandwidth)
 	// Progress, if set, is called about once a second during a long
 	// measurement with the size in hand and the messages done of total (0

@@ -40,11 +40,14 @@ func (o sideOutcome) short() string {
 
 // sideOutcome is what one side of stopPair returned, and when.
 type sideOutcome struct {
-	r    *bench.Result
-	err  error
-	at   time.Time
-	ivs  []uint64 // the messages of each interval it reported (RunInfinitely)
-	role string
+	r   *bench.Result
+	err error
+	at  time.Time
+	ivs []uint64 // the messages of each interval it reported (RunInfinitely)
+	// ivAt and ivEl are each interval's end, from the start of the run,
+	// and the time its bandwidth is over.
+	ivAt, ivEl []time.Duration
+	role       string
 }
 
 // stopPair runs spec between a one-test server and a client in this
@@ -70,9 +73,10 @@ func stopPair(t *testing.T, spec exchange.TestSpec, stopClient bool, stopAfter t
 		if tweak != nil {
 			tweak(&l)
 		}
-		l.Interval = func(_ time.Duration, b stats.Bandwidth) {
+		l.Interval = func(at time.Duration, b stats.Bandwidth) {
 			mu.Lock()
 			o.ivs = append(o.ivs, b.Iterations)
+			o.ivAt, o.ivEl = append(o.ivAt, at), append(o.ivEl, b.Elapsed)
 			mu.Unlock()
 		}
 		return l
@@ -114,7 +118,12 @@ func stopPair(t *testing.T, spec exchange.TestSpec, stopClient bool, stopAfter t
 // because the peer closed the connection. The two sides' intervals of a
 // bidirectional test count both directions, as the final figure does
 // (perftest doubles its own for write and read): each side sends 2,000
-// messages a second here.
+// messages a second here. A one-way send test's receiver reports its
+// intervals too, of what it received, as perftest's server does (it
+// reported none). Each interval's bandwidth is over its time as
+// measured, from the last interval's end to its own, which a loop
+// reaches a little after the period, up to a sleep of -e's (10 ms)
+// after: not over the nominal period.
 func TestInfiniteRunStops(t *testing.T) {
 	const rate = 2000
 	for _, tc := range []struct {
@@ -122,14 +131,18 @@ func TestInfiniteRunStops(t *testing.T) {
 		test       exchange.Test
 		bidi       bool
 		stopClient bool
+		events     bool
+		imm        bool
 	}{
-		{"write_bw/bidirectional/client_stops", exchange.WriteBW, true, true},
-		{"send_bw/bidirectional/client_stops", exchange.SendBW, true, true},
-		{"send_bw/server_stops", exchange.SendBW, false, false},
+		{"write_bw/bidirectional/client_stops", exchange.WriteBW, true, true, false, false},
+		{"send_bw/bidirectional/client_stops", exchange.SendBW, true, true, false, false},
+		{"send_bw/server_stops", exchange.SendBW, false, false, false, false},
+		{"send_bw/events/client_stops", exchange.SendBW, false, true, true, false},
+		{"write_bw/imm/client_stops", exchange.WriteBW, false, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := exchange.TestSpec{Test: tc.test, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 1, RunInfinitely: true,
-				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, Bidirectional: tc.bidi}
+				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, Bidirectional: tc.bidi, Events: tc.events, Immediate: tc.imm}
 			c, s, stopped := stopPair(t, spec, tc.stopClient, 2500*time.Millisecond, func(l *bench.Local) {
 				l.Rate = bench.RateLimit{Rate: rate, Unit: bench.RatePps}
 			})
@@ -155,9 +168,6 @@ func TestInfiniteRunStops(t *testing.T) {
 				want *= 2
 			}
 			for _, o := range []sideOutcome{c, s} {
-				if !tc.bidi && o.role == "server" {
-					continue // a receiver reports no intervals
-				}
 				if len(o.ivs) < 2 {
 					t.Errorf("%s: %d intervals before the stop at 2.5 s, want 2", o.role, len(o.ivs))
 					continue
@@ -166,6 +176,13 @@ func TestInfiniteRunStops(t *testing.T) {
 					if n < want*3/4 || n > want*5/4 {
 						t.Errorf("%s: an interval of %d messages, want about %d", o.role, n, want)
 					}
+				}
+				var last time.Duration
+				for k, at := range o.ivAt {
+					if el := o.ivEl[k]; el != at-last || el < time.Second {
+						t.Errorf("%s: interval %d, from %v to %v, over %v", o.role, k+1, last, at, el)
+					}
+					last = at
 				}
 			}
 		})

@@ -59,13 +59,13 @@ type threadGroup struct {
 	done, total []atomic.Uint64 // each thread's last progress report
 
 	ivMu      sync.Mutex
-	intervals [][]uint64 // each thread's messages in each interval not yet reported
+	intervals [][]stats.Bandwidth // each thread's intervals not yet reported
 }
 
 func newThreadGroup(n int) *threadGroup {
 	return &threadGroup{n: n, running: n, round: make(chan struct{}),
 		headers: make([]*report.Header, n), done: make([]atomic.Uint64, n),
-		total: make([]atomic.Uint64, n), intervals: make([][]uint64, n)}
+		total: make([]atomic.Uint64, n), intervals: make([][]stats.Bandwidth, n)}
 }
 
 // wait returns once every thread still running has called it: the
@@ -126,23 +126,27 @@ func (g *threadGroup) threadLocal(l Local, i int) Local {
 	}
 	if iv := l.Interval; iv != nil {
 		// Each thread reports every period from the same start; the
-		// last to report an interval reports the sum of everyone's.
+		// last to report an interval reports the sum of everyone's
+		// messages, over the longest of their times (each measures its
+		// own, a little over the period).
 		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
 			g.ivMu.Lock()
 			defer g.ivMu.Unlock()
-			g.intervals[i] = append(g.intervals[i], b.Iterations)
+			g.intervals[i] = append(g.intervals[i], b)
 			for {
 				var n uint64
+				var el time.Duration
 				for _, q := range g.intervals {
 					if len(q) == 0 {
 						return
 					}
-					n += q[0]
+					n += q[0].Iterations
+					el = max(el, q[0].Elapsed)
 				}
 				for j := range g.intervals {
 					g.intervals[j] = g.intervals[j][1:]
 				}
-				iv(elapsed, stats.ComputeBandwidth(b.Bytes, n, b.Elapsed, 0))
+				iv(elapsed, stats.ComputeBandwidth(b.Bytes, n, el, 0))
 			}
 		}
 	}

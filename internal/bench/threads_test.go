@@ -95,9 +95,12 @@ func TestThreadCallbacks(t *testing.T) {
 	g := newThreadGroup(3)
 	var progress [][2]uint64
 	var intervals []uint64
+	var times []time.Duration
 	l := Local{CMPort: 5000, Rate: RateLimit{Rate: 30}, Counters: []string{"all"}, CPUUtil: true,
 		Progress: func(_ int, done, total uint64) { progress = append(progress, [2]uint64{done, total}) },
-		Interval: func(_ time.Duration, b stats.Bandwidth) { intervals = append(intervals, b.Iterations) }}
+		Interval: func(_ time.Duration, b stats.Bandwidth) {
+			intervals, times = append(intervals, b.Iterations), append(times, b.Elapsed)
+		}}
 	ls := []Local{g.threadLocal(l, 0), g.threadLocal(l, 1), g.threadLocal(l, 2)}
 	for i, tl := range ls {
 		if tl.CMPort != 5000+i || tl.Rate.Rate != 10 || (tl.CPUUtil || tl.Counters != nil) != (i == 0) {
@@ -108,12 +111,16 @@ func TestThreadCallbacks(t *testing.T) {
 	ls[2].Progress(64, 20, 100)
 	ls[0].Progress(64, 5, 100)
 	// Interval k is reported once every thread has reported its k-th,
-	// whichever comes last.
-	for _, r := range []struct{ thread, msgs int }{{1, 7}, {0, 1}, {1, 70}, {2, 100}, {0, 10}, {2, 1000}} {
-		ls[r.thread].Interval(time.Second, stats.Bandwidth{Bytes: 64, Iterations: uint64(r.msgs), Elapsed: time.Second})
+	// whichever comes last, over the longest of their times.
+	for _, r := range []struct {
+		thread, msgs int
+		ms           time.Duration
+	}{{1, 7, 1001}, {0, 1, 1003}, {1, 70, 1000}, {2, 100, 1002}, {0, 10, 1000}, {2, 1000, 1004}} {
+		ls[r.thread].Interval(time.Second, stats.Bandwidth{Bytes: 64, Iterations: uint64(r.msgs), Elapsed: r.ms * time.Millisecond})
 	}
-	if !slices.Equal(progress, [][2]uint64{{35, 300}}) || !slices.Equal(intervals, []uint64{108, 1080}) {
-		t.Errorf("progress %v, intervals %v; want [[35 300]], [108 1080]", progress, intervals)
+	if !slices.Equal(progress, [][2]uint64{{35, 300}}) || !slices.Equal(intervals, []uint64{108, 1080}) ||
+		!slices.Equal(times, []time.Duration{1003 * time.Millisecond, 1004 * time.Millisecond}) {
+		t.Errorf("progress %v, intervals %v over %v; want [[35 300]], [108 1080] over [1.003s 1.004s]", progress, intervals, times)
 	}
 	var headers []report.Header
 	for i := range 3 {
