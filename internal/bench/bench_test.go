@@ -189,13 +189,17 @@ func TestLoopbackAllTests(t *testing.T) {
 					t.Errorf("the server's bandwidth %+v", sr)
 				}
 				// Each side's two directions, mirrored on the other, add
-				// up to the total, peaks included.
+				// up to the total, peaks included; the messages are the
+				// side's own, as perftest reports them.
 				cs, ss := c.Sizes[0], s.Sizes[0]
 				if cs.Local == nil || cs.Remote == nil || ss.Local == nil || ss.Remote == nil {
 					t.Fatalf("bidirectional without both directions: client %v %v, server %v %v", cs.Local, cs.Remote, ss.Local, ss.Remote)
 				}
-				if cs.Local.Iterations+cs.Remote.Iterations != r.BW.Iterations || *cs.Local != *ss.Remote || *cs.Remote != *ss.Local {
-					t.Errorf("directions: client %+v and %+v of %d; server %+v and %+v", *cs.Local, *cs.Remote, r.BW.Iterations, *ss.Local, *ss.Remote)
+				if cs.Local.Iterations != r.BW.Iterations || ss.Local.Iterations != ss.BW.Iterations || *cs.Local != *ss.Remote || *cs.Remote != *ss.Local {
+					t.Errorf("directions: client %+v and %+v of %d; server %+v and %+v of %d", *cs.Local, *cs.Remote, r.BW.Iterations, *ss.Local, *ss.Remote, ss.BW.Iterations)
+				}
+				if got, want := r.BW.MsgRateMpps, cs.Local.MsgRateMpps+cs.Remote.MsgRateMpps; got != want {
+					t.Errorf("message rate %g Mpps, want both directions' %g", got, want)
 				}
 				if p := max(r.BW.AvgMBps, cs.Local.PeakMBps+cs.Remote.PeakMBps); r.BW.PeakMBps != p {
 					t.Errorf("bidirectional peak %.2f MB/s, want the two directions' %.2f", r.BW.PeakMBps, p)
@@ -273,7 +277,7 @@ func TestBidirectionalSendForADuration(t *testing.T) {
 	if took > 4*time.Second {
 		t.Errorf("took %v for a 1 s test", took)
 	}
-	t.Logf("%d messages both ways, %v in all", c.Sizes[0].BW.Iterations, took)
+	t.Logf("%d messages sent by the client, %v in all", c.Sizes[0].BW.Iterations, took)
 }
 
 // TestBidirectionalUDSendTime runs send_bw both ways over UD with one
@@ -825,7 +829,7 @@ func TestSRQ(t *testing.T) {
 		msgs uint64
 	}{
 		{"send_bw", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 256, Iterations: 50, NumQPs: 3}, false, 150},
-		{"send_bw bidirectional", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 256, Iterations: 50, NumQPs: 2, Bidirectional: true}, false, 200},
+		{"send_bw bidirectional", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 256, Iterations: 50, NumQPs: 2, Bidirectional: true}, false, 100}, // this side's
 		{"send_bw UD", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 256, Iterations: 50, NumQPs: 2}, false, 0},
 		{"send_bw rdma_cm", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 256, Iterations: 50, NumQPs: 2, RdmaCM: true}, true, 100},
 		{"send_lat", exchange.TestSpec{Test: exchange.SendLat, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 50, NumQPs: 1}, false, 50},
@@ -926,7 +930,7 @@ func TestRecvPostList(t *testing.T) {
 		{"send_bw list of the queue", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 2, RXDepth: 8, RecvPostList: 8}, 120},
 		{"send_bw list dividing neither queue nor run", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 1, RXDepth: 12, RecvPostList: 7}, 60},
 		{"send_bw SRQ", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 4, RXDepth: 8, RecvPostList: 6, SRQ: true}, 240},
-		{"send_bw bidirectional", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 1, RXDepth: 16, RecvPostList: 16, Bidirectional: true}, 120},
+		{"send_bw bidirectional", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, NumQPs: 1, RXDepth: 16, RecvPostList: 16, Bidirectional: true}, 60}, // this side's
 		{"send_bw UD", exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, NumQPs: 2, RXDepth: 32, RecvPostList: 8}, 0},
 		{"write_bw immediate", exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, NumQPs: 2, RXDepth: 8, RecvPostList: 4, Immediate: true}, 120},
 	} {
@@ -1021,10 +1025,7 @@ func TestThreads(t *testing.T) {
 					t.Errorf("%s: %d threads (header %d), %d QPs and %d endpoints; want %d threads of %d QPs",
 						r.Role, len(r.Threads), r.Header.Threads, r.Header.NumQPs, len(r.Header.Local), tc.threads, spec.NumQPs)
 				}
-				want := iters * uint64(spec.NumQPs)
-				if spec.Bidirectional {
-					want *= 2
-				}
+				want := iters * uint64(spec.NumQPs) // this side's, both ways too
 				if got := r.Sizes[0].BW.Iterations; got != want {
 					t.Errorf("%s: %d messages, want %d", r.Role, got, want)
 				}

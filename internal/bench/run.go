@@ -516,7 +516,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 				}
 			}
 			if s.local.CPUUtil {
-				msgs := r.BW.Iterations
+				msgs := r.messages()
 				if r.IsLatency { // either side's count: a passive side keeps no samples
 					msgs = max(mine.Iters, peer.Iterations)
 				}
@@ -840,13 +840,25 @@ func peerPeak(r exchange.Result) stats.Window {
 // bothWays is a bidirectional test's figure, as perftest's
 // print_full_bw_report makes it: each direction's bandwidth and message
 // rate over its own time, added (and the peaks too, at least the
-// average). The messages are both directions'; the time the longer one.
+// average). The messages are this side's, as perftest prints them in its
+// row and its JSON (Local and Remote keep each direction's); the time is
+// the longer one.
 func bothWays(local, remote stats.Bandwidth) stats.Bandwidth {
 	bw := stats.ComputeBandwidth(local.Bytes, local.Iterations+remote.Iterations, max(local.Elapsed, remote.Elapsed), 0)
+	bw.Iterations = local.Iterations
 	bw.AvgMBps = local.AvgMBps + remote.AvgMBps
 	bw.MsgRateMpps = local.MsgRateMpps + remote.MsgRateMpps
 	bw.PeakMBps = max(bw.AvgMBps, local.PeakMBps+remote.PeakMBps)
 	return bw
+}
+
+// messages is what a size's CPU time is spread over: its messages, both
+// directions' in a bidirectional test, whose loop here serves both.
+func (r SizeResult) messages() uint64 {
+	if r.Local != nil && r.Remote != nil {
+		return r.Local.Iterations + r.Remote.Iterations
+	}
+	return r.BW.Iterations
 }
 
 // fillPatterns writes the validation pattern where this side's data comes

@@ -397,10 +397,11 @@ func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, err
 		if len(locals) == len(parts) && len(parts) > 0 {
 			l, r := addBandwidth(locals), addBandwidth(remotes)
 			sum.Local, sum.Remote = &l, &r
+			sum.BW = bothWays(l, r)
 		}
 		if sum.CPU != nil {
 			c := *sum.CPU
-			c.Messages = sum.BW.Iterations
+			c.Messages = sum.messages()
 			sum.CPU = &c
 		}
 		out.Sizes = append(out.Sizes, sum)

@@ -134,9 +134,11 @@ func TestThreadCallbacks(t *testing.T) {
 }
 
 // TestCombine: a side's result is its threads' messages over the longest
-// thread's time, with the sum of their peaks; thread 0's CPU time counts
-// every message; the error is the thread's that failed, not the others'
-// that stopped for it.
+// thread's time, with the sum of their peaks, in a bidirectional test
+// each direction's so and the two added as one thread's are (bothWays):
+// this side's messages, both rates; thread 0's CPU time counts every
+// message, both ways; the error is the thread's that failed, not the
+// others' that stopped for it.
 func TestCombine(t *testing.T) {
 	bw := func(iters uint64, el time.Duration, peak time.Duration) stats.Bandwidth {
 		return stats.ComputeBandwidth(1000, iters, el, peak)
@@ -144,7 +146,8 @@ func TestCombine(t *testing.T) {
 	size := func(b stats.Bandwidth, bidir bool) SizeResult {
 		s := SizeResult{Size: 1000, BW: b}
 		if bidir {
-			s.Local, s.Remote = &b, &b
+			l, r := b, b
+			s.Local, s.Remote, s.BW = &l, &r, bothWays(l, r)
 		}
 		return s
 	}
@@ -160,17 +163,17 @@ func TestCombine(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.Sizes[0]
-	if s.BW.Iterations != 400 || s.BW.Elapsed != 2*time.Second || s.BW.MsgRateMpps != 0.0002 {
-		t.Errorf("sum: %d messages in %v, %g Mpps; want 400 in 2s, 0.0002", s.BW.Iterations, s.BW.Elapsed, s.BW.MsgRateMpps)
+	if s.BW.Iterations != 400 || s.BW.Elapsed != 2*time.Second || s.BW.MsgRateMpps != 0.0004 {
+		t.Errorf("sum: %d messages in %v, %g Mpps; want 400 in 2s, 0.0004 both ways", s.BW.Iterations, s.BW.Elapsed, s.BW.MsgRateMpps)
 	}
-	if peak := 2 * 1000 / 0.005 / stats.BytesPerMB; s.BW.PeakMBps != peak {
-		t.Errorf("peak %g MB/s, want the two threads' %g", s.BW.PeakMBps, peak)
+	if peak := 2 * 2 * 1000 / 0.005 / stats.BytesPerMB; s.BW.PeakMBps != peak {
+		t.Errorf("peak %g MB/s, want the two threads' both ways, %g", s.BW.PeakMBps, peak)
 	}
-	if s.Local == nil || s.Local.Iterations != 400 || s.Remote.Iterations != 400 {
-		t.Errorf("each direction: %+v, %+v; want 400 messages", s.Local, s.Remote)
+	if s.Local == nil || s.Local.Iterations != 400 || s.Remote.Iterations != 400 || s.Local.MsgRateMpps != 0.0002 {
+		t.Errorf("each direction: %+v, %+v; want 400 messages, 0.0002 Mpps", s.Local, s.Remote)
 	}
-	if s.CPU.Messages != 400 || cpu.Messages != 100 {
-		t.Errorf("CPU time over %d messages (thread 0's own: %d); want 400 (100)", s.CPU.Messages, cpu.Messages)
+	if s.CPU.Messages != 800 || cpu.Messages != 100 {
+		t.Errorf("CPU time over %d messages (thread 0's own: %d); want 800 (100)", s.CPU.Messages, cpu.Messages)
 	}
 	if out.Header.NumQPs != 3 || len(out.Header.Local) != 3 || out.Header.Threads != 2 || out.Mismatches != 1 ||
 		out.Spec.Thread != 0 || out.Spec.Group != 0 || out.Spec.NumQPs != 3 {
