@@ -57,6 +57,12 @@ type SizeResult struct {
 	Lat       stats.Latency
 	Samples   []float64
 	IsLatency bool
+	// Iterations is, in a latency test, the iterations the size ran, as
+	// perftest's "#iterations" has them: this side's, or where this side
+	// only lets its memory be read (the server of read_lat and
+	// atomic_lat), the peer's. Lat.N counts the samples, which may be
+	// fewer (one in so many kept, -f's margins, a passive side's none).
+	Iterations uint64
 	// Counters is how this side's port counters (Local.Counters) moved
 	// from just before the size's run to just after both sides were done.
 	Counters []counters.Change
@@ -814,7 +820,10 @@ func (c cpuSample) since(start cpuSample, msgs uint64) *stats.CPU {
 // the longer of the two times, and the two peaks, as perftest's does.
 func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) SizeResult {
 	if s.spec.Test.IsLatency() {
-		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples.v}
+		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples.v, Iterations: mine.Iters}
+		if mine.Iters == 0 {
+			r.Iterations = peer.Iterations
+		}
 		if len(mine.Samples.v) > 0 {
 			r.Lat, _ = mine.Samples.summarize()
 		}

@@ -55,6 +55,11 @@ func TestLatencySampledOnDevice(t *testing.T) {
 			if tc.iters > 0 && (uint64(l.N) > tc.iters || uint64(l.N)+uint64(decimations) < tc.iters) {
 				t.Errorf("%d samples of %d iterations, %d decimations", l.N, tc.iters, decimations)
 			}
+			// The iterations are those run, as perftest prints them, not
+			// the samples, which the decimations left fewer.
+			if tc.iters > 0 && r.Iterations != tc.iters || r.Iterations < uint64(l.N) {
+				t.Errorf("%d iterations reported, %d samples; want %d", r.Iterations, l.N, max(tc.iters, uint64(l.N)))
+			}
 			if lo, hi := slices.Min(r.Samples), slices.Max(r.Samples); l.Min > lo || l.Max < hi || l.Min <= 0 ||
 				l.Avg < l.Min || l.Avg > l.Max || l.T999 > l.TMax || l.P50 < lo || l.P9999 > hi {
 				t.Errorf("figures out of order: %+v; kept from %v to %v", l, lo, hi)
