@@ -193,7 +193,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	deadline := start.Add(dur)
 	measured := newSpan(start, dur, s.margin(), s.local.CPUUtil)
 	lastProgress := start
-	peak := newPeakMeter(start, window)
+	peak := newPeaks(start, window)
 	stopping := false
 	rep := s.newReporter(start)
 	infinite := s.spec.RunInfinitely && !s.warming // a warm-up has its end
@@ -204,7 +204,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	}
 	// On a failure, what completed so far is still reported.
 	partial := func(err error) (sideResult, error) {
-		return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: lastProgress.Sub(start), Peak: peak.best}, err
+		return sideResult{Iters: total, Bytes: total * uint64(s.payload(size)), Elapsed: lastProgress.Sub(start), Peak: peak.whole.best}, err
 	}
 	var lim *limiter // --rate_limit: the tokens a post takes
 	if r := s.rateLimit(); r.Rate > 0 {
@@ -283,8 +283,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 			done[i] = c
 		}
 		if k > 0 {
-			measured.observe(now, total)
-			peak.observe(now, total)
+			peak.observe(now, total, &measured)
 		}
 		received := 0
 		if rcv != nil && !rcvOver {
@@ -357,7 +356,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	if el > 0 && n > 0 {
 		s.sendRate = float64(n) * float64(s.payload(size)) / el.Seconds()
 	}
-	return sideResult{Iters: n, Bytes: n * uint64(s.payload(size)), Elapsed: el, Peak: peak.best, CPU: measured.cpuSpan()}, ctx.Err()
+	return sideResult{Iters: n, Bytes: n * uint64(s.payload(size)), Elapsed: el, Peak: peak.best(&measured), CPU: measured.cpuSpan()}, ctx.Err()
 }
 
 // peakMeter finds a sending loop's peak, as perftest's is its shortest
@@ -388,6 +387,39 @@ func (p *peakMeter) observe(now time.Time, total uint64) {
 		p.best = w
 	}
 	p.from, p.mark = total, now
+}
+
+// peaks are a sending loop's peak meters: the whole run's, and with a
+// margin (-f) that of the span the counts cover, from its first edge,
+// where the whole run's may be in the margins the counts leave out.
+type peaks struct {
+	whole, span peakMeter
+	window      uint64
+}
+
+func newPeaks(start time.Time, window uint64) peaks {
+	return peaks{whole: newPeakMeter(start, window), window: window}
+}
+
+// observe takes a poll at now by which total messages had completed, and
+// shows it to w, the run's span.
+func (p *peaks) observe(now time.Time, total uint64, w *span) {
+	p.whole.observe(now, total)
+	if w.open() {
+		p.span.observe(now, total)
+	}
+	if w.observe(now, total) {
+		p.span = newPeakMeter(now, p.window)
+		p.span.from = total
+	}
+}
+
+// best is the peak of what w reports: its span's, or the whole run's.
+func (p *peaks) best(w *span) stats.Window {
+	if w.passed() {
+		return p.span.best
+	}
+	return p.whole.best
 }
 
 // completionIdle is how long the sending loop waits for a completion

@@ -67,3 +67,39 @@ func TestPeakPrecise(t *testing.T) {
 		}
 	}
 }
+
+// TestPeakInSpan: with a margin (-D -f), the peak is that of the span the
+// counts cover, not a faster window in a margin they leave out; a run
+// that ends before the span's far edge reports the whole run, its peak
+// too. Polls come every 100 ms with 100 messages each (the window), but
+// three: one 10 ms after the last in the first margin, 5 ms after it in
+// the last, and 80 ms after it in the span, its fastest window.
+func TestPeakInSpan(t *testing.T) {
+	start := time.Unix(1000, 0)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	moved := map[time.Duration]time.Duration{ms(1100): ms(1010), ms(9100): ms(9005), ms(5100): ms(5080)}
+	run := func(until time.Duration) (stats.Window, stats.Window) {
+		w := newSpan(start, 10*time.Second, 2*time.Second, false)
+		p := newPeaks(start, 100)
+		var total uint64
+		for at := ms(100); at <= until; at += ms(100) {
+			poll := at
+			if m, ok := moved[at]; ok {
+				poll = m
+			}
+			total += 100
+			p.observe(start.Add(poll), total, &w)
+		}
+		return p.best(&w), p.whole.best
+	}
+	best, whole := run(10 * time.Second)
+	if want := (stats.Window{Messages: 100, Elapsed: ms(80)}); best != want {
+		t.Errorf("the span's peak %+v, want %+v", best, want)
+	}
+	if want := (stats.Window{Messages: 100, Elapsed: ms(5)}); whole != want {
+		t.Errorf("the whole run's peak %+v, want %+v", whole, want)
+	}
+	if best, _ := run(6 * time.Second); best != (stats.Window{Messages: 100, Elapsed: ms(10)}) {
+		t.Errorf("a run that ended in the span: peak %+v, want the whole run's, 100 messages in 10ms", best)
+	}
+}

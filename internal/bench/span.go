@@ -28,8 +28,9 @@ func newSpan(start time.Time, dur, margin time.Duration, cpu bool) span {
 	return span{from: start.Add(margin), to: start.Add(dur - margin), cpu: cpu}
 }
 
-// observe records that total messages had completed at now.
-func (w *span) observe(now time.Time, total uint64) {
+// observe records that total messages had completed at now, and reports
+// whether that was the span's first edge: its count starts there.
+func (w *span) observe(now time.Time, total uint64) (started bool) {
 	switch {
 	case w.from.IsZero() || !w.t1.IsZero():
 	case w.t0.IsZero():
@@ -38,6 +39,7 @@ func (w *span) observe(now time.Time, total uint64) {
 			if w.cpu {
 				w.c0 = sampleCPU()
 			}
+			return true
 		}
 	case !now.Before(w.to):
 		w.n1, w.t1 = total, now
@@ -45,12 +47,21 @@ func (w *span) observe(now time.Time, total uint64) {
 			w.c1 = sampleCPU()
 		}
 	}
+	return false
 }
+
+// open reports whether the span has started and not ended: a count
+// seen now, before observe takes it, is one of those it reports.
+func (w *span) open() bool { return !w.t0.IsZero() && w.t1.IsZero() }
+
+// passed reports whether the run passed both edges: measured reports the
+// span's counts, not the whole run's.
+func (w *span) passed() bool { return !w.t1.IsZero() }
 
 // measured returns the messages and the time to report: the span's if
 // the run passed both its edges, else the whole run's, total in el.
 func (w *span) measured(total uint64, el time.Duration) (uint64, time.Duration) {
-	if w.t1.IsZero() {
+	if !w.passed() {
 		return total, el
 	}
 	return w.n1 - w.n0, w.t1.Sub(w.t0)
