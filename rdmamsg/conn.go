@@ -57,10 +57,12 @@ type Config struct {
 	// where rdma_cm picks the device by address, refuse it.
 	Device string
 	// CM is the connection manager's part: the source address, TOS, ACK
-	// timeout and time limits. Cap, PrivateData, Prepare, PD, CQs,
-	// SharedCQ, SRQ, UD, SigAll, WRAPI and SingleThreadedCQs (callers
-	// poll the CQ from more than one goroutine) are this package's to set
-	// and must be left zero.
+	// timeout and time limits. Cap, CQSize, PrivateData, Prepare, PD,
+	// CQs, SharedCQ, SRQ, UD, SigAll, WRAPI and SingleThreadedCQs
+	// (callers poll the CQ from more than one goroutine) are this
+	// package's to set and must be left zero: the one CQ holds a
+	// completion for every receive and send the connection may have
+	// posted, and a smaller one would overrun.
 	CM rdmacm.Config
 }
 
@@ -71,7 +73,8 @@ const (
 	defaultMaxSend     = 4 << 20
 	defaultKeepAlive   = 15 * time.Second
 	// updateSlots is the room kept on the send queue for credit updates
-	// beyond the data buffers.
+	// beyond the data buffers; one more request, beyond those, is the
+	// abort's (Abort), which never waits for room.
 	updateSlots = 4
 )
 
@@ -108,7 +111,7 @@ func (cfg *Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("rdmamsg: Config.Spin %v: want 0 or more: %w", c.Spin, syscall.EINVAL)
 	case c.SendBuffers < 1 || c.SendBuffers > maxDepth:
 		return c, fmt.Errorf("rdmamsg: Config.SendBuffers %d: want 1 to %d: %w", c.SendBuffers, maxDepth, syscall.EINVAL)
-	case c.CM.Cap != (ibverbs.QPCap{}) || c.CM.PrivateData != nil || c.CM.Prepare != nil || c.CM.PD != nil ||
+	case c.CM.Cap != (ibverbs.QPCap{}) || c.CM.CQSize != 0 || c.CM.PrivateData != nil || c.CM.Prepare != nil || c.CM.PD != nil ||
 		c.CM.SendCQ != nil || c.CM.RecvCQ != nil || c.CM.SRQ != nil || c.CM.UD || c.CM.SigAll || c.CM.WRAPI ||
 		c.CM.SingleThreadedCQs || c.CM.SharedCQ:
 		return c, fmt.Errorf("rdmamsg: Config.CM sets the QP, its memory or its private data, which are rdmamsg's: %w", syscall.EINVAL)
@@ -122,15 +125,19 @@ func (cfg *Config) withDefaults() (Config, error) {
 // MaxMessage.
 //
 // Any number of goroutines may send (Send, Write, ReadFrom) and receive
-// (Recv, Read) at once. Sends take turns, so that one Send's message and
-// one Write's messages go whole and together; receives take turns too,
-// each Recv taking a whole message; a send and a receive run at once.
-// Close may be called from any goroutine.
+// (Recv, Read, WriteTo) at once. Sends take turns, so that one Send's
+// message and one Write's messages go whole and together; receives take
+// turns too, each Recv taking a whole message; a send and a receive run
+// at once. A caller waiting for its turn (behind a ReadFrom blocked in
+// its reader, say) stops as it would waiting for a message or a credit:
+// when its context ends, its deadline passes or the Conn closes. Close
+// and Abort may be called from any goroutine.
 type Conn struct {
 	link link
 
-	// The receives: depth buffers of maxRecv bytes, request i for
-	// buffer i.
+	// The receives: depth+1 buffers of maxRecv bytes, request i for
+	// buffer i; the one beyond the depth the peer is told of stays free
+	// for its abort (flow.go).
 	depth, maxRecv int
 	rbuf           *ibverbs.Buffer
 	rmr            *ibverbs.MR
@@ -138,7 +145,8 @@ type Conn struct {
 
 	// The sends: request i < sendBuffers sends from buffer i, of maxSend
 	// bytes (the smaller of the peer's largest and Config.MaxSend);
-	// request sendBuffers is the credit update, which carries no payload.
+	// requests sendBuffers on are the credit update, the probe and the
+	// abort, which carry no payload.
 	sendBuffers, maxSend int
 	sbuf                 *ibverbs.Buffer
 	smr                  *ibverbs.MR
@@ -153,8 +161,15 @@ type Conn struct {
 	s   sleeper
 	wcs []ibverbs.WC
 
-	sendMu sync.Mutex // Send and Write
-	recvMu sync.Mutex // Recv and Read
+	// sendTurn and recvTurn are the turns of the senders (Send, Write,
+	// ReadFrom, CloseWrite) and of the receivers (Recv, Read, WriteTo):
+	// one-slot semaphores, which a caller waits for alongside its
+	// context, its deadline and Close (takeTurn), as it does for what
+	// it waits for once it has its turn.
+	sendTurn, recvTurn chan struct{}
+	// peerEnds says the peer takes end and abort messages and keeps a
+	// receive spare for the abort (its hello).
+	peerEnds bool
 
 	// mu guards what follows, and every post: posts to the QP must not
 	// run at once.
@@ -170,6 +185,8 @@ type Conn struct {
 	off     int   // and how far
 	err     error // why the connection failed
 	eof     bool  // the peer closed, and everything it sent was taken
+	wclosed bool  // this side's end message is posted (CloseWrite)
+	rclosed bool  // the peer's end message was read
 	closing bool
 	started bool // start finished: Close frees what there is
 	// loans counts the buffers in use outside mu (lend); unmapLater says
@@ -574,6 +591,8 @@ func newConn(cfg *Config) *Conn {
 		sendBuffers: cfg.SendBuffers,
 		maxSend:     cfg.MaxSend, // until start takes the peer's into account
 		cur:         -1,
+		sendTurn:    make(chan struct{}, 1),
+		recvTurn:    make(chan struct{}, 1),
 		sendKick:    make(chan struct{}, 1),
 		recvKick:    make(chan struct{}, 1),
 		closeKick:   make(chan struct{}, 1),
@@ -587,14 +606,23 @@ func newConn(cfg *Config) *Conn {
 func (c *Conn) cmConfig(cfg *Config) rdmacm.Config {
 	cm := cfg.CM
 	cm.Cap = ibverbs.QPCap{
-		MaxSendWR: c.sendBuffers + updateSlots, MaxSendSGE: 1,
-		MaxRecvWR: c.depth, MaxRecvSGE: 1,
+		MaxSendWR: c.sendWRs(), MaxSendSGE: 1,
+		MaxRecvWR: c.recvWRs(), MaxRecvSGE: 1,
 	}
-	cm.PrivateData = hello{depth: c.depth, maxMessage: c.maxRecv}.encode()
+	cm.PrivateData = c.hello().encode()
 	cm.Prepare = c.prepare
 	cm.SharedCQ = true
 	return cm
 }
+
+// sendWRs is the room the send queue needs: the data buffers', the
+// updates' and probes', and the abort's; recvWRs is the receive queue's,
+// the depth and the spare. The CQ holds both.
+func (c *Conn) sendWRs() int { return c.sendBuffers + updateSlots + 1 }
+func (c *Conn) recvWRs() int { return c.depth + 1 }
+
+// hello is what this side tells its peer.
+func (c *Conn) hello() hello { return hello{depth: c.depth, maxMessage: c.maxRecv, ends: true} }
 
 // prepare registers the receive buffers and posts a receive in each,
 // before the connection is made: rdmacm.Config.Prepare.
@@ -605,11 +633,12 @@ func (c *Conn) prepare(cm *rdmacm.Conn) (cleanup func() error, err error) {
 // postReceives registers the receive buffers on pd and posts a receive in
 // each to qp. Its cleanup frees them, before the QP closes.
 func (c *Conn) postReceives(pd *ibverbs.PD, qp *ibverbs.QP) (cleanup func() error, err error) {
-	c.rbuf, c.rmr, err = register(pd, c.depth*c.maxRecv, ibverbs.AccessLocalWrite)
+	n := c.recvWRs()
+	c.rbuf, c.rmr, err = register(pd, n*c.maxRecv, ibverbs.AccessLocalWrite)
 	if err != nil {
 		return nil, err
 	}
-	wrs := make([]ibverbs.RecvWR, c.depth)
+	wrs := make([]ibverbs.RecvWR, n)
 	for i := range wrs {
 		wrs[i] = ibverbs.RecvWR{ID: uint64(i), SGL: []ibverbs.SGE{c.rmr.SGE(i*c.maxRecv, c.maxRecv)}}
 	}
@@ -627,13 +656,13 @@ func (c *Conn) postReceives(pd *ibverbs.PD, qp *ibverbs.QP) (cleanup func() erro
 		return errors.Join(errs...)
 	}
 	if c.rb, err = qp.NewRecvBatch(wrs); err == nil {
-		err = c.rb.Post(0, c.depth)
+		err = c.rb.Post(0, n)
 	}
 	if err != nil {
 		return nil, errors.Join(err, cleanup())
 	}
-	c.lens = make([]int, c.depth)
-	c.ready = newRing(c.depth)
+	c.lens = make([]int, n)
+	c.ready = newRing(n)
 	return cleanup, nil
 }
 
@@ -657,6 +686,7 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	c.link = l
 	c.maxSend = min(c.maxSend, peer.maxMessage)
 	c.fl = newFlow(c.depth, peer.depth)
+	c.peerEnds = peer.ends
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.freeSends(), c.closeBuffer(&c.sbuf), l.Close())
@@ -671,8 +701,8 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	// The send buffers' requests, then an update's, then a probe's: an
 	// RDMA write of no bytes, which no MR, receive or credit of the peer's
 	// takes (a zero-length write names no memory, IBTA C9-88), and which
-	// the peer's device acknowledges all the same.
-	wrs := make([]ibverbs.SendWR, c.sendBuffers+2)
+	// the peer's device acknowledges all the same; then an abort's.
+	wrs := make([]ibverbs.SendWR, c.sendBuffers+3)
 	c.free = make([]int, c.sendBuffers)
 	for i := range wrs {
 		wrs[i] = ibverbs.SendWR{ID: sendTag | uint64(i), Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled}
@@ -681,13 +711,13 @@ func (c *Conn) start(l link, peer hello) (err error) {
 			c.free[i] = c.sendBuffers - 1 - i
 		}
 	}
-	wrs[c.sendBuffers+1].Opcode = ibverbs.OpRDMAWrite
+	wrs[c.probeWR()].Opcode = ibverbs.OpRDMAWrite
 	if c.sb, err = l.QP().NewSendBatch(wrs); err != nil {
 		return err
 	}
 	c.s = sleeper{mu: &c.mu, cq: l.SendCQ(), poll: c.poll, fail: c.fail, closed: c.closed,
 		kicks: []chan struct{}{c.sendKick, c.recvKick, c.closeKick, c.courierKick}}
-	c.wcs = make([]ibverbs.WC, c.depth+c.sendBuffers+updateSlots)
+	c.wcs = make([]ibverbs.WC, c.recvWRs()+c.sendWRs())
 	c.rdl.onChange, c.wdl.onChange = c.s.interrupt, c.s.interrupt
 	c.mu.Lock()
 	c.idleWait = idleAfter
@@ -705,6 +735,11 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	go c.watch(ctx)
 	return nil
 }
+
+// The send requests past the data buffers'.
+func (c *Conn) updateWR() int { return c.sendBuffers }
+func (c *Conn) probeWR() int  { return c.sendBuffers + 1 }
+func (c *Conn) abortWR() int  { return c.sendBuffers + 2 }
 
 // freeSends frees the send batch and MR that start made; the buffer
 // stays mapped.
@@ -898,19 +933,31 @@ func (c *Conn) received(wc *ibverbs.WC) {
 		return
 	}
 	slot := int(wc.WRID)
-	isUpdate, ok := c.fl.received(wc.Imm)
+	kind, ok := c.fl.received(wc.Imm)
 	if !ok || wc.Flags&ibverbs.WCWithImm == 0 {
 		c.fail(fmt.Errorf("rdmamsg: a message from %s that the protocol does not send (immediate data %#x, flags %s): %w",
 			c.link.RemoteAddr(), wc.Imm, wc.Flags, syscall.EPROTO))
 		return
 	}
-	if isUpdate {
+	switch kind {
+	case msgUpdate:
 		c.repost(slot)
-		return
+	case msgAbort:
+		// After the messages before it, which the callers take first
+		// (next), the connection has failed.
+		c.fail(fmt.Errorf("rdmamsg: %s aborted the connection: %w", c.link.RemoteAddr(), syscall.ECONNRESET))
+	case msgEnd:
+		c.lens[slot] = endOfStream
+		c.ready.push(slot)
+	default:
+		c.lens[slot] = int(wc.ByteLen)
+		c.ready.push(slot)
 	}
-	c.lens[slot] = int(wc.ByteLen)
-	c.ready.push(slot)
 }
+
+// endOfStream is the length of the peer's end message in lens: its place
+// in ready is the end of what it sends.
+const endOfStream = -1
 
 // repost posts receive buffer slot again, with c.mu held, and counts it
 // for the peer.
@@ -999,7 +1046,7 @@ func (c *Conn) armIdle() {
 
 // postUpdate posts a credit update, spending a credit, with c.mu held.
 func (c *Conn) postUpdate() {
-	u := c.sendBuffers
+	u := c.updateWR()
 	c.sb.SetImm(u, c.fl.update())
 	if err := c.sb.Post(u, 1, 0); err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
@@ -1014,7 +1061,7 @@ func (c *Conn) postUpdate() {
 // spare: its peer's device acknowledges it, or the retries fail it when
 // the peer is gone. With c.mu held.
 func (c *Conn) postProbe() {
-	if err := c.sb.Post(c.sendBuffers+1, 1, 0); err != nil {
+	if err := c.sb.Post(c.probeWR(), 1, 0); err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
 		return
 	}
@@ -1058,28 +1105,61 @@ func (c *Conn) keepAlives(ctx context.Context) {
 	}
 }
 
-// SetDeadline sets the read and write deadlines, as net.Conn's does.
+// postAbort posts the abort message, with c.mu held, unless the
+// connection has failed or ended, or the abort cannot go (an older peer,
+// no credit). It takes a send request beyond those the credits and the
+// updates use, so there is room for it.
+func (c *Conn) postAbort() {
+	if c.closing || c.err != nil || c.eof || c.link.Err() != nil {
+		return
+	}
+	imm, ok := c.fl.abort(c.peerEnds)
+	if !ok {
+		return
+	}
+	a := c.abortWR()
+	c.sb.SetImm(a, imm)
+	if err := c.sb.Post(a, 1, 0); err != nil {
+		c.fail(fmt.Errorf("rdmamsg: %w", err))
+		return
+	}
+	c.sqOut++
+	c.upOut++ // not a message of the stream's, for lostError
+	c.posts++
+}
+
+// SetDeadline sets the read and write deadlines, as net.Conn's does. After
+// Close it sets nothing and returns ErrClosed.
 func (c *Conn) SetDeadline(t time.Time) error {
-	c.rdl.set(t)
-	c.wdl.set(t)
+	if !c.rdl.set(t) || !c.wdl.set(t) {
+		return ErrClosed
+	}
 	return nil
 }
 
 // SetReadDeadline sets when Recv, Read and WriteTo stop waiting for a
-// message and fail with os.ErrDeadlineExceeded (which is a net.Error whose
-// Timeout is true), as net.Conn's does, alongside any context: the zero
-// time for never. It applies to waits under way too. Once it has passed,
-// a read fails at once, even with a message there, as package net's do.
+// message, or for their turn, and fail with os.ErrDeadlineExceeded (which
+// is a net.Error whose Timeout is true), as net.Conn's does, alongside any
+// context: the zero time for never. It applies to waits under way too.
+// Once it has passed, a read fails at once, even with a message there, as
+// package net's do, and a WriteTo stops before its next write. After
+// Close it sets nothing and returns ErrClosed.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	c.rdl.set(t)
+	if !c.rdl.set(t) {
+		return ErrClosed
+	}
 	return nil
 }
 
-// SetWriteDeadline sets when Send, Write and ReadFrom stop waiting for a
-// credit or a send buffer and fail with os.ErrDeadlineExceeded, as
-// SetReadDeadline does for reads; once it has passed, they fail at once.
+// SetWriteDeadline sets when Send, Write, ReadFrom and CloseWrite stop
+// waiting for a credit, a send buffer or their turn and fail with
+// os.ErrDeadlineExceeded, as SetReadDeadline does for reads; once it has
+// passed, they fail at once, and a Write or ReadFrom under way sends no
+// more. After Close it sets nothing and returns ErrClosed.
 func (c *Conn) SetWriteDeadline(t time.Time) error {
-	c.wdl.set(t)
+	if !c.wdl.set(t) {
+		return ErrClosed
+	}
 	return nil
 }
 
@@ -1158,10 +1238,11 @@ func (c *Conn) QP() *ibverbs.QP { return c.link.QP() }
 
 // Send sends p as one message (a send with immediate data, from a
 // registered buffer p is copied into). It waits while the peer has no
-// receive free for it or every send buffer is on the wire, until ctx ends,
-// and returns once the message is posted: that it arrived, the peer's
-// Recv says. A message longer than MaxSend is refused (EMSGSIZE); an
-// empty one is sent, and received as an empty message.
+// receive free for it or every send buffer is on the wire, or another
+// sender has its turn, until ctx ends, the write deadline passes or the
+// Conn closes, and returns once the message is posted: that it arrived,
+// the peer's Recv says. A message longer than MaxSend is refused
+// (EMSGSIZE); an empty one is sent, and received as an empty message.
 func (c *Conn) Send(ctx context.Context, p []byte) error {
 	if c.wdl.passed() && !isClosed(c.closed) {
 		return os.ErrDeadlineExceeded
@@ -1169,42 +1250,88 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 	if len(p) > c.maxSend {
 		return fmt.Errorf("rdmamsg: send of %d bytes: the peer takes at most %d: %w", len(p), c.maxSend, syscall.EMSGSIZE)
 	}
-	c.sendMu.Lock()
-	defer c.sendMu.Unlock()
-	return c.sendLocked(ctx, p)
+	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
+		return err
+	}
+	defer giveTurn(c.sendTurn)
+	return c.sendLocked(ctx, p, 0)
 }
 
-// sendLocked is Send's work, with c.sendMu held.
-func (c *Conn) sendLocked(ctx context.Context, p []byte) error {
+// takeTurn waits for turn (c.sendTurn or c.recvTurn) and takes it, until
+// ctx ends, the deadline dl passes or the Conn closes; once dl has
+// passed, it fails at once, as package net's calls do, unless the Conn
+// is closed, which they tell first. The caller gives the turn back
+// (giveTurn). A turn free takes no select on the rest, and nothing
+// allocates.
+func (c *Conn) takeTurn(ctx context.Context, turn chan struct{}, dl *deadline) error {
+	if isClosed(c.closed) {
+		return ErrClosed
+	}
+	select {
+	case turn <- struct{}{}:
+	default:
+		select {
+		case turn <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-dl.done():
+			if isClosed(c.closed) {
+				return ErrClosed
+			}
+			return os.ErrDeadlineExceeded
+		case <-c.closed:
+			return ErrClosed
+		}
+	}
+	if dl.passed() && !isClosed(c.closed) {
+		giveTurn(turn)
+		return os.ErrDeadlineExceeded
+	}
+	return nil
+}
+
+func giveTurn(turn chan struct{}) { <-turn }
+
+// sendLocked is Send's work, with c.sendTurn held: p, as a message
+// marked with mark (0 for data, or immEnd).
+func (c *Conn) sendLocked(ctx context.Context, p []byte, mark uint32) error {
 	i, err := c.buffer(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.giveBack()
 	copy(c.sendBuf(i), p)
-	return c.postBuffer(ctx, i, len(p))
+	return c.postBuffer(ctx, i, len(p), mark)
 }
 
 // ReadFrom sends what it reads from r until io.EOF, as Write would, but
 // reads straight into the registered send buffers: each Read of r that
 // returns bytes becomes one message of at most MaxSend bytes. io.Copy to
-// the Conn uses it.
+// the Conn uses it. Once the write deadline has passed it stops, before
+// its next Read of r, with os.ErrDeadlineExceeded. A count from r outside
+// 0 to the buffer's length fails it, and nothing of that Read is sent.
 func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
-	if c.wdl.passed() && !isClosed(c.closed) {
-		return 0, os.ErrDeadlineExceeded
-	}
-	c.sendMu.Lock()
-	defer c.sendMu.Unlock()
 	ctx := context.Background()
+	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
+		return 0, err
+	}
+	defer giveTurn(c.sendTurn)
 	var n int64
 	for {
+		if c.wdl.passed() && !isClosed(c.closed) {
+			return n, os.ErrDeadlineExceeded
+		}
 		i, err := c.buffer(ctx)
 		if err != nil {
 			return n, err
 		}
-		m, rerr := r.Read(c.sendBuf(i))
+		buf := c.sendBuf(i)
+		m, rerr := r.Read(buf)
+		if m < 0 || m > len(buf) {
+			m, rerr = 0, fmt.Errorf("rdmamsg: the reader read %d bytes into %d", m, len(buf))
+		}
 		if m > 0 {
-			err = c.postBuffer(ctx, i, m)
+			err = c.postBuffer(ctx, i, m, 0)
 		} else {
 			c.mu.Lock()
 			c.free = append(c.free, i)
@@ -1229,7 +1356,7 @@ func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 func (c *Conn) waitSend(ctx context.Context, ready func() bool) error {
 	for spun := false; ; {
 		c.mu.Lock()
-		if err := c.sendErr(); err != nil {
+		if err := c.writeErr(); err != nil {
 			c.mu.Unlock()
 			return err
 		}
@@ -1281,8 +1408,9 @@ func (c *Conn) canPost() bool {
 }
 
 // postBuffer waits for a credit and sends the first n bytes of buffer i,
-// which the caller took; on failure the buffer is free again.
-func (c *Conn) postBuffer(ctx context.Context, i, n int) error {
+// which the caller took, marked with mark (0, or immEnd); on failure the
+// buffer is free again.
+func (c *Conn) postBuffer(ctx context.Context, i, n int, mark uint32) error {
 	if err := c.waitSend(ctx, c.canPost); err != nil {
 		c.mu.Lock()
 		c.free = append(c.free, i)
@@ -1291,7 +1419,7 @@ func (c *Conn) postBuffer(ctx context.Context, i, n int) error {
 	}
 	defer c.mu.Unlock()
 	c.sb.SetSGE(i, 0, c.smr.SGE(i*c.maxSend, n))
-	c.sb.SetImm(i, c.fl.send())
+	c.sb.SetImm(i, c.fl.send()|mark)
 	if err := c.sb.Post(i, 1, 0); err != nil {
 		c.free = append(c.free, i)
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
@@ -1299,10 +1427,14 @@ func (c *Conn) postBuffer(ctx context.Context, i, n int) error {
 	}
 	c.sqOut++
 	c.posts++
+	if mark == immEnd {
+		c.wclosed = true
+	}
 	return nil
 }
 
-// sendErr says why nothing more can be sent, with c.mu held.
+// sendErr says why nothing more can be sent, credit updates included,
+// with c.mu held.
 func (c *Conn) sendErr() error {
 	switch {
 	case c.closing:
@@ -1315,17 +1447,30 @@ func (c *Conn) sendErr() error {
 	return nil
 }
 
+// writeErr says why no message can be sent, with c.mu held: sendErr's
+// reasons, or this side's CloseWrite, after which updates still go.
+func (c *Conn) writeErr() error {
+	if err := c.sendErr(); err != nil {
+		return err
+	}
+	if c.wclosed {
+		return fmt.Errorf("rdmamsg: send to %s after CloseWrite: %w", c.link.RemoteAddr(), syscall.EPIPE)
+	}
+	return nil
+}
+
 // Recv waits for the next message, copies it into p and returns its
 // length. A message longer than p is left for the next Recv, which it
 // returns an error matching io.ErrShortBuffer for; MaxRecv bytes always
-// suffice. After the peer closes, Recv returns what it sent and then
-// io.EOF. If a Read took part of a message, Recv returns the rest.
+// suffice. After the peer closes (or its CloseWrite), Recv returns what
+// it sent and then io.EOF. If a Read took part of a message, Recv returns
+// the rest. Waiting, for a message or for another receiver's turn, ends
+// when ctx ends, the read deadline passes or the Conn closes.
 func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
-	if c.rdl.passed() && !isClosed(c.closed) {
-		return 0, os.ErrDeadlineExceeded
+	if err := c.takeTurn(ctx, c.recvTurn, &c.rdl); err != nil {
+		return 0, err
 	}
-	c.recvMu.Lock()
-	defer c.recvMu.Unlock()
+	defer giveTurn(c.recvTurn)
 	for spun := false; ; {
 		c.mu.Lock()
 		slot, data, err := c.next()
@@ -1361,6 +1506,11 @@ func (c *Conn) next() (int, []byte, error) {
 	}
 	if c.cur < 0 && c.ready.len() > 0 {
 		c.cur, c.off = c.ready.pop(), 0
+		if c.lens[c.cur] == endOfStream {
+			// The peer's CloseWrite: nothing more comes.
+			c.rclosed = true
+			c.take(c.cur)
+		}
 	}
 	if c.cur >= 0 {
 		start := c.cur * c.maxRecv
@@ -1369,7 +1519,7 @@ func (c *Conn) next() (int, []byte, error) {
 	if c.err != nil {
 		return -1, nil, c.err
 	}
-	if c.eof {
+	if c.eof || c.rclosed {
 		return -1, nil, io.EOF
 	}
 	return -1, nil, nil
@@ -1405,8 +1555,8 @@ func (c *Conn) waitRecv(ctx context.Context, spun *bool) error {
 
 // Read reads the stream of messages as bytes: what is left of the current
 // message, up to len(p), or the next message's first bytes. Empty messages
-// are skipped. It returns io.EOF once the peer has closed and everything
-// it sent was read.
+// are skipped. It returns io.EOF once the peer has closed (or its
+// CloseWrite) and everything it sent was read.
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 && isClosed(c.closed) {
 		return 0, ErrClosed
@@ -1414,11 +1564,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if c.rdl.passed() && !isClosed(c.closed) {
-		return 0, os.ErrDeadlineExceeded
+	if err := c.takeTurn(context.Background(), c.recvTurn, &c.rdl); err != nil {
+		return 0, err
 	}
-	c.recvMu.Lock()
-	defer c.recvMu.Unlock()
+	defer giveTurn(c.recvTurn)
 	for spun := false; ; {
 		c.mu.Lock()
 		slot, data, err := c.next()
@@ -1446,15 +1595,18 @@ func (c *Conn) Read(p []byte) (int, error) {
 
 // WriteTo writes the stream of messages to w until the peer closes, as
 // Read would, but straight from the registered receive buffers. io.Copy
-// from the Conn uses it.
+// from the Conn uses it. Once the read deadline has passed it stops,
+// before its next Write to w, with os.ErrDeadlineExceeded.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
-	if c.rdl.passed() && !isClosed(c.closed) {
-		return 0, os.ErrDeadlineExceeded
+	if err := c.takeTurn(context.Background(), c.recvTurn, &c.rdl); err != nil {
+		return 0, err
 	}
-	c.recvMu.Lock()
-	defer c.recvMu.Unlock()
+	defer giveTurn(c.recvTurn)
 	var n int64
 	for spun := false; ; {
+		if c.rdl.passed() && !isClosed(c.closed) {
+			return n, os.ErrDeadlineExceeded
+		}
 		c.mu.Lock()
 		slot, data, err := c.next()
 		if slot >= 0 && !c.lend() {
@@ -1501,7 +1653,9 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 }
 
 // Write sends p as messages of at most MaxSend bytes, waiting as Send
-// does. It returns the bytes sent before an error. Writes from several
+// does (with no context: until the write deadline passes or the Conn
+// closes). It returns the bytes sent before an error; once the write
+// deadline has passed, it sends no more of p. Writes from several
 // goroutines do not interleave: each one's messages go together, as a
 // TCPConn's bytes do. Writing nothing sends nothing, but fails as a write
 // would on a closed Conn or after the write deadline.
@@ -1515,17 +1669,53 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c.sendMu.Lock()
-	defer c.sendMu.Unlock()
+	ctx := context.Background()
+	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
+		return 0, err
+	}
+	defer giveTurn(c.sendTurn)
 	n := 0
 	for n < len(p) {
+		if n > 0 && c.wdl.passed() && !isClosed(c.closed) {
+			return n, os.ErrDeadlineExceeded
+		}
 		m := min(len(p)-n, c.maxSend)
-		if err := c.sendLocked(context.Background(), p[n:n+m]); err != nil {
+		if err := c.sendLocked(ctx, p[n:n+m], 0); err != nil {
 			return n, err
 		}
 		n += m
 	}
 	return n, nil
+}
+
+// CloseWrite ends this side's stream and keeps the connection, as a
+// TCPConn's CloseWrite (shutdown with SHUT_WR) does: once the peer has
+// taken the messages sent before, its Recv and Read return io.EOF, as
+// after Close, while it may still send to this side, which reads on. It
+// sends an end message, a send with immediate data and no bytes
+// (ibv_post_send), which waits for a send buffer and a credit, and for
+// its turn, as Write does. Send, Write and ReadFrom then fail with an
+// error matching syscall.EPIPE; a second CloseWrite does nothing. A peer
+// whose rdmamsg is older than CloseWrite (its hello does not say it takes
+// end messages) cannot be told: CloseWrite then fails with an error
+// matching errors.ErrUnsupported, and sends nothing.
+func (c *Conn) CloseWrite() error {
+	if !c.peerEnds {
+		return fmt.Errorf("rdmamsg: close write to %s: the peer's rdmamsg takes no end message: %w",
+			c.link.RemoteAddr(), errors.ErrUnsupported)
+	}
+	ctx := context.Background()
+	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
+		return err
+	}
+	defer giveTurn(c.sendTurn)
+	c.mu.Lock()
+	done := c.wclosed
+	c.mu.Unlock()
+	if done {
+		return nil
+	}
+	return c.sendLocked(ctx, nil, immEnd)
 }
 
 // Close ends the connection. It first waits until every message sent has
@@ -1538,16 +1728,48 @@ func (c *Conn) Write(p []byte) (int, error) {
 // (rdma_disconnect; for a Conn that Handshake made, it moves the QP to
 // the error state and closes the net.Conn) and frees the connection's
 // QP, memory registrations and the rest. Send, Recv, Read and Write
-// waiting in other goroutines return ErrClosed. Close does not wait for a
-// ReadFrom blocked in its reader, or a WriteTo in its writer: that
-// returns ErrClosed once its reader or writer returns, and the buffers
-// stay mapped until then. Closing twice is a no-op.
-func (c *Conn) Close() error {
+// waiting in other goroutines, for what they need or for their turn,
+// return ErrClosed, and so do the deadlines' setters; their timers stop.
+// Close does not wait for a ReadFrom blocked in its reader, or a WriteTo
+// in its writer: that returns ErrClosed once its reader or writer
+// returns, and the buffers stay mapped until then. Closing twice is a
+// no-op.
+//
+// The peer takes a Close for the end of the stream (io.EOF); Abort is
+// the end of one that failed.
+func (c *Conn) Close() error { return c.shut(false) }
+
+// Abort ends the connection as a failure, where Close ends it as the end
+// of the stream: the peer's Recv and Read return the messages sent before
+// and then an error matching syscall.ECONNRESET, not io.EOF, and its
+// sends fail likewise, as a TCP reset tells. It is for a side whose part
+// broke off (its input failed, its output could not be written, Ctrl-C),
+// so that the peer does not take what arrived for the whole. It posts an
+// abort message (ibv_post_send: a send with immediate data and no bytes)
+// into the receive the peer keeps spare for it beyond its depth, which
+// needs no credit and waits for nothing, then goes on as Close, whose
+// error it returns: it waits for the messages sent to reach the peer, the
+// abort last, then disconnects (rdma_disconnect) and frees. After Close or
+// Abort it does nothing but return that error. Nothing is posted once the
+// connection has failed or the peer has closed. A peer whose rdmamsg is
+// older than Abort keeps no spare receive: the abort then goes only with
+// a credit to spend, and fails that peer all the same, as a message it
+// does not know (EPROTO); without one it takes the end for the end of
+// the stream.
+func (c *Conn) Abort() error { return c.shut(true) }
+
+// shut is Close, or Abort when abort is true.
+func (c *Conn) shut(abort bool) error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
+		if abort {
+			c.postAbort()
+		}
 		c.closing = true
 		c.mu.Unlock()
 		close(c.closed)
+		c.rdl.stop()
+		c.wdl.stop()
 		c.s.interrupt()
 		if c.idle != nil {
 			c.idle.Stop()

@@ -528,6 +528,9 @@ func TestConfigRefused(t *testing.T) {
 		{MaxSend: -1}, {MaxSend: 1<<30 + 1},
 		{CM: rdmacm.Config{UD: true}}, {CM: rdmacm.Config{PrivateData: []byte("x")}},
 		{CM: rdmacm.Config{SingleThreadedCQs: true}},
+		// rdmamsg sizes the CQ for every receive and send it posts: a
+		// smaller one overran, and its QP went to the error state.
+		{CM: rdmacm.Config{CQSize: 8}}, {CM: rdmacm.Config{CQSize: 1 << 20}},
 	} {
 		if _, err := rdmamsg.Dial(context.Background(), "198.18.0.1:1", &cfg); !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("%+v: %v", cfg, err)

@@ -19,6 +19,9 @@ type deadline struct {
 	gen uint64
 	// over says that ch is closed, for passed without mu.
 	over atomic.Bool
+	// stopped says that the connection closed (stop): no deadline is
+	// set any more.
+	stopped bool
 	// onChange, if set, is called, without mu, after each set and when
 	// the deadline passes: for a wait that cannot select on done (a
 	// Conn's caller asleep on its CQ).
@@ -40,18 +43,33 @@ func (d *deadline) done() <-chan struct{} {
 }
 
 // set sets the deadline to t: the zero time for none, a time past for
-// at once. Waits that began before see the new deadline.
-func (d *deadline) set(t time.Time) {
-	d.reset(t)
+// at once. Waits that began before see the new deadline. It reports
+// false, and sets nothing, after stop.
+func (d *deadline) set(t time.Time) bool {
+	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		return false
+	}
+	d.resetLocked(t)
+	d.mu.Unlock()
 	if d.onChange != nil {
 		d.onChange()
 	}
+	return true
 }
 
-func (d *deadline) reset(t time.Time) {
+// stop stops the timer for good, at the connection's Close, which ends
+// the waits itself: set does nothing from then on.
+func (d *deadline) stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.resetLocked(t)
+	d.stopped = true
+	d.gen++
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
 }
 
 func (d *deadline) resetLocked(t time.Time) {

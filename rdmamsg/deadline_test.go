@@ -59,3 +59,37 @@ func TestDeadlineMovedAsItFires(t *testing.T) {
 	}
 	d.set(time.Time{})
 }
+
+// TestDeadlineStop: a deadline stopped (its connection's Close) stops its
+// timer, which no longer holds the connection until it fires, and takes
+// no deadline after.
+func TestDeadlineStop(t *testing.T) {
+	var d deadline
+	fired := make(chan struct{}, 1)
+	d.onChange = func() {
+		select {
+		case fired <- struct{}{}:
+		default:
+		}
+	}
+	if !d.set(time.Now().Add(30 * time.Millisecond)) {
+		t.Fatal("set refused before stop")
+	}
+	<-fired // the set's own call
+	waiting := d.done()
+	d.stop()
+	if d.timer != nil {
+		t.Error("the timer is still there after stop")
+	}
+	if closedWithin(waiting, 100*time.Millisecond) {
+		t.Error("a deadline stopped fired at its time")
+	}
+	select {
+	case <-fired:
+		t.Error("a deadline stopped called onChange")
+	default:
+	}
+	if d.set(time.Now().Add(-time.Second)) || d.passed() {
+		t.Error("set took a deadline after stop")
+	}
+}

@@ -16,7 +16,8 @@
 //
 // A Conn is an rdmacm connection (package rdmacm) with one RC queue pair.
 // Each side keeps Config.Depth receives posted in registered memory off
-// the Go heap, one buffer of Config.MaxMessage bytes each; the two sides
+// the Go heap, one buffer of Config.MaxMessage bytes each, and one more
+// for the peer's abort (below); the two sides
 // exchange their depth and largest message in the connection's private
 // data. A message is one send with immediate data, copied into one of
 // Config.SendBuffers registered send buffers; Recv copies it out and posts
@@ -79,7 +80,16 @@
 //
 // Close waits until the messages it sent have reached the peer, then
 // disconnects; the peer's Recv and Read return what arrived and then
-// io.EOF, and its Send fails with an error matching syscall.EPIPE. When
+// io.EOF, and its Send fails with an error matching syscall.EPIPE.
+// CloseWrite ends one direction only, as a TCPConn's does: an end
+// message after the last, and the peer reads io.EOF while it may still
+// send. Abort ends the connection as a failure: an abort message after
+// the last, then as Close, and the peer reads what arrived and then an
+// error matching syscall.ECONNRESET, so that a stream that broke off
+// part way is not taken for a whole one. The abort needs no credit: each
+// side keeps one receive posted beyond the depth it tells its peer,
+// which the credits never count, so one is free for it even when the
+// peer reads nothing (flow.go). When
 // a message cannot be delivered (the peer's host died, a link is down),
 // the device gives up after the QP's retries (rdmacm.Config.AckTimeout
 // and RetryCount), and every call returns that error, after the messages
@@ -147,11 +157,16 @@
 // # Wire format
 //
 // The private data of the request and the reply begins with a 16-byte
-// hello: "GRMS", version 1, three reserved bytes, the depth and the
-// largest message (big-endian 32-bit). The immediate data of every message
-// carries the credits it reports in its low 16 bits, and bit 31 marks a
-// credit update; the other bits are zero. A request without a hello is
-// rejected with the reason in the reply's private data.
+// hello: "GRMS", version 1, a flags byte, two reserved bytes, the depth
+// and the largest message (big-endian 32-bit). Flag bit 0 says the side
+// takes end and abort messages and keeps a receive spare for the abort;
+// an older rdmamsg sends no flags and ignores them, and to such a peer
+// CloseWrite fails (errors.ErrUnsupported) and an abort goes only with a
+// credit. The immediate data of every message carries the credits it
+// reports in its low 16 bits; bit 31 marks a credit update, bit 30 an
+// abort and bit 29 the end of the sender's stream, at most one of them;
+// the other bits are zero. A request without a hello is rejected with
+// the reason in the reply's private data.
 //
 // Handshake's frames are "GRMH", a kind byte and a body length byte,
 // then the body: kind 'E' carries version 1, the active MTU, the LID, the

@@ -16,10 +16,29 @@ package rdmamsg
 // report: a side always has the credit to report with. An update, for its
 // part, is answered by an update only once half a depth of them has
 // accumulated, so two idle sides do not trade updates for ever.
+//
+// Two more messages end a side's part: an end message (CloseWrite) goes as
+// data does, with a credit, after the data before it; an abort (Abort)
+// needs none. Each side posts one receive more than the depth it tells
+// its peer, which the credits never count: at most depth messages are
+// ever in receives not yet posted again, so that one stays free for the
+// abort, which may have to go when the peer reads nothing and no credit
+// is left.
 const (
 	immUpdate  = 1 << 31   // the message is an update, not data
+	immAbort   = 1 << 30   // the sender aborted the connection (Abort)
+	immEnd     = 1 << 29   // the end of the sender's stream (CloseWrite)
 	immCredits = 1<<16 - 1 // the credits reported
-	immUnused  = ^uint32(immUpdate | immCredits)
+)
+
+// What a message received is, by its immediate data.
+type msgKind int
+
+const (
+	msgData msgKind = iota
+	msgUpdate
+	msgEnd
+	msgAbort
 )
 
 // flow is one side's account of the credit protocol.
@@ -60,17 +79,43 @@ func (f *flow) update() uint32 {
 	return imm
 }
 
+// abort returns the immediate data of an abort, which goes into the
+// receive the peer keeps spare for it, or, where the peer keeps none
+// (spare false: an older rdmamsg), takes a credit; ok is false when it
+// cannot go.
+func (f *flow) abort(spare bool) (imm uint32, ok bool) {
+	if !spare {
+		if f.credits < 1 {
+			return 0, false
+		}
+		f.credits--
+	}
+	return immAbort, true
+}
+
 // received takes a message's immediate data: it adds the credits the peer
-// reports and says whether the message was an update. ok is false for
-// immediate data this protocol never sends, or credits the peer cannot
-// have given.
-func (f *flow) received(imm uint32) (isUpdate, ok bool) {
+// reports and says what the message is. ok is false for immediate data
+// this protocol never sends (an unused bit, or more than one kind), or
+// credits the peer cannot have given.
+func (f *flow) received(imm uint32) (kind msgKind, ok bool) {
 	n := int(imm & immCredits)
-	if imm&immUnused != 0 || f.credits+n > f.peerDepth {
-		return false, false
+	switch imm &^ immCredits {
+	case 0:
+		kind = msgData
+	case immUpdate:
+		kind = msgUpdate
+	case immEnd:
+		kind = msgEnd
+	case immAbort:
+		kind = msgAbort
+	default:
+		return 0, false
+	}
+	if f.credits+n > f.peerDepth {
+		return 0, false
 	}
 	f.credits += n
-	return imm&immUpdate != 0, true
+	return kind, true
 }
 
 // reposted counts n receives posted again.

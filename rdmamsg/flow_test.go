@@ -55,11 +55,11 @@ func deliver(t *testing.T, from, to *side) bool {
 		t.Fatal("a message arrived with no receive posted")
 	}
 	to.posted--
-	isUpdate, ok := to.fl.received(imm)
+	kind, ok := to.fl.received(imm)
 	if !ok {
 		t.Fatalf("immediate data %#x refused", imm)
 	}
-	if isUpdate {
+	if kind == msgUpdate {
 		to.posted++
 		to.fl.reposted(1)
 		to.update()
@@ -91,6 +91,13 @@ func invariant(t *testing.T, s, peer *side, peerDepth int) {
 	}
 	if s.fl.credits < 0 {
 		t.Fatalf("credits %d", s.fl.credits)
+	}
+	// An abort, which takes no credit, sent now goes behind what is on
+	// the wire into the receive the peer posts beyond its depth: that one
+	// is free as long as the messages on the wire find receives within
+	// the depth.
+	if len(s.wire) > peer.posted {
+		t.Fatalf("%d messages on the wire, %d receives posted within the depth", len(s.wire), peer.posted)
 	}
 	// Credits in flight back to s are in the peer's wire.
 	back := 0
@@ -179,8 +186,36 @@ func TestFlowRefusesBadImmediate(t *testing.T) {
 	if _, ok := f.received(1 << 20); ok {
 		t.Error("an unused bit accepted")
 	}
-	if up, ok := f.received(immUpdate | 1); !ok || !up || f.credits != 8 {
-		t.Errorf("an update of 1: update %v, ok %v, credits %d", up, ok, f.credits)
+	if _, ok := f.received(immUpdate | immEnd); ok {
+		t.Error("an update that is also an end accepted")
+	}
+	if k, ok := f.received(immUpdate | 1); !ok || k != msgUpdate || f.credits != 8 {
+		t.Errorf("an update of 1: kind %v, ok %v, credits %d", k, ok, f.credits)
+	}
+	f.send()
+	if k, ok := f.received(immEnd | 1); !ok || k != msgEnd || f.credits != 8 {
+		t.Errorf("an end reporting 1: kind %v, ok %v, credits %d", k, ok, f.credits)
+	}
+	if k, ok := f.received(immAbort); !ok || k != msgAbort {
+		t.Errorf("an abort: kind %v, ok %v", k, ok)
+	}
+}
+
+// TestFlowAbort: an abort takes no credit from a peer that keeps a
+// receive spare for it, and goes with none left; to one that keeps none,
+// it takes a credit, and cannot go without one.
+func TestFlowAbort(t *testing.T) {
+	f := newFlow(4, 4)
+	f.credits = 0
+	if imm, ok := f.abort(true); !ok || imm != immAbort || f.credits != 0 {
+		t.Errorf("abort with a spare and no credit: %#x, %v, credits %d", imm, ok, f.credits)
+	}
+	if _, ok := f.abort(false); ok {
+		t.Error("abort without a spare or a credit went")
+	}
+	f.credits = 1
+	if imm, ok := f.abort(false); !ok || imm != immAbort || f.credits != 0 {
+		t.Errorf("abort without a spare, with a credit: %#x, %v, credits %d", imm, ok, f.credits)
 	}
 }
 

@@ -188,7 +188,7 @@ func handshake(ctx context.Context, nc net.Conn, conn *Conn, cfg *Config) (_ *ne
 		return nil, hello{}, err
 	}
 	mine := endpoint{mtu: uint8(ep.MTU), lid: ep.LID, qpn: ep.QPN, psn: ep.PSN, gid: ep.GID,
-		hello: hello{depth: conn.depth, maxMessage: conn.maxRecv}}
+		hello: conn.hello()}
 	body, err := swap(nc, frameEndpoint, mine.frame())
 	if err != nil {
 		return nil, hello{}, err
@@ -239,15 +239,15 @@ func (l *netLink) open(conn *Conn, cfg *Config) (ibverbs.Endpoint, ibverbs.ConnP
 	if l.pd, err = l.ctx.AllocPD(); err != nil {
 		return ibverbs.Endpoint{}, p, err
 	}
-	sendWRs := conn.sendBuffers + updateSlots
+	sendWRs, recvWRs := conn.sendWRs(), conn.recvWRs()
 	if l.ch, err = l.ctx.CreateCompChannel(); err != nil {
 		return ibverbs.Endpoint{}, p, err
 	}
-	if l.cq, err = l.ctx.CreateCQ(sendWRs+conn.depth, l.ch); err != nil {
+	if l.cq, err = l.ctx.CreateCQ(sendWRs+recvWRs, l.ch); err != nil {
 		return ibverbs.Endpoint{}, p, err
 	}
 	if l.qp, err = l.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: l.cq, RecvCQ: l.cq,
-		Cap: ibverbs.QPCap{MaxSendWR: sendWRs, MaxSendSGE: 1, MaxRecvWR: conn.depth, MaxRecvSGE: 1}}); err != nil {
+		Cap: ibverbs.QPCap{MaxSendWR: sendWRs, MaxSendSGE: 1, MaxRecvWR: recvWRs, MaxRecvSGE: 1}}); err != nil {
 		return ibverbs.Endpoint{}, p, err
 	}
 	ep, err := l.qp.Endpoint(p.Port, p.GIDIndex)

@@ -132,6 +132,10 @@ func TestHandshake(t *testing.T) {
 		{"ConcurrentWrites", TestConcurrentWrites},
 		{"Deadlines", TestDeadlines},
 		{"OwedUpdate", TestOwedUpdate},
+		{"TurnWaitEnds", TestTurnWaitEnds},
+		{"Abort", TestAbort},
+		{"AbortWithoutCredit", TestAbortWithoutCredit},
+		{"CloseWrite", TestCloseWrite},
 	} {
 		t.Run(tt.name, tt.f)
 	}

@@ -9,20 +9,25 @@ import (
 // A hello is what each side tells the other in the connection's private
 // data (the dialer's request, the listener's reply): how many messages it
 // keeps receives posted for, which are the peer's first credits, and the
-// largest message it takes.
+// largest message it takes; and whether it takes end and abort messages
+// and keeps a receive spare for the abort (flow.go), which an older
+// rdmamsg does not.
 type hello struct {
 	depth      int
 	maxMessage int
+	ends       bool
 }
 
-// The hello's layout: magic, version, three reserved bytes, the depth and
-// the largest message, big-endian. The connection's private data may come
-// padded with zeros (RoCE's CM pads a reply to 196 bytes), so a longer
-// buffer is read from its start.
+// The hello's layout: magic, version, a flags byte, two reserved bytes,
+// the depth and the largest message, big-endian. The connection's private
+// data may come padded with zeros (RoCE's CM pads a reply to 196 bytes),
+// so a longer buffer is read from its start. An older rdmamsg sends the
+// flags as zero, and ignores them.
 const (
 	helloMagic   = "GRMS"
 	helloVersion = 1
 	helloLen     = 16
+	helloEnds    = 1 // flags: takes end and abort messages, keeps a receive spare
 )
 
 // Bounds on a side's settings, checked on both ends: the depth fits the
@@ -40,6 +45,9 @@ func (h hello) encode() []byte {
 	b := make([]byte, helloLen)
 	copy(b, helloMagic)
 	b[4] = helloVersion
+	if h.ends {
+		b[5] |= helloEnds
+	}
 	binary.BigEndian.PutUint32(b[8:], uint32(h.depth))
 	binary.BigEndian.PutUint32(b[12:], uint32(h.maxMessage))
 	return b
@@ -56,6 +64,7 @@ func parseHello(b []byte) (hello, error) {
 	h := hello{
 		depth:      int(binary.BigEndian.Uint32(b[8:])),
 		maxMessage: int(binary.BigEndian.Uint32(b[12:])),
+		ends:       b[5]&helloEnds != 0,
 	}
 	if h.depth < minDepth || h.depth > maxDepth {
 		return hello{}, fmt.Errorf("%w: its depth %d is outside %d to %d", errNotHello, h.depth, minDepth, maxDepth)

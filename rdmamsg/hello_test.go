@@ -19,6 +19,15 @@ func TestHello(t *testing.T) {
 			t.Errorf("parseHello(%d bytes) = %+v, %v; want %+v", len(in), got, err, h)
 		}
 	}
+	// The flag of end and abort messages is bit 0 of byte 5, which an
+	// older rdmamsg sent as zero and ignores.
+	e := hello{depth: 32, maxMessage: 4096, ends: true}
+	if eb := e.encode(); eb[5] != 1 || !bytes.Equal(eb[:5], b[:5]) || !bytes.Equal(eb[6:], b[6:]) {
+		t.Errorf("with ends: %x, without: %x", eb, b)
+	}
+	if got, err := parseHello(e.encode()); err != nil || got != e {
+		t.Errorf("parseHello(%x) = %+v, %v; want %+v", e.encode(), got, err, e)
+	}
 	bad := map[string][]byte{
 		"empty":       nil,
 		"short":       b[:helloLen-1],

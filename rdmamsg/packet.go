@@ -652,27 +652,34 @@ func (p *PacketConn) lookup(ctx context.Context, to netip.AddrPort) (udPeer, err
 }
 
 // SetDeadline sets the read and write deadlines, as net.PacketConn's
-// does.
+// does. After Close it sets nothing and returns ErrClosed.
 func (p *PacketConn) SetDeadline(t time.Time) error {
-	p.rdl.set(t)
-	p.wdl.set(t)
+	if !p.rdl.set(t) || !p.wdl.set(t) {
+		return ErrClosed
+	}
 	return nil
 }
 
 // SetReadDeadline sets when ReadFrom stops waiting for a datagram and
 // fails with os.ErrDeadlineExceeded, alongside any context: the zero time
 // for never. It applies to a wait under way too. Once it has passed,
-// ReadFrom fails at once, even with datagrams there.
+// ReadFrom fails at once, even with datagrams there. After Close it sets
+// nothing and returns ErrClosed.
 func (p *PacketConn) SetReadDeadline(t time.Time) error {
-	p.rdl.set(t)
+	if !p.rdl.set(t) {
+		return ErrClosed
+	}
 	return nil
 }
 
 // SetWriteDeadline sets when WriteTo stops waiting for a send buffer and
 // fails with os.ErrDeadlineExceeded; once it has passed, WriteTo fails at
-// once. A lookup is bounded by PacketConfig.LookupTimeout instead.
+// once. A lookup is bounded by PacketConfig.LookupTimeout instead. After
+// Close it sets nothing and returns ErrClosed.
 func (p *PacketConn) SetWriteDeadline(t time.Time) error {
-	p.wdl.set(t)
+	if !p.wdl.set(t) {
+		return ErrClosed
+	}
 	return nil
 }
 
@@ -730,6 +737,8 @@ func (p *PacketConn) Close() error {
 		p.closing = true
 		p.mu.Unlock()
 		close(p.closed)
+		p.rdl.stop()
+		p.wdl.stop()
 		p.s.interrupt()
 		p.s.awake(p.closeKick)
 		p.stop()
