@@ -10,7 +10,13 @@
 //	rdmacat -l 198.18.0.1:7472 -o copy.bin   # server: one stream, then exit
 //	rdmacat -i data.bin 198.18.0.1:7472      # client
 //
-// Each side reports on standard error what it moved, and how fast.
+// Each side reports on standard error what it moved, and how fast. A side
+// that fails part way (its input cannot be read, its output cannot be
+// written, Ctrl-C) aborts the connection (rdmamsg's Conn.Abort), and the
+// other then fails too, rather than take what arrived for the whole
+// stream: both exit with status 1. The client ends its stream with
+// CloseWrite and waits for the server's word before it says "sent": the
+// server closes once it has written (and synced) everything, or aborts.
 package main
 
 import (
@@ -68,13 +74,19 @@ func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
 	start := time.Now()
 	n, err := copyUntil(ctx, c, w, c)
 	if err != nil {
+		c.Abort()
 		return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
 	}
 	if err := flush(w, out != ""); err != nil {
+		c.Abort()
+		return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
+	}
+	// The client waits for this Close, the word that all it sent is
+	// written.
+	if err := c.Close(); err != nil {
 		return err
 	}
 	report("received", n, "from", c.RemoteAddr().String(), start)
@@ -151,11 +163,14 @@ func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config, tcp bool) e
 	}
 	start := time.Now()
 	n, err := copyUntil(ctx, c, c, r)
+	if err == nil {
+		err = ended(ctx, c)
+	}
 	if err != nil {
-		c.Close()
+		c.Abort()
 		return fmt.Errorf("sending to %s: %w", addr, err)
 	}
-	// Close returns once the last message has reached the server.
+	// Close returns at once: the server has closed.
 	if err := c.Close(); err != nil {
 		return err
 	}
@@ -163,11 +178,35 @@ func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config, tcp bool) e
 	return nil
 }
 
+// ended ends the client's stream (CloseWrite) and waits for the server's
+// word: its Close once it has written everything, which this side reads
+// as io.EOF, or its Abort when it could not, an error. An older server,
+// whose rdmamsg takes no CloseWrite, learns of the end from the
+// client's Close, and says nothing.
+func ended(ctx context.Context, c *rdmamsg.Conn) error {
+	err := c.CloseWrite()
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var b [1]byte
+	n, err := c.Recv(ctx, b[:])
+	switch {
+	case err == io.EOF:
+		return nil
+	case err != nil:
+		return fmt.Errorf("the server's end: %w", err)
+	}
+	return fmt.Errorf("the server sent %d bytes, where it sends nothing", n)
+}
+
 // copyUntil copies from r to w until r ends, or fails (the error says
-// after how many bytes), or ctx ends (Ctrl-C). Then it closes c and
-// returns without waiting for the copy, which may be
-// blocked in r (a terminal, a pipe): the connection's Close does not wait
-// for it, and neither does the process.
+// after how many bytes), or ctx ends (Ctrl-C). Then it aborts c, so that
+// the peer fails too, and returns without waiting for the copy, which may
+// be blocked in r (a terminal, a pipe): the connection's Abort does not
+// wait for it, and neither does the process.
 func copyUntil(ctx context.Context, c *rdmamsg.Conn, w io.Writer, r io.Reader) (int64, error) {
 	type result struct {
 		n   int64
@@ -185,7 +224,7 @@ func copyUntil(ctx context.Context, c *rdmamsg.Conn, w io.Writer, r io.Reader) (
 		}
 		return res.n, nil
 	case <-ctx.Done():
-		c.Close()
+		c.Abort()
 		return 0, ctx.Err()
 	}
 }

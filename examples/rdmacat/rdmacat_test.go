@@ -186,8 +186,10 @@ func TestRdmacatFailures(t *testing.T) {
 	}
 
 	// A client whose input never ends (a terminal, a pipe) stops on
-	// Ctrl-C though its copy is blocked reading; the server then sees the
-	// end of what it sent.
+	// Ctrl-C though its copy is blocked reading; the server writes what
+	// came, and fails: the stream broke off (the client aborted), where
+	// it took the end of what came for the end of the stream and exited
+	// 0.
 	srv := startServer(t, ctx, a)
 	cli := rdmatest.Command(ctx, a)
 	stdin, err := cli.StdinPipe()
@@ -212,8 +214,54 @@ func TestRdmacatFailures(t *testing.T) {
 	if err == nil || !strings.Contains(cliOut.String(), "context canceled") || time.Since(start) > 10*time.Second {
 		t.Errorf("client after Ctrl-C: %v after %v: %q", err, time.Since(start), cliOut.String())
 	}
-	if msg, err := srv.wait(); err != nil || !strings.HasPrefix(msg, "received 7 bytes") || srv.stdout.String() != "partial" {
-		t.Errorf("server after the client's Ctrl-C: %v: %q, wrote %q", err, msg, srv.stdout.String())
+	if msg, err := srv.wait(); err == nil || !strings.HasPrefix(msg, "rdmacat: receiving from ") ||
+		!strings.Contains(msg, "after 7 bytes") || !strings.Contains(msg, "connection reset by peer") ||
+		srv.stdout.String() != "partial" {
+		t.Errorf("server after the client's Ctrl-C: %v: %q, wrote %q; want a failure after 7 bytes", err, msg, srv.stdout.String())
+	}
+}
+
+// A client whose input fails (a directory: EISDIR) aborts, and the server
+// fails too, where it said "received 0 bytes" and exited 0; a server that
+// cannot write the stream (/dev/full: ENOSPC) aborts, and the client
+// fails too, where it said "sent" and exited 0, its bytes on their way.
+func TestRdmacatBrokenStream(t *testing.T) {
+	for _, tcp := range []bool{false, true} {
+		var flags []string
+		if tcp {
+			flags = []string{"-tcp"}
+		}
+		t.Run(fmt.Sprintf("tcp %v", tcp), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := addr(t)
+			srv := startServer(t, ctx, a, flags...)
+			dir := t.TempDir()
+			out, err := rdmatest.Command(ctx, append(append([]string{"-i", dir}, flags...), a)...).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "is a directory") {
+				t.Errorf("client reading a directory: %v: %q", err, out)
+			}
+			if msg, err := srv.wait(); err == nil || !strings.Contains(msg, "connection reset by peer") {
+				t.Errorf("server of a client whose input failed: %v: %q; want a failure", err, msg)
+			}
+
+			if _, err := os.Stat("/dev/full"); err != nil {
+				t.Skipf("no /dev/full: %v", err)
+			}
+			a = addr(t)
+			srv = startServer(t, ctx, a, append([]string{"-o", "/dev/full"}, flags...)...)
+			in := filepath.Join(dir, "in")
+			if err := os.WriteFile(in, random(100_000), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, err = rdmatest.Command(ctx, append(append([]string{"-i", in}, flags...), a)...).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "connection reset by peer") {
+				t.Errorf("client of a server that cannot write: %v: %q; want a failure", err, out)
+			}
+			if msg, err := srv.wait(); err == nil || !strings.Contains(msg, "no space left on device") {
+				t.Errorf("server writing to /dev/full: %v: %q", err, msg)
+			}
+		})
 	}
 }
 
