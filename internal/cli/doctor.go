@@ -52,12 +52,14 @@ func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor [-d DEV] [-i PORT]",
 		Short: "Check that this host is ready for RDMA, and say how to fix what is not",
-		Long: `Check the things RDMA needs: the uverbs device files, the locked-memory
-limit, an active port, a routable RoCE v2 GID, the netdev MTU against the RDMA
-MTU, ECN and PFC where the driver exposes them, and the device's NUMA node
-against the CPUs a test would run on. Each finding is [ ok ],
-[warn] or [FAIL]; warnings and failures come with a fix. The exit status is 1
-if anything failed.`,
+		Long: `Check the things RDMA needs: the uverbs device files (and rdma_cm's, for
+-R), the locked-memory limit, an active port, a routable RoCE v2 GID, the
+netdev MTU against the RDMA MTU, ECN and PFC where the driver exposes them,
+and the device's NUMA node against the CPUs a test would run on. Each
+finding is [ ok ], [warn] or [FAIL]; warnings and failures come with a fix.
+A port that is not ACTIVE fails if -i names it or no port checked is
+ACTIVE; otherwise it is a warning, and not checked further. The exit status
+is 1 if anything failed.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Port < 0 {
@@ -141,7 +143,8 @@ func doctorChecks(opts *DoctorOptions) []finding {
 	fs = append(fs, checkDevFiles(opts.Root, devs, opts.Access)...)
 	lim, err := opts.Memlock()
 	fs = append(fs, checkMemlock(lim, err, hasIPCLock(opts.Root)))
-	for _, d := range devs {
+	active := activePorts(devs, opts.Port)
+	for i, d := range devs {
 		if d.Error != "" {
 			fs = append(fs, fail("check `dmesg` for the driver's errors", "%s: %s", d.Name, d.Error))
 			continue
@@ -156,10 +159,63 @@ func doctorChecks(opts *DoctorOptions) []finding {
 			if opts.Port != 0 && p.Port != opts.Port {
 				continue
 			}
+			// A port the user did not name that is not ACTIVE, on a host
+			// where another is (the second port of a dual-port NIC with one
+			// cable, an unplugged NIC), does not stop the tests: a warning,
+			// and its GID and MTU do not matter until it comes up.
+			if opts.Port == 0 && p.Error == "" && p.State != "ACTIVE" && len(active) > 0 {
+				fs = append(fs, idlePort(d, p, i == 0 && p.Port == 1, opts.Device != "", active))
+				continue
+			}
 			fs = append(fs, checkPort(opts, d, p)...)
 		}
 	}
 	return fs
+}
+
+// activePorts names the ACTIVE ports among devs (only port port of each,
+// unless it is 0) as the flags that pick them: "-d rxe0 -i 1".
+func activePorts(devs []deviceReport, port int) []string {
+	var out []string
+	for _, d := range devs {
+		if d.Error != "" {
+			continue
+		}
+		for _, p := range d.Ports {
+			if (port == 0 || p.Port == port) && p.Error == "" && p.State == "ACTIVE" {
+				out = append(out, fmt.Sprintf("-d %s -i %d", d.Name, p.Port))
+			}
+		}
+	}
+	return out
+}
+
+// idlePort is the finding for a port that is not ACTIVE while others
+// (active, as activePorts names them) are: tests run on those. first says
+// the port is the one tests use without -d and -i (the first device's port
+// 1; with -d, byDev, that device's port 1, which they use without -i).
+func idlePort(d deviceReport, p portReport, first, byDev bool, active []string) finding {
+	at := fmt.Sprintf("%s port %d", d.Name, p.Port)
+	use := active[0]
+	if len(active) > 1 {
+		use = strings.Join(active, "`, `")
+	}
+	nd := portNetdev(p)
+	if nd == "" {
+		nd = "<netdev>"
+	}
+	fix := fmt.Sprintf("run tests on an ACTIVE port (`%s`), or bring this one up (check its cable, and `ip link set %s up`)", use, nd)
+	if p.LinkLayer == "InfiniBand" {
+		fix = fmt.Sprintf("run tests on an ACTIVE port (`%s`), or bring this one up (check its cable; an INIT port waits for a subnet manager)", use)
+	}
+	msg := fmt.Sprintf("%s: state %s (%s), not ACTIVE: not checked further; tests on it fail, other ports are ACTIVE", at, p.State, p.PhysState)
+	switch {
+	case first && byDev:
+		msg += "; without -i tests use this port"
+	case first:
+		msg += "; without -d and -i tests use this port"
+	}
+	return warn(fix, "%s", msg)
 }
 
 // startedCPUs are the CPUs this process may run on, and those online.
@@ -262,7 +318,71 @@ func checkDevFiles(root string, devs []deviceReport, access func(string) error) 
 	if len(devs) == 0 {
 		fs = append(fs, ok("/dev/infiniband exists"))
 	}
-	return fs
+	return append(fs, checkRdmaCM(root, access))
+}
+
+// checkRdmaCM checks /dev/infiniband/rdma_cm, rdma_ucm's device, which
+// librdmacm opens for reading and writing to make any rdma_cm connection:
+// tests with -R fail without it, the others do not need it. In a container
+// given only the uverbs files it is missing though the host has it. Where
+// rdma_ucm is not loaded (sys/module/rdma_ucm) librdmacm's netlink query
+// for the device has the kernel load it, which makes the file, where
+// rdmaCMAutoload says so.
+func checkRdmaCM(root string, access func(string) error) finding {
+	const p = "/dev/infiniband/rdma_cm"
+	full := filepath.Join(root, p)
+	if _, err := os.Stat(full); err != nil {
+		fix := "in a container, pass it too (`docker run --device=/dev/infiniband/rdma_cm`, or all of /dev/infiniband)"
+		if _, err := os.Stat(filepath.Join(root, "sys/module/rdma_ucm")); err != nil {
+			if rdmaCMAutoload(root) {
+				return ok("%s is not there yet: rdma_ucm is not loaded, and the first test with -R (rdma_cm) has the kernel load it, which makes the file", p)
+			}
+			fix = "load rdma_ucm (`modprobe rdma_ucm`, and list it in /etc/modules-load.d/); " + fix
+		}
+		return warn(fix, "%s: %v: tests with -R (rdma_cm) fail; the others do not need it", p, bareError(err))
+	}
+	if err := access(full); err != nil {
+		return warn(fmt.Sprintf("run as root, or grant access to %s (the kernel makes it mode 0666)", p),
+			"%s is not readable and writable: %v: tests with -R (rdma_cm) fail; the others do not need it", p, bareError(err))
+	}
+	return ok("%s is readable and writable (for -R)", p)
+}
+
+// rdmaCMAutoload reports whether librdmacm's first use would load rdma_ucm
+// and so make /dev/infiniband/rdma_cm, by the files under root: the running
+// kernel's modules.alias maps "rdma-client-rdma_cm" to it (from Linux 5.3,
+// whose netlink query for a client's device loads the module of that
+// alias), and /dev/infiniband is on a devtmpfs, where the kernel makes
+// device files itself (a container's /dev is a tmpfs of its own).
+func rdmaCMAutoload(root string) bool {
+	rel, err := os.ReadFile(filepath.Join(root, "proc/sys/kernel/osrelease"))
+	if err != nil {
+		return false
+	}
+	aliases, err := os.ReadFile(filepath.Join(root, "lib/modules", strings.TrimSpace(string(rel)), "modules.alias"))
+	if err != nil || !strings.Contains("\n"+string(aliases), "\nalias rdma-client-rdma_cm rdma_ucm\n") {
+		return false
+	}
+	mounts, err := os.ReadFile(filepath.Join(root, "proc/self/mountinfo"))
+	if err != nil {
+		return false
+	}
+	// "36 35 0:6 / /dev rw,relatime shared:2 - devtmpfs udev rw": the
+	// mount point is the fifth field, the type the first after " - "; the
+	// last mount of the longest point that holds /dev/infiniband counts.
+	at, fstype := "", ""
+	for _, line := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(line)
+		i := slices.Index(f, "-")
+		if len(f) < 5 || i < 5 || i+1 >= len(f) {
+			continue
+		}
+		mp := f[4]
+		if (mp == "/" || mp == "/dev" || mp == "/dev/infiniband") && len(mp) >= len(at) {
+			at, fstype = mp, f[i+1]
+		}
+	}
+	return fstype == "devtmpfs"
 }
 
 const (
@@ -367,8 +487,8 @@ func checkPort(opts *DoctorOptions, d deviceReport, p portReport) []finding {
 	if netdev == "" {
 		return fs
 	}
-	fs = append(fs, checkNetdevMTU(opts.Root, at, netdev, p))
 	drv := driverName(opts.Root, d.Name)
+	fs = append(fs, checkNetdevMTU(opts.Root, at, netdev, p, mtuOverhead(drv)))
 	fs = append(fs, checkECN(opts.Root, netdev, drv), checkPFC(opts.Root, netdev, drv))
 	if opts.TClassSet {
 		fs = append(fs, checkTClass(opts.Root, netdev, opts.TClass)...)
@@ -453,7 +573,25 @@ func checkGID(at string, p portReport, netdev string, addrs func(string) ([]neti
 // frames of 4200 or more give 4096.
 const roceOverhead = 40 + 8 + 12 + 4 + 28 + 4
 
-func checkNetdevMTU(root, at, netdev string, p portReport) finding {
+// rxeOverhead is what soft-RoCE (rdma_rxe) counts instead: rxe_set_mtu sets
+// the port's active MTU from the netdev MTU less RXE_MAX_HDR_LENGTH, 80
+// (eth_mtu_int_to_enum in rxe_param.h), the most an rxe packet carries
+// besides its payload; so rxe is active at 4096 from a netdev MTU of 4176,
+// and its packets fit.
+const rxeOverhead = 80
+
+// mtuOverhead is the bytes of headers that drv's ports count between the
+// netdev MTU and the RDMA MTU.
+func mtuOverhead(drv string) int {
+	if isRXE(drv) {
+		return rxeOverhead
+	}
+	return roceOverhead
+}
+
+// checkNetdevMTU judges the MTU of netdev, the port's, whose driver puts
+// overhead bytes of headers around an RDMA MTU's payload.
+func checkNetdevMTU(root, at, netdev string, p portReport, overhead int) finding {
 	b, err := os.ReadFile(filepath.Join(root, "sys/class/net", netdev, "mtu"))
 	if err != nil {
 		return warn(fmt.Sprintf("check `ip link show %s`", netdev), "%s: MTU of %s: %v", at, netdev, bareError(err))
@@ -464,35 +602,47 @@ func checkNetdevMTU(root, at, netdev string, p portReport) finding {
 	}
 	fits := 0 // the largest IB MTU that this netdev MTU carries, up to the port's max
 	for m := 256; m <= 4096 && m <= p.MaxMTU; m *= 2 {
-		if mtu-roceOverhead >= m {
+		if mtu-overhead >= m {
 			fits = m
 		}
 	}
 	switch {
-	case mtu < p.ActiveMTU+roceOverhead:
-		return warn(fmt.Sprintf("raise it: `ip link set %s mtu %d` (and the switch ports' MTU)", netdev, p.ActiveMTU+roceOverhead),
+	case mtu < p.ActiveMTU+overhead:
+		return warn(fmt.Sprintf("raise it: `ip link set %s mtu %d` (and the switch ports' MTU)", netdev, p.ActiveMTU+overhead),
 			"%s: %s MTU %d is too small for RDMA MTU %d, which needs %d+%d bytes of RoCE v2 headers: large packets will be dropped",
-			at, netdev, mtu, p.ActiveMTU, p.ActiveMTU, roceOverhead)
+			at, netdev, mtu, p.ActiveMTU, p.ActiveMTU, overhead)
 	case fits > p.ActiveMTU:
 		return warn(fmt.Sprintf("most drivers set the port MTU from the netdev MTU: re-set it (`ip link set %s mtu %d`) and check `gorperf devices`", netdev, mtu),
 			"%s: %s MTU %d would carry RDMA MTU %d, but the port is active at %d", at, netdev, mtu, fits, p.ActiveMTU)
 	}
-	return ok("%s: %s MTU %d carries RDMA MTU %d (+%d bytes of RoCE v2 headers)", at, netdev, mtu, p.ActiveMTU, roceOverhead)
+	return ok("%s: %s MTU %d carries RDMA MTU %d (+%d bytes of RoCE v2 headers)", at, netdev, mtu, p.ActiveMTU, overhead)
 }
 
 // driverName names the driver behind an RDMA device: the kernel driver of
-// its parent device, else the device name without its number.
+// its parent device; for a device with none that has the attribute parent,
+// which rdma_rxe alone gives its devices (the netdev's name), rdma_rxe;
+// else the device name without its number (rxe0: rxe).
 func driverName(root, ibdev string) string {
-	if l, err := os.Readlink(filepath.Join(root, "sys/class/infiniband", ibdev, "device/driver")); err == nil {
+	dir := filepath.Join(root, "sys/class/infiniband", ibdev)
+	if l, err := os.Readlink(filepath.Join(dir, "device/driver")); err == nil {
 		return filepath.Base(l)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "parent")); err == nil {
+		return "rdma_rxe"
 	}
 	return strings.TrimRight(ibdev, "0123456789_")
 }
 
-// checkECN reports on which priorities ECN is enabled, as mlx5 exposes it
-// in /sys/class/net/<netdev>/ecn/roce_{np,rp}/enable/<prio>: the
-// notification point (receiver, marks CNPs) and the reaction point (sender,
-// slows down).
+// isRXE reports whether driverName's drv is soft-RoCE's.
+func isRXE(drv string) bool { return drv == "rdma_rxe" || drv == "rxe" }
+
+// checkECN reports on which priorities ECN is enabled, as mlx5 (MLNX_OFED's)
+// exposes it in /sys/class/net/<netdev>/ecn/roce_{np,rp}/enable/<prio>,
+// files holding 1 or 0: the notification point (the receiver, which answers
+// packets marked CE with CNPs) and the reaction point (the sender, which
+// slows down on CNPs). Rate control needs both on a priority: the
+// receiver's NP and the sender's RP, and a host is each in turn. A priority
+// on which one is on is one in use; the other being off there is a warning.
 func checkECN(root, netdev, drv string) finding {
 	dir := filepath.Join(root, "sys/class/net", netdev, "ecn")
 	if _, err := os.Stat(dir); err != nil {
@@ -503,7 +653,42 @@ func checkECN(root, netdev, drv string) finding {
 		return warn(fmt.Sprintf("enable it on RoCE's priority, e.g. 3: `echo 1 > /sys/class/net/%s/ecn/roce_np/enable/3` and the same for roce_rp", netdev),
 			"%s: ECN is off on every priority: congestion will be met with drops or PFC pauses, not rate control", netdev)
 	}
-	return ok("%s: ECN on for priorities: notification point %s, reaction point %s", netdev, prioList(np), prioList(rp))
+	noRP, noNP := prioMinus(np, rp), prioMinus(rp, np)
+	var why, fix []string
+	if len(noRP) > 0 {
+		why = append(why, fmt.Sprintf("the reaction point is off on priorities %s, where the notification point is on: what this host sends there does not slow down when its peers report congestion", prioList(noRP)))
+		fix = append(fix, ecnEnable(netdev, "roce_rp", noRP))
+	}
+	if len(noNP) > 0 {
+		why = append(why, fmt.Sprintf("the notification point is off on priorities %s, where the reaction point is on: this host sends no CNPs for congested traffic it receives there, so its peers do not slow down", prioList(noNP)))
+		fix = append(fix, ecnEnable(netdev, "roce_np", noNP))
+	}
+	if len(why) > 0 {
+		return warn(strings.Join(fix, "; "), "%s: ECN (notification point %s, reaction point %s): %s",
+			netdev, prioList(np), prioList(rp), strings.Join(why, "; "))
+	}
+	return ok("%s: ECN on for priorities %s (notification and reaction point)", netdev, prioList(np))
+}
+
+// ecnEnable is the shell command that turns ECN's point (roce_np, roce_rp)
+// on for prios.
+func ecnEnable(netdev, point string, prios []int) string {
+	if len(prios) == 1 {
+		return fmt.Sprintf("`echo 1 > /sys/class/net/%s/ecn/%s/enable/%d`", netdev, point, prios[0])
+	}
+	return fmt.Sprintf("`for p in %s; do echo 1 > /sys/class/net/%s/ecn/%s/enable/$p; done`",
+		strings.ReplaceAll(prioList(prios), ",", " "), netdev, point)
+}
+
+// prioMinus returns the priorities of a that b lacks.
+func prioMinus(a, b []int) []int {
+	var out []int
+	for _, p := range a {
+		if !slices.Contains(b, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func ecnPrios(dir string) []int {
@@ -567,10 +752,18 @@ func checkTClass(root, netdev string, tc int) []finding {
 	dir := filepath.Join(root, "sys/class/net", netdev, "ecn")
 	if _, err := os.Stat(dir); err == nil {
 		np, rp := ecnPrios(filepath.Join(dir, "roce_np/enable")), ecnPrios(filepath.Join(dir, "roce_rp/enable"))
-		if !slices.Contains(np, prio) || !slices.Contains(rp, prio) {
+		inNP, inRP := slices.Contains(np, prio), slices.Contains(rp, prio)
+		switch {
+		case !inNP && !inRP:
 			fs = append(fs, warn(fmt.Sprintf("`echo 1 > /sys/class/net/%s/ecn/roce_np/enable/%d` and the same under roce_rp", netdev, prio),
 				"%s: ECN is off for priority %d, the one --tclass %d maps to", netdev, prio, tc))
-		} else {
+		case !inRP:
+			fs = append(fs, warn(ecnEnable(netdev, "roce_rp", []int{prio}),
+				"%s: ECN's reaction point is off for priority %d, the one --tclass %d maps to: this host's sends there do not slow down for congestion", netdev, prio, tc))
+		case !inNP:
+			fs = append(fs, warn(ecnEnable(netdev, "roce_np", []int{prio}),
+				"%s: ECN's notification point is off for priority %d, the one --tclass %d maps to: this host sends no CNPs for congestion there", netdev, prio, tc))
+		default:
 			fs = append(fs, ok("%s: ECN on for priority %d", netdev, prio))
 		}
 	}

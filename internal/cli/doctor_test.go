@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -142,10 +143,11 @@ func TestCheckDevFiles(t *testing.T) {
 	deny := func(string) error { return &os.PathError{Op: "access", Path: "x", Err: os.ErrPermission} }
 
 	fs := checkDevFiles(fakeFS(t, sysfs), devs, allow)
-	if len(fs) != 1 {
+	if len(fs) != 2 {
 		t.Fatalf("findings: %+v", fs)
 	}
 	wantFinding(t, fs[0], levelOK, "/dev/infiniband/uverbs0 (rxe0) is readable and writable")
+	wantFinding(t, fs[1], levelWarn, "/dev/infiniband/rdma_cm: no such file or directory: tests with -R (rdma_cm) fail")
 
 	fs = checkDevFiles(fakeFS(t, sysfs), devs, deny)
 	wantFinding(t, fs[0], levelFail, "not readable and writable: permission denied")
@@ -216,9 +218,33 @@ func TestCheckNetdevMTU(t *testing.T) {
 	} {
 		root := fakeFS(t, map[string]string{"sys/class/net/rxeveth0/mtu": tc.mtu})
 		p := portReport{ActiveMTU: tc.active, MaxMTU: tc.max}
-		wantFinding(t, checkNetdevMTU(root, "rxe0 port 1", "rxeveth0", p), tc.lvl, tc.msg)
+		wantFinding(t, checkNetdevMTU(root, "rxe0 port 1", "rxeveth0", p, roceOverhead), tc.lvl, tc.msg)
 	}
-	f := checkNetdevMTU(t.TempDir(), "rxe0 port 1", "rxeveth0", portReport{ActiveMTU: 1024, MaxMTU: 4096})
+	// rxe counts 80 bytes (RXE_MAX_HDR_LENGTH): a netdev MTU of 4176 is
+	// active at 4096, one of 4175 at 2048.
+	for _, tc := range []struct {
+		mtu         string
+		active, max int
+		lvl         level
+		msg         string
+	}{
+		{"4176\n", 4096, 4096, levelOK, "rxeveth0 MTU 4176 carries RDMA MTU 4096 (+80 bytes"},
+		{"4191\n", 4096, 4096, levelOK, "carries RDMA MTU 4096"},
+		{"4175\n", 2048, 4096, levelOK, "carries RDMA MTU 2048"},
+		{"1500\n", 1024, 4096, levelOK, "carries RDMA MTU 1024"},
+		{"4175\n", 4096, 4096, levelWarn, "MTU 4175 is too small for RDMA MTU 4096, which needs 4096+80"},
+		{"4180\n", 1024, 4096, levelWarn, "MTU 4180 would carry RDMA MTU 4096, but the port is active at 1024"},
+	} {
+		root := fakeFS(t, map[string]string{"sys/class/net/rxeveth0/mtu": tc.mtu})
+		p := portReport{ActiveMTU: tc.active, MaxMTU: tc.max}
+		wantFinding(t, checkNetdevMTU(root, "rxe0 port 1", "rxeveth0", p, rxeOverhead), tc.lvl, tc.msg)
+	}
+	for drv, want := range map[string]int{"rdma_rxe": 80, "rxe": 80, "mlx5_core": 96, "bnxt_en": 96, "": 96} {
+		if got := mtuOverhead(drv); got != want {
+			t.Errorf("mtuOverhead(%q) = %d, want %d", drv, got, want)
+		}
+	}
+	f := checkNetdevMTU(t.TempDir(), "rxe0 port 1", "rxeveth0", portReport{ActiveMTU: 1024, MaxMTU: 4096}, roceOverhead)
 	if f.Level != levelWarn || !strings.Contains(f.Msg, "no such file") {
 		t.Errorf("missing mtu file: %+v", f)
 	}
@@ -239,7 +265,7 @@ func TestCheckECNAndPFC(t *testing.T) {
 		files["sys/class/net/eth2/ecn/roce_rp/enable/"+string(rune('0'+i))] = v
 	}
 	mlx := fakeFS(t, files)
-	wantFinding(t, checkECN(mlx, "eth2", "mlx5_core"), levelOK, "ECN on for priorities: notification point 3, reaction point 3")
+	wantFinding(t, checkECN(mlx, "eth2", "mlx5_core"), levelOK, "ECN on for priorities 3 (notification and reaction point)")
 	wantFinding(t, checkPFC(mlx, "eth2", "mlx5_core"), levelOK, "PFC: Priority 0..7: 0 0 0 1 0 0 0 0")
 
 	off := fakeFS(t, map[string]string{"sys/class/net/eth2/ecn/roce_np/enable/3": "0\n"})
@@ -263,6 +289,16 @@ func TestCheckTClass(t *testing.T) {
 	fs = checkTClass(mlx, "eth2", 0)
 	wantFinding(t, fs[1], levelWarn, "ECN is off for priority 0")
 	wantFinding(t, fs[2], levelWarn, "PFC is off for priority 0")
+	// One point of the two off: the warning says which.
+	files["sys/class/net/eth2/ecn/roce_rp/enable/3"] = "0\n"
+	fs = checkTClass(fakeFS(t, files), "eth2", 106)
+	wantFinding(t, fs[1], levelWarn, "ECN's reaction point is off for priority 3")
+	if !strings.Contains(fs[1].Fix, "roce_rp/enable/3") {
+		t.Errorf("fix %q", fs[1].Fix)
+	}
+	files["sys/class/net/eth2/ecn/roce_rp/enable/3"], files["sys/class/net/eth2/ecn/roce_np/enable/3"] = "1\n", "0\n"
+	fs = checkTClass(fakeFS(t, files), "eth2", 106)
+	wantFinding(t, fs[1], levelWarn, "ECN's notification point is off for priority 3")
 	// CE in the ECN bits.
 	wantFinding(t, checkTClass(t.TempDir(), "rxeveth0", 3)[0], levelWarn, "ECN to CE")
 	if n := len(checkTClass(t.TempDir(), "rxeveth0", 106)); n != 1 {
@@ -284,6 +320,12 @@ func TestDriverName(t *testing.T) {
 	}
 	if got := driverName(root, "mlx5_0"); got != "mlx5_core" {
 		t.Errorf("driverName(mlx5_0) = %q", got)
+	}
+	// rxe's devices have no parent device but an attribute parent, the
+	// netdev's name, whatever the device is called.
+	root = fakeFS(t, map[string]string{"sys/class/infiniband/roce0/parent": "eth0\n"})
+	if got := driverName(root, "roce0"); got != "rdma_rxe" {
+		t.Errorf("driverName(roce0, an rxe device) = %q", got)
 	}
 }
 
@@ -326,6 +368,7 @@ func TestCheckNUMA(t *testing.T) {
 func TestDoctorRun(t *testing.T) {
 	root := fakeFS(t, map[string]string{
 		"dev/infiniband/uverbs0":                   "",
+		"dev/infiniband/rdma_cm":                   "",
 		"sys/class/infiniband_verbs/uverbs0/ibdev": "rxe0\n",
 		"sys/class/net/rxeveth0/mtu":               "1500\n",
 	})
@@ -361,5 +404,261 @@ func TestDoctorRun(t *testing.T) {
 	opts, out = newOpts(fakeDevices()[:1], 2)
 	if code := exitCode(doctorRun(opts)); code != 1 || !strings.Contains(out.String(), "[FAIL] rxe0 has no port 2") {
 		t.Errorf("doctor -i 2: exit status %d\n%s", code, out)
+	}
+}
+
+// doctorOn runs the whole doctor, its flags -d dev and -i port, over a fake
+// host: the files under a temporary root, the devices devs (of which -d
+// keeps its own), each netdev with the IP of its GID. It returns the
+// output and the exit status.
+func doctorOn(t *testing.T, files map[string]string, devs []deviceReport, dev string, port int) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	opts := &DoctorOptions{
+		IO: &IOStreams{Out: &out, ErrOut: &out},
+		Devices: func(name string) ([]deviceReport, error) {
+			if name == "" {
+				return devs, nil
+			}
+			for _, d := range devs {
+				if d.Name == name {
+					return []deviceReport{d}, nil
+				}
+			}
+			return nil, errors.New("no such device")
+		},
+		Root: fakeFS(t, files), Device: dev, Port: port,
+		Access:  func(string) error { return nil },
+		Memlock: func() (uint64, error) { return rlimitInfinity, nil },
+		Addrs: func(nd string) ([]netip.Prefix, error) {
+			for _, d := range devs {
+				for _, p := range d.Ports {
+					for _, g := range p.GIDs {
+						if a, err := netip.ParseAddr(g.IP); err == nil && g.Netdev == nd && !a.IsLinkLocalUnicast() {
+							return []netip.Prefix{netip.PrefixFrom(a, 24)}, nil
+						}
+					}
+				}
+			}
+			return nil, nil
+		},
+		CPUs:     func() ([]int, []int, error) { return []int{0, 1}, []int{0, 1}, nil },
+		NodeCPUs: func(int) ([]int, error) { return []int{0, 1}, nil },
+	}
+	code := exitCode(doctorRun(opts))
+	return out.String(), code
+}
+
+// twoRXE is a host of two rxe devices, rxe0 on rxeveth0 and rxe1 on
+// rxeveth1, with the files doctor reads.
+func twoRXE() ([]deviceReport, map[string]string) {
+	devs := []deviceReport{fakeDevices()[0], fakeDevices()[0]}
+	devs[1].Name = "rxe1"
+	devs[1].Ports = []portReport{{
+		Port: 1, State: "ACTIVE", PhysState: "LINK_UP", ActiveMTU: 1024, MaxMTU: 4096, LinkLayer: "Ethernet",
+		GIDs:       []gidReport{{Index: 1, GID: "::ffff:198.18.0.2", Type: "RoCE v2", Netdev: "rxeveth1", IP: "198.18.0.2"}},
+		DefaultGID: &gidChoice{Index: 1, Reason: "first routable IPv4 RoCE v2 entry"},
+	}}
+	return devs, map[string]string{
+		"dev/infiniband/uverbs0":                   "",
+		"dev/infiniband/uverbs1":                   "",
+		"dev/infiniband/rdma_cm":                   "",
+		"sys/class/infiniband_verbs/uverbs0/ibdev": "rxe0\n",
+		"sys/class/infiniband_verbs/uverbs1/ibdev": "rxe1\n",
+		"sys/class/net/rxeveth0/mtu":               "1500\n",
+		"sys/class/net/rxeveth1/mtu":               "1500\n",
+	}
+}
+
+// downPort takes port p of d down, as an unplugged cable does: DOWN, and
+// with no address on its netdev no RoCE v2 GID but the link-local one.
+func downPort(p *portReport) {
+	p.State, p.PhysState = "DOWN", "DISABLED"
+	p.GIDs = []gidReport{{Index: 0, GID: "fe80::1", Type: "RoCE v2", Netdev: "rxeveth1", IP: "fe80::1"}}
+	p.DefaultGID, p.NoGIDReason = nil, "no routable RoCE v2 GID; index 0 fe80::1: link-local"
+}
+
+// TestDoctorDownPortNotNamed: a port that is not ACTIVE while another is
+// (a dual-port NIC with one cable, an unplugged second NIC) leaves the
+// host ready: a warning that names the ACTIVE port to use, not a failure
+// (doctor failed, exit status 1, for any such port, and for its missing
+// GID). A port the user names (-i), or a device (-d) with no port ACTIVE,
+// or a host with none, still fails.
+func TestDoctorDownPortNotNamed(t *testing.T) {
+	devs, files := twoRXE()
+	downPort(&devs[1].Ports[0])
+	out, code := doctorOn(t, files, devs, "", 0)
+	if code != 0 || strings.Contains(out, "[FAIL]") {
+		t.Errorf("doctor with rxe0 ACTIVE and rxe1 DOWN: exit status %d, want 0 and no failure\n%s", code, out)
+	}
+	for _, want := range []string{
+		"[warn] rxe1 port 1: state DOWN (DISABLED), not ACTIVE: not checked further; tests on it fail, other ports are ACTIVE\n",
+		"fix: run tests on an ACTIVE port (`-d rxe0 -i 1`), or bring this one up (check its cable, and `ip link set rxeveth1 up`)\n",
+		"[ ok ] rxe0 port 1: state ACTIVE",
+		"[ ok ] rxe0 port 1: rxeveth0 has 198.18.0.1/24: routable",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "rxe1 port 1: RoCE v2") || strings.Contains(out, "no usable RoCE v2 GID") {
+		t.Errorf("the down port's GID was judged:\n%s", out)
+	}
+
+	// The port tests use without -d and -i (the first device's port 1)
+	// down: the warning says so.
+	devs, files = twoRXE()
+	downPort(&devs[0].Ports[0])
+	out, code = doctorOn(t, files, devs, "", 0)
+	if code != 0 || !strings.Contains(out, "[warn] rxe0 port 1: state DOWN (DISABLED), not ACTIVE: not checked further; tests on it fail, other ports are ACTIVE; without -d and -i tests use this port") ||
+		!strings.Contains(out, "`-d rxe1 -i 1`") {
+		t.Errorf("doctor with rxe0 DOWN and rxe1 ACTIVE: exit status %d\n%s", code, out)
+	}
+
+	// Named, or nothing ACTIVE where doctor looks: a failure.
+	devs, files = twoRXE()
+	downPort(&devs[1].Ports[0])
+	for _, tc := range []struct {
+		dev  string
+		port int
+	}{{"", 1}, {"rxe1", 0}, {"rxe1", 1}} {
+		out, code := doctorOn(t, files, devs, tc.dev, tc.port)
+		if code != 1 || !strings.Contains(out, "[FAIL] rxe1 port 1: state DOWN (DISABLED), not ACTIVE\n") {
+			t.Errorf("doctor -d %q -i %d with rxe1 DOWN: exit status %d, want 1 and the port's failure\n%s", tc.dev, tc.port, code, out)
+		}
+	}
+	downPort(&devs[0].Ports[0])
+	out, code = doctorOn(t, files, devs, "", 0)
+	if code != 1 || strings.Count(out, "not ACTIVE\n") != 2 {
+		t.Errorf("doctor with every port DOWN: exit status %d, want 1 and both ports' failures\n%s", code, out)
+	}
+}
+
+// TestDoctorRXEMTU: rxe sets its port's active MTU from the netdev MTU less
+// its own 80 bytes of headers (RXE_MAX_HDR_LENGTH), not the 96 of
+// iboe_get_mtu: at 4180 it is active at 4096 and its packets fit. doctor
+// warned that 4180 is too small for 4096; for mlx5 it is.
+func TestDoctorRXEMTU(t *testing.T) {
+	devs, files := twoRXE()
+	devs = devs[:1]
+	devs[0].Ports[0].ActiveMTU = 4096
+	files["sys/class/net/rxeveth0/mtu"] = "4180\n"
+	out, code := doctorOn(t, files, devs, "", 0)
+	if code != 0 || strings.Contains(out, "[warn]") || !strings.Contains(out, "[ ok ] rxe0 port 1: rxeveth0 MTU 4180 carries RDMA MTU 4096 (+80 bytes of RoCE v2 headers)") {
+		t.Errorf("rxe at netdev MTU 4180, active 4096: exit status %d\n%s", code, out)
+	}
+	// The same by rxe's sysfs, on a device not named rxeN.
+	devs[0].Name = "roce0"
+	files["sys/class/infiniband_verbs/uverbs0/ibdev"] = "roce0\n"
+	files["sys/class/infiniband/roce0/parent"] = "rxeveth0\n"
+	out, _ = doctorOn(t, files, devs, "", 0)
+	if !strings.Contains(out, "[ ok ] roce0 port 1: rxeveth0 MTU 4180 carries RDMA MTU 4096 (+80 bytes") {
+		t.Errorf("rxe device roce0 at netdev MTU 4180:\n%s", out)
+	}
+	// Another driver's: 4180 is too small.
+	devs[0].Name = "bnxt_re0"
+	files["sys/class/infiniband_verbs/uverbs0/ibdev"] = "bnxt_re0\n"
+	out, _ = doctorOn(t, files, devs, "", 0)
+	if !strings.Contains(out, "[warn] bnxt_re0 port 1: rxeveth0 MTU 4180 is too small for RDMA MTU 4096, which needs 4096+96") {
+		t.Errorf("bnxt_re0 at netdev MTU 4180:\n%s", out)
+	}
+}
+
+// TestDoctorRdmaCM: without /dev/infiniband/rdma_cm (a container given only
+// the uverbs files, or rdma_ucm not loaded where nothing loads it on
+// demand) every -R test fails, and doctor says so; it said nothing. (In the
+// VM, a mount namespace with only uverbs0 and uverbs1 in /dev/infiniband:
+// -R failed in rdma_create_event_channel, old doctor said all ok.)
+func TestDoctorRdmaCM(t *testing.T) {
+	devs, files := twoRXE()
+	devs = devs[:1]
+	out, code := doctorOn(t, files, devs, "", 0)
+	if code != 0 || !strings.Contains(out, "[ ok ] /dev/infiniband/rdma_cm is readable and writable (for -R)\n") {
+		t.Errorf("with rdma_cm: exit status %d\n%s", code, out)
+	}
+	delete(files, "dev/infiniband/rdma_cm")
+	out, code = doctorOn(t, files, devs, "", 0)
+	if code != 0 || !strings.Contains(out, "[warn] /dev/infiniband/rdma_cm: no such file or directory: tests with -R (rdma_cm) fail; the others do not need it\n") ||
+		!strings.Contains(out, "modprobe rdma_ucm") || !strings.Contains(out, "--device=/dev/infiniband/rdma_cm") {
+		t.Errorf("without rdma_cm: exit status %d, want 0 and a warning\n%s", code, out)
+	}
+	// rdma_ucm loaded, its file missing: a container's /dev.
+	files["sys/module/rdma_ucm/refcnt"] = "0\n"
+	out, _ = doctorOn(t, files, devs, "", 0)
+	if !strings.Contains(out, "[warn] /dev/infiniband/rdma_cm: no such file") || strings.Contains(out, "modprobe rdma_ucm") {
+		t.Errorf("without rdma_cm, rdma_ucm loaded:\n%s", out)
+	}
+	// rdma_ucm not loaded on a host whose kernel loads it, and makes the
+	// file, for librdmacm's first use: modules.alias has its alias and /dev
+	// is a devtmpfs. In the VM, kernel 6.1 with rdma_ucm unloaded, a -R
+	// test ran so and the file appeared.
+	delete(files, "sys/module/rdma_ucm/refcnt")
+	files["proc/sys/kernel/osrelease"] = "6.1.0-57-amd64\n"
+	files["lib/modules/6.1.0-57-amd64/modules.alias"] = "alias rdma-client-uverbs ib_uverbs\nalias rdma-client-rdma_cm rdma_ucm\n"
+	const devtmpfs = "23 26 0:6 / /dev rw,relatime shared:2 - devtmpfs udev rw,mode=755\n"
+	for _, tc := range []struct {
+		name, mountinfo string
+		ok              bool
+	}{
+		{"a host's devtmpfs", "26 1 8:1 / / rw - ext4 /dev/sda1 rw\n" + devtmpfs, true},
+		{"a container's tmpfs", "26 1 0:50 / / rw - overlay overlay rw\n30 26 0:52 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k\n", false},
+		{"a tmpfs on /dev/infiniband", devtmpfs + "40 23 0:60 / /dev/infiniband rw - tmpfs none rw\n", false},
+		{"no mountinfo", "", false},
+	} {
+		files["proc/self/mountinfo"] = tc.mountinfo
+		out, code := doctorOn(t, files, devs, "", 0)
+		got := strings.Contains(out, "[ ok ] /dev/infiniband/rdma_cm is not there yet: rdma_ucm is not loaded, and the first test with -R (rdma_cm) has the kernel load it, which makes the file\n")
+		if code != 0 || got != tc.ok || !tc.ok && !strings.Contains(out, "[warn] /dev/infiniband/rdma_cm: no such file") {
+			t.Errorf("rdma_ucm not loaded, %s: exit status %d\n%s", tc.name, code, out)
+		}
+	}
+	files["proc/self/mountinfo"] = devtmpfs
+	files["lib/modules/6.1.0-57-amd64/modules.alias"] = "alias rdma-client-uverbs ib_uverbs\n" // before Linux 5.3
+	if out, _ := doctorOn(t, files, devs, "", 0); !strings.Contains(out, "[warn] /dev/infiniband/rdma_cm: no such file") {
+		t.Errorf("rdma_ucm not loaded, no alias to load it by:\n%s", out)
+	}
+	// There, but not ours.
+	root := fakeFS(t, map[string]string{"dev/infiniband/rdma_cm": ""})
+	fs := checkDevFiles(root, nil, func(p string) error {
+		return &os.PathError{Op: "access", Path: p, Err: os.ErrPermission}
+	})
+	if len(fs) != 2 {
+		t.Fatalf("findings: %+v", fs)
+	}
+	wantFinding(t, fs[1], levelWarn, "/dev/infiniband/rdma_cm is not readable and writable: permission denied: tests with -R (rdma_cm) fail")
+}
+
+// TestCheckECNReactionPoint: ECN slows a sender only if the receiver's
+// notification point and the sender's reaction point are on for the
+// priority; a host with one of them off on a priority where the other is
+// on is a warning that names the priorities and the fix. doctor said ok
+// with the notification point on and the reaction point off everywhere.
+func TestCheckECNReactionPoint(t *testing.T) {
+	ecn := func(np, rp string) string {
+		files := map[string]string{}
+		for i := range 8 {
+			files[fmt.Sprintf("sys/class/net/eth2/ecn/roce_np/enable/%d", i)] = np[i:i+1] + "\n"
+			files[fmt.Sprintf("sys/class/net/eth2/ecn/roce_rp/enable/%d", i)] = rp[i:i+1] + "\n"
+		}
+		return fakeFS(t, files)
+	}
+	for _, tc := range []struct {
+		np, rp   string
+		lvl      level
+		msg, fix string
+	}{
+		{"11111111", "11111111", levelOK, "eth2: ECN on for priorities 0,1,2,3,4,5,6,7 (notification and reaction point)", ""},
+		{"00010000", "00010000", levelOK, "eth2: ECN on for priorities 3 (notification and reaction point)", ""},
+		{"11111111", "00000000", levelWarn, "eth2: ECN (notification point 0,1,2,3,4,5,6,7, reaction point none): the reaction point is off on priorities 0,1,2,3,4,5,6,7, where the notification point is on: what this host sends there does not slow down",
+			"`for p in 0 1 2 3 4 5 6 7; do echo 1 > /sys/class/net/eth2/ecn/roce_rp/enable/$p; done`"},
+		{"00010000", "00000000", levelWarn, "the reaction point is off on priorities 3,", "`echo 1 > /sys/class/net/eth2/ecn/roce_rp/enable/3`"},
+		{"00010100", "00000100", levelWarn, "the reaction point is off on priorities 3,", "roce_rp/enable/3`"},
+		{"00000000", "00010000", levelWarn, "the notification point is off on priorities 3,", "`echo 1 > /sys/class/net/eth2/ecn/roce_np/enable/3`"},
+		{"00000000", "00000000", levelWarn, "ECN is off on every priority", ""},
+	} {
+		f := checkECN(ecn(tc.np, tc.rp), "eth2", "mlx5_core")
+		if f.Level != tc.lvl || !strings.Contains(f.Msg, tc.msg) || !strings.Contains(f.Fix, tc.fix) || (f.Level != levelOK && f.Fix == "") {
+			t.Errorf("np %s rp %s: %s %q (fix %q), want %s with %q (fix %q)", tc.np, tc.rp, f.Level.tag(), f.Msg, f.Fix, tc.lvl.tag(), tc.msg, tc.fix)
+		}
 	}
 }
