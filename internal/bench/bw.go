@@ -110,12 +110,14 @@ func (s *session) template(i, size int) ibverbs.SendWR {
 }
 
 // inlineSize is the largest message that QP i sends inline: the inline
-// size asked for (-I), as perftest's, or what the QP was granted where
-// that is less, as perftest lowers its -I to it. A provider may grant more
-// than asked (rxe grants at least an SGE's 16 bytes, even for -I 0; others
-// round up to their WQE's room), which is no reason to inline more.
+// size asked for (-I), as perftest's, or by default perftest's default
+// or the most the device can inline where that is less (fitInline); or
+// what the QP was granted where that is less still, as perftest lowers
+// its -I to it. A provider may grant more than asked (rxe grants at
+// least an SGE's 16 bytes, even for -I 0; others round up to their WQE's
+// room), which is no reason to inline more.
 func (s *session) inlineSize(i int) int {
-	return min(int(s.spec.Inline), s.qps[i].Cap().MaxInline)
+	return min(s.inline, s.qps[i].Cap().MaxInline)
 }
 
 // wholeLists is what of n requests, left of them still to post after

@@ -133,6 +133,10 @@ type session struct {
 	// wrapi: this side's QPs post through the ibv_wr_* API (asked for,
 	// and the provider has it).
 	wrapi bool
+	// inline is the inline data this side's QPs are made with: the
+	// spec's, or where that is perftest's default (InlineDefault) and
+	// more than the device can inline, the most it can (fitInline).
+	inline int
 
 	ctx      *ibverbs.Context
 	port     int
@@ -252,7 +256,7 @@ func (s *session) createCQ(n int) (*ibverbs.CQ, error) {
 
 func (s *session) qpCap() ibverbs.QPCap {
 	c := ibverbs.QPCap{MaxSendWR: int(max(s.spec.TXDepth, 1)), MaxRecvWR: int(max(s.spec.RXDepth, 1)),
-		MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: int(s.spec.Inline)}
+		MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: s.inline}
 	if s.srq != nil { // the receives are the SRQ's
 		c.MaxRecvWR, c.MaxRecvSGE = 0, 0
 	}
@@ -316,7 +320,7 @@ func idleTimeout(l Local) time.Duration {
 }
 
 func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
-	s := &session{spec: spec, local: l, idle: idleTimeout(l), port: l.Port}
+	s := &session{spec: spec, local: l, idle: idleTimeout(l), port: l.Port, inline: int(spec.Inline)}
 	if s.port == 0 {
 		s.port = 1
 	}
@@ -429,16 +433,27 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 				}
 			}
 		}
+		if s.inline > 0 {
+			// rdma_cm makes the QPs later: find out now whether they
+			// can inline so much (fitInline).
+			qp, err := s.newQP(s.inline)
+			if err == nil {
+				err = qp.Close()
+			} else {
+				err = s.fitInline(err)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
 		return s, nil // the QPs come with the rdma_cm connections
 	}
 	for i := 0; i < nqp; i++ {
-		init := ibverbs.QPInit{Type: spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, SRQ: s.srq, Cap: s.qpCap(), WRAPI: s.wrapi}
-		qp, err := s.pd.CreateQP(init)
-		if s.wrapi && err != nil {
-			// Not only ErrUnsupported: a provider may refuse one of the
-			// send operations asked for (atomics) with EINVAL.
-			s.wrapi, init.WRAPI = false, false
-			qp, err = s.pd.CreateQP(init)
+		qp, err := s.newQP(s.inline)
+		if err != nil && i == 0 && s.inline > 0 {
+			if err = s.fitInline(err); err == nil {
+				qp, err = s.newQP(s.inline)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -448,6 +463,81 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 		}
 	}
 	return s, nil
+}
+
+// newQP makes one of the session's QPs, with inline bytes of inline data:
+// through the ibv_wr_* API where s.wrapi, and where the provider refuses
+// that QP, for good through ibv_post_send.
+func (s *session) newQP(inline int) (*ibverbs.QP, error) {
+	c := s.qpCap()
+	c.MaxInline = inline
+	init := ibverbs.QPInit{Type: s.spec.ConnType, SendCQ: s.scq, RecvCQ: s.rcq, SRQ: s.srq, Cap: c, WRAPI: s.wrapi}
+	qp, err := s.pd.CreateQP(init)
+	if s.wrapi && err != nil {
+		// Not only ErrUnsupported: a provider may refuse one of the
+		// send operations asked for (atomics) with EINVAL.
+		init.WRAPI = false
+		if qp, err = s.pd.CreateQP(init); err == nil {
+			s.wrapi = false
+		}
+	}
+	return qp, err
+}
+
+// fitInline, where the provider refused a QP with s.inline bytes of
+// inline data with err, finds whether the inline size was the cause: a
+// provider refuses one over its own largest with EINVAL, as irdma's,
+// bnxt_re's, EFA's and siw's do perftest's defaults. Where it was, a
+// default size (InlineDefault) comes down to the most the device can
+// inline, which the header then says; one the user asked for (-I) fails,
+// saying that most. Either way it fails with err where it was not.
+func (s *session) fitInline(err error) error {
+	if !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	most, ok := mostInline(s.inline, func(n int) bool {
+		qp, err := s.newQP(n)
+		if err != nil {
+			return false
+		}
+		qp.Close()
+		return true
+	})
+	switch {
+	case !ok:
+		return err // refused with no inline data at all
+	case !s.spec.InlineDefault:
+		return fmt.Errorf("%s cannot inline %d bytes of data (-I): at most %d here: %w", s.ctx.Name(), s.inline, most, err)
+	}
+	s.inline = most
+	return nil
+}
+
+// mostInline finds the largest inline size under refused that the device
+// accepts, as accepts tries it: halving, then by bisection between the
+// last size refused and the first accepted, some 2 log2(refused) tries.
+// It reports false where none is accepted, not even 0.
+func mostInline(refused int, accepts func(n int) bool) (int, bool) {
+	ok := -1 // the largest size accepted
+	for n := refused / 2; ; n /= 2 {
+		if accepts(n) {
+			ok = n
+			break
+		}
+		refused = n
+		if n == 0 {
+			return 0, false
+		}
+	}
+	for refused-ok > 1 {
+		m := ok + (refused-ok)/2
+		if accepts(m) {
+			ok = m
+		} else {
+			refused = m
+		}
+	}
+	return ok, true
 }
 
 // addQP adds a QP and the QPInfo that describes it to the peer.

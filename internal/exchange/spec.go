@@ -150,7 +150,7 @@ type TestSpec struct {
 	// its used receives only in lists of this many, one post call a list
 	// (perftest's --recv_post_list); 0 or 1: all a poll found, in one list.
 	RecvPostList  uint32
-	Inline        uint32 // inline data size in bytes (write and send only)
+	Inline        uint32 // inline data size in bytes (write and send only); see InlineDefault
 	MTU           ibverbs.MTU
 	RdmaCM        bool // connect with rdma_cm instead of swapping Setups
 	TrafficClass  uint8
@@ -223,6 +223,14 @@ type TestSpec struct {
 	// rdma_cm joins the groups.
 	// Sent as bit 6 of the flags word.
 	Multicast bool
+	// InlineDefault says that Inline is perftest's default for the test,
+	// not a size the user asked for (-I): a device that cannot inline
+	// that much makes its QPs with the most it can, down to none, where
+	// an inline size asked for fails. perftest picks its default per
+	// device, and providers refuse a QP whose inline size is over their
+	// own (irdma's 101 bytes, siw's 80, and others less than perftest's
+	// 220 and 236). Sent as bit 7 of the flags word.
+	InlineDefault bool
 	// Threads, above 1, runs a bandwidth test as that many connections
 	// between the two sides at once, each with its own control
 	// connection, QPs, CQs and buffer, and its own thread and CPU on each
@@ -278,8 +286,10 @@ const (
 	flagWarmUp
 	flagMRPerQP
 	flagMulticast
+	flagInlineDefault
 
-	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp | flagMRPerQP | flagMulticast
+	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp | flagMRPerQP | flagMulticast |
+		flagInlineDefault
 )
 
 // flagOptions pairs the options sent in the flags word with their bits.
@@ -293,7 +303,7 @@ func (s *TestSpec) flagOptions() []struct {
 	}{
 		{&s.HugePages, flagHugePages}, {&s.SRQ, flagSRQ}, {&s.Reversed, flagReversed},
 		{&s.Immediate, flagImmediate}, {&s.WarmUp, flagWarmUp}, {&s.MRPerQP, flagMRPerQP},
-		{&s.Multicast, flagMulticast},
+		{&s.Multicast, flagMulticast}, {&s.InlineDefault, flagInlineDefault},
 	}
 }
 
@@ -307,7 +317,8 @@ const specLen = 75
 // class, SL and outstanding reads uint8, then one byte of bools (bit 0 AllSizes, 1
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
 // 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
-// 2 Reversed, 3 Immediate, 4 WarmUp, 5 MRPerQP, 6 Multicast), threads and thread
+// 2 Reversed, 3 Immediate, 4 WarmUp, 5 MRPerQP, 6 Multicast, 7
+// InlineDefault), threads and thread
 // uint16, group uint64, and a uint16 count of flow labels, each a uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))

@@ -404,10 +404,17 @@ func TestSpecHugePagesFlag(t *testing.T) {
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[flagsAt:], 0x81)
-	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Multicast || s.Flags != 0x80 {
-		t.Errorf("flags 0x81 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, Multicast %v, unknown %#x; want true, false, false, false, false, false, 0x80",
-			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.WarmUp, s.Multicast, s.Flags)
+	binary.BigEndian.PutUint32(p[flagsAt:], 0x101)
+	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Multicast || s.InlineDefault || s.Flags != 0x100 {
+		t.Errorf("flags 0x101 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, Multicast %v, InlineDefault %v, unknown %#x; want true, false, false, false, false, false, false, 0x100",
+			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.WarmUp, s.Multicast, s.InlineDefault, s.Flags)
+	}
+	p = TestSpec{InlineDefault: true}.AppendPayload(nil)
+	if got := binary.BigEndian.Uint32(p[flagsAt:]); got != 0x80 {
+		t.Fatalf("InlineDefault's flags word %#x, want 0x80", got)
+	}
+	if s, err := decodeSpec(p); err != nil || !s.InlineDefault || s.Multicast || s.Flags != 0 {
+		t.Errorf("InlineDefault decoded as %v, Multicast %v, unknown %#x, %v", s.InlineDefault, s.Multicast, s.Flags, err)
 	}
 	if s, _ := decodeSpec(TestSpec{Multicast: true}.AppendPayload(nil)); !s.Multicast || s.MRPerQP || s.Flags != 0 {
 		t.Errorf("Multicast decoded as %v, MRPerQP %v, unknown %#x", s.Multicast, s.MRPerQP, s.Flags)
