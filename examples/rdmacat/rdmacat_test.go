@@ -189,8 +189,11 @@ func TestRdmacatFailures(t *testing.T) {
 	// Ctrl-C though its copy is blocked reading; the server writes what
 	// came, and fails: the stream broke off (the client aborted), where
 	// it took the end of what came for the end of the stream and exited
-	// 0.
-	srv := startServer(t, ctx, a)
+	// 0. The server writes to a file, which tells when the bytes are
+	// there: Ctrl-C then comes mid-copy, where after a fixed second a slow
+	// client could still be connecting.
+	outFile := filepath.Join(t.TempDir(), "out")
+	srv := startServer(t, ctx, a, "-o", outFile)
 	cli := rdmatest.Command(ctx, a)
 	stdin, err := cli.StdinPipe()
 	if err != nil {
@@ -205,7 +208,15 @@ func TestRdmacatFailures(t *testing.T) {
 	if _, err := stdin.Write([]byte("partial")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	for {
+		if fi, err := os.Stat(outFile); err == nil && fi.Size() == 7 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the server did not write the client's 7 bytes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := cli.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -214,10 +225,11 @@ func TestRdmacatFailures(t *testing.T) {
 	if err == nil || !strings.Contains(cliOut.String(), "context canceled") || time.Since(start) > 10*time.Second {
 		t.Errorf("client after Ctrl-C: %v after %v: %q", err, time.Since(start), cliOut.String())
 	}
-	if msg, err := srv.wait(); err == nil || !strings.HasPrefix(msg, "rdmacat: receiving from ") ||
-		!strings.Contains(msg, "after 7 bytes") || !strings.Contains(msg, "connection reset by peer") ||
-		srv.stdout.String() != "partial" {
-		t.Errorf("server after the client's Ctrl-C: %v: %q, wrote %q; want a failure after 7 bytes", err, msg, srv.stdout.String())
+	msg, err := srv.wait()
+	got, _ := os.ReadFile(outFile)
+	if err == nil || !strings.HasPrefix(msg, "rdmacat: receiving from ") ||
+		!strings.Contains(msg, "after 7 bytes") || !strings.Contains(msg, "connection reset by peer") || string(got) != "partial" {
+		t.Errorf("server after the client's Ctrl-C: %v: %q, wrote %q; want a failure after 7 bytes", err, msg, got)
 	}
 }
 
