@@ -666,12 +666,12 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions) {
 			// and the rate (print_report_lat_duration).
 			report.WriteLatDurHeader(w)
 			for _, s := range res.Sizes {
-				report.WriteLatDurRow(w, s.Size, s.Lat, halvesRoundTrip(res.Spec.Test))
+				report.WriteLatDurRow(w, s.Size, s.Iterations, s.Lat, halvesRoundTrip(res.Spec.Test))
 			}
 		} else {
 			report.WriteLatHeader(w)
 			for _, s := range res.Sizes {
-				report.WriteLatRow(w, s.Size, uint64(s.Lat.N), s.Lat)
+				report.WriteLatRow(w, s.Size, s.Iterations, s.Lat)
 			}
 		}
 		report.WriteRule(w)
@@ -797,7 +797,7 @@ func reportSizes(res *bench.Result) []report.SizeResult {
 	for _, s := range res.Sizes {
 		r := report.SizeFromBandwidth(s.BW)
 		if s.IsLatency {
-			r = report.SizeFromLatency(s.Size, uint64(s.Lat.N), s.Lat)
+			r = report.SizeFromLatency(s.Size, s.Iterations, s.Lat)
 		}
 		for _, c := range s.Counters {
 			r.Counters = append(r.Counters, report.Counter{Name: c.Name, Delta: c.Delta, Reset: c.Reset, Saturated: c.Saturated})

@@ -31,6 +31,10 @@ type testOptions struct {
 
 	intervals []report.Interval // --run_infinitely --json: collected for the one document
 
+	// inlineDefault: -I was not given, so Inline is perftest's default,
+	// which bench lowers on a device that inlines less.
+	inlineDefault bool
+
 	Device       string
 	IBPort       int
 	GIDIndex     int
@@ -262,6 +266,7 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 		o.OutJSON = true // a file named is a file wanted
 	}
 	if !set("inline_size") {
+		o.inlineDefault = true
 		// perftest's defaults (ctx_set_max_inline, for the devices it
 		// has no rule of its own for): latency tests inline, bandwidth
 		// tests, reads and atomics do not.
@@ -553,7 +558,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	s := exchange.TestSpec{
 		Test: o.Test, ConnType: conn, Size: o.Size, AllSizes: o.All, Iterations: o.Iters,
 		Duration: o.Duration, Margin: o.Margin, NumQPs: o.QPs, Bidirectional: o.Bidir, TXDepth: o.TXDepth,
-		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, RecvPostList: o.RecvPostList, Inline: o.Inline,
+		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, RecvPostList: o.RecvPostList, Inline: o.Inline, InlineDefault: o.inlineDefault,
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
 		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,

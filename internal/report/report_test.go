@@ -854,12 +854,12 @@ func TestLatDurTable(t *testing.T) {
 	if err := WriteLatDurHeader(&buf); err != nil {
 		t.Fatal(err)
 	}
-	WriteLatDurRow(&buf, 64, l, true)
-	WriteLatDurRow(&buf, 8388608, l, false)
-	WriteLatDurRow(&buf, 2, stats.Latency{}, true)
+	WriteLatDurRow(&buf, 64, 4, l, true)
+	WriteLatDurRow(&buf, 8388608, 6, l, false) // 6 iterations, 4 samples kept
+	WriteLatDurRow(&buf, 2, 0, stats.Latency{}, true)
 	want := " #bytes        #iterations       t_avg[usec]    tps average\n" +
 		" 64            4            2.50           200000.00\n" +
-		" 8388608       4            2.50           400000.00\n" +
+		" 8388608       6            2.50           400000.00\n" +
 		" 2       measured by the peer: this side keeps no latency samples\n"
 	if buf.String() != want {
 		t.Errorf("table:\n%q\nwant\n%q", buf.String(), want)
@@ -893,7 +893,7 @@ func TestLatDurTable(t *testing.T) {
 	}
 	for name, write := range map[string]func(w failWriter) error{
 		"WriteLatDurHeader": func(w failWriter) error { return WriteLatDurHeader(w) },
-		"WriteLatDurRow":    func(w failWriter) error { return WriteLatDurRow(w, 2, l, true) },
+		"WriteLatDurRow":    func(w failWriter) error { return WriteLatDurRow(w, 2, 4, l, true) },
 		"WriteLatDurValue":  func(w failWriter) error { return WriteLatDurValue(w, l) },
 	} {
 		if err := write(failWriter{}); !errors.Is(err, errWrite) {

@@ -99,7 +99,8 @@ func WriteLatDurHeader(w io.Writer) error {
 
 // WriteLatDurRow writes one row of perftest's latency table of a run of
 // a duration (its print_report_lat_duration) for messages of size
-// bytes: the iterations (l.N), t_avg, the mean of every sample in
+// bytes: the iterations run (iters, which a run that keeps one sample in
+// so many has more of than samples), t_avg, the mean of every sample in
 // microseconds, and the iterations a second, "tps average". halves says
 // that a sample is half a round trip (write_lat and send_lat, perftest's
 // rtt_factor of 2), so that an iteration took twice the sample. perftest
@@ -108,14 +109,14 @@ func WriteLatDurHeader(w io.Writer) error {
 // the pauses they leave out (a yield to the scheduler every few
 // milliseconds). Where l has no samples (the side the peer measures) the
 // row says so, as WriteLatRow's.
-func WriteLatDurRow(w io.Writer, size int, l stats.Latency, halves bool) error {
+func WriteLatDurRow(w io.Writer, size int, iters uint64, l stats.Latency, halves bool) error {
 	p := &printer{w: w}
 	if l.N == 0 {
 		p.printf(" %-7d %s\n", size, peerMeasured)
 		return p.err
 	}
 	avg, tps := latDuration(l, halves)
-	p.printf(latDurRow, size, l.N, avg/nsPerUsec, tps)
+	p.printf(latDurRow, size, iters, avg/nsPerUsec, tps)
 	return p.err
 }
 
