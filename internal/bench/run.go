@@ -304,7 +304,7 @@ func serveOne(ctx context.Context, ln net.Listener, c *exchange.Conn, l Local, l
 	if err != nil {
 		return nil, err
 	}
-	if err := spec.CheckLimits(lim); err != nil {
+	if err := admit(spec, l, lim); err != nil {
 		c.SendError(hctx, err)
 		return nil, fmt.Errorf("refused a client's test: %w", err)
 	}
@@ -312,6 +312,23 @@ func serveOne(ctx context.Context, ln net.Listener, c *exchange.Conn, l Local, l
 		return serveThreads(ctx, ln, c, spec, l, lim, onHeader)
 	}
 	return run(ctx, c, spec, l, "server", "", onHeader)
+}
+
+// admit is a server's verdict on a client's test: within its limits,
+// its threads' rdma_cm ports (one each, from l.CMPort) within the port
+// space, and as l.Admit says.
+func admit(spec exchange.TestSpec, l Local, lim Limits) error {
+	if err := spec.CheckLimits(lim); err != nil {
+		return err
+	}
+	if n := max(int(spec.Threads), 1); spec.RdmaCM && l.CMPort+n-1 > 65535 {
+		return fmt.Errorf("%d threads over rdma_cm need ports %d to %d of this server, past 65535 (run the server with -p %d or lower)",
+			n, l.CMPort, l.CMPort+n-1, 65535-n+1)
+	}
+	if l.Admit != nil {
+		return l.Admit(spec)
+	}
+	return nil
 }
 
 // handshakeSpec greets a client on c and reads the test it asks for; a

@@ -36,6 +36,10 @@ type Local struct {
 	// that sends nothing on the control connection, not even an Alive,
 	// once the Setups are swapped. 0 means 10 s.
 	IdleTimeout time.Duration
+	// Admit, if set, is asked about a client's test before a server
+	// (Serve) runs it: an error refuses the test, and the client is told
+	// why.
+	Admit func(exchange.TestSpec) error
 	// CMPort is the rdma_cm port of -R tests (the server listens on it);
 	// gorperf uses the control connection's port number, in rdma_cm's own
 	// port space, as perftest does.

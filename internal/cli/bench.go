@@ -361,6 +361,10 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		if err := bench.Check(l); err != nil {
 			return o.fail(f, err)
 		}
+		// A client's test of the other kind, which this server's
+		// --output or limits cannot judge, is refused before it runs,
+		// and the client told why.
+		l.Admit = func(s exchange.TestSpec) error { return o.otherTest("server", s.Test) }
 		ln, err := net.Listen(o.controlNetwork(), net.JoinHostPort(o.BindIP, strconv.Itoa(o.Port)))
 		if err != nil {
 			return o.fail(f, fmt.Errorf("listening for a client: %w", err))

@@ -384,9 +384,9 @@ func peersAddr(t *testing.T) string {
 }
 
 // TestServerOtherTestOnDevice: a write-lat server with --limit_lat whose
-// client runs write-bw says that its limit was not applied, exit 1; it
-// exited 3 with "t_typical 0.00 µs, above 5". The client's run is its
-// own: exit 0.
+// client runs write-bw refuses the test before it runs, saying that its
+// limit is for write-lat, and both sides exit 1; the server exited 3 with
+// "t_typical 0.00 µs, above 5", having run the test.
 func TestServerOtherTestOnDevice(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -395,13 +395,14 @@ func TestServerOtherTestOnDevice(t *testing.T) {
 	srv, srvOut := start(t, ctx, "write-lat", "-d", srvDev, "-p", port, "--limit_lat", "5")
 	waitListening(t, port)
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", addr).CombinedOutput()
-	if err != nil {
-		t.Errorf("client: %v\n%s", err, out)
+	const why = "the client ran write_bw, and this server's --limit_lat is for write-lat's figures: not applied"
+	if procExit(err) != exitError || !strings.Contains(string(out), why) || strings.Contains(string(out), "#bytes") {
+		t.Errorf("client: exit %d, want 1, told why, and no result:\n%s", procExit(err), out)
 	}
 	err = srv.Wait()
 	e := srv.Stderr.(*bytes.Buffer).String()
-	if procExit(err) != exitError || !strings.Contains(e, "the client ran write_bw, and this server's --limit_lat is for write-lat's figures: not applied") ||
-		!strings.Contains(srvOut.String(), "#bytes") {
+	if procExit(err) != exitError || !strings.Contains(e, "refused a client's test: "+why) ||
+		strings.Contains(srvOut.String(), "#bytes") {
 		t.Errorf("server: exit %d, said:\n%s%s", procExit(err), srvOut, e)
 	}
 }
