@@ -11,7 +11,9 @@
 # In the rxe VM, RXE_DEV names the device unless GORPERF_TEST_DEVICE is set.
 # GORPERF_TEST_TIMEOUT (default 10m) is each binary's -test.timeout.
 # glibc's per-thread malloc caches are turned off (GLIBC_TUNABLES), so that
-# the leak checks count the C heap exactly.
+# the leak checks count the C heap exactly. A device test of what the device
+# lacks fails too, unless GORPERF_ALLOW_UNSUPPORTED lists it (a verb such as
+# ibv_alloc_mw, or link-local-gid: the failure names it).
 #
 # The last line is "N passed, M failed", counting binaries; exit 1 if any
 # failed or none was found, 2 on a usage error.

@@ -194,7 +194,8 @@ func ListenAddr(t testing.TB, base int) string {
 
 // LinkLocalGID returns the first link-local RoCE v2 GID of port of the
 // device dev that has a netdev (for the zone rdma_cm needs), skipping
-// the test where there is none.
+// the test where there is none; with GORPERF_REQUIRE_DEVICE=1 it fails
+// unless GORPERF_ALLOW_UNSUPPORTED lists link-local-gid.
 func LinkLocalGID(t testing.TB, dev string, port int) ibverbs.GIDEntry {
 	t.Helper()
 	ctx, err := ibverbs.Open(dev)
@@ -211,6 +212,6 @@ func LinkLocalGID(t testing.TB, dev string, port int) ibverbs.GIDEntry {
 			return e
 		}
 	}
-	t.Skipf("%s port %d has no link-local RoCE v2 GID with a netdev", dev, port)
+	lacking(t, "link-local-gid", "%s port %d has no link-local RoCE v2 GID with a netdev", dev, port)
 	return ibverbs.GIDEntry{}
 }

@@ -6,13 +6,23 @@
 // test is skipped, unless GORPERF_REQUIRE_DEVICE=1 is set (as CI does), when
 // it fails: in CI no device test may silently not run. GORPERF_TEST_DEVICE
 // names the device to use; if it names one that is missing, the test fails.
+//
+// A test of what a device may lack (SkipIfUnsupported, LinkLocalGID) skips
+// where it lacks it, but with GORPERF_REQUIRE_DEVICE=1 it fails unless
+// GORPERF_ALLOW_UNSUPPORTED lists what is missing (the failure names it):
+// GORPERF_ALLOW_UNSUPPORTED=ibv_alloc_mw,link-local-gid lets the tests of
+// memory windows and of a link-local GID skip on a device without them.
 package rdmatest
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/gorperf/gorperf/ibverbs"
 )
@@ -24,10 +34,29 @@ type Info struct {
 }
 
 // Required reports whether GORPERF_REQUIRE_DEVICE asks for device tests to
-// fail rather than skip.
+// fail rather than skip. It is unset, or a value strconv.ParseBool takes
+// (1, 0, true, false, ...); any other value (yes, on) panics, failing the
+// test binary, rather than quietly letting device tests skip.
 func Required() bool {
-	v, _ := strconv.ParseBool(os.Getenv("GORPERF_REQUIRE_DEVICE"))
+	v, err := parseRequired(os.Getenv(RequireEnv))
+	if err != nil {
+		panic(err)
+	}
 	return v
+}
+
+// RequireEnv names the variable that Required reads.
+const RequireEnv = "GORPERF_REQUIRE_DEVICE"
+
+func parseRequired(s string) (bool, error) {
+	if s == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: not a boolean; set it to 1 (device tests fail without a device) or 0", RequireEnv, s)
+	}
+	return v, nil
 }
 
 // unavailable skips the test, or fails it when a device is required.
@@ -123,13 +152,42 @@ func GIDIndex(t testing.TB, ctx *ibverbs.Context, port int) int {
 
 // SkipIfUnsupported skips the test when err says the device does not
 // support what it tried (errors.ErrUnsupported); any other error fails it.
+// With GORPERF_REQUIRE_DEVICE=1 an unsupported verb fails it too, unless
+// GORPERF_ALLOW_UNSUPPORTED lists the verb (the failed call's name, from
+// its *os.SyscallError: ibv_alloc_mw) or the test's name.
 func SkipIfUnsupported(t testing.TB, err error) {
 	t.Helper()
 	if err == nil {
 		return
 	}
-	if errors.Is(err, errors.ErrUnsupported) {
-		t.Skipf("not supported by this device: %v", err)
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatal(err)
 	}
-	t.Fatal(err)
+	what := t.Name()
+	if se := (*os.SyscallError)(nil); errors.As(err, &se) {
+		what = se.Syscall
+	}
+	lacking(t, what, "not supported by this device: %v", err)
+}
+
+// AllowUnsupportedEnv names the variable that lists, by commas or spaces,
+// what the device under test may lack with GORPERF_REQUIRE_DEVICE=1 (see
+// the package's doc).
+const AllowUnsupportedEnv = "GORPERF_ALLOW_UNSUPPORTED"
+
+// lacking skips the test, which needs what the device lacks (a verb, or
+// "link-local-gid"); with GORPERF_REQUIRE_DEVICE=1 it fails it, unless
+// GORPERF_ALLOW_UNSUPPORTED lists what, or the test's name.
+func lacking(t testing.TB, what, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if !Required() {
+		t.Skip(msg)
+	}
+	allowed := strings.FieldsFunc(os.Getenv(AllowUnsupportedEnv), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	if slices.Contains(allowed, what) || slices.Contains(allowed, t.Name()) {
+		t.Skipf("%s (%s lists %s)", msg, AllowUnsupportedEnv, what)
+	}
+	t.Fatalf("GORPERF_REQUIRE_DEVICE=1 but %s; where the device under test lacks it, %s=%s lets the test skip",
+		msg, AllowUnsupportedEnv, what)
 }
