@@ -306,11 +306,12 @@ func TestBidirectionalUDSendTime(t *testing.T) {
 // TestMargin runs tests of 3 s with a margin of 1 s at each end (-D 3
 // -f 1): what each side reports, messages, time and CPU time, covers the
 // middle second, about a third of the run, on the sending and on the
-// receiving side, and a latency test keeps the samples of that second.
+// receiving side, and a latency test keeps the samples of that second and
+// reports its iterations (it reported the whole run's 3 s of them).
 func TestMargin(t *testing.T) {
 	cpu := func(l *bench.Local, client bool) { l.CPUUtil = true }
 	near := func(d, want time.Duration) bool { return d > want-want/10 && d < want+want/3 }
-	for _, test := range []exchange.Test{exchange.WriteBW, exchange.SendBW, exchange.SendLat} {
+	for _, test := range []exchange.Test{exchange.WriteBW, exchange.SendBW, exchange.SendLat, exchange.ReadLat} {
 		t.Run(test.String(), func(t *testing.T) {
 			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 3, Margin: 1,
 				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8}
@@ -332,16 +333,38 @@ func TestMargin(t *testing.T) {
 					// the samples kept tile the time they cover: the middle
 					// second, however the rate varied over the run (under
 					// emulation the first second is often the slowest).
+					// (read_lat's sample is the whole time from one
+					// post to the next.)
+					per := 2.0
+					if test == exchange.ReadLat {
+						per = 1
+					}
 					var span float64
 					for _, v := range r.Samples {
-						span += 2 * v
+						span += per * v
 					}
 					if side.name == "client" && (r.Lat.N == 0 || !near(time.Duration(span), time.Second)) {
 						t.Errorf("%d samples kept of %d iterations, covering %v; want the middle second's",
 							r.Lat.N, r.CPU.Messages, time.Duration(span))
 					}
 					if side.name == "client" {
-						t.Logf("client: %d samples kept of %d iterations, covering %v", r.Lat.N, r.CPU.Messages, time.Duration(span))
+						t.Logf("client: %d samples kept of %d iterations run, %d reported, covering %v",
+							r.Lat.N, r.CPU.Messages, r.Iterations, time.Duration(span))
+					}
+					// The iterations reported are the middle second's, as
+					// the samples (and so the tps) are, not the run's 3 s:
+					// as many as the samples on the client, and fewer
+					// than the run's on both sides (read_lat's server
+					// reports the client's, and runs none).
+					if side.name == "client" && (r.Iterations < uint64(r.Lat.N) || r.Iterations > uint64(r.Lat.N)+uint64(r.Lat.N)/100+2) {
+						t.Errorf("client: %d iterations reported over %d samples of the middle second (%d run)",
+							r.Iterations, r.Lat.N, r.CPU.Messages)
+					}
+					if r.Iterations >= r.CPU.Messages && (side.name == "client" || test != exchange.ReadLat) {
+						t.Errorf("%s: %d iterations reported of %d run; want the middle second's of 3", side.name, r.Iterations, r.CPU.Messages)
+					}
+					if side.name == "server" {
+						t.Logf("server: %d iterations reported of %d run", r.Iterations, r.CPU.Messages)
 					}
 					continue
 				}
@@ -408,6 +431,32 @@ func TestWarmUpOutlastsControlTimeout(t *testing.T) {
 	c, _ := loopback(t, spec)
 	if c.WarmedUp != 16 || c.Sizes[0].BW.Iterations != 100 {
 		t.Errorf("warmed up with %d writes, reported %d", c.WarmedUp, c.Sizes[0].BW.Iterations)
+	}
+}
+
+// TestBidirectionalWarmUpOutlastsControlTimeout: in a bidirectional test
+// both sides are active, and each waits at the barrier for the peer's
+// warm-up as long as it takes, not for the control protocol's bound (300
+// ms here): one side's warm-up is held back 1 s (as a rate limit of its
+// own would), and the other, done with its own, waits for it.
+func TestBidirectionalWarmUpOutlastsControlTimeout(t *testing.T) {
+	defer bench.SetControlTimeout(300 * time.Millisecond)()
+	var calls atomic.Int32
+	defer bench.SetBeforeWarmUp(func() {
+		if calls.Add(1) == 1 { // one side's only
+			time.Sleep(time.Second)
+		}
+	})()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 100,
+		NumQPs: 1, TXDepth: 16, CQModeration: 4, WarmUp: true, Bidirectional: true}
+	c, s := loopback(t, spec)
+	for _, r := range []*bench.Result{c, s} {
+		if r.WarmedUp != 16 || r.Sizes[0].BW.Iterations != 100 {
+			t.Errorf("%s: warmed up with %d writes, reported %d", r.Role, r.WarmedUp, r.Sizes[0].BW.Iterations)
+		}
+	}
+	if calls.Load() != 2 {
+		t.Errorf("%d warm-ups, want both sides'", calls.Load())
 	}
 }
 

@@ -31,6 +31,19 @@ type sideResult struct {
 	// process's CPU time at the edges of the measured span, which the
 	// counts above cover; nil: the whole run's is the one to report.
 	CPU *[2]cpuSample
+	// SpanIters is, in a latency test with a duration and a margin, the
+	// iterations in the measured span, which are reported (as perftest's
+	// #iterations are those of its SAMPLE_STATE) where Iters, the whole
+	// run's, is what the validation checks; nil: Iters is reported.
+	SpanIters *uint64
+}
+
+// reported returns the iterations to report: the span's, if counted.
+func (r sideResult) reported() uint64 {
+	if r.SpanIters != nil {
+		return *r.SpanIters
+	}
+	return r.Iters
 }
 
 // margin is the spec's margin as a duration.

@@ -129,6 +129,13 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 	out := newSampleStore(iters, dur)
 	defer out.free()
 	margin := s.margin() // -f: only the samples between the margins count
+	// With a duration and a margin, the iterations reported are those
+	// posted in the span, as the samples are (perftest counts its
+	// iterations in SAMPLE_STATE only); done below stays the run's, which
+	// the validation checks.
+	spanning := dur > 0 && margin > 0
+	var inSpanIters uint64
+	lastIn := false // the last message posted was in the span
 	start := time.Now()
 	deadline := start.Add(dur)
 	until := peerWaitLimit(deadline, dur)
@@ -190,6 +197,9 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			out.dropNext()
 		}
 		prev = el
+		if lastIn = spanning && inSpan(el, dur, margin); lastIn {
+			inSpanIters++
+		}
 		if initiator {
 			yieldNext = pc.yieldDue(start.Add(el))
 		} else {
@@ -212,8 +222,14 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		}
 	}
 	done := i
+	unanswered := func() { // the answer to the last message did not come
+		done--
+		if lastIn {
+			inSpanIters--
+		}
+	}
 	if initiator && (timedOut || stopped) {
-		done-- // the answer it waited for did not come
+		unanswered()
 	} else if initiator && i > 0 {
 		// The answer to the initiator's last message: it is due within a
 		// round trip even when the test's time is up, unless the peer
@@ -223,7 +239,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		}
 		switch err := p.wait(ctx, i-1, until); {
 		case errors.Is(err, errTimeUp), err != nil && ctx.Err() != nil:
-			done--
+			unanswered()
 		case err != nil:
 			return sideResult{}, err
 		default:
@@ -232,7 +248,11 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			}
 		}
 	}
-	return sideResult{Iters: done, Bytes: done * uint64(size), Elapsed: time.Since(start), Samples: out.take()}, ctx.Err()
+	r := sideResult{Iters: done, Bytes: done * uint64(size), Elapsed: time.Since(start), Samples: out.take()}
+	if spanning {
+		r.SpanIters = &inSpanIters
+	}
+	return r, ctx.Err()
 }
 
 // writePing is write_lat's side: message i is seqByte(i) in the last byte
@@ -482,6 +502,8 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	out := newSampleStore(iters, dur)
 	defer out.free()
 	margin := s.margin()
+	spanning := dur > 0 && margin > 0 // the iterations reported are the span's, as in pingPong
+	var inSpanIters uint64
 	gap := s.local.LatencyGap // a pause after each completion, out of the samples
 	start := time.Now()
 	var i uint64
@@ -523,6 +545,9 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 		} else if err := wcs[0].Err(); err != nil {
 			return sideResult{}, s.completionErr(err)
 		}
+		if spanning && inSpan(t0, dur, margin) {
+			inSpanIters++
+		}
 		if gap > 0 {
 			done := sinceMono(start)
 			if inSpan(done, dur, margin) {
@@ -538,5 +563,9 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	if el := sinceMono(start); i > 0 && gap == 0 && !stopped && inSpan(el, dur, margin) {
 		out.add(float64(el - t0))
 	}
-	return sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out.take()}, ctx.Err()
+	r := sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out.take()}
+	if spanning {
+		r.SpanIters = &inSpanIters
+	}
+	return r, ctx.Err()
 }

@@ -60,8 +60,10 @@ type SizeResult struct {
 	// Iterations is, in a latency test, the iterations the size ran, as
 	// perftest's "#iterations" has them: this side's, or where this side
 	// only lets its memory be read (the server of read_lat and
-	// atomic_lat), the peer's. Lat.N counts the samples, which may be
-	// fewer (one in so many kept, -f's margins, a passive side's none).
+	// atomic_lat), the peer's. With a duration and a margin (-D, -f)
+	// they are those of the measured span, as the samples are, and as
+	// perftest counts them. Lat.N counts the samples, which may be fewer
+	// (one in so many kept, a passive side's none).
 	Iterations uint64
 	// Counters is how this side's port counters (Local.Counters) moved
 	// from just before the size's run to just after both sides were done.
@@ -488,19 +490,18 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		}
 		if spec.WarmUp {
 			// The peer warms up before it comes here, for as long as its
-			// messages take (a warm-up that stalls fails there): a
-			// passive side waits for it as for its result, not for the
-			// usual 30 s. Past this step both sides' warm-ups are over
+			// messages take (a warm-up that stalls fails there): each
+			// side waits for it as for its result, not for the usual
+			// 30 s, a passive side and in a bidirectional test an
+			// active one too, whose peer's warm-up a rate limit of the
+			// peer's may make outlast its own (a dead peer closes the
+			// connection or fails keepalive). Past this step both sides' warm-ups are over
 			// and their messages have landed, so that the counters'
 			// first reading below does not count them: taken before
 			// this wait, a passive side's (and in a bidirectional test
 			// either side's) could come before the peer's warm-up was
 			// done, and -W then counted its messages as the size's.
-			timeout := ctl
-			if !s.active(client) {
-				timeout = waitPeer
-			}
-			if stop, err := barrier(warmedSeq|uint32(n+1), timeout); stop {
+			if stop, err := barrier(warmedSeq|uint32(n+1), waitPeer); stop {
 				return res, err
 			}
 		}
@@ -569,7 +570,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		if ctx.Err() != nil {
 			abort() // before anything else the peer reads
 		}
-		local := exchange.Result{Iterations: mine.Iters, Bytes: mine.Bytes, Elapsed: mine.Elapsed,
+		local := exchange.Result{Iterations: mine.reported(), Bytes: mine.Bytes, Elapsed: mine.Elapsed,
 			PeakMessages: mine.Peak.Messages, PeakElapsed: mine.Peak.Elapsed}
 		if runErr != nil && !interrupted {
 			local.Error = runErr.Error()
@@ -837,7 +838,7 @@ func (c cpuSample) since(start cpuSample, msgs uint64) *stats.CPU {
 // the longer of the two times, and the two peaks, as perftest's does.
 func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) SizeResult {
 	if s.spec.Test.IsLatency() {
-		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples.v, Iterations: mine.Iters}
+		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples.v, Iterations: mine.reported()}
 		if mine.Iters == 0 {
 			r.Iterations = peer.Iterations
 		}
