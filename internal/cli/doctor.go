@@ -57,7 +57,8 @@ func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
 netdev MTU against the RDMA MTU, ECN and PFC where the driver exposes them,
 and the device's NUMA node against the CPUs a test would run on. Each
 finding is [ ok ], [warn] or [FAIL]; warnings and failures come with a fix.
-A port that is not ACTIVE fails if -i names it or no port checked is
+A port that is not ACTIVE fails if -i names it, if tests use it by default
+(the first device's port 1, or -d's port 1) or if no port checked is
 ACTIVE; otherwise it is a warning, and not checked further. The exit status
 is 1 if anything failed.`,
 		Args: noArgs,
@@ -162,7 +163,10 @@ func doctorChecks(opts *DoctorOptions) []finding {
 			// A port the user did not name that is not ACTIVE, on a host
 			// where another is (the second port of a dual-port NIC with one
 			// cable, an unplugged NIC), does not stop the tests: a warning,
-			// and its GID and MTU do not matter until it comes up.
+			// and its GID and MTU do not matter until it comes up. The
+			// port tests use by default (the first device's port 1, or
+			// -d's) is a failure, naming the ACTIVE ones: a test run
+			// without -d and -i (or without -i) fails on it.
 			if opts.Port == 0 && p.Error == "" && p.State != "ACTIVE" && len(active) > 0 {
 				fs = append(fs, idlePort(d, p, i == 0 && p.Port == 1, opts.Device != "", active))
 				continue
@@ -191,9 +195,10 @@ func activePorts(devs []deviceReport, port int) []string {
 }
 
 // idlePort is the finding for a port that is not ACTIVE while others
-// (active, as activePorts names them) are: tests run on those. first says
-// the port is the one tests use without -d and -i (the first device's port
-// 1; with -d, byDev, that device's port 1, which they use without -i).
+// (active, as activePorts names them) are: tests run on those, a warning.
+// first says the port is the one tests use without -d and -i (the first
+// device's port 1; with -d, byDev, that device's port 1, which they use
+// without -i): a failure, since a test run so fails.
 func idlePort(d deviceReport, p portReport, first, byDev bool, active []string) finding {
 	at := fmt.Sprintf("%s port %d", d.Name, p.Port)
 	use := active[0]
@@ -214,6 +219,9 @@ func idlePort(d deviceReport, p portReport, first, byDev bool, active []string) 
 		msg += "; without -i tests use this port"
 	case first:
 		msg += "; without -d and -i tests use this port"
+	}
+	if first {
+		return fail(fix, "%s", msg)
 	}
 	return warn(fix, "%s", msg)
 }

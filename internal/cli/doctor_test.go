@@ -483,7 +483,9 @@ func downPort(p *portReport) {
 // host ready: a warning that names the ACTIVE port to use, not a failure
 // (doctor failed, exit status 1, for any such port, and for its missing
 // GID). A port the user names (-i), or a device (-d) with no port ACTIVE,
-// or a host with none, still fails.
+// or a host with none, still fails; so does the port tests use by default
+// (the first device's port 1, or -d's port 1), naming the ACTIVE ones,
+// where it was a warning and exit status 0.
 func TestDoctorDownPortNotNamed(t *testing.T) {
 	devs, files := twoRXE()
 	downPort(&devs[1].Ports[0])
@@ -506,13 +508,25 @@ func TestDoctorDownPortNotNamed(t *testing.T) {
 	}
 
 	// The port tests use without -d and -i (the first device's port 1)
-	// down: the warning says so.
+	// down: a failure, which says so and names the ACTIVE port.
 	devs, files = twoRXE()
 	downPort(&devs[0].Ports[0])
 	out, code = doctorOn(t, files, devs, "", 0)
-	if code != 0 || !strings.Contains(out, "[warn] rxe0 port 1: state DOWN (DISABLED), not ACTIVE: not checked further; tests on it fail, other ports are ACTIVE; without -d and -i tests use this port") ||
+	if code != 1 || !strings.Contains(out, "[FAIL] rxe0 port 1: state DOWN (DISABLED), not ACTIVE: not checked further; tests on it fail, other ports are ACTIVE; without -d and -i tests use this port") ||
 		!strings.Contains(out, "`-d rxe1 -i 1`") {
-		t.Errorf("doctor with rxe0 DOWN and rxe1 ACTIVE: exit status %d\n%s", code, out)
+		t.Errorf("doctor with rxe0 DOWN and rxe1 ACTIVE: exit status %d, want 1\n%s", code, out)
+	}
+	// -d's port 1 down, its port 2 ACTIVE: tests without -i fail.
+	devs, files = twoRXE()
+	devs = devs[:1]
+	p2 := devs[0].Ports[0]
+	p2.Port = 2
+	devs[0].Ports = append(devs[0].Ports, p2)
+	downPort(&devs[0].Ports[0])
+	out, code = doctorOn(t, files, devs, "rxe0", 0)
+	if code != 1 || !strings.Contains(out, "[FAIL] rxe0 port 1: state DOWN (DISABLED), not ACTIVE: not checked further; tests on it fail, other ports are ACTIVE; without -i tests use this port") ||
+		!strings.Contains(out, "`-d rxe0 -i 2`") {
+		t.Errorf("doctor -d rxe0 with its port 1 DOWN and port 2 ACTIVE: exit status %d, want 1\n%s", code, out)
 	}
 
 	// Named, or nothing ACTIVE where doctor looks: a failure.
