@@ -64,34 +64,14 @@ func TestAbortWithoutCredit(t *testing.T) {
 	cfg := &rdmamsg.Config{Depth: 4}
 	srv, cli := connect(t, cfg, cfg)
 	ctx := timeout(t, 60*time.Second)
-	// Of the server's 4 credits, the client spends 3 on data, keeping
-	// the last for updates ...
-	for _, m := range []string{"a", "b", "c"} {
-		if err := cli.Send(ctx, []byte(m)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// ... and that one on the update it owes once it has read 2 of the
-	// server's messages (half its depth).
-	buf := make([]byte, 10)
-	for _, m := range []string{"x", "y"} {
-		if err := srv.Send(ctx, []byte(m)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cli.Recv(ctx, buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(200 * time.Millisecond)
+	spendCredits(t, ctx, srv, cli)
+	// At once: the update's receive, which the server posts again once
+	// it has taken its completion, is not there yet, only the spares.
 	if err := cli.Abort(); err != nil {
 		t.Fatalf("Abort: %v", err)
 	}
-	for _, want := range []string{"a", "b", "c"} {
-		if n, err := srv.Recv(ctx, buf); err != nil || string(buf[:n]) != want {
-			t.Fatalf("Recv: %q, %v; want %q", buf[:n], err, want)
-		}
-	}
-	if _, err := srv.Recv(ctx, buf); !errors.Is(err, syscall.ECONNRESET) {
+	recvABC(t, ctx, srv)
+	if _, err := srv.Recv(ctx, make([]byte, 10)); !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("Recv after the peer aborted: %v; want ECONNRESET", err)
 	}
 	if rnr >= 0 {
@@ -129,6 +109,9 @@ func TestCloseWrite(t *testing.T) {
 			}
 			if err := cli.Send(ctx, nil); !errors.Is(err, syscall.EPIPE) {
 				t.Errorf("Send after CloseWrite: %v; want EPIPE", err)
+			}
+			if n, err := cli.Write(nil); n != 0 || !errors.Is(err, syscall.EPIPE) {
+				t.Errorf("Write(nil) after CloseWrite: %d, %v; want EPIPE", n, err)
 			}
 			var got bytes.Buffer
 			srv.SetReadDeadline(time.Now().Add(30 * time.Second))

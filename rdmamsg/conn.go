@@ -73,8 +73,9 @@ const (
 	defaultMaxSend     = 4 << 20
 	defaultKeepAlive   = 15 * time.Second
 	// updateSlots is the room kept on the send queue for credit updates
-	// beyond the data buffers; one more request, beyond those, is the
-	// abort's (Abort), which never waits for room.
+	// beyond the data buffers; two more requests, beyond those, are the
+	// abort's (Abort) and the end message's (CloseWrite, Close), which
+	// never wait for room.
 	updateSlots = 4
 )
 
@@ -167,8 +168,9 @@ type Conn struct {
 	// context, its deadline and Close (takeTurn), as it does for what
 	// it waits for once it has its turn.
 	sendTurn, recvTurn chan struct{}
-	// peerEnds says the peer takes end and abort messages and keeps a
-	// receive spare for the abort (its hello).
+	// peerEnds says the peer takes end and abort messages, keeps two
+	// receives spare for them and sends an end message before it closes
+	// (its hello).
 	peerEnds bool
 
 	// mu guards what follows, and every post: posts to the QP must not
@@ -187,6 +189,8 @@ type Conn struct {
 	eof     bool  // the peer closed, and everything it sent was taken
 	wclosed bool  // this side's end message is posted (CloseWrite)
 	rclosed bool  // the peer's end message was read
+	endIn   bool  // the peer's end message was received
+	cut     error // the readers' io.EOF, where the peer ended without an end message
 	closing bool
 	started bool // start finished: Close frees what there is
 	// loans counts the buffers in use outside mu (lend); unmapLater says
@@ -568,8 +572,9 @@ func (l *Listener) acceptError(err error) error {
 }
 
 // Close stops listening (rdmacm.Listener.Close), ends Accepts under way
-// with ErrClosed, and closes the connections made that no Accept took;
-// connections accepted stay open.
+// with ErrClosed, and closes the connections made that no Accept took,
+// with no end message, as a TCP listener resets them: their peers read an
+// error matching io.ErrUnexpectedEOF. Connections accepted stay open.
 func (l *Listener) Close() error {
 	l.closeOnce.Do(func() {
 		l.close()
@@ -616,10 +621,10 @@ func (c *Conn) cmConfig(cfg *Config) rdmacm.Config {
 }
 
 // sendWRs is the room the send queue needs: the data buffers', the
-// updates' and probes', and the abort's; recvWRs is the receive queue's,
-// the depth and the spare. The CQ holds both.
-func (c *Conn) sendWRs() int { return c.sendBuffers + updateSlots + 1 }
-func (c *Conn) recvWRs() int { return c.depth + 1 }
+// updates' and probes', the abort's and the end's; recvWRs is the receive
+// queue's, the depth and the two spares. The CQ holds both.
+func (c *Conn) sendWRs() int { return c.sendBuffers + updateSlots + 2 }
+func (c *Conn) recvWRs() int { return c.depth + 2 }
 
 // hello is what this side tells its peer.
 func (c *Conn) hello() hello { return hello{depth: c.depth, maxMessage: c.maxRecv, ends: true} }
@@ -701,8 +706,9 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	// The send buffers' requests, then an update's, then a probe's: an
 	// RDMA write of no bytes, which no MR, receive or credit of the peer's
 	// takes (a zero-length write names no memory, IBTA C9-88), and which
-	// the peer's device acknowledges all the same; then an abort's.
-	wrs := make([]ibverbs.SendWR, c.sendBuffers+3)
+	// the peer's device acknowledges all the same; then an abort's and an
+	// end message's.
+	wrs := make([]ibverbs.SendWR, c.sendBuffers+4)
 	c.free = make([]int, c.sendBuffers)
 	for i := range wrs {
 		wrs[i] = ibverbs.SendWR{ID: sendTag | uint64(i), Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled}
@@ -740,6 +746,7 @@ func (c *Conn) start(l link, peer hello) (err error) {
 func (c *Conn) updateWR() int { return c.sendBuffers }
 func (c *Conn) probeWR() int  { return c.sendBuffers + 1 }
 func (c *Conn) abortWR() int  { return c.sendBuffers + 2 }
+func (c *Conn) endWR() int    { return c.sendBuffers + 3 }
 
 // freeSends frees the send batch and MR that start made; the buffer
 // stays mapped.
@@ -897,13 +904,21 @@ func (c *Conn) lostError() error {
 }
 
 // ended marks the end of the stream once the connection has ended and
-// what arrived before was taken, with c.mu held.
+// what arrived before was taken, with c.mu held. A peer that takes end
+// messages sends one before it closes: where one disconnected without
+// (its process killed, its connection closed by the kernel), the readers
+// get io.ErrUnexpectedEOF (cut), after what arrived, not io.EOF; sends
+// fail with EPIPE, as after the peer's Close.
 func (c *Conn) ended() {
 	if c.closing {
 		return
 	}
-	if err := c.link.Err(); !errors.Is(err, rdmacm.ErrDisconnected) {
+	switch err := c.link.Err(); {
+	case !errors.Is(err, rdmacm.ErrDisconnected):
 		c.fail(fmt.Errorf("rdmamsg: connection to %s: %w", c.link.RemoteAddr(), err))
+	case c.peerEnds && !c.endIn:
+		c.cut = fmt.Errorf("rdmamsg: %s disconnected without ending its stream: %w (%w)",
+			c.link.RemoteAddr(), io.ErrUnexpectedEOF, err)
 	}
 	c.eof = true
 }
@@ -947,9 +962,18 @@ func (c *Conn) received(wc *ibverbs.WC) {
 		// (next), the connection has failed.
 		c.fail(fmt.Errorf("rdmamsg: %s aborted the connection: %w", c.link.RemoteAddr(), syscall.ECONNRESET))
 	case msgEnd:
+		if c.endIn {
+			c.fail(fmt.Errorf("rdmamsg: a second end message from %s: %w", c.link.RemoteAddr(), syscall.EPROTO))
+			return
+		}
+		c.endIn = true
 		c.lens[slot] = endOfStream
 		c.ready.push(slot)
 	default:
+		if c.endIn {
+			c.fail(fmt.Errorf("rdmamsg: a message from %s after its end message: %w", c.link.RemoteAddr(), syscall.EPROTO))
+			return
+		}
 		c.lens[slot] = int(wc.ByteLen)
 		c.ready.push(slot)
 	}
@@ -1106,26 +1130,53 @@ func (c *Conn) keepAlives(ctx context.Context) {
 }
 
 // postAbort posts the abort message, with c.mu held, unless the
-// connection has failed or ended, or the abort cannot go (an older peer,
-// no credit). It takes a send request beyond those the credits and the
-// updates use, so there is room for it.
-func (c *Conn) postAbort() {
+// connection has failed or ended. It takes a send request beyond those
+// the credits and the updates use, so there is room for it. It fails,
+// posting nothing, where the abort cannot go: a peer older than Abort
+// with no credit left.
+func (c *Conn) postAbort() error {
 	if c.closing || c.err != nil || c.eof || c.link.Err() != nil {
-		return
+		return nil
 	}
 	imm, ok := c.fl.abort(c.peerEnds)
 	if !ok {
-		return
+		return fmt.Errorf("rdmamsg: abort to %s: the peer's rdmamsg keeps no receive for an abort, and no credit is left: it takes the end for the end of the stream: %w",
+			c.link.RemoteAddr(), errors.ErrUnsupported)
 	}
 	a := c.abortWR()
 	c.sb.SetImm(a, imm)
 	if err := c.sb.Post(a, 1, 0); err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
-		return
+		return c.err
 	}
 	c.sqOut++
 	c.upOut++ // not a message of the stream's, for lostError
 	c.posts++
+	return nil
+}
+
+// postEnd posts the end message, with c.mu held, unless one went, the
+// connection has failed or ended, or the peer takes none. It takes a
+// send request beyond those the credits and the updates use, and a
+// receive the peer keeps spare, so it waits for nothing.
+func (c *Conn) postEnd() error {
+	if !c.peerEnds || c.wclosed || c.closing || c.err != nil || c.eof || c.link.Err() != nil {
+		return nil
+	}
+	e := c.endWR()
+	c.sb.SetImm(e, c.fl.end())
+	if err := c.sb.Post(e, 1, 0); err != nil {
+		c.fail(fmt.Errorf("rdmamsg: %w", err))
+		return c.err
+	}
+	c.wclosed = true
+	c.sqOut++
+	// Not a message of the stream's, for lostError: where both sides
+	// close at once, the one that closes second posts its end as the
+	// peer disconnects, and loses it, which is no loss to either.
+	c.upOut++
+	c.posts++
+	return nil
 }
 
 // SetDeadline sets the read and write deadlines, as net.Conn's does. After
@@ -1254,7 +1305,7 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 		return err
 	}
 	defer giveTurn(c.sendTurn)
-	return c.sendLocked(ctx, p, 0)
+	return c.sendLocked(ctx, p)
 }
 
 // takeTurn waits for turn (c.sendTurn or c.recvTurn) and takes it, until
@@ -1292,16 +1343,15 @@ func (c *Conn) takeTurn(ctx context.Context, turn chan struct{}, dl *deadline) e
 
 func giveTurn(turn chan struct{}) { <-turn }
 
-// sendLocked is Send's work, with c.sendTurn held: p, as a message
-// marked with mark (0 for data, or immEnd).
-func (c *Conn) sendLocked(ctx context.Context, p []byte, mark uint32) error {
+// sendLocked is Send's work, with c.sendTurn held: p, as a message.
+func (c *Conn) sendLocked(ctx context.Context, p []byte) error {
 	i, err := c.buffer(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.giveBack()
 	copy(c.sendBuf(i), p)
-	return c.postBuffer(ctx, i, len(p), mark)
+	return c.postBuffer(ctx, i, len(p))
 }
 
 // ReadFrom sends what it reads from r until io.EOF, as Write would, but
@@ -1331,7 +1381,7 @@ func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 			m, rerr = 0, fmt.Errorf("rdmamsg: the reader read %d bytes into %d", m, len(buf))
 		}
 		if m > 0 {
-			err = c.postBuffer(ctx, i, m, 0)
+			err = c.postBuffer(ctx, i, m)
 		} else {
 			c.mu.Lock()
 			c.free = append(c.free, i)
@@ -1408,9 +1458,8 @@ func (c *Conn) canPost() bool {
 }
 
 // postBuffer waits for a credit and sends the first n bytes of buffer i,
-// which the caller took, marked with mark (0, or immEnd); on failure the
-// buffer is free again.
-func (c *Conn) postBuffer(ctx context.Context, i, n int, mark uint32) error {
+// which the caller took; on failure the buffer is free again.
+func (c *Conn) postBuffer(ctx context.Context, i, n int) error {
 	if err := c.waitSend(ctx, c.canPost); err != nil {
 		c.mu.Lock()
 		c.free = append(c.free, i)
@@ -1419,7 +1468,7 @@ func (c *Conn) postBuffer(ctx context.Context, i, n int, mark uint32) error {
 	}
 	defer c.mu.Unlock()
 	c.sb.SetSGE(i, 0, c.smr.SGE(i*c.maxSend, n))
-	c.sb.SetImm(i, c.fl.send()|mark)
+	c.sb.SetImm(i, c.fl.send())
 	if err := c.sb.Post(i, 1, 0); err != nil {
 		c.free = append(c.free, i)
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
@@ -1427,9 +1476,6 @@ func (c *Conn) postBuffer(ctx context.Context, i, n int, mark uint32) error {
 	}
 	c.sqOut++
 	c.posts++
-	if mark == immEnd {
-		c.wclosed = true
-	}
 	return nil
 }
 
@@ -1463,9 +1509,13 @@ func (c *Conn) writeErr() error {
 // length. A message longer than p is left for the next Recv, which it
 // returns an error matching io.ErrShortBuffer for; MaxRecv bytes always
 // suffice. After the peer closes (or its CloseWrite), Recv returns what
-// it sent and then io.EOF. If a Read took part of a message, Recv returns
-// the rest. Waiting, for a message or for another receiver's turn, ends
-// when ctx ends, the read deadline passes or the Conn closes.
+// it sent and then io.EOF; where the connection ended without the peer's
+// end message (a peer that takes them, and was killed), an error matching
+// io.ErrUnexpectedEOF and rdmacm.ErrDisconnected instead, and after its
+// Abort one matching syscall.ECONNRESET. If a Read took part of a
+// message, Recv returns the rest. Waiting, for a message or for another
+// receiver's turn, ends when ctx ends, the read deadline passes or the
+// Conn closes.
 func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
 	if err := c.takeTurn(ctx, c.recvTurn, &c.rdl); err != nil {
 		return 0, err
@@ -1507,9 +1557,10 @@ func (c *Conn) next() (int, []byte, error) {
 	if c.cur < 0 && c.ready.len() > 0 {
 		c.cur, c.off = c.ready.pop(), 0
 		if c.lens[c.cur] == endOfStream {
-			// The peer's CloseWrite: nothing more comes.
+			// The peer's end message: nothing more comes. Its receive
+			// was a spare, which is not posted again (flow.go).
 			c.rclosed = true
-			c.take(c.cur)
+			c.cur = -1
 		}
 	}
 	if c.cur >= 0 {
@@ -1518,6 +1569,9 @@ func (c *Conn) next() (int, []byte, error) {
 	}
 	if c.err != nil {
 		return -1, nil, c.err
+	}
+	if c.eof && !c.rclosed && c.cut != nil {
+		return -1, nil, c.cut
 	}
 	if c.eof || c.rclosed {
 		return -1, nil, io.EOF
@@ -1556,7 +1610,9 @@ func (c *Conn) waitRecv(ctx context.Context, spun *bool) error {
 // Read reads the stream of messages as bytes: what is left of the current
 // message, up to len(p), or the next message's first bytes. Empty messages
 // are skipped. It returns io.EOF once the peer has closed (or its
-// CloseWrite) and everything it sent was read.
+// CloseWrite) and everything it sent was read, or, as Recv does, an
+// error matching io.ErrUnexpectedEOF where the connection ended without
+// the peer's end message.
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 && isClosed(c.closed) {
 		return 0, ErrClosed
@@ -1593,8 +1649,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 }
 
-// WriteTo writes the stream of messages to w until the peer closes, as
-// Read would, but straight from the registered receive buffers. io.Copy
+// WriteTo writes the stream of messages to w until the peer closes (or
+// its CloseWrite), and then returns a nil error, as Read would, but
+// straight from the registered receive buffers; where the connection
+// ended without the peer's end message it returns, as Read, an error
+// matching io.ErrUnexpectedEOF. io.Copy
 // from the Conn uses it. Once the read deadline has passed it stops,
 // before its next Write to w, with os.ErrDeadlineExceeded.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
@@ -1658,7 +1717,8 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 // deadline has passed, it sends no more of p. Writes from several
 // goroutines do not interleave: each one's messages go together, as a
 // TCPConn's bytes do. Writing nothing sends nothing, but fails as a write
-// would on a closed Conn or after the write deadline.
+// would on a closed Conn, after the write deadline or CloseWrite, or once
+// the connection has failed or the peer has closed.
 func (c *Conn) Write(p []byte) (int, error) {
 	if isClosed(c.closed) {
 		return 0, ErrClosed
@@ -1667,7 +1727,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, os.ErrDeadlineExceeded
 	}
 	if len(p) == 0 {
-		return 0, nil
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return 0, c.writeErr()
 	}
 	ctx := context.Background()
 	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
@@ -1680,7 +1742,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 			return n, os.ErrDeadlineExceeded
 		}
 		m := min(len(p)-n, c.maxSend)
-		if err := c.sendLocked(ctx, p[n:n+m], 0); err != nil {
+		if err := c.sendLocked(ctx, p[n:n+m]); err != nil {
 			return n, err
 		}
 		n += m
@@ -1693,34 +1755,45 @@ func (c *Conn) Write(p []byte) (int, error) {
 // taken the messages sent before, its Recv and Read return io.EOF, as
 // after Close, while it may still send to this side, which reads on. It
 // sends an end message, a send with immediate data and no bytes
-// (ibv_post_send), which waits for a send buffer and a credit, and for
-// its turn, as Write does. Send, Write and ReadFrom then fail with an
-// error matching syscall.EPIPE; a second CloseWrite does nothing. A peer
-// whose rdmamsg is older than CloseWrite (its hello does not say it takes
-// end messages) cannot be told: CloseWrite then fails with an error
-// matching errors.ErrUnsupported, and sends nothing.
+// (ibv_post_send), after the messages sent before: it waits for its turn
+// as Write does (until the write deadline passes or the Conn closes),
+// but not for a credit or a send buffer, since it goes into a receive
+// the peer keeps spare for it, so it returns at once even when the peer
+// reads nothing. Send, Write and ReadFrom then fail with an error
+// matching syscall.EPIPE; a second CloseWrite does nothing. After Close
+// it returns ErrClosed. A peer whose rdmamsg is older than CloseWrite
+// (its hello does not say it takes end messages) cannot be told:
+// CloseWrite then fails with an error matching errors.ErrUnsupported, and
+// sends nothing.
 func (c *Conn) CloseWrite() error {
+	if isClosed(c.closed) {
+		return ErrClosed
+	}
 	if !c.peerEnds {
 		return fmt.Errorf("rdmamsg: close write to %s: the peer's rdmamsg takes no end message: %w",
 			c.link.RemoteAddr(), errors.ErrUnsupported)
 	}
-	ctx := context.Background()
-	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
+	if err := c.takeTurn(context.Background(), c.sendTurn, &c.wdl); err != nil {
 		return err
 	}
 	defer giveTurn(c.sendTurn)
 	c.mu.Lock()
-	done := c.wclosed
-	c.mu.Unlock()
-	if done {
+	defer c.mu.Unlock()
+	if c.wclosed {
 		return nil
 	}
-	return c.sendLocked(ctx, nil, immEnd)
+	if err := c.sendErr(); err != nil {
+		return err
+	}
+	return c.postEnd()
 }
 
-// Close ends the connection. It first waits until every message sent has
-// reached the peer (its send completed), or failed, so that the peer
-// receives everything sent before Close; a peer that has gone makes that
+// Close ends the connection. It sends an end message, unless CloseWrite
+// did (to a peer that takes one: its hello says so), so that the peer
+// reads io.EOF after what was sent, not io.ErrUnexpectedEOF as it does
+// when a connection ends with none (a process killed). It then waits
+// until every message sent has reached the peer (its send completed), or
+// failed, so that the peer receives everything sent before Close; a peer that has gone makes that
 // wait last as long as the QP's retries. Send returns once a message is
 // on its way, so Close is where a message that never arrived is told:
 // its error says how many may not have reached the peer, and why (the
@@ -1736,7 +1809,10 @@ func (c *Conn) CloseWrite() error {
 // no-op.
 //
 // The peer takes a Close for the end of the stream (io.EOF); Abort is
-// the end of one that failed.
+// the end of one that failed. The end message, as CloseWrite's, goes
+// into a receive the peer keeps spare, so Close does not wait for a
+// credit; a Send or Write waiting for one returns ErrClosed, and what it
+// had not posted is not sent.
 func (c *Conn) Close() error { return c.shut(false) }
 
 // Abort ends the connection as a failure, where Close ends it as the end
@@ -1746,24 +1822,29 @@ func (c *Conn) Close() error { return c.shut(false) }
 // broke off (its input failed, its output could not be written, Ctrl-C),
 // so that the peer does not take what arrived for the whole. It posts an
 // abort message (ibv_post_send: a send with immediate data and no bytes)
-// into the receive the peer keeps spare for it beyond its depth, which
-// needs no credit and waits for nothing, then goes on as Close, whose
-// error it returns: it waits for the messages sent to reach the peer, the
-// abort last, then disconnects (rdma_disconnect) and frees. After Close or
-// Abort it does nothing but return that error. Nothing is posted once the
-// connection has failed or the peer has closed. A peer whose rdmamsg is
-// older than Abort keeps no spare receive: the abort then goes only with
-// a credit to spend, and fails that peer all the same, as a message it
-// does not know (EPROTO); without one it takes the end for the end of
-// the stream.
+// into a receive the peer keeps spare for it beyond its depth, which
+// needs no credit and waits for nothing, then goes on as Close (sending
+// no end message), whose error it returns: it waits for the messages sent
+// to reach the peer, the abort last, then disconnects (rdma_disconnect)
+// and frees. After Close or Abort it does nothing but return that error.
+// Nothing is posted once the connection has failed or the peer has
+// closed. A peer whose rdmamsg is older than Abort keeps no spare
+// receive: the abort then goes only with a credit to spend, and fails
+// that peer all the same, as a message it does not know (EPROTO); without
+// one nothing can tell that peer, which takes the end for the end of the
+// stream, and Abort returns an error matching errors.ErrUnsupported,
+// joined with Close's.
 func (c *Conn) Abort() error { return c.shut(true) }
 
 // shut is Close, or Abort when abort is true.
 func (c *Conn) shut(abort bool) error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
+		var told error
 		if abort {
-			c.postAbort()
+			told = c.postAbort()
+		} else {
+			told = c.postEnd()
 		}
 		c.closing = true
 		c.mu.Unlock()
@@ -1822,7 +1903,7 @@ func (c *Conn) shut(abort bool) error {
 		}
 		c.mu.Lock()
 		c.s.freed = true
-		errs := []error{lost, disc, c.freeSends(), c.link.Close()}
+		errs := []error{told, lost, disc, c.freeSends(), c.link.Close()}
 		if c.loans == 0 {
 			errs = append(errs, c.unmap())
 		} else {

@@ -78,18 +78,24 @@
 //
 // # The end of a connection
 //
-// Close waits until the messages it sent have reached the peer, then
-// disconnects; the peer's Recv and Read return what arrived and then
-// io.EOF, and its Send fails with an error matching syscall.EPIPE.
-// CloseWrite ends one direction only, as a TCPConn's does: an end
-// message after the last, and the peer reads io.EOF while it may still
-// send. Abort ends the connection as a failure: an abort message after
-// the last, then as Close, and the peer reads what arrived and then an
-// error matching syscall.ECONNRESET, so that a stream that broke off
-// part way is not taken for a whole one. The abort needs no credit: each
-// side keeps one receive posted beyond the depth it tells its peer,
-// which the credits never count, so one is free for it even when the
-// peer reads nothing (flow.go). When
+// Close sends an end message after the last, waits until the messages
+// it sent have reached the peer, then disconnects; the peer's Recv and
+// Read return what arrived and then io.EOF, and its Send fails with an
+// error matching syscall.EPIPE. A peer that disconnects without an end
+// message (its process was killed, say: the kernel closes its
+// connection) is not taken for one that ended its stream: Recv, Read
+// and WriteTo return what arrived and then an error matching both
+// io.ErrUnexpectedEOF and rdmacm.ErrDisconnected. CloseWrite ends one
+// direction only, as a TCPConn's does: an end message after the last,
+// and the peer reads io.EOF while it may still send. Abort ends the
+// connection as a failure: an abort message after the last, then as
+// Close, and the peer reads what arrived and then an error matching
+// syscall.ECONNRESET, so that a stream that broke off part way is not
+// taken for a whole one. The end and the abort need no credit: each side
+// keeps two receives posted beyond the depth it tells its peer, which
+// the credits never count, so one is free for each even when the peer
+// reads nothing (flow.go); neither waits. A peer that sends data after
+// its end message, or a second end, fails the connection (EPROTO). When
 // a message cannot be delivered (the peer's host died, a link is down),
 // the device gives up after the QP's retries (rdmacm.Config.AckTimeout
 // and RetryCount), and every call returns that error, after the messages
@@ -159,11 +165,14 @@
 // The private data of the request and the reply begins with a 16-byte
 // hello: "GRMS", version 1, a flags byte, two reserved bytes, the depth
 // and the largest message (big-endian 32-bit). Flag bit 0 says the side
-// takes end and abort messages and keeps a receive spare for the abort;
-// an older rdmamsg sends no flags and ignores them, and to such a peer
-// CloseWrite fails (errors.ErrUnsupported) and an abort goes only with a
-// credit. The immediate data of every message carries the credits it
-// reports in its low 16 bits; bit 31 marks a credit update, bit 30 an
+// takes end and abort messages, keeps two receives spare for them and
+// sends an end message before it closes; an older rdmamsg sends no flags
+// and ignores them. To such a peer CloseWrite fails
+// (errors.ErrUnsupported), Close sends no end message, an abort goes
+// only with a credit (Abort fails with errors.ErrUnsupported without
+// one), and its disconnect reads as io.EOF, as it always did. The
+// immediate data of every message carries the credits it reports in its
+// low 16 bits; bit 31 marks a credit update, bit 30 an
 // abort and bit 29 the end of the sender's stream, at most one of them;
 // the other bits are zero. A request without a hello is rejected with
 // the reason in the reply's private data.

@@ -69,3 +69,31 @@ func (p *PacketConn) RetiredWait() (after, sent uint64, ok bool) {
 	}
 	return p.retired[0].after, p.sent, true
 }
+
+// SetPeerEnds sets what c takes its peer's hello to have said about end
+// and abort messages, for a test of the ways to a peer older than them
+// (false), which sends no end before it closes and keeps no receives
+// spare.
+func (c *Conn) SetPeerEnds(ends bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.peerEnds = ends
+}
+
+// ForgetCloseWrite lets c send again after its end message, as a faulty
+// peer would, for a test of what its peer makes of that.
+func (c *Conn) ForgetCloseWrite() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wclosed = false
+}
+
+// CloseWithoutEnd closes c without an end message, as the kernel closes
+// the connection of a process that was killed, for a test of what its
+// peer makes of that.
+func (c *Conn) CloseWithoutEnd() error {
+	c.mu.Lock()
+	c.wclosed = true // Close's end message went, c takes it
+	c.mu.Unlock()
+	return c.Close()
+}

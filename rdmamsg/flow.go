@@ -17,17 +17,19 @@ package rdmamsg
 // part, is answered by an update only once half a depth of them has
 // accumulated, so two idle sides do not trade updates for ever.
 //
-// Two more messages end a side's part: an end message (CloseWrite) goes as
-// data does, with a credit, after the data before it; an abort (Abort)
-// needs none. Each side posts one receive more than the depth it tells
-// its peer, which the credits never count: at most depth messages are
-// ever in receives not yet posted again, so that one stays free for the
-// abort, which may have to go when the peer reads nothing and no credit
-// is left.
+// Two more messages end a side's part, and need no credit: an end message
+// (CloseWrite, Close), after the data before it, and an abort (Abort).
+// Each side posts two receives more than the depth it tells its peer,
+// which the credits never count: at most depth messages are ever in
+// receives not yet posted again, and a side sends at most one end and one
+// abort, so those two stay free for them, even when the peer reads
+// nothing and no credit is left. The receive an end or an abort took is
+// not posted again, nor reported: nothing may follow it but updates (and,
+// after an end, an abort).
 const (
 	immUpdate  = 1 << 31   // the message is an update, not data
 	immAbort   = 1 << 30   // the sender aborted the connection (Abort)
-	immEnd     = 1 << 29   // the end of the sender's stream (CloseWrite)
+	immEnd     = 1 << 29   // the end of the sender's stream (CloseWrite, Close)
 	immCredits = 1<<16 - 1 // the credits reported
 )
 
@@ -79,10 +81,10 @@ func (f *flow) update() uint32 {
 	return imm
 }
 
-// abort returns the immediate data of an abort, which goes into the
-// receive the peer keeps spare for it, or, where the peer keeps none
-// (spare false: an older rdmamsg), takes a credit; ok is false when it
-// cannot go.
+// abort returns the immediate data of an abort, which goes into a
+// receive the peer keeps spare, or, where the peer keeps none (spare
+// false: an older rdmamsg), takes a credit; ok is false when it cannot
+// go.
 func (f *flow) abort(spare bool) (imm uint32, ok bool) {
 	if !spare {
 		if f.credits < 1 {
@@ -91,6 +93,15 @@ func (f *flow) abort(spare bool) (imm uint32, ok bool) {
 		f.credits--
 	}
 	return immAbort, true
+}
+
+// end returns the immediate data of an end message, which goes into a
+// receive the peer keeps spare, and reports every receive reposted so
+// far, as data does.
+func (f *flow) end() uint32 {
+	imm := immEnd | uint32(f.unreported)
+	f.unreported = 0
+	return imm
 }
 
 // received takes a message's immediate data: it adds the credits the peer

@@ -9,9 +9,9 @@ import (
 // A hello is what each side tells the other in the connection's private
 // data (the dialer's request, the listener's reply): how many messages it
 // keeps receives posted for, which are the peer's first credits, and the
-// largest message it takes; and whether it takes end and abort messages
-// and keeps a receive spare for the abort (flow.go), which an older
-// rdmamsg does not.
+// largest message it takes; and whether it takes end and abort messages,
+// keeps two receives spare for them (flow.go) and sends an end message
+// before it closes, which an older rdmamsg does not.
 type hello struct {
 	depth      int
 	maxMessage int
@@ -27,7 +27,7 @@ const (
 	helloMagic   = "GRMS"
 	helloVersion = 1
 	helloLen     = 16
-	helloEnds    = 1 // flags: takes end and abort messages, keeps a receive spare
+	helloEnds    = 1 // flags: takes end and abort messages, keeps two receives spare, ends before Close
 )
 
 // Bounds on a side's settings, checked on both ends: the depth fits the
