@@ -12,11 +12,15 @@
 //
 // Each side reports on standard error what it moved, and how fast. A side
 // that fails part way (its input cannot be read, its output cannot be
-// written, Ctrl-C) aborts the connection (rdmamsg's Conn.Abort), and the
-// other then fails too, rather than take what arrived for the whole
-// stream: both exit with status 1. The client ends its stream with
+// written, Ctrl-C, SIGTERM, SIGHUP) aborts the connection (rdmamsg's
+// Conn.Abort), and the other then fails too, rather than take what
+// arrived for the whole stream: both exit with status 1. So does the
+// other side of one that is killed (SIGKILL, the OOM killer): its
+// connection ends with no end message, which rdmamsg tells from a Close
+// (io.ErrUnexpectedEOF, not io.EOF). The client ends its stream with
 // CloseWrite and waits for the server's word before it says "sent": the
-// server closes once it has written (and synced) everything, or aborts.
+// server closes (an end message) once it has written (and synced)
+// everything, or aborts.
 package main
 
 import (
@@ -28,6 +32,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/gorperf/gorperf/rdmamsg"
@@ -40,7 +45,9 @@ func main() {
 	size := flag.Int("m", 64<<10, "largest message this side receives, in bytes")
 	tcp := flag.Bool("tcp", false, "set the connection up over TCP (both sides must say so), not rdma_cm")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// A side stopped by a signal aborts, so that its peer fails too,
+	// rather than take the end of what came for the end of the stream.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	cfg := &rdmamsg.Config{MaxMessage: *size}
 	var err error
@@ -84,8 +91,9 @@ func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool)
 		c.Abort()
 		return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
 	}
-	// The client waits for this Close, the word that all it sent is
-	// written.
+	// The client waits for this Close, whose end message is the word
+	// that all it sent is written: the client of a server that was
+	// killed reads no end message, and fails.
 	if err := c.Close(); err != nil {
 		return err
 	}
@@ -178,11 +186,14 @@ func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config, tcp bool) e
 	return nil
 }
 
-// ended ends the client's stream (CloseWrite) and waits for the server's
-// word: its Close once it has written everything, which this side reads
-// as io.EOF, or its Abort when it could not, an error. An older server,
-// whose rdmamsg takes no CloseWrite, learns of the end from the
-// client's Close, and says nothing.
+// ended ends the client's stream (CloseWrite, which does not wait for
+// the server to read) and waits for the server's word, or ctx's end: its
+// Close once it has written everything, whose end message this side
+// reads as io.EOF, or its Abort when it could not, an error; a server
+// that was killed sent no end message, and its disconnect reads as an
+// error (io.ErrUnexpectedEOF). An older server, whose rdmamsg takes no
+// CloseWrite, learns of the end from the client's Close, and says
+// nothing.
 func ended(ctx context.Context, c *rdmamsg.Conn) error {
 	err := c.CloseWrite()
 	if errors.Is(err, errors.ErrUnsupported) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/internal/rdmatest"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain runs the command itself when a test re-executes its binary.
@@ -41,6 +42,13 @@ type server struct {
 // startServer starts rdmacat -l a with args and waits until it listens.
 func startServer(t *testing.T, ctx context.Context, a string, args ...string) *server {
 	t.Helper()
+	return startServerTo(t, ctx, a, nil, args...)
+}
+
+// startServerTo is startServer with the server's standard output to
+// stdout, where it is not nil: its stdout field is then empty.
+func startServerTo(t *testing.T, ctx context.Context, a string, stdout *os.File, args ...string) *server {
+	t.Helper()
 	s := &server{
 		cmd:    rdmatest.Command(ctx, append([]string{"-l", a}, args...)...),
 		stdout: new(bytes.Buffer),
@@ -48,6 +56,9 @@ func startServer(t *testing.T, ctx context.Context, a string, args ...string) *s
 		done:   make(chan struct{}),
 	}
 	s.cmd.Stdout = s.stdout
+	if stdout != nil {
+		s.cmd.Stdout = stdout
+	}
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -318,5 +329,113 @@ func TestRdmacatDevNull(t *testing.T) {
 	msg, err := srv.wait()
 	if err != nil || !strings.HasPrefix(msg, fmt.Sprintf("received %d bytes from ", size)) {
 		t.Errorf("server -o %s: %v: %q", os.DevNull, err, msg)
+	}
+}
+
+// A side killed, or stopped by SIGTERM, is not taken for one that
+// finished. The client of a server killed (SIGKILL) after the client had
+// sent everything, while it waits for the server's word, fails, where it
+// said "sent" and exited 0 (the server's disconnect read as its Close);
+// the server of a client stopped by SIGTERM, or killed, fails, where it
+// wrote what came and exited 0.
+func TestRdmacatPeerKilled(t *testing.T) {
+	for _, tcp := range []bool{false, true} {
+		var flags []string
+		if tcp {
+			flags = []string{"-tcp"}
+		}
+		t.Run(fmt.Sprintf("server killed, tcp %v", tcp), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := addr(t)
+			// The server writes to a pipe that nobody reads: once it is
+			// full, the server waits in its write, and holds the rest of
+			// the stream in its receives.
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			srv := startServerTo(t, ctx, a, w, flags...)
+			w.Close()
+			cli := rdmatest.Command(ctx, append(flags, a)...)
+			cli.Stdin = bytes.NewReader(random(300_000))
+			var cliOut strings.Builder
+			cli.Stdout, cli.Stderr = &cliOut, &cliOut
+			if err := cli.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				n, err := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n >= 65536 {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("the server wrote %d bytes to its pipe", n)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// The client's other bytes fit in the server's receives: it
+			// has sent them and waits for the server's word.
+			time.Sleep(500 * time.Millisecond)
+			if err := srv.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			srv.wait()
+			err = cli.Wait()
+			if err == nil || strings.Contains(cliOut.String(), "sent ") || !strings.Contains(cliOut.String(), "unexpected EOF") {
+				t.Errorf("client of a server killed: %v: %q; want a failure", err, cliOut.String())
+			}
+		})
+	}
+	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(fmt.Sprintf("client %v", sig), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := addr(t)
+			outFile := filepath.Join(t.TempDir(), "out")
+			srv := startServer(t, ctx, a, "-o", outFile)
+			cli := rdmatest.Command(ctx, a)
+			stdin, err := cli.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close()
+			var cliOut strings.Builder
+			cli.Stdout, cli.Stderr = &cliOut, &cliOut
+			if err := cli.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := stdin.Write([]byte("partial")); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				if fi, err := os.Stat(outFile); err == nil && fi.Size() == 7 {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatal("the server did not write the client's 7 bytes")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := cli.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err = cli.Wait()
+			if sig == syscall.SIGTERM && (err == nil || !strings.Contains(cliOut.String(), "context canceled")) {
+				t.Errorf("client after SIGTERM: %v: %q; want it to abort", err, cliOut.String())
+			}
+			want := "connection reset by peer" // the client's abort
+			if sig == syscall.SIGKILL {
+				want = "unexpected EOF" // no end message
+			}
+			msg, err := srv.wait()
+			if err == nil || !strings.Contains(msg, "after 7 bytes") || !strings.Contains(msg, want) {
+				t.Errorf("server of a client stopped by %v: %v: %q; want a failure after 7 bytes: %s", sig, err, msg, want)
+			}
+		})
 	}
 }
