@@ -325,7 +325,14 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	defer o.closeJSONFile()
 	out := f.IO.Out
 	text := o.text()
-	if o.Infinite {
+	// Whether the run reports intervals: the client's --run_infinitely,
+	// which a server for one test learns from the client's spec (Admit,
+	// before the run), not from its own flag.
+	server := o.Host == "" && !o.Loopback
+	var infinite atomic.Bool
+	infinite.Store(o.Infinite && !server)
+	if o.Infinite || server {
+		// bench calls it only in an infinite run.
 		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
 			if text {
 				report.WriteBWRow(out, b, o.Gbits)
@@ -345,7 +352,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		if text {
 			o.placeHeader(&h)
 			report.WriteHeader(out, h)
-			if o.Infinite {
+			if infinite.Load() {
 				// perftest's order: its header block, then the
 				// column line, then a row an interval; nothing of the
 				// table where the run fails before its header.
@@ -364,7 +371,10 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		// A client's test of the other kind, which this server's
 		// --output or limits cannot judge, is refused before it runs,
 		// and the client told why.
-		l.Admit = func(s exchange.TestSpec) error { return o.otherTest("server", s.Test) }
+		l.Admit = func(s exchange.TestSpec) error {
+			infinite.Store(s.RunInfinitely)
+			return o.otherTest("server", s.Test)
+		}
 		ln, err := net.Listen(o.controlNetwork(), net.JoinHostPort(o.BindIP, strconv.Itoa(o.Port)))
 		if err != nil {
 			return o.fail(f, fmt.Errorf("listening for a client: %w", err))
@@ -405,6 +415,12 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		return o.finish(f, "server", res, err)
 	}
 	res, err := bench.Client(ctx, serverAddr(o.Host, o.Port), spec, l, onHeader)
+	if o.deepRX && errors.Is(err, exchange.ErrOverLimit) {
+		// The RX depth was not asked for: say how to ask for less than
+		// the deep default, which a server of lower limits refuses.
+		err = fmt.Errorf("%w (the RX depth %d is the default over %s, perftest's -n and fitted to gorperf serve's default limits: -r asks for less, as -r %d)",
+			err, spec.RXDepth, strings.ToUpper(o.Connection), defRXDepth)
+	}
 	// Ctrl-C while the client dials (a server not up yet), waits for a
 	// busy server's hello, or connects the QPs (-R).
 	err = stoppedEarly(ctx, res, err, "")
@@ -472,7 +488,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		}
 		var werr error // the output's, which a run that failed keeps to its own error
 		if o.value != report.NoValue {
-			if !o.Infinite && other == nil { // the intervals were the figures
+			if !res.Spec.RunInfinitely && other == nil { // the intervals were the figures
 				werr = writeValues(f.IO.Out, res, o.value, o.Gbits)
 			}
 		} else if o.JSON {
@@ -555,7 +571,7 @@ func peerRole(role string) string {
 func (o *testOptions) document(role string, res *bench.Result, err error) report.Result {
 	r := jsonResult(role, res, err)
 	r.Intervals = o.intervals
-	if r.Intervals == nil && (o.Infinite || res.Spec.RunInfinitely) {
+	if r.Intervals == nil && res.Spec.RunInfinitely {
 		// --csv's interval columns, also where no interval ended; the
 		// JSON leaves an empty list out.
 		r.Intervals = []report.Interval{}
@@ -873,10 +889,12 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 }
 
 // serverSide is the Local of loopback's server side, made from the
-// client side's l: on --peer-dev if given, there with its GID chosen
-// automatically, in the family the flags ask for (-x, --source_ip,
-// --bind_source_ip, --gid-subnet and --gid-netdev name a GID of the
-// client side's device, which another device does not have),
+// client side's l: on --peer-dev if it names another device than the
+// client side's (-d's, or the first), there with its GID chosen
+// automatically, in the family the flags ask for, else that of the
+// client side's GID (-x, --source_ip, --bind_source_ip, --gid-subnet and
+// --gid-netdev name a GID of the client side's device, which another
+// device does not have),
 // without --mmap (the client side's), with its threads starting on other
 // CPUs, and with the
 // interval and progress reports only where it is the side that sends
@@ -884,10 +902,19 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 // reports of every interval, the second from another goroutine.
 func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Local {
 	sl := l
-	if o.PeerDev != "" && o.PeerDev != o.Device {
+	if o.PeerDev != "" && o.PeerDev != defaultDevice(l.Device) {
 		sl.Device = o.PeerDev
 		sl.GIDIndex = -1
 		sl.GIDRule = ibverbs.GIDRule{Family: l.GIDRule.Family, AllowLinkLocal: l.GIDRule.AllowLinkLocal}
+		if sl.GIDRule.Family == 0 {
+			// The family of the client side's GID (-x's too), so that
+			// the two sides' GIDs can reach each other.
+			if e, err := chosenGID(l); err == nil && e.Type == ibverbs.GIDTypeRoCEv2 {
+				ip := e.IP()
+				sl.GIDRule.Family = map[bool]int{true: 4, false: 6}[ip.Is4()]
+				sl.GIDRule.AllowLinkLocal = sl.GIDRule.AllowLinkLocal || ip.IsLinkLocalUnicast()
+			}
+		}
 	}
 	sl.MapFile, sl.MapOffset = "", 0 // --mmap is the client side's
 	if k := len(l.ThreadCPUs); k > 0 {
@@ -903,20 +930,37 @@ func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Loc
 	return sl
 }
 
+// defaultDevice returns the device -d names, or where it is omitted the
+// one a test then uses, the first (ibverbs.Open's), "" if none.
+func defaultDevice(dev string) string {
+	if dev != "" {
+		return dev
+	}
+	if infos, err := ibverbs.Devices(); err == nil && len(infos) > 0 {
+		return infos[0].Name
+	}
+	return ""
+}
+
 // gidAddr returns the IP address of the GID the side with l would use.
 func gidAddr(l bench.Local) (string, error) {
+	e, err := chosenGID(l)
+	return bench.GIDAddr(e).String(), err
+}
+
+// chosenGID returns the GID entry the side with l would use.
+func chosenGID(l bench.Local) (ibverbs.GIDEntry, error) {
 	ctx, err := ibverbs.Open(l.Device)
 	if err != nil {
-		return "", err
+		return ibverbs.GIDEntry{}, err
 	}
 	defer ctx.Close()
 	port := max(l.Port, 1)
 	if l.GIDIndex >= 0 {
-		e, err := ctx.QueryGID(port, l.GIDIndex)
-		return bench.GIDAddr(e).String(), err
+		return ctx.QueryGID(port, l.GIDIndex)
 	}
 	c, err := ctx.SelectGID(port, l.GIDRule)
-	return bench.GIDAddr(c.Entry).String(), err
+	return c.Entry, err
 }
 
 // isTerminal reports whether w is a terminal, where a progress line helps.

@@ -1434,3 +1434,122 @@ func TestThreadsEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestServerIntervalsFollowClient: a server for one test reports
+// intervals where its client's test runs infinitely, whatever its own
+// --run_infinitely says: a plain --csv server of a client's
+// --run_infinitely writes a row an interval (it wrote the interval
+// columns and no rows), and a --run_infinitely server of a client's test
+// of -n prints that test's figures: --output's value (it printed
+// nothing), and the table with one column line (it printed two).
+func TestServerIntervalsFollowClient(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srvDev, cliDev, addr := peers(t)
+	serve := func(srvArgs, cliArgs []string, stopAfter time.Duration) (srvOut string, srvErr error) {
+		t.Helper()
+		port := fmt.Sprint(19000 + nextPort.Add(1))
+		srv, out := start(t, ctx, append([]string{"send-bw", "-d", srvDev, "-p", port}, srvArgs...)...)
+		waitListening(t, port)
+		cli, cliOut := start(t, ctx, append(append([]string{"send-bw", "-d", cliDev, "-p", port, "-s", "4096"}, cliArgs...), addr)...)
+		if stopAfter > 0 {
+			time.Sleep(stopAfter)
+			cli.Process.Signal(syscall.SIGINT)
+		}
+		if err := cli.Wait(); err != nil && procExit(err) != 130 {
+			t.Errorf("client %v: %v\n%s", cliArgs, err, cliOut)
+		}
+		err := srv.Wait()
+		return out.String(), err
+	}
+	out, err := serve([]string{"--csv"}, []string{"--run_infinitely", "-D", "1"}, 4500*time.Millisecond)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	rows := 0
+	for _, l := range lines[1:] {
+		if c := strings.Split(l, ","); len(c) > 2 && c[len(c)-1] != "" {
+			rows++
+		}
+	}
+	if err != nil || !strings.Contains(lines[0], "interval_end_s") || rows < 2 {
+		t.Errorf("--csv server of a --run_infinitely client: %v, %d interval rows in 4.5 s of 1 s intervals:\n%s", err, rows, out)
+	}
+	out, err = serve([]string{"--run_infinitely", "--output", "bandwidth"}, []string{"-n", "1000"}, 0)
+	if f := strings.Fields(out); err != nil || len(f) != 1 {
+		t.Errorf("--run_infinitely --output bandwidth server of a client's -n 1000: %v, printed %q", err, out)
+	} else if v, perr := strconv.ParseFloat(f[0], 64); perr != nil || v <= 0 {
+		t.Errorf("--output bandwidth: %q", out)
+	}
+	out, err = serve([]string{"--run_infinitely"}, []string{"-n", "1000"}, 0)
+	if n := strings.Count(out, "#bytes"); err != nil || n != 1 || !strings.Contains(out, " 4096 ") {
+		t.Errorf("--run_infinitely server of a client's -n 1000: %v, %d column lines:\n%s", err, n, out)
+	}
+}
+
+// TestLoopbackPeerDevIsDefault: --peer-dev naming the device a test uses
+// where -d is omitted (the first) puts the server side on the client
+// side's device with its GID, -x's: it was taken for another device,
+// whose GID was chosen automatically (IPv4) against the client side's
+// -x (an IPv6 link-local GID here).
+func TestLoopbackPeerDevIsDefault(t *testing.T) {
+	rdmatest.Device(t)
+	devs, err := ibverbs.Devices()
+	if err != nil || len(devs) == 0 {
+		t.Fatalf("devices: %v", err)
+	}
+	first := devs[0].Name
+	dc, err := ibverbs.Open(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := dc.GIDTable(1)
+	dc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := -1
+	for _, e := range table {
+		if e.Type == ibverbs.GIDTypeRoCEv2 && e.IP().Is6() && e.GID.IsLinkLocal() {
+			idx = e.Index
+			break
+		}
+	}
+	if idx < 0 {
+		t.Skipf("%s has no IPv6 link-local RoCE v2 GID", first)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := gorperf(ctx, "loopback", "write-bw", "-x", fmt.Sprint(idx), "--peer-dev", first, "-s", "4096", "-n", "100").CombinedOutput()
+	var gids []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if g, ok := strings.CutPrefix(l, " GID: "); ok {
+			gids = append(gids, g)
+		}
+	}
+	if err != nil || len(gids) != 2 || gids[0] != gids[1] {
+		t.Errorf("loopback -x %d --peer-dev %s (the first device): %v, GIDs %q:\n%s", idx, first, err, gids, out)
+	}
+}
+
+// TestServeRefusesDeepRXDepth: over UD a run of -n iterations has a
+// default RX depth of -n (perftest's), which a serve of a lower
+// --max-memory refuses (64 bytes × 2000 over 64 KiB): the client's error
+// says to give -r, and with -r 512 the test runs.
+func TestServeRefusesDeepRXDepth(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, _ := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--max-memory", "65536")
+	waitListening(t, port)
+	args := []string{"send-bw", "-d", cliDev, "-p", port, "-c", "UD", "-s", "64", "-n", "2000"}
+	out, err := gorperf(ctx, append(args, addr)...).CombinedOutput()
+	if procExit(err) != 1 || !strings.Contains(string(out), "more than this server's maximum of 64 KiB") || !strings.Contains(string(out), "-r asks for less, as -r 512") {
+		t.Errorf("UD's default RX depth over serve's --max-depth: exit %v:\n%s", err, out)
+	}
+	out, err = gorperf(ctx, append(args, "-r", "512", addr)...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "#bytes") {
+		t.Errorf("with -r 512: %v\n%s", err, out)
+	}
+	srv.Process.Signal(syscall.SIGINT)
+	srv.Wait()
+}

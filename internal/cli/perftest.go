@@ -294,13 +294,17 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVarP(&o.All, "all", "a", false, all)
 	f.Uint64VarP(&o.Iters, "iters", "n", 0, "iterations per size (default: 5000 for bandwidth, 1000 for latency)")
 	f.Uint32VarP(&o.Duration, "duration", "D", 0, "run each size for this many seconds instead of -n iterations")
-	f.Uint32VarP(&o.Margin, "margin", "f", 0, "with -D, leave this many seconds at each end of a size's run out of the results, as perftest's -f (default: a quarter of -D, rounded down; without -D, ignored, as perftest's)")
+	ignored := "without -D"
+	if !o.Test.IsLatency() {
+		ignored += " or with --run_infinitely"
+	}
+	f.Uint32VarP(&o.Margin, "margin", "f", 0, "with -D, leave this many seconds at each end of a size's run out of the results, as perftest's -f (default: a quarter of -D, rounded down; "+ignored+", ignored, as perftest's)")
 	f.Uint16VarP(&o.QPs, "qp", "q", 1, "number of queue pairs (bandwidth tests; a latency test runs on one, as perftest's)")
 	f.BoolVarP(&o.Bidir, "bidirectional", "b", false, "traffic in both directions (bandwidth tests)")
 	f.StringVarP(&o.Connection, "connection", "c", "RC", "connection type: RC, UC or UD (as the test allows)")
 	f.Uint32VarP(&o.Inline, "inline_size", "I", 0, "largest message sent inline")
 	f.Uint32VarP(&o.TXDepth, "tx-depth", "t", 0, "send queue depth (default: 128 for bandwidth, 1 for latency; at most -n)")
-	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests, and write tests with --write_with_imm; default 512, at most -n; over UD and UC, -n, as perftest's, up to 16000, lowered to what gorperf serve takes by default, 8192 deep and within its --max-memory, and to a receive CQ, depth × QPs, of 32767 entries, soft-RoCE's most)")
+	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests, and write tests with --write_with_imm; default 512, at most -n; over UD and UC, -n, as perftest's, up to 16000, lowered to what gorperf serve takes with its default limits, 8192 deep and within its default --max-memory, and to a receive CQ, depth × QPs, of 32767 entries, soft-RoCE's most; a serve of a lower --max-memory refuses it: give -r)")
 	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends (default 100; 1 above 8 KiB; the list's length with -l; at most -t: a larger one is lowered to it, as perftest's)")
 	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call")
 	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)")
