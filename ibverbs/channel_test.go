@@ -69,12 +69,7 @@ func TestCompChannelBlock(t *testing.T) {
 
 	// Block re-armed the sender's CQ: its next completion raises an event
 	// with no ReqNotify in between, each time, and none allocates.
-	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: 9, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
-		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, b) })
+	b := writeBatch(t, p, 9)
 	var failed error
 	round := func() {
 		if failed != nil {
@@ -124,12 +119,7 @@ func TestCompChannelBlock(t *testing.T) {
 func TestCompChannelWaitAllocs(t *testing.T) {
 	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
 	wcs := make([]ibverbs.WC, 4)
-	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: 12, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
-		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, b) })
+	b := writeBatch(t, p, 12)
 	cctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, c := range []struct {
@@ -194,12 +184,7 @@ func TestCompChannelInterrupt(t *testing.T) {
 	}
 	// The CQ is still armed: a completion raises the event the next Wait
 	// returns.
-	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: 7, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
-		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, b) })
+	b := writeBatch(t, p, 7)
 	if err := b.Post(0, 1, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -556,12 +541,7 @@ func TestCompChannelOneWaiter(t *testing.T) {
 	if n, err := p.b.cq.Wait(short, wcs); !errors.Is(err, syscall.EBUSY) || n != 0 {
 		t.Errorf("CQ.Wait on the channel's other CQ = %d, %v; want EBUSY", n, err)
 	}
-	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: 9, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
-		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, b) })
+	b := writeBatch(t, p, 9)
 	if err := b.Post(0, 1, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -579,4 +559,17 @@ func TestCompChannelOneWaiter(t *testing.T) {
 	if cq, err := p.ch.Block(0); err != nil || cq != nil {
 		t.Errorf("Block(0) after the waiters returned = %p, %v; want no event", cq, err)
 	}
+}
+
+// writeBatch is a batch of one signalled 64-byte RDMA write, of wr_id id,
+// from p's side a to side b, closed when t ends.
+func writeBatch(t *testing.T, p *pair, id uint64) *ibverbs.SendBatch {
+	t.Helper()
+	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{{ID: id, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	return b
 }

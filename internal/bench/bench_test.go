@@ -26,6 +26,20 @@ import (
 
 // loopback runs spec between a server and a client in this process, on
 // the test device, over a control connection on 127.0.0.1.
+// cmClient is a tweak for loopback and tryLoopback that, with cm, has the
+// client reach the server's rdma_cm address (gidHost), for RdmaCM specs.
+func cmClient(t *testing.T, cm bool) func(l *bench.Local, client bool) {
+	host := ""
+	if cm {
+		host = gidHost(t)
+	}
+	return func(l *bench.Local, client bool) {
+		if client {
+			l.CMHost = host
+		}
+	}
+}
+
 func loopback(t *testing.T, spec exchange.TestSpec, tweak ...func(l *bench.Local, client bool)) (*bench.Result, *bench.Result) {
 	t.Helper()
 	cr, sr, cerr, serr := tryLoopback(t, spec, tweak...)
@@ -901,15 +915,7 @@ func TestSRQ(t *testing.T) {
 					}
 				}
 			})()
-			host := ""
-			if tc.cm {
-				host = gidHost(t)
-			}
-			cr, sr := loopback(t, spec, func(l *bench.Local, client bool) {
-				if client {
-					l.CMHost = host
-				}
-			})
+			cr, sr := loopback(t, spec, cmClient(t, tc.cm))
 			mu.Lock()
 			defer mu.Unlock()
 			for _, client := range []bool{true, false} {
@@ -1060,16 +1066,7 @@ func TestThreads(t *testing.T) {
 					loops[client] = append(loops[client], -1) // not pinned to one
 				}
 			})()
-			host := ""
-			if tc.cm {
-				host = gidHost(t)
-			}
-			cr, sr := loopback(t, spec, func(l *bench.Local, client bool) {
-				l.ThreadCPUs = cpus
-				if client {
-					l.CMHost = host
-				}
-			})
+			cr, sr := loopback(t, spec, cmClient(t, tc.cm), func(l *bench.Local, _ bool) { l.ThreadCPUs = cpus })
 			for _, r := range []*bench.Result{cr, sr} {
 				if len(r.Threads) != tc.threads || r.Header.Threads != tc.threads || r.Header.NumQPs != int(spec.NumQPs) ||
 					len(r.Header.Local) != int(spec.NumQPs) {
@@ -1238,15 +1235,7 @@ func TestSingleThreadedCQs(t *testing.T) {
 		})()
 		spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 50,
 			NumQPs: 2, TXDepth: 16, RXDepth: 16, CQModeration: 4, ValidateData: true, RdmaCM: cm}
-		host := ""
-		if cm {
-			host = gidHost(t)
-		}
-		c, s := loopback(t, spec, func(l *bench.Local, client bool) {
-			if client {
-				l.CMHost = host
-			}
-		})
+		c, s := loopback(t, spec, cmClient(t, cm))
 		if c.Mismatches+s.Mismatches != 0 || c.Sizes[0].BW.Iterations != 100 {
 			t.Errorf("rdma_cm %v: %d mismatches, %d messages", cm, c.Mismatches+s.Mismatches, c.Sizes[0].BW.Iterations)
 		}

@@ -109,15 +109,7 @@ func TestInlineDefaultFits(t *testing.T) {
 	spec.Size, spec.Inline, spec.InlineDefault, spec.ValidateData = 64, over, true, true
 	for _, cm := range []bool{false, true} {
 		spec.RdmaCM = cm
-		host := ""
-		if cm {
-			host = gidHost(t)
-		}
-		c, s := loopback(t, spec, func(l *bench.Local, client bool) {
-			if client {
-				l.CMHost = host
-			}
-		})
+		c, s := loopback(t, spec, cmClient(t, cm))
 		for _, r := range []*bench.Result{c, s} {
 			if r.Header.MaxInline != granted {
 				t.Errorf("rdma_cm %v: the %s's header says Max inline data %d, want %d", cm, r.Role, r.Header.MaxInline, granted)
@@ -129,12 +121,7 @@ func TestInlineDefaultFits(t *testing.T) {
 	}
 	spec.InlineDefault = false
 	spec.RdmaCM = true
-	host := gidHost(t)
-	_, _, cerr, serr := tryLoopback(t, spec, func(l *bench.Local, client bool) {
-		if client {
-			l.CMHost = host
-		}
-	})
+	_, _, cerr, serr := tryLoopback(t, spec, cmClient(t, true))
 	for _, err := range []error{cerr, serr} {
 		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "(-I)") {
 			t.Errorf("-I %d through rdma_cm: %v; want EINVAL, saying the device cannot inline so much", over, err)

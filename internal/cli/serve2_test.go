@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,13 +23,7 @@ import (
 // iterations it is 4095, for a receive CQ of 32760 entries, which
 // soft-RoCE makes (perftest's 5000 would ask for 40000 and fail).
 func TestServeGIDSelectorAndDeepRX(t *testing.T) {
-	ip6 := os.Getenv("RXE_IP6")
-	if ip6 == "" {
-		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
-			t.Fatal("the rxe VM should give rxeveth0 an IPv6 address (RXE_IP6)")
-		}
-		t.Skip("needs a device with a global IPv6 address (the rxe VM's RXE_IP6)")
-	}
+	ip6 := needIP6(t)
 	dev := rdmatest.Device(t).Name
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
