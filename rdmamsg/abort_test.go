@@ -67,7 +67,7 @@ func TestAbortWithoutCredit(t *testing.T) {
 	spendCredits(t, ctx, srv, cli)
 	// At once: the update's receive, which the server posts again once
 	// it has taken its completion, is not there yet, only the spares.
-	if err := cli.Abort(); err != nil {
+	if err := abortWithin(t, srv, cli); err != nil {
 		t.Fatalf("Abort: %v", err)
 	}
 	recvABC(t, ctx, srv)

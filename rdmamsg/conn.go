@@ -190,6 +190,7 @@ type Conn struct {
 	wclosed bool  // this side's end message is posted (CloseWrite)
 	rclosed bool  // the peer's end message was read
 	endIn   bool  // the peer's end message was received
+	peerOut bool  // and it was Close's: the peer takes nothing more
 	cut     error // the readers' io.EOF, where the peer ended without an end message
 	closing bool
 	started bool // start finished: Close frees what there is
@@ -961,12 +962,13 @@ func (c *Conn) received(wc *ibverbs.WC) {
 		// After the messages before it, which the callers take first
 		// (next), the connection has failed.
 		c.fail(fmt.Errorf("rdmamsg: %s aborted the connection: %w", c.link.RemoteAddr(), syscall.ECONNRESET))
-	case msgEnd:
+	case msgEnd, msgClose:
 		if c.endIn {
 			c.fail(fmt.Errorf("rdmamsg: a second end message from %s: %w", c.link.RemoteAddr(), syscall.EPROTO))
 			return
 		}
 		c.endIn = true
+		c.peerOut = kind == msgClose
 		c.lens[slot] = endOfStream
 		c.ready.push(slot)
 	default:
@@ -1156,15 +1158,16 @@ func (c *Conn) postAbort() error {
 }
 
 // postEnd posts the end message, with c.mu held, unless one went, the
-// connection has failed or ended, or the peer takes none. It takes a
-// send request beyond those the credits and the updates use, and a
-// receive the peer keeps spare, so it waits for nothing.
-func (c *Conn) postEnd() error {
-	if !c.peerEnds || c.wclosed || c.closing || c.err != nil || c.eof || c.link.Err() != nil {
+// connection has failed or ended, or the peer takes none; closing marks
+// Close's, after which the peer sends nothing more. It takes a send
+// request beyond those the credits and the updates use, and a receive
+// the peer keeps spare, so it waits for nothing.
+func (c *Conn) postEnd(closing bool) error {
+	if !c.peerEnds || c.wclosed || c.closing || c.err != nil || c.eof || c.peerOut || c.link.Err() != nil {
 		return nil
 	}
 	e := c.endWR()
-	c.sb.SetImm(e, c.fl.end())
+	c.sb.SetImm(e, c.fl.end(closing))
 	if err := c.sb.Post(e, 1, 0); err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
 		return c.err
@@ -1487,7 +1490,7 @@ func (c *Conn) sendErr() error {
 		return ErrClosed
 	case c.err != nil:
 		return c.err
-	case c.eof:
+	case c.eof || c.peerOut:
 		return fmt.Errorf("rdmamsg: send to %s: the peer closed the connection: %w", c.link.RemoteAddr(), syscall.EPIPE)
 	}
 	return nil
@@ -1785,7 +1788,7 @@ func (c *Conn) CloseWrite() error {
 	if err := c.sendErr(); err != nil {
 		return err
 	}
-	return c.postEnd()
+	return c.postEnd(false)
 }
 
 // Close ends the connection. It sends an end message, unless CloseWrite
@@ -1844,7 +1847,7 @@ func (c *Conn) shut(abort bool) error {
 		if abort {
 			told = c.postAbort()
 		} else {
-			told = c.postEnd()
+			told = c.postEnd(true)
 		}
 		c.closing = true
 		c.mu.Unlock()

@@ -172,10 +172,12 @@
 // only with a credit (Abort fails with errors.ErrUnsupported without
 // one), and its disconnect reads as io.EOF, as it always did. The
 // immediate data of every message carries the credits it reports in its
-// low 16 bits; bit 31 marks a credit update, bit 30 an
-// abort and bit 29 the end of the sender's stream, at most one of them;
-// the other bits are zero. A request without a hello is rejected with
-// the reason in the reply's private data.
+// low 16 bits; bit 31 marks a credit update, bit 30 an abort and bit 29
+// the end of the sender's stream, at most one of them, and bit 28, with
+// bit 29 only, an end of Close's, after which the sender takes nothing
+// more (its peer's sends fail with EPIPE at once); the other bits are
+// zero. A request without a hello is rejected with the reason in the
+// reply's private data.
 //
 // Handshake's frames are "GRMH", a kind byte and a body length byte,
 // then the body: kind 'E' carries version 1, the active MTU, the LID, the

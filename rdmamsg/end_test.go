@@ -53,11 +53,15 @@ func recvABC(t *testing.T, ctx context.Context, srv *rdmamsg.Conn) {
 
 // recvAfterEnd has srv read on after the peer's end (io.EOF) until it
 // reads something else, or ctx ends: it fails the test on data, and
-// returns the error.
+// returns the error (ctx's where it ended: Recv at the end returns
+// io.EOF whatever ctx says).
 func recvAfterEnd(t *testing.T, ctx context.Context, srv *rdmamsg.Conn) error {
 	t.Helper()
 	buf := make([]byte, 10)
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		n, err := srv.Recv(ctx, buf)
 		if err == nil {
 			t.Fatalf("Recv after the peer's end message: %q", buf[:n])
@@ -93,7 +97,7 @@ func TestCloseWriteWithoutCredit(t *testing.T) {
 				t.Fatalf("CloseWrite with no credit: %v after %v; want nil at once", err, time.Since(start))
 			}
 			if abort {
-				if err := cli.Abort(); err != nil {
+				if err := abortWithin(t, srv, cli); err != nil {
 					t.Fatalf("Abort after CloseWrite, with no credit: %v", err)
 				}
 			}
@@ -111,6 +115,24 @@ func TestCloseWriteWithoutCredit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// abortWithin returns cli's Abort, which waits for its abort to reach
+// srv; where it has not within 10 s (no receive for it: the device
+// retries for ever), it fails the test and closes srv, which ends the
+// wait.
+func abortWithin(t *testing.T, srv, cli *rdmamsg.Conn) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cli.Abort() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Errorf("Abort still waits after 10 s for its abort to reach the peer")
+		srv.Close()
+		return <-done
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	immUpdate  = 1 << 31   // the message is an update, not data
 	immAbort   = 1 << 30   // the sender aborted the connection (Abort)
 	immEnd     = 1 << 29   // the end of the sender's stream (CloseWrite, Close)
+	immClosing = 1 << 28   // with immEnd: the sender closes (Close), and takes nothing more
 	immCredits = 1<<16 - 1 // the credits reported
 )
 
@@ -40,6 +41,7 @@ const (
 	msgData msgKind = iota
 	msgUpdate
 	msgEnd
+	msgClose // an end message of Close's
 	msgAbort
 )
 
@@ -97,9 +99,12 @@ func (f *flow) abort(spare bool) (imm uint32, ok bool) {
 
 // end returns the immediate data of an end message, which goes into a
 // receive the peer keeps spare, and reports every receive reposted so
-// far, as data does.
-func (f *flow) end() uint32 {
+// far, as data does; closing says the sender closes.
+func (f *flow) end(closing bool) uint32 {
 	imm := immEnd | uint32(f.unreported)
+	if closing {
+		imm |= immClosing
+	}
 	f.unreported = 0
 	return imm
 }
@@ -117,6 +122,8 @@ func (f *flow) received(imm uint32) (kind msgKind, ok bool) {
 		kind = msgUpdate
 	case immEnd:
 		kind = msgEnd
+	case immEnd | immClosing:
+		kind = msgClose
 	case immAbort:
 		kind = msgAbort
 	default:

@@ -199,6 +199,28 @@ func TestFlowRefusesBadImmediate(t *testing.T) {
 	if k, ok := f.received(immAbort); !ok || k != msgAbort {
 		t.Errorf("an abort: kind %v, ok %v", k, ok)
 	}
+	if k, ok := f.received(immEnd | immClosing); !ok || k != msgClose {
+		t.Errorf("an end of Close's: kind %v, ok %v", k, ok)
+	}
+	for _, imm := range []uint32{immClosing, immUpdate | immClosing, immAbort | immClosing} {
+		if _, ok := f.received(imm); ok {
+			t.Errorf("immediate data %#x accepted: the closing bit goes only with an end", imm)
+		}
+	}
+}
+
+// TestFlowEnd: an end message takes no credit, reports the receives
+// reposted, and marks Close's.
+func TestFlowEnd(t *testing.T) {
+	f := newFlow(4, 4)
+	f.credits = 0
+	f.reposted(3)
+	if imm := f.end(false); imm != immEnd|3 || f.credits != 0 || f.unreported != 0 {
+		t.Errorf("end: %#x, credits %d, unreported %d; want %#x, 0, 0", imm, f.credits, f.unreported, immEnd|3)
+	}
+	if imm := f.end(true); imm != immEnd|immClosing {
+		t.Errorf("Close's end: %#x; want %#x", imm, immEnd|immClosing)
+	}
 }
 
 // TestFlowAbort: an abort takes no credit from a peer that keeps a
