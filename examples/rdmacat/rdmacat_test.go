@@ -203,31 +203,7 @@ func TestRdmacatFailures(t *testing.T) {
 	// 0. The server writes to a file, which tells when the bytes are
 	// there: Ctrl-C then comes mid-copy, where after a fixed second a slow
 	// client could still be connecting.
-	outFile := filepath.Join(t.TempDir(), "out")
-	srv := startServer(t, ctx, a, "-o", outFile)
-	cli := rdmatest.Command(ctx, a)
-	stdin, err := cli.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	var cliOut strings.Builder
-	cli.Stdout, cli.Stderr = &cliOut, &cliOut
-	if err := cli.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stdin.Write([]byte("partial")); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if fi, err := os.Stat(outFile); err == nil && fi.Size() == 7 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the server did not write the client's 7 bytes")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	srv, cli, cliOut, outFile := startPartial(t, ctx, a)
 	if err := cli.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -396,35 +372,11 @@ func TestRdmacatPeerKilled(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			a := addr(t)
-			outFile := filepath.Join(t.TempDir(), "out")
-			srv := startServer(t, ctx, a, "-o", outFile)
-			cli := rdmatest.Command(ctx, a)
-			stdin, err := cli.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stdin.Close()
-			var cliOut strings.Builder
-			cli.Stdout, cli.Stderr = &cliOut, &cliOut
-			if err := cli.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := stdin.Write([]byte("partial")); err != nil {
-				t.Fatal(err)
-			}
-			for {
-				if fi, err := os.Stat(outFile); err == nil && fi.Size() == 7 {
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatal("the server did not write the client's 7 bytes")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			srv, cli, cliOut, _ := startPartial(t, ctx, a)
 			if err := cli.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			err = cli.Wait()
+			err := cli.Wait()
 			if sig == syscall.SIGTERM && (err == nil || !strings.Contains(cliOut.String(), "context canceled")) {
 				t.Errorf("client after SIGTERM: %v: %q; want it to abort", err, cliOut.String())
 			}
@@ -437,5 +389,37 @@ func TestRdmacatPeerKilled(t *testing.T) {
 				t.Errorf("server of a client stopped by %v: %v: %q; want a failure after 7 bytes: %s", sig, err, msg, want)
 			}
 		})
+	}
+}
+
+// startPartial starts a server at a that writes to a file, and a client
+// whose input stays open, which sends it 7 bytes; it returns once the
+// server has written them: the copy is under way, neither side done.
+func startPartial(t *testing.T, ctx context.Context, a string) (srv *server, cli *exec.Cmd, cliOut *strings.Builder, outFile string) {
+	t.Helper()
+	outFile = filepath.Join(t.TempDir(), "out")
+	srv = startServer(t, ctx, a, "-o", outFile)
+	cli = rdmatest.Command(ctx, a)
+	stdin, err := cli.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close() })
+	cliOut = new(strings.Builder)
+	cli.Stdout, cli.Stderr = cliOut, cliOut
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte("partial")); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if fi, err := os.Stat(outFile); err == nil && fi.Size() == 7 {
+			return srv, cli, cliOut, outFile
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the server did not write the client's 7 bytes")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
