@@ -373,7 +373,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		// and the client told why.
 		l.Admit = func(s exchange.TestSpec) error {
 			infinite.Store(s.RunInfinitely)
-			return o.otherTest("server", s.Test)
+			return o.otherTest(s.Test)
 		}
 		ln, err := net.Listen(o.controlNetwork(), net.JoinHostPort(o.BindIP, strconv.Itoa(o.Port)))
 		if err != nil {
@@ -479,16 +479,12 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		if err == nil && res.Mismatches > 0 {
 			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
 		}
-		other := o.otherTest(role, res.Spec.Test)
-		if err == nil {
-			err = other
-		}
 		if err == nil && !res.Interrupted && !res.PeerInterrupted {
 			err = o.limits.Check(rs) // not on a run either side cut short
 		}
 		var werr error // the output's, which a run that failed keeps to its own error
 		if o.value != report.NoValue {
-			if !res.Spec.RunInfinitely && other == nil { // the intervals were the figures
+			if !res.Spec.RunInfinitely { // the intervals were the figures
 				werr = writeValues(f.IO.Out, res, o.value, o.Gbits)
 			}
 		} else if o.JSON {
@@ -523,14 +519,14 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 	return err
 }
 
-// otherTest is the error of a server for one test whose client ran
-// test, of the other kind (latency or bandwidth) than the server's
-// command, where the server was given --output or a limit: both are of
-// its command's kind (flags of its tests, checked against them), and
-// cannot judge or print the client's test. A server whose flags do not
-// depend on the kind runs any test its client asks for.
-func (o *testOptions) otherTest(role string, test exchange.Test) error {
-	if role != "server" || o.Host != "" || o.Loopback || test.IsLatency() == o.Test.IsLatency() {
+// otherTest is the refusal (its Admit) of a server for one test whose
+// client asks for test, of the other kind (latency or bandwidth) than the
+// server's command, where the server was given --output or a limit: both
+// are of its command's kind (flags of its tests, checked against them),
+// and cannot judge or print the client's test. A server whose flags do
+// not depend on the kind runs any test its client asks for.
+func (o *testOptions) otherTest(test exchange.Test) error {
+	if test.IsLatency() == o.Test.IsLatency() {
 		return nil
 	}
 	var flags []string
