@@ -409,11 +409,10 @@ func (p *peakMeter) observe(now time.Time, total uint64) {
 // where the whole run's may be in the margins the counts leave out.
 type peaks struct {
 	whole, span peakMeter
-	window      uint64
 }
 
 func newPeaks(start time.Time, window uint64) peaks {
-	return peaks{whole: newPeakMeter(start, window), window: window}
+	return peaks{whole: newPeakMeter(start, window)}
 }
 
 // observe takes a poll at now by which total messages had completed, and
@@ -424,7 +423,7 @@ func (p *peaks) observe(now time.Time, total uint64, w *span) {
 		p.span.observe(now, total)
 	}
 	if w.observe(now, total) {
-		p.span = newPeakMeter(now, p.window)
+		p.span = newPeakMeter(now, p.whole.window)
 		p.span.from = total
 	}
 }

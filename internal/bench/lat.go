@@ -190,14 +190,15 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			return sideResult{}, err
 		}
 		el := sinceMono(start)
-		if initiator && i > 0 && gap == 0 && inSpan(el, dur, margin) && out.add(float64(el-prev)/2) {
+		in := inSpan(el, dur, margin)
+		if initiator && i > 0 && gap == 0 && in && out.add(float64(el-prev)/2) {
 			// The store took long (it decimated its samples) after
 			// this post: the next sample holds that time, not the
 			// device's, and is left out.
 			out.dropNext()
 		}
 		prev = el
-		if lastIn = spanning && inSpan(el, dur, margin); lastIn {
+		if lastIn = spanning && in; lastIn {
 			inSpanIters++
 		}
 		if initiator {

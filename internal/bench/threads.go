@@ -393,11 +393,12 @@ func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, err
 				locals, remotes = append(locals, *s.Local), append(remotes, *s.Remote)
 			}
 		}
-		sum.BW = addBandwidth(parts)
 		if len(locals) == len(parts) && len(parts) > 0 {
 			l, r := addBandwidth(locals), addBandwidth(remotes)
 			sum.Local, sum.Remote = &l, &r
 			sum.BW = bothWays(l, r)
+		} else {
+			sum.BW = addBandwidth(parts)
 		}
 		if sum.CPU != nil {
 			c := *sum.CPU

@@ -144,7 +144,7 @@ func doctorChecks(opts *DoctorOptions) []finding {
 	fs = append(fs, checkDevFiles(opts.Root, devs, opts.Access)...)
 	lim, err := opts.Memlock()
 	fs = append(fs, checkMemlock(lim, err, hasIPCLock(opts.Root)))
-	active := activePorts(devs, opts.Port)
+	active := activePorts(devs)
 	for i, d := range devs {
 		if d.Error != "" {
 			fs = append(fs, fail("check `dmesg` for the driver's errors", "%s: %s", d.Name, d.Error))
@@ -177,16 +177,16 @@ func doctorChecks(opts *DoctorOptions) []finding {
 	return fs
 }
 
-// activePorts names the ACTIVE ports among devs (only port port of each,
-// unless it is 0) as the flags that pick them: "-d rxe0 -i 1".
-func activePorts(devs []deviceReport, port int) []string {
+// activePorts names the ACTIVE ports among devs as the flags that pick
+// them: "-d rxe0 -i 1".
+func activePorts(devs []deviceReport) []string {
 	var out []string
 	for _, d := range devs {
 		if d.Error != "" {
 			continue
 		}
 		for _, p := range d.Ports {
-			if (port == 0 || p.Port == port) && p.Error == "" && p.State == "ACTIVE" {
+			if p.Error == "" && p.State == "ACTIVE" {
 				out = append(out, fmt.Sprintf("-d %s -i %d", d.Name, p.Port))
 			}
 		}
@@ -201,10 +201,7 @@ func activePorts(devs []deviceReport, port int) []string {
 // without -i): a failure, since a test run so fails.
 func idlePort(d deviceReport, p portReport, first, byDev bool, active []string) finding {
 	at := fmt.Sprintf("%s port %d", d.Name, p.Port)
-	use := active[0]
-	if len(active) > 1 {
-		use = strings.Join(active, "`, `")
-	}
+	use := strings.Join(active, "`, `")
 	nd := portNetdev(p)
 	if nd == "" {
 		nd = "<netdev>"

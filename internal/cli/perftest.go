@@ -139,12 +139,6 @@ const defRXDepth = 512
 // UC_MAX_RX.
 const ucMaxRX = 16000
 
-// receives reports whether the test posts receives: the send tests, and
-// the write tests with immediate data (exchange.TestSpec.Receives).
-func (o *testOptions) receives() bool {
-	return o.Test.Receives() || o.Immediate && o.Test.IsWrite()
-}
-
 // sizeValue is -s: a number of bytes as perftest's -s reads it, decimal,
 // 0x hexadecimal or 0 octal (strtol's base 0), or that number of KiB or
 // MiB with a K or an M after it (upper case: perftest's strtol stops at a
@@ -246,7 +240,7 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 		o.RXDepth = uint32(o.Iters) // as perftest, given or not
 	}
 	o.deepRX = false
-	if !set("rx-depth") && iterations && o.Iters > defRXDepth && o.receives() &&
+	if !set("rx-depth") && iterations && o.Iters > defRXDepth && (exchange.TestSpec{Test: o.Test, Immediate: o.Immediate}).Receives() &&
 		(strings.EqualFold(o.Connection, "UD") || strings.EqualFold(o.Connection, "UC")) {
 		// perftest's force_dependecies: over UD and UC, where a message
 		// that finds no receive posted is lost, the default RX depth of

@@ -123,11 +123,9 @@ func WriteLatDurRow(w io.Writer, size int, iters uint64, l stats.Latency, halves
 // latDuration returns perftest's figures of a latency run of a
 // duration: the mean of all l.N samples, in nanoseconds, and the
 // iterations a second, each iteration a sample's time, or two with
-// halves.
+// halves. l has samples (N > 0): its callers write a side without any
+// otherwise.
 func latDuration(l stats.Latency, halves bool) (avg, tps float64) {
-	if l.N == 0 {
-		return 0, 0
-	}
 	// l keeps its samples' sum in parts: the mean of the Kept smallest,
 	// and the largest two (TMax, Max) that perftest's columns leave out.
 	sum := l.Avg * float64(l.Kept)
