@@ -45,9 +45,11 @@ type CompChannel struct {
 	busy atomic.Bool
 }
 
-// enter claims the channel for one Wait or Block; leave releases it.
-func (ch *CompChannel) enter(verb string) error {
+// enter claims the channel for one Wait or Block, which each take its
+// event (ibv_get_cq_event); leave releases it.
+func (ch *CompChannel) enter() error {
 	if !ch.busy.CompareAndSwap(false, true) {
+		const verb = "ibv_get_cq_event"
 		return fmt.Errorf("%s: another goroutine is waiting on the completion channel: %w",
 			verb, os.NewSyscallError(verb, syscall.EBUSY))
 	}
@@ -111,7 +113,7 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	if err := ch.waiter(); err != nil {
 		return nil, err
 	}
-	if err := ch.enter("ibv_get_cq_event"); err != nil {
+	if err := ch.enter(); err != nil {
 		return nil, err
 	}
 	defer ch.leave()
@@ -192,7 +194,7 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 	if ch.c == nil {
 		return nil, ErrClosed
 	}
-	if err := ch.enter("ibv_get_cq_event"); err != nil {
+	if err := ch.enter(); err != nil {
 		return nil, err
 	}
 	defer ch.leave()

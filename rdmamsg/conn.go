@@ -709,7 +709,7 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	// takes (a zero-length write names no memory, IBTA C9-88), and which
 	// the peer's device acknowledges all the same; then an abort's and an
 	// end message's.
-	wrs := make([]ibverbs.SendWR, c.sendBuffers+4)
+	wrs := make([]ibverbs.SendWR, c.endWR()+1)
 	c.free = make([]int, c.sendBuffers)
 	for i := range wrs {
 		wrs[i] = ibverbs.SendWR{ID: sendTag | uint64(i), Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled}
@@ -1074,26 +1074,29 @@ func (c *Conn) armIdle() {
 func (c *Conn) postUpdate() {
 	u := c.updateWR()
 	c.sb.SetImm(u, c.fl.update())
-	if err := c.sb.Post(u, 1, 0); err != nil {
-		c.fail(fmt.Errorf("rdmamsg: %w", err))
-		return
-	}
-	c.sqOut++
-	c.upOut++
-	c.posts++
+	c.postControl(u)
 }
 
 // postProbe posts a probe, the keepalive of a side with no credit to
 // spare: its peer's device acknowledges it, or the retries fail it when
 // the peer is gone. With c.mu held.
-func (c *Conn) postProbe() {
-	if err := c.sb.Post(c.probeWR(), 1, 0); err != nil {
+func (c *Conn) postProbe() { c.postControl(c.probeWR()) }
+
+// postControl posts wr, one of the requests past the data buffers' (an
+// update, a probe, an abort, an end), with c.mu held, and counts it: in
+// the send queue, and among those not a message of the stream's, for
+// lostError (where both sides close at once, the one that closes second
+// posts its end as the peer disconnects, and loses it, which is no loss
+// to either). A post that fails fails the connection: it returns c.err.
+func (c *Conn) postControl(wr int) error {
+	if err := c.sb.Post(wr, 1, 0); err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
-		return
+		return c.err
 	}
 	c.sqOut++
 	c.upOut++
 	c.posts++
+	return nil
 }
 
 // keepAlives sends an update every keepAlive in which this side posted
@@ -1147,14 +1150,7 @@ func (c *Conn) postAbort() error {
 	}
 	a := c.abortWR()
 	c.sb.SetImm(a, imm)
-	if err := c.sb.Post(a, 1, 0); err != nil {
-		c.fail(fmt.Errorf("rdmamsg: %w", err))
-		return c.err
-	}
-	c.sqOut++
-	c.upOut++ // not a message of the stream's, for lostError
-	c.posts++
-	return nil
+	return c.postControl(a)
 }
 
 // postEnd posts the end message, with c.mu held, unless one went, the
@@ -1168,17 +1164,10 @@ func (c *Conn) postEnd(closing bool) error {
 	}
 	e := c.endWR()
 	c.sb.SetImm(e, c.fl.end(closing))
-	if err := c.sb.Post(e, 1, 0); err != nil {
-		c.fail(fmt.Errorf("rdmamsg: %w", err))
-		return c.err
+	if err := c.postControl(e); err != nil {
+		return err
 	}
 	c.wclosed = true
-	c.sqOut++
-	// Not a message of the stream's, for lostError: where both sides
-	// close at once, the one that closes second posts its end as the
-	// peer disconnects, and loses it, which is no loss to either.
-	c.upOut++
-	c.posts++
 	return nil
 }
 
