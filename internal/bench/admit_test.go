@@ -37,7 +37,7 @@ func TestAdmit(t *testing.T) {
 		{spec, 18515, func(s exchange.TestSpec) error { asked++; return no }, "not this one", 1},
 		{spec, 18515, func(s exchange.TestSpec) error { asked++; return nil }, "", 2},
 	} {
-		err := admit(tc.spec, Local{CMPort: tc.port, Admit: tc.admit}, lim)
+		err := admit(&tc.spec, Local{CMPort: tc.port, Admit: tc.admit}, lim)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%+v on port %d: %v, want it admitted", tc.spec, tc.port, err)
@@ -47,5 +47,22 @@ func TestAdmit(t *testing.T) {
 		if asked != tc.askeds {
 			t.Errorf("%+v: Admit asked %d times so far, want %d", tc.spec, asked, tc.askeds)
 		}
+	}
+
+	// A deep default RX depth over UD that the server's memory refuses
+	// is lowered to fit (64 bytes × 1024 is 64 KiB), and Admit sees the
+	// lowered spec; the same depth asked for is refused.
+	small := lim
+	small.MaxMemory = 64 << 10
+	ud := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 64, Iterations: 2000, NumQPs: 1,
+		TXDepth: 128, RXDepth: 2000, RXDepthDefault: true}
+	var seen uint32
+	l := Local{CMPort: 18515, Admit: func(s exchange.TestSpec) error { seen = s.RXDepth; return nil }}
+	if err := admit(&ud, l, small); err != nil || ud.RXDepth != 1024 || seen != 1024 {
+		t.Errorf("UD's default RX depth 2000 over 64 KiB: %v, depth %d, Admit saw %d; want it admitted at 1024", err, ud.RXDepth, seen)
+	}
+	ud.RXDepth, ud.RXDepthDefault = 2000, false
+	if err := admit(&ud, l, small); !errors.Is(err, exchange.ErrOverLimit) || ud.RXDepth != 2000 {
+		t.Errorf("RX depth 2000 asked for, over 64 KiB: %v, depth %d; want it refused", err, ud.RXDepth)
 	}
 }

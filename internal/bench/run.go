@@ -306,7 +306,7 @@ func serveOne(ctx context.Context, ln net.Listener, c *exchange.Conn, l Local, l
 	if err != nil {
 		return nil, err
 	}
-	if err := admit(spec, l, lim); err != nil {
+	if err := admit(&spec, l, lim); err != nil {
 		c.SendError(hctx, err)
 		return nil, fmt.Errorf("refused a client's test: %w", err)
 	}
@@ -318,8 +318,10 @@ func serveOne(ctx context.Context, ln net.Listener, c *exchange.Conn, l Local, l
 
 // admit is a server's verdict on a client's test: within its limits,
 // its threads' rdma_cm ports (one each, from l.CMPort) within the port
-// space, and as l.Admit says.
-func admit(spec exchange.TestSpec, l Local, lim Limits) error {
+// space, and as l.Admit says. A deep default RX depth is first lowered
+// to what the limits take (TestSpec.FitRXDepth).
+func admit(spec *exchange.TestSpec, l Local, lim Limits) error {
+	spec.FitRXDepth(lim)
 	if err := spec.CheckLimits(lim); err != nil {
 		return err
 	}
@@ -328,7 +330,7 @@ func admit(spec exchange.TestSpec, l Local, lim Limits) error {
 			n, l.CMPort, l.CMPort+n-1, 65535-n+1)
 	}
 	if l.Admit != nil {
-		return l.Admit(spec)
+		return l.Admit(*spec)
 	}
 	return nil
 }

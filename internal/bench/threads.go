@@ -625,6 +625,7 @@ func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn,
 			g.c.Close()
 			continue
 		}
+		ts.FitRXDepth(lim)
 		if err := ts.CheckLimits(lim); err != nil {
 			g.c.SendError(hctx, err)
 			cancel()

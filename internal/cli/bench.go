@@ -415,12 +415,6 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		return o.finish(f, "server", res, err)
 	}
 	res, err := bench.Client(ctx, serverAddr(o.Host, o.Port), spec, l, onHeader)
-	if o.deepRX && errors.Is(err, exchange.ErrOverLimit) {
-		// The RX depth was not asked for: say how to ask for less than
-		// the deep default, which a server of lower limits refuses.
-		err = fmt.Errorf("%w (the RX depth %d is the default over %s, perftest's -n and fitted to gorperf serve's default limits: -r asks for less, as -r %d)",
-			err, spec.RXDepth, strings.ToUpper(o.Connection), defRXDepth)
-	}
 	// Ctrl-C while the client dials (a server not up yet), waits for a
 	// busy server's hello, or connects the QPs (-R).
 	err = stoppedEarly(ctx, res, err, "")

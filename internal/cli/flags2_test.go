@@ -152,19 +152,23 @@ func TestDeepRXDepth(t *testing.T) {
 			t.Errorf("%v %v: rx %d, %v; want %d", tc.test, tc.args, s.RXDepth, err, tc.rx)
 			continue
 		}
+		// The spec says which depth a server may lower: the deep default's.
+		if given := slices.Contains(tc.args, "-r"); given && s.RXDepthDefault || !given && s.RXDepth > defRXDepth && !s.RXDepthDefault {
+			t.Errorf("%v %v: RX depth %d, RXDepthDefault %v", tc.test, tc.args, s.RXDepth, s.RXDepthDefault)
+		}
 		if s.RXDepth <= defRXDepth || s.Threads > 1 {
 			continue
 		}
 		if err := s.CheckLimits(exchange.DefaultLimits()); err != nil {
 			t.Errorf("%v %v: serve's default limits refuse RX depth %d: %v", tc.test, tc.args, s.RXDepth, err)
 		}
-		if n := uint64(s.RXDepth) * uint64(s.NumQPs); n > maxRecvCQ {
+		if n := uint64(s.RXDepth) * uint64(s.NumQPs); n > exchange.MaxRecvCQ {
 			t.Errorf("%v %v: a receive CQ of %d entries", tc.test, tc.args, n)
 		}
 		if s.RXDepth < ucMaxRX && uint64(s.RXDepth) < s.Iterations && !slices.Contains(tc.args, "-r") {
 			// Lowered to fit: one more would not.
 			s.RXDepth++
-			if err := s.CheckLimits(exchange.DefaultLimits()); !errors.Is(err, exchange.ErrOverLimit) && uint64(s.RXDepth)*uint64(s.NumQPs) <= maxRecvCQ {
+			if err := s.CheckLimits(exchange.DefaultLimits()); !errors.Is(err, exchange.ErrOverLimit) && uint64(s.RXDepth)*uint64(s.NumQPs) <= exchange.MaxRecvCQ {
 				t.Errorf("%v %v: RX depth %d fits serve's default limits and soft-RoCE's CQ too: %v", tc.test, tc.args, s.RXDepth, err)
 			}
 		}

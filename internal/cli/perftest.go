@@ -58,7 +58,7 @@ type testOptions struct {
 	Inline       uint32
 	TXDepth      uint32
 	RXDepth      uint32
-	deepRX       bool // RXDepth raised for UD or UC, as perftest's; spec fits it to a server's default limits
+	deepRX       bool // RXDepth raised for UD or UC, as perftest's: spec fits it to serve's default limits, and a server to its own
 	CQMod        uint32
 	PostList     uint32
 	RecvPostList uint32 // --recv_post_list
@@ -298,7 +298,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.StringVarP(&o.Connection, "connection", "c", "RC", "connection type: RC, UC or UD (as the test allows)")
 	f.Uint32VarP(&o.Inline, "inline_size", "I", 0, "largest message sent inline")
 	f.Uint32VarP(&o.TXDepth, "tx-depth", "t", 0, "send queue depth (default: 128 for bandwidth, 1 for latency; at most -n)")
-	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests, and write tests with --write_with_imm; default 512, at most -n; over UD and UC, -n, as perftest's, up to 16000, lowered to what gorperf serve takes with its default limits, 8192 deep and within its default --max-memory, and to a receive CQ, depth × QPs, of 32767 entries, soft-RoCE's most; a serve of a lower --max-memory refuses it: give -r)")
+	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests, and write tests with --write_with_imm; default 512, at most -n; over UD and UC, -n, as perftest's, up to 16000, lowered to what gorperf serve takes with its default limits, 8192 deep and within its default --max-memory, and to a receive CQ, depth × QPs, of 32767 entries, soft-RoCE's most; a serve of lower limits lowers its own, down to 512)")
 	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends (default 100; 1 above 8 KiB; the list's length with -l; at most -t: a larger one is lowered to it, as perftest's)")
 	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call")
 	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)")
@@ -659,6 +659,7 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 			o.Threads, o.Threads-1, o.Port, last, 65535-int(o.Threads)+1)
 	}
 	if o.deepRX {
+		s.RXDepthDefault = true
 		fitRXDepth(&s)
 	}
 	if err := s.Validate(); err != nil {
@@ -667,42 +668,21 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	return s, nil
 }
 
-// maxRecvCQ is the most entries fitRXDepth gives a connection's receive
-// CQ, RX depth × its QPs: soft-RoCE's max_cqe, the least of the devices
-// gorperf is tested on (mlx5's is 4194303).
-const maxRecvCQ = 32767
-
 // fitRXDepth lowers the RX depth that defaults raised for UD or UC,
 // perftest's -n up to 16000, to the deepest that gorperf serve accepts
-// with its default limits (exchange.DefaultLimits: depth, and the memory
-// it counts, size × depth × QPs; a client cannot tell serve from a
-// server for one test) and that gives each side a receive CQ of at most
-// maxRecvCQ entries, and no lower than perftest's 512: with perftest's
-// depth, what ran at 512 would be refused (send_bw -c UC -a: 8 MiB ×
-// 5000 is over --max-memory) or fail on soft-RoCE (-c UD -q 8: a CQ of
-// 40000 entries).
+// with its default limits and that gives each side a receive CQ of at
+// most exchange.MaxRecvCQ entries, and no lower than perftest's 512
+// (TestSpec.FitRXDepth, for the largest connection's share of the QPs):
+// with perftest's depth, what ran at 512 would be refused (send_bw -c UC
+// -a: 8 MiB × 5000 is over --max-memory) or fail on soft-RoCE (-c UD -q
+// 8: a CQ of 40000 entries). A server of lower limits lowers its own
+// further, as RXDepthDefault lets it.
 func fitRXDepth(s *exchange.TestSpec) {
-	lim := exchange.DefaultLimits()
-	threads := max(s.Threads, 1)
 	conn := *s
-	conn.NumQPs = (s.NumQPs + threads - 1) / threads // the largest connection's share
-	fits := func(d uint32) bool {
-		conn.RXDepth = d
-		return max(conn.TXDepth, d) <= lim.MaxDepth && conn.Memory() <= lim.MaxMemory/uint64(threads) &&
-			uint64(d)*uint64(conn.NumQPs) <= maxRecvCQ
-	}
-	lo, hi := uint32(defRXDepth), s.RXDepth
-	if hi <= lo || fits(hi) {
-		return
-	}
-	for hi-lo > 1 { // lo fits, or nothing above 512 does; hi does not
-		if mid := lo + (hi-lo)/2; fits(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	s.RXDepth = lo
+	threads := max(s.Threads, 1)
+	conn.NumQPs = (s.NumQPs + threads - 1) / threads
+	conn.FitRXDepth(exchange.DefaultLimits())
+	s.RXDepth = conn.RXDepth
 }
 
 // maxPeerTimeout is the longest --peer-timeout, in seconds: a day. Far

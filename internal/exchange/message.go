@@ -10,7 +10,7 @@ import (
 // ProtocolVersion is the version of the wire format this package speaks.
 // Both sides must speak the same one; it changes whenever a payload layout
 // or the order of messages does.
-const ProtocolVersion = 11
+const ProtocolVersion = 12
 
 // DefaultPort is the TCP port of the control connection, perftest's.
 const DefaultPort = 18515

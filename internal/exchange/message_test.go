@@ -40,7 +40,7 @@ func messages() []struct {
 		AllSizes: true, Iterations: 1 << 60, Duration: 99, Margin: 0x01020304, NumQPs: 0xffff, Bidirectional: true,
 		TXDepth: 1, RXDepth: 2, CQModeration: 3, PostList: 4, RecvPostList: 6, Inline: 5, MTU: ibverbs.MTU256,
 		RdmaCM: true, TrafficClass: 255, SL: 15, OutReads: 255, RunInfinitely: true, ValidateData: true, OldPostSend: true,
-		NoRelaxedOrdering: true, Events: true, HugePages: true, SRQ: true, Reversed: true, Immediate: true, WarmUp: true, MRPerQP: true, Multicast: true, InlineDefault: true, Flags: 0x80000000,
+		NoRelaxedOrdering: true, Events: true, HugePages: true, SRQ: true, Reversed: true, Immediate: true, WarmUp: true, MRPerQP: true, Multicast: true, InlineDefault: true, RXDepthDefault: true, Flags: 0x80000000,
 		Threads: 0xfffe, Thread: 0xfffd, Group: 0x0102030405060708,
 		FlowLabels: []uint32{0, MaxFlowLabel, 0x12345}}
 	labels := testSpec()

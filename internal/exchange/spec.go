@@ -231,6 +231,13 @@ type TestSpec struct {
 	// own (irdma's 101 bytes, siw's 80, and others less than perftest's
 	// 220 and 236). Sent as bit 7 of the flags word.
 	InlineDefault bool
+	// RXDepthDefault says that RXDepth is perftest's deep default for the
+	// send tests over UD and UC (-n, up to 16000), not a depth the user
+	// asked for (-r): a server whose limits refuse it lowers its own with
+	// FitRXDepth, where a depth asked for is refused. Each side posts its
+	// own receives, so the sides need not agree. Sent as bit 8 of the
+	// flags word.
+	RXDepthDefault bool
 	// Threads, above 1, runs a bandwidth test as that many connections
 	// between the two sides at once, each with its own control
 	// connection, QPs, CQs and buffer, and its own thread and CPU on each
@@ -287,9 +294,10 @@ const (
 	flagMRPerQP
 	flagMulticast
 	flagInlineDefault
+	flagRXDepthDefault
 
 	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp | flagMRPerQP | flagMulticast |
-		flagInlineDefault
+		flagInlineDefault | flagRXDepthDefault
 )
 
 // flagOptions pairs the options sent in the flags word with their bits.
@@ -304,6 +312,7 @@ func (s *TestSpec) flagOptions() []struct {
 		{&s.HugePages, flagHugePages}, {&s.SRQ, flagSRQ}, {&s.Reversed, flagReversed},
 		{&s.Immediate, flagImmediate}, {&s.WarmUp, flagWarmUp}, {&s.MRPerQP, flagMRPerQP},
 		{&s.Multicast, flagMulticast}, {&s.InlineDefault, flagInlineDefault},
+		{&s.RXDepthDefault, flagRXDepthDefault},
 	}
 }
 
@@ -318,7 +327,7 @@ const specLen = 75
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
 // 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
 // 2 Reversed, 3 Immediate, 4 WarmUp, 5 MRPerQP, 6 Multicast, 7
-// InlineDefault), threads and thread
+// InlineDefault, 8 RXDepthDefault), threads and thread
 // uint16, group uint64, and a uint16 count of flow labels, each a uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))
@@ -823,6 +832,49 @@ func (s TestSpec) CheckLimits(l Limits) error {
 			formatBytes(m), how, formatBytes(l.MaxMemory))
 	}
 	return nil
+}
+
+// DefaultRXDepth is perftest's RX depth for the send tests (DEF_RX_SEND),
+// and the least FitRXDepth lowers a deep default to.
+const DefaultRXDepth = 512
+
+// MaxRecvCQ is the most entries FitRXDepth gives a connection's receive
+// CQ, RX depth × its QPs: soft-RoCE's max_cqe, the least of the devices
+// gorperf is tested on (mlx5's is 4194303).
+const MaxRecvCQ = 32767
+
+// FitRXDepth lowers a deep default RX depth (RXDepthDefault) to the
+// deepest, down to DefaultRXDepth and the receive post list, that keeps
+// the queues within l's MaxDepth, the memory CheckLimits counts (times
+// the threads) within l's MaxMemory, and the receive CQ, RX depth × QPs,
+// within MaxRecvCQ. s is one connection's spec, as CheckLimits takes it;
+// a spec without RXDepthDefault, or with no deeper depth to give up, is
+// left as it is, as is one that fits. What even the least depth does not
+// fit is left to CheckLimits to refuse.
+func (s *TestSpec) FitRXDepth(l Limits) {
+	lo, hi := max(uint32(DefaultRXDepth), s.RecvPostList), s.RXDepth
+	if !s.RXDepthDefault || hi <= lo {
+		return
+	}
+	threads := uint64(max(s.Threads, 1))
+	c := *s
+	fits := func(d uint32) bool {
+		c.RXDepth = d
+		carry, m := bits.Mul64(c.Memory(), threads)
+		return max(c.TXDepth, d) <= l.MaxDepth && carry == 0 && m <= l.MaxMemory &&
+			uint64(d)*uint64(c.NumQPs) <= MaxRecvCQ
+	}
+	if fits(hi) {
+		return
+	}
+	for hi-lo > 1 { // lo fits, or nothing above it does; hi does not
+		if mid := lo + (hi-lo)/2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	s.RXDepth = lo
 }
 
 // formatBytes writes n in the largest binary unit that keeps it at least 1.

@@ -404,10 +404,17 @@ func TestSpecHugePagesFlag(t *testing.T) {
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[flagsAt:], 0x101)
-	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Multicast || s.InlineDefault || s.Flags != 0x100 {
-		t.Errorf("flags 0x101 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, Multicast %v, InlineDefault %v, unknown %#x; want true, false, false, false, false, false, false, 0x100",
-			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.WarmUp, s.Multicast, s.InlineDefault, s.Flags)
+	binary.BigEndian.PutUint32(p[flagsAt:], 0x201)
+	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Multicast || s.InlineDefault || s.RXDepthDefault || s.Flags != 0x200 {
+		t.Errorf("flags 0x201 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, Multicast %v, InlineDefault %v, RXDepthDefault %v, unknown %#x; want true, false, false, false, false, false, false, false, 0x200",
+			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.WarmUp, s.Multicast, s.InlineDefault, s.RXDepthDefault, s.Flags)
+	}
+	p = TestSpec{RXDepthDefault: true}.AppendPayload(nil)
+	if got := binary.BigEndian.Uint32(p[flagsAt:]); got != 0x100 {
+		t.Fatalf("RXDepthDefault's flags word %#x, want 0x100", got)
+	}
+	if s, err := decodeSpec(p); err != nil || !s.RXDepthDefault || s.InlineDefault || s.Flags != 0 {
+		t.Errorf("RXDepthDefault decoded as %v, InlineDefault %v, unknown %#x, %v", s.RXDepthDefault, s.InlineDefault, s.Flags, err)
 	}
 	p = TestSpec{InlineDefault: true}.AppendPayload(nil)
 	if got := binary.BigEndian.Uint32(p[flagsAt:]); got != 0x80 {
@@ -607,5 +614,48 @@ func TestSpecFlagOptions(t *testing.T) {
 	}
 	if all != knownFlags {
 		t.Errorf("the options' bits %#x, knownFlags %#x", all, knownFlags)
+	}
+}
+
+// TestFitRXDepth: a deep default RX depth comes down to the deepest that
+// a server's limits and the receive CQ take, not below DefaultRXDepth or
+// the receive post list; one asked for, or one that fits, stays.
+func TestFitRXDepth(t *testing.T) {
+	ud := func() TestSpec { // perftest's send_bw -c UD -s 64 -n 2000
+		return TestSpec{Test: SendBW, ConnType: ibverbs.QPTypeUD, Size: 64, Iterations: 2000, NumQPs: 1,
+			TXDepth: 128, RXDepth: 2000, CQModeration: 100, PostList: 1, RecvPostList: 1, RXDepthDefault: true}
+	}
+	lim := DefaultLimits()
+	small := lim
+	small.MaxMemory = 64 << 10 // 64 bytes × 1024: whole pages, where 1025 is not
+	for _, tc := range []struct {
+		name string
+		edit func(*TestSpec, *Limits)
+		want uint32
+	}{
+		{"fits", func(*TestSpec, *Limits) {}, 2000},
+		{"memory", func(_ *TestSpec, l *Limits) { *l = small }, 1024},
+		{"asked for", func(s *TestSpec, l *Limits) { *l, s.RXDepthDefault = small, false }, 2000},
+		{"depth", func(_ *TestSpec, l *Limits) { l.MaxDepth = 1000 }, 1000},
+		{"receive CQ", func(s *TestSpec, _ *Limits) { s.NumQPs, s.RXDepth = 8, 16000 }, MaxRecvCQ / 8},
+		{"threads", func(s *TestSpec, l *Limits) { *l, s.Threads, s.Group = small, 2, 7 }, DefaultRXDepth}, // 64 × 512 × 2 threads
+		{"nothing fits", func(_ *TestSpec, l *Limits) { *l = small; l.MaxMemory = 16 << 10 }, DefaultRXDepth},
+		{"post list", func(s *TestSpec, l *Limits) { *l, s.RecvPostList = small, 1500 }, 1500},
+		{"shallow", func(s *TestSpec, l *Limits) { *l, s.RXDepth = small, 400 }, 400},
+	} {
+		s, l := ud(), lim
+		tc.edit(&s, &l)
+		s.FitRXDepth(l)
+		if s.RXDepth != tc.want {
+			t.Errorf("%s: RX depth %d, want %d", tc.name, s.RXDepth, tc.want)
+			continue
+		}
+		fitted := s.RXDepthDefault && s.RXDepth > max(DefaultRXDepth, s.RecvPostList)
+		if fitted && s.CheckLimits(l) != nil {
+			t.Errorf("%s: CheckLimits refuses the fitted depth %d: %v", tc.name, s.RXDepth, s.CheckLimits(l))
+		}
+		if s.RXDepth++; fitted && tc.want < 2000 && s.CheckLimits(l) == nil && uint64(s.RXDepth)*uint64(s.NumQPs) <= MaxRecvCQ {
+			t.Errorf("%s: %d, one deeper, fits too", tc.name, s.RXDepth)
+		}
 	}
 }
