@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gorperf/gorperf/internal/exchange"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -212,6 +214,12 @@ func noAddrs(string) ([]netip.Prefix, error) { return nil, errors.New("no such n
 func TestInterruptedError(t *testing.T) {
 	if err := (&interruptedError{"interrupted before a client asked for a test"}); errorCode(err) != "interrupted" || !errors.Is(err, context.Canceled) {
 		t.Errorf("errorCode(%v) = %q, want interrupted", err, errorCode(err))
+	}
+	// A server stopped in set-up tells its client so (CodeAborted): the
+	// client was not interrupted, its peer was.
+	peer := fmt.Errorf("setting up: %w", &exchange.PeerError{Code: exchange.CodeAborted, Text: "the server was interrupted"})
+	if got := errorCode(peer); got != "peer" || !errors.Is(peer, context.Canceled) {
+		t.Errorf("errorCode(%v) = %q, want peer", peer, got)
 	}
 }
 

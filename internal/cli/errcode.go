@@ -10,21 +10,23 @@ import (
 	"github.com/gorperf/gorperf/internal/report"
 )
 
-// errorCode is the JSON document's code for err.
+// errorCode is the JSON document's code for err. A peer that was
+// interrupted (its *exchange.PeerError matches context.Canceled) is the
+// peer's failure, not this side's interruption.
 func errorCode(err error) string {
 	var ue *usageError
+	var pe *exchange.PeerError
+	peer := errors.As(err, &pe)
 	switch {
 	case errors.As(err, &ue):
 		return "usage"
 	case errors.Is(err, errors.ErrUnsupported):
 		return "unsupported"
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled) && !peer:
 		return "interrupted"
 	case errors.As(err, new(*report.LimitError)):
 		return "limit"
-	}
-	var pe *exchange.PeerError
-	if errors.As(err, &pe) {
+	case peer:
 		return "peer"
 	}
 	return "failed"
