@@ -243,9 +243,14 @@ func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 		}
 		return m, nil
 	}
-	if silence > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !ended(ctx) {
+	switch {
+	case silence > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !ended(ctx) && n != 0:
+		// Not silence: the peer stopped part way through a frame.
+		err = fmt.Errorf("the peer stopped part way through a frame: %d bytes of it came, then nothing for %v: %w",
+			n, frameGrace, err)
+	case silence > 0 && errors.Is(err, os.ErrDeadlineExceeded) && !ended(ctx):
 		err = &SilenceError{After: silence} // the peer's silence, not ctx, ended the wait
-	} else {
+	default:
 		err = ctxErr(ctx, err)
 	}
 	err = fmt.Errorf("receiving: %w", err)

@@ -246,6 +246,30 @@ func TestVersionMismatch(t *testing.T) {
 	}
 }
 
+// TestHelloFrameFixed: a Hello's frame is written out here byte by byte,
+// as every version sends it (type 1, reserved 0, length, "GRPF", the
+// version, the tool's length and bytes), from version 3: a side of any
+// later version reads it as a gorperf of another version, not as
+// something else.
+func TestHelloFrameFixed(t *testing.T) {
+	a, b := pipe(t)
+	ctx := timeout(t, 10*time.Second)
+	tool := "gorperf 0.0.3"
+	raw := append([]byte{1, 0, 0, byte(4 + 2 + 1 + len(tool)), 'G', 'R', 'P', 'F', 0, 3, byte(len(tool))}, tool...)
+	go func() {
+		a.NetConn().Write(raw)
+		a.Recv(ctx)
+	}()
+	_, err := Handshake(ctx, b, "gorperf 0.1")
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.Remote != 3 || ve.RemoteTool != tool {
+		t.Fatalf("Handshake with version 3's hello = %v; want *VersionError naming version 3 and %q", err, tool)
+	}
+	if got, _ := AppendFrame(nil, Hello{Magic: [4]byte([]byte(Magic)), Version: 3, Tool: tool}); !bytes.Equal(got, raw) {
+		t.Errorf("this version writes version 3's hello as % x, want % x", got, raw)
+	}
+}
+
 func TestNotGorperf(t *testing.T) {
 	badMagic, _ := AppendFrame(nil, Hello{Magic: [4]byte{'R', 'D', 'M', 'A'}, Version: ProtocolVersion})
 	for _, tc := range []struct {
@@ -433,6 +457,25 @@ func TestKeepAliveOutlastsPeerTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d < 600*time.Millisecond {
 		t.Errorf("the Sync came after %v, before it was sent", d)
+	}
+}
+
+// TestPeerTimeoutCutFrame: a peer that has kept alive and then stops
+// part way through a frame is not silent: the receive, after the frame's
+// grace, says the frame was cut short, not that the peer sent nothing.
+func TestPeerTimeoutCutFrame(t *testing.T) {
+	a, b := tcpPair(t)
+	b.SetPeerTimeout(150 * time.Millisecond)
+	ctx := timeout(t, 20*time.Second)
+	if err := a.Send(ctx, Alive{}); err != nil {
+		t.Fatal(err)
+	}
+	a.NetConn().Write([]byte{byte(TypeSync), 0}) // half a header
+	_, err := b.RecvSync(ctx)
+	var se *SilenceError
+	if err == nil || errors.As(err, &se) || !errors.Is(err, os.ErrDeadlineExceeded) ||
+		!strings.Contains(err.Error(), "stopped part way through a frame: 2 bytes of it came") {
+		t.Errorf("RecvSync after half a header = %v; want the frame cut short", err)
 	}
 }
 

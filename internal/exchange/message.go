@@ -54,7 +54,12 @@ type Message interface {
 	message() // the set of messages is closed
 }
 
-// Hello is the first message each side sends (see Handshake).
+// Hello is the first message each side sends (see Handshake). Its frame
+// (type 1, the header and this payload) is the same in every protocol
+// version, so that two releases of different versions always read each
+// other's version and say so (*VersionError), where any other message
+// may change with ProtocolVersion: what a later version needs to say
+// first goes in another message, after the hellos.
 type Hello struct {
 	Magic   [4]byte // Magic
 	Version uint16  // the sender's ProtocolVersion
