@@ -26,7 +26,14 @@ echo "== gorperf devices: the RDMA devices, their ports and GID tables"
 "$g" devices
 echo
 echo "== gorperf doctor: what makes RoCE v2 work or fail here"
-"$g" doctor || true
+# doctor exits 1 where a check fails (a warning here, not the demo's
+# failure); anything else (a crash: 2, a signal) fails the demo.
+rc=0
+"$g" doctor || rc=$?
+if [ $rc -gt 1 ]; then
+	echo "demo: gorperf doctor failed (exit $rc), where 0 or 1 (a check failed) was wanted" >&2
+	exit 1
+fi
 bench() { # TEST FLAGS...
 	local t=$1
 	shift

@@ -30,9 +30,12 @@ esac
 want=("${build[@]}")
 [ "$mode" = vm ] && want+=("${vm[@]}")
 missing=()
+# Installed: dpkg's status letter (the second of Status-Abbrev) is i, for
+# any of its architectures (Multi-Arch gives a line each), whatever the
+# wanted state (a held package is "hi").
 for p in "${want[@]}"; do
-	s=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[ "$s" = "install ok installed" ] || missing+=("$p")
+	s=$(dpkg-query -W -f='${db:Status-Abbrev}\n' "$p" 2>/dev/null || true)
+	grep -q '^.i' <<<"$s" || missing+=("$p")
 done
 kernel=$(rxe_kernel_package)
 if [ "$mode" = vm ] && ! rxe_kernel; then
@@ -105,11 +108,33 @@ fi
 how=""
 [ "$(id -u)" = 0 ] || how=" (sudo -n)"
 echo "deps: installing${how} ${missing[*]}" >&2
-# A fresh Ubuntu machine's apt-daily may hold the lock for minutes: wait.
+# A fresh Ubuntu machine's apt-daily may hold apt's locks for minutes.
+# DPkg::Lock::Timeout waits for dpkg's lock, but not for the lock of
+# apt-get update's lists (/var/lib/apt/lists/lock), where apt-get fails at
+# once (exit 100, "Could not get lock"): apt_get retries that, every
+# DEPS_APT_LOCK_WAIT seconds (10) for DEPS_APT_LOCK_TRIES tries (60).
 apt=(env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600)
-as_root "${apt[@]}" update -qq
+apt_get() { # ARGS...: apt-get ARGS as root; its standard error is shown
+	local i rc out wait=${DEPS_APT_LOCK_WAIT:-10} tries=${DEPS_APT_LOCK_TRIES:-60}
+	for ((i = 1; ; i++)); do
+		rc=0
+		{ out=$(as_root "${apt[@]}" "$@" 2>&1 1>&3 3>&-); } 3>&1 || rc=$?
+		if [ $rc != 100 ] || ! grep -qE 'Could not get lock|Unable to acquire|Unable to lock' <<<"$out"; then
+			[ -z "$out" ] || printf '%s\n' "$out" >&2
+			return $rc
+		fi
+		if [ "$i" -ge "$tries" ]; then
+			printf '%s\n' "$out" >&2
+			echo "deps: apt's lock was still held after $tries tries, $((tries * wait))s: giving up (is apt-daily or unattended-upgrades still running?)" >&2
+			return $rc
+		fi
+		echo "deps: waiting for apt's lock (apt-daily?): apt-get $1 says: $(grep -m1 -E 'Could not get lock|Unable to' <<<"$out"); try $i of $tries, again in ${wait}s" >&2
+		sleep "$wait"
+	done
+}
+apt_get update -qq || exit
 # shellcheck disable=SC2086
-as_root "${apt[@]}" install -y -qq --no-install-recommends ${missing[*]} >/dev/null
+apt_get install -y -qq --no-install-recommends ${missing[*]} >/dev/null || exit
 rc=0
 kernel_check || rc=1
 toolchain_check || rc=1
