@@ -90,6 +90,9 @@ func TestRun(t *testing.T) {
 		{"no devices", []string{"devices"}, nil, nil, 1, "", "gorperf: no RDMA devices found: load the NIC's RDMA driver"},
 		{"devices", []string{"devices"}, fakeDevices(), nil, 0, "rxe0", ""},
 		{"doctor fails", []string{"doctor"}, nil, nil, 1, "[FAIL] no RDMA devices found", ""},
+		{"doctor json", []string{"doctor", "--json"}, nil, nil, 1, `"level": "fail",
+      "message": "no RDMA devices found",`, ""},
+		{"doctor json usage", []string{"doctor", "--json", "--bogus"}, nil, nil, 2, `"findings": [],`, "unknown flag: --bogus"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, out, errOut := newTestFactory(tc.devs, tc.err)
@@ -107,6 +110,18 @@ func TestRun(t *testing.T) {
 				t.Errorf("unexpected stderr:\n%s", errOut)
 			}
 		})
+	}
+}
+
+// TestNoJSONWithoutFlag: a command that has no --json (completion, the
+// loopback group) writes no JSON document for its usage error, where it
+// wrote a test's.
+func TestNoJSONWithoutFlag(t *testing.T) {
+	for _, args := range [][]string{{"completion", "--json"}, {"loopback", "--json", "--bogus"}} {
+		f, out, errOut := newTestFactory(nil, nil)
+		if code := run(context.Background(), f, args); code != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "unknown flag") {
+			t.Errorf("%v: exit status %d, stdout %q, stderr %q; want 2, nothing, the usage error", args, code, out, errOut)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorperf/gorperf/internal/affinity"
+	"github.com/gorperf/gorperf/internal/report"
 )
 
 // DoctorOptions are the options of `gorperf doctor`. The function fields
@@ -30,6 +32,7 @@ type DoctorOptions struct {
 	Port      int    // -i: only this port; 0 for all
 	TClass    int    // --tclass: the traffic class the tests will use, if TClassSet
 	TClassSet bool
+	JSON      bool // --json
 
 	Access  func(path string) error                     // may we read and write path?
 	Memlock func() (uint64, error)                      // RLIMIT_MEMLOCK's soft limit in bytes
@@ -50,7 +53,7 @@ func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
 		NodeCPUs: affinity.NodeCPUs,
 	}
 	cmd := &cobra.Command{
-		Use:   "doctor [-d DEV] [-i PORT]",
+		Use:   "doctor [-d DEV] [-i PORT] [--json]",
 		Short: "Check that this host is ready for RDMA, and say how to fix what is not",
 		Long: `Check the things RDMA needs: the uverbs device files (and rdma_cm's, for
 -R), the locked-memory limit, an active port, a routable RoCE v2 GID, the
@@ -60,7 +63,7 @@ finding is [ ok ], [warn] or [FAIL]; warnings and failures come with a fix.
 A port that is not ACTIVE fails if -i names it, if tests use it by default
 (the first device's port 1, or -d's port 1) or if no port checked is
 ACTIVE; otherwise it is a warning, and not checked further. The exit status
-is 1 if anything failed.`,
+is 1 if anything failed. With --json the findings are one JSON document.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Port < 0 {
@@ -78,6 +81,7 @@ is 1 if anything failed.`,
 	cmd.Flags().StringVarP(&opts.Device, "ib-dev", "d", "", "only this RDMA device (default: all)")
 	cmd.Flags().IntVarP(&opts.Port, "ib-port", "i", 0, "only this port (default: all)")
 	cmd.Flags().IntVar(&opts.TClass, "tclass", 0, "check ECN and PFC for the priority of this traffic class (as gorperf --tclass)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the findings as a JSON document (schema_version 1): each with its level (ok, warn, fail), message and fix, and the counts")
 	return cmd
 }
 
@@ -111,7 +115,11 @@ func fail(fix, format string, a ...any) finding {
 
 func doctorRun(opts *DoctorOptions) error {
 	fs := doctorChecks(opts)
-	if err := writeFindings(opts.IO.Out, fs); err != nil {
+	write := writeFindings
+	if opts.JSON {
+		write = writeFindingsJSON
+	}
+	if err := write(opts.IO.Out, fs); err != nil {
 		return err
 	}
 	for _, f := range fs {
@@ -135,6 +143,62 @@ func writeFindings(w io.Writer, fs []finding) error {
 	fmt.Fprintf(&b, "%d ok, %d warnings, %d failures\n", n[levelOK], n[levelWarn], n[levelFail])
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// doctorSchemaVersion is the version of `gorperf doctor --json`'s
+// document. Bump it when a field changes meaning or goes away; adding a
+// field does not bump it.
+const doctorSchemaVersion = 1
+
+// doctorDoc is doctor's --json document: the findings in order, and how
+// many of each level. One of a command line that was wrong has no
+// findings and the error, as a test's document has it.
+type doctorDoc struct {
+	SchemaVersion int             `json:"schema_version"`
+	Findings      []doctorFinding `json:"findings"`
+	OK            int             `json:"ok"`
+	Warnings      int             `json:"warnings"`
+	Failures      int             `json:"failures"`
+	Error         *report.Error   `json:"error,omitempty"`
+}
+
+// doctorFinding is a finding in the document: its level ("ok", "warn"
+// or "fail"), its line, and for the last two the fix.
+type doctorFinding struct {
+	Level   string `json:"level"`
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
+}
+
+func (l level) name() string { return [...]string{"ok", "warn", "fail"}[l] }
+
+func writeFindingsJSON(w io.Writer, fs []finding) error {
+	d := doctorDoc{SchemaVersion: doctorSchemaVersion, Findings: make([]doctorFinding, 0, len(fs))}
+	for _, f := range fs {
+		d.Findings = append(d.Findings, doctorFinding{Level: f.Level.name(), Message: f.Msg, Fix: f.Fix})
+		switch f.Level {
+		case levelOK:
+			d.OK++
+		case levelWarn:
+			d.Warnings++
+		case levelFail:
+			d.Failures++
+		}
+	}
+	return encodeDoctorDoc(w, d)
+}
+
+// writeDoctorJSONError writes the document of gorperf doctor --json whose
+// command line was wrong: no findings, and the error.
+func writeDoctorJSONError(w io.Writer, err error) error {
+	return encodeDoctorDoc(w, doctorDoc{SchemaVersion: doctorSchemaVersion, Findings: []doctorFinding{},
+		Error: &report.Error{Code: errorCode(err), Message: err.Error()}})
+}
+
+func encodeDoctorDoc(w io.Writer, d doctorDoc) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(d)
 }
 
 // doctorChecks runs every check and returns the findings in order.

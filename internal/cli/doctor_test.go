@@ -2,11 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -395,6 +397,30 @@ func TestDoctorRun(t *testing.T) {
 	opts, out = newOpts(fakeDevices()[:1], 2)
 	if code := exitCode(doctorRun(opts)); code != 1 || !strings.Contains(out.String(), "[FAIL] rxe0 has no port 2") {
 		t.Errorf("doctor -i 2: exit status %d\n%s", code, out)
+	}
+
+	// --json: the same findings, in order, as one document.
+	opts, out = newOpts(fakeDevices()[:1], 2)
+	opts.JSON = true
+	code := exitCode(doctorRun(opts))
+	var doc doctorDoc
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || code != 1 {
+		t.Fatalf("doctor -i 2 --json: exit status %d, %v\n%s", code, err, out)
+	}
+	opts, text := newOpts(fakeDevices()[:1], 2)
+	doctorRun(opts)
+	lines := strings.Split(text.String(), "\n")
+	n := [3]int{}
+	for i, f := range doc.Findings {
+		tag := map[string]string{"ok": "[ ok ]", "warn": "[warn]", "fail": "[FAIL]"}[f.Level]
+		if !slices.Contains(lines, tag+" "+f.Message) || (f.Fix == "") != (f.Level == "ok") {
+			t.Errorf("finding %d %+v is not in the text:\n%s", i, f, text)
+		}
+		n[slices.Index([]string{"ok", "warn", "fail"}, f.Level)]++
+	}
+	if doc.SchemaVersion != 1 || doc.Failures == 0 || n != [3]int{doc.OK, doc.Warnings, doc.Failures} ||
+		!strings.HasSuffix(text.String(), fmt.Sprintf("%d ok, %d warnings, %d failures\n", doc.OK, doc.Warnings, doc.Failures)) {
+		t.Errorf("doctor --json counts %d ok, %d warnings, %d failures (found %v), schema %d; text:\n%s", doc.OK, doc.Warnings, doc.Failures, n, doc.SchemaVersion, text)
 	}
 }
 

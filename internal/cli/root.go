@@ -118,9 +118,16 @@ func run(ctx context.Context, f *Factory, args []string) int {
 		// --json promises one valid document on every path, also when the
 		// command line itself was wrong and no command ran: gorperf
 		// devices's own, or a test's.
-		if c, _, ferr := cmd.Find(args); ferr == nil && c.Name() == "devices" && c.Parent() == cmd {
+		c, _, ferr := cmd.Find(args)
+		switch {
+		case ferr == nil && c.Parent() == cmd && c.Name() == "devices":
 			writeDevicesJSONError(out, err)
-		} else {
+		case ferr == nil && c.Parent() == cmd && c.Name() == "doctor":
+			writeDoctorJSONError(out, err)
+		case ferr == nil && c.Flags().Lookup("json") == nil:
+			// A command without --json (version, completion):
+			// its error is only the usage error on stderr.
+		default:
 			writeJSONError(out, args, err)
 		}
 	}
