@@ -45,6 +45,12 @@ func main() {
 	size := flag.Int("m", 64<<10, "largest message this side receives, in bytes")
 	tcp := flag.Bool("tcp", false, "set the connection up over TCP (both sides must say so), not rdma_cm")
 	flag.Parse()
+	// Go's runtime ends a program on SIGPIPE when a write to standard
+	// output (or error) finds a pipe with no reader: the server whose
+	// output's reader went away died without a word, and the client took
+	// its disconnect for the reason. With SIGPIPE ignored, the write fails
+	// (EPIPE) as any other write does: the side aborts, says why, and exits 1.
+	signal.Ignore(syscall.SIGPIPE)
 	// A side stopped by a signal aborts, so that its peer fails too,
 	// rather than take the end of what came for the end of the stream.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

@@ -264,6 +264,32 @@ func TestRdmacatBrokenStream(t *testing.T) {
 	}
 }
 
+// A server whose standard output is a pipe whose reader has gone fails
+// as one that cannot write its file does: it aborts, says "broken pipe"
+// and exits 1, and its client fails too. Go's default for SIGPIPE on
+// standard output killed it without a word.
+func TestRdmacatBrokenPipe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	a := addr(t)
+	srv := startServerTo(t, ctx, a, w)
+	w.Close() // the server's copy is its standard output
+	cli := rdmatest.Command(ctx, a)
+	cli.Stdin = bytes.NewReader(random(100_000))
+	if out, err := cli.CombinedOutput(); err == nil || !strings.HasPrefix(string(out), "rdmacat: ") {
+		t.Errorf("client of a server whose output is a broken pipe: %v: %q; want a failure", err, out)
+	}
+	msg, err := srv.wait()
+	if code := srv.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(msg, "broken pipe") {
+		t.Errorf("server writing to a broken pipe: %v (exit status %d): %q; want exit status 1 and the reason", err, code, msg)
+	}
+}
+
 // A server that cannot create its output file fails at once, with the
 // reason, and never listens: no client's stream is taken and then lost.
 func TestRdmacatOutputFails(t *testing.T) {
