@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -88,7 +89,7 @@ func TestGatherStray(t *testing.T) {
 	defer stray.Close()
 	gathered := make(chan error, 1)
 	began := time.Now()
-	go func() { gathered <- gatherThreads(ctx, ln, conns, specs, exchange.DefaultLimits()) }()
+	go func() { gathered <- gatherThreads(ctx, ln, nil, conns, specs, Local{}, exchange.DefaultLimits()) }()
 
 	other := ask(6, 1) // another client's test
 	ask(5, 2)
@@ -138,7 +139,7 @@ func TestGatherBusyInFlight(t *testing.T) {
 	g := newGathering(t, 2)
 	ctx, conns, hello := g.ctx, g.conns, g.hello
 	gathered := make(chan error, 1)
-	go func() { gathered <- gatherThreads(ctx, g.ln, conns, g.specs, exchange.DefaultLimits()) }()
+	go func() { gathered <- gatherThreads(ctx, g.ln, nil, conns, g.specs, Local{}, exchange.DefaultLimits()) }()
 	other := hello()
 	last := hello()
 	s := g.spec
@@ -172,7 +173,7 @@ func TestGatherGivesUp(t *testing.T) {
 	groupWait = 300 * time.Millisecond
 	g := newGathering(t, 2)
 	ctx, ln, spec, conns := g.ctx, g.ln, g.spec, g.conns
-	err := gatherThreads(ctx, ln, conns, []exchange.TestSpec{spec, {}}, exchange.DefaultLimits())
+	err := gatherThreads(ctx, ln, nil, conns, []exchange.TestSpec{spec, {}}, Local{}, exchange.DefaultLimits())
 	if err == nil || !strings.Contains(err.Error(), "a test of 2 threads: 1 of its connections came in 300ms") {
 		t.Errorf("nothing came: %v", err)
 	}
@@ -195,8 +196,116 @@ func TestGatherGivesUp(t *testing.T) {
 	}()
 	conns[1] = nil
 	began := time.Now()
-	err = gatherThreads(ctx, ln, conns, []exchange.TestSpec{spec, {}}, exchange.DefaultLimits())
+	err = gatherThreads(ctx, ln, nil, conns, []exchange.TestSpec{spec, {}}, Local{}, exchange.DefaultLimits())
 	if err == nil || !strings.Contains(err.Error(), "refused a client's test") || time.Since(began) > time.Second {
 		t.Errorf("a test over the limits: %v after %v", err, time.Since(began))
+	}
+}
+
+// TestGatherSameTest: each later connection of a test of several threads
+// must ask for the first one's test, but for what is its own (its share
+// of the QPs, its thread, its flow labels from its first QP on): one
+// that asks for another is refused, and the gathering ends. Only the
+// group and the number of threads were compared, so a connection with
+// other iterations joined the test.
+func TestGatherSameTest(t *testing.T) {
+	g := newGathering(t, 3)
+	g.spec.FlowLabels = []uint32{1, 2, 3}
+	g.specs[0] = g.spec
+	gathered := make(chan error, 1)
+	go func() {
+		gathered <- gatherThreads(g.ctx, g.ln, nil, g.conns, g.specs, Local{}, exchange.DefaultLimits())
+	}()
+	own := g.spec
+	own.Thread, own.NumQPs, own.FlowLabels = 1, 2, []uint32{2, 3, 1}
+	first := g.hello()
+	if err := first.Send(g.ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	other := g.spec
+	other.Thread, other.Iterations = 2, 20
+	last := g.hello()
+	if err := last.Send(g.ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	want := "thread 2's connection asks for another test than thread 0's: Iterations 20, not 10"
+	if err := <-gathered; err == nil || !strings.Contains(err.Error(), "refused a client's test: "+want) {
+		t.Errorf("gathering: %v; want %q", err, want)
+	}
+	if _, err := last.Recv(g.ctx); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("the connection of another test was told %v", err)
+	}
+	if g.conns[1] == nil || g.specs[1].NumQPs != 2 || g.conns[2] != nil {
+		t.Errorf("gathered %v: thread 1's own share should have joined, thread 2's other test not", g.conns)
+	}
+	if g.conns[1] != nil {
+		g.conns[1].Close()
+	}
+}
+
+// TestGatherAdmitsEach: each connection of a test of several threads is
+// admitted as the first was: Local.Admit sees each, and refuses the test
+// where it refuses one. Only the first went through Admit.
+func TestGatherAdmitsEach(t *testing.T) {
+	g := newGathering(t, 3)
+	var seen []uint16
+	l := Local{Admit: func(s exchange.TestSpec) error {
+		seen = append(seen, s.Thread)
+		if s.Thread == 2 {
+			return errors.New("not thread 2")
+		}
+		return nil
+	}}
+	gathered := make(chan error, 1)
+	go func() { gathered <- gatherThreads(g.ctx, g.ln, nil, g.conns, g.specs, l, exchange.DefaultLimits()) }()
+	for i := range uint16(2) {
+		c := g.hello()
+		s := g.spec
+		s.Thread = i + 1
+		if err := c.Send(g.ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := <-gathered; err == nil || !strings.Contains(err.Error(), "refused a client's test: not thread 2") {
+		t.Errorf("gathering: %v; want thread 2 refused", err)
+	}
+	if len(seen) != 2 || seen[0] != 1 || seen[1] != 2 {
+		t.Errorf("Admit saw threads %v; want 1 and 2", seen)
+	}
+	if g.conns[1] != nil {
+		g.conns[1].Close()
+	}
+}
+
+// TestSameTest: what threadSpecs splits is each connection's own; all
+// else is the test's.
+func TestSameTest(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 64, Iterations: 10, TXDepth: 8,
+		RXDepth: 2000, RXDepthDefault: true, NumQPs: 5, Threads: 2, Group: 9, FlowLabels: []uint32{7, 8}}
+	specs, err := threadSpecs(spec, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs[1].RXDepth = 1000 // a default depth, fitted to its share
+	if err := sameTest(specs[0], specs[1]); err != nil {
+		t.Errorf("threadSpecs' own split: %v", err)
+	}
+	for _, tc := range []struct {
+		change func(*exchange.TestSpec)
+		want   string
+	}{
+		{func(s *exchange.TestSpec) { s.Size = 128 }, "Size 128, not 64"},
+		{func(s *exchange.TestSpec) { s.Bidirectional = true }, "Bidirectional true, not false"},
+		{func(s *exchange.TestSpec) { s.RXDepthDefault = false }, "RXDepth 1000, not 2000"}, // asked for, not a default
+		{func(s *exchange.TestSpec) { s.FlowLabels = []uint32{7, 9} }, "FlowLabels [7 9], not [7 8]"},
+		{func(s *exchange.TestSpec) { s.Test = exchange.WriteBW }, "Test "},
+	} {
+		s := specs[1]
+		tc.change(&s)
+		if err := sameTest(specs[0], s); err == nil || !strings.Contains(err.Error(), "thread 1's connection asks for another test than thread 0's: "+tc.want) {
+			t.Errorf("%v; want %q", err, tc.want)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -178,7 +179,7 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 		return nil, helloError(addr, err)
 	}
 	if err := c.Send(hctx, spec); err != nil {
-		return nil, err
+		return nil, sendError(addr, err)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -205,6 +206,18 @@ func helloError(addr string, err error) error {
 		return &hintError{at + "the server closed the connection before its hello: it may have taken another client (a server without serve runs one test)", err}
 	}
 	return fmt.Errorf("%s%w", at, err)
+}
+
+// sendError is the failure of a client's sending its test to the server
+// at addr, which has greeted it: a connection reset then is a server
+// that stopped after its hello, a one-test server that took another
+// client's test. The error wraps err either way.
+func sendError(addr string, err error) error {
+	at := "server at " + addr + ": "
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return &hintError{at + "the server closed the connection after its hello, before taking the test: it may have taken another client (a server without serve runs one test)", err}
+	}
+	return fmt.Errorf("%ssending the test: %w", at, err)
 }
 
 // hintError is an error said another way, with advice; it wraps the
@@ -254,8 +267,10 @@ type Limits = exchange.Limits
 // time, until ctx ends, or after one test when once is set. A failed test
 // is reported through done and does not stop the server; done also gets
 // each finished test. A local side that fails Check fails Serve at once.
-// A test of several threads takes its other connections from ln, which
-// must have SetDeadline to bound that wait, as a TCP or Unix listener has.
+// Connections are greeted each on its own while no test runs (greeter),
+// so that one that says nothing holds up no client; during a test they
+// wait in ln's backlog. ln must have SetDeadline, as a TCP or Unix
+// listener has: that ends its Accept when a test starts.
 func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -265,29 +280,37 @@ func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && l.CMPort == 0 {
 		l.CMPort = a.Port
 	}
+	return serve(ctx, ln, l, lim, once, onHeader, done)
+}
+
+// serve is Serve's loop, once the local side is checked; ctx's end must
+// close ln.
+func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
+	dl, ok := ln.(deadliner)
+	if !ok {
+		return fmt.Errorf("serving on a %T: it has no SetDeadline, which ends its Accept while a test runs", ln)
+	}
+	g := &greeter{ctx: ctx, ln: ln, dl: dl, wake: make(chan struct{}, 1)}
+	defer g.close()
 	for {
-		nc, err := ln.Accept()
+		gr, err := g.next()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetKeepAlive(true)
-			tc.SetKeepAlivePeriod(2 * time.Second)
-		}
-		r, err := serveOne(ctx, ln, exchange.NewConn(nc), l, lim, onHeader)
-		nc.Close()
-		var nt *notATest
-		if errors.As(err, &nt) {
+		if gr.err != nil {
 			// Not a gorperf client, or one that gave up before asking for
 			// a test: say so and keep waiting, even for a one-test server.
 			if done != nil {
-				done(nil, err)
+				done(nil, gr.err)
 			}
 			continue
 		}
+		r, err := serveSpec(ctx, ln, g.handoff, gr.c, gr.spec, l, lim, onHeader)
+		g.handoff.close()
+		gr.c.Close()
 		if done != nil {
 			done(r, err)
 		}
@@ -297,21 +320,283 @@ func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 	}
 }
 
-// serveOne runs the test of the client on c; a test of several threads
-// takes its other connections from ln.
-func serveOne(ctx context.Context, ln net.Listener, c *exchange.Conn, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
-	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	spec, err := handshakeSpec(hctx, c)
-	if err != nil {
-		return nil, err
+// deadliner is a listener whose Accept a deadline ends.
+type deadliner interface{ SetDeadline(time.Time) error }
+
+// helloWait is how long a server gives a connection to say hello and ask
+// for its test.
+const helloWait = 10 * time.Second
+
+// maxGreetings bounds the connections a server greets at once: one more
+// closes the oldest. (A variable for the tests.)
+var maxGreetings = 32
+
+// greeter accepts a server's connections while no test runs and greets
+// each in a goroutine of its own (handshakeSpec), so that a connection
+// that says nothing (a TCP health check, nc) holds up no client that
+// comes after it, as gatherThreads does for a test's threads. The first
+// connection to ask for a test is taken; accepting then stops, until the
+// next call of next, and a connection whose greeting ends meanwhile with
+// a test is told the server is busy, or, where the test taken is of
+// several threads, passed on to its gathering (a handoff) while that
+// lasts: the test's other connections may have come with the first. At
+// most maxGreetings connections are greeted at once; one more drops the
+// oldest.
+type greeter struct {
+	ctx  context.Context
+	ln   net.Listener
+	dl   deadliner
+	wake chan struct{} // a greeting ended or Accept failed
+
+	mu         sync.Mutex
+	pending    []net.Conn // connections being greeted, oldest first
+	queue      []greeting // greetings that ended, not yet taken, oldest first
+	stopping   bool       // Accept's error ends accepting, and is not one
+	busy       bool       // a test was taken: a client greeted now is told so
+	handoff    *handoff   // where busy, a test of several threads' gathering
+	closed     bool
+	acceptErr  error
+	wg         sync.WaitGroup // greetings and turnAways under way
+	acceptDone chan struct{}  // closed when the accepting goroutine ends
+}
+
+// greeting is the end of one connection's greeting: its test, or why it
+// asked for none (a *notATest).
+type greeting struct {
+	c    *exchange.Conn
+	spec exchange.TestSpec
+	err  error
+}
+
+// next returns the next connection whose greeting ended, with the test
+// it asks for or why it asked for none, accepting and greeting
+// connections until one comes; or the listener's failure. Once it
+// returns a test, accepting stops, and the greetings still under way
+// that end in a test are turned away, until the next call.
+func (g *greeter) next() (greeting, error) {
+	g.mu.Lock()
+	g.busy = false
+	g.handoff.close()
+	g.handoff = nil
+	if g.acceptDone == nil && g.acceptErr == nil {
+		g.acceptDone = make(chan struct{})
+		go g.accept(g.acceptDone)
 	}
+	g.mu.Unlock()
+	for {
+		g.mu.Lock()
+		if len(g.queue) > 0 {
+			gr := g.queue[0]
+			g.queue = g.queue[1:]
+			if gr.err == nil {
+				// Taken: the other clients greeted already are told the
+				// server is busy or passed on, those that fail keep for
+				// the next call.
+				g.busy = true
+				if gr.spec.Threads > 1 {
+					g.handoff = &handoff{c: make(chan greeting), end: make(chan struct{})}
+				}
+				g.queue = slices.DeleteFunc(g.queue, func(o greeting) bool {
+					if o.err == nil {
+						g.passOn(o)
+					}
+					return o.err == nil
+				})
+			}
+			g.mu.Unlock()
+			if gr.err == nil {
+				g.stopAccept()
+			}
+			return gr, nil
+		}
+		if err := g.acceptErr; err != nil {
+			g.mu.Unlock()
+			return greeting{}, err
+		}
+		g.mu.Unlock()
+		select {
+		case <-g.wake:
+		case <-g.ctx.Done():
+			return greeting{}, g.ctx.Err()
+		}
+	}
+}
+
+// signal wakes next; g.mu is held.
+func (g *greeter) signal() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// accept takes connections from the listener and starts their
+// greetings, until stopAccept or close ends it, or Accept fails.
+func (g *greeter) accept(done chan struct{}) {
+	defer close(done)
+	for {
+		nc, err := g.ln.Accept()
+		g.mu.Lock()
+		if err != nil {
+			if !g.stopping {
+				g.acceptErr = err
+				g.signal()
+			}
+			g.mu.Unlock()
+			return
+		}
+		if g.closed {
+			g.mu.Unlock()
+			nc.Close()
+			return
+		}
+		if len(g.pending) >= maxGreetings {
+			// The oldest is dropped: its greeting ends at once, and is
+			// said so (greet).
+			g.pending[0].Close()
+			g.pending = g.pending[1:]
+		}
+		g.pending = append(g.pending, nc)
+		g.wg.Add(1)
+		g.mu.Unlock()
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetKeepAlive(true)
+			tc.SetKeepAlivePeriod(2 * time.Second)
+		}
+		go g.greet(nc)
+	}
+}
+
+// greet greets nc and queues the greeting's end for next; a client
+// greeted while a test runs is turned away.
+func (g *greeter) greet(nc net.Conn) {
+	defer g.wg.Done()
+	c := exchange.NewConn(nc)
+	spec, err := handshakeSpec(g.ctx, c, helloWait)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.pending, nc)
+	if i >= 0 {
+		g.pending = slices.Delete(g.pending, i, i+1)
+	}
+	switch {
+	case g.closed || g.ctx.Err() != nil:
+		c.Close()
+		return
+	case i < 0: // dropped by accept
+		err = &notATest{fmt.Errorf("connection from %s: dropped unanswered: %d newer connections were being greeted", nc.RemoteAddr(), maxGreetings)}
+	case err == nil && g.busy:
+		g.passOn(greeting{c, spec, nil})
+		return
+	}
+	if err != nil {
+		c.Close()
+	}
+	g.queue = append(g.queue, greeting{c, spec, err})
+	g.signal()
+}
+
+// passOn passes a client greeted while a test runs on to the test's
+// gathering, if it is of several threads and still gathering, or turns
+// it away; g.mu is held.
+func (g *greeter) passOn(gr greeting) {
+	h := g.handoff
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if !h.give(gr) {
+			g.turnAway(gr.c)
+		}
+	}()
+}
+
+// handoff passes the greetings a server's greeter ends while a test of
+// several threads gathers its connections on to the gathering, until it
+// is closed (gatherThreads).
+type handoff struct {
+	c    chan greeting
+	end  chan struct{}
+	once sync.Once
+}
+
+// give passes gr on, and reports whether it was taken before h closed; a
+// nil handoff takes none.
+func (h *handoff) give(gr greeting) bool {
+	if h == nil {
+		return false
+	}
+	select {
+	case h.c <- gr:
+		return true
+	case <-h.end:
+		return false
+	}
+}
+
+// close ends h: greetings given after are not taken. A nil handoff does
+// nothing.
+func (h *handoff) close() {
+	if h != nil {
+		h.once.Do(func() { close(h.end) })
+	}
+}
+
+// turnAway tells a client that asked for a test while another ran that
+// the server is busy, and closes its connection.
+func (g *greeter) turnAway(c *exchange.Conn) {
+	hctx, cancel := context.WithTimeout(g.ctx, time.Second)
+	c.SendError(hctx, errors.New("this server is busy: it is running another client's test"))
+	cancel()
+	c.Close()
+}
+
+// stopAccept ends accepting: connections wait in the listener's backlog.
+func (g *greeter) stopAccept() {
+	g.mu.Lock()
+	done := g.acceptDone
+	g.stopping = true
+	g.mu.Unlock()
+	if done == nil {
+		return
+	}
+	g.dl.SetDeadline(time.Unix(1, 0))
+	<-done
+	g.dl.SetDeadline(time.Time{})
+	g.mu.Lock()
+	g.acceptDone, g.stopping = nil, false
+	g.mu.Unlock()
+}
+
+// close ends accepting and every greeting, and waits for them: the
+// listener is the caller's again, without a deadline.
+func (g *greeter) close() {
+	g.mu.Lock()
+	g.closed = true
+	for _, nc := range g.pending {
+		nc.Close()
+	}
+	g.pending = nil
+	for _, gr := range g.queue {
+		gr.c.Close()
+	}
+	g.queue = nil
+	g.handoff.close()
+	g.mu.Unlock()
+	g.stopAccept()
+	g.wg.Wait()
+}
+
+// serveSpec runs the test spec of the client on c, which asked for it; a
+// test of several threads takes its other connections from ln and h.
+func serveSpec(ctx context.Context, ln net.Listener, h *handoff, c *exchange.Conn, spec exchange.TestSpec, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
 	if err := admit(&spec, l, lim); err != nil {
+		hctx, cancel := context.WithTimeout(ctx, time.Second)
 		c.SendError(hctx, err)
+		cancel()
 		return nil, fmt.Errorf("refused a client's test: %w", err)
 	}
 	if spec.Threads > 1 {
-		return serveThreads(ctx, ln, c, spec, l, lim, onHeader)
+		return serveThreads(ctx, ln, h, c, spec, l, lim, onHeader)
 	}
 	return run(ctx, c, spec, l, "server", "", onHeader)
 }
@@ -335,15 +620,28 @@ func admit(spec *exchange.TestSpec, l Local, lim Limits) error {
 	return nil
 }
 
-// handshakeSpec greets a client on c and reads the test it asks for; a
-// failure is a *notATest.
-func handshakeSpec(ctx context.Context, c *exchange.Conn) (exchange.TestSpec, error) {
-	if _, err := exchange.Handshake(ctx, c, Tool); err != nil {
-		return exchange.TestSpec{}, &notATest{fmt.Errorf("connection from %s: %w", c.NetConn().RemoteAddr(), err)}
+// handshakeSpec greets a client on c and reads the test it asks for,
+// within wait of ctx; a failure is a *notATest, which says what did not
+// come in time.
+func handshakeSpec(ctx context.Context, c *exchange.Conn, wait time.Duration) (exchange.TestSpec, error) {
+	hctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	// late says what err, a wait cut short by wait, means.
+	late := func(err error, what string) error {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return &hintError{what, err}
+		}
+		return err
 	}
-	spec, err := c.RecvSpec(ctx)
+	from := c.NetConn().RemoteAddr()
+	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
+		err = late(err, fmt.Sprintf("sent no gorperf hello within %v (not a gorperf client?)", wait))
+		return exchange.TestSpec{}, &notATest{fmt.Errorf("connection from %s: %w", from, err)}
+	}
+	spec, err := c.RecvSpec(hctx)
 	if err != nil {
-		return exchange.TestSpec{}, &notATest{fmt.Errorf("client %s: %w", c.NetConn().RemoteAddr(), err)}
+		err = late(err, fmt.Sprintf("said hello but asked for no test within %v", wait))
+		return exchange.TestSpec{}, &notATest{fmt.Errorf("client %s: %w", from, err)}
 	}
 	return spec, nil
 }

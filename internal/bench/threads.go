@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -467,9 +468,10 @@ func mapOneThread(l Local) error {
 var groupWait = 10 * time.Second
 
 // serveThreads gathers the connections of the test of several threads
-// whose first connection is c (its spec, spec) from ln, then runs them.
+// whose first connection is c (its spec, spec) from ln and h, then runs
+// them.
 // A connection of another client meanwhile is told the server is busy.
-func serveThreads(ctx context.Context, ln net.Listener, c *exchange.Conn, spec exchange.TestSpec, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
+func serveThreads(ctx context.Context, ln net.Listener, h *handoff, c *exchange.Conn, spec exchange.TestSpec, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
 	n := int(spec.Threads)
 	conns := make([]*exchange.Conn, n)
 	specs := make([]exchange.TestSpec, n)
@@ -498,7 +500,7 @@ func serveThreads(ctx context.Context, ln net.Listener, c *exchange.Conn, spec e
 	if err := mapOneThread(l); err != nil {
 		return fail(err)
 	}
-	if err := gatherThreads(ctx, ln, conns, specs, lim); err != nil {
+	if err := gatherThreads(ctx, ln, h, conns, specs, l, lim); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -516,13 +518,17 @@ func serveThreads(ctx context.Context, ln net.Listener, c *exchange.Conn, spec e
 
 // gatherThreads takes from ln the connections of a test of len(conns)
 // threads that conns does not have yet, each with its spec in specs,
-// within groupWait. Each connection is greeted in a goroutine of its own,
+// within groupWait; h, if not nil, passes on the connections a server's
+// greeter was greeting when it took the first (Serve), and is closed on
+// return. Each is admitted as the first was (admit), and must
+// ask for the first one's test, but for what is each connection's own
+// (sameTest). Each connection is greeted in a goroutine of its own,
 // so that one that says nothing (a port scanner, nc) holds up none that
 // come after it; it is dropped once the test's connections are all in, or
 // at groupWait. A connection of another client is told the server is
 // busy; a test over the limits is refused. ln must have SetDeadline, as
 // a TCP or Unix listener has: gathering ends its Accept so.
-func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn, specs []exchange.TestSpec, lim Limits) error {
+func gatherThreads(ctx context.Context, ln net.Listener, h *handoff, conns []*exchange.Conn, specs []exchange.TestSpec, l Local, lim Limits) error {
 	n := len(conns)
 	var spec exchange.TestSpec // the first connection's
 	got := 0
@@ -542,12 +548,12 @@ func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn,
 	if err := dl.SetDeadline(giveUp); err != nil {
 		return err
 	}
-	type greeting struct {
-		c    *exchange.Conn
-		spec exchange.TestSpec
-		err  error
-	}
 	greeted := make(chan greeting)
+	var more <-chan greeting // nil: none
+	if h != nil {
+		more = h.c
+		defer h.close()
+	}
 	acceptErr := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -563,7 +569,7 @@ func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn,
 			go func() {
 				defer wg.Done()
 				o := exchange.NewConn(nc)
-				ts, err := handshakeSpec(gctx, o)
+				ts, err := handshakeSpec(gctx, o, groupWait)
 				select {
 				case greeted <- greeting{o, ts, err}:
 				case <-gctx.Done():
@@ -608,6 +614,7 @@ func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn,
 		var g greeting
 		select {
 		case g = <-greeted:
+		case g = <-more:
 		case err := <-acceptErr:
 			return fmt.Errorf("a test of %d threads: %d of its connections came in %v: %w", n, got, groupWait, err)
 		case <-gctx.Done():
@@ -625,8 +632,11 @@ func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn,
 			g.c.Close()
 			continue
 		}
-		ts.FitRXDepth(lim)
-		if err := ts.CheckLimits(lim); err != nil {
+		err := admit(&ts, l, lim)
+		if err == nil {
+			err = sameTest(spec, ts)
+		}
+		if err != nil {
 			g.c.SendError(hctx, err)
 			cancel()
 			g.c.Close()
@@ -637,5 +647,34 @@ func gatherThreads(ctx context.Context, ln net.Listener, conns []*exchange.Conn,
 		got++
 	}
 	grace = min(time.Second, time.Until(giveUp))
+	return nil
+}
+
+// sameTest checks that b, a later connection's part of a test of several
+// threads, asks for the test of a, its first connection's, as
+// threadSpecs splits it: what may differ is each connection's own, its
+// share of the QPs, its thread, its flow labels from its first QP on,
+// and a default RX depth as fitted to its share (TestSpec.FitRXDepth).
+func sameTest(a, b exchange.TestSpec) error {
+	norm := func(s exchange.TestSpec) exchange.TestSpec {
+		s.NumQPs, s.Thread = 0, 0
+		if s.RXDepthDefault {
+			s.RXDepth = 0
+		}
+		if len(s.FlowLabels) == 0 {
+			s.FlowLabels = nil
+		} else {
+			s.FlowLabels = slices.Sorted(slices.Values(s.FlowLabels))
+		}
+		return s
+	}
+	va, vb := reflect.ValueOf(norm(a)), reflect.ValueOf(norm(b))
+	for i := range va.NumField() {
+		fa, fb := va.Field(i), vb.Field(i)
+		if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+			f := va.Type().Field(i).Name
+			return fmt.Errorf("thread %d's connection asks for another test than thread %d's: %s %v, not %v", b.Thread, a.Thread, f, reflect.ValueOf(b).Field(i), reflect.ValueOf(a).Field(i))
+		}
+	}
 	return nil
 }

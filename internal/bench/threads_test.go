@@ -242,7 +242,7 @@ func TestMapOneThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if _, err := serveThreads(ctx, ln, exchange.NewConn(a), spec, l, Limits{}, nil); err == nil || !strings.Contains(err.Error(), "--mmap") {
+	if _, err := serveThreads(ctx, ln, nil, exchange.NewConn(a), spec, l, Limits{}, nil); err == nil || !strings.Contains(err.Error(), "--mmap") {
 		t.Errorf("server: %v; want --mmap refused", err)
 	}
 	var pe *exchange.PeerError
