@@ -163,7 +163,12 @@ func TestAcceptAfterPeerGaveUp(t *testing.T) {
 	if err := id.Close(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // for the kernel's REJ to arrive
+	// The kernel's REJ arrives: the request can no longer be answered.
+	for deadline := time.Now().Add(10 * time.Second); !rdmacm.PeerGaveUp(r.ID()); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request can still be answered 10s after its dialer went")
+		}
+	}
 	c, err := r.Accept(ctx, nil)
 	if c != nil {
 		c.Close()

@@ -22,14 +22,22 @@ import (
 // waits on it through the Go netpoller, so a waiting goroutine holds no
 // thread and a context ends the wait.
 type EventChannel struct {
-	c *C.struct_rdma_event_channel
-	w *fdwait.Waiter // on a dup of the channel's fd
+	c  *C.struct_rdma_event_channel
+	fd int            // c's, for Fd, which may race with Close
+	w  *fdwait.Waiter // on a dup of the channel's fd
 
+	// getSem holds one token while a GetEvent takes an event; Close takes
+	// it, so that it waits for that GetEvent to leave, and keeps it.
+	// Another GetEvent waits for it in a select, on its context and done.
+	getSem chan struct{}
+	done   chan struct{} // closed by Close
+
+	// idMu guards ids and the setting of closed, so that Close, which
+	// counts the IDs and sets closed under it, and CreateID and Migrate,
+	// which check closed and add their ID under it, cannot interleave.
+	idMu   sync.Mutex
 	closed atomic.Bool
-	getMu  sync.Mutex // held by GetEvent, so Close waits for it to leave
-
-	idMu sync.Mutex
-	ids  map[*C.struct_rdma_cm_id]*ID
+	ids    map[*C.struct_rdma_cm_id]*ID
 }
 
 // CreateEventChannel opens an event channel (rdma_create_event_channel);
@@ -45,7 +53,8 @@ func CreateEventChannel() (*EventChannel, error) {
 		C.rdma_destroy_event_channel(c)
 		return nil, err
 	}
-	return &EventChannel{c: c, w: w, ids: map[*C.struct_rdma_cm_id]*ID{}}, nil
+	return &EventChannel{c: c, fd: int(c.fd), w: w, getSem: make(chan struct{}, 1), done: make(chan struct{}),
+		ids: map[*C.struct_rdma_cm_id]*ID{}}, nil
 }
 
 // Fd returns the channel's file descriptor, non-blocking, for callers who
@@ -54,17 +63,24 @@ func (ch *EventChannel) Fd() int {
 	if ch.closed.Load() {
 		return -1
 	}
-	return int(ch.c.fd)
+	return ch.fd
 }
 
 // GetEvent waits for the channel's next event, copies it out and
 // acknowledges it (rdma_get_cm_event, rdma_ack_cm_event), so the Event
 // stays valid and never holds up rdma_destroy_id. It returns ctx's error if
-// ctx ends first, and ErrClosed once the channel closes. One goroutine at a
-// time should wait on a channel.
+// ctx ends first, and ErrClosed once the channel closes. Callers on one
+// channel take its events one at a time: another caller's wait is
+// queued, and ends with its own ctx or the channel's Close.
 func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
-	ch.getMu.Lock()
-	defer ch.getMu.Unlock()
+	select {
+	case ch.getSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-ch.done:
+		return nil, ErrClosed
+	}
+	defer func() { <-ch.getSem }()
 	if ch.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -103,31 +119,43 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 // EBUSY while IDs use it, and wakes a GetEvent in progress with ErrClosed.
 // Closing twice is a no-op.
 func (ch *EventChannel) Close() error {
+	ch.idMu.Lock()
 	if ch.closed.Load() {
+		ch.idMu.Unlock()
 		return nil
 	}
-	ch.idMu.Lock()
-	n := len(ch.ids)
-	ch.idMu.Unlock()
-	if n > 0 {
+	if n := len(ch.ids); n > 0 {
+		ch.idMu.Unlock()
 		return fmt.Errorf("rdma_destroy_event_channel: %d IDs still use the channel, close them first: %w",
 			n, os.NewSyscallError("rdma_destroy_event_channel", syscall.EBUSY))
 	}
-	if ch.closed.Swap(true) {
-		return nil
-	}
+	// No ID uses the channel, and none can now: CreateID and Migrate
+	// check closed under idMu.
+	ch.closed.Store(true)
+	ch.idMu.Unlock()
+	close(ch.done)
 	ch.w.Close()
-	ch.getMu.Lock() // a GetEvent in progress has left
+	ch.getSem <- struct{}{} // a GetEvent in progress has left; the token stays taken
 	C.rdma_destroy_event_channel(ch.c)
 	ch.c = nil
-	ch.getMu.Unlock()
 	return nil
 }
 
-func (ch *EventChannel) add(id *ID) {
+// addIfOpen runs create, which makes or moves an ID onto the channel, and
+// adds the ID it returns, unless the channel is closed: both under idMu,
+// so that Close cannot destroy the channel between them.
+func (ch *EventChannel) addIfOpen(create func(c *C.struct_rdma_event_channel) (*ID, error)) (*ID, error) {
 	ch.idMu.Lock()
+	defer ch.idMu.Unlock()
+	if ch.closed.Load() {
+		return nil, ErrClosed
+	}
+	id, err := create(ch.c)
+	if err != nil {
+		return nil, err
+	}
 	ch.ids[id.c] = id
-	ch.idMu.Unlock()
+	return id, nil
 }
 
 // remove forgets id, unless its address is already another ID's.

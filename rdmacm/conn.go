@@ -200,6 +200,8 @@ func (cfg *Config) handshake(ctx context.Context) (context.Context, context.Canc
 // MULTICAST_JOIN when another is awaited), or an error for any other
 // event: a *RejectedError for REJECTED, or for a UD lookup's UNREACHABLE
 // with a SIDR status, else an *EventError naming the event and its status.
+// A CONNECT_REQUEST (of a listening ID on the channel) is rejected, and
+// its new ID closed, before the error returns.
 // It is how a program that drives IDs itself waits for the outcome of
 // ResolveAddr, ResolveRoute, Connect or JoinMulticast. It takes the
 // channel's next event whatever its ID: give each ID it waits for a
@@ -216,6 +218,14 @@ func (ch *EventChannel) Await(ctx context.Context, want EventType) (*Event, erro
 			return ev, nil
 		case EventAddrChange, EventTimewaitExit, EventMulticastJoin:
 			continue
+		case EventConnectRequest:
+			// The request came with an ID of its own, which no one
+			// else can reach: refuse it and free it, or it would
+			// hold the channel open for good.
+			if ev.ID != nil && ev.ID.request {
+				err := fmt.Errorf("waiting for %s: %w", want, eventError(ev))
+				return nil, errors.Join(err, ev.ID.Reject(nil), ev.ID.Close())
+			}
 		}
 		return nil, fmt.Errorf("waiting for %s: %w", want, eventError(ev))
 	}

@@ -345,7 +345,7 @@ func TestAcceptCancelAndClose(t *testing.T) {
 		_, err := l.Accept(context.Background())
 		errc <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitInGetEvent(t, l.ID().Channel()) // Accept waits for a request
 	closeOK(t, l)
 	select {
 	case err := <-errc:

@@ -38,6 +38,9 @@ var (
 	ErrUnreachable = errors.New("peer unreachable")
 	// ErrConnect: the connection failed in its last step (CONNECT_ERROR).
 	ErrConnect = errors.New("connection error")
+	// ErrMulticast: joining a multicast group failed (MULTICAST_ERROR),
+	// in the fabric or when the QP was attached to the group.
+	ErrMulticast = errors.New("multicast join failed")
 	// ErrDisconnected: the peer disconnected or went away (DISCONNECTED),
 	// or gave up on its connection request while it was accepted.
 	ErrDisconnected = errors.New("peer disconnected")
@@ -55,9 +58,14 @@ type EventError struct {
 }
 
 // Error names the sentinel error the event stands for (ErrUnreachable,
-// ...), the event, and its errno or status.
+// ...; "unexpected event" for one without), the event, and its errno or
+// status.
 func (e *EventError) Error() string {
-	s := fmt.Sprintf("%s (RDMA_CM_EVENT_%s", e.sentinel(), e.Event)
+	what := "unexpected event"
+	if err := e.sentinel(); err != nil {
+		what = err.Error()
+	}
+	s := fmt.Sprintf("%s (RDMA_CM_EVENT_%s", what, e.Event)
 	if errno := e.errno(); errno != 0 {
 		s += ": " + errno.Error()
 	} else if e.Status != 0 {
@@ -78,8 +86,12 @@ func (e *EventError) sentinel() error {
 		return ErrDisconnected
 	case EventDeviceRemoval:
 		return ErrDeviceRemoved
+	case EventConnectError:
+		return ErrConnect
+	case EventMulticastError:
+		return ErrMulticast
 	}
-	return ErrConnect
+	return nil // an event that ends no operation: unexpected where it came
 }
 
 func (e *EventError) errno() syscall.Errno {
@@ -92,9 +104,13 @@ func (e *EventError) errno() syscall.Errno {
 	return 0
 }
 
-// Unwrap returns the sentinel for the event and the errno of its status.
+// Unwrap returns the sentinel for the event, if it has one, and the errno
+// of its status.
 func (e *EventError) Unwrap() []error {
-	errs := []error{e.sentinel()}
+	var errs []error
+	if err := e.sentinel(); err != nil {
+		errs = append(errs, err)
+	}
 	if errno := e.errno(); errno != 0 {
 		errs = append(errs, errno)
 	}

@@ -82,18 +82,16 @@ func cUDPQKey() int { return C.RDMA_UDP_QKEY }
 
 // CreateID creates an identifier whose events arrive on ch (rdma_create_id).
 // PortSpaceTCP gives RC connections, PortSpaceUDP UD ones.
+// It fails with ErrClosed once ch is closed, also while Close runs.
 func (ch *EventChannel) CreateID(ps PortSpace) (*ID, error) {
-	if ch.closed.Load() {
-		return nil, ErrClosed
-	}
-	var c *C.struct_rdma_cm_id
-	r, err := C.rdma_create_id(ch.c, &c, nil, C.enum_rdma_port_space(ps))
-	if r != 0 {
-		return nil, cmError("rdma_create_id", err)
-	}
-	id := &ID{c: c, ch: ch, ps: ps}
-	ch.add(id)
-	return id, nil
+	return ch.addIfOpen(func(cc *C.struct_rdma_event_channel) (*ID, error) {
+		var c *C.struct_rdma_cm_id
+		r, err := C.rdma_create_id(cc, &c, nil, C.enum_rdma_port_space(ps))
+		if r != 0 {
+			return nil, cmError("rdma_create_id", err)
+		}
+		return &ID{c: c, ch: ch, ps: ps}, nil
+	})
 }
 
 // Channel returns the event channel the ID's events arrive on.
@@ -447,18 +445,28 @@ func (id *ID) Disconnect() error {
 }
 
 // Migrate moves the ID, and its future events, to another channel
-// (rdma_migrate_id).
+// (rdma_migrate_id). It fails with ErrClosed once ch is closed, also while
+// ch's Close runs.
 func (id *ID) Migrate(ch *EventChannel) error {
-	if id.c == nil || ch.closed.Load() {
+	if id.c == nil {
 		return ErrClosed
 	}
-	r, err := C.rdma_migrate_id(id.c, ch.c)
-	if r != 0 {
-		return cmError("rdma_migrate_id", err)
+	old := id.ch
+	// The ID joins ch before it leaves old, so that no Close of either
+	// finds it on neither while it moves.
+	_, err := ch.addIfOpen(func(cc *C.struct_rdma_event_channel) (*ID, error) {
+		if r, err := C.rdma_migrate_id(id.c, cc); r != 0 {
+			return nil, cmError("rdma_migrate_id", err)
+		}
+		id.ch = ch
+		return id, nil
+	})
+	if err != nil {
+		return err
 	}
-	id.ch.remove(id)
-	id.ch = ch
-	ch.add(id)
+	if old != ch {
+		old.remove(id)
+	}
 	return nil
 }
 
@@ -563,12 +571,15 @@ func (id *ID) Close() error {
 	if id.qp != nil {
 		return fmt.Errorf("rdma_destroy_id: close the ID's QP first: %w", os.NewSyscallError("rdma_destroy_id", syscall.EBUSY))
 	}
-	id.ch.remove(id) // before its address can be another's
+	// The ID leaves its channel only once destroyed, so that the
+	// channel's Close cannot destroy the channel, which rdma_destroy_id
+	// writes to, first. If a new ID takes the address meanwhile, remove
+	// leaves it be.
 	r, err := C.rdma_destroy_id(id.c)
 	if r != 0 {
-		id.ch.add(id)
 		return cmError("rdma_destroy_id", err)
 	}
+	id.ch.remove(id)
 	id.c = nil
 	return nil
 }

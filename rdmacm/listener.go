@@ -23,10 +23,13 @@ type Listener struct {
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
-	mu     sync.Mutex // held while taking a request, and by Close
+	// sem holds one token while a GetRequest takes a request, and Close
+	// takes it to wait for that one to leave. Another GetRequest waits
+	// for it in a select, so that its own ctx, or Close, ends the wait.
+	sem chan struct{}
 	// removed is the DEVICE_REMOVAL event's error once the device has
 	// gone: the kernel has closed the listening ID, so no request comes
-	// again, and every later GetRequest returns it (under mu).
+	// again, and every later GetRequest returns it (under sem).
 	removed error
 
 	closeOnce sync.Once
@@ -68,7 +71,7 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err := id.Listen(cfg.Backlog); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
-	l := &Listener{id: id, ch: ch, cfg: *cfg, addr: addr, bound: id.LocalAddr()}
+	l := &Listener{id: id, ch: ch, cfg: *cfg, addr: addr, bound: id.LocalAddr(), sem: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	return l, nil
 }
@@ -115,7 +118,8 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // GetRequest waits for the next connection request (the CONNECT_REQUEST
 // event, as rdma_get_request) and moves its ID to an event channel of its
 // own (rdma_migrate_id). The caller must Accept or Reject it. It returns
-// ctx's error when ctx ends first, and ErrClosed after Close. Once the
+// ctx's error when ctx ends first, and ErrClosed after Close. Callers take
+// requests one at a time: another's wait ends with its own ctx too. Once the
 // device has gone (DEVICE_REMOVAL), it and every later call return an
 // error matching ErrDeviceRemoved: no request can come again.
 func (l *Listener) GetRequest(ctx context.Context) (*ConnRequest, error) {
@@ -131,8 +135,17 @@ func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
 	defer cancel()
 	stop := context.AfterFunc(l.ctx, cancel)
 	defer stop()
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	// One caller at a time takes requests; the others wait here, each
+	// until its own ctx ends (or Close, which cancels it).
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		if l.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		return nil, ctx.Err()
+	}
+	defer func() { <-l.sem }()
 	for {
 		if l.ctx.Err() != nil {
 			return nil, ErrClosed
@@ -176,8 +189,8 @@ func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
 func (l *Listener) Close() error {
 	l.closeOnce.Do(func() {
 		l.cancel()
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l.sem <- struct{}{} // a GetRequest in progress has left
+		defer func() { <-l.sem }()
 		l.closeErr = errors.Join(l.id.Close(), l.ch.Close())
 	})
 	return l.closeErr

@@ -9,6 +9,7 @@ int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out)
 	const void *data;
 	uint8_t len;
 
+	errno = 0;
 	if (rdma_get_cm_event(ch, &ev))
 		return errno ? errno : EIO;
 	memset(out, 0, sizeof(*out));
@@ -16,6 +17,17 @@ int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out)
 	out->listen_id = ev->listen_id;
 	out->event = ev->event;
 	out->status = ev->status;
+	/*
+	 * An event librdmacm makes of a failure of its own (ADDR_ERROR or
+	 * ROUTE_ERROR when it cannot query the resolved address or route,
+	 * CONNECT_ERROR when moving the QP to RTR or RTS fails,
+	 * MULTICAST_ERROR when ibv_attach_mcast fails) has status -1 and the
+	 * reason in errno, which nothing sets again before
+	 * rdma_get_cm_event returns. The kernel's statuses are negative
+	 * errnos already; its -1 (EPERM) comes with errno still 0.
+	 */
+	if (ev->status == -1 && errno)
+		out->status = -errno;
 	if (ev->id && ev->id->qp_type == IBV_QPT_UD) {
 		const struct rdma_ud_param *u = &ev->param.ud;
 

@@ -30,7 +30,8 @@ struct gr_event {
 
 // gr_get_event takes the channel's next event (rdma_get_cm_event), copies it
 // into out and acknowledges it at once (rdma_ack_cm_event). It returns 0 or
-// the errno: EAGAIN when a non-blocking channel has no event.
+// the errno: EAGAIN when a non-blocking channel has no event. An event
+// librdmacm made of its own failure (status -1) gets status -errno.
 int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out);
 
 // rdma_get_local_addr and rdma_get_peer_addr are static inlines.

@@ -1,0 +1,19 @@
+//go:build linux && cgo
+
+package rdmacm
+
+import (
+	"errors"
+	"syscall"
+)
+
+// Waiting reports whether a GetEvent holds ch: takes its next event, or
+// waits for one.
+func Waiting(ch *EventChannel) bool { return len(ch.getSem) == 1 }
+
+// PeerGaveUp reports whether the connection request id came with can no
+// longer be answered, its peer having given up: the condition on which
+// ConnRequest.Accept's failure matches ErrDisconnected.
+func PeerGaveUp(id *ID) bool {
+	return errors.Is(id.peersReason(syscall.EINVAL), ErrDisconnected)
+}
