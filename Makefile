@@ -23,6 +23,15 @@ DEVICE_PKGS_CMD := CGO_ENABLED=1 $(GO) list -f '{{.ImportPath}} {{join .TestImpo
 # two devices and the IPv6 address that some tests need.
 HAVE_DEVICE := $(shell ls /dev/infiniband/uverbs* >/dev/null 2>&1 && grep -l ACTIVE /sys/class/infiniband/*/ports/*/state 2>/dev/null | head -1)
 
+# LOCKED CMD: CMD holding $(BUILD)/.lock (flock, util-linux's), so that two
+# makes in one checkout (make bench beside make test) do not both remove,
+# rebuild and run the test binaries at once: the second waits. The make
+# that CMD runs (GORPERF_BUILD_LOCK set) does not take it again.
+LOCKED = $(if $(GORPERF_BUILD_LOCK)$(NOFLOCK),,mkdir -p $(BUILD) && \
+	{ flock -n $(BUILD)/.lock true || echo "make: waiting for $(BUILD)/.lock: another make builds or runs the device tests in this checkout" >&2; } && \
+	GORPERF_BUILD_LOCK=1 flock $(BUILD)/.lock)
+NOFLOCK := $(if $(shell command -v flock),,1)
+
 .PHONY: all deps build test unit device-tests device-tests-vm demo compare fuzz race race-device check fmt-check ci-selftest bench clean docs man
 
 all: build
@@ -51,7 +60,10 @@ test: deps unit device-tests
 unit:
 	$(GO) test -count=1 ./...
 
-device-tests: test-binaries
+device-tests:
+	@$(LOCKED) $(MAKE) --no-print-directory device-tests-locked
+
+device-tests-locked: test-binaries
 ifneq ($(HAVE_DEVICE),)
 	ci/device-tests.sh $(TESTBIN)
 else
@@ -59,7 +71,10 @@ else
 endif
 
 ## The same tests in a VM without an rxe device must fail, not skip.
-device-tests-must-fail: test-binaries
+device-tests-must-fail:
+	@$(LOCKED) $(MAKE) --no-print-directory device-tests-must-fail-locked
+
+device-tests-must-fail-locked: test-binaries
 	@if $(VM) -n -t 300 -- ci/device-tests.sh $(TESTBIN) -- -test.run 'TestDeviceSmoke' >$(BUILD)/no-device.log 2>&1; then \
 		cat $(BUILD)/no-device.log; echo "FAIL: device tests passed in a VM without an RDMA device"; exit 1; \
 	else \
@@ -84,7 +99,7 @@ vm-selftest:
 	[ -z "$$left" ] || { echo "FAIL: the run left $$left in its TMPDIR"; exit 1; }; \
 	echo "ok: a failed guest set-up fails the run (exit 125), with commas in its paths and no HOME"
 
-.PHONY: test-binaries device-tests-must-fail vm-selftest
+.PHONY: test-binaries device-tests-must-fail vm-selftest device-tests-locked device-tests-must-fail-locked bench-locked race-device-locked
 test-binaries:
 	@rm -rf $(TESTBIN); mkdir -p $(TESTBIN)
 	@set -o pipefail; pkgs=$$($(DEVICE_PKGS_CMD)) || exit 1; \
@@ -139,6 +154,9 @@ race:
 ## race-device: the device tests built with the race detector, on this
 ## host's RDMA device or in the VM, with -test.short (6 minutes under TCG).
 race-device:
+	@$(LOCKED) $(MAKE) --no-print-directory race-device-locked
+
+race-device-locked:
 	@$(MAKE) --no-print-directory test-binaries TESTBIN=$(BUILD)/race TESTFLAGS=-race
 ifneq ($(HAVE_DEVICE),)
 	ci/device-tests.sh $(BUILD)/race -- -test.short
@@ -164,8 +182,10 @@ fmt-check:
 	[ -z "$$out" ] || { echo "fmt-check: not gofmt'ed:" >&2; echo "$$out" >&2; exit 1; }
 
 ## ci-selftest: the CI scripts' own checks, on this host, without a VM or a
-## device (ci/selftest.sh): deps.sh through sudo -n and its C toolchain
-## check, go-version.sh, fmt-check, demo.sh's server log on a failure.
+## device (ci/selftest.sh): deps.sh through sudo -n, waiting for apt's lock,
+## and its C toolchain check, go-version.sh, fmt-check, demo.sh's server log
+## on a failure and its doctor's exit status, the VM runner's choice of
+## kernel and its initramfs (a fake root and qemu), and the build lock.
 ci-selftest:
 	ci/selftest.sh
 
@@ -173,7 +193,10 @@ ci-selftest:
 ## device, else in the soft-RoCE VM; BENCHTIME is each one's -benchtime.
 BENCHTIME ?= 2000x
 BENCHFLAGS = -- -test.run '^$$' -test.bench . -test.benchtime $(BENCHTIME) -test.benchmem
-bench: test-binaries
+bench:
+	@$(LOCKED) $(MAKE) --no-print-directory bench-locked
+
+bench-locked: test-binaries
 ifneq ($(HAVE_DEVICE),)
 	ci/device-tests.sh $(TESTBIN) $(BENCHFLAGS)
 else

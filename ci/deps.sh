@@ -38,7 +38,10 @@ for p in "${want[@]}"; do
 	grep -q '^.i' <<<"$s" || missing+=("$p")
 done
 kernel=$(rxe_kernel_package)
-if [ "$mode" = vm ] && ! rxe_kernel; then
+# No kernel the VM can boot, or only ones without its virtio and 9p
+# modules: the distribution's kernel, where it is not installed already.
+if [ "$mode" = vm ] && { ! rxe_kernel || [ -n "$RXE_KVER_MISSING" ]; } &&
+	! dpkg-query -W -f='${db:Status-Abbrev}\n' "$kernel" 2>/dev/null | grep -q '^.i'; then
 	missing+=("$kernel")
 fi
 # as_root CMD...: CMD as root: directly, or through sudo -n where this user
@@ -59,6 +62,10 @@ kernel_check() {
 	[ "$mode" = vm ] || return 0
 	if ! rxe_kernel; then
 		echo "deps: no installed kernel has both /boot/vmlinuz-VERSION and rdma_rxe under /lib/modules/VERSION (after $kernel); the VM cannot boot" >&2
+		return 1
+	fi
+	if [ -n "$RXE_KVER_MISSING" ]; then
+		echo "deps: $(rxe_kernel_missing_msg)" >&2
 		return 1
 	fi
 	if [ "$RXE_KVER_UNREADABLE" = 1 ] && [ -n "${CI:-}" ] && sudo_ok; then

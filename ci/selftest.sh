@@ -3,8 +3,10 @@
 # no RDMA device (make ci-selftest; .ci/run runs it first). Programs the
 # scripts call are replaced where a case needs another host: fake id, sudo,
 # apt-get and dpkg-query for a user who may sudo, a failing gcc, an old go,
-# a gorperf whose client fails. Nothing is installed and nothing is sent.
-# The VM runner's own checks are make vm-selftest's.
+# a gorperf whose client fails, a qemu that starts nothing and a fake root
+# of kernels (RXE_SYSROOT) for the VM runner, a go and a VM for make.
+# Nothing is installed and nothing is sent. The VM runner's checks that
+# boot the VM are make vm-selftest's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -234,6 +236,171 @@ if [ $rc = 1 ] && grep -q 'gorperf doctor failed (exit 2)' <<<"$out" && ! grep -
 else
 	fail "demo.sh with doctor exit 2: exit $rc, want 1 and the doctor's failure"
 	echo "$out"
+fi
+
+# ---- rxe-vm/run and kernel.sh: which kernel the VM boots, and its
+# initramfs, in a fake root (RXE_SYSROOT) with a qemu that starts nothing.
+# mkkernel VER FILE...: a kernel VER with an image, rdma_rxe (unless
+# FILE is -norxe) and the module FILEs under kernel/; builtin:PATH lines
+# go to its modules.builtin.
+S=$T/sysroot
+mkkernel() {
+	local v=$1 f
+	shift
+	mkdir -p "$S/boot" "$S/lib/modules/$v/kernel/drivers/infiniband/sw/rxe"
+	echo "fake kernel $v" >"$S/boot/vmlinuz-$v"
+	: >"$S/lib/modules/$v/modules.builtin"
+	[ "${1:-}" = -norxe ] && shift || : >"$S/lib/modules/$v/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko"
+	for f; do
+		case $f in
+		builtin:*) echo "${f#builtin:}" >>"$S/lib/modules/$v/modules.builtin" ;;
+		*) mkdir -p "$(dirname "$S/lib/modules/$v/kernel/$f")" && echo "module $f" >"$S/lib/modules/$v/kernel/$f" ;;
+		esac
+	done
+}
+virtio9p=(drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/virtio_pci.ko
+	net/9p/9pnet.ko net/9p/9pnet_virtio.ko fs/9p/9p.ko)
+mkkernel 6.1.0-9-amd64 "${virtio9p[@]}" fs/netfs/netfs.ko
+# newer, but without virtio and 9p (it had them neither as files nor built in)
+mkkernel 6.9.0-1-amd64
+# newer still, without rdma_rxe
+mkkernel 6.12.0-1-amd64 -norxe "${virtio9p[@]}"
+Q=$T/fakeqemu
+fake "$Q" qemu-system-x86_64 'echo "$*" >'"$T"'/qemu.args'
+# vmrun ENV...: the runner in the fake root, its output in $out, exit in $rc.
+vmrun() {
+	out=$(env PATH="$Q:$PATH" RXE_SYSROOT="$S" RXE_VM_CACHE="$T/vmcache" RXE_VM_ACCEL=tcg "$@" \
+		ci/rxe-vm/run -t 30 -- true 2>&1)
+	rc=$?
+}
+vmrun
+if [ $rc = 126 ]; then
+	echo "skip: rxe-vm/run: this host lacks packages the VM needs: $out"
+else
+	# It takes the older kernel, which has the modules the guest needs,
+	# and builds an initramfs with them, its init and busybox.
+	list=$(zcat "$T"/vmcache/initramfs-6.1.0-9-amd64-*.cpio.gz 2>/dev/null | cpio -t --quiet 2>/dev/null)
+	if [ $rc = 125 ] && grep -q 'the guest reported no exit code' <<<"$out" &&
+		grep -q -- "-kernel $S/boot/vmlinuz-6.1.0-9-amd64 " "$T/qemu.args" &&
+		grep -qx mods/9p.ko <<<"$list" && grep -qx mods/netfs.ko <<<"$list" &&
+		grep -qx init <<<"$list" && grep -qx bin/busybox <<<"$list"; then
+		pass "rxe-vm/run: the newest kernel with rdma_rxe and the guest's modules is booted, with them in its initramfs"
+	else
+		fail "rxe-vm/run with kernels 6.12 (no rdma_rxe), 6.9 (no 9p) and 6.1: exit $rc, want 125 (fake qemu) and 6.1 booted"
+		echo "$out"
+		cat "$T/qemu.args"
+		echo "$list"
+	fi
+	# Only a kernel without 9p: named, with its missing modules (virtio
+	# built in is not missing), and what to do (it booted, and the guest
+	# could not mount its root).
+	rm -rf "$S/lib/modules/6.1.0-9-amd64" "$S/boot/vmlinuz-6.1.0-9-amd64"
+	printf 'kernel/%s\n' drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/virtio_pci.ko \
+		>"$S/lib/modules/6.9.0-1-amd64/modules.builtin"
+	rm -f "$T/qemu.args"
+	vmrun
+	if [ $rc = 125 ] && grep -q 'kernel 6.9.0-1-amd64 has neither a module file .* for: 9pnet 9pnet_virtio 9p;' <<<"$out" &&
+		grep -q 'RXE_VM_KVER=VERSION' <<<"$out" && [ ! -e "$T/qemu.args" ]; then
+		pass "rxe-vm/run: a kernel without the 9p modules is refused, naming them"
+	else
+		fail "rxe-vm/run with a kernel without 9p: exit $rc, want 125 naming 9pnet 9pnet_virtio 9p"
+		echo "$out"
+	fi
+	# RXE_VM_KVER: a kernel that is not there, and one without rdma_rxe.
+	vmrun RXE_VM_KVER=7.0-nope
+	if [ $rc = 125 ] && grep -q "RXE_VM_KVER=7.0-nope: no such kernel image, $S/boot/vmlinuz-7.0-nope" <<<"$out"; then
+		pass "rxe-vm/run: RXE_VM_KVER of a kernel that is not installed: no such kernel image"
+	else
+		fail "rxe-vm/run with RXE_VM_KVER=7.0-nope: exit $rc, want 125 and no such kernel image"
+		echo "$out"
+	fi
+	vmrun RXE_VM_KVER=6.12.0-1-amd64
+	if [ $rc = 125 ] && grep -q 'RXE_VM_KVER=6.12.0-1-amd64: this kernel has no rdma_rxe' <<<"$out"; then
+		pass "rxe-vm/run: RXE_VM_KVER of a kernel without rdma_rxe is refused"
+	else
+		fail "rxe-vm/run with RXE_VM_KVER=6.12.0-1-amd64 (no rdma_rxe): exit $rc, want 125 naming rdma_rxe"
+		echo "$out"
+	fi
+	# An initramfs that fails to build (cpio fails) fails the run, and
+	# leaves nothing in the cache (it left its temporary file).
+	mkkernel 6.1.0-9-amd64 "${virtio9p[@]}"
+	rm -rf "$T/vmcache"
+	fake "$Q" cpio 'exit 1'
+	vmrun
+	rm "$Q/cpio"
+	if [ $rc = 125 ] && grep -q 'could not build the initramfs' <<<"$out" && [ -z "$(ls -A "$T/vmcache")" ]; then
+		pass "rxe-vm/run: an initramfs that fails to build fails the run, and leaves nothing in the cache"
+	else
+		fail "rxe-vm/run with cpio failing: exit $rc, want 125 and an empty cache"
+		echo "$out"
+		ls -A "$T/vmcache"
+	fi
+	# A module compressed with zstd where there is no zstd: the package to
+	# install (exit 126), as for the runner's other tools.
+	mv "$S/lib/modules/6.1.0-9-amd64/kernel/fs/9p/9p.ko" "$S/lib/modules/6.1.0-9-amd64/kernel/fs/9p/9p.ko.zst"
+	NZ=$T/nozstd
+	mkdir -p "$NZ"
+	# each program on PATH but zstd and xz (ln takes the first of a name)
+	ln -s /usr/local/bin/* /usr/sbin/* /usr/bin/* /sbin/* /bin/* "$NZ/" 2>/dev/null
+	rm -f "$NZ/zstd" "$NZ/xz"
+	out=$(env PATH="$Q:$NZ" RXE_SYSROOT="$S" RXE_VM_CACHE="$T/vmcache" ci/rxe-vm/run -t 30 -- true 2>&1)
+	rc=$?
+	if [ $rc = 126 ] && grep -q 'apt-get install -y --no-install-recommends zstd$' <<<"$out"; then
+		pass "rxe-vm/run: modules compressed with zstd, and no zstd: the package to install"
+	else
+		fail "rxe-vm/run with 9p.ko.zst and no zstd: exit $rc, want 126 and zstd's apt-get line"
+		echo "$out"
+	fi
+fi
+
+# ---- kernel.sh: rxe_kernel takes the newest kernel with rdma_rxe whose
+# image this user can read and that has the guest's modules (built in
+# counts), else says which it lacks.
+rm -rf "$S"
+mkkernel 6.1.0-9-amd64 $(printf 'builtin:kernel/%s ' "${virtio9p[@]}")
+mkkernel 6.9.0-1-amd64 drivers/virtio/virtio.ko
+got=$(RXE_SYSROOT=$S bash -c '. ci/kernel.sh && rxe_kernel && echo "$RXE_KVER [$RXE_KVER_MISSING]"' 2>&1)
+if [ "$got" = "6.1.0-9-amd64 []" ]; then
+	pass "kernel.sh: rxe_kernel prefers an older kernel that has the guest's modules (built in) to a newer without"
+else
+	fail "kernel.sh's rxe_kernel with 6.9 (no 9p) and 6.1 (all built in): got '$got', want 6.1.0-9-amd64 []"
+fi
+rm -rf "$S/lib/modules/6.1.0-9-amd64"
+got=$(RXE_SYSROOT=$S bash -c '. ci/kernel.sh && rxe_kernel && echo "$RXE_KVER [$RXE_KVER_MISSING]"' 2>&1)
+if [ "$got" = "6.9.0-1-amd64 [virtio_ring virtio_pci 9pnet 9pnet_virtio 9p]" ]; then
+	pass "kernel.sh: rxe_kernel names the modules a kernel lacks"
+else
+	fail "kernel.sh's rxe_kernel with only 6.9 (virtio alone): got '$got'"
+fi
+
+# ---- make bench beside make device-tests in one checkout: the second
+# waits for the first (its test-binaries removed and rebuilt the binaries
+# the first's run was using). A fake go builds a test binary in 1s, a fake
+# VM runs it for 2s and checks that it is still the one it started.
+M=$T/make
+fake "$M" go 'case $1 in
+list) echo "example.com/p example.com/internal/rdmatest" ;;
+test) for a; do [ "$prev" = -o ] && out=$a; prev=$a; done; sleep 1; echo "bin $$" >"$out" ;;
+esac'
+fake "$M" vm 'for a; do [ "$prev" = ci/device-tests.sh ] && tb=$a; prev=$a; done
+b=$(cat "$tb/example.com_p.test")
+echo "start $b" >>'"$T"'/vm.log
+sleep 2
+if [ "$(cat "$tb/example.com_p.test")" = "$b" ]; then echo "ok $b" >>'"$T"'/vm.log; else echo "changed $b" >>'"$T"'/vm.log; exit 1; fi'
+mk() { make -s --no-print-directory "$@" BUILD="$T/mkbuild" GO="$M/go" VM="$M/vm" HAVE_DEVICE= >>"$T/make.out" 2>&1; }
+mk bench &
+p1=$!
+sleep 1.5
+mk device-tests
+rc2=$?
+wait $p1
+rc1=$?
+if [ $rc1 = 0 ] && [ $rc2 = 0 ] && [ "$(cut -d' ' -f1 "$T/vm.log" | tr '\n' ' ')" = "start ok start ok " ] &&
+	grep -q 'make: waiting for .*/mkbuild/.lock' "$T/make.out"; then
+	pass "make bench and make device-tests at once in one checkout: the second waits for the first"
+else
+	fail "make bench and make device-tests at once: exits $rc1 and $rc2, want 0 and 0, and one run after the other, each with its binary"
+	cat "$T/vm.log" "$T/make.out"
 fi
 
 echo "ci-selftest: $failures failed"
