@@ -105,7 +105,9 @@ func (ch *CompChannel) Fd() int {
 // cancelled or has the previous Wait's Done channel: a loop that waits
 // with one context keeps one cancellation watch registered. A Wait or
 // Block begun while another is under way on the channel fails at once
-// with an error matching syscall.EBUSY.
+// with an error matching syscall.EBUSY. An event for a CQ whose Close is
+// under way in another goroutine is acknowledged and passed over: Wait
+// goes on waiting, and never returns a CQ other than the event's.
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	if ch.c == nil {
 		return nil, ErrClosed
@@ -117,19 +119,18 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 		return nil, err
 	}
 	defer ch.leave()
-	if err := ch.w.Wait(ctx, ch.try); err != nil {
-		return nil, waitError(err)
+	for {
+		if err := ch.w.Wait(ctx, ch.try); err != nil {
+			return nil, waitError(err)
+		}
+		if ch.errno != 0 {
+			return nil, verbError("ibv_get_cq_event", int(ch.errno))
+		}
+		if cq, _ := ch.ctx.dev.cqEvent(ch.cq, false); cq != nil {
+			return cq, nil
+		}
+		// The event was for a CQ being closed: wait for the next.
 	}
-	if ch.errno != 0 {
-		return nil, verbError("ibv_get_cq_event", int(ch.errno))
-	}
-	cq := ch.cq
-	C.ibv_ack_cq_events(cq, 1)
-	got, _ := ch.ctx.lookup(unsafe.Pointer(cq)).(*CQ)
-	if got == nil {
-		return nil, fmt.Errorf("ibv_get_cq_event: event for an unknown CQ %p", cq)
-	}
-	return got, nil
 }
 
 // waiter registers the channel's fd with the netpoller, once.
@@ -174,11 +175,12 @@ func (ch *CompChannel) Interrupt() error {
 // with the calling OS thread asleep in the kernel (poll(2) on the
 // channel's fd) rather than the goroutine parked in the Go netpoller, for
 // at most timeout (poll(2)'s longest, about 24.8 days, for longer); 0
-// only takes an event already there. In the same cgo call it reads the
-// event (ibv_get_cq_event), re-arms its CQ for the next completion
-// (ibv_req_notify_cq) and acknowledges the event (ibv_ack_cq_events). It
-// returns that CQ, or nil when the time passed first. It does not
-// allocate.
+// only takes an event already there. It reads the event
+// (ibv_get_cq_event) in the cgo call that sleeps, then in one more re-arms
+// its CQ for the next completion (ibv_req_notify_cq) and acknowledges the
+// event (ibv_ack_cq_events). It returns that CQ, or nil when the time
+// passed first. It does not allocate. An event for a CQ whose Close is
+// under way is acknowledged and passed over, as Wait does.
 //
 // It is the wait of a loop that owns its thread (runtime.LockOSThread)
 // and would otherwise spin, as perftest's -e does: arm each CQ once with
@@ -199,24 +201,53 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 	}
 	defer ch.leave()
 	var p *C.struct_ibv_cq
+	var end C.int64_t
 	// poll(2) takes whole milliseconds in an int: about 24.8 days at most.
 	timeout = min(max(timeout, 0), time.Duration(math.MaxInt32)*time.Millisecond)
-	errno := C.gv_channel_block(handle(ch.c), C.int64_t(timeout), &p)
-	var cq *CQ
-	if p != nil {
-		if cq, _ = ch.ctx.lookup(unsafe.Pointer(p)).(*CQ); cq == nil {
-			return nil, fmt.Errorf("ibv_get_cq_event: event for an unknown CQ %p", p)
+	for {
+		errno := C.gv_channel_wait(handle(ch.c), C.int64_t(timeout), &end, &p)
+		switch {
+		case errno < 0:
+			return nil, verbError("poll", int(-errno))
+		case errno > 0:
+			return nil, verbError("ibv_get_cq_event", int(errno))
+		case p == nil:
+			return nil, nil
 		}
+		cq, rc := ch.ctx.dev.cqEvent(p, true)
+		if cq == nil {
+			// The event was for a CQ being closed: wait for the next
+			// until the same deadline.
+			continue
+		}
+		if rc != 0 {
+			return cq, verbError("ibv_req_notify_cq", int(rc))
+		}
+		return cq, nil
 	}
-	switch {
-	case errno < 0:
-		return nil, verbError("poll", int(-errno))
-	case errno > 0 && p != nil:
-		return cq, verbError("ibv_req_notify_cq", int(errno))
-	case errno > 0:
-		return nil, verbError("ibv_get_cq_event", int(errno))
+}
+
+// cqEvent finds the CQ that an event read from a channel (by
+// ibv_get_cq_event) is about, and acknowledges the event
+// (ibv_ack_cq_events), re-arming the CQ first where arm is set
+// (ibv_req_notify_cq), all under the table's lock. CQ.Close takes its CQ
+// out of the table under that lock before ibv_destroy_cq, which waits for
+// the CQ's events to be acknowledged before it frees it: until the ack, p
+// is the address of the event's CQ and of no other. So a CQ found in the
+// table is the event's and not yet destroyed, when the arm reaches it, and
+// a CQ not in the table is being closed: its event is acknowledged and
+// dropped, and cqEvent returns nil. (Where ibv_destroy_cq then fails, the
+// CQ goes back in the table unarmed, as if its event had been taken.)
+// It returns ibv_req_notify_cq's errno, or 0.
+func (d *devState) cqEvent(p *C.struct_ibv_cq, arm bool) (*CQ, C.int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cq, _ := d.objs[unsafe.Pointer(p)].(*CQ)
+	a := C.int(0)
+	if arm && cq != nil {
+		a = 1
 	}
-	return cq, nil
+	return cq, C.gv_cq_event_done(handle(p), a)
 }
 
 // Close destroys the channel (ibv_destroy_comp_channel). It fails with

@@ -15,7 +15,10 @@ import (
 )
 
 // AsyncEvent is an asynchronous event from the device (struct
-// ibv_async_event), already acknowledged.
+// ibv_async_event), already acknowledged. QP, CQ and SRQ name the object
+// the event is about when it is one of this package's and its Close has
+// not begun: an event for one being closed has them nil, never another
+// object made since at the same address.
 type AsyncEvent struct {
 	Type EventType // what happened (IBV_EVENT_*)
 	Port int       // for port events
@@ -103,6 +106,11 @@ func (c *Context) Events() (<-chan AsyncEvent, error) {
 				EventClientReregister, EventGIDChange:
 				e.Port = int(*(*C.int)(unsafe.Pointer(&ev.element)))
 			}
+			// Looked up before the ack: until then the object cannot
+			// be destroyed (ibv_destroy_qp and the others wait for
+			// their events' acks), so its address is no other's. One
+			// being closed is out of the table already, and named by
+			// no field.
 			if obj != nil {
 				switch o := d.lookup(obj).(type) {
 				case *QP:
@@ -113,6 +121,7 @@ func (c *Context) Events() (<-chan AsyncEvent, error) {
 					e.SRQ = o
 				}
 			}
+			C.ibv_ack_async_event(&ev)
 			select {
 			case l.ch <- e:
 			case <-ctx.Done():

@@ -549,8 +549,11 @@ int gv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq)
 	return 0;
 }
 
-// Reads and acknowledges one async event. *qpn is the QP number for QP
-// events; *obj the C object the event is about (QP, CQ, SRQ or WQ), or NULL.
+// Reads one async event, which the caller acknowledges (ibv_ack_async_event)
+// once it has looked up the object the event is about: until then that
+// object cannot be freed, nor its address be another's. *qpn is the QP number
+// for QP events; *obj the C object the event is about (QP, CQ, SRQ or WQ), or
+// NULL.
 int gv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
 		       uint32_t *qpn, void **obj)
 {
@@ -584,7 +587,6 @@ int gv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
 	default:
 		break;
 	}
-	ibv_ack_async_event(ev);
 	return 0;
 }
 
@@ -618,16 +620,23 @@ int gv_post_poll(uintptr_t qph, uintptr_t qxh, uintptr_t wrh, int n, int list, i
 	return 0;
 }
 
-int gv_channel_block(uintptr_t chh, int64_t timeout_ns, struct ibv_cq **out)
+int gv_channel_wait(uintptr_t chh, int64_t timeout_ns, int64_t *end_ns, struct ibv_cq **out)
 {
 	struct ibv_comp_channel *ch = (struct ibv_comp_channel *)chh;
 	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-	struct ibv_cq *cq;
 	void *cq_ctx;
-	int64_t end = mono_ns() + timeout_ns, left = timeout_ns;
+	int64_t left;
 	int rc;
 
 	*out = NULL;
+	if (!*end_ns) {
+		*end_ns = mono_ns() + timeout_ns;
+		left = timeout_ns;
+	} else {
+		left = *end_ns - mono_ns();
+		if (left < 0)
+			left = 0;
+	}
 	// poll(2) first, which returns at once when an event is there: a
 	// read of the (non-blocking) fd would take a system call more
 	// whenever the wait does sleep.
@@ -638,19 +647,25 @@ int gv_channel_block(uintptr_t chh, int64_t timeout_ns, struct ibv_cq **out)
 		if (rc < 0 && errno != EINTR)
 			return -errno;
 		if (rc > 0) {
-			if (!ibv_get_cq_event(ch, &cq, &cq_ctx))
-				break;
+			if (!ibv_get_cq_event(ch, out, &cq_ctx))
+				return 0;
+			*out = NULL;
 			if (errno != EAGAIN)
 				return errno ? errno : EIO;
 		}
-		left = end - mono_ns();
+		left = *end_ns - mono_ns();
 		if (left <= 0)
 			return 0;
 	}
+}
+
+int gv_cq_event_done(uintptr_t cqh, int arm)
+{
+	struct ibv_cq *cq = (struct ibv_cq *)cqh;
+	int rc = arm ? ibv_req_notify_cq(cq, 0) : 0;
+
 	// Arm before the ack: ibv_destroy_cq, in another thread, waits for
 	// the ack and may free the CQ as soon as it is given.
-	*out = cq;
-	rc = ibv_req_notify_cq(cq, 0);
 	ibv_ack_cq_events(cq, 1);
 	return rc;
 }

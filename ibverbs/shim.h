@@ -133,12 +133,19 @@ struct ibv_mw *gv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type, int *err);
 int gv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, uint64_t wr_id, unsigned int flags,
 	       struct ibv_mr *mr, uint64_t addr, uint64_t length, unsigned int access);
 int gv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
-// gv_channel_block waits up to timeout_ns for the channel's next event,
-// sleeping in poll(2), then acknowledges it and re-arms its CQ. It stores
-// the CQ in *cq (NULL if the time passed first) and returns 0, or an errno:
-// of ibv_get_cq_event, of ibv_req_notify_cq (then *cq is set), or, negated,
-// of poll.
-int gv_channel_block(uintptr_t ch, int64_t timeout_ns, struct ibv_cq **cq);
+// gv_channel_wait waits, with the thread asleep in poll(2), for the
+// channel's next event and reads it (ibv_get_cq_event) without
+// acknowledging it: gv_cq_event_done does. It waits until *end_ns on the
+// monotonic clock, which a first call, with *end_ns 0, sets to timeout_ns
+// from now, so that a caller that drops an event and waits again keeps the
+// first call's deadline. It stores the event's CQ in *cq (NULL if the time
+// passed first) and returns 0, or an errno: of ibv_get_cq_event, or,
+// negated, of poll.
+int gv_channel_wait(uintptr_t ch, int64_t timeout_ns, int64_t *end_ns, struct ibv_cq **cq);
+// gv_cq_event_done re-arms cq for its next completion when arm is set
+// (ibv_req_notify_cq), then acknowledges one event of it (ibv_ack_cq_events),
+// and returns ibv_req_notify_cq's errno, or 0.
+int gv_cq_event_done(uintptr_t cq, int arm);
 int gv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
 		       uint32_t *qpn, void **obj);
 

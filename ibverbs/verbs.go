@@ -5,8 +5,9 @@ package ibverbs
 // #cgo pkg-config: libibverbs
 // #cgo CFLAGS: -O2 -Wall
 // #cgo noescape gv_poll_cq
-// #cgo noescape gv_channel_block
-// #cgo nocallback gv_channel_block
+// #cgo noescape gv_channel_wait
+// #cgo nocallback gv_channel_wait
+// #cgo nocallback gv_cq_event_done
 // #cgo nocallback gv_poll_cq
 // #cgo noescape gv_poll_cq_ex
 // #cgo nocallback gv_poll_cq_ex
