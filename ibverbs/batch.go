@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"syscall"
 	"time"
 	"unsafe"
@@ -149,7 +150,7 @@ func (b *SendBatch) Post(from, n, listLen int) error {
 	if b.s == nil || b.qp.c == nil {
 		return ErrClosed
 	}
-	if from < 0 || n < 0 || from+n > len(b.wrs) || listLen < 0 {
+	if from < 0 || n < 0 || n > len(b.wrs)-from || listLen < 0 {
 		return fmt.Errorf("ibv_post_send: requests %d+%d in lists of %d of a batch of %d: %w",
 			from, n, listLen, len(b.wrs), syscall.EINVAL)
 	}
@@ -179,13 +180,13 @@ func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.D
 	if b.s == nil || b.qp.c == nil || cq.c == nil {
 		return 0, ErrClosed
 	}
-	if from < 0 || n < 1 || from+n > len(b.wrs) || listLen < 0 || len(wcs) == 0 {
+	if from < 0 || n < 1 || n > len(b.wrs)-from || listLen < 0 || len(wcs) == 0 {
 		return 0, fmt.Errorf("ibv_post_send: requests %d+%d in lists of %d of a batch of %d, %d completions: %w",
 			from, n, listLen, len(b.wrs), len(wcs), syscall.EINVAL)
 	}
 	var bad, polled C.int
-	rc := C.gv_post_poll(handle(b.qp.c), handle(b.qp.qx), handle(&b.wrs[from]), C.int(n), C.int(listLen), &bad,
-		handle(cq.c), C.int(len(wcs)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])), C.int64_t(spin), &polled)
+	rc := C.gv_post_poll(handle(b.qp.c), handle(b.qp.qx), handle(&b.wrs[from]), C.int(n), C.int(min(listLen, n)), &bad,
+		handle(cq.c), C.int(min(len(wcs), math.MaxInt32)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])), C.int64_t(spin), &polled)
 	if rc != 0 {
 		return 0, &PostError{Index: from + int(bad), Err: b.qp.postError(int(rc))}
 	}
@@ -347,7 +348,7 @@ func (b *RecvBatch) PostLists(from, n, listLen int) error {
 	if b.s == nil || !open {
 		return ErrClosed
 	}
-	if from < 0 || n < 0 || from+n > len(b.wrs) || listLen < 0 {
+	if from < 0 || n < 0 || n > len(b.wrs)-from || listLen < 0 {
 		return fmt.Errorf("%s: requests %d+%d in lists of %d, of a batch of %d: %w", recvVerb(srq), from, n, listLen, len(b.wrs), syscall.EINVAL)
 	}
 	if n == 0 {

@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/ibverbs/internal/cverbs"
@@ -121,7 +123,9 @@ func testSendBatch(t *testing.T, wrapi bool) {
 	}
 
 	// Bad ranges and requests.
-	for _, r := range [][3]int{{3, 2, 0}, {-1, 1, 0}, {0, -1, 0}, {0, 1, -1}} {
+	// From 1, math.MaxInt requests end past math.MaxInt: a sum that wraps
+	// must not pass for a range inside the batch.
+	for _, r := range [][3]int{{3, 2, 0}, {-1, 1, 0}, {0, -1, 0}, {0, 1, -1}, {1, math.MaxInt, 0}, {2, math.MaxInt - 1, 0}} {
 		if err := b.Post(r[0], r[1], r[2]); !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("Post(%d, %d, %d) = %v, want EINVAL", r[0], r[1], r[2], err)
 		}
@@ -209,11 +213,38 @@ func testSendBatchPostPoll(t *testing.T, wrapi bool) {
 		wcs           []ibverbs.WC
 	}{
 		{"no request", 0, 0, 0, wcs}, {"past the batch", 0, 2, 0, wcs}, {"no room for a completion", 0, 1, 0, nil},
+		{"a count whose end wraps", 1, math.MaxInt, 0, wcs},
 	} {
 		if _, err := b.PostPoll(c.from, c.n, c.list, p.a.cq, c.wcs, 0); !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("PostPoll with %s = %v, want EINVAL", c.name, err)
 		}
 	}
+
+	// A slice of 2^31 completions, more than the verb's int counts, takes
+	// as many as math.MaxInt32 would: here the one there is, which lands
+	// in its first element. (Its memory, an mmap'd Buffer of one page, is
+	// all that the CQ can fill: it holds one completion at a time.)
+	huge := hugeWCs(t)
+	b.SetID(0, 43)
+	if k, err = b.PostPoll(0, 1, 0, p.a.cq, huge, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if k != 1 || huge[0].WRID != 43 || huge[0].Err() != nil {
+		t.Errorf("PostPoll into 2^31 completions took %d, the first %+v; want the read's, wr_id 43", k, huge[0])
+	}
+	b.SetID(0, 44)
+	if err := b.Post(0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollUntil(t, 1, func(w []ibverbs.WC) (int, error) {
+		// pollUntil's slice is its own: poll into the huge one.
+		k, err := p.a.cq.Poll(huge)
+		copy(w, huge[:k])
+		return k, err
+	}); wc[0].WRID != 44 || wc[0].Err() != nil {
+		t.Errorf("Poll into 2^31 completions: %+v, want the read's, wr_id 44", wc[0])
+	}
+
 	cq, err := p.ctx.CreateCQ(4, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +402,7 @@ func TestRecvBatch(t *testing.T) {
 		t.Error("the message was not scattered over the two SGEs")
 	}
 
-	for _, r := range [][2]int{{3, 2}, {-1, 1}, {0, -1}} {
+	for _, r := range [][2]int{{3, 2}, {-1, 1}, {0, -1}, {1, math.MaxInt}} {
 		if err := b.Post(r[0], r[1]); !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("Post(%d, %d) = %v, want EINVAL", r[0], r[1], err)
 		}
@@ -413,7 +444,7 @@ func TestRecvBatchPostLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, b) })
-	for _, r := range [][3]int{{0, 1, -1}, {room + 7, 2, 1}} {
+	for _, r := range [][3]int{{0, 1, -1}, {room + 7, 2, 1}, {1, math.MaxInt, 1}} {
 		if err := b.PostLists(r[0], r[1], r[2]); !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("PostLists(%d, %d, %d) = %v, want EINVAL", r[0], r[1], r[2], err)
 		}
@@ -498,4 +529,19 @@ func TestRecvBatchSRQ(t *testing.T) {
 	if err := srq.Close(); err != nil {
 		t.Errorf("SRQ.Close after its batch's = %v", err)
 	}
+}
+
+// hugeWCs returns a slice of 1<<31 completions over a page of mmap'd
+// memory, closed when t ends: for a CQ with a completion or two at most,
+// to show that a length past the verb's int is not cut to a negative one.
+// It is not Go memory, which the race detector's checks would refuse to
+// see a slice run past.
+func hugeWCs(t *testing.T) []ibverbs.WC {
+	t.Helper()
+	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, buf) })
+	return unsafe.Slice((*ibverbs.WC)(unsafe.Pointer(&buf.Bytes()[0])), 1<<31)
 }

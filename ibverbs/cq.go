@@ -231,11 +231,12 @@ func (cq *CQ) Channel() *CompChannel { return cq.ch }
 // Raw returns the struct ibv_cq pointer, valid until Close.
 func (cq *CQ) Raw() unsafe.Pointer { return unsafe.Pointer(cq.c) }
 
-// Poll takes up to len(wcs) completions into wcs and returns how many it
-// took (ibv_poll_cq). It never blocks and never allocates; a batch is one
-// cgo call. Completions with a failed status are returned too: check each
-// with WC.Err. Such a completion has WRID, Status, VendorErr and QPN
-// alone, its other fields 0, as the verbs leave them undefined.
+// Poll takes up to len(wcs) completions into wcs (math.MaxInt32 at most,
+// the verb's int) and returns how many it took (ibv_poll_cq). It never
+// blocks and never allocates; a batch is one cgo call. Completions with a
+// failed status are returned too: check each with WC.Err. Such a
+// completion has WRID, Status, VendorErr and QPN alone, its other fields
+// 0, as the verbs leave them undefined.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	if cq.c == nil {
 		return 0, ErrClosed
@@ -243,7 +244,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	if len(wcs) == 0 {
 		return 0, nil
 	}
-	n := C.gv_poll_cq(handle(cq.c), C.int(len(wcs)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])))
+	n := C.gv_poll_cq(handle(cq.c), C.int(min(len(wcs), math.MaxInt32)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])))
 	if n < 0 {
 		return 0, verbError("ibv_poll_cq", int(-n))
 	}
@@ -273,7 +274,7 @@ func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
 	if len(wcs) == 0 {
 		return 0, nil
 	}
-	n := C.gv_poll_cq_ex(handle(cq.c), handle(cq.ex), cq.fields, C.int(len(wcs)),
+	n := C.gv_poll_cq_ex(handle(cq.c), handle(cq.ex), cq.fields, C.int(min(len(wcs), math.MaxInt32)),
 		(*C.struct_gv_wc_ex)(unsafe.Pointer(&wcs[0])))
 	if n < 0 {
 		if cq.ex != nil {
@@ -355,7 +356,13 @@ func waitCQ[W any](ctx context.Context, cq *CQ, wcs []W, poll func(*CQ, []W) (in
 }
 
 // Close destroys the CQ (ibv_destroy_cq). It fails with EBUSY while QPs
-// use it. Closing twice is a no-op.
+// use it. Closing twice is a no-op. It must not run at the same time as
+// the CQ's Poll, PollEx, ReqNotify, Resize, Wait or WaitEx, or a
+// SendBatch.PostPoll that polls it, as no object in this package may be
+// closed while in use (see the package documentation): it frees the
+// memory they read. A CompChannel's Wait or Block may be under way on the
+// CQ's channel in another goroutine: an event for the CQ that it reads
+// while Close runs is passed over, never returned as another CQ's.
 func (cq *CQ) Close() error {
 	if cq.c == nil {
 		return nil

@@ -477,9 +477,9 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
 func (qp *QP) post(w *C.struct_ibv_send_wr, n, list int) (bad int, err error) {
 	var b, rc C.int
 	if qp.qx != nil {
-		rc = C.gv_wr_post(handle(qp.qx), handle(w), C.int(n), C.int(list), &b)
+		rc = C.gv_wr_post(handle(qp.qx), handle(w), C.int(n), C.int(min(list, n)), &b)
 	} else {
-		rc = C.gv_post_send(handle(qp.c), handle(w), C.int(n), C.int(list), &b)
+		rc = C.gv_post_send(handle(qp.c), handle(w), C.int(n), C.int(min(list, n)), &b)
 	}
 	if rc != 0 {
 		return int(b), qp.postError(int(rc))
@@ -641,9 +641,9 @@ func fillRecv(w *C.struct_ibv_recv_wr, sg []SGE, r *RecvWR) {
 func postRecvC(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, w *C.struct_ibv_recv_wr, n, list int) (bad int, err error) {
 	var b, rc C.int
 	if srq != nil {
-		rc = C.gv_post_srq_recv(handle(srq), handle(w), C.int(n), C.int(list), &b)
+		rc = C.gv_post_srq_recv(handle(srq), handle(w), C.int(n), C.int(min(list, n)), &b)
 	} else {
-		rc = C.gv_post_recv(handle(qp), handle(w), C.int(n), C.int(list), &b)
+		rc = C.gv_post_recv(handle(qp), handle(w), C.int(n), C.int(min(list, n)), &b)
 	}
 	if rc != 0 {
 		return int(b), verbError(recvVerb(srq), int(rc))
