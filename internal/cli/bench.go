@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"net"
 	"net/netip"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/affinity"
@@ -373,6 +375,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		// and the client told why.
 		l.Admit = func(s exchange.TestSpec) error {
 			infinite.Store(s.RunInfinitely)
+			if err := checkBuffers(s, physMemory()); err != nil {
+				return err
+			}
 			return o.otherTest(s.Test)
 		}
 		ln, err := net.Listen(o.controlNetwork(), net.JoinHostPort(o.BindIP, strconv.Itoa(o.Port)))
@@ -511,6 +516,35 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		return o.fail(f, err)
 	}
 	return err
+}
+
+// checkBuffers is the one bound of a server for one test on what its
+// client may ask (its Admit; oneTestLimits has none): the buffers the
+// test maps and registers on this side, each connection's BufferLen for
+// each of its threads, at most half of mem, this host's memory (0: not
+// known, no bound). Registration pins the pages, so more would take
+// memory the host needs, or fail part way; a server for one test listens
+// on every address, and any client could ask for terabytes.
+func checkBuffers(s exchange.TestSpec, mem uint64) error {
+	hi, b := bits.Mul64(s.BufferLen(), uint64(max(s.Threads, 1)))
+	if mem == 0 || hi == 0 && b <= mem/2 {
+		return nil
+	}
+	if hi != 0 {
+		b = math.MaxUint64
+	}
+	gib := func(n uint64) float64 { return float64(n) / (1 << 30) }
+	return fmt.Errorf("%w: the test's buffers, %.1f GiB, are more than half of this host's memory (%.1f GiB)",
+		exchange.ErrOverLimit, gib(b), gib(mem))
+}
+
+// physMemory returns this host's memory in bytes, or 0 if sysinfo fails.
+func physMemory() uint64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit)
 }
 
 // otherTest is the refusal (its Admit) of a server for one test whose

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -239,6 +240,41 @@ func TestOneTestLimits(t *testing.T) {
 	}
 }
 
+// TestCheckBuffers: a server for one test takes a client's test whose
+// buffers on its side (2 regions × QPs × threads) are at most half its
+// memory, and refuses one over, saying so, as over a limit.
+func TestCheckBuffers(t *testing.T) {
+	const gib = 1 << 30
+	for _, tc := range []struct {
+		args []string
+		mem  uint64
+		ok   bool
+	}{
+		{[]string{"-s", "65536", "host"}, 1 * gib, true},
+		{[]string{"-s", "1073741824", "-n", "5", "host"}, 16 * gib, true},                  // 2 regions of 1 GiB + 64 bytes: 2.0 GiB
+		{[]string{"-s", "1073741824", "-n", "5", "host"}, 4 * gib, false},                  // over 2 GiB
+		{[]string{"-s", "1073741824", "-n", "5", "-q", "1024", "host"}, 1 << 40, false},    // 2 TiB: over half of 1 TiB
+		{[]string{"-s", "268435456", "--threads", "4", "-q", "4", "host"}, 4 * gib, false}, // 512 MiB a thread × 4
+		{[]string{"-s", "268435456", "--threads", "4", "-q", "4", "host"}, 8 * gib, true},
+		{[]string{"-s", "1073741824", "-n", "5", "-q", "1024", "host"}, 0, true}, // memory not known
+	} {
+		s, _, err := parseTest(t, exchange.WriteBW, tc.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if s.Threads > 1 {
+			s.NumQPs /= s.Threads // a connection's share, as Admit sees it
+		}
+		err = checkBuffers(s, tc.mem)
+		if tc.ok != (err == nil) || err != nil && (!errors.Is(err, exchange.ErrOverLimit) || !strings.Contains(err.Error(), "more than half of this host's memory")) {
+			t.Errorf("%v with %d bytes of memory: %v, want ok %v", tc.args, tc.mem, err, tc.ok)
+		}
+	}
+	if physMemory() == 0 {
+		t.Error("physMemory: sysinfo gave no memory")
+	}
+}
+
 // TestServerOtherTest: a server for one test refuses (its Admit) a
 // client's test of the other kind, saying that its --output and limits,
 // its command's, would not apply; it judged a bandwidth test by a
@@ -399,6 +435,47 @@ func TestServerOtherTestOnDevice(t *testing.T) {
 	if procExit(err) != exitError || !strings.Contains(e, "refused a client's test: "+why) ||
 		strings.Contains(srvOut.String(), "#bytes") {
 		t.Errorf("server: exit %d, said:\n%s%s", procExit(err), srvOut, e)
+	}
+}
+
+// TestServerBuffersOnDevice: a server for one test refuses a client's
+// test whose buffers would take more than half the host's memory (8 MiB
+// messages, rxe's largest, on 1024 QPs: 16 GiB, where the VM has 2),
+// before it maps any, and tells the client why, as over a limit; it
+// exits 1. The client is the protocol's, which maps nothing: a gorperf
+// client on a host of as little memory fails first, mapping its own.
+func TestServerBuffersOnDevice(t *testing.T) {
+	srvDev, _, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	spec, _, err := parseTest(t, exchange.WriteBW, "-s", "8388608", "-n", "5", "-q", "1024", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := net.Dial("tcp", net.JoinHostPort(addr, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exchange.NewConn(nc)
+	defer c.Close()
+	_, err = exchange.Handshake(ctx, c, "gorperf test")
+	if err == nil {
+		err = c.Send(ctx, spec)
+	}
+	var m exchange.Message
+	if err == nil {
+		m, err = c.Recv(ctx)
+	}
+	const why = "more than half of this host's memory"
+	if !errors.Is(err, exchange.ErrOverLimit) || !strings.Contains(fmt.Sprint(err), why) {
+		t.Errorf("client: %v (%v), want the server's refusal, over a limit", err, m)
+	}
+	err = srv.Wait()
+	if e := srv.Stderr.(*bytes.Buffer).String(); procExit(err) != exitError || !strings.Contains(e, why) {
+		t.Errorf("server: exit %d, said:\n%s", procExit(err), e)
 	}
 }
 
