@@ -69,7 +69,9 @@ func (ch *EventChannel) Fd() int {
 // GetEvent waits for the channel's next event, copies it out and
 // acknowledges it (rdma_get_cm_event, rdma_ack_cm_event), so the Event
 // stays valid and never holds up rdma_destroy_id. It returns ctx's error if
-// ctx ends first, and ErrClosed once the channel closes. Callers on one
+// ctx ends first, and ErrClosed once the channel closes, also for an event
+// it took as Close began: a connection request's new ID is then rejected
+// and destroyed before Close destroys the channel. Callers on one
 // channel take its events one at a time: another caller's wait is
 // queued, and ends with its own ctx or the channel's Close.
 func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
@@ -99,8 +101,24 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 		return nil, errnoError("rdma_get_cm_event", int(errno))
 	}
 	ev := eventFromC(&g)
+	if h := getEventHook.Load(); h != nil {
+		(*h)(ch, ev)
+	}
 	ch.idMu.Lock()
 	defer ch.idMu.Unlock()
+	if ch.closed.Load() {
+		// Close has counted the IDs without this event's, and destroys
+		// the channel once this GetEvent leaves, which it cannot do
+		// before: we hold getSem. A request's new ID, which no one
+		// else knows, is refused and destroyed now, while the channel
+		// it writes to on rdma_destroy_id is still there. Other events'
+		// IDs have left the channel.
+		if ev.Type == EventConnectRequest && g.listen_id != nil {
+			C.rdma_reject(g.id, nil, 0)
+			C.rdma_destroy_id(g.id)
+		}
+		return nil, ErrClosed
+	}
 	if ev.Type == EventConnectRequest && g.listen_id != nil {
 		ev.ListenID = ch.ids[g.listen_id]
 		ps := PortSpaceTCP
@@ -140,6 +158,10 @@ func (ch *EventChannel) Close() error {
 	ch.c = nil
 	return nil
 }
+
+// getEventHook, if set, runs in GetEvent once it has taken an event, before
+// it looks the event's ID up (for the tests).
+var getEventHook atomic.Pointer[func(ch *EventChannel, ev *Event)]
 
 // addIfOpen runs create, which makes or moves an ID onto the channel, and
 // adds the ID it returns, unless the channel is closed: both under idMu,

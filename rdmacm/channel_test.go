@@ -371,3 +371,134 @@ func TestEventErrorSentinels(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseWhileGetEventTakesRequest: a channel's Close while a GetEvent
+// has taken a connection request but not yet made its ID (held there by a
+// hook) waits for that GetEvent, which returns ErrClosed and rejects and
+// destroys the request's ID, so that the dialer is refused and no ID is
+// left on the destroyed channel. Before, GetEvent returned the request's
+// ID after Close had counted none, and Close destroyed the channel that
+// the ID's Reject and Close then wrote through.
+func TestCloseWhileGetEventTakesRequest(t *testing.T) {
+	n := device(t)
+	ctx := timeout(t, 60*time.Second)
+	ch, err := rdmacm.CreateEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lid, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lid.BindAddr(netip.AddrPortFrom(n.IP, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lid.Listen(0); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	taken, resume := make(chan struct{}), make(chan struct{})
+	restore := rdmacm.SetGetEventHook(func(c *rdmacm.EventChannel, ev *rdmacm.Event) {
+		if c != ch || ev.Type != rdmacm.EventConnectRequest {
+			return
+		}
+		once.Do(func() {
+			close(taken)
+			select {
+			case <-resume:
+			case <-time.After(20 * time.Second):
+			}
+		})
+	})
+	defer restore()
+
+	type result struct {
+		ev  *rdmacm.Event
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ev, err := ch.GetEvent(ctx)
+		got <- result{ev, err}
+	}()
+	dialed := make(chan error, 1)
+	go func() {
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		c, err := rdmacm.Dial(dctx, lid.LocalAddr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
+		if c != nil {
+			c.Close()
+		}
+		dialed <- err
+	}()
+	select {
+	case <-taken:
+	case r := <-got:
+		t.Fatalf("GetEvent ended before it took the connection request: %v %v", r.ev, r.err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no connection request reached GetEvent in 20s")
+	}
+	closeOK(t, lid)
+	closed := make(chan error, 1)
+	go func() { closed <- ch.Close() }()
+	// Close counts the IDs (none: the request's is not yet made) and
+	// marks the channel closed, then waits for GetEvent.
+	closeEnded := false
+	for deadline := time.Now().Add(10 * time.Second); ch.Fd() != -1; time.Sleep(time.Millisecond) {
+		select {
+		case err := <-closed:
+			closeEnded = true
+			if !errors.Is(err, syscall.EBUSY) {
+				t.Errorf("Close while GetEvent holds a connection request: %v before GetEvent left, want EBUSY or to wait", err)
+			}
+		default:
+		}
+		if closeEnded || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !closeEnded {
+		select {
+		case err := <-closed:
+			closeEnded = true
+			t.Errorf("Close returned (%v) while GetEvent still held the connection request", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	close(resume)
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("GetEvent still runs 20s after the hook let it go on")
+	}
+	if !closeEnded {
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Close still runs 20s after GetEvent left")
+		}
+	}
+	if closeEnded && r.ev != nil && r.ev.ID != nil { // EBUSY: the request's ID holds the channel open
+		t.Log("Close refused with EBUSY")
+		closeOK(t, r.ev.ID)
+		closeOK(t, ch)
+	} else if r.ev != nil {
+		t.Errorf("GetEvent on a channel Close destroys as it returns: %s, ID %v, err %v; want ErrClosed", r.ev.Type, r.ev.ID, r.err)
+		if r.ev.ID != nil {
+			// What a caller would do: here through the freed channel.
+			t.Logf("the request's Reject: %v; its Close: %v", r.ev.ID.Reject(nil), r.ev.ID.Close())
+		}
+	} else if !errors.Is(r.err, rdmacm.ErrClosed) {
+		t.Errorf("GetEvent: %v, want ErrClosed", r.err)
+	}
+	var rej *rdmacm.RejectedError
+	if err := <-dialed; !errors.As(err, &rej) {
+		t.Errorf("Dial: %v, want a *RejectedError", err)
+	} else {
+		t.Logf("Dial: %v", err)
+	}
+}

@@ -17,3 +17,10 @@ func Waiting(ch *EventChannel) bool { return len(ch.getSem) == 1 }
 func PeerGaveUp(id *ID) bool {
 	return errors.Is(id.peersReason(syscall.EINVAL), ErrDisconnected)
 }
+
+// SetGetEventHook makes f run in each GetEvent once it has taken an event,
+// before it looks the event's ID up; restore unsets it.
+func SetGetEventHook(f func(ch *EventChannel, ev *Event)) (restore func()) {
+	getEventHook.Store(&f)
+	return func() { getEventHook.Store(nil) }
+}
