@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/rdmacm"
 )
@@ -138,34 +137,14 @@ func TestConnectErrorErrno(t *testing.T) {
 		acc <- err
 	}()
 	_, id, _ := rdmatest.RoutedID(t, ctx, n.IP, l.Addr())
-	dctx, err := id.Context()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, dctx)
-	pd, err := dctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, pd)
-	cq, err := dctx.CreateCQ(8, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, cq)
-	qp, err := id.CreateQP(pd, ibverbs.QPInit{SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, id) // before RoutedID's cleanup closes the channel
-	defer closeOK(t, qp)
+	qp := idQP(t, id)
 	if err := qp.ToError(); err != nil {
 		t.Fatal(err)
 	}
 	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = id.Channel().Await(ctx, rdmacm.EventEstablished)
+	_, err := id.Channel().Await(ctx, rdmacm.EventEstablished)
 	var ee *rdmacm.EventError
 	if !errors.As(err, &ee) || ee.Event != rdmacm.EventConnectError {
 		t.Fatalf("Await after the reply to a QP in the error state: %v, want CONNECT_ERROR", err)

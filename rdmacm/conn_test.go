@@ -527,25 +527,7 @@ func TestLowLevel(t *testing.T) {
 		acc <- err
 	}()
 	ch, id, next := rdmatest.RoutedID(t, ctx, n.IP, l.Addr())
-	dctx, err := id.Context()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, dctx)
-	pd, err := dctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, pd)
-	cq, err := dctx.CreateCQ(8, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, cq)
-	qp, err := id.CreateQP(pd, ibverbs.QPInit{SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	qp := idQP(t, id)
 	if id.Close() == nil {
 		t.Error("closing an ID with a QP succeeded")
 	}

@@ -103,6 +103,36 @@ func devicePD(t *testing.T, n testNet) (*ibverbs.Context, *ibverbs.PD) {
 	return dctx, pd
 }
 
+// idQP makes an RC QP on id, with a CQ of 8 and room for 4 requests
+// each way, on the context, PD and CQ it needs. When the test ends the QP
+// closes, then id, then the rest, all before rdmatest.RoutedID's cleanup
+// closes id's channel; a test may close the QP or id itself first.
+func idQP(t *testing.T, id *rdmacm.ID) *ibverbs.QP {
+	t.Helper()
+	dctx, err := id.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, dctx) })
+	pd, err := dctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	cq, err := dctx.CreateCQ(8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, cq) })
+	qp, err := id.CreateQP(pd, ibverbs.QPInit{SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, id) })
+	t.Cleanup(func() { closeOK(t, qp) })
+	return qp
+}
+
 // mem is registered memory that closes when the test ends (before the
 // connections made earlier in the test).
 type mem struct {
