@@ -1112,8 +1112,9 @@ func TestThreads(t *testing.T) {
 }
 
 // TestThreadsServerGathers: a server gathering a test's connections
-// tells another client's that it is busy, and gives up on connections
-// that do not come, telling those that did.
+// queues another client's, to wait its turn, and gives up on connections
+// that do not come, telling those that did; the one-test server then
+// ends, and tells the client that waits so.
 func TestThreadsServerGathers(t *testing.T) {
 	info := rdmatest.Device(t)
 	defer bench.SetGroupWait(time.Second)()
@@ -1153,7 +1154,7 @@ func TestThreadsServerGathers(t *testing.T) {
 		c    *exchange.Conn
 		want string
 	}{
-		{other, "busy"},
+		{other, "this server ran one test, another client's, and has stopped"},
 		{first, "a test of 3 threads: 1 of its connections came in 1s"},
 	} {
 		_, err := tc.c.SwapSetup(ctx, exchange.Setup{})

@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -130,42 +131,51 @@ func TestServeGreetsPastSilent(t *testing.T) {
 }
 
 // TestServeGreetingsBounded: a flood of silent connections grows no
-// goroutines without bound: past maxGreetings the oldest is dropped, at
-// once, and said so; a client still gets its answer.
+// goroutines without bound: past maxGreetings, accepting waits, and the
+// next connection waits in the backlog until a greeting ends (here at a
+// helloWait of 500 ms); none is dropped before its wait, and a client
+// still gets its answer. (The server dropped the oldest connection at
+// once, which could be a client that had asked for its test.)
 func TestServeGreetingsBounded(t *testing.T) {
-	defer func(old int) { maxGreetings = old }(maxGreetings)
-	maxGreetings = 2
+	defer func(old int, wait time.Duration) { maxGreetings, helloWait = old, wait }(maxGreetings, helloWait)
+	maxGreetings, helloWait = 2, 500*time.Millisecond
 	s := newServing(t, false, nil)
+	began := time.Now()
 	oldest := s.dial()
 	time.Sleep(50 * time.Millisecond)
 	s.dial()
-	s.dial()
+	c, err := s.hello(3 * time.Second) // waits for a greeting to end
+	if err != nil {
+		t.Fatalf("a client behind a flood: %v", err)
+	}
+	if took := time.Since(began); took < helloWait-50*time.Millisecond {
+		t.Errorf("a third connection was greeted after %v, with 2 greeted at most, each for %v", took, helloWait)
+	}
 	oldest.SetReadDeadline(time.Now().Add(2 * time.Second))
 	if _, err := io.ReadAll(oldest); err != nil { // the server's hello, then its end
 		t.Errorf("the oldest silent connection: %v; want it closed", err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for len(s.reports()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if r := s.reports(); len(r) != 1 || !KeepsWaiting(r[0]) || !strings.Contains(r[0].Error(), "dropped unanswered: 2 newer connections were being greeted") {
-		t.Errorf("done got %v; want the oldest dropped", r)
-	}
-	c, err := s.hello(time.Second)
-	if err != nil {
-		t.Fatalf("a client behind a flood: %v", err)
-	}
 	if err := s.ask(c, s.overLimits(), time.Second); err == nil || !strings.Contains(err.Error(), "QPs") {
 		t.Errorf("a test over the limits behind a flood: %v, want it refused", err)
+	}
+	for _, r := range s.reports() {
+		if !KeepsWaiting(r) && !strings.Contains(r.Error(), "QPs") || strings.Contains(r.Error(), "dropped") {
+			t.Errorf("done got %v", r)
+		}
+		if KeepsWaiting(r) && !strings.Contains(r.Error(), "sent no gorperf hello within 500ms") {
+			t.Errorf("done got %v; want a silent connection's wait ended", r)
+		}
 	}
 }
 
 // TestServeOneTestAtATime: the server still runs one test at a time. A
-// client greeted while another's test is taken is told the server is
-// busy when it asks for its own; one that connects during the test is
+// client greeted while another's test is taken waits its turn, sent
+// Alives, when it asks for its own; one that connects during the test is
 // greeted only after it (its connection waits in the backlog). A
 // one-test server keeps waiting past connections that are not a test,
-// ends after its one test, and closes the greetings still under way.
+// ends after its one test, tells the client that waits that it has
+// stopped and closes the greetings still under way. (The queued client
+// was told the server was busy.)
 func TestServeOneTestAtATime(t *testing.T) {
 	taken, release := make(chan exchange.TestSpec, 1), make(chan struct{})
 	s := newServing(t, true, func(spec exchange.TestSpec) error {
@@ -193,8 +203,14 @@ func TestServeOneTestAtATime(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("the test was not taken within 1 s")
 	}
-	if err := s.ask(b, s.spec, time.Second); err == nil || !strings.Contains(err.Error(), "this server is busy") {
-		t.Errorf("a client greeted while the test was taken: %v; want busy", err)
+	bh := &heardConn{Conn: b.NetConn()}
+	b = exchange.NewConn(bh)
+	asked := time.Now()
+	if err := s.ask(b, s.spec, 500*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a client greeted while the test was taken: %v; want it waiting", err)
+	}
+	if heard := time.Unix(0, bh.last.Load()); heard.Before(asked.Add(200 * time.Millisecond)) {
+		t.Errorf("a client waiting its turn last heard from the server %v after asking; want Alives", heard.Sub(asked))
 	}
 	c := exchange.NewConn(s.dial())
 	hctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
@@ -222,6 +238,12 @@ func TestServeOneTestAtATime(t *testing.T) {
 	}
 	if err := s.ask(a, s.spec, time.Second); err == nil || !strings.Contains(err.Error(), "not this one") {
 		t.Errorf("the client whose test was refused: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, time.Second)
+	_, err = b.Recv(ctx)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "this server ran one test, another client's, and has stopped") {
+		t.Errorf("the client waiting when the one-test server ended: %v; want told so", err)
 	}
 }
 
@@ -338,5 +360,231 @@ func TestServeHandsOffThreads(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "busy") || !strings.Contains(err.Error(), "device") {
 			t.Errorf("thread %d: %v; want it in the test, told the device is not there", i, err)
 		}
+	}
+}
+
+// askAll has n clients say hello and ask for spec(i) at once, each
+// waiting wait for the server's answer, and returns each one's.
+func (s *serving) askAll(n int, spec func(i int) exchange.TestSpec, wait time.Duration) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.Dial("tcp", s.addr)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer nc.Close()
+			c := exchange.NewConn(nc)
+			hctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+			defer cancel()
+			if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = s.ask(c, spec(i), wait)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestServeManyThreads: a test of more threads than maxGreetings, whose
+// connections all come at once, as clientThreads dials them, gets every
+// one: past the bound they wait in the backlog, and the gathering takes
+// them from there, none dropped. (No device: each thread is then told it
+// cannot open one.) The server dropped the oldest greetings past 32,
+// often the test's own connections, some of which had asked for it: 64
+// threads failed about half the time, 16 with a bound of 4 always.
+func TestServeManyThreads(t *testing.T) {
+	defer func(old time.Duration, most int) { groupWait, maxGreetings = old, most }(groupWait, maxGreetings)
+	groupWait = 3 * time.Second
+	for _, tc := range []struct{ threads, most int }{{64, 32}, {16, 4}} {
+		maxGreetings = tc.most
+		s := newServing(t, true, nil)
+		spec := s.spec
+		n := tc.threads
+		spec.NumQPs, spec.Threads, spec.Group = uint16(n), uint16(n), 7
+		errs := s.askAll(n, func(i int) exchange.TestSpec {
+			sp := spec
+			sp.NumQPs, sp.Thread = 1, uint16(i)
+			return sp
+		}, 6*time.Second)
+		bad := 0
+		for i, err := range errs {
+			if err == nil || !strings.Contains(err.Error(), "device") {
+				if bad++; bad < 4 {
+					t.Errorf("%d threads, %d greeted at most: thread %d: %v; want it in the test, told the device is not there", n, tc.most, i, err)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%d threads, %d greeted at most: %d not in the test", n, tc.most, bad)
+		}
+		s.cancel()
+	}
+}
+
+// TestServeBackToBack: two clients that ask for their tests at once of
+// a server (serve, not once) both get them, one after the other: the
+// second waits for the first's test (300 ms here), not told the server
+// is busy. (No device: each is then told it cannot open one.) The
+// server turned the second away.
+func TestServeBackToBack(t *testing.T) {
+	var first sync.Once
+	s := newServing(t, false, func(spec exchange.TestSpec) error {
+		first.Do(func() { time.Sleep(300 * time.Millisecond) })
+		return nil
+	})
+	for i, err := range s.askAll(2, func(int) exchange.TestSpec { return s.spec }, 5*time.Second) {
+		if err == nil || !strings.Contains(err.Error(), "device") {
+			t.Errorf("client %d: %v; want its test run, told the device is not there", i, err)
+		}
+	}
+}
+
+// TestServeQueuesClients: clients greeted together, that ask for tests
+// while another's runs, wait their turns, first come first served, sent Alives
+// meanwhile, and each test is taken after the one before; the clients
+// still waiting when the server is stopped are told so at once. (The
+// server told them it was busy.)
+func TestServeQueuesClients(t *testing.T) {
+	taken, release := make(chan uint32, 8), make(chan struct{}, 8)
+	s := newServing(t, false, func(spec exchange.TestSpec) error {
+		taken <- spec.Size
+		<-release
+		return fmt.Errorf("not test %d", spec.Size)
+	})
+	t.Cleanup(func() { close(release) })
+	// The clients are greeted before the first test is taken: during a
+	// test, a connection waits in the backlog.
+	var greeted [5]*exchange.Conn
+	for i := 1; i < len(greeted); i++ {
+		c, err := s.hello(time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		greeted[i] = c
+	}
+	ask := func(size uint32) (*exchange.Conn, *heardConn) {
+		t.Helper()
+		h := &heardConn{Conn: greeted[size].NetConn()}
+		c := exchange.NewConn(h)
+		sp := s.spec
+		sp.Size = size
+		if err := c.Send(s.ctx, sp); err != nil {
+			t.Fatal(err)
+		}
+		return c, h
+	}
+	expect := func(want uint32) {
+		t.Helper()
+		select {
+		case got := <-taken:
+			if got != want {
+				t.Errorf("took test %d; want %d", got, want)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("test %d not taken within 2 s", want)
+		}
+	}
+	answer := func(c *exchange.Conn, want string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := c.Recv(ctx); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("answer %v; want %q", err, want)
+		}
+	}
+	a, _ := ask(1)
+	expect(1)
+	b, bh := ask(2)
+	time.Sleep(50 * time.Millisecond)
+	c, _ := ask(3)
+	time.Sleep(50 * time.Millisecond)
+	d, _ := ask(4)
+	ctx, cancel := context.WithTimeout(s.ctx, 600*time.Millisecond)
+	_, err := b.Recv(ctx) // waiting, sent Alives
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a client waiting its turn: %v; want nothing but Alives", err)
+	}
+	if heard := time.Since(time.Unix(0, bh.last.Load())); heard > 400*time.Millisecond {
+		t.Errorf("a client waiting its turn last heard from the server %v ago; want Alives", heard)
+	}
+	select {
+	case got := <-taken:
+		t.Fatalf("test %d taken while test 1 ran", got)
+	default:
+	}
+	release <- struct{}{}
+	answer(a, "not test 1")
+	expect(2)
+	release <- struct{}{}
+	answer(b, "not test 2")
+	expect(3)
+	began := time.Now()
+	s.cancel() // test 3 is refused as the server stops; 4 never runs
+	release <- struct{}{}
+	answer(c, "") // refused or closed: the server is stopping
+	answer(d, "the server was stopped before it ran this test")
+	if took := time.Since(began); took > time.Second {
+		t.Errorf("the waiting client was told after %v", took)
+	}
+}
+
+// TestServeQueuesThreads: a test of several threads whose connections
+// all ask while another client's test runs waits its turn whole, and is
+// gathered from the queue when it comes; a client that asks while a
+// test of several threads gathers its connections waits too, and is
+// served after it. (No device: each is then told it cannot open one.)
+// The server told both it was busy.
+func TestServeQueuesThreads(t *testing.T) {
+	defer func(old time.Duration) { groupWait = old }(groupWait)
+	groupWait = 2 * time.Second
+	var first sync.Once
+	s := newServing(t, false, func(spec exchange.TestSpec) error {
+		first.Do(func() { time.Sleep(300 * time.Millisecond) })
+		return nil
+	})
+	a, err := s.hello(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Send(s.ctx, s.spec); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // a's test is taken, and held
+	spec := s.spec
+	spec.NumQPs, spec.Threads, spec.Group = 3, 3, 9
+	var wg sync.WaitGroup
+	var threadErrs []error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		threadErrs = s.askAll(3, func(i int) exchange.TestSpec {
+			sp := spec
+			sp.NumQPs, sp.Thread = 1, uint16(i)
+			if i == 2 {
+				// the last thread comes while the test gathers, after
+				// a client of its own
+				time.Sleep(600 * time.Millisecond)
+			}
+			return sp
+		}, 5*time.Second)
+	}()
+	time.Sleep(450 * time.Millisecond) // a's test ended, the threads' gathers
+	other := s.askAll(1, func(int) exchange.TestSpec { return s.spec }, 5*time.Second)
+	wg.Wait()
+	for i, err := range append(threadErrs, other...) {
+		if err == nil || !strings.Contains(err.Error(), "device") {
+			t.Errorf("client %d: %v; want its test run, told the device is not there", i, err)
+		}
+	}
+	if err := s.ask(a, s.spec, time.Second); err == nil {
+		t.Errorf("the first client: no answer")
 	}
 }

@@ -5,6 +5,7 @@ package bench_test
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,5 +58,89 @@ func TestServeClientPastSilentOnDevice(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("the one-test server did not end after its test")
+	}
+}
+
+// TestServeQueuesClientsOnDevice: two write_bw clients started together
+// against a server that serves one test after another (serve, not once)
+// both run their tests, the second after the first: greeted together,
+// the second waits its turn in the server's queue. Its wait (the first
+// test's 2 s) outlasts the control protocol's step (cut to 500 ms here)
+// and its peer timeout (1 s): the server's Alives keep it waiting. So
+// with rdma_cm (-R), whose first step is a barrier. The server told the
+// second client it was busy.
+func TestServeQueuesClientsOnDevice(t *testing.T) {
+	info := rdmatest.Device(t)
+	defer bench.SetControlTimeout(500 * time.Millisecond)()
+	for _, cm := range []bool{false, true} {
+		name := "write_bw"
+		if cm {
+			name += " rdma_cm"
+		}
+		t.Run(name, func(t *testing.T) {
+			l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: time.Second}
+			cl := l
+			if cm {
+				cl.CMHost = gidHost(t)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 2,
+				NumQPs: 1, TXDepth: 16, CQModeration: 4, RdmaCM: cm}
+			type outcome struct {
+				r    *bench.Result
+				err  error
+				took time.Duration
+			}
+			outs := make([]outcome, 2)
+			var wg sync.WaitGroup
+			began := time.Now()
+			for i := range outs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r, err := bench.Client(ctx, ln.Addr().String(), spec, cl, nil)
+					outs[i] = outcome{r, err, time.Since(began)}
+				}()
+			}
+			// Both connect, and wait in the backlog, before the server
+			// greets them, together.
+			time.Sleep(500 * time.Millisecond)
+			var mu sync.Mutex
+			var served []error
+			srv := make(chan error, 1)
+			sctx, stop := context.WithCancel(ctx)
+			go func() {
+				srv <- bench.Serve(sctx, ln, l, exchange.DefaultLimits(), false, nil, func(r *bench.Result, err error) {
+					mu.Lock()
+					served = append(served, err)
+					mu.Unlock()
+				})
+			}()
+			wg.Wait()
+			stop()
+			if err := <-srv; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+			for i, o := range outs {
+				if o.err != nil || o.r == nil || len(o.r.Sizes) != 1 || o.r.Sizes[0].BW.Iterations == 0 {
+					t.Errorf("client %d: %v after %v", i, o.err, o.took)
+				} else {
+					t.Logf("client %d: %d messages, done after %v", i, o.r.Sizes[0].BW.Iterations, o.took)
+				}
+			}
+			if last := max(outs[0].took, outs[1].took); last < 4*time.Second {
+				t.Errorf("the clients were done after %v and %v; want one after the other, 2 s each", outs[0].took, outs[1].took)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(served) != 2 || served[0] != nil || served[1] != nil {
+				t.Errorf("the server's tests: %v; want 2 run", served)
+			}
+		})
 	}
 }

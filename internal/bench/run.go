@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -171,7 +172,7 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the gorperf server at %s: %w", addr, err)
 	}
-	c := exchange.NewConn(nc)
+	c := exchange.NewConn(&heardConn{Conn: nc})
 	defer c.Close()
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -189,6 +190,91 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 		host = l.CMHost
 	}
 	return run(ctx, c, spec, l, "client", host, onHeader)
+}
+
+// heardConn is a client's control connection, which notes when the
+// server last sent it something: while the server runs other clients'
+// tests before this one's, what it sends is an Alive now and then
+// (greeter), and the client waits for its turn as long as they come
+// (firstWait).
+type heardConn struct {
+	net.Conn
+	last atomic.Int64 // when a read last got something, in Unix nanoseconds
+}
+
+func (h *heardConn) Read(p []byte) (int, error) {
+	n, err := h.Conn.Read(p)
+	if n > 0 {
+		h.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// SyscallConn is the connection's own, where it has one (run's s.ctl).
+func (h *heardConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := h.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
+}
+
+// quietError is a client's first wait for the server after asking for
+// its test (firstWait) that ended for the server's silence.
+type quietError struct{ after time.Duration }
+
+func (e *quietError) Error() string {
+	return fmt.Sprintf("the server took the test but sent nothing for %v (stopped or hung?)", e.after)
+}
+
+// firstWait is the context of a client's first wait for the server
+// after it asked for its test, on h: a server that runs other clients'
+// tests first queues this one, and sends Alives meanwhile, for as long
+// as that takes. It ends once the server has sent nothing for quiet, its
+// Cause a *quietError, or interruptWait after ctx ends (nothing has been
+// measured yet). Its cancel must be called.
+func firstWait(ctx context.Context, h *heardConn, quiet time.Duration) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(max(quiet/20, 10*time.Millisecond))
+		defer t.Stop()
+		var interrupted time.Time
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case now := <-t.C:
+				if ctx.Err() != nil {
+					if interrupted.IsZero() {
+						interrupted = now
+					}
+					if now.Sub(interrupted) >= interruptWait {
+						cancel(context.Cause(ctx))
+						return
+					}
+				}
+				last := time.Unix(0, h.last.Load())
+				if last.Before(start) {
+					last = start
+				}
+				if now.Sub(last) >= quiet {
+					cancel(&quietError{quiet})
+					return
+				}
+			}
+		}
+	}()
+	return wctx, func() { cancel(nil) }
+}
+
+// quieted is err, the failure of the wait on wctx (firstWait), said so
+// where the server's silence ended it.
+func quieted(wctx context.Context, err error) error {
+	var q *quietError
+	if err != nil && errors.As(context.Cause(wctx), &q) {
+		return fmt.Errorf("%v: %w", q, err)
+	}
+	return err
 }
 
 // helloError is the failure of a client's greeting of the server at
@@ -269,8 +355,12 @@ type Limits = exchange.Limits
 // each finished test. A local side that fails Check fails Serve at once.
 // Connections are greeted each on its own while no test runs (greeter),
 // so that one that says nothing holds up no client; during a test they
-// wait in ln's backlog. ln must have SetDeadline, as a TCP or Unix
-// listener has: that ends its Accept when a test starts.
+// wait in ln's backlog. Clients greeted together that ask for tests
+// while another runs wait their turns, first come first served, sent
+// Alives meanwhile; those still waiting when Serve ends (a one-test
+// server's test done, or ctx ended) are told so. ln must have
+// SetDeadline, as a TCP or Unix listener has: that ends its Accept when
+// a test starts.
 func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -290,14 +380,17 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 	if !ok {
 		return fmt.Errorf("serving on a %T: it has no SetDeadline, which ends its Accept while a test runs", ln)
 	}
-	g := &greeter{ctx: ctx, ln: ln, dl: dl, wake: make(chan struct{}, 1)}
-	defer g.close()
+	g := newGreeter(ctx, ln, dl, alivePeriod(l))
+	// why is what the clients still queued when the server ends are told.
+	why := errors.New("the server was stopped before it ran this test")
+	defer func() { g.close(why) }()
 	for {
 		gr, err := g.next()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
+			why = fmt.Errorf("the server stopped before it ran this test: %w", err)
 			return err
 		}
 		if gr.err != nil {
@@ -314,6 +407,9 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 		if done != nil {
 			done(r, err)
 		}
+		if once && ctx.Err() == nil {
+			why = errors.New("this server ran one test, another client's, and has stopped (a server runs one test unless started with serve)")
+		}
 		if once || ctx.Err() != nil {
 			return err
 		}
@@ -324,11 +420,14 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 type deadliner interface{ SetDeadline(time.Time) error }
 
 // helloWait is how long a server gives a connection to say hello and ask
-// for its test.
-const helloWait = 10 * time.Second
+// for its test. (A variable for the tests.)
+var helloWait = 10 * time.Second
 
-// maxGreetings bounds the connections a server greets at once: one more
-// closes the oldest. (A variable for the tests.)
+// maxGreetings bounds the connections a server greets at once: past it,
+// accepting waits until a greeting ends, and the connections wait in the
+// listener's backlog. None is dropped: a flood of silent connections
+// only delays the next client by their hello's wait (helloWait). (A
+// variable for the tests.)
 var maxGreetings = 32
 
 // greeter accepts a server's connections while no test runs and greets
@@ -336,28 +435,44 @@ var maxGreetings = 32
 // that says nothing (a TCP health check, nc) holds up no client that
 // comes after it, as gatherThreads does for a test's threads. The first
 // connection to ask for a test is taken; accepting then stops, until the
-// next call of next, and a connection whose greeting ends meanwhile with
-// a test is told the server is busy, or, where the test taken is of
-// several threads, passed on to its gathering (a handoff) while that
-// lasts: the test's other connections may have come with the first. At
-// most maxGreetings connections are greeted at once; one more drops the
-// oldest.
+// next call of next. A client whose greeting ends with a test meanwhile
+// waits its turn in a queue, first come first served, and is sent an
+// Alive every alive meanwhile, so that it knows the server is there (it
+// waits for its first message as long as they come, run); where the test
+// taken is of several threads, its own other connections are passed on
+// to its gathering (a handoff) instead, while that lasts: they may have
+// come with the first. A queued test of several threads keeps its
+// connections in the queue too, and is gathered when its first one's
+// turn comes. At most maxGreetings connections are greeted at once;
+// accepting waits for one to end past that.
 type greeter struct {
-	ctx  context.Context
-	ln   net.Listener
-	dl   deadliner
-	wake chan struct{} // a greeting ended or Accept failed
+	ctx   context.Context
+	ln    net.Listener
+	dl    deadliner
+	wake  chan struct{} // a greeting ended or Accept failed
+	alive time.Duration // the Alive period for queued clients
+	limit int           // maxGreetings
+	wait  time.Duration // helloWait
 
 	mu         sync.Mutex
+	room       *sync.Cond // on mu: a greeting ended, or accepting is to stop
 	pending    []net.Conn // connections being greeted, oldest first
 	queue      []greeting // greetings that ended, not yet taken, oldest first
 	stopping   bool       // Accept's error ends accepting, and is not one
-	busy       bool       // a test was taken: a client greeted now is told so
+	busy       bool       // a test was taken
 	handoff    *handoff   // where busy, a test of several threads' gathering
 	closed     bool
 	acceptErr  error
-	wg         sync.WaitGroup // greetings and turnAways under way
+	wg         sync.WaitGroup // greetings, handoffs and farewells under way
 	acceptDone chan struct{}  // closed when the accepting goroutine ends
+}
+
+// newGreeter is the greeter of a server on ln; queued clients are sent an
+// Alive every alive.
+func newGreeter(ctx context.Context, ln net.Listener, dl deadliner, alive time.Duration) *greeter {
+	g := &greeter{ctx: ctx, ln: ln, dl: dl, wake: make(chan struct{}, 1), alive: alive, limit: maxGreetings, wait: helloWait}
+	g.room = sync.NewCond(&g.mu)
+	return g
 }
 
 // greeting is the end of one connection's greeting: its test, or why it
@@ -366,13 +481,24 @@ type greeting struct {
 	c    *exchange.Conn
 	spec exchange.TestSpec
 	err  error
+	// quiet, where not nil, stops the Alives sent while it waits in the
+	// queue.
+	quiet func()
+}
+
+// hush stops gr's Alives, if any.
+func (gr *greeting) hush() {
+	if gr.quiet != nil {
+		gr.quiet()
+		gr.quiet = nil
+	}
 }
 
 // next returns the next connection whose greeting ended, with the test
-// it asks for or why it asked for none, accepting and greeting
-// connections until one comes; or the listener's failure. Once it
-// returns a test, accepting stops, and the greetings still under way
-// that end in a test are turned away, until the next call.
+// it asks for or why it asked for none, oldest first, accepting and
+// greeting connections until one comes; or the listener's failure. Once
+// it returns a test, accepting stops, and the greetings that end in a
+// test meanwhile are queued, until the next call.
 func (g *greeter) next() (greeting, error) {
 	g.mu.Lock()
 	g.busy = false
@@ -389,21 +515,23 @@ func (g *greeter) next() (greeting, error) {
 			gr := g.queue[0]
 			g.queue = g.queue[1:]
 			if gr.err == nil {
-				// Taken: the other clients greeted already are told the
-				// server is busy or passed on, those that fail keep for
-				// the next call.
+				// Taken: the test's own other connections greeted
+				// already are passed on to its gathering; other clients
+				// keep their places.
 				g.busy = true
 				if gr.spec.Threads > 1 {
-					g.handoff = &handoff{c: make(chan greeting), end: make(chan struct{})}
+					g.handoff = &handoff{c: make(chan greeting), end: make(chan struct{}), group: gr.spec.Group, back: g.requeue}
+					g.queue = slices.DeleteFunc(g.queue, func(o greeting) bool {
+						if o.err == nil && g.handoff.wants(o.spec) {
+							g.passOn(o)
+							return true
+						}
+						return false
+					})
 				}
-				g.queue = slices.DeleteFunc(g.queue, func(o greeting) bool {
-					if o.err == nil {
-						g.passOn(o)
-					}
-					return o.err == nil
-				})
 			}
 			g.mu.Unlock()
+			gr.hush()
 			if gr.err == nil {
 				g.stopAccept()
 			}
@@ -431,10 +559,20 @@ func (g *greeter) signal() {
 }
 
 // accept takes connections from the listener and starts their
-// greetings, until stopAccept or close ends it, or Accept fails.
+// greetings, at most maxGreetings at once, until stopAccept or close
+// ends it, or Accept fails.
 func (g *greeter) accept(done chan struct{}) {
 	defer close(done)
 	for {
+		g.mu.Lock()
+		for len(g.pending) >= g.limit && !g.stopping && !g.closed {
+			g.room.Wait()
+		}
+		if g.stopping || g.closed {
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
 		nc, err := g.ln.Accept()
 		g.mu.Lock()
 		if err != nil {
@@ -450,12 +588,6 @@ func (g *greeter) accept(done chan struct{}) {
 			nc.Close()
 			return
 		}
-		if len(g.pending) >= maxGreetings {
-			// The oldest is dropped: its greeting ends at once, and is
-			// said so (greet).
-			g.pending[0].Close()
-			g.pending = g.pending[1:]
-		}
 		g.pending = append(g.pending, nc)
 		g.wg.Add(1)
 		g.mu.Unlock()
@@ -467,43 +599,64 @@ func (g *greeter) accept(done chan struct{}) {
 	}
 }
 
-// greet greets nc and queues the greeting's end for next; a client
-// greeted while a test runs is turned away.
+// greet greets nc and queues the greeting's end for next, or passes it
+// on to the gathering of the test it is a thread of.
 func (g *greeter) greet(nc net.Conn) {
 	defer g.wg.Done()
 	c := exchange.NewConn(nc)
-	spec, err := handshakeSpec(g.ctx, c, helloWait)
+	spec, err := handshakeSpec(g.ctx, c, g.wait)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	i := slices.Index(g.pending, nc)
-	if i >= 0 {
+	if i := slices.Index(g.pending, nc); i >= 0 {
 		g.pending = slices.Delete(g.pending, i, i+1)
 	}
+	g.room.Broadcast()
 	switch {
 	case g.closed || g.ctx.Err() != nil:
 		c.Close()
 		return
-	case i < 0: // dropped by accept
-		err = &notATest{fmt.Errorf("connection from %s: dropped unanswered: %d newer connections were being greeted", nc.RemoteAddr(), maxGreetings)}
-	case err == nil && g.busy:
-		g.passOn(greeting{c, spec, nil})
+	case err != nil:
+		c.Close()
+	case g.busy && g.handoff.wants(spec):
+		g.passOn(greeting{c: c, spec: spec})
 		return
 	}
-	if err != nil {
-		c.Close()
+	g.enqueue(greeting{c: c, spec: spec, err: err})
+}
+
+// enqueue puts gr at the end of the queue, where a client with a test
+// is sent Alives while it waits; g.mu is held.
+func (g *greeter) enqueue(gr greeting) {
+	if gr.err == nil && gr.quiet == nil {
+		gr.quiet = gr.c.KeepAlive(g.alive)
 	}
-	g.queue = append(g.queue, greeting{c, spec, err})
+	g.queue = append(g.queue, gr)
 	g.signal()
 }
 
-// passOn passes a client greeted while a test runs on to the test's
-// gathering, if it is of several threads and still gathering, or turns
-// it away; g.mu is held.
+// requeue puts a client that a test's gathering was given but is not
+// one of its threads back in the queue, behind those there; after close
+// it is told the server stopped.
+func (g *greeter) requeue(gr greeting) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		g.farewell(gr, errors.New("the server stopped before it ran this test"))
+		return
+	}
+	g.enqueue(gr)
+}
+
+// passOn passes a client, one of the threads of the test taken, on to
+// the test's gathering while it lasts, or tells it the server is busy:
+// the gathering has ended, with a connection for each thread or without
+// the test; g.mu is held.
 func (g *greeter) passOn(gr greeting) {
 	h := g.handoff
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
+		gr.hush()
 		if !h.give(gr) {
 			g.turnAway(gr.c)
 		}
@@ -514,9 +667,19 @@ func (g *greeter) passOn(gr greeting) {
 // several threads gathers its connections on to the gathering, until it
 // is closed (gatherThreads).
 type handoff struct {
-	c    chan greeting
-	end  chan struct{}
-	once sync.Once
+	c     chan greeting
+	end   chan struct{}
+	once  sync.Once
+	group uint64 // the test's (TestSpec.Group)
+	// back, where not nil, takes a greeting the gathering was given that
+	// is not of its test: another client's, which waits its turn.
+	back func(greeting)
+}
+
+// wants reports whether spec is one of the threads of h's test; a nil
+// handoff wants none.
+func (h *handoff) wants(spec exchange.TestSpec) bool {
+	return h != nil && spec.Threads > 1 && spec.Group == h.group
 }
 
 // give passes gr on, and reports whether it was taken before h closed; a
@@ -550,11 +713,27 @@ func (g *greeter) turnAway(c *exchange.Conn) {
 	c.Close()
 }
 
+// farewell tells a queued client why its test will not run, within a
+// second, in a goroutine of its own, and closes its connection; g.mu is
+// held.
+func (g *greeter) farewell(gr greeting, why error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		gr.hush()
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), time.Second)
+		gr.c.SendError(hctx, why)
+		cancel()
+		gr.c.Close()
+	}()
+}
+
 // stopAccept ends accepting: connections wait in the listener's backlog.
 func (g *greeter) stopAccept() {
 	g.mu.Lock()
 	done := g.acceptDone
 	g.stopping = true
+	g.room.Broadcast()
 	g.mu.Unlock()
 	if done == nil {
 		return
@@ -567,9 +746,10 @@ func (g *greeter) stopAccept() {
 	g.mu.Unlock()
 }
 
-// close ends accepting and every greeting, and waits for them: the
-// listener is the caller's again, without a deadline.
-func (g *greeter) close() {
+// close ends accepting and every greeting, tells the clients queued why
+// their tests will not run (why), and waits for them: the listener is
+// the caller's again, without a deadline.
+func (g *greeter) close(why error) {
 	g.mu.Lock()
 	g.closed = true
 	for _, nc := range g.pending {
@@ -577,10 +757,15 @@ func (g *greeter) close() {
 	}
 	g.pending = nil
 	for _, gr := range g.queue {
-		gr.c.Close()
+		if gr.err == nil {
+			g.farewell(gr, why)
+		} else {
+			gr.c.Close()
+		}
 	}
 	g.queue = nil
 	g.handoff.close()
+	g.room.Broadcast()
 	g.mu.Unlock()
 	g.stopAccept()
 	g.wg.Wait()
@@ -668,6 +853,13 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	stopAlive := c.KeepAlive(alivePeriod(l))
 	defer stopAlive()
 	c.SetPeerTimeout(idleTimeout(l))
+	// first bounds a client's first wait for the server, which may queue
+	// it behind other clients' tests: as long as the server sends
+	// something, Alives meanwhile, up to controlTimeout without.
+	first := ctl
+	if h, ok := c.NetConn().(*heardConn); ok && role == "client" {
+		first = func() (context.Context, context.CancelFunc) { return firstWait(ctx, h, controlTimeout) }
+	}
 	s, err := openSession(spec, l)
 	if err != nil {
 		return refuse(err)
@@ -682,13 +874,14 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	case spec.Multicast:
 		err = s.joinGroup(role == "client")
 	case spec.RdmaCM:
-		err = s.cmConnect(ctx, c, role, host)
+		err = s.cmConnect(ctx, c, role, host, first)
 	}
 	if err != nil {
 		return refuse(err)
 	}
-	cctx, cancel := ctl()
+	cctx, cancel := first()
 	remote, err := s.swapSetup(cctx, c, exchange.Setup{QPs: s.localInfo, Env: s.env()})
+	err = quieted(cctx, err)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -1009,9 +1202,15 @@ func (s *session) swapSetup(ctx context.Context, c *exchange.Conn, local exchang
 // cmConnect makes the QPs through rdma_cm (-R): the server listens on its
 // GID's address, a barrier tells the client it may dial, and one
 // connection is made per QP.
-func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host string) error {
+func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host string, first func() (context.Context, context.CancelFunc)) error {
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if role != "server" && first != nil {
+		// The client's first wait for the server, which may queue it.
+		cancel()
+		bctx, cancel = first()
+		defer cancel()
+	}
 	if role == "server" {
 		ln, err := s.cmListen(ctx)
 		if err != nil {
@@ -1024,7 +1223,7 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 		return s.cmAccept(ctx, c, ln)
 	}
 	if err := c.Barrier(bctx, 0); err != nil {
-		return err
+		return quieted(bctx, err)
 	}
 	return s.cmDial(ctx, host)
 }

@@ -470,7 +470,9 @@ var groupWait = 10 * time.Second
 // serveThreads gathers the connections of the test of several threads
 // whose first connection is c (its spec, spec) from ln and h, then runs
 // them.
-// A connection of another client meanwhile is told the server is busy.
+// A connection of another client meanwhile waits its turn in the
+// server's queue (handoff.back), or without one is told the server is
+// busy.
 func serveThreads(ctx context.Context, ln net.Listener, h *handoff, c *exchange.Conn, spec exchange.TestSpec, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
 	n := int(spec.Threads)
 	conns := make([]*exchange.Conn, n)
@@ -525,9 +527,11 @@ func serveThreads(ctx context.Context, ln net.Listener, h *handoff, c *exchange.
 // (sameTest). Each connection is greeted in a goroutine of its own,
 // so that one that says nothing (a port scanner, nc) holds up none that
 // come after it; it is dropped once the test's connections are all in, or
-// at groupWait. A connection of another client is told the server is
-// busy; a test over the limits is refused. ln must have SetDeadline, as
-// a TCP or Unix listener has: gathering ends its Accept so.
+// at groupWait. A connection of another client goes back to the
+// server's queue (h.back) to wait its turn, or without one is told the
+// server is busy; a test over the limits is refused. ln must have
+// SetDeadline, as a TCP or Unix listener has: gathering ends its Accept
+// so.
 func gatherThreads(ctx context.Context, ln net.Listener, h *handoff, conns []*exchange.Conn, specs []exchange.TestSpec, l Local, lim Limits) error {
 	n := len(conns)
 	var spec exchange.TestSpec // the first connection's
@@ -571,7 +575,7 @@ func gatherThreads(ctx context.Context, ln net.Listener, h *handoff, conns []*ex
 				o := exchange.NewConn(nc)
 				ts, err := handshakeSpec(gctx, o, groupWait)
 				select {
-				case greeted <- greeting{o, ts, err}:
+				case greeted <- greeting{c: o, spec: ts, err: err}:
 				case <-gctx.Done():
 					o.Close()
 				}
@@ -593,6 +597,10 @@ func gatherThreads(ctx context.Context, ln net.Listener, h *handoff, conns []*ex
 		for {
 			select {
 			case g := <-greeted:
+				if g.err == nil && h != nil && h.back != nil && !h.wants(g.spec) {
+					h.back(g) // another client's, which waits its turn
+					continue
+				}
 				if g.err == nil {
 					hctx, cancel := context.WithTimeout(ctx, time.Second)
 					g.c.SendError(hctx, fmt.Errorf("this server is busy: it is running the %d connections of another client's test", n))
@@ -625,6 +633,10 @@ func gatherThreads(ctx context.Context, ln net.Listener, h *handoff, conns []*ex
 			continue
 		}
 		ts := g.spec
+		if h != nil && h.back != nil && !h.wants(ts) {
+			h.back(g) // another client's, which waits its turn
+			continue
+		}
 		hctx, cancel := context.WithTimeout(ctx, time.Second)
 		if ts.Group != spec.Group || ts.Threads != spec.Threads || ts.Thread >= ts.Threads || conns[ts.Thread] != nil {
 			g.c.SendError(hctx, fmt.Errorf("this server is busy: it is gathering the %d connections of another client's test", n))
