@@ -71,7 +71,8 @@ func (ch *EventChannel) Fd() int {
 // stays valid and never holds up rdma_destroy_id. It returns ctx's error if
 // ctx ends first, and ErrClosed once the channel closes, also for an event
 // it took as Close began: a connection request's new ID is then rejected
-// and destroyed before Close destroys the channel. Callers on one
+// and destroyed (rdma_reject, rdma_destroy_id) before Close destroys the
+// channel. Callers on one
 // channel take its events one at a time: another caller's wait is
 // queued, and ends with its own ctx or the channel's Close.
 func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
