@@ -113,11 +113,10 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// TestNoJSONWithoutFlag: a command that has no --json (completion, the
-// loopback group) writes no JSON document for its usage error, where it
-// wrote a test's.
+// TestNoJSONWithoutFlag: a command that has no --json (completion)
+// writes no JSON document for its usage error, where it wrote a test's.
 func TestNoJSONWithoutFlag(t *testing.T) {
-	for _, args := range [][]string{{"completion", "--json"}, {"loopback", "--json", "--bogus"}} {
+	for _, args := range [][]string{{"completion", "--json"}, {"completion", "bash", "--json"}} {
 		f, out, errOut := newTestFactory(nil, nil)
 		if code := run(context.Background(), f, args); code != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "unknown flag") {
 			t.Errorf("%v: exit status %d, stdout %q, stderr %q; want 2, nothing, the usage error", args, code, out, errOut)
