@@ -1111,10 +1111,10 @@ func TestThreads(t *testing.T) {
 	}
 }
 
-// TestThreadsServerGathers: a server gathering a test's connections
-// queues another client's, to wait its turn, and gives up on connections
-// that do not come, telling those that did; the one-test server then
-// ends, and tells the client that waits so.
+// TestThreadsServerGathers: a one-test server gathering a test's
+// connections tells another client at once that it runs one test, and
+// gives up on connections that do not come, telling those that did; it
+// then ends.
 func TestThreadsServerGathers(t *testing.T) {
 	info := rdmatest.Device(t)
 	defer bench.SetGroupWait(time.Second)()
@@ -1154,7 +1154,7 @@ func TestThreadsServerGathers(t *testing.T) {
 		c    *exchange.Conn
 		want string
 	}{
-		{other, "this server ran one test, another client's, and has stopped"},
+		{other, "this server runs one test, and has taken another client's"},
 		{first, "a test of 3 threads: 1 of its connections came in 1s"},
 	} {
 		_, err := tc.c.SwapSetup(ctx, exchange.Setup{})

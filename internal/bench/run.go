@@ -195,7 +195,7 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 // heardConn is a client's control connection, which notes when the
 // server last sent it something: while the server runs other clients'
 // tests before this one's, what it sends is an Alive now and then
-// (greeter), and the client waits for its turn as long as they come
+// (lobby), and the client waits for its turn as long as they come
 // (firstWait).
 type heardConn struct {
 	net.Conn
@@ -228,36 +228,22 @@ func (e *quietError) Error() string {
 
 // firstWait is the context of a client's first wait for the server
 // after it asked for its test, on h: a server that runs other clients'
-// tests first queues this one, and sends Alives meanwhile, for as long
-// as that takes. It ends once the server has sent nothing for quiet, its
-// Cause a *quietError, or interruptWait after ctx ends (nothing has been
-// measured yet). Its cancel must be called.
+// tests first keeps this one in its lobby, and sends Alives meanwhile,
+// for as long as that takes. It ends once the server has sent nothing
+// for quiet, its Cause a *quietError, or at once when ctx ends: nothing
+// has been measured yet. Its cancel must be called.
 func firstWait(ctx context.Context, h *heardConn, quiet time.Duration) (context.Context, context.CancelFunc) {
-	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	wctx, cancel := context.WithCancelCause(ctx)
 	start := time.Now()
 	go func() {
 		t := time.NewTicker(max(quiet/20, 10*time.Millisecond))
 		defer t.Stop()
-		var interrupted time.Time
 		for {
 			select {
 			case <-wctx.Done():
 				return
 			case now := <-t.C:
-				if ctx.Err() != nil {
-					if interrupted.IsZero() {
-						interrupted = now
-					}
-					if now.Sub(interrupted) >= interruptWait {
-						cancel(context.Cause(ctx))
-						return
-					}
-				}
-				last := time.Unix(0, h.last.Load())
-				if last.Before(start) {
-					last = start
-				}
-				if now.Sub(last) >= quiet {
+				if last := time.Unix(0, max(h.last.Load(), start.UnixNano())); now.Sub(last) >= quiet {
 					cancel(&quietError{quiet})
 					return
 				}
@@ -352,15 +338,12 @@ type Limits = exchange.Limits
 // Serve accepts clients on ln and runs the test each asks for, one at a
 // time, until ctx ends, or after one test when once is set. A failed test
 // is reported through done and does not stop the server; done also gets
-// each finished test. A local side that fails Check fails Serve at once.
-// Connections are greeted each on its own while no test runs (greeter),
-// so that one that says nothing holds up no client; during a test they
-// wait in ln's backlog. Clients greeted together that ask for tests
-// while another runs wait their turns, first come first served, sent
-// Alives meanwhile; those still waiting when Serve ends (a one-test
-// server's test done, or ctx ended) are told so. ln must have
-// SetDeadline, as a TCP or Unix listener has: that ends its Accept when
-// a test starts.
+// each finished test, and each connection that asked for no test (a
+// *notATest). A local side that fails Check fails Serve at once.
+// Clients wait their turns in a lobby, first come first served; a
+// one-test server answers every other client at once once it has taken
+// its test, and those still waiting when Serve ends are told why. ctx's
+// end closes ln.
 func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -376,16 +359,12 @@ func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 // serve is Serve's loop, once the local side is checked; ctx's end must
 // close ln.
 func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
-	dl, ok := ln.(deadliner)
-	if !ok {
-		return fmt.Errorf("serving on a %T: it has no SetDeadline, which ends its Accept while a test runs", ln)
-	}
-	g := newGreeter(ctx, ln, dl, alivePeriod(l))
-	// why is what the clients still queued when the server ends are told.
+	lb := openLobby(ctx, ln, alivePeriod(l), once)
+	// why is what the clients still waiting when the server ends are told.
 	why := errors.New("the server was stopped before it ran this test")
-	defer func() { g.close(why) }()
+	defer func() { lb.close(why) }()
 	for {
-		gr, err := g.next()
+		taken, report, err := lb.take()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -393,22 +372,22 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 			why = fmt.Errorf("the server stopped before it ran this test: %w", err)
 			return err
 		}
-		if gr.err != nil {
-			// Not a gorperf client, or one that gave up before asking for
-			// a test: say so and keep waiting, even for a one-test server.
+		if report != nil {
 			if done != nil {
-				done(nil, gr.err)
+				done(nil, report)
 			}
 			continue
 		}
-		r, err := serveSpec(ctx, ln, g.handoff, gr.c, gr.spec, l, lim, onHeader)
-		g.handoff.close()
-		gr.c.Close()
+		r, err := serveSpec(context.WithValue(ctx, handOverKey{}, lb.handOver), taken, l, lim, onHeader)
+		for _, w := range taken {
+			lb.handOver(w.c)
+			w.c.Close()
+		}
 		if done != nil {
 			done(r, err)
 		}
 		if once && ctx.Err() == nil {
-			why = errors.New("this server ran one test, another client's, and has stopped (a server runs one test unless started with serve)")
+			why = errOneTest
 		}
 		if once || ctx.Err() != nil {
 			return err
@@ -416,8 +395,13 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 	}
 }
 
-// deadliner is a listener whose Accept a deadline ends.
-type deadliner interface{ SetDeadline(time.Time) error }
+// errOneTest is what a one-test server tells a client whose test comes
+// after the one it has taken.
+var errOneTest = errors.New("this server runs one test, and has taken another client's (a server runs one test unless started with serve)")
+
+// handOverKey is the context key of the lobby's handOver, which run calls
+// with its connection once it sends its own Alives.
+type handOverKey struct{}
 
 // helloWait is how long a server gives a connection to say hello and ask
 // for its test. (A variable for the tests.)
@@ -430,358 +414,368 @@ var helloWait = 10 * time.Second
 // variable for the tests.)
 var maxGreetings = 32
 
-// greeter accepts a server's connections while no test runs and greets
-// each in a goroutine of its own (handshakeSpec), so that a connection
-// that says nothing (a TCP health check, nc) holds up no client that
-// comes after it, as gatherThreads does for a test's threads. The first
-// connection to ask for a test is taken; accepting then stops, until the
-// next call of next. A client whose greeting ends with a test meanwhile
-// waits its turn in a queue, first come first served, and is sent an
-// Alive every alive meanwhile, so that it knows the server is there (it
-// waits for its first message as long as they come, run); where the test
-// taken is of several threads, its own other connections are passed on
-// to its gathering (a handoff) instead, while that lasts: they may have
-// come with the first. A queued test of several threads keeps its
-// connections in the queue too, and is gathered when its first one's
-// turn comes. At most maxGreetings connections are greeted at once;
-// accepting waits for one to end past that.
-type greeter struct {
-	ctx   context.Context
-	ln    net.Listener
-	dl    deadliner
-	wake  chan struct{} // a greeting ended or Accept failed
-	alive time.Duration // the Alive period for queued clients
-	limit int           // maxGreetings
-	wait  time.Duration // helloWait
+// maxWaiting bounds the clients in a server's lobby (a test of several
+// threads is one client): the next one is told at once that the server
+// is busy. (A variable for the tests.)
+var maxWaiting = 64
 
-	mu         sync.Mutex
-	room       *sync.Cond // on mu: a greeting ended, or accepting is to stop
-	pending    []net.Conn // connections being greeted, oldest first
-	queue      []greeting // greetings that ended, not yet taken, oldest first
-	stopping   bool       // Accept's error ends accepting, and is not one
-	busy       bool       // a test was taken
-	handoff    *handoff   // where busy, a test of several threads' gathering
-	closed     bool
-	acceptErr  error
-	wg         sync.WaitGroup // greetings, handoffs and farewells under way
-	acceptDone chan struct{}  // closed when the accepting goroutine ends
-}
-
-// newGreeter is the greeter of a server on ln; queued clients are sent an
-// Alive every alive.
-func newGreeter(ctx context.Context, ln net.Listener, dl deadliner, alive time.Duration) *greeter {
-	g := &greeter{ctx: ctx, ln: ln, dl: dl, wake: make(chan struct{}, 1), alive: alive, limit: maxGreetings, wait: helloWait}
-	g.room = sync.NewCond(&g.mu)
-	return g
-}
-
-// greeting is the end of one connection's greeting: its test, or why it
-// asked for none (a *notATest).
-type greeting struct {
+// asked is a client's connection that asked for a test, and the test.
+type asked struct {
 	c    *exchange.Conn
 	spec exchange.TestSpec
-	err  error
-	// quiet, where not nil, stops the Alives sent while it waits in the
-	// queue.
-	quiet func()
 }
 
-// hush stops gr's Alives, if any.
-func (gr *greeting) hush() {
-	if gr.quiet != nil {
-		gr.quiet()
-		gr.quiet = nil
-	}
+// lobby is where a server's clients wait their turns. One goroutine
+// accepts connections for the server's whole life and greets each in a
+// goroutine of its own (handshakeSpec), at most maxGreetings at once
+// (past that, accepting waits), so that a connection that says nothing
+// (a TCP health check, nc) holds up no client. A client that asked for a
+// test waits in the lobby, first come first served, and is sent an Alive
+// every alive period, until its test is taken and run sends its own
+// (handOver); one that goes away meanwhile is dropped. The connections of
+// a test of several threads come through the lobby too, and are taken
+// together (take).
+type lobby struct {
+	ctx   context.Context
+	ln    net.Listener
+	alive time.Duration
+	once  bool
+	sem   chan struct{} // a greeting's place (maxGreetings)
+	quit  chan struct{} // closed by close
+
+	mu        sync.Mutex
+	cond      *sync.Cond // on mu: the lobby changed
+	waiting   []asked    // oldest first
+	held      []asked    // taken, sent Alives until handOver
+	reports   []error    // connections that asked for no test, for done
+	pending   map[net.Conn]bool
+	oneTaken  bool   // a one-test server took its test
+	oneGroup  uint64 // and its group (TestSpec.Group)
+	group     uint64 // the last test of several threads taken
+	stopWake  func() bool
+	acceptErr error
+	closed    bool
+	wg        sync.WaitGroup
 }
 
-// next returns the next connection whose greeting ended, with the test
-// it asks for or why it asked for none, oldest first, accepting and
-// greeting connections until one comes; or the listener's failure. Once
-// it returns a test, accepting stops, and the greetings that end in a
-// test meanwhile are queued, until the next call.
-func (g *greeter) next() (greeting, error) {
-	g.mu.Lock()
-	g.busy = false
-	g.handoff.close()
-	g.handoff = nil
-	if g.acceptDone == nil && g.acceptErr == nil {
-		g.acceptDone = make(chan struct{})
-		go g.accept(g.acceptDone)
-	}
-	g.mu.Unlock()
+// openLobby starts a server's lobby on ln; Alives go every alive.
+func openLobby(ctx context.Context, ln net.Listener, alive time.Duration, once bool) *lobby {
+	lb := &lobby{ctx: ctx, ln: ln, alive: alive, once: once, sem: make(chan struct{}, maxGreetings),
+		quit: make(chan struct{}), pending: map[net.Conn]bool{}}
+	lb.cond = sync.NewCond(&lb.mu)
+	lb.stopWake = context.AfterFunc(ctx, lb.wake)
+	lb.wg.Add(2)
+	go lb.accept()
+	go lb.tend()
+	return lb
+}
+
+// wake wakes take.
+func (lb *lobby) wake() {
+	lb.mu.Lock()
+	lb.cond.Broadcast()
+	lb.mu.Unlock()
+}
+
+// accept takes connections from the listener, each into a greeting of
+// its own, until close, or Accept fails.
+func (lb *lobby) accept() {
+	defer lb.wg.Done()
 	for {
-		g.mu.Lock()
-		if len(g.queue) > 0 {
-			gr := g.queue[0]
-			g.queue = g.queue[1:]
-			if gr.err == nil {
-				// Taken: the test's own other connections greeted
-				// already are passed on to its gathering; other clients
-				// keep their places.
-				g.busy = true
-				if gr.spec.Threads > 1 {
-					g.handoff = &handoff{c: make(chan greeting), end: make(chan struct{}), group: gr.spec.Group, back: g.requeue}
-					g.queue = slices.DeleteFunc(g.queue, func(o greeting) bool {
-						if o.err == nil && g.handoff.wants(o.spec) {
-							g.passOn(o)
-							return true
-						}
-						return false
-					})
-				}
-			}
-			g.mu.Unlock()
-			gr.hush()
-			if gr.err == nil {
-				g.stopAccept()
-			}
-			return gr, nil
-		}
-		if err := g.acceptErr; err != nil {
-			g.mu.Unlock()
-			return greeting{}, err
-		}
-		g.mu.Unlock()
 		select {
-		case <-g.wake:
-		case <-g.ctx.Done():
-			return greeting{}, g.ctx.Err()
-		}
-	}
-}
-
-// signal wakes next; g.mu is held.
-func (g *greeter) signal() {
-	select {
-	case g.wake <- struct{}{}:
-	default:
-	}
-}
-
-// accept takes connections from the listener and starts their
-// greetings, at most maxGreetings at once, until stopAccept or close
-// ends it, or Accept fails.
-func (g *greeter) accept(done chan struct{}) {
-	defer close(done)
-	for {
-		g.mu.Lock()
-		for len(g.pending) >= g.limit && !g.stopping && !g.closed {
-			g.room.Wait()
-		}
-		if g.stopping || g.closed {
-			g.mu.Unlock()
+		case lb.sem <- struct{}{}:
+		case <-lb.quit:
 			return
 		}
-		g.mu.Unlock()
-		nc, err := g.ln.Accept()
-		g.mu.Lock()
-		if err != nil {
-			if !g.stopping {
-				g.acceptErr = err
-				g.signal()
+		nc, err := lb.ln.Accept()
+		lb.mu.Lock()
+		if err != nil || lb.closed {
+			if err == nil {
+				nc.Close()
+			} else if !lb.closed {
+				lb.acceptErr = err
+				lb.cond.Broadcast()
 			}
-			g.mu.Unlock()
+			lb.mu.Unlock()
 			return
 		}
-		if g.closed {
-			g.mu.Unlock()
-			nc.Close()
-			return
-		}
-		g.pending = append(g.pending, nc)
-		g.wg.Add(1)
-		g.mu.Unlock()
+		lb.pending[nc] = true
+		lb.wg.Add(1)
+		lb.mu.Unlock()
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetKeepAlive(true)
 			tc.SetKeepAlivePeriod(2 * time.Second)
 		}
-		go g.greet(nc)
+		go lb.greet(nc)
 	}
 }
 
-// greet greets nc and queues the greeting's end for next, or passes it
-// on to the gathering of the test it is a thread of.
-func (g *greeter) greet(nc net.Conn) {
-	defer g.wg.Done()
+// greet greets nc and lets the client into the lobby, or answers it at
+// once where it cannot wait there.
+func (lb *lobby) greet(nc net.Conn) {
+	defer lb.wg.Done()
+	defer func() { <-lb.sem }()
 	c := exchange.NewConn(nc)
-	spec, err := handshakeSpec(g.ctx, c, g.wait)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if i := slices.Index(g.pending, nc); i >= 0 {
-		g.pending = slices.Delete(g.pending, i, i+1)
+	spec, err := handshakeSpec(lb.ctx, c, helloWait)
+	lb.mu.Lock()
+	delete(lb.pending, nc)
+	refuse := lb.arrive(asked{c, spec}, err)
+	lb.mu.Unlock()
+	if refuse != nil {
+		lb.tell(c, refuse)
 	}
-	g.room.Broadcast()
+}
+
+// arrive lets a greeted client into the lobby, or returns why it cannot
+// wait there (nil where the connection asked for no test, reported for
+// done); lb.mu is held.
+func (lb *lobby) arrive(a asked, err error) error {
+	thread := a.spec.Threads > 1
 	switch {
-	case g.closed || g.ctx.Err() != nil:
-		c.Close()
-		return
-	case err != nil:
-		c.Close()
-	case g.busy && g.handoff.wants(spec):
-		g.passOn(greeting{c: c, spec: spec})
-		return
-	}
-	g.enqueue(greeting{c: c, spec: spec, err: err})
-}
-
-// enqueue puts gr at the end of the queue, where a client with a test
-// is sent Alives while it waits; g.mu is held.
-func (g *greeter) enqueue(gr greeting) {
-	if gr.err == nil && gr.quiet == nil {
-		gr.quiet = gr.c.KeepAlive(g.alive)
-	}
-	g.queue = append(g.queue, gr)
-	g.signal()
-}
-
-// requeue puts a client that a test's gathering was given but is not
-// one of its threads back in the queue, behind those there; after close
-// it is told the server stopped.
-func (g *greeter) requeue(gr greeting) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		g.farewell(gr, errors.New("the server stopped before it ran this test"))
-		return
-	}
-	g.enqueue(gr)
-}
-
-// passOn passes a client, one of the threads of the test taken, on to
-// the test's gathering while it lasts, or tells it the server is busy:
-// the gathering has ended, with a connection for each thread or without
-// the test; g.mu is held.
-func (g *greeter) passOn(gr greeting) {
-	h := g.handoff
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		gr.hush()
-		if !h.give(gr) {
-			g.turnAway(gr.c)
+	case lb.closed:
+		if err != nil {
+			a.c.Close()
+			return nil
 		}
-	}()
-}
-
-// handoff passes the greetings a server's greeter ends while a test of
-// several threads gathers its connections on to the gathering, until it
-// is closed (gatherThreads).
-type handoff struct {
-	c     chan greeting
-	end   chan struct{}
-	once  sync.Once
-	group uint64 // the test's (TestSpec.Group)
-	// back, where not nil, takes a greeting the gathering was given that
-	// is not of its test: another client's, which waits its turn.
-	back func(greeting)
-}
-
-// wants reports whether spec is one of the threads of h's test; a nil
-// handoff wants none.
-func (h *handoff) wants(spec exchange.TestSpec) bool {
-	return h != nil && spec.Threads > 1 && spec.Group == h.group
-}
-
-// give passes gr on, and reports whether it was taken before h closed; a
-// nil handoff takes none.
-func (h *handoff) give(gr greeting) bool {
-	if h == nil {
-		return false
+		return errors.New("the server was stopped before it ran this test")
+	case err != nil:
+		a.c.Close()
+		lb.report(err)
+		return nil
+	case lb.once && lb.oneTaken && !(thread && a.spec.Group == lb.oneGroup):
+		return errOneTest
+	case thread && a.spec.Group == lb.group:
+		return fmt.Errorf("this server is busy: the other connections of this test of %d threads were taken without this one", a.spec.Threads)
 	}
-	select {
-	case h.c <- gr:
-		return true
-	case <-h.end:
-		return false
+	if n := lb.clients(); n >= maxWaiting && !(thread && slices.ContainsFunc(lb.waiting, func(w asked) bool { return w.spec.Threads > 1 && w.spec.Group == a.spec.Group })) {
+		return fmt.Errorf("this server is busy: %d clients are waiting", n)
 	}
+	lb.waiting = append(lb.waiting, a)
+	lb.cond.Broadcast()
+	return nil
 }
 
-// close ends h: greetings given after are not taken. A nil handoff does
-// nothing.
-func (h *handoff) close() {
-	if h != nil {
-		h.once.Do(func() { close(h.end) })
+// clients counts the clients waiting, a test of several threads as one;
+// lb.mu is held.
+func (lb *lobby) clients() int {
+	n, groups := 0, map[uint64]bool{}
+	for _, w := range lb.waiting {
+		if w.spec.Threads <= 1 || !groups[w.spec.Group] {
+			n++
+			groups[w.spec.Group] = w.spec.Threads > 1
+		}
 	}
+	return n
 }
 
-// turnAway tells a client that asked for a test while another ran that
-// the server is busy, and closes its connection.
-func (g *greeter) turnAway(c *exchange.Conn) {
-	hctx, cancel := context.WithTimeout(g.ctx, time.Second)
-	c.SendError(hctx, errors.New("this server is busy: it is running another client's test"))
+// tell sends a client why its test will not run, within a second, and
+// closes its connection.
+func (lb *lobby) tell(c *exchange.Conn, why error) {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(lb.ctx), time.Second)
+	c.SendError(hctx, why)
 	cancel()
 	c.Close()
 }
 
-// farewell tells a queued client why its test will not run, within a
-// second, in a goroutine of its own, and closes its connection; g.mu is
-// held.
-func (g *greeter) farewell(gr greeting, why error) {
-	g.wg.Add(1)
+// tend sends an Alive to each client waiting, and to those taken until
+// run sends its own, every alive period, and drops the clients waiting
+// that have gone away.
+func (lb *lobby) tend() {
+	defer lb.wg.Done()
+	t := time.NewTicker(lb.alive)
+	defer t.Stop()
+	for {
+		select {
+		case <-lb.quit:
+			return
+		case <-t.C:
+		}
+		lb.mu.Lock()
+		all := append(slices.Clone(lb.waiting), lb.held...)
+		lb.mu.Unlock()
+		var gone []*exchange.Conn
+		for _, w := range all {
+			ctx, cancel := context.WithTimeout(lb.ctx, lb.alive)
+			if err := w.c.Send(ctx, exchange.Alive{}); (err != nil && lb.ctx.Err() == nil) || peerLeft(w.c.NetConn()) {
+				gone = append(gone, w.c)
+			}
+			cancel()
+		}
+		if len(gone) > 0 {
+			lb.mu.Lock()
+			for _, c := range gone {
+				lb.drop(c)
+			}
+			lb.mu.Unlock()
+		}
+	}
+}
+
+// drop removes the client on c from the lobby, where it waits, closes
+// its connection and reports it gone; lb.mu is held.
+func (lb *lobby) drop(c *exchange.Conn) {
+	i := slices.IndexFunc(lb.waiting, func(w asked) bool { return w.c == c })
+	if i < 0 {
+		return
+	}
+	lb.waiting = slices.Delete(lb.waiting, i, i+1)
+	c.Close()
+	lb.report(&notATest{fmt.Errorf("client %s went away while it waited its turn", c.NetConn().RemoteAddr())})
+}
+
+// report keeps err, a connection's that asked for no test, for done, up
+// to maxWaiting of them; lb.mu is held.
+func (lb *lobby) report(err error) {
+	if len(lb.reports) < maxWaiting {
+		lb.reports = append(lb.reports, err)
+	}
+	lb.cond.Broadcast()
+}
+
+// peerLeft reports whether nc is a TCP connection its peer has closed,
+// as peerGone reads it.
+func peerLeft(nc net.Conn) bool {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	return err == nil && (&session{ctl: rc}).peerGone(time.Now()) != nil
+}
+
+// take returns the next connection that asked for no test, for done, or
+// else the next test, oldest first, waiting until one comes, or the
+// listener's failure, or ctx's end. A test of several threads is taken
+// with all its connections, which take waits for, up to groupWait; other
+// clients keep their places meanwhile. The connections taken are sent
+// Alives until handOver.
+func (lb *lobby) take() (taken []asked, report error, err error) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	var head *exchange.Conn // a test of several threads waited for
+	var giveUp time.Time
+	for {
+		if len(lb.reports) > 0 {
+			report = lb.reports[0]
+			lb.reports = lb.reports[1:]
+			return nil, report, nil
+		}
+		if err := lb.ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		for len(lb.waiting) > 0 && peerLeft(lb.waiting[0].c.NetConn()) {
+			lb.drop(lb.waiting[0].c)
+		}
+		if len(lb.waiting) == 0 {
+			if lb.acceptErr != nil {
+				return nil, nil, lb.acceptErr
+			}
+			lb.cond.Wait()
+			continue
+		}
+		first := lb.waiting[0]
+		if lb.once && !lb.oneTaken {
+			lb.oneTaken, lb.oneGroup = true, first.spec.Group
+			lb.waiting = slices.DeleteFunc(lb.waiting, func(w asked) bool {
+				if w.c != first.c && !(first.spec.Threads > 1 && w.spec.Threads > 1 && w.spec.Group == first.spec.Group) {
+					lb.farewell(w.c, errOneTest)
+					return true
+				}
+				return false
+			})
+		}
+		own := func(w asked) bool {
+			return w.c == first.c || first.spec.Threads > 1 && w.spec.Threads > 1 && w.spec.Group == first.spec.Group
+		}
+		if first.spec.Threads > 1 {
+			if head != first.c {
+				head, giveUp = first.c, time.Now().Add(groupWait)
+				t := time.AfterFunc(groupWait, lb.wake)
+				defer t.Stop()
+			}
+			threads := map[uint16]bool{}
+			for _, w := range lb.waiting {
+				if own(w) && w.spec.Threads == first.spec.Threads {
+					threads[w.spec.Thread] = true
+				}
+			}
+			if len(threads) < int(first.spec.Threads) && time.Now().Before(giveUp) {
+				lb.cond.Wait()
+				continue
+			}
+			lb.group = first.spec.Group
+		}
+		lb.waiting = slices.DeleteFunc(lb.waiting, func(w asked) bool {
+			if own(w) {
+				taken = append(taken, w)
+				return true
+			}
+			return false
+		})
+		lb.held = append(lb.held, taken...)
+		return taken, nil, nil
+	}
+}
+
+// handOver ends the lobby's Alives to a connection taken, once run sends
+// its own.
+func (lb *lobby) handOver(c *exchange.Conn) {
+	lb.mu.Lock()
+	lb.held = slices.DeleteFunc(lb.held, func(w asked) bool { return w.c == c })
+	lb.mu.Unlock()
+}
+
+// farewell tells a client why its test will not run, within a second,
+// in a goroutine of its own; lb.mu is held.
+func (lb *lobby) farewell(c *exchange.Conn, why error) {
+	lb.wg.Add(1)
 	go func() {
-		defer g.wg.Done()
-		gr.hush()
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), time.Second)
-		gr.c.SendError(hctx, why)
-		cancel()
-		gr.c.Close()
+		defer lb.wg.Done()
+		lb.tell(c, why)
 	}()
 }
 
-// stopAccept ends accepting: connections wait in the listener's backlog.
-func (g *greeter) stopAccept() {
-	g.mu.Lock()
-	done := g.acceptDone
-	g.stopping = true
-	g.room.Broadcast()
-	g.mu.Unlock()
-	if done == nil {
-		return
-	}
-	g.dl.SetDeadline(time.Unix(1, 0))
-	<-done
-	g.dl.SetDeadline(time.Time{})
-	g.mu.Lock()
-	g.acceptDone, g.stopping = nil, false
-	g.mu.Unlock()
-}
-
-// close ends accepting and every greeting, tells the clients queued why
-// their tests will not run (why), and waits for them: the listener is
-// the caller's again, without a deadline.
-func (g *greeter) close(why error) {
-	g.mu.Lock()
-	g.closed = true
-	for _, nc := range g.pending {
+// close ends accepting and every greeting, tells the clients waiting why
+// their tests will not run (why), and waits for all of it: the
+// listener is the caller's again, without a deadline, where ctx has not
+// closed it.
+func (lb *lobby) close(why error) {
+	lb.stopWake()
+	lb.mu.Lock()
+	lb.closed = true
+	close(lb.quit)
+	for nc := range lb.pending {
 		nc.Close()
 	}
-	g.pending = nil
-	for _, gr := range g.queue {
-		if gr.err == nil {
-			g.farewell(gr, why)
-		} else {
-			gr.c.Close()
-		}
+	for _, w := range lb.waiting {
+		lb.farewell(w.c, why)
 	}
-	g.queue = nil
-	g.handoff.close()
-	g.room.Broadcast()
-	g.mu.Unlock()
-	g.stopAccept()
-	g.wg.Wait()
+	lb.waiting = nil
+	lb.cond.Broadcast()
+	lb.mu.Unlock()
+	dl, ok := lb.ln.(interface{ SetDeadline(time.Time) error })
+	if !ok {
+		lb.ln.Close()
+	} else if dl.SetDeadline(time.Unix(1, 0)) == nil {
+		defer dl.SetDeadline(time.Time{})
+	}
+	lb.wg.Wait()
 }
 
-// serveSpec runs the test spec of the client on c, which asked for it; a
-// test of several threads takes its other connections from ln and h.
-func serveSpec(ctx context.Context, ln net.Listener, h *handoff, c *exchange.Conn, spec exchange.TestSpec, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
+// serveSpec runs the test taken, whose first connection is its client's
+// or a test of several threads' first (taken[0]).
+func serveSpec(ctx context.Context, taken []asked, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
+	c, spec := taken[0].c, taken[0].spec
 	if err := admit(&spec, l, lim); err != nil {
-		hctx, cancel := context.WithTimeout(ctx, time.Second)
-		c.SendError(hctx, err)
-		cancel()
+		for _, w := range taken {
+			hctx, cancel := context.WithTimeout(ctx, time.Second)
+			w.c.SendError(hctx, err)
+			cancel()
+		}
 		return nil, fmt.Errorf("refused a client's test: %w", err)
 	}
 	if spec.Threads > 1 {
-		return serveThreads(ctx, ln, h, c, spec, l, lim, onHeader)
+		return serveThreads(ctx, asked{c, spec}, taken[1:], l, lim, onHeader)
 	}
 	return run(ctx, c, spec, l, "server", "", onHeader)
 }
@@ -852,6 +846,9 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	// it stays so, or as long as the control protocol's 30 s.
 	stopAlive := c.KeepAlive(alivePeriod(l))
 	defer stopAlive()
+	if handOver, ok := ctx.Value(handOverKey{}).(func(*exchange.Conn)); ok {
+		handOver(c) // the server's lobby sent its Alives until here
+	}
 	c.SetPeerTimeout(idleTimeout(l))
 	// first bounds a client's first wait for the server, which may queue
 	// it behind other clients' tests: as long as the server sends

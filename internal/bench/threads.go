@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"reflect"
 	"runtime"
@@ -255,6 +254,11 @@ func runThreads(ctx context.Context, spec exchange.TestSpec, l Local, onHeader f
 	cpus := threadCPUs(n, l.ThreadCPUs)
 	results := make([]*Result, n)
 	errs := make([]error, n)
+	var first atomic.Int32 // the first thread to fail, plus one
+	fail := func(i int) {
+		first.CompareAndSwap(0, int32(i+1))
+		cancel(errs[i])
+	}
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -265,7 +269,7 @@ func runThreads(ctx context.Context, spec exchange.TestSpec, l Local, onHeader f
 			if cpus != nil {
 				if err := affinity.PinThread(cpus[i]); err != nil {
 					errs[i] = fmt.Errorf("thread %d on CPU %d: %w", i, cpus[i], err)
-					cancel(errs[i])
+					fail(i)
 					if refuse != nil {
 						refuse(i, errs[i])
 					}
@@ -274,12 +278,18 @@ func runThreads(ctx context.Context, spec exchange.TestSpec, l Local, onHeader f
 			}
 			results[i], errs[i] = run(gctx, i, g.threadLocal(l, i), g.header(i, cpus, onHeader))
 			if errs[i] != nil {
-				cancel(errs[i])
+				fail(i)
 			}
 		})
 	}
 	wg.Wait()
-	return combine(ctx, spec, results, errs, cpus)
+	res, err := combine(ctx, spec, results, errs, cpus)
+	if i := int(first.Load()) - 1; i >= 0 && err != nil && !errors.Is(errs[i], context.Canceled) {
+		// The first to fail, ahead of the failures it caused: a peer
+		// that gave up for it closes the others' connections.
+		err = fmt.Errorf("thread %d of %d: %w", i, n, errs[i])
+	}
+	return res, err
 }
 
 // procs counts the measuring loops of the tests of several threads
@@ -464,20 +474,17 @@ func mapOneThread(l Local) error {
 }
 
 // groupWait bounds how long a server waits for the rest of a test's
-// connections once the first has come.
+// connections once the first has come to the head of its lobby.
 var groupWait = 10 * time.Second
 
-// serveThreads gathers the connections of the test of several threads
-// whose first connection is c (its spec, spec) from ln and h, then runs
-// them.
-// A connection of another client meanwhile waits its turn in the
-// server's queue (handoff.back), or without one is told the server is
-// busy.
-func serveThreads(ctx context.Context, ln net.Listener, h *handoff, c *exchange.Conn, spec exchange.TestSpec, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
-	n := int(spec.Threads)
+// serveThreads runs the test of several threads whose first connection
+// the server's lobby took is first, with the others it took with it,
+// more (gatherThreads).
+func serveThreads(ctx context.Context, first asked, more []asked, l Local, lim Limits, onHeader func(report.Header)) (*Result, error) {
+	n := int(first.spec.Threads)
 	conns := make([]*exchange.Conn, n)
 	specs := make([]exchange.TestSpec, n)
-	conns[spec.Thread], specs[spec.Thread] = c, spec
+	conns[first.spec.Thread], specs[first.spec.Thread] = first.c, first.spec
 	defer func() {
 		for _, c := range conns {
 			if c != nil && c.NetConn() != nil {
@@ -500,12 +507,12 @@ func serveThreads(ctx context.Context, ln net.Listener, h *handoff, c *exchange.
 		return nil, err
 	}
 	if err := mapOneThread(l); err != nil {
+		for _, o := range more {
+			tell(o.c, err)
+		}
 		return fail(err)
 	}
-	if err := gatherThreads(ctx, ln, h, conns, specs, l, lim); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	if err := gatherThreads(ctx, conns, specs, more, l, lim); err != nil {
 		return fail(err)
 	}
 	user := specs[0]
@@ -518,21 +525,15 @@ func serveThreads(ctx context.Context, ln net.Listener, h *handoff, c *exchange.
 	}, func(i int, err error) { tell(conns[i], err) })
 }
 
-// gatherThreads takes from ln the connections of a test of len(conns)
-// threads that conns does not have yet, each with its spec in specs,
-// within groupWait; h, if not nil, passes on the connections a server's
-// greeter was greeting when it took the first (Serve), and is closed on
-// return. Each is admitted as the first was (admit), and must
-// ask for the first one's test, but for what is each connection's own
-// (sameTest). Each connection is greeted in a goroutine of its own,
-// so that one that says nothing (a port scanner, nc) holds up none that
-// come after it; it is dropped once the test's connections are all in, or
-// at groupWait. A connection of another client goes back to the
-// server's queue (h.back) to wait its turn, or without one is told the
-// server is busy; a test over the limits is refused. ln must have
-// SetDeadline, as a TCP or Unix listener has: gathering ends its Accept
-// so.
-func gatherThreads(ctx context.Context, ln net.Listener, h *handoff, conns []*exchange.Conn, specs []exchange.TestSpec, l Local, lim Limits) error {
+// gatherThreads puts in conns the connections of a test of len(conns)
+// threads from more, those the server's lobby took with the first, each
+// with its spec in specs. Each is admitted as the first was (admit), and
+// must ask for the first one's test, but for what is each connection's
+// own (sameTest); a test over the limits is refused. One that asks for
+// a thread the test has no place for, or has already, is told the
+// server is busy and closed. It fails where a thread has no connection:
+// the lobby gave up on them at groupWait.
+func gatherThreads(ctx context.Context, conns []*exchange.Conn, specs []exchange.TestSpec, more []asked, l Local, lim Limits) error {
 	n := len(conns)
 	var spec exchange.TestSpec // the first connection's
 	got := 0
@@ -542,123 +543,42 @@ func gatherThreads(ctx context.Context, ln net.Listener, h *handoff, conns []*ex
 			got++
 		}
 	}
-	dl, ok := ln.(interface{ SetDeadline(time.Time) error })
-	if !ok {
-		return fmt.Errorf("a test of %d threads: the control listener (%T) has no SetDeadline to bound the wait for its connections", n, ln)
-	}
-	giveUp := time.Now().Add(groupWait)
-	gctx, stop := context.WithDeadline(ctx, giveUp)
-	defer stop()
-	if err := dl.SetDeadline(giveUp); err != nil {
-		return err
-	}
-	greeted := make(chan greeting)
-	var more <-chan greeting // nil: none
-	if h != nil {
-		more = h.c
-		defer h.close()
-	}
-	acceptErr := make(chan error, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				acceptErr <- err
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				o := exchange.NewConn(nc)
-				ts, err := handshakeSpec(gctx, o, groupWait)
-				select {
-				case greeted <- greeting{c: o, spec: ts, err: err}:
-				case <-gctx.Done():
-					o.Close()
-				}
-			}()
-		}
-	}()
-	// grace is how long greetings under way once the test's connections
-	// are all in may take to finish: those that do are told the server
-	// is busy, as they were when greeted in turn.
-	var grace time.Duration
-	defer func() {
-		// End the Accept, then every greeting still going, and wait for
-		// them: ln is the caller's again once this returns.
-		dl.SetDeadline(time.Unix(1, 0))
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		for {
-			select {
-			case g := <-greeted:
-				if g.err == nil && h != nil && h.back != nil && !h.wants(g.spec) {
-					h.back(g) // another client's, which waits its turn
-					continue
-				}
-				if g.err == nil {
-					hctx, cancel := context.WithTimeout(ctx, time.Second)
-					g.c.SendError(hctx, fmt.Errorf("this server is busy: it is running the %d connections of another client's test", n))
-					cancel()
-				}
-				g.c.Close()
-				continue
-			case <-t.C:
-				stop()
-				continue
-			case <-done:
-			}
-			break
-		}
-		stop()
-		dl.SetDeadline(time.Time{})
-	}()
-	for got < n {
-		var g greeting
-		select {
-		case g = <-greeted:
-		case g = <-more:
-		case err := <-acceptErr:
-			return fmt.Errorf("a test of %d threads: %d of its connections came in %v: %w", n, got, groupWait, err)
-		case <-gctx.Done():
-			return fmt.Errorf("a test of %d threads: %d of its connections came in %v: %w", n, got, groupWait, gctx.Err())
-		}
-		if g.err != nil { // not a gorperf client, or one that gave up
-			g.c.Close()
-			continue
-		}
-		ts := g.spec
-		if h != nil && h.back != nil && !h.wants(ts) {
-			h.back(g) // another client's, which waits its turn
-			continue
-		}
+	var refused error
+	for _, o := range more {
+		ts := o.spec
 		hctx, cancel := context.WithTimeout(ctx, time.Second)
-		if ts.Group != spec.Group || ts.Threads != spec.Threads || ts.Thread >= ts.Threads || conns[ts.Thread] != nil {
-			g.c.SendError(hctx, fmt.Errorf("this server is busy: it is gathering the %d connections of another client's test", n))
+		err := refused
+		if err == nil && (ts.Group != spec.Group || ts.Threads != spec.Threads || ts.Thread >= ts.Threads || conns[ts.Thread] != nil) {
+			o.c.SendError(hctx, fmt.Errorf("this server is busy: it is gathering the %d connections of another client's test", n))
 			cancel()
-			g.c.Close()
+			o.c.Close()
 			continue
 		}
-		err := admit(&ts, l, lim)
+		if err == nil {
+			err = admit(&ts, l, lim)
+		}
 		if err == nil {
 			err = sameTest(spec, ts)
 		}
 		if err != nil {
-			g.c.SendError(hctx, err)
+			o.c.SendError(hctx, err)
 			cancel()
-			g.c.Close()
-			return fmt.Errorf("refused a client's test: %w", err)
+			o.c.Close()
+			if refused == nil {
+				refused = fmt.Errorf("refused a client's test: %w", err)
+			}
+			continue
 		}
 		cancel()
-		conns[ts.Thread], specs[ts.Thread] = g.c, ts
+		conns[ts.Thread], specs[ts.Thread] = o.c, ts
 		got++
 	}
-	grace = min(time.Second, time.Until(giveUp))
+	if refused != nil {
+		return refused
+	}
+	if got < n {
+		return fmt.Errorf("a test of %d threads: %d of its connections came in %v", n, got, groupWait)
+	}
 	return nil
 }
 

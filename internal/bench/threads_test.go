@@ -237,12 +237,7 @@ func TestMapOneThread(t *testing.T) {
 		_, err := exchange.NewConn(b).Recv(ctx)
 		got <- err
 	}()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if _, err := serveThreads(ctx, ln, nil, exchange.NewConn(a), spec, l, Limits{}, nil); err == nil || !strings.Contains(err.Error(), "--mmap") {
+	if _, err := serveThreads(ctx, asked{exchange.NewConn(a), spec}, nil, l, Limits{}, nil); err == nil || !strings.Contains(err.Error(), "--mmap") {
 		t.Errorf("server: %v; want --mmap refused", err)
 	}
 	var pe *exchange.PeerError

@@ -1,0 +1,293 @@
+//go:build linux && cgo
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/exchange"
+)
+
+// held is a server (serve, not once) whose first test is held in its
+// Admit until release is closed; taken gets each test's size as Admit
+// sees it.
+func held(t *testing.T) (s *serving, taken chan uint32, release chan struct{}) {
+	taken, release = make(chan uint32, 128), make(chan struct{})
+	var first sync.Once
+	s = newServing(t, false, func(spec exchange.TestSpec) error {
+		taken <- spec.Size
+		first.Do(func() { <-release })
+		return nil
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	return s, taken, release
+}
+
+// start has a client ask for a test of size and waits until the server
+// takes it.
+func (s *serving) start(taken chan uint32, size uint32) *exchange.Conn {
+	s.t.Helper()
+	return s.startOn(s.greet(), taken, size)
+}
+
+// greet connects as a client and says hello.
+func (s *serving) greet() *exchange.Conn {
+	s.t.Helper()
+	c, err := s.hello(time.Second)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c
+}
+
+// startOn has the client on c ask for a test of size and waits until the
+// server takes it.
+func (s *serving) startOn(c *exchange.Conn, taken chan uint32, size uint32) *exchange.Conn {
+	s.t.Helper()
+	sp := s.spec
+	sp.Size = size
+	if err := c.Send(s.ctx, sp); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case got := <-taken:
+		if got != size {
+			s.t.Fatalf("took test %d; want %d", got, size)
+		}
+	case <-time.After(2 * time.Second):
+		s.t.Fatalf("test %d not taken within 2 s", size)
+	}
+	return c
+}
+
+// TestServeGreetsDuringTest: a client that connects while another's test
+// runs is greeted at once, waits its turn, sent Alives, and its test
+// runs after. (No device: it is then told it cannot open one.) It waited
+// in the listener's backlog, and its 10 s for the server's hello ran out
+// there.
+func TestServeGreetsDuringTest(t *testing.T) {
+	s, taken, release := held(t)
+	s.start(taken, 1)
+	c, err := s.hello(2 * time.Second)
+	if err != nil {
+		t.Fatalf("a client that came during a test: %v; want greeted", err)
+	}
+	h := &heardConn{Conn: c.NetConn()}
+	c = exchange.NewConn(h)
+	sp := s.spec
+	sp.Size = 2
+	if err := c.Send(s.ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 600*time.Millisecond)
+	_, err = c.Recv(ctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a client waiting its turn: %v; want nothing but Alives", err)
+	}
+	if heard := time.Since(time.Unix(0, h.last.Load())); heard > 400*time.Millisecond {
+		t.Errorf("a client waiting its turn last heard from the server %v ago; want Alives", heard)
+	}
+	close(release)
+	ctx, cancel = context.WithTimeout(s.ctx, 2*time.Second)
+	defer cancel()
+	if _, err := c.Recv(ctx); err == nil || !strings.Contains(err.Error(), "device") {
+		t.Errorf("the client that came during a test: %v; want its test run, told the device is not there", err)
+	}
+}
+
+// TestServeDropsGoneClients: a client that goes away while it waits is
+// dropped and reported, its test never taken (Admit never sees it, the
+// device is not opened); a test of several threads whose first thread
+// went away does not hold up the client behind it for the gathering's
+// wait. They were taken at their turn, and the threads' first held the
+// next client groupWait.
+func TestServeDropsGoneClients(t *testing.T) {
+	defer func(old time.Duration) { groupWait = old }(groupWait)
+	groupWait = 3 * time.Second
+	s, taken, release := held(t)
+	// Greeted before the first test is taken, which the server queued
+	// before the lobby too.
+	first, gone, thread, next := s.greet(), s.greet(), s.greet(), s.greet()
+	s.startOn(first, taken, 1)
+	sp := s.spec
+	sp.Size = 2
+	gone.Send(s.ctx, sp)
+	sp.Size, sp.Threads, sp.Group = 3, 2, 9
+	thread.Send(s.ctx, sp) // thread 0 of 2; thread 1 never comes
+	sp = s.spec
+	sp.Size = 4
+	next.Send(s.ctx, sp)
+	time.Sleep(200 * time.Millisecond)
+	gone.Close()
+	thread.Close()
+	time.Sleep(time.Second)
+	close(release)
+	began := time.Now()
+	select {
+	case got := <-taken:
+		if got != 4 {
+			t.Errorf("took test %d; want 4, those before it gone", got)
+		}
+		if took := time.Since(began); took > time.Second {
+			t.Errorf("the client behind gone ones was taken after %v", took)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the client behind gone ones was not taken within 2 s")
+	}
+	time.Sleep(100 * time.Millisecond)
+	left := 0
+	for _, r := range s.reports() {
+		if KeepsWaiting(r) && strings.Contains(r.Error(), "went away while it waited its turn") {
+			left++
+		}
+	}
+	if left != 2 {
+		t.Errorf("done got %v; want the two clients gone reported", s.reports())
+	}
+}
+
+// TestServeLobbyBounded: past maxWaiting clients waiting, the next one
+// is told at once that the server is busy; those waiting cost the server
+// no goroutine each. The clients were all queued, each with a goroutine
+// of its own sending it Alives.
+func TestServeLobbyBounded(t *testing.T) {
+	defer func(old int) { maxWaiting = old }(maxWaiting)
+	maxWaiting = 8
+	s, taken, _ := held(t)
+	time.Sleep(100 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	// Greeted before the first test is taken, which the server queued
+	// before the lobby too.
+	all := make([]*exchange.Conn, 20) // fewer than maxGreetings: greeted, they have not asked yet
+	for i := range all {
+		all[i] = s.greet()
+	}
+	s.start(taken, 1)
+	for _, c := range all {
+		if err := c.Send(s.ctx, s.spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, c := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(s.ctx, time.Second)
+			_, errs[i] = c.Recv(ctx)
+			cancel()
+		}()
+	}
+	wg.Wait()
+	var waiting []*exchange.Conn
+	for i, err := range errs {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			waiting = append(waiting, all[i])
+		case err == nil || !strings.Contains(err.Error(), "this server is busy: 8 clients are waiting"):
+			t.Errorf("client %d: %v; want it waiting, or told at once that the server is busy", i, err)
+		}
+	}
+	if len(waiting) != maxWaiting {
+		t.Errorf("%d clients waiting; want %d", len(waiting), maxWaiting)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if grew := runtime.NumGoroutine() - before; grew > 4 {
+		t.Errorf("%d clients waiting grew %d goroutines", len(waiting), grew)
+	}
+	for i, c := range waiting {
+		ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
+		_, err := c.Recv(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("waiting client %d: %v; want it waiting", i, err)
+		}
+	}
+}
+
+// TestServeGroupWaits: while the lobby waits for a test's other threads,
+// its first is sent Alives, so that the client's peer timeout does not
+// fire; at groupWait it is told how many came, and the client behind it
+// is served. The first's Alives stopped once it was taken.
+func TestServeGroupWaits(t *testing.T) {
+	defer func(old time.Duration) { groupWait = old }(groupWait)
+	groupWait = time.Second
+	s := newServing(t, false, nil)
+	c, err := s.hello(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &heardConn{Conn: c.NetConn()}
+	c = exchange.NewConn(h)
+	sp := s.spec
+	sp.Threads, sp.NumQPs, sp.Group = 2, 1, 3
+	if err := c.Send(s.ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 700*time.Millisecond)
+	_, err = c.Recv(ctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a thread whose others have not come: %v; want it waiting", err)
+	}
+	if heard := time.Since(time.Unix(0, h.last.Load())); heard > 400*time.Millisecond {
+		t.Errorf("a thread waiting for its others last heard from the server %v ago; want Alives", heard)
+	}
+	ctx, cancel = context.WithTimeout(s.ctx, 2*time.Second)
+	_, err = c.Recv(ctx)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "a test of 2 threads: 1 of its connections came in 1s") {
+		t.Errorf("a thread whose others never came: %v", err)
+	}
+}
+
+// TestFirstWaitInterrupted: a client stopped while it waits for its turn
+// (a server that sends Alives) stops at once, where it waited 5 s more.
+func TestFirstWaitInterrupted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		stop := exchange.NewConn(nc).KeepAlive(20 * time.Millisecond)
+		time.Sleep(3 * time.Second)
+		stop()
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	h := &heardConn{Conn: nc}
+	c := exchange.NewConn(h)
+	ctx, cancel := context.WithCancel(context.Background())
+	wctx, stop := firstWait(ctx, h, 200*time.Millisecond)
+	defer stop()
+	time.AfterFunc(300*time.Millisecond, cancel)
+	began := time.Now()
+	_, err = c.RecvSetup(wctx)
+	if took := time.Since(began); !errors.Is(err, context.Canceled) || took > time.Second {
+		t.Errorf("a wait stopped after 300 ms: %v after %v; want cancelled at once", err, took)
+	}
+}
