@@ -503,7 +503,11 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	out := newSampleStore(iters, dur)
 	defer out.free()
 	margin := s.margin()
-	spanning := dur > 0 && margin > 0 // the iterations reported are the span's, as in pingPong
+	// The iterations reported are the span's, as in pingPong: a request
+	// counts, and its sample is kept, where it was posted in the span, so
+	// that the two are as many (a sample kept by when it ended could
+	// begin before the span, and one more sample than iterations).
+	spanning := dur > 0 && margin > 0
 	var inSpanIters uint64
 	gap := s.local.LatencyGap // a pause after each completion, out of the samples
 	start := time.Now()
@@ -516,7 +520,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 		// A store that took long to add (it decimated its samples) has
 		// the clock read again, as a yield does: the time falls between
 		// two samples.
-		slow := i > 0 && gap == 0 && inSpan(el, dur, margin) && out.add(float64(el-t0))
+		slow := i > 0 && gap == 0 && inSpan(t0, dur, margin) && out.add(float64(el-t0))
 		if pc.yield(start.Add(el)) || slow {
 			el = sinceMono(start)
 		}
@@ -551,7 +555,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 		}
 		if gap > 0 {
 			done := sinceMono(start)
-			if inSpan(done, dur, margin) {
+			if inSpan(t0, dur, margin) {
 				out.add(float64(done - t0))
 			}
 			spinUntil(start, done+gap)
@@ -561,7 +565,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 			break
 		}
 	}
-	if el := sinceMono(start); i > 0 && gap == 0 && !stopped && inSpan(el, dur, margin) {
+	if el := sinceMono(start); i > 0 && gap == 0 && !stopped && inSpan(t0, dur, margin) {
 		out.add(float64(el - t0))
 	}
 	r := sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out.take()}
