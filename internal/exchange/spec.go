@@ -564,15 +564,24 @@ func (s TestSpec) Validate() error {
 	if !t.valid() {
 		return invalid("unknown test %d", uint8(s.Test))
 	}
+	// What each test takes, as the message says: send RC, UC or UD,
+	// write RC or UC, read and atomic RC only.
+	takes := "RC"
+	switch t {
+	case WriteBW, WriteLat:
+		takes = "RC or UC"
+	case SendBW, SendLat:
+		takes = "RC, UC or UD"
+	}
 	switch s.ConnType {
 	case ibverbs.QPTypeRC:
 	case ibverbs.QPTypeUC:
 		if t != WriteBW && t != WriteLat && t != SendBW && t != SendLat {
-			return invalid("%s needs RC, not UC", t)
+			return invalid("%s takes %s, not UC", t, takes)
 		}
 	case ibverbs.QPTypeUD:
 		if t != SendBW && t != SendLat {
-			return invalid("%s needs RC, not UD", t)
+			return invalid("%s takes %s, not UD", t, takes)
 		}
 	default:
 		return invalid("connection type %v: want RC, UC or UD", s.ConnType)
