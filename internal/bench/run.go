@@ -1041,6 +1041,9 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 				r.CPU = to.since(from, msgs)
 			}
 			res.Sizes = append(res.Sizes, r)
+			if l.SizeDone != nil {
+				l.SizeDone(r)
+			}
 		}
 		// The peer's messages of the size's end are received while the
 		// loop runs: the loop ends when the peer says it was interrupted,

@@ -60,6 +60,12 @@ type Local struct {
 	// measurement with the size in hand and the messages done of total (0
 	// when the run is timed).
 	Progress func(size int, done, total uint64)
+	// SizeDone, if set, gets each size's result as it is added to the
+	// run's Result, once it is complete (after the result swap, or the
+	// partial one of a run cut short), from the goroutine that runs the
+	// test. In a test of several threads each thread calls it with its
+	// own result, not the sum.
+	SizeDone func(SizeResult)
 	// CMHost, for a client, is the address to dial rdma_cm at, when not the
 	// control connection's host (in loopback, the server side's GID).
 	CMHost string

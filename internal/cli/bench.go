@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -331,12 +332,16 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	// which a server for one test learns from the client's spec (Admit,
 	// before the run), not from its own flag.
 	server := o.Host == "" && !o.Loopback
-	var infinite atomic.Bool
-	infinite.Store(o.Infinite && !server)
+	// The column line of an infinite run's intervals comes with the first
+	// of them: a side that reports none (the passive side of a write or
+	// read) prints the table once, at the end, and not its column line
+	// twice. Two sides report in loopback's -b, from two goroutines.
+	var columns sync.Once
 	if o.Infinite || server {
 		// bench calls it only in an infinite run.
 		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
 			if text {
+				columns.Do(func() { report.WriteBWHeader(out, o.Gbits) })
 				report.WriteBWRow(out, b, o.Gbits)
 			} else if o.value != report.NoValue {
 				report.WriteBWValue(out, o.value, b, o.Gbits)
@@ -347,19 +352,28 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 			}
 		}
 	}
-	if text && isTerminal(f.IO.ErrOut) {
-		l.Progress = progressLine(f.IO.ErrOut)
+	o.rows = nil
+	if text {
+		// Each size's row as the size ends, as perftest prints them; a
+		// server learns the test from its client.
+		o.rows = &rowStream{w: out, gbits: o.Gbits}
+		if !server {
+			o.rows.start(spec)
+		}
+		if isTerminal(f.IO.ErrOut) {
+			l.Progress = progressLine(f.IO.ErrOut)
+			o.rows.clear = f.IO.ErrOut
+		}
+		l.SizeDone = o.rows.size
 	}
 	onHeader := func(h report.Header) {
 		if text {
+			// perftest's order in an infinite run: its header block,
+			// then the column line, then a row an interval (Interval);
+			// nothing of the table where the run fails before its
+			// header.
 			o.placeHeader(&h)
 			report.WriteHeader(out, h)
-			if infinite.Load() {
-				// perftest's order: its header block, then the
-				// column line, then a row an interval; nothing of the
-				// table where the run fails before its header.
-				report.WriteBWHeader(out, o.Gbits)
-			}
 		}
 	}
 	if o.Loopback {
@@ -374,7 +388,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		// --output or limits cannot judge, is refused before it runs,
 		// and the client told why.
 		l.Admit = func(s exchange.TestSpec) error {
-			infinite.Store(s.RunInfinitely)
+			if o.rows != nil {
+				o.rows.start(s)
+			}
 			if err := checkBuffers(s, physMemory()); err != nil {
 				return err
 			}
@@ -491,7 +507,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		} else if o.CSV {
 			werr = report.WriteCSV(f.IO.Out, o.document(role, res, err))
 		} else {
-			writeTables(f.IO.Out, res, o)
+			writeTables(f.IO.Out, res, o, o.rows.printed())
 			report.WriteThreads(f.IO.Out, reportThreads(res), o.Gbits)
 			h := res.Header
 			report.WriteCPU(f.IO.Out, rs)
@@ -697,27 +713,103 @@ func writeValues(w io.Writer, res *bench.Result, v report.Value, gbits bool) err
 	return nil
 }
 
-// writeTables prints the results table, and for latency tests the
-// percentiles and what -U, -H and --histogram ask for.
-func writeTables(w io.Writer, res *bench.Result, o *testOptions) {
+// rowStream prints the results table's rows as the sizes end (bench's
+// SizeDone), where each row needs only its own size's figures, as
+// perftest does; writeTables prints the rest at the end. It prints none
+// in an infinite run (the intervals are its rows, the result the table
+// after them) or in a test of several threads (whose rows are the
+// threads' sums, added at the end).
+type rowStream struct {
+	mu    sync.Mutex
+	w     io.Writer
+	clear io.Writer // where a progress line is cleared before a row: stderr on a terminal
+	gbits bool
+	spec  exchange.TestSpec
+	on    bool
+	rows  int  // the rows printed
+	lat   bool // the kind of the first, which is the table's
+}
+
+// start says which test the rows are of.
+func (r *rowStream) start(spec exchange.TestSpec) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spec = spec
+	r.on = !spec.RunInfinitely && spec.Threads <= 1
+}
+
+// size prints s's row, after the table's column line if it is the first.
+func (r *rowStream) size(s bench.SizeResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.on {
+		return
+	}
+	if r.clear != nil {
+		fmt.Fprint(r.clear, "\r\033[K") // the progress line, on the same terminal
+	}
+	if r.rows == 0 {
+		r.lat = s.IsLatency
+		writeColumns(r.w, r.lat, r.spec, r.gbits)
+	}
+	writeRow(r.w, r.lat, s, r.spec, r.gbits)
+	r.rows++
+}
+
+// printed returns how many rows r printed; 0 for none.
+func (r *rowStream) printed() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rows
+}
+
+// writeColumns prints the column line of the results table.
+func writeColumns(w io.Writer, lat bool, spec exchange.TestSpec, gbits bool) {
+	switch {
+	case lat && spec.Duration > 0:
+		// perftest's report of a run of -D seconds: the average and
+		// the rate (print_report_lat_duration).
+		report.WriteLatDurHeader(w)
+	case lat:
+		report.WriteLatHeader(w)
+	default:
+		report.WriteBWHeader(w, gbits)
+	}
+}
+
+// writeRow prints a size's row of the results table.
+func writeRow(w io.Writer, lat bool, s bench.SizeResult, spec exchange.TestSpec, gbits bool) {
+	switch {
+	case lat && spec.Duration > 0:
+		report.WriteLatDurRow(w, s.Size, s.Iterations, s.Lat, halvesRoundTrip(spec.Test))
+	case lat:
+		report.WriteLatRow(w, s.Size, s.Iterations, s.Lat)
+	case s.Local != nil: // bidirectional
+		report.WriteBidiRow(w, s.BW, *s.Local, gbits)
+	default:
+		report.WriteBWRow(w, s.BW, gbits)
+	}
+}
+
+// writeTables prints the results table, less its column line and first
+// printed rows where rowStream printed them as the sizes ended, and for
+// latency tests the percentiles and what -U, -H and --histogram ask for.
+func writeTables(w io.Writer, res *bench.Result, o *testOptions, printed int) {
 	gbits := o.Gbits
 	if len(res.Sizes) == 0 {
 		return
 	}
-	if res.Sizes[0].IsLatency {
-		if res.Spec.Duration > 0 {
-			// perftest's report of a run of -D seconds: the average
-			// and the rate (print_report_lat_duration).
-			report.WriteLatDurHeader(w)
-			for _, s := range res.Sizes {
-				report.WriteLatDurRow(w, s.Size, s.Iterations, s.Lat, halvesRoundTrip(res.Spec.Test))
-			}
-		} else {
-			report.WriteLatHeader(w)
-			for _, s := range res.Sizes {
-				report.WriteLatRow(w, s.Size, s.Iterations, s.Lat)
-			}
-		}
+	lat := res.Sizes[0].IsLatency
+	if printed == 0 {
+		writeColumns(w, lat, res.Spec, gbits)
+	}
+	for _, s := range res.Sizes[min(printed, len(res.Sizes)):] {
+		writeRow(w, lat, s, res.Spec, gbits)
+	}
+	if lat {
 		report.WriteRule(w)
 		for _, s := range res.Sizes {
 			if len(res.Sizes) > 1 {
@@ -741,14 +833,6 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions) {
 			}
 		}
 		return
-	}
-	report.WriteBWHeader(w, gbits)
-	for _, s := range res.Sizes {
-		if s.Local != nil { // bidirectional
-			report.WriteBidiRow(w, s.BW, *s.Local, gbits)
-		} else {
-			report.WriteBWRow(w, s.BW, gbits)
-		}
 	}
 	report.WriteRule(w)
 	if !o.ReportBoth {
@@ -951,6 +1035,7 @@ func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Loc
 	if !spec.Reversed || spec.Bidirectional {
 		sl.Interval, sl.Progress = nil, nil // the client side sends and reports
 	}
+	sl.SizeDone = nil // the client side's result is the run's
 	return sl
 }
 
@@ -987,14 +1072,16 @@ func chosenGID(l bench.Local) (ibverbs.GIDEntry, error) {
 	return c.Entry, err
 }
 
-// isTerminal reports whether w is a terminal, where a progress line helps.
+// isTerminal reports whether w is a terminal, where a progress line helps:
+// a file that answers the terminal's ioctl, not any character device
+// (/dev/null is one).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // progressLine returns a Progress callback that redraws one line on w.

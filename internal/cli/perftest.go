@@ -121,7 +121,8 @@ type testOptions struct {
 	DisableNUMA  bool   // --disable_numa
 	cpus         []int  // --pin_cores, parsed
 	placed       affinity.Choice
-	Threads      uint16 // --threads
+	rows         *rowStream // the text table's rows printed as the sizes end
+	Threads      uint16     // --threads
 }
 
 // defaultJSONFile is where --out_json writes by default, perftest's name

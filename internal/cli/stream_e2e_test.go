@@ -1,0 +1,85 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRowsWhileSweeping: a client's -a sweep prints each size's row as
+// the size ends, as perftest does, not the whole table at the end: the
+// client is stopped (SIGINT) as soon as its first row, 2 bytes', is out,
+// and it stops part way through the sweep, with the rows of the sizes
+// it measured under one column line. Printed at the end, the first row
+// came with all 23.
+func TestRowsWhileSweeping(t *testing.T) {
+	for _, test := range []string{"write-bw", "write-lat"} {
+		t.Run(test, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			srvDev, cliDev, addr := peers(t)
+			port := fmt.Sprint(19000 + nextPort.Add(1))
+			srv, _ := start(t, ctx, test, "-d", srvDev, "-p", port)
+			waitListening(t, port)
+			cli, cliOut := start(t, ctx, test, "-d", cliDev, "-p", port, "-a", "-n", "20", addr)
+			rows := func(out string) (n int) {
+				for _, l := range strings.Split(out, "\n") {
+					if f := strings.Fields(l); len(f) >= 5 && strings.Trim(f[0], "0123456789") == "" && strings.Trim(f[1], "0123456789") == "" {
+						n++
+					}
+				}
+				return n
+			}
+			stopped := false
+			for end := time.Now().Add(60 * time.Second); time.Now().Before(end) && cli.ProcessState == nil; time.Sleep(time.Millisecond) {
+				if rows(cliOut.String()) > 0 {
+					cli.Process.Signal(syscall.SIGINT)
+					stopped = true
+					break
+				}
+			}
+			if !stopped {
+				t.Fatalf("no row in 60 s:\n%s", cliOut)
+			}
+			err := cli.Wait()
+			out := cliOut.String()
+			if n := rows(out); n == 0 || n >= 23 || procExit(err) != 130 {
+				t.Errorf("stopped at its first row: %v, %d rows of the sweep's 23:\n%s", err, n, out)
+			} else {
+				t.Logf("stopped at its first row: %d rows of the sweep's 23", n)
+			}
+			if n := strings.Count(out, "#bytes"); n != 1 {
+				t.Errorf("%d column lines:\n%s", n, out)
+			}
+			if first := strings.Index(out, "\n 2 "); first < strings.Index(out, "#bytes") {
+				t.Errorf("the first row is not the 2 bytes' after the column line:\n%s", out)
+			}
+			srv.Wait()
+		})
+	}
+}
+
+// TestInfiniteServerOneColumnLine: the server of a client's
+// --run_infinitely write test, which sees none of the client's writes
+// and reports no intervals, prints the table's column line once, above
+// the result's row, not once after its header and again at the end.
+func TestInfiniteServerOneColumnLine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, "-s", "4096", "--run_infinitely", "-D", "1")
+	waitOutput(t, srvOut, "GID index")
+	time.Sleep(3500 * time.Millisecond)
+	cli.Process.Signal(syscall.SIGINT)
+	cli.Wait()
+	err := srv.Wait()
+	out := srvOut.String()
+	cols, row := strings.Index(out, "#bytes"), strings.Index(out, "\n 4096 ")
+	if n := strings.Count(out, "#bytes"); err != nil || n != 1 || row < cols {
+		t.Errorf("server: %v, %d column lines, the row at %d after them at %d:\n%s\nclient:\n%s", err, n, row, cols, out, cliOut)
+	}
+}
