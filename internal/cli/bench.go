@@ -409,10 +409,11 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		// The header comes once the test's connections are all in (each
 		// thread's, with --threads) and its QPs connected (-R's too):
 		// this server takes no other client, so it stops listening, as
-		// perftest closes its socket after its accept. A second client
-		// is refused at once, not left in the backlog to wait 10 s for a
-		// hello. Before the header, Serve may still accept: the threads'
-		// connections, or a real client after one that was no test.
+		// perftest closes its socket after its accept, and a later
+		// client's connection is refused. Before the header, Serve
+		// still greets connections: the threads' own, a real client
+		// after one that was no test, and others, which it tells at
+		// once that it runs one test.
 		srvHeader := func(h report.Header) {
 			ln.Close()
 			onHeader(h)
