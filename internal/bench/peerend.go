@@ -107,6 +107,12 @@ type peerWatch struct {
 	endOnFirst bool               // the peer's first message, or its closing, ends the loop
 	cancel     context.CancelFunc // ends the receive
 	done       chan struct{}      // closed once the receive has returned
+	// faulted, closed once this side's device has a fatal async event
+	// (a PORT_ERR of its port: its netdev went down), ends await with
+	// faultErr: the peer's message may never come, since the control
+	// connection may run over that netdev. (nil: no such watch)
+	faulted  <-chan struct{}
+	faultErr func() error
 
 	mu        sync.Mutex
 	finishing bool             // finish was called: return once first has come
@@ -124,6 +130,22 @@ func watchPeer(ctx context.Context, c *exchange.Conn, endLoop context.CancelCaus
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w := &peerWatch{c: c, endLoop: endLoop, endOnFirst: endOnFirst, cancel: cancel, done: make(chan struct{})}
 	go w.receive(rctx)
+	return w
+}
+
+// watchPeer is watchPeer on this session's control connection c, whose
+// await also ends on a fatal async event of the session's device (its
+// port going down): a passive side, which polls no completions, learns
+// of its own port's failure so, not only by the peer's silence.
+func (s *session) watchPeer(ctx context.Context, c *exchange.Conn, endLoop context.CancelCauseFunc, endOnFirst bool) *peerWatch {
+	w := watchPeer(ctx, c, endLoop, endOnFirst)
+	w.faulted = s.faulted
+	w.faultErr = func() error {
+		if f := s.fault.Load(); f != nil {
+			return *f
+		}
+		return nil
+	}
 	return w
 }
 
@@ -187,6 +209,25 @@ func (w *peerWatch) stop() {
 	<-w.done
 }
 
+// fault is await's answer to this side's device fault: nil where the
+// peer's message, or the receive's failure, came already (await goes on
+// with that), else the fault, once the receive is stopped.
+func (w *peerWatch) fault() error {
+	select {
+	case <-w.done:
+		return nil
+	default:
+	}
+	w.stop()
+	w.mu.Lock()
+	came := w.first != nil
+	w.mu.Unlock()
+	if came {
+		return nil // it came as the receive was stopped
+	}
+	return w.faultErr()
+}
+
 // wasAborted reports whether the peer said it was interrupted.
 func (w *peerWatch) wasAborted() bool {
 	w.mu.Lock()
@@ -201,11 +242,19 @@ func (w *peerWatch) wasAborted() bool {
 func (w *peerWatch) await(ctx context.Context, abort func() time.Time) (exchange.Message, error) {
 	select {
 	case <-w.done:
+	case <-w.faulted:
+		if err := w.fault(); err != nil {
+			return nil, err
+		}
 	case <-ctx.Done():
 		t := time.NewTimer(time.Until(abort()))
 		defer t.Stop()
 		select {
 		case <-w.done:
+		case <-w.faulted:
+			if err := w.fault(); err != nil {
+				return nil, err
+			}
 		case <-t.C:
 			w.stop()
 			return nil, fmt.Errorf("receiving: gave up %v after the stop: %w", interruptWait, ctx.Err())

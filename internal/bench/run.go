@@ -379,6 +379,10 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 			continue
 		}
 		r, err := serveSpec(context.WithValue(ctx, handOverKey{}, lb.handOver), taken, l, lim, onHeader)
+		if err != nil && !once && errors.Is(err, errPeerClosed) {
+			// serve runs many clients' tests: name the one that went.
+			err = fmt.Errorf("client %s: %w", taken[0].c.NetConn().RemoteAddr(), err)
+		}
 		for _, w := range taken {
 			lb.handOver(w.c)
 			w.c.Close()
@@ -1051,7 +1055,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		// (peerWatch). (No validation barrier in an infinite run:
 		// Validate refuses --validate with RunInfinitely.)
 		loopCtx, endLoop := context.WithCancelCause(ctx)
-		watch := watchPeer(ctx, c, endLoop, s.watchesPeer(client))
+		watch := s.watchPeer(ctx, c, endLoop, s.watchesPeer(client))
 		var runErr error
 		mine, runErr = s.runSize(loopCtx, size, iters, dur, client)
 		if peerEnded(loopCtx) && ctx.Err() == nil && errors.Is(runErr, context.Canceled) {
@@ -1109,7 +1113,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			}
 			// The peer's Result comes next, after an Error if it is
 			// stopped meanwhile.
-			watch = watchPeer(ctx, c, func(error) {}, false)
+			watch = s.watchPeer(ctx, c, func(error) {}, false)
 			watch.finish()
 		}
 		cctx, cancel = ctl()
@@ -1144,6 +1148,16 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 				// result (killed): this side's figures are the run's.
 				add(s.sizeResult(size, mine, exchange.Result{}))
 				return res, nil
+			}
+			if f := s.fault.Load(); f != nil {
+				// This side's port went down (await's fault): the
+				// peer's silence, or its closing, follows from that.
+				return res, *f
+			}
+			if closedByPeer(err) && !errors.Is(err, errPeerClosed) {
+				// Killed, the peer said nothing first: say so, as an
+				// active side that finds the connection closed does.
+				err = fmt.Errorf("%w (%v)", errPeerClosed, err)
 			}
 			return res, fmt.Errorf("exchanging results with the peer: %w", err)
 		}

@@ -184,6 +184,7 @@ type session struct {
 	counters  *counters.Set   // Local.Counters, or nil
 	lastCheck time.Time
 	fault     atomic.Pointer[error] // the first fatal async event of the device
+	faulted   <-chan struct{}       // closed once fault is set (nil until watchEvents)
 }
 
 // watchEvents records the device's fatal async events (port down, QP or CQ
@@ -194,6 +195,8 @@ func (s *session) watchEvents() error {
 		return err
 	}
 	name, port := s.ctx.Name(), s.port
+	faulted := make(chan struct{})
+	s.faulted = faulted
 	go func() {
 		for ev := range evs {
 			switch ev.Type {
@@ -203,7 +206,9 @@ func (s *session) watchEvents() error {
 					continue
 				}
 				err := fmt.Errorf("%s: async event %v: the test cannot go on (is the port's netdev down? see `gorperf doctor`)", name, ev)
-				s.fault.CompareAndSwap(nil, &err)
+				if s.fault.CompareAndSwap(nil, &err) {
+					close(faulted)
+				}
 			}
 		}
 	}()
@@ -676,6 +681,11 @@ func (s *session) connect(remote exchange.Setup) error {
 	s.remote, s.peerEnv = remote.QPs, remote.Env
 	if s.spec.RdmaCM && s.spec.ConnType != ibverbs.QPTypeUD {
 		return nil // rdma_cm connected the QPs
+	}
+	if s.portAttr.LinkLayer == ibverbs.LinkLayerEthernet && !s.spec.RdmaCM && len(remote.QPs) > 0 {
+		if err := gidMismatch(s.gid.Entry, remote.QPs[0].Endpoint); err != nil {
+			return err
+		}
 	}
 	// The path MTU is the least of this port's active MTU, -m and what
 	// the peer offered (its own port's, within its -m), as the header

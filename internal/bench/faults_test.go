@@ -1,0 +1,251 @@
+//go:build linux && cgo
+
+package bench_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// TestGIDFamilyMismatch: a client on its link-local IPv6 GID (-x) and a
+// server on its automatic IPv4 one both fail before their QPs are
+// modified, each naming both GIDs and the flags that choose others,
+// where both said only "ibv_modify_qp: invalid argument".
+func TestGIDFamilyMismatch(t *testing.T) {
+	info := rdmatest.Device(t)
+	ll := rdmatest.LinkLocalGID(t, info.Name, info.Port)
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 20,
+		NumQPs: 1, TXDepth: 16, CQModeration: 1}
+	_, _, cerr, serr := tryLoopback(t, spec, func(l *bench.Local, client bool) {
+		if client {
+			l.GIDIndex = ll.Index
+		}
+	})
+	for side, err := range map[string]error{"client": cerr, "server": serr} {
+		t.Logf("%s: %v", side, err)
+		if err == nil {
+			t.Errorf("%s: no error", side)
+			continue
+		}
+		for _, w := range []string{"incompatible GIDs", ll.IP().String(), "IPv6", "IPv4", "-x", "--gid-family"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q lacks %q", side, err, w)
+			}
+		}
+	}
+}
+
+// TestServeClientKilled: a client whose control connection closes mid-test
+// (killed: its end of the connection goes, here a proxy's) leaves a
+// passive server (write-bw) that says the peer closed the connection, as
+// a client says of a killed server, and serve names the client's
+// address; it said only "receiving: EOF".
+func TestServeClientKilled(t *testing.T) {
+	info := rdmatest.Device(t)
+	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	failed := make(chan error, 1)
+	serveDone := make(chan struct{})
+	go func() {
+		defer close(serveDone)
+		bench.Serve(ctx, ln, l, exchange.DefaultLimits(), false, nil, func(_ *bench.Result, err error) {
+			if err != nil {
+				select {
+				case failed <- err:
+				default:
+				}
+			}
+		})
+	}()
+	defer func() { cancel(); <-serveDone }()
+	// The proxy between the client and the server: kill closes both of
+	// its connections, as a killed client's kernel closes its own.
+	var mu sync.Mutex
+	var conns []net.Conn
+	var toServer string // the server's view of the client: the proxy's end
+	go func() {
+		for {
+			a, err := pl.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				a.Close()
+				return
+			}
+			mu.Lock()
+			conns = append(conns, a, b)
+			toServer = b.LocalAddr().String()
+			mu.Unlock()
+			go io.Copy(a, b)
+			go io.Copy(b, a)
+		}
+	}()
+	kill := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	defer bench.SetBeforeLoop(func(client bool) {
+		if client {
+			time.AfterFunc(500*time.Millisecond, kill)
+		}
+	})()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 3,
+		NumQPs: 1, TXDepth: 16, CQModeration: 4}
+	_, cerr := bench.Client(ctx, pl.Addr().String(), spec, l, nil)
+	t.Logf("client: %v", cerr)
+	select {
+	case err := <-failed:
+		t.Logf("server: %v", err)
+		mu.Lock()
+		addr := toServer
+		mu.Unlock()
+		for _, w := range []string{"the peer closed the control connection: it exited or was killed", "client " + addr} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("server: %q lacks %q", err, w)
+			}
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server reported no failure within 20 s")
+	}
+}
+
+// TestPassivePortDown takes a passive server's own netdev down mid-test
+// (write-bw, the control connection over that netdev too): the server
+// stops at once with its device's PORT_ERR, as the active client does,
+// where it waited out its idle timeout and blamed the peer.
+func TestPassivePortDown(t *testing.T) {
+	info := rdmatest.Device(t)
+	srv := rdmatest.Addr(t)
+	cli := rdmatest.SecondAddr(t)
+	nd := os.Getenv("RXE_NETDEV")
+	if nd == "" {
+		t.Skip("needs the two-device rxe VM, whose netdev the test may take down")
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(srv.IP.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const idle = 10 * time.Second
+	sl := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: idle}
+	cl := bench.Local{Device: cli.Dev, Port: 1, GIDIndex: -1, IdleTimeout: idle}
+	srvOut := serveOne(ctx, ln, sl)
+	var down time.Time
+	var downMu sync.Mutex
+	takeDown := func() {
+		downMu.Lock()
+		defer downMu.Unlock()
+		down = time.Now()
+		if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
+			t.Errorf("%v: %s", err, out)
+		}
+	}
+	// The link comes back before the next test: both ports ACTIVE, and
+	// the server's device quiet for 3 s after its last port event (a
+	// PORT_ERR read late would fail a later test's session).
+	dctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dctx.Close()
+	evs, err := dctx.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		exec.Command("ip", "link", "set", nd, "up").Run()
+		for end, quiet := time.After(20*time.Second), time.NewTimer(3*time.Second); ; {
+			select {
+			case ev := <-evs:
+				t.Logf("%s: %v", info.Name, ev)
+				quiet.Reset(3 * time.Second)
+				continue
+			case <-quiet.C:
+			case <-end:
+				t.Errorf("%s's events did not settle in 20 s", info.Name)
+			}
+			break
+		}
+		for _, dev := range []string{info.Name, cli.Dev} {
+			ok := false
+			for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && !ok; time.Sleep(100 * time.Millisecond) {
+				b, _ := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
+				ok = strings.Contains(string(b), "ACTIVE")
+			}
+			if !ok {
+				t.Errorf("%s did not come back ACTIVE", dev)
+			}
+		}
+	}()
+	var timer *time.Timer
+	defer func() {
+		downMu.Lock()
+		if timer != nil {
+			timer.Stop() // the test ended before it: no link to take down
+		}
+		downMu.Unlock()
+	}()
+	defer bench.SetBeforeLoop(func(client bool) {
+		if client {
+			downMu.Lock()
+			timer = time.AfterFunc(time.Second, takeDown)
+			downMu.Unlock()
+		}
+	})()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Duration: 10,
+		NumQPs: 1, TXDepth: 16, CQModeration: 4}
+	cdone := make(chan error, 1)
+	go func() {
+		_, err := bench.Client(ctx, ln.Addr().String(), spec, cl, nil)
+		cdone <- err
+	}()
+	o := <-srvOut
+	at := time.Now()
+	t.Logf("server: %v", o.err)
+	downMu.Lock()
+	d := down
+	downMu.Unlock()
+	if d.IsZero() {
+		t.Fatalf("the server ended before the link went down: %v", o.err)
+	}
+	if o.err == nil || !strings.Contains(o.err.Error(), "PORT_ERR") || !strings.Contains(o.err.Error(), info.Name) {
+		t.Errorf("server: %v, want %s's PORT_ERR", o.err, info.Name)
+	}
+	if took := at.Sub(d); took > idle/2 {
+		t.Errorf("the server took %v after the link went down to stop", took)
+	}
+	select {
+	case err := <-cdone:
+		t.Logf("client: %v", err)
+	case <-ctx.Done():
+		t.Error("the client did not end")
+	}
+}
