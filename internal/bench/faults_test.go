@@ -249,3 +249,48 @@ func TestPassivePortDown(t *testing.T) {
 		t.Error("the client did not end")
 	}
 }
+
+// TestStalePortEventCM: a link that went down and came back before a
+// test over rdma_cm leaves that test alone. rdma_cm's context of the
+// device lives as long as the process, and its event queue kept the
+// flap's PORT_ERR, which the next -R test read as its own port failing
+// (a server up for long, gorperf serve, failed its next -R test).
+func TestStalePortEventCM(t *testing.T) {
+	info := rdmatest.Device(t)
+	nd := os.Getenv("RXE_NETDEV")
+	if nd == "" || os.Getenv("GORPERF_TEST_DEVICE") != os.Getenv("RXE_DEV") {
+		t.Skip("needs the rxe VM's netdev (RXE_NETDEV) to take down")
+	}
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 50,
+		NumQPs: 1, TXDepth: 16, CQModeration: 1, RdmaCM: true}
+	loopback(t, spec, cmClient(t, true)) // rdma_cm opens its context of the device
+	dctx, err := ibverbs.Open(info.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dctx.Close()
+	evs, err := dctx.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	exec.Command("ip", "link", "set", nd, "up").Run()
+	for end, quiet := time.After(20*time.Second), time.NewTimer(3*time.Second); ; {
+		select {
+		case ev := <-evs:
+			t.Logf("%s: %v", info.Name, ev)
+			quiet.Reset(3 * time.Second)
+			continue
+		case <-quiet.C:
+		case <-end:
+			t.Fatalf("%s's events did not settle in 20 s", info.Name)
+		}
+		break
+	}
+	if b, _ := os.ReadFile("/sys/class/infiniband/" + info.Name + "/ports/1/state"); !strings.Contains(string(b), "ACTIVE") {
+		t.Fatalf("%s port 1: %s", info.Name, b)
+	}
+	loopback(t, spec, cmClient(t, true)) // fails the test if either side fails
+}

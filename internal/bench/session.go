@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -202,7 +203,11 @@ func (s *session) watchEvents() error {
 			switch ev.Type {
 			case ibverbs.EventPortErr, ibverbs.EventDeviceFatal, ibverbs.EventQPFatal, ibverbs.EventCQErr,
 				ibverbs.EventQPReqErr, ibverbs.EventQPAccessErr:
-				if ev.Type == ibverbs.EventPortErr && ev.Port != port {
+				if ev.Type == ibverbs.EventPortErr && (ev.Port != port || portActive(name, port)) {
+					// Another port's, or read after the port came back:
+					// rdma_cm's context of the device lives as long as
+					// the process, and its queue keeps the events of a
+					// link that went down and up before this session.
 					continue
 				}
 				err := fmt.Errorf("%s: async event %v: the test cannot go on (is the port's netdev down? see `gorperf doctor`)", name, ev)
@@ -213,6 +218,14 @@ func (s *session) watchEvents() error {
 		}
 	}()
 	return nil
+}
+
+// portActive reports whether the sysfs state of the device's port says
+// ACTIVE now. A driver sets the state before it raises the port's event,
+// so a PORT_ERR whose port is ACTIVE when it is read is stale.
+func portActive(dev string, port int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/state", dev, port))
+	return err == nil && strings.Contains(string(b), "ACTIVE")
 }
 
 // completionErr explains a failed completion by the device fault behind
