@@ -5,7 +5,6 @@ package rdmacm_test
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"strings"
 	"sync"
 	"syscall"
@@ -278,20 +277,7 @@ func TestCloseRacesCreateID(t *testing.T) {
 func TestAwaitRejectsConnectRequest(t *testing.T) {
 	n := device(t)
 	ctx := timeout(t, 60*time.Second)
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lid, err := ch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lid.BindAddr(netip.AddrPortFrom(n.IP, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if err := lid.Listen(0); err != nil {
-		t.Fatal(err)
-	}
+	ch, lid := rawListener(t, n.IP)
 	dialed := make(chan error, 1)
 	go func() {
 		c, err := rdmacm.Dial(ctx, lid.LocalAddr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
@@ -300,7 +286,7 @@ func TestAwaitRejectsConnectRequest(t *testing.T) {
 		}
 		dialed <- err
 	}()
-	_, err = ch.Await(ctx, rdmacm.EventEstablished)
+	_, err := ch.Await(ctx, rdmacm.EventEstablished)
 	var ee *rdmacm.EventError
 	if !errors.As(err, &ee) || ee.Event != rdmacm.EventConnectRequest {
 		t.Errorf("Await(ESTABLISHED) on a listening ID's channel: %v, want an error for CONNECT_REQUEST", err)
@@ -361,20 +347,7 @@ func TestEventErrorSentinels(t *testing.T) {
 func TestCloseWhileGetEventTakesRequest(t *testing.T) {
 	n := device(t)
 	ctx := timeout(t, 60*time.Second)
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lid, err := ch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lid.BindAddr(netip.AddrPortFrom(n.IP, 0)); err != nil {
-		t.Fatal(err)
-	}
-	if err := lid.Listen(0); err != nil {
-		t.Fatal(err)
-	}
+	ch, lid := rawListener(t, n.IP)
 	var once sync.Once
 	taken, resume := make(chan struct{}), make(chan struct{})
 	restore := rdmacm.SetGetEventHook(func(c *rdmacm.EventChannel, ev *rdmacm.Event) {

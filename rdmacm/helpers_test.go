@@ -103,6 +103,27 @@ func devicePD(t *testing.T, n testNet) (*ibverbs.Context, *ibverbs.PD) {
 	return dctx, pd
 }
 
+// rawListener makes an event channel and on it an ID that listens on ip,
+// on a port of the kernel's choice: no Listener. The test closes both.
+func rawListener(t *testing.T, ip netip.Addr) (*rdmacm.EventChannel, *rdmacm.ID) {
+	t.Helper()
+	ch, err := rdmacm.CreateEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lid, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lid.BindAddr(netip.AddrPortFrom(ip, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lid.Listen(0); err != nil {
+		t.Fatal(err)
+	}
+	return ch, lid
+}
+
 // idQP makes an RC QP on id, with a CQ of 8 and room for 4 requests
 // each way, on the context, PD and CQ it needs. When the test ends the QP
 // closes, then id, then the rest, all before rdmatest.RoutedID's cleanup
