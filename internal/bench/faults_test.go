@@ -182,17 +182,8 @@ func TestPassivePortDown(t *testing.T) {
 	}
 	defer func() {
 		exec.Command("ip", "link", "set", nd, "up").Run()
-		for end, quiet := time.After(20*time.Second), time.NewTimer(3*time.Second); ; {
-			select {
-			case ev := <-evs:
-				t.Logf("%s: %v", info.Name, ev)
-				quiet.Reset(3 * time.Second)
-				continue
-			case <-quiet.C:
-			case <-end:
-				t.Errorf("%s's events did not settle in 20 s", info.Name)
-			}
-			break
+		if !settle(t, info.Name, evs) {
+			t.Errorf("%s's events did not settle in 20 s", info.Name)
 		}
 		for _, dev := range []string{info.Name, cli.Dev} {
 			ok := false
@@ -277,20 +268,30 @@ func TestStalePortEventCM(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	exec.Command("ip", "link", "set", nd, "up").Run()
-	for end, quiet := time.After(20*time.Second), time.NewTimer(3*time.Second); ; {
-		select {
-		case ev := <-evs:
-			t.Logf("%s: %v", info.Name, ev)
-			quiet.Reset(3 * time.Second)
-			continue
-		case <-quiet.C:
-		case <-end:
-			t.Fatalf("%s's events did not settle in 20 s", info.Name)
-		}
-		break
+	if !settle(t, info.Name, evs) {
+		t.Fatalf("%s's events did not settle in 20 s", info.Name)
 	}
 	if b, _ := os.ReadFile("/sys/class/infiniband/" + info.Name + "/ports/1/state"); !strings.Contains(string(b), "ACTIVE") {
 		t.Fatalf("%s port 1: %s", info.Name, b)
 	}
 	loopback(t, spec, cmClient(t, true)) // fails the test if either side fails
+}
+
+// settle logs dev's async events, from evs, until none has come for 3 s,
+// and reports whether that was within 20 s: a link flap's events have
+// settled.
+func settle(t *testing.T, dev string, evs <-chan ibverbs.AsyncEvent) bool {
+	end, quiet := time.After(20*time.Second), time.NewTimer(3*time.Second)
+	defer quiet.Stop()
+	for {
+		select {
+		case ev := <-evs:
+			t.Logf("%s: %v", dev, ev)
+			quiet.Reset(3 * time.Second)
+		case <-quiet.C:
+			return true
+		case <-end:
+			return false
+		}
+	}
 }
