@@ -144,6 +144,9 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	a.retry_cnt = C.uint8_t(attr.RetryCnt)
 	a.rnr_retry = C.uint8_t(attr.RNRRetry)
 	if rc := C.ibv_modify_qp(qp.c, &a, C.int(mask)); rc != 0 {
+		if mask&QPAttrState == 0 { // attributes only: no state to name
+			return fmt.Errorf("QP %#x: %w", qp.num, verbError("ibv_modify_qp", int(rc)))
+		}
 		return fmt.Errorf("QP %#x to %s: %w", qp.num, attr.State, verbError("ibv_modify_qp", int(rc)))
 	}
 	return nil

@@ -417,7 +417,11 @@ func (cfg *Config) check() error {
 }
 
 // setRNRTimer gives an RC connection's QP cfg's RNR NAK timer, once
-// rdma_cm has brought it to RTS, where the CM left 0 (655 ms).
+// rdma_cm has brought it to RTS, where the CM left 0 (655 ms). A QP
+// already in the error state is left so: the peer, which may send once
+// it has the reply, sent first, and its message failed here (one too
+// long for the receive posted); the connection is made, and that
+// failure is the receive's completion's to report, not Accept's.
 func (c *Conn) setRNRTimer(cfg *Config) error {
 	if cfg.UD || cfg.MinRNRTimer < 0 {
 		return nil
@@ -426,7 +430,13 @@ func (c *Conn) setRNRTimer(cfg *Config) error {
 	if cfg.MinRNRTimer > 0 {
 		t = uint8(cfg.MinRNRTimer)
 	}
-	return c.qp.Modify(&ibverbs.QPAttr{MinRNRTimer: t}, ibverbs.QPAttrMinRNRTimer)
+	err := c.qp.Modify(&ibverbs.QPAttr{MinRNRTimer: t}, ibverbs.QPAttrMinRNRTimer)
+	if err != nil {
+		if st, qerr := c.qp.State(); qerr == nil && st == ibverbs.QPStateError {
+			return nil
+		}
+	}
+	return err
 }
 
 // teardown closes what the connection owns, in reverse order of creation,
