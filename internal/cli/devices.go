@@ -128,13 +128,15 @@ func writeDevicesJSON(w io.Writer, devs []deviceReport) error {
 			}
 		}
 	}
-	return encodeDevicesDoc(w, devicesDoc{SchemaVersion: devicesSchemaVersion, Devices: devs})
+	return encodeIndented(w, devicesDoc{SchemaVersion: devicesSchemaVersion, Devices: devs})
 }
 
-func encodeDevicesDoc(w io.Writer, d devicesDoc) error {
+// encodeIndented writes v as JSON indented by two spaces: the documents
+// of gorperf devices --json and doctor --json.
+func encodeIndented(w io.Writer, v any) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
-	return e.Encode(d)
+	return e.Encode(v)
 }
 
 func writeDevicesText(w io.Writer, devs []deviceReport) error {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -185,20 +184,14 @@ func writeFindingsJSON(w io.Writer, fs []finding) error {
 			d.Failures++
 		}
 	}
-	return encodeDoctorDoc(w, d)
+	return encodeIndented(w, d)
 }
 
 // writeDoctorJSONError writes the document of gorperf doctor --json whose
 // command line was wrong: no findings, and the error.
 func writeDoctorJSONError(w io.Writer, err error) error {
-	return encodeDoctorDoc(w, doctorDoc{SchemaVersion: doctorSchemaVersion, Findings: []doctorFinding{},
+	return encodeIndented(w, doctorDoc{SchemaVersion: doctorSchemaVersion, Findings: []doctorFinding{},
 		Error: &report.Error{Code: errorCode(err), Message: err.Error()}})
-}
-
-func encodeDoctorDoc(w io.Writer, d doctorDoc) error {
-	e := json.NewEncoder(w)
-	e.SetIndent("", "  ")
-	return e.Encode(d)
 }
 
 // doctorChecks runs every check and returns the findings in order.

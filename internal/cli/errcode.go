@@ -48,6 +48,6 @@ func writeJSONError(w io.Writer, args []string, err error) {
 // writeDevicesJSONError writes the document of gorperf devices --json
 // that failed: no devices, and the error as a test's document has it.
 func writeDevicesJSONError(w io.Writer, err error) error {
-	return encodeDevicesDoc(w, devicesDoc{SchemaVersion: devicesSchemaVersion, Devices: []deviceReport{},
+	return encodeIndented(w, devicesDoc{SchemaVersion: devicesSchemaVersion, Devices: []deviceReport{},
 		Error: &report.Error{Code: errorCode(err), Message: err.Error()}})
 }
