@@ -113,8 +113,10 @@ const lastAnswerWait = 100 * time.Millisecond
 // pingPong is the loop of write_lat and send_lat. The responder answers
 // the peer's message i with its own message i; the initiator sends message
 // 0 and answers the peer's message i with its message i+1. A sample is
-// half the time from one of the initiator's posts to the next, as in
-// perftest. Nothing but the post lies between a message's arrival and its
+// half the time from one of a side's posts to the next, on both sides, as
+// in perftest, whose server prints its own figures too: the responder's
+// also hold the initiator's pauses (its yields below, and a latency gap),
+// which only the initiator can leave out. Nothing but the post lies between a message's arrival and its
 // answer: the clock is read, the pacer consulted and the send completion
 // polled while the answer travels. The one exception is the initiator's
 // yield to the scheduler (pacer), every few milliseconds: it comes once an
@@ -191,7 +193,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		}
 		el := sinceMono(start)
 		in := inSpan(el, dur, margin)
-		if initiator && i > 0 && gap == 0 && in && out.add(float64(el-prev)/2) {
+		if i > 0 && (!initiator || gap == 0) && in && out.add(float64(el-prev)/2) {
 			// The store took long (it decimated its samples) after
 			// this post: the next sample holds that time, not the
 			// device's, and is left out.

@@ -348,9 +348,8 @@ func TestCPUUtilOnDevice(t *testing.T) {
 		t.Errorf("server: CPU_Util %.2f%% (client %.2f%%):\n%s", util, c.UtilPct, so)
 	}
 
-	// A latency test's server keeps no samples, yet it answers every
-	// message and polls as busily as the client: its time a message is
-	// its time over the round trips.
+	// A latency test's server answers every message and polls as busily
+	// as the client: its time a message is its time over the round trips.
 	srv, latOut := start(t, ctx, "send-lat", "-d", srvDev, "-p", port, "--cpu_util", "--json")
 	waitListening(t, port)
 	if out, err := gorperf(ctx, "send-lat", "-d", cliDev, "-p", port, "-n", "500", addr).CombinedOutput(); err != nil {
@@ -365,6 +364,10 @@ func TestCPUUtilOnDevice(t *testing.T) {
 	}
 	if c := *r.Results[0].CPU; c.UtilPct < 50 || c.UserUsPerMsg+c.SysUsPerMsg < 1e6*(c.UserS+c.SysS)/500*0.99 {
 		t.Errorf("send-lat server: %+v", c)
+	}
+	// It times the round trips too, as perftest's server does.
+	if s := r.Results[0]; s.TTypicalUs <= 0 || s.TMinUs > s.TTypicalUs || s.Percentile99Us < s.TTypicalUs {
+		t.Errorf("send-lat server: t_min %.2f, t_typical %.2f, 99%% %.2f µs", s.TMinUs, s.TTypicalUs, s.Percentile99Us)
 	}
 }
 

@@ -351,7 +351,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99% percentile (the table's column, as perftest computes it) is above this many µs")
 		f.BoolVarP(&o.Unsorted, "report-unsorted", "U", false, "list every latency sample kept in µs, in the order measured, as perftest's -U (text; with --json, samples_us)")
 		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample kept in µs, sorted, but the two largest, as perftest's -H (text; with --json, samples_us); --histogram draws one")
-		f.Uint32Var(&o.LatencyGap, "latency_gap", 0, "the client pauses this many µs after each answer or completion before its next request, outside the samples (perftest's counts the pause in them); at most 1000000")
+		f.Uint32Var(&o.LatencyGap, "latency_gap", 0, "the client pauses this many µs after each answer or completion before its next request, outside its samples (perftest's counts the pause in them; a write_lat or send_lat server's samples, which it cannot tell from the round trip, hold it too); at most 1000000")
 		f.BoolVarP(&o.Cycles, "report-cycles", "C", false, "refused: gorperf times with the monotonic clock in µs and has no cycle counts to report")
 	} else {
 		f.BoolVar(&o.MRPerQP, "mr_per_qp", false, "register one memory region per QP, over its part of the buffer, instead of one for all (each QP's requests then carry its own keys), as perftest's")
