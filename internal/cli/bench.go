@@ -313,13 +313,10 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		}
 		fmt.Fprintf(f.IO.ErrOut, "gorperf: %d threads on %s: some share a CPU, and the sum says less than it could\n", spec.Threads, cpus)
 	}
-	if o.udSize && (o.Host != "" || o.Loopback) {
+	if (o.udSize || spec.MTU != 0) && (o.Host != "" || o.Loopback) {
 		// A device that cannot say fails the run soon with the reason.
-		if mtu, err := bench.ActiveMTU(l); err == nil && uint32(mtu.Bytes()) < spec.Size {
-			spec.Size = uint32(mtu.Bytes())
-			if o.text() {
-				fmt.Fprintf(f.IO.ErrOut, "gorperf: a UD message is at most the port's MTU: sending %d bytes (-s to choose)\n", spec.Size)
-			}
+		if mtu, err := bench.ActiveMTU(l); err == nil {
+			o.fitMTU(f.IO.ErrOut, &spec, mtu)
 		}
 	}
 	if err := o.openJSONFile(); err != nil {
@@ -691,6 +688,22 @@ func (o *testOptions) closeJSONFile() {
 	if o.jsonFile != nil {
 		o.jsonFile.Close()
 		o.jsonFile = nil
+	}
+}
+
+// fitMTU takes a UD test's default size down to the port's active MTU,
+// and says so, and says when -m asks for more than the port's active MTU,
+// which the path MTU then is (as perftest's set_mtu lowers it, with
+// "Requested mtu is higher than active mtu").
+func (o *testOptions) fitMTU(errOut io.Writer, spec *exchange.TestSpec, active ibverbs.MTU) {
+	if o.udSize && uint32(active.Bytes()) < spec.Size {
+		spec.Size = uint32(active.Bytes())
+		if o.text() {
+			fmt.Fprintf(errOut, "gorperf: a UD message is at most the port's MTU: sending %d bytes (-s to choose)\n", spec.Size)
+		}
+	}
+	if spec.MTU > active && o.text() {
+		fmt.Fprintf(errOut, "gorperf: -m %d is over the port's active MTU: the path MTU is at most %d\n", spec.MTU.Bytes(), active.Bytes())
 	}
 }
 

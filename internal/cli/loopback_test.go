@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/internal/report"
 	"github.com/gorperf/gorperf/internal/stats"
 )
@@ -191,5 +194,61 @@ func TestOneTestServerInterrupted(t *testing.T) {
 		if !strings.HasSuffix(stderr.String(), "gorperf: interrupted before a client asked for a test\n") {
 			t.Errorf("stray connection %v: stderr does not end with the interruption:\n%s", stray, &stderr)
 		}
+	}
+}
+
+// TestMTUNotices: an -m over the port's active MTU is noticed on stderr,
+// as perftest's "Requested mtu is higher than active mtu" is, and the
+// header's path MTU is the active one; an -m within it gets no notice; a
+// UD send test without -s sends the active MTU and says so; --json
+// prints no notice.
+func TestMTUNotices(t *testing.T) {
+	info := rdmatest.Device(t)
+	active, err := bench.ActiveMTU(bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if active == ibverbs.MTU4096 {
+		t.Skipf("%s's active MTU is 4096: no -m is over it", info.Name)
+	}
+	over := strconv.Itoa((active + 1).Bytes())
+	notice := fmt.Sprintf("gorperf: -m %s is over the port's active MTU: the path MTU is at most %d\n", over, active.Bytes())
+	header := fmt.Sprintf(" Mtu             : %d[B]\n", active.Bytes())
+	ud := fmt.Sprintf("gorperf: a UD message is at most the port's MTU: sending %d bytes (-s to choose)\n", active.Bytes())
+	for _, tc := range []struct {
+		args       []string
+		wantErr    []string
+		notWantErr []string
+		wantOut    string
+	}{
+		{[]string{"write-bw", "-m", over}, []string{notice}, nil, header},
+		{[]string{"write-bw", "-m", strconv.Itoa(active.Bytes())}, nil, []string{"gorperf:"}, header},
+		{[]string{"send-bw", "-c", "UD"}, []string{ud}, []string{"-m "}, ""},
+		{[]string{"send-bw", "-c", "UD", "-m", over}, []string{notice, ud}, nil, header},
+		{[]string{"write-bw", "-m", over, "--json"}, nil, []string{"gorperf:"}, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var stdout, stderr strings.Builder
+			cmd := gorperf(ctx, append([]string{"loopback", "-d", info.Name, "-n", "20"}, tc.args...)...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%v\n%s%s", err, stdout.String(), stderr.String())
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			for _, w := range tc.notWantErr {
+				if strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr has %q:\n%s", w, stderr.String())
+				}
+			}
+			if !strings.Contains(stdout.String(), tc.wantOut) {
+				t.Errorf("stdout lacks %q:\n%s", tc.wantOut, stdout.String())
+			}
+		})
 	}
 }
