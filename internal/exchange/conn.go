@@ -34,6 +34,7 @@ type Conn struct {
 	silence atomic.Int64 // SetPeerTimeout's, in nanoseconds
 	heard   bool         // an Alive has come: the peer runs KeepAlive (rmu)
 	fr      frameReader  // recvFrame's reader (rmu)
+	queued  func(Queued) // OnQueued's (rmu)
 }
 
 // frameGrace is how long the rest of a frame begun may take once the
@@ -199,8 +200,17 @@ func (c *Conn) recv(ctx context.Context) (Message, error) {
 	defer stop()
 	for {
 		m, err := c.recvFrame(ctx)
-		if _, alive := m.(Alive); !alive || err != nil {
-			return m, err
+		if err != nil {
+			return nil, err
+		}
+		switch q := m.(type) {
+		case Alive:
+		case Queued:
+			if c.queued != nil {
+				c.queued(q)
+			}
+		default:
+			return m, nil
 		}
 		if err := ctx.Err(); err != nil {
 			// Ended while the Alive was read, which a grace may have
@@ -238,7 +248,8 @@ func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 	c.fr = frameReader{nc: c.nc}
 	m, n, err := readFrame(&c.fr, &c.rhdr)
 	if err == nil {
-		if _, ok := m.(Alive); ok {
+		switch m.(type) {
+		case Alive, Queued:
 			c.heard = true
 		}
 		return m, nil
@@ -269,6 +280,15 @@ func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 // context allows. 0, the default, always does. The Conn stays usable
 // after such a failure.
 func (c *Conn) SetPeerTimeout(d time.Duration) { c.silence.Store(int64(max(d, 0))) }
+
+// OnQueued has receives call f with each Queued they skip, from the
+// receiving goroutine: the server's word that the test waits its turn.
+// f must not use c. Setting it waits for a receive under way.
+func (c *Conn) OnQueued(f func(Queued)) {
+	c.rmu.Lock()
+	c.queued = f
+	c.rmu.Unlock()
+}
 
 // KeepAlive sends an Alive at once and then every period until stop is
 // called, the Conn is closed or a send fails, so that a peer with

@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -457,6 +458,37 @@ func TestKeepAliveOutlastsPeerTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d < 600*time.Millisecond {
 		t.Errorf("the Sync came after %v, before it was sent", d)
+	}
+}
+
+// TestQueued: a receive passes each Queued to OnQueued and skips it, as
+// it skips an Alive, and either one starts the peer timeout.
+func TestQueued(t *testing.T) {
+	a, b := tcpPair(t)
+	var got []uint32
+	b.OnQueued(func(q Queued) { got = append(got, q.Ahead) })
+	b.SetPeerTimeout(300 * time.Millisecond)
+	ctx := timeout(t, 10*time.Second)
+	for _, m := range []Message{Queued{Ahead: 2}, Alive{}, Queued{Ahead: 1}, Sync{Seq: 9}} {
+		if err := a.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, err := b.RecvSync(ctx); err != nil || s.Seq != 9 {
+		t.Fatalf("RecvSync after Queued, Alive, Queued: %+v, %v; want Sync 9", s, err)
+	}
+	if !slices.Equal(got, []uint32{2, 1}) {
+		t.Errorf("OnQueued got %v; want [2 1]", got)
+	}
+	// A Queued alone, as a lobby sends, starts the peer timeout too.
+	c, d := tcpPair(t)
+	d.SetPeerTimeout(150 * time.Millisecond)
+	if err := c.Send(ctx, Queued{Ahead: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var se *SilenceError
+	if _, err := d.RecvSync(ctx); !errors.As(err, &se) {
+		t.Errorf("RecvSync after a Queued and silence: %v; want a SilenceError", err)
 	}
 }
 

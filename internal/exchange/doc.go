@@ -25,7 +25,11 @@
 // gorperf's engine sends one every 250 ms from the start of a test to
 // the end (Conn.KeepAlive): receives skip them, and a side that waits
 // with Conn.SetPeerTimeout tells a peer that is stopped or hung, whose
-// connection stays open, from one that takes long to finish.
+// connection stays open, from one that takes long to finish. A server
+// whose client's test waits its turn behind other clients' tests (gorperf
+// serve) sends it a Queued in place of an Alive (version 13), which says
+// how many tests come first: receives pass it to the Conn's OnQueued and
+// skip it too.
 //
 // # Wire format
 //

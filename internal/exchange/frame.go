@@ -33,6 +33,8 @@ func payloadBounds(t MsgType) (lo, hi int, ok bool) {
 		return 2 + 1, 2 + 1 + MaxString, true
 	case TypeAlive:
 		return 0, 0, true
+	case TypeQueued:
+		return 4, 4, true
 	}
 	return 0, 0, false
 }
@@ -92,6 +94,8 @@ func decodePayload(t MsgType, p []byte) (Message, error) {
 		m, err = decodeErrorMsg(p)
 	case TypeAlive:
 		m = Alive{}
+	case TypeQueued:
+		m, err = decodeQueued(p)
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %#02x", ErrMalformed, uint8(t))
 	}

@@ -10,7 +10,7 @@ import (
 // ProtocolVersion is the version of the wire format this package speaks.
 // Both sides must speak the same one; it changes whenever a payload layout
 // or the order of messages does.
-const ProtocolVersion = 12
+const ProtocolVersion = 13
 
 // DefaultPort is the TCP port of the control connection, perftest's.
 const DefaultPort = 18515
@@ -31,19 +31,20 @@ const (
 	TypeResult MsgType = 5
 	TypeError  MsgType = 6
 	TypeAlive  MsgType = 7
+	TypeQueued MsgType = 8
 )
 
-var typeNames = [...]string{"", "Hello", "Spec", "Setup", "Sync", "Result", "Error", "Alive"}
+var typeNames = [...]string{"", "Hello", "Spec", "Setup", "Sync", "Result", "Error", "Alive", "Queued"}
 
 func (t MsgType) String() string {
-	if t >= TypeHello && t <= TypeAlive {
+	if t >= TypeHello && t <= TypeQueued {
 		return typeNames[t]
 	}
 	return fmt.Sprintf("MsgType(%#02x)", uint8(t))
 }
 
-// Message is one of Hello, TestSpec, Setup, Sync, Result, ErrorMsg and
-// Alive.
+// Message is one of Hello, TestSpec, Setup, Sync, Result, ErrorMsg,
+// Alive and Queued.
 type Message interface {
 	// Type returns the message's frame type.
 	Type() MsgType
@@ -82,6 +83,14 @@ type Sync struct {
 // side that takes long (a long run, a warm-up) from one that is stopped or
 // hung with its connection open. Receives skip it.
 type Alive struct{}
+
+// Queued is an Alive that a server sends a client whose test waits its
+// turn (gorperf serve's lobby, while other clients' tests run): Ahead
+// tests come before it, the one running included. Receives skip it, as
+// they skip an Alive, after passing it to the Conn's OnQueued.
+type Queued struct {
+	Ahead uint32
+}
 
 // Result is what one side measured, sent at the end of a test so that the
 // other can report totals (the sum of both directions of a bidirectional
@@ -129,6 +138,7 @@ func (Sync) Type() MsgType     { return TypeSync }
 func (Result) Type() MsgType   { return TypeResult }
 func (ErrorMsg) Type() MsgType { return TypeError }
 func (Alive) Type() MsgType    { return TypeAlive }
+func (Queued) Type() MsgType   { return TypeQueued }
 
 func (Hello) message()    {}
 func (TestSpec) message() {}
@@ -137,9 +147,19 @@ func (Sync) message()     {}
 func (Result) message()   {}
 func (ErrorMsg) message() {}
 func (Alive) message()    {}
+func (Queued) message()   {}
 
 // AppendPayload appends nothing: an Alive has no payload.
 func (Alive) AppendPayload(b []byte) []byte { return b }
+
+// AppendPayload appends ahead uint32.
+func (q Queued) AppendPayload(b []byte) []byte { return binary.BigEndian.AppendUint32(b, q.Ahead) }
+
+func decodeQueued(p []byte) (Queued, error) {
+	r := reader{t: TypeQueued, b: p}
+	q := Queued{Ahead: r.u32()}
+	return q, r.done()
+}
 
 // AppendPayload appends magic [4]byte, version uint16, tool string.
 func (h Hello) AppendPayload(b []byte) []byte {

@@ -80,6 +80,8 @@ func messages() []struct {
 		{"error", ErrorMsg{Code: CodeOverLimit, Text: "too big"}},
 		{"error unknown code", ErrorMsg{Code: 999}},
 		{"alive", Alive{}},
+		{"queued", Queued{Ahead: 3}},
+		{"queued max", Queued{Ahead: math.MaxUint32}},
 	}
 }
 
@@ -104,6 +106,7 @@ func TestPayloadBounds(t *testing.T) {
 		{Result{}, byName["result max error"]},
 		{ErrorMsg{}, byName["error max text"]},
 		{Alive{}, Alive{}},
+		{Queued{}, Queued{Ahead: math.MaxUint32}},
 	} {
 		typ := tc.smallest.Type()
 		lo, hi, ok := payloadBounds(typ)
@@ -259,6 +262,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"result peak overflow", frameOf(TypeResult, 0, with(result, 32, 0x80))},
 		{"error short", frameOf(TypeError, 0, []byte{0, 1})},
 		{"alive with a payload", frameOf(TypeAlive, 0, []byte{1})},
+		{"queued short", frameOf(TypeQueued, 0, []byte{0, 0, 1})},
+		{"queued long", frameOf(TypeQueued, 0, []byte{0, 0, 0, 1, 0})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := DecodeFrame(tc.frame)
