@@ -109,6 +109,71 @@ func TestServeGreetsDuringTest(t *testing.T) {
 	}
 }
 
+// TestServeTellsQueuedClients: clients that wait their turns are told
+// how many tests come before theirs, the one running included, and told
+// again as the line moves; a test of several threads counts once.
+func TestServeTellsQueuedClients(t *testing.T) {
+	s, taken, _ := held(t)
+	s.start(taken, 1)
+	ask := func(spec exchange.TestSpec) (*exchange.Conn, *[]uint32) {
+		c := s.greet()
+		var got []uint32
+		c.OnQueued(func(q exchange.Queued) { got = append(got, q.Ahead) })
+		if err := c.Send(s.ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		return c, &got
+	}
+	sp := s.spec
+	sp.Size = 2
+	b, bGot := ask(sp)
+	var threads []*exchange.Conn
+	var threadsGot []*[]uint32
+	for i := range 2 {
+		tsp := s.spec
+		tsp.Size, tsp.Threads, tsp.Thread, tsp.Group, tsp.NumQPs = 3, 2, uint16(i), 77, 2
+		c, got := ask(tsp)
+		threads, threadsGot = append(threads, c), append(threadsGot, got)
+	}
+	sp.Size = 4
+	d, dGot := ask(sp)
+	// Nothing but Queued comes while the first test is held.
+	time.Sleep(600 * time.Millisecond)
+	for _, c := range append([]*exchange.Conn{b, d}, threads...) {
+		ctx, cancel := context.WithTimeout(s.ctx, 100*time.Millisecond)
+		_, err := c.Recv(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a client waiting its turn: %v; want nothing but Queued", err)
+		}
+	}
+	last := func(got *[]uint32) int {
+		if len(*got) == 0 {
+			return -1
+		}
+		return int((*got)[len(*got)-1])
+	}
+	if last(bGot) != 1 || last(dGot) != 3 {
+		t.Errorf("tests ahead: the second client was told %v, the fourth %v; want 1 and 3 last", *bGot, *dGot)
+	}
+	for i, got := range threadsGot {
+		if last(got) != 2 {
+			t.Errorf("thread %d of the third test: told %v; want 2 ahead", i, *got)
+		}
+	}
+	// The second client goes: the fourth moves up.
+	b.Close()
+	*dGot = nil
+	ctx, cancel := context.WithTimeout(s.ctx, 1500*time.Millisecond)
+	for last(dGot) != 2 && ctx.Err() == nil {
+		d.Recv(ctx)
+	}
+	cancel()
+	if last(dGot) != 2 {
+		t.Errorf("the fourth client, once the second went: told %v; want 2 ahead", *dGot)
+	}
+}
+
 // TestServeDropsGoneClients: a client that goes away while it waits is
 // dropped and reported, its test never taken (Admit never sees it, the
 // device is not opened); a test of several threads whose first thread

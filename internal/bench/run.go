@@ -174,6 +174,9 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	}
 	c := exchange.NewConn(&heardConn{Conn: nc})
 	defer c.Close()
+	if l.Queued != nil {
+		c.OnQueued(func(q exchange.Queued) { l.Queued(int(q.Ahead)) })
+	}
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
@@ -434,9 +437,10 @@ type asked struct {
 // goroutine of its own (handshakeSpec), at most maxGreetings at once
 // (past that, accepting waits), so that a connection that says nothing
 // (a TCP health check, nc) holds up no client. A client that asked for a
-// test waits in the lobby, first come first served, and is sent an Alive
-// every alive period, until its test is taken and run sends its own
-// (handOver); one that goes away meanwhile is dropped. The connections of
+// test waits in the lobby, first come first served, and is sent a Queued
+// every alive period, which says how many tests come before its own, until
+// its test is taken; then Alives until run sends its own (handOver). One
+// that goes away meanwhile is dropped. The connections of
 // a test of several threads come through the lobby too, and are taken
 // together (take).
 type lobby struct {
@@ -451,6 +455,7 @@ type lobby struct {
 	cond      *sync.Cond // on mu: the lobby changed
 	waiting   []asked    // oldest first
 	held      []asked    // taken, sent Alives until handOver
+	running   bool       // a test taken has not ended: take has not been called since
 	reports   []error    // connections that asked for no test, for done
 	pending   map[net.Conn]bool
 	oneTaken  bool   // a one-test server took its test
@@ -581,9 +586,9 @@ func (lb *lobby) tell(c *exchange.Conn, why error) {
 	c.Close()
 }
 
-// tend sends an Alive to each client waiting, and to those taken until
-// run sends its own, every alive period, and drops the clients waiting
-// that have gone away.
+// tend sends each client waiting a Queued with the tests ahead of its
+// own, and those taken an Alive until run sends its own, every alive
+// period, and drops the clients waiting that have gone away.
 func (lb *lobby) tend() {
 	defer lb.wg.Done()
 	t := time.NewTicker(lb.alive)
@@ -595,12 +600,12 @@ func (lb *lobby) tend() {
 		case <-t.C:
 		}
 		lb.mu.Lock()
-		all := append(slices.Clone(lb.waiting), lb.held...)
+		all := lb.word()
 		lb.mu.Unlock()
 		var gone []*exchange.Conn
 		for _, w := range all {
 			ctx, cancel := context.WithTimeout(lb.ctx, lb.alive)
-			if err := w.c.Send(ctx, exchange.Alive{}); (err != nil && lb.ctx.Err() == nil) || peerLeft(w.c.NetConn()) {
+			if err := w.c.Send(ctx, w.m); (err != nil && lb.ctx.Err() == nil) || peerLeft(w.c.NetConn()) {
 				gone = append(gone, w.c)
 			}
 			cancel()
@@ -613,6 +618,43 @@ func (lb *lobby) tend() {
 			lb.mu.Unlock()
 		}
 	}
+}
+
+// word is what tend sends each client: those waiting a Queued with the
+// tests ahead of theirs (the one running, and those before it in the
+// lobby, a test of several threads counted once), those taken an Alive;
+// lb.mu is held.
+func (lb *lobby) word() []said {
+	all := make([]said, 0, len(lb.waiting)+len(lb.held))
+	ahead := uint32(0)
+	if lb.running {
+		ahead = 1
+	}
+	groups := map[uint64]uint32{} // a test of several threads: its place
+	for _, w := range lb.waiting {
+		at := ahead
+		if w.spec.Threads > 1 {
+			if n, ok := groups[w.spec.Group]; ok {
+				at = n
+			} else {
+				groups[w.spec.Group] = ahead
+				ahead++
+			}
+		} else {
+			ahead++
+		}
+		all = append(all, said{w.c, exchange.Queued{Ahead: at}})
+	}
+	for _, w := range lb.held {
+		all = append(all, said{w.c, exchange.Alive{}})
+	}
+	return all
+}
+
+// said is a message for a client's connection.
+type said struct {
+	c *exchange.Conn
+	m exchange.Message
 }
 
 // drop removes the client on c from the lobby, where it waits, closes
@@ -656,6 +698,7 @@ func peerLeft(nc net.Conn) bool {
 func (lb *lobby) take() (taken []asked, report error, err error) {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
+	lb.running = false
 	var head *exchange.Conn // a test of several threads waited for
 	var giveUp time.Time
 	for {
@@ -717,6 +760,7 @@ func (lb *lobby) take() (taken []asked, report error, err error) {
 			return false
 		})
 		lb.held = append(lb.held, taken...)
+		lb.running = true
 		return taken, nil, nil
 	}
 }
@@ -884,6 +928,9 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	remote, err := s.swapSetup(cctx, c, exchange.Setup{QPs: s.localInfo, Env: s.env()})
 	err = quieted(cctx, err)
 	cancel()
+	// The test has begun: a Queued the lobby sent as it was taken, read
+	// later, says nothing true.
+	c.OnQueued(nil)
 	if err != nil {
 		return nil, err
 	}

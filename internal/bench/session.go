@@ -67,6 +67,13 @@ type Local struct {
 	// test. In a test of several threads each thread calls it with its
 	// own result, not the sum.
 	SizeDone func(SizeResult)
+	// Queued, if set, is called on a client while its test waits its turn
+	// on a server that runs other clients' tests first (gorperf serve),
+	// with the tests ahead of it, the one running included, as the
+	// server's word (one each keepalive period) is read: from the
+	// goroutine that runs the test, in a test of several threads from
+	// each, which read it once their own set-up is done.
+	Queued func(ahead int)
 	// CMHost, for a client, is the address to dial rdma_cm at, when not the
 	// control connection's host (in loopback, the server side's GID).
 	CMHost string

@@ -363,6 +363,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		}
 		l.SizeDone = o.rows.size
 	}
+	if o.Host != "" && text {
+		l.Queued = queuedNotice(f.IO.ErrOut)
+	}
 	onHeader := func(h report.Header) {
 		if text {
 			// perftest's order in an infinite run: its header block,
@@ -688,6 +691,31 @@ func (o *testOptions) closeJSONFile() {
 	if o.jsonFile != nil {
 		o.jsonFile.Close()
 		o.jsonFile = nil
+	}
+}
+
+// queuedNotice returns a client's bench.Local.Queued: it says on errOut
+// how many tests the server runs before this one, each time that falls,
+// so that a client of a busy gorperf serve is not silent. Its threads
+// call it each, and one that reads the server's word late (its set-up
+// took longer) replays counts already printed: a place in the line only
+// falls, so a count not below the last one printed says nothing new.
+func queuedNotice(errOut io.Writer) func(ahead int) {
+	var mu sync.Mutex
+	last := 0 // none printed
+	return func(ahead int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ahead <= 0 || (last != 0 && ahead >= last) {
+			return
+		}
+		last = ahead
+		switch {
+		case ahead == 1:
+			fmt.Fprintf(errOut, "gorperf: the server is busy with another client's test: this one comes next\n")
+		case ahead > 1:
+			fmt.Fprintf(errOut, "gorperf: the server is busy with other clients' tests: %d come before this one\n", ahead)
+		}
 	}
 }
 

@@ -316,3 +316,21 @@ func TestReportSizesCounters(t *testing.T) {
 		t.Errorf("counters %+v, want %+v", got, want)
 	}
 }
+
+// TestQueuedNotice: a queued client says how many tests come before its
+// own each time that falls, and nothing once none do; a thread that
+// reads the server's word late, after another printed it, repeats
+// nothing.
+func TestQueuedNotice(t *testing.T) {
+	var b strings.Builder
+	q := queuedNotice(&b)
+	for _, n := range []int{3, 3, 2, 3, 2, 1, 2, 1, 0} {
+		q(n)
+	}
+	want := "gorperf: the server is busy with other clients' tests: 3 come before this one\n" +
+		"gorperf: the server is busy with other clients' tests: 2 come before this one\n" +
+		"gorperf: the server is busy with another client's test: this one comes next\n"
+	if b.String() != want {
+		t.Errorf("notices:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

@@ -38,7 +38,9 @@ func newServeCmd(f *Factory, o *serveOptions) *cobra.Command {
 		Short: "Serve tests to clients, one after another, until stopped",
 		Long: `Wait for gorperf clients and run the test each one asks for, one at a time,
 until stopped with Ctrl-C. A failed test is reported and the server goes on.
-The limits bound what a client can make this host allocate and register.`,
+Clients that come while a test runs wait their turns, first come first served
+(up to 64), and are told how many tests come before theirs. The limits bound
+what a client can make this host allocate and register.`,
 		Example: "  gorperf serve -d mlx5_0 --max-memory 1073741824",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -65,3 +65,53 @@ func TestServeGIDSelectorAndDeepRX(t *testing.T) {
 		t.Errorf("%d of the server's headers have an RX depth of 2000 and %d of 4095, want 2 and 1:\n%s", n, m, o)
 	}
 }
+
+// TestServeQueuedClientNotice: a client of a serve that is running
+// another client's test says on stderr that its test comes next, once,
+// and its test runs after (it waited in silence); a --json client says
+// nothing on stderr.
+func TestServeQueuedClientNotice(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srv, srvOut := start(t, ctx, "serve", "-d", srvDev, "-p", port)
+	waitListening(t, port)
+	first, firstOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "3", addr)
+	time.Sleep(time.Second) // its test is taken, and runs 3 s
+	for _, json := range []bool{false, true} {
+		args := []string{"write-bw", "-d", cliDev, "-p", port, "-n", "100", addr}
+		if json {
+			args = append(args, "--json")
+		}
+		cmd := gorperf(ctx, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("the queued client (--json %v): %v\n%s%s\nserver:\n%s", json, err, stdout.String(), stderr.String(), srvOut)
+		}
+		const notice = "gorperf: the server is busy with another client's test: this one comes next\n"
+		switch n := strings.Count(stderr.String(), notice); {
+		case !json && (n != 1 || !strings.HasPrefix(stderr.String(), notice)):
+			t.Errorf("the queued client's stderr: want the notice once, first:\n%s", stderr.String())
+		case json && stderr.Len() != 0:
+			t.Errorf("the queued --json client's stderr: want nothing:\n%s", stderr.String())
+		}
+		if json {
+			break
+		}
+		// The second, --json, comes during another long test.
+		if err := first.Wait(); err != nil {
+			t.Fatalf("the first client: %v\n%s", err, firstOut)
+		}
+		first, firstOut = start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "3", addr)
+		time.Sleep(time.Second)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the third client: %v\n%s", err, firstOut)
+	}
+	srv.Process.Signal(syscall.SIGINT)
+	if err := srv.Wait(); procExit(err) != 0 {
+		t.Errorf("serve: %v\n%s", err, srv.Stderr.(*bytes.Buffer).String())
+	}
+}
