@@ -656,14 +656,28 @@ func TestServeManyNoLeaks(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	var failures atomic.Int32
+	var failures, finished atomic.Int32
 	go func() {
 		served <- bench.Serve(ctx, ln, l, exchange.DefaultLimits(), false, nil, func(_ *bench.Result, err error) {
 			if err != nil {
 				failures.Add(1)
 			}
+			finished.Add(1)
 		})
 	}()
+	// settled waits until the server has closed what its side of the
+	// tests so far opened: its side of a test ends after the client's,
+	// closing its QPs, device and connection (a fixed sleep of 100 ms
+	// once saw an fd of the last one still open).
+	settled := func(tests int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); finished.Load() < int32(tests); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the server finished %d of %d tests within 10 s", finished.Load(), tests)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	// The fourth of each four is a test of two threads: two connections,
 	// and on each side two OS threads that end with it.
 	tests := []exchange.Test{exchange.WriteBW, exchange.SendBW, exchange.ReadLat, exchange.SendBW}
@@ -684,10 +698,11 @@ func TestServeManyNoLeaks(t *testing.T) {
 	if testing.Short() {
 		n = 60
 	}
-	for i := range 30 { // warm up
+	const warm = 30
+	for i := range warm {
 		one(i)
 	}
-	time.Sleep(100 * time.Millisecond)
+	settled(warm)
 	u0, g0 := rdmatest.Measure(t), runtime.NumGoroutine()
 	// The first half warms up what grows to a plateau (seen: 30 KiB of Go
 	// heap, 80 KiB of C heap, up to 5 MiB of RSS with a new OS thread and
@@ -699,7 +714,7 @@ func TestServeManyNoLeaks(t *testing.T) {
 	for i := range n / 2 {
 		one(i)
 	}
-	time.Sleep(200 * time.Millisecond) // the server's side of the last test closes
+	settled(warm + n)
 	u1, g1 := rdmatest.Measure(t), runtime.NumGoroutine()
 	cancel()
 	if err := <-served; err != nil {

@@ -41,11 +41,13 @@ func (e *LimitError) Error() string {
 // report (a latency limit in a bandwidth test, say) fails every size,
 // and so does an empty results: a run that measured nothing has not
 // shown that it meets the mark. The exception is a latency test's size
-// that the peer measured (MeasuredByPeer, the server's side): it has no
-// latency figures to check, and its latency limits are left to the side
-// that timed it, which checks its own figures where it was given them:
-// gorperf's server, given --limit_lat or --limit_p99, does not fail for
-// lack of samples.
+// that the peer measured (MeasuredByPeer: the server's side of read_lat
+// and atomic_lat, which only lets its memory be used): it has no latency
+// figures to check, and its latency limits are left to the side that
+// timed it, which checks its own figures where it was given them: such
+// a server, given --limit_lat or --limit_p99, does not fail for lack of
+// samples. A write_lat or send_lat server times the test too, and its
+// limits apply to its own figures.
 // (perftest's latency tests have no such limits at all, and their
 // passive side checks nothing.)
 func (l Limits) Check(results []SizeResult) error {
