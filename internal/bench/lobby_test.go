@@ -329,14 +329,28 @@ func TestFirstWaitInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	// The server sends Alives until the test ends, and is gone when it
+	// has: left to run 3 s, it held its connection (a socket whose peer
+	// had closed) and a goroutine into the tests after this one, which a
+	// leak check there counted.
+	quit, served := make(chan struct{}), make(chan struct{})
+	defer func() {
+		close(quit)
+		ln.Close()
+		<-served
+	}()
 	go func() {
+		defer close(served)
 		nc, err := ln.Accept()
 		if err != nil {
 			return
 		}
 		defer nc.Close()
 		stop := exchange.NewConn(nc).KeepAlive(20 * time.Millisecond)
-		time.Sleep(3 * time.Second)
+		select {
+		case <-quit:
+		case <-time.After(3 * time.Second):
+		}
 		stop()
 	}()
 	nc, err := net.Dial("tcp", ln.Addr().String())
