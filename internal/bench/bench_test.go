@@ -644,16 +644,23 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 }
 
-// TestServeManyNoLeaks runs 1,000 tests in a row against one Serve and checks
-// that file descriptors, goroutines and the kernel's count of RDMA
-// resources end where they started, and that memory stops growing.
-func TestServeManyNoLeaks(t *testing.T) {
+// serverOnDevice returns the test device's Local, with an idle timeout
+// of idle, and a listener on 127.0.0.1 for a server of it.
+func serverOnDevice(t *testing.T, idle time.Duration) (bench.Local, net.Listener) {
+	t.Helper()
 	info := rdmatest.Device(t)
-	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: idle}, ln
+}
+
+// TestServeManyNoLeaks runs 1,000 tests in a row against one Serve and checks
+// that file descriptors, goroutines and the kernel's count of RDMA
+// resources end where they started, and that memory stops growing.
+func TestServeManyNoLeaks(t *testing.T) {
+	l, ln := serverOnDevice(t, 5*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	var failures, finished atomic.Int32
@@ -726,6 +733,43 @@ func TestServeManyNoLeaks(t *testing.T) {
 	if u1.FDs != u0.FDs || g1 > g0 || u1.RDMA != u0.RDMA || failures.Load() != 0 {
 		t.Errorf("leak: fds %d -> %d, goroutines %d -> %d, %d failed tests, rdma resources changed: %v",
 			u0.FDs, u1.FDs, g0, g1, failures.Load(), u1.RDMA != u0.RDMA)
+	}
+}
+
+// TestServeBoundsDurationSamples: a serve's limit on a latency test's
+// iterations bounds the samples its side of a test of a duration keeps
+// (it thins them past it), where the time alone bounded them (up to 2^26,
+// 512 MiB, on a host with the memory).
+func TestServeBoundsDurationSamples(t *testing.T) {
+	l, ln := serverOnDevice(t, 5*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim := exchange.DefaultLimits()
+	lim.MaxIterations = 2000
+	results := make(chan *bench.Result, 1)
+	go bench.Serve(ctx, ln, l, lim, true, nil, func(r *bench.Result, err error) {
+		if err != nil {
+			t.Errorf("server: %v", err)
+		}
+		results <- r
+	})
+	spec := exchange.TestSpec{Test: exchange.WriteLat, ConnType: ibverbs.QPTypeRC, Size: 8, Duration: 2,
+		NumQPs: 1, TXDepth: 1, RXDepth: 1, CQModeration: 1}
+	c, err := bench.Client(ctx, ln.Addr().String(), spec, l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-results
+	if s == nil || len(s.Sizes) != 1 || len(c.Sizes) != 1 {
+		t.Fatalf("results: server %+v, client %+v", s, c)
+	}
+	sl, cl := s.Sizes[0].Lat, c.Sizes[0].Lat
+	t.Logf("server: %d samples kept of %d (1 in %d); client: %d of %d", sl.Stored, sl.N, sl.Every, cl.Stored, cl.N)
+	if len(s.Sizes[0].Samples) > 2000 || sl.Every < 2 || sl.N <= 2000 {
+		t.Errorf("server: %d samples kept of %d, 1 in %d; want at most 2000 of more", len(s.Sizes[0].Samples), sl.N, sl.Every)
+	}
+	if cl.N <= 2000 || cl.Every > 1 || len(c.Sizes[0].Samples) != cl.N {
+		t.Errorf("client: %d samples kept of %d, 1 in %d; want all of more than 2000", len(c.Sizes[0].Samples), cl.N, cl.Every)
 	}
 }
 

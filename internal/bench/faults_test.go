@@ -53,12 +53,7 @@ func TestGIDFamilyMismatch(t *testing.T) {
 // a client says of a killed server, and serve names the client's
 // address; it said only "receiving: EOF".
 func TestServeClientKilled(t *testing.T) {
-	info := rdmatest.Device(t)
-	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 10 * time.Second}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, ln := serverOnDevice(t, 10*time.Second)
 	pl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

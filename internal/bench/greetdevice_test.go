@@ -23,12 +23,7 @@ import (
 // after its own 10 s for the hello: "it may be busy with another
 // client".
 func TestServeClientPastSilentOnDevice(t *testing.T) {
-	info := rdmatest.Device(t)
-	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, ln := serverOnDevice(t, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv := serveOne(ctx, ln, l)

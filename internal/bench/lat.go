@@ -128,7 +128,7 @@ const lastAnswerWait = 100 * time.Millisecond
 // pause is not in it.
 func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time.Duration, initiator bool, p pingSide) (sideResult, error) {
 	wcs := make([]ibverbs.WC, 1)
-	out := newSampleStore(iters, dur)
+	out := newSampleStore(iters, dur, s.local.maxSamples)
 	defer out.free()
 	margin := s.margin() // -f: only the samples between the margins count
 	// With a duration and a margin, the iterations reported are those
@@ -502,7 +502,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	}
 	defer wr.Close()
 	wcs := make([]ibverbs.WC, 1)
-	out := newSampleStore(iters, dur)
+	out := newSampleStore(iters, dur, s.local.maxSamples)
 	defer out.free()
 	margin := s.margin()
 	// The iterations reported are the span's, as in pingPong: a request

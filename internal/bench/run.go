@@ -825,6 +825,9 @@ func serveSpec(ctx context.Context, taken []asked, l Local, lim Limits, onHeader
 	if spec.Threads > 1 {
 		return serveThreads(ctx, asked{c, spec}, taken[1:], l, lim, onHeader)
 	}
+	// A test of a duration keeps as many samples as its time holds: the
+	// limit on a test's iterations bounds them too.
+	l.maxSamples = int(min(lim.MaxIterations, 1<<40))
 	return run(ctx, c, spec, l, "server", "", onHeader)
 }
 

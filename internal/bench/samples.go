@@ -85,9 +85,13 @@ const (
 var maxSampleRoom = 1 << 26
 
 // newSampleStore returns the store for iters samples, or with a duration
-// for the samples of dur.
-func newSampleStore(iters uint64, dur time.Duration) *sampleStore {
+// for the samples of dur, keeping at most most of them where most is
+// over 0 (a server's Limits.MaxIterations: see Local.maxSamples).
+func newSampleStore(iters uint64, dur time.Duration, most int) *sampleStore {
 	room := sampleRoom()
+	if most > 0 {
+		room = max(min(room, most), 2) &^ 1
+	}
 	if dur <= 0 && iters <= uint64(room) {
 		return &sampleStore{v: make([]float64, 0, iters), room: (max(int(iters), 2) + 1) &^ 1, every: 1}
 	}

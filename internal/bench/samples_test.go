@@ -13,7 +13,7 @@ import (
 // copied all of them at each doubling, inside the loop). take returns
 // them all, in order, on the heap.
 func TestSampleStoreForADuration(t *testing.T) {
-	st := newSampleStore(0, time.Second)
+	st := newSampleStore(0, time.Second, 0)
 	defer st.free()
 	if st.mem == nil {
 		t.Skip("no address range could be reserved here (strict overcommit?): the store grows a slice")
@@ -82,7 +82,7 @@ func TestSampleStoreBounded(t *testing.T) {
 	}
 	st.free()
 
-	day := newSampleStore(0, 24*time.Hour)
+	day := newSampleStore(0, 24*time.Hour, 0)
 	defer day.free()
 	if len(day.mem) > 1<<30 || cap(day.v) > 1<<27 {
 		t.Errorf("a store for a day's samples reserved %d bytes, room for %d samples", len(day.mem), cap(day.v))
@@ -107,14 +107,20 @@ func withRoom(t *testing.T, n int) {
 func TestSampleStoreDecimates(t *testing.T) {
 	const room = 1 << 10
 	withRoom(t, room)
-	for _, st := range []*sampleStore{newSampleStore(0, 1000*time.Hour), newSampleStore(1<<40, 0)} {
+	for _, st := range []*sampleStore{newSampleStore(0, 1000*time.Hour, 0), newSampleStore(1<<40, 0, 0)} {
 		if st.room != room || cap(st.v) > room || len(st.mem) > room*8 {
 			t.Errorf("a store for 1,000 hours or 2^40 iterations: room %d, a slice of %d, %d bytes reserved", st.room, cap(st.v), len(st.mem))
 		}
 		st.free()
 	}
+	// A server's limit keeps a store smaller still.
+	if st := newSampleStore(0, 1000*time.Hour, room/4+1); st.room != room/4 || len(st.mem) > room/4*8 {
+		t.Errorf("a store of at most %d samples: room %d, %d bytes reserved", room/4+1, st.room, len(st.mem))
+	} else {
+		st.free()
+	}
 
-	st := newSampleStore(0, 1000*time.Hour)
+	st := newSampleStore(0, 1000*time.Hour, 0)
 	defer st.free()
 	var added int // samples 0, 1, 2, ...: a sample is its index
 	add := func(n int) {
@@ -183,7 +189,7 @@ func TestSampleStoreDecimates(t *testing.T) {
 // sample that dropNext leaves out is in neither the tally nor the store.
 func TestSampleStoreDropsNext(t *testing.T) {
 	withRoom(t, 4)
-	st := newSampleStore(0, time.Hour)
+	st := newSampleStore(0, time.Hour, 0)
 	defer st.free()
 	var slow []int
 	for i := range 5 {
@@ -215,7 +221,7 @@ func TestSampleStoreGrows(t *testing.T) {
 		t.Errorf("after 33 samples in a room of 16: %d kept of 1 in %d in %d", len(st.v), st.every, cap(st.v))
 	}
 
-	it := newSampleStore(1000, 0)
+	it := newSampleStore(1000, 0, 0)
 	if it.mem != nil || cap(it.v) != 1000 {
 		t.Errorf("a store for 1,000 iterations has room for %d, mapped %v", cap(it.v), it.mem != nil)
 	}

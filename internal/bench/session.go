@@ -136,6 +136,10 @@ type Local struct {
 	ThreadCPUs []int
 
 	group *threadGroup // in a test of several threads, this side's
+	// maxSamples, where over 0, bounds the latency samples this side
+	// keeps, which it thins beyond that: a server's
+	// Limits.MaxIterations, which bounds a test of a duration too.
+	maxSamples int
 }
 
 // grhLen is the space a UD receive needs for the global route header.
