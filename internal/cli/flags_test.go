@@ -309,6 +309,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"-s", "0"}, "size"},
 		{exchange.WriteBW, []string{"-s", "4294967296"}, "-s, --size"},
 		{exchange.WriteBW, []string{"-n", "-1"}, `"-n, --iters"`},
+		{exchange.WriteLat, []string{"-n", "4"}, "-n 4: at least 5 iterations, as perftest's"},
+		{exchange.WriteBW, []string{"-n", "0"}, "-n 0: at least 5 iterations"},
 		{exchange.WriteBW, []string{"-q", "0"}, "QP"},
 		{exchange.WriteBW, []string{"-c", "XRC"}, "-c XRC: perftest's XRC (eXtended Reliable Connected) QPs are not offered"},
 		{exchange.WriteBW, []string{"-c", "RCX"}, "-c: invalid connection type"},

@@ -287,7 +287,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		all += " (not with --run_infinitely, which runs -s alone, as perftest's)"
 	}
 	f.BoolVarP(&o.All, "all", "a", false, all)
-	f.Uint64VarP(&o.Iters, "iters", "n", 0, "iterations per size (default: 5000 for bandwidth, 1000 for latency)")
+	f.Uint64VarP(&o.Iters, "iters", "n", 0, "iterations per size, at least 5 (default: 5000 for bandwidth, 1000 for latency)")
 	f.Uint32VarP(&o.Duration, "duration", "D", 0, "run each size for this many seconds instead of -n iterations")
 	ignored := "without -D"
 	if !o.Test.IsLatency() {
@@ -546,6 +546,9 @@ var perftestConnTypes = map[string]string{
 
 // spec turns the flags into the test the client asks for, rejecting
 // invalid values with a usage error.
+// minIters is the fewest iterations -n takes: perftest's MIN_ITER.
+const minIters = 5
+
 func (o *testOptions) spec() (exchange.TestSpec, error) {
 	if why, ok := perftestConnTypes[strings.ToUpper(o.Connection)]; ok {
 		return exchange.TestSpec{}, usageErrorf("-c %s: perftest's %s; gorperf's are RC, UC and UD, as the test allows", o.Connection, why)
@@ -553,6 +556,11 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 	conn, err := ibverbs.ParseQPType(strings.ToUpper(o.Connection))
 	if err != nil {
 		return exchange.TestSpec{}, usageErrorf("-c: %v", err)
+	}
+	if o.Iters < minIters {
+		// Fewer give a latency test's server no sample (one a round
+		// trip after its first answer) and its table nothing to sort.
+		return exchange.TestSpec{}, usageErrorf("-n %d: at least %d iterations, as perftest's", o.Iters, minIters)
 	}
 	s := exchange.TestSpec{
 		Test: o.Test, ConnType: conn, Size: o.Size, AllSizes: o.All, Iterations: o.Iters,
