@@ -775,6 +775,8 @@ type Limits struct {
 	MaxMemory  uint64 // bytes the server will register for one test (TestSpec.Memory)
 	// MaxIterations bounds Iterations of latency tests, for which a side
 	// keeps one 8-byte sample per iteration; bandwidth tests only count.
+	// gorperf's server also keeps at most this many samples of a latency
+	// test of a duration, thinning them past it.
 	MaxIterations uint64
 }
 
