@@ -166,15 +166,7 @@ func TestPassivePortDown(t *testing.T) {
 	// The link comes back before the next test: both ports ACTIVE, and
 	// the server's device quiet for 3 s after its last port event (a
 	// PORT_ERR read late would fail a later test's session).
-	dctx, err := ibverbs.Open(info.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dctx.Close()
-	evs, err := dctx.Events()
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := deviceEvents(t, info.Name)
 	defer func() {
 		exec.Command("ip", "link", "set", nd, "up").Run()
 		if !settle(t, info.Name, evs) {
@@ -250,15 +242,7 @@ func TestStalePortEventCM(t *testing.T) {
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 50,
 		NumQPs: 1, TXDepth: 16, CQModeration: 1, RdmaCM: true}
 	loopback(t, spec, cmClient(t, true)) // rdma_cm opens its context of the device
-	dctx, err := ibverbs.Open(info.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dctx.Close()
-	evs, err := dctx.Events()
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := deviceEvents(t, info.Name)
 	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -270,6 +254,22 @@ func TestStalePortEventCM(t *testing.T) {
 		t.Fatalf("%s port 1: %s", info.Name, b)
 	}
 	loopback(t, spec, cmClient(t, true)) // fails the test if either side fails
+}
+
+// deviceEvents opens dev and returns its async events, until the test
+// has ended and its context is closed.
+func deviceEvents(t *testing.T, dev string) <-chan ibverbs.AsyncEvent {
+	t.Helper()
+	dctx, err := ibverbs.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dctx.Close() })
+	evs, err := dctx.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
 
 // settle logs dev's async events, from evs, until none has come for 3 s,

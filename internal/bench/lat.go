@@ -116,9 +116,10 @@ const lastAnswerWait = 100 * time.Millisecond
 // half the time from one of a side's posts to the next, on both sides, as
 // in perftest, whose server prints its own figures too: the responder's
 // also hold the initiator's pauses (its yields below, and a latency gap),
-// which only the initiator can leave out. Nothing but the post lies between a message's arrival and its
-// answer: the clock is read, the pacer consulted and the send completion
-// polled while the answer travels. The one exception is the initiator's
+// which only the initiator can leave out. Nothing but the post lies
+// between a message's arrival and its answer: the clock is read, the
+// pacer consulted and the send completion polled while the answer
+// travels. The one exception is the initiator's
 // yield to the scheduler (pacer), every few milliseconds: it comes once an
 // answer has arrived, before the next message, when nothing is in flight,
 // and its time is left out of the sample, where after a post it lay in
