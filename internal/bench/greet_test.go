@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -435,8 +436,8 @@ func TestServeBackToBack(t *testing.T) {
 }
 
 // TestServeQueuesClients: clients greeted together, that ask for tests
-// while another's runs, wait their turns, first come first served, sent Alives
-// meanwhile, and each test is taken after the one before; the clients
+// while another's runs, wait their turns, first come first served, told
+// their places meanwhile, and each test is taken after the one before; the clients
 // still waiting when the server is stopped are told so at once. (The
 // server told them it was busy.)
 func TestServeQueuesClients(t *testing.T) {
@@ -467,6 +468,11 @@ func TestServeQueuesClients(t *testing.T) {
 		if err := c.Send(s.ctx, sp); err != nil {
 			t.Fatal(err)
 		}
+		if size > 1 {
+			var told atomic.Bool
+			c.OnQueued(func(exchange.Queued) { told.Store(true) })
+			s.inLine(c, told.Load)
+		}
 		return c, h
 	}
 	expect := func(want uint32) {
@@ -491,18 +497,16 @@ func TestServeQueuesClients(t *testing.T) {
 	a, _ := ask(1)
 	expect(1)
 	b, bh := ask(2)
-	time.Sleep(50 * time.Millisecond)
 	c, _ := ask(3)
-	time.Sleep(50 * time.Millisecond)
 	d, _ := ask(4)
 	ctx, cancel := context.WithTimeout(s.ctx, 600*time.Millisecond)
-	_, err := b.Recv(ctx) // waiting, sent Alives
+	_, err := b.Recv(ctx) // waiting, sent Queued
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a client waiting its turn: %v; want nothing but Alives", err)
+		t.Errorf("a client waiting its turn: %v; want nothing but Queued", err)
 	}
 	if heard := time.Since(time.Unix(0, bh.last.Load())); heard > 400*time.Millisecond {
-		t.Errorf("a client waiting its turn last heard from the server %v ago; want Alives", heard)
+		t.Errorf("a client waiting its turn last heard from the server %v ago; want Queued every alive period", heard)
 	}
 	select {
 	case got := <-taken:

@@ -109,6 +109,27 @@ func TestServeGreetsDuringTest(t *testing.T) {
 	}
 }
 
+// inLine waits until the client on c, which asked for a test behind
+// another's, has its place in the lobby: until told, which reads what
+// c's OnQueued kept, says a Queued came. The server greets clients in
+// parallel and lines them up as their greetings end, so a test that
+// wants them in the order they asked waits for each.
+func (s *serving) inLine(c *exchange.Conn, told func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !told() && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(s.ctx, 100*time.Millisecond)
+		_, err := c.Recv(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			s.t.Fatalf("a client waiting its turn: %v; want nothing but Queued", err)
+		}
+	}
+	if !told() {
+		s.t.Fatal("a client that asked for a test behind another's: no Queued within 2 s")
+	}
+}
+
 // TestServeTellsQueuedClients: clients that wait their turns are told
 // how many tests come before theirs, the one running included, and told
 // again as the line moves; a test of several threads counts once.
@@ -122,6 +143,7 @@ func TestServeTellsQueuedClients(t *testing.T) {
 		if err := c.Send(s.ctx, spec); err != nil {
 			t.Fatal(err)
 		}
+		s.inLine(c, func() bool { return len(got) > 0 })
 		return c, &got
 	}
 	sp := s.spec
