@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -397,17 +398,19 @@ func TestCancel(t *testing.T) {
 
 // A frame cut off mid-way leaves the Conn unusable, with a clear error.
 func TestBrokenStream(t *testing.T) {
-	a, b := pipe(t)
+	a, b := tcpPair(t)
 	frame, _ := AppendFrame(nil, Result{Error: "x"})
-	go func() {
-		b.NetConn().Write(frame[:10])
-	}()
+	// The frame's first 10 bytes are there before the receive begins;
+	// the rest never come.
+	if _, err := b.NetConn().Write(frame[:10]); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	if _, err := a.Recv(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Recv = %v", err)
 	}
-	_, err := a.Recv(t.Context())
+	_, err := a.Recv(timeout(t, 10*time.Second))
 	if err == nil || !strings.Contains(err.Error(), "unusable") || !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Recv after a half-read frame = %v", err)
 	}
@@ -439,16 +442,18 @@ func tcpPair(t *testing.T) (*Conn, *Conn) {
 	return NewConn(a), NewConn(b)
 }
 
-// A peer that keeps alive may take many peer timeouts to say its next
-// word; the receive skips its Alives and gets that word.
+// A peer that keeps alive may take several peer timeouts to say its next
+// word; the receive skips its Alives and gets that word. The peer timeout
+// is long beside the Alives' period, so that a stall of the whole process
+// (CI's machines under load) of up to about 970 ms cuts no wait short.
 func TestKeepAliveOutlastsPeerTimeout(t *testing.T) {
 	a, b := tcpPair(t)
-	b.SetPeerTimeout(150 * time.Millisecond)
+	b.SetPeerTimeout(time.Second)
 	stop := a.KeepAlive(30 * time.Millisecond)
 	defer stop()
 	ctx := timeout(t, 10*time.Second)
 	go func() {
-		time.Sleep(600 * time.Millisecond)
+		time.Sleep(3 * time.Second)
 		a.Send(ctx, Sync{Seq: 7})
 	}()
 	start := time.Now()
@@ -456,7 +461,7 @@ func TestKeepAliveOutlastsPeerTimeout(t *testing.T) {
 	if err != nil || got.Seq != 7 {
 		t.Fatalf("RecvSync after %v: %+v, %v; want Sync 7", time.Since(start), got, err)
 	}
-	if d := time.Since(start); d < 600*time.Millisecond {
+	if d := time.Since(start); d < 3*time.Second {
 		t.Errorf("the Sync came after %v, before it was sent", d)
 	}
 }
@@ -632,53 +637,144 @@ func TestRecvFrameGraceTwice(t *testing.T) {
 	ctx := timeout(t, 20*time.Second)
 	for _, tc := range []struct {
 		name string
-		recv func(b *Conn) (context.Context, func())
+		// recv readies b and returns what makes the receive's context,
+		// which its goroutine calls just before it receives.
+		recv func(b *Conn) func() (context.Context, context.CancelFunc)
 	}{
-		{"silence then cancel", func(b *Conn) (context.Context, func()) {
+		{"silence then cancel", func(b *Conn) func() (context.Context, context.CancelFunc) {
 			b.SetPeerTimeout(50 * time.Millisecond)
-			return context.WithCancel(ctx)
+			return func() (context.Context, context.CancelFunc) { return context.WithCancel(ctx) }
 		}},
-		{"deadline", func(b *Conn) (context.Context, func()) {
-			return context.WithTimeout(ctx, 50*time.Millisecond)
+		{"deadline", func(*Conn) func() (context.Context, context.CancelFunc) {
+			return func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 50*time.Millisecond) }
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for range 5 {
-				a, b := tcpPair(t)
+			// A receive whose first deadline passed before it read
+			// anything (its goroutine ran late) tests nothing, and
+			// is tried again.
+			for done, late := 0, 0; done < 5; {
+				a, b, w := watchedTCPPair(t)
 				a.sendAlive(time.Second) // the silence counts from here
-				if _, err := b.RecvSync(timeout(t, 50*time.Millisecond)); !isTimeout(err) {
-					t.Fatalf("a receive with only an Alive to read: %v", err)
+				// Until the Alive is read: a receive that first runs
+				// after its deadline reads nothing.
+				for tries := 0; w.dataReads() == 0; tries++ {
+					if tries == 100 {
+						t.Fatal("100 receives read no Alive")
+					}
+					if _, err := b.RecvSync(timeout(t, 50*time.Millisecond)); !isTimeout(err) {
+						t.Fatalf("a receive with only an Alive to read: %v", err)
+					}
 				}
-				short, cancel := tc.recv(b)
 				// Past the first deadline, then the cancel.
-				if err := recvSplitSync(t, a, b, short, cancel, 150*time.Millisecond); err != nil {
+				err := recvSplitSync(t, a, b, w, tc.recv(b), 150*time.Millisecond)
+				switch {
+				case errors.Is(err, errNotBegun) && late < 20:
+					late++
+					t.Logf("try again: %v", err)
+				case err != nil:
 					t.Fatalf("the receive cut in a frame: %v; want the frame", err)
+				default:
+					done++
 				}
 			}
 		})
 	}
 }
 
-// recvSplitSync receives a Sync of 7 on b with ctx, which a sends in two
-// parts: its first two bytes, and after wait, the cancel of ctx and 100 ms
-// more, the rest. It returns the receive's error.
-func recvSplitSync(t *testing.T, a, b *Conn, ctx context.Context, cancel func(), wait time.Duration) error {
+// watchConn is a net.Conn that tells of its reads that return data.
+type watchConn struct {
+	net.Conn
+	mu    sync.Mutex
+	reads int           // the reads that returned data
+	next  chan struct{} // closed by the next one, if not nil
+}
+
+func (c *watchConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		c.reads++
+		if c.next != nil {
+			close(c.next)
+			c.next = nil
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// dataReads returns the number of reads that returned data so far.
+func (c *watchConn) dataReads() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+// nextRead returns a channel that the next read that returns data closes.
+func (c *watchConn) nextRead() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.next == nil {
+		c.next = make(chan struct{})
+	}
+	return c.next
+}
+
+// watchedTCPPair is tcpPair, with b's reads watched by the watchConn.
+func watchedTCPPair(t *testing.T) (*Conn, *Conn, *watchConn) {
+	t.Helper()
+	a, b := tcpPair(t)
+	w := &watchConn{Conn: b.NetConn()}
+	return a, NewConn(w), w
+}
+
+// errNotBegun is recvSplitSync's error when the receive ended before it
+// read any of the frame.
+var errNotBegun = errors.New("the receive ended before it read any of the frame")
+
+// recvSplitSync receives a Sync of 7 on b, whose reads w watches, with a
+// context that newCtx makes in the receiving goroutine just before the
+// receive. a sends the Sync in two parts: its first two bytes; then, once
+// the receive has read them, after wait, the cancel of the context and
+// 100 ms more, the rest. It returns the receive's error, which wraps
+// errNotBegun if the receive ended before it read the first part. Any
+// data of b's before the Sync must have been read.
+func recvSplitSync(t *testing.T, a, b *Conn, w *watchConn, newCtx func() (context.Context, context.CancelFunc), wait time.Duration) error {
 	t.Helper()
 	frame, err := AppendFrame(nil, Sync{Seq: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
+	begun := w.nextRead()
+	if _, err := a.NetConn().Write(frame[:2]); err != nil {
+		t.Fatal(err)
+	}
+	cancels := make(chan context.CancelFunc, 1)
 	got := make(chan error, 1)
 	go func() {
+		ctx, cancel := newCtx()
+		cancels <- cancel
 		s, err := b.RecvSync(ctx)
 		if err == nil && s.Seq != 7 {
 			err = fmt.Errorf("Sync %d, want 7", s.Seq)
 		}
 		got <- err
 	}()
-	if _, err := a.NetConn().Write(frame[:2]); err != nil {
-		t.Fatal(err)
+	cancel := <-cancels
+	defer cancel()
+	select {
+	case <-begun:
+	case err := <-got:
+		select {
+		case <-begun: // it ended in the frame
+			return err
+		default:
+			return fmt.Errorf("%w: %w", errNotBegun, err)
+		}
 	}
+	// The frame is begun: a deadline that newCtx's context or b's peer
+	// timeout set, wait or less after it, passes in it.
 	time.Sleep(wait)
 	cancel()
 	time.Sleep(100 * time.Millisecond)
@@ -694,11 +790,11 @@ func recvSplitSync(t *testing.T, a, b *Conn, ctx context.Context, cancel func(),
 // and the frame was lost (a stop of gorperf's peer watch at that moment
 // lost the peer's abort).
 func TestRecvFinishesAFrameBegun(t *testing.T) {
-	a, b := tcpPair(t)
+	a, b, w := watchedTCPPair(t)
 	ctx := timeout(t, 10*time.Second)
-	short, cancel := context.WithCancel(ctx)
 	// The receive reads the first bytes, then is cancelled.
-	if err := recvSplitSync(t, a, b, short, cancel, 100*time.Millisecond); err != nil {
+	newCtx := func() (context.Context, context.CancelFunc) { return context.WithCancel(ctx) }
+	if err := recvSplitSync(t, a, b, w, newCtx, 100*time.Millisecond); err != nil {
 		t.Errorf("the receive cut short in a frame: %v; want the frame", err)
 	}
 	if err := a.Send(ctx, Sync{Seq: 8}); err != nil {
