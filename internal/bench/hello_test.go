@@ -31,10 +31,12 @@ func greet(t *testing.T, reset bool) (string, error) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	wait := 300 * time.Millisecond // the busy server's hello never comes
 	if reset {
 		time.AfterFunc(100*time.Millisecond, func() { ln.Close() })
+		wait = 5 * time.Second // the reset comes first, however late
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	_, err = exchange.Handshake(ctx, exchange.NewConn(nc), "gorperf test")
 	return addr, err

@@ -17,7 +17,11 @@ import (
 // wait late and never the second. It tells the peer once.
 func TestStopWaitsOnce(t *testing.T) {
 	defer func(d time.Duration) { interruptWait = d }(interruptWait)
-	interruptWait = 600 * time.Millisecond
+	// The peer answers the first wait 1.5 s after the stop, a second
+	// before interruptWait; the second wait, never answered, ends
+	// interruptWait (2.5 s) after the stop, where a bound of each wait's
+	// own would end it 1.5 s later at least: 4 s after.
+	interruptWait = 2500 * time.Millisecond
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
@@ -27,7 +31,7 @@ func TestStopWaitsOnce(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		peer.Recv(ctx)
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond)
 		peer.Send(ctx, exchange.Sync{Seq: 1})
 		peer.Recv(ctx) // this side's Result; the peer's never comes
 	}()
@@ -52,7 +56,7 @@ func TestStopWaitsOnce(t *testing.T) {
 	if err == nil {
 		t.Errorf("the second wait returned %v, want a failure", m)
 	}
-	if took < interruptWait || took > interruptWait+300*time.Millisecond {
+	if took < interruptWait || took > interruptWait+700*time.Millisecond {
 		t.Errorf("gave up %v after the stop, want %v", took, interruptWait)
 	}
 	if told != 1 {
