@@ -192,7 +192,12 @@ func TestRunProcesses(t *testing.T) {
 	t.Run("foreign listener", func(t *testing.T) {
 		dir := fakeTools(t, "silent")
 		c := newConfig()
-		c.listenWait = time.Second
+		// The run waits all of listenWait (the server never listens)
+		// and sees the port another process's at its first look; the
+		// wait is long enough for the server (the test binary, under
+		// -race on a loaded machine) to start and leave its pid for
+		// serverGone.
+		c.listenWait = 3 * time.Second
 		// Another process's socket listens on the port the server should.
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.port+1))
 		if err != nil {
