@@ -24,3 +24,10 @@ func SetGetEventHook(f func(ch *EventChannel, ev *Event)) (restore func()) {
 	getEventHook.Store(&f)
 	return func() { getEventHook.Store(nil) }
 }
+
+// SetTakenHook makes f run in each Listener.Accept once it has taken a
+// request, before it answers it; restore unsets it.
+func SetTakenHook(f func(l *Listener)) (restore func()) {
+	takenHook.Store(&f)
+	return func() { takenHook.Store(nil) }
+}

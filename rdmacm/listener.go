@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 )
 
 // Listener waits for connection requests on an address: an rdma_cm ID
@@ -32,8 +33,19 @@ type Listener struct {
 	// again, and every later GetRequest returns it (under sem).
 	removed error
 
-	closeOnce sync.Once
-	closeErr  error
+	// mu guards pending and wake. pending holds the requests that an
+	// Accept took and left unanswered because its caller's context ended
+	// first (park): getRequest hands them out before it reads the
+	// channel, and Close rejects them. wake, while a getRequest waits in
+	// GetEvent, ends that wait so that it takes a request parked meanwhile.
+	mu      sync.Mutex
+	pending []*ConnRequest
+	wake    context.CancelFunc
+
+	// closeMu serializes Close; closed is set once one has succeeded, so
+	// that a Close that failed is tried again by the next.
+	closeMu sync.Mutex
+	closed  bool
 }
 
 // Listen binds addr ("host:port"; an empty host listens on every address,
@@ -94,6 +106,12 @@ func (l *Listener) ID() *ID { return l.id }
 // not wait on a peer slow to complete takes requests with GetRequest and
 // accepts each in a goroutine of its own, as package rdmamsg's Listener
 // does.
+//
+// When ctx ends once a request is taken but before it is answered, Accept
+// returns ctx's error and leaves the request unanswered for the next
+// Accept or GetRequest, as a TCP Accept whose deadline passes leaves the
+// connection in the backlog; Close rejects it. Once the connection's
+// resources are being made, an end of ctx rejects the request.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	r, err := l.GetRequest(ctx)
 	if err != nil {
@@ -103,7 +121,16 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	defer cancel()
 	stop := context.AfterFunc(l.ctx, cancel)
 	defer stop()
-	c, err := r.Accept(ctx, nil)
+	if h := takenHook.Load(); h != nil {
+		(*h)(l)
+	}
+	c, err := r.accept(ctx, nil, l.park)
+	if errors.Is(err, errParked) {
+		return nil, &OpError{Op: "accept", Addr: l.addr, Err: ctx.Err()}
+	}
+	if err != nil {
+		err = &OpError{Op: "accept", Addr: l.addr, Err: err}
+	}
 	if err != nil && l.ctx.Err() != nil {
 		// The handshake's own error says only that Close cancelled it.
 		var op *OpError
@@ -118,7 +145,8 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // GetRequest waits for the next connection request (the CONNECT_REQUEST
 // event, as rdma_get_request) and moves its ID to an event channel of its
 // own (rdma_migrate_id). The caller must Accept or Reject it. It returns
-// ctx's error when ctx ends first, and ErrClosed after Close. Callers take
+// ctx's error when ctx ends first, and ErrClosed after Close. A request
+// that an Accept left unanswered when its ctx ended comes first. Callers take
 // requests one at a time: another's wait ends with its own ctx too. Once the
 // device has gone (DEVICE_REMOVAL), it and every later call return an
 // error matching ErrDeviceRemoved: no request can come again.
@@ -150,13 +178,38 @@ func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
 		if l.ctx.Err() != nil {
 			return nil, ErrClosed
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// A request parked is taken first; one parked while this
+		// waits in GetEvent ends the wait (wake), and is taken next.
+		wctx, wake := context.WithCancel(ctx)
+		l.mu.Lock()
+		if len(l.pending) > 0 {
+			r := l.pending[0]
+			l.pending = l.pending[1:]
+			l.mu.Unlock()
+			wake()
+			return r, nil
+		}
+		l.wake = wake
+		l.mu.Unlock()
 		if l.removed != nil {
+			wake()
 			return nil, l.removed
 		}
-		ev, err := l.ch.GetEvent(ctx)
+		ev, err := l.ch.GetEvent(wctx)
+		l.mu.Lock()
+		l.wake = nil
+		l.mu.Unlock()
+		woken := wctx.Err() != nil && ctx.Err() == nil
+		wake()
 		if err != nil {
 			if l.ctx.Err() != nil {
 				return nil, ErrClosed
+			}
+			if woken {
+				continue
 			}
 			return nil, err
 		}
@@ -181,19 +234,57 @@ func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
 	}
 }
 
+// takenHook, if set, runs in Accept once it has taken a request, before
+// it answers it (for the tests).
+var takenHook atomic.Pointer[func(l *Listener)]
+
+// park keeps r, a request that Accept took and did not answer because
+// its caller's context ended, for the next getRequest, and reports
+// whether it did: after Close, which rejects the requests parked, it
+// does not, and r is refused.
+func (l *Listener) park(r *ConnRequest) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Close cancels l.ctx before it takes the requests parked, under mu.
+	if l.ctx.Err() != nil {
+		return false
+	}
+	r.done = false
+	l.pending = append(l.pending, r)
+	if l.wake != nil {
+		l.wake()
+	}
+	return true
+}
+
 // Close stops listening and destroys the listening ID and its channel
 // (rdma_destroy_id, rdma_destroy_event_channel). A GetRequest or Accept
-// waiting returns ErrClosed.
-// Connections already accepted, and requests already taken, stay. Closing
-// twice is a no-op.
+// waiting returns ErrClosed. Requests that an Accept left unanswered when
+// its context ended are rejected (rdma_reject): their peers' Dial fails
+// with a *RejectedError.
+// Connections already accepted, and requests already taken, stay. If
+// Close fails, the next Close tries again what failed; once one has
+// returned nil, closing again is a no-op.
 func (l *Listener) Close() error {
-	l.closeOnce.Do(func() {
-		l.cancel()
-		l.sem <- struct{}{} // a GetRequest in progress has left
-		defer func() { <-l.sem }()
-		l.closeErr = errors.Join(l.id.Close(), l.ch.Close())
-	})
-	return l.closeErr
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.cancel()
+	l.mu.Lock()
+	parked := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	var errs []error
+	for _, r := range parked {
+		errs = append(errs, r.refuse())
+	}
+	l.sem <- struct{}{} // a GetRequest in progress has left
+	defer func() { <-l.sem }()
+	err := errors.Join(append(errs, l.id.Close(), l.ch.Close())...)
+	l.closed = err == nil
+	return err
 }
 
 // ConnRequest is a connection request a Listener took: its own ID (on its
@@ -228,14 +319,20 @@ func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
 // ESTABLISHED (RC; a UD request is answered at once). cfg nil takes the
 // listener's. On failure the request is rejected and freed.
 func (r *ConnRequest) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
-	c, err := r.accept(ctx, cfg)
+	c, err := r.accept(ctx, cfg, nil)
 	if err != nil {
 		return nil, &OpError{Op: "accept", Addr: r.l.addr, Err: err}
 	}
 	return c, nil
 }
 
-func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
+// errParked is accept's error where park kept the request.
+var errParked = errors.New("rdmacm: the request is parked")
+
+// accept is Accept. Where ctx has ended before anything is made and park
+// is not nil, it offers the request to park, unanswered; if park keeps it,
+// accept returns errParked.
+func (r *ConnRequest) accept(ctx context.Context, cfg *Config, park func(*ConnRequest) bool) (*Conn, error) {
 	if r.done {
 		return nil, ErrClosed
 	}
@@ -243,12 +340,12 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	if cfg == nil {
 		cfg = &r.l.cfg
 	}
+	given := ctx
 	ctx, cancel := cfg.handshake(ctx)
 	defer cancel()
 	ch := r.id.ch
 	refuse := func(err error) (*Conn, error) {
-		r.id.Reject(nil)
-		return nil, errors.Join(err, r.id.Close(), ch.Close())
+		return nil, errors.Join(err, r.refuse())
 	}
 	if cfg.UD != (r.id.ps == PortSpaceUDP) {
 		return refuse(fmt.Errorf("Config.UD is %v on a %s request", cfg.UD, r.id.ps))
@@ -258,8 +355,13 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	}
 	// A caller that has given up (its context ended, or its Listener's
 	// Close ended Accept) rejects the request rather than answer it and
-	// then leave the peer with a connection that is torn down at once.
+	// then leave the peer with a connection that is torn down at once;
+	// a Listener's Accept whose own context ended parks it instead, for
+	// the next Accept, unless Close has begun.
 	if err := ctx.Err(); err != nil {
+		if park != nil && given.Err() != nil && park(r) {
+			return nil, errParked
+		}
 		return refuse(fmt.Errorf("accepting: %w", err))
 	}
 	if cfg.AckTimeout != 0 && !cfg.UD {
@@ -318,4 +420,13 @@ func (r *ConnRequest) Reject(privateData []byte) error {
 	r.done = true
 	ch := r.id.ch
 	return errors.Join(r.id.Reject(privateData), r.id.Close(), ch.Close())
+}
+
+// refuse rejects the request, without private data and whatever
+// rdma_reject says (the peer may have given up), and frees it.
+func (r *ConnRequest) refuse() error {
+	r.done = true
+	ch := r.id.ch
+	r.id.Reject(nil)
+	return errors.Join(r.id.Close(), ch.Close())
 }
