@@ -239,6 +239,37 @@ func testMWType2(t *testing.T, wrapi bool) {
 	refused(t, p.access(t, ibverbs.OpRDMAWrite, k2, mwOff, 64, 0), "a write through the invalidated window")
 }
 
+// TestMWRebindInOneCall: a type 2 window bound, invalidated and bound
+// again in one PostSendLists of lists of one is bound to the last key,
+// as with three PostSends. (The second bind named the window by its key
+// from before the call, which rxe refused: the bind failed and the QP
+// went to the error state.)
+func TestMWRebindInOneCall(t *testing.T) { bothPostPaths(t, testMWRebindInOneCall) }
+
+func testMWRebindInOneCall(t *testing.T, wrapi bool) {
+	p := newMWPair(t, ibverbs.MWType2, wrapi)
+	b := p.bind(ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead)
+	k1 := ibverbs.NextRKey(p.mw.RKey())
+	k2 := ibverbs.NextRKey(k1)
+	if err := p.b.qp.PostSendLists([]ibverbs.SendWR{
+		{ID: 1, Opcode: ibverbs.OpBindMW, Flags: ibverbs.SendSignaled, RKey: k1, Bind: &b},
+		{ID: 2, Opcode: ibverbs.OpLocalInv, Flags: ibverbs.SendSignaled, Imm: k1},
+		{ID: 3, Opcode: ibverbs.OpBindMW, Flags: ibverbs.SendSignaled, RKey: k2, Bind: &b},
+	}, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []ibverbs.WCOpcode{ibverbs.WCBindMW, ibverbs.WCLocalInv, ibverbs.WCBindMW} {
+		if wc := pollOK(t, p.b.cq, want); wc.WRID != uint64(i+1) {
+			t.Fatalf("completion %d for wr_id %d, want %d", i, wc.WRID, i+1)
+		}
+	}
+	if got := p.mw.RKey(); got != k2 {
+		t.Errorf("MW.RKey after the call = %#x, want the last bind's %#x", got, k2)
+	}
+	p.writeOK(t, k2, 7)
+	refused(t, p.access(t, ibverbs.OpRDMAWrite, k1, mwOff, 64, 0), "a write through the invalidated key")
+}
+
 // What the binding refuses before the provider sees it, and the errors
 // of the verbs themselves.
 func TestMWRefusals(t *testing.T) {

@@ -380,6 +380,11 @@ func (qp *QP) PostSend(wrs []SendWR) error { return qp.postSend(wrs, 0) }
 // 1 it rings a doorbell per request, as a loop of single posts does, at a
 // fraction of the cost in Go; a list longer than 256 is split. Errors are
 // as PostSend's: a *PostError's Index counts from the start of wrs.
+//
+// A type 2 window (OpBindMW) takes its new rkey when the list that binds
+// it is posted, so a later list may bind it again (after an OpLocalInv).
+// Within one list the provider still names it by its key from before the
+// list, as with ibv_post_send itself: bind a window at most once a list.
 func (qp *QP) PostSendLists(wrs []SendWR, listLen int) error {
 	if listLen < 1 {
 		return fmt.Errorf("ibv_post_send: list length %d: %w", listLen, syscall.EINVAL)
@@ -435,7 +440,10 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 
 // rekey gives the windows that posted OpBindMW requests bind their new
 // rkeys, as ibv_bind_mw does: providers (rxe among them) name the window
-// of a later bind by the rkey its struct ibv_mw holds.
+// of a later bind by the rkey its struct ibv_mw holds. The shim has set
+// those of the lists it posted whole (rekey_windows), for the later lists
+// of the same call; this sets them for a list posted in part, and the
+// window's own copy (MW.RKey).
 func rekey(posted []SendWR) {
 	for i := range posted {
 		if w := &posted[i]; w.Opcode == OpBindMW {

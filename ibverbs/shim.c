@@ -63,6 +63,19 @@ void gv_scratch_free(struct gv_post_scratch *s)
 	free(s);
 }
 
+// rekey_windows gives the windows that the posted requests w[i:end]
+// bind their new rkeys before the next list is posted: providers (rxe
+// among them) name the window of a bind by the rkey its struct ibv_mw
+// holds when the bind is posted, so a later list's bind of the same
+// window, in the same cgo call, needs it. (Go's rekey does the same for
+// its own copy once the call returns.)
+static void rekey_windows(struct ibv_send_wr *w, int i, int end)
+{
+	for (; i < end; i++)
+		if (w[i].opcode == IBV_WR_BIND_MW)
+			w[i].bind_mw.mw->rkey = w[i].bind_mw.rkey;
+}
+
 // Post the requests w[0:n], which Go filled (all but next), in lists of
 // list requests, one ibv_post_send (one doorbell) per list; list <= 0
 // means all n in one. On failure *bad is the index of the first request
@@ -86,6 +99,7 @@ int gv_post_send(uintptr_t qph, uintptr_t wrh, int n, int list, int *bad)
 			*bad = bad_wr ? (int)(bad_wr - w) : i;
 			return rc;
 		}
+		rekey_windows(w, i, end);
 	}
 	*bad = n;
 	return 0;
@@ -194,6 +208,7 @@ int gv_wr_post(uintptr_t qxh, uintptr_t wrh, int n, int list, int *bad)
 			*bad = i;
 			return rc;
 		}
+		rekey_windows(w, i, end);
 	}
 	*bad = n;
 	return 0;
@@ -662,7 +677,7 @@ int gv_channel_wait(uintptr_t chh, int64_t timeout_ns, int64_t *end_ns, struct i
 int gv_cq_event_done(uintptr_t cqh, int arm)
 {
 	struct ibv_cq *cq = (struct ibv_cq *)cqh;
-	int rc = arm ? ibv_req_notify_cq(cq, 0) : 0;
+	int rc = arm ? ibv_req_notify_cq(cq, arm == 2) : 0;
 
 	// Arm before the ack: ibv_destroy_cq, in another thread, waits for
 	// the ack and may free the CQ as soon as it is given.
