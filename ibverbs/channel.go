@@ -178,7 +178,8 @@ func (ch *CompChannel) Interrupt() error {
 // only takes an event already there. It reads the event
 // (ibv_get_cq_event) in the cgo call that sleeps, then in one more re-arms
 // its CQ for the next completion (ibv_req_notify_cq) and acknowledges the
-// event (ibv_ack_cq_events). It returns that CQ, or nil when the time
+// event (ibv_ack_cq_events); a CQ that ReqNotify armed for solicited
+// completions only is re-armed for those. It returns that CQ, or nil when the time
 // passed first. It does not allocate. An event for a CQ whose Close is
 // under way is acknowledged and passed over, as Wait does.
 //
@@ -243,9 +244,12 @@ func (d *devState) cqEvent(p *C.struct_ibv_cq, arm bool) (*CQ, C.int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cq, _ := d.objs[unsafe.Pointer(p)].(*CQ)
-	a := C.int(0)
+	a := C.int(0) // no arm; 1 for the next completion, 2 the next solicited
 	if arm && cq != nil {
 		a = 1
+		if cq.solicited.Load() {
+			a = 2
+		}
 	}
 	return cq, C.gv_cq_event_done(handle(p), a)
 }

@@ -113,6 +113,55 @@ func TestCompChannelBlock(t *testing.T) {
 	}
 }
 
+// TestCompChannelBlockSolicited: a CQ armed for solicited completions
+// only wakes Block at a solicited send's receive, not at a plain one's,
+// and Block re-arms it the same way. (Block re-armed every CQ for its
+// next completion: the plain send after the first solicited one woke it.)
+func TestCompChannelBlockSolicited(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	if err := p.b.cq.ReqNotify(true); err != nil {
+		t.Fatal(err)
+	}
+	id := uint64(0)
+	// send sends 8 bytes unsignalled, solicited or not, and waits until
+	// their receive has completed on the receiver's CQ.
+	send := func(flags ibverbs.SendFlags) {
+		t.Helper()
+		id++
+		if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: id, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: id, Opcode: ibverbs.OpSend, Flags: flags,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != id {
+			t.Fatalf("receive completion wr_id %d, want %d", wc.WRID, id)
+		}
+	}
+	// wake says whether Block found the receiver's CQ's event; an event
+	// comes with its completion, which send has seen, so 300 ms is long
+	// enough for one that came.
+	wake := func() bool {
+		t.Helper()
+		cq, err := p.ch.Block(300 * time.Millisecond)
+		if err != nil || (cq != nil && cq != p.b.cq) {
+			t.Fatalf("Block = %p, %v; want the receiver's CQ %p or none", cq, err, p.b.cq)
+		}
+		return cq != nil
+	}
+	for round := range 2 {
+		send(0)
+		if wake() {
+			t.Fatalf("round %d: a plain send woke a CQ armed for solicited completions only", round)
+		}
+		send(ibverbs.SendSolicited)
+		if !wake() {
+			t.Fatalf("round %d: a solicited send did not wake its receiver's CQ", round)
+		}
+	}
+}
+
 // TestCompChannelWaitAllocs: Wait, which parks the goroutine in the
 // netpoller, returns each armed CQ's event and, with one context for the
 // whole loop, cancellable or not, costs no allocation after the first.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -27,6 +28,9 @@ type CQ struct {
 	// ibv_create_cq made; fields are the timestamps it was asked for.
 	ex     *C.struct_ibv_cq_ex
 	fields C.uint64_t
+	// solicited: the last ReqNotify asked for solicited completions
+	// only, as Block's re-arm does again.
+	solicited atomic.Bool
 }
 
 // SingleThreaded reports whether the CQ was made with the promise that
@@ -287,7 +291,8 @@ func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
 }
 
 // ReqNotify arms the CQ to raise an event on its channel at the next
-// completion, or the next solicited one (ibv_req_notify_cq).
+// completion, or the next solicited one (ibv_req_notify_cq). Block
+// re-arms a CQ the same way after each of its events.
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if cq.c == nil {
 		return ErrClosed
@@ -299,6 +304,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if rc := C.gv_req_notify_cq(cq.c, s); rc != 0 {
 		return verbError("ibv_req_notify_cq", int(rc))
 	}
+	cq.solicited.Store(solicitedOnly)
 	return nil
 }
 

@@ -142,9 +142,9 @@ int gv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
 // passed first) and returns 0, or an errno: of ibv_get_cq_event, or,
 // negated, of poll.
 int gv_channel_wait(uintptr_t ch, int64_t timeout_ns, int64_t *end_ns, struct ibv_cq **cq);
-// gv_cq_event_done re-arms cq for its next completion when arm is set
-// (ibv_req_notify_cq), then acknowledges one event of it (ibv_ack_cq_events),
-// and returns ibv_req_notify_cq's errno, or 0.
+// gv_cq_event_done re-arms cq (ibv_req_notify_cq) for its next completion
+// when arm is 1, its next solicited one when arm is 2, then acknowledges one
+// event of it (ibv_ack_cq_events), and returns ibv_req_notify_cq's errno, or 0.
 int gv_cq_event_done(uintptr_t cq, int arm);
 int gv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev,
 		       uint32_t *qpn, void **obj);
