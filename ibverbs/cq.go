@@ -130,6 +130,12 @@ func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
 		fields |= C.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK
 	}
 	x, err := C.gv_create_cq_ex(c.c, C.int(init.Entries), cch, C.int(init.Vector), flags, fields)
+	if x == nil && fields != 0 && flags != 0 && errors.Is(errnoOf("ibv_create_cq_ex", err), errors.ErrUnsupported) {
+		// The flags are promises, the timestamps are not: the flags
+		// may be what the device refuses.
+		init.SingleThreaded, flags = false, 0
+		x, err = C.gv_create_cq_ex(c.c, C.int(init.Entries), cch, C.int(init.Vector), flags, fields)
+	}
 	if x != nil {
 		cq := c.newCQ(C.ibv_cq_ex_to_cq(x), init.Channel)
 		cq.single, cq.ex, cq.fields = init.SingleThreaded, x, fields
