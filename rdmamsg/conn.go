@@ -136,9 +136,9 @@ func (cfg *Config) withDefaults() (Config, error) {
 type Conn struct {
 	link link
 
-	// The receives: depth+1 buffers of maxRecv bytes, request i for
-	// buffer i; the one beyond the depth the peer is told of stays free
-	// for its abort (flow.go).
+	// The receives: depth+2 buffers of maxRecv bytes, request i for
+	// buffer i; the two beyond the depth the peer is told of stay free
+	// for its end message and its abort (flow.go).
 	depth, maxRecv int
 	rbuf           *ibverbs.Buffer
 	rmr            *ibverbs.MR

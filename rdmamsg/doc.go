@@ -16,8 +16,8 @@
 //
 // A Conn is an rdmacm connection (package rdmacm) with one RC queue pair.
 // Each side keeps Config.Depth receives posted in registered memory off
-// the Go heap, one buffer of Config.MaxMessage bytes each, and one more
-// for the peer's abort (below); the two sides
+// the Go heap, one buffer of Config.MaxMessage bytes each, and two more,
+// for the peer's end message and its abort (below); the two sides
 // exchange their depth and largest message in the connection's private
 // data. A message is one send with immediate data, copied into one of
 // Config.SendBuffers registered send buffers; Recv copies it out and posts
