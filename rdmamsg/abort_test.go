@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -147,5 +148,72 @@ func TestCloseWrite(t *testing.T) {
 				t.Errorf("Read after the server's end: %d, %v; want %v", n, err, want)
 			}
 		})
+	}
+}
+
+// TestAbortAfterPeerClosed: a side that read to the end of a peer that
+// closed, and then aborts, posts no abort: the peer, which takes nothing
+// more after its Close, waits in it for its sends (a hook holds it there
+// until the abort is over) and closes without a failure. Before, the
+// abort went into the peer's spare receive and failed it with
+// ECONNRESET, and its Close could then count messages the side had
+// received as lost.
+func TestAbortAfterPeerClosed(t *testing.T) {
+	srv, cli := connect(t, nil, nil)
+	ctx := timeout(t, 60*time.Second)
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	defer letGo()
+	restore := rdmamsg.SetShutHook(func(c *rdmamsg.Conn) {
+		if c != srv {
+			return
+		}
+		holdOnce.Do(func() {
+			close(held)
+			select {
+			case <-release:
+			case <-time.After(20 * time.Second):
+			}
+		})
+	})
+	defer restore()
+
+	msgs := []string{"one", "two", "three"}
+	for _, m := range msgs {
+		if err := srv.Send(ctx, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not reach its wait for the sends in 20 s")
+	}
+	buf := make([]byte, 10)
+	for _, want := range msgs {
+		if n, err := cli.Recv(ctx, buf); err != nil || string(buf[:n]) != want {
+			t.Fatalf("Recv: %q, %v; want %q", buf[:n], err, want)
+		}
+	}
+	if n, err := cli.Recv(ctx, buf); n != 0 || err != io.EOF {
+		t.Fatalf("Recv after the peer's Close: %d, %v; want io.EOF", n, err)
+	}
+	if err := cli.Abort(); err != nil {
+		t.Errorf("Abort after the peer closed: %v", err)
+	}
+	letGo()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close of the side whose peer aborted after reading everything: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close still runs 30 s after the peer's Abort")
+	}
+	if err := srv.Failure(); err != nil {
+		t.Errorf("the side that closed received an abort after its Close: %v", err)
 	}
 }

@@ -1135,12 +1135,14 @@ func (c *Conn) keepAlives(ctx context.Context) {
 }
 
 // postAbort posts the abort message, with c.mu held, unless the
-// connection has failed or ended. It takes a send request beyond those
+// connection has failed or ended, or the peer has closed (its Close's end
+// message came: it takes nothing more, and an abort would only fail its
+// Close, which waits for its sends). It takes a send request beyond those
 // the credits and the updates use, so there is room for it. It fails,
 // posting nothing, where the abort cannot go: a peer older than Abort
 // with no credit left.
 func (c *Conn) postAbort() error {
-	if c.closing || c.err != nil || c.eof || c.link.Err() != nil {
+	if c.closing || c.err != nil || c.eof || c.peerOut || c.link.Err() != nil {
 		return nil
 	}
 	imm, ok := c.fl.abort(c.peerEnds)
@@ -1828,6 +1830,10 @@ func (c *Conn) Close() error { return c.shut(false) }
 // joined with Close's.
 func (c *Conn) Abort() error { return c.shut(true) }
 
+// shutHook, if set, runs in Close and Abort once the end or abort is
+// posted, before they wait for the sends (for the tests).
+var shutHook func(c *Conn)
+
 // shut is Close, or Abort when abort is true.
 func (c *Conn) shut(abort bool) error {
 	c.closeOnce.Do(func() {
@@ -1840,6 +1846,9 @@ func (c *Conn) shut(abort bool) error {
 		}
 		c.closing = true
 		c.mu.Unlock()
+		if shutHook != nil {
+			shutHook(c)
+		}
 		close(c.closed)
 		c.rdl.stop()
 		c.wdl.stop()

@@ -97,3 +97,18 @@ func (c *Conn) CloseWithoutEnd() error {
 	c.mu.Unlock()
 	return c.Close()
 }
+
+// SetShutHook makes f run in each Close and Abort once its end or abort
+// is posted, before it waits for the sends, until restore is called.
+func SetShutHook(f func(c *Conn)) (restore func()) {
+	shutHook = f
+	return func() { shutHook = nil }
+}
+
+// Failure returns the error that failed c, nil if none did: what it
+// received or what its sends and the link said, not its own Close.
+func (c *Conn) Failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
