@@ -300,9 +300,11 @@ type Listener struct {
 	removed chan struct{}
 	gone    error
 	// loops counts take and its handshakes; Close waits for them.
-	loops     sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
+	loops sync.WaitGroup
+	// closeMu serializes Close; closeDone is set once one has
+	// succeeded, so that a Close that failed is tried again by the next.
+	closeMu   sync.Mutex
+	closeDone bool
 }
 
 // accepted is an outcome for Accept: a connection made, which Accept
@@ -575,17 +577,22 @@ func (l *Listener) acceptError(err error) error {
 // Close stops listening (rdmacm.Listener.Close), ends Accepts under way
 // with ErrClosed, and closes the connections made that no Accept took,
 // with no end message, as a TCP listener resets them: their peers read an
-// error matching io.ErrUnexpectedEOF. Connections accepted stay open.
+// error matching io.ErrUnexpectedEOF. Connections accepted stay open. If
+// the rdmacm listener's Close fails, the next Close tries it again; once
+// one has returned nil, closing again is a no-op.
 func (l *Listener) Close() error {
-	l.closeOnce.Do(func() {
-		l.close()
-		err := l.l.Close()
-		l.loops.Wait()
-		for l.closeReady() {
-		}
-		l.closeErr = err
-	})
-	return l.closeErr
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	if l.closeDone {
+		return nil
+	}
+	l.close()
+	err := l.l.Close()
+	l.loops.Wait()
+	for l.closeReady() {
+	}
+	l.closeDone = err == nil
+	return err
 }
 
 func newConn(cfg *Config) *Conn {

@@ -2,7 +2,11 @@
 
 package rdmamsg
 
-import "time"
+import (
+	"time"
+
+	"github.com/gorperf/gorperf/rdmacm"
+)
 
 // SetMaxPeers sets how many destinations a PacketConn keeps address
 // handles for, for a test, and returns what puts it back.
@@ -112,3 +116,6 @@ func (c *Conn) Failure() error {
 	defer c.mu.Unlock()
 	return c.err
 }
+
+// CM returns the rdmacm listener under l.
+func (l *Listener) CM() *rdmacm.Listener { return l.l }
