@@ -87,6 +87,11 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 	if ch.closed.Load() {
 		return nil, ErrClosed
 	}
+	if h := getEventFault.Load(); h != nil {
+		if errno := (*h)(ch); errno != 0 {
+			return nil, errnoError("rdma_get_cm_event", int(errno))
+		}
+	}
 	var g C.struct_gr_event
 	var errno C.int
 	err := ch.w.Wait(ctx, func(uintptr) bool {
@@ -163,6 +168,11 @@ func (ch *EventChannel) Close() error {
 // getEventHook, if set, runs in GetEvent once it has taken an event, before
 // it looks the event's ID up (for the tests).
 var getEventHook atomic.Pointer[func(ch *EventChannel, ev *Event)]
+
+// getEventFault, if set, runs in GetEvent before it reads; an errno it
+// returns fails the read, as rdma_get_cm_event's own failure before it
+// takes an event would (for the tests).
+var getEventFault atomic.Pointer[func(ch *EventChannel) syscall.Errno]
 
 // addIfOpen runs create, which makes or moves an ID onto the channel, and
 // adds the ID it returns, unless the channel is closed: both under idMu,

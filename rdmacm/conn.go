@@ -494,16 +494,34 @@ func (c *Conn) start() {
 	go c.watch(ctx)
 }
 
+// watch reads the connection's events until one ends it, or Close (ctx).
+// A read that fails for want of memory (or is interrupted) took no event:
+// it reads again, after a pause that grows to watchBackoff, rather than
+// end a connection that is still up.
 func (c *Conn) watch(ctx context.Context) {
 	defer close(c.watchDone)
+	pause := time.Millisecond
 	for {
 		ev, err := c.id.ch.GetEvent(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				c.end(err)
+			if ctx.Err() != nil {
+				return
 			}
-			return
+			if !transient(err) {
+				c.end(err)
+				return
+			}
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			pause = min(2*pause, watchBackoff)
+			continue
 		}
+		pause = time.Millisecond
 		switch ev.Type {
 		case EventDisconnected:
 			// Answer the peer's disconnect request (DREQ) at once, as
@@ -519,6 +537,15 @@ func (c *Conn) watch(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// watchBackoff is the longest pause of watch between reads that fail.
+const watchBackoff = time.Second
+
+// transient reports whether err, a failed read of an event channel, may
+// succeed if tried again: the read took no event.
+func transient(err error) bool {
+	return errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EINTR)
 }
 
 // end records why the connection ended, once, and closes Done.

@@ -31,3 +31,10 @@ func SetTakenHook(f func(l *Listener)) (restore func()) {
 	takenHook.Store(&f)
 	return func() { takenHook.Store(nil) }
 }
+
+// SetGetEventFault makes f run in each GetEvent before it reads: an
+// errno it returns fails the read with it; restore unsets it.
+func SetGetEventFault(f func(ch *EventChannel) syscall.Errno) (restore func()) {
+	getEventFault.Store(&f)
+	return func() { getEventFault.Store(nil) }
+}
