@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -1839,7 +1840,7 @@ func (c *Conn) Abort() error { return c.shut(true) }
 
 // shutHook, if set, runs in Close and Abort once the end or abort is
 // posted, before they wait for the sends (for the tests).
-var shutHook func(c *Conn)
+var shutHook atomic.Pointer[func(c *Conn)]
 
 // shut is Close, or Abort when abort is true.
 func (c *Conn) shut(abort bool) error {
@@ -1853,8 +1854,8 @@ func (c *Conn) shut(abort bool) error {
 		}
 		c.closing = true
 		c.mu.Unlock()
-		if shutHook != nil {
-			shutHook(c)
+		if h := shutHook.Load(); h != nil {
+			(*h)(c)
 		}
 		close(c.closed)
 		c.rdl.stop()

@@ -105,8 +105,8 @@ func (c *Conn) CloseWithoutEnd() error {
 // SetShutHook makes f run in each Close and Abort once its end or abort
 // is posted, before it waits for the sends, until restore is called.
 func SetShutHook(f func(c *Conn)) (restore func()) {
-	shutHook = f
-	return func() { shutHook = nil }
+	shutHook.Store(&f)
+	return func() { shutHook.Store(nil) }
 }
 
 // Failure returns the error that failed c, nil if none did: what it
