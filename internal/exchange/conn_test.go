@@ -554,6 +554,47 @@ func TestPeerTimeoutSilentPeer(t *testing.T) {
 	}
 }
 
+// TestPeerTimeoutFrameWaiting: a receive whose peer timeout passes with
+// the peer's next frame, or its end, already waiting in the socket, as
+// when this process was stopped or starved past the timeout and the
+// deadline's timer ran before the read, reads it: the peer was not
+// silent. (A 1 ns timeout passes before every read.) With nothing
+// waiting, the silence is still reported. (The receive blamed the peer
+// with a SilenceError, the frame or its end unread.)
+func TestPeerTimeoutFrameWaiting(t *testing.T) {
+	a, b := tcpPair(t)
+	ctx := timeout(t, 10*time.Second)
+	if err := a.sendAlive(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b.SetPeerTimeout(time.Nanosecond)
+	var se *SilenceError
+	if _, err := b.RecvSync(ctx); !errors.As(err, &se) {
+		t.Fatalf("RecvSync from a peer silent past 1ns: %v; want a SilenceError", err)
+	}
+	waiting := func() {
+		t.Helper()
+		for !readable(b.NetConn()) {
+			if ctx.Err() != nil {
+				t.Fatal("what the peer sent never reached the socket")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if err := a.Send(ctx, Sync{Seq: 4}); err != nil {
+		t.Fatal(err)
+	}
+	waiting()
+	if got, err := b.RecvSync(ctx); err != nil || got.Seq != 4 {
+		t.Errorf("RecvSync with the peer's Sync waiting past the timeout: %+v, %v; want Sync 4", got, err)
+	}
+	a.Close()
+	waiting()
+	if _, err := b.RecvSync(ctx); !errors.Is(err, io.EOF) || errors.As(err, &se) {
+		t.Errorf("RecvSync with the peer's end waiting past the timeout: %v; want io.EOF", err)
+	}
+}
+
 // The peer timeout counts once the peer's first Alive has come: a side can
 // set it before the peer has started its KeepAlive, and a receive waits for
 // that peer as long as its context allows. KeepAlive's first Alive goes at

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package exchange
+
+import "net"
+
+// readable reports whether nc has bytes waiting: on this system it cannot
+// tell, and says not.
+func readable(net.Conn) bool { return false }
