@@ -119,6 +119,7 @@ type peerWatch struct {
 	first     exchange.Message // the peer's first message, nil until it comes
 	aborted   bool             // the peer said it was interrupted
 	err       error            // the receive's failure before first came
+	said      error            // an Error the peer sent after first: why it gave up
 }
 
 // watchPeer starts receiving the peer's messages on c; endLoop ends this
@@ -162,7 +163,11 @@ func (w *peerWatch) receive(ctx context.Context) {
 			again = w.first == nil || !w.finishing
 		case err != nil:
 			// After the first message, a receive that fails (finish
-			// ended it, or the peer closed) brings no news.
+			// ended it, or the peer closed) brings no news, but for
+			// the peer's word of why it gave up (peerError).
+			if pe := (*exchange.PeerError)(nil); w.first != nil && errors.As(err, &pe) {
+				w.said = err
+			}
 			if w.first == nil && ctx.Err() == nil {
 				w.err = err
 				if w.endOnFirst {
@@ -266,6 +271,19 @@ func (w *peerWatch) await(ctx context.Context, abort func() time.Time) (exchange
 		return nil, errors.New("receiving: the watch ended before the peer's message")
 	}
 	return w.first, w.err
+}
+
+// peerError returns the Error the peer sent, where the watch's receive
+// ended with one (as a *exchange.PeerError), before the peer's first
+// message or after it, or nil.
+func (w *peerWatch) peerError() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var pe *exchange.PeerError
+	if errors.As(w.err, &pe) {
+		return w.err
+	}
+	return w.said
 }
 
 // recvResult returns the peer's Result from m, a message await returned.

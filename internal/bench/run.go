@@ -877,8 +877,41 @@ func handshakeSpec(ctx context.Context, c *exchange.Conn, wait time.Duration) (e
 }
 
 // run is the part both sides share: resources, setup swap, connection,
-// then per size a barrier, the loops, and a result swap.
+// then per size a barrier, the loops, and a result swap. Where the peer
+// went silent past the idle timeout, it tells the peer so before it
+// returns; where the connection ended under it, it looks for what the
+// peer said of why (LastWord).
 func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local, role, host string, onHeader func(report.Header)) (*Result, error) {
+	res, err := runSide(ctx, c, spec, l, role, host, onHeader)
+	var se *exchange.SilenceError
+	var pe *exchange.PeerError
+	switch {
+	case err == nil || errors.As(err, &pe):
+	case closedByPeer(err):
+		// A peer that gave up on this side (stopped meanwhile, as
+		// below) said why before it closed.
+		if word := c.LastWord(); word != nil {
+			err = fmt.Errorf("%w; this side then found: %w", word, err)
+		}
+	case errors.As(err, &se):
+		// The peer may only be stopped (Ctrl-Z): what this side says
+		// waits in its socket, for when it goes on, where it would
+		// find the connection closed and no reason.
+		peer := "client"
+		if role == "client" {
+			peer = "server"
+		}
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		c.SendError(tctx, fmt.Errorf("the %s gave up on this %s, which had sent nothing for %v, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung?)",
+			role, peer, se.After))
+		cancel()
+	}
+	return res, err
+}
+
+// runSide is run, less what it tells a peer that went silent and reads
+// of a peer gone.
+func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local, role, host string, onHeader func(report.Header)) (*Result, error) {
 	ctl := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 	}
@@ -1184,6 +1217,11 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 			if mine.Iters > 0 {
 				// Report what this side measured before the failure.
 				add(s.sizeResult(size, mine, exchange.Result{}))
+			}
+			if said := watch.peerError(); said != nil {
+				// The peer said why it gave up (on this side, stopped
+				// meanwhile), which explains what this side found.
+				runErr = fmt.Errorf("%w; this side then found: %w", said, runErr)
 			}
 			return res, runErr
 		}

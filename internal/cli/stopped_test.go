@@ -42,7 +42,8 @@ func stop(t *testing.T, cmd *exec.Cmd) time.Time {
 }
 
 // testClientStopped stops a client of `gorperf serve`: the server reports
-// the test failed and serves the next client.
+// the test failed and serves the next client, and the client, let go on,
+// learns why.
 func testClientStopped(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
 	port := fmt.Sprint(19000 + nextPort.Add(1))
@@ -68,11 +69,24 @@ func testClientStopped(t *testing.T) {
 	if e := srv.Stderr.(*bytes.Buffer).String(); !strings.Contains(e, "stopped or hung") || !strings.Contains(e, "served 2 tests, 1 failed") {
 		t.Errorf("the server did not say the client was stopped:\n%s", e)
 	}
+	// The stopped client, let go on, fails with the server's word that
+	// it gave up on it, where it said that the server had closed the
+	// connection ("it exited or was killed").
+	if err := cli.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	err = cli.Wait()
+	want := "the server gave up on this client, which had sent nothing for 2s"
+	if code, e := procExit(err), cli.Stderr.(*bytes.Buffer).String(); code == 0 || !strings.Contains(e, want) {
+		t.Errorf("the stopped client, let go on: exit %d (%v), want a failure that says %q:\n%s", code, err, want, e)
+	}
 }
 
 // testServerStopped stops a server between sizes of an -a run: the
 // client, waiting for it at the next size's barrier, fails with the
-// reason, where it waited out the control protocol's 30 s.
+// reason, where it waited out the control protocol's 30 s; the server,
+// let go on (SIGCONT), fails with the client's word that it gave up on
+// it, where it said that the client had closed the connection.
 func testServerStopped(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
 	port := fmt.Sprint(19000 + nextPort.Add(1))
@@ -89,6 +103,14 @@ func testServerStopped(t *testing.T) {
 	}
 	if d := time.Since(stopped); d > 20*time.Second {
 		t.Errorf("the client gave up %v after the server stopped", d)
+	}
+	if err := srv.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	err = srv.Wait()
+	want := "the client gave up on this server, which had sent nothing for 2s"
+	if code, e := procExit(err), srv.Stderr.(*bytes.Buffer).String(); code == 0 || !strings.Contains(e, want) {
+		t.Errorf("the stopped server, let go on: exit %d (%v), want a failure that says %q:\n%s%s", code, err, want, srvOut, e)
 	}
 }
 

@@ -184,6 +184,39 @@ func (c *Conn) Recv(ctx context.Context) (Message, error) {
 	return m, nil
 }
 
+// LastWord returns, as a *PeerError, the ErrorMsg that waits unread in
+// the connection, where the peer sent one, or nil: why a peer that gave
+// up on this side said it did before it closed, for a side that then
+// finds the connection closed (it was stopped meanwhile, or busy). It
+// reads only what has come, past the other messages there, and not
+// after a receive that left the stream part way through a frame.
+func (c *Conn) LastWord() error {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rerr != nil {
+		return nil
+	}
+	defer c.nc.SetReadDeadline(time.Time{})
+	for range 64 {
+		if !readable(c.nc) {
+			return nil
+		}
+		c.nc.SetReadDeadline(time.Now().Add(time.Second)) // the rest of a frame begun
+		c.fr = frameReader{nc: c.nc}
+		m, n, err := readFrame(&c.fr, &c.rhdr)
+		if err != nil {
+			if n != 0 {
+				c.rerr = fmt.Errorf("connection unusable after an earlier error: receiving: %w", err)
+			}
+			return nil
+		}
+		if e, ok := m.(ErrorMsg); ok {
+			return &PeerError{Code: e.Code, Text: e.Text}
+		}
+	}
+	return nil
+}
+
 func (c *Conn) recv(ctx context.Context) (Message, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()

@@ -554,6 +554,45 @@ func TestPeerTimeoutSilentPeer(t *testing.T) {
 	}
 }
 
+// TestLastWord: the ErrorMsg a peer sent before it closed is found past
+// the messages before it; none is found where the peer closed without
+// one, or sent nothing, and LastWord does not wait for one.
+func TestLastWord(t *testing.T) {
+	ctx := timeout(t, 10*time.Second)
+	closed := func(t *testing.T, send ...Message) *Conn {
+		a, b := tcpPair(t)
+		for _, m := range send {
+			if err := a.Send(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.Close()
+		for !readable(b.NetConn()) { // its end, at least
+			if ctx.Err() != nil {
+				t.Fatal("the peer's end never reached the socket")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return b
+	}
+	b := closed(t, Alive{}, Sync{Seq: 2}, NewErrorMsg(errors.New("the client gave up on this server")))
+	var pe *PeerError
+	if err := b.LastWord(); !errors.As(err, &pe) || pe.Text != "the client gave up on this server" {
+		t.Errorf("LastWord after the peer's Alive, Sync and ErrorMsg: %v; want its ErrorMsg", err)
+	}
+	if err := closed(t, Sync{Seq: 3}).LastWord(); err != nil {
+		t.Errorf("LastWord of a peer that closed without an ErrorMsg: %v; want nil", err)
+	}
+	_, quiet := tcpPair(t)
+	start := time.Now()
+	if err := quiet.LastWord(); err != nil || time.Since(start) > time.Second {
+		t.Errorf("LastWord of a peer that sent nothing: %v after %v; want nil at once", err, time.Since(start))
+	}
+	if err := quiet.Send(ctx, Sync{Seq: 4}); err != nil {
+		t.Errorf("Send after LastWord: %v", err)
+	}
+}
+
 // TestPeerTimeoutFrameWaiting: a receive whose peer timeout passes with
 // the peer's next frame, or its end, already waiting in the socket, as
 // when this process was stopped or starved past the timeout and the
