@@ -57,6 +57,24 @@ func acceptWithin(t *testing.T, l *rdmacm.Listener, d time.Duration) (*rdmacm.Co
 	return c, err
 }
 
+// parkOne dials l from ip and has an Accept take the request and leave it
+// parked, its context cancelled there (cancelOnRequest); it returns the
+// dial's outcome, to come.
+func parkOne(t *testing.T, l *rdmacm.Listener, ip netip.Addr) <-chan error {
+	t.Helper()
+	actx, cancel := context.WithCancel(timeout(t, 60*time.Second))
+	defer cancel()
+	cancelOnRequest(t, l, cancel)
+	dialed := dialAsync(t, l, ip)
+	if c, err := l.Accept(actx); !errors.Is(err, context.Canceled) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("Accept whose context ended once it took the request: %v, want context.Canceled", err)
+	}
+	return dialed
+}
+
 // TestAcceptParked: an Accept whose context ends just after it took a
 // request (a hook cancels it there) returns the context's error and
 // leaves the request unanswered, and the next Accept makes the
@@ -66,16 +84,7 @@ func acceptWithin(t *testing.T, l *rdmacm.Listener, d time.Duration) (*rdmacm.Co
 func TestAcceptParked(t *testing.T) {
 	n := device(t)
 	l := listen(t, n.IP, nil)
-	actx, cancel := context.WithCancel(timeout(t, 60*time.Second))
-	defer cancel()
-	cancelOnRequest(t, l, cancel)
-	dialed := dialAsync(t, l, n.IP)
-	if c, err := l.Accept(actx); !errors.Is(err, context.Canceled) {
-		if c != nil {
-			c.Close()
-		}
-		t.Fatalf("Accept whose context ended once it took the request: %v, want context.Canceled", err)
-	}
+	dialed := parkOne(t, l, n.IP)
 	srv, err := acceptWithin(t, l, 20*time.Second)
 	if err != nil {
 		t.Fatalf("the next Accept: %v, want the connection the first left", err)
@@ -165,16 +174,7 @@ func TestCloseRejectsParked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	actx, cancel := context.WithCancel(timeout(t, 60*time.Second))
-	defer cancel()
-	cancelOnRequest(t, l, cancel)
-	dialed := dialAsync(t, l, n.IP)
-	if c, err := l.Accept(actx); !errors.Is(err, context.Canceled) {
-		if c != nil {
-			c.Close()
-		}
-		t.Fatalf("Accept whose context ended once it took the request: %v, want context.Canceled", err)
-	}
+	dialed := parkOne(t, l, n.IP)
 	select {
 	case err := <-dialed:
 		t.Fatalf("Dial ended (%v) while its request waited for the next Accept", err)
