@@ -890,7 +890,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	case closedByPeer(err):
 		// A peer that gave up on this side (stopped meanwhile, as
 		// below) said why before it closed.
-		if word := c.LastWord(); word != nil {
+		if word := c.LastWord(); word != nil && !peerAborted(word) {
 			err = fmt.Errorf("%w; this side then found: %w", word, err)
 		}
 	case errors.As(err, &se):
@@ -915,11 +915,14 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 	ctl := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 	}
-	// refuse tells the peer why this side cannot go on, and says so.
+	// refuse tells the peer why this side cannot go on, and says so; run
+	// tells a peer gone silent itself, in its own terms.
 	refuse := func(err error) (*Result, error) {
-		cctx, cancel := ctl()
-		c.SendError(cctx, err)
-		cancel()
+		if se := (*exchange.SilenceError)(nil); !errors.As(err, &se) {
+			cctx, cancel := ctl()
+			c.SendError(cctx, err)
+			cancel()
+		}
 		return nil, err
 	}
 	// This side says it is alive while it has nothing else to say, from

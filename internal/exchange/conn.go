@@ -37,6 +37,9 @@ type Conn struct {
 	queued  func(Queued) // OnQueued's (rmu)
 }
 
+// lastWordWait bounds LastWord's reading.
+const lastWordWait = 2 * time.Second
+
 // frameGrace is how long the rest of a frame begun may take once the
 // receive's deadline has passed: its sender wrote it whole, so the rest
 // is on its way.
@@ -188,8 +191,9 @@ func (c *Conn) Recv(ctx context.Context) (Message, error) {
 // the connection, where the peer sent one, or nil: why a peer that gave
 // up on this side said it did before it closed, for a side that then
 // finds the connection closed (it was stopped meanwhile, or busy). It
-// reads only what has come, past the other messages there, and not
-// after a receive that left the stream part way through a frame.
+// reads only what has come, past the other messages there (the Alives
+// of a peer's whole timeout), for at most lastWordWait, and not after a
+// receive that left the stream part way through a frame.
 func (c *Conn) LastWord() error {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
@@ -197,11 +201,13 @@ func (c *Conn) LastWord() error {
 		return nil
 	}
 	defer c.nc.SetReadDeadline(time.Time{})
-	for range 64 {
+	// A frame begun when the time is up gets frameReader's grace more.
+	until := time.Now().Add(lastWordWait)
+	for time.Now().Before(until) {
 		if !readable(c.nc) {
 			return nil
 		}
-		c.nc.SetReadDeadline(time.Now().Add(time.Second)) // the rest of a frame begun
+		c.nc.SetReadDeadline(until)
 		c.fr = frameReader{nc: c.nc}
 		m, n, err := readFrame(&c.fr, &c.rhdr)
 		if err != nil {

@@ -575,10 +575,18 @@ func TestLastWord(t *testing.T) {
 		}
 		return b
 	}
-	b := closed(t, Alive{}, Sync{Seq: 2}, NewErrorMsg(errors.New("the client gave up on this server")))
+	// A peer's whole timeout of Alives (30 s of them, 4 a second) and
+	// its Sync come before its ErrorMsg.
+	said := make([]Message, 121)
+	for i := range 120 {
+		said[i] = Alive{}
+	}
+	said[60] = Sync{Seq: 2}
+	said[120] = NewErrorMsg(errors.New("the client gave up on this server"))
+	b := closed(t, said...)
 	var pe *PeerError
 	if err := b.LastWord(); !errors.As(err, &pe) || pe.Text != "the client gave up on this server" {
-		t.Errorf("LastWord after the peer's Alive, Sync and ErrorMsg: %v; want its ErrorMsg", err)
+		t.Errorf("LastWord after the peer's Alives, Sync and ErrorMsg: %v; want its ErrorMsg", err)
 	}
 	if err := closed(t, Sync{Seq: 3}).LastWord(); err != nil {
 		t.Errorf("LastWord of a peer that closed without an ErrorMsg: %v; want nil", err)
