@@ -879,21 +879,22 @@ func handshakeSpec(ctx context.Context, c *exchange.Conn, wait time.Duration) (e
 // run is the part both sides share: resources, setup swap, connection,
 // then per size a barrier, the loops, and a result swap. Where the peer
 // went silent past the idle timeout, it tells the peer so before it
-// returns; where the connection ended under it, it looks for what the
-// peer said of why (LastWord).
+// returns; where it failed otherwise, it looks for what the peer said
+// of why (LastWord).
 func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local, role, host string, onHeader func(report.Header)) (*Result, error) {
 	res, err := runSide(ctx, c, spec, l, role, host, onHeader)
 	var se *exchange.SilenceError
 	var pe *exchange.PeerError
 	switch {
 	case err == nil || errors.As(err, &pe):
-	case closedByPeer(err):
+	case !errors.As(err, &se):
 		// A peer that gave up on this side (stopped meanwhile, as
-		// below) said why before it closed.
+		// below) said why before it closed, which explains what this
+		// side found: the connection closed, or no completions.
 		if word := c.LastWord(); word != nil && !peerAborted(word) {
 			err = fmt.Errorf("%w; this side then found: %w", word, err)
 		}
-	case errors.As(err, &se):
+	default:
 		// The peer may only be stopped (Ctrl-Z): what this side says
 		// waits in its socket, for when it goes on, where it would
 		// find the connection closed and no reason.
@@ -907,6 +908,17 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		cancel()
 	}
 	return res, err
+}
+
+// withPeerWord puts the Error that the peer sent during the size, which
+// watch read (why it gave up: on this side, stopped meanwhile), before
+// err, what this side then found, unless err is that Error.
+func withPeerWord(watch *peerWatch, err error) error {
+	var pe *exchange.PeerError
+	if said := watch.peerError(); said != nil && !errors.As(err, &pe) {
+		return fmt.Errorf("%w; this side then found: %w", said, err)
+	}
+	return err
 }
 
 // runSide is run, less what it tells a peer that went silent and reads
@@ -1221,12 +1233,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				// Report what this side measured before the failure.
 				add(s.sizeResult(size, mine, exchange.Result{}))
 			}
-			if said := watch.peerError(); said != nil {
-				// The peer said why it gave up (on this side, stopped
-				// meanwhile), which explains what this side found.
-				runErr = fmt.Errorf("%w; this side then found: %w", said, runErr)
-			}
-			return res, runErr
+			return res, withPeerWord(watch, runErr)
 		}
 		if err != nil {
 			if interrupted || ctx.Err() != nil || res.PeerInterrupted {
@@ -1250,7 +1257,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				// active side that finds the connection closed does.
 				err = fmt.Errorf("%w (%v)", errPeerClosed, err)
 			}
-			return res, fmt.Errorf("exchanging results with the peer: %w", err)
+			return res, withPeerWord(watch, fmt.Errorf("exchanging results with the peer: %w", err))
 		}
 		if err := peer.Err(); err != nil {
 			return res, err // "peer: " and its reason, made printable
