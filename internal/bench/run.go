@@ -891,8 +891,8 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		// A peer that gave up on this side (stopped meanwhile, as
 		// below) said why before it closed, which explains what this
 		// side found: the connection closed, or no completions.
-		if word := c.LastWord(); word != nil && !peerAborted(word) {
-			err = fmt.Errorf("%w; this side then found: %w", word, err)
+		if word := c.LastWord(); !peerAborted(word) {
+			err = withPeerWord(word, err)
 		}
 	default:
 		// The peer may only be stopped (Ctrl-Z): what this side says
@@ -910,12 +910,12 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	return res, err
 }
 
-// withPeerWord puts the Error that the peer sent during the size, which
-// watch read (why it gave up: on this side, stopped meanwhile), before
-// err, what this side then found, unless err is that Error.
-func withPeerWord(watch *peerWatch, err error) error {
+// withPeerWord puts said, the Error that the peer sent (why it gave up:
+// on this side, stopped meanwhile), before err, what this side then
+// found, unless said is nil or err is the peer's Error itself.
+func withPeerWord(said, err error) error {
 	var pe *exchange.PeerError
-	if said := watch.peerError(); said != nil && !errors.As(err, &pe) {
+	if said != nil && !errors.As(err, &pe) {
 		return fmt.Errorf("%w; this side then found: %w", said, err)
 	}
 	return err
@@ -1233,7 +1233,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				// Report what this side measured before the failure.
 				add(s.sizeResult(size, mine, exchange.Result{}))
 			}
-			return res, withPeerWord(watch, runErr)
+			return res, withPeerWord(watch.peerError(), runErr)
 		}
 		if err != nil {
 			if interrupted || ctx.Err() != nil || res.PeerInterrupted {
@@ -1257,7 +1257,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				// active side that finds the connection closed does.
 				err = fmt.Errorf("%w (%v)", errPeerClosed, err)
 			}
-			return res, withPeerWord(watch, fmt.Errorf("exchanging results with the peer: %w", err))
+			return res, withPeerWord(watch.peerError(), fmt.Errorf("exchanging results with the peer: %w", err))
 		}
 		if err := peer.Err(); err != nil {
 			return res, err // "peer: " and its reason, made printable
