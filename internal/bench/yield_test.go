@@ -18,9 +18,10 @@ import (
 // in write_lat and send_lat are not in its samples. The client's first
 // five yields are made to take 60 ms each (its measuring loop's thread's;
 // the server's yields are as usual): a sample that held one would be over
-// 30 ms, where an emulated round trip takes under a millisecond, a few
-// milliseconds at most. A yield after a post, as before, lay in the round
-// trip of each of the five.
+// 55 ms, where an emulated round trip takes under a millisecond, a few
+// milliseconds at most, and a stall of the emulator some 30 (two samples
+// of 34 ms in a CI run). A yield after a post, as before, lay in the
+// round trip of each of the five.
 func TestLatencyYieldOutOfSamples(t *testing.T) {
 	for _, spec := range []exchange.TestSpec{
 		{Test: exchange.WriteLat, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 300, NumQPs: 1, TXDepth: 1, RXDepth: 1, CQModeration: 1},
@@ -46,15 +47,15 @@ func TestLatencyYieldOutOfSamples(t *testing.T) {
 		}
 		var long []float64
 		for _, x := range c.Sizes[0].Samples {
-			if x > 30e6 {
+			if x > 55e6 {
 				long = append(long, x/1e6)
 			}
 		}
 		// A wait's own yield (one that has lasted 5 ms) may take one of
 		// the slow ones.
 		if len(long) > 1 {
-			t.Errorf("%v: %d samples over 30 ms (%.1f ms): the slow yields are in them", spec.Test, len(long), long)
+			t.Errorf("%v: %d samples over 55 ms (%.1f ms): the slow yields are in them", spec.Test, len(long), long)
 		}
-		t.Logf("%v: %d samples, max %.1f µs, %d over 30 ms", spec.Test, len(c.Sizes[0].Samples), c.Sizes[0].Lat.Max/1e3, len(long))
+		t.Logf("%v: %d samples, max %.1f µs, %d over 55 ms", spec.Test, len(c.Sizes[0].Samples), c.Sizes[0].Lat.Max/1e3, len(long))
 	}
 }
