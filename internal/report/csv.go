@@ -16,6 +16,71 @@ var csvHeader = []string{
 	"p50_us", "p90_us", "p99_us", "p99_9_us", "p99_99_us", "max_us",
 }
 
+// csvColumns are the columns of one CSV document beyond the fixed ones
+// (csvHeader): the CPU's, the port counters' and the intervals'.
+type csvColumns struct {
+	cpu       bool
+	counters  []string
+	intervals bool
+}
+
+// columns returns the columns of the CSV of r: the CPU's if any size has
+// it, a counter's for each that any size has, and the intervals' for a
+// run of --run_infinitely. The run's whole result decides them.
+func columns(r Result) csvColumns {
+	return csvColumns{cpu: hasCPU(r.Results), counters: counterColumns(r.Results), intervals: r.Intervals != nil}
+}
+
+// header returns the header row.
+func (c csvColumns) header() []string {
+	header := slices.Clip(csvHeader)
+	if c.cpu {
+		header = append(header, cpuColumns...)
+	}
+	header = append(header, c.counters...)
+	if c.intervals {
+		header = append(header, intervalColumns...)
+	}
+	return header
+}
+
+// row returns the row of s, a size of test.
+func (c csvColumns) row(test string, s SizeResult) []string {
+	row := []string{
+		test,
+		strconv.Itoa(s.Bytes),
+		strconv.FormatUint(s.Iterations, 10),
+	}
+	bw := !s.latency() // its bandwidth cells are written even when zero
+	for _, v := range []float64{s.BWPeakMBps, s.BWAvgMBps, s.BWAvgGbps, s.MsgRateMpps} {
+		if bw && v == 0 {
+			row = append(row, "0")
+			continue
+		}
+		row = append(row, csvFloat(v))
+	}
+	lat := s.latency() && !s.MeasuredByPeer // its latency cells are written even when zero
+	for _, v := range []float64{
+		s.TMinUs, s.TMaxUs, s.TTypicalUs, s.TAvgUs, s.TStdevUs,
+		s.Percentile99Us, s.Percentile999Us,
+		s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us, s.MaxUs,
+	} {
+		if lat && v == 0 {
+			row = append(row, "0")
+			continue
+		}
+		row = append(row, csvFloat(v))
+	}
+	if c.cpu {
+		row = append(row, cpuCells(s)...)
+	}
+	row = append(row, counterCells(s, c.counters)...)
+	if c.intervals {
+		row = append(row, "", "")
+	}
+	return row
+}
+
 // WriteCSV writes r.Results as CSV: a header row, then one row per message
 // size. The columns are the same for every test; a field that the JSON
 // document leaves out (the bandwidth fields of a latency test, say) is
@@ -33,19 +98,13 @@ var csvHeader = []string{
 // in order, with the run's message size, their iterations, bandwidth
 // and message rate, and the two; then the run's result, whose two cells
 // are empty.
+//
+// CSVRows writes the same a size at a time, where the columns are known
+// before the run.
 func WriteCSV(w io.Writer, r Result) error {
 	cw := csv.NewWriter(w)
-	header := slices.Clip(csvHeader)
-	cpu := hasCPU(r.Results)
-	if cpu {
-		header = append(header, cpuColumns...)
-	}
-	counters := counterColumns(r.Results)
-	header = append(header, counters...)
-	intervals := r.Intervals != nil
-	if intervals {
-		header = append(header, intervalColumns...)
-	}
+	cols := columns(r)
+	header := cols.header()
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -68,45 +127,55 @@ func WriteCSV(w io.Writer, r Result) error {
 		}
 	}
 	for _, s := range r.Results {
-		row := []string{
-			r.Test,
-			strconv.Itoa(s.Bytes),
-			strconv.FormatUint(s.Iterations, 10),
-		}
-		bw := !s.latency() // its bandwidth cells are written even when zero
-		for _, v := range []float64{s.BWPeakMBps, s.BWAvgMBps, s.BWAvgGbps, s.MsgRateMpps} {
-			if bw && v == 0 {
-				row = append(row, "0")
-				continue
-			}
-			row = append(row, csvFloat(v))
-		}
-		lat := s.latency() && !s.MeasuredByPeer // its latency cells are written even when zero
-		for _, v := range []float64{
-			s.TMinUs, s.TMaxUs, s.TTypicalUs, s.TAvgUs, s.TStdevUs,
-			s.Percentile99Us, s.Percentile999Us,
-			s.P50Us, s.P90Us, s.P99Us, s.P999Us, s.P9999Us, s.MaxUs,
-		} {
-			if lat && v == 0 {
-				row = append(row, "0")
-				continue
-			}
-			row = append(row, csvFloat(v))
-		}
-		if cpu {
-			row = append(row, cpuCells(s)...)
-		}
-		row = append(row, counterCells(s, counters)...)
-		if intervals {
-			row = append(row, "", "")
-		}
-		if err := cw.Write(row); err != nil {
+		if err := cw.Write(cols.row(r.Test, s)); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
 }
+
+// CSVRows writes the CSV of WriteCSV a size at a time, as each size of a
+// run ends: the header row with the first, so that a run with no size
+// writes nothing. It can only where the columns are known before the
+// first size ends, as they are for a run of test without port counters
+// and intervals, whose sizes all have CPU figures or none have: the
+// counters' columns are those that any size of the whole run has (with
+// -W all, those that moved), and an infinite run's intervals come before
+// its result. Then what it writes of the run's sizes is what WriteCSV
+// writes of a Result that has them, byte for byte.
+type CSVRows struct {
+	cw   *csv.Writer
+	test string
+	cols csvColumns
+	rows int
+}
+
+// NewCSVRows returns a CSVRows that writes the sizes of test to w, with
+// the CPU's columns if cpu.
+func NewCSVRows(w io.Writer, test string, cpu bool) *CSVRows {
+	return &CSVRows{cw: csv.NewWriter(w), test: test, cols: csvColumns{cpu: cpu}}
+}
+
+// Write writes the row of s, after the header row if it is the first,
+// and flushes them to the writer.
+func (c *CSVRows) Write(s SizeResult) error {
+	if c.rows == 0 {
+		if err := c.cw.Write(c.cols.header()); err != nil {
+			return err
+		}
+	}
+	if err := c.cw.Write(c.cols.row(c.test, s)); err != nil {
+		return err
+	}
+	c.rows++
+	c.cw.Flush()
+	return c.cw.Error()
+}
+
+// Rows returns how many rows of sizes c wrote, the header row not
+// counted.
+func (c *CSVRows) Rows() int { return c.rows }
 
 // intervalColumns name the CSV columns of a --run_infinitely run's
 // intervals, last.

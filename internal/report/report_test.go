@@ -590,6 +590,43 @@ func TestWriteCSV(t *testing.T) {
 	}
 }
 
+// TestCSVRows: CSVRows writes nothing before the first size, then the
+// header row with it and a row a size, each as it comes: after every
+// size the start of what WriteCSV writes of the sizes so far, and after
+// the last all of it, byte for byte (bandwidth, latency, with CPU
+// figures); a write that fails is its error.
+func TestCSVRows(t *testing.T) {
+	withCPU := bwResult()
+	for i := range withCPU.Results {
+		withCPU.Results[i].CPU = CPUFrom(stats.CPU{User: time.Duration(i+1) * time.Millisecond, Wall: 25 * time.Millisecond, Messages: 5000})
+	}
+	for _, r := range []Result{bwResult(), latResult(t), withCPU} {
+		var want bytes.Buffer
+		if err := WriteCSV(&want, r); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		c := NewCSVRows(&got, r.Test, hasCPU(r.Results))
+		if got.Len() != 0 || c.Rows() != 0 {
+			t.Errorf("%s: before a size, %d rows: %q", r.Test, c.Rows(), got.String())
+		}
+		for i, s := range r.Results {
+			if err := c.Write(s); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(want.String(), got.String()) || strings.Count(got.String(), "\n") != i+2 || c.Rows() != i+1 {
+				t.Errorf("%s: after %d sizes, %d rows:\n%s\nwant the header and %d rows of\n%s", r.Test, i+1, c.Rows(), got.String(), i+1, want.String())
+			}
+		}
+		if got.String() != want.String() {
+			t.Errorf("%s: written a size at a time\n%s\nwant\n%s", r.Test, got.String(), want.String())
+		}
+	}
+	if err := NewCSVRows(failWriter{}, "write_bw", false).Write(bwResult().Results[0]); !errors.Is(err, errWrite) {
+		t.Errorf("a failed write: %v", err)
+	}
+}
+
 // failWriter fails every write.
 type failWriter struct{}
 
