@@ -17,6 +17,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gorperf/gorperf/internal/fdwait"
 )
 
@@ -30,15 +32,24 @@ type CompChannel struct {
 	// w waits on a dup of the channel's fd, registered with the
 	// netpoller by the first Wait: a channel that only Blocks stays out
 	// of the netpoller, whose thread would otherwise wake at every event
-	// too, or by the first Interrupt. try, made with it, reads an event
-	// into cq and errno.
+	// too. try, made with it, reads an event into cq and errno.
 	wOnce sync.Once
 	wErr  error
-	w     *fdwait.Waiter
+	w     atomic.Pointer[fdwait.Waiter]
 	try   func(uintptr) bool
 	cq    *C.struct_ibv_cq
 	errno C.int
-	kids  refs
+	// kick is an eventfd, made by the first Block, that Interrupt
+	// writes to wake a Block's poll(2), plus one: 0 before.
+	kOnce sync.Once
+	kErr  error
+	kick  atomic.Int32
+	// intr is Interrupt's word to the Wait or Block under way, or to
+	// the next one to begin: the one of them that takes it ends. The
+	// waiter's interrupt and the kick only wake them to look at it, and
+	// may be left over, spent, from an interrupt the other took.
+	intr atomic.Bool
+	kids refs
 	// busy is set while a Wait or Block is under way: a second one at
 	// the same time fails with EBUSY rather than share try's results
 	// or take the event the first one sleeps for.
@@ -119,8 +130,17 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 		return nil, err
 	}
 	defer ch.leave()
+	w := ch.w.Load()
 	for {
-		if err := ch.w.Wait(ctx, ch.try); err != nil {
+		// After w is stored: an Interrupt from here on wakes w.
+		if ch.intr.Swap(false) {
+			return nil, ErrInterrupted
+		}
+		if err := w.Wait(ctx, ch.try); errors.Is(err, fdwait.ErrInterrupted) {
+			// Interrupt's wake-up: the loop's top ends the wait
+			// if it is not one a Block took already.
+			continue
+		} else if err != nil {
 			return nil, waitError(err)
 		}
 		if ch.errno != 0 {
@@ -145,29 +165,52 @@ func (ch *CompChannel) waiter() error {
 			ch.errno = C.gv_get_cq_event(ch.c, &ch.cq)
 			return ch.errno != C.int(syscall.EAGAIN)
 		}
-		ch.w = w
+		ch.w.Store(w)
 	})
 	return ch.wErr
 }
 
-// ErrInterrupted is returned by a CompChannel's Wait that Interrupt ended.
+// kicker makes the eventfd that Interrupt writes to wake a Block, once,
+// and returns it.
+func (ch *CompChannel) kicker() (C.int, error) {
+	ch.kOnce.Do(func() {
+		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			ch.kErr = os.NewSyscallError("eventfd", err)
+			return
+		}
+		ch.kick.Store(int32(fd) + 1)
+	})
+	return C.int(ch.kick.Load() - 1), ch.kErr
+}
+
+// ErrInterrupted is returned by a CompChannel's Wait or Block that
+// Interrupt ended.
 var ErrInterrupted = fdwait.ErrInterrupted
 
-// Interrupt ends the Wait under way on the channel with ErrInterrupted,
-// or the next one to begin when none is under way, without an event: for
-// a goroutine that waits for completions and must also look at something
-// else (its deadline moved, its connection is closing). It may be called
-// from any goroutine while another waits, though not once Close may run,
-// and does not allocate once the channel has been waited on or
-// interrupted.
+// Interrupt ends the Wait or Block under way on the channel with
+// ErrInterrupted, or the next one to begin when none is under way,
+// without an event: for a goroutine or thread that waits for completions
+// and must also look at something else (its deadline moved, its
+// connection is closing). One Interrupt ends one wait, whichever kind
+// takes it. It may be called from any goroutine while another waits,
+// though not once Close may run, and does not allocate.
 func (ch *CompChannel) Interrupt() error {
 	if ch.c == nil {
 		return ErrClosed
 	}
-	if err := ch.waiter(); err != nil {
-		return err
+	// The word first, then the wake-ups: a Wait or Block that stores
+	// its waiter or kick before it looks at the word either sees it or
+	// is woken here.
+	ch.intr.Store(true)
+	if w := ch.w.Load(); w != nil {
+		w.Interrupt()
 	}
-	ch.w.Interrupt()
+	if k := ch.kick.Load(); k != 0 {
+		if errno := C.gv_kick(C.int(k - 1)); errno != 0 {
+			return verbError("write", int(errno))
+		}
+	}
 	return nil
 }
 
@@ -180,7 +223,9 @@ func (ch *CompChannel) Interrupt() error {
 // its CQ for the next completion (ibv_req_notify_cq) and acknowledges the
 // event (ibv_ack_cq_events); a CQ that ReqNotify armed for solicited
 // completions only is re-armed for those. It returns that CQ, or nil when the time
-// passed first. It does not allocate. An event for a CQ whose Close is
+// passed first, or ErrInterrupted when Interrupt ended it, which wakes the
+// thread through an eventfd polled beside the channel's fd (made by the
+// first Block). It does not allocate. An event for a CQ whose Close is
 // under way is acknowledged and passed over, as Wait does.
 //
 // It is the wait of a loop that owns its thread (runtime.LockOSThread)
@@ -201,17 +246,31 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 		return nil, err
 	}
 	defer ch.leave()
+	kick, err := ch.kicker()
+	if err != nil {
+		return nil, err
+	}
 	var p *C.struct_ibv_cq
 	var end C.int64_t
+	var kicked C.int
 	// poll(2) takes whole milliseconds in an int: about 24.8 days at most.
 	timeout = min(max(timeout, 0), time.Duration(math.MaxInt32)*time.Millisecond)
 	for {
-		errno := C.gv_channel_wait(handle(ch.c), C.int64_t(timeout), &end, &p)
+		// After the kick is stored: an Interrupt from here on writes
+		// to it, which wakes the poll.
+		if ch.intr.Swap(false) {
+			return nil, ErrInterrupted
+		}
+		errno := C.gv_channel_wait(handle(ch.c), kick, C.int64_t(timeout), &end, &p, &kicked)
 		switch {
 		case errno < 0:
 			return nil, verbError("poll", int(-errno))
 		case errno > 0:
 			return nil, verbError("ibv_get_cq_event", int(errno))
+		case kicked != 0:
+			// The loop's top ends the wait, or, for a kick whose
+			// interrupt a Wait took, waits on until the same end.
+			continue
 		case p == nil:
 			return nil, nil
 		}
@@ -263,14 +322,19 @@ func (ch *CompChannel) Close() error {
 	if n := ch.kids.count(); n > 0 {
 		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
 	}
-	if ch.w != nil {
-		ch.w.Close()
+	if w := ch.w.Load(); w != nil {
+		w.Close()
 	}
 	if rc := C.ibv_destroy_comp_channel(ch.c); rc != 0 {
 		// The channel is still there, and still its context's child; the
-		// next Wait or Interrupt registers it with the netpoller again.
-		ch.w, ch.try, ch.wErr, ch.wOnce = nil, nil, nil, sync.Once{}
+		// next Wait registers it with the netpoller again. The kick
+		// stays.
+		ch.w.Store(nil)
+		ch.try, ch.wErr, ch.wOnce = nil, nil, sync.Once{}
 		return verbError("ibv_destroy_comp_channel", int(rc))
+	}
+	if k := ch.kick.Swap(0); k != 0 {
+		unix.Close(int(k - 1))
 	}
 	ch.c = nil
 	ch.ctx.kids.done()

@@ -256,6 +256,97 @@ func TestCompChannelInterrupt(t *testing.T) {
 	}
 }
 
+// TestCompChannelBlockInterrupt ends a Block with no event, as
+// TestCompChannelInterrupt does a Wait: one under way, and one that
+// begins after the Interrupt. An Interrupt ends one wait, whichever kind
+// takes it: the wake-up left over for the other kind ends nothing. After
+// them an event still wakes the next Block, which returns its CQ.
+func TestCompChannelBlockInterrupt(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	if err := p.a.cq.ReqNotify(false); err != nil {
+		t.Fatal(err)
+	}
+	interrupt := func() {
+		t.Helper()
+		if err := p.ch.Interrupt(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Block(5s) ended under way.
+	timer := time.AfterFunc(50*time.Millisecond, func() {
+		if err := p.ch.Interrupt(); err != nil {
+			t.Error(err)
+		}
+	})
+	start := time.Now()
+	cq, err := p.ch.Block(5 * time.Second)
+	timer.Stop()
+	if !errors.Is(err, ibverbs.ErrInterrupted) || cq != nil {
+		t.Fatalf("Block interrupted under way = %p, %v after %v; want ErrInterrupted", cq, err, time.Since(start))
+	}
+	interrupt()
+	if cq, err := p.ch.Block(5 * time.Second); !errors.Is(err, ibverbs.ErrInterrupted) || cq != nil {
+		t.Fatalf("Block after Interrupt = %p, %v; want ErrInterrupted", cq, err)
+	}
+	// The eventfd still holds that Interrupt's kick, which the Block
+	// took at its start: the next Block waits its time.
+	const short = 100 * time.Millisecond
+	blockNone := func(what string) {
+		t.Helper()
+		start := time.Now()
+		cq, err := p.ch.Block(short)
+		if err != nil || cq != nil {
+			t.Fatalf("Block(%v) %s = %p, %v; want no event", short, what, cq, err)
+		}
+		if d := time.Since(start); d < short-short/10 {
+			t.Fatalf("Block(%v) %s returned after %v", short, what, d)
+		}
+	}
+	blockNone("after an interrupted Block")
+	// One word for both kinds: an Interrupt a Block took leaves no
+	// Wait interrupted, and one a Wait took no Block.
+	waitNone := func(what string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), short)
+		defer cancel()
+		if cq, err := p.ch.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) || cq != nil {
+			t.Fatalf("Wait %s = %p, %v; want DeadlineExceeded", what, cq, err)
+		}
+	}
+	waitNone("before any Interrupt") // registers the netpoller's waiter
+	interrupt()
+	if _, err := p.ch.Block(5 * time.Second); !errors.Is(err, ibverbs.ErrInterrupted) {
+		t.Fatalf("Block after Interrupt = %v; want ErrInterrupted", err)
+	}
+	waitNone("after a Block took the Interrupt")
+	interrupt()
+	if _, err := p.ch.Wait(context.Background()); !errors.Is(err, ibverbs.ErrInterrupted) {
+		t.Fatalf("Wait after Interrupt = %v; want ErrInterrupted", err)
+	}
+	blockNone("after a Wait took the Interrupt")
+	// The CQ is still armed: a completion raises the event the next
+	// Block returns.
+	b := writeBatch(t, p, 8)
+	if err := b.Post(0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if cq, err := p.ch.Block(10 * time.Second); err != nil || cq != p.a.cq {
+		t.Fatalf("Block for the write's event = %p, %v; want %p", cq, err, p.a.cq)
+	}
+	if wc := pollOK(t, p.a.cq, ibverbs.WCRDMAWrite); wc.WRID != 8 {
+		t.Errorf("completion %+v", wc)
+	}
+	round := func() {
+		p.ch.Interrupt()
+		if _, err := p.ch.Block(0); !errors.Is(err, ibverbs.ErrInterrupted) {
+			t.Fatalf("Block(0) after Interrupt = %v; want ErrInterrupted", err)
+		}
+	}
+	if n := testing.AllocsPerRun(50, round); n != 0 {
+		t.Errorf("an Interrupt and Block allocate %v times", n)
+	}
+}
+
 // A CQ can be made on each of the device's completion vectors, with a
 // channel, and a vector beyond them is refused before the verb, naming
 // the range.

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WR_UNION_AT(m, type, gm) \
 	(offsetof(struct ibv_send_wr, wr.m) == offsetof(struct ibv_send_wr, wr) + offsetof(type, gm))
@@ -635,15 +636,18 @@ int gv_post_poll(uintptr_t qph, uintptr_t qxh, uintptr_t wrh, int n, int list, i
 	return 0;
 }
 
-int gv_channel_wait(uintptr_t chh, int64_t timeout_ns, int64_t *end_ns, struct ibv_cq **out)
+int gv_channel_wait(uintptr_t chh, int kick, int64_t timeout_ns, int64_t *end_ns, struct ibv_cq **out,
+		    int *kicked)
 {
 	struct ibv_comp_channel *ch = (struct ibv_comp_channel *)chh;
-	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	// poll(2) passes over an entry whose fd is negative: no kick.
+	struct pollfd pfd[2] = { { .fd = ch->fd, .events = POLLIN }, { .fd = kick, .events = POLLIN } };
 	void *cq_ctx;
 	int64_t left;
 	int rc;
 
 	*out = NULL;
+	*kicked = 0;
 	if (!*end_ns) {
 		*end_ns = mono_ns() + timeout_ns;
 		left = timeout_ns;
@@ -658,10 +662,19 @@ int gv_channel_wait(uintptr_t chh, int64_t timeout_ns, int64_t *end_ns, struct i
 	for (;;) {
 		// Whole milliseconds, rounded up. A signal (the Go runtime's
 		// preemption) ends the sleep early; the loop goes back to it.
-		rc = poll(&pfd, 1, (int)((left + 999999) / 1000000));
+		rc = poll(pfd, 2, (int)((left + 999999) / 1000000));
 		if (rc < 0 && errno != EINTR)
 			return -errno;
-		if (rc > 0) {
+		if (rc > 0 && pfd[1].revents) {
+			// Empty the eventfd (non-blocking), so that it wakes
+			// the next wait only for the next kick.
+			uint64_t n;
+			if (read(kick, &n, sizeof n) < 0 && errno != EAGAIN)
+				return -errno;
+			*kicked = 1;
+			return 0;
+		}
+		if (rc > 0 && pfd[0].revents) {
 			if (!ibv_get_cq_event(ch, out, &cq_ctx))
 				return 0;
 			*out = NULL;
@@ -672,6 +685,16 @@ int gv_channel_wait(uintptr_t chh, int64_t timeout_ns, int64_t *end_ns, struct i
 		if (left <= 0)
 			return 0;
 	}
+}
+
+int gv_kick(int fd)
+{
+	uint64_t one = 1;
+
+	// EAGAIN only when the count is at its limit: the kick is there.
+	if (write(fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		return errno;
+	return 0;
 }
 
 int gv_cq_event_done(uintptr_t cqh, int arm)

@@ -140,8 +140,15 @@ int gv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq);
 // from now, so that a caller that drops an event and waits again keeps the
 // first call's deadline. It stores the event's CQ in *cq (NULL if the time
 // passed first) and returns 0, or an errno: of ibv_get_cq_event, or,
-// negated, of poll.
-int gv_channel_wait(uintptr_t ch, int64_t timeout_ns, int64_t *end_ns, struct ibv_cq **cq);
+// negated, of poll or read. kick, unless negative, is a non-blocking
+// eventfd that gv_kick writes to end the wait early: when it is readable
+// gv_channel_wait empties it, sets *kicked and returns 0 with *cq NULL,
+// before it looks for an event.
+int gv_channel_wait(uintptr_t ch, int kick, int64_t timeout_ns, int64_t *end_ns, struct ibv_cq **cq,
+		    int *kicked);
+// gv_kick adds one to eventfd fd's count, which wakes a gv_channel_wait
+// polling it, and returns 0 or write's errno.
+int gv_kick(int fd);
 // gv_cq_event_done re-arms cq (ibv_req_notify_cq) for its next completion
 // when arm is 1, its next solicited one when arm is 2, then acknowledges one
 // event of it (ibv_ack_cq_events), and returns ibv_req_notify_cq's errno, or 0.
