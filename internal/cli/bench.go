@@ -349,15 +349,13 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 			}
 		}
 	}
-	o.rows = nil
-	if text {
-		// Each size's row as the size ends, as perftest prints them; a
-		// server learns the test from its client.
-		o.rows = &rowStream{w: out, gbits: o.Gbits}
+	// Each size's row as the size ends, as perftest prints them, of the
+	// text table or the CSV; a server learns the test from its client.
+	if o.rows = o.newRowStream(out); o.rows != nil {
 		if !server {
 			o.rows.start(spec)
 		}
-		if isTerminal(f.IO.ErrOut) {
+		if text && isTerminal(f.IO.ErrOut) {
 			l.Progress = progressLine(f.IO.ErrOut)
 			o.rows.clear = f.IO.ErrOut
 		}
@@ -506,7 +504,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		} else if o.JSON {
 			werr = report.WriteJSON(f.IO.Out, o.document(role, res, err))
 		} else if o.CSV {
-			werr = report.WriteCSV(f.IO.Out, o.document(role, res, err))
+			werr = o.rows.writeCSV(f.IO.Out, o.document(role, res, err))
 		} else {
 			writeTables(f.IO.Out, res, o, o.rows.printed())
 			report.WriteThreads(f.IO.Out, reportThreads(res), o.Gbits)
@@ -757,19 +755,40 @@ func writeValues(w io.Writer, res *bench.Result, v report.Value, gbits bool) err
 
 // rowStream prints the results table's rows as the sizes end (bench's
 // SizeDone), where each row needs only its own size's figures, as
-// perftest does; writeTables prints the rest at the end. It prints none
-// in an infinite run (the intervals are its rows, the result the table
-// after them) or in a test of several threads (whose rows are the
-// threads' sums, added at the end).
+// perftest does; writeTables prints the rest at the end. With --csv it
+// prints the CSV's rows so, the header row with the first (CSVRows),
+// and writeCSV the rest. It prints none in an infinite run (the
+// intervals are its rows, the result the table after them), and no CSV
+// with port counters (-W), whose columns are the counters that any size
+// of the whole run has (with -W all, those that moved; a counter that
+// cannot be read at a size has no cell there), known only at the end: a
+// column that came later would leave the rows printed a cell short and
+// their header wrong. --cpu_util's columns are known before: every size
+// of a run with it has its CPU figures.
 type rowStream struct {
-	mu    sync.Mutex
-	w     io.Writer
-	clear io.Writer // where a progress line is cleared before a row: stderr on a terminal
-	gbits bool
-	spec  exchange.TestSpec
-	on    bool
-	rows  int  // the rows printed
-	lat   bool // the kind of the first, which is the table's
+	mu       sync.Mutex
+	w        io.Writer
+	clear    io.Writer // where a progress line is cleared before a row: stderr on a terminal
+	gbits    bool
+	csv      bool // the CSV's rows (--csv), not the text table's
+	cpu      bool // the CSV's CPU columns (--cpu_util)
+	counters bool // port counters (-W), whose CSV columns come at the end
+	spec     exchange.TestSpec
+	on       bool
+	rows     int             // the rows printed
+	lat      bool            // the kind of the first, which is the table's
+	table    *report.CSVRows // the CSV's, once started
+	err      error           // the CSV's first failed write
+}
+
+// newRowStream returns the rowStream of o's rows to w: the text table's,
+// or with --csv the CSV's; nil with --json and --output, whose document
+// and figures come at the end.
+func (o *testOptions) newRowStream(w io.Writer) *rowStream {
+	if !o.text() && !o.CSV {
+		return nil
+	}
+	return &rowStream{w: w, gbits: o.Gbits, csv: o.CSV, cpu: o.CPUUtil, counters: len(o.Counters) > 0}
 }
 
 // start says which test the rows are of.
@@ -778,13 +797,23 @@ func (r *rowStream) start(spec exchange.TestSpec) {
 	defer r.mu.Unlock()
 	r.spec = spec
 	r.on = !spec.RunInfinitely && spec.Threads <= 1
+	if r.csv {
+		r.on = r.on && !r.counters
+		r.table = report.NewCSVRows(r.w, spec.Test.String(), r.cpu)
+	}
 }
 
-// size prints s's row, after the table's column line if it is the first.
+// size prints s's row, after the table's column line (the CSV's header
+// row) if it is the first.
 func (r *rowStream) size(s bench.SizeResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.on {
+	if !r.on || r.err != nil {
+		return
+	}
+	if r.csv {
+		r.err = r.table.Write(reportSize(s))
+		r.rows = r.table.Rows()
 		return
 	}
 	if r.clear != nil {
@@ -806,6 +835,25 @@ func (r *rowStream) printed() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.rows
+}
+
+// writeCSV prints the CSV of doc (report.WriteCSV) to w, less the header
+// row and first rows where r printed them as the sizes ended: the rows
+// of the sizes after them, in the same columns. It returns the first
+// failed write, that of a row printed as its size ended too.
+func (r *rowStream) writeCSV(w io.Writer, doc report.Result) error {
+	if r.printed() == 0 {
+		return report.WriteCSV(w, doc)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range doc.Results[min(r.rows, len(doc.Results)):] {
+		if r.err != nil {
+			break
+		}
+		r.err = r.table.Write(s)
+	}
+	return r.err
 }
 
 // writeColumns prints the column line of the results table.
@@ -965,23 +1013,28 @@ func reportThreads(res *bench.Result) []report.ThreadResult {
 func reportSizes(res *bench.Result) []report.SizeResult {
 	var rs []report.SizeResult
 	for _, s := range res.Sizes {
-		r := report.SizeFromBandwidth(s.BW)
-		if s.IsLatency {
-			r = report.SizeFromLatency(s.Size, s.Iterations, s.Lat)
-		}
-		for _, c := range s.Counters {
-			r.Counters = append(r.Counters, report.Counter{Name: c.Name, Delta: c.Delta, Reset: c.Reset, Saturated: c.Saturated})
-		}
-		if s.CPU != nil {
-			r.CPU = report.CPUFrom(*s.CPU)
-		}
-		if s.Local != nil && s.Remote != nil {
-			l, rem := report.SizeFromBandwidth(*s.Local), report.SizeFromBandwidth(*s.Remote)
-			r.Local, r.Remote = &l, &rem
-		}
-		rs = append(rs, r)
+		rs = append(rs, reportSize(s))
 	}
 	return rs
+}
+
+// reportSize returns the report's form of a size's result.
+func reportSize(s bench.SizeResult) report.SizeResult {
+	r := report.SizeFromBandwidth(s.BW)
+	if s.IsLatency {
+		r = report.SizeFromLatency(s.Size, s.Iterations, s.Lat)
+	}
+	for _, c := range s.Counters {
+		r.Counters = append(r.Counters, report.Counter{Name: c.Name, Delta: c.Delta, Reset: c.Reset, Saturated: c.Saturated})
+	}
+	if s.CPU != nil {
+		r.CPU = report.CPUFrom(*s.CPU)
+	}
+	if s.Local != nil && s.Remote != nil {
+		l, rem := report.SizeFromBandwidth(*s.Local), report.SizeFromBandwidth(*s.Remote)
+		r.Local, r.Remote = &l, &rem
+	}
+	return r
 }
 
 func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.TestSpec, l bench.Local, onHeader func(report.Header)) error {

@@ -121,7 +121,7 @@ type testOptions struct {
 	DisableNUMA  bool   // --disable_numa
 	cpus         []int  // --pin_cores, parsed
 	placed       affinity.Choice
-	rows         *rowStream // the text table's rows printed as the sizes end
+	rows         *rowStream // the text table's or the CSV's rows printed as the sizes end
 	Threads      uint16     // --threads
 }
 

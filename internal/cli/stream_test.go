@@ -3,6 +3,8 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorperf/gorperf/internal/bench"
+	"github.com/gorperf/gorperf/internal/counters"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/stats"
 )
@@ -21,7 +24,11 @@ import (
 // what a run prints by its end is byte for byte what it printed when
 // the whole table came at the end: bandwidth, --report-both,
 // bidirectional, latency (with its percentiles and histogram) and -D's
-// latency table. An infinite run and a test of several threads print
+// latency table. So are --csv's rows, the header row before the first,
+// with --cpu_util's columns too. A run that fails part way prints the
+// rest after the rows of the sizes it measured, as when it printed them
+// all at the end. An infinite run, a test of several threads and a CSV
+// with port counters (-W, whose columns are known at the end) print
 // nothing before the end.
 func TestRowsAsSizesEnd(t *testing.T) {
 	three := func(res *bench.Result) *bench.Result {
@@ -31,44 +38,65 @@ func TestRowsAsSizesEnd(t *testing.T) {
 		return res
 	}
 	latDur, _ := fakeLatDuration(exchange.WriteLat)
-	infinite, _ := fakeInfinite()
+	infinite, ivs := fakeInfinite()
 	threads := fakeBW()
 	threads.Spec.Threads = 2
+	cpu := three(fakeBW())
+	for i := range cpu.Sizes {
+		cpu.Sizes[i].CPU = &stats.CPU{User: time.Duration(i+1) * time.Millisecond, System: 3 * time.Millisecond, Wall: time.Second, Messages: 5000}
+	}
+	withCounters := three(fakeBW())
+	withCounters.Sizes[1].Counters = []counters.Change{{Name: "hw_counters/sent_pkts", Delta: 7}}
+	failed := errors.New("peer: the server's loop failed")
 	for _, tc := range []struct {
 		name   string
 		res    *bench.Result
+		err    error // the run's
 		opts   testOptions
 		stream bool
 	}{
-		{"write_bw", three(fakeBW()), testOptions{Test: exchange.WriteBW}, true},
-		{"write_bw gbits", fakeBW(), testOptions{Test: exchange.WriteBW, Gbits: true}, true},
-		{"send_bw -b --report-both", three(fakeBidi()), testOptions{Test: exchange.SendBW, Bidir: true, ReportBoth: true}, true},
-		{"send_lat", three(fakeLat()), testOptions{Test: exchange.SendLat, Histogram: true, Sorted: true}, true},
-		{"write_lat -D", latDur, testOptions{Test: exchange.WriteLat}, true},
-		{"infinite", infinite, testOptions{Test: exchange.WriteBW, Infinite: true}, false},
-		{"threads", threads, testOptions{Test: exchange.WriteBW}, false},
+		{"write_bw", three(fakeBW()), nil, testOptions{Test: exchange.WriteBW}, true},
+		{"write_bw gbits", fakeBW(), nil, testOptions{Test: exchange.WriteBW, Gbits: true}, true},
+		{"send_bw -b --report-both", three(fakeBidi()), nil, testOptions{Test: exchange.SendBW, Bidir: true, ReportBoth: true}, true},
+		{"send_lat", three(fakeLat()), nil, testOptions{Test: exchange.SendLat, Histogram: true, Sorted: true}, true},
+		{"write_lat -D", latDur, nil, testOptions{Test: exchange.WriteLat}, true},
+		{"write_bw failed", three(fakeBW()), failed, testOptions{Test: exchange.WriteBW}, true},
+		{"infinite", infinite, nil, testOptions{Test: exchange.WriteBW, Infinite: true}, false},
+		{"threads", threads, nil, testOptions{Test: exchange.WriteBW}, false},
+		{"write_bw --csv", three(fakeBW()), nil, testOptions{Test: exchange.WriteBW, CSV: true}, true},
+		{"send_bw -b --csv", three(fakeBidi()), nil, testOptions{Test: exchange.SendBW, Bidir: true, CSV: true}, true},
+		{"send_lat --csv", three(fakeLat()), nil, testOptions{Test: exchange.SendLat, CSV: true}, true},
+		{"write_lat -D --csv", latDur, nil, testOptions{Test: exchange.WriteLat, CSV: true}, true},
+		{"write_bw --csv --cpu_util", cpu, nil, testOptions{Test: exchange.WriteBW, CSV: true, CPUUtil: true}, true},
+		{"write_bw --csv failed", three(fakeBW()), failed, testOptions{Test: exchange.WriteBW, CSV: true}, true},
+		{"write_bw --csv -W", withCounters, nil, testOptions{Test: exchange.WriteBW, CSV: true, Counters: []string{"all"}}, false},
+		{"infinite --csv", infinite, nil, testOptions{Test: exchange.WriteBW, CSV: true, Infinite: true, intervals: ivs}, false},
+		{"threads --csv", threads, nil, testOptions{Test: exchange.WriteBW, CSV: true}, false},
 	} {
 		f, out, _ := newTestFactory(nil, nil)
 		o := tc.opts
-		wantErr := o.finish(f, "client", tc.res, nil) // an infinite run's is interrupted
+		wantErr := o.finish(f, "client", tc.res, tc.err) // an infinite run's is interrupted
 		want := out.String()
 
 		f, out, _ = newTestFactory(nil, nil)
 		o = tc.opts
-		o.rows = &rowStream{w: out, gbits: o.Gbits}
-		o.rows.start(tc.res.Spec)
+		if o.rows = o.newRowStream(out); o.rows != nil {
+			o.rows.start(tc.res.Spec)
+		}
 		for i, s := range tc.res.Sizes {
-			o.rows.size(s)
+			if o.rows != nil {
+				o.rows.size(s)
+			}
 			got := out.String()
 			switch {
 			case !tc.stream && got != "":
 				t.Errorf("%s: printed before the end:\n%s", tc.name, got)
 			case tc.stream && (!strings.HasPrefix(want, got) || strings.Count(got, "\n") != i+2):
-				// The column line and a row a size so far.
+				// The column line (header row) and a row a size so far.
 				t.Errorf("%s: after %d sizes printed\n%s\nwant the start of\n%s", tc.name, i+1, got, want)
 			}
 		}
-		if err := o.finish(f, "client", tc.res, nil); exitCode(err) != exitCode(wantErr) {
+		if err := o.finish(f, "client", tc.res, tc.err); exitCode(err) != exitCode(wantErr) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
 			t.Errorf("%s: streamed, %v, want %v", tc.name, err, wantErr)
 		}
 		if got := out.String(); got != want {
