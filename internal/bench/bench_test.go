@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -1101,7 +1102,8 @@ func TestRecvPostList(t *testing.T) {
 }
 
 // TestThreads runs bandwidth tests as several connections at once
-// (TestSpec.Threads): each side's result is the sum of its threads', each
+// (TestSpec.Threads): each side's result is the sum of its threads', as
+// its SizeDone has each size (once, not each thread's own), each
 // thread has its share of the QPs, every message arrives intact, and
 // each measuring loop runs on a thread of its own pinned to its CPU.
 func TestThreads(t *testing.T) {
@@ -1152,7 +1154,22 @@ func TestThreads(t *testing.T) {
 					loops[client] = append(loops[client], -1) // not pinned to one
 				}
 			})()
-			cr, sr := loopback(t, spec, cmClient(t, tc.cm), func(l *bench.Local, _ bool) { l.ThreadCPUs = cpus })
+			done := map[bool][]bench.SizeResult{} // what each side's SizeDone got
+			cr, sr := loopback(t, spec, cmClient(t, tc.cm), func(l *bench.Local, client bool) {
+				l.ThreadCPUs = cpus
+				l.SizeDone = func(s bench.SizeResult) {
+					mu.Lock()
+					defer mu.Unlock()
+					done[client] = append(done[client], s)
+				}
+			})
+			mu.Lock()
+			for client, r := range map[bool]*bench.Result{true: cr, false: sr} {
+				if !reflect.DeepEqual(done[client], r.Sizes) {
+					t.Errorf("%s: SizeDone got\n%+v\nthe result has\n%+v", r.Role, done[client], r.Sizes)
+				}
+			}
+			mu.Unlock()
 			for _, r := range []*bench.Result{cr, sr} {
 				if len(r.Threads) != tc.threads || r.Header.Threads != tc.threads || r.Header.NumQPs != int(spec.NumQPs) ||
 					len(r.Header.Local) != int(spec.NumQPs) {

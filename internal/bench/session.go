@@ -64,8 +64,9 @@ type Local struct {
 	// SizeDone, if set, gets each size's result as it is added to the
 	// run's Result, once it is complete (after the result swap, or the
 	// partial one of a run cut short), from the goroutine that runs the
-	// test. In a test of several threads each thread calls it with its
-	// own result, not the sum.
+	// test. In a test of several threads it gets the threads' sum, the
+	// Result's, once every thread has ended the size, from the last
+	// thread to end it.
 	SizeDone func(SizeResult)
 	// Queued, if set, is called on a client while its test waits its turn
 	// on a server that runs other clients' tests first (gorperf serve),

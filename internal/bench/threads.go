@@ -60,12 +60,16 @@ type threadGroup struct {
 
 	ivMu      sync.Mutex
 	intervals [][]stats.Bandwidth // each thread's intervals not yet reported
+
+	sizeMu sync.Mutex
+	sizes  [][]SizeResult // each thread's sizes not yet reported
 }
 
 func newThreadGroup(n int) *threadGroup {
 	return &threadGroup{n: n, running: n, round: make(chan struct{}),
 		headers: make([]*report.Header, n), done: make([]atomic.Uint64, n),
-		total: make([]atomic.Uint64, n), intervals: make([][]stats.Bandwidth, n)}
+		total: make([]atomic.Uint64, n), intervals: make([][]stats.Bandwidth, n),
+		sizes: make([][]SizeResult, n)}
 }
 
 // wait returns once every thread still running has called it: the
@@ -147,6 +151,34 @@ func (g *threadGroup) threadLocal(l Local, i int) Local {
 					g.intervals[j] = g.intervals[j][1:]
 				}
 				iv(elapsed, stats.ComputeBandwidth(b.Bytes, n, el, 0))
+			}
+		}
+	}
+	if sd := l.SizeDone; sd != nil {
+		// Size k is reported once every thread has reported its k-th,
+		// by the last to, added up as combine does: every thread then
+		// has a result with that size, so the side's result has it
+		// too, the same sum. A thread that fails holds back the size
+		// it was at and those after, which the result leaves out
+		// (combine keeps the sizes every thread's result has), but for
+		// a thread that failed before it had a result at all, without
+		// which the result adds up the others' sizes, at the end.
+		l.SizeDone = func(s SizeResult) {
+			g.sizeMu.Lock()
+			defer g.sizeMu.Unlock()
+			g.sizes[i] = append(g.sizes[i], s)
+			for {
+				parts := make([]SizeResult, 0, g.n)
+				for _, q := range g.sizes {
+					if len(q) == 0 {
+						return
+					}
+					parts = append(parts, q[0])
+				}
+				for j := range g.sizes {
+					g.sizes[j] = g.sizes[j][1:]
+				}
+				sd(addSizes(parts))
 			}
 		}
 	}
@@ -392,36 +424,47 @@ func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, err
 		out.Threads = append(out.Threads, tr)
 	}
 	for k := range max(nsizes, 0) {
-		sum := first.Sizes[k] // thread 0's counters and CPU cover all
-		var parts, locals, remotes []stats.Bandwidth
+		var parts []SizeResult
 		for _, r := range results {
-			if r == nil {
-				continue
-			}
-			s := r.Sizes[k]
-			parts = append(parts, s.BW)
-			if s.Local != nil && s.Remote != nil {
-				locals, remotes = append(locals, *s.Local), append(remotes, *s.Remote)
+			if r != nil {
+				parts = append(parts, r.Sizes[k])
 			}
 		}
-		if len(locals) == len(parts) && len(parts) > 0 {
-			l, r := addBandwidth(locals), addBandwidth(remotes)
-			sum.Local, sum.Remote = &l, &r
-			sum.BW = bothWays(l, r)
-		} else {
-			sum.BW = addBandwidth(parts)
-		}
-		if sum.CPU != nil {
-			c := *sum.CPU
-			c.Messages = sum.messages()
-			sum.CPU = &c
-		}
-		out.Sizes = append(out.Sizes, sum)
+		out.Sizes = append(out.Sizes, addSizes(parts))
 	}
 	if err == nil && ctx.Err() != nil {
 		out.Interrupted = true
 	}
 	return out, err
+}
+
+// addSizes adds up parts, the threads' results of one size, in the
+// threads' order: their bandwidth (addBandwidth), in a bidirectional
+// test each direction's and the two as one thread's are (bothWays); the
+// first one's port counters and CPU time, which cover all the threads
+// (thread 0's), the CPU time over every thread's messages.
+func addSizes(parts []SizeResult) SizeResult {
+	sum := parts[0]
+	var bws, locals, remotes []stats.Bandwidth
+	for _, s := range parts {
+		bws = append(bws, s.BW)
+		if s.Local != nil && s.Remote != nil {
+			locals, remotes = append(locals, *s.Local), append(remotes, *s.Remote)
+		}
+	}
+	if len(locals) == len(bws) {
+		l, r := addBandwidth(locals), addBandwidth(remotes)
+		sum.Local, sum.Remote = &l, &r
+		sum.BW = bothWays(l, r)
+	} else {
+		sum.BW = addBandwidth(bws)
+	}
+	if sum.CPU != nil {
+		c := *sum.CPU
+		c.Messages = sum.messages()
+		sum.CPU = &c
+	}
+	return sum
 }
 
 // addBandwidth is the bandwidth of connections that ran at once: their

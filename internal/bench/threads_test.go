@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -192,6 +193,67 @@ func TestCombine(t *testing.T) {
 	}
 	if len(out.Sizes) != 0 || out.Threads[0].CPU != -1 || out.Threads[2].Err != context.Canceled {
 		t.Errorf("after a failure: %d sizes, threads %+v", len(out.Sizes), out.Threads)
+	}
+}
+
+// TestThreadSizeDone: SizeDone gets each size's sum of the threads, once,
+// as soon as every thread has ended the size, whichever ends it last,
+// and the same as the side's result has (combine): a bidirectional
+// test's with thread 0's CPU time. A thread that fails holds back the
+// sizes it did not end, which the result leaves out too.
+func TestThreadSizeDone(t *testing.T) {
+	size := func(bytes int, iters uint64, el time.Duration, cpu bool) SizeResult {
+		l := stats.ComputeBandwidth(bytes, iters, el, el/100)
+		r := stats.ComputeBandwidth(bytes, iters/2, el, el/50)
+		s := SizeResult{Size: bytes, Local: &l, Remote: &r, BW: bothWays(l, r)}
+		if cpu {
+			s.CPU = &stats.CPU{User: el / 2, Wall: el, Messages: iters}
+		}
+		return s
+	}
+	results := func(n int) []*Result {
+		rs := make([]*Result, 3)
+		for i := range rs {
+			rs[i] = &Result{Role: "client"}
+			for k := range n {
+				rs[i].Sizes = append(rs[i].Sizes, size(2<<k, uint64(100*(i+1)*(k+1)), time.Duration(i+k+1)*time.Millisecond, i == 0))
+			}
+		}
+		return rs
+	}
+	spec := exchange.TestSpec{Test: exchange.SendBW, Bidirectional: true, Threads: 3, NumQPs: 3}
+	for _, tc := range []struct {
+		name  string
+		order [][2]int // thread, size: the order they end in
+		ends  []int    // how many sizes the side has reported after each
+		fail  int      // the sizes thread 2 ends before it fails; -1 none
+	}{
+		{"all end", [][2]int{{1, 0}, {0, 0}, {0, 1}, {2, 0}, {1, 1}, {2, 1}}, []int{0, 0, 0, 1, 1, 2}, -1},
+		{"thread 2 fails", [][2]int{{2, 0}, {0, 0}, {0, 1}, {1, 0}, {1, 1}}, []int{0, 0, 0, 1, 1}, 1},
+	} {
+		g := newThreadGroup(3)
+		var got []SizeResult
+		l := Local{SizeDone: func(s SizeResult) { got = append(got, s) }}
+		ls := []Local{g.threadLocal(l, 0), g.threadLocal(l, 1), g.threadLocal(l, 2)}
+		rs := results(2)
+		for j, e := range tc.order {
+			ls[e[0]].SizeDone(rs[e[0]].Sizes[e[1]])
+			if len(got) != tc.ends[j] {
+				t.Errorf("%s: after thread %d's size %d, %d sizes reported, want %d", tc.name, e[0], e[1], len(got), tc.ends[j])
+			}
+		}
+		errs := []error{nil, nil, nil}
+		if tc.fail >= 0 {
+			rs[2].Sizes = rs[2].Sizes[:tc.fail]
+			errs[2] = errors.New("boom")
+		}
+		out, _ := combine(context.Background(), spec, rs, errs, nil)
+		if !reflect.DeepEqual(got, out.Sizes) {
+			t.Errorf("%s: reported\n%+v\nthe result has\n%+v", tc.name, got, out.Sizes)
+		}
+		if len(got) > 0 && (got[0].CPU == nil || got[0].CPU.Messages != got[0].messages()) {
+			t.Errorf("%s: CPU %+v, want thread 0's over the sum's %d messages", tc.name, got[0].CPU, got[0].messages())
+		}
 	}
 }
 
