@@ -757,14 +757,16 @@ func writeValues(w io.Writer, res *bench.Result, v report.Value, gbits bool) err
 // SizeDone), where each row needs only its own size's figures, as
 // perftest does; writeTables prints the rest at the end. With --csv it
 // prints the CSV's rows so, the header row with the first (CSVRows),
-// and writeCSV the rest. It prints none in an infinite run (the
-// intervals are its rows, the result the table after them), and no CSV
-// with port counters (-W), whose columns are the counters that any size
-// of the whole run has (with -W all, those that moved; a counter that
-// cannot be read at a size has no cell there), known only at the end: a
-// column that came later would leave the rows printed a cell short and
-// their header wrong. --cpu_util's columns are known before: every size
-// of a run with it has its CPU figures.
+// and writeCSV the rest. In a test of several threads the rows are the
+// threads' sums, which bench gives once every thread has ended the size.
+// It prints none in an infinite run (the intervals are its rows, the
+// result the table after them), and no CSV with port counters (-W),
+// whose columns are the counters that any size of the whole run has
+// (with -W all, those that moved; a counter that cannot be read at a
+// size has no cell there), known only at the end: a column that came
+// later would leave the rows printed a cell short and their header
+// wrong. --cpu_util's columns are known before: every size of a run with
+// it has its CPU figures.
 type rowStream struct {
 	mu       sync.Mutex
 	w        io.Writer
@@ -796,7 +798,7 @@ func (r *rowStream) start(spec exchange.TestSpec) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.spec = spec
-	r.on = !spec.RunInfinitely && spec.Threads <= 1
+	r.on = !spec.RunInfinitely
 	if r.csv {
 		r.on = r.on && !r.counters
 		r.table = report.NewCSVRows(r.w, spec.Test.String(), r.cpu)

@@ -16,20 +16,37 @@ import (
 // client is stopped (SIGINT) as soon as its first row, 2 bytes', is out,
 // and it stops part way through the sweep, with the rows of the sizes
 // it measured under one column line. Printed at the end, the first row
-// came with all 23.
+// came with all 23. So does --csv, under one header row, and a test of
+// several threads, whose rows are their sums.
 func TestRowsWhileSweeping(t *testing.T) {
-	for _, test := range []string{"write-bw", "write-lat"} {
-		t.Run(test, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, test string
+		args       []string
+		csv        bool
+	}{
+		{"write-bw", "write-bw", nil, false},
+		{"write-lat", "write-lat", nil, false},
+		{"write-bw --csv", "write-bw", []string{"--csv"}, true},
+		{"write-bw --threads 2", "write-bw", []string{"--threads", "2", "-q", "2"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			srvDev, cliDev, addr := peers(t)
 			port := fmt.Sprint(19000 + nextPort.Add(1))
-			srv, _ := start(t, ctx, test, "-d", srvDev, "-p", port)
+			srv, _ := start(t, ctx, tc.test, "-d", srvDev, "-p", port)
 			waitListening(t, port)
-			cli, cliOut := start(t, ctx, test, "-d", cliDev, "-p", port, "-a", "-n", "20", addr)
+			args := append([]string{tc.test, "-d", cliDev, "-p", port, "-a", "-n", "20"}, tc.args...)
+			cli, cliOut := start(t, ctx, append(args, addr)...)
+			// A size's row: its size and iterations, numbers, first (in
+			// the CSV after the test's name).
 			rows := func(out string) (n int) {
 				for _, l := range strings.Split(out, "\n") {
-					if f := strings.Fields(l); len(f) >= 5 && strings.Trim(f[0], "0123456789") == "" && strings.Trim(f[1], "0123456789") == "" {
+					f := strings.Fields(l)
+					if tc.csv {
+						f = strings.Split(l, ",")[1:]
+					}
+					if len(f) >= 5 && f[0] != "" && strings.Trim(f[0], "0123456789") == "" && strings.Trim(f[1], "0123456789") == "" {
 						n++
 					}
 				}
@@ -47,16 +64,22 @@ func TestRowsWhileSweeping(t *testing.T) {
 				t.Fatalf("no row in 60 s:\n%s", cliOut)
 			}
 			err := cli.Wait()
-			out := cliOut.String()
+			// The results table: a test of several threads has each
+			// thread's part after it, a table of its own.
+			out, _, _ := strings.Cut(cliOut.String(), " Each thread's part")
 			if n := rows(out); n == 0 || n >= 23 || procExit(err) != 130 {
 				t.Errorf("stopped at its first row: %v, %d rows of the sweep's 23:\n%s", err, n, out)
 			} else {
 				t.Logf("stopped at its first row: %d rows of the sweep's 23", n)
 			}
-			if n := strings.Count(out, "#bytes"); n != 1 {
+			columns, first := "#bytes", "\n 2 "
+			if tc.csv {
+				columns, first = "test,bytes,", "\nwrite_bw,2,"
+			}
+			if n := strings.Count(out, columns); n != 1 {
 				t.Errorf("%d column lines:\n%s", n, out)
 			}
-			if first := strings.Index(out, "\n 2 "); first < strings.Index(out, "#bytes") {
+			if i := strings.Index(out, first); i < strings.Index(out, columns) {
 				t.Errorf("the first row is not the 2 bytes' after the column line:\n%s", out)
 			}
 			srv.Wait()

@@ -25,11 +25,12 @@ import (
 // the whole table came at the end: bandwidth, --report-both,
 // bidirectional, latency (with its percentiles and histogram) and -D's
 // latency table. So are --csv's rows, the header row before the first,
-// with --cpu_util's columns too. A run that fails part way prints the
-// rest after the rows of the sizes it measured, as when it printed them
-// all at the end. An infinite run, a test of several threads and a CSV
-// with port counters (-W, whose columns are known at the end) print
-// nothing before the end.
+// with --cpu_util's columns too, and a test of several threads' (whose
+// sizes bench gives as the threads' sums). A run that fails part way
+// prints the rest after the rows of the sizes it measured, as when it
+// printed them all at the end. An infinite run and a CSV with port
+// counters (-W, whose columns are known at the end) print nothing before
+// the end.
 func TestRowsAsSizesEnd(t *testing.T) {
 	three := func(res *bench.Result) *bench.Result {
 		s := res.Sizes[0]
@@ -39,8 +40,15 @@ func TestRowsAsSizesEnd(t *testing.T) {
 	}
 	latDur, _ := fakeLatDuration(exchange.WriteLat)
 	infinite, ivs := fakeInfinite()
-	threads := fakeBW()
+	threads := fakeBW() // the threads' sums, and each thread's part
 	threads.Spec.Threads = 2
+	for i := range 2 {
+		tr := bench.ThreadResult{Thread: i, QPs: 1, CPU: -1}
+		for _, s := range threads.Sizes {
+			tr.Sizes = append(tr.Sizes, stats.ComputeBandwidth(s.Size, s.BW.Iterations/2, s.BW.Elapsed, 0))
+		}
+		threads.Threads = append(threads.Threads, tr)
+	}
 	cpu := three(fakeBW())
 	for i := range cpu.Sizes {
 		cpu.Sizes[i].CPU = &stats.CPU{User: time.Duration(i+1) * time.Millisecond, System: 3 * time.Millisecond, Wall: time.Second, Messages: 5000}
@@ -62,7 +70,7 @@ func TestRowsAsSizesEnd(t *testing.T) {
 		{"write_lat -D", latDur, nil, testOptions{Test: exchange.WriteLat}, true},
 		{"write_bw failed", three(fakeBW()), failed, testOptions{Test: exchange.WriteBW}, true},
 		{"infinite", infinite, nil, testOptions{Test: exchange.WriteBW, Infinite: true}, false},
-		{"threads", threads, nil, testOptions{Test: exchange.WriteBW}, false},
+		{"threads", threads, nil, testOptions{Test: exchange.WriteBW}, true},
 		{"write_bw --csv", three(fakeBW()), nil, testOptions{Test: exchange.WriteBW, CSV: true}, true},
 		{"send_bw -b --csv", three(fakeBidi()), nil, testOptions{Test: exchange.SendBW, Bidir: true, CSV: true}, true},
 		{"send_lat --csv", three(fakeLat()), nil, testOptions{Test: exchange.SendLat, CSV: true}, true},
@@ -71,7 +79,7 @@ func TestRowsAsSizesEnd(t *testing.T) {
 		{"write_bw --csv failed", three(fakeBW()), failed, testOptions{Test: exchange.WriteBW, CSV: true}, true},
 		{"write_bw --csv -W", withCounters, nil, testOptions{Test: exchange.WriteBW, CSV: true, Counters: []string{"all"}}, false},
 		{"infinite --csv", infinite, nil, testOptions{Test: exchange.WriteBW, CSV: true, Infinite: true, intervals: ivs}, false},
-		{"threads --csv", threads, nil, testOptions{Test: exchange.WriteBW, CSV: true}, false},
+		{"threads --csv", threads, nil, testOptions{Test: exchange.WriteBW, CSV: true}, true},
 	} {
 		f, out, _ := newTestFactory(nil, nil)
 		o := tc.opts
