@@ -332,7 +332,11 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	// The column line of an infinite run's intervals comes with the first
 	// of them: a side that reports none (the passive side of a write or
 	// read) prints the table once, at the end, and not its column line
-	// twice. Two sides report in loopback's -b, from two goroutines.
+	// twice. Interval is called from one goroutine at a time, so
+	// o.intervals needs no lock: loopback's server side reports nothing
+	// (serverSide keeps its Interval only with --reversed, which
+	// excludes -b and --run_infinitely), and the threads of --threads
+	// report one at a time (bench serialises them).
 	var columns sync.Once
 	if o.Infinite || server {
 		// bench calls it only in an infinite run.
@@ -1101,10 +1105,11 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 // --gid-netdev name a GID of the client side's device, which another
 // device does not have),
 // without --mmap (the client side's), with its threads starting on other
-// CPUs, and with the
-// interval and progress reports only where it is the side that sends
-// (--reversed). Each side that sends reports, and with -b both do: two
-// reports of every interval, the second from another goroutine.
+// CPUs, and with the interval and progress reports only where it is the
+// side that sends (--reversed). With -b only the client side reports,
+// and its intervals count both directions' messages; --reversed excludes
+// -b and --run_infinitely, so the server side reports progress, never
+// intervals, and the run's intervals come from one goroutine.
 func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Local {
 	sl := l
 	if o.PeerDev != "" && o.PeerDev != defaultDevice(l.Device) {
