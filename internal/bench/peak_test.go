@@ -56,8 +56,8 @@ func TestPeakPrecise(t *testing.T) {
 		name string
 		r    SizeResult
 	}{
-		{"this side", s.sizeResult(size, mine, exchange.Result{})},
-		{"the passive side, from the Result", s.sizeResult(size, sideResult{}, peer)},
+		{"this side", s.sizeResult(size, mine, exchange.Result{}, true)},
+		{"the passive side, from the Result", s.sizeResult(size, sideResult{}, peer, false)},
 	} {
 		if got := tc.r.BW.PeakMBps; got/want-1 > 1e-12 || got/want-1 < -1e-12 {
 			t.Errorf("%s: peak %v MB/s, want %v (%+.2g)", tc.name, got, want, got/want-1)

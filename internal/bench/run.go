@@ -1190,7 +1190,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 			if err != nil && (interrupted || ctx.Err() != nil || watch.wasAborted()) {
 				res.Interrupted = interrupted || ctx.Err() != nil
 				res.PeerInterrupted = watch.wasAborted()
-				add(s.sizeResult(size, mine, exchange.Result{}))
+				add(s.sizeResult(size, mine, exchange.Result{}, client))
 				return res, nil
 			}
 			if err != nil {
@@ -1231,20 +1231,20 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		if runErr != nil && !interrupted {
 			if mine.Iters > 0 {
 				// Report what this side measured before the failure.
-				add(s.sizeResult(size, mine, exchange.Result{}))
+				add(s.sizeResult(size, mine, exchange.Result{}, client))
 			}
 			return res, withPeerWord(watch.peerError(), runErr)
 		}
 		if err != nil {
 			if interrupted || ctx.Err() != nil || res.PeerInterrupted {
 				res.Interrupted = interrupted || ctx.Err() != nil
-				add(s.sizeResult(size, mine, exchange.Result{}))
+				add(s.sizeResult(size, mine, exchange.Result{}, client))
 				return res, nil
 			}
 			if spec.RunInfinitely && mine.Iters > 0 && closedByPeer(err) {
 				// The peer ended the infinite run by exiting before its
 				// result (killed): this side's figures are the run's.
-				add(s.sizeResult(size, mine, exchange.Result{}))
+				add(s.sizeResult(size, mine, exchange.Result{}, client))
 				return res, nil
 			}
 			if f := s.fault.Load(); f != nil {
@@ -1263,7 +1263,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 			return res, err // "peer: " and its reason, made printable
 		}
 		res.Mismatches += local.Mismatches + peer.Mismatches
-		add(s.sizeResult(size, mine, peer))
+		add(s.sizeResult(size, mine, peer, client))
 		stopped := interrupted || ctx.Err() != nil || res.PeerInterrupted
 		if spec.Receives() && n+1 < len(sizes) && !stopped {
 			// Both sides are done: a message one sent after the other
@@ -1444,13 +1444,32 @@ func (c cpuSample) since(start cpuSample, msgs uint64) *stats.CPU {
 	return &stats.CPU{User: c.user - start.user, System: c.sys - start.sys, Wall: c.at.Sub(start.at), Messages: msgs}
 }
 
+// passive reports whether this side runs no loop of its own in a size,
+// as runSize has it: the server of read_lat and atomic_lat, and the
+// target of a one-way write (without immediate data), read or atomic
+// bandwidth test. Such a side reports what the peer measured. A side
+// that receives (send_bw's, write_bw's with immediate data) counts what
+// it received, none too: it is not passive for having received nothing.
+func (s *session) passive(client bool) bool {
+	switch s.spec.Test {
+	case exchange.ReadLat, exchange.AtomicLat:
+		return !client
+	case exchange.WriteLat, exchange.SendLat:
+		return false
+	}
+	return !s.active(client) && !s.spec.Receives()
+}
+
 // sizeResult turns the two sides' measurements into the reported numbers.
 // Bandwidth is the measuring side's; bidirectional adds the peer's, over
-// the longer of the two times, and the two peaks, as perftest's does.
-func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) SizeResult {
+// the longer of the two times, and the two peaks, as perftest's does. A
+// passive side reports the peer's figures; a receiver that received
+// nothing reports none, not the sender's.
+func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result, client bool) SizeResult {
+	passive := s.passive(client)
 	if s.spec.Test.IsLatency() {
 		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples.v, Iterations: mine.reported()}
-		if mine.Iters == 0 {
+		if passive {
 			r.Iterations = peer.Iterations
 		}
 		if len(mine.Samples.v) > 0 {
@@ -1459,7 +1478,7 @@ func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result) Si
 		return r
 	}
 	n := s.payload(size)
-	if mine.Iters == 0 { // the passive side reports what the active side measured
+	if passive { // what the active side measured
 		return SizeResult{Size: size, BW: stats.ComputeBandwidthPeak(n, peer.Iterations, peer.Elapsed, peerPeak(peer))}
 	}
 	local := stats.ComputeBandwidthPeak(n, mine.Iters, mine.Elapsed, mine.Peak)
