@@ -41,13 +41,18 @@ func fakeBW() *bench.Result {
 		}}
 }
 
-// fakeBidi is a bidirectional send_bw whose two directions differ.
+// fakeBidi is a bidirectional send_bw whose two directions differ. Its
+// total is made as bench's bothWays makes it (unexported, so written out
+// again here): the two directions' averages and message rates added, as
+// perftest adds them, not the messages of both over the longer time.
 func fakeBidi() *bench.Result {
 	local := stats.ComputeBandwidth(4096, 5000, 800*time.Millisecond, 120*time.Microsecond)
 	remote := stats.ComputeBandwidth(4096, 4000, 900*time.Millisecond, 200*time.Microsecond)
-	sum := stats.ComputeBandwidth(4096, 9000, 900*time.Millisecond, 0)
+	sum := stats.ComputeBandwidth(4096, local.Iterations+remote.Iterations, max(local.Elapsed, remote.Elapsed), 0)
 	sum.Iterations = local.Iterations // this side's, as bench's and perftest's
-	sum.PeakMBps = local.PeakMBps + remote.PeakMBps
+	sum.AvgMBps = local.AvgMBps + remote.AvgMBps
+	sum.MsgRateMpps = local.MsgRateMpps + remote.MsgRateMpps
+	sum.PeakMBps = max(sum.AvgMBps, local.PeakMBps+remote.PeakMBps)
 	return &bench.Result{Spec: exchange.TestSpec{Test: exchange.SendBW, Bidirectional: true}, Role: "client",
 		Header: fakeHeader("Send Bidirectional BW Test"),
 		Sizes:  []bench.SizeResult{{Size: 4096, BW: sum, Local: &local, Remote: &remote}}}
@@ -83,6 +88,38 @@ func TestTextOutputGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden(t, name, out.Bytes())
+	}
+}
+
+// TestBidiTotalIsSum: in --report-both's text, a bidirectional test's
+// row is the sum of its two directions' rows, as bench and perftest add
+// them: its average bandwidth and message rate are the local and remote
+// rows' added up (to the rounding of the printed figures), and its
+// iterations this side's.
+func TestBidiTotalIsSum(t *testing.T) {
+	f, out, _ := newTestFactory(nil, nil)
+	o := testOptions{Test: exchange.SendBW, Bidir: true, ReportBoth: true}
+	if err := o.finish(f, "client", fakeBidi(), nil); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		bytes, iters    int
+		peak, avg, mpps float64
+	}
+	var rows []row
+	for _, line := range strings.Split(out.String(), "\n") {
+		var r row
+		if n, _ := fmt.Sscan(line, &r.bytes, &r.iters, &r.peak, &r.avg, &r.mpps); n == 5 {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want the total, the local and the remote one:\n%s", len(rows), out)
+	}
+	total, local, remote := rows[0], rows[1], rows[2]
+	if math.Abs(total.avg-(local.avg+remote.avg)) > 0.011 || math.Abs(total.mpps-(local.mpps+remote.mpps)) > 2e-6 ||
+		total.iters != local.iters || total.peak < total.avg {
+		t.Errorf("total %+v is not local %+v plus remote %+v:\n%s", total, local, remote, out)
 	}
 }
 
