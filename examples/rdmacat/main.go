@@ -21,6 +21,13 @@
 // CloseWrite and waits for the server's word before it says "sent": the
 // server closes (an end message) once it has written (and synced)
 // everything, or aborts.
+//
+// A server's -o FILE that is, or will be, a regular file is written as a
+// hidden file beside it (.FILE.rdmacat-*), renamed to FILE once the whole
+// stream is written and synced: a stream that fails leaves no part of
+// itself under FILE, and FILE as it was. Where that file cannot be made
+// (a directory this user may not write), and for a device or a pipe, the
+// server writes FILE itself.
 package main
 
 import (
@@ -29,9 +36,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -76,12 +85,14 @@ func main() {
 // cannot write fails before a client has sent it anything.
 func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool) error {
 	w := os.Stdout
+	var o *output
 	if out != "" {
 		var err error
-		if w, err = os.Create(out); err != nil {
+		if o, err = create(out); err != nil {
 			return err
 		}
-		defer w.Close() // again, after a failure: a no-op once closed
+		defer o.discard() // after a failure; a no-op once kept
+		w = o.File
 	}
 	c, err := accept(ctx, addr, cfg, tcp)
 	if err != nil {
@@ -97,6 +108,12 @@ func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool)
 		c.Abort()
 		return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
 	}
+	if o != nil {
+		if err := o.keep(out); err != nil {
+			c.Abort()
+			return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
+		}
+	}
 	// The client waits for this Close, whose end message is the word
 	// that all it sent is written: the client of a server that was
 	// killed reads no end message, and fails.
@@ -106,6 +123,76 @@ func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool)
 	report("received", n, "from", c.RemoteAddr().String(), start)
 	return nil
 }
+
+// output is the server's -o file: the hidden file beside it that the
+// stream is written to, or the file itself (then Name is its name).
+type output struct {
+	*os.File
+	temp bool // a hidden file, removed unless renamed
+}
+
+// create opens the file that the stream to out is written to: a hidden
+// file in out's directory, with out's mode where out exists (else a new
+// file's, 0666 less the umask, as os.Create gives), where out is a
+// regular file or does not exist yet and that file can be made; else out
+// itself, truncated, as os.Create does.
+func create(out string) (*output, error) {
+	fi, err := os.Stat(out)
+	if err == nil && !fi.Mode().IsRegular() {
+		f, err := os.Create(out) // /dev/null, a pipe
+		return &output{File: f}, err
+	}
+	f, terr := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".rdmacat-*")
+	if terr != nil {
+		// Not writable beside it: write out itself, whose open says
+		// why where it fails too (no such directory).
+		f, err := os.Create(out)
+		return &output{File: f}, err
+	}
+	mode := fs.FileMode(0o666) &^ umask
+	if fi != nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &output{File: f, temp: true}, nil
+}
+
+// keep renames o, synced and closed, to out where it is a hidden file:
+// out becomes the whole stream, before the Close that tells the client so.
+func (o *output) keep(out string) error {
+	if !o.temp {
+		return nil
+	}
+	if err := os.Rename(o.Name(), out); err != nil {
+		return err
+	}
+	o.temp = false
+	// The rename itself to storage, where the directory can be synced.
+	if d, err := os.Open(filepath.Dir(out)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// discard closes o, and removes it where it is a hidden file not kept.
+func (o *output) discard() {
+	o.Close() // a no-op error once closed
+	if o.temp {
+		os.Remove(o.Name())
+	}
+}
+
+// umask is the process's file mode creation mask, read once at start.
+var umask = func() fs.FileMode {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return fs.FileMode(m)
+}()
 
 // flush commits what was written to w to its storage, where w is a
 // regular file: a device (/dev/null), a pipe or a terminal has none, and

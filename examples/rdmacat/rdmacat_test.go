@@ -125,6 +125,14 @@ func TestRdmacat(t *testing.T) {
 			}
 			if tc.files {
 				srvArgs = append(srvArgs, "-o", out)
+				// A file there already is replaced whole, its mode
+				// kept.
+				if err := os.WriteFile(out, []byte("old"), 0o640); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(out, 0o640); err != nil {
+					t.Fatal(err)
+				}
 			}
 			srv := startServer(t, ctx, a, srvArgs...)
 			cli := rdmatest.Command(ctx, cliArgs...)
@@ -149,6 +157,10 @@ func TestRdmacat(t *testing.T) {
 				if got, err = os.ReadFile(out); err != nil {
 					t.Fatal(err)
 				}
+				if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o640 {
+					t.Errorf("the server's file: %v, %v; want mode 0640, the file's before", fi.Mode(), err)
+				}
+				noHidden(t, dir, "out")
 			}
 			if !bytes.Equal(got, data) {
 				t.Fatalf("the server wrote %d bytes, not the %d sent", len(got), len(data))
@@ -213,11 +225,31 @@ func TestRdmacatFailures(t *testing.T) {
 		t.Errorf("client after Ctrl-C: %v after %v: %q", err, time.Since(start), cliOut.String())
 	}
 	msg, err := srv.wait()
-	got, _ := os.ReadFile(outFile)
 	if err == nil || !strings.HasPrefix(msg, "rdmacat: receiving from ") ||
-		!strings.Contains(msg, "after 7 bytes") || !strings.Contains(msg, "connection reset by peer") || string(got) != "partial" {
-		t.Errorf("server after the client's Ctrl-C: %v: %q, wrote %q; want a failure after 7 bytes", err, msg, got)
+		!strings.Contains(msg, "after 7 bytes") || !strings.Contains(msg, "connection reset by peer") {
+		t.Errorf("server after the client's Ctrl-C: %v: %q; want a failure after 7 bytes", err, msg)
 	}
+	untouched(t, outFile)
+}
+
+// noHidden fails t where dir holds a hidden file that a server writing to
+// the file name wrote its stream to, and left.
+func noHidden(t *testing.T, dir, name string) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(dir, "."+name+".rdmacat-*")); len(left) > 0 {
+		t.Errorf("the server left %q", left)
+	}
+}
+
+// untouched fails t where the file that startPartial's server wrote to
+// is not as it was before (it holds "before"), or the server left its
+// hidden file: a stream that failed leaves no part of itself.
+func untouched(t *testing.T, outFile string) {
+	t.Helper()
+	if got, err := os.ReadFile(outFile); err != nil || string(got) != "before" {
+		t.Errorf("the server's -o file after its stream failed: %q, %v; want it as it was", got, err)
+	}
+	noHidden(t, filepath.Dir(outFile), filepath.Base(outFile))
 }
 
 // A client whose input fails (a directory: EISDIR) aborts, and the server
@@ -398,7 +430,7 @@ func TestRdmacatPeerKilled(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			a := addr(t)
-			srv, cli, cliOut, _ := startPartial(t, ctx, a)
+			srv, cli, cliOut, outFile := startPartial(t, ctx, a)
 			if err := cli.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -414,16 +446,21 @@ func TestRdmacatPeerKilled(t *testing.T) {
 			if err == nil || !strings.Contains(msg, "after 7 bytes") || !strings.Contains(msg, want) {
 				t.Errorf("server of a client stopped by %v: %v: %q; want a failure after 7 bytes: %s", sig, err, msg, want)
 			}
+			untouched(t, outFile)
 		})
 	}
 }
 
-// startPartial starts a server at a that writes to a file, and a client
-// whose input stays open, which sends it 7 bytes; it returns once the
-// server has written them: the copy is under way, neither side done.
+// startPartial starts a server at a that writes to a file, which holds
+// "before", and a client whose input stays open, which sends it 7 bytes;
+// it returns once the server has written them (to its hidden file beside
+// the file): the copy is under way, neither side done.
 func startPartial(t *testing.T, ctx context.Context, a string) (srv *server, cli *exec.Cmd, cliOut *strings.Builder, outFile string) {
 	t.Helper()
 	outFile = filepath.Join(t.TempDir(), "out")
+	if err := os.WriteFile(outFile, []byte("before"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	srv = startServer(t, ctx, a, "-o", outFile)
 	cli = rdmatest.Command(ctx, a)
 	stdin, err := cli.StdinPipe()
@@ -440,8 +477,11 @@ func startPartial(t *testing.T, ctx context.Context, a string) (srv *server, cli
 		t.Fatal(err)
 	}
 	for {
-		if fi, err := os.Stat(outFile); err == nil && fi.Size() == 7 {
-			return srv, cli, cliOut, outFile
+		hidden, _ := filepath.Glob(filepath.Join(filepath.Dir(outFile), ".out.rdmacat-*"))
+		if len(hidden) == 1 {
+			if fi, err := os.Stat(hidden[0]); err == nil && fi.Size() == 7 {
+				return srv, cli, cliOut, outFile
+			}
 		}
 		if ctx.Err() != nil {
 			t.Fatal("the server did not write the client's 7 bytes")
