@@ -519,6 +519,12 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		if werr != nil && err == nil {
 			err = fmt.Errorf("writing the result: %w", werr)
 		}
+		if o.ReportBoth && !res.Spec.Bidirectional {
+			// Only a server gets here: a client's and loopback's
+			// --report-both need their own -b, and a server's test is
+			// its client's, whatever its own -b says.
+			fmt.Fprintf(f.IO.ErrOut, "gorperf: --report-both: the %s's test was one-way (no -b), so it has no directions to report\n", peerRole(role))
+		}
 		if werr := o.writeJSONFile(o.document(role, res, err)); err == nil {
 			err = werr
 		}
@@ -931,7 +937,9 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions, printed int) {
 		return
 	}
 	report.WriteRule(w)
-	if !o.ReportBoth {
+	if !o.ReportBoth || !res.Spec.Bidirectional {
+		// A server's --report-both where its client's test was one-way
+		// (finish says so): no directions to report.
 		return
 	}
 	// perftest's --report-both: the table again for each direction.

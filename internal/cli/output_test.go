@@ -123,6 +123,53 @@ func TestBidiTotalIsSum(t *testing.T) {
 	}
 }
 
+// TestReportBothOneWay: a server's --report-both (with the -b its flags
+// ask for, which its test ignores: the client decides) where the
+// client's test was one-way prints the table as without --report-both,
+// not two titled tables with a column line and no rows, and says on
+// stderr why; where the client's test was bidirectional it prints both
+// directions.
+func TestReportBothOneWay(t *testing.T) {
+	both := testOptions{Test: exchange.WriteBW, Bidir: true, ReportBoth: true}
+	f, want, _ := newTestFactory(nil, nil)
+	if err := (&testOptions{Test: exchange.WriteBW}).finish(f, "server", fakeBW(), nil); err != nil {
+		t.Fatal(err)
+	}
+	f, out, errOut := newTestFactory(nil, nil)
+	if err := both.finish(f, "server", fakeBW(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() {
+		t.Errorf("--report-both of a one-way test printed\n%s\nwant what it prints without --report-both:\n%s", out, want)
+	}
+	const note = "gorperf: --report-both: the client's test was one-way (no -b), so it has no directions to report\n"
+	if errOut.String() != note {
+		t.Errorf("stderr %q, want %q", errOut, note)
+	}
+	// With --json the document is as without the flag, and the note the same.
+	f, want, _ = newTestFactory(nil, nil)
+	if err := (&testOptions{Test: exchange.WriteBW, JSON: true}).finish(f, "server", fakeBW(), nil); err != nil {
+		t.Fatal(err)
+	}
+	f, out, errOut = newTestFactory(nil, nil)
+	both.JSON = true
+	if err := both.finish(f, "server", fakeBW(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() || errOut.String() != note {
+		t.Errorf("--json --report-both of a one-way test: stdout\n%s\nstderr %q; want\n%s\nand %q", out, errOut, want, note)
+	}
+	// A bidirectional client's test gets both directions, and no note.
+	both.JSON = false
+	f, out, errOut = newTestFactory(nil, nil)
+	if err := both.finish(f, "server", fakeBidi(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Local results") || !strings.Contains(out.String(), "Remote results") || errOut.Len() != 0 {
+		t.Errorf("--report-both of a bidirectional test: stdout\n%s\nstderr %q", out, errOut)
+	}
+}
+
 // -U lists the samples in the order measured and -H sorted without the
 // two largest, as perftest does, after the percentiles; with --json both
 // give samples_us in order.
