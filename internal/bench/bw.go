@@ -330,6 +330,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				if _, err := s.ch.Block(slice); err != nil {
 					return partial(err)
 				}
+				pc.slept()
 			}
 		}
 		if now, ok := pc.due(); ok {
@@ -907,6 +908,7 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 			if err := s.sleep(); err != nil {
 				return r.result(size), err
 			}
+			pc.slept()
 		}
 		if now, ok := pc.due(); ok {
 			if intervals && rep.due(now) {

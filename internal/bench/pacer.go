@@ -73,6 +73,15 @@ func (p *pacer) due() (time.Time, bool) {
 	return now, true
 }
 
+// slept makes the next due report the work due, whatever the stride: a
+// loop calls it after a sleep (-e's wait for a completion event, up to
+// eventSlice), which may have lasted far longer than the stride's calls
+// took while messages flowed. Without it a loop whose stride had grown
+// to maxStride, and whose messages then stopped, slept maxStride times
+// (2.5 s) before its next check of its deadline, its peer, its idle
+// timeout or Ctrl-C. The reading then fits the stride to the sleeps.
+func (p *pacer) slept() { p.n = p.stride }
+
 // yield gives the scheduler a turn if the last was the period ago, and
 // reports whether it did.
 func (p *pacer) yield(now time.Time) bool { return p.yieldWithin(now, 0) }

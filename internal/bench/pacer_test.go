@@ -103,3 +103,42 @@ func BenchmarkPacedLoop(b *testing.B) {
 		})
 	}
 }
+
+// TestPacerDueAfterASleep: a loop whose stride grew while messages
+// flowed, and which then sleeps at each call (-e with nothing coming),
+// runs its periodic work at the first call after a sleep (slept), where
+// it came only after the stride's calls: maxStride sleeps of eventSlice,
+// 2.5 s late for its deadline, its idle timeout or Ctrl-C.
+func TestPacerDueAfterASleep(t *testing.T) {
+	var p pacer
+	for start := time.Now(); p.stride < maxStride && time.Since(start) < time.Second; {
+		p.due()
+	}
+	if p.stride != maxStride {
+		t.Fatalf("a tight loop's stride grew to %d in 1 s, want %d", p.stride, maxStride)
+	}
+	grown := p
+	// Without slept, what the loops did: the work comes after the
+	// stride's calls (here without sleeping them).
+	calls := 1
+	for ; calls <= 2*maxStride; calls++ {
+		if _, ok := grown.due(); ok {
+			break
+		}
+	}
+	if calls < maxStride-1 {
+		t.Fatalf("without slept, due after %d calls, want about %d", calls, maxStride)
+	}
+	// With it, each call after a sleep is due, and the stride shrinks to
+	// the sleeps' pace.
+	for i := range 12 {
+		time.Sleep(time.Millisecond)
+		p.slept()
+		if _, ok := p.due(); !ok {
+			t.Fatalf("call %d after a sleep not due (stride %d)", i, p.stride)
+		}
+	}
+	if p.stride > 1 {
+		t.Errorf("stride %d after 12 sleeps of 1 ms, want 1", p.stride)
+	}
+}
