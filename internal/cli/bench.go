@@ -986,7 +986,17 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 		SRQ: h.UsingSRQ, RateLimit: h.RateLimit, Reversed: res.Spec.Reversed, Immediate: res.Spec.Immediate,
 		MarginS: res.Spec.Margin, WarmUp: res.Spec.WarmUp, MRPerQP: res.Spec.MRPerQP, MulticastGroup: h.Group,
 		RecvPostList: listLen(res.Spec.RecvPostList),
-		FlowLabels:   res.Spec.FlowLabels, Interrupted: res.Interrupted, PeerInterrupted: res.PeerInterrupted}
+		FlowLabels:   res.Spec.FlowLabels, Interrupted: res.Interrupted, PeerInterrupted: res.PeerInterrupted,
+		DurationS: res.Spec.Duration, RunInfinitely: res.Spec.RunInfinitely, SL: res.Spec.SL, TrafficClass: res.Spec.TrafficClass,
+		// As the header gives them on this side.
+		TXDepth: h.TXDepth, RXDepth: h.RXDepth, CQModeration: h.CQModeration, PostList: listLen(uint32(h.PostList)),
+		MTU: h.Mtu, OutstandingReads: h.OutstandingReads}
+	if t := res.Spec.Test; t.IsWrite() || t.Receives() {
+		r.MaxInline = &h.MaxInline // 0 too: a read or atomic test has none
+	}
+	if res.Spec.Test.IsAtomic() {
+		r.AtomicType = res.Spec.Atomic.String()
+	}
 	if h.Env != (report.Env{}) {
 		env := h.Env
 		r.Env = &env

@@ -303,6 +303,31 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
+// TestJSONSettingsEndToEnd: a real run's document has the settings that
+// decide its figures, as the client's header gives them: a -D run its
+// duration_s, a -l run its post_list, the depths, CQ moderation, the
+// path MTU (-m's), and max_inline; a read test its outstanding_reads and
+// no max_inline; an atomic test its atomic_type.
+func TestJSONSettingsEndToEnd(t *testing.T) {
+	r := pair(t, "write-bw", "-s", "4096", "-D", "2", "-l", "8", "-t", "64", "-Q", "4", "-m", "512")
+	if r.DurationS != 2 || r.PostList != 8 || r.TXDepth != 64 || r.CQModeration != 4 || r.MTU != 512 ||
+		r.MaxInline == nil || r.OutstandingReads != 0 || r.RXDepth != 0 || r.AtomicType != "" {
+		t.Errorf("write-bw -D 2 -l 8 -t 64 -Q 4 -m 512: duration_s %d, post_list %d, tx_depth %d, cq_moderation %d, mtu %d, "+
+			"max_inline %v, outstanding_reads %d, rx_depth %d, atomic_type %q",
+			r.DurationS, r.PostList, r.TXDepth, r.CQModeration, r.MTU, r.MaxInline, r.OutstandingReads, r.RXDepth, r.AtomicType)
+	}
+	r = pair(t, "read-bw", "-s", "4096", "-n", "300")
+	if r.DurationS != 0 || r.PostList != 0 || r.OutstandingReads < 1 || r.MaxInline != nil || r.MTU < 256 || r.TXDepth != 128 {
+		t.Errorf("read-bw -n 300: duration_s %d, post_list %d, outstanding_reads %d, max_inline %v, mtu %d, tx_depth %d",
+			r.DurationS, r.PostList, r.OutstandingReads, r.MaxInline, r.MTU, r.TXDepth)
+	}
+	r = pair(t, "atomic-lat", "-n", "200", "-A", "CMP_AND_SWAP")
+	if r.AtomicType != "CMP_AND_SWAP" || r.OutstandingReads < 1 || r.MaxInline != nil || r.CQModeration != 0 {
+		t.Errorf("atomic-lat -A CMP_AND_SWAP: atomic_type %q, outstanding_reads %d, max_inline %v, cq_moderation %d",
+			r.AtomicType, r.OutstandingReads, r.MaxInline, r.CQModeration)
+	}
+}
+
 // TestEventsSleep runs send_lat and send_bw for four seconds with -e: the
 // sides that wait for completions sleep on their events instead of
 // spinning, so their user CPU time is a fraction of the run's, where a

@@ -280,6 +280,63 @@ func TestJSONOutput(t *testing.T) {
 	}
 }
 
+// TestJSONSettings: --json's document has the settings that decide the
+// figures, so that a run of -D 10 -l 8 and one of -n 5000 differ in it:
+// duration_s, post_list, the queues' depths, CQ moderation, the path MTU,
+// max_inline (a write or send test's) or outstanding_reads (a read or
+// atomic test's), sl, traffic_class and atomic_type, from the spec and
+// from this side's header as the text shows it.
+func TestJSONSettings(t *testing.T) {
+	doc := func(res *bench.Result) map[string]any {
+		t.Helper()
+		f, out, _ := newTestFactory(nil, nil)
+		o := testOptions{Test: res.Spec.Test, JSON: true}
+		if err := o.finish(f, "client", res, nil); err != nil {
+			t.Fatal(err)
+		}
+		var d map[string]any
+		if err := json.Unmarshal(out.Bytes(), &d); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return d
+	}
+	check := func(name string, d map[string]any, want map[string]any, absent ...string) {
+		t.Helper()
+		for k, v := range want {
+			if d[k] != v {
+				t.Errorf("%s: %s = %v, want %v", name, k, d[k], v)
+			}
+		}
+		for _, k := range absent {
+			if v, ok := d[k]; ok {
+				t.Errorf("%s: has %s %v", name, k, v)
+			}
+		}
+	}
+	timed := fakeBW() // -D 10 -l 8 --sl 3 --tclass 96
+	timed.Spec.Duration, timed.Spec.Margin, timed.Spec.PostList, timed.Spec.SL, timed.Spec.TrafficClass = 10, 2, 8, 3, 96
+	timed.Header.PostList, timed.Header.MaxInline = 8, 64
+	check("-D 10 -l 8", doc(timed), map[string]any{"duration_s": 10.0, "margin_s": 2.0, "post_list": 8.0, "tx_depth": 128.0,
+		"cq_moderation": 100.0, "mtu": 1024.0, "max_inline": 64.0, "sl": 3.0, "traffic_class": 96.0},
+		"run_infinitely", "outstanding_reads", "atomic_type", "rx_depth")
+	counted := fakeBW() // -n 5000: no duration; no list (-l 1); inline 0
+	counted.Spec.Iterations, counted.Spec.PostList, counted.Header.PostList = 5000, 1, 1
+	check("-n 5000", doc(counted), map[string]any{"tx_depth": 128.0, "cq_moderation": 100.0, "mtu": 1024.0, "max_inline": 0.0},
+		"duration_s", "margin_s", "post_list", "sl", "traffic_class")
+	infinite := fakeBW()
+	infinite.Spec.RunInfinitely, infinite.Spec.Duration = true, 5
+	check("--run_infinitely -D 5", doc(infinite), map[string]any{"run_infinitely": true, "duration_s": 5.0})
+	read := fakeBW() // a read test's header has Outstand reads, no inline size
+	read.Spec.Test, read.Header.OutstandingReads = exchange.ReadBW, 16
+	check("read_bw", doc(read), map[string]any{"outstanding_reads": 16.0}, "max_inline", "atomic_type")
+	atomic := fakeBW()
+	atomic.Spec.Test, atomic.Spec.Atomic, atomic.Header.OutstandingReads = exchange.AtomicBW, exchange.CmpSwap, 16
+	check("atomic_bw -A CMP_AND_SWAP", doc(atomic), map[string]any{"outstanding_reads": 16.0, "atomic_type": "CMP_AND_SWAP"}, "max_inline")
+	recv := fakeLat() // a send_lat server's header: RX depth, no TX depth
+	recv.Header.TXDepth, recv.Header.RXDepth, recv.Header.MaxInline = 0, 512, 236
+	check("send_lat", doc(recv), map[string]any{"rx_depth": 512.0, "max_inline": 236.0}, "tx_depth", "cq_moderation", "post_list")
+}
+
 // --out_json writes --json's document to a file, beside perftest's text
 // or --csv on stdout; a failure's document too; a file that cannot be
 // created fails the command before it runs anything.

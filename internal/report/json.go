@@ -60,9 +60,17 @@ type Result struct {
 	// Immediate reports that the messages carried immediate data
 	// (--write_with_imm, --send_with_imm).
 	Immediate bool `json:"immediate"`
+	// DurationS is, in a run of fixed duration (-D), the seconds each
+	// size ran, and in a run of --run_infinitely (RunInfinitely) the
+	// seconds of each interval; a run of so many iterations (-n) leaves
+	// it out, and its sizes' iterations are the -n.
+	DurationS uint32 `json:"duration_s,omitempty"`
 	// MarginS is, in a run of fixed duration, the seconds at each end
 	// of a size's run that its results leave out (-f).
 	MarginS uint32 `json:"margin_s,omitempty"`
+	// RunInfinitely reports a run of --run_infinitely: its figures are
+	// Intervals, one every DurationS, until it was stopped.
+	RunInfinitely bool `json:"run_infinitely,omitempty"`
 	// WarmUp reports a warm-up before each size (--perform_warm_up), and
 	// MRPerQP one memory region per QP (--mr_per_qp).
 	WarmUp  bool `json:"warm_up,omitempty"`
@@ -72,9 +80,41 @@ type Result struct {
 	// --numa_node, the device's NUMA node).
 	CPUs      string `json:"cpus,omitempty"`
 	CPUReason string `json:"cpu_reason,omitempty"`
+	// TXDepth, RXDepth, CQModeration and PostList are as perftest's
+	// header (and gorperf's text) gives them on this side, and left out
+	// where it leaves them out: TXDepth, the send queue's depth (-t), on
+	// the side that posts the requests (both sides of a bidirectional
+	// test); RXDepth, the receive queue's (-r), on the side that
+	// receives sends or writes with immediate data; and in a bandwidth
+	// test CQModeration, the requests to each signalled completion (-Q),
+	// and PostList, where requests were posted in lists (-l above 1), the
+	// length of a list.
+	TXDepth      int    `json:"tx_depth,omitempty"`
+	RXDepth      int    `json:"rx_depth,omitempty"`
+	CQModeration int    `json:"cq_moderation,omitempty"`
+	PostList     uint32 `json:"post_list,omitempty"`
 	// RecvPostList is, where the receiver replaced its receives in lists
 	// (--recv_post_list above 1), the length of a list.
 	RecvPostList uint32 `json:"recv_post_list,omitempty"`
+	// MTU is the path MTU in bytes: the smaller of the two ports' active
+	// MTUs and -m's (env's active_mtu is this side's port's).
+	MTU int `json:"mtu,omitempty"`
+	// MaxInline is, in a write or send test, the most bytes a request
+	// carried inline, as the QPs got it (-I, or the test's default,
+	// lowered to what the device allows), 0 included; OutstandingReads
+	// is, in a read or atomic test, the reads or atomics each QP could
+	// have outstanding, as the QPs got them (-o, both devices' caps).
+	// Each is left out of the other kind of test.
+	MaxInline        *int `json:"max_inline,omitempty"`
+	OutstandingReads int  `json:"outstanding_reads,omitempty"`
+	// SL and TrafficClass are the service level (--sl) and the traffic
+	// class (--tclass) of the QPs' packets, left out where 0, the
+	// default.
+	SL           uint8 `json:"sl,omitempty"`
+	TrafficClass uint8 `json:"traffic_class,omitempty"`
+	// AtomicType is an atomic test's operation (-A): "FETCH_AND_ADD" or
+	// "CMP_AND_SWAP".
+	AtomicType string `json:"atomic_type,omitempty"`
 	// MulticastGroup is the multicast group this side's QP joined (-g).
 	MulticastGroup string `json:"multicast_group,omitempty"`
 	// RateLimit describes this side's rate limit, if it had one

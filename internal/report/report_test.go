@@ -417,6 +417,7 @@ func bwResult() Result {
 	r := Result{
 		Version: "0.1.0", Test: "write_bw", Role: "client", Device: "rxe0", Port: 1,
 		GIDIndex: 1, GIDReason: "first routable IPv4 RoCE v2 entry", Connection: "RC", QPs: 1,
+		TXDepth: 128, CQModeration: 100, PostList: 8, MTU: 1024, MaxInline: new(0),
 	}
 	for _, b := range bwResults() {
 		r.Results = append(r.Results, SizeFromBandwidth(b))
@@ -428,6 +429,7 @@ func latResult(t *testing.T) Result {
 	return Result{
 		Version: "0.1.0", Test: "send_lat", Role: "server", Device: "rxe0", Port: 1,
 		GIDIndex: 1, Connection: "UD", QPs: 1, RdmaCM: true,
+		RXDepth: 512, MTU: 4096, MaxInline: new(236), SL: 3, TrafficClass: 96,
 		Results: []SizeResult{SizeFromLatency(2, 1000, latSummary(t))},
 	}
 }
@@ -438,6 +440,7 @@ func infiniteResult() Result {
 	r := Result{
 		Version: "0.1.0", Test: "write_bw", Role: "client", Device: "rxe0", Port: 1,
 		GIDIndex: 1, Connection: "RC", QPs: 2, Bidirectional: true, Interrupted: true,
+		DurationS: 5, RunInfinitely: true, TXDepth: 128, CQModeration: 100, MTU: 1024, MaxInline: new(0),
 	}
 	for i := 1; i <= 3; i++ {
 		acc.Add(uint64(65536*1000*i), uint64(1000*i))
@@ -476,6 +479,41 @@ func TestWriteJSON(t *testing.T) {
 			}
 			checkGolden(t, tt.golden, buf.Bytes())
 		})
+	}
+}
+
+// TestJSONSettings: the settings that shape the figures are in the
+// document where the test has them: max_inline where it is given, 0
+// too, and left out where not (a read or atomic test, which has
+// outstanding_reads instead); the others where not zero.
+func TestJSONSettings(t *testing.T) {
+	keys := func(r Result) map[string]any {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := WriteJSON(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+			t.Fatalf("%v:\n%s", err, buf.Bytes())
+		}
+		return doc
+	}
+	atomic := keys(Result{Test: "atomic_bw", DurationS: 10, MarginS: 2, TXDepth: 128, CQModeration: 100, MTU: 1024,
+		OutstandingReads: 16, AtomicType: "CMP_AND_SWAP"})
+	for k, v := range map[string]any{"duration_s": 10.0, "margin_s": 2.0, "tx_depth": 128.0, "cq_moderation": 100.0,
+		"mtu": 1024.0, "outstanding_reads": 16.0, "atomic_type": "CMP_AND_SWAP"} {
+		if atomic[k] != v {
+			t.Errorf("%s = %v, want %v", k, atomic[k], v)
+		}
+	}
+	for _, k := range []string{"max_inline", "post_list", "rx_depth", "run_infinitely", "sl", "traffic_class"} {
+		if v, ok := atomic[k]; ok {
+			t.Errorf("an atomic test's document has %s %v", k, v)
+		}
+	}
+	if v, ok := keys(Result{Test: "write_bw", MaxInline: new(0)})["max_inline"]; !ok || v != 0.0 {
+		t.Errorf("max_inline of 0: %v, %v; want it there, as 0", v, ok)
 	}
 }
 
@@ -519,7 +557,8 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.SchemaVersion, in.Tool = SchemaVersion, Tool
-	if !reflect.DeepEqual(out.Results[0], in.Results[0]) || out.Test != in.Test || out.SchemaVersion != 1 || out.Tool != "gorperf" {
+	if !reflect.DeepEqual(out.Results[0], in.Results[0]) || out.Test != in.Test || out.SchemaVersion != 1 || out.Tool != "gorperf" ||
+		out.MaxInline == nil || *out.MaxInline != *in.MaxInline || out.RXDepth != in.RXDepth || out.SL != in.SL {
 		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
 	}
 }
