@@ -26,7 +26,7 @@ type sideResult struct {
 	// Peak is the fastest window of messages (peakMeter): the best
 	// sustained rate seen, zero if unknown.
 	Peak    stats.Window
-	Samples keptSamples // latency tests: one per iteration, in ns, or one in so many (sampleStore)
+	Samples keptSamples // latency tests: one per iteration but the last (see pingPong), in ns, or one in so many (sampleStore)
 	// CPU is, with a margin (TestSpec.Margin) and Local.CPUUtil, the
 	// process's CPU time at the edges of the measured span, which the
 	// counts above cover; nil: the whole run's is the one to report.

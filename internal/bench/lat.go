@@ -114,7 +114,11 @@ const lastAnswerWait = 100 * time.Millisecond
 // the peer's message i with its own message i; the initiator sends message
 // 0 and answers the peer's message i with its message i+1. A sample is
 // half the time from one of a side's posts to the next, on both sides, as
-// in perftest, whose server prints its own figures too: the responder's
+// in perftest, whose server prints its own figures too: iters-1 of them
+// with a count of iterations, as perftest's print_report_lat has (its
+// measure_cnt), the last message's round trip, which no post follows,
+// left out; with a duration the initiator also keeps that one, from its
+// last post to the answer. The responder's
 // also hold the initiator's pauses (its yields below, and a latency gap),
 // which only the initiator can leave out. Nothing but the post lies
 // between a message's arrival and its answer: the clock is read, the
@@ -247,7 +251,9 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		case err != nil:
 			return sideResult{}, err
 		default:
-			if el := sinceMono(start); inSpan(el, dur, margin) {
+			// With a count of iterations the samples are perftest's,
+			// iters-1: the last round trip is not one of them.
+			if el := sinceMono(start); dur > 0 && inSpan(el, dur, margin) {
 				out.add(float64(el-prev) / 2)
 			}
 		}
@@ -496,6 +502,10 @@ const postPollSpin = 100 * time.Microsecond
 // in perftest: one clock reading an iteration, taken again after a yield
 // to the scheduler, which then falls between two samples. With a latency
 // gap it is the time from a post to its completion, and the pause follows.
+// With a count of iterations there are iters-1 samples, as perftest's
+// print_report_lat has (its measure_cnt): the last request's, which no
+// post follows, is left out; with a duration it is kept, from the last
+// post to its completion.
 func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time.Duration) (sideResult, error) {
 	wr, err := s.oneSend(size)
 	if err != nil {
@@ -558,7 +568,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 		}
 		if gap > 0 {
 			done := sinceMono(start)
-			if inSpan(t0, dur, margin) {
+			if inSpan(t0, dur, margin) && (dur > 0 || i+1 < iters) {
 				out.add(float64(done - t0))
 			}
 			if dur > 0 && done+gap > dur {
@@ -575,7 +585,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 			break
 		}
 	}
-	if el := sinceMono(start); i > 0 && gap == 0 && !stopped && inSpan(t0, dur, margin) {
+	if el := sinceMono(start); dur > 0 && i > 0 && gap == 0 && !stopped && inSpan(t0, dur, margin) {
 		out.add(float64(el - t0))
 	}
 	r := sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out.take()}

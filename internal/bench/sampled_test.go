@@ -17,8 +17,9 @@ import (
 // send_lat for 5,000 iterations. Each keeps one sample in a power of two,
 // evenly through the run, between half the room and the room, and
 // reports so (Lat.Every, Lat.Stored, the samples listed), while the count
-// is of every sample: 5,000 iterations less at most one a decimation
-// (the sample that holds a decimation's time is left out), and the
+// is of every sample: 5,000 iterations less the last (perftest's
+// iters-1) and at most one a decimation (the sample that holds a
+// decimation's time is left out), and the
 // extremes bound the samples kept.
 func TestLatencySampledOnDevice(t *testing.T) {
 	const room = 256
@@ -52,7 +53,7 @@ func TestLatencySampledOnDevice(t *testing.T) {
 			for e := l.Every; e > 1; e /= 2 {
 				decimations++
 			}
-			if tc.iters > 0 && (uint64(l.N) > tc.iters || uint64(l.N)+uint64(decimations) < tc.iters) {
+			if tc.iters > 0 && (uint64(l.N) > tc.iters-1 || uint64(l.N)+uint64(decimations) < tc.iters-1) {
 				t.Errorf("%d samples of %d iterations, %d decimations", l.N, tc.iters, decimations)
 			}
 			// The iterations are those run, as perftest prints them, not
