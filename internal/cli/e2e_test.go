@@ -57,7 +57,38 @@ func peers(t *testing.T) (srvDev, cliDev, addr string) {
 	return
 }
 
+// nextPort numbers the control ports of the end-to-end tests (freshPort).
 var nextPort atomic.Int32
+
+// freshPort is a control port for a server that no earlier test of this
+// process has used.
+func freshPort() string { return fmt.Sprint(19000 + nextPort.Add(1)) }
+
+// testContext is a context for a test's processes: it ends after timeout,
+// or when the test ends (t.Cleanup), which kills any still running.
+func testContext(t *testing.T, timeout time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// setUpPeers is the opening of an end-to-end test of one server: where
+// its two sides run (peers), a fresh control port, and a context for its
+// processes that ends after timeout or with the test (testContext).
+func setUpPeers(t *testing.T, timeout time.Duration) (srvDev, cliDev, addr, port string, ctx context.Context) {
+	t.Helper()
+	srvDev, cliDev, addr = peers(t)
+	return srvDev, cliDev, addr, freshPort(), testContext(t, timeout)
+}
+
+// startServer starts `gorperf test -d dev -p port args...` (a test's
+// server, or serve) with start, and waits until it listens on port.
+func startServer(t *testing.T, ctx context.Context, dev, port, test string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	srv, out := start(t, ctx, append([]string{test, "-d", dev, "-p", port}, args...)...)
+	waitListening(t, port)
+	return srv, out
+}
 
 func gorperf(ctx context.Context, args ...string) *exec.Cmd { return rdmatest.Command(ctx, args...) }
 
@@ -73,10 +104,7 @@ func pair(t *testing.T, test string, args ...string) report.Result {
 // processes ended (their CPU times).
 func pairProcs(t *testing.T, test string, args ...string) (_ report.Result, cli, srv *os.ProcessState) {
 	t.Helper()
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	sc := gorperf(ctx, test, "-d", srvDev, "-p", port)
 	var srvOut bytes.Buffer
 	sc.Stdout, sc.Stderr = &srvOut, &srvOut
@@ -441,9 +469,8 @@ func procExit(err error) int {
 func writeBWPair(t *testing.T, ctx context.Context, args ...string) (srv *exec.Cmd, srvOut *syncBuffer, cli *exec.Cmd, cliOut *syncBuffer) {
 	t.Helper()
 	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut = start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
-	waitListening(t, port)
+	port := freshPort()
+	srv, srvOut = startServer(t, ctx, srvDev, port, "write-bw")
 	cli, cliOut = start(t, ctx, append(append([]string{"write-bw", "-d", cliDev, "-p", port}, args...), addr)...)
 	return srv, srvOut, cli, cliOut
 }
@@ -527,12 +554,8 @@ func TestClientKilled(t *testing.T) {
 }
 
 func testClientKilled(t *testing.T, extra ...string) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	srv, srvOut := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--peer-timeout", "3")
-	waitListening(t, port)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "serve", "--peer-timeout", "3")
 	good := func() {
 		t.Helper()
 		out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", "--json", addr).Output()
@@ -630,12 +653,10 @@ func TestRunInfinitely(t *testing.T) {
 // clear message and a non-zero exit, promptly.
 func TestBadInput(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	ctx := testContext(t, 120*time.Second)
 	withServer := func(args ...string) (string, int) {
-		port := fmt.Sprint(19000 + nextPort.Add(1))
-		srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "3")
-		waitListening(t, port)
+		port := freshPort()
+		srv, _ := startServer(t, ctx, srvDev, port, "write-bw", "--peer-timeout", "3")
 		cli := gorperf(ctx, append(append([]string{"write-bw", "-p", port}, args...), addr)...)
 		out, err := cli.CombinedOutput()
 		srv.Process.Kill()
@@ -676,7 +697,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"serve", "-d", "nosuchdev0"}, `no RDMA device named "nosuchdev0"`},
 	} {
 		sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
-		port := fmt.Sprint(19000 + nextPort.Add(1))
+		port := freshPort()
 		out, err := gorperf(sctx, append(tc.args, "-p", port)...).CombinedOutput()
 		scancel()
 		if code := procExit(err); code != 1 || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "waiting") {
@@ -716,10 +737,7 @@ func TestBadInput(t *testing.T) {
 // TestClientBeforeServer: a client started a moment before its server, as
 // `server & client` in a script can do, waits for it and runs the test.
 func TestClientBeforeServer(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	port := fmt.Sprint(19000 + nextPort.Add(1))
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 60*time.Second)
 	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-n", "200", "--json", addr)
 	time.Sleep(time.Second)
 	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
@@ -737,12 +755,8 @@ func TestClientBeforeServer(t *testing.T) {
 // operator's memory limit with a message the client shows, survives
 // garbage on its control port, and then serves a good client.
 func TestServerLimitsAndGarbage(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	srv, _ := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--max-memory", "1048576")
-	waitListening(t, port)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, _ := startServer(t, ctx, srvDev, port, "serve", "--max-memory", "1048576")
 
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "65536", "-t", "128", addr).CombinedOutput()
 	if procExit(err) != 1 || !strings.Contains(string(out), "memory") {
@@ -777,16 +791,12 @@ func TestServerLimitsAndGarbage(t *testing.T) {
 // server for one test has no limits, which serve's refusals test: its
 // own buffer, in a file too small for the test, refuses it here.)
 func TestOneTestServerRefuses(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	small := filepath.Join(t.TempDir(), "small")
 	if err := os.WriteFile(small, make([]byte, 100), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, _ := start(t, ctx, "write-lat", "-d", srvDev, "-p", port, "--mmap", small)
-	waitListening(t, port)
+	srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--mmap", small)
 	out, err := gorperf(ctx, "write-lat", "-d", cliDev, "-p", port, "-s", "65536", addr).CombinedOutput()
 	if procExit(err) != 1 || !strings.Contains(string(out), "the file has 100 bytes") {
 		t.Errorf("client of a refused test: exit %v:\n%s", err, out)
@@ -817,16 +827,12 @@ func TestMemlockTooSmall(t *testing.T) {
 // TestPortDown takes the client's netdev down mid-test: the device's
 // PORT_ERR event stops the client with that reason, promptly.
 func TestPortDown(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 60*time.Second)
 	nd := os.Getenv("RXE_NETDEV2")
 	if nd == "" {
 		t.Skip("needs the two-device rxe VM, whose netdevs the test may take down")
 	}
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "5")
-	waitListening(t, port)
+	startServer(t, ctx, srvDev, port, "write-bw", "--peer-timeout", "5")
 	cli, _ := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr)
 	time.Sleep(3 * time.Second)
 	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
@@ -879,7 +885,7 @@ func TestProgressOnTerminal(t *testing.T) {
 // free the client fails at once with a message that names the knob; with
 // some, both sides' buffers take them while the test runs.
 func TestHugePages(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	const knob = "/proc/sys/vm/nr_hugepages"
 	orig, err := os.ReadFile(knob)
 	if err != nil {
@@ -892,13 +898,9 @@ func TestHugePages(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { os.WriteFile(knob, orig, 0) })
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 
 	setPages("0")
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "3")
-	waitListening(t, port)
+	srv, _ := startServer(t, ctx, srvDev, port, "write-bw", "--peer-timeout", "3")
 	t0 := time.Now()
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "--use_hugepages", addr).CombinedOutput()
 	srv.Process.Kill()
@@ -951,9 +953,7 @@ func TestHugePages(t *testing.T) {
 // --mmap-offset, which leaves the file's first page alone. A file too small
 // for the buffer fails the client at once, with the sizes.
 func TestMmap(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	pg := os.Getpagesize()
 	dir := t.TempDir()
 	mk := func(name string, n int) string {
@@ -970,9 +970,7 @@ func TestMmap(t *testing.T) {
 	const size, region = 4096, 4160
 	srvFile, cliFile := mk("server", 4*pg), mk("client", 3*pg)
 
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--mmap", srvFile, "--mmap-offset", fmt.Sprint(pg))
-	waitListening(t, port)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "--mmap", srvFile, "--mmap-offset", fmt.Sprint(pg))
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", fmt.Sprint(size), "-n", "200",
 		"--validate", "--mmap", cliFile, addr).CombinedOutput()
 	if err != nil {
@@ -995,9 +993,8 @@ func TestMmap(t *testing.T) {
 	}
 
 	small := mk("small", 100)
-	port = fmt.Sprint(19000 + nextPort.Add(1))
-	start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "3")
-	waitListening(t, port)
+	port = freshPort()
+	startServer(t, ctx, srvDev, port, "write-bw", "--peer-timeout", "3")
 	out, err = gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", fmt.Sprint(size), "--mmap", small, addr).CombinedOutput()
 	if code := procExit(err); code != 1 || !strings.Contains(string(out), "--mmap") || !strings.Contains(string(out), "the file has 100 bytes") {
 		t.Errorf("a file of 100 bytes: exit %d:\n%s", code, out)
@@ -1009,9 +1006,7 @@ func TestMmap(t *testing.T) {
 // through the message; a server with a payload refuses a client's
 // --validate, which would check gorperf's own pattern.
 func TestPayload(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	dir := t.TempDir()
 	words := filepath.Join(dir, "payload.txt")
 	if err := os.WriteFile(words, []byte("0x11223344,0xaabbccdd,\n0x0a0b0c0d\n"), 0o600); err != nil {
@@ -1024,9 +1019,7 @@ func TestPayload(t *testing.T) {
 	// -s 100: regions of (100+40) rounded up to 64 bytes, a source then
 	// a target.
 	const size, region = 100, 192
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--mmap", target)
-	waitListening(t, port)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "--mmap", target)
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", fmt.Sprint(size), "-n", "50",
 		"--payload_file_path", words, addr).CombinedOutput()
 	if err != nil {
@@ -1041,9 +1034,8 @@ func TestPayload(t *testing.T) {
 		t.Errorf("the server's target holds\n% x\nwant the payload repeated\n% x", got, want)
 	}
 
-	port = fmt.Sprint(19000 + nextPort.Add(1))
-	start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--payload_file_path", words)
-	waitListening(t, port)
+	port = freshPort()
+	startServer(t, ctx, srvDev, port, "write-bw", "--payload_file_path", words)
 	out, err = gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", fmt.Sprint(size), "-n", "50", "--validate", addr).CombinedOutput()
 	if code := procExit(err); code != 1 || !strings.Contains(string(out), "--payload_file_path") {
 		t.Errorf("--validate against a server with a payload: exit %d:\n%s", code, out)
@@ -1054,16 +1046,12 @@ func TestPayload(t *testing.T) {
 // address only and the client connects from its own, each on the GID of
 // its address; a client from an address this host lacks fails at once.
 func TestBindSourceIP(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	cliIP := os.Getenv("RXE_IP2")
 	if cliIP == "" || addr == "127.0.0.1" {
 		t.Skip("needs the rxe VM's two devices and addresses (RXE_IP, RXE_IP2)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "send-bw", "-d", srvDev, "-p", port, "--bind_source_ip", addr, "--peer-timeout", "5")
-	waitListening(t, port)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "send-bw", "--bind_source_ip", addr, "--peer-timeout", "5")
 	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1").CombinedOutput()
 	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nobody listens there") {
 		t.Errorf("to 127.0.0.1, with the server on %s only: exit %d:\n%s", addr, code, out)
@@ -1099,12 +1087,8 @@ func TestBindSourceIP(t *testing.T) {
 // a client over IPv4 finds nobody and one over IPv6 runs the test; in
 // loopback the two sides meet on ::1.
 func TestIPv6Control(t *testing.T) {
-	srvDev, cliDev, _ := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "send-bw", "-d", srvDev, "-p", port, "--ipv6-addr", "--peer-timeout", "5")
-	waitListening(t, port)
+	srvDev, cliDev, _, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "send-bw", "--ipv6-addr", "--peer-timeout", "5")
 	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1").CombinedOutput()
 	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nobody listens there") {
 		t.Errorf("over IPv4 to a server on IPv6 alone: exit %d:\n%s", code, out)
@@ -1130,8 +1114,7 @@ func TestIPv6Control(t *testing.T) {
 // full report.
 func TestOutputValue(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := testContext(t, 90*time.Second)
 	for _, tc := range []struct {
 		test string
 		args []string
@@ -1140,9 +1123,8 @@ func TestOutputValue(t *testing.T) {
 		{"send-bw", []string{"--output", "message_rate", "-s", "64", "-n", "300"}},
 		{"read-lat", []string{"--output", "latency", "-n", "200"}},
 	} {
-		port := fmt.Sprint(19000 + nextPort.Add(1))
-		srv, srvOut := start(t, ctx, tc.test, "-d", srvDev, "-p", port)
-		waitListening(t, port)
+		port := freshPort()
+		srv, srvOut := startServer(t, ctx, srvDev, port, tc.test)
 		cmd := gorperf(ctx, append(append([]string{tc.test, "-d", cliDev, "-p", port}, tc.args...), addr)...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -1168,14 +1150,10 @@ func TestOutputValue(t *testing.T) {
 // text and also writes the run's JSON document to its file, -U's samples
 // included.
 func TestOutJSONEndToEnd(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	dir := t.TempDir()
 	cliFile, srvFile := filepath.Join(dir, "client.json"), filepath.Join(dir, "server.json")
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "send-lat", "-d", srvDev, "-p", port, "--out_json_file", srvFile)
-	waitListening(t, port)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "send-lat", "--out_json_file", srvFile)
 	cmd := gorperf(ctx, "send-lat", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "-U", "--out_json", "--out_json_file", cliFile, addr)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -1214,8 +1192,7 @@ func TestOutJSONEndToEnd(t *testing.T) {
 func TestIPv6EndToEnd(t *testing.T) {
 	ip6 := needIP6(t)
 	dev := rdmatest.Device(t).Name
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := testContext(t, 90*time.Second)
 	waitGID(t, dev, ip6)
 	for _, tc := range []struct {
 		test string
@@ -1228,9 +1205,8 @@ func TestIPv6EndToEnd(t *testing.T) {
 		{"write-bw", []string{"-R", "--source_ip", ip6, "-s", "4096", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
-			port := fmt.Sprint(19000 + nextPort.Add(1))
-			srv, srvOut := start(t, ctx, tc.test, "-d", dev, "-p", port, "--ipv6")
-			waitListening(t, port)
+			port := freshPort()
+			srv, srvOut := startServer(t, ctx, dev, port, tc.test, "--ipv6")
 			args := []string{tc.test, "-d", dev, "-p", port, "--json", "--validate"}
 			if !slices.Contains(tc.args, "--source_ip") { // which alone must pick the IPv6 GID
 				args = append(args, "--ipv6")
@@ -1354,16 +1330,12 @@ func TestCPUPlacement(t *testing.T) {
 // it.
 func TestThreadsEndToEnd(t *testing.T) {
 	// More threads than CPUs: they share, and the client says so.
-	srvDev, cliDev, addr := peers(t)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 60*time.Second)
 	cpus, err := affinity.Current()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
-	waitListening(t, port)
+	srv, _ := startServer(t, ctx, srvDev, port, "write-bw")
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-n", "100", "--threads", "2", "--pin_cores", strconv.Itoa(cpus[0]), addr).CombinedOutput()
 	srv.Wait()
 	if want := fmt.Sprintf("gorperf: 2 threads on CPU %d: some share a CPU", cpus[0]); err != nil || !strings.Contains(string(out), want) ||
@@ -1462,14 +1434,12 @@ func TestThreadsEndToEnd(t *testing.T) {
 // of -n prints that test's figures: --output's value (it printed
 // nothing), and the table with one column line (it printed two).
 func TestServerIntervalsFollowClient(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := testContext(t, 90*time.Second)
 	srvDev, cliDev, addr := peers(t)
 	serve := func(srvArgs, cliArgs []string, stopAfter time.Duration) (srvOut string, srvErr error) {
 		t.Helper()
-		port := fmt.Sprint(19000 + nextPort.Add(1))
-		srv, out := start(t, ctx, append([]string{"send-bw", "-d", srvDev, "-p", port}, srvArgs...)...)
-		waitListening(t, port)
+		port := freshPort()
+		srv, out := startServer(t, ctx, srvDev, port, "send-bw", srvArgs...)
 		cli, cliOut := start(t, ctx, append(append([]string{"send-bw", "-d", cliDev, "-p", port, "-s", "4096"}, cliArgs...), addr)...)
 		if stopAfter > 0 {
 			time.Sleep(stopAfter)
@@ -1555,12 +1525,8 @@ func TestLoopbackPeerDevIsDefault(t *testing.T) {
 // the test runs; the same depth asked for with -r is refused, saying
 // why.
 func TestServeLowersDeepRXDepth(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	srv, srvOut := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--max-memory", "65536")
-	waitListening(t, port)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 60*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "serve", "--max-memory", "65536")
 	args := []string{"send-bw", "-d", cliDev, "-p", port, "-c", "UD", "-s", "64", "-n", "2000"}
 	out, err := gorperf(ctx, append(args, addr)...).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "#bytes") {

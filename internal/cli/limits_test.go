@@ -112,8 +112,7 @@ func TestFinishMismatch(t *testing.T) {
 // results, and each side judges its own result by its own flags.
 func TestLimitsOnDevice(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := testContext(t, 90*time.Second)
 	for _, tc := range []struct {
 		test     string
 		cli, srv []string
@@ -130,9 +129,8 @@ func TestLimitsOnDevice(t *testing.T) {
 		{"read-lat", []string{"--limit_lat", "0.001"}, nil, exitLimit, 0, "4096 bytes: t_typical"},
 		{"send-lat", []string{"--limit_p99", "0.001"}, nil, exitLimit, 0, "99% percentile"},
 	} {
-		port := fmt.Sprint(19000 + nextPort.Add(1))
-		srv, srvOut := start(t, ctx, append([]string{tc.test, "-d", srvDev, "-p", port}, tc.srv...)...)
-		waitListening(t, port)
+		port := freshPort()
+		srv, srvOut := startServer(t, ctx, srvDev, port, tc.test, tc.srv...)
 		args := append([]string{tc.test, "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", "--json"}, tc.cli...)
 		cmd := gorperf(ctx, append(args, addr)...)
 		var stderr bytes.Buffer
@@ -201,11 +199,8 @@ func serverAndJSONClient(t *testing.T, ctx context.Context, port string, srvArgs
 // of 1024 a 4 KiB send is 4 packets. A name the port does not have fails
 // before the test, with the names it has.
 func TestCountersOnDevice(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	const iters, pkts = 200, 200 * 4
-	port := fmt.Sprint(19000 + nextPort.Add(1))
 	r, srvOut := serverAndJSONClient(t, ctx, port, []string{"send-bw", "-d", srvDev, "-W", "all"},
 		[]string{"send-bw", "-d", cliDev, "-s", "4096", "-m", "1024", "-n", fmt.Sprint(iters), "-W", "hw_counters/sent_pkts,rcvd_pkts,sent_pkts", addr})
 	s := r.Results[0]
@@ -302,11 +297,8 @@ func TestCountersFreshOnDevice(t *testing.T) {
 // for the run, and its figures add up; the server is passive (the writes
 // land without it) and uses a small share of what the client does.
 func TestCPUUtilOnDevice(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	const iters = 2000
-	port := fmt.Sprint(19000 + nextPort.Add(1))
 	r, srvOut := serverAndJSONClient(t, ctx, port, []string{"write-bw", "-d", srvDev, "--cpu_util"},
 		[]string{"write-bw", "-d", cliDev, "-s", "4096", "-n", fmt.Sprint(iters), "--cpu-util", addr})
 	if r.Results[0].CPU == nil {
@@ -350,8 +342,7 @@ func TestCPUUtilOnDevice(t *testing.T) {
 
 	// A latency test's server answers every message and polls as busily
 	// as the client: its time a message is its time over the round trips.
-	srv, latOut := start(t, ctx, "send-lat", "-d", srvDev, "-p", port, "--cpu_util", "--json")
-	waitListening(t, port)
+	srv, latOut := startServer(t, ctx, srvDev, port, "send-lat", "--cpu_util", "--json")
 	if out, err := gorperf(ctx, "send-lat", "-d", cliDev, "-p", port, "-n", "500", addr).CombinedOutput(); err != nil {
 		t.Fatalf("send-lat client: %v\n%s", err, out)
 	}
@@ -451,12 +442,8 @@ func TestSamplesOnDevice(t *testing.T) {
 // server sends, here the writes of a --reversed client's test, which the
 // client reports.
 func TestServeRateLimitOnDevice(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--rate_limit", "2", "--rate_units", "M")
-	waitListening(t, port)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "serve", "--rate_limit", "2", "--rate_units", "M")
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "--reversed", "-s", "4096", "-n", "600", "--json", addr).Output()
 	srv.Process.Signal(os.Interrupt)
 	srv.Wait()

@@ -159,10 +159,9 @@ func TestLoopbackBidirectionalIntervals(t *testing.T) {
 // the stray connection's error.
 func TestOneTestServerInterrupted(t *testing.T) {
 	srvDev, _, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testContext(t, 60*time.Second)
 	for _, stray := range []bool{false, true} {
-		port := fmt.Sprint(19000 + nextPort.Add(1))
+		port := freshPort()
 		file := t.TempDir() + "/out.json"
 		cmd := gorperf(ctx, "write-bw", "-d", srvDev, "-p", port, "--json", "--out_json_file", file)
 		var stdout, stderr syncBuffer

@@ -31,7 +31,7 @@ import (
 // either. It used to print the line first, before the error, on each
 // side and in loopback.
 func TestInfiniteHeaderAfterFailure(t *testing.T) {
-	port := fmt.Sprint(19000 + nextPort.Add(1))
+	port := freshPort()
 	for _, args := range [][]string{
 		{"write-bw", "--run_infinitely", "-d", "nosuchdev0", "-p", port, "127.0.0.1"},
 		{"write-bw", "--run_infinitely", "-d", "nosuchdev0", "-p", port},
@@ -392,11 +392,8 @@ func TestDevicesJSONError(t *testing.T) {
 // test over serve's limits (80 QPs, of its 64), which both refused: "80
 // QPs exceed this server's maximum of 64".
 func TestOneTestNoLimitsOnDevice(t *testing.T) {
-	srvDev, cliDev, _ := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	srvDev, cliDev, _, port, ctx := setUpPeers(t, 120*time.Second)
 	test := []string{"write-bw", "-q", "80", "-s", "1024", "-n", "20"}
-	port := fmt.Sprint(19000 + nextPort.Add(1))
 	r, _ := serverAndJSONClient(t, ctx, port, []string{"write-bw", "-d", srvDev}, append(test, "-d", cliDev, peersAddr(t)))
 	if r.QPs != 80 || r.Error != nil || r.Results[0].Iterations != 20*80 {
 		t.Errorf("client: %d QPs, error %+v, %d iterations", r.QPs, r.Error, r.Results[0].Iterations)
@@ -419,12 +416,8 @@ func peersAddr(t *testing.T) string {
 // limit is for write-lat, and both sides exit 1; the server exited 3 with
 // "t_typical 0.00 µs, above 5", having run the test.
 func TestServerOtherTestOnDevice(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "write-lat", "-d", srvDev, "-p", port, "--limit_lat", "5")
-	waitListening(t, port)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "write-lat", "--limit_lat", "5")
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", addr).CombinedOutput()
 	const why = "the client ran write_bw, and this server's --limit_lat is for write-lat's figures: not applied"
 	if procExit(err) != exitError || !strings.Contains(string(out), why) || strings.Contains(string(out), "#bytes") {
@@ -445,12 +438,8 @@ func TestServerOtherTestOnDevice(t *testing.T) {
 // exits 1. The client is the protocol's, which maps nothing: a gorperf
 // client on a host of as little memory fails first, mapping its own.
 func TestServerBuffersOnDevice(t *testing.T) {
-	srvDev, _, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, _ := start(t, ctx, "write-bw", "-d", srvDev, "-p", port)
-	waitListening(t, port)
+	srvDev, _, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, _ := startServer(t, ctx, srvDev, port, "write-bw")
 	spec, _, err := parseTest(t, exchange.WriteBW, "-s", "8388608", "-n", "5", "-q", "1024", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,7 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,12 +23,10 @@ import (
 func TestServeGIDSelectorAndDeepRX(t *testing.T) {
 	ip6 := needIP6(t)
 	dev := rdmatest.Device(t).Name
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	ctx := testContext(t, 120*time.Second)
 	waitGID(t, dev, ip6)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "serve", "-d", dev, "-p", port, "--ipv6", "--peer-timeout", "5")
-	waitListening(t, port)
+	port := freshPort()
+	srv, srvOut := startServer(t, ctx, dev, port, "serve", "--ipv6", "--peer-timeout", "5")
 	for _, args := range [][]string{
 		{"-c", "UD", "-s", "64", "-n", "2000"},
 		{"-c", "UC", "-s", "64", "-n", "2000"},
@@ -71,12 +67,8 @@ func TestServeGIDSelectorAndDeepRX(t *testing.T) {
 // and its test runs after (it waited in silence); a --json client says
 // nothing on stderr.
 func TestServeQueuedClientNotice(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	srv, srvOut := start(t, ctx, "serve", "-d", srvDev, "-p", port)
-	waitListening(t, port)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "serve")
 	first, firstOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "3", addr)
 	time.Sleep(time.Second) // its test is taken, and runs 3 s
 	for _, json := range []bool{false, true} {

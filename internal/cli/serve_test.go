@@ -85,11 +85,9 @@ func TestServeStoppedInSetUpOnDevice(t *testing.T) {
 	}
 	spec.NumQPs, spec.Thread, spec.Group = 1, 0, 12345
 	for _, gather := range []bool{true, false} {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		port := fmt.Sprint(19000 + nextPort.Add(1))
-		srv, _ := start(t, ctx, "serve", "-d", srvDev, "-p", port)
-		waitListening(t, port)
+		ctx := testContext(t, 60*time.Second)
+		port := freshPort()
+		srv, _ := startServer(t, ctx, srvDev, port, "serve")
 		nc, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port))
 		if err != nil {
 			t.Fatal(err)

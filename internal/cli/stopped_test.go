@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -45,12 +44,8 @@ func stop(t *testing.T, cmd *exec.Cmd) time.Time {
 // the test failed and serves the next client, and the client, let go on,
 // learns why.
 func testClientStopped(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	srv, srvOut := start(t, ctx, "serve", "-d", srvDev, "-p", port, "--peer-timeout", "2")
-	waitListening(t, port)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "serve", "--peer-timeout", "2")
 	cli, _ := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "30", "--peer-timeout", "2", addr)
 	waitOutput(t, srvOut, "GID index") // connected: the test runs
 	time.Sleep(time.Second)
@@ -88,12 +83,8 @@ func testClientStopped(t *testing.T) {
 // let go on (SIGCONT), fails with the client's word that it gave up on
 // it, where it said that the client had closed the connection.
 func testServerStopped(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	srv, srvOut := start(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "2")
-	waitListening(t, port)
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "--peer-timeout", "2")
 	cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-a", "-n", "200", "--peer-timeout", "2", addr)
 	waitOutput(t, srvOut, "GID index")
 	stopped := stop(t, srv)
@@ -181,10 +172,7 @@ func waitText(out *syncBuffer, want string, d time.Duration) bool {
 // responder waited for the client's next message, logs the test and the
 // reason at once and serves the next client.
 func testLatClientInterrupted(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	srv := startWatched(t, ctx, "serve", "-d", srvDev, "-p", port)
 	waitListening(t, port)
 	cli := startWatched(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-D", "30", "-f", "0", "--json", addr)
@@ -222,10 +210,7 @@ func testLatClientInterrupted(t *testing.T) {
 // interrupted, and exits 130; the client stops its writes, reports what
 // it measured, says that the server was interrupted and exits 0.
 func testBWServerInterrupted(t *testing.T) {
-	srvDev, cliDev, addr := peers(t)
-	port := fmt.Sprint(19000 + nextPort.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	srv := startWatched(t, ctx, "write-bw", "-d", srvDev, "-p", port)
 	waitListening(t, port)
 	cli := startWatched(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "30", "--json", addr)

@@ -4,7 +4,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,12 +29,8 @@ func TestRowsWhileSweeping(t *testing.T) {
 		{"write-bw --threads 2", "write-bw", []string{"--threads", "2", "-q", "2"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			srvDev, cliDev, addr := peers(t)
-			port := fmt.Sprint(19000 + nextPort.Add(1))
-			srv, _ := start(t, ctx, tc.test, "-d", srvDev, "-p", port)
-			waitListening(t, port)
+			srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+			srv, _ := startServer(t, ctx, srvDev, port, tc.test)
 			args := append([]string{tc.test, "-d", cliDev, "-p", port, "-a", "-n", "20"}, tc.args...)
 			cli, cliOut := start(t, ctx, append(args, addr)...)
 			// A size's row: its size and iterations, numbers, first (in
