@@ -1023,6 +1023,8 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 	}
 	iters := spec.Iterations
 	dur := time.Duration(spec.Duration) * time.Second
+	var edges *cpuEdges                               // a passive side's CPU time at the span's edges
+	defer func() { edges.span(cpuSample{}, false) }() // its timers, stopped
 	for n, size32 := range sizes {
 		size := int(size32)
 		if spec.ValidateData {
@@ -1108,10 +1110,17 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 			return res, err
 		}
 		// The process's CPU time, from the barrier to the moment both
-		// sides are done (the passive side's loop ends at once).
+		// sides are done (the passive side's loop ends at once). A
+		// passive side of a run with a margin takes it at the span's
+		// edges too (cpuEdges), where its peer's count is the span's.
 		var cpuStart, cpuEnd cpuSample
+		edges.span(cpuSample{}, false) // the last size's timers, stopped
+		edges = nil
 		if s.local.CPUUtil {
 			cpuStart = sampleCPU()
+			if s.passive(client) && !spec.RunInfinitely {
+				edges = newCPUEdges(cpuStart.at, dur, s.margin())
+			}
 		}
 		var mine sideResult
 		var peer exchange.Result
@@ -1139,6 +1148,8 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				from, to := cpuStart, cpuEnd
 				if mine.CPU != nil { // -f: the span the counts cover
 					from, to = mine.CPU[0], mine.CPU[1]
+				} else if f, t, ok := edges.span(cpuEnd, r.IsLatency); ok {
+					from, to = f, t // -f on a passive side: the span, by the clock
 				}
 				r.CPU = to.since(from, msgs)
 			}

@@ -2,7 +2,10 @@
 
 package bench
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // span is the measured part of a bandwidth run with a duration and a
 // margin (perftest's -D and -f): from margin after the start to margin
@@ -80,4 +83,65 @@ func (w *span) cpuSpan() *[2]cpuSample {
 // with margin at each end is one to keep.
 func inSpan(el, dur, margin time.Duration) bool {
 	return margin <= 0 || el >= margin && el <= dur-margin
+}
+
+// cpuEdges takes the process's CPU time at the edges of a run's measured
+// span by the clock, for --cpu_util on a side that runs no loop (passive):
+// its figures are the peer's count of the span's messages, which its CPU
+// time must cover too, not the whole run's D where the messages counted
+// came in D-2f (with the default margin, twice the time a message). Two
+// timers take the samples, at margin after the start and margin before
+// the end.
+type cpuEdges struct {
+	mu     sync.Mutex
+	c      [2]cpuSample
+	timers [2]*time.Timer
+}
+
+// newCPUEdges returns the edges' timers for a run that started at start
+// and lasts dur, with margin at each end, or nil where no span is
+// measured (newSpan).
+func newCPUEdges(start time.Time, dur, margin time.Duration) *cpuEdges {
+	w := newSpan(start, dur, margin, false)
+	if w.from.IsZero() {
+		return nil
+	}
+	e := &cpuEdges{}
+	for i, at := range []time.Time{w.from, w.to} {
+		e.timers[i] = time.AfterFunc(time.Until(at), func() {
+			c := sampleCPU()
+			e.mu.Lock()
+			e.c[i] = c
+			e.mu.Unlock()
+		})
+	}
+	return e
+}
+
+// span stops the timers and returns the CPU time samples that bound the
+// peer's count: those at the two edges, where both were taken by end
+// (the end of the run, a sample). Where only the near edge's was, the
+// count of a bandwidth peer is its whole run's (span.measured), and ok is
+// false; that of a latency peer (upToEnd) is of the iterations it posted
+// in the span, which ended with the run, and the samples are the near
+// edge's and end. A nil e has none.
+func (e *cpuEdges) span(end cpuSample, upToEnd bool) (from, to cpuSample, ok bool) {
+	if e == nil {
+		return cpuSample{}, cpuSample{}, false
+	}
+	for _, t := range e.timers {
+		t.Stop()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c0, c1 := e.c[0], e.c[1]
+	switch {
+	case c0.at.IsZero() || c0.at.After(end.at):
+		return cpuSample{}, cpuSample{}, false
+	case !c1.at.IsZero() && !c1.at.After(end.at):
+		return c0, c1, true
+	case upToEnd:
+		return c0, end, true
+	}
+	return cpuSample{}, cpuSample{}, false
 }

@@ -50,3 +50,45 @@ func TestSpan(t *testing.T) {
 		t.Error("without a margin a sample was dropped")
 	}
 }
+
+// TestCPUEdges: a passive side's CPU time samples at its span's edges,
+// taken by timers at margin after the start and margin before the end,
+// bound a run that passed both; one that ended before the far edge has
+// none, but for a latency peer, whose count then ends with the run: the
+// near edge to the end. A run without a margin has no timers.
+func TestCPUEdges(t *testing.T) {
+	const dur, margin = 300 * time.Millisecond, 100 * time.Millisecond
+	if e := newCPUEdges(time.Now(), dur, 0); e != nil {
+		t.Error("timers without a margin")
+	}
+	var none *cpuEdges
+	if _, _, ok := none.span(sampleCPU(), true); ok {
+		t.Error("no edges gave a span")
+	}
+	start := time.Now()
+	e := newCPUEdges(start, dur, margin)
+	time.Sleep(dur - margin/2)
+	end := sampleCPU()
+	from, to, ok := e.span(end, false)
+	if !ok || from.at.Before(start.Add(margin)) || to.at.Before(start.Add(dur-margin)) || to.at.After(end.at) {
+		t.Fatalf("edges at %v and %v of a run from %v to %v (ok %v)", from.at.Sub(start), to.at.Sub(start), 0, end.at.Sub(start), ok)
+	}
+	if w := to.since(from, 1).Wall; w < dur-2*margin-margin/2 || w > dur-2*margin+margin/2 {
+		t.Errorf("the span's CPU time over %v, want about %v", w, dur-2*margin)
+	}
+
+	for _, latency := range []bool{false, true} {
+		start = time.Now()
+		e = newCPUEdges(start, dur, margin)
+		time.Sleep(dur / 2) // past the near edge, not the far one
+		end = sampleCPU()
+		from, to, ok := e.span(end, latency)
+		switch {
+		case !latency && ok:
+			t.Error("a bandwidth run that ended before the far edge got a span")
+		case latency && (!ok || from.at.Before(start.Add(margin)) || to != end):
+			t.Errorf("a latency run that ended at %v: span %v to %v (ok %v), want the near edge to the end",
+				end.at.Sub(start), from.at.Sub(start), to.at.Sub(start), ok)
+		}
+	}
+}
