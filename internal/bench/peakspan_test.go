@@ -55,7 +55,11 @@ func TestPeakLeavesOutMargins(t *testing.T) {
 		if bw.Iterations < rate*3/4 || bw.Iterations > rate*5/4 {
 			t.Errorf("%s: %d messages in the measured second, want about %d", r.Role, bw.Iterations, rate)
 		}
-		if bw.PeakMBps > 3*bw.AvgMBps {
+		// The margin's burst gave a peak 24 times the average (2.973
+		// MB/s over 0.122) before the fix; a stall of the emulator in
+		// the measured second, after which the limiter's credit goes at
+		// once, has given 6.4 times (0.786): 10 tells the two apart.
+		if bw.PeakMBps > 10*bw.AvgMBps {
 			t.Errorf("%s: a peak of %.3f MB/s over an average of %.3f: the margin's burst", r.Role, bw.PeakMBps, bw.AvgMBps)
 		}
 	}
