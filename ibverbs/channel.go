@@ -41,9 +41,7 @@ type CompChannel struct {
 	errno C.int
 	// kick is an eventfd, made by the first Block, that Interrupt
 	// writes to wake a Block's poll(2), plus one: 0 before.
-	kOnce sync.Once
-	kErr  error
-	kick  atomic.Int32
+	kick atomic.Int32
 	// intr is Interrupt's word to the Wait or Block under way, or to
 	// the next one to begin: the one of them that takes it ends. The
 	// waiter's interrupt and the kick only wake them to look at it, and
@@ -170,18 +168,21 @@ func (ch *CompChannel) waiter() error {
 	return ch.wErr
 }
 
-// kicker makes the eventfd that Interrupt writes to wake a Block, once,
-// and returns it.
-func (ch *CompChannel) kicker() (C.int, error) {
-	ch.kOnce.Do(func() {
-		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-		if err != nil {
-			ch.kErr = os.NewSyscallError("eventfd", err)
-			return
-		}
-		ch.kick.Store(int32(fd) + 1)
-	})
-	return C.int(ch.kick.Load() - 1), ch.kErr
+// kicker returns the eventfd that Interrupt writes to wake a Block,
+// made by the first Block that can: where none can be made (no
+// descriptor left), -1, which gv_channel_wait polls as none, and the
+// next Block tries again. Only a Block, which holds the channel, makes
+// it.
+func (ch *CompChannel) kicker() C.int {
+	if k := ch.kick.Load(); k != 0 {
+		return C.int(k - 1)
+	}
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return -1
+	}
+	ch.kick.Store(int32(fd) + 1)
+	return C.int(fd)
 }
 
 // ErrInterrupted is returned by a CompChannel's Wait or Block that
@@ -225,7 +226,9 @@ func (ch *CompChannel) Interrupt() error {
 // completions only is re-armed for those. It returns that CQ, or nil when the time
 // passed first, or ErrInterrupted when Interrupt ended it, which wakes the
 // thread through an eventfd polled beside the channel's fd (made by the
-// first Block). It does not allocate. An event for a CQ whose Close is
+// first Block; where the process has no descriptor left for it, that
+// Block waits without it, and an Interrupt meanwhile ends the next wait
+// instead). It does not allocate. An event for a CQ whose Close is
 // under way is acknowledged and passed over, as Wait does.
 //
 // It is the wait of a loop that owns its thread (runtime.LockOSThread)
@@ -246,10 +249,7 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 		return nil, err
 	}
 	defer ch.leave()
-	kick, err := ch.kicker()
-	if err != nil {
-		return nil, err
-	}
+	kick := ch.kicker()
 	var p *C.struct_ibv_cq
 	var end C.int64_t
 	var kicked C.int

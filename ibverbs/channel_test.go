@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -344,6 +345,63 @@ func TestCompChannelBlockInterrupt(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(50, round); n != 0 {
 		t.Errorf("an Interrupt and Block allocate %v times", n)
+	}
+}
+
+// TestCompChannelBlockNoDescriptor: a Block whose process has no
+// descriptor left for the eventfd that Interrupt wakes it through waits
+// without it, where it could fail for the rest of the channel's life; an
+// Interrupt meanwhile ends the next wait. Once descriptors are free again
+// the next Block makes the eventfd, and an Interrupt wakes it.
+func TestCompChannelBlockNoDescriptor(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = 256
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var fill []int
+	release := func() {
+		for _, fd := range fill {
+			syscall.Close(fd)
+		}
+		fill = nil
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	defer release()
+	for {
+		fd, err := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if errors.Is(err, syscall.EMFILE) {
+			break
+		}
+		if err != nil || len(fill) > 256 {
+			t.Fatalf("filling the descriptor table: %v after %d", err, len(fill))
+		}
+		fill = append(fill, fd)
+	}
+	if cq, err := p.ch.Block(50 * time.Millisecond); err != nil || cq != nil {
+		t.Fatalf("Block with no descriptor left = %p, %v; want no event", cq, err)
+	}
+	if err := p.ch.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ch.Block(5 * time.Second); !errors.Is(err, ibverbs.ErrInterrupted) {
+		t.Fatalf("Block after Interrupt with no descriptor left = %v; want ErrInterrupted", err)
+	}
+	release()
+	timer := time.AfterFunc(50*time.Millisecond, func() {
+		if err := p.ch.Interrupt(); err != nil {
+			t.Error(err)
+		}
+	})
+	defer timer.Stop()
+	start := time.Now()
+	if cq, err := p.ch.Block(5 * time.Second); !errors.Is(err, ibverbs.ErrInterrupted) || cq != nil {
+		t.Fatalf("Block interrupted under way, descriptors free again = %p, %v after %v; want ErrInterrupted", cq, err, time.Since(start))
 	}
 }
 
