@@ -57,7 +57,10 @@ func TestSpan(t *testing.T) {
 // none, but for a latency peer, whose count then ends with the run: the
 // near edge to the end. A run without a margin has no timers.
 func TestCPUEdges(t *testing.T) {
-	const dur, margin = 300 * time.Millisecond, 100 * time.Millisecond
+	// Bounds with room for timers and polls that run late on a loaded
+	// host (the race detector, an emulator's stalls): the test waits
+	// for each sample rather than sleeping a fixed time.
+	const dur, margin = 1200 * time.Millisecond, 400 * time.Millisecond
 	if e := newCPUEdges(time.Now(), dur, 0); e != nil {
 		t.Error("timers without a margin")
 	}
@@ -65,24 +68,40 @@ func TestCPUEdges(t *testing.T) {
 	if _, _, ok := none.span(sampleCPU(), true); ok {
 		t.Error("no edges gave a span")
 	}
+	waitEdge := func(e *cpuEdges, i int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			e.mu.Lock()
+			done := !e.c[i].at.IsZero()
+			e.mu.Unlock()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("edge %d not sampled after 10s", i)
+			}
+		}
+	}
 	start := time.Now()
 	e := newCPUEdges(start, dur, margin)
-	time.Sleep(dur - margin/2)
+	waitEdge(e, 1)
 	end := sampleCPU()
 	from, to, ok := e.span(end, false)
 	if !ok || from.at.Before(start.Add(margin)) || to.at.Before(start.Add(dur-margin)) || to.at.After(end.at) {
 		t.Fatalf("edges at %v and %v of a run from %v to %v (ok %v)", from.at.Sub(start), to.at.Sub(start), 0, end.at.Sub(start), ok)
 	}
-	if w := to.since(from, 1).Wall; w < dur-2*margin-margin/2 || w > dur-2*margin+margin/2 {
-		t.Errorf("the span's CPU time over %v, want about %v", w, dur-2*margin)
+	if w, want := to.since(from, 1).Wall, dur-2*margin; w < want/2 || w > 2*want {
+		t.Errorf("the span's CPU time over %v, want about %v", w, want)
 	}
 
+	// A run that ends past the near edge, long before the far one.
+	const long = time.Hour
 	for _, latency := range []bool{false, true} {
 		start = time.Now()
-		e = newCPUEdges(start, dur, margin)
-		time.Sleep(dur / 2) // past the near edge, not the far one
+		e = newCPUEdges(start, long, margin)
+		waitEdge(e, 0)
 		end = sampleCPU()
-		from, to, ok := e.span(end, latency)
+		from, to, ok := e.span(end, latency) // stops the far edge's timer
 		switch {
 		case !latency && ok:
 			t.Error("a bandwidth run that ended before the far edge got a span")
