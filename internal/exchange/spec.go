@@ -607,6 +607,10 @@ func (s TestSpec) Validate() error {
 	if qps := uint64(max(s.NumQPs, 1)); s.Iterations > MaxMessages/qps {
 		return invalid("%d iterations on %d QPs: at most %d messages in all", s.Iterations, qps, uint64(MaxMessages))
 	}
+	if t.IsLatency() && s.Duration == 0 && s.Iterations < 2 {
+		// perftest's iters-1 samples: none of one iteration.
+		return invalid("%s of %d iteration: a latency sample is the time from one post to the next, so at least 2", t, s.Iterations)
+	}
 	if t.IsLatency() && s.Bidirectional {
 		return invalid("%s cannot be bidirectional", t)
 	}

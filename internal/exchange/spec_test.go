@@ -119,6 +119,9 @@ func TestValidate(t *testing.T) {
 		{"UD over MTU", "at most the MTU, 1024 bytes", func(s *TestSpec) { s.Test, s.ConnType, s.Size = SendBW, ibverbs.QPTypeUD, 2048 }},
 		{"no iterations", "neither iterations nor a duration", func(s *TestSpec) { s.Iterations = 0 }},
 		{"too many iterations", "at most 281474976710655 messages in all", func(s *TestSpec) { s.Iterations, s.NumQPs = 1<<47, 2 }},
+		{"lat one iteration", "send_lat of 1 iteration: a latency sample is the time from one post to the next, so at least 2", func(s *TestSpec) {
+			s.Test, s.Bidirectional, s.NumQPs, s.Iterations, s.Duration = SendLat, false, 1, 1, 0
+		}},
 		{"lat bidirectional", "write_lat cannot be bidirectional", func(s *TestSpec) { s.Test = WriteLat }},
 		{"lat QPs", "send_lat measures one message at a time, on one QP: 2 QPs (-q) are for the bandwidth tests", func(s *TestSpec) {
 			s.Test, s.Bidirectional = SendLat, false
