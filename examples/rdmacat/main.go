@@ -22,12 +22,17 @@
 // server closes (an end message) once it has written (and synced)
 // everything, or aborts.
 //
-// A server's -o FILE that is, or will be, a regular file is written as a
-// hidden file beside it (.FILE.rdmacat-*), renamed to FILE once the whole
-// stream is written and synced: a stream that fails leaves no part of
-// itself under FILE, and FILE as it was. Where that file cannot be made
-// (a directory this user may not write), and for a device or a pipe, the
-// server writes FILE itself.
+// A server's -o FILE that does not exist yet, or is a regular file of
+// this user's with no other hard link, is written as a hidden file beside
+// it (.FILE.rdmacat-*), with FILE's mode, and renamed over FILE once the
+// whole stream is written and synced: a stream that fails leaves no part
+// of itself under FILE, and FILE as it was. Until then the disk holds both.
+// A symbolic link to such a file keeps its place: the file it names is
+// the one replaced, beside it. The server writes FILE itself where it is
+// anything else (a device, a pipe, another user's file, which a rename
+// would make this user's) or where the hidden file cannot be made (a
+// directory this user may not write, a name too long); a FILE it may not
+// write fails at once, before it listens.
 package main
 
 import (
@@ -109,7 +114,7 @@ func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool)
 		return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
 	}
 	if o != nil {
-		if err := o.keep(out); err != nil {
+		if err := o.keep(); err != nil {
 			c.Abort()
 			return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
 		}
@@ -124,57 +129,82 @@ func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool)
 	return nil
 }
 
-// output is the server's -o file: the hidden file beside it that the
-// stream is written to, or the file itself (then Name is its name).
+// output is the server's -o file: the hidden file that the stream is
+// written to, renamed over dest at the end, or the file itself (then Name
+// is its name).
 type output struct {
 	*os.File
-	temp bool // a hidden file, removed unless renamed
+	temp bool   // a hidden file, removed unless kept
+	dest string // what a hidden file replaces
 }
 
-// create opens the file that the stream to out is written to: a hidden
-// file in out's directory, with out's mode where out exists (else a new
-// file's, 0666 less the umask, as os.Create gives), where out is a
-// regular file or does not exist yet and that file can be made; else out
-// itself, truncated, as os.Create does.
+// create opens the file that the stream to out is written to (see the
+// package's documentation): a hidden file beside the regular file that
+// out names, through a symbolic link too, or beside out where nothing is
+// there yet, with the file's mode or a new file's (0666 less the umask,
+// as os.Create gives); else out itself, truncated, as os.Create does.
 func create(out string) (*output, error) {
-	fi, err := os.Stat(out)
-	if err == nil && !fi.Mode().IsRegular() {
-		f, err := os.Create(out) // /dev/null, a pipe
-		return &output{File: f}, err
-	}
-	f, terr := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".rdmacat-*")
-	if terr != nil {
-		// Not writable beside it: write out itself, whose open says
-		// why where it fails too (no such directory).
+	inPlace := func() (*output, error) {
 		f, err := os.Create(out)
 		return &output{File: f}, err
 	}
-	mode := fs.FileMode(0o666) &^ umask
-	if fi != nil {
+	dest, mode := out, fs.FileMode(0o666)&^umask
+	switch fi, err := os.Stat(out); {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, err := os.Lstat(out); err == nil {
+			return inPlace() // a link to nothing: os.Create makes what it names
+		}
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return inPlace() // /dev/null, a pipe
+	default:
+		// Refused at once, as os.Create refuses it, where this user may
+		// not write it: a rename would replace it all the same.
+		f, err := os.OpenFile(out, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || int(st.Uid) != os.Geteuid() || st.Nlink > 1 {
+			return inPlace() // another's file, or one with other links
+		}
+		if dest, err = filepath.EvalSymlinks(out); err != nil {
+			return nil, err
+		}
 		mode = fi.Mode().Perm()
+	}
+	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".rdmacat-*")
+	if err != nil {
+		return inPlace() // no room beside it: its own open says why it fails, if it does
 	}
 	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return nil, err
 	}
-	return &output{File: f, temp: true}, nil
+	return &output{File: f, temp: true, dest: dest}, nil
 }
 
-// keep renames o, synced and closed, to out where it is a hidden file:
-// out becomes the whole stream, before the Close that tells the client so.
-func (o *output) keep(out string) error {
+// keep renames o, synced and closed, over its file where it is a hidden
+// file, and syncs the directory: the file becomes the whole stream, on
+// storage, before the Close that tells the client so.
+func (o *output) keep() error {
 	if !o.temp {
 		return nil
 	}
-	if err := os.Rename(o.Name(), out); err != nil {
+	if err := os.Rename(o.Name(), o.dest); err != nil {
 		return err
 	}
 	o.temp = false
-	// The rename itself to storage, where the directory can be synced.
-	if d, err := os.Open(filepath.Dir(out)); err == nil {
-		d.Sync()
-		d.Close()
+	d, err := os.Open(filepath.Dir(o.dest))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err // EINVAL: a file system whose directories are not synced
 	}
 	return nil
 }

@@ -105,6 +105,8 @@ func TestRdmacat(t *testing.T) {
 		name      string
 		size      int
 		files     bool
+		link      bool // -o a symbolic link to the file
+		hard      bool // the file has another hard link, which sees the stream too
 		tcp       bool
 		srv, args []string
 	}{
@@ -112,6 +114,8 @@ func TestRdmacat(t *testing.T) {
 		{name: "files", size: 1 << 20, files: true},
 		{name: "empty", size: 0},
 		{name: "files, set up over TCP", size: 1 << 20, files: true, tcp: true},
+		{name: "files, -o a symbolic link", size: 100_000, files: true, link: true},
+		{name: "files, -o with another hard link", size: 100_000, files: true, hard: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := addr(t)
@@ -124,7 +128,15 @@ func TestRdmacat(t *testing.T) {
 				srvArgs, cliArgs = append(srvArgs, "-tcp"), append([]string{"-tcp"}, cliArgs...)
 			}
 			if tc.files {
-				srvArgs = append(srvArgs, "-o", out)
+				o := out
+				if tc.link {
+					o = filepath.Join(dir, "link")
+					os.Remove(o)
+					if err := os.Symlink("out", o); err != nil {
+						t.Fatal(err)
+					}
+				}
+				srvArgs = append(srvArgs, "-o", o)
 				// A file there already is replaced whole, its mode
 				// kept.
 				if err := os.WriteFile(out, []byte("old"), 0o640); err != nil {
@@ -132,6 +144,13 @@ func TestRdmacat(t *testing.T) {
 				}
 				if err := os.Chmod(out, 0o640); err != nil {
 					t.Fatal(err)
+				}
+				if tc.hard {
+					os.Remove(filepath.Join(dir, "hard"))
+					if err := os.Link(out, filepath.Join(dir, "hard")); err != nil {
+						t.Fatal(err)
+					}
+					defer os.Remove(filepath.Join(dir, "hard"))
 				}
 			}
 			srv := startServer(t, ctx, a, srvArgs...)
@@ -157,8 +176,19 @@ func TestRdmacat(t *testing.T) {
 				if got, err = os.ReadFile(out); err != nil {
 					t.Fatal(err)
 				}
-				if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o640 {
-					t.Errorf("the server's file: %v, %v; want mode 0640, the file's before", fi.Mode(), err)
+				if fi, err := os.Lstat(out); err != nil || fi.Mode() != 0o640 {
+					t.Errorf("the server's file: %v, %v; want a regular file of mode 0640, the file's before", fi.Mode(), err)
+				}
+				if tc.hard {
+					// Written in place: a rename would part the names.
+					if other, err := os.ReadFile(filepath.Join(dir, "hard")); err != nil || !bytes.Equal(other, data) {
+						t.Errorf("the file's other link holds %d bytes (%v), not the %d sent", len(other), err, len(data))
+					}
+				}
+				if tc.link {
+					if to, err := os.Readlink(filepath.Join(dir, "link")); err != nil || to != "out" {
+						t.Errorf("the link the server wrote through: %q, %v; want it as it was", to, err)
+					}
 				}
 				noHidden(t, dir, "out")
 			}
