@@ -41,7 +41,8 @@ all: build
 deps:
 	ci/deps.sh $(if $(HAVE_DEVICE),build,vm)
 	ci/go-version.sh $(GO)
-	$(GO) mod download
+	@# The module proxy drops a download now and then, and go retries none.
+	@for i in 1 2 3; do $(GO) mod download && exit 0; [ $$i = 3 ] || { echo "deps: go mod download failed: trying again in 20s" >&2; sleep 20; }; done; exit 1
 
 build:
 	$(GO) build ./...
@@ -67,7 +68,7 @@ device-tests-locked: test-binaries
 ifneq ($(HAVE_DEVICE),)
 	ci/device-tests.sh $(TESTBIN)
 else
-	$(VM) -2 -t 1200 -- ci/device-tests.sh $(TESTBIN)
+	$(VM) -2 -t 2400 -- ci/device-tests.sh $(TESTBIN)
 endif
 
 ## The same tests in a VM without an rxe device must fail, not skip.
@@ -143,7 +144,10 @@ fuzz:
 		ts=$$(CGO_ENABLED=0 $(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz) || { echo "fuzz: no fuzz targets found in $$p" >&2; exit 1; }; \
 		for t in $$ts; do \
 			echo "fuzz $$p $$t for $(FUZZTIME)"; \
-			CGO_ENABLED=0 $(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+			CGO_ENABLED=0 $(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$p || { \
+				for f in $$(git ls-files --others --exclude-standard -- "$$p/testdata/fuzz/$$t"); do \
+					echo "fuzz: the failing input, $$f (gone with this machine):" >&2; cat "$$f" >&2; \
+				done; exit 1; }; \
 		done; \
 	done
 

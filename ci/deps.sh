@@ -139,9 +139,24 @@ apt_get() { # ARGS...: apt-get ARGS as root; its standard error is shown
 		sleep "$wait"
 	done
 }
-apt_get update -qq || exit
-# shellcheck disable=SC2086
-apt_get install -y -qq --no-install-recommends ${missing[*]} >/dev/null || exit
+# A mirror in the middle of a sync (a hash sum mismatch), or a network not
+# up yet (an index fetch that failed, then "Unable to locate package"),
+# fails apt-get now and then on a fresh machine: the update and the
+# install are tried DEPS_APT_TRIES times (3), DEPS_APT_RETRY_WAIT seconds
+# (30) apart, each time from a new update.
+apt_tries=${DEPS_APT_TRIES:-3}
+for ((try = 1; ; try++)); do
+	rc=0
+	# shellcheck disable=SC2086
+	{ apt_get update -qq && apt_get install -y -qq --no-install-recommends ${missing[*]} >/dev/null; } || rc=$?
+	[ $rc != 0 ] || break
+	if [ "$try" -ge "$apt_tries" ]; then
+		[ "$apt_tries" = 1 ] || echo "deps: apt-get failed $apt_tries times (exit $rc): giving up" >&2
+		exit $rc
+	fi
+	echo "deps: apt-get failed (exit $rc, above): trying again in ${DEPS_APT_RETRY_WAIT:-30}s, try $((try + 1)) of $apt_tries" >&2
+	sleep "${DEPS_APT_RETRY_WAIT:-30}"
+done
 rc=0
 kernel_check || rc=1
 toolchain_check || rc=1

@@ -86,7 +86,7 @@ fi
 # Held for good: it gives up after DEPS_APT_LOCK_TRIES tries, with apt's error.
 : >"$T/sudo.log"
 echo -1000 >"$T/apt.count"
-out=$(PATH=$B:$PATH DEPS_APT_LOCK_WAIT=0 DEPS_APT_LOCK_TRIES=3 ci/deps.sh build 2>&1)
+out=$(PATH=$B:$PATH DEPS_APT_LOCK_WAIT=0 DEPS_APT_LOCK_TRIES=3 DEPS_APT_TRIES=1 ci/deps.sh build 2>&1)
 rc=$?
 if [ $rc = 100 ] && [ "$(grep -c '^apt-get .* update -qq$' "$T/sudo.log")" = 3 ] && ! grep -q ' install ' "$T/sudo.log" &&
 	grep -q "apt's lock was still held after 3 tries" <<<"$out" && grep -q 'E: Could not get lock' <<<"$out"; then
@@ -101,13 +101,35 @@ fi
 fake "$B" apt-get 'echo "apt-get $*" >>'"$T"'/sudo.log
 echo "E: Unable to locate package perftest" >&2
 exit 100'
-out=$(PATH=$B:$PATH DEPS_APT_LOCK_WAIT=0 ci/deps.sh build 2>&1)
+out=$(PATH=$B:$PATH DEPS_APT_LOCK_WAIT=0 DEPS_APT_TRIES=2 DEPS_APT_RETRY_WAIT=0 ci/deps.sh build 2>&1)
 rc=$?
-if [ $rc = 100 ] && [ "$(grep -c '^apt-get ' "$T/sudo.log")" = 1 ] && ! grep -q "waiting for apt's lock" <<<"$out" &&
-	grep -q 'E: Unable to locate package perftest' <<<"$out"; then
-	pass "deps.sh: another apt-get failure fails at once, with apt's error"
+if [ $rc = 100 ] && [ "$(grep -c '^apt-get ' "$T/sudo.log")" = 2 ] && ! grep -q "waiting for apt's lock" <<<"$out" &&
+	grep -q 'E: Unable to locate package perftest' <<<"$out" && grep -q 'trying again in 0s, try 2 of 2' <<<"$out" &&
+	grep -q 'apt-get failed 2 times (exit 100): giving up' <<<"$out"; then
+	pass "deps.sh: another apt-get failure is not taken for the lock: tried again from the update, then given up, with apt's error"
 else
-	fail "deps.sh with apt-get install failing: exit $rc, want 100 at once"
+	fail "deps.sh with apt-get failing for good: exit $rc, want 100 after 2 tries, no lock wait"
+	echo "$out"
+	cat "$T/sudo.log"
+fi
+# A mirror mid-sync fails one install: the next try, from a new update,
+# installs.
+: >"$T/sudo.log"
+rm -f "$T/apt.count"
+fake "$B" apt-get 'echo "apt-get $*" >>'"$T"'/sudo.log
+n=$(cat '"$T"'/apt.count 2>/dev/null || echo 0)
+echo $((n + 1)) >'"$T"'/apt.count
+if [ "$n" = 1 ]; then
+	echo "E: Failed to fetch http://deb.debian.org/debian/pool/main/p/perftest/perftest.deb  Hash Sum mismatch" >&2
+	exit 100
+fi'
+out=$(PATH=$B:$PATH DEPS_APT_RETRY_WAIT=0 ci/deps.sh build 2>&1)
+rc=$?
+if [ $rc = 0 ] && [ "$(grep -c '^apt-get .* update -qq$' "$T/sudo.log")" = 2 ] &&
+	[ "$(grep -c '^apt-get .* install .*perftest$' "$T/sudo.log")" = 2 ] && grep -q 'Hash Sum mismatch' <<<"$out"; then
+	pass "deps.sh: an install that fails once (a mirror mid-sync) is tried again from a new update"
+else
+	fail "deps.sh with an install failing once: exit $rc, want 0 after two updates and two installs"
 	echo "$out"
 	cat "$T/sudo.log"
 fi
