@@ -41,6 +41,26 @@ func cmClient(t *testing.T, cm bool) func(l *bench.Local, client bool) {
 	}
 }
 
+// loopClock is when the client's measuring loop last began
+// (bench.SetBeforeLoop, hooked until the test ends).
+type loopClock struct{ start atomic.Int64 }
+
+func newLoopClock(t *testing.T) *loopClock {
+	c := new(loopClock)
+	t.Cleanup(bench.SetBeforeLoop(func(client bool) {
+		if client {
+			c.start.Store(time.Now().UnixNano())
+		}
+	}))
+	return c
+}
+
+// reset forgets the last loop's start, before a test's next run.
+func (c *loopClock) reset() { c.start.Store(0) }
+
+// since returns the time since the client's loop began.
+func (c *loopClock) since() time.Duration { return time.Since(time.Unix(0, c.start.Load())) }
+
 func loopback(t *testing.T, spec exchange.TestSpec, tweak ...func(l *bench.Local, client bool)) (*bench.Result, *bench.Result) {
 	t.Helper()
 	cr, sr, cerr, serr := tryLoopback(t, spec, tweak...)

@@ -3,12 +3,10 @@
 package bench_test
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
-	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
 )
 
@@ -23,12 +21,7 @@ import (
 // the pacer's part.
 func TestEventsEndOnTime(t *testing.T) {
 	const dur = 2 * time.Second
-	var loopStart atomic.Int64
-	defer bench.SetBeforeLoop(func(client bool) {
-		if client {
-			loopStart.Store(time.Now().UnixNano())
-		}
-	})()
+	loop := newLoopClock(t)
 	for _, tc := range []struct {
 		name string
 		spec exchange.TestSpec
@@ -41,9 +34,9 @@ func TestEventsEndOnTime(t *testing.T) {
 			NumQPs: 1, TXDepth: 128, RXDepth: 512, CQModeration: 64, Events: true, Bidirectional: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			loopStart.Store(0)
+			loop.reset()
 			c, s := loopback(t, tc.spec)
-			took := time.Since(time.Unix(0, loopStart.Load()))
+			took := loop.since()
 			if len(c.Sizes) != 1 || len(s.Sizes) != 1 || s.Sizes[0].BW.Iterations == 0 {
 				t.Fatalf("client %+v, server %+v", c.Sizes, s.Sizes)
 			}

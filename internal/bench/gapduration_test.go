@@ -3,7 +3,6 @@
 package bench_test
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,23 +18,18 @@ import (
 // write_lat's client is bounded by its responder's deadline.
 func TestLatencyGapKeepsTheDuration(t *testing.T) {
 	const gap = 100 * time.Millisecond
-	var loopStart atomic.Int64
-	defer bench.SetBeforeLoop(func(client bool) {
-		if client {
-			loopStart.Store(time.Now().UnixNano())
-		}
-	})()
+	loop := newLoopClock(t)
 	for _, test := range []exchange.Test{exchange.ReadLat, exchange.AtomicLat, exchange.WriteLat} {
 		t.Run(test.String(), func(t *testing.T) {
 			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 8, Duration: 1,
 				NumQPs: 1, TXDepth: 1, RXDepth: 16, CQModeration: 1}
-			loopStart.Store(0)
+			loop.reset()
 			c, _ := loopback(t, spec, func(l *bench.Local, client bool) {
 				if client {
 					l.LatencyGap = gap
 				}
 			})
-			took := time.Since(time.Unix(0, loopStart.Load()))
+			took := loop.since()
 			if len(c.Sizes) != 1 {
 				t.Fatalf("%d sizes", len(c.Sizes))
 			}
