@@ -1125,11 +1125,12 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		var mine sideResult
 		var peer exchange.Result
 		add := func(r SizeResult) {
-			if r.IsLatency && client && r.Lat.N == 0 {
-				// The client times a latency test: without samples
+			if r.IsLatency && !s.passive(client) && r.Lat.N == 0 {
+				// A side that times a latency test (the client, a
+				// write_lat or send_lat responder): without samples
 				// (interrupted at once) it has nothing to report,
 				// where a result without samples says that the peer
-				// measured it, as on the server.
+				// measured it, as on read_lat's server.
 				return
 			}
 			if s.local.CPUUtil && cpuEnd.at.IsZero() {

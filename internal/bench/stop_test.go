@@ -344,3 +344,32 @@ func TestInterruptBeforeWarmUp(t *testing.T) {
 		t.Errorf("the client ended %v after the stop", d)
 	}
 }
+
+// TestResponderWithoutSamples stops a write_lat or send_lat client before
+// its loop sends a message (its loop held until after the stop): the
+// responder, which times the test too, has no samples, and reports no
+// size, as the client does, where it reported one "measured by the peer"
+// (a result without samples says so), though no peer measured it.
+func TestResponderWithoutSamples(t *testing.T) {
+	defer bench.SetBeforeLoop(func(client bool) {
+		if client {
+			time.Sleep(4 * time.Second)
+		}
+	})()
+	for _, test := range []exchange.Test{exchange.WriteLat, exchange.SendLat} {
+		t.Run(test.String(), func(t *testing.T) {
+			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 10,
+				NumQPs: 1, TXDepth: 1, RXDepth: 16, CQModeration: 1}
+			c, s, _ := stopPair(t, spec, true, 2*time.Second, nil)
+			t.Logf("client: %v; server: %v", c.short(), s.short())
+			if s.err != nil || s.r == nil || !s.r.PeerInterrupted {
+				t.Fatalf("the server of a client stopped before its loop: %v; want its result, the peer interrupted", s.short())
+			}
+			for _, sz := range s.r.Sizes {
+				if sz.Lat.N == 0 {
+					t.Errorf("the responder reported a size of %d iterations without samples", sz.Iterations)
+				}
+			}
+		})
+	}
+}

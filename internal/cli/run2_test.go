@@ -198,11 +198,11 @@ func TestLatDurationTable(t *testing.T) {
 			t.Errorf("%v -D --output latency: %q (%v), want %f", tc.test, out, err, avg/1e3)
 		}
 	}
-	// The side the peer measured says so in the row.
-	res, _ := fakeLatDuration(exchange.SendLat)
+	// The side the peer measured (read_lat's server) says so in the row.
+	res, _ := fakeLatDuration(exchange.ReadLat)
 	res.Sizes[0].Lat, res.Sizes[0].Samples = stats.Latency{}, nil
 	f, out, _ := newTestFactory(nil, nil)
-	o := testOptions{Test: exchange.SendLat}
+	o := testOptions{Test: exchange.ReadLat}
 	if err := o.finish(f, "server", res, nil); err != nil || !strings.Contains(out.String(), "tps average\n 64      measured by the peer") {
 		t.Errorf("the server's -D table (%v):\n%s", err, out)
 	}
