@@ -74,8 +74,11 @@ func newCmdTest(f *Factory, t exchange.Test, loopback bool, runF func(*testOptio
 	o := &testOptions{Test: t, Loopback: loopback}
 	name := testCmdName(t)
 	cmd := &cobra.Command{
-		Use:   name + " [flags] [server]",
-		Short: fmt.Sprintf("%s (perftest's ib_%s)", bench.Title(t), t),
+		Use: name + " [flags] [server]",
+		// perftest's names, so that a command line carried over from it
+		// runs: write_bw and ib_write_bw for write-bw.
+		Aliases: []string{t.String(), "ib_" + t.String()},
+		Short:   fmt.Sprintf("%s (perftest's ib_%s)", bench.Title(t), t),
 		Long: fmt.Sprintf(`%s, as perftest's ib_%s measures it.
 
 Without a server address gorperf waits for a client (-p, default 18515) and runs

@@ -35,7 +35,8 @@ func TestLoopbackUnknownTest(t *testing.T) {
 		{[]string{"loopback", "wirte-bw"}, exitUsage, "",
 			`gorperf: unknown test "wirte-bw" for "gorperf loopback": want one of atomic-bw, atomic-lat, read-bw, read-lat, send-bw, send-lat, write-bw, write-lat` + "\nRun 'gorperf loopback --help' for usage.\n"},
 		{[]string{"loopback", "wirte-bw", "-d", "x"}, exitUsage, "", `gorperf: unknown test "wirte-bw" for "gorperf loopback": want one of`},
-		{[]string{"wirte-bw", "-d", "x"}, exitUsage, "", `gorperf: unknown command "wirte-bw" for "gorperf"` + "\nRun 'gorperf --help' for usage.\n"},
+		{[]string{"wirte-bw", "-d", "x"}, exitUsage, "", `gorperf: unknown command "wirte-bw" for "gorperf": did you mean write-bw?` + "\nRun 'gorperf --help' for usage.\n"},
+		{[]string{"loopback", "ib_send_lat", "--help"}, exitOK, "Send Latency Test with server and client in this process.", ""},
 		{[]string{"loopback", "-d", "x"}, exitUsage, "", "unknown shorthand flag: 'd' in -d"},
 		{[]string{"loopback"}, exitOK, "Available Commands:", ""},
 	} {

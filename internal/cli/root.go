@@ -196,6 +196,11 @@ func exitCode(err error) int {
 // lists.
 func unknownSubcommand(cmd *cobra.Command, name string) error {
 	if !cmd.HasParent() {
+		// cobra's own suggestions (a typo within two letters, or a
+		// prefix) are lost with the Args function that reports this.
+		if s := cmd.SuggestionsFor(name); len(s) > 0 {
+			return usageErrorf("unknown command %q for %q: did you mean %s?", name, cmd.CommandPath(), strings.Join(s, " or "))
+		}
 		return usageErrorf("unknown command %q for %q", name, cmd.CommandPath())
 	}
 	var names []string
@@ -224,6 +229,8 @@ the RDMA devices of this host and what stands in the way of using them.`,
 		Version:       Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// cobra's default, which SuggestionsFor reads unset as 0.
+		SuggestionsMinimumDistance: 2,
 		// Without this, cobra reports an unknown subcommand as a plain error.
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
