@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -283,5 +284,33 @@ func TestMinProcs(t *testing.T) {
 		if got := minProcs(tc.env, tc.cur); got != tc.want {
 			t.Errorf("minProcs(%q, %d) = %d, want %d", tc.env, tc.cur, got, tc.want)
 		}
+	}
+}
+
+// TestInvokedAs: started under a perftest name (a link to gorperf), gorperf
+// runs that test; under its own name, or one that only looks like a
+// test's, its command line as given.
+func TestInvokedAs(t *testing.T) {
+	for _, tc := range []struct {
+		argv0 string
+		args  []string
+		want  []string
+	}{
+		{"/usr/local/bin/ib_write_bw", []string{"-s", "64", "198.18.0.1"}, []string{"ib_write_bw", "-s", "64", "198.18.0.1"}},
+		{"ib_atomic_lat", nil, []string{"ib_atomic_lat"}},
+		{"/usr/bin/gorperf", []string{"write-bw"}, []string{"write-bw"}},
+		{"./write_bw", []string{"-a"}, []string{"-a"}},
+		{"ib_ib_write_bw", []string{"-a"}, []string{"-a"}},
+		{"ib_write_bw_2", nil, nil},
+		{"ib_", nil, nil},
+	} {
+		if got := invokedAs(tc.argv0, tc.args); !slices.Equal(got, tc.want) {
+			t.Errorf("invokedAs(%q, %q) = %q, want %q", tc.argv0, tc.args, got, tc.want)
+		}
+	}
+	// What it gives runs the test: its help is the test's.
+	f, out, errOut := newTestFactory(nil, nil)
+	if code := run(context.Background(), f, invokedAs("/opt/ib_read_lat", []string{"--help"})); code != 0 || !strings.Contains(out.String(), "RDMA_Read Latency Test") {
+		t.Errorf("ib_read_lat --help: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }

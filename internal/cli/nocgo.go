@@ -39,8 +39,10 @@ func unavailable(use, short string) *cobra.Command {
 func newCmdTests(*Factory) []*cobra.Command {
 	var cmds []*cobra.Command
 	for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
-		cmds = append(cmds, unavailable(strings.ReplaceAll(t.String(), "_", "-")+" [flags] [server]",
-			fmt.Sprintf("perftest's ib_%s (needs a Linux build with cgo)", t)))
+		c := unavailable(strings.ReplaceAll(t.String(), "_", "-")+" [flags] [server]",
+			fmt.Sprintf("perftest's ib_%s (needs a Linux build with cgo)", t))
+		c.Aliases = []string{t.String(), "ib_" + t.String()}
+		cmds = append(cmds, c)
 	}
 	return cmds
 }

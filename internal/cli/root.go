@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 )
 
@@ -77,7 +79,19 @@ func Main() int {
 	// gorperf at once, by the signal's default action, as it does
 	// perftest; caught, it would be lost.
 	context.AfterFunc(ctx, stop)
-	return run(ctx, newFactory(), os.Args[1:])
+	return run(ctx, newFactory(), invokedAs(os.Args[0], os.Args[1:]))
+}
+
+// invokedAs is the command line that gorperf runs when started as
+// argv0 with args: gorperf's own, or, under a perftest name such as
+// ib_write_bw (a symbolic link to gorperf), that test's, so that a
+// script that runs perftest's tools runs gorperf's.
+func invokedAs(argv0 string, args []string) []string {
+	base := filepath.Base(argv0)
+	if _, err := exchange.ParseTest(base); err == nil && strings.HasPrefix(base, "ib_") {
+		return append([]string{base}, args...)
+	}
+	return args
 }
 
 // minProcs is the GOMAXPROCS gorperf runs with, given the GOMAXPROCS
