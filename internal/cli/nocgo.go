@@ -32,8 +32,12 @@ func gatherDevices(string) ([]deviceReport, error) { return nil, errNoBindings }
 
 // unavailable is a command that only explains errNoBindings.
 func unavailable(use, short string) *cobra.Command {
-	return &cobra.Command{Use: use, Short: short, DisableFlagParsing: true,
+	c := &cobra.Command{Use: use, Short: short, DisableFlagParsing: true,
 		RunE: func(*cobra.Command, []string) error { return errNoBindings }}
+	// Parsed by no one: it is there for run, which writes the error
+	// document that --json promises for a command that has the flag.
+	c.Flags().Bool("json", false, "print the result as JSON")
+	return c
 }
 
 func newCmdTests(*Factory) []*cobra.Command {

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -21,6 +22,17 @@ func TestNoBindings(t *testing.T) {
 	}
 	if !errors.Is(errNoBindings, errors.ErrUnsupported) {
 		t.Error("errNoBindings is not ErrUnsupported")
+	}
+	// --json gets its document, with the error's code.
+	for _, args := range [][]string{{"write-bw", "--json", "host"}, {"ib_send_lat", "--json"}, {"serve", "--json"}, {"loopback", "read-bw", "--json"}} {
+		f, out, _ := newTestFactory(nil, nil)
+		code := run(context.Background(), f, args)
+		var doc struct {
+			Error struct{ Code string }
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); code != 1 || err != nil || doc.Error.Code != "unsupported" {
+			t.Errorf("%v: exit %d, %v, code %q: %s", args, code, err, doc.Error.Code, out)
+		}
 	}
 	// doctor says what to do about it.
 	f, out, _ := newTestFactory(nil, nil)
