@@ -638,8 +638,11 @@ func (s TestSpec) Validate() error {
 	if s.TXDepth == 0 {
 		return invalid("TX depth 0")
 	}
-	if s.Reversed && (t.IsLatency() || s.Bidirectional || s.RunInfinitely) {
-		return invalid("--reversed is for a one-way bandwidth test of fixed length (not %s, bidirectional or infinite)", t)
+	if s.Reversed && t.IsLatency() {
+		return invalid("--reversed is for a bandwidth test, not %s", t)
+	}
+	if s.Reversed && (s.Bidirectional || s.RunInfinitely) {
+		return invalid("--reversed is for a one-way bandwidth test of fixed length, not a bidirectional or infinite one")
 	}
 	if s.WarmUp && (t != WriteBW && t != ReadBW && t != AtomicBW || s.Immediate) {
 		return invalid("a warm-up is for the write, read and atomic bandwidth tests (not %s, or writes with immediate data, whose receives the peer counts)", t)

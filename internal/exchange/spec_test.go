@@ -490,15 +490,19 @@ func TestSpecReversed(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Errorf("reversed write_bw: %v", err)
 	}
-	for _, bad := range []func(*TestSpec){
-		func(s *TestSpec) { s.Bidirectional = true },
-		func(s *TestSpec) { s.Test = ReadLat },
-		func(s *TestSpec) { s.RunInfinitely, s.Duration = true, 5 },
+	// The message names the test only where the test is the reason.
+	for _, bad := range []struct {
+		edit func(*TestSpec)
+		want string
+	}{
+		{func(s *TestSpec) { s.Bidirectional = true }, "--reversed is for a one-way bandwidth test of fixed length, not a bidirectional or infinite one"},
+		{func(s *TestSpec) { s.Test = ReadLat }, "--reversed is for a bandwidth test, not read_lat"},
+		{func(s *TestSpec) { s.RunInfinitely, s.Duration = true, 5 }, "--reversed is for a one-way bandwidth test of fixed length, not a bidirectional or infinite one"},
 	} {
 		b := s
-		bad(&b)
-		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "--reversed is for a one-way bandwidth test") {
-			t.Errorf("%+v: %v", b, err)
+		bad.edit(&b)
+		if err := b.Validate(); err == nil || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), "write_bw") {
+			t.Errorf("%+v: %v, want %q", b, err, bad.want)
 		}
 	}
 }
