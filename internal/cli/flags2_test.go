@@ -265,14 +265,14 @@ func TestServeFlagsAsTests(t *testing.T) {
 	if o, err = parseServe(t, "--source-ip", "fd00::2", "--ipv6"); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := o.test.local(); err != nil || l.GIDRule != (ibverbs.GIDRule{Family: 6, Prefix: netip.MustParsePrefix("fd00::2/128")}) {
+	if l, err := o.test.local(); err != nil || l.GIDRule != (ibverbs.GIDRule{Family: 6, Addr: netip.MustParseAddr("fd00::2")}) {
 		t.Errorf("--source-ip fd00::2 --ipv6: rule %+v, %v", l.GIDRule, err)
 	}
 	// --bind_source_ip alone picks the GID of its address, as a test's.
 	if o, err = parseServe(t, "--bind_source_ip", "198.18.0.2"); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := o.test.local(); err != nil || l.GIDRule.Prefix != netip.MustParsePrefix("198.18.0.2/32") {
+	if l, err := o.test.local(); err != nil || l.GIDRule.Addr != netip.MustParseAddr("198.18.0.2") {
 		t.Errorf("--bind_source_ip 198.18.0.2: rule %+v, %v", l.GIDRule, err)
 	}
 	for _, tc := range []struct {

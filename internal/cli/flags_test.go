@@ -119,7 +119,7 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if _, o, err = parseTest(t, exchange.WriteBW, "-R", "--source_ip", "::ffff:198.18.0.2", "h"); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := o.gidRule(); err != nil || r.Prefix != netip.MustParsePrefix("198.18.0.2/32") || r.Family != 4 {
+	if r, err := o.gidRule(); err != nil || r.Addr != netip.MustParseAddr("198.18.0.2") || r.Prefix.IsValid() || r.Family != 4 {
 		t.Errorf("--source_ip: rule %+v, %v", r, err)
 	}
 	// --bind_source_ip binds the control connection and, unless -x picks
@@ -127,13 +127,13 @@ func TestTestFlagsPerftestLetters(t *testing.T) {
 	if _, o, err = parseTest(t, exchange.SendBW, "--bind-source-ip", "198.18.0.2", "h"); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := o.local(); err != nil || l.BindAddr != netip.MustParseAddr("198.18.0.2") || l.GIDRule.Prefix != netip.MustParsePrefix("198.18.0.2/32") {
+	if l, err := o.local(); err != nil || l.BindAddr != netip.MustParseAddr("198.18.0.2") || l.GIDRule.Addr != netip.MustParseAddr("198.18.0.2") {
 		t.Errorf("--bind_source_ip: bind %v, rule %+v, %v", l.BindAddr, l.GIDRule, err)
 	}
 	if _, o, err = parseTest(t, exchange.SendBW, "--bind_source_ip", "198.18.0.2", "-x", "3", "h"); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := o.local(); err != nil || !l.BindAddr.IsValid() || l.GIDRule.Prefix.IsValid() || l.GIDIndex != 3 {
+	if l, err := o.local(); err != nil || !l.BindAddr.IsValid() || l.GIDRule != (ibverbs.GIDRule{}) || l.GIDIndex != 3 {
 		t.Errorf("--bind_source_ip -x 3: bind %v, rule %+v, index %d, %v", l.BindAddr, l.GIDRule, l.GIDIndex, err)
 	}
 	// -g makes the test UD; -M takes perftest's 16 bytes, or an address.

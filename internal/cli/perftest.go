@@ -755,10 +755,11 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 		if err != nil {
 			return r, usageErrorf("--source_ip: %v", err)
 		}
-		a = a.Unmap()
-		r.Prefix = netip.PrefixFrom(a, a.BitLen())
+		// The GID of exactly this address, a link-local one too, on the
+		// netdev of its zone if it has one (fe80::1%eth0).
+		r.Addr = a.Unmap()
 		if r.Family == 0 {
-			r.Family = map[bool]int{true: 4, false: 6}[a.Is4()]
+			r.Family = map[bool]int{true: 4, false: 6}[r.Addr.Is4()]
 		}
 	}
 	if o.GIDSubnet != "" {
