@@ -383,6 +383,18 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"--write_with_imm", "-r", "0"}, "RX depth 0 for write_bw"},
 		{exchange.WriteBW, []string{"--source_ip", "198.18.0.1", "-x", "1"}, "leave out -x and --gid-subnet"},
 		{exchange.WriteBW, []string{"--source_ip", "198.18.0"}, "--source_ip: ParseAddr"},
+		// -x names the GID: the flags of the automatic choice beside it
+		// would be ignored.
+		{exchange.WriteBW, []string{"-x", "3", "--gid-subnet", "10.0.0.0/8", "--gid-netdev", "eth9", "--gid-family", "6"},
+			"-x 3 names the GID: leave it out, or leave out --gid-family, --gid-subnet and --gid-netdev (for the automatic choice)"},
+		{exchange.ReadBW, []string{"-x", "1", "--ipv6"}, "leave out --ipv6 (for"},
+		{exchange.SendLat, []string{"-x", "0", "--bind_source_ip", "198.18.0.2", "--gid-netdev", "eth0"}, "leave out --gid-netdev (for"},
+		// The GID of --source_ip's address (or --bind_source_ip's) cannot
+		// be of another family, nor on another netdev than its zone's.
+		{exchange.WriteBW, []string{"--source_ip", "198.18.0.1", "--gid-family", "6"}, "--source_ip 198.18.0.1 is an IPv4 address, and --gid-family 6 asks for an IPv6 GID: give one"},
+		{exchange.SendBW, []string{"--source_ip", "fd00::2", "--gid-family", "4"}, "is an IPv6 address, and --gid-family 4 asks for an IPv4 GID"},
+		{exchange.ReadLat, []string{"--bind_source_ip", "198.18.0.2", "--ipv6"}, "--bind_source_ip 198.18.0.2 is an IPv4 address, and --ipv6 asks for an IPv6 GID: the GID follows --bind_source_ip unless -x or --gid-subnet picks it"},
+		{exchange.WriteLat, []string{"--source_ip", "fe80::1%eth0", "--gid-netdev", "eth1"}, "--source_ip fe80::1%eth0 is an address of eth0, and --gid-netdev asks for a GID of eth1"},
 		{exchange.SendBW, []string{"-g", "-c", "RC"}, "multicast is for the send tests over UD"},
 		{exchange.SendBW, []string{"-g", "-q", "2", "-s", "512"}, "(not 2 QPs)"},
 		{exchange.SendBW, []string{"-g", "-b", "-s", "512"}, "(not bidirectional)"},
@@ -460,6 +472,7 @@ func TestTestFlagErrors(t *testing.T) {
 		{"serve", "-i", "0"},
 		{"serve", "-x", "256"},
 		{"serve", "--gid-family", "5"},
+		{"serve", "-x", "1", "--gid-family", "4"},
 		{"doctor", "--tclass", "300"},
 		{"doctor", "-i", "-1"},
 		{"devices", "--bogus"},

@@ -77,6 +77,36 @@ func TestSourceIPLinkLocal(t *testing.T) {
 	}
 }
 
+// TestGIDRuleCompatibleFlags: the combinations gidRule refuses (see
+// TestTestFlagErrors) leave these alone: a family or netdev that agrees
+// with --source_ip's address, a numeric zone beside --gid-netdev (which
+// SelectGID checks against the entry), and --bind_source_ip with -x or
+// --gid-subnet, which then pick the GID.
+func TestGIDRuleCompatibleFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    testOptions
+		want ibverbs.GIDRule
+	}{
+		{"--source_ip v4 --gid-family 4", testOptions{GIDIndex: -1, SourceIP: "198.18.0.1", GIDFamily: 4},
+			ibverbs.GIDRule{Family: 4, Addr: netip.MustParseAddr("198.18.0.1")}},
+		{"--source_ip v6 --ipv6", testOptions{GIDIndex: -1, SourceIP: "fd00::2", IPv6: true},
+			ibverbs.GIDRule{Family: 6, Addr: netip.MustParseAddr("fd00::2")}},
+		{"--source_ip %eth0 --gid-netdev eth0", testOptions{GIDIndex: -1, SourceIP: "fe80::1%eth0", GIDNetdev: "eth0"},
+			ibverbs.GIDRule{Family: 6, Addr: netip.MustParseAddr("fe80::1%eth0"), Netdev: "eth0"}},
+		{"--source_ip %2 --gid-netdev eth0", testOptions{GIDIndex: -1, SourceIP: "fe80::1%2", GIDNetdev: "eth0"},
+			ibverbs.GIDRule{Family: 6, Addr: netip.MustParseAddr("fe80::1%2"), Netdev: "eth0"}},
+		{"--bind_source_ip v4 --gid-subnet v6 --ipv6", testOptions{GIDIndex: -1, BindIP: "198.18.0.2", GIDSubnet: "fd00::/64", IPv6: true},
+			ibverbs.GIDRule{Family: 6, Prefix: netip.MustParsePrefix("fd00::/64")}},
+		{"--bind_source_ip -x 1", testOptions{GIDIndex: 1, BindIP: "198.18.0.2"}, ibverbs.GIDRule{}},
+		{"-x 0", testOptions{GIDIndex: 0}, ibverbs.GIDRule{}},
+	} {
+		if r, err := tc.o.gidRule(); err != nil || r != tc.want {
+			t.Errorf("%s: rule %+v, %v; want %+v", tc.name, r, err, tc.want)
+		}
+	}
+}
+
 // TestSourceIPLinkLocalDevice: on a device, loopback with --source_ip (and
 // --bind_source_ip) of the port's IPv6 link-local GID runs over that GID,
 // with its netdev as the zone or without one; a zone of another netdev

@@ -724,8 +724,25 @@ func (o *testOptions) path(s *exchange.TestSpec) error {
 	return nil
 }
 
-// gidRule builds the automatic GID rule from the --gid-* flags.
+// gidRule builds the automatic GID rule from the --gid-* flags. -x names
+// the GID itself, so the flags that choose one are refused beside it, and
+// so is a family that --source_ip's address (or --bind_source_ip's, which
+// the GID follows) is not of, or a --gid-netdev other than its zone.
 func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
+	if o.GIDIndex >= 0 {
+		var auto []string
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--gid-family", o.GIDFamily != 0 && !o.IPv6}, {"--ipv6", o.IPv6}, {"--gid-subnet", o.GIDSubnet != ""}, {"--gid-netdev", o.GIDNetdev != ""}} {
+			if f.set {
+				auto = append(auto, f.name)
+			}
+		}
+		if len(auto) > 0 {
+			return ibverbs.GIDRule{}, usageErrorf("-x %d names the GID: leave it out, or leave out %s (for the automatic choice)", o.GIDIndex, joinAnd(auto))
+		}
+	}
 	if o.IPv6 {
 		if o.GIDFamily == 4 {
 			return ibverbs.GIDRule{}, usageErrorf("--ipv6 and --gid-family 4 ask for different families")
@@ -736,6 +753,7 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 	if o.GIDFamily != 0 && o.GIDFamily != 4 && o.GIDFamily != 6 {
 		return r, usageErrorf("--gid-family: want 4 or 6, got %d", o.GIDFamily)
 	}
+	flag := "--source_ip"
 	if o.BindIP != "" {
 		if _, err := netip.ParseAddr(o.BindIP); err != nil {
 			return r, usageErrorf("--bind_source_ip: %v", err)
@@ -744,7 +762,7 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 		case o.SourceIP != "" && o.SourceIP != o.BindIP:
 			return r, usageErrorf("--source_ip %s and --bind_source_ip %s: the GID follows --bind_source_ip unless -x or --gid-subnet picks it; give one", o.SourceIP, o.BindIP)
 		case o.GIDIndex < 0 && o.GIDSubnet == "":
-			o.SourceIP = o.BindIP
+			o.SourceIP, flag = o.BindIP, "--bind_source_ip"
 		}
 	}
 	if o.SourceIP != "" {
@@ -758,9 +776,22 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 		// The GID of exactly this address, a link-local one too, on the
 		// netdev of its zone if it has one (fe80::1%eth0).
 		r.Addr = a.Unmap()
-		if r.Family == 0 {
-			r.Family = map[bool]int{true: 4, false: 6}[r.Addr.Is4()]
+		fam := map[bool]int{true: 4, false: 6}[r.Addr.Is4()]
+		famFlag := fmt.Sprintf("--gid-family %d", r.Family)
+		if o.IPv6 {
+			famFlag = "--ipv6"
 		}
+		or := "give one"
+		if flag == "--bind_source_ip" {
+			or = "the GID follows --bind_source_ip unless -x or --gid-subnet picks it"
+		}
+		switch z := r.Addr.Zone(); {
+		case r.Family != 0 && r.Family != fam:
+			return r, usageErrorf("%s %s is an IPv%d address, and %s asks for an IPv%d GID: %s", flag, o.SourceIP, fam, famFlag, r.Family, or)
+		case z != "" && r.Netdev != "" && z != r.Netdev && !isNumber(z):
+			return r, usageErrorf("%s %s is an address of %s, and --gid-netdev asks for a GID of %s: %s", flag, o.SourceIP, z, r.Netdev, or)
+		}
+		r.Family = fam
 	}
 	if o.GIDSubnet != "" {
 		p, err := netip.ParsePrefix(o.GIDSubnet)
@@ -770,6 +801,13 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 		r.Prefix = p
 	}
 	return r, nil
+}
+
+// isNumber reports whether s is a decimal number, as an interface index
+// in an address's zone is (fe80::1%2).
+func isNumber(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
 }
 
 // serverAddr joins the host argument and -p into a dialable address.
