@@ -551,11 +551,43 @@ func checkPort(opts *DoctorOptions, d deviceReport, p portReport) []finding {
 	}
 	drv := driverName(opts.Root, d.Name)
 	fs = append(fs, checkNetdevMTU(opts.Root, at, netdev, p, mtuOverhead(drv)))
-	fs = append(fs, checkECN(opts.Root, netdev, drv), checkPFC(opts.Root, netdev, drv))
+	// ECN and PFC are the lower device's (mlx5's ecn/ and qos/ are on the
+	// physical netdev, not on a VLAN over it); the MTU is the GID's own.
+	lower := lowerNetdev(opts.Root, netdev)
+	if lower != netdev {
+		fs = append(fs, ok("%s: %s runs over %s, whose ECN and PFC settings apply", at, netdev, lower))
+	}
+	fs = append(fs, checkECN(opts.Root, lower, drv), checkPFC(opts.Root, lower, drv))
 	if opts.TClassSet {
-		fs = append(fs, checkTClass(opts.Root, netdev, opts.TClass)...)
+		fs = append(fs, checkTClass(opts.Root, lower, opts.TClass)...)
 	}
 	return fs
+}
+
+// lowerNetdev returns the device under netdev, through as many layers as
+// there are (a VLAN, a macvlan, a VLAN over those), as the lower_<name>
+// links in /sys/class/net/<netdev> name it: where the driver exposes the
+// port's ECN and PFC settings. It stops at a device with no lower device or
+// several (a bond's), and returns netdev itself if that has none.
+func lowerNetdev(root, netdev string) string {
+	nd := netdev
+	for range 8 { // a stack deeper than this is not a real one
+		ents, err := os.ReadDir(filepath.Join(root, "sys/class/net", nd))
+		if err != nil {
+			break
+		}
+		var lower []string
+		for _, e := range ents {
+			if l, ok := strings.CutPrefix(e.Name(), "lower_"); ok && l != "" {
+				lower = append(lower, l)
+			}
+		}
+		if len(lower) != 1 {
+			break
+		}
+		nd = lower[0]
+	}
+	return nd
 }
 
 func checkPortState(at string, p portReport) finding {

@@ -14,7 +14,8 @@ import (
 	"testing"
 )
 
-// fakeFS writes files under a temporary root: path -> content.
+// fakeFS writes files under a temporary root: path -> content, or for
+// content symlinkTo+target a symbolic link to target, as sysfs has.
 func fakeFS(t *testing.T, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
@@ -23,12 +24,21 @@ func fakeFS(t *testing.T, files map[string]string) string {
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if target, ok := strings.CutPrefix(c, symlinkTo); ok {
+			if err := os.Symlink(target, full); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return root
 }
+
+// symlinkTo starts fakeFS's content for a symbolic link.
+const symlinkTo = "symlink to "
 
 func wantFinding(t *testing.T, f finding, lvl level, msg string) {
 	t.Helper()
@@ -690,6 +700,97 @@ func TestCheckECNReactionPoint(t *testing.T) {
 		f := checkECN(ecn(tc.np, tc.rp), "eth2", "mlx5_core")
 		if f.Level != tc.lvl || !strings.Contains(f.Msg, tc.msg) || !strings.Contains(f.Fix, tc.fix) || (f.Level != levelOK && f.Fix == "") {
 			t.Errorf("np %s rp %s: %s %q (fix %q), want %s with %q (fix %q)", tc.np, tc.rp, f.Level.tag(), f.Msg, f.Fix, tc.lvl.tag(), tc.msg, tc.fix)
+		}
+	}
+}
+
+// TestLowerNetdev: the device under a netdev, through every layer, as
+// its lower_<name> links say; a bond (two lower devices) and a physical
+// netdev (none, or not there at all) are their own.
+func TestLowerNetdev(t *testing.T) {
+	root := fakeFS(t, map[string]string{
+		"sys/class/net/eth0/mtu":                 "1500\n",
+		"sys/class/net/eth0.100/lower_eth0":      symlinkTo + "../../../devices/pci0000:00/0000:00:02.0/net/eth0",
+		"sys/class/net/mv0/lower_eth0.100":       symlinkTo + "../../../devices/virtual/net/eth0.100",
+		"sys/class/net/bond0/lower_eth1":         symlinkTo + "../eth1",
+		"sys/class/net/bond0/lower_eth2":         symlinkTo + "../eth2",
+		"sys/class/net/bond0.7/lower_bond0":      symlinkTo + "../bond0",
+		"sys/class/net/loop0/lower_loop1":        symlinkTo + "../loop1",
+		"sys/class/net/loop1/lower_loop0":        symlinkTo + "../loop0",
+		"sys/class/net/rxeveth0/upper_rxeveth.9": symlinkTo + "../rxeveth.9",
+	})
+	for nd, want := range map[string]string{
+		"eth0": "eth0", "eth0.100": "eth0", "mv0": "eth0", "bond0.7": "bond0", "bond0": "bond0",
+		"rxeveth0": "rxeveth0", "nosuch0": "nosuch0",
+	} {
+		if got := lowerNetdev(root, nd); got != want {
+			t.Errorf("lowerNetdev(%s) = %q, want %q", nd, got, want)
+		}
+	}
+	// A loop, which sysfs never has, ends.
+	if got := lowerNetdev(root, "loop0"); got != "loop0" && got != "loop1" {
+		t.Errorf("lowerNetdev(loop0) = %q", got)
+	}
+}
+
+// TestDoctorECNOnLowerNetdev: where the port's GID is on a VLAN netdev
+// (only eth0.100 has an address), ECN and PFC are checked on the device
+// under it, where mlx5 exposes them, and the MTU on the VLAN's own. Doctor
+// looked for ecn/ and qos/pfc on eth0.100 and said "ECN: not exposed by
+// this driver (mlx5_core)", an ok, though ECN was off on eth0.
+func TestDoctorECNOnLowerNetdev(t *testing.T) {
+	devs := []deviceReport{{
+		Name: "mlx5_0", NodeType: "CA", Transport: "InfiniBand", NUMANode: -1,
+		Ports: []portReport{{
+			Port: 1, State: "ACTIVE", PhysState: "LINK_UP", ActiveMTU: 1024, MaxMTU: 4096, LinkLayer: "Ethernet",
+			GIDs: []gidReport{
+				{Index: 0, GID: "fe80::1", Type: "RoCE v2", Netdev: "eth0", IP: "fe80::1"},
+				{Index: 1, GID: "fe80::1", Type: "RoCE v2", Netdev: "eth0.100", IP: "fe80::1"},
+				{Index: 2, GID: "::ffff:10.0.100.1", Type: "RoCE v2", Netdev: "eth0.100", IP: "10.0.100.1"},
+			},
+			DefaultGID: &gidChoice{Index: 2, Reason: "first routable IPv4 RoCE v2 entry"},
+		}},
+	}}
+	files := map[string]string{
+		"dev/infiniband/uverbs0":                    "",
+		"dev/infiniband/rdma_cm":                    "",
+		"sys/class/infiniband_verbs/uverbs0/ibdev":  "mlx5_0\n",
+		"sys/class/infiniband/mlx5_0/device/driver": symlinkTo + "../../../bus/pci/drivers/mlx5_core",
+		"sys/class/net/eth0/mtu":                    "9000\n",
+		"sys/class/net/eth0/ecn/roce_np/enable/3":   "0\n",
+		"sys/class/net/eth0/ecn/roce_rp/enable/3":   "0\n",
+		"sys/class/net/eth0/qos/pfc":                "Priority 0..7: 0 0 0 0 0 0 0 0\n",
+		"sys/class/net/eth0.100/mtu":                "1500\n",
+		"sys/class/net/eth0.100/lower_eth0":         symlinkTo + "../../../devices/pci0000:00/0000:00:02.0/net/eth0",
+	}
+	out, code := doctorOn(t, files, devs, "", 0)
+	for _, want := range []string{
+		"[ ok ] mlx5_0 port 1: eth0.100 MTU 1500 carries RDMA MTU 1024",
+		"[ ok ] mlx5_0 port 1: eth0.100 runs over eth0, whose ECN and PFC settings apply",
+		"[warn] eth0: ECN is off on every priority",
+		"fix: enable it on RoCE's priority, e.g. 3: `echo 1 > /sys/class/net/eth0/ecn/roce_np/enable/3`",
+		"[ ok ] eth0: PFC: Priority 0..7: 0 0 0 0 0 0 0 0",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 0 || strings.Contains(out, "not exposed") || strings.Contains(out, "eth0.100: ECN") {
+		t.Errorf("exit status %d:\n%s", code, out)
+	}
+	// --tclass's priority too.
+	opts := &DoctorOptions{Root: fakeFS(t, files), TClassSet: true, TClass: 106,
+		Addrs: func(string) ([]netip.Prefix, error) {
+			return []netip.Prefix{netip.MustParsePrefix("10.0.100.1/24")}, nil
+		}}
+	var msgs []string
+	for _, f := range checkPort(opts, devs[0], devs[0].Ports[0]) {
+		msgs = append(msgs, f.Level.tag()+" "+f.Msg)
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{"[warn] eth0: ECN is off for priority 3, the one --tclass 106 maps to", "[warn] eth0: PFC is off for priority 3"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("--tclass 106: lacks %q:\n%s", want, all)
 		}
 	}
 }
