@@ -374,6 +374,10 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 // GIDTable returns the valid entries of a port's GID table, with each
 // entry's type and netdev (ibv_query_gid_table, which reads every port's
 // table: the buffer holds all of them, ibv_query_port for each length).
+// Where all the ports' tables together are too long for one call of that
+// verb (its buffer's length is 16 bits: 2047 entries), it reads this
+// port's slot by slot (ibv_query_gid_ex) instead. It looks the netdevs'
+// names up in one listing of the host's interfaces.
 func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
 	if err := c.checkPort(port); err != nil {
 		return nil, err
@@ -381,31 +385,67 @@ func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
 	// The verb returns the valid entries of all ports and fails with
 	// EINVAL once they outnumber the buffer, so size it by the sum of the
 	// ports' table lengths, not by this port's (ports' tables can differ).
-	max := 0
+	max, mine := 0, 0
 	for p := 1; p <= c.ports; p++ {
 		pa, err := c.QueryPort(p)
 		if err != nil {
 			return nil, err
 		}
 		max += pa.GIDTableLen
+		if p == port {
+			mine = pa.GIDTableLen
+		}
 	}
-	if max == 0 {
+	if mine == 0 {
 		return nil, nil
 	}
+	if max > gidTableMaxEntries {
+		// An mlx5 uplink with its representors' ports, some 255 entries
+		// each, passes the limit.
+		raw := make([]C.struct_ibv_gid_entry, mine)
+		var bad C.uint32_t
+		n := C.gv_query_gid_port(c.c, C.uint32_t(port), &raw[0], C.uint32_t(mine), &bad)
+		runtime.KeepAlive(c)
+		if n < 0 {
+			return nil, fmt.Errorf("%s port %d GID index %d: %w", c.name, port, bad, verbError("ibv_query_gid_ex", int(-n)))
+		}
+		return gidEntries(raw[:n], port), nil
+	}
+	raw, err := c.queryGIDTable(max)
+	if err != nil {
+		return nil, err
+	}
+	return gidEntries(raw, port), nil
+}
+
+// queryGIDTable returns the valid entries of every port's GID table
+// (ibv_query_gid_table) with a buffer of max entries.
+func (c *Context) queryGIDTable(max int) ([]C.struct_ibv_gid_entry, error) {
 	raw := make([]C.struct_ibv_gid_entry, max)
 	n := C.gv_query_gid_table(c.c, &raw[0], C.long(max))
 	runtime.KeepAlive(c)
 	if n < 0 {
 		return nil, fmt.Errorf("%s: %w", c.name, verbError("ibv_query_gid_table", int(-n)))
 	}
+	return raw[:n], nil
+}
+
+// gidTableMaxEntries is the most entries one ibv_query_gid_table call can
+// return: rdma-core passes the buffer as an ioctl attribute whose length
+// is 16 bits, and fails with EINVAL past it. A test lowers it to read a
+// table slot by slot.
+var gidTableMaxEntries = 0xffff / int(unsafe.Sizeof(C.struct_ibv_gid_entry{}))
+
+// gidEntries returns the entries of raw that are port's.
+func gidEntries(raw []C.struct_ibv_gid_entry, port int) []GIDEntry {
+	var names ifNames
 	var out []GIDEntry
-	for _, r := range raw[:n] {
-		if int(r.port_num) != port {
-			continue
+	for i := range raw {
+		if int(raw[i].port_num) == port {
+			out = append(out, gidEntry(&raw[i], &names))
 		}
-		out = append(out, gidEntry(&r))
 	}
-	return out, nil
+	return out
 }
 
 // QueryGID returns one entry of a port's GID table (ibv_query_gid_ex). An
@@ -428,10 +468,11 @@ func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
 	if rc != 0 {
 		return GIDEntry{}, fmt.Errorf("%s port %d GID index %d: %w", c.name, port, index, verbError("ibv_query_gid_ex", int(rc)))
 	}
-	return gidEntry(&r), nil
+	return gidEntry(&r, &ifNames{}), nil
 }
 
-func gidEntry(r *C.struct_ibv_gid_entry) GIDEntry {
+// gidEntry converts a struct ibv_gid_entry, naming its netdev by names.
+func gidEntry(r *C.struct_ibv_gid_entry, names *ifNames) GIDEntry {
 	e := GIDEntry{
 		Index:   int(r.gid_index),
 		Port:    int(r.port_num),
@@ -439,12 +480,35 @@ func gidEntry(r *C.struct_ibv_gid_entry) GIDEntry {
 		Ifindex: int(r.ndev_ifindex),
 	}
 	copy(e.GID[:], C.GoBytes(unsafe.Pointer(&r.gid), 16))
-	if e.Ifindex != 0 {
-		if ifc, err := net.InterfaceByIndex(e.Ifindex); err == nil {
-			e.Netdev = ifc.Name
+	e.Netdev = names.name(e.Ifindex)
+	return e
+}
+
+// netInterfaces lists the host's network interfaces; a test counts its
+// calls.
+var netInterfaces = net.Interfaces
+
+// ifNames names network interfaces by index from one listing of them
+// (net.Interfaces, a netlink dump of every link), made at the first
+// lookup: net.InterfaceByIndex makes the same dump for each.
+type ifNames struct {
+	byIndex map[int]string
+}
+
+// name returns the name of the interface of index i; "" for 0 or an
+// index that the listing lacks.
+func (n *ifNames) name(i int) string {
+	if i == 0 {
+		return ""
+	}
+	if n.byIndex == nil {
+		n.byIndex = map[int]string{}
+		ifs, _ := netInterfaces()
+		for _, f := range ifs {
+			n.byIndex[f.Index] = f.Name
 		}
 	}
-	return e
+	return n.byIndex[i]
 }
 
 // SelectGID reads a port's GID table (ibv_query_gid_table, as GIDTable)

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -189,6 +190,95 @@ func TestGIDTableMatchesQueryGID(t *testing.T) {
 	}
 }
 
+// TestGIDTableSlotBySlot reads GID tables as GIDTable does where all the
+// ports' tables together pass what one ibv_query_gid_table call can
+// return (2047 entries: an mlx5 uplink with its representors' ports):
+// with that limit lowered to 4, it reads the port's table slot by slot
+// (ibv_query_gid_ex), and must read what the one call reads, on the test
+// device and the VM's second one. The library must fail one call past
+// the limit with EINVAL, and not at it, or the limit is wrong.
+func TestGIDTableSlotBySlot(t *testing.T) {
+	info := rdmatest.Device(t)
+	names := []string{info.Name}
+	if d := os.Getenv("RXE_DEV2"); d != "" && d != info.Name {
+		names = append(names, d)
+	}
+	for _, name := range names {
+		ctx, err := ibverbs.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ctx.Close()
+		da, err := ctx.QueryDevice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for port := 1; port <= da.PhysPortCnt; port++ {
+			pa, err := ctx.QueryPort(port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole, err := ctx.GIDTable(port)
+			if err != nil {
+				t.Fatalf("%s port %d: GIDTable: %v", name, port, err)
+			}
+			restore := ibverbs.SetGIDTableMaxEntries(4)
+			slots, err := ctx.GIDTable(port)
+			if err == nil {
+				checkGIDTable(t, ctx, port)
+			}
+			restore()
+			if err != nil {
+				t.Fatalf("%s port %d: GIDTable slot by slot: %v", name, port, err)
+			}
+			if pa.GIDTableLen <= 4 || len(whole) == 0 && name == info.Name && port == info.Port {
+				t.Errorf("%s port %d: %d slots, %d entries: too few to test reading it slot by slot", name, port, pa.GIDTableLen, len(whole))
+			}
+			if !slices.Equal(whole, slots) {
+				t.Errorf("%s port %d: one call read\n%v\nslot by slot\n%v", name, port, whole, slots)
+			}
+		}
+		max := ibverbs.GIDTableMaxEntries()
+		if _, err := ctx.QueryGIDTable(max); err != nil {
+			t.Errorf("%s: ibv_query_gid_table with %d entries: %v", name, max, err)
+		}
+		if _, err := ctx.QueryGIDTable(max + 1); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "ibv_query_gid_table") {
+			t.Errorf("%s: ibv_query_gid_table with %d entries: %v, want EINVAL", name, max+1, err)
+		}
+	}
+}
+
+// TestGIDTableNamesNetdevsOnce checks that GIDTable names the entries'
+// netdevs with one listing of the host's interfaces, read at once or slot
+// by slot, where each entry's lookup (net.InterfaceByIndex) listed them
+// all again: some 300 listings for TestGIDIndexPast255's table.
+func TestGIDTableNamesNetdevsOnce(t *testing.T) {
+	info, ctx := openTestDevice(t)
+	count, restore := ibverbs.CountInterfaceListings()
+	defer restore()
+	for _, max := range []int{ibverbs.GIDTableMaxEntries(), 4} {
+		restoreMax := ibverbs.SetGIDTableMaxEntries(max)
+		before := count()
+		table, err := ctx.GIDTable(info.Port)
+		restoreMax()
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := 0
+		for _, e := range table {
+			if e.Netdev != "" {
+				named++
+			}
+		}
+		if named < 2 {
+			t.Errorf("%d entries of %v name a netdev, want 2 or more", named, table)
+		}
+		if n := count() - before; n != 1 {
+			t.Errorf("read with at most %d entries a call: %d listings of the interfaces for %d entries, want 1", max, n, len(table))
+		}
+	}
+}
+
 // checkGIDTable compares ctx.GIDTable(port) with QueryGID of each slot and
 // returns the number of valid entries.
 func checkGIDTable(t *testing.T, ctx *ibverbs.Context, port int) int {
@@ -322,6 +412,16 @@ func TestGIDIndexPast255(t *testing.T) {
 
 	if got := checkGIDTable(t, ctx, info.Port); got <= 256 {
 		t.Errorf("%d valid GIDs, want more than 256", got)
+	}
+	whole, err := ctx.GIDTable(info.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := ibverbs.SetGIDTableMaxEntries(4)
+	slots, err := ctx.GIDTable(info.Port)
+	restore()
+	if err != nil || !slices.Equal(whole, slots) {
+		t.Errorf("GIDTable slot by slot: %d entries, %v; want the %d of one call", len(slots), err, len(whole))
 	}
 	_, err = ctx.SelectGID(info.Port, ibverbs.GIDRule{Addr: past.IP()})
 	var ne *ibverbs.NoGIDError

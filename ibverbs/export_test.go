@@ -2,7 +2,10 @@
 
 package ibverbs
 
-import "unsafe"
+import (
+	"net"
+	"unsafe"
+)
 
 // WRBytes returns request i of the batch as the provider reads it.
 func (b *SendBatch) WRBytes(i int) []byte {
@@ -29,3 +32,33 @@ func CQOver(raw unsafe.Pointer) *CQ {
 
 // ChannelRaw returns the channel's struct ibv_comp_channel.
 func ChannelRaw(ch *CompChannel) unsafe.Pointer { return unsafe.Pointer(ch.c) }
+
+// SetGIDTableMaxEntries sets the most entries that GIDTable reads with
+// one ibv_query_gid_table call, past which it reads the port's table slot
+// by slot, until the returned func restores it. Tests that call it must
+// not run in parallel with others that read GID tables.
+func SetGIDTableMaxEntries(n int) (restore func()) {
+	old := gidTableMaxEntries
+	gidTableMaxEntries = n
+	return func() { gidTableMaxEntries = old }
+}
+
+// CountInterfaceListings counts the listings of the host's network
+// interfaces that GIDTable and QueryGID make to name netdevs, until the
+// returned restore func; the same parallelism rule holds.
+func CountInterfaceListings() (count func() int, restore func()) {
+	old, n := netInterfaces, 0
+	netInterfaces = func() ([]net.Interface, error) { n++; return old() }
+	return func() int { return n }, func() { netInterfaces = old }
+}
+
+// GIDTableMaxEntries is the most entries GIDTable reads with one
+// ibv_query_gid_table call.
+func GIDTableMaxEntries() int { return gidTableMaxEntries }
+
+// QueryGIDTable calls ibv_query_gid_table with a buffer of max entries
+// and returns how many it read.
+func (c *Context) QueryGIDTable(max int) (int, error) {
+	raw, err := c.queryGIDTable(max)
+	return len(raw), err
+}

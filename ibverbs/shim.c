@@ -521,6 +521,27 @@ long gv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, long m
 	return n < 0 ? (long)n : (long)n;
 }
 
+long gv_query_gid_port(struct ibv_context *ctx, uint32_t port, struct ibv_gid_entry *e, uint32_t len, uint32_t *bad)
+{
+	static const union ibv_gid zero;
+	long n = 0;
+	uint32_t i;
+
+	for (i = 0; i < len; i++) {
+		int rc = ibv_query_gid_ex(ctx, port, i, &e[n], 0);
+
+		if (rc == ENODATA)
+			continue;
+		if (rc) {
+			*bad = i;
+			return rc < 0 ? rc : -rc;
+		}
+		if (memcmp(&e[n].gid, &zero, sizeof(zero)))
+			n++;
+	}
+	return n;
+}
+
 struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned int access, int *err)
 {
 	struct ibv_mr *mr;

@@ -128,6 +128,12 @@ int gv_post_poll(uintptr_t qp, uintptr_t qx, uintptr_t wr, int n, int list, int 
 int gv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr, uint32_t *speed_ex);
 int gv_query_device_ex(struct ibv_context *ctx, struct ibv_device_attr_ex *attr);
 long gv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, long max);
+/* gv_query_gid_port reads port's GID table slot by slot (ibv_query_gid_ex)
+ * into e, which holds len entries, skipping unused slots (ENODATA) and
+ * all-zero GIDs, as ibv_query_gid_table does. It returns the number of
+ * entries read, or -errno of the first slot that fails otherwise, with
+ * that slot's index in *bad. */
+long gv_query_gid_port(struct ibv_context *ctx, uint32_t port, struct ibv_gid_entry *e, uint32_t len, uint32_t *bad);
 struct ibv_mr *gv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova, unsigned int access, int *err);
 struct ibv_mw *gv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type, int *err);
 int gv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, uint64_t wr_id, unsigned int flags,
