@@ -48,7 +48,13 @@ func (r GIDRule) String() string {
 		p = append(p, "on "+r.Netdev)
 	}
 	if len(p) == 0 {
+		if r.AllowLinkLocal {
+			return "any RoCE v2 GID (link-local too), IPv4 preferred"
+		}
 		return "any routable RoCE v2 GID, IPv4 preferred"
+	}
+	if r.AllowLinkLocal {
+		p = append(p, "link-local allowed")
 	}
 	return "RoCE v2 GID, " + strings.Join(p, ", ")
 }
@@ -59,6 +65,12 @@ type GIDChoice struct {
 	Entry   GIDEntry     // the entry chosen
 	Reason  string       // why, in words ("first routable IPv4 RoCE v2 entry")
 	Skipped []SkippedGID // every other entry of the table, in table order
+	// Tied holds the other candidates that ranked as Entry did and lost
+	// only for their higher index, in table order; Reason names them.
+	// Index order is the order in which the kernel added the addresses
+	// and netdevs, so another host may pick its entry of another
+	// subnet or VLAN: a rule naming the netdev, subnet or address decides.
+	Tied []GIDEntry
 }
 
 // SkippedGID is an entry that SelectGID passed over, and why.
@@ -87,55 +99,149 @@ func (c GIDChoice) Explain() string {
 const MaxGIDIndex = 255
 
 // SelectGID picks a RoCE v2 GID from a port's table by rule. Among the
-// entries that pass, IPv4-mapped GIDs come before IPv6 ones unless the rule
-// says otherwise, then the lowest index wins, so two hosts with the same
-// addressing plan pick the same kind of entry whatever order their drivers
-// fill the table in. An entry past MaxGIDIndex never passes. It fails with
-// an explanation when nothing passes.
+// entries that pass, a routable one comes before a link-local one (which
+// only AllowLinkLocal lets pass, or an Addr naming it), then an IPv4-mapped
+// GID before an IPv6 one unless the rule names a family, then the lowest
+// index wins. Two hosts with the same addressing plan thus pick the same
+// kind of entry whatever order their drivers fill the table in; where
+// entries of the same kind tie, the index decides, and the choice's Reason
+// and Tied say so. An entry past MaxGIDIndex never passes. It fails with a
+// *NoGIDError when nothing passes, and with an *AmbiguousGIDError when Addr
+// names a link-local address, with no zone or Netdev, that more than one
+// netdev has.
 func SelectGID(table []GIDEntry, rule GIDRule) (GIDChoice, error) {
-	var c GIDChoice
-	best := -1
-	v2ByGID := map[GID]int{}
+	// A RoCE v1 entry's twin is the v2 entry of the same GID on the same
+	// netdev: a VLAN netdev shares its parent's MAC, so its link-local
+	// GID too.
+	twins := map[gidKey]int{}
 	for _, e := range table {
-		if e.Type == GIDTypeRoCEv2 {
-			v2ByGID[e.GID] = e.Index
+		k := gidKey{e.GID, e.Ifindex}
+		if _, ok := twins[k]; e.Type == GIDTypeRoCEv2 && !ok {
+			twins[k] = e.Index
 		}
 	}
+	why := make([]string, len(table))
+	best := -1
+	var cands []GIDEntry
 	for i, e := range table {
-		why := rejectGID(e, rule, v2ByGID)
-		if why != "" {
-			c.Skipped = append(c.Skipped, SkippedGID{e, why})
+		if why[i] = rejectGID(e, rule, twins); why[i] != "" {
 			continue
 		}
-		if best < 0 {
+		cands = append(cands, e)
+		if best < 0 || gidRank(rule, e) < gidRank(rule, table[best]) ||
+			gidRank(rule, e) == gidRank(rule, table[best]) && e.Index < table[best].Index {
 			best = i
-			continue
-		}
-		// IPv4 before IPv6 when the family is open; else the earlier index.
-		if rule.Family == 0 && e.GID.Addr().Is4() && !table[best].GID.Addr().Is4() {
-			c.Skipped = append(c.Skipped, SkippedGID{table[best], fmt.Sprintf("IPv6; index %d is IPv4, which is preferred", e.Index)})
-			best = i
-		} else {
-			c.Skipped = append(c.Skipped, SkippedGID{e, fmt.Sprintf("also usable, but index %d comes first", table[best].Index)})
 		}
 	}
+	var c GIDChoice
 	if best < 0 {
+		for i, e := range table {
+			c.Skipped = append(c.Skipped, SkippedGID{e, why[i]})
+		}
 		return c, &NoGIDError{Rule: rule, Skipped: c.Skipped}
 	}
+	if a := rule.Addr; len(cands) > 1 && a.IsValid() && a.Zone() == "" && rule.Netdev == "" && a.Unmap().IsLinkLocalUnicast() {
+		return GIDChoice{}, &AmbiguousGIDError{Rule: rule, Entries: cands}
+	}
 	c.Entry = table[best]
-	fam := "IPv6"
-	if c.Entry.GID.Addr().Is4() {
-		fam = "IPv4"
+	for i, e := range table {
+		if i == best {
+			continue
+		}
+		r := why[i]
+		if r == "" {
+			r = rankedBelow(rule, e, c.Entry)
+			if gidRank(rule, e) == gidRank(rule, c.Entry) {
+				c.Tied = append(c.Tied, e)
+			}
+		}
+		c.Skipped = append(c.Skipped, SkippedGID{e, r})
 	}
-	if rule == (GIDRule{}) {
-		c.Reason = "first routable " + fam + " RoCE v2 entry"
-	} else {
-		c.Reason = "first entry matching " + rule.String()
-	}
+	c.Reason = chosenReason(rule, c.Entry, c.Tied)
 	return c, nil
 }
 
-func rejectGID(e GIDEntry, r GIDRule, v2 map[GID]int) string {
+// gidKey identifies a GID on a netdev.
+type gidKey struct {
+	gid     GID
+	ifindex int
+}
+
+// gidRank ranks a candidate by kind, lower first: routable before
+// link-local, then, when the rule names no family, IPv4 before IPv6.
+func gidRank(r GIDRule, e GIDEntry) int {
+	k := 0
+	if e.GID.IsLinkLocal() {
+		k += 2
+	}
+	if r.Family == 0 && !e.GID.Addr().Is4() {
+		k++
+	}
+	return k
+}
+
+// rankedBelow says why candidate e lost to the chosen entry c.
+func rankedBelow(r GIDRule, e, c GIDEntry) string {
+	switch {
+	case e.GID.IsLinkLocal() && !c.GID.IsLinkLocal():
+		return fmt.Sprintf("link-local; index %d is routable, which is preferred", c.Index)
+	case gidRank(r, e) > gidRank(r, c):
+		return fmt.Sprintf("IPv6; index %d is IPv4, which is preferred", c.Index)
+	}
+	return fmt.Sprintf("also usable, but index %d comes first", c.Index)
+}
+
+// chosenReason says why e was chosen by r over the rest of the table,
+// naming the candidates tied with it.
+func chosenReason(r GIDRule, e GIDEntry, tied []GIDEntry) string {
+	fam := "IPv4"
+	if !e.GID.Addr().Is4() {
+		fam = "IPv6"
+	}
+	kind := "routable"
+	if e.GID.IsLinkLocal() {
+		kind = "link-local"
+	}
+	bare := r
+	bare.AllowLinkLocal = false
+	var s string
+	switch {
+	case bare == GIDRule{} && kind == "link-local":
+		s = "first link-local " + fam + " RoCE v2 entry, none routable"
+	case bare == GIDRule{}:
+		s = "first routable " + fam + " RoCE v2 entry"
+	default:
+		// Words for what the ranking, not the rule, decided.
+		var w []string
+		if r.AllowLinkLocal && !r.Addr.IsValid() {
+			w = append(w, kind)
+		}
+		if r.Family == 0 && !r.Addr.IsValid() {
+			w = append(w, fam)
+		}
+		s = "first " + strings.Join(append(w, "entry matching "+r.String()), " ")
+	}
+	if len(tied) == 0 {
+		return s
+	}
+	var also []string
+	for i, t := range tied {
+		if i == 3 {
+			also = append(also, fmt.Sprintf("and %d more", len(tied)-i))
+			break
+		}
+		d := fmt.Sprintf("index %d: %s", t.Index, t.IP())
+		if t.Netdev != "" {
+			d += " on " + t.Netdev
+		}
+		also = append(also, d)
+	}
+	return fmt.Sprintf("%s, 1 of %d (also %s)", s, len(tied)+1, strings.Join(also, ", "))
+}
+
+// rejectGID says why e fails r, or "" if it passes; v2 maps a GID on a
+// netdev to its RoCE v2 entry's index.
+func rejectGID(e GIDEntry, r GIDRule, v2 map[gidKey]int) string {
 	a := e.GID.Addr()
 	// The rule's address without its zone, which the zone check below
 	// compares with the entry's netdev.
@@ -145,7 +251,7 @@ func rejectGID(e GIDEntry, r GIDRule, v2 map[GID]int) string {
 	case e.GID.IsZero():
 		return "empty (all-zero) entry"
 	case e.Type == GIDTypeRoCEv1:
-		if i, ok := v2[e.GID]; ok {
+		if i, ok := v2[gidKey{e.GID, e.Ifindex}]; ok {
 			return fmt.Sprintf("RoCE v1 twin of index %d", i)
 		}
 		return "RoCE v1 (not routable over IP)"
@@ -214,4 +320,30 @@ func (e *NoGIDError) Error() string {
 		fmt.Fprintf(&b, "; index %d %s: %s", s.Entry.Index, s.Entry.GID, s.Reason)
 	}
 	return b.String()
+}
+
+// AmbiguousGIDError says that a GIDRule's Addr, a link-local address with
+// no zone, names GIDs of more than one netdev: each netdev has its own
+// link, so the address alone does not say which to use.
+type AmbiguousGIDError struct {
+	Rule    GIDRule    // the rule
+	Entries []GIDEntry // the entries that pass it, in table order
+}
+
+// Error names the netdevs that have the address, and how to choose one.
+func (e *AmbiguousGIDError) Error() string {
+	var on []string
+	for _, c := range e.Entries {
+		nd := c.Netdev
+		if nd == "" {
+			nd = "ifindex " + strconv.Itoa(c.Ifindex)
+		}
+		on = append(on, fmt.Sprintf("index %d on %s", c.Index, nd))
+	}
+	a := e.Rule.Addr
+	hint := "name the netdev to say which"
+	if a.Unmap().Is6() && len(e.Entries) > 0 && e.Entries[0].Netdev != "" {
+		hint = "add a zone (" + a.WithZone(e.Entries[0].Netdev).String() + ") or name the netdev to say which"
+	}
+	return fmt.Sprintf("link-local address %s is on more than one netdev (%s): %s", a, strings.Join(on, ", "), hint)
 }

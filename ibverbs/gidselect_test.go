@@ -3,6 +3,7 @@ package ibverbs
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,7 +45,8 @@ func TestSelectGID(t *testing.T) {
 		{"by IPv6 subnet", GIDRule{Prefix: netip.MustParsePrefix("2001:db8::/32")}, 3},
 		{"any IPv6", GIDRule{Prefix: netip.MustParsePrefix("::/0")}, 3},
 		{"by netdev", GIDRule{Netdev: "eth1.100"}, 6},
-		{"link-local on request", GIDRule{Family: 6, AllowLinkLocal: true}, 1},
+		{"link-local on request, routable first", GIDRule{Family: 6, AllowLinkLocal: true}, 3},
+		{"link-local on request, in its subnet", GIDRule{Prefix: netip.MustParsePrefix("fe80::/10"), AllowLinkLocal: true}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,5 +263,169 @@ func TestEnumStrings(t *testing.T) {
 	}
 	if q, err := ParseQPType("UC"); err != nil || q != QPTypeUC {
 		t.Errorf("ParseQPType(UC) = %v, %v", q, err)
+	}
+}
+
+// TestSelectGIDExplains covers the choice among several candidates and
+// the words for it: ranking (routable, then IPv4, then index), a v1
+// entry's twin on its own netdev, every other entry explained in table
+// order and relative to the entry chosen, ties named in the reason, and a
+// link-local address without a zone that two netdevs have refused.
+func TestSelectGIDExplains(t *testing.T) {
+	v2 := func(i int, gid, nd string, ifx int) GIDEntry {
+		return GIDEntry{Index: i, GID: mustGID(t, gid), Type: GIDTypeRoCEv2, Netdev: nd, Ifindex: ifx}
+	}
+	v1 := func(i int, gid, nd string, ifx int) GIDEntry {
+		e := v2(i, gid, nd, ifx)
+		e.Type = GIDTypeRoCEv1
+		return e
+	}
+	// mlx5 with a VLAN: eth0.100 shares eth0's MAC, so its link-local GID.
+	vlan := []GIDEntry{
+		v1(0, "fe80::1", "eth0", 2), v2(1, "fe80::1", "eth0", 2),
+		v1(2, "::ffff:10.0.0.1", "eth0", 2), v2(3, "::ffff:10.0.0.1", "eth0", 2),
+		v1(4, "fe80::1", "eth0.100", 5), v2(5, "fe80::1", "eth0.100", 5),
+	}
+	tests := []struct {
+		name   string
+		table  []GIDEntry
+		rule   GIDRule
+		want   int            // the index chosen; -1: none
+		reason string         // in the choice's Reason, or the error
+		why    map[int]string // in the reason each index was skipped for
+	}{
+		{"v1 twin on its own netdev", vlan, GIDRule{}, 3, "first routable IPv4 RoCE v2 entry",
+			map[int]string{0: "RoCE v1 twin of index 1", 4: "RoCE v1 twin of index 5", 1: "link-local (fe80::/10)"}},
+		{"link-local address of two netdevs", vlan, GIDRule{Addr: netip.MustParseAddr("fe80::1")}, -1,
+			"link-local address fe80::1 is on more than one netdev (index 1 on eth0, index 5 on eth0.100): add a zone (fe80::1%eth0)", nil},
+		{"link-local address with a zone", vlan, GIDRule{Addr: netip.MustParseAddr("fe80::1%eth0.100")}, 5,
+			"first entry matching RoCE v2 GID, address fe80::1%eth0.100", map[int]string{1: "on eth0, not zone eth0.100"}},
+		{"link-local address on a netdev", vlan, GIDRule{Addr: netip.MustParseAddr("fe80::1"), Netdev: "eth0"}, 1, "", nil},
+		{"reasons relative to the entry chosen",
+			[]GIDEntry{v2(1, "2001:db8::1", "eth0", 2), v2(2, "2001:db8::2", "eth0", 2), v2(3, "::ffff:10.0.0.1", "eth0", 2)},
+			GIDRule{}, 3, "first routable IPv4 RoCE v2 entry",
+			map[int]string{1: "IPv6; index 3 is IPv4, which is preferred", 2: "IPv6; index 3 is IPv4, which is preferred"}},
+		{"skipped in table order",
+			[]GIDEntry{v2(0, "2001:db8::1", "eth0", 2), v1(1, "2001:db8::1", "eth0", 2), v2(2, "::ffff:10.0.0.1", "eth0", 2)},
+			GIDRule{}, 2, "", map[int]string{0: "IPv4, which is preferred", 1: "RoCE v1 twin of index 0"}},
+		{"a tie of two subnets is named",
+			[]GIDEntry{v2(0, "fe80::1", "eth0", 2), v2(1, "::ffff:10.0.100.1", "eth0.100", 5), v2(3, "::ffff:10.0.0.1", "eth0", 2)},
+			GIDRule{}, 1, "first routable IPv4 RoCE v2 entry, 1 of 2 (also index 3: 10.0.0.1 on eth0)",
+			map[int]string{3: "also usable, but index 1 comes first"}},
+		{"a tie under a rule",
+			[]GIDEntry{v2(0, "2001:db8::1", "eth0", 2), v2(1, "::ffff:10.0.0.1", "eth0", 2), v2(2, "::ffff:10.0.0.2", "eth0", 2),
+				v2(3, "::ffff:10.0.0.3", "eth0", 2), v2(4, "::ffff:10.0.0.4", "eth0", 2), v2(5, "::ffff:10.0.0.5", "eth0", 2)},
+			GIDRule{Netdev: "eth0"}, 1,
+			"first IPv4 entry matching RoCE v2 GID, on eth0, 1 of 5 (also index 2: 10.0.0.2 on eth0, index 3: 10.0.0.3 on eth0, index 4: 10.0.0.4 on eth0, and 1 more)",
+			map[int]string{0: "IPv6; index 1 is IPv4"}},
+		{"no tie across kinds",
+			[]GIDEntry{v2(0, "2001:db8::1", "eth0", 2), v2(1, "::ffff:10.0.0.1", "eth0", 2)},
+			GIDRule{Prefix: netip.MustParsePrefix("::/0")}, 0, "first IPv6 entry matching RoCE v2 GID, in ::/0", nil},
+		{"routable before link-local, IPv6",
+			[]GIDEntry{v2(0, "fe80::1", "eth0", 2), v2(1, "2001:db8::1", "eth0", 2)},
+			GIDRule{Family: 6, AllowLinkLocal: true}, 1, "first routable entry matching RoCE v2 GID, IPv6, link-local allowed",
+			map[int]string{0: "link-local; index 1 is routable, which is preferred"}},
+		{"routable before link-local, before IPv4",
+			[]GIDEntry{v2(0, "fe80::1", "eth0", 2), v2(1, "::ffff:169.254.0.1", "eth0", 2), v2(2, "2001:db8::1", "eth0", 2)},
+			GIDRule{AllowLinkLocal: true}, 2, "first routable IPv6 RoCE v2 entry",
+			map[int]string{0: "link-local; index 2 is routable", 1: "link-local; index 2 is routable"}},
+		{"link-local allowed and chosen",
+			[]GIDEntry{v2(0, "fe80::1", "eth0", 2), v1(1, "2001:db8::1", "eth0", 2)},
+			GIDRule{AllowLinkLocal: true}, 0, "first link-local IPv6 RoCE v2 entry, none routable",
+			map[int]string{1: "RoCE v1 (not routable over IP)"}},
+		{"link-local named",
+			[]GIDEntry{v2(0, "fe80::1", "eth0", 2), v2(1, "2001:db8::1", "eth0", 2)},
+			GIDRule{Addr: netip.MustParseAddr("fe80::1"), AllowLinkLocal: true}, 0,
+			"first entry matching RoCE v2 GID, address fe80::1, link-local allowed", map[int]string{1: "address is not fe80::1"}},
+		{"link-local allowed, nothing matches",
+			[]GIDEntry{v1(0, "fe80::1", "eth0", 2)},
+			GIDRule{AllowLinkLocal: true}, -1, "no GID matches any RoCE v2 GID (link-local too), IPv4 preferred; index 0 fe80::1: RoCE v1", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := SelectGID(tt.table, tt.rule)
+			if tt.want < 0 {
+				if err == nil {
+					t.Fatalf("chose %d, want none\n%s", c.Entry.Index, c.Explain())
+				}
+				if !strings.Contains(err.Error(), tt.reason) {
+					t.Errorf("%q lacks %q", err, tt.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Entry.Index != tt.want {
+				t.Fatalf("chose %d, want %d\n%s", c.Entry.Index, tt.want, c.Explain())
+			}
+			if !strings.Contains(c.Reason, tt.reason) {
+				t.Errorf("reason %q lacks %q", c.Reason, tt.reason)
+			}
+			var order []int
+			for _, s := range c.Skipped {
+				order = append(order, s.Entry.Index)
+				if want, ok := tt.why[s.Entry.Index]; ok && !strings.Contains(s.Reason, want) {
+					t.Errorf("index %d skipped for %q, want %q", s.Entry.Index, s.Reason, want)
+				}
+			}
+			var want []int
+			for _, e := range tt.table {
+				if e.Index != c.Entry.Index {
+					want = append(want, e.Index)
+				}
+			}
+			if !slices.Equal(order, want) {
+				t.Errorf("skipped %v, want %v (table order)", order, want)
+			}
+		})
+	}
+}
+
+// TestSelectGIDTiedAndAmbiguous checks the choice's Tied list and the
+// type of the error for a link-local address that two netdevs have.
+func TestSelectGIDTiedAndAmbiguous(t *testing.T) {
+	table := []GIDEntry{
+		{Index: 0, GID: mustGID(t, "fe80::1"), Type: GIDTypeRoCEv2, Netdev: "eth0", Ifindex: 2},
+		{Index: 1, GID: mustGID(t, "::ffff:10.0.100.1"), Type: GIDTypeRoCEv2, Netdev: "eth0.100", Ifindex: 5},
+		{Index: 2, GID: mustGID(t, "fe80::1"), Type: GIDTypeRoCEv2, Netdev: "eth0.100", Ifindex: 5},
+		{Index: 3, GID: mustGID(t, "::ffff:10.0.0.1"), Type: GIDTypeRoCEv2, Netdev: "eth0", Ifindex: 2},
+	}
+	c, err := SelectGID(table, GIDRule{})
+	if err != nil || c.Entry.Index != 1 || len(c.Tied) != 1 || c.Tied[0] != table[3] {
+		t.Errorf("SelectGID = %+v, %v; want index 1 tied with index 3", c, err)
+	}
+	if c, err := SelectGID(table, GIDRule{Netdev: "eth0"}); err != nil || c.Entry.Index != 3 || c.Tied != nil {
+		t.Errorf("SelectGID on eth0 = %+v, %v; want index 3, no tie", c, err)
+	}
+	_, err = SelectGID(table, GIDRule{Addr: netip.MustParseAddr("fe80::1")})
+	var ae *AmbiguousGIDError
+	if !errors.As(err, &ae) || len(ae.Entries) != 2 || ae.Entries[0] != table[0] || ae.Entries[1] != table[2] {
+		t.Errorf("err = %v, want an AmbiguousGIDError naming indexes 0 and 2", err)
+	}
+	// IPv4 has no zones: the netdev decides.
+	ll4 := []GIDEntry{
+		{Index: 0, GID: mustGID(t, "::ffff:169.254.0.1"), Type: GIDTypeRoCEv2, Netdev: "eth0", Ifindex: 2},
+		{Index: 1, GID: mustGID(t, "::ffff:169.254.0.1"), Type: GIDTypeRoCEv2, Netdev: "eth1", Ifindex: 3},
+	}
+	_, err = SelectGID(ll4, GIDRule{Addr: netip.MustParseAddr("169.254.0.1")})
+	if !errors.As(err, &ae) || !strings.HasSuffix(err.Error(), "(index 0 on eth0, index 1 on eth1): name the netdev to say which") {
+		t.Errorf("err = %v, want an AmbiguousGIDError asking for the netdev", err)
+	}
+}
+
+func TestGIDRuleString(t *testing.T) {
+	for _, tt := range []struct {
+		rule GIDRule
+		want string
+	}{
+		{GIDRule{}, "any routable RoCE v2 GID, IPv4 preferred"},
+		{GIDRule{AllowLinkLocal: true}, "any RoCE v2 GID (link-local too), IPv4 preferred"},
+		{GIDRule{Family: 6, AllowLinkLocal: true}, "RoCE v2 GID, IPv6, link-local allowed"},
+		{GIDRule{Family: 4, Prefix: netip.MustParsePrefix("10.0.0.0/8"), Netdev: "eth0"}, "RoCE v2 GID, IPv4, in 10.0.0.0/8, on eth0"},
+	} {
+		if got := tt.rule.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.rule, got, tt.want)
+		}
 	}
 }
