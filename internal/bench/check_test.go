@@ -77,7 +77,10 @@ func TestBadLocalSideFailsAtOnce(t *testing.T) {
 }
 
 // TestBadPortOrGIDFailsAtOnce checks a real device with a port it lacks,
-// a GID index past its table, an empty slot and a RoCE v1 entry.
+// a GID index past its table, an empty slot and a RoCE v1 entry, each
+// failing with its own reason. soft-RoCE has no RoCE v1 entry, so that
+// case runs only on a device with one; TestCheckGivenGID covers its
+// refusal, and an IB entry's, without a device.
 func TestBadPortOrGIDFailsAtOnce(t *testing.T) {
 	ctx, info := rdmatest.Open(t)
 	good := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1}
@@ -92,27 +95,40 @@ func TestBadPortOrGIDFailsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := map[string]bench.Local{
-		"port":           {Device: info.Name, Port: 9, GIDIndex: -1},
-		"past the table": {Device: info.Name, Port: info.Port, GIDIndex: pa.GIDTableLen},
+	type badLocal struct {
+		l    bench.Local
+		want string // in both sides' errors
+	}
+	bad := map[string]badLocal{
+		"port":           {bench.Local{Device: info.Name, Port: 9, GIDIndex: -1}, "invalid port 9"},
+		"past the table": {bench.Local{Device: info.Name, Port: info.Port, GIDIndex: pa.GIDTableLen}, "out of range"},
 	}
 	used := map[int]bool{}
 	for _, e := range table {
 		used[e.Index] = true
 		if e.Type == ibverbs.GIDTypeRoCEv1 && pa.LinkLayer == ibverbs.LinkLayerEthernet {
-			bad["RoCE v1"] = bench.Local{Device: info.Name, Port: info.Port, GIDIndex: e.Index}
+			bad["RoCE v1"] = badLocal{bench.Local{Device: info.Name, Port: info.Port, GIDIndex: e.Index}, "not RoCE v2"}
 		}
 	}
 	for i := range pa.GIDTableLen {
 		if !used[i] && pa.LinkLayer == ibverbs.LinkLayerEthernet {
-			bad["empty"] = bench.Local{Device: info.Name, Port: info.Port, GIDIndex: i}
+			bad["empty"] = badLocal{bench.Local{Device: info.Name, Port: info.Port, GIDIndex: i}, "is empty"}
 			break
 		}
 	}
-	for name, l := range bad {
-		srvErr, cliErr, dialed := serveAndDial(t, l, l)
+	if pa.LinkLayer == ibverbs.LinkLayerEthernet && bad["empty"].want == "" {
+		t.Errorf("%s port %d: no empty slot among %d to give -x", info.Name, info.Port, pa.GIDTableLen)
+	}
+	for name, b := range bad {
+		srvErr, cliErr, dialed := serveAndDial(t, b.l, b.l)
 		if srvErr == nil || cliErr == nil || dialed {
-			t.Errorf("%s %+v: server %v, client %v, client dialed %v; want both to fail, neither to connect", name, l, srvErr, cliErr, dialed)
+			t.Errorf("%s %+v: server %v, client %v, client dialed %v; want both to fail, neither to connect", name, b.l, srvErr, cliErr, dialed)
+			continue
+		}
+		for side, err := range map[string]error{"server": srvErr, "client": cliErr} {
+			if !strings.Contains(err.Error(), b.want) {
+				t.Errorf("%s %+v: the %s's %q lacks %q", name, b.l, side, err, b.want)
+			}
 		}
 	}
 }

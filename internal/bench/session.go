@@ -678,24 +678,31 @@ func (s *session) chooseGID() error {
 		s.gid = ibverbs.GIDChoice{Entry: ibverbs.GIDEntry{Index: max(s.local.GIDIndex, 0)}, Reason: "InfiniBand port: LID routing"}
 		return nil
 	}
-	if s.local.GIDIndex >= 0 {
-		e, err := s.ctx.QueryGID(s.port, s.local.GIDIndex)
-		if err != nil {
-			return err
-		}
-		if e.GID.IsZero() {
-			return fmt.Errorf("GID index %d of %s port %d is empty; `gorperf devices` lists the table", s.local.GIDIndex, s.ctx.Name(), s.port)
-		}
-		if e.Type != ibverbs.GIDTypeRoCEv2 {
-			return fmt.Errorf("GID index %d of %s port %d is %s (%s), not RoCE v2: pick a RoCE v2 index from `gorperf devices`, or leave -x out to choose one automatically",
-				s.local.GIDIndex, s.ctx.Name(), s.port, e.Type, e.GID)
-		}
-		s.gid = ibverbs.GIDChoice{Entry: e, Reason: "given with -x"}
-		return nil
-	}
 	var err error
+	if s.local.GIDIndex >= 0 {
+		e, qerr := s.ctx.QueryGID(s.port, s.local.GIDIndex)
+		s.gid, err = checkGivenGID(s.ctx.Name(), s.port, s.local.GIDIndex, e, qerr)
+		return err
+	}
 	s.gid, err = s.ctx.SelectGID(s.port, s.local.GIDRule)
 	return err
+}
+
+// checkGivenGID judges the RoCE port's entry that -x names, index, as
+// QueryGID returned it, e or err (an index past the table, an empty slot
+// that the driver answers with ENODATA): it must be a RoCE v2 entry, with
+// a GID.
+func checkGivenGID(dev string, port, index int, e ibverbs.GIDEntry, err error) (ibverbs.GIDChoice, error) {
+	switch {
+	case err != nil:
+		return ibverbs.GIDChoice{}, err
+	case e.GID.IsZero():
+		return ibverbs.GIDChoice{}, fmt.Errorf("GID index %d of %s port %d is empty; `gorperf devices` lists the table", index, dev, port)
+	case e.Type != ibverbs.GIDTypeRoCEv2:
+		return ibverbs.GIDChoice{}, fmt.Errorf("GID index %d of %s port %d is %s (%s), not RoCE v2: pick a RoCE v2 index from `gorperf devices`, or leave -x out to choose one automatically",
+			index, dev, port, e.Type, e.GID)
+	}
+	return ibverbs.GIDChoice{Entry: e, Reason: "given with -x"}, nil
 }
 
 // connect brings every QP to RTS against the peer's Setup.
