@@ -1143,7 +1143,12 @@ func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Loc
 			if e, err := chosenGID(l); err == nil && e.Type == ibverbs.GIDTypeRoCEv2 {
 				ip := e.IP()
 				sl.GIDRule.Family = map[bool]int{true: 4, false: 6}[ip.Is4()]
-				sl.GIDRule.AllowLinkLocal = sl.GIDRule.AllowLinkLocal || ip.IsLinkLocalUnicast()
+				if ip.IsLinkLocalUnicast() {
+					// A link-local one's peer is link-local too, which
+					// SelectGID ranks after a routable one.
+					sl.GIDRule.AllowLinkLocal = true
+					sl.GIDRule.Prefix = netip.MustParsePrefix(map[bool]string{true: "169.254.0.0/16", false: "fe80::/10"}[ip.Is4()])
+				}
 			}
 		}
 	}
