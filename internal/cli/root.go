@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
@@ -264,7 +265,26 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	cmd.AddCommand(newCmdDevices(f, nil), newCmdDoctor(f, nil))
 	cmd.AddCommand(newCmdTests(f)...)
 	cmd.AddCommand(newCmdLoopback(f), newCmdServe(f))
+	hideNotGiven(cmd)
 	return cmd
+}
+
+// hideNotGiven keeps pflag from printing "(default -1)" after the usage
+// of cmd's flags, and its subcommands', whose -1 stands for "not given"
+// and whose usage says what that means: -x's automatic choice, -u's 14.
+// The value is still -1 where the flag is not given; only the help
+// changes, which pflag leaves without a default where it reads "0".
+func hideNotGiven(cmd *cobra.Command) {
+	hide := func(fl *pflag.Flag) {
+		if fl.DefValue == "-1" && strings.Contains(fl.Usage, "(default") {
+			fl.DefValue = "0"
+		}
+	}
+	cmd.LocalFlags().VisitAll(hide)
+	cmd.Flags().VisitAll(hide)
+	for _, c := range cmd.Commands() {
+		hideNotGiven(c)
+	}
 }
 
 // countingWriter counts what a command wrote to its output, and keeps
