@@ -453,3 +453,131 @@ func TestFirstWaitInterrupted(t *testing.T) {
 		t.Errorf("a wait stopped after 300 ms: %v after %v; want cancelled at once", err, took)
 	}
 }
+
+// reported waits up to within for done to have got n errors that say
+// what, and returns those it got.
+func (s *serving) reported(what string, n int, within time.Duration) []error {
+	s.t.Helper()
+	var got []error
+	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
+		got = got[:0]
+		for _, r := range s.reports() {
+			if strings.Contains(r.Error(), what) {
+				got = append(got, r)
+			}
+		}
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+	}
+}
+
+// askThread has the client on c ask for thread i of a test of threads
+// threads in group, and waits until it is in line.
+func (s *serving) askThread(c *exchange.Conn, size uint32, i, threads uint16, group uint64) {
+	s.t.Helper()
+	var told atomic.Bool
+	c.OnQueued(func(exchange.Queued) { told.Store(true) })
+	sp := s.spec
+	sp.Size, sp.Threads, sp.Thread, sp.Group, sp.NumQPs = size, threads, i, group, 1
+	if err := c.Send(s.ctx, sp); err != nil {
+		s.t.Fatal(err)
+	}
+	s.inLine(c, told.Load)
+}
+
+// TestServeOnceGroupGone: a one-test server whose first client, a test
+// of several threads, goes away (its one connection) while the lobby
+// waits for its others has run no test, and takes the next client's.
+// It took its one test as the threads' first came to the head of the
+// line, and refused every client after: "this server runs one test, and
+// has taken another client's", until stopped.
+func TestServeOnceGroupGone(t *testing.T) {
+	defer func(old time.Duration) { groupWait = old }(groupWait)
+	groupWait = 5 * time.Second
+	s := newServing(t, true, nil)
+	c := s.greet()
+	s.askThread(c, 64, 0, 2, 42) // thread 1 never comes
+	c.Close()                    // the client is killed
+	if got := s.reported("went away while it waited its turn", 1, 5*time.Second); len(got) != 1 {
+		t.Fatalf("the thread gone: reports %v; want it reported gone", s.reports())
+	}
+	d := s.greet()
+	if err := s.ask(d, s.spec, 5*time.Second); err == nil || !strings.Contains(err.Error(), "device") {
+		t.Errorf("the next client of a one-test server that ran no test: %v; want its test run, told the device is not there", err)
+	}
+	select {
+	case err := <-s.ended:
+		if err == nil || !strings.Contains(err.Error(), "device") {
+			t.Errorf("the one-test server ended with %v; want its one test's failure", err)
+		}
+		s.ended <- nil // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Error("the one-test server did not end within 5 s of its test")
+	}
+}
+
+// TestServeGroupWaitHolds: a test of several threads whose other thread
+// never comes holds the head of the line for groupWait from when it came
+// there, however many connections that are no test (a TCP health check,
+// every 300 ms here) come meanwhile; then it is taken, and the client
+// behind it after it. Each such connection started the wait again, so
+// that the client behind waited as long as they came.
+func TestServeGroupWaitHolds(t *testing.T) {
+	defer func(old time.Duration) { groupWait = old }(groupWait)
+	groupWait = 2 * time.Second
+	taken := make(chan uint32, 8)
+	s := newServing(t, false, func(spec exchange.TestSpec) error {
+		taken <- spec.Size
+		return nil
+	})
+	g, b := s.greet(), s.greet()
+	began := time.Now()
+	s.askThread(g, 3, 0, 2, 42) // thread 1 never comes
+	var told atomic.Bool
+	b.OnQueued(func(exchange.Queued) { told.Store(true) })
+	sp := s.spec
+	sp.Size = 4
+	if err := b.Send(s.ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	s.inLine(b, told.Load)
+	quit, checked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(checked)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+			if nc, err := net.Dial("tcp", s.addr); err == nil {
+				nc.Close()
+			}
+		}
+	}()
+	defer func() {
+		close(quit)
+		<-checked
+	}()
+	const within = 8 * time.Second
+	for _, want := range []uint32{3, 4} {
+		select {
+		case got := <-taken:
+			if got != want {
+				t.Errorf("took test %d; want %d", got, want)
+			}
+		case <-time.After(within - time.Since(began)):
+			t.Fatalf("test %d not taken within %v of its thread's coming to the head, with a groupWait of %v and health checks every 300 ms (%d reports)",
+				want, within, groupWait, len(s.reports()))
+		}
+	}
+	if took := time.Since(began); took < groupWait-100*time.Millisecond {
+		t.Errorf("the client behind the threads' first was taken after %v; want it behind the threads' wait of %v", took, groupWait)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 3*time.Second)
+	defer cancel()
+	if _, err := g.Recv(ctx); err == nil || !strings.Contains(err.Error(), "a test of 2 threads: 1 of its connections came in 2s") {
+		t.Errorf("the thread whose other never came: %v", err)
+	}
+}

@@ -465,6 +465,16 @@ type lobby struct {
 	acceptErr error
 	closed    bool
 	wg        sync.WaitGroup
+
+	// A test of several threads at the head of the line, whose
+	// connections take waits for until gatherEnd, groupWait from when it
+	// came to the head, however often take returns meanwhile for
+	// connections that asked for no test; gatherWake wakes take then
+	// (gather). On mu.
+	gathering   bool
+	gatherGroup uint64
+	gatherEnd   time.Time
+	gatherWake  *time.Timer
 }
 
 // openLobby starts a server's lobby on ln; Alives go every alive.
@@ -692,15 +702,16 @@ func peerLeft(nc net.Conn) bool {
 // take returns the next connection that asked for no test, for done, or
 // else the next test, oldest first, waiting until one comes, or the
 // listener's failure, or ctx's end. A test of several threads is taken
-// with all its connections, which take waits for, up to groupWait; other
-// clients keep their places meanwhile. The connections taken are sent
-// Alives until handOver.
+// with all its connections, which take waits for, up to groupWait from
+// when it came to the head of the line, across take's returns for
+// connections that asked for no test; other clients keep their places
+// meanwhile. A one-test server's test is the one take returns: it turns
+// away the other clients then. The connections taken are sent Alives
+// until handOver.
 func (lb *lobby) take() (taken []asked, report error, err error) {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	lb.running = false
-	var head *exchange.Conn // a test of several threads waited for
-	var giveUp time.Time
 	for {
 		if len(lb.reports) > 0 {
 			report = lb.reports[0]
@@ -714,6 +725,7 @@ func (lb *lobby) take() (taken []asked, report error, err error) {
 			lb.drop(lb.waiting[0].c)
 		}
 		if len(lb.waiting) == 0 {
+			lb.gather(nil)
 			if lb.acceptErr != nil {
 				return nil, nil, lb.acceptErr
 			}
@@ -721,24 +733,12 @@ func (lb *lobby) take() (taken []asked, report error, err error) {
 			continue
 		}
 		first := lb.waiting[0]
-		if lb.once && !lb.oneTaken {
-			lb.oneTaken, lb.oneGroup = true, first.spec.Group
-			lb.waiting = slices.DeleteFunc(lb.waiting, func(w asked) bool {
-				if w.c != first.c && !(first.spec.Threads > 1 && w.spec.Threads > 1 && w.spec.Group == first.spec.Group) {
-					lb.farewell(w.c, errOneTest)
-					return true
-				}
-				return false
-			})
-		}
 		own := func(w asked) bool {
 			return w.c == first.c || first.spec.Threads > 1 && w.spec.Threads > 1 && w.spec.Group == first.spec.Group
 		}
 		if first.spec.Threads > 1 {
-			if head != first.c {
-				head, giveUp = first.c, time.Now().Add(groupWait)
-				t := time.AfterFunc(groupWait, lb.wake)
-				defer t.Stop()
+			if !lb.gathering || lb.gatherGroup != first.spec.Group {
+				lb.gather(&first)
 			}
 			threads := map[uint16]bool{}
 			for _, w := range lb.waiting {
@@ -746,15 +746,23 @@ func (lb *lobby) take() (taken []asked, report error, err error) {
 					threads[w.spec.Thread] = true
 				}
 			}
-			if len(threads) < int(first.spec.Threads) && time.Now().Before(giveUp) {
+			if len(threads) < int(first.spec.Threads) && time.Now().Before(lb.gatherEnd) {
 				lb.cond.Wait()
 				continue
 			}
 			lb.group = first.spec.Group
 		}
+		lb.gather(nil)
+		if lb.once {
+			lb.oneTaken, lb.oneGroup = true, first.spec.Group
+		}
 		lb.waiting = slices.DeleteFunc(lb.waiting, func(w asked) bool {
-			if own(w) {
+			switch {
+			case own(w):
 				taken = append(taken, w)
+				return true
+			case lb.once:
+				lb.farewell(w.c, errOneTest)
 				return true
 			}
 			return false
@@ -762,6 +770,21 @@ func (lb *lobby) take() (taken []asked, report error, err error) {
 		lb.held = append(lb.held, taken...)
 		lb.running = true
 		return taken, nil, nil
+	}
+}
+
+// gather starts the wait for the connections of the test of several
+// threads first, at the head of the line, up to groupWait, or with nil
+// ends the wait under way; lb.mu is held.
+func (lb *lobby) gather(first *asked) {
+	if lb.gatherWake != nil {
+		lb.gatherWake.Stop()
+		lb.gatherWake = nil
+	}
+	lb.gathering = first != nil
+	if first != nil {
+		lb.gatherGroup, lb.gatherEnd = first.spec.Group, time.Now().Add(groupWait)
+		lb.gatherWake = time.AfterFunc(groupWait, lb.wake)
 	}
 }
 
@@ -799,6 +822,7 @@ func (lb *lobby) close(why error) {
 		lb.farewell(w.c, why)
 	}
 	lb.waiting = nil
+	lb.gather(nil)
 	lb.cond.Broadcast()
 	lb.mu.Unlock()
 	dl, ok := lb.ln.(interface{ SetDeadline(time.Time) error })
