@@ -581,3 +581,50 @@ func TestServeGroupWaitHolds(t *testing.T) {
 		t.Errorf("the thread whose other never came: %v", err)
 	}
 }
+
+// TestServeRefusesAtOnce: a test over serve's limits, asked for while
+// another test runs, is refused at once, not at its turn, and reported
+// as the refusal it was (once for a test of several threads, whose every
+// connection is told); Admit, which would be asked at its turn, never
+// sees it. It waited for the tests before it, however long they ran, to
+// learn it could never run.
+func TestServeRefusesAtOnce(t *testing.T) {
+	s, taken, release := held(t)
+	s.start(taken, 1)
+	one, threads := s.greet(), []*exchange.Conn{s.greet(), s.greet()}
+	sp := s.overLimits()
+	sp.Size = 5
+	began := time.Now()
+	if err := s.ask(one, sp, 3*time.Second); err == nil || !strings.Contains(err.Error(), "65 QPs exceed this server's maximum of 64") {
+		t.Errorf("a test over the limits, behind another: %v after %v; want it refused at once", err, time.Since(began))
+	}
+	errs := make([]error, len(threads))
+	var wg sync.WaitGroup
+	for i, c := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tsp := s.spec
+			tsp.Size, tsp.Threads, tsp.Thread, tsp.Group, tsp.NumQPs = 6, 2, uint16(i), 11, 40
+			errs[i] = s.ask(c, tsp, 3*time.Second)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "2 threads of 40 QPs exceed this server's maximum of 64 QPs") {
+			t.Errorf("thread %d of a test over the limits, behind another: %v; want it refused at once", i, err)
+		}
+	}
+	close(release)
+	s.reported("refused a client's test", 2, 3*time.Second)
+	time.Sleep(300 * time.Millisecond) // any other report
+	if refused := s.reported("refused a client's test", 3, 0); len(refused) != 2 ||
+		!errors.Is(refused[0], exchange.ErrOverLimit) || !errors.Is(refused[1], exchange.ErrOverLimit) {
+		t.Errorf("done got %v; want the two tests refused, once each", s.reports())
+	}
+	select {
+	case got := <-taken:
+		t.Errorf("Admit saw test %d; want only the first", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -343,10 +343,11 @@ type Limits = exchange.Limits
 // is reported through done and does not stop the server; done also gets
 // each finished test, and each connection that asked for no test (a
 // *notATest). A local side that fails Check fails Serve at once.
-// Clients wait their turns in a lobby, first come first served; a
-// one-test server answers every other client at once once it has taken
-// its test, and those still waiting when Serve ends are told why. ctx's
-// end closes ln.
+// Clients wait their turns in a lobby, first come first served; a test
+// over lim (or whose threads' rdma_cm ports would pass 65535) is refused
+// as it asks, not at its turn, unless once is set; a one-test server
+// answers every other client at once once it has taken its test, and
+// those still waiting when Serve ends are told why. ctx's end closes ln.
 func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -363,6 +364,12 @@ func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 // close ln.
 func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
 	lb := openLobby(ctx, ln, alivePeriod(l), once)
+	if !once {
+		// A test the server would refuse whatever it ran before is
+		// refused as it asks, not at its turn. (A one-test server's
+		// test is its client's, refused or not.)
+		lb.check = func(spec exchange.TestSpec) error { return admissible(&spec, l, lim) }
+	}
 	// why is what the clients still waiting when the server ends are told.
 	why := errors.New("the server was stopped before it ran this test")
 	defer func() { lb.close(why) }()
@@ -451,6 +458,11 @@ type lobby struct {
 	sem   chan struct{} // a greeting's place (maxGreetings)
 	quit  chan struct{} // closed by close
 
+	// check is what refuses a test as it asks: a test the server would
+	// refuse at its turn, whatever ran before. Set before any client
+	// comes; nil checks nothing.
+	check func(exchange.TestSpec) error
+
 	mu        sync.Mutex
 	cond      *sync.Cond // on mu: the lobby changed
 	waiting   []asked    // oldest first
@@ -536,9 +548,25 @@ func (lb *lobby) greet(nc net.Conn) {
 	defer func() { <-lb.sem }()
 	c := exchange.NewConn(nc)
 	spec, err := handshakeSpec(lb.ctx, c, helloWait)
+	var bad error
+	if err == nil && lb.check != nil {
+		bad = lb.check(spec)
+	}
 	lb.mu.Lock()
 	delete(lb.pending, nc)
-	refuse := lb.arrive(asked{c, spec}, err)
+	var refuse error
+	switch {
+	case bad != nil && !lb.closed:
+		// Refused as it would be at its turn, and reported so, once
+		// for a test of several threads (its first thread, which asks
+		// for the most).
+		refuse = bad
+		if spec.Thread == 0 {
+			lb.report(fmt.Errorf("refused a client's test: %w", bad))
+		}
+	default:
+		refuse = lb.arrive(asked{c, spec}, err)
+	}
 	lb.mu.Unlock()
 	if refuse != nil {
 		lb.tell(c, refuse)
@@ -855,11 +883,23 @@ func serveSpec(ctx context.Context, taken []asked, l Local, lim Limits, onHeader
 	return run(ctx, c, spec, l, "server", "", onHeader)
 }
 
-// admit is a server's verdict on a client's test: within its limits,
-// its threads' rdma_cm ports (one each, from l.CMPort) within the port
-// space, and as l.Admit says. A deep default RX depth is first lowered
-// to what the limits take (TestSpec.FitRXDepth).
+// admit is a server's verdict on a client's test: admissible, and as
+// l.Admit says.
 func admit(spec *exchange.TestSpec, l Local, lim Limits) error {
+	if err := admissible(spec, l, lim); err != nil {
+		return err
+	}
+	if l.Admit != nil {
+		return l.Admit(*spec)
+	}
+	return nil
+}
+
+// admissible is what of admit depends on the test and the server's
+// settings alone: within its limits, its threads' rdma_cm ports (one
+// each, from l.CMPort) within the port space. A deep default RX depth is
+// first lowered to what the limits take (TestSpec.FitRXDepth).
+func admissible(spec *exchange.TestSpec, l Local, lim Limits) error {
 	spec.FitRXDepth(lim)
 	if err := spec.CheckLimits(lim); err != nil {
 		return err
@@ -867,9 +907,6 @@ func admit(spec *exchange.TestSpec, l Local, lim Limits) error {
 	if n := max(int(spec.Threads), 1); spec.RdmaCM && l.CMPort+n-1 > 65535 {
 		return fmt.Errorf("%d threads over rdma_cm need ports %d to %d of this server, past 65535 (run the server with -p %d or lower)",
 			n, l.CMPort, l.CMPort+n-1, 65535-n+1)
-	}
-	if l.Admit != nil {
-		return l.Admit(*spec)
 	}
 	return nil
 }
