@@ -35,7 +35,12 @@ type Conn struct {
 	heard   bool         // an Alive has come: the peer runs KeepAlive (rmu)
 	fr      frameReader  // recvFrame's reader (rmu)
 	queued  func(Queued) // OnQueued's (rmu)
+	ahead   []Message    // read by ReadAhead, for the receives to come (rmu)
 }
+
+// maxAhead bounds the messages ReadAhead keeps: a client that waits its
+// turn sends one (its Setup, or -R's first Sync) among its Alives.
+const maxAhead = 8
 
 // lastWordWait bounds LastWord's reading.
 const lastWordWait = 2 * time.Second
@@ -81,7 +86,8 @@ func (r *frameReader) Read(p []byte) (int, error) {
 }
 
 // NewConn returns a Conn over nc. The Conn reads no further than the frames
-// it returns, so nc can be used for something else afterwards.
+// it returns, and those ReadAhead keeps for its receives, so nc can be used
+// for something else afterwards.
 func NewConn(nc net.Conn) *Conn { return &Conn{nc: nc} }
 
 // NetConn returns the underlying connection.
@@ -197,6 +203,11 @@ func (c *Conn) Recv(ctx context.Context) (Message, error) {
 func (c *Conn) LastWord() error {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	for _, m := range c.ahead {
+		if e, ok := m.(ErrorMsg); ok {
+			return &PeerError{Code: e.Code, Text: e.Text}
+		}
+	}
 	if c.rerr != nil {
 		return nil
 	}
@@ -226,6 +237,11 @@ func (c *Conn) LastWord() error {
 func (c *Conn) recv(ctx context.Context) (Message, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	if len(c.ahead) > 0 { // ReadAhead's, read before what follows them
+		m := c.ahead[0]
+		c.ahead = c.ahead[1:]
+		return m, nil
+	}
 	if c.rerr != nil {
 		return nil, c.rerr
 	}
@@ -324,6 +340,51 @@ func (c *Conn) recvFrame(ctx context.Context) (Message, error) {
 		c.rerr = fmt.Errorf("connection unusable after an earlier error: %w", err)
 	}
 	return nil, err
+}
+
+// ReadAhead reads, without waiting, the frames that have come whole, and
+// keeps the messages among them for the receives to come, which return
+// them first, in order; the Alives and Queued among them it takes as a
+// receive does (the peer runs KeepAlive, OnQueued's f). It returns how
+// many frames it read: a server reads so the Alives of a client that
+// waits its turn, to know that the client is still there, while what the
+// client sent for its test (its Setup) waits for the receive that wants
+// it. It reads nothing while a receive is under way, once maxAhead
+// messages wait, from a frame whose header is not valid on (left to the
+// receives, which fail there), or where the connection is not a socket.
+func (c *Conn) ReadAhead() int {
+	if !c.rmu.TryLock() {
+		return 0
+	}
+	defer c.rmu.Unlock()
+	read := 0
+	for c.rerr == nil && len(c.ahead) < maxAhead && wholeFrame(c.nc) {
+		// The frame is all there: the deadline only guards a read that
+		// cannot wait.
+		c.nc.SetReadDeadline(time.Now().Add(frameGrace))
+		c.fr = frameReader{nc: c.nc}
+		m, n, err := readFrame(&c.fr, &c.rhdr)
+		if err != nil {
+			if n != 0 {
+				c.rerr = fmt.Errorf("connection unusable after an earlier error: receiving: %w", err)
+			}
+			break
+		}
+		read++
+		switch q := m.(type) {
+		case Alive:
+			c.heard = true
+		case Queued:
+			c.heard = true
+			if c.queued != nil {
+				c.queued(q)
+			}
+		default:
+			c.ahead = append(c.ahead, m)
+		}
+	}
+	c.nc.SetReadDeadline(time.Time{})
+	return read
 }
 
 // SetPeerTimeout makes every receive fail with a *SilenceError once the

@@ -45,6 +45,7 @@
 // recognised at once and nothing larger than the bound for that type is ever
 // allocated. The decoders are fuzzed (fuzz_test.go).
 //
-// A Conn reads exactly one frame at a time without read-ahead, so the
+// A Conn reads exactly one frame at a time without read-ahead, but for
+// Conn.ReadAhead's, whose messages its next receives return, so the
 // underlying net.Conn can be used for something else after the exchange.
 package exchange
