@@ -34,6 +34,13 @@ type serving struct {
 
 func newServing(t *testing.T, once bool, admit func(exchange.TestSpec) error) *serving {
 	t.Helper()
+	return newServingLocal(t, once, Local{Admit: admit})
+}
+
+// newServingLocal is newServing with the server's side l (its Admit, its
+// IdleTimeout), on no device.
+func newServingLocal(t *testing.T, once bool, l Local) *serving {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +49,7 @@ func newServing(t *testing.T, once bool, admit func(exchange.TestSpec) error) *s
 	s := &serving{t: t, ctx: ctx, cancel: cancel, addr: ln.Addr().String(), ended: make(chan error, 1),
 		spec: exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8, NumQPs: 1}}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	l := Local{Device: "gorperf-no-such-device", CMPort: 18515, Admit: admit}
+	l.Device, l.CMPort = "gorperf-no-such-device", 18515
 	go func() {
 		defer stop()
 		s.ended <- serve(ctx, ln, l, exchange.DefaultLimits(), once, nil, func(r *Result, err error) {

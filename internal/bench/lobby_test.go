@@ -628,3 +628,81 @@ func TestServeRefusesAtOnce(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// TestServeDropsSilentClients: a client waiting its turn that sends
+// nothing, not even an Alive, for the server's peer timeout (here 2 s),
+// once it has sent its first, is dropped, told why (it was stopped, or
+// its host is gone) and reported; one that keeps sending Alives waits on,
+// and one that never sent any (it does not keep alive) too. Both are
+// taken at their turns. The silent one stayed as long as its connection
+// did, for ever where it was stopped, and then cost its turn the peer
+// timeout and a failed test.
+func TestServeDropsSilentClients(t *testing.T) {
+	taken, release := make(chan uint32, 8), make(chan struct{})
+	var first sync.Once
+	s := newServingLocal(t, false, Local{IdleTimeout: 2 * time.Second, Admit: func(spec exchange.TestSpec) error {
+		taken <- spec.Size
+		first.Do(func() { <-release })
+		return nil
+	}})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	live, stopped, mute := s.greet(), s.greet(), s.greet()
+	s.start(taken, 1)
+	queue := func(c *exchange.Conn, size uint32) {
+		t.Helper()
+		var told atomic.Bool
+		c.OnQueued(func(exchange.Queued) { told.Store(true) })
+		sp := s.spec
+		sp.Size = size
+		if err := c.Send(s.ctx, sp); err != nil {
+			t.Fatal(err)
+		}
+		s.inLine(c, told.Load)
+	}
+	defer live.KeepAlive(100 * time.Millisecond)()
+	queue(live, 2)
+	queue(stopped, 3)
+	if err := stopped.Send(s.ctx, exchange.Alive{}); err != nil { // then it is stopped
+		t.Fatal(err)
+	}
+	queue(mute, 4)
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(s.ctx, 8*time.Second)
+	_, err := stopped.Recv(ctx)
+	cancel()
+	const want = "the server gave up on this client, which had sent nothing for 2s while it waited its turn"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a client waiting its turn, silent since its first Alive: %v after %v; want %q", err, time.Since(began), want)
+	}
+	if got := s.reported("sent nothing for 2s while it waited its turn", 1, 0); len(got) != 0 {
+		t.Errorf("done got %v while the first test ran", got)
+	}
+	for _, c := range []*exchange.Conn{live, mute} {
+		ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
+		_, err := c.Recv(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a client that keeps alive, or never did: %v; want it waiting", err)
+		}
+	}
+	close(release)
+	for _, want := range []uint32{2, 4} {
+		select {
+		case got := <-taken:
+			if got != want {
+				t.Errorf("took test %d; want %d", got, want)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("test %d not taken within 3 s of the first's end", want)
+		}
+	}
+	if got := s.reported("sent nothing for 2s while it waited its turn (stopped or hung?)", 1, 3*time.Second); len(got) != 1 || !KeepsWaiting(got[0]) {
+		t.Errorf("done got %v; want the silent client reported dropped", s.reports())
+	}
+}

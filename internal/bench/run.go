@@ -363,7 +363,7 @@ func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 // serve is Serve's loop, once the local side is checked; ctx's end must
 // close ln.
 func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
-	lb := openLobby(ctx, ln, alivePeriod(l), once)
+	lb := openLobby(ctx, ln, l, once)
 	if !once {
 		// A test the server would refuse whatever it ran before is
 		// refused as it asks, not at its turn. (A one-test server's
@@ -447,9 +447,12 @@ type asked struct {
 // test waits in the lobby, first come first served, and is sent a Queued
 // every alive period, which says how many tests come before its own, until
 // its test is taken; then Alives until run sends its own (handOver). One
-// that goes away meanwhile is dropped. The connections of
-// a test of several threads come through the lobby too, and are taken
-// together (take).
+// that goes away meanwhile is dropped, and one that has sent nothing, not
+// even an Alive, for the server's peer timeout (stopped, or its host
+// gone): the lobby reads each waiting client's Alives (ReadAhead), and
+// keeps the rest of what it sent for its test. The connections of a test
+// of several threads come through the lobby too, and are taken together
+// (take).
 type lobby struct {
 	ctx   context.Context
 	ln    net.Listener
@@ -458,6 +461,9 @@ type lobby struct {
 	sem   chan struct{} // a greeting's place (maxGreetings)
 	quit  chan struct{} // closed by close
 
+	// silence is the server's peer timeout: a client waiting that has
+	// sent nothing for as long is dropped.
+	silence time.Duration
 	// check is what refuses a test as it asks: a test the server would
 	// refuse at its turn, whatever ran before. Set before any client
 	// comes; nil checks nothing.
@@ -487,12 +493,17 @@ type lobby struct {
 	gatherGroup uint64
 	gatherEnd   time.Time
 	gatherWake  *time.Timer
+	// heard is when tend last read something from each client waiting
+	// that has sent something since its test (its Alives). On mu.
+	heard map[*exchange.Conn]time.Time
 }
 
-// openLobby starts a server's lobby on ln; Alives go every alive.
-func openLobby(ctx context.Context, ln net.Listener, alive time.Duration, once bool) *lobby {
-	lb := &lobby{ctx: ctx, ln: ln, alive: alive, once: once, sem: make(chan struct{}, maxGreetings),
-		quit: make(chan struct{}), pending: map[net.Conn]bool{}}
+// openLobby starts a server's lobby on ln, for a server whose side is l:
+// Alives go every alive period (alivePeriod), and a client waiting that
+// has sent nothing for its idle timeout is dropped.
+func openLobby(ctx context.Context, ln net.Listener, l Local, once bool) *lobby {
+	lb := &lobby{ctx: ctx, ln: ln, alive: alivePeriod(l), silence: idleTimeout(l), once: once, sem: make(chan struct{}, maxGreetings),
+		quit: make(chan struct{}), pending: map[net.Conn]bool{}, heard: map[*exchange.Conn]time.Time{}}
 	lb.cond = sync.NewCond(&lb.mu)
 	lb.stopWake = context.AfterFunc(ctx, lb.wake)
 	lb.wg.Add(2)
@@ -626,7 +637,9 @@ func (lb *lobby) tell(c *exchange.Conn, why error) {
 
 // tend sends each client waiting a Queued with the tests ahead of its
 // own, and those taken an Alive until run sends its own, every alive
-// period, and drops the clients waiting that have gone away.
+// period, reads the Alives of those waiting, and drops those that have
+// gone away, or that have sent nothing for the server's peer timeout
+// since their first Alive.
 func (lb *lobby) tend() {
 	defer lb.wg.Done()
 	t := time.NewTicker(lb.alive)
@@ -641,20 +654,54 @@ func (lb *lobby) tend() {
 		all := lb.word()
 		lb.mu.Unlock()
 		var gone []*exchange.Conn
+		heard := map[*exchange.Conn]bool{}
 		for _, w := range all {
 			ctx, cancel := context.WithTimeout(lb.ctx, lb.alive)
 			if err := w.c.Send(ctx, w.m); (err != nil && lb.ctx.Err() == nil) || peerLeft(w.c.NetConn()) {
 				gone = append(gone, w.c)
 			}
 			cancel()
-		}
-		if len(gone) > 0 {
-			lb.mu.Lock()
-			for _, c := range gone {
-				lb.drop(c)
+			if _, waits := w.m.(exchange.Queued); waits && w.c.ReadAhead() > 0 {
+				heard[w.c] = true
 			}
-			lb.mu.Unlock()
 		}
+		lb.mu.Lock()
+		for _, c := range gone {
+			lb.drop(c)
+		}
+		lb.hear(heard)
+		lb.mu.Unlock()
+	}
+}
+
+// hear notes the clients waiting that tend heard from, and drops those
+// that have sent nothing for the server's peer timeout since they last
+// did; lb.mu is held. A client is judged so once it has sent something
+// after its test (its first Alive, sent at once): it keeps alive.
+func (lb *lobby) hear(heard map[*exchange.Conn]bool) {
+	now := time.Now()
+	var silent []*exchange.Conn
+	for _, w := range lb.waiting {
+		last, spoke := lb.heard[w.c]
+		switch {
+		case heard[w.c]:
+			lb.heard[w.c] = now
+		case spoke && now.Sub(last) >= lb.silence:
+			silent = append(silent, w.c)
+		}
+	}
+	for c := range lb.heard {
+		if !slices.ContainsFunc(lb.waiting, func(w asked) bool { return w.c == c }) {
+			delete(lb.heard, c)
+		}
+	}
+	for _, c := range silent {
+		i := slices.IndexFunc(lb.waiting, func(w asked) bool { return w.c == c })
+		lb.waiting = slices.Delete(lb.waiting, i, i+1)
+		delete(lb.heard, c)
+		// A client only stopped (Ctrl-Z) finds why when it goes on.
+		lb.farewell(c, fmt.Errorf("the server gave up on this client, which had sent nothing for %v while it waited its turn, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung?)", lb.silence))
+		lb.report(&notATest{fmt.Errorf("client %s sent nothing for %v while it waited its turn (stopped or hung?), and was dropped", c.NetConn().RemoteAddr(), lb.silence)})
 	}
 }
 
@@ -703,6 +750,7 @@ func (lb *lobby) drop(c *exchange.Conn) {
 		return
 	}
 	lb.waiting = slices.Delete(lb.waiting, i, i+1)
+	delete(lb.heard, c)
 	c.Close()
 	lb.report(&notATest{fmt.Errorf("client %s went away while it waited its turn", c.NetConn().RemoteAddr())})
 }
@@ -795,6 +843,9 @@ func (lb *lobby) take() (taken []asked, report error, err error) {
 			}
 			return false
 		})
+		for _, w := range taken {
+			delete(lb.heard, w.c)
+		}
 		lb.held = append(lb.held, taken...)
 		lb.running = true
 		return taken, nil, nil
