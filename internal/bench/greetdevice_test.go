@@ -5,6 +5,7 @@ package bench_test
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,6 +136,75 @@ func TestServeQueuesClientsOnDevice(t *testing.T) {
 			defer mu.Unlock()
 			if len(served) != 2 || served[0] != nil || served[1] != nil {
 				t.Errorf("the server's tests: %v; want 2 run", served)
+			}
+		})
+	}
+}
+
+// TestClientServerKilledOnDevice: a client whose server closes the
+// control connection after taking its test and telling it to wait its
+// turn, before the test began (the server killed: the kernel closes its
+// sockets, or resets them), says so, plain and with rdma_cm, whose
+// first step is a barrier, where it said "receiving: EOF" or "receiving:
+// read tcp ...: connection reset by peer".
+func TestClientServerKilledOnDevice(t *testing.T) {
+	info := rdmatest.Device(t)
+	for _, tc := range []struct {
+		name      string
+		cm, reset bool
+	}{{"write_bw", false, false}, {"write_bw reset", false, true}, {"write_bw rdma_cm", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
+			if tc.cm {
+				l.CMHost = gidHost(t)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			served := make(chan error, 1)
+			go func() {
+				nc, err := ln.Accept()
+				if err != nil {
+					served <- err
+					return
+				}
+				c := exchange.NewConn(nc)
+				defer c.Close()
+				if _, err := exchange.Handshake(ctx, c, bench.Tool); err != nil {
+					served <- err
+					return
+				}
+				if _, err := c.RecvSpec(ctx); err != nil {
+					served <- err
+					return
+				}
+				if err := c.Send(ctx, exchange.Queued{Ahead: 1}); err != nil {
+					served <- err
+					return
+				}
+				time.Sleep(500 * time.Millisecond) // the client waits its turn
+				if tc.reset {
+					nc.(*net.TCPConn).SetLinger(0)
+				}
+				served <- nil
+			}()
+			spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 100,
+				NumQPs: 1, TXDepth: 16, RdmaCM: tc.cm}
+			began := time.Now()
+			_, err = bench.Client(ctx, ln.Addr().String(), spec, l, nil)
+			if e := <-served; e != nil {
+				t.Fatalf("the server: %v", e)
+			}
+			const want = "the server closed the connection before the test began (it exited or was killed)"
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("a client whose server closed before the test: %v; want %q", err, want)
+			}
+			if took := time.Since(began); took > 10*time.Second {
+				t.Errorf("the client failed after %v; want it at once", took)
 			}
 		})
 	}

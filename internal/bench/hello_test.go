@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"syscall"
@@ -63,5 +64,53 @@ func TestHelloError(t *testing.T) {
 	other := errors.New("peer does not speak the gorperf protocol")
 	if got := helloError(addr, other); got.Error() != "server at "+addr+": "+other.Error() || !errors.Is(got, other) {
 		t.Errorf("helloError(%v) = %v", other, got)
+	}
+}
+
+// TestUnbegun: a side whose first step with the peer fails because the
+// peer closed the connection (EOF, or reset) says that the peer closed it
+// before the test began, naming the peer, and wraps the error; other
+// failures keep their words. The client of a server killed while it
+// waited its turn said "receiving: EOF".
+func TestUnbegun(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		sc, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reset {
+			sc.(*net.TCPConn).SetLinger(0)
+		}
+		sc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = exchange.NewConn(nc).SwapSetup(ctx, exchange.Setup{})
+		if err == nil {
+			t.Fatal("a Setup swap with a closed peer succeeded")
+		}
+		for role, peer := range map[string]string{"client": "server", "server": "client"} {
+			got := unbegun(role, err)
+			want := "the " + peer + " closed the connection before the test began (it exited or was killed): " + err.Error()
+			if got.Error() != want || !errors.Is(got, err) {
+				t.Errorf("reset %v, %s: %v; want %s", reset, role, got, want)
+			}
+		}
+	}
+	other := fmt.Errorf("receiving: %w", context.DeadlineExceeded)
+	if got := unbegun("client", other); got != other {
+		t.Errorf("unbegun(%v) = %v", other, got)
+	}
+	if got := unbegun("client", nil); got != nil {
+		t.Errorf("unbegun(nil) = %v", got)
 	}
 }

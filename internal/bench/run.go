@@ -389,7 +389,7 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 			continue
 		}
 		r, err := serveSpec(context.WithValue(ctx, handOverKey{}, lb.handOver), taken, l, lim, onHeader)
-		if err != nil && !once && errors.Is(err, errPeerClosed) {
+		if err != nil && !once && (errors.Is(err, errPeerClosed) || errors.As(err, new(*closedEarly))) {
 			// serve runs many clients' tests: name the one that went.
 			err = fmt.Errorf("client %s: %w", taken[0].c.NetConn().RemoteAddr(), err)
 		}
@@ -1089,7 +1089,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 	}
 	cctx, cancel := first()
 	remote, err := s.swapSetup(cctx, c, exchange.Setup{QPs: s.localInfo, Env: s.env()})
-	err = quieted(cctx, err)
+	err = unbegun(role, quieted(cctx, err))
 	cancel()
 	// The test has begun: a Queued the lobby sent as it was taken, read
 	// later, says nothing true.
@@ -1454,15 +1454,42 @@ func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host st
 		}
 		defer ln.Close()
 		if err := c.Barrier(bctx, 0); err != nil {
-			return err
+			return unbegun(role, err)
 		}
 		return s.cmAccept(ctx, c, ln)
 	}
 	if err := c.Barrier(bctx, 0); err != nil {
-		return quieted(bctx, err)
+		return unbegun(role, quieted(bctx, err))
 	}
 	return s.cmDial(ctx, host)
 }
+
+// unbegun is err, the failure of a side's first step with the peer (the
+// Setup swap, -R's first barrier), said so where the peer closed the
+// connection: a server killed while its client waited its turn, or a
+// client that went as its turn came. It wraps err.
+func unbegun(role string, err error) error {
+	if err == nil || !closedByPeer(err) {
+		return err
+	}
+	peer := "server"
+	if role == "server" {
+		peer = "client"
+	}
+	return &closedEarly{peer, err}
+}
+
+// closedEarly is a peer's closing of the control connection before the
+// test began (unbegun).
+type closedEarly struct {
+	peer string // "client" or "server"
+	err  error
+}
+
+func (e *closedEarly) Error() string {
+	return fmt.Sprintf("the %s closed the connection before the test began (it exited or was killed): %v", e.peer, e.err)
+}
+func (e *closedEarly) Unwrap() error { return e.err }
 
 // alivePeriod is how often a side sends an Alive: every 250 ms, a quarter
 // of the shortest --peer-timeout, or a quarter of this side's idle timeout
