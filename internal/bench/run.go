@@ -268,15 +268,18 @@ func quieted(wctx context.Context, err error) error {
 
 // helloError is the failure of a client's greeting of the server at
 // addr, said so that it helps: no hello within the handshake's 10 s is a
-// server busy with another client, the connection waiting in its
-// listener's backlog; the connection reset before the hello, a one-test
+// server that greets no connection, stopped (Ctrl-Z) or hung, the
+// connection waiting in its listener's backlog, or one whose greetings
+// are all taken by a flood of connections (maxGreetings; a server greets
+// clients while a test runs, and a one-test server refuses them or has
+// stopped listening); the connection reset before the hello, a one-test
 // server that took another client and stopped listening. The error
 // wraps err either way.
 func helloError(addr string, err error) error {
 	at := "server at " + addr + ": "
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &hintError{at + "no hello from the server within 10 s: it may be busy with another client (serve runs one test at a time)", err}
+		return &hintError{at + "no hello from the server within 10 s: it may be stopped or hung, or flooded with connections", err}
 	case errors.Is(err, syscall.ECONNRESET):
 		return &hintError{at + "the server closed the connection before its hello: it may have taken another client (a server without serve runs one test)", err}
 	}
