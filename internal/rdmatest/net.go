@@ -212,6 +212,6 @@ func LinkLocalGID(t testing.TB, dev string, port int) ibverbs.GIDEntry {
 			return e
 		}
 	}
-	lacking(t, "link-local-gid", "%s port %d has no link-local RoCE v2 GID with a netdev", dev, port)
+	Lacking(t, "link-local-gid", "%s port %d has no link-local RoCE v2 GID with a netdev", dev, port)
 	return ibverbs.GIDEntry{}
 }

@@ -7,11 +7,12 @@
 // it fails: in CI no device test may silently not run. GORPERF_TEST_DEVICE
 // names the device to use; if it names one that is missing, the test fails.
 //
-// A test of what a device may lack (SkipIfUnsupported, LinkLocalGID) skips
-// where it lacks it, but with GORPERF_REQUIRE_DEVICE=1 it fails unless
-// GORPERF_ALLOW_UNSUPPORTED lists what is missing (the failure names it):
-// GORPERF_ALLOW_UNSUPPORTED=ibv_alloc_mw,link-local-gid lets the tests of
-// memory windows and of a link-local GID skip on a device without them.
+// A test of what a device may lack (SkipIfUnsupported, LinkLocalGID,
+// Lacking) skips where it lacks it, but with GORPERF_REQUIRE_DEVICE=1 it
+// fails unless GORPERF_ALLOW_UNSUPPORTED lists what is missing (the
+// failure names it): GORPERF_ALLOW_UNSUPPORTED=ibv_alloc_mw,link-local-gid
+// lets the tests of memory windows and of a link-local GID skip on a
+// device without them.
 package rdmatest
 
 import (
@@ -167,7 +168,7 @@ func SkipIfUnsupported(t testing.TB, err error) {
 	if se := (*os.SyscallError)(nil); errors.As(err, &se) {
 		what = se.Syscall
 	}
-	lacking(t, what, "not supported by this device: %v", err)
+	Lacking(t, what, "not supported by this device: %v", err)
 }
 
 // AllowUnsupportedEnv names the variable that lists, by commas or spaces,
@@ -175,10 +176,16 @@ func SkipIfUnsupported(t testing.TB, err error) {
 // the package's doc).
 const AllowUnsupportedEnv = "GORPERF_ALLOW_UNSUPPORTED"
 
-// lacking skips the test, which needs what the device lacks (a verb, or
-// "link-local-gid"); with GORPERF_REQUIRE_DEVICE=1 it fails it, unless
-// GORPERF_ALLOW_UNSUPPORTED lists what, or the test's name.
-func lacking(t testing.TB, what, format string, args ...any) {
+// Lacking skips the test, which needs what the device under test lacks;
+// with GORPERF_REQUIRE_DEVICE=1 it fails it, unless GORPERF_ALLOW_UNSUPPORTED
+// lists what, or the test's name. what is the name by which the
+// documentation (docs/testing-on-soft-roce.md) and the failure call it:
+// besides a verb's (SkipIfUnsupported) and link-local-gid (LinkLocalGID),
+// ibv_wr_api (a QP that posts through the ibv_wr_* calls), ipv4-gid and
+// ipv6-gid (a RoCE v2 GID of that family) and send_rnr_err (the hardware
+// counter of the RNR NAKs a port sent). format and args say what is
+// missing, for the skip's message and the failure's.
+func Lacking(t testing.TB, what, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	if !Required() {

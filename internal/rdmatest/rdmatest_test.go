@@ -82,10 +82,32 @@ func TestLacking(t *testing.T) {
 		t.Setenv(RequireEnv, c.required)
 		t.Setenv(AllowUnsupportedEnv, c.allow)
 		how, reason := ends("TestLinkLocal", func(t testing.TB) {
-			lacking(t, "link-local-gid", "%s port %d has no link-local RoCE v2 GID with a netdev", "rxe0", 1)
+			Lacking(t, "link-local-gid", "%s port %d has no link-local RoCE v2 GID with a netdev", "rxe0", 1)
 		})
 		if how != c.how || !strings.Contains(reason, "rxe0 port 1 has no link-local") {
 			t.Errorf("%s=%q %s=%q: %s %q, want %s", RequireEnv, c.required, AllowUnsupportedEnv, c.allow, how, reason, c.how)
+		}
+	}
+}
+
+// TestLackingNamed: Lacking, for a reason a test names (ibv_wr_api), skips
+// or fails as for link-local-gid, and its failure names the value of
+// GORPERF_ALLOW_UNSUPPORTED that lets the test skip.
+func TestLackingNamed(t *testing.T) {
+	for _, c := range []struct{ required, allow, how, reason string }{
+		{"", "", "skip", "rxe0 has no ibv_wr_* API"},
+		{"1", "", "fail", "GORPERF_ALLOW_UNSUPPORTED=ibv_wr_api lets the test skip"},
+		{"1", "ipv6-gid ibv_wr_api", "skip", "GORPERF_ALLOW_UNSUPPORTED lists ibv_wr_api"},
+		{"1", "TestQP/wr_api", "skip", "rxe0 has no ibv_wr_* API"},
+		{"1", "link-local-gid", "fail", "rxe0 has no ibv_wr_* API"},
+	} {
+		t.Setenv(RequireEnv, c.required)
+		t.Setenv(AllowUnsupportedEnv, c.allow)
+		how, reason := ends("TestQP/wr_api", func(t testing.TB) {
+			Lacking(t, "ibv_wr_api", "%s has no ibv_wr_* API", "rxe0")
+		})
+		if how != c.how || !strings.Contains(reason, c.reason) {
+			t.Errorf("%s=%q %s=%q: %s %q, want %s with %q", RequireEnv, c.required, AllowUnsupportedEnv, c.allow, how, reason, c.how, c.reason)
 		}
 	}
 }
