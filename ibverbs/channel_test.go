@@ -321,7 +321,7 @@ func TestCompChannelBlockInterrupt(t *testing.T) {
 	}
 	waitNone("after a Block took the Interrupt")
 	interrupt()
-	if _, err := p.ch.Wait(context.Background()); !errors.Is(err, ibverbs.ErrInterrupted) {
+	if _, err := p.ch.Wait(timeout(t, 10*time.Second)); !errors.Is(err, ibverbs.ErrInterrupted) {
 		t.Fatalf("Wait after Interrupt = %v; want ErrInterrupted", err)
 	}
 	blockNone("after a Wait took the Interrupt")
@@ -650,7 +650,7 @@ func TestCompChannelCloseRefused(t *testing.T) {
 	if err := ch.Interrupt(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ch.Wait(context.Background()); !errors.Is(err, ibverbs.ErrInterrupted) {
+	if _, err := ch.Wait(timeout(t, 10*time.Second)); !errors.Is(err, ibverbs.ErrInterrupted) {
 		t.Fatalf("Wait after Interrupt: %v, want ErrInterrupted", err)
 	}
 	raw, err := cverbs.CreateCQ(ctx.Raw(), ibverbs.ChannelRaw(ch), 4)
@@ -666,7 +666,7 @@ func TestCompChannelCloseRefused(t *testing.T) {
 	}
 	if err := ch.Interrupt(); err != nil {
 		t.Errorf("Interrupt after the refused Close: %v", err)
-	} else if _, err := ch.Wait(context.Background()); !errors.Is(err, ibverbs.ErrInterrupted) {
+	} else if _, err := ch.Wait(timeout(t, 10*time.Second)); !errors.Is(err, ibverbs.ErrInterrupted) {
 		t.Errorf("Wait after the refused Close and an Interrupt: %v, want ErrInterrupted", err)
 	}
 	if cq, err := ctx.CreateCQ(4, ch); err != nil {

@@ -329,7 +329,7 @@ func TestCloseOrder(t *testing.T) {
 		"RegMR":       second(pd.RegMR(buf, 0)),
 		"QueryDevice": second(ctx.QueryDevice()),
 		"Events":      second(ctx.Events()),
-		"Wait":        second(ch.Wait(context.Background())),
+		"Wait":        second(ch.Wait(timeout(t, 10*time.Second))),
 		"Block":       second(ch.Block(0)),
 	}
 	_, checks["Poll"] = cq.Poll(wc)

@@ -3,7 +3,9 @@
 package ibverbs_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,7 +85,7 @@ func newSide(t testing.TB, ctx *ibverbs.Context, pd *ibverbs.PD, o pairOpts, srq
 	}
 	if s.qp, err = pd.CreateQP(ibverbs.QPInit{Type: o.typ, SendCQ: s.cq, SRQ: srq, Cap: c, WRAPI: o.wrapi, WROps: o.wrOps}); err != nil {
 		if o.wrapi && errors.Is(err, errors.ErrUnsupported) {
-			t.Skipf("%s has no ibv_wr_* API: %v", ctx.Name(), err)
+			rdmatest.Lacking(t, "ibv_wr_api", "%s has no ibv_wr_* API: %v", ctx.Name(), err)
 		}
 		t.Fatal(err)
 	}
@@ -106,8 +108,11 @@ func newPair(t testing.TB, o pairOpts) *pair {
 	p := &pair{ctx: ctx, port: info.Port, gid: rdmatest.GIDIndex(t, ctx, info.Port)}
 	if o.gidFamily != 0 {
 		ch, err := ctx.SelectGID(info.Port, ibverbs.GIDRule{Family: o.gidFamily})
+		if none := (*ibverbs.NoGIDError)(nil); errors.As(err, &none) {
+			rdmatest.Lacking(t, fmt.Sprintf("ipv%d-gid", o.gidFamily), "no IPv%d RoCE v2 GID: %v", o.gidFamily, err)
+		}
 		if err != nil {
-			t.Skipf("no IPv%d GID: %v", o.gidFamily, err)
+			t.Fatal(err)
 		}
 		p.gid = ch.Entry.Index
 	}
@@ -194,6 +199,15 @@ func closeOK(t testing.TB, c closer) {
 	if err := c.Close(); err != nil {
 		t.Errorf("Close %T: %v", c, err)
 	}
+}
+
+// timeout is a context that ends after d, or when the test does: for a
+// wait that should return at once, so that a regression fails the test
+// rather than hang it until -test.timeout.
+func timeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // pollN polls cq until it has n completions or 10 s pass.
