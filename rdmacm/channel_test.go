@@ -109,7 +109,7 @@ func TestSecondGetEventOwnContext(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the first GetEvent still waits 5s after Close")
 	}
-	if _, err := ch.GetEvent(context.Background()); !errors.Is(err, rdmacm.ErrClosed) {
+	if _, err := ch.GetEvent(timeout(t, 10*time.Second)); !errors.Is(err, rdmacm.ErrClosed) {
 		t.Errorf("GetEvent after Close: %v, want ErrClosed", err)
 	}
 	if fd := ch.Fd(); fd != -1 {
