@@ -36,16 +36,34 @@ func pipe(t *testing.T) (r, w *os.File, wt *fdwait.Waiter, try func(uintptr) boo
 	return r, w, wt, try
 }
 
+// bounded runs wait, a Wait whose context cannot end it in time (one
+// without a deadline), in another goroutine and returns its error; if it
+// has not returned within 10 s, it fails the test, which a regression
+// would otherwise hang until -test.timeout. (The Waiter's Close, at the
+// test's end, then ends the wait it leaves behind.)
+func bounded(t *testing.T, wait func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Wait has not returned within 10 s")
+		return nil
+	}
+}
+
 func TestWait(t *testing.T) {
 	_, w, wt, try := pipe(t)
 
 	// Data already there, and data that comes later.
 	w.Write([]byte{1})
-	if err := wt.Wait(context.Background(), try); err != nil {
+	if err := bounded(t, func() error { return wt.Wait(context.Background(), try) }); err != nil {
 		t.Fatalf("Wait with a byte there: %v", err)
 	}
 	time.AfterFunc(20*time.Millisecond, func() { w.Write([]byte{2}) })
-	if err := wt.Wait(context.Background(), try); err != nil {
+	if err := bounded(t, func() error { return wt.Wait(context.Background(), try) }); err != nil {
 		t.Fatalf("Wait for a byte: %v", err)
 	}
 
@@ -71,7 +89,7 @@ func TestWait(t *testing.T) {
 
 	// The earlier contexts' ends do not cut short a wait without one.
 	time.AfterFunc(50*time.Millisecond, func() { w.Write([]byte{3}) })
-	if err := wt.Wait(context.Background(), try); err != nil {
+	if err := bounded(t, func() error { return wt.Wait(context.Background(), try) }); err != nil {
 		t.Fatalf("Wait after cancelled contexts: %v", err)
 	}
 
@@ -86,7 +104,7 @@ func TestWait(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	time.AfterFunc(100*time.Millisecond, func() { w.Write([]byte{5}) })
 	start = time.Now()
-	if err := wt.Wait(context.Background(), try); err != nil {
+	if err := bounded(t, func() error { return wt.Wait(context.Background(), try) }); err != nil {
 		t.Fatalf("Wait while an earlier context ends: %v", err)
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
