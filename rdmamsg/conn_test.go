@@ -36,12 +36,47 @@ func timeout(t testing.TB, d time.Duration) context.Context {
 
 // ends returns the listening side's address and the dialing side's: the
 // VM's two devices when it has them, else one device talking to itself.
+// Only in the VM (RXE_VM=1) with GORPERF_REQUIRE_DEVICE=1 must the second
+// be there (SecondAddr fails the test without it); on a host with a
+// device, required or not, the tests run on that one.
 func ends(t testing.TB) (srv, cli rdmatest.Net) {
 	srv = rdmatest.Addr(t)
-	if os.Getenv("RXE_DEV2") == "" && !rdmatest.Required() {
+	if oneDevice(os.Getenv("RXE_DEV2"), os.Getenv("RXE_VM") == "1", rdmatest.Required()) {
 		return srv, srv
 	}
 	return srv, rdmatest.SecondAddr(t)
+}
+
+// oneDevice reports whether ends puts both sides on the test device:
+// where no second device is named (dev2, RXE_DEV2), unless the test runs
+// in the VM (inVM) and requires the device tests to run (required), where
+// a missing second device is a mistake in how the VM was started.
+func oneDevice(dev2 string, inVM, required bool) bool {
+	return dev2 == "" && !(inVM && required)
+}
+
+// TestOneDevice: the rdmamsg device tests run on one device wherever no
+// second one is named, GORPERF_REQUIRE_DEVICE=1 included, but in the VM
+// started without its second device; a named second device is used.
+// (The old rule put them on the second device, SecondAddr, under
+// GORPERF_REQUIRE_DEVICE=1 anywhere, and on a host that skipped them all.)
+func TestOneDevice(t *testing.T) {
+	for _, c := range []struct {
+		dev2           string
+		inVM, required bool
+		want           bool
+	}{
+		{"", false, false, true},
+		{"", false, true, true}, // a host with a device, in CI
+		{"", true, false, true},
+		{"", true, true, false}, // the VM without -2: SecondAddr fails
+		{"rxe1", false, false, false},
+		{"rxe1", true, true, false},
+	} {
+		if got := oneDevice(c.dev2, c.inVM, c.required); got != c.want {
+			t.Errorf("oneDevice(%q, in the VM %v, required %v) = %v, want %v", c.dev2, c.inVM, c.required, got, c.want)
+		}
+	}
 }
 
 // connect listens on srv and dials it from cli, each side with its own
