@@ -314,8 +314,11 @@ func TestPacketCloseEndsLookup(t *testing.T) {
 	stuck := make(chan error, 1)
 	go func() { stuck <- b.WriteTo(ctx, []byte("x"), l.Addr()) }()
 	time.Sleep(300 * time.Millisecond)
+	// What waits for the lookup waits 40 s (LookupTimeout): the limits
+	// below, 10 to 15 s, are far from that and from a slow host's "at
+	// once" (CI's VM runs under TCG).
 	start := time.Now()
-	if err := b.WriteTo(ctx, []byte("meanwhile"), a.LocalAddr()); err != nil || time.Since(start) > 2*time.Second {
+	if err := b.WriteTo(ctx, []byte("meanwhile"), a.LocalAddr()); err != nil || time.Since(start) > 10*time.Second {
 		t.Errorf("WriteTo a known destination during another's lookup: %v after %v", err, time.Since(start))
 	}
 	if n, _, err := a.ReadFrom(ctx, buf); err != nil || string(buf[:n]) != "meanwhile" {
@@ -327,12 +330,12 @@ func TestPacketCloseEndsLookup(t *testing.T) {
 	defer cancel()
 	other := netip.AddrPortFrom(l.Addr().Addr(), l.Addr().Port()+1)
 	start = time.Now()
-	if err := b.WriteTo(short, []byte("x"), other); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+	if err := b.WriteTo(short, []byte("x"), other); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
 		t.Errorf("WriteTo a new destination during another's lookup, with 300 ms: %v after %v", err, time.Since(start))
 	}
 	start = time.Now()
 	closeOK(t, b)
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("Close took %v during a lookup", d)
 	}
 	select {
