@@ -87,12 +87,51 @@ func tryLoopback(t *testing.T, spec exchange.TestSpec, tweak ...func(l *bench.Lo
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A one-test Serve hands the listener back open: it closes it only
+	// at ctx's end.
+	defer ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv := serveOne(ctx, ln, sl)
 	cr, cerr = bench.Client(ctx, ln.Addr().String(), spec, l, nil)
-	so := <-srv
+	so, late := serverAfter(ln, srv, cerr, serverGrace(sl), cancel)
+	if late != nil {
+		so.err = fmt.Errorf("%v; its error then: %v", late, so.err)
+	}
 	return cr, so.r, cerr, so.err
+}
+
+// serverGrace is how long a server on l may take to end after its
+// client has returned: its idle timeout, within which it gives up on a
+// client gone mid-test, and 10 s more.
+func serverGrace(l bench.Local) time.Duration {
+	idle := l.IdleTimeout
+	if idle <= 0 {
+		idle = 10 * time.Second // bench's default
+	}
+	return idle + 10*time.Second
+}
+
+// serverAfter receives a one-test server's outcome from srv once its
+// client has returned, with cerr. A client that failed before it asked
+// for its test leaves the server accepting: it closes ln at once, which
+// ends that wait (a server that has taken its test runs on, and ends
+// with its own outcome). A server that has not ended within grace is
+// stopped (stop, which must end it), and late says so: a client's
+// failure, or a server's, costs a run no more than that, where it waited
+// out the context's minute.
+func serverAfter[T any](ln net.Listener, srv <-chan T, cerr error, grace time.Duration, stop func()) (o T, late error) {
+	if cerr != nil {
+		ln.Close()
+	}
+	select {
+	case o = <-srv:
+		return o, nil
+	case <-time.After(grace):
+	}
+	stop()
+	o = <-srv
+	return o, fmt.Errorf("the server had not ended %v after its client returned (%v), and was stopped", grace, cerr)
 }
 
 // serveOutcome is what a server's one test gave: its result, or its error.
@@ -688,6 +727,7 @@ func serverOnDevice(t *testing.T, idle time.Duration) (bench.Local, net.Listener
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ln.Close() }) // a one-test Serve hands it back open
 	return bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: idle}, ln
 }
 
@@ -1259,6 +1299,7 @@ func TestThreadsServerGathers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	srv := make(chan error, 1)

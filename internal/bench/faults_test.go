@@ -147,6 +147,7 @@ func TestPassivePortDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ln.Close() // a one-test Serve hands it back open
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const idle = 10 * time.Second

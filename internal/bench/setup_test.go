@@ -81,6 +81,7 @@ func TestPeerStoppedInSetUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer ln.Close() // a one-test Serve hands it back open
 		served := make(chan error, 1)
 		go func() {
 			bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, nil, func(_ *bench.Result, err error) { served <- err })

@@ -67,6 +67,7 @@ func stopPair(t *testing.T, spec exchange.TestSpec, stopClient bool, stopAfter t
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ln.Close() // a one-test Serve hands it back open
 	var mu sync.Mutex
 	local := func(o *sideOutcome) bench.Local {
 		l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
@@ -83,9 +84,10 @@ func stopPair(t *testing.T, spec exchange.TestSpec, stopClient bool, stopAfter t
 	}
 	c.role, s.role = "client", "server"
 	srv := make(chan struct{})
+	sl := local(&s)
 	go func() {
 		defer close(srv)
-		err := bench.Serve(sctx, ln, local(&s), exchange.DefaultLimits(), true, nil, func(r *bench.Result, err error) { s.r, s.err = r, err })
+		err := bench.Serve(sctx, ln, sl, exchange.DefaultLimits(), true, nil, func(r *bench.Result, err error) { s.r, s.err = r, err })
 		if s.err == nil {
 			s.err = err
 		}
@@ -104,7 +106,9 @@ func stopPair(t *testing.T, spec exchange.TestSpec, stopClient bool, stopAfter t
 	defer timer.Stop()
 	c.r, c.err = bench.Client(cctx, ln.Addr().String(), spec, local(&c), nil)
 	c.at = time.Now()
-	<-srv
+	if _, late := serverAfter(ln, srv, c.err, serverGrace(sl), stopS); late != nil {
+		s.err = fmt.Errorf("%v; its error then: %v", late, s.err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return c, s, stopped

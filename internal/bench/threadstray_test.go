@@ -45,6 +45,7 @@ func TestThreadsStrayConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ln.Close() // a one-test Serve hands it back open
 	side, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
