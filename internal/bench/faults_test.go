@@ -238,6 +238,9 @@ func TestStalePortEventCM(t *testing.T) {
 	info := rdmatest.Device(t)
 	nd := os.Getenv("RXE_NETDEV")
 	if nd == "" || os.Getenv("GORPERF_TEST_DEVICE") != os.Getenv("RXE_DEV") {
+		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+			t.Fatal("in the rxe VM but RXE_NETDEV is unset, or the device under test (GORPERF_TEST_DEVICE) is not RXE_DEV, whose netdev it is")
+		}
 		t.Skip("needs the rxe VM's netdev (RXE_NETDEV) to take down")
 	}
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 50,
