@@ -1486,25 +1486,7 @@ func TestLoopbackPeerDevIsDefault(t *testing.T) {
 		t.Fatalf("devices: %v", err)
 	}
 	first := devs[0].Name
-	dc, err := ibverbs.Open(first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := dc.GIDTable(1)
-	dc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := -1
-	for _, e := range table {
-		if e.Type == ibverbs.GIDTypeRoCEv2 && e.IP().Is6() && e.GID.IsLinkLocal() {
-			idx = e.Index
-			break
-		}
-	}
-	if idx < 0 {
-		t.Skipf("%s has no IPv6 link-local RoCE v2 GID", first)
-	}
+	idx := rdmatest.LinkLocalGID(t, first, 1).Index
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := gorperf(ctx, "loopback", "write-bw", "-x", fmt.Sprint(idx), "--peer-dev", first, "-s", "4096", "-n", "100").CombinedOutput()

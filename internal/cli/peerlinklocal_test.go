@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
@@ -22,25 +21,7 @@ func TestLoopbackPeerDevLinkLocal(t *testing.T) {
 	if srvDev == cliDev {
 		rdmatest.SecondAddr(t) // skips, or fails in the VM
 	}
-	c, err := ibverbs.Open(cliDev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := c.GIDTable(1)
-	c.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := -1
-	for _, e := range table {
-		if e.Type == ibverbs.GIDTypeRoCEv2 && e.IP().Is6() && e.GID.IsLinkLocal() {
-			idx = e.Index
-			break
-		}
-	}
-	if idx < 0 {
-		t.Skipf("%s has no IPv6 link-local RoCE v2 GID", cliDev)
-	}
+	idx := rdmatest.LinkLocalGID(t, cliDev, 1).Index
 	ctx := testContext(t, 90*time.Second)
 	out, err := gorperf(ctx, "loopback", "write-bw", "-d", cliDev, "--peer-dev", srvDev, "-x", fmt.Sprint(idx), "-s", "4096", "-n", "100").CombinedOutput()
 	var gids []string
