@@ -812,7 +812,7 @@ func TestOneTestServerRefuses(t *testing.T) {
 func TestMemlockTooSmall(t *testing.T) {
 	srvDev, _, _ := peers(t)
 	if _, err := exec.LookPath("setpriv"); err != nil || os.Geteuid() != 0 {
-		t.Skip("needs root and setpriv: root pins memory whatever the limit, so the child runs as nobody")
+		needInVM(t, "needs root and setpriv: root pins memory whatever the limit, so the child runs as nobody")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -863,7 +863,7 @@ func TestPortDown(t *testing.T) {
 func TestProgressOnTerminal(t *testing.T) {
 	srvDev, _, _ := peers(t)
 	if _, err := exec.LookPath("script"); err != nil {
-		t.Skip("needs script(1) from util-linux")
+		needInVM(t, "needs script(1) from util-linux")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -889,12 +889,12 @@ func TestHugePages(t *testing.T) {
 	const knob = "/proc/sys/vm/nr_hugepages"
 	orig, err := os.ReadFile(knob)
 	if err != nil {
-		t.Skipf("no huge pages here: %v", err)
+		needInVM(t, "no huge pages here: %v", err)
 	}
 	setPages := func(n string) {
 		t.Helper()
 		if err := os.WriteFile(knob, []byte(n), 0); err != nil {
-			t.Skipf("cannot set %s (not root?): %v", knob, err)
+			needInVM(t, "cannot set %s (not root?): %v", knob, err)
 		}
 	}
 	t.Cleanup(func() { os.WriteFile(knob, orig, 0) })
@@ -1523,6 +1523,17 @@ func TestServeLowersDeepRXDepth(t *testing.T) {
 	if !regexp.MustCompile(`RX depth +: 1024\n`).MatchString(srvOut.String()) {
 		t.Errorf("serve's report, want RX depth 1024:\n%s", srvOut.String())
 	}
+}
+
+// needInVM skips a test for want of what the rxe VM has (root, its
+// tools, huge pages), saying why; in the VM, under
+// GORPERF_REQUIRE_DEVICE=1, that want fails it.
+func needInVM(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+		t.Fatalf("in the rxe VM, under GORPERF_REQUIRE_DEVICE=1: "+format, args...)
+	}
+	t.Skipf(format, args...)
 }
 
 // needIP6 returns the rxe VM's IPv6 address on the test device
