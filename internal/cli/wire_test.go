@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gorperf/gorperf/internal/rdmatest"
@@ -46,11 +47,19 @@ const (
 // CAP_NET_RAW: root in the rxe VM).
 type capture struct {
 	fd       int
-	stopping atomic.Bool
+	stopping atomic.Int64 // when stop began, in Unix nanoseconds: 0 until then
 	done     chan struct{}
 	pkts     []rocePacket // the loop's until done is closed
 	otherUDP int
+	cut      bool // the drain ran out of time (drainLimit)
 }
+
+// drainLimit bounds how long stop drains the socket: the drain ends at
+// the first read that finds it empty for 200 ms, or after drainLimit on
+// a netdev never that quiet, whose packets the capture then misses. A
+// backlog of the test's packets takes well under a second to read. (A
+// variable for TestCaptureStopsOnBusyNetdev.)
+var drainLimit = 10 * time.Second
 
 // startCapture starts capturing on netdev; stop ends it.
 func startCapture(t *testing.T, netdev string) *capture {
@@ -94,15 +103,25 @@ func (c *capture) loop() {
 	buf := make([]byte, 256) // the headers are all it reads
 	for {
 		n, from, err := syscall.Recvfrom(c.fd, buf, 0)
-		if ll, ok := from.(*syscall.SockaddrLinklayer); err == nil && (!ok || ll.Protocol != htons(syscall.ETH_P_IP)) {
-			continue
+		if err == syscall.EINTR {
+			continue // a signal (the Go runtime's), not the socket's end
 		}
-		if err != nil {
+		if at := c.stopping.Load(); at != 0 {
 			// Only a timeout after the run has ended means the socket is
-			// drained; a pause mid-run is not the end.
-			if c.stopping.Load() {
+			// drained; a pause mid-run is not the end. A netdev never
+			// quiet for as long ends the drain at its limit.
+			if err != nil {
 				return
 			}
+			if time.Since(time.Unix(0, at)) > drainLimit {
+				c.cut = true
+				return
+			}
+		}
+		if err != nil {
+			continue
+		}
+		if ll, ok := from.(*syscall.SockaddrLinklayer); !ok || ll.Protocol != htons(syscall.ETH_P_IP) {
 			continue
 		}
 		if p, ok := parseRoCEv2(buf[:n]); ok {
@@ -116,12 +135,15 @@ func (c *capture) loop() {
 // stop drains the socket and returns the RoCE v2 packets seen and the
 // number the kernel dropped for want of buffer space.
 func (c *capture) stop(t *testing.T) ([]rocePacket, int) {
-	if c.stopping.Swap(true) {
+	if !c.stopping.CompareAndSwap(0, time.Now().UnixNano()) {
 		<-c.done
 		return c.pkts, 0
 	}
 	<-c.done
 	defer syscall.Close(c.fd)
+	if c.cut {
+		t.Logf("the drain of the packet socket stopped after %v: the netdev was never quiet for 200 ms", drainLimit)
+	}
 	st, err := getPacketStats(c.fd)
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +152,60 @@ func (c *capture) stop(t *testing.T) ([]rocePacket, int) {
 		t.Logf("the packet socket dropped %d packets", st.Drops)
 	}
 	return c.pkts, int(st.Drops)
+}
+
+// TestCaptureStopsOnBusyNetdev: a capture's stop returns within its
+// drain's limit on a netdev never quiet for 200 ms (lo, a datagram every
+// 20 ms here), where it waited until the traffic paused, for ever on a
+// busy netdev, unless a signal interrupted a read (the Go runtime's),
+// which ended the drain too, early, as if the socket were empty; the
+// packets sent before the stop are seen.
+func TestCaptureStopsOnBusyNetdev(t *testing.T) {
+	if os.Geteuid() != 0 {
+		needInVM(t, "needs root for a packet socket")
+	}
+	defer func(d time.Duration) { drainLimit = d }(drainLimit)
+	drainLimit = time.Second
+	c := startCapture(t, "lo")
+	sink, err := net.ListenPacket("udp", "127.0.0.1:0") // takes them, unread
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	conn, err := net.Dial("udp", sink.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The traffic goes on until well past the limit, then ends, so that
+	// a stop that waits for a pause returns, late, rather than hang.
+	quit, flooded := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(flooded)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for end := time.Now().Add(10 * drainLimit); time.Now().Before(end); {
+			conn.Write([]byte("busy"))
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	defer func() { close(quit); <-flooded }()
+	time.Sleep(time.Second)
+	start := time.Now()
+	c.stop(t)
+	took := time.Since(start)
+	if took > drainLimit+time.Second {
+		t.Errorf("stop took %v on a busy netdev, want at most the drain's limit, %v, and a read's 200 ms", took, drainLimit)
+	}
+	// A datagram over lo is seen twice, going out and coming in: some
+	// 100 in the second before the stop.
+	if !c.cut || c.otherUDP < 50 {
+		t.Errorf("stop after %v: drain cut %v, %d UDP packets seen; want it cut at its limit, and the datagrams sent seen", took, c.cut, c.otherUDP)
+	}
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
