@@ -1137,18 +1137,18 @@ func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Loc
 		sl.Device = o.PeerDev
 		sl.GIDIndex = -1
 		sl.GIDRule = ibverbs.GIDRule{Family: l.GIDRule.Family, AllowLinkLocal: l.GIDRule.AllowLinkLocal}
-		if sl.GIDRule.Family == 0 {
-			// The family of the client side's GID (-x's too), so that
-			// the two sides' GIDs can reach each other.
-			if e, err := chosenGID(l); err == nil && e.Type == ibverbs.GIDTypeRoCEv2 {
-				ip := e.IP()
+		// The family of the client side's GID (-x's, --source_ip's), so
+		// that the two sides' GIDs can reach each other; a link-local
+		// one's peer is link-local too, which SelectGID ranks after a
+		// routable one.
+		if e, err := chosenGID(l); err == nil && e.Type == ibverbs.GIDTypeRoCEv2 {
+			ip := e.IP()
+			if sl.GIDRule.Family == 0 {
 				sl.GIDRule.Family = map[bool]int{true: 4, false: 6}[ip.Is4()]
-				if ip.IsLinkLocalUnicast() {
-					// A link-local one's peer is link-local too, which
-					// SelectGID ranks after a routable one.
-					sl.GIDRule.AllowLinkLocal = true
-					sl.GIDRule.Prefix = netip.MustParsePrefix(map[bool]string{true: "169.254.0.0/16", false: "fe80::/10"}[ip.Is4()])
-				}
+			}
+			if ip.IsLinkLocalUnicast() {
+				sl.GIDRule.AllowLinkLocal = true
+				sl.GIDRule.Prefix = netip.MustParsePrefix(map[bool]string{true: "169.254.0.0/16", false: "fe80::/10"}[ip.Is4()])
 			}
 		}
 	}

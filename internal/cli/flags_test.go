@@ -387,7 +387,6 @@ func TestTestFlagErrors(t *testing.T) {
 		// would be ignored.
 		{exchange.WriteBW, []string{"-x", "3", "--gid-subnet", "10.0.0.0/8", "--gid-netdev", "eth9", "--gid-family", "6"},
 			"-x 3 names the GID: leave it out, or leave out --gid-family, --gid-subnet and --gid-netdev (for the automatic choice)"},
-		{exchange.ReadBW, []string{"-x", "1", "--ipv6"}, "leave out --ipv6 (for"},
 		{exchange.SendLat, []string{"-x", "0", "--bind_source_ip", "198.18.0.2", "--gid-netdev", "eth0"}, "leave out --gid-netdev (for"},
 		// The GID of --source_ip's address (or --bind_source_ip's) cannot
 		// be of another family, nor on another netdev than its zone's.

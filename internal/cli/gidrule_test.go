@@ -100,6 +100,8 @@ func TestGIDRuleCompatibleFlags(t *testing.T) {
 			ibverbs.GIDRule{Family: 6, Prefix: netip.MustParsePrefix("fd00::/64")}},
 		{"--bind_source_ip -x 1", testOptions{GIDIndex: 1, BindIP: "198.18.0.2"}, ibverbs.GIDRule{}},
 		{"-x 0", testOptions{GIDIndex: 0}, ibverbs.GIDRule{}},
+		// perftest's --ipv6 beside -x changes nothing, as there.
+		{"-x 1 --ipv6", testOptions{GIDIndex: 1, IPv6: true}, ibverbs.GIDRule{}},
 	} {
 		if r, err := tc.o.gidRule(); err != nil || r != tc.want {
 			t.Errorf("%s: rule %+v, %v; want %+v", tc.name, r, err, tc.want)

@@ -421,7 +421,7 @@ func addPortFlags(f *pflag.FlagSet, o *testOptions) {
 	f.IntVarP(&o.IBPort, "ib-port", "i", 1, "port of the device")
 	f.IntVarP(&o.GIDIndex, "gid-index", "x", -1, "GID index (default: chosen automatically, RoCE v2, with the reason printed)")
 	f.IntVar(&o.GIDFamily, "gid-family", 0, "automatic GID: 4 or 6 for IPv4 or IPv6 (default: IPv4 preferred)")
-	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6)")
+	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6; beside -x, ignored, as perftest's)")
 	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
 	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
 	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address for the QPs, and with -R make the client's rdma_cm connections from it (not with -x or --gid-subnet); gorperf's own flag: perftest's --source_ip is -j, a flag of its raw Ethernet tests")
@@ -734,7 +734,7 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"--gid-family", o.GIDFamily != 0 && !o.IPv6}, {"--ipv6", o.IPv6}, {"--gid-subnet", o.GIDSubnet != ""}, {"--gid-netdev", o.GIDNetdev != ""}} {
+		}{{"--gid-family", o.GIDFamily != 0}, {"--gid-subnet", o.GIDSubnet != ""}, {"--gid-netdev", o.GIDNetdev != ""}} {
 			if f.set {
 				auto = append(auto, f.name)
 			}
@@ -743,7 +743,9 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 			return ibverbs.GIDRule{}, usageErrorf("-x %d names the GID: leave it out, or leave out %s (for the automatic choice)", o.GIDIndex, joinAnd(auto))
 		}
 	}
-	if o.IPv6 {
+	if o.IPv6 && o.GIDIndex < 0 {
+		// Beside -x, --ipv6 changes nothing, as perftest's, whose
+		// scripts may give both.
 		if o.GIDFamily == 4 {
 			return ibverbs.GIDRule{}, usageErrorf("--ipv6 and --gid-family 4 ask for different families")
 		}
