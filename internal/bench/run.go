@@ -366,13 +366,14 @@ func Serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 // serve is Serve's loop, once the local side is checked; ctx's end must
 // close ln.
 func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool, onHeader func(report.Header), done func(*Result, error)) error {
-	lb := openLobby(ctx, ln, l, once)
+	var check func(exchange.TestSpec) error
 	if !once {
 		// A test the server would refuse whatever it ran before is
 		// refused as it asks, not at its turn. (A one-test server's
 		// test is its client's, refused or not.)
-		lb.check = func(spec exchange.TestSpec) error { return admissible(&spec, l, lim) }
+		check = func(spec exchange.TestSpec) error { return admissible(&spec, l, lim) }
 	}
+	lb := openLobby(ctx, ln, l, once, check)
 	// why is what the clients still waiting when the server ends are told.
 	why := errors.New("the server was stopped before it ran this test")
 	defer func() { lb.close(why) }()
@@ -468,8 +469,8 @@ type lobby struct {
 	// sent nothing for as long is dropped.
 	silence time.Duration
 	// check is what refuses a test as it asks: a test the server would
-	// refuse at its turn, whatever ran before. Set before any client
-	// comes; nil checks nothing.
+	// refuse at its turn, whatever ran before; nil checks nothing. Set
+	// by openLobby, before its goroutines start.
 	check func(exchange.TestSpec) error
 
 	mu        sync.Mutex
@@ -503,9 +504,10 @@ type lobby struct {
 
 // openLobby starts a server's lobby on ln, for a server whose side is l:
 // Alives go every alive period (alivePeriod), and a client waiting that
-// has sent nothing for its idle timeout is dropped.
-func openLobby(ctx context.Context, ln net.Listener, l Local, once bool) *lobby {
-	lb := &lobby{ctx: ctx, ln: ln, alive: alivePeriod(l), silence: idleTimeout(l), once: once, sem: make(chan struct{}, maxGreetings),
+// has sent nothing for its idle timeout is dropped. check, if not nil,
+// refuses a test as it asks (lobby.check).
+func openLobby(ctx context.Context, ln net.Listener, l Local, once bool, check func(exchange.TestSpec) error) *lobby {
+	lb := &lobby{ctx: ctx, ln: ln, alive: alivePeriod(l), silence: idleTimeout(l), once: once, check: check, sem: make(chan struct{}, maxGreetings),
 		quit: make(chan struct{}), pending: map[net.Conn]bool{}, heard: map[*exchange.Conn]time.Time{}}
 	lb.cond = sync.NewCond(&lb.mu)
 	lb.stopWake = context.AfterFunc(ctx, lb.wake)
