@@ -584,43 +584,74 @@ func TestServeGroupWaitHolds(t *testing.T) {
 
 // TestServeRefusesAtOnce: a test over serve's limits, asked for while
 // another test runs, is refused at once, not at its turn, and reported
-// as the refusal it was (once for a test of several threads, whose every
-// connection is told); Admit, which would be asked at its turn, never
-// sees it. It waited for the tests before it, however long they ran, to
-// learn it could never run.
+// as the refusal it was, once; Admit, which would be asked at its turn,
+// never sees it. A test of several threads is refused whole: every one
+// of its connections is told, at once, whichever of them is over the
+// limits, whether it asked before that one (it waited in the lobby) or
+// after (here -q 65 --threads 2: 33 QPs and 32, only the first over).
+// It waited for the tests before it, however long they ran, to learn it
+// could never run; and where only its first connection was over the
+// limits, its others waited for it in the lobby, until groupWait at the
+// head of the line, holding up the clients behind, and were reported
+// again: "a test of 2 threads: 1 of its connections came in".
 func TestServeRefusesAtOnce(t *testing.T) {
+	defer func(old time.Duration) { groupWait = old }(groupWait)
+	groupWait = time.Second // a thread left in the lobby is reported within the test
 	s, taken, release := held(t)
 	s.start(taken, 1)
-	one, threads := s.greet(), []*exchange.Conn{s.greet(), s.greet()}
+	one := s.greet()
 	sp := s.overLimits()
 	sp.Size = 5
 	began := time.Now()
 	if err := s.ask(one, sp, 3*time.Second); err == nil || !strings.Contains(err.Error(), "65 QPs exceed this server's maximum of 64") {
 		t.Errorf("a test over the limits, behind another: %v after %v; want it refused at once", err, time.Since(began))
 	}
-	errs := make([]error, len(threads))
-	var wg sync.WaitGroup
-	for i, c := range threads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tsp := s.spec
-			tsp.Size, tsp.Threads, tsp.Thread, tsp.Group, tsp.NumQPs = 6, 2, uint16(i), 11, 40
-			errs[i] = s.ask(c, tsp, 3*time.Second)
+	// threads asks for a test of size of 2 threads in group, thread i
+	// of qps[i] QPs, in the order given, each once the one before is in
+	// the lobby or refused.
+	threads := func(name string, size uint32, group uint64, qps [2]uint16, order [2]int, want string) {
+		t.Helper()
+		conns := [2]*exchange.Conn{s.greet(), s.greet()}
+		defer func() {
+			for _, c := range conns { // as a client whose thread failed
+				c.Close()
+			}
 		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err == nil || !strings.Contains(err.Error(), "2 threads of 40 QPs exceed this server's maximum of 64 QPs") {
-			t.Errorf("thread %d of a test over the limits, behind another: %v; want it refused at once", i, err)
+		errs := [2]chan error{make(chan error, 1), make(chan error, 1)}
+		for _, i := range order {
+			tsp := s.spec
+			tsp.Size, tsp.Threads, tsp.Thread, tsp.Group, tsp.NumQPs = size, 2, uint16(i), group, qps[i]
+			var told atomic.Bool
+			conns[i].OnQueued(func(exchange.Queued) { told.Store(true) })
+			go func() { errs[i] <- s.ask(conns[i], tsp, 3*time.Second) }()
+			for deadline := time.Now().Add(2 * time.Second); !told.Load() && len(errs[i]) == 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		for i, ch := range errs {
+			if err := <-ch; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: thread %d of a test over the limits, behind another: %v; want it refused at once: %q", name, i, err, want)
+			}
 		}
 	}
+	threads("both over", 6, 11, [2]uint16{40, 40}, [2]int{0, 1}, "2 threads of 40 QPs exceed this server's maximum of 64 QPs")
+	const uneven = "2 threads of 33 QPs exceed this server's maximum of 64 QPs"
+	threads("the first over, asking first", 7, 12, [2]uint16{33, 32}, [2]int{0, 1}, uneven)
+	threads("the first over, asking last", 8, 13, [2]uint16{33, 32}, [2]int{1, 0}, uneven)
 	close(release)
-	s.reported("refused a client's test", 2, 3*time.Second)
-	time.Sleep(300 * time.Millisecond) // any other report
-	if refused := s.reported("refused a client's test", 3, 0); len(refused) != 2 ||
-		!errors.Is(refused[0], exchange.ErrOverLimit) || !errors.Is(refused[1], exchange.ErrOverLimit) {
-		t.Errorf("done got %v; want the two tests refused, once each", s.reports())
+	s.reported("refused a client's test", 4, 3*time.Second)
+	time.Sleep(groupWait + 500*time.Millisecond) // any other report: a thread left in the lobby
+	refused := s.reported("refused a client's test", 5, 0)
+	if len(refused) != 4 {
+		t.Errorf("done got %d refusals; want the four tests refused, once each", len(refused))
+	}
+	for _, r := range refused {
+		if !errors.Is(r, exchange.ErrOverLimit) {
+			t.Errorf("done got %v; want a refusal over the limits", r)
+		}
+	}
+	if all := s.reports(); len(all) != len(refused)+1 {
+		t.Errorf("done got %q; want only the refusals and the first test's failure (no device)", all)
 	}
 	select {
 	case got := <-taken:

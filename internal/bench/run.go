@@ -500,6 +500,12 @@ type lobby struct {
 	// heard is when tend last read something from each client waiting
 	// that has sent something since its test (its Alives). On mu.
 	heard map[*exchange.Conn]time.Time
+	// refused is each test of several threads that check refused, by its
+	// group (TestSpec.Group), until all its connections have come or
+	// refusedKeep has passed, at most maxWaiting of them: the test is
+	// refused once, and its other connections told the same as they
+	// come (refuseTest). On mu.
+	refused map[uint64]*refusal
 }
 
 // openLobby starts a server's lobby on ln, for a server whose side is l:
@@ -508,7 +514,7 @@ type lobby struct {
 // refuses a test as it asks (lobby.check).
 func openLobby(ctx context.Context, ln net.Listener, l Local, once bool, check func(exchange.TestSpec) error) *lobby {
 	lb := &lobby{ctx: ctx, ln: ln, alive: alivePeriod(l), silence: idleTimeout(l), once: once, check: check, sem: make(chan struct{}, maxGreetings),
-		quit: make(chan struct{}), pending: map[net.Conn]bool{}, heard: map[*exchange.Conn]time.Time{}}
+		quit: make(chan struct{}), pending: map[net.Conn]bool{}, heard: map[*exchange.Conn]time.Time{}, refused: map[uint64]*refusal{}}
 	lb.cond = sync.NewCond(&lb.mu)
 	lb.stopWake = context.AfterFunc(ctx, lb.wake)
 	lb.wg.Add(2)
@@ -572,14 +578,9 @@ func (lb *lobby) greet(nc net.Conn) {
 	delete(lb.pending, nc)
 	var refuse error
 	switch {
-	case bad != nil && !lb.closed:
-		// Refused as it would be at its turn, and reported so, once
-		// for a test of several threads (its first thread, which asks
-		// for the most).
-		refuse = bad
-		if spec.Thread == 0 {
-			lb.report(fmt.Errorf("refused a client's test: %w", bad))
-		}
+	case err == nil && !lb.closed && (bad != nil || lb.refusedTest(spec) != nil):
+		// Refused as it would be at its turn, and reported so once.
+		refuse = lb.refuseTest(spec, bad)
 	default:
 		refuse = lb.arrive(asked{c, spec}, err)
 	}
@@ -587,6 +588,82 @@ func (lb *lobby) greet(nc net.Conn) {
 	if refuse != nil {
 		lb.tell(c, refuse)
 	}
+}
+
+// refusal is a test of several threads refused as it asked (check).
+type refusal struct {
+	err  error     // why, what each of its connections is told
+	at   time.Time // when
+	seen int       // its connections that have come
+}
+
+// refusedKeep is how long after a test of several threads was refused
+// the lobby waits for the rest of its connections, to tell them the
+// same: as long as a connection may take to ask for its test, and the
+// lobby would have waited for them.
+func refusedKeep() time.Duration { return helloWait + groupWait }
+
+// refusedTest is the refusal of the test of several threads spec is a
+// connection of, where check refused one of its connections, or nil;
+// lb.mu is held. It forgets the refusals past refusedKeep.
+func (lb *lobby) refusedTest(spec exchange.TestSpec) *refusal {
+	now := time.Now()
+	for g, r := range lb.refused {
+		if now.Sub(r.at) >= refusedKeep() {
+			delete(lb.refused, g)
+		}
+	}
+	if spec.Threads <= 1 || spec.Group == 0 {
+		return nil
+	}
+	return lb.refused[spec.Group]
+}
+
+// refuseTest refuses the test that spec, a greeted client's, asks for,
+// as it asks, and returns what the client is told: bad, what check
+// found, or for a connection of a test of several threads already
+// refused, that refusal. A test is reported refused once: a test of
+// several threads as the first of its connections is, whichever thread
+// it is (the first asks for the most), whose refusal its connections
+// waiting in the lobby are then told (they would wait there for it,
+// and hold up the clients behind, until groupWait), and those that
+// come after as they come. lb.mu is held.
+func (lb *lobby) refuseTest(spec exchange.TestSpec, bad error) error {
+	if spec.Threads <= 1 || spec.Group == 0 { // a test of one connection, or not a group (invalid)
+		lb.report(fmt.Errorf("refused a client's test: %w", bad))
+		return bad
+	}
+	if r := lb.refusedTest(spec); r != nil {
+		if r.seen++; r.seen >= int(spec.Threads) {
+			delete(lb.refused, spec.Group)
+		}
+		return r.err
+	}
+	if len(lb.refused) >= maxWaiting {
+		var oldest uint64
+		first := true
+		for g, r := range lb.refused {
+			if first || r.at.Before(lb.refused[oldest].at) {
+				oldest, first = g, false
+			}
+		}
+		delete(lb.refused, oldest)
+	}
+	r := &refusal{err: bad, at: time.Now(), seen: 1}
+	lb.waiting = slices.DeleteFunc(lb.waiting, func(w asked) bool {
+		if w.spec.Threads <= 1 || w.spec.Group != spec.Group {
+			return false
+		}
+		delete(lb.heard, w.c)
+		lb.farewell(w.c, bad)
+		r.seen++
+		return true
+	})
+	if r.seen < int(spec.Threads) {
+		lb.refused[spec.Group] = r
+	}
+	lb.report(fmt.Errorf("refused a client's test: %w", bad))
+	return bad
 }
 
 // arrive lets a greeted client into the lobby, or returns why it cannot
