@@ -115,3 +115,67 @@ func TestUnbegun(t *testing.T) {
 		t.Errorf("unbegun(nil) = %v", got)
 	}
 }
+
+// TestPeerWordRefused: a side whose first step fails for a connection
+// the peer reset, where the peer said why before it closed (a server
+// that refused the test as it asked: it sends its Error and closes at
+// once, the client's first Alive unread, so the close is a reset), says
+// what the peer said, and what it then found, not that the peer "exited
+// or was killed" (unbegun), which it did not. It said both. A peer that
+// closed without a word is still said to have exited or been killed.
+func TestPeerWordRefused(t *testing.T) {
+	const refusal = "test exceeds the server's limits: 65 QPs exceed this server's maximum of 64"
+	for _, word := range []bool{true, false} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		sc, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c := exchange.NewConn(nc)
+		if err := c.Send(ctx, exchange.Alive{}); err != nil { // the client's first Alive, never read
+			t.Fatal(err)
+		}
+		if word {
+			if err := exchange.NewConn(sc).SendError(ctx, errors.New(refusal)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sc.(*net.TCPConn).SetLinger(0)
+		sc.Close()
+		// The client, still opening its device, then sends its Setup,
+		// which the reset fails.
+		var sendErr error
+		for deadline := time.Now().Add(3 * time.Second); sendErr == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			sendErr = c.Send(ctx, exchange.Setup{})
+		}
+		if !closedByPeer(sendErr) {
+			t.Fatalf("word %v: the Setup sent after the reset: %v; want a reset or a broken pipe", word, sendErr)
+		}
+		got := peerWord(c, unbegun("client", sendErr))
+		const killed = "the server closed the connection before the test began (it exited or was killed)"
+		var pe *exchange.PeerError
+		switch {
+		case !word:
+			if !strings.HasPrefix(got.Error(), killed) || !errors.Is(got, sendErr) {
+				t.Errorf("a server reset without a word: %v; want %q", got, killed)
+			}
+		case !errors.As(got, &pe) || pe.Text != refusal || !errors.Is(got, sendErr):
+			t.Errorf("a server that refused the test and reset: %v; want the refusal, wrapping %v", got, sendErr)
+		case strings.Contains(got.Error(), "exited or was killed"):
+			t.Errorf("a server that refused the test and reset: %v; want no word of its exit", got)
+		case got.Error() != "peer: "+refusal+"; this side then found: "+sendErr.Error():
+			t.Errorf("a server that refused the test and reset: %v; want the refusal, then %v", got, sendErr)
+		}
+	}
+}

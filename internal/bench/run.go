@@ -1083,11 +1083,10 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	case err == nil || errors.As(err, &pe):
 	case !errors.As(err, &se):
 		// A peer that gave up on this side (stopped meanwhile, as
-		// below) said why before it closed, which explains what this
-		// side found: the connection closed, or no completions.
-		if word := c.LastWord(); !peerAborted(word) {
-			err = withPeerWord(word, err)
-		}
+		// below), or refused its test, said why before it closed,
+		// which explains what this side found: the connection closed,
+		// or no completions.
+		err = peerWord(c, err)
 	default:
 		// The peer may only be stopped (Ctrl-Z): what this side says
 		// waits in its socket, for when it goes on, where it would
@@ -1104,15 +1103,33 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 	return res, err
 }
 
-// withPeerWord puts said, the Error that the peer sent (why it gave up:
-// on this side, stopped meanwhile), before err, what this side then
-// found, unless said is nil or err is the peer's Error itself.
-func withPeerWord(said, err error) error {
-	var pe *exchange.PeerError
-	if said != nil && !errors.As(err, &pe) {
-		return fmt.Errorf("%w; this side then found: %w", said, err)
+// peerWord is err, a side's failure, with what the peer said of why
+// before it closed (LastWord), unless it said it was interrupted
+// (withPeerWord).
+func peerWord(c *exchange.Conn, err error) error {
+	if word := c.LastWord(); !peerAborted(word) {
+		return withPeerWord(word, err)
 	}
 	return err
+}
+
+// withPeerWord puts said, the Error that the peer sent (why it gave up:
+// on this side, stopped meanwhile; or why it refused the test), before
+// err, what this side then found, unless said is nil or err is the
+// peer's Error itself. A peer that said why it closed the connection
+// before the test began did not exit or get killed, as a *closedEarly
+// says: err is then what that wraps (a server that refuses a test as it
+// asks closes at once, often before this side has sent its Setup, which
+// then fails with a reset).
+func withPeerWord(said, err error) error {
+	var pe *exchange.PeerError
+	if said == nil || errors.As(err, &pe) {
+		return err
+	}
+	if ce, ok := err.(*closedEarly); ok {
+		err = ce.err
+	}
+	return fmt.Errorf("%w; this side then found: %w", said, err)
 }
 
 // runSide is run, less what it tells a peer that went silent and reads
