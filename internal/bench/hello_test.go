@@ -68,6 +68,28 @@ func TestHelloError(t *testing.T) {
 	}
 }
 
+// tcpPair is a TCP connection on loopback: the end that dialled and the
+// end accepted, each closed when the test ends.
+func tcpPair(t *testing.T) (nc, sc *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	a, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return c.(*net.TCPConn), a.(*net.TCPConn)
+}
+
 // TestUnbegun: a side whose first step with the peer fails because the
 // peer closed the connection (EOF, or reset) says that the peer closed it
 // before the test began, naming the peer, and wraps the error; other
@@ -75,27 +97,14 @@ func TestHelloError(t *testing.T) {
 // waited its turn said "receiving: EOF".
 func TestUnbegun(t *testing.T) {
 	for _, reset := range []bool{false, true} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		nc, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		sc, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
+		nc, sc := tcpPair(t)
 		if reset {
-			sc.(*net.TCPConn).SetLinger(0)
+			sc.SetLinger(0)
 		}
 		sc.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err = exchange.NewConn(nc).SwapSetup(ctx, exchange.Setup{})
+		_, err := exchange.NewConn(nc).SwapSetup(ctx, exchange.Setup{})
 		if err == nil {
 			t.Fatal("a Setup swap with a closed peer succeeded")
 		}
@@ -126,20 +135,7 @@ func TestUnbegun(t *testing.T) {
 func TestPeerWordRefused(t *testing.T) {
 	const refusal = "test exceeds the server's limits: 65 QPs exceed this server's maximum of 64"
 	for _, word := range []bool{true, false} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		nc, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		sc, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
+		nc, sc := tcpPair(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		c := exchange.NewConn(nc)
@@ -151,7 +147,7 @@ func TestPeerWordRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		sc.(*net.TCPConn).SetLinger(0)
+		sc.SetLinger(0)
 		sc.Close()
 		// The client, still opening its device, then sends its Setup,
 		// which the reset fails.
