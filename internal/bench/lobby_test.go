@@ -20,13 +20,20 @@ import (
 // Admit until release is closed; taken gets each test's size as Admit
 // sees it.
 func held(t *testing.T) (s *serving, taken chan uint32, release chan struct{}) {
+	return heldLocal(t, Local{})
+}
+
+// heldLocal is held with the server's side l (its IdleTimeout, say),
+// whose Admit it sets.
+func heldLocal(t *testing.T, l Local) (s *serving, taken chan uint32, release chan struct{}) {
 	taken, release = make(chan uint32, 128), make(chan struct{})
 	var first sync.Once
-	s = newServing(t, false, func(spec exchange.TestSpec) error {
+	l.Admit = func(spec exchange.TestSpec) error {
 		taken <- spec.Size
 		first.Do(func() { <-release })
 		return nil
-	})
+	}
+	s = newServingLocal(t, false, l)
 	t.Cleanup(func() {
 		select {
 		case <-release:
@@ -669,20 +676,7 @@ func TestServeRefusesAtOnce(t *testing.T) {
 // did, for ever where it was stopped, and then cost its turn the peer
 // timeout and a failed test.
 func TestServeDropsSilentClients(t *testing.T) {
-	taken, release := make(chan uint32, 8), make(chan struct{})
-	var first sync.Once
-	s := newServingLocal(t, false, Local{IdleTimeout: 2 * time.Second, Admit: func(spec exchange.TestSpec) error {
-		taken <- spec.Size
-		first.Do(func() { <-release })
-		return nil
-	}})
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
+	s, taken, release := heldLocal(t, Local{IdleTimeout: 2 * time.Second})
 	live, stopped, mute := s.greet(), s.greet(), s.greet()
 	s.start(taken, 1)
 	queue := func(c *exchange.Conn, size uint32) {
