@@ -258,13 +258,7 @@ func (c *Conn) recv(ctx context.Context) (Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch q := m.(type) {
-		case Alive:
-		case Queued:
-			if c.queued != nil {
-				c.queued(q)
-			}
-		default:
+		if !c.control(m) {
 			return m, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -371,20 +365,30 @@ func (c *Conn) ReadAhead() int {
 			break
 		}
 		read++
-		switch q := m.(type) {
-		case Alive:
-			c.heard = true
-		case Queued:
-			c.heard = true
-			if c.queued != nil {
-				c.queued(q)
-			}
-		default:
+		if !c.control(m) {
 			c.ahead = append(c.ahead, m)
 		}
 	}
 	c.nc.SetReadDeadline(time.Time{})
 	return read
+}
+
+// control takes m, with c.rmu held, where it is the protocol's own, not
+// a message for the caller: an Alive or a Queued says the peer runs
+// KeepAlive, and a Queued goes to OnQueued's f. It reports whether it
+// took m.
+func (c *Conn) control(m Message) bool {
+	switch q := m.(type) {
+	case Alive:
+	case Queued:
+		if c.queued != nil {
+			c.queued(q)
+		}
+	default:
+		return false
+	}
+	c.heard = true
+	return true
 }
 
 // SetPeerTimeout makes every receive fail with a *SilenceError once the
