@@ -1144,7 +1144,7 @@ func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Loc
 		if e, err := chosenGID(l); err == nil && e.Type == ibverbs.GIDTypeRoCEv2 {
 			ip := e.IP()
 			if sl.GIDRule.Family == 0 {
-				sl.GIDRule.Family = map[bool]int{true: 4, false: 6}[ip.Is4()]
+				sl.GIDRule.Family = ipFamily(ip)
 			}
 			if ip.IsLinkLocalUnicast() {
 				sl.GIDRule.AllowLinkLocal = true

@@ -778,7 +778,7 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 		// The GID of exactly this address, a link-local one too, on the
 		// netdev of its zone if it has one (fe80::1%eth0).
 		r.Addr = a.Unmap()
-		fam := map[bool]int{true: 4, false: 6}[r.Addr.Is4()]
+		fam := ipFamily(r.Addr)
 		famFlag := fmt.Sprintf("--gid-family %d", r.Family)
 		if o.IPv6 {
 			famFlag = "--ipv6"
@@ -803,6 +803,14 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 		r.Prefix = p
 	}
 	return r, nil
+}
+
+// ipFamily is a's IP version, 4 or 6, as --gid-family names it.
+func ipFamily(a netip.Addr) int {
+	if a.Is4() {
+		return 4
+	}
+	return 6
 }
 
 // isNumber reports whether s is a decimal number, as an interface index
