@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -505,32 +506,32 @@ func (s TestSpec) BufferLen() uint64 {
 // (ibverbs.HugePageSize) with HugePages, as the buffer is mapped, and
 // saturates at math.MaxUint64.
 func (s TestSpec) Memory() uint64 {
-	n, _ := s.memory()
-	return n
-}
-
-// memory is Memory, and how it was counted for CheckLimits's message.
-func (s TestSpec) memory() (uint64, string) {
-	n := s.depthEstimate()
-	how := fmt.Sprintf("size %d × depth %d × %d QPs", s.MaxSize(), s.memDepth(), s.NumQPs)
-	if s.Bidirectional {
-		how += " × 2 directions"
-	}
-	if b := s.BufferLen(); b > n {
-		n = b
-		how = fmt.Sprintf("2 regions of %d bytes × %d QPs", s.RegionLen(), s.NumQPs)
-	}
+	n := max(s.depthEstimate(), s.BufferLen())
 	page := uint64(os.Getpagesize())
 	if s.HugePages {
 		page = ibverbs.HugePageSize
 	}
 	if n%page != 0 {
 		if n > math.MaxUint64-page {
-			return math.MaxUint64, how
+			return math.MaxUint64
 		}
 		n += page - n%page
 	}
-	return n, how
+	return n
+}
+
+// memoryHow says how Memory counts, for CheckLimits's messages, with qps
+// for the QPs: "size 65536 × depth 128 × 4 QPs × 2 directions", or, where
+// the buffer is the larger, "2 regions of 65600 bytes × 4 QPs".
+func (s TestSpec) memoryHow(qps string) string {
+	if s.BufferLen() > s.depthEstimate() {
+		return fmt.Sprintf("2 regions of %d bytes × %s", s.RegionLen(), qps)
+	}
+	how := fmt.Sprintf("size %d × depth %d × %s", s.MaxSize(), s.memDepth(), qps)
+	if s.Bidirectional {
+		how += " × 2 directions"
+	}
+	return how
 }
 
 // depthEstimate is MaxSize × depth × NumQPs, doubled when Bidirectional,
@@ -809,6 +810,13 @@ func overLimit(format string, args ...any) error {
 // CheckLimits validates s and reports whether the server may run it
 // within l. Its errors wrap ErrInvalidSpec or ErrOverLimit; a server sends
 // them to the client with NewErrorMsg.
+//
+// A connection of a test of several threads holds only its share of the
+// test's QPs, and the server runs all of them at once: it is judged by
+// the least test it can be part of (leastTest), every thread of it at
+// its depths, so that no test within l whose connections ask for the
+// same depths is refused for one of them. Once all of them have come,
+// CheckGroupLimits judges the test they make.
 func (s TestSpec) CheckLimits(l Limits) error {
 	if err := s.Validate(); err != nil {
 		return err
@@ -821,12 +829,10 @@ func (s TestSpec) CheckLimits(l Limits) error {
 	if n := s.MaxSize(); n > l.MaxMsgSize {
 		return overLimit("message size %s exceeds this server's maximum of %s", formatBytes(uint64(n)), formatBytes(uint64(l.MaxMsgSize)))
 	}
-	// A connection of a test of several threads counts as its share
-	// times the threads: the server runs them all at once.
-	threads := uint64(max(s.Threads, 1))
-	if q := uint64(s.NumQPs) * threads; q > uint64(l.MaxQPs) {
-		if threads > 1 {
-			return overLimit("%d threads of %d QPs exceed this server's maximum of %d QPs", threads, s.NumQPs, l.MaxQPs)
+	qps, full, exact := s.leastTest()
+	if qps > uint64(l.MaxQPs) {
+		if s.Threads > 1 {
+			return overLimit("%s exceeds this server's maximum of %d QPs", s.ofThreads(qps, exact), l.MaxQPs)
 		}
 		return overLimit("%d QPs exceed this server's maximum of %d", s.NumQPs, l.MaxQPs)
 	}
@@ -836,18 +842,115 @@ func (s TestSpec) CheckLimits(l Limits) error {
 	if s.Test.IsLatency() && s.Iterations > l.MaxIterations {
 		return overLimit("%d iterations of %s exceed this server's maximum of %d", s.Iterations, s.Test, l.MaxIterations)
 	}
-	m, how := s.memory()
-	if hi, lo := bits.Mul64(m, threads); hi != 0 {
-		m = math.MaxUint64
-	} else {
-		m = lo
-	}
-	if m > l.MaxMemory {
-		if threads > 1 {
-			how += fmt.Sprintf(" × %d threads", threads)
+	if m := s.leastMemory(full); m > l.MaxMemory {
+		if s.Threads > 1 {
+			needs := "needs at least"
+			if exact {
+				needs = "needs"
+			}
+			return overLimit("%s %s %s of registered memory (%s), more than this server's maximum of %s",
+				s.ofThreads(qps, exact), needs, formatBytes(m), s.memoryHow(fmt.Sprintf("%d QPs", qps)), formatBytes(l.MaxMemory))
 		}
 		return overLimit("the test needs %s of registered memory (%s), more than this server's maximum of %s",
-			formatBytes(m), how, formatBytes(l.MaxMemory))
+			formatBytes(m), s.memoryHow(fmt.Sprintf("%d QPs", s.NumQPs)), formatBytes(l.MaxMemory))
+	}
+	return nil
+}
+
+// leastTest returns the least test that s, a connection of a test of
+// Threads threads, can be part of, as clients share a test's QPs out
+// (the first total%Threads threads take one QP more than the others,
+// and no thread none): its QPs in all, and full, how many of its
+// threads, the first, have s's share, NumQPs, where the others have one
+// QP fewer. exact says it is the one test s can be part of. A spec of
+// one connection is its own test.
+//
+// Thread i's share n is either the even share of a total of n×Threads
+// to n×Threads+i QPs, or, for n of 2 or more and all but the last
+// thread, the larger share of a total of (n-1)×Threads+i+1 to
+// n×Threads-1: the least of these is the least test.
+func (s TestSpec) leastTest() (qps uint64, full int, exact bool) {
+	n, t, i := uint64(s.NumQPs), uint64(max(s.Threads, 1)), uint64(s.Thread)
+	if n >= 2 && i+1 < t {
+		return (n-1)*t + i + 1, int(i + 1), false
+	}
+	return n * t, int(t), i == 0
+}
+
+// leastMemory is the Memory of the least test s can be part of (full of
+// its threads with s's share of the QPs, the others with one fewer:
+// leastTest), each thread at s's depths, saturated at math.MaxUint64.
+func (s TestSpec) leastMemory(full int) uint64 {
+	m := mulSat(s.Memory(), uint64(full))
+	if rest := int(max(s.Threads, 1)) - full; rest > 0 {
+		c := s
+		c.NumQPs--
+		m = addSat(m, mulSat(c.Memory(), uint64(rest)))
+	}
+	return m
+}
+
+// ofThreads names the test of several threads of qps QPs in all, at
+// least unless exact, of which s is a connection, for CheckLimits's
+// messages.
+func (s TestSpec) ofThreads(qps uint64, exact bool) string {
+	least := "at least "
+	if exact {
+		least = ""
+	}
+	return fmt.Sprintf("a test of %d threads of %s%d QPs (thread %d has %d)", s.Threads, least, qps, s.Thread, s.NumQPs)
+}
+
+func mulSat(a, b uint64) uint64 {
+	if hi, lo := bits.Mul64(a, b); hi == 0 {
+		return lo
+	}
+	return math.MaxUint64
+}
+
+func addSat(a, b uint64) uint64 {
+	if sum, carry := bits.Add64(a, b, 0); carry == 0 {
+		return sum
+	}
+	return math.MaxUint64
+}
+
+// groupMemory is the Memory of all of specs, saturated at
+// math.MaxUint64.
+func groupMemory(specs []TestSpec) uint64 {
+	var m uint64
+	for _, s := range specs {
+		m = addSat(m, s.Memory())
+	}
+	return m
+}
+
+// CheckGroupLimits reports whether a server may run, within l, the test
+// of several threads whose connections' specs are specs, all of them,
+// each of which has passed CheckLimits: their QPs and their registered
+// memory (Memory) together, which CheckLimits, judging a connection by
+// the least test it can be part of, could only bound from below. A test
+// that passes it passes CheckLimits for each of its connections where it
+// shares its QPs out as clients do and its connections ask for the same
+// depths. Its errors wrap ErrOverLimit.
+func CheckGroupLimits(specs []TestSpec, l Limits) error {
+	var qps uint64
+	for _, s := range specs {
+		qps += uint64(s.NumQPs)
+	}
+	if qps > uint64(l.MaxQPs) {
+		return overLimit("a test of %d threads of %d QPs in all exceeds this server's maximum of %d QPs", len(specs), qps, l.MaxQPs)
+	}
+	if m := groupMemory(specs); m > l.MaxMemory {
+		// The thread that needs the most says how it is counted.
+		big := specs[0]
+		for _, s := range specs[1:] {
+			if s.Memory() > big.Memory() {
+				big = s
+			}
+		}
+		return overLimit("a test of %d threads of %d QPs in all needs %s of registered memory (thread %d the most, %s: %s), more than this server's maximum of %s",
+			len(specs), qps, formatBytes(m), big.Thread, formatBytes(big.Memory()), big.memoryHow(fmt.Sprintf("%d QPs", big.NumQPs)), formatBytes(l.MaxMemory))
 	}
 	return nil
 }
@@ -863,12 +966,23 @@ const MaxRecvCQ = 32767
 
 // FitRXDepth lowers a deep default RX depth (RXDepthDefault) to the
 // deepest, down to DefaultRXDepth and the receive post list, that keeps
-// the queues within l's MaxDepth, the memory CheckLimits counts (times
-// the threads) within l's MaxMemory, and the receive CQ, RX depth × QPs,
-// within MaxRecvCQ. s is one connection's spec, as CheckLimits takes it;
-// a spec without RXDepthDefault, or with no deeper depth to give up, is
-// left as it is, as is one that fits. What even the least depth does not
-// fit is left to CheckLimits to refuse.
+// the queues within l's MaxDepth, the memory within l's MaxMemory, and
+// the receive CQ, RX depth × QPs, within MaxRecvCQ. s is one
+// connection's spec, as CheckLimits takes it; a spec without
+// RXDepthDefault, or with no deeper depth to give up, is left as it is,
+// as is one that fits. What even the least depth does not fit is left
+// to CheckLimits to refuse.
+//
+// A connection of a test of several threads keeps its Memory within its
+// part of MaxMemory, MaxMemory/Threads: stricter than CheckLimits, which
+// counts the least test the connection can be part of, none of whose
+// threads has more than its share. So CheckLimits takes the depth
+// FitRXDepth leaves wherever it would take any depth FitRXDepth may give
+// (down to its least), and the connections of a test, each fitted on its
+// own, fit MaxMemory together whatever their shares, where each fits its
+// part. Fitted each to the least test they would not: each thread of the
+// larger share would count the others' as the smaller. FitGroupRXDepth
+// lowers what does not fit together.
 func (s *TestSpec) FitRXDepth(l Limits) {
 	lo, hi := max(uint32(DefaultRXDepth), s.RecvPostList), s.RXDepth
 	if !s.RXDepthDefault || hi <= lo {
@@ -893,6 +1007,49 @@ func (s *TestSpec) FitRXDepth(l Limits) {
 		}
 	}
 	s.RXDepth = lo
+}
+
+// FitGroupRXDepth lowers the deep default RX depths (RXDepthDefault) of
+// specs, the connections of one test of several threads, each fitted on
+// its own (FitRXDepth), where their Memory together is over l's
+// MaxMemory: to the deepest bound, the same for all, that keeps it
+// within, but none below DefaultRXDepth and its receive post list. That
+// is where a connection with a larger share than the others does not
+// fit its part of MaxMemory even at that least depth, and the others,
+// fitted deeper, take what it needs. What even the least depths do not
+// fit is left at them, for CheckGroupLimits to refuse.
+func FitGroupRXDepth(specs []TestSpec, l Limits) {
+	floor := func(s TestSpec) uint32 { return max(uint32(DefaultRXDepth), s.RecvPostList) }
+	lowers := func(s TestSpec) bool { return s.RXDepthDefault && s.RXDepth > floor(s) }
+	lo, hi := uint32(math.MaxUint32), uint32(0)
+	for _, s := range specs {
+		if lowers(s) {
+			lo, hi = min(lo, floor(s)), max(hi, s.RXDepth)
+		}
+	}
+	if hi == 0 || groupMemory(specs) <= l.MaxMemory {
+		return
+	}
+	c := slices.Clone(specs)
+	fits := func(d uint32) bool {
+		for k, s := range specs {
+			if lowers(s) {
+				c[k].RXDepth = min(s.RXDepth, max(d, floor(s)))
+			}
+		}
+		return groupMemory(c) <= l.MaxMemory
+	}
+	for hi-lo > 1 { // lo fits, or nothing above it does; hi does not
+		if mid := lo + (hi-lo)/2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	fits(lo)
+	for k := range specs {
+		specs[k].RXDepth = c[k].RXDepth
+	}
 }
 
 // formatBytes writes n in the largest binary unit that keeps it at least 1.

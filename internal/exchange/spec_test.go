@@ -252,10 +252,10 @@ func TestCheckLimits(t *testing.T) {
 			s.Test, s.Bidirectional, s.NumQPs, s.Iterations = WriteLat, false, 1, l.MaxIterations+1
 		}},
 		{"bidirectional doubles", "× 2 directions", func(s *TestSpec) { s.Size, s.TXDepth, s.NumQPs = 8<<20, 128, 3 }},
-		{"threads times QPs", "9 threads of 8 QPs exceed this server's maximum of 64 QPs", func(s *TestSpec) {
-			s.NumQPs, s.Threads, s.Group = 8, 9, 1
+		{"threads' least QPs", "a test of 8 threads of at least 65 QPs (thread 0 has 9) exceeds this server's maximum of 64 QPs", func(s *TestSpec) {
+			s.NumQPs, s.Threads, s.Group = 9, 8, 1 // 65 QPs: 9 on thread 0, 8 on the others
 		}},
-		{"threads times memory", "(size 8388608 × depth 128 × 1 QPs × 2 directions × 3 threads)", func(s *TestSpec) {
+		{"threads' memory", "a test of 3 threads of 3 QPs (thread 0 has 1) needs 6 GiB of registered memory (size 8388608 × depth 128 × 3 QPs × 2 directions)", func(s *TestSpec) {
 			s.Size, s.TXDepth, s.NumQPs, s.Threads, s.Group = 8<<20, 128, 1, 3, 1
 		}},
 	} {
