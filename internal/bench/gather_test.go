@@ -195,3 +195,101 @@ func TestSameTest(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherShares: -q 63 --threads 5, shared out as 13, 13, 13, 12 and
+// 12 QPs, is gathered under a server's 64 QPs, each connection admitted
+// as it comes; each was counted as its share times the threads, so
+// thread 1's 13 QPs as 65, and the test was refused, though it has 63.
+func TestGatherShares(t *testing.T) {
+	g := newGathering(t, 5)
+	g.spec.NumQPs = 63
+	specs, err := threadSpecs(g.spec, g.spec.Group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.specs[0] = specs[0]
+	for _, s := range specs[1:] {
+		g.ask(s)
+	}
+	if err := gatherThreads(g.ctx, g.conns, g.specs, g.more, Local{}, exchange.DefaultLimits()); err != nil {
+		t.Fatalf("-q 63 --threads 5 under 64 QPs: %v", err)
+	}
+	for i, s := range g.specs {
+		if g.conns[i] == nil || s.NumQPs != specs[i].NumQPs {
+			t.Errorf("thread %d: %d QPs, connection %v; want %d QPs", i, s.NumQPs, g.conns[i], specs[i].NumQPs)
+		}
+	}
+}
+
+// TestServeThreadsOverTogether: a test whose connections each pass the
+// limits alone, judged each by the least test it can be part of, but
+// not together, is refused once all have come, and every connection is
+// told why. Here a client of its own shares 3, 1 and 1 QPs of 64 KiB
+// sends, thread 0 at RX depth 128, the others at 300: alone each counts
+// at most 56.25 MiB (thread 1: three threads of one QP at depth 300),
+// together they need 61.5 MiB, over the server's 60 MiB.
+func TestServeThreadsOverTogether(t *testing.T) {
+	g := newGathering(t, 3)
+	lim := exchange.DefaultLimits()
+	lim.MaxMemory = 60 << 20
+	spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 64 << 10, Iterations: 100,
+		TXDepth: 128, RXDepth: 300, RXDepthDefault: true, CQModeration: 100, PostList: 1, RecvPostList: 1,
+		NumQPs: 1, Threads: 3, Group: 5}
+	var clients []*exchange.Conn
+	for i := range uint16(3) {
+		s := spec
+		s.Thread = i
+		if i == 0 {
+			s.NumQPs, s.RXDepth = 3, 128
+		}
+		if err := admit(&s, Local{}, lim); err != nil {
+			t.Fatalf("thread %d alone: %v", i, err)
+		}
+		clients = append(clients, g.ask(s))
+	}
+	want := "a test of 3 threads of 5 QPs in all needs 61.5 MiB of registered memory"
+	_, err := serveThreads(g.ctx, g.more[0], g.more[1:], Local{}, lim, nil)
+	if err == nil || !errors.Is(err, exchange.ErrOverLimit) || !strings.Contains(err.Error(), "refused a client's test: test exceeds the server's limits: "+want) {
+		t.Errorf("serveThreads: %v; want %q", err, want)
+	}
+	for i, c := range clients {
+		if _, err := c.Recv(g.ctx); err == nil || !errors.Is(err, exchange.ErrOverLimit) || !strings.Contains(err.Error(), want) {
+			t.Errorf("thread %d's client was told %v; want %q", i, err, want)
+		}
+	}
+}
+
+// TestThreadSpecsWithinLimits: every connection threadSpecs makes of a
+// test within a server's QPs or memory is admitted alone, and the test
+// together; a test over them is refused together, and by one of its
+// connections alone at least (the one whose least test is the test).
+func TestThreadSpecsWithinLimits(t *testing.T) {
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64 << 10, Iterations: 10, TXDepth: 128}
+	const perQP = 8 << 20 // 64 KiB × 128
+	for threads := uint16(2); threads <= 8; threads++ {
+		for total := threads; total <= 70; total++ {
+			spec.NumQPs, spec.Threads = total, threads
+			specs, err := threadSpecs(spec, 9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, limit := range []uint16{total - 1, total} {
+				qps, mem := exchange.DefaultLimits(), exchange.DefaultLimits()
+				qps.MaxQPs = limit
+				mem.MaxQPs, mem.MaxMemory = 1024, uint64(limit)*perQP
+				for _, lim := range []Limits{qps, mem} {
+					alone := 0
+					for _, s := range specs {
+						if admissible(&s, Local{}, lim) != nil {
+							alone++
+						}
+					}
+					together := exchange.CheckGroupLimits(specs, lim)
+					if over := total > limit; over != (together != nil) || over != (alone > 0) {
+						t.Fatalf("-q %d --threads %d, %+v: refused together: %v, by %d connections alone", total, threads, lim, together, alone)
+					}
+				}
+			}
+		}
+	}
+}

@@ -572,9 +572,11 @@ func serveThreads(ctx context.Context, first asked, more []asked, l Local, lim L
 // threads from more, those the server's lobby took with the first, each
 // with its spec in specs. Each is admitted as the first was (admit), and
 // must ask for the first one's test, but for what is each connection's
-// own (sameTest); a test over the limits is refused. One that asks for
-// a thread the test has no place for, or has already, is told the
-// server is busy and closed. It fails where a thread has no connection:
+// own (sameTest); a test over the limits is refused: each connection
+// as it comes, and once all have, the whole test, their default RX
+// depths fitted together (exchange.FitGroupRXDepth and
+// CheckGroupLimits). One that asks for a thread the test has no place
+// for, or has already, is told the server is busy and closed. It fails where a thread has no connection:
 // the lobby gave up on them at groupWait.
 func gatherThreads(ctx context.Context, conns []*exchange.Conn, specs []exchange.TestSpec, more []asked, l Local, lim Limits) error {
 	n := len(conns)
@@ -621,6 +623,12 @@ func gatherThreads(ctx context.Context, conns []*exchange.Conn, specs []exchange
 	}
 	if got < n {
 		return fmt.Errorf("a test of %d threads: %d of its connections came in %v", n, got, groupWait)
+	}
+	// Each connection alone was judged by the least test it could be
+	// part of; all together they are the test.
+	exchange.FitGroupRXDepth(specs, lim)
+	if err := exchange.CheckGroupLimits(specs, lim); err != nil {
+		return fmt.Errorf("refused a client's test: %w", err)
 	}
 	return nil
 }
