@@ -641,8 +641,8 @@ func TestServeRefusesAtOnce(t *testing.T) {
 			}
 		}
 	}
-	threads("both over", 6, 11, [2]uint16{40, 40}, [2]int{0, 1}, "2 threads of 40 QPs exceed this server's maximum of 64 QPs")
-	const uneven = "2 threads of 33 QPs exceed this server's maximum of 64 QPs"
+	threads("both over", 6, 11, [2]uint16{40, 40}, [2]int{0, 1}, "a test of 2 threads of at least 79 QPs (thread 0 has 40) exceeds this server's maximum of 64 QPs")
+	const uneven = "a test of 2 threads of at least 65 QPs (thread 0 has 33) exceeds this server's maximum of 64 QPs"
 	threads("the first over, asking first", 7, 12, [2]uint16{33, 32}, [2]int{0, 1}, uneven)
 	threads("the first over, asking last", 8, 13, [2]uint16{33, 32}, [2]int{1, 0}, uneven)
 	close(release)

@@ -81,7 +81,7 @@ func TestServeRefusesOnDevice(t *testing.T) {
 	for i := range groups {
 		threads := spec
 		threads.Threads = 2
-		ask(fmt.Sprintf("-q 65 --threads 2, %d", i), threads, "2 threads of 33 QPs exceed this server's maximum of 64 QPs")
+		ask(fmt.Sprintf("-q 65 --threads 2, %d", i), threads, "a test of 2 threads of at least 65 QPs (thread 0 has 33) exceeds this server's maximum of 64 QPs")
 	}
 	fits := spec
 	fits.NumQPs = 1
