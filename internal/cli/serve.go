@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,15 @@ type serveOptions struct {
 	maxSize   uint32
 
 	served, failed int // tests run, and those of them that failed
+
+	// Each test's rows are printed as its sizes end, as a server for
+	// one test prints them (rowStream): admitted is the test Serve is
+	// about to run (Local.Admit), and rows the running test's stream,
+	// started at its header and ended by done. They are set and read on
+	// the goroutines that run the test and on Serve's, under mu.
+	mu       sync.Mutex
+	admitted exchange.TestSpec
+	rows     *rowStream
 }
 
 // newCmdServe is `gorperf serve`: a server that runs one client's test
@@ -91,12 +101,7 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 		return fmt.Errorf("listening for clients: %w", err)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "gorperf: serving tests on port %d; Ctrl-C stops\n", o.test.Port)
-	onHeader := func(h report.Header) {
-		if !o.test.JSON {
-			o.test.placeHeader(&h)
-			report.WriteHeader(f.IO.Out, h)
-		}
-	}
+	onHeader := o.streamRows(f, &l)
 	ctx := cmd.Context()
 	var handed error // the last error Serve gave done
 	err = bench.Serve(ctx, ln, l, lim, false, onHeader, func(r *bench.Result, err error) {
@@ -114,6 +119,45 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	return err
 }
 
+// streamRows sets l to print each test's rows as its sizes end, as a
+// server for one test does, and returns the onHeader that prints the
+// test's header (not with --json, whose document comes at the end) and
+// starts a stream of its rows, fresh for each test: the test comes from
+// its client, and a test's columns are not the one before's. A test of
+// several threads' rows are their sums (bench's SizeDone); an infinite
+// run's none (rowStream). A test that fails before its header has no
+// stream, and prints no rows.
+func (o *serveOptions) streamRows(f *Factory, l *bench.Local) func(report.Header) {
+	l.Admit = func(s exchange.TestSpec) error {
+		// Called on each connection of a test of several threads:
+		// the same test but for the QPs, which the rows do not show.
+		o.mu.Lock()
+		o.admitted = s
+		o.mu.Unlock()
+		return nil
+	}
+	l.SizeDone = func(s bench.SizeResult) {
+		o.mu.Lock()
+		rows := o.rows
+		o.mu.Unlock()
+		if rows != nil {
+			rows.size(s)
+		}
+	}
+	return func(h report.Header) {
+		if o.test.JSON {
+			return
+		}
+		o.test.placeHeader(&h)
+		report.WriteHeader(f.IO.Out, h)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.rows = o.test.newRowStream(f.IO.Out); o.rows != nil {
+			o.rows.start(o.admitted)
+		}
+	}
+}
+
 // done reports what Serve finished: a test's result, counted as failed
 // if it failed or finish finds it did (a --validate mismatch); a test
 // that failed before it had one (refused by --max-*, a set-up that
@@ -124,6 +168,12 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 // serve), an error without a result is the stop cutting a test's set-up
 // or a greeting short, not a failure: it says nothing.
 func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, err error) {
+	// The test's rows printed so far, which finish does not print
+	// again; the next test starts its own.
+	o.mu.Lock()
+	o.test.rows, o.rows, o.admitted = o.rows, nil, exchange.TestSpec{}
+	o.mu.Unlock()
+	defer func() { o.test.rows = nil }()
 	if r == nil && err != nil && ctx.Err() != nil {
 		return
 	}
