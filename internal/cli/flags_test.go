@@ -375,6 +375,12 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"--latency_gap", "10"}, "unknown flag: --latency_gap"},
 		{exchange.WriteBW, []string{"--perform_warm_up", "--write_with_imm"}, "writes with immediate data"},
 		{exchange.SendLat, []string{"-D", "4", "-f", "2"}, "leaves nothing of 4 s to measure"},
+		// -D 0 was read as no -D: a run of -n iterations, exit 0.
+		{exchange.WriteBW, []string{"-D", "0", "-s", "4096"}, "-D 0: want a duration of 1 second or more, as perftest's (leave out -D for a run of -n iterations)"},
+		{exchange.SendLat, []string{"--duration", "0"}, "-D 0: want a duration of 1 second or more"},
+		{exchange.ReadBW, []string{"--duration=0", "--run_infinitely"}, "(leave out -D for a report every 5 s)"},
+		{exchange.WriteBW, []string{"-D", "-1"}, `invalid argument "-1" for "-D, --duration"`},
+		{exchange.AtomicBW, []string{"-D", "3s"}, `invalid argument "3s" for "-D, --duration"`},
 		{exchange.WriteBW, []string{"--report-both"}, "add -b"},
 		{exchange.SendBW, []string{"--report_both", "-b", "--csv"}, "CSV and --output have one figure a size"},
 		{exchange.WriteLat, []string{"--report-both"}, "unknown flag: --report-both"},

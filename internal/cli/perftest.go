@@ -50,6 +50,7 @@ type testOptions struct {
 	All          bool
 	Iters        uint64
 	Duration     uint32
+	durationSet  bool   // -D given: 0 is then refused, as perftest's
 	Margin       uint32 // -f; with -D, default the duration's quarter
 	udSize       bool   // -s not given for UD: the port's MTU
 	QPs          uint16
@@ -211,6 +212,7 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 			o.TXDepth = 1
 		}
 	}
+	o.durationSet = set("duration")
 	iterations := o.Duration == 0 && !o.Infinite
 	if iterations && o.Iters > 0 && uint64(o.TXDepth) > o.Iters {
 		o.TXDepth = uint32(o.Iters) // as perftest: never deeper than the run
@@ -561,6 +563,15 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		// Fewer give a latency test's server no sample (one a round
 		// trip after its first answer) and its table nothing to sort.
 		return exchange.TestSpec{}, usageErrorf("-n %d: at least %d iterations, as perftest's", o.Iters, minIters)
+	}
+	if o.durationSet && o.Duration == 0 {
+		// perftest refuses it too; 0 is what gorperf reads as no -D,
+		// and it ran -n iterations, as if -D were left out.
+		without := "a run of -n iterations"
+		if o.Infinite {
+			without = "a report every 5 s"
+		}
+		return exchange.TestSpec{}, usageErrorf("-D 0: want a duration of 1 second or more, as perftest's (leave out -D for %s)", without)
 	}
 	s := exchange.TestSpec{
 		Test: o.Test, ConnType: conn, Size: o.Size, AllSizes: o.All, Iterations: o.Iters,
