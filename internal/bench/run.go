@@ -166,7 +166,9 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 		return nil, fmt.Errorf("connecting to the gorperf server at %s from %s (--bind_source_ip): no interface here has that address: %w", addr, l.BindAddr, err)
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return nil, fmt.Errorf("connecting to the gorperf server at %s: nobody listens there after %v (start the same test there without a host first): %w",
+		// A server for one test stops listening once its test begins,
+		// as perftest's: refused, it may be busy, not missing.
+		return nil, fmt.Errorf("connecting to the gorperf server at %s: nothing accepted the connection there within %v: no server is running there, or a server for one test is busy with another client's (start the same test there without a host, or run gorperf serve there, which queues its clients): %w",
 			addr, refusedRetry, err)
 	}
 	if err != nil {

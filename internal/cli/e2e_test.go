@@ -1053,7 +1053,7 @@ func TestBindSourceIP(t *testing.T) {
 	}
 	srv, srvOut := startServer(t, ctx, srvDev, port, "send-bw", "--bind_source_ip", addr, "--peer-timeout", "5")
 	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1").CombinedOutput()
-	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nobody listens there") {
+	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nothing accepted the connection there") {
 		t.Errorf("to 127.0.0.1, with the server on %s only: exit %d:\n%s", addr, code, out)
 	}
 	// An address no interface has: no GID carries it, and with the GID
@@ -1084,13 +1084,13 @@ func TestBindSourceIP(t *testing.T) {
 }
 
 // TestIPv6Control: with --ipv6-addr the server listens on IPv6 alone, so
-// a client over IPv4 finds nobody and one over IPv6 runs the test; in
-// loopback the two sides meet on ::1.
+// a client over IPv4 finds nothing that accepts it and one over IPv6
+// runs the test; in loopback the two sides meet on ::1.
 func TestIPv6Control(t *testing.T) {
 	srvDev, cliDev, _, port, ctx := setUpPeers(t, 90*time.Second)
 	srv, srvOut := startServer(t, ctx, srvDev, port, "send-bw", "--ipv6-addr", "--peer-timeout", "5")
 	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1").CombinedOutput()
-	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nobody listens there") {
+	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nothing accepted the connection there") {
 		t.Errorf("over IPv4 to a server on IPv6 alone: exit %d:\n%s", code, out)
 	}
 	out, err = gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "--ipv6-addr", "::1").CombinedOutput()
