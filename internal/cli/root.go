@@ -253,13 +253,23 @@ the RDMA devices of this host and what stands in the way of using them.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if v, _ := cmd.Flags().GetBool(perftestVersion); v {
+				fmt.Fprintf(cmd.OutOrStdout(), "gorperf %s\n", Version)
+				return nil
+			}
+			return cmd.Help()
+		},
 	}
 	cmd.SetIn(f.IO.In)
 	cmd.SetOut(f.IO.Out)
 	cmd.SetErr(f.IO.ErrOut)
 	cmd.SetFlagErrorFunc(flagError)
 	cmd.SetVersionTemplate("gorperf {{.Version}}\n")
+	// perftest's -V, which the tests take too, beside cobra's -v and
+	// --version: hidden, so that the help lists one way.
+	cmd.Flags().BoolP(perftestVersion, "V", false, "print gorperf's version, as -v")
+	cmd.Flags().MarkHidden(perftestVersion)
 	cmd.PersistentFlags().String("cpuprofile", "", "write a Go CPU profile of the whole command to `file` (read it with go tool pprof)")
 	cmd.PersistentPreRunE = f.startProfile
 	cmd.AddCommand(newCmdDevices(f, nil), newCmdDoctor(f, nil))
@@ -268,6 +278,10 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	hideNotGiven(cmd)
 	return cmd
 }
+
+// perftestVersion is the name of the root's -V, perftest's spelling of
+// -v (the tests' -V is their --version).
+const perftestVersion = "perftest-version"
 
 // hideNotGiven keeps pflag from printing "(default -1)" after the usage
 // of cmd's flags, and its subcommands', whose -1 stands for "not given"
