@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 )
@@ -33,13 +35,32 @@ func errorCode(err error) string {
 }
 
 // writeJSONError writes the JSON document of a command that failed before
-// it ran, naming the test when args name one.
-func writeJSONError(w io.Writer, args []string, err error) {
-	r := report.Result{Version: Version, Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
+// it ran, naming the test when args name one. cmd, if not nil, is the
+// command args select, its flags read up to the mistake: the device,
+// port and GID index given before it are the document's, and a GID index
+// not given is -1, none chosen, as a run's that chose none (0 would name
+// the first).
+func writeJSONError(w io.Writer, cmd *cobra.Command, args []string, err error) {
+	r := report.Result{Version: Version, GIDIndex: -1, Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
 	for _, a := range args {
 		if t, perr := exchange.ParseTest(strings.ReplaceAll(a, "-", "_")); perr == nil {
 			r.Test = t.String()
 			break
+		}
+	}
+	if cmd != nil {
+		if cmd.HasParent() && cmd.Parent().Name() == "loopback" {
+			r.Role = "loopback"
+		}
+		fs := cmd.Flags()
+		if fs.Changed("ib-dev") {
+			r.Device, _ = fs.GetString("ib-dev")
+		}
+		if fs.Changed("ib-port") {
+			r.Port, _ = fs.GetInt("ib-port")
+		}
+		if fs.Changed("gid-index") {
+			r.GIDIndex, _ = fs.GetInt("gid-index")
 		}
 	}
 	report.WriteJSON(w, r)

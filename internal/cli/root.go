@@ -143,7 +143,10 @@ func run(ctx context.Context, f *Factory, args []string) int {
 			// A command without --json (version, completion):
 			// its error is only the usage error on stderr.
 		default:
-			writeJSONError(out, args, err)
+			if ferr != nil {
+				c = nil
+			}
+			writeJSONError(out, c, args, err)
 		}
 	}
 	if err != nil && !errors.As(err, new(*silentError)) {

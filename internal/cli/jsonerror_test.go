@@ -1,0 +1,46 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+// TestJSONUsageErrorKeepsFlags: the JSON document of a test whose
+// command line is wrong carries the device, port and GID index given
+// before the mistake, the role of a loopback run, and a GID index not
+// given as -1, none chosen; it had "device": "", "port": 0 and
+// "gid_index": 0, an index that was not asked for.
+func TestJSONUsageErrorKeepsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		role   string
+		device string
+		port   int
+		gid    int
+	}{
+		{[]string{"write-bw", "-d", "rxe1", "-i", "2", "-x", "abc", "--json", "198.18.0.1"}, "", "rxe1", 2, -1},
+		{[]string{"loopback", "send-lat", "-x", "7", "-s", "x", "--json"}, "loopback", "", 0, 7},
+		{[]string{"read-bw", "-x", "0", "-d", "mlx5_0", "--json", "a", "b"}, "", "mlx5_0", 0, 0},
+	} {
+		f, out, errOut := newTestFactory(nil, nil)
+		code := run(context.Background(), f, tc.args)
+		var r report.Result
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != exitUsage || r.Error == nil || r.Error.Code != "usage" {
+			t.Errorf("%q: exit %d, %v:\n%s%s", tc.args, code, err, out, errOut)
+			continue
+		}
+		if r.Role != tc.role || r.Device != tc.device || r.Port != tc.port || r.GIDIndex != tc.gid {
+			t.Errorf("%q: role %q, device %q, port %d, gid_index %d; want %q, %q, %d, %d", tc.args,
+				r.Role, r.Device, r.Port, r.GIDIndex, tc.role, tc.device, tc.port, tc.gid)
+		}
+		if !strings.Contains(errOut.String(), r.Error.Message) {
+			t.Errorf("%q: the document's error %q is not the one said:\n%s", tc.args, r.Error.Message, errOut)
+		}
+	}
+}
