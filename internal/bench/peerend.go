@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -22,17 +23,19 @@ import (
 // receives the peer's: a peer whose loop ends first, or that runs none (a
 // passive side of a write, read or atomic test), sends it meanwhile.
 //
-// A side stopped by Ctrl-C (its context ended) says so first: it sends an
-// Error with CodeAborted ("interrupted (Ctrl-C)") before its first
-// message of the size's end, or, if it was already waiting for the
+// A side stopped by Ctrl-C or SIGTERM (its context ended) says so first:
+// it sends an Error with CodeAborted, whose text names the signal
+// (stopWords: "interrupted (Ctrl-C)", "stopped (SIGTERM)"), before its
+// first message of the size's end, or, if it was already waiting for the
 // peer's (a passive side), as soon as it is stopped, and then waits at
 // most interruptWait for the peer's figures. When the watch receives that
 // Error, this side's loop ends at once, whatever the test: its partial
 // figures are reported without an error, and the Result says that the
-// peer was interrupted (Result.PeerInterrupted). Without it a latency
-// test's responder waited for a message that would not come, and the
-// client of a passive server that was stopped kept writing, until the
-// stopped side gave up waiting and closed the connection.
+// peer was stopped, and how (Result.PeerInterrupted, PeerStop), which
+// the command line makes a failure of a run cut short. Without it a
+// latency test's responder waited for a message that would not come,
+// and the client of a passive server that was stopped kept writing,
+// until the stopped side gave up waiting and closed the connection.
 //
 // A run of --run_infinitely ends only when one side is stopped: there
 // the peer's first message itself ends the loop of a side that runs one
@@ -43,13 +46,50 @@ import (
 // The causes of a loop's context that the watch ended.
 var (
 	errPeerEnded       = errors.New("the peer's run has ended")
-	errPeerInterrupted = errors.New("the peer was interrupted (Ctrl-C)")
+	errPeerInterrupted = errors.New("the peer was stopped (Ctrl-C or SIGTERM)")
 	errPeerFailed      = errors.New("the peer's run failed")
 )
 
-// interruptedText is the text of the Error a side stopped by Ctrl-C
-// sends its peer.
-const interruptedText = "interrupted (Ctrl-C)"
+// The texts of the Error a stopped side sends its peer (its abort): how
+// it was stopped, which the peer reports in these words. An older
+// gorperf sends interruptedText for either signal.
+const (
+	interruptedText = "interrupted (Ctrl-C)" // SIGINT, or a stop of no known signal
+	terminatedText  = "stopped (SIGTERM)"
+)
+
+// stopWords is the text of the abort of a side whose context, ctx, has
+// ended: terminatedText where SIGTERM ended it, as the context's cause
+// (context.Cause) says, with a method Signal() os.Signal (the command
+// line's root context has one), else interruptedText.
+func stopWords(ctx context.Context) string {
+	var sig interface{ Signal() os.Signal }
+	if errors.As(context.Cause(ctx), &sig) && sig.Signal() == syscall.SIGTERM {
+		return terminatedText
+	}
+	return interruptedText
+}
+
+// peerStopWords says how the peer was stopped, from word, its abort (a
+// *exchange.PeerError of CodeAborted): its text where it is one of the
+// forms stopWords sends, else interruptedText (an older gorperf's, which
+// said nothing of the signal).
+func peerStopWords(word error) string {
+	var pe *exchange.PeerError
+	if errors.As(word, &pe) && pe.Text == terminatedText {
+		return terminatedText
+	}
+	return interruptedText
+}
+
+// peerStopped records on res that the peer stopped the run, and in what
+// words: word is its abort.
+func (res *Result) peerStopped(word error) {
+	res.PeerInterrupted = true
+	if res.PeerStop == "" {
+		res.PeerStop = peerStopWords(word)
+	}
+}
 
 // interruptWait bounds how long a side stopped by Ctrl-C waits for the
 // peer's figures. (A variable for the tests.)
@@ -117,7 +157,7 @@ type peerWatch struct {
 	mu        sync.Mutex
 	finishing bool             // finish was called: return once first has come
 	first     exchange.Message // the peer's first message, nil until it comes
-	aborted   bool             // the peer said it was interrupted
+	aborted   error            // the peer's abort, once it said it was stopped
 	err       error            // the receive's failure before first came
 	said      error            // an Error the peer sent after first: why it gave up
 }
@@ -158,7 +198,7 @@ func (w *peerWatch) receive(ctx context.Context) {
 		again := false
 		switch {
 		case peerAborted(err):
-			w.aborted = true
+			w.aborted = err
 			w.endLoop(errPeerInterrupted)
 			again = w.first == nil || !w.finishing
 		case err != nil:
@@ -233,11 +273,20 @@ func (w *peerWatch) fault() error {
 	return w.faultErr()
 }
 
-// wasAborted reports whether the peer said it was interrupted.
+// wasAborted reports whether the peer said it was stopped.
 func (w *peerWatch) wasAborted() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.aborted
+	return w.aborted != nil
+}
+
+// mark records on res that the peer stopped the run, if it said so.
+func (w *peerWatch) mark(res *Result) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.aborted != nil {
+		res.peerStopped(w.aborted)
+	}
 }
 
 // await returns the peer's first message, waiting for it as long as the
@@ -313,22 +362,25 @@ func recvSync(m exchange.Message, seq uint32) error {
 	return fmt.Errorf("barrier %d: %w: expected Sync, got %v", seq, exchange.ErrUnexpected, m.Type())
 }
 
-// peerStoppedMeanwhile reports whether the peer said on c that it was
-// interrupted, waiting for that at most abortPeek. An active side whose
-// warm-up failed asks it: a passive peer sends its barrier's Sync as it
-// comes to the barrier, and, stopped while it waits there, its abort,
-// and then it closes its QPs, which fails the warm-up. A live peer's Sync
-// is consumed here (the caller fails anyway).
-func peerStoppedMeanwhile(c *exchange.Conn) bool {
+// peerStoppedMeanwhile returns the abort the peer sent on c, saying it
+// was stopped, waiting for it at most abortPeek, or nil. An active side
+// whose warm-up failed asks it: a passive peer sends its barrier's Sync
+// as it comes to the barrier, and, stopped while it waits there, its
+// abort, and then it closes its QPs, which fails the warm-up. A live
+// peer's Sync is consumed here (the caller fails anyway).
+func peerStoppedMeanwhile(c *exchange.Conn) error {
 	ctx, cancel := context.WithTimeout(context.Background(), abortPeek)
 	defer cancel()
 	for {
 		m, err := c.Recv(ctx)
 		if err != nil {
-			return peerAborted(err)
+			if peerAborted(err) {
+				return err
+			}
+			return nil
 		}
 		if _, ok := m.(exchange.Sync); !ok {
-			return false
+			return nil
 		}
 	}
 }

@@ -38,10 +38,12 @@ type Result struct {
 	// Mismatches counts data validation failures, both sides together.
 	Mismatches  uint64
 	Interrupted bool
-	// PeerInterrupted reports that the peer was stopped by Ctrl-C: the
-	// run ended there, and this side's figures are what it measured
-	// until then.
+	// PeerInterrupted reports that the peer was stopped by Ctrl-C or
+	// SIGTERM: the run ended there, and this side's figures are what it
+	// measured until then. PeerStop says how, in the peer's words:
+	// "interrupted (Ctrl-C)" or "stopped (SIGTERM)".
 	PeerInterrupted bool
+	PeerStop        string
 	// WarmedUp is the messages each of this side's QPs completed in
 	// warm-ups (TestSpec.WarmUp), outside the sizes' results.
 	WarmedUp uint64
@@ -1217,7 +1219,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 	// it ends its loop at once (peerWatch).
 	abort := stopOnce(func() {
 		cctx, cancel := ctl()
-		c.Send(cctx, exchange.ErrorMsg{Code: exchange.CodeAborted, Text: interruptedText})
+		c.Send(cctx, exchange.ErrorMsg{Code: exchange.CodeAborted, Text: stopWords(ctx)})
 		cancel()
 	})
 	sizes, err := s.sizes()
@@ -1261,13 +1263,13 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				res.Interrupted = true
 				return res, nil
 			}
-			if err != nil && peerStoppedMeanwhile(c) {
-				// The peer was stopped at the barrier (it sent its
-				// abort there) and closed its QPs under the warm-up.
-				res.PeerInterrupted = true
-				return res, nil
-			}
 			if err != nil {
+				if word := peerStoppedMeanwhile(c); word != nil {
+					// The peer was stopped at the barrier (it sent its
+					// abort there) and closed its QPs under the warm-up.
+					res.peerStopped(word)
+					return res, nil
+				}
 				return res, fmt.Errorf("warming up: %w", err)
 			}
 		}
@@ -1285,7 +1287,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				// The peer was interrupted after the last size's
 				// results, or in its warm-up; this side may have been
 				// too (loopback's one Ctrl-C).
-				res.PeerInterrupted = true
+				res.peerStopped(err)
 				res.Interrupted = ctx.Err() != nil
 				return true, nil
 			case err != nil && ctx.Err() != nil:
@@ -1414,7 +1416,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 			}
 			if err != nil && (interrupted || ctx.Err() != nil || watch.wasAborted()) {
 				res.Interrupted = interrupted || ctx.Err() != nil
-				res.PeerInterrupted = watch.wasAborted()
+				watch.mark(res)
 				add(s.sizeResult(size, mine, exchange.Result{}, client))
 				return res, nil
 			}
@@ -1424,7 +1426,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 			if s.local.CPUUtil {
 				cpuEnd = sampleCPU() // both done; the check is not the test's
 			}
-			res.PeerInterrupted = watch.wasAborted()
+			watch.mark(res)
 			if interrupted || res.PeerInterrupted {
 				// A stopped run's last state is not the one the check
 				// expects (fetch-and-add's count): only the messages
@@ -1449,7 +1451,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 			}
 		}
 		watch.stop()
-		res.PeerInterrupted = res.PeerInterrupted || watch.wasAborted()
+		watch.mark(res)
 		if l.group != nil {
 			l.group.wait() // thread 0's counters and CPU time cover every thread's run
 		}

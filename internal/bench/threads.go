@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -417,6 +418,7 @@ func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, err
 			out.Mismatches += r.Mismatches
 			out.Interrupted = out.Interrupted || r.Interrupted
 			out.PeerInterrupted = out.PeerInterrupted || r.PeerInterrupted
+			out.PeerStop = cmp.Or(out.PeerStop, r.PeerStop)
 			for _, s := range r.Sizes[:nsizes] {
 				tr.Sizes = append(tr.Sizes, s.BW)
 			}
