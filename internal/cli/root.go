@@ -10,13 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -72,7 +70,7 @@ func newFactory() *Factory {
 // Main runs gorperf with os.Args and returns its exit status.
 func Main() int {
 	runtime.GOMAXPROCS(minProcs(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background()) // its cause names the signal
 	defer stop()
 	// The first Ctrl-C (or TERM) stops the run, which then may wait a
 	// while: up to 5 s for the peer's figures, or for a peer to answer.
