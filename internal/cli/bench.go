@@ -494,6 +494,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		fmt.Fprint(f.IO.ErrOut, "\r\033[K") // clear the progress line
 	}
 	if res != nil {
+		res = measured(res)
 		rs := reportSizes(res)
 		// Checked before the output is written, so that --json's
 		// document carries a mismatch or a missed limit as its error.
@@ -502,6 +503,13 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		}
 		if err == nil && !res.Interrupted && !res.PeerInterrupted {
 			err = o.limits.Check(rs) // not on a run either side cut short
+		}
+		if err == nil && !res.Interrupted && res.PeerInterrupted && !res.Spec.RunInfinitely {
+			// The peer's stop cut the run short: its figures are
+			// partial, sizes may be missing, and the pass marks were
+			// not judged, so it is no success of this side's (a CI
+			// gate must not pass it). An infinite run ends only so.
+			err = o.peerStopped(role, res)
 		}
 		var werr error // the output's, which a run that failed keeps to its own error
 		if o.value != report.NoValue {
@@ -536,14 +544,104 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 			return &silentError{code: exitInterrupted}
 		}
 		if err == nil && res.PeerInterrupted {
-			// The peer's Ctrl-C ends the run as a stop ends an infinite
-			// one: this side's figures, partial, and exit status 0.
-			fmt.Fprintf(f.IO.ErrOut, "gorperf: the %s was interrupted (Ctrl-C); the results above are what was measured until then\n", peerRole(role))
+			// The peer's stop ends an infinite run, as this side's
+			// would: its figures, and exit status 0.
+			fmt.Fprintf(f.IO.ErrOut, "gorperf: the %s was %s; the results above are what was measured until then\n", peerRole(role), peerStop(res))
 		}
 	} else if err != nil && (o.JSON || o.CSV || o.jsonFile != nil) {
 		return o.fail(f, err)
 	}
 	return err
+}
+
+// peerStoppedError is a run that the peer's stop (Ctrl-C, SIGTERM) cut
+// short, other than an infinite one: exit status 1, after the results
+// measured until then, and, as the peer's word, the JSON code "peer".
+type peerStoppedError struct {
+	msg  string
+	word *exchange.PeerError // the peer's abort, which errorCode reads
+}
+
+func (e *peerStoppedError) Error() string { return e.msg }
+func (e *peerStoppedError) Unwrap() error { return e.word }
+
+// peerStopped is the error of res, a run of role's side that the peer's
+// stop cut short: it says how the peer was stopped, that the results are
+// what was measured until then, and which pass marks it did not judge.
+func (o *testOptions) peerStopped(role string, res *bench.Result) error {
+	where := "the results above are"
+	if o.JSON {
+		where = "the results are"
+	}
+	msg := fmt.Sprintf("the %s was %s before the run ended: %s what was measured until then", peerRole(role), peerStop(res), where)
+	if flags := o.limitFlags(); len(flags) > 0 {
+		msg += fmt.Sprintf(", and %s %s not judged", strings.Join(flags, " and "), map[bool]string{true: "was", false: "were"}[len(flags) == 1])
+	}
+	return &peerStoppedError{msg: msg, word: &exchange.PeerError{Code: exchange.CodeAborted, Text: res.PeerStop}}
+}
+
+// peerStop says how the peer of res was stopped, in its words
+// ("interrupted (Ctrl-C)", "stopped (SIGTERM)"); an older peer's, which
+// said nothing of the signal, are Ctrl-C's.
+func peerStop(res *bench.Result) string {
+	if res.PeerStop != "" {
+		return res.PeerStop
+	}
+	return "interrupted (Ctrl-C)"
+}
+
+// limitFlags names the pass marks o was given.
+func (o *testOptions) limitFlags() []string {
+	var flags []string
+	for _, l := range []struct {
+		set  bool
+		flag string
+	}{
+		{o.limits.BW > 0, "-w"}, {o.limits.MsgRate > 0, "-y"},
+		{o.limits.Typical > 0, "--limit_lat"}, {o.limits.P99 > 0, "--limit_p99"},
+	} {
+		if l.set {
+			flags = append(flags, l.flag)
+		}
+	}
+	return flags
+}
+
+// unmeasured reports whether s measured nothing: no message either way,
+// no sample. Only a run cut short at a size's start has such a size
+// (bench adds the size it was at), which is no result, not one of 0
+// MB/sec.
+func unmeasured(s bench.SizeResult) bool {
+	if s.IsLatency {
+		return s.Iterations == 0 && s.Lat.N == 0
+	}
+	return s.BW.Iterations == 0 && (s.Remote == nil || s.Remote.Iterations == 0)
+}
+
+// measured returns res without its unmeasured sizes, and its threads
+// without theirs, for the report: the same res if it has none.
+func measured(res *bench.Result) *bench.Result {
+	if !slices.ContainsFunc(res.Sizes, unmeasured) {
+		return res
+	}
+	m := *res
+	m.Sizes = nil
+	m.Threads = slices.Clone(res.Threads)
+	for i := range m.Threads {
+		m.Threads[i].Sizes = nil
+	}
+	for k, s := range res.Sizes {
+		if unmeasured(s) {
+			continue
+		}
+		m.Sizes = append(m.Sizes, s)
+		for i, t := range res.Threads {
+			if k < len(t.Sizes) {
+				m.Threads[i].Sizes = append(m.Threads[i].Sizes, t.Sizes[k])
+			}
+		}
+	}
+	return &m
 }
 
 // checkBuffers is the one bound of a server for one test on what its
@@ -589,17 +687,7 @@ func (o *testOptions) otherTest(test exchange.Test) error {
 	if o.value != report.NoValue {
 		flags = append(flags, "--output "+o.Output)
 	}
-	for _, l := range []struct {
-		set  bool
-		flag string
-	}{
-		{o.limits.BW > 0, "-w"}, {o.limits.MsgRate > 0, "-y"},
-		{o.limits.Typical > 0, "--limit_lat"}, {o.limits.P99 > 0, "--limit_p99"},
-	} {
-		if l.set {
-			flags = append(flags, l.flag)
-		}
-	}
+	flags = append(flags, o.limitFlags()...)
 	if len(flags) == 0 {
 		return nil
 	}
@@ -823,8 +911,8 @@ func (r *rowStream) start(spec exchange.TestSpec) {
 func (r *rowStream) size(s bench.SizeResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.on || r.err != nil {
-		return
+	if !r.on || r.err != nil || unmeasured(s) {
+		return // finish leaves an unmeasured size out too
 	}
 	if r.csv {
 		r.err = r.table.Write(reportSize(s))

@@ -503,8 +503,11 @@ func testInterrupt(t *testing.T, extra ...string) {
 	if !r.Interrupted || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
 		t.Errorf("interrupted client result %+v", r)
 	}
-	if err := srv.Wait(); err != nil {
-		t.Errorf("server: %v\n%s", err, srvOut)
+	// The server's run was cut short by its client's stop: it reports
+	// the client's figures and fails, exit 1.
+	err = srv.Wait()
+	if e := srv.Stderr.(*bytes.Buffer).String(); procExit(err) != 1 || !strings.Contains(e, "the client was interrupted (Ctrl-C) before the run ended") {
+		t.Errorf("server: %v, want exit 1 saying the client was interrupted\n%s%s", err, srvOut, e)
 	}
 }
 

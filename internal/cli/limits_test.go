@@ -57,12 +57,13 @@ func TestFinishLimits(t *testing.T) {
 	if err := o.finish(f, "client", res, nil); exitCode(err) != 130 {
 		t.Errorf("interrupted: %v, want exit 130", err)
 	}
-	// Nor is a run the peer's Ctrl-C cut short judged: it exits 0.
+	// Nor is a run the peer's Ctrl-C cut short judged: it fails, exit
+	// 1, not 3 (a missed mark) nor 0, and says the mark was not judged.
 	res = fakeBW()
 	res.PeerInterrupted = true
 	f, _, _ = newTestFactory(nil, nil)
-	if err := o.finish(f, "client", res, nil); err != nil {
-		t.Errorf("the peer interrupted: %v (exit %d), want exit 0", err, exitCode(err))
+	if err := o.finish(f, "client", res, nil); exitCode(err) != exitError || !strings.Contains(fmt.Sprint(err), "-w was not judged") {
+		t.Errorf("the peer interrupted: %v (exit %d), want exit 1 and -w not judged", err, exitCode(err))
 	}
 }
 

@@ -184,7 +184,9 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 		if errors.As(err, new(*silentError)) {
 			return // said already: a test stopped by Ctrl-C, which ends the server too
 		}
-		if err != nil {
+		if err != nil && !errors.As(err, new(*peerStoppedError)) {
+			// A test that its client's stop cut short is said, but
+			// served: the client's run failed, not this server.
 			o.failed++
 		}
 	} else if err != nil && !bench.KeepsWaiting(err) {

@@ -108,8 +108,9 @@ func TestServeRowsWhileSweeping(t *testing.T) {
 	cli, cliOut = client("write-bw")
 	firstRow(3, srv.Process, syscall.SIGINT)
 	err := srv.Wait()
-	if cerr := cli.Wait(); cerr != nil {
-		t.Errorf("the client of the test serve was stopped in: %v\n%s", cerr, cliOut)
+	// The client's run was cut short by the server's stop: exit 1.
+	if cerr := cli.Wait(); procExit(cerr) != 1 || !strings.Contains(cli.Stderr.(*bytes.Buffer).String(), "the server was interrupted (Ctrl-C) before the run ended") {
+		t.Errorf("the client of the test serve was stopped in: %v, want exit 1 saying why\n%s%s", cerr, cliOut, cli.Stderr)
 	}
 	e := srv.Stderr.(*bytes.Buffer).String()
 	if procExit(err) != 0 || !strings.Contains(e, "served 4 tests, 0 failed") {

@@ -108,10 +108,11 @@ func testServerStopped(t *testing.T) {
 // TestInterruptedPeer stops one side of a test with SIGINT (Ctrl-C): that
 // side prints what it measured, marked interrupted, and exits 130; the
 // other learns at once that its peer was interrupted, prints its own
-// figures (a passive side: the peer's), says so and exits 0, as the side
-// whose peer ends an infinite run does. `gorperf serve` logs such a test
-// and serves the next client. "At once" is within interruptLimit of the
-// SIGINT: the ways of ending it guards against take 30 s here (a side's
+// figures (a passive side: the peer's), says so and exits 1: its run was
+// cut short (only an infinite run, which ends so, exits 0 there).
+// `gorperf serve` logs such a test as served, not failed, and serves the
+// next client. "At once" is within interruptLimit of the SIGINT: the
+// ways of ending it guards against take 30 s here (a side's
 // --peer-timeout, a test's -D).
 func TestInterruptedPeer(t *testing.T) {
 	t.Run("write-lat client of serve", testLatClientInterrupted)
@@ -196,7 +197,7 @@ func testLatClientInterrupted(t *testing.T) {
 	if err := json.Unmarshal(cli.out.Bytes(), &r); err != nil || !r.Interrupted || r.Error != nil || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
 		t.Errorf("the interrupted client's JSON (%v): want its samples, interrupted:\n%s", err, cli.out)
 	}
-	if !waitText(srv.errOut, "the client was interrupted (Ctrl-C)", interruptLimit-time.Since(stopped)) {
+	if !waitText(srv.errOut, "the client was interrupted (Ctrl-C) before the run ended", interruptLimit-time.Since(stopped)) {
 		t.Errorf("the server did not say within %v of the SIGINT that the client was interrupted:\n%s%s", interruptLimit, srv.out, srv.errOut)
 	}
 	out, err := gorperf(ctx, "write-lat", "-d", cliDev, "-p", port, "-n", "200", "--json", addr).CombinedOutput()
@@ -215,7 +216,8 @@ func testLatClientInterrupted(t *testing.T) {
 // testBWServerInterrupted stops the passive server of a write-bw, which
 // only waits for the client's result: it reports the client's figures,
 // interrupted, and exits 130; the client stops its writes, reports what
-// it measured, says that the server was interrupted and exits 0.
+// it measured, says that the server was interrupted and exits 1, its
+// JSON document's error the peer's.
 func testBWServerInterrupted(t *testing.T) {
 	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	srv := startWatched(t, ctx, "write-bw", "-d", srvDev, "-p", port, "--peer-timeout", "30")
@@ -229,7 +231,7 @@ func testBWServerInterrupted(t *testing.T) {
 		name string
 		w    *watched
 		code int
-	}{{"server", srv, 130}, {"client", cli, 0}} {
+	}{{"server", srv, 130}, {"client", cli, 1}} {
 		code := side.w.wait(2 * interruptLimit)
 		if code != side.code {
 			t.Errorf("the %s: exit %d, want %d\n%s%s", side.name, code, side.code, side.w.out, side.w.errOut)
@@ -238,13 +240,13 @@ func testBWServerInterrupted(t *testing.T) {
 		}
 	}
 	var r report.Result
-	if err := json.Unmarshal(cli.out.Bytes(), &r); err != nil || r.Error != nil || r.Interrupted || !r.PeerInterrupted || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
-		t.Errorf("the client's JSON (%v): want its figures, not interrupted, the peer interrupted:\n%s", err, cli.out)
+	if err := json.Unmarshal(cli.out.Bytes(), &r); err != nil || r.Error == nil || r.Error.Code != "peer" || r.Interrupted || !r.PeerInterrupted || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
+		t.Errorf("the client's JSON (%v): want its figures, not interrupted, the peer interrupted, the error the peer's:\n%s", err, cli.out)
 	}
 	if !strings.Contains(srv.out.String(), " 4096 ") || !strings.Contains(srv.errOut.String(), "interrupted; the results above") {
 		t.Errorf("the server did not report the client's figures, interrupted:\n%s%s", srv.out, srv.errOut)
 	}
-	if !strings.Contains(cli.errOut.String(), "the server was interrupted (Ctrl-C)") {
+	if !strings.Contains(cli.errOut.String(), "the server was interrupted (Ctrl-C) before the run ended") {
 		t.Errorf("the client did not say that the server was interrupted:\n%s", cli.errOut)
 	}
 }
