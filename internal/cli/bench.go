@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -83,9 +84,10 @@ func newCmdTest(f *Factory, t exchange.Test, loopback bool, runF func(*testOptio
 
 Without a server address gorperf waits for a client (-p, default 18515) and runs
 the test the client asks for; with one it is the client. The test and its
-parameters (-s, -n, -D, -q, -c, -b, -e, ...) come from the client. The server's
-own flags still set its side: its device, port and GID (-d, -i, -x, --gid-*,
---source_ip), where it listens (-p, --bind_source_ip, --ipv6-addr), its QPs
+parameters (-s, -n, -D, -q, -c, -b, -e, ...) come from the client, and a server
+given any says which the client's test has otherwise. The server's own flags
+still set its side: its device, port and GID (-d, -i, -x, --gid-*, --source_ip),
+where it listens (-p, --bind_source_ip, --ipv6-addr), its QPs
 (-u, --retry_count, -X, --pkey_index), buffer (--mmap, --payload_file_path) and
 CPUs (--pin_cores, --numa_node), --rate_limit where it sends, --peer-timeout,
 and what it reports (--json, --csv, --output, --report_gbits, -W, --cpu_util,
@@ -119,7 +121,7 @@ keeps trying for 3 s.`, bench.Title(t), t),
 			if runF != nil {
 				return runF(o)
 			}
-			return testRun(cmd.Context(), f, o)
+			return testRun(cmd.Context(), f, o, cmd.Flags())
 		},
 	}
 	if loopback {
@@ -294,7 +296,8 @@ func (o *testOptions) rate() (bench.RateLimit, error) {
 	return bench.RateLimit{Rate: o.RateLimit, Unit: u, Burst: o.BurstSize}, nil
 }
 
-func testRun(ctx context.Context, f *Factory, o *testOptions) error {
+// testRun runs the test of o, whose command line's flags are fs.
+func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet) error {
 	bench.Tool = "gorperf " + Version
 	spec, err := o.spec()
 	if err != nil {
@@ -392,6 +395,10 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		// A client's test of the other kind, which this server's
 		// --output or limits cannot judge, is refused before it runs,
 		// and the client told why.
+		var asked struct {
+			sync.Mutex
+			spec exchange.TestSpec
+		}
 		l.Admit = func(s exchange.TestSpec) error {
 			if o.rows != nil {
 				o.rows.start(s)
@@ -399,6 +406,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 			if err := checkBuffers(s, physMemory()); err != nil {
 				return err
 			}
+			asked.Lock()
+			asked.spec = s
+			asked.Unlock()
 			return o.otherTest(s.Test)
 		}
 		ln, err := net.Listen(o.controlNetwork(), net.JoinHostPort(o.BindIP, strconv.Itoa(o.Port)))
@@ -421,6 +431,17 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 		// once that it runs one test.
 		srvHeader := func(h report.Header) {
 			ln.Close()
+			// The test flags given to this server that the client's
+			// test overrides: said, not silently dropped.
+			asked.Lock()
+			c := asked.spec
+			asked.Unlock()
+			if c.Threads > 1 {
+				c.NumQPs = uint16(h.NumQPs) // a connection's spec has its share
+			}
+			for _, line := range unusedFlags(fs, spec, c) {
+				fmt.Fprintf(f.IO.ErrOut, "gorperf: %s\n", line)
+			}
 			onHeader(h)
 		}
 		err = bench.Serve(ctx, ln, l, oneTestLimits(), true, srvHeader, func(r *bench.Result, err error) {
@@ -446,6 +467,133 @@ func testRun(ctx context.Context, f *Factory, o *testOptions) error {
 	// busy server's hello, or connects the QPs (-R).
 	err = stoppedEarly(ctx, res, err, "")
 	return o.finish(f, "client", res, err)
+}
+
+// clientFlags are the test flags that a server for one test takes from
+// its client's test, not from its own command line: each by its names
+// (--tclass and --tos set one value) and its value in a test, "" for
+// none (a switch off, a number not given), "on" for a switch on; none,
+// if not empty, is what a client whose test has none asked for instead.
+var clientFlags = []struct {
+	names []string
+	value func(exchange.TestSpec) string
+	none  string
+}{
+	{[]string{"size"}, func(s exchange.TestSpec) string {
+		if s.AllSizes {
+			return ""
+		}
+		return num(uint64(s.Size))
+	}, "all sizes (-a)"},
+	{[]string{"all"}, func(s exchange.TestSpec) string { return on(s.AllSizes) }, ""},
+	{[]string{"iters"}, func(s exchange.TestSpec) string {
+		if s.Duration > 0 || s.RunInfinitely {
+			return ""
+		}
+		return num(s.Iterations)
+	}, "a timed run (-D, --run_infinitely)"},
+	{[]string{"duration"}, func(s exchange.TestSpec) string { return num(uint64(s.Duration)) }, ""},
+	{[]string{"margin"}, func(s exchange.TestSpec) string {
+		if s.Duration == 0 || s.RunInfinitely {
+			return ""
+		}
+		return strconv.FormatUint(uint64(s.Margin), 10)
+	}, "a run of iterations (no -D)"},
+	{[]string{"qp"}, func(s exchange.TestSpec) string { return num(uint64(s.NumQPs)) }, ""},
+	{[]string{"bidirectional"}, func(s exchange.TestSpec) string { return on(s.Bidirectional) }, ""},
+	{[]string{"connection"}, func(s exchange.TestSpec) string { return s.ConnType.String() }, ""},
+	{[]string{"inline_size"}, func(s exchange.TestSpec) string { return strconv.FormatUint(uint64(s.Inline), 10) }, ""},
+	{[]string{"tx-depth"}, func(s exchange.TestSpec) string { return num(uint64(s.TXDepth)) }, ""},
+	{[]string{"rx-depth"}, func(s exchange.TestSpec) string { return num(uint64(s.RXDepth)) }, ""},
+	{[]string{"cq-mod"}, func(s exchange.TestSpec) string { return num(uint64(s.CQModeration)) }, ""},
+	{[]string{"post_list"}, func(s exchange.TestSpec) string { return num(uint64(s.PostList)) }, ""},
+	{[]string{"recv_post_list"}, func(s exchange.TestSpec) string { return num(uint64(s.RecvPostList)) }, ""},
+	{[]string{"mtu"}, func(s exchange.TestSpec) string {
+		if s.MTU == 0 {
+			return ""
+		}
+		return strconv.Itoa(s.MTU.Bytes())
+	}, ""},
+	{[]string{"rdma_cm"}, func(s exchange.TestSpec) string { return on(s.RdmaCM) }, ""},
+	{[]string{"outs"}, func(s exchange.TestSpec) string { return num(uint64(s.OutReads)) }, ""},
+	{[]string{"events"}, func(s exchange.TestSpec) string { return on(s.Events) }, ""},
+	{[]string{"run_infinitely"}, func(s exchange.TestSpec) string { return on(s.RunInfinitely) }, ""},
+	{[]string{"atomic_type"}, func(s exchange.TestSpec) string {
+		if !s.Test.IsAtomic() {
+			return ""
+		}
+		return s.Atomic.String()
+	}, ""},
+	{[]string{"validate"}, func(s exchange.TestSpec) string { return on(s.ValidateData) }, ""},
+	{[]string{"threads"}, func(s exchange.TestSpec) string { return num(uint64(max(s.Threads, 1))) }, ""},
+	{[]string{"reversed"}, func(s exchange.TestSpec) string { return on(s.Reversed) }, ""},
+	{[]string{"perform_warm_up"}, func(s exchange.TestSpec) string { return on(s.WarmUp) }, ""},
+	{[]string{"mr_per_qp"}, func(s exchange.TestSpec) string { return on(s.MRPerQP) }, ""},
+	{[]string{"use-srq"}, func(s exchange.TestSpec) string { return on(s.SRQ) }, ""},
+	{[]string{"use_hugepages"}, func(s exchange.TestSpec) string { return on(s.HugePages) }, ""},
+	{[]string{"use_old_post_send"}, func(s exchange.TestSpec) string { return on(s.OldPostSend) }, ""},
+	{[]string{"disable_pcie_relaxed"}, func(s exchange.TestSpec) string { return on(s.NoRelaxedOrdering) }, ""},
+	{[]string{"write_with_imm", "send_with_imm"}, func(s exchange.TestSpec) string { return on(s.Immediate) }, ""},
+	{[]string{"sl"}, func(s exchange.TestSpec) string { return num(uint64(s.SL)) }, ""},
+	{[]string{"tclass", "tos"}, func(s exchange.TestSpec) string { return num(uint64(s.TrafficClass)) }, ""},
+}
+
+func num(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+func on(b bool) string {
+	if b {
+		return "on"
+	}
+	return ""
+}
+
+// unusedFlags returns a line for each test flag given on this server's
+// command line, fs, whose value in own, the test its flags make, is not
+// the one in client, its client's test, which the server runs: a
+// perftest user who gave -b only on the server learns that the test was
+// one-way. (A server's test is its client's, as perftest's is.)
+func unusedFlags(fs *pflag.FlagSet, own, client exchange.TestSpec) []string {
+	var lines []string
+	for _, cf := range clientFlags {
+		var given *pflag.Flag
+		for _, n := range cf.names {
+			if fl := fs.Lookup(n); fl != nil && fl.Changed {
+				given = fl
+			}
+		}
+		mine, theirs := cf.value(own), cf.value(client)
+		if given == nil || mine == theirs {
+			continue
+		}
+		name := "--" + given.Name
+		if given.Shorthand != "" {
+			name = "-" + given.Shorthand
+		}
+		form := func(v string) string {
+			if v == "on" {
+				return name
+			}
+			return name + " " + v
+		}
+		asked := "did not ask for " + name
+		switch {
+		case theirs != "":
+			asked = "asked for " + form(theirs)
+		case cf.none != "":
+			asked = "asked for " + cf.none
+		}
+		used := form(mine)
+		if mine == "" {
+			used = name + "=" + given.Value.String() // off, or 0
+		}
+		lines = append(lines, fmt.Sprintf("the client %s; this server's %s is not used (the client's flags set the test)", asked, used))
+	}
+	return lines
 }
 
 // oneTestLimits are the limits of a server started for one test and of
