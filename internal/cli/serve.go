@@ -9,12 +9,14 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
+	"github.com/gorperf/gorperf/internal/stats"
 )
 
 type serveOptions struct {
@@ -33,6 +35,14 @@ type serveOptions struct {
 	mu       sync.Mutex
 	admitted exchange.TestSpec
 	rows     *rowStream
+	// An infinite run's intervals are printed as they end, under a
+	// column line of their own (columns: printed), as a server for one
+	// test prints them; with --json, intervals keeps them for the
+	// test's document. They are the running test's, which has had its
+	// header and not yet its done (live), under mu.
+	live      bool
+	columns   bool
+	intervals []report.Interval
 }
 
 // newCmdServe is `gorperf serve`: a server that runs one client's test
@@ -119,14 +129,16 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	return err
 }
 
-// streamRows sets l to print each test's rows as its sizes end, as a
-// server for one test does, and returns the onHeader that prints the
-// test's header (not with --json, whose document comes at the end) and
-// starts a stream of its rows, fresh for each test: the test comes from
-// its client, and a test's columns are not the one before's. A test of
-// several threads' rows are their sums (bench's SizeDone); an infinite
-// run's none (rowStream). A test that fails before its header has no
-// stream, and prints no rows.
+// streamRows sets l to print each test's rows as its sizes end, and an
+// infinite run's intervals as they end, as a server for one test does,
+// and returns the onHeader that prints the test's header (not with
+// --json, whose document comes at the end) and starts a stream of its
+// rows, fresh for each test: the test comes from its client, and a
+// test's columns are not the one before's. A test of several threads'
+// rows are their sums (bench's SizeDone); an infinite run's none
+// (rowStream), but its intervals (bench's Interval, called only in an
+// infinite run, on a side that counts messages). A test that fails
+// before its header has no stream, and prints no rows.
 func (o *serveOptions) streamRows(f *Factory, l *bench.Local) func(report.Header) {
 	l.Admit = func(s exchange.TestSpec) error {
 		// Called on each connection of a test of several threads:
@@ -144,7 +156,26 @@ func (o *serveOptions) streamRows(f *Factory, l *bench.Local) func(report.Header
 			rows.size(s)
 		}
 	}
+	l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if !o.live {
+			return // no test's: not printed, nor kept for the next
+		}
+		if o.test.JSON {
+			o.intervals = append(o.intervals, report.IntervalFromBandwidth(elapsed, b))
+			return
+		}
+		if !o.columns {
+			report.WriteBWHeader(f.IO.Out, o.test.Gbits)
+			o.columns = true
+		}
+		report.WriteBWRow(f.IO.Out, b, o.test.Gbits)
+	}
 	return func(h report.Header) {
+		o.mu.Lock()
+		o.live, o.columns, o.intervals = true, false, nil
+		o.mu.Unlock()
 		if o.test.JSON {
 			return
 		}
@@ -172,8 +203,9 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 	// again; the next test starts its own.
 	o.mu.Lock()
 	o.test.rows, o.rows, o.admitted = o.rows, nil, exchange.TestSpec{}
+	o.test.intervals, o.intervals, o.live = o.intervals, nil, false
 	o.mu.Unlock()
-	defer func() { o.test.rows = nil }()
+	defer func() { o.test.rows, o.test.intervals = nil, nil }()
 	if r == nil && err != nil && ctx.Err() != nil {
 		return
 	}
