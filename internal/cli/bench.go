@@ -884,7 +884,9 @@ func (o *testOptions) document(role string, res *bench.Result, err error) report
 // and with --out_json one in the file, which it creates if the run
 // failed before it could (a flag's value, say).
 func (o *testOptions) fail(f *Factory, err error) error {
-	r := report.Result{Version: Version, Test: o.Test.String(),
+	// What the command line says of this side: the GID index asked for
+	// (-x), or -1, none chosen, where 0 would name one.
+	r := report.Result{Version: Version, Test: o.Test.String(), Role: o.role(), Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex,
 		Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
 	if o.JSON {
 		report.WriteJSON(f.IO.Out, r)
@@ -894,6 +896,17 @@ func (o *testOptions) fail(f *Factory, err error) error {
 	}
 	o.writeJSONFile(r) // the run's error is the one to report
 	return err
+}
+
+// role is this side's, as the JSON document names it.
+func (o *testOptions) role() string {
+	switch {
+	case o.Loopback:
+		return "loopback"
+	case o.Host != "":
+		return "client"
+	}
+	return "server"
 }
 
 // openJSONFile creates --out_json's file before the test runs, so that
