@@ -86,9 +86,23 @@ type Config struct {
 	// Accept an InitiatorDepth above the request's to that.
 	InitiatorDepth     int
 	ResponderResources int
-	// RetryCount and RNRRetryCount (0-7, 7 meaning forever for RNR): zero
-	// asks for 7, negative for none.
-	RetryCount    int
+	// RetryCount is how often an RC QP sends a packet again that the
+	// peer has not acknowledged within the ACK timeout (AckTimeout)
+	// before the request fails with ibverbs.WCRetryExcErr: 1 to 7, zero
+	// for DefaultRetryCount (6), negative for none. It is what tells a
+	// side that its peer went silent (its host died, its link was cut),
+	// which the CM does not: a request outstanding to such a peer fails
+	// after the first try and the retries, RetryCount+1 ACK timeouts of
+	// 4.096 µs × 2^AckTimeout each (a NIC may round them up). With the
+	// defaults on soft-RoCE, where rdma_cm derives 19 (2.1 s) from the
+	// path, that is 7 × 2.1 s, about 15 s; with AckTimeout 14 (67 ms),
+	// half a second. Through rdma_cm the dialer's count is both sides':
+	// the connection request carries it to the accepting side's QP, and
+	// Accept's is ignored.
+	RetryCount int
+	// RNRRetryCount is how often an RC QP retries a send that found no
+	// receive posted at the peer (an RNR NAK): 1 to 7, 7 meaning forever,
+	// zero for 7, negative for none.
 	RNRRetryCount int
 	// MinRNRTimer is the RNR NAK timer of an RC connection's QP: how long
 	// a peer that found no receive posted here waits before it sends
@@ -138,6 +152,24 @@ const (
 	defaultResolve = 2 * time.Second
 )
 
+// DefaultRetryCount is the retry count of an RC connection whose
+// Config.RetryCount is zero: 6, not the 7 of perftest and rdma_cm's
+// examples, because soft-RoCE (rxe) takes 7 for "retry forever", as the
+// verbs define it only for the RNR retry count: there a peer that went
+// silent was never noticed, and a request to it waited for good. On a
+// NIC that counts 7 as 7, 6 notices such a peer one ACK timeout sooner.
+// Config.RetryCount 7 still asks for 7.
+const DefaultRetryCount = 6
+
+// retries is Config.RetryCount as the CM takes it: zero for
+// DefaultRetryCount, negative for none, above 7 for 7.
+func retries(n int) uint8 {
+	if n == 0 {
+		return DefaultRetryCount
+	}
+	return ibverbs.Retries(n)
+}
+
 func (cfg *Config) portSpace() PortSpace {
 	if cfg.UD {
 		return PortSpaceUDP
@@ -169,7 +201,7 @@ func (cfg *Config) connParam() *ConnParam {
 		PrivateData:        cfg.PrivateData,
 		InitiatorDepth:     depth(cfg.InitiatorDepth),
 		ResponderResources: depth(cfg.ResponderResources),
-		RetryCount:         ibverbs.Retries(cfg.RetryCount),
+		RetryCount:         retries(cfg.RetryCount),
 		RNRRetryCount:      ibverbs.Retries(cfg.RNRRetryCount),
 	}
 }
@@ -508,7 +540,7 @@ func (c *Conn) watch(ctx context.Context) {
 				return
 			}
 			if !transient(err) {
-				c.end(err)
+				c.stop(err)
 				return
 			}
 			t := time.NewTimer(pause)
@@ -526,17 +558,33 @@ func (c *Conn) watch(ctx context.Context) {
 		case EventDisconnected:
 			// Answer the peer's disconnect request (DREQ) at once, as
 			// rdma_cm expects, so that its rdma_disconnect completes
-			// without waiting for a timeout.
+			// without waiting for a timeout. It also moves the QP to
+			// the error state, as stop does again.
 			if !c.ud {
 				c.id.Disconnect()
 			}
-			c.end(eventError(ev))
+			c.stop(eventError(ev))
 			return
 		case EventDeviceRemoval, EventConnectError, EventUnreachable, EventRejected, EventMulticastError:
-			c.end(eventError(ev))
+			c.stop(eventError(ev))
 			return
 		}
 	}
+}
+
+// stop ends the connection for err, an event or a failed read of the
+// events: it moves the QP to the error state, so that the work posted on
+// it flushes and a CQ.Wait for it wakes, then closes Done. The CM does
+// that itself only for a disconnect (rdma_disconnect): an UNREACHABLE
+// that ends an established connection (rdma_cm on RoCE sends one when
+// the peer's address stops resolving, or resolves to another MAC) left
+// the QP in RTS, and its waiters waiting for completions that never
+// came.
+func (c *Conn) stop(err error) {
+	if c.qp != nil {
+		c.qp.ToError()
+	}
+	c.end(err)
 }
 
 // watchBackoff is the longest pause of watch between reads that fail.
@@ -625,18 +673,39 @@ func (c *Conn) RemoteUD() (ah *ibverbs.AH, qpn, qkey uint32) {
 // UDParam for a connected Conn.
 func (c *Conn) UD() UDParam { return c.udParam }
 
-// Done returns a channel that closes when the connection ends: the peer
-// disconnected (DISCONNECTED), the device went away, or Close was called.
-// Err then says which.
+// Done returns a channel that closes when the connection ends, and Err
+// then says why.
+//
+// When an event ends it (the peer disconnected, DISCONNECTED; the peer's
+// address became unreachable, UNREACHABLE; the device went away,
+// DEVICE_REMOVAL), or reading the events fails, the Conn first moves its
+// QP to the error state, so that the work requests posted on it complete,
+// flushed (WCWRFlushErr), and a CQ.Wait for them returns, then closes
+// Done at once. Nothing is freed: the QP, CQs and PD stay, to poll the
+// last completions from, until Close.
+//
+// When Close ends it, Done closes as Close returns, once Close has
+// disconnected and freed what it could: a goroutine woken by Done finds
+// the QP and the CQs the Conn made closed, and their methods return
+// ibverbs.ErrClosed. Until then Err is nil.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Err returns nil while the connection is up, then why it ended: an error
-// matching ErrDisconnected when the peer disconnected (its process's end
-// disconnects too: the kernel does it), ErrClosed after Close. The CM has
-// no keepalive: a peer whose host went down, or whose link was cut, is
-// not told here, ever. The QP's work requests tell it, failing once
-// their retries run out (WCRetryExcErr), as rdmamsg's keepalives do for
-// a side that has nothing to send.
+// Err returns nil while the connection is up (Done is open), then why it
+// ended: an error matching ErrDisconnected when the peer disconnected
+// (its process's end disconnects too: the kernel does it), ErrUnreachable
+// or ErrDeviceRemoved for those events, ErrClosed after Close.
+//
+// The CM has no keepalive: a peer whose host went down, or whose link was
+// cut, is seldom told here. (rdma_cm on RoCE, since Linux 6.8 and in some
+// older stable kernels such as Debian's 6.1, ends a connection with
+// UNREACHABLE when the kernel's neighbour entry for the peer fails or
+// changes its MAC address, as it does after a link goes down once this
+// side sends.) The QP's work requests tell it, failing once their retries
+// run out (WCRetryExcErr): about 15 s after the peer fell silent, with
+// the defaults on soft-RoCE (Config.RetryCount says how long), as
+// rdmamsg's keepalives do for a side that has nothing to send. A request
+// that fails so moves the QP to the error state, not the Conn: Done stays
+// open until the peer's disconnect, or Close.
 func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -647,11 +716,13 @@ func (c *Conn) Err() error {
 // JoinMulticast (rdma_leave_multicast), and frees the connection: the QP
 // (rdma_destroy_qp), the CQs and PD it made, the ID (rdma_destroy_id) and
 // its channel, and its handle on the device. PD, CQs passed in Config stay
-// open. MRs and other objects made on PD() must be closed first: while one
-// is open, Close fails with an error matching syscall.EBUSY, having
-// closed what it could (the connection is down: Done is closed), and the
-// PD and the device handle stay. Close again once they are
-// closed: each Close tries again what failed before, and what closed
+// open. Done closes, and Err says ErrClosed, once that is done, as Close
+// returns (unless an event had ended the connection before). MRs and
+// other objects made on PD() must be closed first: while one is open,
+// Close fails with an error matching syscall.EBUSY, having closed what it
+// could (the connection is down, the QP and CQs are closed: Done is
+// closed), and the PD and the device handle stay. Close again once they
+// are closed: each Close tries again what failed before, and what closed
 // stays closed. Once a Close has returned nil, closing again is a no-op.
 func (c *Conn) Close() error {
 	c.closeMu.Lock()
@@ -664,12 +735,18 @@ func (c *Conn) Close() error {
 		<-c.watchDone
 	}
 	var errs []error
-	if c.end(ErrClosed) && !c.ud {
+	// A Conn that no event ended, closed for the first time, disconnects;
+	// one that a Close failed to free ended then.
+	if c.Err() == nil && !c.ud {
 		if err := c.id.Disconnect(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	err := c.teardown()
+	// Done closes once the objects are freed (or Close has failed to
+	// free them): a goroutine it wakes finds them closed, not in the
+	// middle of their destruction.
+	c.end(ErrClosed)
 	c.closed = err == nil
 	return errors.Join(append(errs, err)...)
 }

@@ -93,14 +93,23 @@ func TestEventErrors(t *testing.T) {
 	}
 }
 
+// TestConfigDefaults: the zero Config asks the CM for the device's
+// depths, 6 retries (DefaultRetryCount: soft-RoCE retries for ever on 7,
+// where the old default of 7 never noticed a silent peer) and RNR
+// retries for ever; 7 retries asked for are 7.
 func TestConfigDefaults(t *testing.T) {
 	p := (&Config{}).connParam()
-	if p.InitiatorDepth != MaxDepth || p.ResponderResources != MaxDepth || p.RetryCount != 7 || p.RNRRetryCount != 7 {
+	if p.InitiatorDepth != MaxDepth || p.ResponderResources != MaxDepth || p.RetryCount != 6 || p.RNRRetryCount != 7 {
 		t.Errorf("defaults: %+v", p)
 	}
 	p = (&Config{InitiatorDepth: -1, ResponderResources: 4, RetryCount: -1, RNRRetryCount: 20}).connParam()
 	if p.InitiatorDepth != 0 || p.ResponderResources != 4 || p.RetryCount != 0 || p.RNRRetryCount != 7 {
 		t.Errorf("set: %+v", p)
+	}
+	for n, want := range map[int]uint8{1: 1, 6: 6, 7: 7, 8: 7} {
+		if p := (&Config{RetryCount: n}).connParam(); p.RetryCount != want {
+			t.Errorf("Config.RetryCount %d: the CM asked for %d, want %d", n, p.RetryCount, want)
+		}
 	}
 	c := (&Config{}).qpCap()
 	if c.MaxSendWR != defaultWR || c.MaxRecvWR != defaultWR || c.MaxSendSGE != 1 || c.MaxRecvSGE != 1 {

@@ -92,7 +92,8 @@ type ConnParam struct {
 	FlowControl uint8
 	// RetryCount is how often the transport resends unanswered packets;
 	// RNRRetryCount how often it retries a peer with no receive posted
-	// (7 is forever). At most 7; RetryCount is ignored by Accept.
+	// (7 is forever). At most 7; RetryCount is ignored by Accept. Soft-RoCE
+	// takes a RetryCount of 7 for forever too (see DefaultRetryCount).
 	RetryCount    uint8
 	RNRRetryCount uint8
 	// SRQ and QPNum describe the QP when none was made with CreateQP.
