@@ -43,7 +43,9 @@ type Config struct {
 	// sends an empty credit update anyway, or, with no credit to spare, a
 	// probe, an RDMA write of no bytes (default 15 s; negative for
 	// never). A peer that died silently then shows, through the device's
-	// retries running out, even to a side that only receives.
+	// retries running out, even to a side that only receives: within
+	// KeepAlive and CM.RetryCount+1 ACK timeouts (rdmacm.Config.RetryCount
+	// says how long those take).
 	KeepAlive time.Duration
 	// Spin is how long Send, Recv, Read and Write poll the connection's
 	// CQ, for the peer's message or for credits, before they sleep on its
@@ -58,12 +60,12 @@ type Config struct {
 	// where rdma_cm picks the device by address, refuse it.
 	Device string
 	// CM is the connection manager's part: the source address, TOS, ACK
-	// timeout and time limits. Cap, CQSize, PrivateData, Prepare, PD,
-	// CQs, SharedCQ, SRQ, UD, SigAll, WRAPI and SingleThreadedCQs
-	// (callers poll the CQ from more than one goroutine) are this
-	// package's to set and must be left zero: the one CQ holds a
-	// completion for every receive and send the connection may have
-	// posted, and a smaller one would overrun.
+	// timeout, retry counts (rdmacm.DefaultRetryCount unless set) and
+	// time limits. Cap, CQSize, PrivateData, Prepare, PD, CQs, SharedCQ,
+	// SRQ, UD, SigAll, WRAPI and SingleThreadedCQs (callers poll the CQ
+	// from more than one goroutine) are this package's to set and must be
+	// left zero: the one CQ holds a completion for every receive and send
+	// the connection may have posted, and a smaller one would overrun.
 	CM rdmacm.Config
 }
 
@@ -890,10 +892,15 @@ func (c *Conn) sent(wc *ibverbs.WC) {
 // the completions of the messages still on the send queue.
 const closeGrace = time.Second
 
+// closeWait is how long Close waits at most for the messages sent to
+// reach the peer, where the write deadline does not end the wait sooner.
+const closeWait = 5 * time.Second
+
 // lostError says how many messages sent may not have reached the peer,
 // those that failed and those still on the send queue, with c.mu held;
-// nil when none.
-func (c *Conn) lostError() error {
+// nil when none. The reason is the connection's failure or end, else
+// cut (Close's wait ran out), else EPIPE.
+func (c *Conn) lostError(cut error) error {
 	n := c.lost + c.sqOut - c.upOut
 	if n == 0 {
 		return nil
@@ -901,6 +908,9 @@ func (c *Conn) lostError() error {
 	why := c.err
 	if why == nil {
 		why = c.link.Err()
+	}
+	if why == nil {
+		why = cut
 	}
 	if why == nil {
 		why = syscall.EPIPE
@@ -1795,16 +1805,22 @@ func (c *Conn) CloseWrite() error {
 // reads io.EOF after what was sent, not io.ErrUnexpectedEOF as it does
 // when a connection ends with none (a process killed). It then waits
 // until every message sent has reached the peer (its send completed), or
-// failed, so that the peer receives everything sent before Close; a peer that has gone makes that
-// wait last as long as the QP's retries. Send returns once a message is
-// on its way, so Close is where a message that never arrived is told:
-// its error says how many may not have reached the peer, and why (the
-// connection's failure, or the peer's close, rdmacm.ErrDisconnected). Then it disconnects
-// (rdma_disconnect; for a Conn that Handshake made, it moves the QP to
-// the error state and closes the net.Conn) and frees the connection's
-// QP, memory registrations and the rest. Send, Recv, Read and Write
-// waiting in other goroutines, for what they need or for their turn,
-// return ErrClosed, and so do the deadlines' setters; their timers stop.
+// failed, so that the peer receives everything sent before Close; but
+// for 5 s at most, or until the write deadline (SetWriteDeadline,
+// SetDeadline) where one is set and comes sooner, so that a peer that
+// went silent, which answers nothing until the QP's retries run out (15 s
+// or so on soft-RoCE with the defaults; rdmacm.Config.RetryCount), does
+// not hold Close that long. Send returns once a message is on its way,
+// so Close is where a message that never arrived is told: its error says
+// how many may not have reached the peer, and why (the connection's
+// failure, the peer's close, rdmacm.ErrDisconnected, or the end of the
+// wait, os.ErrDeadlineExceeded). Then it disconnects, which flushes what
+// is still on the send queue (rdma_disconnect; for a Conn that Handshake
+// made, it moves the QP to the error state and closes the net.Conn), and
+// frees the connection's QP, memory registrations and the rest. Send,
+// Recv, Read and Write waiting in other goroutines, for what they need or
+// for their turn, return ErrClosed, and so do the deadlines' setters;
+// their timers stop.
 // Close does not wait for a ReadFrom blocked in its reader, or a WriteTo
 // in its writer: that returns ErrClosed once its reader or writer
 // returns, and the buffers stay mapped until then. Closing twice is a
@@ -1827,8 +1843,9 @@ func (c *Conn) Close() error { return c.shut(false) }
 // into a receive the peer keeps spare for it beyond its depth, which
 // needs no credit and waits for nothing, then goes on as Close (sending
 // no end message), whose error it returns: it waits for the messages sent
-// to reach the peer, the abort last, then disconnects (rdma_disconnect)
-// and frees. After Close or Abort it does nothing but return that error.
+// to reach the peer, the abort last (as long as Close waits, at most),
+// then disconnects (rdma_disconnect) and frees. After Close or Abort it
+// does nothing but return that error.
 // Nothing is posted once the connection has failed or the peer has
 // closed. A peer whose rdmamsg is older than Abort keeps no spare
 // receive: the abort then goes only with a credit to spend, and fails
@@ -1857,6 +1874,12 @@ func (c *Conn) shut(abort bool) error {
 		if h := shutHook.Load(); h != nil {
 			(*h)(c)
 		}
+		// The wait for the sends ends by the write deadline, if one is
+		// set, and within closeWait in any case.
+		limit, waitFor := time.Now().Add(closeWait), fmt.Sprintf("within Close's %v", closeWait)
+		if t := c.wdl.when(); !t.IsZero() && t.Before(limit) {
+			limit, waitFor = t, "by the write deadline"
+		}
 		close(c.closed)
 		c.rdl.stop()
 		c.wdl.stop()
@@ -1874,7 +1897,10 @@ func (c *Conn) shut(abort bool) error {
 		// Once the connection has ended (the peer closed), messages still
 		// on the send queue complete soon: delivered (their ACK was on its
 		// way) or flushed, as the QP goes to the error state. Wait a
-		// moment for them before counting any as lost.
+		// moment for them before counting any as lost. A peer that went
+		// silent answers nothing until the QP's retries run out, which
+		// may be never (a retry count of 7 on soft-RoCE): the wait ends
+		// at limit, and the disconnect below flushes what is left.
 		var lost error
 		var ended time.Time
 		for {
@@ -1883,23 +1909,31 @@ func (c *Conn) shut(abort bool) error {
 			if ended.IsZero() && (c.eof || c.link.Err() != nil) {
 				ended = time.Now()
 			}
-			sent := c.sqOut == 0 || c.err != nil ||
+			late := !time.Now().Before(limit)
+			sent := c.sqOut == 0 || c.err != nil || late ||
 				!ended.IsZero() && (c.sqOut == c.upOut || time.Since(ended) > closeGrace)
 			done := sent && !c.s.asleep
 			if done {
-				lost = c.lostError()
+				var cut error
+				if late {
+					cut = fmt.Errorf("not acknowledged %s: %w", waitFor, os.ErrDeadlineExceeded)
+				}
+				lost = c.lostError(cut)
 			}
 			c.mu.Unlock()
 			if done {
 				break
 			}
-			if ended.IsZero() {
-				c.s.sleep(context.Background(), c.closeKick, nil, c.link.Done())
-			} else {
-				ctx, cancel := context.WithDeadline(context.Background(), ended.Add(closeGrace))
-				c.s.sleep(ctx, c.closeKick, nil, nil)
-				cancel()
+			until, over := limit, c.link.Done()
+			if !ended.IsZero() {
+				if t := ended.Add(closeGrace); t.Before(until) {
+					until = t
+				}
+				over = nil
 			}
+			ctx, cancel := context.WithDeadline(context.Background(), until)
+			c.s.sleep(ctx, c.closeKick, nil, over)
+			cancel()
 		}
 		c.stop()
 		c.loops.Wait()

@@ -994,9 +994,11 @@ func TestManyConnections(t *testing.T) {
 }
 
 // TestKeepAlive: a side that only receives finds a peer that died
-// silently through its keepalives, and on a healthy idle connection the
-// keepalives (20 or so each way here) cost no credit that messages need
-// and no RNR NAK.
+// silently through its keepalives, with the default retry count (6,
+// rdmacm.DefaultRetryCount: soft-RoCE retries for ever on 7, the old
+// default, and the Recv waited for good), and on a healthy idle
+// connection the keepalives (20 or so each way here) cost no credit that
+// messages need and no RNR NAK.
 func TestKeepAlive(t *testing.T) {
 	ka := 50 * time.Millisecond
 	srv, cli := connect(t, &rdmamsg.Config{KeepAlive: ka, Depth: 4}, &rdmamsg.Config{KeepAlive: ka, Depth: 4})
@@ -1020,14 +1022,20 @@ func TestKeepAlive(t *testing.T) {
 		}
 	}
 
-	// The peer's QP stops without a word; this side only receives.
-	cfg := &rdmamsg.Config{KeepAlive: 100 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}}
+	// The peer's QP stops without a word; this side only receives. Its
+	// keepalive fails after 7 ACK timeouts of 17 ms.
+	cfg := &rdmamsg.Config{KeepAlive: 100 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 12}}
 	srv, cli = connect(t, &rdmamsg.Config{KeepAlive: -1}, cfg)
+	if a, err := cli.QP().Query(); err != nil || a.RetryCnt != rdmacm.DefaultRetryCount {
+		t.Errorf("QP's retry count %d, %v; want the default, %d", a.RetryCnt, err, rdmacm.DefaultRetryCount)
+	}
 	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err := cli.Recv(ctx, buf)
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_, err := cli.Recv(rctx, buf)
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "RETRY_EXC") {
 		t.Errorf("Recv from a peer that died: %v after %v, want the keepalive's failure", err, time.Since(start))
 	}
@@ -1040,7 +1048,7 @@ func TestKeepAlive(t *testing.T) {
 // waited for ever.
 func TestKeepAliveWithoutCredit(t *testing.T) {
 	srv, cli := connect(t, &rdmamsg.Config{Depth: 4, KeepAlive: -1},
-		&rdmamsg.Config{Depth: 4, KeepAlive: 50 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 12, RetryCount: 1}})
+		&rdmamsg.Config{Depth: 4, KeepAlive: 50 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 12}})
 	ctx := timeout(t, 60*time.Second)
 	for i := range 3 { // the fourth credit is kept for updates
 		if err := cli.Send(ctx, message(i, 10)); err != nil {

@@ -13,6 +13,7 @@ import (
 type deadline struct {
 	mu    sync.Mutex
 	ch    chan struct{} // closed once the deadline has passed
+	at    time.Time     // the deadline set; the zero time for none
 	timer *time.Timer
 	// gen counts the deadlines set, so that a timer that fired as a new
 	// deadline was set, and waits for mu, does not close ch for it.
@@ -72,8 +73,16 @@ func (d *deadline) stop() {
 	}
 }
 
+// when returns the deadline set, the zero time for none.
+func (d *deadline) when() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.at
+}
+
 func (d *deadline) resetLocked(t time.Time) {
 	d.gen++
+	d.at = t
 	if d.timer != nil {
 		d.timer.Stop()
 		d.timer = nil

@@ -33,8 +33,10 @@ import (
 // as rdma_cm would choose, so the messages take the route that nc's
 // packets take; Config.Device names a device (and port) instead. Of
 // Config.CM, only AckTimeout (default 18, about 1 s, as rdma_cm's on
-// RoCE), RetryCount, RNRRetryCount, MinRNRTimer and TOS apply. Handshake
-// returns once both sides' receives are posted, or when ctx ends.
+// RoCE), RetryCount (default rdmacm.DefaultRetryCount, 6, as Dial's),
+// RNRRetryCount, MinRNRTimer and TOS apply, each side's to its own QP.
+// Handshake returns once both sides' receives are posted, or when ctx
+// ends.
 func Handshake(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -229,6 +231,9 @@ func (l *netLink) open(conn *Conn, cfg *Config) (ibverbs.Endpoint, ibverbs.ConnP
 	p.Timeout, p.RetryCnt, p.RNRRetry, p.TrafficClass = cm.AckTimeout, cm.RetryCount, cm.RNRRetryCount, cm.TOS
 	if p.Timeout == 0 {
 		p.Timeout = handshakeAckTimeout
+	}
+	if p.RetryCnt == 0 {
+		p.RetryCnt = rdmacm.DefaultRetryCount // as Dial's: 7 is forever on soft-RoCE
 	}
 	if cm.MinRNRTimer > 31 {
 		return ibverbs.Endpoint{}, p, fmt.Errorf("Config.CM.MinRNRTimer %d: want 0 to 31: %w", cm.MinRNRTimer, syscall.EINVAL)

@@ -163,8 +163,9 @@ func TestHandshake(t *testing.T) {
 				attr.Access&ibverbs.AccessRemoteWrite == 0 {
 				t.Errorf("QP %d: state %v, access %v; want RTS, remote write alone", c.QP().Num(), attr.State, attr.Access)
 			}
-			if attr.Timeout != 18 {
-				t.Errorf("QP %d: ACK timeout %d, want Handshake's default of 18", c.QP().Num(), attr.Timeout)
+			if attr.Timeout != 18 || attr.RetryCnt != rdmacm.DefaultRetryCount {
+				t.Errorf("QP %d: ACK timeout %d, retry count %d; want Handshake's defaults, 18 and %d",
+					c.QP().Num(), attr.Timeout, attr.RetryCnt, rdmacm.DefaultRetryCount)
 			}
 		}
 	})
