@@ -41,7 +41,10 @@ func busyError(verb, what string, n int64) error {
 
 // WCError is a work completion whose status is not success (WC.Err). Its
 // fields are the completion's, the ones the verbs define for a failed
-// completion.
+// completion. It wraps its Status, which is an error too, so that
+// errors.Is(err, WCRemAccessErr) (or any other status) tells a completion
+// that failed for that reason, through any wrapping, and errors.As with a
+// *WCStatus takes the status out.
 type WCError struct {
 	Status    WCStatus // why it failed
 	VendorErr uint32   // the device's own error code, for its vendor's documentation
@@ -58,6 +61,16 @@ func (e *WCError) Error() string {
 	return fmt.Sprintf("work completion failed: IBV_WC_%s (%s), wr_id %d, QPN %#x, vendor error %#x",
 		e.Status, wcStatusText(e.Status), e.WRID, e.QPN, e.VendorErr)
 }
+
+// Unwrap returns the completion's Status, so that errors.Is matches the
+// error with its status: errors.Is(err, WCWRFlushErr) holds for a
+// completion flushed from a QP in the error state.
+func (e *WCError) Unwrap() error { return e.Status }
+
+// Error returns the status's name, as String does, so that the statuses
+// are errors that errors.Is can look for in a *WCError (see WCError), and
+// print as they always have.
+func (s WCStatus) Error() string { return s.String() }
 
 func wcStatusText(s WCStatus) string {
 	switch s {

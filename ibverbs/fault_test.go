@@ -5,6 +5,7 @@ package ibverbs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -441,4 +442,40 @@ func TestSRQInitLimit(t *testing.T) {
 	pollOK(t, s.cq, ibverbs.WCSend)
 	pollOK(t, r.cq, ibverbs.WCRecv)
 	waitSRQLimit(t, events, srq)
+}
+
+// TestWCErrorIsStatus: a failed completion's error matches its status
+// with errors.Is, also wrapped, and no other status: an RDMA READ past
+// the end of the peer's MR fails with REM_ACCESS_ERR, and a send posted
+// after it on the QP, now in the error state, is flushed (WR_FLUSH_ERR).
+// errors.As takes the status out.
+func TestWCErrorIsStatus(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
+	err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: 9, Opcode: ibverbs.OpRDMARead, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 64)}, RemoteAddr: p.b.mr.Addr() + uint64(p.b.mr.Len()) - 32, RKey: p.b.mr.RKey()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	werr := pollN(t, p.a.cq, 1)[0].Err()
+	wrapped := fmt.Errorf("get key 9: %w", werr)
+	for _, e := range []error{werr, wrapped} {
+		if !errors.Is(e, ibverbs.WCRemAccessErr) {
+			t.Errorf("errors.Is(%v, WCRemAccessErr) = false, want true", e)
+		}
+		if errors.Is(e, ibverbs.WCWRFlushErr) || errors.Is(e, ibverbs.WCRemOpErr) || errors.Is(e, ibverbs.ErrClosed) ||
+			errors.Is(e, syscall.EIO) {
+			t.Errorf("%v matches a status or error other than its own", e)
+		}
+		var st ibverbs.WCStatus
+		if !errors.As(e, &st) || st != ibverbs.WCRemAccessErr {
+			t.Errorf("errors.As(%v, *WCStatus): %v, want REM_ACCESS_ERR", e, st)
+		}
+	}
+	if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: 10, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 16)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if werr := pollN(t, p.a.cq, 1)[0].Err(); !errors.Is(werr, ibverbs.WCWRFlushErr) || errors.Is(werr, ibverbs.WCRemAccessErr) {
+		t.Errorf("the send after the failure: %v, want WR_FLUSH_ERR alone", werr)
+	}
 }
