@@ -41,9 +41,10 @@ type SendBatch struct {
 // does (a *PostError names the first refused). The SGEs are copied; the
 // memory they name must be registered whenever a request is posted.
 func (qp *QP) NewSendBatch(wrs []SendWR) (*SendBatch, error) {
-	if qp.c == nil {
+	if !qp.use.enter() {
 		return nil, ErrClosed
 	}
+	defer qp.use.leave()
 	if len(wrs) == 0 {
 		return nil, fmt.Errorf("ibverbs: a send batch of no requests: %w", syscall.EINVAL)
 	}
@@ -177,16 +178,22 @@ func (b *SendBatch) Post(from, n, listLen int) error {
 // tick lets the runtime hand the P to another thread, which the call then
 // waits to get back (docs/performance.md, item 18).
 func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.Duration) (int, error) {
-	if b.s == nil || b.qp.c == nil || cq.c == nil {
+	if b.s == nil || b.qp.c == nil {
 		return 0, ErrClosed
 	}
 	if from < 0 || n < 1 || n > len(b.wrs)-from || listLen < 0 || len(wcs) == 0 {
 		return 0, fmt.Errorf("ibv_post_send: requests %d+%d in lists of %d of a batch of %d, %d completions: %w",
 			from, n, listLen, len(b.wrs), len(wcs), syscall.EINVAL)
 	}
+	// The CQ's Close waits for the poll; the QP cannot close while the
+	// batch is open.
+	if !cq.use.enter() {
+		return 0, ErrClosed
+	}
 	var bad, polled C.int
 	rc := C.gv_post_poll(handle(b.qp.c), handle(b.qp.qx), handle(&b.wrs[from]), C.int(n), C.int(min(listLen, n)), &bad,
 		handle(cq.c), C.int(min(len(wcs), math.MaxInt32)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])), C.int64_t(spin), &polled)
+	cq.use.leave()
 	if rc != 0 {
 		return 0, &PostError{Index: from + int(bad), Err: b.qp.postError(int(rc))}
 	}
@@ -236,9 +243,10 @@ type RecvBatch struct {
 // checking each as PostRecv does. A QP that takes its receives from an SRQ
 // has none: make the batch with SRQ.NewRecvBatch.
 func (qp *QP) NewRecvBatch(wrs []RecvWR) (*RecvBatch, error) {
-	if qp.c == nil {
+	if !qp.use.enter() {
 		return nil, ErrClosed
 	}
+	defer qp.use.leave()
 	if qp.srq != nil {
 		return nil, fmt.Errorf("ibv_post_recv: the QP takes receives from its SRQ: %w", syscall.EINVAL)
 	}
@@ -254,9 +262,10 @@ func (qp *QP) NewRecvBatch(wrs []RecvWR) (*RecvBatch, error) {
 // NewRecvBatch copies wrs into a new batch for the SRQ, checking each as
 // PostRecv does.
 func (srq *SRQ) NewRecvBatch(wrs []RecvWR) (*RecvBatch, error) {
-	if srq.c == nil {
+	if !srq.use.enter() {
 		return nil, ErrClosed
 	}
+	defer srq.use.leave()
 	b, err := newRecvBatch(srq.c, wrs, int(srq.s.max_sge))
 	if err != nil {
 		return nil, err

@@ -52,11 +52,15 @@ type CompChannel struct {
 	// the same time fails with EBUSY rather than share try's results
 	// or take the event the first one sleeps for.
 	busy atomic.Bool
+	// fd is c's, kept for Fd; use guards c against Close, which wakes
+	// a Wait or Block asleep on it.
+	fd  int
+	use inUse
 }
 
-// enter claims the channel for one Wait or Block, which each take its
-// event (ibv_get_cq_event); leave releases it.
-func (ch *CompChannel) enter() error {
+// claim claims the channel for one Wait or Block, which each take its
+// event (ibv_get_cq_event); release releases it.
+func (ch *CompChannel) claim() error {
 	if !ch.busy.CompareAndSwap(false, true) {
 		const verb = "ibv_get_cq_event"
 		return fmt.Errorf("%s: another goroutine is waiting on the completion channel: %w",
@@ -65,15 +69,16 @@ func (ch *CompChannel) enter() error {
 	return nil
 }
 
-func (ch *CompChannel) leave() { ch.busy.Store(false) }
+func (ch *CompChannel) release() { ch.busy.Store(false) }
 
 // CreateCompChannel creates a completion channel (ibv_create_comp_channel),
 // whose fd it makes non-blocking; if that fails, it destroys the channel
 // again (ibv_destroy_comp_channel).
 func (c *Context) CreateCompChannel() (*CompChannel, error) {
-	if c.c == nil {
+	if !c.use.enter() {
 		return nil, ErrClosed
 	}
+	defer c.use.leave()
 	ch, err := C.ibv_create_comp_channel(c.c)
 	if ch == nil {
 		return nil, errnoOf("ibv_create_comp_channel", err)
@@ -85,7 +90,9 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 		return nil, os.NewSyscallError("fcntl", err)
 	}
 	c.kids.add()
-	return &CompChannel{c: ch, ctx: c}, nil
+	cc := &CompChannel{c: ch, ctx: c, fd: int(ch.fd)}
+	cc.use.open()
+	return cc, nil
 }
 
 // waitError maps a wait's end to this package's errors: ErrClosed for a
@@ -100,10 +107,10 @@ func waitError(err error) error {
 // Fd returns the channel's file descriptor, for callers who poll it
 // themselves. It is non-blocking.
 func (ch *CompChannel) Fd() int {
-	if ch.c == nil {
+	if ch.use.closed() {
 		return -1
 	}
-	return int(ch.c.fd)
+	return ch.fd
 }
 
 // Wait blocks until a CQ on the channel has a completion event, acknowledges
@@ -116,27 +123,38 @@ func (ch *CompChannel) Fd() int {
 // Block begun while another is under way on the channel fails at once
 // with an error matching syscall.EBUSY. An event for a CQ whose Close is
 // under way in another goroutine is acknowledged and passed over: Wait
-// goes on waiting, and never returns a CQ other than the event's.
+// goes on waiting, and never returns a CQ other than the event's. The
+// channel's Close in another goroutine ends the Wait with ErrClosed.
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
-	if ch.c == nil {
+	return ch.wait(ctx, nil)
+}
+
+// wait is Wait, which also ends with ErrClosed, woken by wake, once stop
+// (the guard of the CQ that CQ.Wait waits for, or nil) is closed.
+func (ch *CompChannel) wait(ctx context.Context, stop *inUse) (*CQ, error) {
+	if !ch.use.enter() {
 		return nil, ErrClosed
 	}
+	defer ch.use.leave()
 	if err := ch.waiter(); err != nil {
 		return nil, err
 	}
-	if err := ch.enter(); err != nil {
+	if err := ch.claim(); err != nil {
 		return nil, err
 	}
-	defer ch.leave()
+	defer ch.release()
 	w := ch.w.Load()
 	for {
-		// After w is stored: an Interrupt from here on wakes w.
+		// After w is stored: a Close or Interrupt from here on wakes w.
+		if ch.use.closed() || stop != nil && stop.closed() {
+			return nil, ErrClosed
+		}
 		if ch.intr.Swap(false) {
 			return nil, ErrInterrupted
 		}
 		if err := w.Wait(ctx, ch.try); errors.Is(err, fdwait.ErrInterrupted) {
-			// Interrupt's wake-up: the loop's top ends the wait
-			// if it is not one a Block took already.
+			// Interrupt's or Close's wake-up: the loop's top ends
+			// the wait if it is not one a Block took already.
 			continue
 		} else if err != nil {
 			return nil, waitError(err)
@@ -194,12 +212,14 @@ var ErrInterrupted = fdwait.ErrInterrupted
 // without an event: for a goroutine or thread that waits for completions
 // and must also look at something else (its deadline moved, its
 // connection is closing). One Interrupt ends one wait, whichever kind
-// takes it. It may be called from any goroutine while another waits,
-// though not once Close may run, and does not allocate.
+// takes it. It may be called from any goroutine while another waits, or
+// closes the channel (after Close it returns ErrClosed), and does not
+// allocate.
 func (ch *CompChannel) Interrupt() error {
-	if ch.c == nil {
+	if !ch.use.enter() {
 		return ErrClosed
 	}
+	defer ch.use.leave()
 	// The word first, then the wake-ups: a Wait or Block that stores
 	// its waiter or kick before it looks at the word either sees it or
 	// is woken here.
@@ -240,15 +260,17 @@ func (ch *CompChannel) Interrupt() error {
 // among many: it holds no thread, but each wake-up passes through the
 // netpoller's thread. One goroutine at a time may wait on a channel: a
 // Block or Wait begun while another is under way fails with an error
-// matching syscall.EBUSY.
+// matching syscall.EBUSY. The channel's Close in another goroutine ends
+// the Block with ErrClosed, waking it through the same eventfd.
 func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
-	if ch.c == nil {
+	if !ch.use.enter() {
 		return nil, ErrClosed
 	}
-	if err := ch.enter(); err != nil {
+	defer ch.use.leave()
+	if err := ch.claim(); err != nil {
 		return nil, err
 	}
-	defer ch.leave()
+	defer ch.release()
 	kick := ch.kicker()
 	var p *C.struct_ibv_cq
 	var end C.int64_t
@@ -256,8 +278,11 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 	// poll(2) takes whole milliseconds in an int: about 24.8 days at most.
 	timeout = min(max(timeout, 0), time.Duration(math.MaxInt32)*time.Millisecond)
 	for {
-		// After the kick is stored: an Interrupt from here on writes
-		// to it, which wakes the poll.
+		// After the kick is stored: a Close or Interrupt from here on
+		// writes to it, which wakes the poll.
+		if ch.use.closed() {
+			return nil, ErrClosed
+		}
 		if ch.intr.Swap(false) {
 			return nil, ErrInterrupted
 		}
@@ -313,13 +338,40 @@ func (d *devState) cqEvent(p *C.struct_ibv_cq, arm bool) (*CQ, C.int) {
 	return cq, C.gv_cq_event_done(handle(p), a)
 }
 
+// wake wakes the Wait asleep on the channel, and with kick the Block, to
+// look again at what ends them: the channel's Close, or for a Wait its
+// CQ's (CQ.Wait). A wake with neither asleep is left for the next wait,
+// which takes it for nothing and goes on waiting. The caller has entered
+// the channel, or is its Close.
+func (ch *CompChannel) wake(kick bool) {
+	if w := ch.w.Load(); w != nil {
+		w.Interrupt()
+	}
+	if k := ch.kick.Load(); kick && k != 0 {
+		C.gv_kick(C.int(k - 1))
+	}
+}
+
 // Close destroys the channel (ibv_destroy_comp_channel). It fails with
-// EBUSY while CQs use it. Closing twice is a no-op.
+// EBUSY while CQs use it. Closing twice is a no-op. It may run while
+// other goroutines use the channel: it wakes a Wait or Block asleep on
+// it, which returns ErrClosed, waits for the calls under way to return,
+// and a call that begins once Close has begun returns ErrClosed.
 func (ch *CompChannel) Close() error {
+	ch.use.mu.Lock()
+	defer ch.use.mu.Unlock()
 	if ch.c == nil {
 		return nil
 	}
 	if n := ch.kids.count(); n > 0 {
+		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
+	}
+	ch.use.shut()
+	ch.wake(true)
+	ch.use.drain()
+	// A CreateCQ that used the channel meanwhile has made a CQ on it.
+	if n := ch.kids.count(); n > 0 {
+		ch.use.open()
 		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
 	}
 	if w := ch.w.Load(); w != nil {
@@ -331,6 +383,7 @@ func (ch *CompChannel) Close() error {
 		// stays.
 		ch.w.Store(nil)
 		ch.try, ch.wErr, ch.wOnce = nil, nil, sync.Once{}
+		ch.use.open()
 		return verbError("ibv_destroy_comp_channel", int(rc))
 	}
 	if k := ch.kick.Swap(0); k != 0 {

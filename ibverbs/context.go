@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -23,6 +22,8 @@ type Context struct {
 	borrowed bool // lent by another library (rdmacm): never closed by us
 	kids     refs
 	dev      *devState // shared by every handle on c
+	vectors  int       // c's num_comp_vectors
+	use      inUse     // guards c against Close
 
 	rdMu       sync.Mutex
 	rdKnown    bool
@@ -59,15 +60,27 @@ func (c *Context) Raw() unsafe.Pointer { return unsafe.Pointer(c.c) }
 // they and their objects use the device, so close them first. Closing twice
 // is a no-op. Closing a borrowed context (WrapContext) only ends this
 // handle, and fails with EBUSY while objects made through it are open.
+// A method of the Context under way in another goroutine (a query, an
+// AllocPD) finishes before the device is closed, and one that begins once
+// Close has begun returns ErrClosed.
 func (c *Context) Close() error {
+	c.use.mu.Lock()
+	defer c.use.mu.Unlock()
 	if c.c == nil {
 		return nil
 	}
 	if n := c.kids.count(); n > 0 {
 		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
 	}
+	c.use.shut()
+	c.use.drain()
+	if n := c.kids.count(); n > 0 { // made meanwhile
+		c.use.open()
+		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
+	}
 	l, others := c.dev.detach(c.c, !c.borrowed)
 	if others > 0 {
+		c.use.open()
 		return busyError("ibv_close_device", "other handles on the device (WrapContext)", int64(others))
 	}
 	if l != nil {
@@ -153,7 +166,7 @@ func (d *devState) detach(c *C.struct_ibv_context, owner bool) (l *eventLoop, ot
 // another context's CQ or SRQ for this one's of the same number, or refuse
 // it, and a provider would mix up their memory.
 func (c *Context) sameContext(verb, what string, of *Context) error {
-	if of.c == c.c {
+	if of.dev == c.dev {
 		return nil
 	}
 	return fmt.Errorf("%s: %s: %s is on another context (an Open of %s of its own), "+
@@ -217,9 +230,10 @@ type DeviceAttr struct {
 // QueryDevice returns the device's attributes (ibv_query_device_ex, falling
 // back to ibv_query_device where the driver lacks the extended verb).
 func (c *Context) QueryDevice() (DeviceAttr, error) {
-	if c.c == nil {
+	if !c.use.enter() {
 		return DeviceAttr{}, ErrClosed
 	}
+	defer c.use.leave()
 	var a C.struct_ibv_device_attr_ex
 	if rc := C.gv_query_device_ex(c.c, &a); rc != 0 {
 		return DeviceAttr{}, verbError("ibv_query_device_ex", int(rc))
@@ -330,10 +344,9 @@ func (p PortAttr) PhysStateString() string {
 		"LINK_UP", "LINK_ERROR_RECOVERY", "PHY_TEST"}, int(p.PhysState), "PhysState")
 }
 
+// checkPort refuses a port the device does not have. The caller has
+// entered c.
 func (c *Context) checkPort(port int) error {
-	if c.c == nil {
-		return ErrClosed
-	}
 	if port < 1 || port > c.ports {
 		return fmt.Errorf("invalid port %d: %s has ports 1-%d: %w", port, c.name, c.ports,
 			os.NewSyscallError("ibv_query_port", syscall.EINVAL))
@@ -344,6 +357,10 @@ func (c *Context) checkPort(port int) error {
 // QueryPort returns the attributes of a port, numbered from 1
 // (ibv_query_port). A port the device does not have fails with EINVAL.
 func (c *Context) QueryPort(port int) (PortAttr, error) {
+	if !c.use.enter() {
+		return PortAttr{}, ErrClosed
+	}
+	defer c.use.leave()
 	if err := c.checkPort(port); err != nil {
 		return PortAttr{}, err
 	}
@@ -379,6 +396,10 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 // port's slot by slot (ibv_query_gid_ex) instead. It looks the netdevs'
 // names up in one listing of the host's interfaces.
 func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
+	if !c.use.enter() {
+		return nil, ErrClosed
+	}
+	defer c.use.leave()
 	if err := c.checkPort(port); err != nil {
 		return nil, err
 	}
@@ -405,7 +426,6 @@ func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
 		raw := make([]C.struct_ibv_gid_entry, mine)
 		var bad C.uint32_t
 		n := C.gv_query_gid_port(c.c, C.uint32_t(port), &raw[0], C.uint32_t(mine), &bad)
-		runtime.KeepAlive(c)
 		if n < 0 {
 			return nil, fmt.Errorf("%s port %d GID index %d: %w", c.name, port, bad, verbError("ibv_query_gid_ex", int(-n)))
 		}
@@ -421,9 +441,12 @@ func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
 // queryGIDTable returns the valid entries of every port's GID table
 // (ibv_query_gid_table) with a buffer of max entries.
 func (c *Context) queryGIDTable(max int) ([]C.struct_ibv_gid_entry, error) {
+	if !c.use.enter() {
+		return nil, ErrClosed
+	}
+	defer c.use.leave()
 	raw := make([]C.struct_ibv_gid_entry, max)
 	n := C.gv_query_gid_table(c.c, &raw[0], C.long(max))
-	runtime.KeepAlive(c)
 	if n < 0 {
 		return nil, fmt.Errorf("%s: %w", c.name, verbError("ibv_query_gid_table", int(-n)))
 	}
@@ -451,6 +474,10 @@ func gidEntries(raw []C.struct_ibv_gid_entry, port int) []GIDEntry {
 // QueryGID returns one entry of a port's GID table (ibv_query_gid_ex). An
 // index beyond the table fails with EINVAL; an unused slot with ENODATA.
 func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
+	if !c.use.enter() {
+		return GIDEntry{}, ErrClosed
+	}
+	defer c.use.leave()
 	pa, err := c.QueryPort(port)
 	if err != nil {
 		return GIDEntry{}, err
@@ -548,6 +575,8 @@ func WrapContext(raw unsafe.Pointer) (*Context, error) {
 	if rc := C.ibv_query_device(c, &a); rc != 0 {
 		return nil, verbError("ibv_query_device", int(rc))
 	}
-	return &Context{c: c, name: C.GoString(C.ibv_get_device_name(c.device)), borrowed: true,
-		ports: int(a.phys_port_cnt), dev: attachDev(c)}, nil
+	ctx := &Context{c: c, name: C.GoString(C.ibv_get_device_name(c.device)), borrowed: true,
+		ports: int(a.phys_port_cnt), vectors: int(c.num_comp_vectors), dev: attachDev(c)}
+	ctx.use.open()
+	return ctx, nil
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -31,6 +32,10 @@ type CQ struct {
 	// solicited: the last ReqNotify asked for solicited completions
 	// only, as Block's re-arm does again.
 	solicited atomic.Bool
+	// use guards c against Close; waiting counts the Waits and WaitExes
+	// asleep on the channel, which Close wakes.
+	use     inUse
+	waiting atomic.Int32
 }
 
 // SingleThreaded reports whether the CQ was made with the promise that
@@ -50,10 +55,10 @@ func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
 // (struct ibv_context's num_comp_vectors): each is an interrupt, and so
 // the CPUs that handle it, that a CQ's events may come on.
 func (c *Context) NumCompVectors() int {
-	if c.c == nil {
+	if c.use.closed() {
 		return 0
 	}
-	return int(c.c.num_comp_vectors)
+	return c.vectors
 }
 
 // CreateCQVector is CreateCQ on completion vector vector, from 0 to
@@ -62,6 +67,16 @@ func (c *Context) NumCompVectors() int {
 // the CPU it runs on. A vector out of range is an error matching
 // syscall.EINVAL.
 func (c *Context) CreateCQVector(cqe int, ch *CompChannel, vector int) (*CQ, error) {
+	if !c.use.enter() {
+		return nil, ErrClosed
+	}
+	defer c.use.leave()
+	if ch != nil {
+		if !ch.use.enter() {
+			return nil, ErrClosed
+		}
+		defer ch.use.leave()
+	}
 	cch, err := c.cqArgs("ibv_create_cq", ch, vector)
 	if err != nil {
 		return nil, err
@@ -111,6 +126,16 @@ type CQInit struct {
 // ibv_create_cq, and CQ.SingleThreaded and CQ.Extended say which it was.
 // Timestamps are not optional: a device without them fails.
 func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
+	if !c.use.enter() {
+		return nil, ErrClosed
+	}
+	defer c.use.leave()
+	if ch := init.Channel; ch != nil {
+		if !ch.use.enter() {
+			return nil, ErrClosed
+		}
+		defer ch.use.leave()
+	}
 	cch, err := c.cqArgs("ibv_create_cq_ex", init.Channel, init.Vector)
 	if err != nil {
 		return nil, err
@@ -168,22 +193,16 @@ func (init CQInit) timestamps() string {
 func (cq *CQ) Extended() bool { return cq.ex != nil }
 
 // cqArgs checks a CQ's context, channel and vector for verb, and returns
-// the channel's C pointer.
+// the channel's C pointer. The caller has entered c and ch.
 func (c *Context) cqArgs(verb string, ch *CompChannel, vector int) (*C.struct_ibv_comp_channel, error) {
-	if c.c == nil {
-		return nil, ErrClosed
-	}
-	if n := c.NumCompVectors(); vector < 0 || vector >= n {
+	if n := c.vectors; vector < 0 || vector >= n {
 		return nil, fmt.Errorf("%s: %s: completion vector %d: the device has %d (0 to %d): %w",
 			verb, c.name, vector, n, n-1, syscall.EINVAL)
 	}
 	if ch == nil {
 		return nil, nil
 	}
-	if ch.c == nil {
-		return nil, ErrClosed
-	}
-	if ch.ctx.c != c.c {
+	if ch.ctx.dev != c.dev {
 		return nil, fmt.Errorf("%s: %s: the completion channel is on another context (of %s), "+
 			"where the kernel would refuse its fd: %w", verb, c.name, ch.ctx.name, syscall.EINVAL)
 	}
@@ -202,6 +221,7 @@ func checkCQE(verb, dev string, cqe int) error {
 // newCQ wraps q, a CQ just made on c, and counts it as c's and ch's child.
 func (c *Context) newCQ(q *C.struct_ibv_cq, ch *CompChannel) *CQ {
 	cq := &CQ{c: q, ctx: c, ch: ch, cqe: int(q.cqe)}
+	cq.use.open()
 	c.kids.add()
 	if ch != nil {
 		ch.kids.add()
@@ -220,9 +240,10 @@ func (cq *CQ) Len() int { return cq.cqe }
 // error that matches errors.ErrUnsupported. No other goroutine may poll
 // the CQ or post to its QPs meanwhile.
 func (cq *CQ) Resize(cqe int) error {
-	if cq.c == nil {
+	if !cq.use.enter() {
 		return ErrClosed
 	}
+	defer cq.use.leave()
 	if err := checkCQE("ibv_resize_cq", cq.ctx.name, cqe); err != nil {
 		return err
 	}
@@ -248,13 +269,15 @@ func (cq *CQ) Raw() unsafe.Pointer { return unsafe.Pointer(cq.c) }
 // completion has WRID, Status, VendorErr and QPN alone, its other fields
 // 0, as the verbs leave them undefined.
 func (cq *CQ) Poll(wcs []WC) (int, error) {
-	if cq.c == nil {
+	if !cq.use.enter() {
 		return 0, ErrClosed
 	}
 	if len(wcs) == 0 {
+		cq.use.leave()
 		return 0, nil
 	}
 	n := C.gv_poll_cq(handle(cq.c), C.int(min(len(wcs), math.MaxInt32)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])))
+	cq.use.leave()
 	if n < 0 {
 		return 0, verbError("ibv_poll_cq", int(-n))
 	}
@@ -278,14 +301,16 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 // failure only if it meets it again. It never blocks and never
 // allocates; a batch is one cgo call.
 func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
-	if cq.c == nil {
+	if !cq.use.enter() {
 		return 0, ErrClosed
 	}
 	if len(wcs) == 0 {
+		cq.use.leave()
 		return 0, nil
 	}
 	n := C.gv_poll_cq_ex(handle(cq.c), handle(cq.ex), cq.fields, C.int(min(len(wcs), math.MaxInt32)),
 		(*C.struct_gv_wc_ex)(unsafe.Pointer(&wcs[0])))
+	cq.use.leave()
 	if n < 0 {
 		if cq.ex != nil {
 			return 0, fmt.Errorf("ibverbs: the provider failed to read the CQ's next completion: %w",
@@ -300,9 +325,10 @@ func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
 // completion, or the next solicited one (ibv_req_notify_cq). Block
 // re-arms a CQ the same way after each of its events.
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
-	if cq.c == nil {
+	if !cq.use.enter() {
 		return ErrClosed
 	}
+	defer cq.use.leave()
 	s := C.int(0)
 	if solicitedOnly {
 		s = 1
@@ -320,32 +346,45 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // then waits on the CQ's channel (ibv_get_cq_event, acknowledged with
 // ibv_ack_cq_events), as CompChannel.Wait does.
 // The CQ must have been created with a channel, else Wait fails with an
-// error matching syscall.EINVAL, and no other goroutine may wait on that
-// channel meanwhile: a Wait on another of its CQs then fails with an
-// error matching syscall.EBUSY. Other CQs may share it: an event for one of them is
+// error matching syscall.EINVAL, as it does for an empty wcs, which has
+// no room for the completion it would wait for. No other goroutine may
+// wait on that channel meanwhile: a Wait on another of its CQs then fails
+// with an error matching syscall.EBUSY. Other CQs may share it: an event for one of them is
 // taken and dropped, and the wait goes on. That loses no completion where
 // every CQ on the channel is waited on with Wait or WaitEx, which poll
 // before they sleep; a loop that takes the channel's events with
 // CompChannel.Wait would miss the one dropped here, so use one way or the
-// other on a channel.
+// other on a channel. The CQ's Close in another goroutine ends a Wait
+// asleep on the channel with ErrClosed.
 func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
-	return waitCQ(ctx, cq, wcs, (*CQ).Poll)
+	return waitCQ(ctx, cq, "CQ.Wait", "ibv_poll_cq", wcs, (*CQ).Poll)
 }
 
 // WaitEx is Wait with PollEx: it waits for a completion (ibv_req_notify_cq,
 // ibv_get_cq_event) and takes it with its timestamps (ibv_start_poll ...
-// ibv_end_poll).
+// ibv_end_poll, or ibv_poll_cq on a CQ that ibv_create_cq made).
 func (cq *CQ) WaitEx(ctx context.Context, wcs []WCEx) (int, error) {
-	return waitCQ(ctx, cq, wcs, (*CQ).PollEx)
+	verb := "ibv_poll_cq"
+	if cq.ex != nil {
+		verb = "ibv_start_poll"
+	}
+	return waitCQ(ctx, cq, "CQ.WaitEx", verb, wcs, (*CQ).PollEx)
 }
 
-// waitCQ is Wait and WaitEx, polling with poll.
-func waitCQ[W any](ctx context.Context, cq *CQ, wcs []W, poll func(*CQ, []W) (int, error)) (int, error) {
-	if cq.c == nil {
+// waitCQ is Wait and WaitEx, named name, polling with poll, which wraps
+// verb.
+func waitCQ[W any](ctx context.Context, cq *CQ, name, verb string, wcs []W, poll func(*CQ, []W) (int, error)) (int, error) {
+	if cq.use.closed() {
 		return 0, ErrClosed
 	}
 	if cq.ch == nil {
-		return 0, fmt.Errorf("ibverbs: CQ.Wait needs a CQ created with a completion channel: %w", syscall.EINVAL)
+		return 0, fmt.Errorf("ibverbs: %s needs a CQ created with a completion channel: %w", name, syscall.EINVAL)
+	}
+	if len(wcs) == 0 {
+		// Poll would take nothing, and the wait would go on past the
+		// completions it was for until ctx ends.
+		return 0, fmt.Errorf("%s: no room for a completion (an empty slice): %w", name,
+			os.NewSyscallError(verb, syscall.EINVAL))
 	}
 	for {
 		if n, err := poll(cq, wcs); n > 0 || err != nil {
@@ -360,32 +399,52 @@ func waitCQ[W any](ctx context.Context, cq *CQ, wcs []W, poll func(*CQ, []W) (in
 		// An event for another CQ on the channel (one left armed by its
 		// own Wait, whose second poll found a completion) is dropped:
 		// the loop polls and re-arms this CQ before it sleeps again,
-		// and the other's Wait polls before it sleeps.
-		if _, err := cq.ch.Wait(ctx); err != nil {
+		// and the other's Wait polls before it sleeps. The CQ's Close
+		// wakes the wait, which then ends with ErrClosed, as the next
+		// poll would.
+		cq.waiting.Add(1)
+		_, err := cq.ch.wait(ctx, &cq.use)
+		cq.waiting.Add(-1)
+		if err != nil {
 			return 0, err
 		}
 	}
 }
 
 // Close destroys the CQ (ibv_destroy_cq). It fails with EBUSY while QPs
-// use it. Closing twice is a no-op. It must not run at the same time as
-// the CQ's Poll, PollEx, ReqNotify, Resize, Wait or WaitEx, or a
-// SendBatch.PostPoll that polls it, as no object in this package may be
-// closed while in use (see the package documentation): it frees the
-// memory they read. A CompChannel's Wait or Block may be under way on the
+// use it. Closing twice is a no-op. It may run while other goroutines use
+// the CQ: a Poll, PollEx, ReqNotify or Resize under way, or a
+// SendBatch.PostPoll's poll of it, finishes before the CQ is destroyed,
+// and one that begins once Close has begun returns ErrClosed, as does a
+// Wait or WaitEx, which Close wakes where it sleeps on the channel. (A
+// call that begins while a Close that then fails is under way returns
+// ErrClosed too.) A CompChannel's Wait or Block may be under way on the
 // CQ's channel in another goroutine: an event for the CQ that it reads
 // while Close runs is passed over, never returned as another CQ's.
 func (cq *CQ) Close() error {
+	cq.use.mu.Lock()
+	defer cq.use.mu.Unlock()
 	if cq.c == nil {
 		return nil
 	}
 	if n := cq.kids.count(); n > 0 {
 		return busyError("ibv_destroy_cq", "QPs using the CQ", n)
 	}
+	cq.use.shut()
+	if cq.waiting.Load() > 0 {
+		cq.ch.wake(false)
+	}
+	cq.use.drain()
+	// A CreateQP that used the CQ meanwhile has made a QP on it.
+	if n := cq.kids.count(); n > 0 {
+		cq.use.open()
+		return busyError("ibv_destroy_cq", "QPs using the CQ", n)
+	}
 	p := unsafe.Pointer(cq.c)
 	cq.ctx.unregister(p) // before its address can be another's
 	if rc := C.ibv_destroy_cq(cq.c); rc != 0 {
 		cq.ctx.register(p, cq)
+		cq.use.open()
 		return verbError("ibv_destroy_cq", int(rc))
 	}
 	cq.c = nil

@@ -117,7 +117,10 @@ func Open(name string) (*Context, error) {
 			C.ibv_close_device(c)
 			return nil, fmt.Errorf("open %s: %w", dn, verbError("ibv_query_device", int(rc)))
 		}
-		return &Context{c: c, name: dn, ports: int(a.phys_port_cnt), dev: attachDev(c)}, nil
+		ctx := &Context{c: c, name: dn, ports: int(a.phys_port_cnt), vectors: int(c.num_comp_vectors),
+			dev: attachDev(c)}
+		ctx.use.open()
+		return ctx, nil
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("ibverbs: no RDMA devices found (is a driver loaded, or rxe set up? see `rdma link`): %w",

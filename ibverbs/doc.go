@@ -82,9 +82,23 @@
 // zero values: nil from Buffer.Bytes, MR.Bytes and every Raw, 0
 // from Buffer.Len and Addr, MW.RKey and Context.NumCompVectors, and -1
 // from CompChannel.Fd.
-// Finalizers play no part. An object must not be closed while another
-// goroutine uses it (a QP's or SRQ's Close waits for a post under way,
-// and a post after it fails with ErrClosed).
+// Finalizers play no part.
+//
+// Close may run while other goroutines use the object, as closing a file
+// or a connection to end a reader is ordinary Go: a Close of a Context,
+// PD, CQ, QP, SRQ or CompChannel waits for the calls of the object under
+// way (a Poll, a post, a Modify or Query, a RegMR on a PD) to return
+// before it destroys it, and a call that begins once Close has begun
+// returns ErrClosed, never touching freed memory. A CQ.Wait, CQ.WaitEx,
+// CompChannel.Wait or Block asleep is woken by the Close of its CQ or
+// channel and returns ErrClosed. (A call that begins while a Close is
+// under way returns ErrClosed even when that Close then fails, EBUSY for
+// a child made meanwhile, say.) The guard is an atomic add before and
+// after each call: Poll and the posts still do not allocate. What this
+// does not cover is C's own rule: an object that a posted request names
+// (an MR's memory, an MW, an AH) must outlive the request, and a
+// SendBatch or RecvBatch is one goroutine's at a time, its Close
+// included.
 //
 // # Goroutines
 //
@@ -105,7 +119,9 @@
 // *os.SyscallError naming the verb, so errors.Is works with syscall errnos
 // and with errors.ErrUnsupported (ENOSYS, EOPNOTSUPP). A failed work
 // completion is a *WCError with the status's name, the vendor error and the
-// wr_id (WC.Err).
+// wr_id (WC.Err); it wraps its WCStatus, which is an error, so that
+// errors.Is(err, WCRemAccessErr) or errors.Is(err, WCWRFlushErr) says
+// why a completion failed.
 //
 // # Speed
 //

@@ -68,9 +68,10 @@ type eventLoop struct {
 // is closed when the last of them is. Have one goroutine receive and
 // dispatch; two receivers would each get some of the events.
 func (c *Context) Events() (<-chan AsyncEvent, error) {
-	if c.c == nil {
+	if !c.use.enter() {
 		return nil, ErrClosed
 	}
+	defer c.use.leave()
 	d := c.dev
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -378,3 +378,53 @@ func ExampleCQ_PollEx() {
 		fmt.Printf("WR %d at tick %d (%d kHz)\n", wc.WRID, wc.Timestamp, attr.HCACoreClockKHz)
 	}
 }
+
+// Tell why a completion failed with errors.Is: the statuses are errors
+// that a *WCError wraps. cq is a CQ that reads and writes complete on.
+func ExampleWCError() {
+	var cq *ibverbs.CQ
+	wcs := make([]ibverbs.WC, 16)
+	n, err := cq.Poll(wcs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, wc := range wcs[:n] {
+		err := wc.Err()
+		switch {
+		case err == nil:
+			// done
+		case errors.Is(err, ibverbs.WCRemAccessErr):
+			// A bad rkey, or an address outside the peer's region:
+			// this request's fault, and the QP is now in the error
+			// state.
+			log.Printf("request %d: the peer refused the access: %v", wc.WRID, err)
+		case errors.Is(err, ibverbs.WCWRFlushErr):
+			// Flushed after an earlier failure (or ToError): not
+			// this request's fault.
+		default:
+			log.Fatal(err)
+		}
+	}
+}
+
+// Stop a goroutine that polls a CQ by closing the CQ, as one closes a
+// connection to end its reader: Close waits for a Poll under way, and
+// the poller's next Poll returns ErrClosed. cq is a CQ whose QPs are
+// closed.
+func ExampleCQ_Close() {
+	var cq *ibverbs.CQ
+	done := make(chan error)
+	go func() {
+		wcs := make([]ibverbs.WC, 16)
+		for {
+			if _, err := cq.Poll(wcs); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	if err := cq.Close(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(errors.Is(<-done, ibverbs.ErrClosed)) // true
+}

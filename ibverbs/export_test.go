@@ -19,6 +19,7 @@ func CQOverEx(ex unsafe.Pointer) *CQ {
 	cq := &CQ{}
 	*(*unsafe.Pointer)(unsafe.Pointer(&cq.c)) = ex // struct ibv_cq_ex starts as struct ibv_cq does
 	*(*unsafe.Pointer)(unsafe.Pointer(&cq.ex)) = ex
+	cq.use.open()
 	return cq
 }
 
@@ -27,6 +28,7 @@ func CQOverEx(ex unsafe.Pointer) *CQ {
 func CQOver(raw unsafe.Pointer) *CQ {
 	cq := &CQ{}
 	*(*unsafe.Pointer)(unsafe.Pointer(&cq.c)) = raw
+	cq.use.open()
 	return cq
 }
 

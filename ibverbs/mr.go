@@ -50,9 +50,10 @@ func (pd *PD) RegMRIOVA(buf *Buffer, off, length int, iova uint64, access Access
 }
 
 func (pd *PD) regMR(verb string, buf *Buffer, off, length int, iova uint64, withIOVA bool, access Access) (*MR, error) {
-	if pd.c == nil {
+	if !pd.use.enter() {
 		return nil, ErrClosed
 	}
+	defer pd.use.leave()
 	if buf.b == nil {
 		return nil, ErrClosed
 	}

@@ -16,19 +16,23 @@ type PD struct {
 	c    *C.struct_ibv_pd
 	ctx  *Context
 	kids refs
+	use  inUse // guards c against Close
 }
 
 // AllocPD allocates a protection domain (ibv_alloc_pd).
 func (c *Context) AllocPD() (*PD, error) {
-	if c.c == nil {
+	if !c.use.enter() {
 		return nil, ErrClosed
 	}
+	defer c.use.leave()
 	p, err := C.ibv_alloc_pd(c.c)
 	if p == nil {
 		return nil, fmt.Errorf("%s: %w", c.name, errnoOf("ibv_alloc_pd", err))
 	}
 	c.kids.add()
-	return &PD{c: p, ctx: c}, nil
+	pd := &PD{c: p, ctx: c}
+	pd.use.open()
+	return pd, nil
 }
 
 // Context returns the device context the PD belongs to.
@@ -38,16 +42,28 @@ func (pd *PD) Context() *Context { return pd.ctx }
 func (pd *PD) Raw() unsafe.Pointer { return unsafe.Pointer(pd.c) }
 
 // Close deallocates the PD (ibv_dealloc_pd). It fails with EBUSY while MRs,
-// MWs, QPs, AHs or SRQs of the PD are open. Closing twice is a no-op.
+// MWs, QPs, AHs or SRQs of the PD are open. Closing twice is a no-op. A
+// method of the PD under way in another goroutine (a RegMR, a CreateQP)
+// finishes first, and the object it made keeps the PD open; one that
+// begins once Close has begun returns ErrClosed.
 func (pd *PD) Close() error {
+	pd.use.mu.Lock()
+	defer pd.use.mu.Unlock()
 	if pd.c == nil {
 		return nil
 	}
 	if n := pd.kids.count(); n > 0 {
 		return busyError("ibv_dealloc_pd", "objects (MRs, MWs, QPs, AHs, SRQs)", n)
 	}
+	pd.use.shut()
+	pd.use.drain()
+	if n := pd.kids.count(); n > 0 { // made meanwhile
+		pd.use.open()
+		return busyError("ibv_dealloc_pd", "objects (MRs, MWs, QPs, AHs, SRQs)", n)
+	}
 	rc := C.ibv_dealloc_pd(pd.c)
 	if rc != 0 {
+		pd.use.open()
 		return verbError("ibv_dealloc_pd", int(rc))
 	}
 	pd.c = nil

@@ -108,6 +108,9 @@ type QP struct {
 	destroy func() error
 	kids    refs         // open SendBatches and RecvBatches
 	groups  []mcastGroup // attached with AttachMcast
+	// use guards c against Close for the methods that take neither
+	// sendMu nor recvMu (Modify, Query, Endpoint, NewSendBatch, ...).
+	use inUse
 }
 
 // maxBatch bounds the WRs one cgo call posts; longer lists take several.
@@ -246,9 +249,10 @@ func (pd *PD) createQPEx(init QPInit, create func(*C.struct_ibv_qp_init_attr_ex)
 // createQP checks init, applies its defaults, fills the C attributes and
 // wraps the QP that create makes from them.
 func (pd *PD) createQP(init QPInit, create func(*C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error), destroy func() error) (*QP, error) {
-	if pd.c == nil {
+	if !pd.use.enter() {
 		return nil, ErrClosed
 	}
+	defer pd.use.leave()
 	if init.SendCQ == nil {
 		return nil, fmt.Errorf("ibv_create_qp: a send CQ is required: %w", syscall.EINVAL)
 	}
@@ -258,8 +262,15 @@ func (pd *PD) createQP(init QPInit, create func(*C.struct_ibv_qp_init_attr) (*C.
 	if init.RecvCQ == nil {
 		init.RecvCQ = init.SendCQ
 	}
-	if init.SendCQ.c == nil || init.RecvCQ.c == nil || (init.SRQ != nil && init.SRQ.c == nil) {
-		return nil, ErrClosed
+	// The CQs and SRQ, entered, stay open until the QP holds them.
+	for _, u := range []*inUse{&init.SendCQ.use, &init.RecvCQ.use, srqUse(init.SRQ)} {
+		if u == nil {
+			continue
+		}
+		if !u.enter() {
+			return nil, ErrClosed
+		}
+		defer u.leave()
 	}
 	if err := pd.ctx.sameContext("ibv_create_qp", "the send CQ", init.SendCQ.ctx); err != nil {
 		return nil, err
@@ -329,6 +340,7 @@ func (pd *PD) adopt(q *C.struct_ibv_qp, init QPInit, c *C.struct_ibv_qp_cap, des
 	if init.SRQ != nil {
 		init.SRQ.kids.add()
 	}
+	qp.use.open()
 	pd.ctx.register(unsafe.Pointer(q), qp)
 	return qp, nil
 }
@@ -467,7 +479,7 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
 		return fmt.Errorf("ibv_post_send: a UD send without SendWR.AH: %w", syscall.EINVAL)
 	case qp.typ == QPTypeUD && w.AH.c == nil:
 		return fmt.Errorf("ibv_post_send: the send's AH: %w", ErrClosed)
-	case qp.typ == QPTypeUD && w.AH.pd.ctx.c != qp.pd.ctx.c:
+	case qp.typ == QPTypeUD && w.AH.pd.ctx.dev != qp.pd.ctx.dev:
 		return qp.pd.ctx.sameContext("ibv_post_send", "the send's AH", w.AH.pd.ctx)
 	case w.Opcode == OpBindMW:
 		if w.Bind == nil {
@@ -662,7 +674,10 @@ func postRecvC(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, w *C.struct_ibv_recv_
 // Close detaches the QP from the multicast groups AttachMcast attached it
 // to (ibv_detach_mcast) and destroys it (ibv_destroy_qp). Closing twice is
 // a no-op; with a SendBatch or RecvBatch of the QP still open it is an
-// error matching syscall.EBUSY.
+// error matching syscall.EBUSY. It may run while other goroutines use the
+// QP: a method under way (a post, BindMW, Modify and the To* steps,
+// Connect, Query, State, Endpoint, AttachMcast) finishes before the QP is
+// destroyed, and one that begins once Close has begun returns ErrClosed.
 func (qp *QP) Close() error {
 	// A PostSend or PostRecv under way ends before the QP goes; one
 	// after finds it gone, as does a second Close.
@@ -679,15 +694,25 @@ func (qp *QP) Close() error {
 	if err := qp.detachAll(); err != nil {
 		return err
 	}
+	// The methods that hold neither lock: a Modify or Query under way
+	// ends before the QP goes, one after returns ErrClosed.
+	qp.use.shut()
+	qp.use.drain()
+	if n := qp.kids.count(); n > 0 { // a batch made meanwhile
+		qp.use.open()
+		return busyError("ibv_destroy_qp", "send or receive batches of the QP", n)
+	}
 	p := unsafe.Pointer(qp.c)
 	qp.pd.ctx.unregister(p) // before its address can be another's
 	if qp.destroy != nil {
 		if err := qp.destroy(); err != nil {
 			qp.pd.ctx.register(p, qp)
+			qp.use.open()
 			return err
 		}
 	} else if rc := C.ibv_destroy_qp(qp.c); rc != 0 {
 		qp.pd.ctx.register(p, qp)
+		qp.use.open()
 		return verbError("ibv_destroy_qp", int(rc))
 	}
 	qp.c = nil

@@ -112,9 +112,10 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		return fmt.Errorf("ibv_modify_qp: QP %#x: mask %s: QPAttr has no fields for them: %w",
 			qp.num, maskNames(bad), syscall.EINVAL)
 	}
-	if qp.c == nil {
+	if !qp.use.enter() {
 		return ErrClosed
 	}
+	defer qp.use.leave()
 	if mask&QPAttrCap != 0 {
 		if err := attr.Cap.check("ibv_modify_qp"); err != nil {
 			return err
@@ -174,9 +175,10 @@ func maskNames(m QPAttrMask) string {
 // Query returns the QP's current attributes and its init capacities
 // (ibv_query_qp with every mask bit).
 func (qp *QP) Query() (QPAttr, error) {
-	if qp.c == nil {
+	if !qp.use.enter() {
 		return QPAttr{}, ErrClosed
 	}
+	defer qp.use.leave()
 	var a C.struct_ibv_qp_attr
 	var ia C.struct_ibv_qp_init_attr
 	mask := C.int(0x1fffff)
@@ -457,9 +459,10 @@ func (qp *QP) ahFor(remote Endpoint, p ConnParams) AHAttr {
 // gives by default, 0x11111111: to advertise another, move the QP to INIT
 // before taking its Endpoint. Other types report that default.
 func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
-	if qp.c == nil {
+	if !qp.use.enter() {
 		return Endpoint{}, ErrClosed
 	}
+	defer qp.use.leave()
 	// Endpoint.GIDIndex and the GID index that Connect's address vector
 	// takes are 8 bits: refuse an index they would wrap (256 to 0).
 	if err := checkPortGID("Endpoint", port, gidIndex); err != nil {
@@ -497,7 +500,7 @@ func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
 }
 
 // qkey returns the Q_Key of a UD QP past RESET, and for one in RESET the
-// default that ToInit gives.
+// default that ToInit gives. The caller has entered qp.
 func (qp *QP) qkey() (uint32, error) {
 	var a C.struct_ibv_qp_attr
 	var ia C.struct_ibv_qp_init_attr

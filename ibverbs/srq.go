@@ -21,6 +21,7 @@ type SRQ struct {
 	s    *C.struct_gv_post_scratch
 	mu   sync.Mutex // PostRecv's, for s
 	kids refs
+	use  inUse // guards c against Close, for the methods that do not take mu
 }
 
 // SRQInit describes a shared receive queue (struct ibv_srq_init_attr).
@@ -40,9 +41,10 @@ type SRQInit struct {
 // init.Limit, arms it (ibv_modify_srq); a failure after ibv_create_srq
 // destroys the SRQ again (ibv_destroy_srq).
 func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
-	if pd.c == nil {
+	if !pd.use.enter() {
 		return nil, ErrClosed
 	}
+	defer pd.use.leave()
 	for _, f := range []struct {
 		name string
 		n    int
@@ -67,6 +69,7 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 		return nil, fmt.Errorf("ibverbs: out of memory for post scratch: %w", syscall.ENOMEM)
 	}
 	srq := &SRQ{c: q, pd: pd, s: s}
+	srq.use.open()
 	if init.Limit > 0 {
 		if err := srq.Arm(init.Limit); err != nil {
 			C.ibv_destroy_srq(q)
@@ -94,9 +97,10 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 // than limit receives remain, the context's event stream gets
 // EventSRQLimitReached once, and the SRQ must be armed again.
 func (srq *SRQ) Arm(limit int) error {
-	if srq.c == nil {
+	if !srq.use.enter() {
 		return ErrClosed
 	}
+	defer srq.use.leave()
 	if err := checkU32("ibv_modify_srq", "limit", limit); err != nil {
 		return err
 	}
@@ -120,9 +124,10 @@ type SRQAttr struct {
 
 // Query returns the SRQ's capacity and limit (ibv_query_srq).
 func (srq *SRQ) Query() (SRQAttr, error) {
-	if srq.c == nil {
+	if !srq.use.enter() {
 		return SRQAttr{}, ErrClosed
 	}
+	defer srq.use.leave()
 	var a C.struct_ibv_srq_attr
 	if rc := C.ibv_query_srq(srq.c, &a); rc != 0 {
 		return SRQAttr{}, verbError("ibv_query_srq", int(rc))
@@ -134,9 +139,10 @@ func (srq *SRQ) Query() (SRQAttr, error) {
 // IBV_SRQ_MAX_WR), keeping those posted. A device that cannot
 // (DeviceAttr.DeviceCapFlags without IBV_DEVICE_SRQ_RESIZE) fails it.
 func (srq *SRQ) Resize(maxWR int) error {
-	if srq.c == nil {
+	if !srq.use.enter() {
 		return ErrClosed
 	}
+	defer srq.use.leave()
 	if maxWR < 1 || uint64(maxWR) > math.MaxUint32 {
 		return fmt.Errorf("ibv_modify_srq: %d receives: want 1 to %d: %w", maxWR, uint32(math.MaxUint32), syscall.EINVAL)
 	}
@@ -152,7 +158,10 @@ func (srq *SRQ) Resize(maxWR int) error {
 func (srq *SRQ) Raw() unsafe.Pointer { return unsafe.Pointer(srq.c) }
 
 // Close destroys the SRQ (ibv_destroy_srq). It fails with EBUSY while QPs
-// use it or RecvBatches of it are open. Closing twice is a no-op.
+// use it or RecvBatches of it are open. Closing twice is a no-op. It may
+// run while other goroutines use the SRQ: a PostRecv, Arm, Resize, Query
+// or NewRecvBatch under way finishes before the SRQ is destroyed, and
+// one that begins once Close has begun returns ErrClosed.
 func (srq *SRQ) Close() error {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
@@ -162,10 +171,17 @@ func (srq *SRQ) Close() error {
 	if n := srq.kids.count(); n > 0 {
 		return busyError("ibv_destroy_srq", "QPs using the SRQ or receive batches of it", n)
 	}
+	srq.use.shut()
+	srq.use.drain()
+	if n := srq.kids.count(); n > 0 { // made meanwhile
+		srq.use.open()
+		return busyError("ibv_destroy_srq", "QPs using the SRQ or receive batches of it", n)
+	}
 	p := unsafe.Pointer(srq.c)
 	srq.pd.ctx.unregister(p) // before its address can be another's
 	if rc := C.ibv_destroy_srq(srq.c); rc != 0 {
 		srq.pd.ctx.register(p, srq)
+		srq.use.open()
 		return verbError("ibv_destroy_srq", int(rc))
 	}
 	srq.c = nil
@@ -173,4 +189,12 @@ func (srq *SRQ) Close() error {
 	srq.s = nil
 	srq.pd.kids.done()
 	return nil
+}
+
+// srqUse returns srq's guard, or nil for no SRQ.
+func srqUse(srq *SRQ) *inUse {
+	if srq == nil {
+		return nil
+	}
+	return &srq.use
 }
