@@ -968,12 +968,14 @@ func TestQPTimeout(t *testing.T) {
 // TestRetryCount sets each side's RC retry count (--retry_count), none
 // on the client and 3 on the server, with QPs gorperf connects and with
 // rdma_cm's, where the connection request carries the client's to both
-// sides' QPs and rdma_accept's is ignored; by default both have 7.
+// sides' QPs and rdma_accept's is ignored; by default both have 7, also
+// through rdma_cm, whose own default (rdmacm.DefaultRetryCount) is 6.
 func TestRetryCount(t *testing.T) {
 	checkSideAttr(t, "retry counts", []sideAttrCase{
 		{"default", 0, 0, 7, 7, false},
 		{"set", -1, 3, 0, 3, false},
 		{"rdma_cm", -1, 3, 0, 0, true},
+		{"rdma_cm default", 0, 0, 7, 7, true},
 	}, func(a ibverbs.QPAttr) uint8 { return a.RetryCnt }, func(l *bench.Local, v int) { l.RetryCount = v })
 }
 

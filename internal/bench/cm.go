@@ -40,6 +40,11 @@ func (s *session) cmConfig() *rdmacm.Config {
 		Timeout: 30 * time.Second, UD: s.spec.ConnType == ibverbs.QPTypeUD,
 		InitiatorDepth: depth, ResponderResources: depth, WRAPI: s.wrapi,
 		TOS: s.spec.TrafficClass, RetryCount: s.local.RetryCount}
+	if cfg.RetryCount == 0 {
+		// perftest's 7, as gorperf's own QPs have, not rdmacm's default
+		// (rdmacm.DefaultRetryCount), which is an application's.
+		cfg.RetryCount = 7
+	}
 	if s.spec.ConnType == ibverbs.QPTypeRC {
 		// Only an RC QP waits for acknowledgements. Without -u, the 14
 		// of a QP gorperf connects itself, as perftest (since 24.10)
