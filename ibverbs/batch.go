@@ -185,15 +185,18 @@ func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.D
 		return 0, fmt.Errorf("ibv_post_send: requests %d+%d in lists of %d of a batch of %d, %d completions: %w",
 			from, n, listLen, len(b.wrs), len(wcs), syscall.EINVAL)
 	}
-	// The CQ's Close waits for the poll; the QP cannot close while the
-	// batch is open.
-	if !cq.use.enter() {
+	// The QP cannot close while the batch is open, nor its CQs while it
+	// is: another CQ's Close waits for the poll, which enters it.
+	guard := cq != b.qp.send && cq != b.qp.recv
+	if guard && !cq.use.enter() {
 		return 0, ErrClosed
 	}
 	var bad, polled C.int
 	rc := C.gv_post_poll(handle(b.qp.c), handle(b.qp.qx), handle(&b.wrs[from]), C.int(n), C.int(min(listLen, n)), &bad,
 		handle(cq.c), C.int(min(len(wcs), math.MaxInt32)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])), C.int64_t(spin), &polled)
-	cq.use.leave()
+	if guard {
+		cq.use.leave()
+	}
 	if rc != 0 {
 		return 0, &PostError{Index: from + int(bad), Err: b.qp.postError(int(rc))}
 	}

@@ -255,9 +255,11 @@ const DefaultAckTimeout = 14
 // the verbs read as 0.64 ms (0 would be 655.36 ms).
 const DefaultMinRNRTimer = 12
 
-// Retries turns a retry count as ConnParams and rdmacm.Config take it
-// into the 3-bit value of the QP attribute (retry_cnt, rnr_retry): 0 is
-// the default, 7; a negative value is 0, no retries; above 7 is 7.
+// Retries turns a retry count as ConnParams takes it into the 3-bit
+// value of the QP attribute (retry_cnt, rnr_retry): 0 is the default, 7;
+// a negative value is 0, no retries; above 7 is 7. rdmacm.Config's
+// RNRRetryCount reads the same; its RetryCount takes 0 for
+// rdmacm.DefaultRetryCount, 6, as soft-RoCE retries for ever at 7.
 func Retries(n int) uint8 {
 	switch {
 	case n == 0:
