@@ -126,7 +126,11 @@ type Config struct {
 	// frees; the Conn calls cleanup when it closes, before the QP, or at
 	// once when the set-up fails after Prepare. A cleanup that fails is
 	// called again by the Conn's next Close, so it must be safe to call
-	// again (Close methods are). An error from Prepare,
+	// again (Close methods are). Close runs cleanup before Done closes
+	// (Done closes once the teardown is over), so cleanup must not wait
+	// for Done, nor for a goroutine that stops on Done: Close would never
+	// return. Stop such a goroutine another way, with a context that
+	// cleanup cancels before it waits, say. An error from Prepare,
 	// which must have freed what it made, fails the set-up (and rejects
 	// an accepted request).
 	Prepare func(c *Conn) (cleanup func() error, err error)
@@ -687,7 +691,9 @@ func (c *Conn) UD() UDParam { return c.udParam }
 // When Close ends it, Done closes as Close returns, once Close has
 // disconnected and freed what it could: a goroutine woken by Done finds
 // the QP and the CQs the Conn made closed, and their methods return
-// ibverbs.ErrClosed. Until then Err is nil.
+// ibverbs.ErrClosed. Until then Err is nil. Config.Prepare's cleanup runs
+// before, within Close: it must not wait for Done, nor for what stops on
+// it.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err returns nil while the connection is up (Done is open), then why it

@@ -33,8 +33,11 @@ var (
 	ErrAddrResolve = errors.New("address not resolved")
 	// ErrRouteResolve: no route to the resolved address (ROUTE_ERROR).
 	ErrRouteResolve = errors.New("route not resolved")
-	// ErrUnreachable: the peer did not answer the connection handshake
-	// (UNREACHABLE). It also matches syscall.ETIMEDOUT.
+	// ErrUnreachable: the peer did not answer the connection handshake,
+	// or, for a connection up, its address became unreachable
+	// (UNREACHABLE; Conn.Err says so once Done closes). It also matches
+	// the errno the event carries, syscall.ETIMEDOUT where it carries
+	// none.
 	ErrUnreachable = errors.New("peer unreachable")
 	// ErrConnect: the connection failed in its last step (CONNECT_ERROR).
 	ErrConnect = errors.New("connection error")

@@ -44,8 +44,9 @@ type Config struct {
 	// probe, an RDMA write of no bytes (default 15 s; negative for
 	// never). A peer that died silently then shows, through the device's
 	// retries running out, even to a side that only receives: within
-	// KeepAlive and CM.RetryCount+1 ACK timeouts (rdmacm.Config.RetryCount
-	// says how long those take).
+	// KeepAlive and CM.RetryCount+1 ACK timeouts, 7 with the default
+	// (rdmacm.DefaultRetryCount+1; rdmacm.Config.RetryCount says how long
+	// those take).
 	KeepAlive time.Duration
 	// Spin is how long Send, Recv, Read and Write poll the connection's
 	// CQ, for the peer's message or for credits, before they sleep on its
@@ -178,25 +179,28 @@ type Conn struct {
 
 	// mu guards what follows, and every post: posts to the QP must not
 	// run at once.
-	mu      sync.Mutex
-	fl      flow
-	free    []int // send buffers not on the wire
-	sqOut   int   // requests on the send queue
-	upOut   int   // of which credit updates and keepalives
-	lost    int   // messages whose send failed or was flushed
-	ready   ring  // received data messages not yet taken, in order
-	lens    []int // each receive buffer's message length
-	cur     int   // the message Read is part way through, or -1
-	off     int   // and how far
-	err     error // why the connection failed
-	eof     bool  // the peer closed, and everything it sent was taken
-	wclosed bool  // this side's end message is posted (CloseWrite)
-	rclosed bool  // the peer's end message was read
-	endIn   bool  // the peer's end message was received
-	peerOut bool  // and it was Close's: the peer takes nothing more
-	cut     error // the readers' io.EOF, where the peer ended without an end message
-	closing bool
-	started bool // start finished: Close frees what there is
+	mu       sync.Mutex
+	fl       flow
+	free     []int // send buffers not on the wire
+	sqOut    int   // requests on the send queue
+	upOut    int   // of which credit updates and keepalives
+	lost     int   // messages whose send failed or was flushed
+	finOut   int   // end and abort messages posted and not acknowledged
+	finErr   bool  // one failed with an error of its own (not a flush)
+	aborting bool  // the abort message is posted (Abort)
+	ready    ring  // received data messages not yet taken, in order
+	lens     []int // each receive buffer's message length
+	cur      int   // the message Read is part way through, or -1
+	off      int   // and how far
+	err      error // why the connection failed
+	eof      bool  // the peer closed, and everything it sent was taken
+	wclosed  bool  // this side's end message is posted (CloseWrite)
+	rclosed  bool  // the peer's end message was read
+	endIn    bool  // the peer's end message was received
+	peerOut  bool  // and it was Close's: the peer takes nothing more
+	cut      error // the readers' io.EOF, where the peer ended without an end message
+	closing  bool
+	started  bool // start finished: Close frees what there is
 	// loans counts the buffers in use outside mu (lend); unmapLater says
 	// Close left their unmapping to the last giveBack.
 	loans      int
@@ -878,6 +882,15 @@ func (c *Conn) sent(wc *ibverbs.WC) {
 		}
 	} else {
 		c.upOut--
+		if i == c.endWR() || i == c.abortWR() {
+			switch wc.Status {
+			case ibverbs.WCSuccess:
+				c.finOut--
+			case ibverbs.WCWRFlushErr:
+			default:
+				c.finErr = true
+			}
+		}
 	}
 	// A flushed request is not a cause: the QP went into the error state
 	// because a request failed (which completes with its own status), the
@@ -892,17 +905,57 @@ func (c *Conn) sent(wc *ibverbs.WC) {
 // the completions of the messages still on the send queue.
 const closeGrace = time.Second
 
-// closeWait is how long Close waits at most for the messages sent to
-// reach the peer, where the write deadline does not end the wait sooner.
+// closeWait is how long Close waits for the messages sent to reach the
+// peer while none does: the wait ends once closeWait passes without a
+// send's completion, or at the write deadline (closeBound).
 const closeWait = 5 * time.Second
 
+// closeBound is when Close stops waiting for its sends: closeWait after
+// the last progress (Close's start, then each send's completion), so
+// that a slow transfer with much in flight is not cut while a silent peer
+// is; or at the write deadline, where one that had not passed when Close
+// began comes sooner. A deadline already passed (a per-write one, or one
+// set to unblock a Read) does not cut the wait, as net.Conn's Close
+// still delivers: where it did, the disconnect came just after the end
+// message was posted and could flush it.
+type closeBound struct {
+	deadline time.Time // the write deadline, or zero
+	stall    time.Time // closeWait after the last progress
+}
+
+// newCloseBound is the bound of a Close that began at start, its write
+// deadline then wdl (zero for none).
+func newCloseBound(start, wdl time.Time) closeBound {
+	b := closeBound{stall: start.Add(closeWait)}
+	if wdl.After(start) {
+		b.deadline = wdl
+	}
+	return b
+}
+
+// progress notes a send's completion at now.
+func (b *closeBound) progress(now time.Time) { b.stall = now.Add(closeWait) }
+
+// limit returns when the wait ends, and how to say so.
+func (b *closeBound) limit() (time.Time, string) {
+	if !b.deadline.IsZero() && b.deadline.Before(b.stall) {
+		return b.deadline, "by the write deadline"
+	}
+	return b.stall, fmt.Sprintf("within %v without progress", closeWait)
+}
+
 // lostError says how many messages sent may not have reached the peer,
-// those that failed and those still on the send queue, with c.mu held;
-// nil when none. The reason is the connection's failure or end, else
-// cut (Close's wait ran out), else EPIPE.
+// those that failed and those still on the send queue, and whether the
+// end or abort message may not have, with c.mu held; nil when nothing
+// is lost. The end or abort counts when it failed with an error of its
+// own, or was still on its way when Close's wait was cut, unless the
+// peer disconnected (it closed too: it takes nothing more, and an end
+// lost to its disconnect is no loss). The reason is the connection's
+// failure or end, else cut (Close's wait ran out), else EPIPE.
 func (c *Conn) lostError(cut error) error {
 	n := c.lost + c.sqOut - c.upOut
-	if n == 0 {
+	fin := c.finOut > 0 && (cut != nil || c.finErr) && !errors.Is(c.link.Err(), rdmacm.ErrDisconnected)
+	if n == 0 && !fin {
 		return nil
 	}
 	why := c.err
@@ -915,11 +968,24 @@ func (c *Conn) lostError(cut error) error {
 	if why == nil {
 		why = syscall.EPIPE
 	}
-	what := "messages"
-	if n == 1 {
-		what = "message"
+	var what string
+	switch {
+	case n == 1:
+		what = "1 message sent"
+	case n > 1:
+		what = fmt.Sprintf("%d messages sent", n)
 	}
-	return fmt.Errorf("rdmamsg: close: %d %s sent may not have reached %s: %w", n, what, c.link.RemoteAddr(), why)
+	if fin {
+		end := "the end of the stream"
+		if c.aborting {
+			end = "the abort"
+		}
+		if what != "" {
+			what += " and "
+		}
+		what += end
+	}
+	return fmt.Errorf("rdmamsg: close: %s may not have reached %s: %w", what, c.link.RemoteAddr(), why)
 }
 
 // ended marks the end of the stream once the connection has ended and
@@ -1170,7 +1236,12 @@ func (c *Conn) postAbort() error {
 	}
 	a := c.abortWR()
 	c.sb.SetImm(a, imm)
-	return c.postControl(a)
+	if err := c.postControl(a); err != nil {
+		return err
+	}
+	c.finOut++
+	c.aborting = true
+	return nil
 }
 
 // postEnd posts the end message, with c.mu held, unless one went, the
@@ -1187,6 +1258,7 @@ func (c *Conn) postEnd(closing bool) error {
 	if err := c.postControl(e); err != nil {
 		return err
 	}
+	c.finOut++
 	c.wclosed = true
 	return nil
 }
@@ -1804,17 +1876,24 @@ func (c *Conn) CloseWrite() error {
 // did (to a peer that takes one: its hello says so), so that the peer
 // reads io.EOF after what was sent, not io.ErrUnexpectedEOF as it does
 // when a connection ends with none (a process killed). It then waits
-// until every message sent has reached the peer (its send completed), or
-// failed, so that the peer receives everything sent before Close; but
-// for 5 s at most, or until the write deadline (SetWriteDeadline,
-// SetDeadline) where one is set and comes sooner, so that a peer that
-// went silent, which answers nothing until the QP's retries run out (15 s
-// or so on soft-RoCE with the defaults; rdmacm.Config.RetryCount), does
-// not hold Close that long. Send returns once a message is on its way,
-// so Close is where a message that never arrived is told: its error says
-// how many may not have reached the peer, and why (the connection's
-// failure, the peer's close, rdmacm.ErrDisconnected, or the end of the
-// wait, os.ErrDeadlineExceeded). Then it disconnects, which flushes what
+// until every message sent, and the end, has reached the peer (its send
+// completed), or failed, so that the peer receives everything sent
+// before Close; but for 5 s at most without progress (the 5 s start
+// again each time a send completes, so a slow transfer with much in
+// flight is not cut short), or until the write deadline
+// (SetWriteDeadline, SetDeadline) where one still to come is set and
+// comes sooner, so that a peer that went silent, which answers nothing
+// until the QP's retries run out (15 s or so on soft-RoCE with the
+// defaults; rdmacm.Config.RetryCount), does not hold Close that long. A
+// write deadline that had already passed when Close began (one set for
+// each write, or to end a wait) does not cut the wait: as net.Conn's
+// Close, this one delivers what was sent and the end. Send returns once a
+// message is on its way, so Close is where a message that never arrived
+// is told: its error says how many may not have reached the peer, and
+// whether the end of the stream may not have (where it had not arrived
+// when the wait was cut, or failed), and why (the connection's failure,
+// the peer's close, rdmacm.ErrDisconnected, or the end of the wait,
+// os.ErrDeadlineExceeded). Then it disconnects, which flushes what
 // is still on the send queue (rdma_disconnect; for a Conn that Handshake
 // made, it moves the QP to the error state and closes the net.Conn), and
 // frees the connection's QP, memory registrations and the rest. Send,
@@ -1843,8 +1922,10 @@ func (c *Conn) Close() error { return c.shut(false) }
 // into a receive the peer keeps spare for it beyond its depth, which
 // needs no credit and waits for nothing, then goes on as Close (sending
 // no end message), whose error it returns: it waits for the messages sent
-// to reach the peer, the abort last (as long as Close waits, at most),
-// then disconnects (rdma_disconnect) and frees. After Close or Abort it
+// to reach the peer, the abort last (as long as Close waits, at most; an
+// abort still on its way when the wait is cut is told as Close tells an
+// end: "the abort may not have reached"), then disconnects
+// (rdma_disconnect) and frees. After Close or Abort it
 // does nothing but return that error.
 // Nothing is posted once the connection has failed or the peer has
 // closed. A peer whose rdmamsg is older than Abort keeps no spare
@@ -1874,12 +1955,9 @@ func (c *Conn) shut(abort bool) error {
 		if h := shutHook.Load(); h != nil {
 			(*h)(c)
 		}
-		// The wait for the sends ends by the write deadline, if one is
-		// set, and within closeWait in any case.
-		limit, waitFor := time.Now().Add(closeWait), fmt.Sprintf("within Close's %v", closeWait)
-		if t := c.wdl.when(); !t.IsZero() && t.Before(limit) {
-			limit, waitFor = t, "by the write deadline"
-		}
+		// The wait for the sends ends after closeWait without progress,
+		// or at a write deadline still to come (closeBound).
+		bound := newCloseBound(time.Now(), c.wdl.when())
 		close(c.closed)
 		c.rdl.stop()
 		c.wdl.stop()
@@ -1900,16 +1978,25 @@ func (c *Conn) shut(abort bool) error {
 		// moment for them before counting any as lost. A peer that went
 		// silent answers nothing until the QP's retries run out, which
 		// may be never (a retry count of 7 on soft-RoCE): the wait ends
-		// at limit, and the disconnect below flushes what is left.
+		// at the bound, and the disconnect below flushes what is left.
 		var lost error
 		var ended time.Time
+		left := -1
 		for {
 			c.mu.Lock()
 			c.s.reap(c.closeKick)
+			now := time.Now()
 			if ended.IsZero() && (c.eof || c.link.Err() != nil) {
-				ended = time.Now()
+				ended = now
 			}
-			late := !time.Now().Before(limit)
+			if c.sqOut != left { // nothing is posted now: a send completed
+				if left >= 0 {
+					bound.progress(now)
+				}
+				left = c.sqOut
+			}
+			limit, waitFor := bound.limit()
+			late := !now.Before(limit)
 			sent := c.sqOut == 0 || c.err != nil || late ||
 				!ended.IsZero() && (c.sqOut == c.upOut || time.Since(ended) > closeGrace)
 			done := sent && !c.s.asleep

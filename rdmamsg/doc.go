@@ -79,8 +79,9 @@
 // # The end of a connection
 //
 // Close sends an end message after the last, waits until the messages
-// it sent have reached the peer (5 s at most, or until the write
-// deadline), then disconnects; the peer's Recv and
+// it sent, and the end, have reached the peer (until 5 s pass with no
+// send completing, or until a write deadline still to come), then
+// disconnects; the peer's Recv and
 // Read return what arrived and then io.EOF, and its Send fails with an
 // error matching syscall.EPIPE. A peer that disconnects without an end
 // message (its process was killed, say: the kernel closes its
@@ -100,11 +101,13 @@
 // a message cannot be delivered (the peer's host died, a link is down),
 // the device gives up after the QP's retries (rdmacm.Config.AckTimeout
 // and RetryCount: seven ACK timeouts with the defaults, about 15 s on
-// soft-RoCE), and every call returns that error, after the messages
-// that arrived. Send returns once a message is on its way, so Close is
-// where one that never arrived is told: its error counts the messages
-// that may not have reached the peer, and says why. A side that has sent nothing for Config.KeepAlive (15 s by
-// default) sends an empty credit update (or, with no credit to spare, a
+// soft-RoCE with rdma_cm's ACK timeout (Dial, Accept), about 7.5 s with
+// Handshake's default AckTimeout of 18), and every call returns that
+// error, after the messages that arrived. Send returns once a message is
+// on its way, so Close is where one that never arrived is told: its
+// error counts the messages that may not have reached the peer, says
+// whether the end may not have, and why. A side that has sent nothing
+// for Config.KeepAlive (15 s by default) sends an empty credit update (or, with no credit to spare, a
 // probe: an RDMA write of no bytes, which takes no receive), so that even
 // a side that only receives, or one its peer stopped reading, hears of a
 // peer that died silently, within the keepalive and the retries: about
