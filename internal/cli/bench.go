@@ -439,7 +439,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 			if c.Threads > 1 {
 				c.NumQPs = uint16(h.NumQPs) // a connection's spec has its share
 			}
-			for _, line := range unusedFlags(fs, spec, c) {
+			for _, line := range unusedFlags(fs, o.typed, spec, c) {
 				fmt.Fprintf(f.IO.ErrOut, "gorperf: %s\n", line)
 			}
 			onHeader(h)
@@ -472,70 +472,107 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 // clientFlags are the test flags that a server for one test takes from
 // its client's test, not from its own command line: each by its names
 // (--tclass and --tos set one value) and its value in a test, "" for
-// none (a switch off, a number not given), "on" for a switch on; none,
-// if not empty, is what a client whose test has none asked for instead.
+// none (a switch off, a number not given), "on" for a switch on, which
+// says whether the server's flag would have changed the test; has, if
+// set, says what a client's test has instead where "-x VALUE" or "no -x"
+// would not be the truth ("" where they would): a test of all sizes has
+// no -s, a timed one no -n. The server knows only its client's test, not
+// which of its values the client gave and which are defaults or follow
+// from others (-t from -n, -Q from -l, -f from -D), so it says what the
+// test has, not what the client asked for.
 var clientFlags = []struct {
 	names []string
 	value func(exchange.TestSpec) string
-	none  string
+	has   func(exchange.TestSpec) string
 }{
 	{[]string{"size"}, func(s exchange.TestSpec) string {
 		if s.AllSizes {
 			return ""
 		}
 		return num(uint64(s.Size))
-	}, "all sizes (-a)"},
-	{[]string{"all"}, func(s exchange.TestSpec) string { return on(s.AllSizes) }, ""},
+	}, func(s exchange.TestSpec) string {
+		if s.AllSizes {
+			return "runs all sizes (-a)"
+		}
+		return ""
+	}},
+	{[]string{"all"}, func(s exchange.TestSpec) string { return on(s.AllSizes) }, nil},
 	{[]string{"iters"}, func(s exchange.TestSpec) string {
 		if s.Duration > 0 || s.RunInfinitely {
 			return ""
 		}
 		return num(s.Iterations)
-	}, "a timed run (-D, --run_infinitely)"},
-	{[]string{"duration"}, func(s exchange.TestSpec) string { return num(uint64(s.Duration)) }, ""},
+	}, func(s exchange.TestSpec) string {
+		switch {
+		case s.RunInfinitely:
+			return "runs --run_infinitely"
+		case s.Duration > 0:
+			return fmt.Sprintf("is a timed run (-D %d)", s.Duration)
+		}
+		return ""
+	}},
+	{[]string{"duration"}, func(s exchange.TestSpec) string {
+		if s.RunInfinitely { // -D is the interval, given or perftest's 5 s
+			return "every " + num(uint64(s.Duration))
+		}
+		return num(uint64(s.Duration))
+	}, func(s exchange.TestSpec) string {
+		if s.RunInfinitely {
+			return fmt.Sprintf("runs --run_infinitely, a report every %d s", s.Duration)
+		}
+		return ""
+	}},
 	{[]string{"margin"}, func(s exchange.TestSpec) string {
 		if s.Duration == 0 || s.RunInfinitely {
 			return ""
 		}
 		return strconv.FormatUint(uint64(s.Margin), 10)
-	}, "a run of iterations (no -D)"},
-	{[]string{"qp"}, func(s exchange.TestSpec) string { return num(uint64(s.NumQPs)) }, ""},
-	{[]string{"bidirectional"}, func(s exchange.TestSpec) string { return on(s.Bidirectional) }, ""},
-	{[]string{"connection"}, func(s exchange.TestSpec) string { return s.ConnType.String() }, ""},
-	{[]string{"inline_size"}, func(s exchange.TestSpec) string { return strconv.FormatUint(uint64(s.Inline), 10) }, ""},
-	{[]string{"tx-depth"}, func(s exchange.TestSpec) string { return num(uint64(s.TXDepth)) }, ""},
-	{[]string{"rx-depth"}, func(s exchange.TestSpec) string { return num(uint64(s.RXDepth)) }, ""},
-	{[]string{"cq-mod"}, func(s exchange.TestSpec) string { return num(uint64(s.CQModeration)) }, ""},
-	{[]string{"post_list"}, func(s exchange.TestSpec) string { return num(uint64(s.PostList)) }, ""},
-	{[]string{"recv_post_list"}, func(s exchange.TestSpec) string { return num(uint64(s.RecvPostList)) }, ""},
+	}, func(s exchange.TestSpec) string {
+		switch {
+		case s.RunInfinitely:
+			return "runs --run_infinitely, which has no margin"
+		case s.Duration == 0:
+			return "is a run of iterations (no -D), which has no margin"
+		}
+		return ""
+	}},
+	{[]string{"qp"}, func(s exchange.TestSpec) string { return num(uint64(s.NumQPs)) }, nil},
+	{[]string{"bidirectional"}, func(s exchange.TestSpec) string { return on(s.Bidirectional) }, nil},
+	{[]string{"connection"}, func(s exchange.TestSpec) string { return s.ConnType.String() }, nil},
+	{[]string{"inline_size"}, func(s exchange.TestSpec) string { return strconv.FormatUint(uint64(s.Inline), 10) }, nil},
+	{[]string{"tx-depth"}, func(s exchange.TestSpec) string { return num(uint64(s.TXDepth)) }, nil},
+	{[]string{"rx-depth"}, func(s exchange.TestSpec) string { return num(uint64(s.RXDepth)) }, nil},
+	{[]string{"cq-mod"}, func(s exchange.TestSpec) string { return num(uint64(s.CQModeration)) }, nil},
+	{[]string{"post_list"}, func(s exchange.TestSpec) string { return num(uint64(s.PostList)) }, nil},
+	{[]string{"recv_post_list"}, func(s exchange.TestSpec) string { return num(uint64(s.RecvPostList)) }, nil},
 	{[]string{"mtu"}, func(s exchange.TestSpec) string {
 		if s.MTU == 0 {
 			return ""
 		}
 		return strconv.Itoa(s.MTU.Bytes())
-	}, ""},
-	{[]string{"rdma_cm"}, func(s exchange.TestSpec) string { return on(s.RdmaCM) }, ""},
-	{[]string{"outs"}, func(s exchange.TestSpec) string { return num(uint64(s.OutReads)) }, ""},
-	{[]string{"events"}, func(s exchange.TestSpec) string { return on(s.Events) }, ""},
-	{[]string{"run_infinitely"}, func(s exchange.TestSpec) string { return on(s.RunInfinitely) }, ""},
+	}, nil},
+	{[]string{"rdma_cm"}, func(s exchange.TestSpec) string { return on(s.RdmaCM) }, nil},
+	{[]string{"outs"}, func(s exchange.TestSpec) string { return num(uint64(s.OutReads)) }, nil},
+	{[]string{"events"}, func(s exchange.TestSpec) string { return on(s.Events) }, nil},
+	{[]string{"run_infinitely"}, func(s exchange.TestSpec) string { return on(s.RunInfinitely) }, nil},
 	{[]string{"atomic_type"}, func(s exchange.TestSpec) string {
 		if !s.Test.IsAtomic() {
 			return ""
 		}
 		return s.Atomic.String()
-	}, ""},
-	{[]string{"validate"}, func(s exchange.TestSpec) string { return on(s.ValidateData) }, ""},
-	{[]string{"threads"}, func(s exchange.TestSpec) string { return num(uint64(max(s.Threads, 1))) }, ""},
-	{[]string{"reversed"}, func(s exchange.TestSpec) string { return on(s.Reversed) }, ""},
-	{[]string{"perform_warm_up"}, func(s exchange.TestSpec) string { return on(s.WarmUp) }, ""},
-	{[]string{"mr_per_qp"}, func(s exchange.TestSpec) string { return on(s.MRPerQP) }, ""},
-	{[]string{"use-srq"}, func(s exchange.TestSpec) string { return on(s.SRQ) }, ""},
-	{[]string{"use_hugepages"}, func(s exchange.TestSpec) string { return on(s.HugePages) }, ""},
-	{[]string{"use_old_post_send"}, func(s exchange.TestSpec) string { return on(s.OldPostSend) }, ""},
-	{[]string{"disable_pcie_relaxed"}, func(s exchange.TestSpec) string { return on(s.NoRelaxedOrdering) }, ""},
-	{[]string{"write_with_imm", "send_with_imm"}, func(s exchange.TestSpec) string { return on(s.Immediate) }, ""},
-	{[]string{"sl"}, func(s exchange.TestSpec) string { return num(uint64(s.SL)) }, ""},
-	{[]string{"tclass", "tos"}, func(s exchange.TestSpec) string { return num(uint64(s.TrafficClass)) }, ""},
+	}, nil},
+	{[]string{"validate"}, func(s exchange.TestSpec) string { return on(s.ValidateData) }, nil},
+	{[]string{"threads"}, func(s exchange.TestSpec) string { return num(uint64(max(s.Threads, 1))) }, nil},
+	{[]string{"reversed"}, func(s exchange.TestSpec) string { return on(s.Reversed) }, nil},
+	{[]string{"perform_warm_up"}, func(s exchange.TestSpec) string { return on(s.WarmUp) }, nil},
+	{[]string{"mr_per_qp"}, func(s exchange.TestSpec) string { return on(s.MRPerQP) }, nil},
+	{[]string{"use-srq"}, func(s exchange.TestSpec) string { return on(s.SRQ) }, nil},
+	{[]string{"use_hugepages"}, func(s exchange.TestSpec) string { return on(s.HugePages) }, nil},
+	{[]string{"use_old_post_send"}, func(s exchange.TestSpec) string { return on(s.OldPostSend) }, nil},
+	{[]string{"disable_pcie_relaxed"}, func(s exchange.TestSpec) string { return on(s.NoRelaxedOrdering) }, nil},
+	{[]string{"write_with_imm", "send_with_imm"}, func(s exchange.TestSpec) string { return on(s.Immediate) }, nil},
+	{[]string{"sl"}, func(s exchange.TestSpec) string { return num(uint64(s.SL)) }, nil},
+	{[]string{"tclass", "tos"}, func(s exchange.TestSpec) string { return num(uint64(s.TrafficClass)) }, nil},
 }
 
 func num(n uint64) string {
@@ -556,8 +593,10 @@ func on(b bool) string {
 // command line, fs, whose value in own, the test its flags make, is not
 // the one in client, its client's test, which the server runs: a
 // perftest user who gave -b only on the server learns that the test was
-// one-way. (A server's test is its client's, as perftest's is.)
-func unusedFlags(fs *pflag.FlagSet, own, client exchange.TestSpec) []string {
+// one-way. (A server's test is its client's, as perftest's is.) typed
+// has each flag's value as given (testOptions.typed), which the line
+// says: defaults rewrites some (-Q to at most -t, -f to 0 without -D).
+func unusedFlags(fs *pflag.FlagSet, typed map[string]string, own, client exchange.TestSpec) []string {
 	var lines []string
 	for _, cf := range clientFlags {
 		var given *pflag.Flag
@@ -574,24 +613,27 @@ func unusedFlags(fs *pflag.FlagSet, own, client exchange.TestSpec) []string {
 		if given.Shorthand != "" {
 			name = "-" + given.Shorthand
 		}
-		form := func(v string) string {
-			if v == "on" {
-				return name
-			}
-			return name + " " + v
-		}
-		asked := "did not ask for " + name
+		has := "has no " + name
 		switch {
+		case cf.has != nil && cf.has(client) != "":
+			has = cf.has(client)
+		case theirs == "on":
+			has = "has " + name
 		case theirs != "":
-			asked = "asked for " + form(theirs)
-		case cf.none != "":
-			asked = "asked for " + cf.none
+			has = "has " + name + " " + theirs
 		}
-		used := form(mine)
-		if mine == "" {
-			used = name + "=" + given.Value.String() // off, or 0
+		v, ok := typed[given.Name]
+		if !ok {
+			v = given.Value.String()
 		}
-		lines = append(lines, fmt.Sprintf("the client %s; this server's %s is not used (the client's flags set the test)", asked, used))
+		used := name + " " + v
+		if given.Value.Type() == "bool" {
+			used = name
+			if v != "true" {
+				used += "=" + v
+			}
+		}
+		lines = append(lines, fmt.Sprintf("the client's test %s; this server's %s is not used (the client's flags set the test)", has, used))
 	}
 	return lines
 }
@@ -756,9 +798,10 @@ func (o *testOptions) limitFlags() []string {
 }
 
 // unmeasured reports whether s measured nothing: no message either way,
-// no sample. Only a run cut short at a size's start has such a size
-// (bench adds the size it was at), which is no result, not one of 0
-// MB/sec.
+// no sample. A run cut short at a size's start has such a size as its
+// last (bench adds the size it was at), which is no result, not one of 0
+// MB/sec; but so does a complete size whose messages were all lost (a
+// UC or UD send receiver's, which received none), a real result.
 func unmeasured(s bench.SizeResult) bool {
 	if s.IsLatency {
 		return s.Iterations == 0 && s.Lat.N == 0
@@ -766,28 +809,25 @@ func unmeasured(s bench.SizeResult) bool {
 	return s.BW.Iterations == 0 && (s.Remote == nil || s.Remote.Iterations == 0)
 }
 
-// measured returns res without its unmeasured sizes, and its threads
-// without theirs, for the report: the same res if it has none.
+// cutShort reports whether res is of a run that either side's stop cut
+// short, whose last size may be the one the stop caught at its start.
+func cutShort(res *bench.Result) bool { return res.Interrupted || res.PeerInterrupted }
+
+// measured returns res without the size that a stop caught at its start,
+// its last if it is unmeasured in a run cut short, and its threads
+// without theirs, for the report: the same res if it has none. An
+// unmeasured size of a complete run, or one before the last, ended as
+// the run went on, and stays.
 func measured(res *bench.Result) *bench.Result {
-	if !slices.ContainsFunc(res.Sizes, unmeasured) {
+	n := len(res.Sizes)
+	if n == 0 || !cutShort(res) || !unmeasured(res.Sizes[n-1]) {
 		return res
 	}
 	m := *res
-	m.Sizes = nil
+	m.Sizes = res.Sizes[: n-1 : n-1]
 	m.Threads = slices.Clone(res.Threads)
-	for i := range m.Threads {
-		m.Threads[i].Sizes = nil
-	}
-	for k, s := range res.Sizes {
-		if unmeasured(s) {
-			continue
-		}
-		m.Sizes = append(m.Sizes, s)
-		for i, t := range res.Threads {
-			if k < len(t.Sizes) {
-				m.Threads[i].Sizes = append(m.Threads[i].Sizes, t.Sizes[k])
-			}
-		}
+	for i, t := range res.Threads {
+		m.Threads[i].Sizes = t.Sizes[:min(len(t.Sizes), n-1):min(len(t.Sizes), n-1)]
 	}
 	return &m
 }
@@ -1039,10 +1079,11 @@ type rowStream struct {
 	counters bool // port counters (-W), whose CSV columns come at the end
 	spec     exchange.TestSpec
 	on       bool
-	rows     int             // the rows printed
-	lat      bool            // the kind of the first, which is the table's
-	table    *report.CSVRows // the CSV's, once started
-	err      error           // the CSV's first failed write
+	rows     int               // the rows printed
+	lat      bool              // the kind of the first, which is the table's
+	table    *report.CSVRows   // the CSV's, once started
+	err      error             // the CSV's first failed write
+	held     *bench.SizeResult // an unmeasured size's row, not yet printed
 }
 
 // newRowStream returns the rowStream of o's rows to w: the text table's,
@@ -1061,6 +1102,7 @@ func (r *rowStream) start(spec exchange.TestSpec) {
 	defer r.mu.Unlock()
 	r.spec = spec
 	r.on = !spec.RunInfinitely
+	r.held = nil
 	if r.csv {
 		r.on = r.on && !r.counters
 		r.table = report.NewCSVRows(r.w, spec.Test.String(), r.cpu)
@@ -1068,12 +1110,32 @@ func (r *rowStream) start(spec exchange.TestSpec) {
 }
 
 // size prints s's row, after the table's column line (the CSV's header
-// row) if it is the first.
+// row) if it is the first. An unmeasured size's row is held back until
+// the next size ends, which shows that it was a complete size, and
+// printed before that one's; a row still held at the end is finish's to
+// print, which leaves it out of a run cut short (measured).
 func (r *rowStream) size(s bench.SizeResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.on || r.err != nil || unmeasured(s) {
-		return // finish leaves an unmeasured size out too
+	if !r.on {
+		return
+	}
+	if r.held != nil {
+		r.write(*r.held)
+		r.held = nil
+	}
+	if unmeasured(s) {
+		r.held = &s
+		return
+	}
+	r.write(s)
+}
+
+// write prints s's row, after the table's column line (the CSV's header
+// row) if it is the first; r.mu is held.
+func (r *rowStream) write(s bench.SizeResult) {
+	if r.err != nil {
+		return
 	}
 	if r.csv {
 		r.err = r.table.Write(reportSize(s))

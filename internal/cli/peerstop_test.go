@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,4 +190,123 @@ func TestUnmeasuredSizeLeftOut(t *testing.T) {
 	if strings.Contains(out.String(), " 128 ") || !strings.Contains(out.String(), " 64 ") {
 		t.Errorf("latency: want 64's row and not 128's:\n%s", out)
 	}
+}
+
+// lostSizes is a complete send_bw run over UC or UD as its receiver
+// reports it: its first size lost every message (0 received, which
+// sizeResult reports as zeros), its second received some.
+func lostSizes() *bench.Result {
+	return &bench.Result{Spec: exchange.TestSpec{Test: exchange.SendBW}, Role: "server", Header: fakeHeader("Send BW Test"),
+		Sizes: []bench.SizeResult{{Size: 4096, BW: stats.ComputeBandwidth(4096, 0, 0, 0)},
+			{Size: 8192, BW: stats.ComputeBandwidth(8192, 5000, 800*time.Millisecond, 0)}}}
+}
+
+// TestUnmeasuredSizeOfCompleteRunKept: a size of no messages in a run
+// that nobody cut short is a real result (a UC or UD receiver's, all of
+// whose messages were lost), not a stop's: it keeps its row in the text
+// table, streamed or not, the CSV, the JSON and --output's lines, and a
+// pass mark judges it (-w: exit 3). So does such a size before a cut
+// run's last, which ended as the run went on; only the last is the
+// stop's.
+func TestUnmeasuredSizeOfCompleteRunKept(t *testing.T) {
+	f, _, _ := newTestFactory(nil, nil)
+	o := testOptions{Test: exchange.SendBW, limits: report.Limits{BW: 1}}
+	if err := o.finish(f, "server", lostSizes(), nil); exitCode(err) != exitLimit {
+		t.Errorf("-w with a size of no messages: %v (exit %d), want exit 3", err, exitCode(err))
+	}
+
+	for _, format := range []string{"text", "streamed", "csv", "streamed csv", "json", "output"} {
+		res := lostSizes()
+		f, out, _ := newTestFactory(nil, nil)
+		o := testOptions{Test: exchange.SendBW, JSON: format == "json", CSV: strings.HasSuffix(format, "csv")}
+		if format == "output" {
+			o.value = report.BWValue
+		}
+		if strings.HasPrefix(format, "streamed") {
+			o.rows = o.newRowStream(out)
+			o.rows.start(res.Spec)
+			for _, s := range res.Sizes {
+				o.rows.size(s)
+			}
+		}
+		if err := o.finish(f, "server", res, nil); err != nil {
+			t.Errorf("%s: %v", format, err)
+		}
+		s := out.String()
+		switch format {
+		case "json":
+			var r report.Result
+			if err := json.Unmarshal(out.Bytes(), &r); err != nil || len(r.Results) != 2 || r.Results[0].Bytes != 4096 {
+				t.Errorf("JSON (%v): want both sizes, 4096's first:\n%s", err, s)
+			}
+		case "output":
+			if lines := strings.Split(strings.TrimSpace(s), "\n"); len(lines) != 2 {
+				t.Errorf("--output: %d lines, want one a size:\n%s", len(lines), s)
+			}
+		default:
+			if got := rowSizes(s); !slices.Equal(got, []string{"4096", "8192"}) {
+				t.Errorf("%s: rows of %v, want 4096's, then 8192's:\n%s", format, got, s)
+			}
+		}
+	}
+
+	// Cut short: the zero size before the last stays; the last, which
+	// the stop caught at its start, goes.
+	res := lostSizes()
+	res.PeerInterrupted = true
+	res.Sizes = append(res.Sizes, bench.SizeResult{Size: 16384, BW: stats.ComputeBandwidth(16384, 0, 0, 0)})
+	for _, streamed := range []bool{false, true} {
+		f, out, _ := newTestFactory(nil, nil)
+		o := testOptions{Test: exchange.SendBW}
+		if streamed {
+			o.rows = o.newRowStream(out)
+			o.rows.start(res.Spec)
+			for _, s := range res.Sizes {
+				o.rows.size(s)
+			}
+		}
+		o.finish(f, "server", res, nil)
+		if s := out.String(); !slices.Equal(rowSizes(s), []string{"4096", "8192"}) {
+			t.Errorf("cut short, streamed %v: want 4096's and 8192's rows, not 16384's:\n%s", streamed, s)
+		}
+	}
+}
+
+// TestStreamHoldsUnmeasuredRow: the row stream holds a size of no
+// messages back, printing nothing for it, until the next size ends; then
+// it prints both, in order, once each.
+func TestStreamHoldsUnmeasuredRow(t *testing.T) {
+	for _, csv := range []bool{false, true} {
+		res := lostSizes()
+		var out strings.Builder
+		o := testOptions{Test: exchange.SendBW, CSV: csv}
+		r := o.newRowStream(&out)
+		r.start(res.Spec)
+		r.size(res.Sizes[0])
+		if out.Len() != 0 || r.printed() != 0 {
+			t.Errorf("csv %v: the zero row was printed before the next size ended (%d rows):\n%s", csv, r.printed(), out.String())
+		}
+		r.size(res.Sizes[1])
+		s := out.String()
+		if got := rowSizes(s); r.printed() != 2 || !slices.Equal(got, []string{"4096", "8192"}) {
+			t.Errorf("csv %v: %d rows, of %v, want 4096's then 8192's:\n%s", csv, r.printed(), got, s)
+		}
+	}
+}
+
+// rowSizes returns the sizes of the results rows in out, a text table or
+// a CSV, in order: the first field of each line that starts with a
+// number (the text's) or a test's name and a number (the CSV's).
+func rowSizes(out string) []string {
+	var sizes []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == ',' })
+		if len(f) > 1 && strings.HasSuffix(f[0], "_bw") {
+			f = f[1:]
+		}
+		if len(f) > 1 && strings.Trim(f[0], "0123456789") == "" {
+			sizes = append(sizes, f[0])
+		}
+	}
+	return sizes
 }

@@ -81,14 +81,15 @@ type testOptions struct {
 	Infinite     bool
 	JSON         bool
 	CSV          bool
-	OutJSON      bool         // --out_json: the JSON document to a file too
-	OutJSONFile  string       // --out_json_file
-	jsonFile     *os.File     // where --out_json writes, once opened
-	jsonOpened   bool         // openJSONFile tried to create jsonFile
-	Output       string       // --output, as given
-	QPTimeout    int          // -u; -1: not given
-	RetryCount   int          // --retry_count; -1: not given
-	value        report.Value // --output, parsed
+	OutJSON      bool              // --out_json: the JSON document to a file too
+	OutJSONFile  string            // --out_json_file
+	jsonFile     *os.File          // where --out_json writes, once opened
+	jsonOpened   bool              // openJSONFile tried to create jsonFile
+	Output       string            // --output, as given
+	QPTimeout    int               // -u; -1: not given
+	RetryCount   int               // --retry_count; -1: not given
+	value        report.Value      // --output, parsed
+	typed        map[string]string // each flag given, by name, its value before defaults rewrote any
 	limits       report.Limits
 	Atomic       string
 	Validate     bool
@@ -177,6 +178,11 @@ func (v *sizeValue) Type() string { return "bytes" }
 func (o *testOptions) defaults(cmd *cobra.Command) {
 	lat := o.Test.IsLatency()
 	set := func(name string) bool { return cmd.Flags().Changed(name) }
+	// What each flag given says before the defaults below rewrite some
+	// (-Q, -t, -r, -f), as a server's word on those its client's test
+	// sets has them (unusedFlags).
+	o.typed = map[string]string{}
+	cmd.Flags().Visit(func(fl *pflag.Flag) { o.typed[fl.Name] = fl.Value.String() })
 	if o.Mcg && !set("connection") {
 		o.Connection = "UD" // as perftest's -g
 	}
