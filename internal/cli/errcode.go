@@ -37,14 +37,16 @@ func errorCode(err error) string {
 // writeJSONError writes the JSON document of a command that failed before
 // it ran, naming the test when args name one. cmd, if not nil, is the
 // command args select, its flags read up to the mistake: the device,
-// port and GID index given before it are the document's, and a GID index
-// not given is -1, none chosen, as a run's that chose none (0 would name
-// the first).
+// port and GID index given before it are the document's, a port not
+// given is 1, -i's default, as a run's and fail's, and a GID index not
+// given is -1, none chosen, as a run's that chose none (0 would name the
+// first).
 func writeJSONError(w io.Writer, cmd *cobra.Command, args []string, err error) {
 	r := report.Result{Version: Version, GIDIndex: -1, Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
 	for _, a := range args {
 		if t, perr := exchange.ParseTest(strings.ReplaceAll(a, "-", "_")); perr == nil {
 			r.Test = t.String()
+			r.Port = 1 // -i's default, as a run's and fail's document say
 			break
 		}
 	}
@@ -56,8 +58,8 @@ func writeJSONError(w io.Writer, cmd *cobra.Command, args []string, err error) {
 		if fs.Changed("ib-dev") {
 			r.Device, _ = fs.GetString("ib-dev")
 		}
-		if fs.Changed("ib-port") {
-			r.Port, _ = fs.GetInt("ib-port")
+		if fs.Lookup("ib-port") != nil {
+			r.Port, _ = fs.GetInt("ib-port") // given, or the default, as a run's
 		}
 		if fs.Changed("gid-index") {
 			r.GIDIndex, _ = fs.GetInt("gid-index")
