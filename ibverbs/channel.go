@@ -186,6 +186,11 @@ func (ch *CompChannel) waiter() error {
 	return ch.wErr
 }
 
+// noKickSlice is how long a Block without its eventfd (kicker) sleeps
+// at a time, before it looks whether the channel's Close or an Interrupt
+// came: the longest either waits for such a Block.
+const noKickSlice = 50 * time.Millisecond
+
 // kicker returns the eventfd that Interrupt writes to wake a Block,
 // made by the first Block that can: where none can be made (no
 // descriptor left), -1, which gv_channel_wait polls as none, and the
@@ -247,8 +252,8 @@ func (ch *CompChannel) Interrupt() error {
 // passed first, or ErrInterrupted when Interrupt ended it, which wakes the
 // thread through an eventfd polled beside the channel's fd (made by the
 // first Block; where the process has no descriptor left for it, that
-// Block waits without it, and an Interrupt meanwhile ends the next wait
-// instead). It does not allocate. An event for a CQ whose Close is
+// Block waits without it, in slices of 50 ms, and an Interrupt or Close
+// ends it at the end of a slice). It does not allocate. An event for a CQ whose Close is
 // under way is acknowledged and passed over, as Wait does.
 //
 // It is the wait of a loop that owns its thread (runtime.LockOSThread)
@@ -277,6 +282,13 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 	var kicked C.int
 	// poll(2) takes whole milliseconds in an int: about 24.8 days at most.
 	timeout = min(max(timeout, 0), time.Duration(math.MaxInt32)*time.Millisecond)
+	// Without the eventfd nothing wakes the poll: it sleeps in slices
+	// of noKickSlice, each followed by a look at Close and Interrupt,
+	// until deadline.
+	var deadline time.Time
+	if kick < 0 {
+		deadline = time.Now().Add(timeout)
+	}
 	for {
 		// After the kick is stored: a Close or Interrupt from here on
 		// writes to it, which wakes the poll.
@@ -286,7 +298,11 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 		if ch.intr.Swap(false) {
 			return nil, ErrInterrupted
 		}
-		errno := C.gv_channel_wait(handle(ch.c), kick, C.int64_t(timeout), &end, &p, &kicked)
+		wait := timeout
+		if kick < 0 {
+			end, wait = 0, max(min(time.Until(deadline), noKickSlice), 0)
+		}
+		errno := C.gv_channel_wait(handle(ch.c), kick, C.int64_t(wait), &end, &p, &kicked)
 		switch {
 		case errno < 0:
 			return nil, verbError("poll", int(-errno))
@@ -297,6 +313,9 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 			// interrupt a Wait took, waits on until the same end.
 			continue
 		case p == nil:
+			if kick < 0 && time.Now().Before(deadline) {
+				continue // a slice passed, not the wait
+			}
 			return nil, nil
 		}
 		cq, rc := ch.ctx.dev.cqEvent(p, true)

@@ -351,7 +351,8 @@ func TestCompChannelBlockInterrupt(t *testing.T) {
 // TestCompChannelBlockNoDescriptor: a Block whose process has no
 // descriptor left for the eventfd that Interrupt wakes it through waits
 // without it, where it could fail for the rest of the channel's life; an
-// Interrupt meanwhile ends the next wait. Once descriptors are free again
+// Interrupt before it ends it, and one while it sleeps ends it within a
+// slice. Once descriptors are free again
 // the next Block makes the eventfd, and an Interrupt wakes it.
 func TestCompChannelBlockNoDescriptor(t *testing.T) {
 	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
@@ -392,6 +393,18 @@ func TestCompChannelBlockNoDescriptor(t *testing.T) {
 	if _, err := p.ch.Block(5 * time.Second); !errors.Is(err, ibverbs.ErrInterrupted) {
 		t.Fatalf("Block after Interrupt with no descriptor left = %v; want ErrInterrupted", err)
 	}
+	// An Interrupt while such a Block sleeps ends it within a slice (50
+	// ms), where it slept to its end; so would the channel's Close.
+	early := time.AfterFunc(50*time.Millisecond, func() {
+		if err := p.ch.Interrupt(); err != nil {
+			t.Error(err)
+		}
+	})
+	defer early.Stop()
+	start := time.Now()
+	if cq, err := p.ch.Block(5 * time.Second); !errors.Is(err, ibverbs.ErrInterrupted) || cq != nil || time.Since(start) > 3*time.Second {
+		t.Fatalf("Block with no descriptor left, interrupted under way = %p, %v after %v; want ErrInterrupted well before 5 s", cq, err, time.Since(start))
+	}
 	release()
 	timer := time.AfterFunc(50*time.Millisecond, func() {
 		if err := p.ch.Interrupt(); err != nil {
@@ -399,7 +412,7 @@ func TestCompChannelBlockNoDescriptor(t *testing.T) {
 		}
 	})
 	defer timer.Stop()
-	start := time.Now()
+	start = time.Now()
 	if cq, err := p.ch.Block(5 * time.Second); !errors.Is(err, ibverbs.ErrInterrupted) || cq != nil {
 		t.Fatalf("Block interrupted under way, descriptors free again = %p, %v after %v; want ErrInterrupted", cq, err, time.Since(start))
 	}

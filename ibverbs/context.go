@@ -72,6 +72,11 @@ func (c *Context) Close() error {
 	if n := c.kids.count(); n > 0 {
 		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
 	}
+	if others := c.dev.others(!c.borrowed); others > 0 {
+		// Before the shut: methods under way and to come are not
+		// turned away by a Close that cannot succeed.
+		return busyError("ibv_close_device", "other handles on the device (WrapContext)", int64(others))
+	}
 	c.use.shut()
 	c.use.drain()
 	if n := c.kids.count(); n > 0 { // made meanwhile
@@ -131,6 +136,18 @@ func attachDev(c *C.struct_ibv_context) *devState {
 	}
 	d.handles++
 	return d
+}
+
+// others returns, for the owner's handle, how many other handles share
+// d (WrapContext's), while which its Close fails with EBUSY; 0 for a
+// borrowed one.
+func (d *devState) others(owner bool) int {
+	if !owner {
+		return 0
+	}
+	devStates.mu.Lock()
+	defer devStates.mu.Unlock()
+	return d.handles - 1
 }
 
 // detach counts a handle on c gone. When it was the last, d is forgotten

@@ -418,7 +418,7 @@ func waitCQ[W any](ctx context.Context, cq *CQ, name, verb string, wcs []W, poll
 // and one that begins once Close has begun returns ErrClosed, as does a
 // Wait or WaitEx, which Close wakes where it sleeps on the channel. (A
 // call that begins while a Close that then fails is under way returns
-// ErrClosed too.) A CompChannel's Wait or Block may be under way on the
+// ErrClosed too, as does a Wait that such a Close woke.) A CompChannel's Wait or Block may be under way on the
 // CQ's channel in another goroutine: an event for the CQ that it reads
 // while Close runs is passed over, never returned as another CQ's.
 func (cq *CQ) Close() error {

@@ -92,8 +92,8 @@
 // returns ErrClosed, never touching freed memory. A CQ.Wait, CQ.WaitEx,
 // CompChannel.Wait or Block asleep is woken by the Close of its CQ or
 // channel and returns ErrClosed. (A call that begins while a Close is
-// under way returns ErrClosed even when that Close then fails, EBUSY for
-// a child made meanwhile, say.) The guard is an atomic add before and
+// under way, and a wait that such a Close woke, return ErrClosed even
+// when that Close then fails, EBUSY for a child made meanwhile, say.) The guard is an atomic add before and
 // after each call: Poll and the posts still do not allocate. What this
 // does not cover is C's own rule: an object that a posted request names
 // (an MR's memory, an MW, an AH) must outlive the request, and a

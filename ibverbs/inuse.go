@@ -34,6 +34,12 @@ func (u *inUse) open() { u.n.Add(opened) }
 // the object is closed or its Close has begun. A true enter must be
 // paired with a leave.
 func (u *inUse) enter() bool {
+	// The load first: a call turned away adds nothing, so that callers
+	// that go on calling after ErrClosed, preempted between two adds,
+	// cannot hold off a drain that waits for the count to reach 0.
+	if u.n.Load() < opened {
+		return false
+	}
 	if u.n.Add(1) < opened {
 		u.n.Add(-1)
 		return false

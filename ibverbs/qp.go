@@ -691,9 +691,6 @@ func (qp *QP) Close() error {
 	if n := qp.kids.count(); n > 0 {
 		return busyError("ibv_destroy_qp", "send or receive batches of the QP", n)
 	}
-	if err := qp.detachAll(); err != nil {
-		return err
-	}
 	// The methods that hold neither lock: a Modify or Query under way
 	// ends before the QP goes, one after returns ErrClosed.
 	qp.use.shut()
@@ -701,6 +698,12 @@ func (qp *QP) Close() error {
 	if n := qp.kids.count(); n > 0 { // a batch made meanwhile
 		qp.use.open()
 		return busyError("ibv_destroy_qp", "send or receive batches of the QP", n)
+	}
+	// Only now, when nothing can make the Close fail but the verbs: a
+	// Close that fails with EBUSY leaves the QP in its groups.
+	if err := qp.detachAll(); err != nil {
+		qp.use.open()
+		return err
 	}
 	p := unsafe.Pointer(qp.c)
 	qp.pd.ctx.unregister(p) // before its address can be another's

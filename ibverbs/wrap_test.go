@@ -335,3 +335,38 @@ func TestOwnerCloseWaitsForWrappedHandles(t *testing.T) {
 		t.Errorf("AllocPD on the closed owner: %v, want ErrClosed", err)
 	}
 }
+
+// TestOwnerCloseRefusedQuietly: the owner's Close while a borrowed
+// handle is open fails with EBUSY before it turns anything away, so the
+// owner's queries in another goroutine go on answering; they failed with
+// ErrClosed while each refused Close shut the owner and then reopened it.
+func TestOwnerCloseRefusedQuietly(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	wrap(t, ctx)
+	stop := make(chan struct{})
+	failed := make(chan error, 1)
+	go func() {
+		defer close(failed)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := ctx.QueryPort(info.Port); err != nil {
+				failed <- err
+				return
+			}
+		}
+	}()
+	for range 2000 {
+		if err := ctx.Close(); !errors.Is(err, syscall.EBUSY) {
+			close(stop)
+			t.Fatalf("the owner's Close with a borrowed handle open = %v; want EBUSY", err)
+		}
+	}
+	close(stop)
+	if err := <-failed; err != nil {
+		t.Errorf("QueryPort while the owner's Close was refused: %v", err)
+	}
+}
