@@ -731,6 +731,31 @@ func serverOnDevice(t *testing.T, idle time.Duration) (bench.Local, net.Listener
 	return bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: idle}, ln
 }
 
+// serving runs bench.Serve within lim, with done (nil for none), on the
+// test device (serverOnDevice, idle 5 s), until the test ends, or 90 s
+// have passed: it returns the server's Local, its address and the
+// context that bounds it, for the test's clients. The test fails if
+// Serve returns an error, or does not end within 10 s of its context.
+func serving(t *testing.T, lim exchange.Limits, done func(*bench.Result, error)) (context.Context, bench.Local, string) {
+	t.Helper()
+	l, ln := serverOnDevice(t, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	served := make(chan error, 1)
+	go func() { served <- bench.Serve(ctx, ln, l, lim, false, nil, done) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not end within 10 s of its context")
+		}
+	})
+	return ctx, l, ln.Addr().String()
+}
+
 // TestServeManyNoLeaks runs 1,000 tests in a row against one Serve and checks
 // that file descriptors, goroutines and the kernel's count of RDMA
 // resources end where they started, and that memory stops growing.

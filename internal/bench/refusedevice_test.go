@@ -3,10 +3,8 @@
 package bench_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
-	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
 // TestServeRefusesOnDevice: a bench client whose test is over serve's
@@ -27,37 +24,13 @@ import (
 // it waited its turn" once the client, its first thread refused,
 // stopped it. A test within the limits then runs at once.
 func TestServeRefusesOnDevice(t *testing.T) {
-	info := rdmatest.Device(t)
-	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	var mu sync.Mutex
 	var done []error
-	served := make(chan error, 1)
-	go func() {
-		served <- bench.Serve(ctx, ln, l, exchange.DefaultLimits(), false, nil, func(_ *bench.Result, err error) {
-			mu.Lock()
-			done = append(done, err)
-			mu.Unlock()
-		})
-	}()
-	defer func() {
-		cancel()
-		select {
-		case err := <-served:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("serve did not end within 10 s of its context")
-		}
-	}()
-	addr := ln.Addr().String()
+	ctx, l, addr := serving(t, exchange.DefaultLimits(), func(_ *bench.Result, err error) {
+		mu.Lock()
+		done = append(done, err)
+		mu.Unlock()
+	})
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 100, TXDepth: 16, NumQPs: 65}
 	const singles, groups = 5, 3
 	ask := func(name string, spec exchange.TestSpec, want string) {

@@ -3,17 +3,13 @@
 package bench_test
 
 import (
-	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
-	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
 // TestServeThreadSharesOnDevice: a server of at most 8 QPs (serve
@@ -22,33 +18,12 @@ import (
 // of fewer than 9). It refused -q 7 too, counting thread 0's 3 QPs three
 // times, 9.
 func TestServeThreadSharesOnDevice(t *testing.T) {
-	info := rdmatest.Device(t)
-	l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: 5 * time.Second}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	lim := exchange.DefaultLimits()
 	lim.MaxQPs = 8
-	served := make(chan error, 1)
-	go func() { served <- bench.Serve(ctx, ln, l, lim, false, nil, nil) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-served:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("serve did not end within 10 s of its context")
-		}
-	}()
+	ctx, l, addr := serving(t, lim, nil)
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 100, TXDepth: 16,
 		CQModeration: 4, PostList: 1, NumQPs: 7, Threads: 3}
-	r, err := bench.Client(ctx, ln.Addr().String(), spec, l, nil)
+	r, err := bench.Client(ctx, addr, spec, l, nil)
 	if err != nil {
 		t.Fatalf("-q 7 --threads 3 under 8 QPs: %v", err)
 	}
@@ -57,7 +32,7 @@ func TestServeThreadSharesOnDevice(t *testing.T) {
 	}
 	spec.NumQPs = 9
 	want := "a test of 3 threads of at least 9 QPs (thread 2 has 3) exceeds this server's maximum of 8 QPs"
-	if _, err := bench.Client(ctx, ln.Addr().String(), spec, l, nil); !errors.Is(err, exchange.ErrOverLimit) || !strings.Contains(err.Error(), want) {
+	if _, err := bench.Client(ctx, addr, spec, l, nil); !errors.Is(err, exchange.ErrOverLimit) || !strings.Contains(err.Error(), want) {
 		t.Errorf("-q 9 --threads 3 under 8 QPs: %v; want %q", err, want)
 	}
 }
