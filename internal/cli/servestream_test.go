@@ -43,15 +43,7 @@ func TestServeRowsPerTest(t *testing.T) {
 	latDur.Header.Test = "RDMA_Write Latency Test"
 	infinite, _ := fakeInfinite()
 	infinite.Interrupted, infinite.PeerInterrupted = false, true // the client's Ctrl-C
-	threads := sweep(fakeBW(), 3)
-	threads.Spec.Threads = 2
-	for i := range 2 {
-		tr := bench.ThreadResult{Thread: i, QPs: 1, CPU: -1}
-		for _, s := range threads.Sizes {
-			tr.Sizes = append(tr.Sizes, stats.ComputeBandwidth(s.Size, s.BW.Iterations/2, s.BW.Elapsed, 0))
-		}
-		threads.Threads = append(threads.Threads, tr)
-	}
+	threads := twoThreads(sweep(fakeBW(), 3))
 	failed := sweep(fakeBW(), 3)
 	failed.Sizes = failed.Sizes[:2]
 	type test struct {

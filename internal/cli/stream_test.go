@@ -40,15 +40,7 @@ func TestRowsAsSizesEnd(t *testing.T) {
 	}
 	latDur, _ := fakeLatDuration(exchange.WriteLat)
 	infinite, ivs := fakeInfinite()
-	threads := fakeBW() // the threads' sums, and each thread's part
-	threads.Spec.Threads = 2
-	for i := range 2 {
-		tr := bench.ThreadResult{Thread: i, QPs: 1, CPU: -1}
-		for _, s := range threads.Sizes {
-			tr.Sizes = append(tr.Sizes, stats.ComputeBandwidth(s.Size, s.BW.Iterations/2, s.BW.Elapsed, 0))
-		}
-		threads.Threads = append(threads.Threads, tr)
-	}
+	threads := twoThreads(fakeBW()) // the threads' sums, and each thread's part
 	cpu := three(fakeBW())
 	for i := range cpu.Sizes {
 		cpu.Sizes[i].CPU = &stats.CPU{User: time.Duration(i+1) * time.Millisecond, System: 3 * time.Millisecond, Wall: time.Second, Messages: 5000}
@@ -166,4 +158,19 @@ func TestIsTerminal(t *testing.T) {
 	if !isTerminal(pts) {
 		t.Error("a pseudo-terminal is not taken for a terminal")
 	}
+}
+
+// twoThreads makes res the result of a test of two threads: its sizes
+// are the threads' sums, and each thread's part is half of their
+// messages, in the same time.
+func twoThreads(res *bench.Result) *bench.Result {
+	res.Spec.Threads = 2
+	for i := range 2 {
+		tr := bench.ThreadResult{Thread: i, QPs: 1, CPU: -1}
+		for _, s := range res.Sizes {
+			tr.Sizes = append(tr.Sizes, stats.ComputeBandwidth(s.Size, s.BW.Iterations/2, s.BW.Elapsed, 0))
+		}
+		res.Threads = append(res.Threads, tr)
+	}
+	return res
 }
