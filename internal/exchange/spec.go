@@ -964,6 +964,10 @@ const DefaultRXDepth = 512
 // gorperf is tested on (mlx5's is 4194303).
 const MaxRecvCQ = 32767
 
+// rxFloor is the least depth FitRXDepth and FitGroupRXDepth lower a
+// default RX depth to: DefaultRXDepth, or the receive post list.
+func (s TestSpec) rxFloor() uint32 { return max(uint32(DefaultRXDepth), s.RecvPostList) }
+
 // FitRXDepth lowers a deep default RX depth (RXDepthDefault) to the
 // deepest, down to DefaultRXDepth and the receive post list, that keeps
 // the queues within l's MaxDepth, the memory within l's MaxMemory, and
@@ -984,7 +988,7 @@ const MaxRecvCQ = 32767
 // larger share would count the others' as the smaller. FitGroupRXDepth
 // lowers what does not fit together.
 func (s *TestSpec) FitRXDepth(l Limits) {
-	lo, hi := max(uint32(DefaultRXDepth), s.RecvPostList), s.RXDepth
+	lo, hi := s.rxFloor(), s.RXDepth
 	if !s.RXDepthDefault || hi <= lo {
 		return
 	}
@@ -999,14 +1003,20 @@ func (s *TestSpec) FitRXDepth(l Limits) {
 	if fits(hi) {
 		return
 	}
-	for hi-lo > 1 { // lo fits, or nothing above it does; hi does not
+	s.RXDepth = deepest(lo, hi, fits)
+}
+
+// deepest returns the deepest RX depth from lo up to hi, not hi, that
+// fits, by bisection: lo fits, or nothing above it does; hi does not.
+func deepest(lo, hi uint32, fits func(uint32) bool) uint32 {
+	for hi-lo > 1 {
 		if mid := lo + (hi-lo)/2; fits(mid) {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
-	s.RXDepth = lo
+	return lo
 }
 
 // FitGroupRXDepth lowers the deep default RX depths (RXDepthDefault) of
@@ -1019,12 +1029,11 @@ func (s *TestSpec) FitRXDepth(l Limits) {
 // fitted deeper, take what it needs. What even the least depths do not
 // fit is left at them, for CheckGroupLimits to refuse.
 func FitGroupRXDepth(specs []TestSpec, l Limits) {
-	floor := func(s TestSpec) uint32 { return max(uint32(DefaultRXDepth), s.RecvPostList) }
-	lowers := func(s TestSpec) bool { return s.RXDepthDefault && s.RXDepth > floor(s) }
+	lowers := func(s TestSpec) bool { return s.RXDepthDefault && s.RXDepth > s.rxFloor() }
 	lo, hi := uint32(math.MaxUint32), uint32(0)
 	for _, s := range specs {
 		if lowers(s) {
-			lo, hi = min(lo, floor(s)), max(hi, s.RXDepth)
+			lo, hi = min(lo, s.rxFloor()), max(hi, s.RXDepth)
 		}
 	}
 	if hi == 0 || groupMemory(specs) <= l.MaxMemory {
@@ -1034,19 +1043,12 @@ func FitGroupRXDepth(specs []TestSpec, l Limits) {
 	fits := func(d uint32) bool {
 		for k, s := range specs {
 			if lowers(s) {
-				c[k].RXDepth = min(s.RXDepth, max(d, floor(s)))
+				c[k].RXDepth = min(s.RXDepth, max(d, s.rxFloor()))
 			}
 		}
 		return groupMemory(c) <= l.MaxMemory
 	}
-	for hi-lo > 1 { // lo fits, or nothing above it does; hi does not
-		if mid := lo + (hi-lo)/2; fits(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	fits(lo)
+	fits(deepest(lo, hi, fits))
 	for k := range specs {
 		specs[k].RXDepth = c[k].RXDepth
 	}
