@@ -382,15 +382,8 @@ func (ch *CompChannel) Close() error {
 	if ch.c == nil {
 		return nil
 	}
-	if n := ch.kids.count(); n > 0 {
-		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
-	}
-	ch.use.shut()
-	ch.wake(true)
-	ch.use.drain()
-	// A CreateCQ that used the channel meanwhile has made a CQ on it.
-	if n := ch.kids.count(); n > 0 {
-		ch.use.open()
+	// A CreateCQ that used the channel meanwhile may have made a CQ on it.
+	if n := ch.use.quiesce(&ch.kids, func() { ch.wake(true) }); n > 0 {
 		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
 	}
 	if w := ch.w.Load(); w != nil {

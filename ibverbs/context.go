@@ -77,10 +77,7 @@ func (c *Context) Close() error {
 		// turned away by a Close that cannot succeed.
 		return busyError("ibv_close_device", "other handles on the device (WrapContext)", int64(others))
 	}
-	c.use.shut()
-	c.use.drain()
-	if n := c.kids.count(); n > 0 { // made meanwhile
-		c.use.open()
+	if n := c.use.quiesce(&c.kids, nil); n > 0 { // made meanwhile
 		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
 	}
 	l, others := c.dev.detach(c.c, !c.borrowed)

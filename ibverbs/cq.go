@@ -427,17 +427,13 @@ func (cq *CQ) Close() error {
 	if cq.c == nil {
 		return nil
 	}
-	if n := cq.kids.count(); n > 0 {
-		return busyError("ibv_destroy_cq", "QPs using the CQ", n)
+	wake := func() {
+		if cq.waiting.Load() > 0 {
+			cq.ch.wake(false)
+		}
 	}
-	cq.use.shut()
-	if cq.waiting.Load() > 0 {
-		cq.ch.wake(false)
-	}
-	cq.use.drain()
-	// A CreateQP that used the CQ meanwhile has made a QP on it.
-	if n := cq.kids.count(); n > 0 {
-		cq.use.open()
+	// A CreateQP that used the CQ meanwhile may have made a QP on it.
+	if n := cq.use.quiesce(&cq.kids, wake); n > 0 {
 		return busyError("ibv_destroy_cq", "QPs using the CQ", n)
 	}
 	p := unsafe.Pointer(cq.c)

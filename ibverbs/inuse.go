@@ -59,6 +59,31 @@ func (u *inUse) closed() bool { return u.n.Load() < opened }
 // calls drain.
 func (u *inUse) shut() { u.n.Add(-opened) }
 
+// quiesce begins the Close of an object whose live children kids
+// counts, with its Closes serialized. While it has any, it changes
+// nothing and returns their count, for the Close to fail with EBUSY.
+// Else it turns new calls away (shut), wakes those that sleep (wake,
+// where set), waits for those under way (drain) and counts again, for
+// children that a call made meanwhile: where there are, it opens the
+// object again and returns their count. 0: the object is idle and
+// closing, for the Close to destroy, or to open again where the verb
+// fails.
+func (u *inUse) quiesce(kids *refs, wake func()) int64 {
+	if n := kids.count(); n > 0 {
+		return n
+	}
+	u.shut()
+	if wake != nil {
+		wake()
+	}
+	u.drain()
+	if n := kids.count(); n > 0 {
+		u.open()
+		return n
+	}
+	return 0
+}
+
 // drain waits, after shut, until no call is under way. The calls it waits
 // for are cgo calls that return on their own (a poll, a query), so it
 // yields, then sleeps a little longer each round, up to a millisecond.

@@ -52,13 +52,7 @@ func (pd *PD) Close() error {
 	if pd.c == nil {
 		return nil
 	}
-	if n := pd.kids.count(); n > 0 {
-		return busyError("ibv_dealloc_pd", "objects (MRs, MWs, QPs, AHs, SRQs)", n)
-	}
-	pd.use.shut()
-	pd.use.drain()
-	if n := pd.kids.count(); n > 0 { // made meanwhile
-		pd.use.open()
+	if n := pd.use.quiesce(&pd.kids, nil); n > 0 {
 		return busyError("ibv_dealloc_pd", "objects (MRs, MWs, QPs, AHs, SRQs)", n)
 	}
 	rc := C.ibv_dealloc_pd(pd.c)

@@ -688,15 +688,9 @@ func (qp *QP) Close() error {
 	if qp.c == nil {
 		return nil
 	}
-	if n := qp.kids.count(); n > 0 {
-		return busyError("ibv_destroy_qp", "send or receive batches of the QP", n)
-	}
 	// The methods that hold neither lock: a Modify or Query under way
 	// ends before the QP goes, one after returns ErrClosed.
-	qp.use.shut()
-	qp.use.drain()
-	if n := qp.kids.count(); n > 0 { // a batch made meanwhile
-		qp.use.open()
+	if n := qp.use.quiesce(&qp.kids, nil); n > 0 {
 		return busyError("ibv_destroy_qp", "send or receive batches of the QP", n)
 	}
 	// Only now, when nothing can make the Close fail but the verbs: a

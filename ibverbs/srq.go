@@ -168,13 +168,7 @@ func (srq *SRQ) Close() error {
 	if srq.c == nil {
 		return nil
 	}
-	if n := srq.kids.count(); n > 0 {
-		return busyError("ibv_destroy_srq", "QPs using the SRQ or receive batches of it", n)
-	}
-	srq.use.shut()
-	srq.use.drain()
-	if n := srq.kids.count(); n > 0 { // made meanwhile
-		srq.use.open()
+	if n := srq.use.quiesce(&srq.kids, nil); n > 0 {
 		return busyError("ibv_destroy_srq", "QPs using the SRQ or receive batches of it", n)
 	}
 	p := unsafe.Pointer(srq.c)
