@@ -276,8 +276,46 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	cmd.AddCommand(newCmdDevices(f, nil), newCmdDoctor(f, nil))
 	cmd.AddCommand(newCmdTests(f)...)
 	cmd.AddCommand(newCmdLoopback(f), newCmdServe(f))
+	addVersionFlag(cmd)
 	hideNotGiven(cmd)
 	return cmd
+}
+
+// addVersionFlag gives cmd and its subcommands perftest's -V, --version,
+// hidden as the root's -V, where they have no flag of that name (the
+// tests have their own): it prints gorperf's version and stops, whatever
+// else the command line asks. cobra parses the flags of the command named
+// last, so without it -V worked only where that command had it: gorperf
+// -V and gorperf write-bw -V did, gorperf devices -V, gorperf -V devices
+// and gorperf -V loopback write-bw failed with "unknown shorthand flag".
+// A command that parses no flags (a build without the bindings) looks for
+// -V or --version among its arguments.
+func addVersionFlag(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		addVersionFlag(c)
+	}
+	if cmd.RunE == nil || cmd.Flags().Lookup("version") != nil || cmd.Flags().ShorthandLookup("V") != nil {
+		return
+	}
+	cmd.Flags().BoolP("version", "V", false, "print gorperf's version and stop")
+	cmd.Flags().MarkHidden("version")
+	runE := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		v, _ := cmd.Flags().GetBool("version")
+		if cmd.DisableFlagParsing {
+			for _, a := range args {
+				if a == "--" {
+					break
+				}
+				v = v || a == "-V" || a == "--version"
+			}
+		}
+		if v {
+			fmt.Fprintf(cmd.OutOrStdout(), "gorperf %s\n", Version)
+			return nil
+		}
+		return runE(cmd, args)
+	}
 }
 
 // perftestVersion is the name of the root's -V, perftest's spelling of
