@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"net"
 	"net/netip"
 	"os"
@@ -834,22 +833,46 @@ func measured(res *bench.Result) *bench.Result {
 
 // checkBuffers is the one bound of a server for one test on what its
 // client may ask (its Admit; oneTestLimits has none): the buffers the
-// test maps and registers on this side, each connection's BufferLen for
-// each of its threads, at most half of mem, this host's memory (0: not
-// known, no bound). Registration pins the pages, so more would take
-// memory the host needs, or fail part way; a server for one test listens
-// on every address, and any client could ask for terabytes.
+// test maps and registers on this side, BufferLen of each connection, at
+// most half of mem, this host's memory (0: not known, no bound).
+// Registration pins the pages, so more would take memory the host needs,
+// or fail part way; a server for one test listens on every address, and
+// any client could ask for terabytes.
+//
+// s is one connection's spec, which with --threads holds only its
+// thread's share of the test's QPs, and shares differ (-q 63 --threads 5
+// gives 13, 13, 13, 12 and 12). The buffers are two regions (RegionLen)
+// a QP, so a bound on their bytes is one on the test's QPs, and that is
+// judged as exchange.CheckLimits judges a connection's: by the least test
+// it can be part of. The connection whose thread is the last with the
+// larger share has the whole test as its least, so a test is refused
+// exactly where all its QPs' buffers are over the bound. Its share times
+// the threads counted 65 QPs of the 63 where thread 0 came, and refused
+// a test that fitted.
 func checkBuffers(s exchange.TestSpec, mem uint64) error {
-	hi, b := bits.Mul64(s.BufferLen(), uint64(max(s.Threads, 1)))
-	if mem == 0 || hi == 0 && b <= mem/2 {
+	if mem == 0 {
 		return nil
 	}
-	if hi != 0 {
-		b = math.MaxUint64
+	perQP := 2 * s.RegionLen()
+	fit := mem / 2 / perQP // the QPs whose buffers fit
+	lim := oneTestLimits()
+	lim.MaxQPs = uint16(min(fit, math.MaxUint16))
+	c := s
+	if c.Threads > 1 && c.Group == 0 {
+		c.Group = 1 // CheckLimits wants the client's number of the test, which does not count here
+	}
+	if err := c.CheckLimits(lim); !errors.Is(err, exchange.ErrOverLimit) {
+		// Within the bound, or not a valid test, which admit's
+		// CheckLimits refused before it asked this.
+		return nil
 	}
 	gib := func(n uint64) float64 { return float64(n) / (1 << 30) }
-	return fmt.Errorf("%w: the test's buffers, %.1f GiB, are more than half of this host's memory (%.1f GiB)",
-		exchange.ErrOverLimit, gib(b), gib(mem))
+	if s.Threads <= 1 {
+		return fmt.Errorf("%w: the test's buffers, %.1f GiB, are more than half of this host's memory (%.1f GiB)",
+			exchange.ErrOverLimit, gib(s.BufferLen()), gib(mem))
+	}
+	return fmt.Errorf("%w: the test's buffers, 2 regions of %d bytes for each of its QPs, are more than half of this host's memory (%.1f GiB), which holds those of %d QPs: a test of %d threads whose thread %d has %d QPs has more",
+		exchange.ErrOverLimit, s.RegionLen(), gib(mem), fit, s.Threads, s.Thread, s.NumQPs)
 }
 
 // physMemory returns this host's memory in bytes, or 0 if sysinfo fails.
