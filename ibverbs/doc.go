@@ -78,10 +78,12 @@
 // idempotent. Methods of a closed object return ErrClosed (which also
 // matches os.ErrClosed). Getters of what the object was made with go on
 // answering from values cached at creation (Context.Name, QP.Num and Cap,
-// MR.LKey, RKey and Len); those that would read what Close freed answer
+// MR.Len); those that would read what Close freed answer
 // zero values: nil from Buffer.Bytes, MR.Bytes and every Raw, 0
 // from Buffer.Len and Addr, MW.RKey and Context.NumCompVectors, and -1
-// from CompChannel.Fd.
+// from CompChannel.Fd. So do those of keys, which the device may give to
+// a later registration once Close frees them: 0 from MR.LKey, RKey and
+// Addr; MR.SGE panics.
 // Finalizers play no part.
 //
 // Close may run while other goroutines use the object, as closing a file

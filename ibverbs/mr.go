@@ -88,14 +88,21 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, iova uint64, with
 	return &MR{c: m, pd: pd, buf: buf, b: b, n: length, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova}, nil
 }
 
-// LKey returns the key local work requests use to name this memory.
+// LKey returns the key local work requests use to name this memory, or 0
+// once the MR is closed: deregistration frees the key for the device to
+// give a later registration, of this process or another's, so a key kept
+// past Close could name someone else's memory. (0 is not promised to be
+// a key that no device gives out: SGE, which requests are built with,
+// panics for a closed MR instead.)
 func (m *MR) LKey() uint32 { return m.lkey }
 
-// RKey returns the key a peer uses for RDMA read, write and atomics.
+// RKey returns the key a peer uses for RDMA read, write and atomics, or
+// 0 once the MR is closed, as LKey.
 func (m *MR) RKey() uint32 { return m.rkey }
 
 // Addr returns the address of the region's first byte as the device knows
-// it: its address in this process, or the iova of RegMRIOVA.
+// it: its address in this process, or the iova of RegMRIOVA; 0 once the
+// MR is closed, as LKey.
 func (m *MR) Addr() uint64 { return m.addr }
 
 // Len returns the region's length in bytes, also once it is closed.
@@ -116,7 +123,14 @@ func (m *MR) Buffer() *Buffer { return m.buf }
 // the element's address, so the SGEs of a region registered with
 // RegMRIOVA, whose addresses are not this process's, cannot be sent
 // inline.)
+//
+// It panics once the MR is closed, as slicing its Bytes, nil then, does:
+// the region's lkey may by then name another registration's memory (see
+// LKey), and an inline send would copy from memory that may be unmapped.
 func (m *MR) SGE(off, length int) SGE {
+	if m.b == nil {
+		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) of a closed MR", off, off, length))
+	}
 	if off < 0 || length < 0 || length > m.n-off {
 		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) outside a region of %d bytes", off, off, length, m.n))
 	}
@@ -130,6 +144,10 @@ func (m *MR) SGE(off, length int) SGE {
 func (m *MR) Raw() unsafe.Pointer { return unsafe.Pointer(m.c) }
 
 // Close deregisters the region (ibv_dereg_mr). Closing twice is a no-op.
+// Once closed, the MR forgets its keys and address: LKey, RKey and Addr
+// return 0 and SGE panics, so that nothing
+// built from it later names memory the device may since have given the
+// keys to. Len goes on answering.
 func (m *MR) Close() error {
 	if m.c == nil {
 		return nil
@@ -138,6 +156,7 @@ func (m *MR) Close() error {
 		return verbError("ibv_dereg_mr", int(rc))
 	}
 	m.c, m.b = nil, nil
+	m.lkey, m.rkey, m.addr = 0, 0, 0
 	m.pd.kids.done()
 	m.buf.kids.done()
 	return nil

@@ -1,0 +1,46 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"testing"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// Once an MR is closed, its keys are the device's to give again, so
+// nothing a program builds from the Go MR names them: LKey, RKey and Addr
+// are 0 and SGE panics. Len goes on answering.
+func TestMRCloseForgetsKeys(t *testing.T) {
+	ctx, _ := rdmatest.Open(t)
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, buf) })
+	mr, err := pd.RegMR(buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mr.Addr() == 0 || mr.SGE(0, 64).LKey != mr.LKey() {
+		t.Fatalf("an open MR: Addr %#x, SGE %+v, LKey %#x", mr.Addr(), mr.SGE(0, 64), mr.LKey())
+	}
+	lkey, rkey := mr.LKey(), mr.RKey()
+	closeOK(t, mr)
+	if mr.LKey() != 0 || mr.RKey() != 0 || mr.Addr() != 0 {
+		t.Errorf("a closed MR (lkey was %#x, rkey %#x): LKey %#x, RKey %#x, Addr %#x; want 0s",
+			lkey, rkey, mr.LKey(), mr.RKey(), mr.Addr())
+	}
+	if mr.Len() != 4096 {
+		t.Errorf("Len of a closed MR: %d, want 4096", mr.Len())
+	}
+	mustPanic(t, "SGE of a closed MR", func() { _ = mr.SGE(0, 64) })
+	mustPanic(t, "SGE of no bytes of a closed MR", func() { _ = mr.SGE(0, 0) })
+	closeOK(t, mr)
+}
