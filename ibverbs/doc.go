@@ -12,9 +12,13 @@
 //	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq,
 //		Cap: ibverbs.QPCap{MaxSendWR: 128, MaxRecvWR: 128}})
 //	local, err := qp.Endpoint(1, gid.Entry.Index) // send this to the peer ...
+//	adv, err := mr.Remote().AppendBinary(nil)    // ... with this, its view of mr ...
 //	err = qp.Connect(remote, ibverbs.ConnParams{GIDIndex: gid.Entry.Index}) // ... and connect to its
-//	err = qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
-//		SGL: []ibverbs.SGE{mr.SGE(0, 4096)}, RemoteAddr: raddr, RKey: rkey}})
+//	err = peer.UnmarshalBinary(theirs)           // peer is an ibverbs.RemoteMR
+//	wr := ibverbs.SendWR{Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
+//		SGL: []ibverbs.SGE{mr.SGE(0, 4096)}}
+//	err = wr.SetRemote(peer, 0)                  // RemoteAddr and RKey, bounds checked
+//	err = qp.PostSend([]ibverbs.SendWR{wr})
 //	n, err := cq.Poll(wcs) // wcs is a []ibverbs.WC the caller reuses
 //
 // Every function that wraps a verb names it in its doc comment.
@@ -66,6 +70,20 @@
 // its own address or at an iova of the caller's (RegMRIOVA). The memory a work request names must stay
 // registered and untouched until its completion is polled.
 //
+// # Remote memory
+//
+// A peer's RDMA reads, writes and atomics name memory of this side by its
+// address and rkey, which a RemoteMR carries with the region's length.
+// MR.Remote makes one (RemoteMR.Range a part of it, to lend the peer no
+// more), and AppendBinary encodes it in RemoteMRSize bytes, big-endian,
+// to send the peer by any means: rdma_cm's private data (package rdmacm
+// says how), or a TCP exchange with the QP's Endpoint. The peer's
+// UnmarshalBinary decodes it and ignores what follows, such as the CM's
+// zero padding; SendWR.SetRemote then puts its address and key in a
+// request at an offset, once it has checked that the request stays within
+// it. The region must be registered with the access the peer's requests
+// need (AccessRemoteWrite, AccessRemoteRead, AccessRemoteAtomic).
+//
 // # Lifetimes
 //
 // A child keeps its parent: an MR holds its PD and Buffer, an MW its PD, a
@@ -83,7 +101,7 @@
 // from Buffer.Len and Addr, MW.RKey and Context.NumCompVectors, and -1
 // from CompChannel.Fd. So do those of keys, which the device may give to
 // a later registration once Close frees them: 0 from MR.LKey, RKey and
-// Addr; MR.SGE panics.
+// Addr, and the zero RemoteMR from MR.Remote; MR.SGE panics.
 // Finalizers play no part.
 //
 // Close may run while other goroutines use the object, as closing a file

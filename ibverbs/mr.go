@@ -96,8 +96,9 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, iova uint64, with
 // panics for a closed MR instead.)
 func (m *MR) LKey() uint32 { return m.lkey }
 
-// RKey returns the key a peer uses for RDMA read, write and atomics, or
-// 0 once the MR is closed, as LKey.
+// RKey returns the key a peer uses for RDMA read, write and atomics
+// (Remote has it with the address and length), or 0 once the MR is
+// closed, as LKey.
 func (m *MR) RKey() uint32 { return m.rkey }
 
 // Addr returns the address of the region's first byte as the device knows
@@ -145,7 +146,7 @@ func (m *MR) Raw() unsafe.Pointer { return unsafe.Pointer(m.c) }
 
 // Close deregisters the region (ibv_dereg_mr). Closing twice is a no-op.
 // Once closed, the MR forgets its keys and address: LKey, RKey and Addr
-// return 0 and SGE panics, so that nothing
+// return 0, Remote the zero RemoteMR, and SGE panics, so that nothing
 // built from it later names memory the device may since have given the
 // keys to. Len goes on answering.
 func (m *MR) Close() error {
