@@ -77,7 +77,10 @@ type Config struct {
 
 	// PrivateData goes to the peer in the connection request (Dial) or
 	// reply (Accept): at most 56 and 196 bytes for RC, 180 and 136 for UD,
-	// over InfiniBand and RoCE.
+	// over InfiniBand and RoCE, where the peer gets it padded with zeros
+	// to that size. An ibverbs.RemoteMR's encoding (AppendBinary, 20
+	// bytes) fits, and tells the peer where to read and write this side's
+	// memory; the package doc's Private data shows the exchange.
 	PrivateData []byte
 	// InitiatorDepth and ResponderResources bound the RDMA reads and
 	// atomics in flight from and to this side. Zero asks for the device's
@@ -271,6 +274,12 @@ func (ch *EventChannel) Await(ctx context.Context, want EventType) (*Event, erro
 // event channel, and the QP, CQs and PD under it. Post work requests on
 // QP() and poll SendCQ() and RecvCQ(), or wait on them with CQ.Wait; the
 // memory they name must be registered on PD().
+//
+// When the connection ends for an event (the peer's disconnect, say), the
+// work requests still posted complete with ibverbs.WCWRFlushErr, and Err
+// says why the connection ended: errors.Is(c.Err(), ErrDisconnected).
+// Err is set just after the QP moves to the error state, so wait for
+// Done before asking it (ExampleConn_Err).
 type Conn struct {
 	id      *ID
 	ctx     *ibverbs.Context
@@ -646,7 +655,10 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
 func (c *Conn) RemoteAddr() netip.AddrPort { return c.remote }
 
 // PrivateData returns what the peer sent with its request (for a Conn from
-// Accept) or reply (from Dial), padded with zeros by the CM to a fixed size.
+// Accept) or reply (from Dial), padded with zeros by the CM to a fixed size
+// over InfiniBand and RoCE: 56 bytes for a request and 196 for a reply on
+// RC, 180 and 136 on UD. An ibverbs.RemoteMR the peer sent decodes from
+// it with UnmarshalBinary, which ignores the padding.
 func (c *Conn) PrivateData() []byte {
 	if c.ud {
 		return c.udParam.PrivateData
@@ -699,7 +711,11 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // Err returns nil while the connection is up (Done is open), then why it
 // ended: an error matching ErrDisconnected when the peer disconnected
 // (its process's end disconnects too: the kernel does it), ErrUnreachable
-// or ErrDeviceRemoved for those events, ErrClosed after Close.
+// or ErrDeviceRemoved for those events, ErrClosed after Close. It explains
+// the completions that then fail with ibverbs.WCWRFlushErr, once Done has
+// closed: the Conn moves the QP to the error state, which flushes them,
+// just before it sets Err and closes Done, so a flush polled at once may
+// find Err still nil (ExampleConn_Err waits for Done).
 //
 // The CM has no keepalive: a peer whose host went down, or whose link was
 // cut, is seldom told here. (rdma_cm on RoCE, since Linux 6.8 and in some

@@ -74,6 +74,18 @@
 // errno of the event's status, such as syscall.ETIMEDOUT). Dial, Listen and
 // Accept wrap them in *OpError, and return ctx's error when it ends first.
 //
+// A work request that completes with ibverbs.WCWRFlushErr says only that
+// the QP was in the error state. When an event ended the connection, the
+// Conn put it there, and Conn.Err says why: errors.Is(c.Err(),
+// ErrDisconnected) after the peer's disconnect (or its process's end).
+// The Conn moves the QP to the error state first and then sets Err and
+// closes Done, so a flush polled at once may come a moment before Err is
+// set: wait for Done, briefly, as ExampleConn_Err does. Where Done stays
+// open, the connection failed otherwise: one of this side's requests
+// failed first (ibverbs.WCRetryExcErr, WCRemAccessErr: its completion,
+// not a flush, says why), or one of the peer's did, which the peer's
+// completions say.
+//
 // # The RNR timer
 //
 // The kernel's CM gives an RC QP a min_rnr_timer of 0, which the verbs
@@ -88,5 +100,35 @@
 // Connection requests, replies and rejects carry a little private data.
 // Over InfiniBand and RoCE the CM sends a fixed size, so what arrives is
 // padded with zeros: 56 bytes in a request, 196 in a reply and 148 in a
-// reject for RC; 180 and 136 for UD.
+// reject for RC; 180 and 136 for UD. A format of variable length must
+// say its own length to survive that; one of a fixed size does.
+//
+// It is the place to tell the peer what its RDMA reads, writes and
+// atomics name of this side's memory: an ibverbs.RemoteMR (address,
+// length and rkey), whose encoding has a fixed size
+// (ibverbs.RemoteMRSize, 20 bytes, big-endian) and whose decoder ignores
+// the padding. Each side registers its memory before it connects, on a
+// PD of its own that it passes in Config.PD (made on the context Device
+// returns for the device of its address), so the RemoteMR is there to
+// send:
+//
+//	// The client sends its region with the request:
+//	mine, err := mr.Remote().AppendBinary(nil)
+//	c, err := rdmacm.Dial(ctx, addr, &rdmacm.Config{PD: pd, PrivateData: mine})
+//	var server ibverbs.RemoteMR
+//	err = server.UnmarshalBinary(c.PrivateData()) // the reply's 196 bytes
+//	wr := ibverbs.SendWR{Opcode: ibverbs.OpRDMAWrite, SGL: []ibverbs.SGE{mr.SGE(0, n)}}
+//	err = wr.SetRemote(server, off) // RemoteAddr and RKey, bounds checked
+//
+//	// The server reads it from the request and replies with its own:
+//	r, err := l.GetRequest(ctx)
+//	var client ibverbs.RemoteMR
+//	err = client.UnmarshalBinary(r.PrivateData()) // the request's 56 bytes
+//	mine, err := mr.Remote().AppendBinary(nil)
+//	c, err := r.Accept(ctx, &rdmacm.Config{PD: pd, PrivateData: mine})
+//
+// A server that lends all its clients one region replies with it from
+// Listen's Config and Accept, and reads each client's from
+// Conn.PrivateData. ExampleConnRequest_Accept and ExampleDial_remoteMR
+// show both sides whole.
 package rdmacm
