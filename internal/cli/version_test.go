@@ -1,3 +1,5 @@
+//go:build linux && cgo
+
 package cli
 
 import (
@@ -12,7 +14,8 @@ import (
 // devices -V, gorperf -V loopback write-bw and the like failed with
 // "unknown shorthand flag: 'V' in -V", exit 2: cobra parses the flags of
 // the command named last, and only the root and the tests had -V. The
-// subcommands' -V stays out of their help, as the root's does.
+// subcommands' -V stays out of their help, as the root's does. (A build
+// without the bindings: TestNoBindingsVersion.)
 func TestVersionAnywhere(t *testing.T) {
 	want := "gorperf " + Version + "\n"
 	for _, args := range [][]string{
