@@ -348,7 +348,7 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 		l.Interval = func(elapsed time.Duration, b stats.Bandwidth) {
 			if text {
 				columns.Do(func() { report.WriteBWHeader(out, o.Gbits) })
-				report.WriteBWRow(out, b, o.Gbits)
+				report.WriteIntervalRow(out, b, o.Gbits)
 			} else if o.value != report.NoValue {
 				report.WriteBWValue(out, o.value, b, o.Gbits)
 			}

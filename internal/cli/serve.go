@@ -170,7 +170,7 @@ func (o *serveOptions) streamRows(f *Factory, l *bench.Local) func(report.Header
 			report.WriteBWHeader(f.IO.Out, o.test.Gbits)
 			o.columns = true
 		}
-		report.WriteBWRow(f.IO.Out, b, o.test.Gbits)
+		report.WriteIntervalRow(f.IO.Out, b, o.test.Gbits)
 	}
 	return func(h report.Header) {
 		o.mu.Lock()

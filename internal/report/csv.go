@@ -95,9 +95,10 @@ func (c csvColumns) row(test string, s SizeResult) []string {
 // A run of --run_infinitely (r.Intervals not nil, if empty) has two
 // columns more, last: interval_end_s and interval_duration_s, the
 // Interval's end_s and duration_s. Its intervals come first, a row each
-// in order, with the run's message size, their iterations, bandwidth
-// and message rate, and the two; then the run's result, whose two cells
-// are empty.
+// in order, with the run's message size, their iterations, average
+// bandwidth and message rate, and the two, and bw_peak_mbps empty, as an
+// interval has no peak (Interval); then the run's result, whose two
+// cells are empty.
 //
 // CSVRows writes the same a size at a time, where the columns are known
 // before the run.

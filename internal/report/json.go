@@ -312,6 +312,9 @@ type ThreadResult struct {
 }
 
 // Interval is one periodic bandwidth report of a --run-infinitely run.
+// It has no peak: an interval times no window of messages, and the
+// text's row of it reads 0.00 there (WriteIntervalRow), the CSV's cell is
+// empty.
 type Interval struct {
 	// EndS is the end of the interval in seconds since the test started,
 	// and DurationS its length in seconds.

@@ -61,6 +61,20 @@ func WriteBWRow(w io.Writer, b stats.Bandwidth, gbits bool) error {
 	return writeBWRow(w, b, b, gbits)
 }
 
+// WriteIntervalRow writes the row of one interval of a --run_infinitely
+// run, b as the run reports it (bench.Local.Interval), as WriteBWRow
+// writes a size's, but for its peak. An interval times no window of
+// messages, so it has no peak, and its BW peak column reads 0.00, as
+// perftest's intervals do (its --run_infinitely measures no peak); the
+// same interval's CSV row leaves bw_peak_mbps empty and its JSON
+// Interval has no bw_peak_mbps, which is how each of them says that a
+// figure was not measured. The figure b carries, its average, would
+// pass for a peak measured.
+func WriteIntervalRow(w io.Writer, b stats.Bandwidth, gbits bool) error {
+	b.PeakMBps = 0
+	return writeBWRow(w, b, b, gbits)
+}
+
 // WriteBidiRow writes the row of a bidirectional test, whose figures are
 // total's (both directions) and whose iterations, as perftest's
 // print_full_bw_report prints them, are this side's (local's); local's
