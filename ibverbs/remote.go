@@ -31,9 +31,10 @@ const RemoteMRSize = 20
 // fits in, and survives the zero padding of, rdma_cm's private data (see
 // package rdmacm), and a caller may put more of its own after it.
 //
-// A RemoteMR names at least one byte, within the 64-bit address space;
-// the zero value names none, and is what MR.Remote returns for a closed
-// MR. Neither encodes nor decodes.
+// A RemoteMR names at least one byte, within the 64-bit address space.
+// The zero value names none: it is what MR.Remote returns for a closed
+// MR, and it neither encodes nor decodes, as no RemoteMR that names no
+// bytes does.
 type RemoteMR struct {
 	// Addr is the address of the region's first byte as the region's
 	// device knows it (MR.Addr): the registering process's pointer, or
