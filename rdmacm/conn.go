@@ -553,7 +553,7 @@ func (c *Conn) watch(ctx context.Context) {
 				return
 			}
 			if !transient(err) {
-				c.stop(err)
+				c.stop(err, false)
 				return
 			}
 			t := time.NewTimer(pause)
@@ -571,33 +571,43 @@ func (c *Conn) watch(ctx context.Context) {
 		case EventDisconnected:
 			// Answer the peer's disconnect request (DREQ) at once, as
 			// rdma_cm expects, so that its rdma_disconnect completes
-			// without waiting for a timeout. It also moves the QP to
-			// the error state, as stop does again.
-			if !c.ud {
-				c.id.Disconnect()
-			}
-			c.stop(eventError(ev))
+			// without waiting for a timeout.
+			c.stop(eventError(ev), !c.ud)
 			return
 		case EventDeviceRemoval, EventConnectError, EventUnreachable, EventRejected, EventMulticastError:
-			c.stop(eventError(ev))
+			c.stop(eventError(ev), false)
 			return
 		}
 	}
 }
 
 // stop ends the connection for err, an event or a failed read of the
-// events: it moves the QP to the error state, so that the work posted on
-// it flushes and a CQ.Wait for it wakes, then closes Done. The CM does
-// that itself only for a disconnect (rdma_disconnect): an UNREACHABLE
-// that ends an established connection (rdma_cm on RoCE sends one when
-// the peer's address stops resolving, or resolves to another MAC) left
-// the QP in RTS, and its waiters waiting for completions that never
-// came.
-func (c *Conn) stop(err error) {
+// events: it records err, so that Err explains every flush that follows;
+// disconnects, where disconnect says so (answering the peer's); moves
+// the QP to the error state, so that the work posted on it flushes and a
+// CQ.Wait for it wakes; then closes Done. The CM moves the QP itself only
+// for a disconnect (rdma_disconnect): an UNREACHABLE that ends an
+// established connection (rdma_cm on RoCE sends one when the peer's
+// address stops resolving, or resolves to another MAC) left the QP in
+// RTS, and its waiters waiting for completions that never came. Only
+// watch calls stop, and Close waits for watch to return.
+func (c *Conn) stop(err error, disconnect bool) {
+	c.mu.Lock()
+	ended := c.err != nil
+	if !ended {
+		c.err = err
+	}
+	c.mu.Unlock()
+	if ended {
+		return
+	}
+	if disconnect {
+		c.id.Disconnect()
+	}
 	if c.qp != nil {
 		c.qp.ToError()
 	}
-	c.end(err)
+	close(c.done)
 }
 
 // watchBackoff is the longest pause of watch between reads that fail.
@@ -609,16 +619,16 @@ func transient(err error) bool {
 	return errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.EINTR)
 }
 
-// end records why the connection ended, once, and closes Done.
-func (c *Conn) end(err error) bool {
+// end records why the connection ended and closes Done, unless an event
+// ended it before (stop).
+func (c *Conn) end(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
-		return false
+		return
 	}
 	c.err = err
 	close(c.done)
-	return true
 }
 
 // QP returns the connection's queue pair: RC, or UD with Config.UD.
@@ -694,8 +704,8 @@ func (c *Conn) UD() UDParam { return c.udParam }
 //
 // When an event ends it (the peer disconnected, DISCONNECTED; the peer's
 // address became unreachable, UNREACHABLE; the device went away,
-// DEVICE_REMOVAL), or reading the events fails, the Conn first moves its
-// QP to the error state, so that the work requests posted on it complete,
+// DEVICE_REMOVAL), or reading the events fails, the Conn sets Err and
+// moves its QP to the error state, so that the work requests posted on it complete,
 // flushed (WCWRFlushErr), and a CQ.Wait for them returns, then closes
 // Done at once. Nothing is freed: the QP, CQs and PD stay, to poll the
 // last completions from, until Close.
@@ -708,14 +718,14 @@ func (c *Conn) UD() UDParam { return c.udParam }
 // it.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Err returns nil while the connection is up (Done is open), then why it
-// ended: an error matching ErrDisconnected when the peer disconnected
-// (its process's end disconnects too: the kernel does it), ErrUnreachable
-// or ErrDeviceRemoved for those events, ErrClosed after Close. It explains
-// the completions that then fail with ibverbs.WCWRFlushErr, once Done has
-// closed: the Conn moves the QP to the error state, which flushes them,
-// just before it sets Err and closes Done, so a flush polled at once may
-// find Err still nil (ExampleConn_Err waits for Done).
+// Err returns nil while the connection is up, then why it ended: an
+// error matching ErrDisconnected when the peer disconnected (its
+// process's end disconnects too: the kernel does it), ErrUnreachable or
+// ErrDeviceRemoved for those events, ErrClosed after Close. When an
+// event ends the connection, the Conn sets Err first, then moves the QP
+// to the error state, then closes Done: a completion flushed by the end
+// (ibverbs.WCWRFlushErr) finds Err set, and so does a goroutine woken by
+// Done (ExampleConn_Err). After Close, Err is set as Done closes.
 //
 // The CM has no keepalive: a peer whose host went down, or whose link was
 // cut, is seldom told here. (rdma_cm on RoCE, since Linux 6.8 and in some

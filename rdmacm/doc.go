@@ -78,10 +78,9 @@
 // the QP was in the error state. When an event ended the connection, the
 // Conn put it there, and Conn.Err says why: errors.Is(c.Err(),
 // ErrDisconnected) after the peer's disconnect (or its process's end).
-// The Conn moves the QP to the error state first and then sets Err and
-// closes Done, so a flush polled at once may come a moment before Err is
-// set: wait for Done, briefly, as ExampleConn_Err does. Where Done stays
-// open, the connection failed otherwise: one of this side's requests
+// The Conn sets Err before it moves the QP to the error state, so a flush
+// that the event caused finds Err set (ExampleConn_Err); Done closes just
+// after. Where Err is nil, the connection failed otherwise: one of this side's requests
 // failed first (ibverbs.WCRetryExcErr, WCRemAccessErr: its completion,
 // not a flush, says why), or one of the peer's did, which the peer's
 // completions say.

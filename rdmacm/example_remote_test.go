@@ -133,11 +133,9 @@ func ExampleDial_remoteMR() {
 
 // A failed completion of WCWRFlushErr says only that the QP was in the
 // error state. When an event ended the connection (the peer's
-// disconnect, say), the Conn put it there and Err says why; it sets Err
-// and closes Done just after, so a flush polled at once may come a moment
-// before Done closes. Where Done stays open, the connection failed
-// otherwise: a request of this side's, whose completion says why, or of
-// the peer's.
+// disconnect, say), the Conn put it there after it set Err, which says
+// why. Where Err is nil, the connection failed otherwise: a request of
+// this side's, whose completion says why, or of the peer's.
 func ExampleConn_Err() {
 	var c *rdmacm.Conn // from Dial or Accept, with a receive posted
 	ctx := context.Background()
@@ -146,12 +144,8 @@ func ExampleConn_Err() {
 		log.Fatal(err) // ctx's, or ErrClosed after c.Close
 	}
 	err := wcs[0].Err()
-	if errors.Is(err, ibverbs.WCWRFlushErr) {
-		select {
-		case <-c.Done():
-			err = fmt.Errorf("%w: %w", err, c.Err())
-		case <-time.After(time.Second):
-		}
+	if errors.Is(err, ibverbs.WCWRFlushErr) && c.Err() != nil {
+		err = fmt.Errorf("%w: %w", err, c.Err())
 	}
 	if errors.Is(err, rdmacm.ErrDisconnected) {
 		fmt.Println("the peer went away:", err)
