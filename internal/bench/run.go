@@ -1718,7 +1718,8 @@ func (s *session) passive(client bool) bool {
 // Bandwidth is the measuring side's; bidirectional adds the peer's, over
 // the longer of the two times, and the two peaks, as perftest's does. A
 // passive side reports the peer's figures; a receiver that received
-// nothing reports none, not the sender's.
+// nothing reports none, not the sender's, and a one-way test's receiver
+// no peak (PeakMBps 0).
 func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result, client bool) SizeResult {
 	passive := s.passive(client)
 	if s.spec.Test.IsLatency() {
@@ -1737,6 +1738,12 @@ func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result, cl
 	}
 	local := stats.ComputeBandwidthPeak(n, mine.Iters, mine.Elapsed, mine.Peak)
 	if !s.spec.Bidirectional {
+		if !s.active(client) {
+			// The receiver of a one-way send test (send_bw's, write_bw's
+			// with immediate data) times no windows: it has no peak,
+			// which report shows as perftest's 0.00, not the average.
+			local.PeakMBps = 0
+		}
 		return SizeResult{Size: size, BW: local}
 	}
 	remote := stats.ComputeBandwidthPeak(n, peer.Iterations, peer.Elapsed, peerPeak(peer))

@@ -471,7 +471,8 @@ func addSizes(parts []SizeResult) SizeResult {
 
 // addBandwidth is the bandwidth of connections that ran at once: their
 // messages over the longest one's time, with the sum of their peaks (at
-// least the average).
+// least the average), or none (0) where none has one (a one-way test's
+// receivers).
 func addBandwidth(bs []stats.Bandwidth) stats.Bandwidth {
 	if len(bs) == 0 {
 		return stats.Bandwidth{}
@@ -485,7 +486,11 @@ func addBandwidth(bs []stats.Bandwidth) stats.Bandwidth {
 		peak += b.PeakMBps
 	}
 	sum := stats.ComputeBandwidth(bs[0].Bytes, iters, el, 0)
-	sum.PeakMBps = max(sum.AvgMBps, peak)
+	if peak > 0 {
+		sum.PeakMBps = max(sum.AvgMBps, peak)
+	} else {
+		sum.PeakMBps = 0
+	}
 	return sum
 }
 

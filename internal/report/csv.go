@@ -52,8 +52,10 @@ func (c csvColumns) row(test string, s SizeResult) []string {
 		strconv.FormatUint(s.Iterations, 10),
 	}
 	bw := !s.latency() // its bandwidth cells are written even when zero
-	for _, v := range []float64{s.BWPeakMBps, s.BWAvgMBps, s.BWAvgGbps, s.MsgRateMpps} {
-		if bw && v == 0 {
+	for i, v := range []float64{s.BWPeakMBps, s.BWAvgMBps, s.BWAvgGbps, s.MsgRateMpps} {
+		// No peak (NoPeak) is an empty cell, as an interval's: csvFloat's
+		// of 0.
+		if bw && v == 0 && (i > 0 || !s.NoPeak()) {
 			row = append(row, "0")
 			continue
 		}
@@ -85,7 +87,9 @@ func (c csvColumns) row(test string, s SizeResult) []string {
 // size. The columns are the same for every test; a field that the JSON
 // document leaves out (the bandwidth fields of a latency test, say) is
 // an empty cell, and a bandwidth test's zero bandwidth is 0, as is a
-// measured latency test's zero figure (t_stdev_us of one sample). The
+// measured latency test's zero figure (t_stdev_us of one sample), but
+// for bw_peak_mbps where a size has no peak (SizeResult.NoPeak: a
+// one-way send test's receiving side), which the JSON leaves out. The
 // first column repeats r.Test, so that the output of several runs can be
 // concatenated (without their header rows).
 // --cpu_util adds three columns after these (cpuColumns), and port

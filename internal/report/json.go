@@ -153,7 +153,11 @@ type SizeResult struct {
 	Bytes      int    `json:"bytes"`
 	Iterations uint64 `json:"iterations"`
 
-	// Bandwidth in MB/sec (MB = 2^20 bytes) and Gbit/sec.
+	// Bandwidth in MB/sec (MB = 2^20 bytes) and Gbit/sec. A BWPeakMBps
+	// of 0 beside an average is no peak (NoPeak): the receiving side of
+	// a one-way send test times no windows of messages, and its JSON
+	// leaves bw_peak_mbps out, as an Interval's, its CSV cell is empty,
+	// and its text reads 0.00, as perftest's.
 	BWPeakMBps  float64 `json:"bw_peak_mbps,omitempty"`
 	BWAvgMBps   float64 `json:"bw_avg_mbps,omitempty"`
 	BWAvgGbps   float64 `json:"bw_avg_gbps,omitempty"`
@@ -285,10 +289,16 @@ func (s SizeResult) latency() bool {
 	return s.MeasuredByPeer || s.TMaxUs != 0 || s.TAvgUs != 0 || s.TTypicalUs != 0 || len(s.SamplesUs) > 0
 }
 
+// NoPeak reports whether s is a bandwidth test's size that has an
+// average and no peak (BWPeakMBps 0): a measured peak is never below the
+// average.
+func (s SizeResult) NoPeak() bool { return s.BWPeakMBps == 0 && s.BWAvgMBps != 0 }
+
 // MarshalJSON writes s with its bandwidth fields, zero or not, where it
-// is a bandwidth test's size; with its latency fields, zero or not, and
-// without the bandwidth fields where it is a latency test's size that
-// this side measured; and with neither where the peer measured it.
+// is a bandwidth test's size, but bw_peak_mbps where it has no peak
+// (NoPeak); with its latency fields, zero or not, and without the
+// bandwidth fields where it is a latency test's size that this side
+// measured; and with neither where the peer measured it.
 func (s SizeResult) MarshalJSON() ([]byte, error) {
 	switch {
 	case s.MeasuredByPeer:
@@ -296,6 +306,12 @@ func (s SizeResult) MarshalJSON() ([]byte, error) {
 		return json.Marshal(plain(s))
 	case s.latency():
 		return json.Marshal(sizeLat(s))
+	case s.NoPeak():
+		// The outer field hides sizeBW's, and, 0, is left out.
+		return json.Marshal(struct {
+			sizeBW
+			BWPeakMBps float64 `json:"bw_peak_mbps,omitempty"`
+		}{sizeBW: sizeBW(s)})
 	}
 	return json.Marshal(sizeBW(s))
 }
