@@ -844,35 +844,33 @@ func measured(res *bench.Result) *bench.Result {
 // gives 13, 13, 13, 12 and 12). The buffers are two regions (RegionLen)
 // a QP, so a bound on their bytes is one on the test's QPs, and that is
 // judged as exchange.CheckLimits judges a connection's: by the least test
-// it can be part of. The connection whose thread is the last with the
-// larger share has the whole test as its least, so a test is refused
-// exactly where all its QPs' buffers are over the bound. Its share times
-// the threads counted 65 QPs of the 63 where thread 0 came, and refused
-// a test that fitted.
+// it can be part of (TestSpec.LeastTestQPs). The connection whose thread
+// is the last with the larger share has the whole test as its least, so
+// a test is refused exactly where all its QPs' buffers are over the
+// bound. Its share times the threads counted 65 QPs of the 63 where
+// thread 0 came, and refused a test that fitted.
 func checkBuffers(s exchange.TestSpec, mem uint64) error {
 	if mem == 0 {
 		return nil
 	}
 	perQP := 2 * s.RegionLen()
 	fit := mem / 2 / perQP // the QPs whose buffers fit
-	lim := oneTestLimits()
-	lim.MaxQPs = uint16(min(fit, math.MaxUint16))
-	c := s
-	if c.Threads > 1 && c.Group == 0 {
-		c.Group = 1 // CheckLimits wants the client's number of the test, which does not count here
-	}
-	if err := c.CheckLimits(lim); !errors.Is(err, exchange.ErrOverLimit) {
-		// Within the bound, or not a valid test, which admit's
-		// CheckLimits refused before it asked this.
+	qps, exact := s.LeastTestQPs()
+	if qps <= fit {
 		return nil
 	}
-	gib := func(n uint64) float64 { return float64(n) / (1 << 30) }
+	gib := func(n float64) float64 { return n / (1 << 30) }
+	total := gib(float64(qps) * float64(perQP)) // no overflow: 2^16 QPs of 2^33 bytes pass 2^64
 	if s.Threads <= 1 {
 		return fmt.Errorf("%w: the test's buffers, %.1f GiB, are more than half of this host's memory (%.1f GiB)",
-			exchange.ErrOverLimit, gib(s.BufferLen()), gib(mem))
+			exchange.ErrOverLimit, total, gib(float64(mem)))
 	}
-	return fmt.Errorf("%w: the test's buffers, 2 regions of %d bytes for each of its QPs, are more than half of this host's memory (%.1f GiB), which holds those of %d QPs: a test of %d threads whose thread %d has %d QPs has more",
-		exchange.ErrOverLimit, s.RegionLen(), gib(mem), fit, s.Threads, s.Thread, s.NumQPs)
+	least := "at least "
+	if exact {
+		least = ""
+	}
+	return fmt.Errorf("%w: a test of %d threads of %s%d QPs (thread %d has %d) has buffers of %s%.1f GiB, 2 regions of %d bytes a QP, more than half of this host's memory (%.1f GiB), which holds those of %d QPs",
+		exchange.ErrOverLimit, s.Threads, least, qps, s.Thread, s.NumQPs, least, total, s.RegionLen(), gib(float64(mem)), fit)
 }
 
 // physMemory returns this host's memory in bytes, or 0 if sysinfo fails.

@@ -877,6 +877,17 @@ func (s TestSpec) leastTest() (qps uint64, full int, exact bool) {
 	return n * t, int(t), i == 0
 }
 
+// LeastTestQPs returns the QPs in all of the least test that s, a
+// connection of a test of Threads threads holding its thread's share of
+// the QPs, can be part of, as CheckLimits judges a connection (the first
+// total%Threads threads take one QP more than the others), and exact,
+// whether that is the one test s can be part of. A spec of one
+// connection is its own test: NumQPs, exact.
+func (s TestSpec) LeastTestQPs() (qps uint64, exact bool) {
+	qps, _, exact = s.leastTest()
+	return qps, exact
+}
+
 // leastMemory is the Memory of the least test s can be part of (full of
 // its threads with s's share of the QPs, the others with one fewer:
 // leastTest), each thread at s's depths, saturated at math.MaxUint64.
