@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
@@ -40,8 +41,11 @@ func errorCode(err error) string {
 // port and GID index given before it are the document's, a port not
 // given is 1, -i's default, as a run's and fail's, and a GID index not
 // given is -1, none chosen, as a run's that chose none (0 would name the
-// first).
-func writeJSONError(w io.Writer, cmd *cobra.Command, args []string, err error) {
+// first). rest is args less the names of cmd and its parents (cobra's
+// Find): its role is a run's, loopback's, serve's "server", and a test's
+// "client" where rest holds a server address, else "server", as fail
+// names them once the flags are parsed.
+func writeJSONError(w io.Writer, cmd *cobra.Command, args, rest []string, err error) {
 	r := report.Result{Version: Version, GIDIndex: -1, Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
 	for _, a := range args {
 		if t, perr := exchange.ParseTest(strings.ReplaceAll(a, "-", "_")); perr == nil {
@@ -51,9 +55,7 @@ func writeJSONError(w io.Writer, cmd *cobra.Command, args []string, err error) {
 		}
 	}
 	if cmd != nil {
-		if cmd.HasParent() && cmd.Parent().Name() == "loopback" {
-			r.Role = "loopback"
-		}
+		r.Role = role(cmd, rest)
 		fs := cmd.Flags()
 		if fs.Changed("ib-dev") {
 			r.Device, _ = fs.GetString("ib-dev")
@@ -66,6 +68,68 @@ func writeJSONError(w io.Writer, cmd *cobra.Command, args []string, err error) {
 		}
 	}
 	report.WriteJSON(w, r)
+}
+
+// role is the role of cmd's run, as the JSON document names it, given
+// rest, its command line less the commands' names: "loopback" for a test
+// of loopback, "server" for serve, and for a test "client" where rest
+// holds an argument, the server's address, and "server" where it holds
+// none; "" for any other command, and where cmd parses no flags (a build
+// without the bindings), which cannot tell a flag's value from an
+// argument.
+func role(cmd *cobra.Command, rest []string) string {
+	switch {
+	case cmd.HasParent() && cmd.Parent().Name() == "loopback":
+		return "loopback"
+	case cmd.DisableFlagParsing:
+		return ""
+	case cmd.Name() == "serve":
+		return "server"
+	}
+	if _, err := exchange.ParseTest(strings.ReplaceAll(cmd.Name(), "-", "_")); err != nil {
+		return ""
+	}
+	if hasArgument(cmd.Flags(), rest) {
+		return "client"
+	}
+	return "server"
+}
+
+// hasArgument reports whether args hold an argument that is no flag nor
+// a flag's value, as fs would parse them: where parsing stopped at a
+// mistake, the arguments after it are not parsed, and a test's server
+// address is often the last word. A flag that fs lacks is taken to have
+// no value, so the word after it is an argument: perftest's server
+// address follows its flags (write-bw --bogus 198.18.0.1 is a client's).
+func hasArgument(fs *pflag.FlagSet, args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return i+1 < len(args)
+		case strings.HasPrefix(a, "--"):
+			name, _, inline := strings.Cut(a[2:], "=")
+			if fl := fs.Lookup(name); fl != nil && !inline && fl.NoOptDefVal == "" {
+				i++ // its value
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			// Letters, the first that takes a value taking the rest
+			// of the word, or the next word where it is the last.
+			for j := 1; j < len(a); j++ {
+				fl := fs.ShorthandLookup(a[j : j+1])
+				if fl == nil || fl.NoOptDefVal != "" {
+					continue
+				}
+				if j == len(a)-1 {
+					i++
+				}
+				break
+			}
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // writeDevicesJSONError writes the document of gorperf devices --json

@@ -13,7 +13,7 @@ import (
 
 // TestJSONUsageErrorKeepsFlags: the JSON document of a test whose
 // command line is wrong carries the device, port and GID index given
-// before the mistake, the role of a loopback run, a port not given as 1,
+// before the mistake, its role (TestJSONErrorRole), a port not given as 1,
 // -i's default, as a run's document and one that failed later have it
 // (TestJSONFailureKeepsFlags), and a GID index not given as -1, none
 // chosen; it had "device": "", "port": 0 and "gid_index": 0, an index
@@ -26,10 +26,10 @@ func TestJSONUsageErrorKeepsFlags(t *testing.T) {
 		port   int
 		gid    int
 	}{
-		{[]string{"write-bw", "-d", "rxe1", "-i", "2", "-x", "abc", "--json", "198.18.0.1"}, "", "rxe1", 2, -1},
+		{[]string{"write-bw", "-d", "rxe1", "-i", "2", "-x", "abc", "--json", "198.18.0.1"}, "client", "rxe1", 2, -1},
 		{[]string{"loopback", "send-lat", "-x", "7", "-s", "x", "--json"}, "loopback", "", 1, 7},
-		{[]string{"read-bw", "-x", "0", "-d", "mlx5_0", "--json", "a", "b"}, "", "mlx5_0", 1, 0},
-		{[]string{"write-bw", "-s", "x", "-i", "2", "--json"}, "", "", 1, -1}, // -i after the mistake: not read
+		{[]string{"read-bw", "-x", "0", "-d", "mlx5_0", "--json", "a", "b"}, "client", "mlx5_0", 1, 0},
+		{[]string{"write-bw", "-s", "x", "-i", "2", "--json"}, "server", "", 1, -1}, // -i after the mistake: not read
 	} {
 		f, out, errOut := newTestFactory(nil, nil)
 		code := run(context.Background(), f, tc.args)

@@ -131,7 +131,7 @@ func run(ctx context.Context, f *Factory, args []string) int {
 		// --json promises one valid document on every path, also when the
 		// command line itself was wrong and no command ran: gorperf
 		// devices's own, or a test's.
-		c, _, ferr := cmd.Find(args)
+		c, rest, ferr := cmd.Find(args)
 		switch {
 		case ferr == nil && c.Parent() == cmd && c.Name() == "devices":
 			writeDevicesJSONError(out, err)
@@ -144,7 +144,7 @@ func run(ctx context.Context, f *Factory, args []string) int {
 			if ferr != nil {
 				c = nil
 			}
-			writeJSONError(out, c, args, err)
+			writeJSONError(out, c, args, rest, err)
 		}
 	}
 	if err != nil && !errors.As(err, new(*silentError)) {
