@@ -44,6 +44,8 @@ func explainUnknownFlag(cmd *cobra.Command, ne *pflag.NotExistError) string {
 		}
 	} else if cmd.Name() != "serve" {
 		return ""
+	} else if why := serveTestFlag(name, short); why != "" {
+		return why
 	}
 	long := name
 	if why, ok := perftestLetterOnly[name]; short && ok {
@@ -87,6 +89,48 @@ func otherTestsFlag(cmd *cobra.Command, name string, short bool) string {
 		return fmt.Sprintf("-%s is --%s, which only %s have", name, flag.Name, joinAnd(have))
 	}
 	return "only " + joinAnd(have) + " have it"
+}
+
+// serveReportFlags are the tests' flags of what a side reports that a
+// server for one test takes and gorperf serve does not, which reports
+// each test in text or, with --json, as a JSON document ("report"), and
+// judges no pass marks ("limit").
+var serveReportFlags = map[string]string{
+	"csv": "report", "output": "report", "report_gbits": "report", "out_json": "report", "out_json_file": "report",
+	"report-unsorted": "report", "report-histogram": "report", "histogram": "report", "report-both": "report",
+	"limit_bw": "limit", "limit_msgrate": "limit", "limit_lat": "limit", "limit_p99": "limit",
+}
+
+// serveTestFlag explains a flag that the tests have and gorperf serve
+// lacks, named as given (short: a letter), or returns "" for one no test
+// has. Most set the test, which serve takes from each client's command
+// line, as a perftest server does (-s, -n, -q, -b, --threads, ...); the
+// others choose what a side reports (serveReportFlags).
+func serveTestFlag(name string, short bool) string {
+	var fl *pflag.Flag
+	for t := exchange.WriteBW; t <= exchange.AtomicLat && fl == nil; t++ {
+		f := newCmdTest(nil, t, false, nil).Flags()
+		if short {
+			fl = f.ShorthandLookup(name)
+		} else {
+			fl = f.Lookup(name)
+		}
+	}
+	if fl == nil {
+		return ""
+	}
+	given := "--" + name
+	if short {
+		given = "-" + name
+	}
+	oneTest := "a server for one test (gorperf write-bw, say, without an address) takes it"
+	switch serveReportFlags[fl.Name] {
+	case "report":
+		return fmt.Sprintf("serve takes no %s: it reports each test in text, or with --json as a JSON document; %s", given, oneTest)
+	case "limit":
+		return fmt.Sprintf("serve takes no %s: it judges no pass marks (a client's judges the client's figures); %s", given, oneTest)
+	}
+	return fmt.Sprintf("serve takes no test flags (%s): each client's test sets them; give them to the client", given)
 }
 
 // joinAnd joins words as a list in prose: "a, b and c".

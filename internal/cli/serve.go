@@ -60,7 +60,9 @@ func newServeCmd(f *Factory, o *serveOptions) *cobra.Command {
 until stopped with Ctrl-C. A failed test is reported and the server goes on.
 Clients that come while a test runs wait their turns, first come first served
 (up to 64), and are told how many tests come before theirs. The limits bound
-what a client can make this host allocate and register.`,
+what a client can make this host allocate and register. A test's parameters
+(-s, -n, -D, -q, -c, -b, --threads, ...) come from each client's command line:
+serve takes none of them.`,
 		Example: "  gorperf serve -d mlx5_0 --max-memory 1073741824",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
