@@ -492,9 +492,10 @@ func TestTestFlagErrors(t *testing.T) {
 		fmt.Fprintf(&all, "$ gorperf %s\nexit %d\n%s\n", strings.Join(args, " "), code, errOut)
 	}
 	golden(t, "flag_errors.golden", []byte(all.String()))
-	// -R with UC is refused as unsupported, not as a typo.
-	if _, _, err := parseTest(t, exchange.WriteBW, "-R", "-c", "UC", "h"); !errors.Is(err, errors.ErrUnsupported) {
-		t.Errorf("-R -c UC: %v, want ErrUnsupported", err)
+	// -R with UC is a mistake of the command line, as -c DC is
+	// (TestUCRdmaCMIsUsage).
+	if _, _, err := parseTest(t, exchange.WriteBW, "-R", "-c", "UC", "h"); !errors.As(err, new(*usageError)) {
+		t.Errorf("-R -c UC: %v, want a usage error", err)
 	}
 }
 

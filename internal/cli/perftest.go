@@ -292,7 +292,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.VarP((*sizeValue)(&o.Size), "size", "s", "message size in bytes, or with K or M after it in KiB or MiB, as perftest's: 64K (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's MTU, or -m)")
 	all := "run every size from 2 to 2^23 bytes"
 	if !o.Test.IsLatency() {
-		all += " (not with --run_infinitely, which runs -s alone, as perftest's)"
+		all += " (--run_infinitely overrides it and runs -s alone, as perftest's)"
 	}
 	f.BoolVarP(&o.All, "all", "a", false, all)
 	f.Uint64VarP(&o.Iters, "iters", "n", 0, "iterations per size, at least 5 (default: 5000 for bandwidth, 1000 for latency)")
@@ -368,7 +368,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		}
 		f.BoolVar(&o.ReportBoth, "report-both", false, "with -b, also report each direction: what this side sent and what the peer sent, each with its own peak")
 		f.BoolVar(&o.Reversed, "reversed", false, "the server sends, writes or reads, and the client is passive (not with -b or --run_infinitely)")
-		f.BoolVarP(&o.NoPeak, "noPeak", "N", false, "accepted for perftest compatibility: gorperf measures the peak without per-message timestamps, so it always does")
+		f.BoolVarP(&o.NoPeak, "noPeak", "N", false, "accepted for perftest compatibility: gorperf measures the peak without per-message timestamps, so it always does where it can (not on a one-way send test's receiving side, which times no windows: 0.00, as perftest's)")
 		f.Float64VarP(&o.limits.BW, "limit_bw", "w", 0, "fail (exit status 3) if any size's average bandwidth is below this, in MB/sec (Gbit/sec with --report_gbits)")
 		f.Float64VarP(&o.limits.MsgRate, "limit_msgrate", "y", 0, "fail (exit status 3) if any size's message rate is below this many Mpps")
 		addRateFlags(f, o)
@@ -663,7 +663,9 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		return s, usageErrorf("limits (-w, -y, --limit_lat, --limit_p99) need an end result; --run_infinitely has none")
 	}
 	if o.RdmaCM && conn == ibverbs.QPTypeUC {
-		return s, fmt.Errorf("-R makes RC or UD connections; UC through rdma_cm is not supported: %w", errors.ErrUnsupported)
+		// A mistake of the command line, as -c DC is, whatever the
+		// device: exit status 2.
+		return s, usageErrorf("-R makes RC or UD connections; -c UC through rdma_cm is not supported: leave out -R, or give -c RC")
 	}
 	if o.Infinite && o.Duration == 0 {
 		s.Duration = 5 // perftest reports every 5 seconds
