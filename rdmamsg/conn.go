@@ -1444,6 +1444,9 @@ func (c *Conn) sendLocked(ctx context.Context, p []byte) error {
 // the Conn uses it. Once the write deadline has passed it stops, before
 // its next Read of r, with os.ErrDeadlineExceeded. A count from r outside
 // 0 to the buffer's length fails it, and nothing of that Read is sent.
+// Where Close or Abort comes while r's Read runs, nothing of that Read
+// is sent either, and ReadFrom returns ErrClosed, whatever the Read
+// returned (io.EOF included).
 func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 	ctx := context.Background()
 	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
@@ -1463,6 +1466,12 @@ func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 		m, rerr := r.Read(buf)
 		if m < 0 || m > len(buf) {
 			m, rerr = 0, fmt.Errorf("rdmamsg: the reader read %d bytes into %d", m, len(buf))
+		}
+		if isClosed(c.closed) {
+			// A Close or Abort came while the reader had it: nothing of
+			// this Read is sent, and the reader's end (io.EOF, or its
+			// own error) is not ReadFrom's, which is ErrClosed.
+			m, rerr = 0, ErrClosed
 		}
 		if m > 0 {
 			err = c.postBuffer(ctx, i, m)
@@ -1739,7 +1748,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 // ended without the peer's end message it returns, as Read, an error
 // matching io.ErrUnexpectedEOF. io.Copy
 // from the Conn uses it. Once the read deadline has passed it stops,
-// before its next Write to w, with os.ErrDeadlineExceeded.
+// before its next Write to w, with os.ErrDeadlineExceeded. Where Close
+// or Abort comes while w's Write runs, WriteTo returns ErrClosed once it
+// returns, whatever it returned.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 	if err := c.takeTurn(context.Background(), c.recvTurn, &c.rdl); err != nil {
 		return 0, err
@@ -1776,6 +1787,11 @@ func (c *Conn) WriteTo(w io.Writer) (int64, error) {
 			n += int64(m)
 			if werr == nil && m < len(data) {
 				werr = io.ErrShortWrite
+			}
+			if werr != nil && isClosed(c.closed) {
+				// A Close or Abort came while the writer had it: its
+				// failure is not WriteTo's, which is ErrClosed.
+				werr = ErrClosed
 			}
 			if werr != nil {
 				return n, werr
@@ -1902,8 +1918,8 @@ func (c *Conn) CloseWrite() error {
 // their timers stop.
 // Close does not wait for a ReadFrom blocked in its reader, or a WriteTo
 // in its writer: that returns ErrClosed once its reader or writer
-// returns, and the buffers stay mapped until then. Closing twice is a
-// no-op.
+// returns, whatever that returned (io.EOF, or an error of its own), and
+// the buffers stay mapped until then. Closing twice is a no-op.
 //
 // The peer takes a Close for the end of the stream (io.EOF); Abort is
 // the end of one that failed. The end message, as CloseWrite's, goes

@@ -514,6 +514,61 @@ func TestCloseDoesNotWaitForIO(t *testing.T) {
 	}
 }
 
+// TestEndUnderIO: a Close or Abort made while ReadFrom waits in its
+// reader, or WriteTo in its writer, ends them with ErrClosed once that
+// returns, whatever it returned. ReadFrom whose reader then returned
+// io.EOF returned nil, as after a whole stream (io.Copy reported success
+// after an Abort), and WriteTo returned its writer's own error.
+func TestEndUnderIO(t *testing.T) {
+	for _, abort := range []bool{false, true} {
+		name := "Close"
+		if abort {
+			name = "Abort"
+		}
+		t.Run(name, func(t *testing.T) {
+			srv, cli := connect(t, nil, nil)
+			ctx := timeout(t, 60*time.Second)
+			// cli's ReadFrom sends one message, then waits in its reader.
+			pr, pw := io.Pipe()
+			sent := make(chan error, 1)
+			go func() { _, err := cli.ReadFrom(pr); sent <- err }()
+			if _, err := pw.Write([]byte("first")); err != nil {
+				t.Fatal(err)
+			}
+			// srv's WriteTo takes that message and waits in its writer.
+			wr, ww := io.Pipe()
+			wrote := make(chan error, 1)
+			go func() { _, err := srv.WriteTo(ww); wrote <- err }()
+			time.Sleep(300 * time.Millisecond)
+			stops := []func() error{cli.Close, srv.Close}
+			if abort {
+				stops[0] = cli.Abort
+			}
+			for _, end := range stops {
+				done := make(chan error, 1)
+				go func() { done <- end() }()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+				case <-ctx.Done():
+					t.Fatal(name + " waited for a reader or writer")
+				}
+			}
+			// The reader ends its stream, (0, io.EOF); the writer fails.
+			pw.Close()
+			wr.CloseWithError(errors.New("the writer's own failure"))
+			if err := <-sent; !errors.Is(err, rdmamsg.ErrClosed) {
+				t.Errorf("ReadFrom after %s, its reader at io.EOF: %v, want ErrClosed", name, err)
+			}
+			if err := <-wrote; !errors.Is(err, rdmamsg.ErrClosed) {
+				t.Errorf("WriteTo after Close, its writer failed: %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
 // TestNotAPeer checks that each side refuses a plain rdma_cm peer, which
 // sends no hello: the listener rejects the request with the reason, and
 // Dial fails on a reply without one.
