@@ -993,7 +993,8 @@ func (c *Conn) lostError(cut error) error {
 // messages sends one before it closes: where one disconnected without
 // (its process killed, its connection closed by the kernel), the readers
 // get io.ErrUnexpectedEOF (cut), after what arrived, not io.EOF; sends
-// fail with EPIPE, as after the peer's Close.
+// fail with EPIPE, as after the peer's Close, but say so, and match
+// rdmacm.ErrDisconnected too (sendErr).
 func (c *Conn) ended() {
 	if c.closing {
 		return
@@ -1580,6 +1581,11 @@ func (c *Conn) sendErr() error {
 		return ErrClosed
 	case c.err != nil:
 		return c.err
+	case c.eof && c.cut != nil:
+		// Not a close: the peer's process was killed, say, and its
+		// kernel disconnected (ended).
+		return fmt.Errorf("rdmamsg: send to %s: the peer disconnected without ending its stream: %w (%w)",
+			c.link.RemoteAddr(), syscall.EPIPE, c.link.Err())
 	case c.eof || c.peerOut:
 		return fmt.Errorf("rdmamsg: send to %s: the peer closed the connection: %w", c.link.RemoteAddr(), syscall.EPIPE)
 	}

@@ -87,7 +87,10 @@
 // message (its process was killed, say: the kernel closes its
 // connection) is not taken for one that ended its stream: Recv, Read
 // and WriteTo return what arrived and then an error matching both
-// io.ErrUnexpectedEOF and rdmacm.ErrDisconnected. CloseWrite ends one
+// io.ErrUnexpectedEOF and rdmacm.ErrDisconnected, and Send, Write and
+// ReadFrom fail with one that says the peer disconnected without ending
+// its stream, matching syscall.EPIPE, as after a Close, and
+// rdmacm.ErrDisconnected. CloseWrite ends one
 // direction only, as a TCPConn's does: an end message after the last,
 // and the peer reads io.EOF while it may still send. Abort ends the
 // connection as a failure: an abort message after the last, then as

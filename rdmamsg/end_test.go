@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -144,17 +145,21 @@ func abortWithin(t *testing.T, srv, cli *rdmamsg.Conn) error {
 // stream: after what it sent, Recv, Read and WriteTo fail with an error
 // matching io.ErrUnexpectedEOF and rdmacm.ErrDisconnected, where they
 // returned io.EOF, as they still do after its Close, and for a peer older
-// than end messages.
+// than end messages. Send fails with syscall.EPIPE either way, but says
+// which, and matches rdmacm.ErrDisconnected where the peer vanished: it
+// said "the peer closed the connection" of a peer that was killed.
 func TestPeerVanished(t *testing.T) {
+	const closed, vanished = "the peer closed the connection", "the peer disconnected without ending its stream"
 	for _, tc := range []struct {
 		name string
 		old  bool // the peer is older than end messages
 		end  func(*rdmamsg.Conn) error
 		want error
+		send string // what Send says after the end
 	}{
-		{"vanished", false, (*rdmamsg.Conn).CloseWithoutEnd, io.ErrUnexpectedEOF},
-		{"closed", false, (*rdmamsg.Conn).Close, io.EOF},
-		{"older peer, vanished", true, (*rdmamsg.Conn).CloseWithoutEnd, io.EOF},
+		{"vanished", false, (*rdmamsg.Conn).CloseWithoutEnd, io.ErrUnexpectedEOF, vanished},
+		{"closed", false, (*rdmamsg.Conn).Close, io.EOF, closed},
+		{"older peer, vanished", true, (*rdmamsg.Conn).CloseWithoutEnd, io.EOF, closed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, cli := connect(t, nil, nil)
@@ -183,6 +188,11 @@ func TestPeerVanished(t *testing.T) {
 			_, err = srv.WriteTo(io.Discard)
 			if tc.want == io.EOF && err != nil || tc.want != io.EOF && !errors.Is(err, tc.want) {
 				t.Errorf("WriteTo at the end: %v; want %v", err, tc.want)
+			}
+			err = srv.Send(ctx, []byte("x"))
+			if !errors.Is(err, syscall.EPIPE) || !strings.Contains(err.Error(), tc.send) ||
+				errors.Is(err, rdmacm.ErrDisconnected) != (tc.send == vanished) {
+				t.Errorf("Send at the end: %v; want EPIPE, %q, and rdmacm.ErrDisconnected only where it vanished", err, tc.send)
 			}
 		})
 	}
