@@ -150,8 +150,8 @@ type Conn struct {
 
 	// The sends: request i < sendBuffers sends from buffer i, of maxSend
 	// bytes (the smaller of the peer's largest and Config.MaxSend);
-	// requests sendBuffers on are the credit update, the probe and the
-	// abort, which carry no payload.
+	// requests sendBuffers on are the credit update, the probe, the
+	// abort, the end and the keepalive's update, which carry no payload.
 	sendBuffers, maxSend int
 	sbuf                 *ibverbs.Buffer
 	smr                  *ibverbs.MR
@@ -721,9 +721,10 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	// The send buffers' requests, then an update's, then a probe's: an
 	// RDMA write of no bytes, which no MR, receive or credit of the peer's
 	// takes (a zero-length write names no memory, IBTA C9-88), and which
-	// the peer's device acknowledges all the same; then an abort's and an
-	// end message's.
-	wrs := make([]ibverbs.SendWR, c.endWR()+1)
+	// the peer's device acknowledges all the same; then an abort's, an
+	// end message's, and a keepalive's, an update but for its ID, which
+	// tells its failure from an update's.
+	wrs := make([]ibverbs.SendWR, c.keepAliveWR()+1)
 	c.free = make([]int, c.sendBuffers)
 	for i := range wrs {
 		wrs[i] = ibverbs.SendWR{ID: sendTag | uint64(i), Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled}
@@ -758,10 +759,11 @@ func (c *Conn) start(l link, peer hello) (err error) {
 }
 
 // The send requests past the data buffers'.
-func (c *Conn) updateWR() int { return c.sendBuffers }
-func (c *Conn) probeWR() int  { return c.sendBuffers + 1 }
-func (c *Conn) abortWR() int  { return c.sendBuffers + 2 }
-func (c *Conn) endWR() int    { return c.sendBuffers + 3 }
+func (c *Conn) updateWR() int    { return c.sendBuffers }
+func (c *Conn) probeWR() int     { return c.sendBuffers + 1 }
+func (c *Conn) abortWR() int     { return c.sendBuffers + 2 }
+func (c *Conn) endWR() int       { return c.sendBuffers + 3 }
+func (c *Conn) keepAliveWR() int { return c.sendBuffers + 4 }
 
 // freeSends frees the send batch and MR that start made; the buffer
 // stays mapped.
@@ -897,8 +899,26 @@ func (c *Conn) sent(wc *ibverbs.WC) {
 	// peer disconnected or Close did, and each of those is reported for
 	// itself.
 	if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
-		c.fail(fmt.Errorf("rdmamsg: send to %s: %w", c.link.RemoteAddr(), wc.Err()))
+		c.fail(c.sendFailed(int(wc.WRID&^sendTag), wc))
 	}
+}
+
+// sendFailed is the connection's failure where send request i completed
+// with wc's error: what failed, in words for every caller, a Recv's too
+// (the keepalive of a side that only receives is what finds a peer gone).
+func (c *Conn) sendFailed(i int, wc *ibverbs.WC) error {
+	what := "a message sent to it"
+	switch i {
+	case c.keepAliveWR(), c.probeWR():
+		what = "the keepalive to it"
+	case c.updateWR():
+		what = "a credit update to it"
+	case c.abortWR():
+		what = "the abort sent to it"
+	case c.endWR():
+		what = "the end message sent to it"
+	}
+	return fmt.Errorf("rdmamsg: connection to %s lost: %s failed: %w", c.link.RemoteAddr(), what, wc.Err())
 }
 
 // closeGrace is how long Close waits, once the connection has ended, for
@@ -1190,7 +1210,9 @@ func (c *Conn) postControl(wr int) error {
 // credit kept for updates (flow.go). A side without one (its peer reads
 // nothing, and it has sent all it may) sends a probe instead, which takes
 // no credit: without, the death of a peer that stopped reading went
-// unnoticed, every send acknowledged and nothing more to post.
+// unnoticed, every send acknowledged and nothing more to post. The update
+// goes as a request of its own (keepAliveWR), so that its failure says
+// the keepalive failed.
 func (c *Conn) keepAlives(ctx context.Context) {
 	defer c.loops.Done()
 	t := time.NewTicker(c.keepAlive)
@@ -1209,7 +1231,9 @@ func (c *Conn) keepAlives(ctx context.Context) {
 		if c.posts == seen && c.err == nil && !c.closing && !c.eof {
 			switch {
 			case c.canPost():
-				c.postUpdate()
+				k := c.keepAliveWR()
+				c.sb.SetImm(k, c.fl.update())
+				c.postControl(k)
 			case c.sqOut < c.sendBuffers+updateSlots:
 				c.postProbe()
 			}
