@@ -32,7 +32,9 @@ type PacketConfig struct {
 	// (rdma_listen); zero takes the kernel's default.
 	Backlog int
 	// LookupTimeout bounds WriteTo's lookup of a destination it has not
-	// sent to or heard from before (default 5 s).
+	// sent to or heard from before (default 5 s). A lookup that runs out
+	// of it fails with an error that names it and matches
+	// context.DeadlineExceeded, whatever WriteTo's context.
 	LookupTimeout time.Duration
 }
 
@@ -624,6 +626,11 @@ func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort) error {
 			return errors.Join(ErrClosed, peer.ah.Close())
 		}
 		return ErrClosed
+	}
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		// The caller's context has not ended: the time that ran out
+		// is the lookup's own.
+		return fmt.Errorf("rdmamsg: looking up %s: no answer within PacketConfig.LookupTimeout (%v): %w", to, p.cfg.LookupTimeout, err)
 	}
 	if err != nil {
 		return fmt.Errorf("rdmamsg: looking up %s: %w", to, err)

@@ -348,6 +348,40 @@ func TestPacketCloseEndsLookup(t *testing.T) {
 	}
 }
 
+// TestPacketLookupTimeout: a lookup that PacketConfig.LookupTimeout ends,
+// under a context with no deadline of its own, says so, and matches
+// context.DeadlineExceeded, where it said only "context deadline
+// exceeded", of a context that had none.
+func TestPacketLookupTimeout(t *testing.T) {
+	na, nb := ends(t)
+	ctx := timeout(t, 60*time.Second)
+	b, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(nb.IP, 0).String(), &rdmamsg.PacketConfig{LookupTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	// An rdma_cm UD listener that takes no request: a lookup of it waits
+	// for an answer that does not come.
+	l, err := rdmacm.Listen(ctx, netip.AddrPortFrom(na.IP, 0).String(), &rdmacm.Config{UD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	start := time.Now()
+	err = b.WriteTo(context.Background(), []byte("x"), l.Addr())
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "PacketConfig.LookupTimeout (1s)") {
+		t.Errorf("WriteTo whose lookup timed out: %v after %v; want one naming PacketConfig.LookupTimeout (1s), matching context.DeadlineExceeded",
+			err, time.Since(start))
+	}
+	// A context that ends first is the context's doing.
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err = b.WriteTo(short, []byte("x"), l.Addr())
+	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "LookupTimeout") {
+		t.Errorf("WriteTo whose context ended during the lookup: %v; want context.DeadlineExceeded, not LookupTimeout", err)
+	}
+}
+
 // TestPacketRetireInUse: an address handle retired while a WriteTo sends
 // with it (its destination came back with a new QP, or it was evicted)
 // stays open until the send posted with it has completed, not only the
