@@ -137,6 +137,9 @@ func (cfg *Config) withDefaults() (Config, error) {
 // its reader, say) stops as it would waiting for a message or a credit:
 // when its context ends, its deadline passes or the Conn closes. Close
 // and Abort may be called from any goroutine.
+//
+// A *Conn is not a net.Conn (LocalAddr and RemoteAddr return a
+// netip.AddrPort): NetConn gives one.
 type Conn struct {
 	link link
 
@@ -252,13 +255,26 @@ func (l cmLink) disconnect() error { return l.ID().Disconnect() }
 
 var errDeviceForCM = fmt.Errorf("rdmamsg: Config.Device is for Handshake; rdma_cm picks the device by address (Config.CM.SrcAddr): %w", syscall.EINVAL)
 
-// ErrClosed is returned by a Conn's methods after its Close.
+// ErrClosed is returned by a Conn's methods after its Close. It is
+// rdmacm.ErrClosed, which errors from the connection manager under a Conn
+// return too (hence its text, "rdmacm: object is closed"), and matches
+// net.ErrClosed and os.ErrClosed.
 var ErrClosed = rdmacm.ErrClosed
 
 // Dial connects to an rdmamsg Listener at addr ("host:port") through
 // rdma_cm (rdmacm.Dial), telling it this side's depth and largest message
 // in the connection request, and posts this side's receives before the
 // request goes.
+//
+// ctx bounds the whole Dial, and so does Config.CM.Timeout where set.
+// Resolving the address and the route have limits of their own
+// (Config.CM.AddrTimeout and RouteTimeout, 2 s each by default), but the
+// connection request after them has none: where the request goes
+// unanswered (a source address that cannot reach the listener's, say),
+// Dial waits for the kernel's connection manager to give up retrying it,
+// which took about 100 s on soft-RoCE under Linux 6.1 (an error matching
+// rdmacm.ErrUnreachable and syscall.ETIMEDOUT). Pass a ctx with a
+// deadline, or set Config.CM.Timeout, to bound it.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -1629,16 +1645,17 @@ func (c *Conn) writeErr() error {
 }
 
 // Recv waits for the next message, copies it into p and returns its
-// length. A message longer than p is left for the next Recv, which it
-// returns an error matching io.ErrShortBuffer for; MaxRecv bytes always
-// suffice. After the peer closes (or its CloseWrite), Recv returns what
-// it sent and then io.EOF; where the connection ended without the peer's
-// end message (a peer that takes them, and was killed), an error matching
-// io.ErrUnexpectedEOF and rdmacm.ErrDisconnected instead, and after its
-// Abort one matching syscall.ECONNRESET. If a Read took part of a
-// message, Recv returns the rest. Waiting, for a message or for another
-// receiver's turn, ends when ctx ends, the read deadline passes or the
-// Conn closes.
+// length. Where the message is longer than p, Recv copies nothing and
+// returns 0 and an error matching io.ErrShortBuffer, and leaves the
+// message whole for the next Recv, which may pass a larger buffer;
+// MaxRecv bytes always suffice. After the peer closes (or its
+// CloseWrite), Recv returns what it sent and then io.EOF; where the
+// connection ended without the peer's end message (a peer that takes
+// them, and was killed), an error matching io.ErrUnexpectedEOF and
+// rdmacm.ErrDisconnected instead, and after its Abort one matching
+// syscall.ECONNRESET. If a Read took part of a message, Recv returns the
+// rest. Waiting, for a message or for another receiver's turn, ends when
+// ctx ends, the read deadline passes or the Conn closes.
 func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
 	if err := c.takeTurn(ctx, c.recvTurn, &c.rdl); err != nil {
 		return 0, err

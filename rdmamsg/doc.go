@@ -133,11 +133,13 @@
 //
 // # Package net
 //
-// Conn and PacketConn have net.Conn's deadlines (SetDeadline,
-// SetReadDeadline, SetWriteDeadline), and NetConn, NetListener and
-// NetPacketConn give them as a net.Conn, a net.Listener and a
-// net.PacketConn, for code written against package net. net/http serves
-// and fetches over them unchanged (TestHTTP):
+// A *Conn is not a net.Conn (its LocalAddr and RemoteAddr return a
+// netip.AddrPort, not a net.Addr): Conn.NetConn gives one, as
+// Listener.NetListener gives a net.Listener and PacketConn.NetPacketConn
+// a net.PacketConn, for code written against package net. Conn and
+// PacketConn have net.Conn's deadlines (SetDeadline, SetReadDeadline,
+// SetWriteDeadline), which those share. net/http serves and fetches over
+// them unchanged (TestHTTP):
 //
 //	go http.Serve(l.NetListener(), handler)
 //	tr := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
