@@ -453,6 +453,22 @@ func waitOutput(t *testing.T, out *syncBuffer, want string) {
 	t.Fatalf("no %q in 30s:\n%s", want, out)
 }
 
+// runningTest waits until out, a server's output, holds n headers (n
+// tests connected: "GID index" is in the header a server prints once its
+// QPs are connected), and then a second more, so that the test's
+// measuring loops run: a stop then falls mid-test, with messages
+// measured. It stands for a fixed wait long enough for a start-up under
+// emulation, which the test then waits out however fast its start-up.
+func runningTest(t *testing.T, out *syncBuffer, n int) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); strings.Count(out.String(), "GID index") < n; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no header of test %d in 30s:\n%s", n, out)
+		}
+	}
+	time.Sleep(time.Second)
+}
+
 func procExit(err error) int {
 	var ee *exec.ExitError
 	if err == nil {
@@ -486,7 +502,7 @@ func testInterrupt(t *testing.T, extra ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, append([]string{"-s", "4096", "-D", "60", "--json"}, extra...)...)
-	time.Sleep(3 * time.Second)
+	runningTest(t, srvOut, 1)
 	cli.Process.Signal(syscall.SIGINT)
 	t0 := time.Now()
 	err := cli.Wait()
@@ -523,8 +539,8 @@ func TestServerKilled(t *testing.T) {
 func testServerKilled(t *testing.T, extra ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, _, cli, cliOut := writeBWPair(t, ctx, append([]string{"-s", "4096", "-D", "60"}, extra...)...)
-	time.Sleep(3 * time.Second)
+	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, append([]string{"-s", "4096", "-D", "60"}, extra...)...)
+	runningTest(t, srvOut, 1)
 	srv.Process.Kill()
 	srv.Wait()
 	t0 := time.Now()
@@ -579,7 +595,7 @@ func testClientKilled(t *testing.T, extra ...string) {
 	time.Sleep(200 * time.Millisecond)
 	fd0, res0 := fds(), res()
 	cli, _ := start(t, ctx, append([]string{"send-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr}, extra...)...)
-	time.Sleep(3 * time.Second)
+	runningTest(t, srvOut, 2) // the good test's header, then this one's
 	cli.Process.Kill()
 	cli.Wait()
 	// ... are the same after a killed client and the next one served.
@@ -601,24 +617,35 @@ func testClientKilled(t *testing.T, extra ...string) {
 func TestRunInfinitely(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	// rows counts the rows of 4096 bytes in out: the intervals', and once
+	// stopped the result's.
+	rows := func(out *syncBuffer) int {
+		n := 0
+		for _, l := range strings.Split(out.String(), "\n") {
+			if f := strings.Fields(l); len(f) == 5 && f[0] == "4096" {
+				n++
+			}
+		}
+		return n
+	}
 	// run measures for about d after the server reports the QPs connected
-	// (its header), then stops the client with SIGINT.
-	run := func(d time.Duration, extra ...string) *syncBuffer {
+	// (its header), then stops the client with SIGINT; with textRows, as
+	// soon as the client has printed that many rows, within d.
+	run := func(d time.Duration, textRows int, extra ...string) *syncBuffer {
 		_, srvOut, cli, cliOut := writeBWPair(t, ctx, append([]string{"-s", "4096", "--run_infinitely", "-D", "1"}, extra...)...)
 		waitOutput(t, srvOut, "GID index")
-		time.Sleep(d)
+		if textRows == 0 {
+			time.Sleep(d)
+		}
+		for end := time.Now().Add(d); textRows > 0 && rows(cliOut) < textRows && time.Now().Before(end); {
+			time.Sleep(50 * time.Millisecond)
+		}
 		cli.Process.Signal(syscall.SIGINT)
 		cli.Wait()
 		return cliOut
 	}
-	cliOut := run(6500 * time.Millisecond)
-	rows := 0
-	for _, l := range strings.Split(cliOut.String(), "\n") {
-		if f := strings.Fields(l); len(f) == 5 && f[0] == "4096" {
-			rows++
-		}
-	}
-	if rows < 3 {
+	cliOut := run(6500*time.Millisecond, 3)
+	if rows := rows(cliOut); rows < 3 {
 		t.Errorf("%d interval lines in 6.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
 	}
 	// perftest's order: the header block, then the column line, then
@@ -629,14 +656,14 @@ func TestRunInfinitely(t *testing.T) {
 	}
 	// With --json, one document holds the intervals; a warm-up ends and
 	// the intervals follow it.
-	cliOut = run(4500*time.Millisecond, "--json", "--perform_warm_up")
+	cliOut = run(4500*time.Millisecond, 0, "--json", "--perform_warm_up")
 	var r report.Result
 	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || !r.Interrupted || !r.WarmUp {
 		t.Errorf("--json --run_infinitely --perform_warm_up: %v, %d intervals, interrupted %v:\n%s", err, len(r.Intervals), r.Interrupted, cliOut)
 	}
 	// With threads, an interval is reported once each thread has ended
 	// it, with all their messages.
-	cliOut = run(4500*time.Millisecond, "--json", "--threads", "2")
+	cliOut = run(4500*time.Millisecond, 0, "--json", "--threads", "2")
 	r = report.Result{}
 	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || r.Threads != 2 {
 		t.Fatalf("--json --run_infinitely --threads 2: %v, %d intervals, %d threads:\n%s", err, len(r.Intervals), r.Threads, cliOut)
@@ -835,9 +862,9 @@ func TestPortDown(t *testing.T) {
 	if nd == "" {
 		t.Skip("needs the two-device rxe VM, whose netdevs the test may take down")
 	}
-	startServer(t, ctx, srvDev, port, "write-bw", "--peer-timeout", "5")
+	_, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "--peer-timeout", "5")
 	cli, _ := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr)
-	time.Sleep(3 * time.Second)
+	runningTest(t, srvOut, 1)
 	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -1439,13 +1466,28 @@ func TestThreadsEndToEnd(t *testing.T) {
 func TestServerIntervalsFollowClient(t *testing.T) {
 	ctx := testContext(t, 90*time.Second)
 	srvDev, cliDev, addr := peers(t)
+	// csvRows counts the interval rows in a --csv server's output.
+	csvRows := func(out string) int {
+		rows := 0
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			if c := strings.Split(l, ","); len(c) > 2 && c[len(c)-1] != "" {
+				rows++
+			}
+		}
+		return rows
+	}
+	// serve runs a server with srvArgs and a client with cliArgs; with
+	// stopAfter, it stops the client with SIGINT once the server has
+	// printed two interval rows (csvRows), or stopAfter has passed.
 	serve := func(srvArgs, cliArgs []string, stopAfter time.Duration) (srvOut string, srvErr error) {
 		t.Helper()
 		port := freshPort()
 		srv, out := startServer(t, ctx, srvDev, port, "send-bw", srvArgs...)
 		cli, cliOut := start(t, ctx, append(append([]string{"send-bw", "-d", cliDev, "-p", port, "-s", "4096"}, cliArgs...), addr)...)
 		if stopAfter > 0 {
-			time.Sleep(stopAfter)
+			for end := time.Now().Add(stopAfter); csvRows(out.String()) < 2 && time.Now().Before(end); {
+				time.Sleep(50 * time.Millisecond)
+			}
 			cli.Process.Signal(syscall.SIGINT)
 		}
 		if err := cli.Wait(); err != nil && procExit(err) != 130 {
@@ -1455,14 +1497,7 @@ func TestServerIntervalsFollowClient(t *testing.T) {
 		return out.String(), err
 	}
 	out, err := serve([]string{"--csv"}, []string{"--run_infinitely", "-D", "1"}, 4500*time.Millisecond)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	rows := 0
-	for _, l := range lines[1:] {
-		if c := strings.Split(l, ","); len(c) > 2 && c[len(c)-1] != "" {
-			rows++
-		}
-	}
-	if err != nil || !strings.Contains(lines[0], "interval_end_s") || rows < 2 {
+	if rows := csvRows(out); err != nil || !strings.Contains(strings.Split(out, "\n")[0], "interval_end_s") || rows < 2 {
 		t.Errorf("--csv server of a --run_infinitely client: %v, %d interval rows in 4.5 s of 1 s intervals:\n%s", err, rows, out)
 	}
 	out, err = serve([]string{"--run_infinitely", "--output", "bandwidth"}, []string{"-n", "1000"}, 0)
