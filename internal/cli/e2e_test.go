@@ -222,7 +222,7 @@ func TestEndToEnd(t *testing.T) {
 		{"read-lat", []string{"-s", "64", "-n", "200"}},
 		{"send-lat", []string{"-s", "64", "-n", "200"}},
 		{"atomic-lat", []string{"-n", "200", "-A", "CMP_AND_SWAP"}},
-		{"write-bw", []string{"-a", "-n", "20", "-l", "8", "-Q", "4", "-t", "32"}},
+		{"write-bw", []string{"-a", "-n", "12", "-l", "8", "-Q", "4", "-t", "32"}}, // a list of 8 a size, and one of 4
 		{"write-bw", []string{"-R", "-s", "4096", "-n", "300", "-q", "2"}},
 		{"read-bw", []string{"-R", "-s", "4096", "-n", "300"}},
 		{"send-bw", []string{"-R", "-s", "4096", "-n", "300"}},

@@ -389,18 +389,18 @@ func TestDevicesJSONError(t *testing.T) {
 }
 
 // TestOneTestNoLimitsOnDevice: a server for one test, and loopback, run a
-// test over serve's limits (80 QPs, of its 64), which both refused: "80
+// test over serve's limits (65 QPs, of its 64), which both refused: "65
 // QPs exceed this server's maximum of 64".
 func TestOneTestNoLimitsOnDevice(t *testing.T) {
 	srvDev, cliDev, _, port, ctx := setUpPeers(t, 120*time.Second)
-	test := []string{"write-bw", "-q", "80", "-s", "1024", "-n", "20"}
+	test := []string{"write-bw", "-q", "65", "-s", "1024", "-n", "20"}
 	r, _ := serverAndJSONClient(t, ctx, port, []string{"write-bw", "-d", srvDev}, append(test, "-d", cliDev, peersAddr(t)))
-	if r.QPs != 80 || r.Error != nil || r.Results[0].Iterations != 20*80 {
+	if r.QPs != 65 || r.Error != nil || r.Results[0].Iterations != 20*65 {
 		t.Errorf("client: %d QPs, error %+v, %d iterations", r.QPs, r.Error, r.Results[0].Iterations)
 	}
 	out, err := gorperf(ctx, append(append([]string{"loopback"}, test...), "-d", cliDev, "--json")...).Output()
 	r = report.Result{}
-	if jerr := json.Unmarshal(out, &r); err != nil || jerr != nil || r.QPs != 80 || r.Error != nil {
+	if jerr := json.Unmarshal(out, &r); err != nil || jerr != nil || r.QPs != 65 || r.Error != nil {
 		t.Errorf("loopback: %v, %v, %d QPs, error %+v\n%s", err, jerr, r.QPs, r.Error, out)
 	}
 }

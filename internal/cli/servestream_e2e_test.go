@@ -88,24 +88,28 @@ func TestServeRowsWhileSweeping(t *testing.T) {
 			t.Errorf("test %d: %d column lines, want one with %q before the 2 bytes' row:\n%s", k, cols, want, out)
 		}
 	}
-	client := func(args ...string) (*exec.Cmd, *syncBuffer) {
-		return start(t, ctx, append(append([]string{args[0], "-d", cliDev, "-p", port, "-a", "-n", "20"}, args[1:]...), addr)...)
+	// client starts a client of an -a sweep of iters messages a size:
+	// the sweeps run to their end take the fewest -n takes (5), since
+	// each message more lengthens their sizes of megabytes under
+	// emulation.
+	client := func(iters string, args ...string) (*exec.Cmd, *syncBuffer) {
+		return start(t, ctx, append(append([]string{args[0], "-d", cliDev, "-p", port, "-a", "-n", iters}, args[1:]...), addr)...)
 	}
 
-	cli, cliOut := client("write-bw")
+	cli, cliOut := client("20", "write-bw")
 	firstRow(0, cli.Process, syscall.SIGINT)
 	if err := cli.Wait(); procExit(err) != 130 {
 		t.Errorf("the client stopped at the server's first row: %v, want exit 130 (stopped part way):\n%s", err, cliOut)
 	}
-	cli, cliOut = client("read-lat")
+	cli, cliOut = client("5", "read-lat")
 	if err := cli.Wait(); err != nil {
 		t.Fatalf("read-lat: %v\n%s", err, cliOut)
 	}
-	cli, cliOut = client("write-bw", "--threads", "2", "-q", "2")
+	cli, cliOut = client("5", "write-bw", "--threads", "2", "-q", "2")
 	if err := cli.Wait(); err != nil {
 		t.Fatalf("write-bw --threads 2: %v\n%s", err, cliOut)
 	}
-	cli, cliOut = client("write-bw")
+	cli, cliOut = client("20", "write-bw")
 	firstRow(3, srv.Process, syscall.SIGINT)
 	err := srv.Wait()
 	// The client's run was cut short by the server's stop: exit 1.
