@@ -207,6 +207,10 @@ func waitListening(t *testing.T, port string) {
 	t.Fatalf("no server on port %s after 10s", port)
 }
 
+// TestEndToEnd runs a table of tests, each a server and a client
+// process (pair), side by side (t.Parallel, as many at once as
+// -test.parallel, the CPUs), but for those of multicast groups (-g): each
+// is as much start-up, and waiting for the server to listen, as test.
 func TestEndToEnd(t *testing.T) {
 	for _, tc := range []struct {
 		test string
@@ -279,6 +283,12 @@ func TestEndToEnd(t *testing.T) {
 		{"send-bw", []string{"--reversed", "-g", "-s", "512", "-n", "200"}}, // the client's QP receives
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
+			// -g's groups are the host's: two such tests at once
+			// would each get the other's messages. They run first,
+			// one at a time.
+			if !slices.Contains(tc.args, "-g") {
+				t.Parallel()
+			}
 			r := pair(t, tc.test, tc.args...)
 			for _, s := range r.Results {
 				if s.Iterations == 0 || (s.BWAvgMBps <= 0 && s.TTypicalUs <= 0) {
@@ -335,25 +345,35 @@ func TestEndToEnd(t *testing.T) {
 // decide its figures, as the client's header gives them: a -D run its
 // duration_s, a -l run its post_list, the depths, CQ moderation, the
 // path MTU (-m's), and max_inline; a read test its outstanding_reads and
-// no max_inline; an atomic test its atomic_type.
+// no max_inline; an atomic test its atomic_type. The three runs run side
+// by side (t.Parallel).
 func TestJSONSettingsEndToEnd(t *testing.T) {
-	r := pair(t, "write-bw", "-s", "4096", "-D", "2", "-l", "8", "-t", "64", "-Q", "4", "-m", "512")
-	if r.DurationS != 2 || r.PostList != 8 || r.TXDepth != 64 || r.CQModeration != 4 || r.MTU != 512 ||
-		r.MaxInline == nil || r.OutstandingReads != 0 || r.RXDepth != 0 || r.AtomicType != "" {
-		t.Errorf("write-bw -D 2 -l 8 -t 64 -Q 4 -m 512: duration_s %d, post_list %d, tx_depth %d, cq_moderation %d, mtu %d, "+
-			"max_inline %v, outstanding_reads %d, rx_depth %d, atomic_type %q",
-			r.DurationS, r.PostList, r.TXDepth, r.CQModeration, r.MTU, r.MaxInline, r.OutstandingReads, r.RXDepth, r.AtomicType)
-	}
-	r = pair(t, "read-bw", "-s", "4096", "-n", "300")
-	if r.DurationS != 0 || r.PostList != 0 || r.OutstandingReads < 1 || r.MaxInline != nil || r.MTU < 256 || r.TXDepth != 128 {
-		t.Errorf("read-bw -n 300: duration_s %d, post_list %d, outstanding_reads %d, max_inline %v, mtu %d, tx_depth %d",
-			r.DurationS, r.PostList, r.OutstandingReads, r.MaxInline, r.MTU, r.TXDepth)
-	}
-	r = pair(t, "atomic-lat", "-n", "200", "-A", "CMP_AND_SWAP")
-	if r.AtomicType != "CMP_AND_SWAP" || r.OutstandingReads < 1 || r.MaxInline != nil || r.CQModeration != 0 {
-		t.Errorf("atomic-lat -A CMP_AND_SWAP: atomic_type %q, outstanding_reads %d, max_inline %v, cq_moderation %d",
-			r.AtomicType, r.OutstandingReads, r.MaxInline, r.CQModeration)
-	}
+	t.Run("write-bw", func(t *testing.T) {
+		t.Parallel()
+		r := pair(t, "write-bw", "-s", "4096", "-D", "2", "-l", "8", "-t", "64", "-Q", "4", "-m", "512")
+		if r.DurationS != 2 || r.PostList != 8 || r.TXDepth != 64 || r.CQModeration != 4 || r.MTU != 512 ||
+			r.MaxInline == nil || r.OutstandingReads != 0 || r.RXDepth != 0 || r.AtomicType != "" {
+			t.Errorf("write-bw -D 2 -l 8 -t 64 -Q 4 -m 512: duration_s %d, post_list %d, tx_depth %d, cq_moderation %d, mtu %d, "+
+				"max_inline %v, outstanding_reads %d, rx_depth %d, atomic_type %q",
+				r.DurationS, r.PostList, r.TXDepth, r.CQModeration, r.MTU, r.MaxInline, r.OutstandingReads, r.RXDepth, r.AtomicType)
+		}
+	})
+	t.Run("read-bw", func(t *testing.T) {
+		t.Parallel()
+		r := pair(t, "read-bw", "-s", "4096", "-n", "300")
+		if r.DurationS != 0 || r.PostList != 0 || r.OutstandingReads < 1 || r.MaxInline != nil || r.MTU < 256 || r.TXDepth != 128 {
+			t.Errorf("read-bw -n 300: duration_s %d, post_list %d, outstanding_reads %d, max_inline %v, mtu %d, tx_depth %d",
+				r.DurationS, r.PostList, r.OutstandingReads, r.MaxInline, r.MTU, r.TXDepth)
+		}
+	})
+	t.Run("atomic-lat", func(t *testing.T) {
+		t.Parallel()
+		r := pair(t, "atomic-lat", "-n", "200", "-A", "CMP_AND_SWAP")
+		if r.AtomicType != "CMP_AND_SWAP" || r.OutstandingReads < 1 || r.MaxInline != nil || r.CQModeration != 0 {
+			t.Errorf("atomic-lat -A CMP_AND_SWAP: atomic_type %q, outstanding_reads %d, max_inline %v, cq_moderation %d",
+				r.AtomicType, r.OutstandingReads, r.MaxInline, r.CQModeration)
+		}
+	})
 }
 
 // TestEventsSleep runs send_lat and send_bw for four seconds with -e: the
@@ -361,7 +381,10 @@ func TestJSONSettingsEndToEnd(t *testing.T) {
 // spinning, so their user CPU time is a fraction of the run's, where a
 // polling side's is most of it. (write_bw's sender, which on rxe spends
 // its time in the post's system call whether it polls or sleeps, would
-// not tell the two apart.)
+// not tell the two apart.) The cases whose sides all sleep or poll at
+// full speed run side by side (t.Parallel): a sleeper slowed by a busy
+// neighbour spends less CPU time, not more. The rate limit's, whose count
+// of messages a late wake-up lowers, runs alone, first.
 func TestEventsSleep(t *testing.T) {
 	for _, tc := range []struct {
 		test     string
@@ -375,6 +398,9 @@ func TestEventsSleep(t *testing.T) {
 		{"write-bw", "client", []string{"--rate_limit", "200", "--rate_units", "p", "--burst_size", "1"}},
 	} {
 		t.Run(tc.test, func(t *testing.T) {
+			if tc.extra == nil {
+				t.Parallel()
+			}
 			r, cli, srv := pairProcs(t, tc.test, append([]string{"-e", "-D", "4", "-s", "64"}, tc.extra...)...)
 			if tc.extra != nil {
 				// -D 4 measures its middle 2 s (-f 1): at 200 a second
@@ -492,10 +518,11 @@ func writeBWPair(t *testing.T, ctx context.Context, args ...string) (srv *exec.C
 }
 
 // TestInterrupt stops a long client with SIGINT: it prints what it
-// measured, marks the result interrupted and exits 130.
+// measured, marks the result interrupted and exits 130. Its cases run
+// side by side (t.Parallel), as do TestServerKilled's.
 func TestInterrupt(t *testing.T) {
-	t.Run("one thread", func(t *testing.T) { testInterrupt(t) })
-	t.Run("threads", func(t *testing.T) { testInterrupt(t, "--threads", "2") })
+	t.Run("one thread", func(t *testing.T) { t.Parallel(); testInterrupt(t) })
+	t.Run("threads", func(t *testing.T) { t.Parallel(); testInterrupt(t, "--threads", "2") })
 }
 
 func testInterrupt(t *testing.T, extra ...string) {
@@ -531,9 +558,9 @@ func testInterrupt(t *testing.T, extra ...string) {
 // clear message, within a bounded time, whether it polls or sleeps on
 // completion events (-e).
 func TestServerKilled(t *testing.T) {
-	t.Run("poll", func(t *testing.T) { testServerKilled(t) })
-	t.Run("events", func(t *testing.T) { testServerKilled(t, "-e") })
-	t.Run("threads", func(t *testing.T) { testServerKilled(t, "--threads", "2") })
+	t.Run("poll", func(t *testing.T) { t.Parallel(); testServerKilled(t) })
+	t.Run("events", func(t *testing.T) { t.Parallel(); testServerKilled(t, "-e") })
+	t.Run("threads", func(t *testing.T) { t.Parallel(); testServerKilled(t, "--threads", "2") })
 }
 
 func testServerKilled(t *testing.T, extra ...string) {
@@ -613,10 +640,10 @@ func testClientKilled(t *testing.T, extra ...string) {
 	}
 }
 
-// TestRunInfinitely prints a line per interval until stopped.
+// TestRunInfinitely prints a line per interval until stopped. Its three
+// runs, each timed by the clock, run side by side (t.Parallel).
 func TestRunInfinitely(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := testContext(t, 90*time.Second)
 	// rows counts the rows of 4096 bytes in out: the intervals', and once
 	// stopped the result's.
 	rows := func(out *syncBuffer) int {
@@ -631,7 +658,7 @@ func TestRunInfinitely(t *testing.T) {
 	// run measures for about d after the server reports the QPs connected
 	// (its header), then stops the client with SIGINT; with textRows, as
 	// soon as the client has printed that many rows, within d.
-	run := func(d time.Duration, textRows int, extra ...string) *syncBuffer {
+	run := func(t *testing.T, d time.Duration, textRows int, extra ...string) *syncBuffer {
 		_, srvOut, cli, cliOut := writeBWPair(t, ctx, append([]string{"-s", "4096", "--run_infinitely", "-D", "1"}, extra...)...)
 		waitOutput(t, srvOut, "GID index")
 		if textRows == 0 {
@@ -644,47 +671,59 @@ func TestRunInfinitely(t *testing.T) {
 		cli.Wait()
 		return cliOut
 	}
-	cliOut := run(6500*time.Millisecond, 3)
-	if rows := rows(cliOut); rows < 3 {
-		t.Errorf("%d interval lines in 6.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
-	}
-	// perftest's order: the header block, then the column line, then
-	// the rows (and, stopped, the result's table).
-	if title, cols, row := strings.Index(cliOut.String(), "RDMA_Write BW Test"), strings.Index(cliOut.String(), "#bytes"),
-		strings.Index(cliOut.String(), "\n 4096 "); title < 0 || cols < title || row < cols {
-		t.Errorf("the column line is not between the header block and the rows:\n%s", cliOut)
-	}
+	t.Run("text", func(t *testing.T) {
+		t.Parallel()
+		cliOut := run(t, 6500*time.Millisecond, 3)
+		if rows := rows(cliOut); rows < 3 {
+			t.Errorf("%d interval lines in 6.5 s of 1 s intervals, want at least 3:\n%s", rows, cliOut)
+		}
+		// perftest's order: the header block, then the column line, then
+		// the rows (and, stopped, the result's table).
+		if title, cols, row := strings.Index(cliOut.String(), "RDMA_Write BW Test"), strings.Index(cliOut.String(), "#bytes"),
+			strings.Index(cliOut.String(), "\n 4096 "); title < 0 || cols < title || row < cols {
+			t.Errorf("the column line is not between the header block and the rows:\n%s", cliOut)
+		}
+	})
 	// With --json, one document holds the intervals; a warm-up ends and
 	// the intervals follow it.
-	cliOut = run(4500*time.Millisecond, 0, "--json", "--perform_warm_up")
-	var r report.Result
-	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || !r.Interrupted || !r.WarmUp {
-		t.Errorf("--json --run_infinitely --perform_warm_up: %v, %d intervals, interrupted %v:\n%s", err, len(r.Intervals), r.Interrupted, cliOut)
-	}
+	t.Run("json warm-up", func(t *testing.T) {
+		t.Parallel()
+		cliOut := run(t, 4500*time.Millisecond, 0, "--json", "--perform_warm_up")
+		var r report.Result
+		if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || !r.Interrupted || !r.WarmUp {
+			t.Errorf("--json --run_infinitely --perform_warm_up: %v, %d intervals, interrupted %v:\n%s", err, len(r.Intervals), r.Interrupted, cliOut)
+		}
+		t.Logf("%d intervals in 4.5 s", len(r.Intervals))
+	})
 	// With threads, an interval is reported once each thread has ended
 	// it, with all their messages.
-	cliOut = run(4500*time.Millisecond, 0, "--json", "--threads", "2")
-	r = report.Result{}
-	if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || r.Threads != 2 {
-		t.Fatalf("--json --run_infinitely --threads 2: %v, %d intervals, %d threads:\n%s", err, len(r.Intervals), r.Threads, cliOut)
-	}
-	total := r.Results[0].Iterations
-	var sum uint64
-	for _, iv := range r.Intervals {
-		sum += iv.Iterations
-	}
-	if sum > total || sum < total/3 {
-		t.Errorf("--threads 2: the intervals hold %d messages of the run's %d:\n%s", sum, total, cliOut)
-	}
+	t.Run("json threads", func(t *testing.T) {
+		t.Parallel()
+		cliOut := run(t, 4500*time.Millisecond, 0, "--json", "--threads", "2")
+		var r report.Result
+		if err := json.Unmarshal(cliOut.Bytes(), &r); err != nil || len(r.Intervals) < 2 || r.Threads != 2 {
+			t.Fatalf("--json --run_infinitely --threads 2: %v, %d intervals, %d threads:\n%s", err, len(r.Intervals), r.Threads, cliOut)
+		}
+		t.Logf("%d intervals in 4.5 s", len(r.Intervals))
+		total := r.Results[0].Iterations
+		var sum uint64
+		for _, iv := range r.Intervals {
+			sum += iv.Iterations
+		}
+		if sum > total || sum < total/3 {
+			t.Errorf("--threads 2: the intervals hold %d messages of the run's %d:\n%s", sum, total, cliOut)
+		}
+	})
 }
 
 // TestBadInput gives the client wrong devices, ports, GIDs and sizes, and
 // servers that are not there or speak another protocol version: each is a
-// clear message and a non-zero exit, promptly.
+// clear message and a non-zero exit, promptly. The mistakes' cases, each a
+// process or two that start and fail, run side by side.
 func TestBadInput(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
 	ctx := testContext(t, 120*time.Second)
-	withServer := func(args ...string) (string, int) {
+	withServer := func(t *testing.T, args ...string) (string, int) {
 		port := freshPort()
 		srv, _ := startServer(t, ctx, srvDev, port, "write-bw", "--peer-timeout", "3")
 		cli := gorperf(ctx, append(append([]string{"write-bw", "-p", port}, args...), addr)...)
@@ -704,14 +743,17 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-d", cliDev, "-s", "2147483648"}, "over"},
 		{[]string{"-d", cliDev, "-e", "-X", "99"}, "completion vector 99 is beyond " + cliDev + "'s"},
 	} {
-		t0 := time.Now()
-		out, code := withServer(tc.args...)
-		if code != 1 || !strings.Contains(out, tc.want) {
-			t.Errorf("%v: exit %d, output lacks %q:\n%s", tc.args, code, tc.want, out)
-		}
-		if d := time.Since(t0); d > 20*time.Second {
-			t.Errorf("%v took %v", tc.args, d)
-		}
+		t.Run("client "+strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			t0 := time.Now()
+			out, code := withServer(t, tc.args...)
+			if code != 1 || !strings.Contains(out, tc.want) {
+				t.Errorf("%v: exit %d, output lacks %q:\n%s", tc.args, code, tc.want, out)
+			}
+			if d := time.Since(t0); d > 20*time.Second {
+				t.Errorf("%v took %v", tc.args, d)
+			}
+		})
 	}
 	// The same mistakes on a server end it at once, before it says it
 	// waits for a client; `serve` too.
@@ -726,13 +768,16 @@ func TestBadInput(t *testing.T) {
 		{[]string{"send-lat", "-d", srvDev, "-X", "99"}, "completion vector 99 is beyond"},
 		{[]string{"serve", "-d", "nosuchdev0"}, `no RDMA device named "nosuchdev0"`},
 	} {
-		sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
-		port := freshPort()
-		out, err := gorperf(sctx, append(tc.args, "-p", port)...).CombinedOutput()
-		scancel()
-		if code := procExit(err); code != 1 || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "waiting") {
-			t.Errorf("server %v: exit %d, want 1 at once with %q:\n%s", tc.args, code, tc.want, out)
-		}
+		t.Run("server "+strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
+			defer scancel()
+			port := freshPort()
+			out, err := gorperf(sctx, append(tc.args, "-p", port)...).CombinedOutput()
+			if code := procExit(err); code != 1 || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "waiting") {
+				t.Errorf("server %v: exit %d, want 1 at once with %q:\n%s", tc.args, code, tc.want, out)
+			}
+		})
 	}
 	// Nobody listening.
 	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", "1", "127.0.0.1").CombinedOutput()
@@ -1141,7 +1186,7 @@ func TestIPv6Control(t *testing.T) {
 
 // TestOutputValue: with --output the client prints one figure a size and
 // nothing else, as perftest's --output does; the server, without it, its
-// full report.
+// full report. The cases run side by side (t.Parallel).
 func TestOutputValue(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
 	ctx := testContext(t, 90*time.Second)
@@ -1153,26 +1198,29 @@ func TestOutputValue(t *testing.T) {
 		{"send-bw", []string{"--output", "message_rate", "-s", "64", "-n", "300"}},
 		{"read-lat", []string{"--output", "latency", "-n", "200"}},
 	} {
-		port := freshPort()
-		srv, srvOut := startServer(t, ctx, srvDev, port, tc.test)
-		cmd := gorperf(ctx, append(append([]string{tc.test, "-d", cliDev, "-p", port}, tc.args...), addr)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s %v: %v\n%s%s", tc.test, tc.args, err, out, stderr.String())
-		}
-		if err := srv.Wait(); err != nil {
-			t.Fatalf("server: %v\n%s", err, srvOut)
-		}
-		var v float64
-		if n, err := fmt.Sscanf(string(out), "%f\n", &v); n != 1 || err != nil || v <= 0 || strings.Count(string(out), "\n") != 1 {
-			t.Errorf("%s %v printed %q, want one positive figure on one line", tc.test, tc.args, out)
-		}
-		// The server, without --output, printed its full report.
-		if !strings.Contains(srvOut.String(), "#bytes") {
-			t.Errorf("server output lacks its table:\n%s", srvOut)
-		}
+		t.Run(tc.test, func(t *testing.T) {
+			t.Parallel()
+			port := freshPort()
+			srv, srvOut := startServer(t, ctx, srvDev, port, tc.test)
+			cmd := gorperf(ctx, append(append([]string{tc.test, "-d", cliDev, "-p", port}, tc.args...), addr)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s %v: %v\n%s%s", tc.test, tc.args, err, out, stderr.String())
+			}
+			if err := srv.Wait(); err != nil {
+				t.Fatalf("server: %v\n%s", err, srvOut)
+			}
+			var v float64
+			if n, err := fmt.Sscanf(string(out), "%f\n", &v); n != 1 || err != nil || v <= 0 || strings.Count(string(out), "\n") != 1 {
+				t.Errorf("%s %v printed %q, want one positive figure on one line", tc.test, tc.args, out)
+			}
+			// The server, without --output, printed its full report.
+			if !strings.Contains(srvOut.String(), "#bytes") {
+				t.Errorf("server output lacks its table:\n%s", srvOut)
+			}
+		})
 	}
 }
 
@@ -1235,6 +1283,7 @@ func TestIPv6EndToEnd(t *testing.T) {
 		{"write-bw", []string{"-R", "--source_ip", ip6, "-s", "4096", "-n", "200"}},
 	} {
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
+			t.Parallel()
 			port := freshPort()
 			srv, srvOut := startServer(t, ctx, dev, port, tc.test, "--ipv6")
 			args := []string{tc.test, "-d", dev, "-p", port, "--json", "--validate"}
@@ -1298,7 +1347,7 @@ func waitGID(t *testing.T, dev, ip string) {
 // client, as its JSON reports them from the kernel at the end of the run;
 // --disable_numa, and by default a device without a NUMA node (rxe),
 // leave them where they started; a CPU that is not online is refused
-// before anything runs.
+// before anything runs. The runs run side by side (t.Parallel).
 func TestCPUPlacement(t *testing.T) {
 	_, cliDev, _ := peers(t)
 	cpuList := func(path string) []int {
@@ -1339,10 +1388,13 @@ func TestCPUPlacement(t *testing.T) {
 		{[]string{"--disable_numa"}, dflt, "--disable_numa"},
 		{nil, dflt, why},
 	} {
-		r := pair(t, "send-lat", append([]string{"-s", "64", "-n", "50"}, tc.args...)...)
-		if r.CPUs != tc.cpus || !strings.Contains(r.CPUReason, tc.reason) {
-			t.Errorf("%v: CPUs %q (%s), want %q (%s)", tc.args, r.CPUs, r.CPUReason, tc.cpus, tc.reason)
-		}
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			t.Parallel()
+			r := pair(t, "send-lat", append([]string{"-s", "64", "-n", "50"}, tc.args...)...)
+			if r.CPUs != tc.cpus || !strings.Contains(r.CPUReason, tc.reason) {
+				t.Errorf("%v: CPUs %q (%s), want %q (%s)", tc.args, r.CPUs, r.CPUReason, tc.cpus, tc.reason)
+			}
+		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -1462,7 +1514,8 @@ func TestThreadsEndToEnd(t *testing.T) {
 // --run_infinitely writes a row an interval (it wrote the interval
 // columns and no rows), and a --run_infinitely server of a client's test
 // of -n prints that test's figures: --output's value (it printed
-// nothing), and the table with one column line (it printed two).
+// nothing), and the table with one column line (it printed two). The
+// three run side by side (t.Parallel).
 func TestServerIntervalsFollowClient(t *testing.T) {
 	ctx := testContext(t, 90*time.Second)
 	srvDev, cliDev, addr := peers(t)
@@ -1479,7 +1532,7 @@ func TestServerIntervalsFollowClient(t *testing.T) {
 	// serve runs a server with srvArgs and a client with cliArgs; with
 	// stopAfter, it stops the client with SIGINT once the server has
 	// printed two interval rows (csvRows), or stopAfter has passed.
-	serve := func(srvArgs, cliArgs []string, stopAfter time.Duration) (srvOut string, srvErr error) {
+	serve := func(t *testing.T, srvArgs, cliArgs []string, stopAfter time.Duration) (srvOut string, srvErr error) {
 		t.Helper()
 		port := freshPort()
 		srv, out := startServer(t, ctx, srvDev, port, "send-bw", srvArgs...)
@@ -1496,20 +1549,29 @@ func TestServerIntervalsFollowClient(t *testing.T) {
 		err := srv.Wait()
 		return out.String(), err
 	}
-	out, err := serve([]string{"--csv"}, []string{"--run_infinitely", "-D", "1"}, 4500*time.Millisecond)
-	if rows := csvRows(out); err != nil || !strings.Contains(strings.Split(out, "\n")[0], "interval_end_s") || rows < 2 {
-		t.Errorf("--csv server of a --run_infinitely client: %v, %d interval rows in 4.5 s of 1 s intervals:\n%s", err, rows, out)
-	}
-	out, err = serve([]string{"--run_infinitely", "--output", "bandwidth"}, []string{"-n", "1000"}, 0)
-	if f := strings.Fields(out); err != nil || len(f) != 1 {
-		t.Errorf("--run_infinitely --output bandwidth server of a client's -n 1000: %v, printed %q", err, out)
-	} else if v, perr := strconv.ParseFloat(f[0], 64); perr != nil || v <= 0 {
-		t.Errorf("--output bandwidth: %q", out)
-	}
-	out, err = serve([]string{"--run_infinitely"}, []string{"-n", "1000"}, 0)
-	if n := strings.Count(out, "#bytes"); err != nil || n != 1 || !strings.Contains(out, " 4096 ") {
-		t.Errorf("--run_infinitely server of a client's -n 1000: %v, %d column lines:\n%s", err, n, out)
-	}
+	t.Run("csv", func(t *testing.T) {
+		t.Parallel()
+		out, err := serve(t, []string{"--csv"}, []string{"--run_infinitely", "-D", "1"}, 4500*time.Millisecond)
+		if rows := csvRows(out); err != nil || !strings.Contains(strings.Split(out, "\n")[0], "interval_end_s") || rows < 2 {
+			t.Errorf("--csv server of a --run_infinitely client: %v, %d interval rows in 4.5 s of 1 s intervals:\n%s", err, rows, out)
+		}
+	})
+	t.Run("output", func(t *testing.T) {
+		t.Parallel()
+		out, err := serve(t, []string{"--run_infinitely", "--output", "bandwidth"}, []string{"-n", "1000"}, 0)
+		if f := strings.Fields(out); err != nil || len(f) != 1 {
+			t.Errorf("--run_infinitely --output bandwidth server of a client's -n 1000: %v, printed %q", err, out)
+		} else if v, perr := strconv.ParseFloat(f[0], 64); perr != nil || v <= 0 {
+			t.Errorf("--output bandwidth: %q", out)
+		}
+	})
+	t.Run("table", func(t *testing.T) {
+		t.Parallel()
+		out, err := serve(t, []string{"--run_infinitely"}, []string{"-n", "1000"}, 0)
+		if n := strings.Count(out, "#bytes"); err != nil || n != 1 || !strings.Contains(out, " 4096 ") {
+			t.Errorf("--run_infinitely server of a client's -n 1000: %v, %d column lines:\n%s", err, n, out)
+		}
+	})
 }
 
 // TestLoopbackPeerDevIsDefault: --peer-dev naming the device a test uses

@@ -110,7 +110,8 @@ func TestFinishMismatch(t *testing.T) {
 
 // TestLimitsOnDevice runs tests with limits on rxe: a mark the run cannot
 // miss passes, one it cannot meet fails with exit status 3 after the
-// results, and each side judges its own result by its own flags.
+// results, and each side judges its own result by its own flags. The
+// cases run side by side (t.Parallel): no mark is near what rxe makes.
 func TestLimitsOnDevice(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
 	ctx := testContext(t, 90*time.Second)
@@ -130,41 +131,44 @@ func TestLimitsOnDevice(t *testing.T) {
 		{"read-lat", []string{"--limit_lat", "0.001"}, nil, exitLimit, 0, "4096 bytes: t_typical"},
 		{"send-lat", []string{"--limit_p99", "0.001"}, nil, exitLimit, 0, "99% percentile"},
 	} {
-		port := freshPort()
-		srv, srvOut := startServer(t, ctx, srvDev, port, tc.test, tc.srv...)
-		args := append([]string{tc.test, "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", "--json"}, tc.cli...)
-		cmd := gorperf(ctx, append(args, addr)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		code := procExit(err)
-		srvCode := procExit(srv.Wait())
-		if code != tc.cliExit || srvCode != tc.srvExit {
-			t.Errorf("%v / server %v: exits %d and %d, want %d and %d\n%s%s\nserver:\n%s",
-				args, tc.srv, code, srvCode, tc.cliExit, tc.srvExit, out, stderr.String(), srvOut)
-			continue
-		}
-		var r report.Result
-		if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 1 || r.Results[0].Iterations != 200 {
-			t.Errorf("%v: the result was not reported: %v\n%s", args, err, out)
-			continue
-		}
-		switch {
-		case tc.cliExit == exitLimit:
-			if r.Error == nil || r.Error.Code != "limit" || !strings.Contains(r.Error.Message, tc.miss) ||
-				!strings.Contains(stderr.String(), "gorperf: "+r.Error.Message) {
-				t.Errorf("%v: error %+v, stderr %q, want a limit miss with %q", args, r.Error, stderr.String(), tc.miss)
+		t.Run(fmt.Sprint(tc.test, tc.cli, " server", tc.srv), func(t *testing.T) {
+			t.Parallel()
+			port := freshPort()
+			srv, srvOut := startServer(t, ctx, srvDev, port, tc.test, tc.srv...)
+			args := append([]string{tc.test, "-d", cliDev, "-p", port, "-s", "4096", "-n", "200", "--json"}, tc.cli...)
+			cmd := gorperf(ctx, append(args, addr)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			code := procExit(err)
+			srvCode := procExit(srv.Wait())
+			if code != tc.cliExit || srvCode != tc.srvExit {
+				t.Errorf("%v / server %v: exits %d and %d, want %d and %d\n%s%s\nserver:\n%s",
+					args, tc.srv, code, srvCode, tc.cliExit, tc.srvExit, out, stderr.String(), srvOut)
+				return
 			}
-		case tc.srvExit == exitLimit:
-			srvErr := srv.Stderr.(*bytes.Buffer).String()
-			if r.Error != nil || !strings.Contains(srvOut.String(), "#bytes") || !strings.Contains(srvErr, "gorperf: limit missed: 4096 bytes: "+tc.miss) {
-				t.Errorf("%v: client error %+v; server:\n%s%s", args, r.Error, srvOut, srvErr)
+			var r report.Result
+			if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 1 || r.Results[0].Iterations != 200 {
+				t.Errorf("%v: the result was not reported: %v\n%s", args, err, out)
+				return
 			}
-		default:
-			if r.Error != nil {
-				t.Errorf("%v: error %+v", args, r.Error)
+			switch {
+			case tc.cliExit == exitLimit:
+				if r.Error == nil || r.Error.Code != "limit" || !strings.Contains(r.Error.Message, tc.miss) ||
+					!strings.Contains(stderr.String(), "gorperf: "+r.Error.Message) {
+					t.Errorf("%v: error %+v, stderr %q, want a limit miss with %q", args, r.Error, stderr.String(), tc.miss)
+				}
+			case tc.srvExit == exitLimit:
+				srvErr := srv.Stderr.(*bytes.Buffer).String()
+				if r.Error != nil || !strings.Contains(srvOut.String(), "#bytes") || !strings.Contains(srvErr, "gorperf: limit missed: 4096 bytes: "+tc.miss) {
+					t.Errorf("%v: client error %+v; server:\n%s%s", args, r.Error, srvOut, srvErr)
+				}
+			default:
+				if r.Error != nil {
+					t.Errorf("%v: error %+v", args, r.Error)
+				}
 			}
-		}
+		})
 	}
 }
 

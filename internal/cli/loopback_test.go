@@ -102,53 +102,63 @@ func TestLoopbackPeerDevOnDevice(t *testing.T) {
 
 // TestLoopbackBidirectionalIntervals: loopback -b --run_infinitely
 // reports each interval once, from one goroutine (with -race, a second
-// would be a data race and fail the process).
+// would be a data race and fail the process). Text and --json, each
+// timed by the clock, run side by side (t.Parallel).
 func TestLoopbackBidirectionalIntervals(t *testing.T) {
 	_, cliDev, _ := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := testContext(t, 60*time.Second)
 	for _, jsonOut := range []bool{false, true} {
-		args := []string{"loopback", "write-bw", "-d", cliDev, "-b", "-s", "4096", "--run_infinitely", "-D", "1"}
-		if jsonOut {
-			args = append(args, "--json")
+		t.Run(fmt.Sprint("json=", jsonOut), func(t *testing.T) {
+			t.Parallel()
+			testLoopbackBidirectionalIntervals(t, ctx, cliDev, jsonOut)
+		})
+	}
+}
+
+// testLoopbackBidirectionalIntervals is a case of
+// TestLoopbackBidirectionalIntervals: its text, or --json.
+func testLoopbackBidirectionalIntervals(t *testing.T, ctx context.Context, cliDev string, jsonOut bool) {
+	args := []string{"loopback", "write-bw", "-d", cliDev, "-b", "-s", "4096", "--run_infinitely", "-D", "1"}
+	if jsonOut {
+		args = append(args, "--json")
+	}
+	cmd := gorperf(ctx, args...)
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6500 * time.Millisecond) // set-up may take 2 s under emulation
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if code := procExit(err); code != exitInterrupted || strings.Contains(stderr.String(), "DATA RACE") {
+		t.Fatalf("%q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, exitInterrupted, &stdout, &stderr)
+	}
+	var elapsed []float64
+	if jsonOut {
+		var r report.Result
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			t.Fatalf("JSON: %v\n%s", err, &stdout)
 		}
-		cmd := gorperf(ctx, args...)
-		var stdout, stderr syncBuffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		for _, iv := range r.Intervals {
+			elapsed = append(elapsed, iv.EndS)
 		}
-		time.Sleep(6500 * time.Millisecond) // set-up may take 2 s under emulation
-		cmd.Process.Signal(syscall.SIGINT)
-		err := cmd.Wait()
-		if code := procExit(err); code != exitInterrupted || strings.Contains(stderr.String(), "DATA RACE") {
-			t.Fatalf("%q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, exitInterrupted, &stdout, &stderr)
-		}
-		var elapsed []float64
-		if jsonOut {
-			var r report.Result
-			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-				t.Fatalf("JSON: %v\n%s", err, &stdout)
+	} else {
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if f := strings.Fields(line); len(f) == 5 && f[0] == "4096" {
+				elapsed = append(elapsed, float64(len(elapsed)+1)) // rows have no time: counted
 			}
-			for _, iv := range r.Intervals {
-				elapsed = append(elapsed, iv.EndS)
-			}
-		} else {
-			for _, line := range strings.Split(stdout.String(), "\n") {
-				if f := strings.Fields(line); len(f) == 5 && f[0] == "4096" {
-					elapsed = append(elapsed, float64(len(elapsed)+1)) // rows have no time: counted
-				}
-			}
 		}
-		// 4 to 6 intervals of 1 s; each reported twice made 8 to 12. (In
-		// text the rows carry no time, so only this count tells.)
-		if len(elapsed) < 2 || len(elapsed) > 7 {
-			t.Errorf("%q: %d intervals in 6.5 s of 1 s intervals, want 2 to 7:\n%s", args, len(elapsed), &stdout)
-		}
-		for i := 1; i < len(elapsed); i++ {
-			if elapsed[i] < elapsed[i-1]+0.5 {
-				t.Errorf("%q: interval %d ends at %.3f s, interval %d at %.3f s: one interval reported twice", args, i, elapsed[i], i-1, elapsed[i-1])
-			}
+	}
+	// 4 to 6 intervals of 1 s; each reported twice made 8 to 12. (In
+	// text the rows carry no time, so only this count tells.)
+	t.Logf("%d intervals in 6.5 s", len(elapsed))
+	if len(elapsed) < 2 || len(elapsed) > 7 {
+		t.Errorf("%q: %d intervals in 6.5 s of 1 s intervals, want 2 to 7:\n%s", args, len(elapsed), &stdout)
+	}
+	for i := 1; i < len(elapsed); i++ {
+		if elapsed[i] < elapsed[i-1]+0.5 {
+			t.Errorf("%q: interval %d ends at %.3f s, interval %d at %.3f s: one interval reported twice", args, i, elapsed[i], i-1, elapsed[i-1])
 		}
 	}
 }

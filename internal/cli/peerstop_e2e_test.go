@@ -21,9 +21,11 @@ import (
 // was interrupted and -w not judged; a one-test --json server whose
 // client gets SIGTERM says that the client was stopped (SIGTERM), not
 // interrupted (Ctrl-C), and its document has the figures,
-// peer_interrupted and the code "peer".
+// peer_interrupted and the code "peer". The two run side by side
+// (t.Parallel).
 func TestPeerStopFailsOnDevice(t *testing.T) {
 	t.Run("client of an interrupted server", func(t *testing.T) {
+		t.Parallel()
 		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 		srv, _ := startServer(t, ctx, srvDev, port, "write-bw")
 		cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-a", "-D", "1", "-w", "0.001", addr)
@@ -56,6 +58,7 @@ func TestPeerStopFailsOnDevice(t *testing.T) {
 		}
 	})
 	t.Run("one-test server of a client stopped by SIGTERM", func(t *testing.T) {
+		t.Parallel()
 		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 		srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "--json")
 		cli, cliOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "30", addr)

@@ -19,10 +19,11 @@ import (
 // open and its NIC (rxe, in the kernel) still answers, so neither the
 // control socket's state nor the completions tell; only its silence on the
 // control connection does. The side waiting for its result fails within
-// --peer-timeout and says why, where perftest waits for ever.
+// --peer-timeout and says why, where perftest waits for ever. The two
+// cases, which mostly wait, run side by side (t.Parallel).
 func TestPeerStopped(t *testing.T) {
-	t.Run("client", testClientStopped)
-	t.Run("server", testServerStopped)
+	t.Run("client", func(t *testing.T) { t.Parallel(); testClientStopped(t) })
+	t.Run("server", func(t *testing.T) { t.Parallel(); testServerStopped(t) })
 }
 
 // stop stops cmd's process (SIGSTOP) and returns when; the process is
@@ -113,10 +114,11 @@ func testServerStopped(t *testing.T) {
 // `gorperf serve` logs such a test as served, not failed, and serves the
 // next client. "At once" is within interruptLimit of the SIGINT: the
 // ways of ending it guards against take 30 s here (a side's
-// --peer-timeout, a test's -D).
+// --peer-timeout, a test's -D). The two cases run side by side
+// (t.Parallel).
 func TestInterruptedPeer(t *testing.T) {
-	t.Run("write-lat client of serve", testLatClientInterrupted)
-	t.Run("write-bw passive server", testBWServerInterrupted)
+	t.Run("write-lat client of serve", func(t *testing.T) { t.Parallel(); testLatClientInterrupted(t) })
+	t.Run("write-bw passive server", func(t *testing.T) { t.Parallel(); testBWServerInterrupted(t) })
 }
 
 // interruptLimit is how soon after a SIGINT TestInterruptedPeer wants

@@ -16,7 +16,8 @@ import (
 // and it stops part way through the sweep, with the rows of the sizes
 // it measured under one column line. Printed at the end, the first row
 // came with all 23. So does --csv, under one header row, and a test of
-// several threads, whose rows are their sums.
+// several threads, whose rows are their sums. The cases run side by side
+// (t.Parallel).
 func TestRowsWhileSweeping(t *testing.T) {
 	for _, tc := range []struct {
 		name, test string
@@ -29,6 +30,7 @@ func TestRowsWhileSweeping(t *testing.T) {
 		{"write-bw --threads 2", "write-bw", []string{"--threads", "2", "-q", "2"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 			srv, _ := startServer(t, ctx, srvDev, port, tc.test)
 			args := append([]string{tc.test, "-d", cliDev, "-p", port, "-a", "-n", "20"}, tc.args...)
