@@ -148,7 +148,10 @@ func TestSecondInterruptKillsOnDevice(t *testing.T) {
 // backlog, as here where nothing accepts them) fails after the
 // handshake's 10 s, saying the server may be stopped or hung. (It said
 // the server may be busy with another client, which a serve greets.)
+// It waits those 10 s beside TestOneTestServerStopsListeningOnDevice
+// (t.Parallel), whose checks bound no time.
 func TestStoppedServerOnDevice(t *testing.T) {
+	t.Parallel()
 	_, cliDev, _ := peers(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -171,8 +174,10 @@ func TestStoppedServerOnDevice(t *testing.T) {
 // so, where it waited 10 s in the backlog for a hello and failed with
 // "receiving: context deadline exceeded": nothing accepted it, and a
 // server for one test may be busy with another client's (it said nobody
-// listens there, which was not so).
+// listens there, which was not so). (t.Parallel: beside
+// TestStoppedServerOnDevice's wait.)
 func TestOneTestServerStopsListeningOnDevice(t *testing.T) {
+	t.Parallel()
 	_, cliDev, addr := peers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
