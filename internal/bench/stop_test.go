@@ -56,6 +56,37 @@ type sideOutcome struct {
 // two sides' outcomes and the moment of the stop.
 func stopPair(t *testing.T, spec exchange.TestSpec, stopClient bool, stopAfter time.Duration, tweak func(l *bench.Local)) (c, s sideOutcome, stopped time.Time) {
 	t.Helper()
+	return stopPairWhen(t, spec, stopClient, func(stop func()) func() {
+		timer := time.AfterFunc(stopAfter, stop)
+		return func() { timer.Stop() }
+	}, tweak)
+}
+
+// inLoop is a stopPairWhen arm that stops after the client's measuring
+// loop has run for d: set-up, however long it takes, is not counted.
+func inLoop(d time.Duration) func(stop func()) (disarm func()) {
+	return func(stop func()) func() {
+		var once sync.Once
+		var timer atomic.Pointer[time.Timer]
+		restore := bench.SetBeforeLoop(func(client bool) {
+			if client {
+				once.Do(func() { timer.Store(time.AfterFunc(d, stop)) })
+			}
+		})
+		return func() {
+			restore()
+			if tm := timer.Load(); tm != nil {
+				tm.Stop()
+			}
+		}
+	}
+}
+
+// stopPairWhen is stopPair, which stops the side when arm calls its stop;
+// the returned disarm, called as stopPairWhen returns, must keep it from
+// calling stop after.
+func stopPairWhen(t *testing.T, spec exchange.TestSpec, stopClient bool, arm func(stop func()) (disarm func()), tweak func(l *bench.Local)) (c, s sideOutcome, stopped time.Time) {
+	t.Helper()
 	info := rdmatest.Device(t)
 	guard, cancelGuard := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancelGuard()
@@ -97,13 +128,12 @@ func stopPair(t *testing.T, spec exchange.TestSpec, stopClient bool, stopAfter t
 	if stopClient {
 		stop = stopC
 	}
-	timer := time.AfterFunc(stopAfter, func() {
+	defer arm(func() {
 		mu.Lock()
 		stopped = time.Now()
 		mu.Unlock()
 		stop()
-	})
-	defer timer.Stop()
+	})()
 	c.r, c.err = bench.Client(cctx, ln.Addr().String(), spec, local(&c), nil)
 	c.at = time.Now()
 	if _, late := serverAfter(ln, srv, c.err, serverGrace(sl), stopS); late != nil {
@@ -203,7 +233,9 @@ func TestInfiniteRunPauses(t *testing.T) {
 		t.Run(fmt.Sprintf("bidirectional=%v", bidi), func(t *testing.T) {
 			spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 1, RunInfinitely: true,
 				NumQPs: 1, TXDepth: 8, RXDepth: 16, CQModeration: 1, Bidirectional: bidi}
-			c, s, stopped := stopPair(t, spec, true, 3500*time.Millisecond, func(l *bench.Local) {
+			// Stopped 2.5 s into the client's loop: a message, a pause
+			// of 2 s (longer than the second a receiver waited), another.
+			c, s, stopped := stopPairWhen(t, spec, true, inLoop(2500*time.Millisecond), func(l *bench.Local) {
 				l.Rate = bench.RateLimit{Rate: 0.5, Unit: bench.RatePps, Burst: 1} // one message every 2 s
 			})
 			for _, o := range []sideOutcome{c, s} {
@@ -280,7 +312,9 @@ func TestInterruptEndsBothSides(t *testing.T) {
 			if tc.test.IsAtomic() {
 				spec.Size = 8
 			}
-			c, s, stopped := stopPair(t, spec, tc.stopClient, time.Second, func(l *bench.Local) {
+			// Stopped 300 ms into the client's loop: both sides have
+			// measured, whatever the set-up took.
+			c, s, stopped := stopPairWhen(t, spec, tc.stopClient, inLoop(300*time.Millisecond), func(l *bench.Local) {
 				l.IdleTimeout = 20 * time.Second
 			})
 			halt, other := c, s
@@ -359,16 +393,34 @@ func TestInterruptBeforeWarmUp(t *testing.T) {
 // size, as the client does, where it reported one "measured by the peer"
 // (a result without samples says so), though no peer measured it.
 func TestResponderWithoutSamples(t *testing.T) {
-	defer bench.SetBeforeLoop(func(client bool) {
-		if client {
-			time.Sleep(4 * time.Second)
-		}
-	})()
+	// The client, come to its loop, waits for the responder to come to
+	// its own, is stopped a moment later, and is held a second more: its
+	// loop begins stopped, and the responder learns of the stop only once
+	// it has ended (abort). Its first message may still get its answer (a
+	// sample of the client's, seen now and then): the responder, whose
+	// sample is the time between two of its own posts, has none.
+	beforeLoop := func(stop func()) func() {
+		responding := make(chan struct{})
+		var once sync.Once
+		return bench.SetBeforeLoop(func(client bool) {
+			if !client {
+				once.Do(func() { close(responding) })
+				return
+			}
+			select {
+			case <-responding:
+			case <-time.After(10 * time.Second):
+			}
+			time.Sleep(200 * time.Millisecond)
+			stop()
+			time.Sleep(time.Second)
+		})
+	}
 	for _, test := range []exchange.Test{exchange.WriteLat, exchange.SendLat} {
 		t.Run(test.String(), func(t *testing.T) {
 			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 10,
 				NumQPs: 1, TXDepth: 1, RXDepth: 16, CQModeration: 1}
-			c, s, _ := stopPair(t, spec, true, 2*time.Second, nil)
+			c, s, _ := stopPairWhen(t, spec, true, beforeLoop, nil)
 			t.Logf("client: %v; server: %v", c.short(), s.short())
 			if s.err != nil || s.r == nil || !s.r.PeerInterrupted {
 				t.Fatalf("the server of a client stopped before its loop: %v; want its result, the peer interrupted", s.short())
