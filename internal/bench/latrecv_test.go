@@ -31,7 +31,10 @@ func TestLatencyReceiveQueue(t *testing.T) {
 	}{
 		{"send_lat/rx=63", exchange.SendLat, false, 63, false, 200},
 		{"write_lat_imm/rx=63", exchange.WriteLat, true, 63, false, 200},
-		{"send_lat/rx=1/all_sizes", exchange.SendLat, false, 1, true, 10},
+		// Three round trips a size: one receive replaced between two
+		// answers, and the last one's at the size's end. More only
+		// lengthen the sweep's sizes of megabytes under emulation.
+		{"send_lat/rx=1/all_sizes", exchange.SendLat, false, 1, true, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got int
@@ -70,8 +73,9 @@ func TestLatencyReceiveQueue(t *testing.T) {
 // before the client's first message has come: two messages would go
 // round at once (about half the latency, silently), each out of step with
 // the numbers --validate checks in the immediate data. The first few
-// sizes tell: the client is stopped after 7 s, as Ctrl-C does, which the
-// server, whose next size then finds the client gone, reports.
+// sizes tell (each ends so): the client is stopped after 5 s, about three
+// sizes, as Ctrl-C does, which the server, whose next size then finds the
+// client gone, reports.
 func TestLatencySweepForADuration(t *testing.T) {
 	defer bench.SetBeforeLoop(func(client bool) {
 		if client {
@@ -80,7 +84,7 @@ func TestLatencySweepForADuration(t *testing.T) {
 	})()
 	spec := exchange.TestSpec{Test: exchange.SendLat, ConnType: ibverbs.QPTypeRC, AllSizes: true, Duration: 1,
 		Immediate: true, ValidateData: true, NumQPs: 1, TXDepth: 1, RXDepth: 64, CQModeration: 1}
-	c, _, _ := stopPair(t, spec, true, 7*time.Second, nil)
+	c, _, _ := stopPair(t, spec, true, 5*time.Second, nil)
 	if c.err != nil || c.r == nil || len(c.r.Sizes) < 2 {
 		t.Fatalf("client: %v; want the first sizes' results", c)
 	}
