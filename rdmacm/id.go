@@ -474,16 +474,26 @@ func (id *ID) Migrate(ch *EventChannel) error {
 // address is bound or resolved or the ID came with a request. The Context
 // is borrowed from librdmacm, which keeps its devices open while it is
 // loaded: closing it ends only the handle. It is the device that a PD or
-// CQ passed to CreateQP must belong to.
+// CQ passed to CreateQP must belong to. An ID on no device (not bound or
+// resolved yet, or bound to an address that no RDMA device has, such as
+// 127.0.0.1, which rdma_bind_addr takes) fails with an error matching
+// syscall.ENODEV that says which.
 func (id *ID) Context() (*ibverbs.Context, error) {
 	if id.c == nil {
 		return nil, ErrClosed
 	}
 	if id.c.verbs == nil {
+		if a := id.LocalAddr().Addr(); a.IsValid() && !a.IsUnspecified() {
+			// rdma_bind_addr took an address that no device has.
+			return nil, fmt.Errorf("rdmacm: the ID is bound to %s, which no RDMA device has: %w", a, syscall.ENODEV)
+		}
 		return nil, fmt.Errorf("rdmacm: the ID is not bound to a device yet: %w", syscall.ENODEV)
 	}
 	return ibverbs.WrapContext(unsafe.Pointer(id.c.verbs))
 }
+
+// onDevice reports whether the ID is bound to a device (id->verbs).
+func (id *ID) onDevice() bool { return id.c != nil && id.c.verbs != nil }
 
 // PortNum returns the device port the ID is bound to, from 1; 0 if none.
 func (id *ID) PortNum() int {

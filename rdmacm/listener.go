@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // Listener waits for connection requests on an address: an rdma_cm ID
@@ -51,7 +52,11 @@ type Listener struct {
 // Listen binds addr ("host:port"; an empty host listens on every address,
 // port 0 picks a free one) and listens on it (rdma_create_id,
 // rdma_bind_addr, rdma_listen). Binding a specific address listens on its
-// device only. cfg (nil for defaults) applies to every connection Accept
+// device only; an address that no RDMA device has (a loopback address,
+// one of a netdev without RDMA) is refused with an error matching
+// syscall.ENODEV, where rdma_bind_addr takes it and no request could
+// come. The unspecified addresses, 0.0.0.0 and ::, listen on every
+// device. cfg (nil for defaults) applies to every connection Accept
 // makes; ctx bounds only the host's lookup.
 func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	return op(ctx, "listen", addr, cfg, listen)
@@ -76,6 +81,17 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	}
 	if err := id.BindAddr(ap); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
+	}
+	// rdma_bind_addr takes a specific address that no RDMA device has
+	// (127.0.0.1, ::1) and leaves the ID on no device: rdma_listen then
+	// succeeds, and no request can ever come.
+	if !ap.Addr().IsUnspecified() && !id.onDevice() {
+		wild := "0.0.0.0"
+		if ap.Addr().Is6() {
+			wild = "::"
+		}
+		return nil, errors.Join(fmt.Errorf("no RDMA device has address %s: listen on an address of an RDMA device's netdev, or on %s: %w",
+			ap.Addr(), wild, syscall.ENODEV), id.Close(), ch.Close())
 	}
 	if err := id.checkPrivateData("rdma_accept", len(cfg.PrivateData), cmReply); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
