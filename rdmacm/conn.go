@@ -148,7 +148,10 @@ type Config struct {
 	// AddrTimeout and RouteTimeout bound address and route resolution
 	// (default 2s each; Dial resolves the address in attempts of 250ms
 	// until AddrTimeout); Timeout, when set, bounds a whole Dial or Accept
-	// handshake. A context deadline that comes sooner wins.
+	// handshake. A context deadline that comes sooner wins. Unset, a
+	// Dial's connection request is bounded by the kernel CM's retries
+	// alone: about 100 s on soft-RoCE for a request that gets no answer
+	// (see Dial).
 	AddrTimeout  time.Duration
 	RouteTimeout time.Duration
 	Timeout      time.Duration

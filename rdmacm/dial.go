@@ -20,6 +20,18 @@ import (
 // (rdma_connect). ctx bounds all of it; when it ends first, Dial returns
 // ctx's error and leaves nothing behind.
 //
+// Without a deadline on ctx or a Config.Timeout, each step has a bound
+// of its own: resolving the address Config.AddrTimeout, the route
+// Config.RouteTimeout (2 s each by default), and the connection request
+// only the kernel CM's retries. A request that gets no answer at all
+// (its host drops it: one from an RDMA device's address to 127.0.0.1,
+// say, which resolves but which no listener can take) is sent 16 times,
+// each time after the CM's response timeout (4.1 s) and twice the
+// path's packet lifetime, before Dial fails with ErrUnreachable
+// (ETIMEDOUT): on soft-RoCE after 100 s, and after 67 s for UD (whose
+// request waits no packet lifetime). Set Config.Timeout, or a deadline
+// on ctx, for a shorter bound.
+//
 // Errors are *OpError wrapping: a *RejectedError (matching
 // syscall.ECONNREFUSED) when the peer or its CM refused, e.g. nothing
 // listens there; ErrAddrResolve, ErrRouteResolve or ErrUnreachable (with
