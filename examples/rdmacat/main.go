@@ -20,7 +20,15 @@
 // (io.ErrUnexpectedEOF, not io.EOF). The client ends its stream with
 // CloseWrite and waits for the server's word before it says "sent": the
 // server closes (an end message) once it has written (and synced)
-// everything, or aborts.
+// everything, or aborts. The client watches for that word from the
+// start: a server that aborts, is stopped or killed while the client's
+// input is idle (a pipe, a terminal, tail -f) fails the client at once,
+// not once its input yields more or ends.
+//
+// -m is the largest message this side receives, 1 KiB to 64 MiB: the
+// server's is the size the client cuts the stream into, and each side
+// keeps 32 receive buffers of it registered. A value out of that range
+// is a usage error (exit status 2), as a flag that is not a number is.
 //
 // A server's -o FILE that does not exist yet, or is a regular file of
 // this user's with no other hard link, is written as a hidden file beside
@@ -46,6 +54,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -56,7 +65,8 @@ func main() {
 	listen := flag.String("l", "", "serve at this address: receive one stream")
 	in := flag.String("i", "", "client: send this file (default: standard input)")
 	out := flag.String("o", "", "server: write the stream to this file (default: standard output)")
-	size := flag.Int("m", 64<<10, "largest message this side receives, in bytes")
+	size := msgSize(64 << 10)
+	flag.Var(&size, "m", fmt.Sprintf("largest message this side receives, in bytes (%d to %d)", minMessage, maxMessage))
 	tcp := flag.Bool("tcp", false, "set the connection up over TCP (both sides must say so), not rdma_cm")
 	flag.Parse()
 	// Go's runtime ends a program on SIGPIPE when a write to standard
@@ -69,7 +79,7 @@ func main() {
 	// rather than take the end of what came for the end of the stream.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	cfg := &rdmamsg.Config{MaxMessage: *size}
+	cfg := &rdmamsg.Config{MaxMessage: int(size)}
 	var err error
 	switch {
 	case *listen != "" && flag.NArg() == 0 && *in == "":
@@ -80,9 +90,47 @@ func main() {
 		err = errors.New("usage: rdmacat [-tcp] -l ADDR [-o FILE] | rdmacat [-tcp] [-i FILE] ADDR")
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "rdmacat:", err)
+		fmt.Fprintln(os.Stderr, "rdmacat:", stopped(ctx, err))
 		os.Exit(1)
 	}
+}
+
+// stopped returns err, saying which signal stopped the program where
+// err is the end of ctx that a signal caused and does not say so
+// already: a context's own error says only "context canceled"
+// (context.Canceled), its cause names the signal (signal.NotifyContext).
+func stopped(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if ctx.Err() == nil || errors.Is(err, cause) || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", err, cause)
+}
+
+// The range of -m. rdmamsg takes any MaxMessage from 1 byte, and 0 for
+// its default (4096): a stream cut into messages of a few bytes crawls,
+// each message costing a credit and a completion, and one of a gigabyte
+// registers 32 times that.
+const (
+	minMessage = 1 << 10
+	maxMessage = 64 << 20
+)
+
+// msgSize is -m's value, which Set holds to minMessage to maxMessage.
+type msgSize int
+
+func (m *msgSize) String() string { return strconv.Itoa(int(*m)) }
+
+func (m *msgSize) Set(s string) error {
+	v, err := strconv.ParseInt(s, 0, strconv.IntSize)
+	if err != nil {
+		return errors.New("not a whole number of bytes")
+	}
+	if v < minMessage || v > maxMessage {
+		return fmt.Errorf("want %d to %d bytes", minMessage, maxMessage)
+	}
+	*m = msgSize(v)
+	return nil
 }
 
 // serve receives one stream at addr and writes it to the file out, or to
@@ -104,7 +152,7 @@ func serve(ctx context.Context, addr, out string, cfg *rdmamsg.Config, tcp bool)
 		return err
 	}
 	start := time.Now()
-	n, err := copyUntil(ctx, c, w, c)
+	n, err := copyUntil(ctx, c, w, c, nil)
 	if err != nil {
 		c.Abort()
 		return fmt.Errorf("receiving from %s: %w", c.RemoteAddr(), err)
@@ -247,7 +295,11 @@ func accept(ctx context.Context, addr string, cfg *rdmamsg.Config, tcp bool) (*r
 		}
 		defer l.Close()
 		fmt.Fprintln(os.Stderr, "listening on", l.Addr())
-		return l.Accept(ctx)
+		c, err := l.Accept(ctx)
+		if err != nil && ctx.Err() != nil {
+			return nil, context.Cause(ctx) // the signal that stopped the wait
+		}
+		return c, err
 	}
 	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
 	if err != nil {
@@ -260,7 +312,7 @@ func accept(ctx context.Context, addr string, cfg *rdmamsg.Config, tcp bool) (*r
 	nc, err := ln.Accept()
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx)
 		}
 		return nil, err
 	}
@@ -293,9 +345,10 @@ func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config, tcp bool) e
 		return err
 	}
 	start := time.Now()
-	n, err := copyUntil(ctx, c, c, r)
+	word := watch(ctx, c)
+	n, err := copyUntil(ctx, c, c, r, word)
 	if err == nil {
-		err = ended(ctx, c)
+		err = ended(ctx, c, word)
 	}
 	if err != nil {
 		c.Abort()
@@ -309,15 +362,38 @@ func send(ctx context.Context, addr, in string, cfg *rdmamsg.Config, tcp bool) e
 	return nil
 }
 
+// watch waits, from the client's start, for the server's word, and
+// sends it on the channel it returns: the server sends no data, so what
+// its side yields is its end. That is its Close once it has written
+// everything, whose end message this side reads as io.EOF; its Abort
+// when it could not, or was stopped (an error matching ECONNRESET); or
+// its disconnect with no end message, when it was killed
+// (io.ErrUnexpectedEOF); or ctx's error. Any of them before the client
+// has ended its stream is a failure (copyUntil); after, io.EOF is
+// success (ended).
+func watch(ctx context.Context, c *rdmamsg.Conn) <-chan error {
+	word := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		n, err := c.Recv(ctx, b[:])
+		if err == nil {
+			err = fmt.Errorf("the server sent %d bytes, where it sends nothing", n)
+		}
+		word <- err
+	}()
+	return word
+}
+
 // ended ends the client's stream (CloseWrite, which does not wait for
-// the server to read) and waits for the server's word, or ctx's end: its
-// Close once it has written everything, whose end message this side
-// reads as io.EOF, or its Abort when it could not, an error; a server
-// that was killed sent no end message, and its disconnect reads as an
-// error (io.ErrUnexpectedEOF). An older server, whose rdmamsg takes no
-// CloseWrite, learns of the end from the client's Close, and says
-// nothing.
-func ended(ctx context.Context, c *rdmamsg.Conn) error {
+// the server to read) and waits for the server's word (see watch), or
+// ctx's end. An older server, whose rdmamsg takes no CloseWrite, learns
+// of the end from the client's Close, and says nothing.
+func ended(ctx context.Context, c *rdmamsg.Conn, word <-chan error) error {
+	select {
+	case err := <-word: // came with the last of the copy
+		return early(ctx, err)
+	default:
+	}
 	err := c.CloseWrite()
 	if errors.Is(err, errors.ErrUnsupported) {
 		return nil
@@ -325,23 +401,36 @@ func ended(ctx context.Context, c *rdmamsg.Conn) error {
 	if err != nil {
 		return err
 	}
-	var b [1]byte
-	n, err := c.Recv(ctx, b[:])
-	switch {
+	switch err := <-word; {
 	case err == io.EOF:
 		return nil
-	case err != nil:
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	default:
 		return fmt.Errorf("the server's end: %w", err)
 	}
-	return fmt.Errorf("the server sent %d bytes, where it sends nothing", n)
+}
+
+// early is the client's error for the server's word that came before the
+// client ended its stream: even an end message (io.EOF) is then no word
+// that the stream was written.
+func early(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if err == io.EOF {
+		return errors.New("the server closed the connection before the end of the stream")
+	}
+	return fmt.Errorf("the server's end, before the stream's: %w", err)
 }
 
 // copyUntil copies from r to w until r ends, or fails (the error says
-// after how many bytes), or ctx ends (Ctrl-C). Then it aborts c, so that
-// the peer fails too, and returns without waiting for the copy, which may
-// be blocked in r (a terminal, a pipe): the connection's Abort does not
+// after how many bytes), or ctx ends (Ctrl-C), or word, where it is not
+// nil, brings the peer's end (see watch). Then it aborts c, so that the
+// peer fails too, and returns without waiting for the copy, which may be
+// blocked in r (a terminal, a pipe): the connection's Abort does not
 // wait for it, and neither does the process.
-func copyUntil(ctx context.Context, c *rdmamsg.Conn, w io.Writer, r io.Reader) (int64, error) {
+func copyUntil(ctx context.Context, c *rdmamsg.Conn, w io.Writer, r io.Reader, word <-chan error) (int64, error) {
 	type result struct {
 		n   int64
 		err error
@@ -357,9 +446,12 @@ func copyUntil(ctx context.Context, c *rdmamsg.Conn, w io.Writer, r io.Reader) (
 			return res.n, fmt.Errorf("after %d bytes: %w", res.n, res.err)
 		}
 		return res.n, nil
+	case err := <-word:
+		c.Abort()
+		return 0, early(ctx, err)
 	case <-ctx.Done():
 		c.Abort()
-		return 0, ctx.Err()
+		return 0, context.Cause(ctx)
 	}
 }
 

@@ -110,7 +110,7 @@ func TestRdmacat(t *testing.T) {
 		tcp       bool
 		srv, args []string
 	}{
-		{name: "stdio, messages of 1000 bytes", size: 123_457, srv: []string{"-m", "1000"}},
+		{name: "stdio, messages of 1500 bytes", size: 123_457, srv: []string{"-m", "1500"}},
 		{name: "files", size: 1 << 20, files: true},
 		{name: "empty", size: 0},
 		{name: "files, set up over TCP", size: 1 << 20, files: true, tcp: true},
@@ -233,8 +233,8 @@ func TestRdmacatFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		msg, err := srv.wait()
-		if err == nil || !strings.Contains(msg, "context canceled") {
-			t.Errorf("server %v after Ctrl-C: %v: %q", args, err, msg)
+		if err == nil || msg != "rdmacat: interrupt signal received\n" {
+			t.Errorf("server %v after Ctrl-C: %v: %q; want the signal named", args, err, msg)
 		}
 	}
 
@@ -251,7 +251,7 @@ func TestRdmacatFailures(t *testing.T) {
 	}
 	start = time.Now()
 	err = cli.Wait()
-	if err == nil || !strings.Contains(cliOut.String(), "context canceled") || time.Since(start) > 10*time.Second {
+	if err == nil || !strings.HasSuffix(cliOut.String(), ": interrupt signal received\n") || time.Since(start) > 10*time.Second {
 		t.Errorf("client after Ctrl-C: %v after %v: %q", err, time.Since(start), cliOut.String())
 	}
 	msg, err := srv.wait()
@@ -465,7 +465,7 @@ func TestRdmacatPeerKilled(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := cli.Wait()
-			if sig == syscall.SIGTERM && (err == nil || !strings.Contains(cliOut.String(), "context canceled")) {
+			if sig == syscall.SIGTERM && (err == nil || !strings.HasSuffix(cliOut.String(), ": terminated signal received\n")) {
 				t.Errorf("client after SIGTERM: %v: %q; want it to abort", err, cliOut.String())
 			}
 			want := "connection reset by peer" // the client's abort
@@ -517,5 +517,82 @@ func startPartial(t *testing.T, ctx context.Context, a string) (srv *server, cli
 			t.Fatal("the server did not write the client's 7 bytes")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A client whose input is idle (a pipe that stays open: tail -f, a
+// terminal) learns at once that its server is gone, whether the server
+// was killed (no end message: unexpected EOF) or stopped by a signal (its
+// abort: connection reset by peer), and fails, where it waited for its
+// input to yield more or end, which it may never do (it waited 27 s for
+// a pipe that ended 30 s on).
+func TestRdmacatServerGoneWhileIdle(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		want string
+	}{
+		{syscall.SIGKILL, "unexpected EOF"},
+		{syscall.SIGINT, "connection reset by peer"},
+		{syscall.SIGTERM, "connection reset by peer"},
+	} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := addr(t)
+			srv, cli, cliOut, _ := startPartial(t, ctx, a)
+			if err := srv.cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			srv.wait()
+			exited := make(chan error, 1)
+			go func() { exited <- cli.Wait() }()
+			select {
+			case err := <-exited:
+				out := cliOut.String()
+				if err == nil || !strings.HasPrefix(out, "rdmacat: sending to "+a+": ") || !strings.Contains(out, tc.want) {
+					t.Errorf("client of a server stopped by %s: %v: %q; want a failure: %s", unix.SignalName(tc.sig), err, out, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("client of a server stopped by %s, its input idle: still running after 10s: %q", unix.SignalName(tc.sig), cliOut.String())
+				cli.Process.Kill()
+				<-exited
+			}
+		})
+	}
+}
+
+// -m out of its range (1 KiB to 64 MiB), 0 included, which rdmamsg took
+// for its own default (4096), and 1, which it took and crawled with, is
+// a usage error, as a -m that is not a number is: exit status 2, the
+// reason and the usage, before anything is set up. One in range is
+// taken.
+func TestRdmacatBadSize(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct{ m, want string }{
+		{"0", `invalid value "0" for flag -m: want 1024 to 67108864 bytes`},
+		{"1", `invalid value "1" for flag -m: want 1024 to 67108864 bytes`},
+		{"1023", `invalid value "1023" for flag -m: want 1024 to 67108864 bytes`},
+		{"-5", `invalid value "-5" for flag -m: want 1024 to 67108864 bytes`},
+		{"67108865", `invalid value "67108865" for flag -m: want 1024 to 67108864 bytes`},
+		{"64k", `invalid value "64k" for flag -m: not a whole number of bytes`},
+	} {
+		for _, args := range [][]string{{"-m", c.m, "127.0.0.1:1"}, {"-l", "127.0.0.1:1", "-m", c.m}} {
+			cmd := rdmatest.Command(ctx, args...)
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.HasPrefix(string(out), c.want+"\n") ||
+				!strings.Contains(string(out), "largest message this side receives") {
+				t.Errorf("rdmacat %q: exit status %d, %q; want 2 and %q, then the usage", args, code, out, c.want)
+			}
+		}
+	}
+	// In range, -m is taken, and the command goes on to fail otherwise:
+	// no server there.
+	for _, m := range []string{"1024", "0x10000", "67108864"} {
+		cmd := rdmatest.Command(ctx, "-m", m, "127.0.0.1:1")
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 1 || strings.Contains(string(out), "-m") {
+			t.Errorf("rdmacat -m %s to no server: exit status %d, %q; want 1, not about -m", m, code, out)
+		}
 	}
 }

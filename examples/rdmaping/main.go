@@ -70,9 +70,21 @@ func main() {
 		err = errors.New(usage)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "rdmaping:", err)
+		fmt.Fprintln(os.Stderr, "rdmaping:", stopped(ctx, err))
 		os.Exit(1)
 	}
+}
+
+// stopped returns err, saying which signal stopped the program where
+// err is the end of ctx that a signal caused and does not say so
+// already: a context's own error says only "context canceled"
+// (context.Canceled), its cause names the signal (signal.NotifyContext).
+func stopped(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if ctx.Err() == nil || errors.Is(err, cause) || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", err, cause)
 }
 
 // buffers is a connection's registered memory: a receive half and a send

@@ -476,3 +476,27 @@ func TestRdmapingPortZero(t *testing.T) {
 		t.Errorf("server: %v; stderr: %s", err, srv.Stderr.String())
 	}
 }
+
+// A client stopped by Ctrl-C part way through its round trips says that
+// the interrupt stopped it, where it said only "context canceled".
+func TestRdmapingClientInterrupt(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	startServer(t, ctx, a)
+	cli := rdmaping(ctx, "-c", "100000000", a)
+	var out strings.Builder
+	cli.Stdout, cli.Stderr = &out, &out
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // connected, or connecting: either is stopped
+	if err := cli.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cli.Wait()
+	if code := cli.ProcessState.ExitCode(); code != 1 || !strings.HasPrefix(out.String(), "rdmaping: ") ||
+		!strings.HasSuffix(out.String(), "interrupt signal received)\n") {
+		t.Errorf("client after Ctrl-C: %v (exit status %d): %q; want exit status 1 and the signal named", err, code, out.String())
+	}
+}

@@ -61,9 +61,21 @@ func main() {
 		err = errors.New(usage)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "udecho:", err)
+		fmt.Fprintln(os.Stderr, "udecho:", stopped(ctx, err))
 		os.Exit(1)
 	}
+}
+
+// stopped returns err, saying which signal stopped the program where
+// err is the end of ctx that a signal caused and does not say so
+// already: a context's own error says only "context canceled"
+// (context.Canceled), its cause names the signal (signal.NotifyContext).
+func stopped(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if ctx.Err() == nil || errors.Is(err, cause) || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", err, cause)
 }
 
 // endpoint is one side's UD queue pair with its memory: slots receive
@@ -409,7 +421,13 @@ func serverEndpoint(ctx context.Context, addr string) (ibverbs.Endpoint, error) 
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
+	// Ctrl-C ends the read at once, not at the deadline.
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
 	if err := json.NewDecoder(c).Decode(&srv); err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
 		return srv, fmt.Errorf("reading the server's endpoint: %w", err)
 	}
 	return srv, nil

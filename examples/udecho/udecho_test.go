@@ -321,3 +321,40 @@ func TestUDEchoOversize(t *testing.T) {
 		t.Errorf("the server did not report the oversize datagram or the echo it cost; stderr: %q", stderr)
 	}
 }
+
+// A client stopped by Ctrl-C while it waits for the server's endpoint
+// stops at once and says that the interrupt stopped it, where it waited
+// out its 5 s and said "i/o timeout".
+func TestUDEchoClientInterrupt(t *testing.T) {
+	dev := rdmatest.Device(t).Name
+	// A TCP listener that never answers: the kernel takes the client's
+	// connection, and nothing writes to it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli := udecho(ctx, "-d", dev, ln.Addr().String())
+	var out strings.Builder
+	cli.Stdout, cli.Stderr = &out, &out
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(200 * time.Millisecond) // the client reads
+	if err := cli.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = cli.Wait()
+	if d := time.Since(start); err == nil || d > 3*time.Second ||
+		out.String() != "udecho: reading the server's endpoint: interrupt signal received\n" {
+		t.Errorf("client after Ctrl-C: %v after %v: %q; want it to stop at once and name the signal", err, d, out.String())
+	}
+}
