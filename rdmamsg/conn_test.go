@@ -469,63 +469,22 @@ func TestCloseWakesWaiters(t *testing.T) {
 	}
 }
 
-// TestCloseDoesNotWaitForIO closes connections whose ReadFrom is blocked
-// in its reader and whose WriteTo is blocked in its writer: Close returns
-// at once, and each returns ErrClosed once its reader or writer does.
-func TestCloseDoesNotWaitForIO(t *testing.T) {
-	srv, cli := connect(t, nil, nil)
-	ctx := timeout(t, 60*time.Second)
-	// cli's ReadFrom sends one message, then waits in its reader.
-	pr, pw := io.Pipe()
-	sent := make(chan error, 1)
-	go func() { _, err := cli.ReadFrom(pr); sent <- err }()
-	if _, err := pw.Write([]byte("first")); err != nil {
-		t.Fatal(err)
-	}
-	// srv's WriteTo takes that message and waits in its writer, which
-	// nobody reads yet.
-	wr, ww := io.Pipe()
-	wrote := make(chan error, 1)
-	go func() { _, err := srv.WriteTo(ww); wrote <- err }()
-	time.Sleep(300 * time.Millisecond)
-	for _, c := range []*rdmamsg.Conn{cli, srv} {
-		closed := make(chan error, 1)
-		go func() { closed <- c.Close() }()
-		select {
-		case err := <-closed:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-ctx.Done():
-			t.Fatal("Close waited for a reader or writer")
-		}
-	}
-	// Now the reader and the writer return; so do ReadFrom and WriteTo.
-	go pw.Write([]byte("second"))
-	if err := <-sent; !errors.Is(err, rdmamsg.ErrClosed) {
-		t.Errorf("ReadFrom: %v, want ErrClosed", err)
-	}
-	got := make([]byte, 5)
-	if _, err := io.ReadFull(wr, got); err != nil || string(got) != "first" {
-		t.Errorf("the writer got %q, %v", got, err)
-	}
-	if err := <-wrote; !errors.Is(err, rdmamsg.ErrClosed) {
-		t.Errorf("WriteTo: %v, want ErrClosed", err)
-	}
-}
-
-// TestEndUnderIO: a Close or Abort made while ReadFrom waits in its
-// reader, or WriteTo in its writer, ends them with ErrClosed once that
-// returns, whatever it returned. ReadFrom whose reader then returned
+// TestEndUnderIO closes (or aborts) connections whose ReadFrom is
+// blocked in its reader and whose WriteTo is blocked in its writer: Close
+// returns at once, and each returns ErrClosed once its reader or writer
+// does, whatever that returned. ReadFrom whose reader then returned
 // io.EOF returned nil, as after a whole stream (io.Copy reported success
 // after an Abort), and WriteTo returned its writer's own error.
 func TestEndUnderIO(t *testing.T) {
-	for _, abort := range []bool{false, true} {
-		name := "Close"
-		if abort {
-			name = "Abort"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		abort, eof bool
+	}{
+		{"Close", false, false},
+		{"Close at EOF", false, true},
+		{"Abort at EOF", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			srv, cli := connect(t, nil, nil)
 			ctx := timeout(t, 60*time.Second)
 			// cli's ReadFrom sends one message, then waits in its reader.
@@ -535,13 +494,14 @@ func TestEndUnderIO(t *testing.T) {
 			if _, err := pw.Write([]byte("first")); err != nil {
 				t.Fatal(err)
 			}
-			// srv's WriteTo takes that message and waits in its writer.
+			// srv's WriteTo takes that message and waits in its writer,
+			// which nobody reads yet.
 			wr, ww := io.Pipe()
 			wrote := make(chan error, 1)
 			go func() { _, err := srv.WriteTo(ww); wrote <- err }()
 			time.Sleep(300 * time.Millisecond)
 			stops := []func() error{cli.Close, srv.Close}
-			if abort {
+			if tc.abort {
 				stops[0] = cli.Abort
 			}
 			for _, end := range stops {
@@ -553,17 +513,26 @@ func TestEndUnderIO(t *testing.T) {
 						t.Fatal(err)
 					}
 				case <-ctx.Done():
-					t.Fatal(name + " waited for a reader or writer")
+					t.Fatal(tc.name + " waited for a reader or writer")
 				}
 			}
-			// The reader ends its stream, (0, io.EOF); the writer fails.
-			pw.Close()
-			wr.CloseWithError(errors.New("the writer's own failure"))
+			if tc.eof {
+				// The reader ends its stream, (0, io.EOF); the writer fails.
+				pw.Close()
+				wr.CloseWithError(errors.New("the writer's own failure"))
+			} else {
+				// The reader gives more; the writer takes its message.
+				go pw.Write([]byte("second"))
+				got := make([]byte, 5)
+				if _, err := io.ReadFull(wr, got); err != nil || string(got) != "first" {
+					t.Errorf("the writer got %q, %v", got, err)
+				}
+			}
 			if err := <-sent; !errors.Is(err, rdmamsg.ErrClosed) {
-				t.Errorf("ReadFrom after %s, its reader at io.EOF: %v, want ErrClosed", name, err)
+				t.Errorf("ReadFrom after %s: %v, want ErrClosed", tc.name, err)
 			}
 			if err := <-wrote; !errors.Is(err, rdmamsg.ErrClosed) {
-				t.Errorf("WriteTo after Close, its writer failed: %v, want ErrClosed", err)
+				t.Errorf("WriteTo after %s: %v, want ErrClosed", tc.name, err)
 			}
 		})
 	}

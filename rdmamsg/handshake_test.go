@@ -123,7 +123,7 @@ func TestHandshake(t *testing.T) {
 		{"Stream", TestStream},
 		{"StreamCopy", TestStreamCopy},
 		{"CloseWakesWaiters", TestCloseWakesWaiters},
-		{"CloseDoesNotWaitForIO", TestCloseDoesNotWaitForIO},
+		{"EndUnderIO", TestEndUnderIO},
 		{"NoAllocations", TestNoAllocations},
 		{"NoLeaks", TestNoLeaks},
 		{"PeerDies", TestPeerDies},
