@@ -3,6 +3,8 @@
 package ibverbs_test
 
 import (
+	"errors"
+	"syscall"
 	"testing"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -11,7 +13,8 @@ import (
 
 // Once an MR is closed, its keys are the device's to give again, so
 // nothing a program builds from the Go MR names them: LKey, RKey and Addr
-// are 0 and SGE panics. Len goes on answering.
+// are 0, Remote is the zero RemoteMR, which does not encode (a stale key
+// never reaches a peer), and SGE panics. Len goes on answering.
 func TestMRCloseForgetsKeys(t *testing.T) {
 	ctx, _ := rdmatest.Open(t)
 	pd, err := ctx.AllocPD()
@@ -39,6 +42,12 @@ func TestMRCloseForgetsKeys(t *testing.T) {
 	}
 	if mr.Len() != 4096 {
 		t.Errorf("Len of a closed MR: %d, want 4096", mr.Len())
+	}
+	if r := mr.Remote(); r != (ibverbs.RemoteMR{}) {
+		t.Errorf("Remote of a closed MR: %+v, want the zero RemoteMR", r)
+	}
+	if b, err := mr.Remote().AppendBinary(nil); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("a closed MR's Remote encodes to %x, %v; want EINVAL", b, err)
 	}
 	mustPanic(t, "SGE of a closed MR", func() { _ = mr.SGE(0, 64) })
 	mustPanic(t, "SGE of no bytes of a closed MR", func() { _ = mr.SGE(0, 0) })
