@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -47,14 +48,7 @@ func TestIntervalHasNoPeak(t *testing.T) {
 	if err := WriteCSV(&c, r); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := csv.NewReader(&c).ReadAll()
-	if err != nil || len(rows) != 3 {
-		t.Fatalf("CSV: %v, %d rows, want a header, the interval and the size", err, len(rows))
-	}
-	col := map[string]int{}
-	for i, name := range rows[0] {
-		col[name] = i
-	}
+	rows, col := readCSV(t, &c, 3, "a header, the interval and the size")
 	if iv := rows[1]; iv[col["bw_peak_mbps"]] != "" || iv[col["bw_avg_mbps"]] != "200" || iv[col["interval_end_s"]] != "0.5" {
 		t.Errorf("CSV: the interval's row %q, want bw_peak_mbps empty, bw_avg_mbps 200", iv)
 	}
@@ -79,4 +73,19 @@ func TestIntervalHasNoPeak(t *testing.T) {
 	if doc.Results[0]["bw_peak_mbps"] != 625.0 {
 		t.Errorf("JSON: the size %v, want its peak, 625", doc.Results[0])
 	}
+}
+
+// readCSV reads a CSV document of want rows, the header's included, and
+// returns them with the column of each header name.
+func readCSV(t *testing.T, r io.Reader, want int, what string) ([][]string, map[string]int) {
+	t.Helper()
+	rows, err := csv.NewReader(r).ReadAll()
+	if err != nil || len(rows) != want {
+		t.Fatalf("CSV: %v, %d rows, want %s", err, len(rows), what)
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	return rows, col
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -54,14 +53,7 @@ func TestReceiverHasNoPeak(t *testing.T) {
 	if whole.String() != rows.String() {
 		t.Errorf("WriteCSV:\n%s\nCSVRows:\n%s", whole.String(), rows.String())
 	}
-	recs, err := csv.NewReader(&whole).ReadAll()
-	if err != nil || len(recs) != 4 {
-		t.Fatalf("CSV: %v, %d rows, want a header and 3 sizes", err, len(recs))
-	}
-	col := map[string]int{}
-	for i, name := range recs[0] {
-		col[name] = i
-	}
+	recs, col := readCSV(t, &whole, 4, "a header and 3 sizes")
 	for i, want := range []string{"", "0", "625"} {
 		row := recs[i+1]
 		if got := row[col["bw_peak_mbps"]]; got != want {
