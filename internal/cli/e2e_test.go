@@ -209,13 +209,12 @@ func waitListening(t *testing.T, port string) {
 
 // TestEndToEnd runs a table of tests, each a server and a client
 // process (pair), side by side (t.Parallel, as many at once as
-// -test.parallel, the CPUs), but for those of multicast groups (-g): each
-// is as much start-up, and waiting for the server to listen, as test.
+// -test.parallel, the CPUs), those of multicast groups (-g) one after the
+// other: each is as much start-up, and waiting for the server to listen,
+// as test.
 func TestEndToEnd(t *testing.T) {
-	for _, tc := range []struct {
-		test string
-		args []string
-	}{
+	var multicast []endToEndCase
+	for _, tc := range []endToEndCase{
 		{"write-bw", []string{"-s", "4096", "-n", "300"}},
 		{"write-bw", []string{"-c", "UC", "-s", "1024", "-n", "200", "-q", "2"}},
 		{"read-bw", []string{"-s", "4096", "-n", "300"}},
@@ -282,62 +281,82 @@ func TestEndToEnd(t *testing.T) {
 		{"send-bw", []string{"-R", "-g", "-e", "-s", "512", "-n", "200"}},
 		{"send-bw", []string{"--reversed", "-g", "-s", "512", "-n", "200"}}, // the client's QP receives
 	} {
+		// -g's groups are the host's: two such tests at once would each
+		// get the other's messages. They run one after the other, beside
+		// the rest.
+		if slices.Contains(tc.args, "-g") {
+			multicast = append(multicast, tc)
+			continue
+		}
 		t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) {
-			// -g's groups are the host's: two such tests at once
-			// would each get the other's messages. They run first,
-			// one at a time.
-			if !slices.Contains(tc.args, "-g") {
-				t.Parallel()
-			}
-			r := pair(t, tc.test, tc.args...)
-			for _, s := range r.Results {
-				if s.Iterations == 0 || (s.BWAvgMBps <= 0 && s.TTypicalUs <= 0) {
-					t.Errorf("empty result %+v", s)
-				}
-			}
-			if bidi := slices.Contains(tc.args, "-b"); len(r.Results) > 0 {
-				if s := r.Results[0]; bidi != (s.Local != nil && s.Remote != nil) {
-					t.Errorf("bidirectional %v: local %+v, remote %+v in the JSON", bidi, s.Local, s.Remote)
-				} else if bidi && s.Local.Iterations != s.Iterations {
-					t.Errorf("this side's %d messages (and the peer's %d) in the JSON, but %d as its iterations", s.Local.Iterations, s.Remote.Iterations, s.Iterations)
-				}
-			}
-			if r.RdmaCM != (tc.args[0] == "-R") {
-				t.Errorf("rdma_cm %v in the JSON for %v", r.RdmaCM, tc.args)
-			}
-			// soft-RoCE has the ibv_wr_* API, with ibverbs and rdma_cm QPs
-			old := slices.Contains(tc.args, "--use_old_post_send")
-			if r.WRAPI == old && (old || os.Getenv("RXE_VM") != "") {
-				t.Errorf("wr_api %v in the JSON for %v", r.WRAPI, tc.args)
-			}
-			if r.Reversed != slices.Contains(tc.args, "--reversed") {
-				t.Errorf("reversed %v in the JSON for %v", r.Reversed, tc.args)
-			}
-			if imm := slices.Contains(tc.args, "--write_with_imm") || slices.Contains(tc.args, "--send_with_imm"); r.Immediate != imm {
-				t.Errorf("immediate %v in the JSON for %v", r.Immediate, tc.args)
-			}
-			if r.MRPerQP != slices.Contains(tc.args, "--mr_per_qp") || r.WarmUp != slices.Contains(tc.args, "--perform_warm_up") {
-				t.Errorf("mr_per_qp %v, warm_up %v in the JSON for %v", r.MRPerQP, r.WarmUp, tc.args)
-			}
-			if mcg := slices.Contains(tc.args, "-g"); mcg != (r.MulticastGroup == "239.255.0.2") || mcg != (r.Connection == "UD" && !slices.Contains(tc.args, "-c")) {
-				t.Errorf("multicast group %q, connection %s in the client's JSON for %v", r.MulticastGroup, r.Connection, tc.args)
-			}
-			if ud := r.Connection == "UD"; ud && !slices.Contains(tc.args, "-s") && tc.test == "send-bw" && len(r.Results) > 0 {
-				if b := r.Results[0].Bytes; b < 256 || b > 4096 || b&(b-1) != 0 {
-					t.Errorf("UD without -s sent %d-byte messages, want the port's MTU", b)
-				}
-			}
-			if i := slices.IndexFunc(tc.args, func(a string) bool { return a == "--recv_post_list" || a == "--recv-post-list" }); (i >= 0) != (r.RecvPostList > 1) ||
-				i >= 0 && tc.args[i+1] != fmt.Sprint(r.RecvPostList) {
-				t.Errorf("recv_post_list %d in the JSON for %v", r.RecvPostList, tc.args)
-			}
-			if r.SRQ != slices.Contains(tc.args, "--use-srq") {
-				t.Errorf("srq %v in the JSON for %v", r.SRQ, tc.args)
-			}
-			if tc.args[0] == "-a" && len(r.Results) != 23 {
-				t.Errorf("-a gave %d sizes, want 23 (2 to 2^23)", len(r.Results))
-			}
+			t.Parallel()
+			testEndToEnd(t, tc)
 		})
+	}
+	t.Run("multicast", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range multicast {
+			t.Run(tc.test+strings.Join(tc.args, ""), func(t *testing.T) { testEndToEnd(t, tc) })
+		}
+	})
+}
+
+// endToEndCase is a case of TestEndToEnd: a test and its client's flags.
+type endToEndCase struct {
+	test string
+	args []string
+}
+
+// testEndToEnd runs a case of TestEndToEnd (pair) and checks what its
+// JSON says of its flags.
+func testEndToEnd(t *testing.T, tc endToEndCase) {
+	r := pair(t, tc.test, tc.args...)
+	for _, s := range r.Results {
+		if s.Iterations == 0 || (s.BWAvgMBps <= 0 && s.TTypicalUs <= 0) {
+			t.Errorf("empty result %+v", s)
+		}
+	}
+	if bidi := slices.Contains(tc.args, "-b"); len(r.Results) > 0 {
+		if s := r.Results[0]; bidi != (s.Local != nil && s.Remote != nil) {
+			t.Errorf("bidirectional %v: local %+v, remote %+v in the JSON", bidi, s.Local, s.Remote)
+		} else if bidi && s.Local.Iterations != s.Iterations {
+			t.Errorf("this side's %d messages (and the peer's %d) in the JSON, but %d as its iterations", s.Local.Iterations, s.Remote.Iterations, s.Iterations)
+		}
+	}
+	if r.RdmaCM != (tc.args[0] == "-R") {
+		t.Errorf("rdma_cm %v in the JSON for %v", r.RdmaCM, tc.args)
+	}
+	// soft-RoCE has the ibv_wr_* API, with ibverbs and rdma_cm QPs
+	old := slices.Contains(tc.args, "--use_old_post_send")
+	if r.WRAPI == old && (old || os.Getenv("RXE_VM") != "") {
+		t.Errorf("wr_api %v in the JSON for %v", r.WRAPI, tc.args)
+	}
+	if r.Reversed != slices.Contains(tc.args, "--reversed") {
+		t.Errorf("reversed %v in the JSON for %v", r.Reversed, tc.args)
+	}
+	if imm := slices.Contains(tc.args, "--write_with_imm") || slices.Contains(tc.args, "--send_with_imm"); r.Immediate != imm {
+		t.Errorf("immediate %v in the JSON for %v", r.Immediate, tc.args)
+	}
+	if r.MRPerQP != slices.Contains(tc.args, "--mr_per_qp") || r.WarmUp != slices.Contains(tc.args, "--perform_warm_up") {
+		t.Errorf("mr_per_qp %v, warm_up %v in the JSON for %v", r.MRPerQP, r.WarmUp, tc.args)
+	}
+	if mcg := slices.Contains(tc.args, "-g"); mcg != (r.MulticastGroup == "239.255.0.2") || mcg != (r.Connection == "UD" && !slices.Contains(tc.args, "-c")) {
+		t.Errorf("multicast group %q, connection %s in the client's JSON for %v", r.MulticastGroup, r.Connection, tc.args)
+	}
+	if ud := r.Connection == "UD"; ud && !slices.Contains(tc.args, "-s") && tc.test == "send-bw" && len(r.Results) > 0 {
+		if b := r.Results[0].Bytes; b < 256 || b > 4096 || b&(b-1) != 0 {
+			t.Errorf("UD without -s sent %d-byte messages, want the port's MTU", b)
+		}
+	}
+	if i := slices.IndexFunc(tc.args, func(a string) bool { return a == "--recv_post_list" || a == "--recv-post-list" }); (i >= 0) != (r.RecvPostList > 1) ||
+		i >= 0 && tc.args[i+1] != fmt.Sprint(r.RecvPostList) {
+		t.Errorf("recv_post_list %d in the JSON for %v", r.RecvPostList, tc.args)
+	}
+	if r.SRQ != slices.Contains(tc.args, "--use-srq") {
+		t.Errorf("srq %v in the JSON for %v", r.SRQ, tc.args)
+	}
+	if tc.args[0] == "-a" && len(r.Results) != 23 {
+		t.Errorf("-a gave %d sizes, want 23 (2 to 2^23)", len(r.Results))
 	}
 }
 
