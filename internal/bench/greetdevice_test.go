@@ -64,16 +64,18 @@ func TestServeClientPastSilentOnDevice(t *testing.T) {
 // test's 2 s) outlasts the control protocol's step (cut to 500 ms here)
 // and its peer timeout (1 s): the server's Alives keep it waiting. So
 // with rdma_cm (-R), whose first step is a barrier. The server told the
-// second client it was busy.
+// second client it was busy. The two cases, each two tests of 2 s one
+// after the other, run side by side (t.Parallel).
 func TestServeQueuesClientsOnDevice(t *testing.T) {
 	info := rdmatest.Device(t)
-	defer bench.SetControlTimeout(500 * time.Millisecond)()
+	t.Cleanup(bench.SetControlTimeout(500 * time.Millisecond))
 	for _, cm := range []bool{false, true} {
 		name := "write_bw"
 		if cm {
 			name += " rdma_cm"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			l := bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: time.Second}
 			cl := l
 			if cm {

@@ -157,7 +157,9 @@ func stopPairWhen(t *testing.T, spec exchange.TestSpec, stopClient bool, arm fun
 // reported none). Each interval's bandwidth is over its time as
 // measured, from the last interval's end to its own, which a loop
 // reaches a little after the period, up to a sleep of -e's (10 ms)
-// after: not over the nominal period.
+// after: not over the nominal period. The cases, each timed by the
+// clock at a rate far below what a loop sharing its CPU makes, run side
+// by side (t.Parallel).
 func TestInfiniteRunStops(t *testing.T) {
 	const rate = 2000
 	for _, tc := range []struct {
@@ -175,6 +177,7 @@ func TestInfiniteRunStops(t *testing.T) {
 		{"write_bw/imm/client_stops", exchange.WriteBW, false, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			spec := exchange.TestSpec{Test: tc.test, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 1, RunInfinitely: true,
 				NumQPs: 1, TXDepth: 32, RXDepth: 64, CQModeration: 8, Bidirectional: tc.bidi, Events: tc.events, Immediate: tc.imm}
 			c, s, stopped := stopPair(t, spec, tc.stopClient, 2500*time.Millisecond, func(l *bench.Local) {
