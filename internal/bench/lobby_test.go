@@ -168,8 +168,11 @@ func (s *serving) sentQueued(c *exchange.Conn, who string) {
 
 // TestServeTellsQueuedClients: clients that wait their turns are told
 // how many tests come before theirs, the one running included, and told
-// again as the line moves; a test of several threads counts once.
+// again as the line moves; a test of several threads counts once. It
+// mostly waits, and sets none of the package's knobs: it runs beside
+// TestServeDropsSilentClients and TestSlowRateLateDatagrams (t.Parallel).
 func TestServeTellsQueuedClients(t *testing.T) {
+	t.Parallel()
 	s, taken, _ := held(t)
 	s.start(taken, 1)
 	ask := func(spec exchange.TestSpec) (*exchange.Conn, *[]uint32) {
@@ -674,8 +677,9 @@ func TestServeRefusesAtOnce(t *testing.T) {
 // and one that never sent any (it does not keep alive) too. Both are
 // taken at their turns. The silent one stayed as long as its connection
 // did, for ever where it was stopped, and then cost its turn the peer
-// timeout and a failed test.
+// timeout and a failed test. (t.Parallel: as TestServeTellsQueuedClients.)
 func TestServeDropsSilentClients(t *testing.T) {
+	t.Parallel()
 	s, taken, release := heldLocal(t, Local{IdleTimeout: 2 * time.Second})
 	live, stopped, mute := s.greet(), s.greet(), s.greet()
 	s.start(taken, 1)

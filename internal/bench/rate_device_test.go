@@ -60,8 +60,11 @@ func TestBidirectionalRateOutlastsIdle(t *testing.T) {
 // ended: it completes a receive that no loop takes. The next size must
 // not count it as its own: the server counts one datagram at every size
 // of the sweep, where from the second size on it counted two, the first
-// of them the last size's.
+// of them the last size's. Its 8 s of sweep, a datagram every 800 ms, run
+// beside TestServeTellsQueuedClients and TestServeDropsSilentClients,
+// which mostly wait (t.Parallel).
 func TestSlowRateLateDatagrams(t *testing.T) {
+	t.Parallel()
 	spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, AllSizes: true, Iterations: 2,
 		NumQPs: 1, TXDepth: 1, RXDepth: 16, CQModeration: 1}
 	c, s := loopback(t, spec, func(l *bench.Local, client bool) {
