@@ -36,7 +36,7 @@ func TestListenNoDeviceAddr(t *testing.T) {
 			continue
 		}
 		want := "rdmacm: listen " + tc.addr + ": no RDMA device has address " + tc.ip +
-			": listen on an address of an RDMA device's netdev, or on " + tc.wild + ": no such device"
+			" (listen on an address of an RDMA device's netdev, or on " + tc.wild + " for every device): no such device"
 		if !errors.Is(err, syscall.ENODEV) || err.Error() != want {
 			t.Errorf("Listen(%s, UD %v): %v; want ENODEV: %q", tc.addr, tc.ud, err, want)
 		}

@@ -90,7 +90,7 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 		if ap.Addr().Is6() {
 			wild = "::"
 		}
-		return nil, errors.Join(fmt.Errorf("no RDMA device has address %s: listen on an address of an RDMA device's netdev, or on %s: %w",
+		return nil, errors.Join(fmt.Errorf("no RDMA device has address %s (listen on an address of an RDMA device's netdev, or on %s for every device): %w",
 			ap.Addr(), wild, syscall.ENODEV), id.Close(), ch.Close())
 	}
 	if err := id.checkPrivateData("rdma_accept", len(cfg.PrivateData), cmReply); err != nil {
