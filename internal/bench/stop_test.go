@@ -62,21 +62,30 @@ func stopPair(t *testing.T, spec exchange.TestSpec, stopClient bool, stopAfter t
 	}, tweak)
 }
 
-// inLoop is a stopPairWhen arm that stops after the client's measuring
-// loop has run for d: set-up, however long it takes, is not counted.
+// inLoop is a stopPairWhen arm that stops d after both sides have come
+// to their measuring loops: set-up, however long it takes on either side,
+// is not counted.
 func inLoop(d time.Duration) func(stop func()) (disarm func()) {
 	return func(stop func()) func() {
-		var once sync.Once
-		var timer atomic.Pointer[time.Timer]
+		var mu sync.Mutex
+		in := map[bool]bool{} // the sides come to their loops, by client
+		var timer *time.Timer
 		restore := bench.SetBeforeLoop(func(client bool) {
-			if client {
-				once.Do(func() { timer.Store(time.AfterFunc(d, stop)) })
+			mu.Lock()
+			defer mu.Unlock()
+			if !in[client] {
+				in[client] = true
+				if in[!client] {
+					timer = time.AfterFunc(d, stop)
+				}
 			}
 		})
 		return func() {
 			restore()
-			if tm := timer.Load(); tm != nil {
-				tm.Stop()
+			mu.Lock()
+			defer mu.Unlock()
+			if timer != nil {
+				timer.Stop()
 			}
 		}
 	}
@@ -236,8 +245,8 @@ func TestInfiniteRunPauses(t *testing.T) {
 		t.Run(fmt.Sprintf("bidirectional=%v", bidi), func(t *testing.T) {
 			spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 1, RunInfinitely: true,
 				NumQPs: 1, TXDepth: 8, RXDepth: 16, CQModeration: 1, Bidirectional: bidi}
-			// Stopped 2.5 s into the client's loop: a message, a pause
-			// of 2 s (longer than the second a receiver waited), another.
+			// Stopped 2.5 s into the loops: a message, a pause of 2 s
+			// (longer than the second a receiver waited), another.
 			c, s, stopped := stopPairWhen(t, spec, true, inLoop(2500*time.Millisecond), func(l *bench.Local) {
 				l.Rate = bench.RateLimit{Rate: 0.5, Unit: bench.RatePps, Burst: 1} // one message every 2 s
 			})
@@ -315,9 +324,10 @@ func TestInterruptEndsBothSides(t *testing.T) {
 			if tc.test.IsAtomic() {
 				spec.Size = 8
 			}
-			// Stopped 300 ms into the client's loop: both sides have
-			// measured, whatever the set-up took.
-			c, s, stopped := stopPairWhen(t, spec, tc.stopClient, inLoop(300*time.Millisecond), func(l *bench.Local) {
+			// Stopped half a second into both sides' loops: both have
+			// measured, whatever the set-up took. (300 ms was once too
+			// little for write_lat's first round trip on the emulator.)
+			c, s, stopped := stopPairWhen(t, spec, tc.stopClient, inLoop(500*time.Millisecond), func(l *bench.Local) {
 				l.IdleTimeout = 20 * time.Second
 			})
 			halt, other := c, s
