@@ -81,6 +81,7 @@ func main() {
 	defer stop()
 	cfg := &rdmamsg.Config{MaxMessage: int(size)}
 	var err error
+	code := 1 // 2 for a usage error, as the flag package's
 	switch {
 	case *listen != "" && flag.NArg() == 0 && *in == "":
 		err = serve(ctx, *listen, *out, cfg, *tcp)
@@ -88,10 +89,11 @@ func main() {
 		err = send(ctx, flag.Arg(0), *in, cfg, *tcp)
 	default:
 		err = errors.New("usage: rdmacat [-tcp] -l ADDR [-o FILE] | rdmacat [-tcp] [-i FILE] ADDR")
+		code = 2
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rdmacat:", stopped(ctx, err))
-		os.Exit(1)
+		os.Exit(code)
 	}
 }
 

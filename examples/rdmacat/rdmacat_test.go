@@ -216,9 +216,10 @@ func TestRdmacatFailures(t *testing.T) {
 	if err == nil || !strings.HasPrefix(string(out), "rdmacat: ") || time.Since(start) > 20*time.Second {
 		t.Errorf("client without a server: %v after %v: %q", err, time.Since(start), out)
 	}
-	out, err = rdmatest.Command(ctx, "-l", a, "-i", "x").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "usage: rdmacat") {
-		t.Errorf("-l with -i: %v: %q", err, out)
+	cmd := rdmatest.Command(ctx, "-l", a, "-i", "x")
+	out, _ = cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "usage: rdmacat") {
+		t.Errorf("-l with -i: exit status %d, %q; want 2 and the usage", code, out)
 	}
 
 	start = time.Now()

@@ -57,6 +57,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
+	code := 1 // 2 for a usage error, as the flag package's
 	switch {
 	case *listen != "" && flag.NArg() == 0 && *clients >= 0:
 		err = serve(ctx, *listen, *clients)
@@ -64,14 +65,17 @@ func main() {
 		err = ping(ctx, flag.Arg(0), *count)
 	case *clients < 0:
 		err = fmt.Errorf("-n %d: the number of clients cannot be negative\n%s", *clients, usage)
+		code = 2
 	case *count < 1:
 		err = fmt.Errorf("-c %d: a client makes at least one round trip\n%s", *count, usage)
+		code = 2
 	default:
 		err = errors.New(usage)
+		code = 2
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rdmaping:", stopped(ctx, err))
-		os.Exit(1)
+		os.Exit(code)
 	}
 }
 

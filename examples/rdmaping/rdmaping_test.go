@@ -107,8 +107,9 @@ func TestRdmapingFailures(t *testing.T) {
 	}
 }
 
-// Bad counts are refused at once with the reason, before any device is
-// touched, rather than taken as something else.
+// Bad counts and arguments are refused at once with the reason, before
+// any device is touched, rather than taken as something else: a usage
+// error, exit status 2, as the flag package's own.
 func TestRdmapingBadFlags(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -121,9 +122,10 @@ func TestRdmapingBadFlags(t *testing.T) {
 		{[]string{"-n", "-1", "-l", "127.0.0.1:1"}, "-n -1: the number of clients cannot be negative"},
 		{[]string{"-l", "127.0.0.1:1", "127.0.0.1:2"}, "usage: rdmaping"},
 	} {
-		out, err := rdmaping(ctx, c.args...).CombinedOutput()
-		if err == nil || !strings.HasPrefix(string(out), "rdmaping: "+c.want) {
-			t.Errorf("rdmaping %q: %v, %q; want an error %q", c.args, err, out, c.want)
+		cmd := rdmaping(ctx, c.args...)
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.HasPrefix(string(out), "rdmaping: "+c.want) {
+			t.Errorf("rdmaping %q: exit status %d, %q; want 2 and %q", c.args, code, out, c.want)
 		}
 	}
 }

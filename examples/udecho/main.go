@@ -47,9 +47,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
+	code := 1 // 2 for a usage error, as the flag package's
 	switch {
 	case *n < 0:
 		err = fmt.Errorf("-n %d: the number of datagrams cannot be negative\n%s", *n, usage)
+		code = 2
 	case *listen != "" && flag.NArg() == 0:
 		err = serve(ctx, *dev, *listen, *n)
 	case *listen == "" && flag.NArg() == 1:
@@ -59,10 +61,11 @@ func main() {
 		err = ping(ctx, *dev, flag.Arg(0), *n)
 	default:
 		err = errors.New(usage)
+		code = 2
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "udecho:", stopped(ctx, err))
-		os.Exit(1)
+		os.Exit(code)
 	}
 }
 

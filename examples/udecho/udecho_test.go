@@ -125,16 +125,24 @@ func TestUDEchoInterrupt(t *testing.T) {
 	}
 }
 
-// A negative count is refused at once with the reason, before any device
-// is touched.
+// A negative count, or an address with -l, is refused at once with the
+// reason, before any device is touched: a usage error, exit status 2, as
+// the flag package's own.
 func TestUDEchoBadFlags(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, args := range [][]string{{"-n", "-1", "127.0.0.1:1"}, {"-n", "-2", "-l", "127.0.0.1:1"}} {
-		out, err := udecho(ctx, args...).CombinedOutput()
-		want := "udecho: " + args[0] + " " + args[1] + ": the number of datagrams cannot be negative"
-		if err == nil || !strings.HasPrefix(string(out), want) {
-			t.Errorf("udecho %q: %v, %q; want an error %q", args, err, out, want)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "-1", "127.0.0.1:1"}, "-n -1: the number of datagrams cannot be negative"},
+		{[]string{"-n", "-2", "-l", "127.0.0.1:1"}, "-n -2: the number of datagrams cannot be negative"},
+		{[]string{"-l", "127.0.0.1:1", "127.0.0.1:2"}, "usage: udecho"},
+	} {
+		cmd := udecho(ctx, c.args...)
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.HasPrefix(string(out), "udecho: "+c.want) {
+			t.Errorf("udecho %q: exit status %d, %q; want 2 and %q", c.args, code, out, c.want)
 		}
 	}
 }
