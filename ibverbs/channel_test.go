@@ -163,6 +163,81 @@ func TestCompChannelBlockSolicited(t *testing.T) {
 	}
 }
 
+// TestCQWaitSolicited: after ReqNotify(true) CQ.Wait arms the CQ for
+// solicited completions only, as Block re-arms it: a solicited send's
+// receive wakes it, a plain one's does not, and the Wait ends at its
+// deadline; Block, after those Waits, still wakes at a solicited receive
+// alone, and re-arms the CQ so. (Wait armed every CQ for its next
+// completion, which the plain send's receive then woke.)
+func TestCQWaitSolicited(t *testing.T) {
+	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC, events: true})
+	if err := p.b.cq.ReqNotify(true); err != nil {
+		t.Fatal(err)
+	}
+	wcs := make([]ibverbs.WC, 4)
+	// wait posts a receive, and a send with flags once a Wait on the
+	// receiver's CQ sleeps (its polls and arm done: the receive's
+	// completion comes to it as an event or not at all), and returns
+	// that Wait's result.
+	wait := func(id uint64, flags ibverbs.SendFlags, d time.Duration) (int, error) {
+		t.Helper()
+		if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: id, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			n   int
+			err error
+		}
+		done := make(chan result, 1)
+		ctx := timeout(t, d)
+		go func() {
+			n, err := p.b.cq.Wait(ctx, wcs)
+			done <- result{n, err}
+		}()
+		waitFor(t, func() bool { return p.b.cq.Waiting() > 0 })
+		if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: id, Opcode: ibverbs.OpSend, Flags: flags,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)}}}); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		return r.n, r.err
+	}
+	if n, err := wait(1, ibverbs.SendSolicited, 10*time.Second); err != nil || n != 1 || wcs[0].WRID != 1 || wcs[0].Err() != nil {
+		t.Fatalf("Wait after ReqNotify(true) across a solicited send = %d, %v (%+v); want its receive", n, err, wcs[0])
+	}
+	if n, err := wait(2, 0, time.Second); n != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait after ReqNotify(true) across a plain send = %d, %v (%+v); want its deadline", n, err, wcs[0])
+	}
+	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != 2 {
+		t.Fatalf("the plain send's receive: wr_id %d, want 2", wc.WRID)
+	}
+
+	// The Wait that ended at its deadline left the CQ armed for solicited
+	// completions, and Block re-arms it so.
+	for round, flags := range []ibverbs.SendFlags{0, ibverbs.SendSolicited, 0} {
+		id := uint64(3 + round)
+		if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: id, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: id, Opcode: ibverbs.OpSend, Flags: flags,
+			SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != id {
+			t.Fatalf("receive wr_id %d, want %d", wc.WRID, id)
+		}
+		// The event comes with its completion, which is in: 300 ms is
+		// long enough for one that came.
+		cq, err := p.ch.Block(300 * time.Millisecond)
+		if err != nil || (cq != nil && cq != p.b.cq) {
+			t.Fatalf("Block = %p, %v; want the receiver's CQ %p or none", cq, err, p.b.cq)
+		}
+		if solicited := flags != 0; (cq != nil) != solicited {
+			t.Fatalf("after the Waits, a send (solicited %v) woke Block: %v", solicited, cq != nil)
+		}
+	}
+}
+
 // TestCompChannelWaitAllocs: Wait, which parks the goroutine in the
 // netpoller, returns each armed CQ's event and, with one context for the
 // whole loop, cancellable or not, costs no allocation after the first.

@@ -30,7 +30,7 @@ type CQ struct {
 	ex     *C.struct_ibv_cq_ex
 	fields C.uint64_t
 	// solicited: the last ReqNotify asked for solicited completions
-	// only, as Block's re-arm does again.
+	// only, as Block's re-arm and the arm of Wait and WaitEx do again.
 	solicited atomic.Bool
 	// use guards c against Close; waiting counts the Waits and WaitExes
 	// asleep on the channel, which Close wakes.
@@ -322,8 +322,16 @@ func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
 }
 
 // ReqNotify arms the CQ to raise an event on its channel at the next
-// completion, or the next solicited one (ibv_req_notify_cq). Block
-// re-arms a CQ the same way after each of its events.
+// completion, or the next solicited one (ibv_req_notify_cq). The CQ keeps
+// the choice: Block re-arms it the same way after each of its events, and
+// Wait and WaitEx arm it so each time they sleep, so that after
+// ReqNotify(true) only a solicited completion wakes them, until a
+// ReqNotify(false) asks for any again. Wait and WaitEx arm a CQ that ReqNotify
+// never armed for any completion. (An arm that no event has used yet is not
+// narrowed: a CQ armed for any completion stays so until its event,
+// whatever ReqNotify(true) asks meanwhile, as the InfiniBand
+// specification has it (C11-31) and soft-RoCE does; the choice holds
+// from the next arm.)
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if !cq.use.enter() {
 		return ErrClosed
@@ -344,7 +352,12 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // polls into wcs (ibv_poll_cq). It arms the CQ (ibv_req_notify_cq), polls
 // once to close the race with a completion that came before arming, and
 // then waits on the CQ's channel (ibv_get_cq_event, acknowledged with
-// ibv_ack_cq_events), as CompChannel.Wait does.
+// ibv_ack_cq_events), as CompChannel.Wait does. It arms the CQ as the
+// last ReqNotify did, as Block re-arms it: for its next completion, or,
+// after ReqNotify(true), its next solicited one, so that unsolicited
+// completions then do not wake it (they are polled with the solicited
+// one that does, or by a Wait that finds them already there); a CQ that
+// ReqNotify never armed, for any completion.
 // The CQ must have been created with a channel, else Wait fails with an
 // error matching syscall.EINVAL, as it does for an empty wcs, which has
 // no room for the completion it would wait for. No other goroutine may
@@ -361,7 +374,8 @@ func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
 }
 
 // WaitEx is Wait with PollEx: it waits for a completion (ibv_req_notify_cq,
-// ibv_get_cq_event) and takes it with its timestamps (ibv_start_poll ...
+// ibv_get_cq_event; armed as Wait arms it, for a solicited one after
+// ReqNotify(true)) and takes it with its timestamps (ibv_start_poll ...
 // ibv_end_poll, or ibv_poll_cq on a CQ that ibv_create_cq made).
 func (cq *CQ) WaitEx(ctx context.Context, wcs []WCEx) (int, error) {
 	verb := "ibv_poll_cq"
@@ -390,7 +404,9 @@ func waitCQ[W any](ctx context.Context, cq *CQ, name, verb string, wcs []W, poll
 		if n, err := poll(cq, wcs); n > 0 || err != nil {
 			return n, err
 		}
-		if err := cq.ReqNotify(false); err != nil {
+		// Armed as the last ReqNotify asked, solicited-only included,
+		// which Block's re-arm reads too.
+		if err := cq.ReqNotify(cq.solicited.Load()); err != nil {
 			return 0, err
 		}
 		if n, err := poll(cq, wcs); n > 0 || err != nil {

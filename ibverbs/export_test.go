@@ -64,3 +64,8 @@ func (c *Context) QueryGIDTable(max int) (int, error) {
 	raw, err := c.queryGIDTable(max)
 	return len(raw), err
 }
+
+// Waiting returns how many Waits and WaitExes of the CQ are asleep on its
+// channel: past their polls and arm, so that a completion from then on
+// comes to them as an event, or not at all.
+func (cq *CQ) Waiting() int { return int(cq.waiting.Load()) }
