@@ -72,16 +72,26 @@ func (e *WCError) Unwrap() error { return e.Status }
 // print as they always have.
 func (s WCStatus) Error() string { return s.String() }
 
+// wcStatusText says what each status means (ibv_poll_cq(3)), for
+// WCError's message.
 func wcStatusText(s WCStatus) string {
 	switch s {
+	case WCSuccess:
+		return "success"
 	case WCLocLenErr:
 		return "local length error"
 	case WCLocQPOpErr:
 		return "local QP operation error"
+	case WCLocEECOpErr:
+		return "local EE context operation error (reliable datagram)"
 	case WCLocProtErr:
 		return "local protection error"
 	case WCWRFlushErr:
 		return "work request flushed: the QP is in the error state"
+	case WCMWBindErr:
+		return "memory window bind error: the MR lacks AccessMWBind, or the window, range or access is wrong for it"
+	case WCBadRespErr:
+		return "bad response"
 	case WCLocAccessErr:
 		return "local access error"
 	case WCRemInvReqErr:
@@ -94,16 +104,28 @@ func wcStatusText(s WCStatus) string {
 		return "transport retry counter exceeded: the peer does not answer"
 	case WCRNRRetryExcErr:
 		return "RNR retry counter exceeded: the peer posted no receive"
-	case WCBadRespErr:
-		return "bad response"
+	case WCLocRDDViolErr:
+		return "local RDD violation: the QP and the EE context are in different RD domains (reliable datagram)"
+	case WCRemInvRdReqErr:
+		return "remote invalid RD request: the responder refused a reliable datagram message"
+	case WCRemAbortErr:
+		return "remote aborted error: the responder aborted the operation"
+	case WCInvEECNErr:
+		return "invalid EE context number (reliable datagram)"
+	case WCInvEECStateErr:
+		return "invalid EE context state (reliable datagram)"
 	case WCFatalErr:
 		return "fatal error"
 	case WCRespTimeoutErr:
 		return "response timeout"
 	case WCGeneralErr:
 		return "general error"
+	case WCTMErr:
+		return "tag matching error: a tag operation on the SRQ failed"
+	case WCTMRndvIncomplete:
+		return "tag matching rendezvous incomplete: the message matched a tag, but the device did not fetch its data"
 	}
-	return "error"
+	return "unknown status"
 }
 
 // PostError reports a post that stopped at the work request at Index: the

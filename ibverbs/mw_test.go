@@ -5,6 +5,7 @@ package ibverbs_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -141,6 +142,26 @@ func TestMWType1(t *testing.T) {
 	refused(t, p.access(t, ibverbs.OpRDMAWrite, k, mwOff, mwLen, 0), "a write through the unbound window's old key")
 	if !bytes.Equal(before, p.b.buf.Bytes()[mwOff:mwOff+mwLen]) {
 		t.Error("a refused write changed the memory")
+	}
+}
+
+// TestMWBindWithoutAccess: a bind of a window to an MR registered
+// without AccessMWBind completes with MW_BIND_ERR, whose error says what
+// the MR lacks, where it read "(error)".
+func TestMWBindWithoutAccess(t *testing.T) {
+	p := newMWPair(t, ibverbs.MWType1, false)
+	mr, err := p.b.pd.RegMR(p.b.buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, mr)
+	if _, err := p.b.qp.BindMW(p.mw, 3, ibverbs.SendSignaled, ibverbs.MWBind{MR: mr, Addr: mr.Addr() + mwOff,
+		Length: mwLen, Access: ibverbs.AccessRemoteWrite}); err != nil {
+		t.Fatal(err)
+	}
+	we := pollErr(t, p.b.cq)
+	if we.Status != ibverbs.WCMWBindErr || we.WRID != 3 || !strings.Contains(we.Error(), "the MR lacks AccessMWBind") {
+		t.Fatalf("bind to an MR without AccessMWBind: %v, want MW_BIND_ERR saying so", we)
 	}
 }
 

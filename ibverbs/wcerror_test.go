@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -52,5 +53,27 @@ func TestWCErrorMatchesStatus(t *testing.T) {
 	pe := &ibverbs.PostError{Index: 2, Err: os.NewSyscallError("ibv_post_send", syscall.ENOMEM)}
 	if !errors.Is(pe, syscall.ENOMEM) || errors.Is(pe, ibverbs.WCGeneralErr) {
 		t.Errorf("PostError matching changed: %v", pe)
+	}
+}
+
+// TestWCStatusTexts: every status verbs.h defines says what it means in a
+// WCError, none the bare "(error)" that MW_BIND_ERR and the reliable
+// datagram and tag matching statuses printed; a bind that the MR refuses
+// names the access it lacks.
+func TestWCStatusTexts(t *testing.T) {
+	for s := ibverbs.WCLocLenErr; s <= ibverbs.WCTMRndvIncomplete; s++ {
+		msg := (&ibverbs.WC{Status: s}).Err().Error()
+		if strings.HasPrefix(s.String(), "WCStatus(") {
+			t.Errorf("status %d has no name: %s", uint32(s), msg)
+		}
+		if strings.Contains(msg, "(error)") || strings.Contains(msg, "(unknown status)") || strings.Contains(msg, "()") {
+			t.Errorf("status %v says no more than %q", s, msg)
+		}
+	}
+	if msg := (&ibverbs.WC{Status: ibverbs.WCMWBindErr}).Err().Error(); !strings.Contains(msg, "AccessMWBind") {
+		t.Errorf("MW_BIND_ERR reads %q, which names no access", msg)
+	}
+	if msg := (&ibverbs.WC{Status: ibverbs.WCTMRndvIncomplete + 1}).Err().Error(); !strings.Contains(msg, "(unknown status)") {
+		t.Errorf("a status verbs.h does not define reads %q", msg)
 	}
 }
