@@ -234,9 +234,9 @@ var qpStateNames = []string{"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR", 
 func (s QPState) String() string { return enumName(qpStateNames, int(s), "QPState") }
 
 // QPAttrMask selects the fields of a QPAttr that a Modify applies
-// (enum ibv_qp_attr_mask). QPAttrEnSQDAsync, QPAttrAltPath,
-// QPAttrPathMigState and QPAttrRateLimit are verbs.h's too, but QPAttr has
-// no fields for their attributes, and Modify refuses them.
+// (enum ibv_qp_attr_mask). QPAttrAltPath, QPAttrPathMigState and
+// QPAttrRateLimit are verbs.h's too, but QPAttr has no fields for their
+// attributes, and Modify refuses them.
 type QPAttrMask uint32
 
 // QP attribute mask bits (IBV_QP_*: IBV_QP_STATE is QPAttrState).

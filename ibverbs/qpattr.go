@@ -60,6 +60,11 @@ type QPAttr struct {
 	RetryCnt        uint8
 	RNRRetry        uint8
 	SQDraining      bool
+	// EnSQDAsync, with QPAttrEnSQDAsync on a move to SQD, asks for
+	// EventSQDrained once the send queue has drained
+	// (en_sqd_async_notify): the specification has a device raise that
+	// event only when asked (soft-RoCE raises it either way).
+	EnSQDAsync bool
 }
 
 func (a *AHAttr) toC(c *C.struct_ibv_ah_attr) {
@@ -99,18 +104,22 @@ func ahFromC(c *C.struct_ibv_ah_attr) AHAttr {
 const qpAttrFields = QPAttrState | QPAttrCurState | QPAttrAccessFlags | QPAttrPKeyIndex | QPAttrPort |
 	QPAttrQKey | QPAttrAV | QPAttrPathMTU | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry |
 	QPAttrRQPSN | QPAttrMaxQPRdAtomic | QPAttrMinRNRTimer | QPAttrSQPSN | QPAttrMaxDestRdAtomic |
-	QPAttrCap | QPAttrDestQPN
+	QPAttrCap | QPAttrDestQPN | QPAttrEnSQDAsync
 
 // Modify changes the QP's attributes selected by mask (ibv_modify_qp), one
 // to one with C. The mask bits whose attributes QPAttr has no fields for
-// (QPAttrEnSQDAsync, QPAttrAltPath, QPAttrPathMigState, QPAttrRateLimit)
-// or that verbs.h does not define are refused with an error matching
-// syscall.EINVAL that names them, before the QP is looked at: the verb
-// would otherwise apply zeros.
+// (QPAttrAltPath, QPAttrPathMigState, QPAttrRateLimit) or that verbs.h
+// does not define are refused with an error matching syscall.EINVAL that
+// names them, before the QP is looked at: the verb would otherwise apply
+// zeros.
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if bad := mask &^ qpAttrFields; bad != 0 {
-		return fmt.Errorf("ibv_modify_qp: QP %#x: mask %s: QPAttr has no fields for them: %w",
-			qp.num, maskNames(bad), syscall.EINVAL)
+		them := "them"
+		if bad&(bad-1) == 0 {
+			them = "it"
+		}
+		return fmt.Errorf("ibv_modify_qp: QP %#x: mask %s: QPAttr has no field for %s: %w",
+			qp.num, maskNames(bad), them, syscall.EINVAL)
 	}
 	if !qp.use.enter() {
 		return ErrClosed
@@ -144,6 +153,9 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	a.timeout = C.uint8_t(attr.Timeout)
 	a.retry_cnt = C.uint8_t(attr.RetryCnt)
 	a.rnr_retry = C.uint8_t(attr.RNRRetry)
+	if attr.EnSQDAsync {
+		a.en_sqd_async_notify = 1
+	}
 	if rc := C.ibv_modify_qp(qp.c, &a, C.int(mask)); rc != 0 {
 		if mask&QPAttrState == 0 { // attributes only: no state to name
 			return fmt.Errorf("QP %#x: %w", qp.num, verbError("ibv_modify_qp", int(rc)))
@@ -159,8 +171,8 @@ func maskNames(m QPAttrMask) string {
 	for _, b := range []struct {
 		bit  QPAttrMask
 		name string
-	}{{QPAttrEnSQDAsync, "QPAttrEnSQDAsync"}, {QPAttrAltPath, "QPAttrAltPath"},
-		{QPAttrPathMigState, "QPAttrPathMigState"}, {QPAttrRateLimit, "QPAttrRateLimit"}} {
+	}{{QPAttrAltPath, "QPAttrAltPath"}, {QPAttrPathMigState, "QPAttrPathMigState"},
+		{QPAttrRateLimit, "QPAttrRateLimit"}} {
 		if m&b.bit != 0 {
 			names = append(names, b.name)
 			m &^= b.bit
@@ -196,6 +208,7 @@ func (qp *QP) Query() (QPAttr, error) {
 		MaxRdAtomic: uint8(a.max_rd_atomic), MaxDestRdAtomic: uint8(a.max_dest_rd_atomic),
 		MinRNRTimer: uint8(a.min_rnr_timer), Port: uint8(a.port_num), Timeout: uint8(a.timeout),
 		RetryCnt: uint8(a.retry_cnt), RNRRetry: uint8(a.rnr_retry), SQDraining: a.sq_draining != 0,
+		EnSQDAsync: a.en_sqd_async_notify != 0,
 	}, nil
 }
 
