@@ -175,7 +175,7 @@ type QPType uint32
 const (
 	QPTypeRC QPType = 2 // reliable connected
 	QPTypeUC QPType = 3 // unreliable connected
-	QPTypeUD QPType = 4 // unreliable datagram
+	QPTypeUD QPType = 4 // unreliable datagram: a message is one packet, at most the path MTU (see SendWR.AH)
 	// QPTypeRawPacket QPs send and receive whole Ethernet frames, and
 	// making one needs CAP_NET_RAW. CreateQP takes it, and ToInit and
 	// ToRTS give it the masks the kernel asks of one, but it is untested:
@@ -387,7 +387,18 @@ const (
 	WCWithGRH  WCFlags = 1
 	WCWithImm  WCFlags = 2
 	WCIPCsumOK WCFlags = 4
-	WCWithInv  WCFlags = 8
+	// WCWithInv marks the receive of a send with invalidate
+	// (OpSendWithInv), whose invalidated rkey is then in WC.Imm.
+	// Soft-RoCE does not set it: its kernel driver flags such a receive
+	// with the kernel's IB_WC_WITH_INVALIDATE, 1<<2 (rxe_resp.c,
+	// do_complete), and rdma-core's rxe provider passes the kernel's
+	// flags on as they are, so libibverbs reads that bit as
+	// IBV_WC_IP_CSUM_OK: the receive has WCIPCsumOK, not WCWithInv, and
+	// Imm is 0, as Poll reads the key only with WCWithInv (and immediate
+	// data only with WCWithImm). The key is invalidated all the same
+	// (seen with kernel 6.1 and rdma-core 44; the kernel's rxe still
+	// sets that bit).
+	WCWithInv WCFlags = 8
 )
 
 var wcFlagNames = []flagName{{1, "GRH"}, {2, "WITH_IMM"}, {4, "IP_CSUM_OK"}, {8, "WITH_INV"}}

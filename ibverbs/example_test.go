@@ -304,7 +304,9 @@ func ExamplePD_AllocMW() {
 	// The WCBindMW completion is in: send rkey and the address to the
 	// peer; it writes there and replies with OpSendWithInv and Imm: rkey.
 	// The reply's receive completion has WCWithInv set and the key in
-	// Imm; the window is free to bind again, under NextRKey(rkey).
+	// Imm, where the device reports them (soft-RoCE flags it WCIPCsumOK
+	// instead, with Imm 0: see WCWithInv); either way the window is
+	// invalidated and free to bind again, under NextRKey(rkey).
 }
 
 // A UD server answers whoever sent it a datagram: the receive's buffer

@@ -11,7 +11,7 @@ type WC struct {
 	Opcode       WCOpcode
 	VendorErr    uint32
 	ByteLen      uint32
-	Imm          uint32 // immediate data in host order if Flags has WCWithImm; the invalidated rkey if WCWithInv
+	Imm          uint32 // immediate data in host order if Flags has WCWithImm; the invalidated rkey if WCWithInv (which soft-RoCE does not set: see WCWithInv); else 0
 	QPN          uint32
 	SrcQP        uint32
 	Flags        WCFlags

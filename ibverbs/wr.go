@@ -31,7 +31,12 @@ type SendWR struct {
 	// CompareAdd is the value to add (fetch-and-add) or compare
 	// (compare-and-swap); Swap the value swapped in.
 	CompareAdd, Swap uint64
-	// AH, RemoteQPN and RemoteQKey address a UD send.
+	// AH, RemoteQPN and RemoteQKey address a UD send. A UD message
+	// goes in one packet, and so is at most the path MTU (the
+	// Endpoint's MTU, PortAttr.ActiveMTU), not counting the GRH: a
+	// longer one may complete with WCSuccess on the sender and still be
+	// dropped on the way (on soft-RoCE a send of 1025 bytes over a path
+	// MTU of 1024 completed so, and never arrived).
 	AH         *AH
 	RemoteQPN  uint32
 	RemoteQKey uint32
