@@ -487,8 +487,9 @@ func (c *Conn) setRNRTimer(cfg *Config) error {
 	return err
 }
 
-// teardown closes what the connection owns, in reverse order of creation,
-// going on past a failure. Each Close is idempotent, so that a teardown
+// teardown closes what the connection owns, in reverse order of creation
+// but for the AH, which goes after the QP that sends with it, going on
+// past a failure. Each Close is idempotent, so that a teardown
 // that failed can run again: what it closed stays closed, and what failed
 // is tried again.
 func (c *Conn) teardown() error {
@@ -514,8 +515,18 @@ func (c *Conn) teardown() error {
 			c.cleanup = nil
 		}
 	}
-	closeIf(c.ah != nil, c.ah)
-	closeIf(c.qp != nil, c.qp)
+	// The QP before the AH that addresses its sends: the QP's Close
+	// waits for a PostSend under way, which may be handing the AH to the
+	// provider, and the AH's Close takes no lock of the QP's. While the
+	// QP stays open, so does its AH.
+	qpClosed := true
+	if c.qp != nil {
+		if err := c.qp.Close(); err != nil {
+			errs = append(errs, err)
+			qpClosed = false
+		}
+	}
+	closeIf(c.ah != nil && qpClosed, c.ah)
 	closeIf(c.ownRCQ && c.rcq != c.scq, c.rcq)
 	closeIf(c.rch != nil, c.rch)
 	closeIf(c.ownSCQ, c.scq)
