@@ -297,7 +297,7 @@ const (
 	SendFence     SendFlags = 1
 	SendSignaled  SendFlags = 2
 	SendSolicited SendFlags = 4
-	SendInline    SendFlags = 8
+	SendInline    SendFlags = 8 // sends or writes the SGL's bytes in the request: QPCap.MaxInline at most
 	SendIPCsum    SendFlags = 16
 )
 

@@ -482,3 +482,23 @@ func TestWCErrorIsStatus(t *testing.T) {
 		t.Errorf("the send after the failure: %v, want WR_FLUSH_ERR alone", werr)
 	}
 }
+
+// TestSRQArmSaysWhy: Arm of a limit above the SRQ's size, which the
+// device refuses, says the size, where it read "ibv_modify_srq: invalid
+// argument" alone; the error matches syscall.EINVAL, and the SRQ keeps
+// its limit.
+func TestSRQArmSaysWhy(t *testing.T) {
+	e := newSRQEnv(t)
+	a, err := e.srq.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.srq.Arm(a.MaxWR + 1)
+	want := fmt.Sprintf("ibv_modify_srq: limit %d, the SRQ holds %d receives: invalid argument", a.MaxWR+1, a.MaxWR)
+	if !errors.Is(err, syscall.EINVAL) || err.Error() != want {
+		t.Errorf("Arm(%d) of an SRQ of %d: %v; want EINVAL: %q", a.MaxWR+1, a.MaxWR, err, want)
+	}
+	if b, err := e.srq.Query(); err != nil || b.Limit != 0 {
+		t.Errorf("Query after the refused Arm: %+v, %v", b, err)
+	}
+}

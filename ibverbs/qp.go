@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -383,6 +384,14 @@ func (qp *QP) Raw() unsafe.Pointer { return unsafe.Pointer(qp.c) }
 // device refuses a request, the error is a *PostError whose Index says
 // which: the ones before it were posted. Through the ibv_wr_* API a list
 // is posted whole or not at all, so Index is then the list's first.
+//
+// A request the QP cannot take is refused before it reaches the device,
+// with an error matching syscall.EINVAL that says why: more SGEs than
+// QPCap.MaxSendSGE ("5 SGEs, the QP allows 4"), more bytes with
+// SendInline than QPCap.MaxInline ("inline 65 bytes, the QP allows 64"),
+// among others. An EINVAL from the device says the QP's state, which the
+// post then queries (ibv_query_qp): a QP not yet in RTS takes no sends
+// ("QP 0x11 is in INIT, and takes sends from RTS on").
 func (qp *QP) PostSend(wrs []SendWR) error { return qp.postSend(wrs, 0) }
 
 // PostSendLists posts wrs as consecutive lists of listLen work requests,
@@ -468,6 +477,9 @@ func rekey(posted []SendWR) {
 // checkSend says why PostSend would refuse w before it reaches the
 // provider, or returns nil.
 func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
+	if n := inlineLen(w); n > uint64(qp.cap.MaxInline) {
+		return fmt.Errorf("ibv_post_send: inline %d bytes, the QP allows %d: %w", n, qp.cap.MaxInline, syscall.EINVAL)
+	}
 	switch {
 	case len(w.SGL) > maxSGE:
 		return fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)
@@ -490,6 +502,23 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
 	return nil
 }
 
+// inlineOps are the opcodes (bits 1<<Opcode) that the verbs take
+// SendInline for: sends and writes.
+const inlineOps = 1<<OpSend | 1<<OpSendWithImm | 1<<OpSendWithInv | 1<<OpRDMAWrite | 1<<OpRDMAWriteWithImm
+
+// inlineLen returns the bytes that w, a send or write with SendInline,
+// carries inline: its SGL's. It is 0 for any other request.
+func inlineLen(w *SendWR) uint64 {
+	if w.Flags&SendInline == 0 || w.Opcode >= 32 || inlineOps&(1<<w.Opcode) == 0 {
+		return 0
+	}
+	var n uint64
+	for i := range w.SGL {
+		n += uint64(w.SGL[i].Length)
+	}
+	return n
+}
+
 // post posts the n requests at w, filled in C memory, in lists of list
 // (0: one list): the one cgo call behind PostSend, PostSendLists and
 // SendBatch.Post. On failure bad is the index of the first request not
@@ -507,12 +536,38 @@ func (qp *QP) post(w *C.struct_ibv_send_wr, n, list int) (bad int, err error) {
 	return n, nil
 }
 
-// postError wraps errno from a post in the name of the verb that failed.
+// postError wraps errno from a post in the name of the verb that failed,
+// with the QP's state for EINVAL (see postErrno).
 func (qp *QP) postError(errno int) error {
+	verb := "ibv_post_send"
 	if qp.qx != nil {
-		return verbError("ibv_wr_complete", errno)
+		verb = "ibv_wr_complete"
 	}
-	return verbError("ibv_post_send", errno)
+	return postErrno(verb, qp.c, errno, QPStateRTS, "sends")
+}
+
+// postErrno wraps errno from a post of what (sends, receives) to qp in
+// verb's name. EINVAL, which a QP refuses them with before it is in
+// state need (RTS for sends, INIT for receives), says the QP's state,
+// which only then it queries (ibv_query_qp), and the state they need
+// where it is before that: "ibv_post_send: QP 0x11 is in INIT, and takes
+// sends from RTS on: invalid argument". The caller keeps qp from being
+// destroyed.
+func postErrno(verb string, qp *C.struct_ibv_qp, errno int, need QPState, what string) error {
+	if errno != int(syscall.EINVAL) || qp == nil {
+		return verbError(verb, errno)
+	}
+	var a C.struct_ibv_qp_attr
+	var ia C.struct_ibv_qp_init_attr
+	if C.ibv_query_qp(qp, &a, C.IBV_QP_STATE, &ia) != 0 {
+		return verbError(verb, errno)
+	}
+	num, st := uint32(qp.qp_num), QPState(a.qp_state)
+	if st < need {
+		return os.NewSyscallError(verb, fmt.Errorf("QP %#x is in %v, and takes %s from %v on: %w",
+			num, st, what, need, syscall.EINVAL))
+	}
+	return os.NewSyscallError(verb, fmt.Errorf("QP %#x is in %v: %w", num, st, syscall.EINVAL))
 }
 
 // setImm writes v into w's imm_data (network order) or, for
@@ -585,7 +640,8 @@ func copySGL(sg, sgl []SGE) *C.struct_ibv_sge {
 
 // PostRecv posts a list of receive work requests (ibv_post_recv), like
 // PostSend: one cgo call per 256, without allocating; a *PostError says
-// which request the device refused.
+// which request the device refused. An EINVAL from the device says the
+// QP's state, as PostSend's does: a QP in RESET takes no receives.
 func (qp *QP) PostRecv(wrs []RecvWR) error {
 	qp.recvMu.Lock()
 	defer qp.recvMu.Unlock()
@@ -666,7 +722,7 @@ func postRecvC(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, w *C.struct_ibv_recv_
 		rc = C.gv_post_recv(handle(qp), handle(w), C.int(n), C.int(min(list, n)), &b)
 	}
 	if rc != 0 {
-		return int(b), verbError(recvVerb(srq), int(rc))
+		return int(b), postErrno(recvVerb(srq), qp, int(rc), QPStateInit, "receives")
 	}
 	return n, nil
 }

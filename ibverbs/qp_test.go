@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -571,4 +573,66 @@ func TestConcurrentPosts(t *testing.T) {
 			t.Errorf("write %d landed wrong", k)
 		}
 	}
+}
+
+// TestPostSendSaysWhy: a post the QP refuses says why, as one of too many
+// SGEs does ("5 SGEs, the QP allows 4"), where both below read "invalid
+// argument" alone. An inline request longer than QPCap.MaxInline, in one
+// SGE or several, is refused before it reaches the device, with the
+// lengths, and one of MaxInline bytes still goes; a post to a QP in
+// RESET or INIT, which the device refuses, says the QP's state, and a
+// receive to a QP in RESET too. Each matches syscall.EINVAL and is a
+// *PostError at the request refused.
+func TestPostSendSaysWhy(t *testing.T) { bothPostPaths(t, testPostSendSaysWhy) }
+
+func testPostSendSaysWhy(t *testing.T, wrapi bool) {
+	p := newPair(t, pairOpts{wrapi: wrapi, typ: ibverbs.QPTypeRC,
+		cap: ibverbs.QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInline: 64}})
+	// refused checks that err is a PostError at index, matching EINVAL,
+	// whose text has want.
+	refused := func(err error, index int, want string) {
+		t.Helper()
+		var pe *ibverbs.PostError
+		if !errors.As(err, &pe) || pe.Index != index || !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), want) {
+			t.Errorf("post: %v; want a PostError at %d matching EINVAL with %q", err, index, want)
+		}
+	}
+	most := p.a.qp.Cap().MaxInline
+	if most < 64 {
+		t.Fatalf("granted %+v", p.a.qp.Cap())
+	}
+	write := func(id uint64, sgl ...ibverbs.SGE) ibverbs.SendWR {
+		return ibverbs.SendWR{ID: id, Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendInline | ibverbs.SendSignaled,
+			SGL: sgl, RemoteAddr: p.b.mr.Addr(), RKey: p.b.mr.RKey()}
+	}
+	fits := write(1, p.a.mr.SGE(0, most))
+	refused(p.a.qp.PostSend([]ibverbs.SendWR{fits, write(2, p.a.mr.SGE(0, most+1))}), 1,
+		fmt.Sprintf("ibv_post_send: inline %d bytes, the QP allows %d: invalid argument (at work request 1)", most+1, most))
+	if wc := pollOK(t, p.a.cq, ibverbs.WCRDMAWrite); wc.WRID != 1 {
+		t.Errorf("the write of %d inline bytes before the refused one: wr_id %d", most, wc.WRID)
+	}
+	refused(p.a.qp.PostSend([]ibverbs.SendWR{write(3, p.a.mr.SGE(0, most), p.a.mr.SGE(most, 1))}), 0,
+		fmt.Sprintf("inline %d bytes, the QP allows %d", most+1, most))
+	if b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{write(4, p.a.mr.SGE(0, most+1))}); err == nil {
+		closeOK(t, b)
+		t.Error("NewSendBatch took an inline write longer than MaxInline")
+	} else {
+		refused(err, 0, fmt.Sprintf("inline %d bytes, the QP allows %d", most+1, most))
+	}
+
+	// A QP in RESET, then in INIT.
+	qp, err := p.a.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: p.a.cq, WRAPI: wrapi,
+		Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, qp)
+	send := []ibverbs.SendWR{{ID: 5, Opcode: ibverbs.OpSend, SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)}}}
+	refused(qp.PostSend(send), 0, fmt.Sprintf("QP %#x is in RESET, and takes sends from RTS on: invalid argument", qp.Num()))
+	refused(qp.PostRecv([]ibverbs.RecvWR{{ID: 6, SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)}}}), 0,
+		fmt.Sprintf("ibv_post_recv: QP %#x is in RESET, and takes receives from INIT on: invalid argument", qp.Num()))
+	if err := qp.ToInit(ibverbs.ConnParams{Port: p.port, GIDIndex: p.gid}); err != nil {
+		t.Fatal(err)
+	}
+	refused(qp.PostSend(send), 0, fmt.Sprintf("QP %#x is in INIT, and takes sends from RTS on: invalid argument", qp.Num()))
 }

@@ -8,6 +8,7 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -95,7 +96,10 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 
 // Arm sets the SRQ limit (ibv_modify_srq with IBV_SRQ_LIMIT): when fewer
 // than limit receives remain, the context's event stream gets
-// EventSRQLimitReached once, and the SRQ must be armed again.
+// EventSRQLimitReached once, and the SRQ must be armed again. A limit the
+// device refuses with EINVAL, as one above the SRQ's size, fails with an
+// error that matches syscall.EINVAL and says that size, which Arm then
+// queries (ibv_query_srq): "limit 32, the SRQ holds 31 receives".
 func (srq *SRQ) Arm(limit int) error {
 	if !srq.use.enter() {
 		return ErrClosed
@@ -107,9 +111,25 @@ func (srq *SRQ) Arm(limit int) error {
 	var a C.struct_ibv_srq_attr
 	a.srq_limit = C.uint32_t(limit)
 	if rc := C.ibv_modify_srq(srq.c, &a, C.IBV_SRQ_LIMIT); rc != 0 {
-		return verbError("ibv_modify_srq", int(rc))
+		return srq.armError(limit, int(rc))
 	}
 	return nil
+}
+
+// armError wraps errno from Arm's ibv_modify_srq: EINVAL, which a limit
+// beyond the SRQ's size gets, says that size, which only then it queries
+// (ibv_query_srq): "ibv_modify_srq: limit 32, the SRQ holds 31 receives:
+// invalid argument". The caller has entered srq.
+func (srq *SRQ) armError(limit, errno int) error {
+	const verb = "ibv_modify_srq"
+	if errno != int(syscall.EINVAL) {
+		return verbError(verb, errno)
+	}
+	var a C.struct_ibv_srq_attr
+	if C.ibv_query_srq(srq.c, &a) != 0 {
+		return verbError(verb, errno)
+	}
+	return os.NewSyscallError(verb, fmt.Errorf("limit %d, the SRQ holds %d receives: %w", limit, int(a.max_wr), syscall.EINVAL))
 }
 
 // SRQAttr is what an SRQ holds (struct ibv_srq_attr).
