@@ -633,6 +633,41 @@ func TestResizeCQ(t *testing.T) {
 	}
 }
 
+// TestCQModerate: Moderate (ibv_modify_cq) sets a CQ's event moderation
+// or, on a device without it such as soft-RoCE, fails with an error
+// matching errors.ErrUnsupported that names the verb; values out of the
+// verb's 16 bits fail with EINVAL before it, and a closed CQ with
+// ErrClosed.
+func TestCQModerate(t *testing.T) {
+	ctx, _ := rdmatest.Open(t)
+	cq, err := ctx.CreateCQ(16, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cq.Moderate(16, 100*time.Microsecond)
+	if err != nil && (!errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "ibv_modify_cq: ")) {
+		t.Errorf("Moderate(16, 100µs) = %v, want nil or an error of ibv_modify_cq matching errors.ErrUnsupported", err)
+	}
+	t.Logf("Moderate(16, 100µs) on %s: %v", ctx.Name(), err)
+	if err == nil {
+		if err := cq.Moderate(0, 0); err != nil {
+			t.Errorf("Moderate(0, 0), to turn it off = %v", err)
+		}
+	}
+	for _, c := range []struct {
+		count  int
+		period time.Duration
+	}{{-1, 0}, {65536, 0}, {1, -time.Microsecond}, {1, 65536 * time.Microsecond}, {1, 65535*time.Microsecond + 1}} {
+		if err := cq.Moderate(c.count, c.period); !errors.Is(err, syscall.EINVAL) || errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("Moderate(%d, %v) = %v, want EINVAL", c.count, c.period, err)
+		}
+	}
+	closeOK(t, cq)
+	if err := cq.Moderate(1, 0); !errors.Is(err, ibverbs.ErrClosed) {
+		t.Errorf("Moderate of a closed CQ = %v, want ErrClosed", err)
+	}
+}
+
 // TestCQWaitSharedChannel: two CQs share a channel and one goroutine
 // waits on each in turn. An event for the other CQ, one left armed, does
 // not fail a Wait, which waits on for its own CQ's completion; and

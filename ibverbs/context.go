@@ -512,6 +512,32 @@ func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
 	return gidEntry(&r, &ifNames{}), nil
 }
 
+// QueryPKey returns the P_Key at index of a port's P_Key table
+// (ibv_query_pkey), in host order: on RoCE the table holds the default
+// key, 0xffff (full membership), at index 0. A port the device does not
+// have, or an index beyond the table's PortAttr.PKeyTableLen entries
+// (ibv_query_port), fails with an error matching syscall.EINVAL that says
+// the table's size.
+func (c *Context) QueryPKey(port, index int) (uint16, error) {
+	if !c.use.enter() {
+		return 0, ErrClosed
+	}
+	defer c.use.leave()
+	pa, err := c.QueryPort(port)
+	if err != nil {
+		return 0, err
+	}
+	if n := pa.PKeyTableLen; index < 0 || index >= n {
+		return 0, fmt.Errorf("P_Key index %d out of range: %s port %d has %d entries (0-%d): %w",
+			index, c.name, port, n, n-1, os.NewSyscallError("ibv_query_pkey", syscall.EINVAL))
+	}
+	var k C.uint16_t
+	if rc := C.gv_query_pkey(c.c, C.uint8_t(port), C.int(index), &k); rc != 0 {
+		return 0, fmt.Errorf("%s port %d P_Key index %d: %w", c.name, port, index, verbError("ibv_query_pkey", int(rc)))
+	}
+	return uint16(k), nil
+}
+
 // gidEntry converts a struct ibv_gid_entry, naming its netdev by names.
 func gidEntry(r *C.struct_ibv_gid_entry, names *ifNames) GIDEntry {
 	e := GIDEntry{

@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -251,6 +252,34 @@ func (cq *CQ) Resize(cqe int) error {
 		return fmt.Errorf("%d entries: %w", cqe, verbError("ibv_resize_cq", int(rc)))
 	}
 	cq.cqe = int(cq.c.cqe)
+	return nil
+}
+
+// Moderate sets the CQ's event moderation (ibv_modify_cq with
+// IBV_CQ_ATTR_MODERATE, struct ibv_moderate_cq): an armed CQ raises its
+// completion event once count completions have come, or period has
+// passed since the first of them, whichever is sooner, rather than at
+// the first, so that a loop woken by events (CQ.Wait, CompChannel.Block)
+// wakes less often, each time for more completions, at the cost of
+// latency. Polling is not affected. count is 0 to 65535 and period, rounded up to
+// whole microseconds, 0 to 65535 µs; others fail with an error matching
+// syscall.EINVAL. Moderate(0, 0) asks for an event at each armed
+// completion again. A device without moderation, soft-RoCE among them,
+// fails with an error matching errors.ErrUnsupported.
+func (cq *CQ) Moderate(count int, period time.Duration) error {
+	if !cq.use.enter() {
+		return ErrClosed
+	}
+	defer cq.use.leave()
+	us := (period + time.Microsecond - 1) / time.Microsecond
+	if count < 0 || count > math.MaxUint16 || period < 0 || us > math.MaxUint16 {
+		return fmt.Errorf("ibv_modify_cq: %s: moderation of %d completions or %v: want 0 to %d and 0 to %d µs: %w",
+			cq.ctx.name, count, period, math.MaxUint16, math.MaxUint16, syscall.EINVAL)
+	}
+	if rc := C.gv_modify_cq(cq.c, C.uint16_t(count), C.uint16_t(us)); rc != 0 {
+		return fmt.Errorf("%s: CQ moderation of %d completions or %d µs: %w", cq.ctx.name, count, us,
+			verbError("ibv_modify_cq", int(rc)))
+	}
 	return nil
 }
 

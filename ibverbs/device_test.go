@@ -177,6 +177,45 @@ func TestNoRDMAKernel(t *testing.T) {
 // once (ibv_query_gid_table, which returns all ports' entries into one
 // buffer) and slot by slot (ibv_query_gid_ex), and requires the same
 // entries: each used slot once, with its type and netdev, and no other.
+// TestQueryPKey reads every entry of the test port's P_Key table
+// (ibv_query_pkey): on RoCE, as on soft-RoCE, index 0 holds the default
+// key 0xffff. An index past the table, a negative one or a port the
+// device does not have fail with EINVAL, the first two saying the table's
+// size.
+func TestQueryPKey(t *testing.T) {
+	info, ctx := openTestDevice(t)
+	pa, err := ctx.QueryPort(info.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa.PKeyTableLen < 1 {
+		t.Fatalf("port %d's P_Key table has %d entries", info.Port, pa.PKeyTableLen)
+	}
+	for i := range pa.PKeyTableLen {
+		k, err := ctx.QueryPKey(info.Port, i)
+		if err != nil {
+			t.Fatalf("P_Key index %d of %d: %v", i, pa.PKeyTableLen, err)
+		}
+		if i == 0 && pa.LinkLayer == ibverbs.LinkLayerEthernet && k != 0xffff {
+			t.Errorf("P_Key index 0 on RoCE = %#x, want 0xffff", k)
+		}
+		if i == 0 {
+			t.Logf("%s port %d: P_Key table of %d, index 0 %#x", ctx.Name(), info.Port, pa.PKeyTableLen, k)
+		}
+	}
+	n := pa.PKeyTableLen
+	for _, i := range []int{n, -1} {
+		want := fmt.Sprintf("P_Key index %d out of range: %s port %d has %d entries (0-%d): ibv_query_pkey: invalid argument",
+			i, ctx.Name(), info.Port, n, n-1)
+		if k, err := ctx.QueryPKey(info.Port, i); !errors.Is(err, syscall.EINVAL) || err.Error() != want {
+			t.Errorf("QueryPKey(%d, %d) = %#x, %v; want EINVAL: %q", info.Port, i, k, err, want)
+		}
+	}
+	if _, err := ctx.QueryPKey(0, 0); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("QueryPKey of port 0 = %v, want EINVAL", err)
+	}
+}
+
 func TestGIDTableMatchesQueryGID(t *testing.T) {
 	info, ctx := openTestDevice(t)
 	da, err := ctx.QueryDevice()

@@ -33,6 +33,7 @@
 //	ibv_query_device_ex        (*Context).QueryDevice
 //	ibv_query_port             (*Context).QueryPort
 //	ibv_query_gid_table        (*Context).GIDTable  ibv_query_gid_ex   (*Context).QueryGID
+//	ibv_query_pkey             (*Context).QueryPKey
 //	ibv_alloc_pd               (*Context).AllocPD   ibv_dealloc_pd     (*PD).Close
 //	ibv_reg_mr                 (*PD).RegMR, RegMRRange               ibv_dereg_mr (*MR).Close
 //	ibv_reg_mr_iova2           (*PD).RegMRIOVA
@@ -44,7 +45,7 @@
 //	ibv_create_cq_ex           (*Context).CreateCQEx (CQInit.SingleThreaded, Timestamps)
 //	ibv_poll_cq                (*CQ).Poll           ibv_req_notify_cq  (*CQ).ReqNotify
 //	ibv_start_poll, ibv_wc_read_*, ibv_end_poll   (*CQ).PollEx, WaitEx
-//	ibv_resize_cq              (*CQ).Resize
+//	ibv_resize_cq              (*CQ).Resize         ibv_modify_cq      (*CQ).Moderate
 //	ibv_create_qp              (*PD).CreateQP       ibv_destroy_qp     (*QP).Close
 //	ibv_create_qp_ex           (*PD).CreateQP with QPInit.WRAPI
 //	ibv_modify_qp              (*QP).Modify, ToInit, ToRTR, ToRTS, Connect, ToError, Reset

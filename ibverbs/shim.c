@@ -472,6 +472,28 @@ int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	return ibv_req_notify_cq(cq, solicited_only);
 }
 
+int gv_modify_cq(struct ibv_cq *cq, uint16_t count, uint16_t period_us)
+{
+	struct ibv_modify_cq_attr a = {
+		.attr_mask = IBV_CQ_ATTR_MODERATE,
+		.moderate = { .cq_count = count, .cq_period = period_us },
+	};
+
+	return ibv_modify_cq(cq, &a);
+}
+
+// ibv_query_pkey returns -1, its errno from reading sysfs (or none).
+int gv_query_pkey(struct ibv_context *ctx, uint8_t port, int index, uint16_t *pkey)
+{
+	__be16 be;
+
+	errno = 0;
+	if (ibv_query_pkey(ctx, port, index, &be))
+		return errno ? errno : EIO;
+	*pkey = ntohs(be);
+	return 0;
+}
+
 /*
  * rdma-core 49 appended uint32_t active_speed_ex to struct ibv_port_attr,
  * after port_cap_flags2, for speeds that active_speed's 8 bits cannot hold

@@ -109,6 +109,14 @@ struct ibv_cq_ex *gv_create_cq_ex(struct ibv_context *ctx, int cqe, struct ibv_c
 // start_poll refuses for now (EBUSY) counts as no completion.
 int gv_poll_cq_ex(uintptr_t cqh, uintptr_t exh, uint64_t fields, int n, struct gv_wc_ex *out);
 int gv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+// gv_modify_cq sets the CQ's event moderation (ibv_modify_cq with
+// IBV_CQ_ATTR_MODERATE) and returns 0 or the verb's errno (EOPNOTSUPP
+// where the provider has no modify_cq).
+int gv_modify_cq(struct ibv_cq *cq, uint16_t count, uint16_t period_us);
+// gv_query_pkey reads the P_Key at index of port's table (ibv_query_pkey)
+// into *pkey, in host order, and returns 0 or errno (EIO where the verb
+// failed without setting one).
+int gv_query_pkey(struct ibv_context *ctx, uint8_t port, int index, uint16_t *pkey);
 // gv_init_ah_from_wc fills *attr with the address vector of a reply to the
 // sender of the receive completion w (ibv_init_ah_from_wc), grh being the
 // GRH area at the start of its buffer (NULL where w has no GRH: zeros are
