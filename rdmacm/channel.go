@@ -66,13 +66,14 @@ func (ch *EventChannel) Fd() int {
 	return ch.fd
 }
 
-// GetEvent waits for the channel's next event, copies it out and
-// acknowledges it (rdma_get_cm_event, rdma_ack_cm_event), so the Event
-// stays valid and never holds up rdma_destroy_id. It returns ctx's error if
-// ctx ends first, and ErrClosed once the channel closes, also for an event
-// it took as Close began: a connection request's new ID is then rejected
-// and destroyed (rdma_reject, rdma_destroy_id) before Close destroys the
-// channel. Callers on one
+// GetEvent waits for the channel's next event, copies it out, names its
+// IDs and then acknowledges it (rdma_get_cm_event, rdma_ack_cm_event), so
+// the Event stays valid and holds up no rdma_destroy_id once returned. An
+// ID's Close in another goroutine waits for that acknowledgement (it
+// waits for its events'), so that the event names the ID it is for,
+// which may be closed by the time GetEvent returns, and never another ID
+// made since at the same address. It returns ctx's error if ctx ends
+// first, and ErrClosed once the channel closes. Callers on one
 // channel take its events one at a time: another caller's wait is
 // queued, and ends with its own ctx or the channel's Close.
 func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
@@ -93,11 +94,20 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 		}
 	}
 	var g C.struct_gr_event
+	var cev *C.struct_rdma_cm_event
 	var errno C.int
 	err := ch.w.Wait(ctx, func(uintptr) bool {
-		errno = C.gr_get_event(ch.c, &g)
+		errno = C.gr_get_event(ch.c, &g, &cev)
 		return errno != C.int(syscall.EAGAIN)
 	})
+	if cev != nil {
+		// Acknowledged only once its IDs are named (lookup): until
+		// then an rdma_destroy_id of the event's ID, in another
+		// goroutine's ID.Close, waits, so that the ID, still in ids,
+		// cannot be freed and its address given to a new ID, whose
+		// event this one would then be taken for.
+		defer C.rdma_ack_cm_event(cev)
+	}
 	if errors.Is(err, fdwait.ErrClosed) {
 		return nil, ErrClosed
 	} else if err != nil {
@@ -110,15 +120,25 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 	if h := getEventHook.Load(); h != nil {
 		(*h)(ch, ev)
 	}
+	return ch.lookup(ev, &g)
+}
+
+// lookup names the IDs of ev, which GetEvent took and has not yet
+// acknowledged, and makes the ID of a connection request, or refuses the
+// request where the channel is closing.
+func (ch *EventChannel) lookup(ev *Event, g *C.struct_gr_event) (*Event, error) {
 	ch.idMu.Lock()
 	defer ch.idMu.Unlock()
 	if ch.closed.Load() {
-		// Close has counted the IDs without this event's, and destroys
-		// the channel once this GetEvent leaves, which it cannot do
-		// before: we hold getSem. A request's new ID, which no one
-		// else knows, is refused and destroyed now, while the channel
-		// it writes to on rdma_destroy_id is still there. Other events'
-		// IDs have left the channel.
+		// Close has counted no IDs, and destroys the channel once this
+		// GetEvent leaves, which it cannot do before: we hold getSem.
+		// Not expected: the ID an event is for (a request's listening
+		// ID) leaves ids only once rdma_destroy_id or rdma_migrate_id
+		// has returned, which waits for this event's ack. Should it
+		// happen, a request's new ID, which no one else knows, is
+		// refused and destroyed now, while the channel it writes to on
+		// rdma_destroy_id is still there (its destroy waits for no
+		// ack: the request is its listening ID's event).
 		if ev.Type == EventConnectRequest && g.listen_id != nil {
 			C.rdma_reject(g.id, nil, 0)
 			C.rdma_destroy_id(g.id)

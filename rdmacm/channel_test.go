@@ -337,13 +337,17 @@ func TestEventErrorSentinels(t *testing.T) {
 	}
 }
 
-// TestCloseWhileGetEventTakesRequest: a channel's Close while a GetEvent
-// has taken a connection request but not yet made its ID (held there by a
-// hook) waits for that GetEvent, which returns ErrClosed and rejects and
-// destroys the request's ID, so that the dialer is refused and no ID is
-// left on the destroyed channel. Before, GetEvent returned the request's
-// ID after Close had counted none, and Close destroyed the channel that
-// the ID's Reject and Close then wrote through.
+// TestCloseWhileGetEventTakesRequest: the listening ID's Close while a
+// GetEvent has taken a connection request but not yet named its IDs
+// (held there by a hook) waits for that GetEvent, as rdma_destroy_id
+// waits for the acks of the ID's events, and the channel's Close
+// meanwhile fails with EBUSY, the listening ID being still on it. The
+// GetEvent then returns the request, with its new ID and the listening
+// ID, for the caller to answer and close, and the channel closes after:
+// no ID is left on a destroyed channel. (Before GetEvent named the IDs
+// before the ack, the listening ID's Close returned at once, and the
+// channel's Close counted no ID while GetEvent went on to make the
+// request's; 3b059bc had GetEvent refuse the request then.)
 func TestCloseWhileGetEventTakesRequest(t *testing.T) {
 	n := device(t)
 	ctx := timeout(t, 60*time.Second)
@@ -390,32 +394,16 @@ func TestCloseWhileGetEventTakesRequest(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no connection request reached GetEvent in 20s")
 	}
-	closeOK(t, lid)
-	closed := make(chan error, 1)
-	go func() { closed <- ch.Close() }()
-	// Close counts the IDs (none: the request's is not yet made) and
-	// marks the channel closed, then waits for GetEvent.
-	closeEnded := false
-	for deadline := time.Now().Add(10 * time.Second); ch.Fd() != -1; time.Sleep(time.Millisecond) {
-		select {
-		case err := <-closed:
-			closeEnded = true
-			if !errors.Is(err, syscall.EBUSY) {
-				t.Errorf("Close while GetEvent holds a connection request: %v before GetEvent left, want EBUSY or to wait", err)
-			}
-		default:
-		}
-		if closeEnded || time.Now().After(deadline) {
-			break
-		}
+	lidClosed := make(chan error, 1)
+	go func() { lidClosed <- lid.Close() }()
+	select {
+	case err := <-lidClosed:
+		lidClosed <- err
+		t.Errorf("the listening ID's Close returned (%v) while GetEvent held its connection request", err)
+	case <-time.After(100 * time.Millisecond):
 	}
-	if !closeEnded {
-		select {
-		case err := <-closed:
-			closeEnded = true
-			t.Errorf("Close returned (%v) while GetEvent still held the connection request", err)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := ch.Close(); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("the channel's Close while GetEvent holds a connection request of its listening ID: %v, want EBUSY", err)
 	}
 	close(resume)
 	var r result
@@ -424,29 +412,27 @@ func TestCloseWhileGetEventTakesRequest(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("GetEvent still runs 20s after the hook let it go on")
 	}
-	if !closeEnded {
-		select {
-		case err := <-closed:
-			if err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("Close still runs 20s after GetEvent left")
+	select {
+	case err := <-lidClosed:
+		if err != nil {
+			t.Errorf("the listening ID's Close: %v", err)
 		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the listening ID's Close still runs 20s after GetEvent returned")
 	}
-	if closeEnded && r.ev != nil && r.ev.ID != nil { // EBUSY: the request's ID holds the channel open
-		t.Log("Close refused with EBUSY")
+	if r.err != nil {
+		t.Fatalf("GetEvent: %v, want the connection request", r.err)
+	}
+	if r.ev.Type != rdmacm.EventConnectRequest || r.ev.ID == nil || r.ev.ListenID != lid {
+		t.Errorf("GetEvent: %s, ID %p, listening ID %p (want %p)", r.ev.Type, r.ev.ID, r.ev.ListenID, lid)
+	}
+	if r.ev.ID != nil {
+		if err := r.ev.ID.Reject(nil); err != nil {
+			t.Errorf("rejecting the request: %v", err)
+		}
 		closeOK(t, r.ev.ID)
-		closeOK(t, ch)
-	} else if r.ev != nil {
-		t.Errorf("GetEvent on a channel Close destroys as it returns: %s, ID %v, err %v; want ErrClosed", r.ev.Type, r.ev.ID, r.err)
-		if r.ev.ID != nil {
-			// What a caller would do: here through the freed channel.
-			t.Logf("the request's Reject: %v; its Close: %v", r.ev.ID.Reject(nil), r.ev.ID.Close())
-		}
-	} else if !errors.Is(r.err, rdmacm.ErrClosed) {
-		t.Errorf("GetEvent: %v, want ErrClosed", r.err)
 	}
+	closeOK(t, ch)
 	var rej *rdmacm.RejectedError
 	if err := <-dialed; !errors.As(err, &rej) {
 		t.Errorf("Dial: %v, want a *RejectedError", err)

@@ -452,18 +452,22 @@ func (id *ID) Migrate(ch *EventChannel) error {
 		return ErrClosed
 	}
 	old := id.ch
-	// The ID joins ch before it leaves old, so that no Close of either
-	// finds it on neither while it moves.
-	_, err := ch.addIfOpen(func(cc *C.struct_rdma_event_channel) (*ID, error) {
-		if r, err := C.rdma_migrate_id(id.c, cc); r != 0 {
-			return nil, cmError("rdma_migrate_id", err)
-		}
-		id.ch = ch
-		return id, nil
-	})
-	if err != nil {
+	// The ID joins ch before it moves and leaves old after, so that no
+	// Close of either finds it on neither meanwhile. rdma_migrate_id
+	// runs outside ch's idMu: it waits for the acks of the ID's events
+	// taken, and a GetEvent acknowledges its event only once it has
+	// looked the ID up under its channel's idMu.
+	if _, err := ch.addIfOpen(func(*C.struct_rdma_event_channel) (*ID, error) { return id, nil }); err != nil {
 		return err
 	}
+	// ch.c stays: ch's Close refuses while the ID is in ch.ids.
+	if r, err := C.rdma_migrate_id(id.c, ch.c); r != 0 {
+		if old != ch {
+			ch.remove(id)
+		}
+		return cmError("rdma_migrate_id", err)
+	}
+	id.ch = ch
 	if old != ch {
 		old.remove(id)
 	}
@@ -572,8 +576,9 @@ func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error)
 func (id *ID) QP() *ibverbs.QP { return id.qp }
 
 // Close destroys the ID (rdma_destroy_id), cancelling what it had under
-// way. It fails with EBUSY while the QP from CreateQP is open. Closing
-// twice is a no-op.
+// way. It fails with EBUSY while the QP from CreateQP is open. An event
+// of the ID that a GetEvent in another goroutine has taken holds it up
+// until GetEvent has named the event's ID. Closing twice is a no-op.
 func (id *ID) Close() error {
 	if id.c == nil {
 		return nil

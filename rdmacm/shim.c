@@ -3,7 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
-int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out)
+int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out,
+		 struct rdma_cm_event **evp)
 {
 	struct rdma_cm_event *ev;
 	const void *data;
@@ -54,7 +55,7 @@ int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out)
 		memcpy(out->private_data, data, len);
 		out->private_data_len = len;
 	}
-	rdma_ack_cm_event(ev);
+	*evp = ev;
 	return 0;
 }
 

@@ -29,10 +29,14 @@ struct gr_event {
 };
 
 // gr_get_event takes the channel's next event (rdma_get_cm_event), copies it
-// into out and acknowledges it at once (rdma_ack_cm_event). It returns 0 or
-// the errno: EAGAIN when a non-blocking channel has no event. An event
-// librdmacm made of its own failure (status -1) gets status -errno.
-int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out);
+// into out, private data included, and returns it in *evp, unacknowledged:
+// the caller acknowledges it (rdma_ack_cm_event) once it has named the
+// event's IDs, as until then rdma_destroy_id of the ID waits and the ID's
+// address is no other's. It returns 0 or the errno: EAGAIN when a
+// non-blocking channel has no event. An event librdmacm made of its own
+// failure (status -1) gets status -errno.
+int gr_get_event(struct rdma_event_channel *ch, struct gr_event *out,
+		 struct rdma_cm_event **evp);
 
 // rdma_get_local_addr and rdma_get_peer_addr are static inlines.
 struct sockaddr *gr_local_addr(struct rdma_cm_id *id);
