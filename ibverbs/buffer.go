@@ -18,6 +18,7 @@ type Buffer struct {
 	b    []byte
 	mem  []byte // the whole mapping, as mmap returned it
 	kids refs
+	use  inUse // guards the mapping against Close while a RegMR reads it
 }
 
 // BufferOptions tune NewBuffer.
@@ -56,7 +57,7 @@ func NewBuffer(size int, opt BufferOptions) (*Buffer, error) {
 		}
 		return nil, fmt.Errorf("ibverbs: buffer of %d bytes: %w", n, os.NewSyscallError("mmap", err))
 	}
-	return &Buffer{b: b[:size:size], mem: b}, nil
+	return newBuffer(b, size), nil
 }
 
 // MapFile maps size bytes of the file f from offset off as a Buffer, shared
@@ -105,7 +106,14 @@ func MapFile(f *os.File, off int64, size int) (*Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ibverbs: mapping %d bytes of %s at offset %d: %w", n, f.Name(), off, os.NewSyscallError("mmap", err))
 	}
-	return &Buffer{b: b[:size:size], mem: b}, nil
+	return newBuffer(b, size), nil
+}
+
+// newBuffer returns an open Buffer of size bytes of the mapping m.
+func newBuffer(m []byte, size int) *Buffer {
+	buf := &Buffer{b: m[:size:size], mem: m}
+	buf.use.open()
+	return buf
 }
 
 // Bytes returns the buffer's memory. The slice is invalid after Close.
@@ -123,15 +131,21 @@ func (b *Buffer) Addr() uintptr {
 }
 
 // Close unmaps the buffer (munmap). It fails with EBUSY while MRs over it
-// are registered. Closing twice is a no-op.
+// are registered. A RegMR of the buffer under way in another goroutine
+// finishes first, and Close fails with EBUSY if it registered an MR; one
+// that begins once Close has begun returns ErrClosed. Closing twice is a
+// no-op.
 func (b *Buffer) Close() error {
+	b.use.mu.Lock()
+	defer b.use.mu.Unlock()
 	if b.b == nil {
 		return nil
 	}
-	if n := b.kids.count(); n > 0 {
+	if n := b.use.quiesce(&b.kids, nil); n > 0 {
 		return busyError("munmap", "MRs over the buffer", n)
 	}
 	if err := syscall.Munmap(b.mem); err != nil {
+		b.use.open()
 		return os.NewSyscallError("munmap", err) // the buffer stays, to try again
 	}
 	b.b, b.mem = nil, nil

@@ -107,10 +107,11 @@
 //
 // Close may run while other goroutines use the object, as closing a file
 // or a connection to end a reader is ordinary Go: a Close of a Context,
-// PD, CQ, QP, SRQ or CompChannel waits for the calls of the object under
-// way (a Poll, a post, a Modify or Query, a RegMR on a PD) to return
-// before it destroys it, and a call that begins once Close has begun
-// returns ErrClosed, never touching freed memory. A CQ.Wait, CQ.WaitEx,
+// PD, CQ, QP, SRQ, CompChannel or Buffer waits for the calls of the object
+// under way (a Poll, a post, a Modify or Query, a RegMR on a PD or of a
+// Buffer) to return before it destroys or unmaps it, and a call that
+// begins once Close has begun returns ErrClosed, never touching freed
+// memory. A CQ.Wait, CQ.WaitEx,
 // CompChannel.Wait or Block asleep is woken by the Close of its CQ or
 // channel and returns ErrClosed. (A call that begins while a Close is
 // under way, and a wait that such a Close woke, return ErrClosed even

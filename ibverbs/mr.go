@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -28,13 +29,13 @@ type MR struct {
 
 // RegMR registers the whole buffer with the given access (ibv_reg_mr).
 func (pd *PD) RegMR(buf *Buffer, access Access) (*MR, error) {
-	return pd.RegMRRange(buf, 0, buf.Len(), access)
+	return pd.regMR("ibv_reg_mr", buf, 0, 0, true, 0, false, access)
 }
 
 // RegMRRange registers length bytes of buf from offset off (ibv_reg_mr).
 // Remote write or atomic access requires AccessLocalWrite too, as in C.
 func (pd *PD) RegMRRange(buf *Buffer, off, length int, access Access) (*MR, error) {
-	return pd.regMR("ibv_reg_mr", buf, off, length, 0, false, access)
+	return pd.regMR("ibv_reg_mr", buf, off, length, false, 0, false, access)
 }
 
 // RegMRIOVA registers length bytes of buf from offset off, as RegMRRange,
@@ -46,16 +47,26 @@ func (pd *PD) RegMRRange(buf *Buffer, off, length int, access Access) (*MR, erro
 // its page as the memory does (the kernel's rule): with a page-aligned off,
 // a page-aligned iova.
 func (pd *PD) RegMRIOVA(buf *Buffer, off, length int, iova uint64, access Access) (*MR, error) {
-	return pd.regMR("ibv_reg_mr_iova2", buf, off, length, iova, true, access)
+	return pd.regMR("ibv_reg_mr_iova2", buf, off, length, false, iova, true, access)
 }
 
-func (pd *PD) regMR(verb string, buf *Buffer, off, length int, iova uint64, withIOVA bool, access Access) (*MR, error) {
+// regMR registers length bytes of buf from off, or the whole buffer
+// where whole is set (off and length then unread), at iova where
+// withIOVA is set.
+func (pd *PD) regMR(verb string, buf *Buffer, off, length int, whole bool, iova uint64, withIOVA bool, access Access) (*MR, error) {
 	if !pd.use.enter() {
 		return nil, ErrClosed
 	}
 	defer pd.use.leave()
-	if buf.b == nil {
+	// The buffer too: its Close waits for the registration, which reads
+	// its mapping, and counts the MR made, rather than unmap the memory
+	// under it.
+	if !buf.use.enter() {
 		return nil, ErrClosed
+	}
+	defer buf.use.leave()
+	if whole {
+		off, length = 0, buf.Len()
 	}
 	if off < 0 || length <= 0 || length > buf.Len()-off {
 		return nil, fmt.Errorf("%s: %d bytes at offset %d: outside a buffer of %d bytes: %w",
@@ -73,6 +84,9 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, iova uint64, with
 		return nil, fmt.Errorf("%s: iova %#x is %d bytes into its page, the memory at offset %d is %d: they must match: %w",
 			verb, iova, iova%pg, off, uint64(uintptr(p))%pg, syscall.EINVAL)
 	}
+	if h := regMRHook.Load(); h != nil {
+		(*h)()
+	}
 	var errno C.int
 	m := C.gv_reg_mr(pd.c, p, C.size_t(length), C.uint64_t(iova), C.uint(access), &errno)
 	if m == nil {
@@ -87,6 +101,10 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, iova uint64, with
 	buf.kids.add()
 	return &MR{c: m, pd: pd, buf: buf, b: b, n: length, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova}, nil
 }
+
+// regMRHook, if set, runs in each RegMR just before it registers the
+// memory (for the tests).
+var regMRHook atomic.Pointer[func()]
 
 // LKey returns the key local work requests use to name this memory, or 0
 // once the MR is closed: deregistration frees the key for the device to
