@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -80,13 +81,12 @@ func (c *Context) Close() error {
 	if n := c.use.quiesce(&c.kids, nil); n > 0 { // made meanwhile
 		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
 	}
-	l, others := c.dev.detach(c.c, !c.borrowed)
-	if others > 0 {
+	if others := c.dev.detach(c.c, !c.borrowed); others > 0 {
 		c.use.open()
 		return busyError("ibv_close_device", "other handles on the device (WrapContext)", int64(others))
 	}
-	if l != nil {
-		l.stop()
+	if h := detachedHook.Load(); h != nil {
+		(*h)(unsafe.Pointer(c.c))
 	}
 	if c.borrowed {
 		c.c = nil
@@ -147,31 +147,45 @@ func (d *devState) others(owner bool) int {
 	return d.handles - 1
 }
 
-// detach counts a handle on c gone. When it was the last, d is forgotten
-// and its event loop, if any, is returned for the caller to stop. The
-// owner, the handle whose Close closes the device, is not let go while
-// other handles are open: detach then changes nothing and returns how many
-// there are, for the owner's Close to refuse, as the device must outlive
-// them and the objects made through them.
-func (d *devState) detach(c *C.struct_ibv_context, owner bool) (l *eventLoop, others int) {
+// detach counts a handle on c gone. When it was the last, d's event loop,
+// if any, is stopped, and then d is forgotten. The owner, the handle whose
+// Close closes the device, is not let go while other handles are open:
+// detach then changes nothing and returns how many there are, for the
+// owner's Close to refuse, as the device must outlive them and the
+// objects made through them.
+func (d *devState) detach(c *C.struct_ibv_context, owner bool) (others int) {
 	devStates.mu.Lock()
 	defer devStates.mu.Unlock()
 	if owner && d.handles > 1 {
-		return nil, d.handles - 1
+		return d.handles - 1
 	}
 	d.handles--
 	if d.handles > 0 {
-		return nil, 0
+		return 0
+	}
+	d.mu.Lock()
+	l := d.events
+	d.events = nil
+	d.mu.Unlock()
+	// The loop stops before c's entry goes, with devStates.mu held: a
+	// WrapContext of c, which waits for it, then makes a new devState,
+	// whose Events starts a loop of its own on c's async fd, only once
+	// this one has stopped reading it; the two at once would each take
+	// some of the events, and the old one's would be lost with its
+	// channel. The loop takes d.mu (lookup), never devStates.mu, and d.mu
+	// is not held here.
+	if l != nil {
+		l.stop()
 	}
 	if devStates.m[c] == d {
 		delete(devStates.m, c)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	l = d.events
-	d.events = nil
-	return l, 0
+	return 0
 }
+
+// detachedHook, if set, runs in Context.Close once the handle has left
+// its device's state, before the device is closed (for the tests).
+var detachedHook atomic.Pointer[func(raw unsafe.Pointer)]
 
 // sameContext says why what, an object made on the context of, cannot
 // take part in verb on c, or returns nil. Handles that share one struct

@@ -2,9 +2,19 @@
 
 package ibverbs
 
+import "unsafe"
+
 // SetRegMRHook makes f run in each RegMR just before it registers the
 // memory; restore unsets it.
 func SetRegMRHook(f func()) (restore func()) {
 	regMRHook.Store(&f)
 	return func() { regMRHook.Store(nil) }
+}
+
+// SetDetachedHook makes f run in each Context.Close once the handle has
+// left its device's state, with the device's struct ibv_context, before
+// the device is closed; restore unsets it.
+func SetDetachedHook(f func(raw unsafe.Pointer)) (restore func()) {
+	detachedHook.Store(&f)
+	return func() { detachedHook.Store(nil) }
 }
