@@ -53,7 +53,7 @@ func greet(t *testing.T, reset bool) (string, error) {
 func TestHelloError(t *testing.T) {
 	addr, err := greet(t, false)
 	got := helloError(addr, err)
-	want := "server at " + addr + ": no hello from the server within 10 s: it may be stopped or hung, or flooded with connections"
+	want := "server at " + addr + ": no hello from the server within 20 s: it may be stopped or hung, or flooded with connections"
 	if got.Error() != want || !errors.Is(got, context.DeadlineExceeded) {
 		t.Errorf("stopped server: %v, want %s", got, want)
 	}

@@ -181,7 +181,7 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if l.Queued != nil {
 		c.OnQueued(func(q exchange.Queued) { l.Queued(int(q.Ahead)) })
 	}
-	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	hctx, cancel := context.WithTimeout(ctx, clientHelloWait)
 	defer cancel()
 	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
 		return nil, helloError(addr, err)
@@ -271,19 +271,19 @@ func quieted(wctx context.Context, err error) error {
 }
 
 // helloError is the failure of a client's greeting of the server at
-// addr, said so that it helps: no hello within the handshake's 10 s is a
-// server that greets no connection, stopped (Ctrl-Z) or hung, the
-// connection waiting in its listener's backlog, or one whose greetings
-// are all taken by a flood of connections (maxGreetings; a server greets
-// clients while a test runs, and a one-test server refuses them or has
-// stopped listening); the connection reset before the hello, a one-test
-// server that took another client and stopped listening. The error
-// wraps err either way.
+// addr, said so that it helps: no hello within the handshake's wait
+// (clientHelloWait) is a server that greets no connection, stopped
+// (Ctrl-Z) or hung, the connection waiting in its listener's backlog, or
+// one flooded with more connections than it greets at once, faster than
+// it closes them (maxGreetings; a server greets clients while a test
+// runs, and a one-test server refuses them or has stopped listening);
+// the connection reset before the hello, a one-test server that took
+// another client and stopped listening. The error wraps err either way.
 func helloError(addr string, err error) error {
 	at := "server at " + addr + ": "
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &hintError{at + "no hello from the server within 10 s: it may be stopped or hung, or flooded with connections", err}
+		return &hintError{fmt.Sprintf("%sno hello from the server within %d s: it may be stopped or hung, or flooded with connections", at, int(clientHelloWait/time.Second)), err}
 	case errors.Is(err, syscall.ECONNRESET):
 		return &hintError{at + "the server closed the connection before its hello: it may have taken another client (a server without serve runs one test)", err}
 	}
@@ -426,15 +426,43 @@ var errOneTest = errors.New("this server runs one test, and has taken another cl
 type handOverKey struct{}
 
 // helloWait is how long a server gives a connection to say hello and ask
-// for its test. (A variable for the tests.)
+// for its test, from when it greets it. (A variable for the tests.)
 var helloWait = 10 * time.Second
 
-// maxGreetings bounds the connections a server greets at once: past it,
-// accepting waits until a greeting ends, and the connections wait in the
-// listener's backlog. None is dropped: a flood of silent connections
-// only delays the next client by their hello's wait (helloWait). (A
-// variable for the tests.)
-var maxGreetings = 32
+// maxGreetings bounds the connections a server greets at once (and so
+// their file descriptors and goroutines): 1024, or a quarter of the
+// process's limit on open files where that is less, at least 32. Past it,
+// the next connection is accepted and waits for a greeting's place, which
+// it gets as a greeting ends or by closing the oldest connection greeted
+// once that came greetingOld ago (evict): a gorperf client says hello and
+// asks for its test at once, so a flood of connections that say nothing
+// (a port scanner, health checks) only holds up the next client by about
+// greetingOld, and the connections of a test of many threads, which ask
+// at once, are not closed. (A variable for the tests.)
+var maxGreetings = greetingsBound()
+
+// greetingOld is how long after it came a connection that a server
+// greets, with maxGreetings of them, may be closed to greet a newer one.
+// (A variable for the tests.)
+var greetingOld = time.Second
+
+// greetingsBound is maxGreetings's default.
+func greetingsBound() int {
+	var r syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) != nil {
+		return 1024
+	}
+	return int(min(1024, max(32, r.Cur/4)))
+}
+
+// clientHelloWait is how long a client waits for the server's hello,
+// and to send its test: longer than a server may take to greet it. A
+// server sends its hello as it starts a connection's greeting, at once
+// or once it has a greeting's place (maxGreetings): up to greetingOld,
+// or where it closes no greeting for a newer connection (a gorperf
+// before this one), as long as a greeting lasts, helloWait and a frame's
+// grace, 15 s.
+const clientHelloWait = 20 * time.Second
 
 // maxWaiting bounds the clients in a server's lobby (a test of several
 // threads is one client): the next one is told at once that the server
@@ -450,17 +478,18 @@ type asked struct {
 // lobby is where a server's clients wait their turns. One goroutine
 // accepts connections for the server's whole life and greets each in a
 // goroutine of its own (handshakeSpec), at most maxGreetings at once
-// (past that, accepting waits), so that a connection that says nothing
-// (a TCP health check, nc) holds up no client. A client that asked for a
-// test waits in the lobby, first come first served, and is sent a Queued
-// every alive period, which says how many tests come before its own, until
-// its test is taken; then Alives until run sends its own (handOver). One
-// that goes away meanwhile is dropped, and one that has sent nothing, not
-// even an Alive, for the server's peer timeout (stopped, or its host
-// gone): the lobby reads each waiting client's Alives (ReadAhead), and
-// keeps the rest of what it sent for its test. The connections of a test
-// of several threads come through the lobby too, and are taken together
-// (take).
+// (past that, the next waits for a place, and closes the oldest greeting
+// for one: place), so that a connection that says nothing (a TCP health
+// check, nc), or a flood of them, holds up no client. A client that
+// asked for a test waits in the lobby, first come first served, and is
+// sent a Queued every alive period, which says how many tests come before
+// its own, until its test is taken; then Alives until run sends its own
+// (handOver). One that goes away meanwhile is dropped, and one that has
+// sent nothing, not even an Alive, for the server's peer timeout
+// (stopped, or its host gone): the lobby reads each waiting
+// client's Alives (ReadAhead), and keeps the rest of what it sent for its
+// test. The connections of a test of several threads come through the
+// lobby too, and are taken together (take).
 type lobby struct {
 	ctx   context.Context
 	ln    net.Listener
@@ -483,7 +512,7 @@ type lobby struct {
 	held      []asked    // taken, sent Alives until handOver
 	running   bool       // a test taken has not ended: take has not been called since
 	reports   []error    // connections that asked for no test, for done
-	pending   map[net.Conn]bool
+	pending   map[net.Conn]*greeting
 	oneTaken  bool   // a one-test server took its test
 	oneGroup  uint64 // and its group (TestSpec.Group)
 	group     uint64 // the last test of several threads taken
@@ -518,7 +547,7 @@ type lobby struct {
 // refuses a test as it asks (lobby.check).
 func openLobby(ctx context.Context, ln net.Listener, l Local, once bool, check func(exchange.TestSpec) error) *lobby {
 	lb := &lobby{ctx: ctx, ln: ln, alive: alivePeriod(l), silence: idleTimeout(l), once: once, check: check, sem: make(chan struct{}, maxGreetings),
-		quit: make(chan struct{}), pending: map[net.Conn]bool{}, heard: map[*exchange.Conn]time.Time{}, refused: map[uint64]*refusal{}}
+		quit: make(chan struct{}), pending: map[net.Conn]*greeting{}, heard: map[*exchange.Conn]time.Time{}, refused: map[uint64]*refusal{}}
 	lb.cond = sync.NewCond(&lb.mu)
 	lb.stopWake = context.AfterFunc(ctx, lb.wake)
 	lb.wg.Add(2)
@@ -534,17 +563,28 @@ func (lb *lobby) wake() {
 	lb.mu.Unlock()
 }
 
+// greeting is a connection that the lobby greets (lobby.pending, by
+// the connection).
+type greeting struct {
+	at     time.Time // when it was accepted
+	closed bool      // closed by evict, to greet a newer connection
+}
+
 // accept takes connections from the listener, each into a greeting of
-// its own, until close, or Accept fails.
+// its own once it has a greeting's place (place), until close, or Accept
+// fails for something other than a lack of file descriptors (acceptLater).
 func (lb *lobby) accept() {
 	defer lb.wg.Done()
+	var later time.Duration // acceptLater's backoff
 	for {
-		select {
-		case lb.sem <- struct{}{}:
-		case <-lb.quit:
-			return
-		}
 		nc, err := lb.ln.Accept()
+		if err != nil && !lb.isClosed() {
+			if d, ok := lb.acceptLater(err, later); ok {
+				later = d
+				continue
+			}
+		}
+		later = 0
 		lb.mu.Lock()
 		if err != nil || lb.closed {
 			if err == nil {
@@ -556,30 +596,135 @@ func (lb *lobby) accept() {
 			lb.mu.Unlock()
 			return
 		}
-		lb.pending[nc] = true
-		lb.wg.Add(1)
 		lb.mu.Unlock()
+		at := time.Now()
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetKeepAlive(true)
 			tc.SetKeepAlivePeriod(2 * time.Second)
 		}
-		go lb.greet(nc)
+		if !lb.place() {
+			nc.Close()
+			return
+		}
+		lb.mu.Lock()
+		if lb.closed {
+			lb.mu.Unlock()
+			<-lb.sem
+			nc.Close()
+			return
+		}
+		g := &greeting{at: at}
+		lb.pending[nc] = g
+		lb.wg.Add(1)
+		lb.mu.Unlock()
+		go lb.greet(nc, g)
 	}
 }
 
-// greet greets nc and lets the client into the lobby, or answers it at
-// once where it cannot wait there.
-func (lb *lobby) greet(nc net.Conn) {
+// isClosed reports whether close has been called.
+func (lb *lobby) isClosed() bool {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return lb.closed
+}
+
+// acceptLater is, where err, Accept's failure, is for a lack of file
+// descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), how long
+// accept waits before it tries again, after last (0 at first), and true:
+// the connection waits in the listener's backlog, and the server goes
+// on. The first of a run of them is reported.
+func (lb *lobby) acceptLater(err error, last time.Duration) (time.Duration, bool) {
+	if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) &&
+		!errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.ENOMEM) {
+		return 0, false
+	}
+	if last == 0 {
+		lb.mu.Lock()
+		lb.report(&notATest{fmt.Errorf("accepting a connection: %w (it waits in the listener's backlog until some close)", err)})
+		lb.mu.Unlock()
+	}
+	d := min(max(2*last, 5*time.Millisecond), time.Second)
+	select {
+	case <-time.After(d):
+	case <-lb.quit:
+	}
+	return d, true
+}
+
+// place takes a greeting's place (lb.sem) for a connection just
+// accepted, waiting until one is free: past maxGreetings at once, it
+// closes the oldest greeting once its connection came greetingOld ago
+// (evict). It reports false where the lobby closed first.
+func (lb *lobby) place() bool {
+	for {
+		select {
+		case lb.sem <- struct{}{}:
+			return true
+		case <-lb.quit:
+			return false
+		default:
+		}
+		// A greeting that evict closed ends at once, and frees its
+		// place; else wait for one to end, or to be old enough.
+		d, ok := lb.evict()
+		if !ok || d == 0 {
+			d = time.Hour
+		}
+		t := time.NewTimer(d)
+		select {
+		case lb.sem <- struct{}{}:
+			t.Stop()
+			return true
+		case <-lb.quit:
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// evict closes the oldest greeting, where its connection came
+// greetingOld ago, and reports true; where it came later, it reports
+// true and how long until then; where there is none to close, false
+// (each one's place is freed as it ends).
+func (lb *lobby) evict() (time.Duration, bool) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	var oldest net.Conn
+	for nc, g := range lb.pending {
+		if !g.closed && (oldest == nil || g.at.Before(lb.pending[oldest].at)) {
+			oldest = nc
+		}
+	}
+	if oldest == nil {
+		return 0, false
+	}
+	g := lb.pending[oldest]
+	if d := time.Until(g.at.Add(greetingOld)); d > 0 {
+		return d, true
+	}
+	g.closed = true
+	oldest.Close()
+	return 0, true
+}
+
+// greet greets nc, accepted at g.at, and lets the client into the lobby,
+// or answers it at once where it cannot wait there.
+func (lb *lobby) greet(nc net.Conn, g *greeting) {
 	defer lb.wg.Done()
 	defer func() { <-lb.sem }()
 	c := exchange.NewConn(nc)
-	spec, err := handshakeSpec(lb.ctx, c, helloWait)
+	spec, err := handshakeSpec(lb.ctx, c, g.at, helloWait)
 	var bad error
 	if err == nil && lb.check != nil {
 		bad = lb.check(spec)
 	}
 	lb.mu.Lock()
 	delete(lb.pending, nc)
+	if g.closed { // closed by evict, perhaps as its greeting ended
+		err = &notATest{fmt.Errorf("connection from %s: asked for no test in %v, and was closed to greet a newer one (%d connections were being greeted at once: a flood of connections?)",
+			nc.RemoteAddr(), waited(g.at), maxGreetings)}
+	}
 	var refuse error
 	switch {
 	case err == nil && !lb.closed && (bad != nil || lb.refusedTest(spec) != nil):
@@ -592,6 +737,16 @@ func (lb *lobby) greet(nc net.Conn) {
 	if refuse != nil {
 		lb.tell(c, refuse)
 	}
+}
+
+// waited is the time since at, for a message: to the tenth of a second
+// from a second up, as one is waited for here.
+func waited(at time.Time) time.Duration {
+	d := time.Since(at)
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
 }
 
 // refusal is a test of several threads refused as it asked (check).
@@ -1048,27 +1203,29 @@ func admissible(spec *exchange.TestSpec, l Local, lim Limits) error {
 	return nil
 }
 
-// handshakeSpec greets a client on c and reads the test it asks for,
-// within wait of ctx; a failure is a *notATest, which says what did not
-// come in time.
-func handshakeSpec(ctx context.Context, c *exchange.Conn, wait time.Duration) (exchange.TestSpec, error) {
+// handshakeSpec greets a client on c, accepted at at, and reads the
+// test it asks for, within wait of ctx; a failure is a *notATest, which
+// says what did not come, and in how long since at: a connection may
+// have waited for its greeting's place (maxGreetings), and a frame begun
+// as the wait ends gets a frame's grace more.
+func handshakeSpec(ctx context.Context, c *exchange.Conn, at time.Time, wait time.Duration) (exchange.TestSpec, error) {
 	hctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	// late says what err, a wait cut short by wait, means.
 	late := func(err error, what string) error {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return &hintError{what, err}
+			return &hintError{fmt.Sprintf(what, waited(at)), err}
 		}
 		return err
 	}
 	from := c.NetConn().RemoteAddr()
 	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
-		err = late(err, fmt.Sprintf("sent no gorperf hello within %v (not a gorperf client?)", wait))
+		err = late(err, "sent no gorperf hello in %v (not a gorperf client?)")
 		return exchange.TestSpec{}, &notATest{fmt.Errorf("connection from %s: %w", from, err)}
 	}
 	spec, err := c.RecvSpec(hctx)
 	if err != nil {
-		err = late(err, fmt.Sprintf("said hello but asked for no test within %v", wait))
+		err = late(err, "said hello but asked for no test in %v")
 		return exchange.TestSpec{}, &notATest{fmt.Errorf("client %s: %w", from, err)}
 	}
 	return spec, nil

@@ -146,9 +146,9 @@ func TestSecondInterruptKillsOnDevice(t *testing.T) {
 // TestStoppedServerOnDevice: a client of a server that greets nobody (a
 // stopped or hung server, whose connections wait in its listener's
 // backlog, as here where nothing accepts them) fails after the
-// handshake's 10 s, saying the server may be stopped or hung. (It said
+// handshake's 20 s, saying the server may be stopped or hung. (It said
 // the server may be busy with another client, which a serve greets.)
-// It waits those 10 s beside TestOneTestServerStopsListeningOnDevice
+// It waits those 20 s beside TestOneTestServerStopsListeningOnDevice
 // (t.Parallel), whose checks bound no time.
 func TestStoppedServerOnDevice(t *testing.T) {
 	t.Parallel()
@@ -163,7 +163,7 @@ func TestStoppedServerOnDevice(t *testing.T) {
 	defer cancel()
 	f, _, errOut := newTestFactory(nil, nil)
 	if code := run(ctx, f, []string{"write-bw", "-d", cliDev, "-p", port, "127.0.0.1"}); code != exitError ||
-		!strings.Contains(errOut.String(), "no hello from the server within 10 s: it may be stopped or hung, or flooded with connections") {
+		!strings.Contains(errOut.String(), "no hello from the server within 20 s: it may be stopped or hung, or flooded with connections") {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
 }
