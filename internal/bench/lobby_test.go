@@ -672,12 +672,14 @@ func TestServeRefusesAtOnce(t *testing.T) {
 
 // TestServeDropsSilentClients: a client waiting its turn that sends
 // nothing, not even an Alive, for the server's peer timeout (here 2 s),
-// once it has sent its first, is dropped, told why (it was stopped, or
-// its host is gone) and reported; one that keeps sending Alives waits on,
-// and one that never sent any (it does not keep alive) too. Both are
-// taken at their turns. The silent one stayed as long as its connection
-// did, for ever where it was stopped, and then cost its turn the peer
-// timeout and a failed test. (t.Parallel: as TestServeTellsQueuedClients.)
+// whether since its last Alive or since it asked for its test (one
+// stopped before its first, or a client of the protocol alone that sends
+// none), is dropped, told why (it was stopped, or its host is gone) and
+// reported; one that keeps sending Alives waits on, and is taken at its
+// turn. The silent one stayed as long as its connection did, for ever
+// where it was stopped, and then cost its turn the peer timeout and a
+// failed test; one that never sent an Alive was never judged.
+// (t.Parallel: as TestServeTellsQueuedClients.)
 func TestServeDropsSilentClients(t *testing.T) {
 	t.Parallel()
 	s, taken, release := heldLocal(t, Local{IdleTimeout: 2 * time.Second})
@@ -700,38 +702,47 @@ func TestServeDropsSilentClients(t *testing.T) {
 	if err := stopped.Send(s.ctx, exchange.Alive{}); err != nil { // then it is stopped
 		t.Fatal(err)
 	}
-	queue(mute, 4)
+	queue(mute, 4) // a Hello and a TestSpec, then nothing
 	began := time.Now()
-	ctx, cancel := context.WithTimeout(s.ctx, 8*time.Second)
-	_, err := stopped.Recv(ctx)
-	cancel()
 	const want = "the server gave up on this client, which had sent nothing for 2s while it waited its turn"
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("a client waiting its turn, silent since its first Alive: %v after %v; want %q", err, time.Since(began), want)
+	for _, c := range []struct {
+		name string
+		c    *exchange.Conn
+	}{{"silent since its first Alive", stopped}, {"silent since its test", mute}} {
+		ctx, cancel := context.WithTimeout(s.ctx, 8*time.Second)
+		_, err := c.c.Recv(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a client waiting its turn, %s: %v after %v; want %q", c.name, err, time.Since(began), want)
+		}
+	}
+	if took := time.Since(began); took > 4*time.Second {
+		t.Errorf("the silent clients were dropped %v after the last asked; want about the peer timeout, 2 s", took)
 	}
 	if got := s.reported("sent nothing for 2s while it waited its turn", 1, 0); len(got) != 0 {
 		t.Errorf("done got %v while the first test ran", got)
 	}
-	for _, c := range []*exchange.Conn{live, mute} {
-		ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
-		_, err := c.Recv(ctx)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("a client that keeps alive, or never did: %v; want it waiting", err)
-		}
+	ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
+	_, err := live.Recv(ctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a client that keeps alive: %v; want it waiting", err)
 	}
 	close(release)
-	for _, want := range []uint32{2, 4} {
-		select {
-		case got := <-taken:
-			if got != want {
-				t.Errorf("took test %d; want %d", got, want)
-			}
-		case <-time.After(3 * time.Second):
-			t.Fatalf("test %d not taken within 3 s of the first's end", want)
+	select {
+	case got := <-taken:
+		if got != 2 {
+			t.Errorf("took test %d; want 2", got)
 		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("test 2 not taken within 3 s of the first's end")
 	}
-	if got := s.reported("sent nothing for 2s while it waited its turn (stopped or hung?)", 1, 3*time.Second); len(got) != 1 || !KeepsWaiting(got[0]) {
-		t.Errorf("done got %v; want the silent client reported dropped", s.reports())
+	select {
+	case got := <-taken:
+		t.Errorf("took test %d; want none after 2", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if got := s.reported("sent nothing for 2s while it waited its turn (stopped or hung?)", 2, 3*time.Second); len(got) != 2 || !KeepsWaiting(got[0]) || !KeepsWaiting(got[1]) {
+		t.Errorf("done got %v; want the two silent clients reported dropped", s.reports())
 	}
 }

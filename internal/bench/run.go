@@ -486,7 +486,7 @@ type asked struct {
 // its own, until its test is taken; then Alives until run sends its own
 // (handOver). One that goes away meanwhile is dropped, and one that has
 // sent nothing, not even an Alive, for the server's peer timeout
-// (stopped, or its host gone): the lobby reads each waiting
+// (stopped, or its host gone; hear): the lobby reads each waiting
 // client's Alives (ReadAhead), and keeps the rest of what it sent for its
 // test. The connections of a test of several threads come through the
 // lobby too, and are taken together (take).
@@ -850,6 +850,7 @@ func (lb *lobby) arrive(a asked, err error) error {
 		return fmt.Errorf("this server is busy: %d clients are waiting", n)
 	}
 	lb.waiting = append(lb.waiting, a)
+	lb.heard[a.c] = time.Now() // its silence counts from here (hear)
 	lb.cond.Broadcast()
 	return nil
 }
@@ -879,8 +880,7 @@ func (lb *lobby) tell(c *exchange.Conn, why error) {
 // tend sends each client waiting a Queued with the tests ahead of its
 // own, and those taken an Alive until run sends its own, every alive
 // period, reads the Alives of those waiting, and drops those that have
-// gone away, or that have sent nothing for the server's peer timeout
-// since their first Alive.
+// gone away, or that have sent nothing for the server's peer timeout.
 func (lb *lobby) tend() {
 	defer lb.wg.Done()
 	t := time.NewTicker(lb.alive)
@@ -917,17 +917,18 @@ func (lb *lobby) tend() {
 
 // hear notes the clients waiting that tend heard from, and drops those
 // that have sent nothing for the server's peer timeout since they last
-// did; lb.mu is held. A client is judged so once it has sent something
-// after its test (its first Alive, sent at once): it keeps alive.
+// did, or since they came into the lobby (arrive): a client sends its
+// first Alive as soon as it has asked for its test, and keeps alive, so
+// one that sends none is stopped or hung as well. lb.mu is held.
 func (lb *lobby) hear(heard map[*exchange.Conn]bool) {
 	now := time.Now()
 	var silent []*exchange.Conn
 	for _, w := range lb.waiting {
-		last, spoke := lb.heard[w.c]
+		last, ok := lb.heard[w.c]
 		switch {
-		case heard[w.c]:
+		case heard[w.c] || !ok:
 			lb.heard[w.c] = now
-		case spoke && now.Sub(last) >= lb.silence:
+		case now.Sub(last) >= lb.silence:
 			silent = append(silent, w.c)
 		}
 	}
