@@ -167,3 +167,30 @@ func (l *failingListener) Accept() (net.Conn, error) {
 	}
 	return l.Listener.Accept()
 }
+
+// TestServeNamesClients: a server that serves many clients names the
+// client of each test that failed in the error it reports, once: a test
+// refused as it asks, and one that fails as it runs (here on the device,
+// not there). It named only a client that closed its connection.
+func TestServeNamesClients(t *testing.T) {
+	s := newServing(t, false, nil)
+	for _, over := range []bool{true, false} {
+		c := s.greet()
+		sp := s.spec
+		if over {
+			sp = s.overLimits()
+		}
+		if err := s.ask(c, sp, 3*time.Second); err == nil {
+			t.Fatalf("over the limits %v: the test did not fail", over)
+		}
+		addr := c.NetConn().LocalAddr().String()
+		got := s.reported(addr, 1, 2*time.Second)
+		if len(got) != 1 || strings.Contains(got[0].Error(), "refused") != over || KeepsWaiting(got[0]) {
+			t.Fatalf("over the limits %v: done got %v; want the test failed", over, s.reports())
+		}
+		prefix := "client " + addr + ": "
+		if e := got[0].Error(); !strings.HasPrefix(e, prefix) || strings.Count(e, addr) != 1 {
+			t.Errorf("over the limits %v: done got %q; want it to begin %q, once", over, e, prefix)
+		}
+	}
+}

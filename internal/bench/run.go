@@ -50,6 +50,10 @@ type Result struct {
 	// Threads is, in a test of several threads, each thread's part; the
 	// sizes above are their sum.
 	Threads []ThreadResult
+	// Peer is, in the result of a test served by Serve, the address of
+	// its client's control connection (its first, with several
+	// threads); empty otherwise.
+	Peer string
 }
 
 // SizeResult is what one message size measured: bandwidth for bandwidth
@@ -397,9 +401,13 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 			continue
 		}
 		r, err := serveSpec(context.WithValue(ctx, handOverKey{}, lb.handOver), taken, l, lim, onHeader)
-		if err != nil && !once && (errors.Is(err, errPeerClosed) || errors.As(err, new(*closedEarly))) {
-			// serve runs many clients' tests: name the one that went.
-			err = fmt.Errorf("client %s: %w", taken[0].c.NetConn().RemoteAddr(), err)
+		if r != nil {
+			r.Peer = taken[0].c.NetConn().RemoteAddr().String()
+		}
+		if !once {
+			// serve runs many clients' tests: name the one whose
+			// failed.
+			err = named(taken[0].c, err)
 		}
 		for _, w := range taken {
 			lb.handOver(w.c)
@@ -416,6 +424,24 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 		}
 	}
 }
+
+// named is err, the failure of the test of the client on c (its first
+// connection, for a test of several threads), that a server which serves
+// many clients reports: "client ADDR: " and err, where err does not begin
+// so already. nil stays nil.
+func named(c *exchange.Conn, err error) error {
+	if err == nil {
+		return nil
+	}
+	if p := ClientPrefix(c.NetConn().RemoteAddr().String()); !strings.HasPrefix(err.Error(), p) {
+		return fmt.Errorf("%s%w", p, err)
+	}
+	return err
+}
+
+// ClientPrefix is what a server that serves many clients puts before the
+// failure of a test of the client at addr, a Result's Peer.
+func ClientPrefix(addr string) string { return "client " + addr + ": " }
 
 // errOneTest is what a one-test server tells a client whose test comes
 // after the one it has taken.
@@ -729,7 +755,7 @@ func (lb *lobby) greet(nc net.Conn, g *greeting) {
 	switch {
 	case err == nil && !lb.closed && (bad != nil || lb.refusedTest(spec) != nil):
 		// Refused as it would be at its turn, and reported so once.
-		refuse = lb.refuseTest(spec, bad)
+		refuse = lb.refuseTest(c, spec, bad)
 	default:
 		refuse = lb.arrive(asked{c, spec}, err)
 	}
@@ -786,10 +812,12 @@ func (lb *lobby) refusedTest(spec exchange.TestSpec) *refusal {
 // it is (the first asks for the most), whose refusal its connections
 // waiting in the lobby are then told (they would wait there for it,
 // and hold up the clients behind, until groupWait), and those that
-// come after as they come. lb.mu is held.
-func (lb *lobby) refuseTest(spec exchange.TestSpec, bad error) error {
+// come after as they come, named by the connection's client, c. lb.mu
+// is held.
+func (lb *lobby) refuseTest(c *exchange.Conn, spec exchange.TestSpec, bad error) error {
+	refused := named(c, fmt.Errorf("refused a client's test: %w", bad))
 	if spec.Threads <= 1 || spec.Group == 0 { // a test of one connection, or not a group (invalid)
-		lb.report(fmt.Errorf("refused a client's test: %w", bad))
+		lb.report(refused)
 		return bad
 	}
 	if r := lb.refusedTest(spec); r != nil {
@@ -821,7 +849,7 @@ func (lb *lobby) refuseTest(spec exchange.TestSpec, bad error) error {
 	if r.seen < int(spec.Threads) {
 		lb.refused[spec.Group] = r
 	}
-	lb.report(fmt.Errorf("refused a client's test: %w", bad))
+	lb.report(refused)
 	return bad
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -226,6 +227,11 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 	} else if err != nil && !bench.KeepsWaiting(err) {
 		o.served++
 		o.failed++
+	}
+	if err != nil && r != nil && r.Peer != "" && !strings.HasPrefix(err.Error(), bench.ClientPrefix(r.Peer)) {
+		// What finish found (bytes that did not validate, the client
+		// stopped) names the client, as Serve's own errors do.
+		err = fmt.Errorf("%s%w", bench.ClientPrefix(r.Peer), err)
 	}
 	if err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)

@@ -49,6 +49,32 @@ func TestServeCountsFailures(t *testing.T) {
 	}
 }
 
+// TestServeNamesClients: what serve says of a test that failed names
+// its client (bench.Result.Peer) once: what finish found, bytes that did
+// not validate, as what Serve said, which named it already. It said
+// "data validation failed" of no client in particular.
+func TestServeNamesClients(t *testing.T) {
+	f, _, errOut := newTestFactory(nil, nil)
+	o := &serveOptions{}
+	bad := fakeBW()
+	bad.Mismatches, bad.Peer = 2, "198.18.0.2:40000"
+	o.done(context.Background(), f, bad, nil)
+	gone := fakeBW()
+	gone.Peer = "198.18.0.2:40002"
+	o.done(context.Background(), f, gone, errors.New("client 198.18.0.2:40002: peer gone"))
+	for _, want := range []string{
+		"gorperf: client 198.18.0.2:40000: data validation failed: 2 QPs",
+		"gorperf: client 198.18.0.2:40002: peer gone\n",
+	} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Count(errOut.String(), "client 198.18.0.2:40002") != 1 {
+		t.Errorf("the second client named more than once:\n%s", errOut)
+	}
+}
+
 // TestServeStoppedInSetUp: a Ctrl-C that cuts a test's set-up short (the
 // gathering of a --threads test's connections returns the context's
 // error, and so does Serve) or a greeting (a connection's handshake) is
