@@ -454,7 +454,7 @@ func TestFirstWaitInterrupted(t *testing.T) {
 	h := &heardConn{Conn: nc}
 	c := exchange.NewConn(h)
 	ctx, cancel := context.WithCancel(context.Background())
-	wctx, stop := firstWait(ctx, h, 200*time.Millisecond)
+	wctx, stop := firstWait(ctx, h, 200*time.Millisecond, "client")
 	defer stop()
 	time.AfterFunc(300*time.Millisecond, cancel)
 	began := time.Now()

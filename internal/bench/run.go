@@ -203,11 +203,11 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	return run(ctx, c, spec, l, "client", host, onHeader)
 }
 
-// heardConn is a client's control connection, which notes when the
-// server last sent it something: while the server runs other clients'
-// tests before this one's, what it sends is an Alive now and then
-// (lobby), and the client waits for its turn as long as they come
-// (firstWait).
+// heardConn is a control connection, which notes when the peer last
+// sent it something: while a server runs other clients' tests before a
+// client's, what it sends is an Alive now and then (lobby), and the
+// client waits for its turn as long as they come; a server waits for its
+// client's set-up as long as the client's Alives come (firstWait).
 type heardConn struct {
 	net.Conn
 	last atomic.Int64 // when a read last got something, in Unix nanoseconds
@@ -229,21 +229,45 @@ func (h *heardConn) SyscallConn() (syscall.RawConn, error) {
 	return nil, errors.ErrUnsupported
 }
 
-// quietError is a client's first wait for the server after asking for
-// its test (firstWait) that ended for the server's silence.
-type quietError struct{ after time.Duration }
+// quietError is a side's first wait for the other once the test was
+// asked for (firstWait) that ended for the peer's silence.
+type quietError struct {
+	role  string // this side's: "client" or "server"
+	after time.Duration
+}
 
 func (e *quietError) Error() string {
+	if e.role == "server" {
+		return fmt.Sprintf("the client sent no set-up, nor anything else, for %v after its test was taken (stopped or hung?)", e.after)
+	}
 	return fmt.Sprintf("the server took the test but sent nothing for %v (stopped or hung?)", e.after)
 }
 
-// firstWait is the context of a client's first wait for the server
-// after it asked for its test, on h: a server that runs other clients'
-// tests first keeps this one in its lobby, and sends Alives meanwhile,
-// for as long as that takes. It ends once the server has sent nothing
-// for quiet, its Cause a *quietError, or at once when ctx ends: nothing
-// has been measured yet. Its cancel must be called.
-func firstWait(ctx context.Context, h *heardConn, quiet time.Duration) (context.Context, context.CancelFunc) {
+// awaited is err, the failure of this side's first wait for the peer
+// on wctx (firstWait), said so: where the peer's silence ended it
+// (quieted), and on a server, which waits for its client's set-up as
+// long as the client sends Alives, where anything else did, unless the
+// client closed the connection (unbegun says so) or said why it gave up.
+func awaited(wctx context.Context, role string, err error) error {
+	q := quieted(wctx, err)
+	if q != err || role != "server" || err == nil || closedByPeer(err) || errors.As(err, new(*exchange.PeerError)) {
+		return q
+	}
+	return fmt.Errorf("waiting for the client's set-up: %w", err)
+}
+
+// errStoppedFirst is what a server stopped while it waited for its
+// client's set-up tells the client, as its lobby tells those waiting.
+var errStoppedFirst = errors.New("the server was stopped before it ran this test")
+
+// firstWait is the context of a side's first wait for the other once the
+// test was asked for, on h, where this side's role is role: a server
+// that runs other clients' tests first keeps a client in its lobby, and
+// sends Alives meanwhile, for as long as that takes; a client that takes
+// long to make its set-up sends Alives too. It ends once the peer has
+// sent nothing for quiet, its Cause a *quietError, or at once when ctx
+// ends: nothing has been measured yet. Its cancel must be called.
+func firstWait(ctx context.Context, h *heardConn, quiet time.Duration, role string) (context.Context, context.CancelFunc) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	start := time.Now()
 	go func() {
@@ -255,7 +279,7 @@ func firstWait(ctx context.Context, h *heardConn, quiet time.Duration) (context.
 				return
 			case now := <-t.C:
 				if last := time.Unix(0, max(h.last.Load(), start.UnixNano())); now.Sub(last) >= quiet {
-					cancel(&quietError{quiet})
+					cancel(&quietError{role, quiet})
 					return
 				}
 			}
@@ -265,11 +289,11 @@ func firstWait(ctx context.Context, h *heardConn, quiet time.Duration) (context.
 }
 
 // quieted is err, the failure of the wait on wctx (firstWait), said so
-// where the server's silence ended it.
+// where the peer's silence ended it; it wraps the *quietError too.
 func quieted(wctx context.Context, err error) error {
 	var q *quietError
 	if err != nil && errors.As(context.Cause(wctx), &q) {
-		return fmt.Errorf("%v: %w", q, err)
+		return fmt.Errorf("%w: %w", q, err)
 	}
 	return err
 }
@@ -739,7 +763,7 @@ func (lb *lobby) evict() (time.Duration, bool) {
 func (lb *lobby) greet(nc net.Conn, g *greeting) {
 	defer lb.wg.Done()
 	defer func() { <-lb.sem }()
-	c := exchange.NewConn(nc)
+	c := exchange.NewConn(&heardConn{Conn: nc})
 	spec, err := handshakeSpec(lb.ctx, c, g.at, helloWait)
 	var bad error
 	if err == nil && lb.check != nil {
@@ -1268,16 +1292,23 @@ func handshakeSpec(ctx context.Context, c *exchange.Conn, at time.Time, wait tim
 func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local, role, host string, onHeader func(report.Header)) (*Result, error) {
 	res, err := runSide(ctx, c, spec, l, role, host, onHeader)
 	var se *exchange.SilenceError
+	var qe *quietError
 	var pe *exchange.PeerError
+	var silent time.Duration // how long the peer has sent nothing, where that ended the run
 	switch {
 	case err == nil || errors.As(err, &pe):
-	case !errors.As(err, &se):
+	case errors.As(err, &se):
+		silent = se.After
+	case errors.As(err, &qe): // its first wait (firstWait)
+		silent = qe.after
+	default:
 		// A peer that gave up on this side (stopped meanwhile, as
 		// below), or refused its test, said why before it closed,
 		// which explains what this side found: the connection closed,
 		// or no completions.
 		err = peerWord(c, err)
-	default:
+	}
+	if silent > 0 {
 		// The peer may only be stopped (Ctrl-Z): what this side says
 		// waits in its socket, for when it goes on, where it would
 		// find the connection closed and no reason.
@@ -1287,7 +1318,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		}
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		c.SendError(tctx, fmt.Errorf("the %s gave up on this %s, which had sent nothing for %v, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung?)",
-			role, peer, se.After))
+			role, peer, silent))
 		cancel()
 	}
 	return res, err
@@ -1350,12 +1381,27 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		handOver(c) // the server's lobby sent its Alives until here
 	}
 	c.SetPeerTimeout(idleTimeout(l))
-	// first bounds a client's first wait for the server, which may queue
-	// it behind other clients' tests: as long as the server sends
-	// something, Alives meanwhile, up to controlTimeout without.
+	// first bounds each side's first wait for the other: a client's for
+	// the server, which may queue it behind other clients' tests, and a
+	// server's for its client's set-up (its Setup, or -R's first Sync),
+	// which a client may take long to make (registering a large buffer):
+	// as long as the peer sends something, Alives meanwhile, up to
+	// controlTimeout without (the peer timeout, once its first Alive has
+	// come). It ends at once with ctx (Ctrl-C): nothing has been
+	// measured yet.
 	first := ctl
-	if h, ok := c.NetConn().(*heardConn); ok && role == "client" {
-		first = func() (context.Context, context.CancelFunc) { return firstWait(ctx, h, controlTimeout) }
+	if h, ok := c.NetConn().(*heardConn); ok {
+		first = func() (context.Context, context.CancelFunc) { return firstWait(ctx, h, controlTimeout, role) }
+	}
+	// unready is the failure of this side's first wait for the peer,
+	// err: a server stopped meanwhile (ctx's end) tells its client so.
+	unready := func(err error) error {
+		if role == "server" && ctx.Err() != nil {
+			cctx, cancel := ctl()
+			c.SendError(cctx, errStoppedFirst)
+			cancel()
+		}
+		return err
 	}
 	s, err := openSession(spec, l)
 	if err != nil {
@@ -1372,19 +1418,22 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		err = s.joinGroup(role == "client")
 	case spec.RdmaCM:
 		err = s.cmConnect(ctx, c, role, host, first)
+		if err != nil && role == "server" && ctx.Err() != nil {
+			return nil, unready(err)
+		}
 	}
 	if err != nil {
 		return refuse(err)
 	}
 	cctx, cancel := first()
 	remote, err := s.swapSetup(cctx, c, exchange.Setup{QPs: s.localInfo, Env: s.env()})
-	err = unbegun(role, quieted(cctx, err))
+	err = unbegun(role, awaited(cctx, role, err))
 	cancel()
 	// The test has begun: a Queued the lobby sent as it was taken, read
 	// later, says nothing true.
 	c.OnQueued(nil)
 	if err != nil {
-		return nil, err
+		return nil, unready(err)
 	}
 	if err := s.connect(remote); err != nil {
 		return refuse(err)
@@ -1728,25 +1777,22 @@ func (s *session) swapSetup(ctx context.Context, c *exchange.Conn, local exchang
 // GID's address, a barrier tells the client it may dial, and one
 // connection is made per QP.
 func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host string, first func() (context.Context, context.CancelFunc)) error {
-	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if role != "server" && first != nil {
-		// The client's first wait for the server, which may queue it.
-		cancel()
-		bctx, cancel = first()
-		defer cancel()
-	}
+	// The barrier is each side's first wait for the other (first).
 	if role == "server" {
 		ln, err := s.cmListen(ctx)
 		if err != nil {
 			return err
 		}
 		defer ln.Close()
+		bctx, cancel := first()
+		defer cancel()
 		if err := c.Barrier(bctx, 0); err != nil {
-			return unbegun(role, err)
+			return unbegun(role, awaited(bctx, role, err))
 		}
 		return s.cmAccept(ctx, c, ln)
 	}
+	bctx, cancel := first()
+	defer cancel()
 	if err := c.Barrier(bctx, 0); err != nil {
 		return unbegun(role, quieted(bctx, err))
 	}
