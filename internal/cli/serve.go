@@ -21,10 +21,11 @@ import (
 )
 
 type serveOptions struct {
-	test      testOptions
-	maxMemory uint64
-	maxQPs    uint16
-	maxSize   uint32
+	test        testOptions
+	maxMemory   uint64
+	maxQPs      uint16
+	maxSize     uint32
+	maxDuration uint32
 
 	served, failed int // tests run, and those of them that failed
 
@@ -61,7 +62,8 @@ func newServeCmd(f *Factory, o *serveOptions) *cobra.Command {
 until stopped with Ctrl-C. A failed test is reported and the server goes on.
 Clients that come while a test runs wait their turns, first come first served
 (up to 64), and are told how many tests come before theirs. The limits bound
-what a client can make this host allocate and register. A test's parameters
+what a client can make this host allocate and register, and with
+--max-duration how long its test may hold the server. A test's parameters
 (-s, -n, -D, -q, -c, -b, --threads, ...) come from each client's command line:
 serve takes none of them.`,
 		Example: "  gorperf serve -d mlx5_0 --max-memory 1073741824",
@@ -84,6 +86,7 @@ serve takes none of them.`,
 	fl.Uint64Var(&o.maxMemory, "max-memory", lim.MaxMemory, "most bytes one test may register")
 	fl.Uint16Var(&o.maxQPs, "max-qps", lim.MaxQPs, "most QPs one test may create")
 	fl.Uint32Var(&o.maxSize, "max-size", lim.MaxMsgSize, "largest message size a test may use")
+	fl.Uint32Var(&o.maxDuration, "max-duration", lim.MaxDuration, "most seconds a test may run by the clock (-D, on each size of an -a sweep together); a test of a duration over it, and any --run_infinitely, is refused (0: no limit; a test of -n iterations is not bounded by it)")
 	fl.SetNormalizeFunc(perftestNames) // the tests' spellings
 	return cmd
 }
@@ -104,8 +107,7 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 		return err
 	}
 	l.ThreadCPUs = o.test.threadCPUs()
-	lim := exchange.DefaultLimits()
-	lim.MaxMemory, lim.MaxQPs, lim.MaxMsgSize = o.maxMemory, o.maxQPs, o.maxSize
+	lim := o.limits()
 	if err := bench.Check(l); err != nil {
 		return err
 	}
@@ -130,6 +132,13 @@ func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 		return nil
 	}
 	return err
+}
+
+// limits are the limits the --max-* flags set on a client's test.
+func (o *serveOptions) limits() exchange.Limits {
+	lim := exchange.DefaultLimits()
+	lim.MaxMemory, lim.MaxQPs, lim.MaxMsgSize, lim.MaxDuration = o.maxMemory, o.maxQPs, o.maxSize, o.maxDuration
+	return lim
 }
 
 // streamRows sets l to print each test's rows as its sizes end, and an

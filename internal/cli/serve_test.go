@@ -75,6 +75,27 @@ func TestServeNamesClients(t *testing.T) {
 	}
 }
 
+// TestServeMaxDuration: --max-duration sets the limits' MaxDuration,
+// 0 (none) by default, the other limits as they were.
+func TestServeMaxDuration(t *testing.T) {
+	o, err := parseServe(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.limits(); got != exchange.DefaultLimits() || got.MaxDuration != 0 {
+		t.Errorf("serve's default limits: %+v; want %+v, no maximum duration", got, exchange.DefaultLimits())
+	}
+	if o, err = parseServe(t, "--max-duration", "60", "--max-qps", "4"); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.limits(); got.MaxDuration != 60 || got.MaxQPs != 4 {
+		t.Errorf("serve --max-duration 60 --max-qps 4: limits %+v", got)
+	}
+	if _, err := parseServe(t, "--max-duration", "-1"); err == nil {
+		t.Error("serve --max-duration -1 was taken")
+	}
+}
+
 // TestServeStoppedInSetUp: a Ctrl-C that cuts a test's set-up short (the
 // gathering of a --threads test's connections returns the context's
 // error, and so does Serve) or a greeting (a connection's handshake) is

@@ -786,13 +786,18 @@ type Limits struct {
 	// gorperf's server also keeps at most this many samples of a latency
 	// test of a duration, thinning them past it.
 	MaxIterations uint64
+	// MaxDuration bounds, in seconds, how long a test of a duration runs
+	// by the clock: Duration, once for each size of a sweep (AllSizes),
+	// and never RunInfinitely, which has no end. 0 bounds nothing. A
+	// test of so many iterations is bounded by the others only.
+	MaxDuration uint32
 }
 
 // DefaultLimits returns limits that let every perftest default run, the
 // -a sweep included: messages up to 8 MiB (perftest -a's largest), 64 QPs,
 // queues 8192 deep, 4 GiB of registered memory (the -a sweep with perftest's
 // TX depth of 128, bidirectional, on two QPs) and 2^24 latency iterations
-// (128 MiB of samples).
+// (128 MiB of samples); no bound on a test's duration.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxMsgSize:    AllSizesMax,
@@ -842,6 +847,9 @@ func (s TestSpec) CheckLimits(l Limits) error {
 	if s.Test.IsLatency() && s.Iterations > l.MaxIterations {
 		return overLimit("%d iterations of %s exceed this server's maximum of %d", s.Iterations, s.Test, l.MaxIterations)
 	}
+	if err := s.checkDuration(l.MaxDuration); err != nil {
+		return err
+	}
 	if m := s.leastMemory(full); m > l.MaxMemory {
 		if s.Threads > 1 {
 			needs := "needs at least"
@@ -853,6 +861,26 @@ func (s TestSpec) CheckLimits(l Limits) error {
 		}
 		return overLimit("the test needs %s of registered memory (%s), more than this server's maximum of %s",
 			formatBytes(m), s.memoryHow(fmt.Sprintf("%d QPs", s.NumQPs)), formatBytes(l.MaxMemory))
+	}
+	return nil
+}
+
+// checkDuration refuses a test that runs longer than most seconds by the
+// clock (Limits.MaxDuration; 0 refuses none): one that runs infinitely,
+// or whose Duration, on each of its sizes, adds up to more.
+func (s TestSpec) checkDuration(most uint32) error {
+	if most == 0 || s.Duration == 0 {
+		return nil
+	}
+	if s.RunInfinitely {
+		return overLimit("a run without end (--run_infinitely) exceeds this server's maximum duration of %d s", most)
+	}
+	if n := uint64(len(s.Sizes())); uint64(s.Duration)*n > uint64(most) {
+		if n > 1 {
+			return overLimit("-D %d on each of %d sizes (-a), %d s in all, exceeds this server's maximum duration of %d s",
+				s.Duration, n, uint64(s.Duration)*n, most)
+		}
+		return overLimit("-D %d exceeds this server's maximum duration of %d s", s.Duration, most)
 	}
 	return nil
 }

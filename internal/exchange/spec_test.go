@@ -284,6 +284,42 @@ func TestCheckLimits(t *testing.T) {
 	}
 }
 
+// TestCheckLimitsDuration: a server's MaxDuration refuses a test whose
+// run by the clock is longer, -D on each size of an -a sweep added up,
+// and an infinite run, which has no end; 0 refuses none, and a test of
+// so many iterations is not judged by it.
+func TestCheckLimitsDuration(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		most uint32
+		edit func(*TestSpec)
+		want string // "" for allowed
+	}{
+		{"no limit", 0, func(s *TestSpec) { s.Duration, s.RunInfinitely = 1, true }, ""},
+		{"iterations", 5, func(s *TestSpec) { s.Iterations = 1 << 20 }, ""},
+		{"within", 60, func(s *TestSpec) { s.Duration = 60 }, ""},
+		{"over", 60, func(s *TestSpec) { s.Duration = 61 }, "-D 61 exceeds this server's maximum duration of 60 s"},
+		{"infinite", 60, func(s *TestSpec) { s.Duration, s.RunInfinitely = 5, true },
+			"a run without end (--run_infinitely) exceeds this server's maximum duration of 60 s"},
+		{"sweep within", 46, func(s *TestSpec) { s.Duration, s.AllSizes = 2, true }, ""},
+		{"sweep over", 45, func(s *TestSpec) { s.Duration, s.AllSizes = 2, true },
+			"-D 2 on each of 23 sizes (-a), 46 s in all, exceeds this server's maximum duration of 45 s"},
+		{"atomic", 5, func(s *TestSpec) {
+			s.Test, s.Size, s.Bidirectional, s.Duration = AtomicBW, 8, false, 5
+		}, ""},
+	} {
+		s := testSpec()
+		s.Iterations, s.ValidateData = 0, false
+		tc.edit(&s)
+		l := DefaultLimits()
+		l.MaxDuration = tc.most
+		err := s.CheckLimits(l)
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, ErrOverLimit) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: CheckLimits = %v; want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 // engineBuffer is the buffer gorperf's engine maps for spec, as
 // internal/bench's openSession makes it: per QP two regions of the
 // largest message and a UD GRH (40 bytes), each rounded up to 64 bytes,
