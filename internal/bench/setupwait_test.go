@@ -101,3 +101,56 @@ func TestServeWaitsForSetUpOnDevice(t *testing.T) {
 		})
 	}
 }
+
+// TestServeStoppedWaitingForSetUpOnDevice: a server stopped (its
+// context's end: Ctrl-C) while it waits for a client's set-up, the
+// client keeping alive, ends that wait at once, tells the client it was
+// stopped before it ran the test, and Serve returns. The wait went on
+// for the control protocol's step (30 s), and the client, whose test
+// then began, was told the server was interrupted.
+func TestServeStoppedWaitingForSetUpOnDevice(t *testing.T) {
+	l, ln := serverOnDevice(t, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	served := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		served <- bench.Serve(sctx, ln, l, exchange.DefaultLimits(), false, nil, func(_ *bench.Result, err error) { done <- err })
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := exchange.NewConn(nc)
+	if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
+		t.Fatal(err)
+	}
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 100, NumQPs: 1, TXDepth: 16}
+	if err := c.Send(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	defer c.KeepAlive(100 * time.Millisecond)()
+	var m exchange.Message
+	if m, err = c.Recv(ctx); err != nil || m.Type() != exchange.TypeSetup { // the test taken, the server waits
+		t.Fatalf("the server's first message: %v, %v; want its Setup", m, err)
+	}
+	stop()
+	began := time.Now()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Fatal("serve did not end within 5 s of its stop")
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("serve ended %v after its stop; want at once", took)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer rcancel()
+	const want = "the server was stopped before it ran this test"
+	if _, err := c.Recv(rctx); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("the client was told %v; want %q", err, want)
+	}
+}
