@@ -58,7 +58,8 @@
 //
 // An ID must be closed before its channel, and a QP from CreateQP before
 // its ID; Close refuses otherwise (EBUSY). Conn.Close does it all in order:
-// disconnect, QP, CQs, PD, ID, channel, and then closes Conn.Done. An
+// disconnect, QP, a UD connection's AH, CQs, PD, ID, channel, and then
+// closes Conn.Done. An
 // event that ends a connection (the peer's disconnect, UNREACHABLE,
 // DEVICE_REMOVAL) frees nothing: it moves the QP to the error state,
 // which flushes the work posted, and closes Done. The device context of an ID
