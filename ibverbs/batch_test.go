@@ -538,10 +538,6 @@ func TestRecvBatchSRQ(t *testing.T) {
 // see a slice run past.
 func hugeWCs(t *testing.T) []ibverbs.WC {
 	t.Helper()
-	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, buf) })
+	buf := newBuffer(t, 4096)
 	return unsafe.Slice((*ibverbs.WC)(unsafe.Pointer(&buf.Bytes()[0])), 1<<31)
 }

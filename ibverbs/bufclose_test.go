@@ -21,16 +21,8 @@ import (
 // an MR over unmapped memory where it had pinned the pages first.)
 func TestBufferCloseWhileRegistering(t *testing.T) {
 	ctx, _ := rdmatest.Open(t)
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
-	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { buf.Close() })
+	pd := newPD(t, ctx)
+	buf := newBuffer(t, 4096)
 	var once sync.Once
 	inside, release := make(chan struct{}), make(chan struct{})
 	restore := ibverbs.SetRegMRHook(func() {

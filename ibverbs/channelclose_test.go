@@ -24,21 +24,13 @@ import (
 func TestCompChannelCloseCQDuringWait(t *testing.T) {
 	ctx, info := rdmatest.Open(t)
 	gid := rdmatest.GIDIndex(t, ctx, info.Port)
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
+	pd := newPD(t, ctx)
 	ch, err := ctx.CreateCompChannel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, ch) })
-	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, buf) })
+	buf := newBuffer(t, 4096)
 	mr, err := pd.RegMR(buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite)
 	if err != nil {
 		t.Fatal(err)

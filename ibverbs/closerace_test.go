@@ -132,11 +132,7 @@ func TestCloseCQWhilePolling(t *testing.T) {
 func TestCloseQPWhileQuerying(t *testing.T) {
 	ctx, info := rdmatest.Open(t)
 	gid := rdmatest.GIDIndex(t, ctx, info.Port)
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
+	pd := newPD(t, ctx)
 	cq, err := ctx.CreateCQ(16, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -168,11 +164,7 @@ func TestCloseQPWhileQuerying(t *testing.T) {
 // Arm it in a loop: the same for ibv_query_srq and ibv_modify_srq.
 func TestCloseSRQWhileQuerying(t *testing.T) {
 	ctx, _ := rdmatest.Open(t)
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
+	pd := newPD(t, ctx)
 	what := []string{"Query", "Query", "Arm"}
 	closeRounds(t, 100, 4*time.Second, func(i int) {
 		srq, err := pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, MaxSGE: 1})
@@ -220,11 +212,7 @@ func TestCloseContextWhileQuerying(t *testing.T) {
 // each registering goroutine gets ErrClosed.
 func TestClosePDWhileRegistering(t *testing.T) {
 	ctx, _ := rdmatest.Open(t)
-	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, buf) })
+	buf := newBuffer(t, 4096)
 	var busy int
 	closeRounds(t, 30, 4*time.Second, func(i int) {
 		pd, err := ctx.AllocPD()
@@ -337,11 +325,7 @@ func TestWaitEmptySlice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, cq) })
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
+	pd := newPD(t, ctx)
 	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
 	if err != nil {
 		t.Fatal(err)

@@ -245,11 +245,7 @@ func TestCQWait(t *testing.T) {
 	}
 
 	// A completion wakes the waiter.
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
+	pd := newPD(t, ctx)
 	a := newSide(t, ctx, pd, pairOpts{typ: ibverbs.QPTypeRC}, nil, info.Port, gid)
 	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: a.cq, RecvCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
 	if err != nil {

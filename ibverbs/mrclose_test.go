@@ -17,16 +17,8 @@ import (
 // never reaches a peer), and SGE panics. Len goes on answering.
 func TestMRCloseForgetsKeys(t *testing.T) {
 	ctx, _ := rdmatest.Open(t)
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
-	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, buf) })
+	pd := newPD(t, ctx)
+	buf := newBuffer(t, 4096)
 	mr, err := pd.RegMR(buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite)
 	if err != nil {
 		t.Fatal(err)

@@ -201,6 +201,28 @@ func closeOK(t testing.TB, c closer) {
 	}
 }
 
+// newPD allocates a PD on ctx (ibv_alloc_pd), closed when the test ends.
+func newPD(t testing.TB, ctx *ibverbs.Context) *ibverbs.PD {
+	t.Helper()
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, pd) })
+	return pd
+}
+
+// newBuffer makes a Buffer of n bytes, closed when the test ends.
+func newBuffer(t testing.TB, n int) *ibverbs.Buffer {
+	t.Helper()
+	buf, err := ibverbs.NewBuffer(n, ibverbs.BufferOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, buf) })
+	return buf
+}
+
 // timeout is a context that ends after d, or when the test does: for a
 // wait that should return at once, so that a regression fails the test
 // rather than hang it until -test.timeout.

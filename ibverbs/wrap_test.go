@@ -49,11 +49,7 @@ func TestWrappedHandlesShare(t *testing.T) {
 	}
 	t.Cleanup(func() { closeOK(t, ch) })
 
-	pd, err := a.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
+	pd := newPD(t, a)
 	srq, err := pd.CreateSRQ(ibverbs.SRQInit{MaxWR: 16, MaxSGE: 1})
 	if err != nil {
 		rdmatest.SkipIfUnsupported(t, err)
@@ -191,11 +187,7 @@ func TestObjectsOtherContext(t *testing.T) {
 		srq *ibverbs.SRQ
 		mr  *ibverbs.MR
 	}
-	buf, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, buf) })
+	buf := newBuffer(t, 4096)
 	newObjs := func(c *ibverbs.Context) objs {
 		var o objs
 		var err error
