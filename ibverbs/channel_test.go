@@ -124,21 +124,10 @@ func TestCompChannelBlockSolicited(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := uint64(0)
-	// send sends 8 bytes unsignalled, solicited or not, and waits until
-	// their receive has completed on the receiver's CQ.
 	send := func(flags ibverbs.SendFlags) {
 		t.Helper()
 		id++
-		if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: id, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: id, Opcode: ibverbs.OpSend, Flags: flags,
-			SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)}}}); err != nil {
-			t.Fatal(err)
-		}
-		if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != id {
-			t.Fatalf("receive completion wr_id %d, want %d", wc.WRID, id)
-		}
+		sendOne(t, p, id, flags)
 	}
 	// wake says whether Block found the receiver's CQ's event; an event
 	// comes with its completion, which send has seen, so 300 ms is long
@@ -160,6 +149,23 @@ func TestCompChannelBlockSolicited(t *testing.T) {
 		if !wake() {
 			t.Fatalf("round %d: a solicited send did not wake its receiver's CQ", round)
 		}
+	}
+}
+
+// sendOne sends 8 bytes from p's a to its b, unsignalled, with flags
+// (solicited or not), into a receive with wr_id id, and waits until the
+// receive has completed on b's CQ.
+func sendOne(t *testing.T, p *pair, id uint64, flags ibverbs.SendFlags) {
+	t.Helper()
+	if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: id, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: id, Opcode: ibverbs.OpSend, Flags: flags,
+		SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != id {
+		t.Fatalf("receive completion wr_id %d, want %d", wc.WRID, id)
 	}
 }
 
@@ -215,17 +221,7 @@ func TestCQWaitSolicited(t *testing.T) {
 	// The Wait that ended at its deadline left the CQ armed for solicited
 	// completions, and Block re-arms it so.
 	for round, flags := range []ibverbs.SendFlags{0, ibverbs.SendSolicited, 0} {
-		id := uint64(3 + round)
-		if err := p.b.qp.PostRecv([]ibverbs.RecvWR{{ID: id, SGL: []ibverbs.SGE{p.b.mr.SGE(0, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.a.qp.PostSend([]ibverbs.SendWR{{ID: id, Opcode: ibverbs.OpSend, Flags: flags,
-			SGL: []ibverbs.SGE{p.a.mr.SGE(0, 8)}}}); err != nil {
-			t.Fatal(err)
-		}
-		if wc := pollOK(t, p.b.cq, ibverbs.WCRecv); wc.WRID != id {
-			t.Fatalf("receive wr_id %d, want %d", wc.WRID, id)
-		}
+		sendOne(t, p, uint64(3+round), flags)
 		// The event comes with its completion, which is in: 300 ms is
 		// long enough for one that came.
 		cq, err := p.ch.Block(300 * time.Millisecond)
