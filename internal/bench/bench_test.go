@@ -1337,14 +1337,7 @@ func TestThreadsServerGathers(t *testing.T) {
 		srv <- bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, nil, func(_ *bench.Result, err error) {})
 	}()
 	ask := func(group uint64) *exchange.Conn {
-		nc, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := exchange.NewConn(nc)
-		if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
-			t.Fatal(err)
-		}
+		c := dialServer(t, ctx, ln.Addr().String(), "test")
 		spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, TXDepth: 8,
 			NumQPs: 1, Threads: 3, Group: group}
 		if err := c.Send(ctx, spec); err != nil {

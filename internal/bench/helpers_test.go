@@ -4,6 +4,8 @@ package bench_test
 
 import (
 	"bufio"
+	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,4 +95,21 @@ func listening(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// dialServer connects to the gorperf server at addr as a client of the
+// protocol alone and says hello as tool: the caller goes on from the
+// test's spec, and closes the connection.
+func dialServer(t *testing.T, ctx context.Context, addr, tool string) *exchange.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exchange.NewConn(nc)
+	if _, err := exchange.Handshake(ctx, c, tool); err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	return c
 }

@@ -86,14 +86,7 @@ func TestPeerStoppedInSetUp(t *testing.T) {
 		go func() {
 			bench.Serve(ctx, ln, l, exchange.DefaultLimits(), true, nil, func(_ *bench.Result, err error) { served <- err })
 		}()
-		nc, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := exchange.NewConn(nc)
-		if _, err := exchange.Handshake(ctx, c, "stopped client"); err != nil {
-			t.Fatal(err)
-		}
+		c := dialServer(t, ctx, ln.Addr().String(), "stopped client")
 		if err := c.Send(ctx, spec); err != nil {
 			t.Fatal(err)
 		}

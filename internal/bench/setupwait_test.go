@@ -55,15 +55,8 @@ func TestServeWaitsForSetUpOnDevice(t *testing.T) {
 				cancel()
 				<-served
 			}()
-			nc, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			c := exchange.NewConn(nc)
-			if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
-				t.Fatal(err)
-			}
+			c := dialServer(t, ctx, ln.Addr().String(), "test")
+			defer c.Close()
 			spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 100,
 				NumQPs: 1, TXDepth: 16, RdmaCM: tc.cm}
 			if err := c.Send(ctx, spec); err != nil {
@@ -82,7 +75,7 @@ func TestServeWaitsForSetUpOnDevice(t *testing.T) {
 			began := time.Now()
 			select {
 			case err := <-done:
-				prefix := "client " + nc.LocalAddr().String() + ": "
+				prefix := "client " + c.NetConn().LocalAddr().String() + ": "
 				if err == nil || !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("the server, after %v: %v; want %s...%s", time.Since(began), err, prefix, tc.want)
 				}
@@ -119,22 +112,14 @@ func TestServeStoppedWaitingForSetUpOnDevice(t *testing.T) {
 	go func() {
 		served <- bench.Serve(sctx, ln, l, exchange.DefaultLimits(), false, nil, func(_ *bench.Result, err error) { done <- err })
 	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	c := exchange.NewConn(nc)
-	if _, err := exchange.Handshake(ctx, c, "test"); err != nil {
-		t.Fatal(err)
-	}
+	c := dialServer(t, ctx, ln.Addr().String(), "test")
+	defer c.Close()
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 100, NumQPs: 1, TXDepth: 16}
 	if err := c.Send(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
 	defer c.KeepAlive(100 * time.Millisecond)()
-	var m exchange.Message
-	if m, err = c.Recv(ctx); err != nil || m.Type() != exchange.TypeSetup { // the test taken, the server waits
+	if m, err := c.Recv(ctx); err != nil || m.Type() != exchange.TypeSetup { // the test taken, the server waits
 		t.Fatalf("the server's first message: %v, %v; want its Setup", m, err)
 	}
 	stop()
