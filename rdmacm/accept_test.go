@@ -21,16 +21,7 @@ import (
 func TestAcceptNilWithoutQP(t *testing.T) {
 	n := device(t)
 	ctx := timeout(t, 60*time.Second)
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, ch)
-	id, err := ch.CreateID(rdmacm.PortSpaceTCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, id)
+	ch, id := newID(t, rdmacm.PortSpaceTCP)
 	if err := id.BindAddr(netip.AddrPortFrom(n.IP, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +37,7 @@ func TestAcceptNilWithoutQP(t *testing.T) {
 		dialed <- err
 	}()
 	var ev *rdmacm.Event
+	var err error
 	for ev == nil || ev.Type != rdmacm.EventConnectRequest {
 		if ev, err = ch.GetEvent(ctx); err != nil {
 			t.Fatal(err)

@@ -103,6 +103,23 @@ func devicePD(t *testing.T, n testNet) (*ibverbs.Context, *ibverbs.PD) {
 	return dctx, pd
 }
 
+// newID makes an event channel and on it an ID of port space ps, both
+// closed when the test ends, the ID first.
+func newID(t *testing.T, ps rdmacm.PortSpace) (*rdmacm.EventChannel, *rdmacm.ID) {
+	t.Helper()
+	ch, err := rdmacm.CreateEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, ch) })
+	id, err := ch.CreateID(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, id) })
+	return ch, id
+}
+
 // rawListener makes an event channel and on it an ID that listens on ip,
 // on a port of the kernel's choice: no Listener. The test closes both.
 func rawListener(t *testing.T, ip netip.Addr) (*rdmacm.EventChannel, *rdmacm.ID) {

@@ -82,16 +82,7 @@ func TestListenWildcard(t *testing.T) {
 // address, where it said the ID was not bound yet.
 func TestContextNoDeviceAddr(t *testing.T) {
 	device(t)
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, ch)
-	id, err := ch.CreateID(rdmacm.PortSpaceUDP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, id)
+	_, id := newID(t, rdmacm.PortSpaceUDP)
 	if _, err := id.Context(); !errors.Is(err, syscall.ENODEV) || !strings.Contains(err.Error(), "not bound to a device yet") {
 		t.Errorf("Context of an ID not bound: %v; want ENODEV, not bound yet", err)
 	}

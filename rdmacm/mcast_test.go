@@ -126,16 +126,7 @@ func TestMulticastErrors(t *testing.T) {
 		t.Error("JoinMulticast of an address with a port succeeded")
 	}
 	// The ID level: a unicast address, and leaving a group never joined.
-	ch, err := rdmacm.CreateEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, ch)
-	id, err := ch.CreateID(rdmacm.PortSpaceUDP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeOK(t, id)
+	_, id := newID(t, rdmacm.PortSpaceUDP)
 	if err := id.BindAddr(netip.AddrPortFrom(n.IP, 0)); err != nil {
 		t.Fatal(err)
 	}
