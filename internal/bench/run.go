@@ -450,22 +450,24 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 }
 
 // named is err, the failure of the test of the client on c (its first
-// connection, for a test of several threads), that a server which serves
-// many clients reports: "client ADDR: " and err, where err does not begin
-// so already. nil stays nil.
+// connection, for a test of several threads), named as NameClient does.
 func named(c *exchange.Conn, err error) error {
+	return NameClient(c.NetConn().RemoteAddr().String(), err)
+}
+
+// NameClient is err, the failure of the test of the client at addr (a
+// Result's Peer), as a server that serves many clients reports it:
+// "client ADDR: " and err, where err does not begin so already. nil
+// stays nil.
+func NameClient(addr string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if p := ClientPrefix(c.NetConn().RemoteAddr().String()); !strings.HasPrefix(err.Error(), p) {
+	if p := "client " + addr + ": "; !strings.HasPrefix(err.Error(), p) {
 		return fmt.Errorf("%s%w", p, err)
 	}
 	return err
 }
-
-// ClientPrefix is what a server that serves many clients puts before the
-// failure of a test of the client at addr, a Result's Peer.
-func ClientPrefix(addr string) string { return "client " + addr + ": " }
 
 // errOneTest is what a one-test server tells a client whose test comes
 // after the one it has taken.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -237,10 +236,10 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 		o.served++
 		o.failed++
 	}
-	if err != nil && r != nil && r.Peer != "" && !strings.HasPrefix(err.Error(), bench.ClientPrefix(r.Peer)) {
+	if r != nil && r.Peer != "" {
 		// What finish found (bytes that did not validate, the client
 		// stopped) names the client, as Serve's own errors do.
-		err = fmt.Errorf("%s%w", bench.ClientPrefix(r.Peer), err)
+		err = bench.NameClient(r.Peer, err)
 	}
 	if err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)
