@@ -649,9 +649,9 @@ func TestServeRefusesAtOnce(t *testing.T) {
 	threads("the first over, asking first", 7, 12, [2]uint16{33, 32}, [2]int{0, 1}, uneven)
 	threads("the first over, asking last", 8, 13, [2]uint16{33, 32}, [2]int{1, 0}, uneven)
 	close(release)
-	s.reported("refused a client's test", 4, 3*time.Second)
+	s.reported("refused", 4, 3*time.Second)
 	time.Sleep(groupWait + 500*time.Millisecond) // any other report: a thread left in the lobby
-	refused := s.reported("refused a client's test", 5, 0)
+	refused := s.reported("refused", 5, 0)
 	if len(refused) != 4 {
 		t.Errorf("done got %d refusals; want the four tests refused, once each", len(refused))
 	}

@@ -841,7 +841,7 @@ func (lb *lobby) refusedTest(spec exchange.TestSpec) *refusal {
 // come after as they come, named by the connection's client, c. lb.mu
 // is held.
 func (lb *lobby) refuseTest(c *exchange.Conn, spec exchange.TestSpec, bad error) error {
-	refused := named(c, fmt.Errorf("refused a client's test: %w", bad))
+	refused := named(c, fmt.Errorf("refused: %w", bad))
 	if spec.Threads <= 1 || spec.Group == 0 { // a test of one connection, or not a group (invalid)
 		lb.report(refused)
 		return bad
@@ -1219,7 +1219,7 @@ func serveSpec(ctx context.Context, taken []asked, l Local, lim Limits, onHeader
 			w.c.SendError(hctx, err)
 			cancel()
 		}
-		return nil, fmt.Errorf("refused a client's test: %w", err)
+		return nil, fmt.Errorf("refused: %w", err)
 	}
 	if spec.Threads > 1 {
 		return serveThreads(ctx, asked{c, spec}, taken[1:], l, lim, onHeader)

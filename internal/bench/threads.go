@@ -617,7 +617,7 @@ func gatherThreads(ctx context.Context, conns []*exchange.Conn, specs []exchange
 			cancel()
 			o.c.Close()
 			if refused == nil {
-				refused = fmt.Errorf("refused a client's test: %w", err)
+				refused = fmt.Errorf("refused: %w", err)
 			}
 			continue
 		}
@@ -635,7 +635,7 @@ func gatherThreads(ctx context.Context, conns []*exchange.Conn, specs []exchange
 	// part of; all together they are the test.
 	exchange.FitGroupRXDepth(specs, lim)
 	if err := exchange.CheckGroupLimits(specs, lim); err != nil {
-		return fmt.Errorf("refused a client's test: %w", err)
+		return fmt.Errorf("refused: %w", err)
 	}
 	return nil
 }

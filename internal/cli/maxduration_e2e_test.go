@@ -39,7 +39,7 @@ func TestServeMaxDurationOnDevice(t *testing.T) {
 	srv.Process.Signal(syscall.SIGINT)
 	srv.Wait()
 	e := srv.Stderr.(*bytes.Buffer).String()
-	refused := regexp.MustCompile(`(?m)^gorperf: client [0-9.]+:\d+: refused a client's test: test exceeds the server's limits: .*maximum duration of 2 s$`)
+	refused := regexp.MustCompile(`(?m)^gorperf: client [0-9.]+:\d+: refused: test exceeds the server's limits: .*maximum duration of 2 s$`)
 	if n := len(refused.FindAllString(e, -1)); n != 3 || !strings.Contains(e, "served 4 tests, 3 failed") {
 		t.Errorf("serve said (%d refusals named):\n%s", n, e)
 	}

@@ -425,7 +425,7 @@ func TestServerOtherTestOnDevice(t *testing.T) {
 	}
 	err = srv.Wait()
 	e := srv.Stderr.(*bytes.Buffer).String()
-	if procExit(err) != exitError || !strings.Contains(e, "refused a client's test: "+why) ||
+	if procExit(err) != exitError || !strings.Contains(e, "refused: "+why) ||
 		strings.Contains(srvOut.String(), "#bytes") {
 		t.Errorf("server: exit %d, said:\n%s%s", procExit(err), srvOut, e)
 	}

@@ -56,7 +56,7 @@ func TestServeRowsPerTest(t *testing.T) {
 	}
 	tests := []test{
 		{name: "write_bw sweep", res: sweep(fakeBW(), 4), stream: true},
-		{name: "refused", err: errors.New("refused a client's test: 4 QPs exceed the server's limit of 2"), errText: "refused a client's test"},
+		{name: "refused", err: errors.New("refused: 4 QPs exceed the server's limit of 2"), errText: "refused"},
 		{name: "send_lat sweep", res: lat, stream: true},
 		{name: "failed in its set-up", admit: true, err: errors.New("client 198.18.0.2:4242: the peer closed the connection"), errText: "the peer closed"},
 		{name: "write_bw failed part way", res: failed, err: errors.New("client 198.18.0.2:4242: the peer closed the connection"), stream: true, errText: "the peer closed"},
