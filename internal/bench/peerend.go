@@ -61,11 +61,16 @@ const (
 // stopWords is the text of the abort of a side whose context, ctx, has
 // ended: terminatedText where SIGTERM ended it, as the context's cause
 // (context.Cause) says, with a method Signal() os.Signal (the command
-// line's root context has one), else interruptedText.
+// line's root context has one); a served test's maximum duration's words
+// where that ended it (overtime); else interruptedText.
 func stopWords(ctx context.Context) string {
 	var sig interface{ Signal() os.Signal }
 	if errors.As(context.Cause(ctx), &sig) && sig.Signal() == syscall.SIGTERM {
 		return terminatedText
+	}
+	var o overtime
+	if errors.As(context.Cause(ctx), &o) {
+		return o.Error()
 	}
 	return interruptedText
 }
@@ -73,11 +78,11 @@ func stopWords(ctx context.Context) string {
 // peerStopWords says how the peer was stopped, from word, its abort (a
 // *exchange.PeerError of CodeAborted): its text where it is one of the
 // forms stopWords sends, else interruptedText (an older gorperf's, which
-// said nothing of the signal).
+// said nothing of the signal, or a text of no known form).
 func peerStopWords(word error) string {
 	var pe *exchange.PeerError
-	if errors.As(word, &pe) && pe.Text == terminatedText {
-		return terminatedText
+	if errors.As(word, &pe) && (pe.Text == terminatedText || isOvertimeText(pe.Text)) {
+		return pe.Text
 	}
 	return interruptedText
 }

@@ -41,9 +41,16 @@ type Result struct {
 	// PeerInterrupted reports that the peer was stopped by Ctrl-C or
 	// SIGTERM: the run ended there, and this side's figures are what it
 	// measured until then. PeerStop says how, in the peer's words:
-	// "interrupted (Ctrl-C)" or "stopped (SIGTERM)".
+	// "interrupted (Ctrl-C)", "stopped (SIGTERM)", or a server's
+	// "stopped at its --max-duration of 60 s" (Overtime).
 	PeerInterrupted bool
 	PeerStop        string
+	// Overtime is, in the result of a served test of iterations that the
+	// server stopped at its maximum duration (Limits.MaxDuration), that
+	// maximum in seconds: the run ended there, and this side's figures
+	// are what it measured until then. The client's result says so as
+	// PeerStop.
+	Overtime uint32
 	// WarmedUp is the messages each of this side's QPs completed in
 	// warm-ups (TestSpec.WarmUp), outside the sizes' results.
 	WarmedUp uint64
@@ -1221,13 +1228,19 @@ func serveSpec(ctx context.Context, taken []asked, l Local, lim Limits, onHeader
 		}
 		return nil, fmt.Errorf("refused: %w", err)
 	}
+	tctx, stop := boundTime(ctx, spec, lim)
+	defer stop()
+	var res *Result
+	var err error
 	if spec.Threads > 1 {
-		return serveThreads(ctx, asked{c, spec}, taken[1:], l, lim, onHeader)
+		res, err = serveThreads(tctx, asked{c, spec}, taken[1:], l, lim, onHeader)
+	} else {
+		// A test of a duration keeps as many samples as its time holds:
+		// the limit on a test's iterations bounds them too.
+		l.maxSamples = int(min(lim.MaxIterations, 1<<40))
+		res, err = run(tctx, c, spec, l, "server", "", onHeader)
 	}
-	// A test of a duration keeps as many samples as its time holds: the
-	// limit on a test's iterations bounds them too.
-	l.maxSamples = int(min(lim.MaxIterations, 1<<40))
-	return run(ctx, c, spec, l, "server", "", onHeader)
+	return overtimeOutcome(ctx, tctx, res, err)
 }
 
 // admit is a server's verdict on a client's test: admissible, and as

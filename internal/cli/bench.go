@@ -690,7 +690,12 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		if err == nil && res.Mismatches > 0 {
 			err = fmt.Errorf("data validation failed: %d QPs received bytes that were not sent", res.Mismatches)
 		}
-		if err == nil && !res.Interrupted && !res.PeerInterrupted {
+		if err == nil && res.Overtime > 0 {
+			// Only a server's: serve --max-duration stopped its
+			// client's test of iterations, and serves on.
+			err = o.overtime(res)
+		}
+		if err == nil && !cutShort(res) {
 			err = o.limits.Check(rs) // not on a run either side cut short
 		}
 		if err == nil && !res.Interrupted && res.PeerInterrupted && !res.Spec.RunInfinitely {
@@ -769,6 +774,17 @@ func (o *testOptions) peerStopped(role string, res *bench.Result) error {
 	return &peerStoppedError{msg: msg, word: &exchange.PeerError{Code: exchange.CodeAborted, Text: res.PeerStop}}
 }
 
+// overtime is the error of res, a served test of iterations that the
+// server stopped at its maximum duration (serve --max-duration): the
+// results are what was measured until then.
+func (o *testOptions) overtime(res *bench.Result) error {
+	where := "the results above are"
+	if o.JSON {
+		where = "the results are"
+	}
+	return fmt.Errorf("a test of iterations (-n) stopped at this server's --max-duration of %d s: %s what was measured until then", res.Overtime, where)
+}
+
 // peerStop says how the peer of res was stopped, in its words
 // ("interrupted (Ctrl-C)", "stopped (SIGTERM)"); an older peer's, which
 // said nothing of the signal, are Ctrl-C's.
@@ -808,9 +824,12 @@ func unmeasured(s bench.SizeResult) bool {
 	return s.BW.Iterations == 0 && (s.Remote == nil || s.Remote.Iterations == 0)
 }
 
-// cutShort reports whether res is of a run that either side's stop cut
-// short, whose last size may be the one the stop caught at its start.
-func cutShort(res *bench.Result) bool { return res.Interrupted || res.PeerInterrupted }
+// cutShort reports whether res is of a run that either side's stop, or a
+// server's maximum duration, cut short, whose last size may be the one
+// the stop caught at its start.
+func cutShort(res *bench.Result) bool {
+	return res.Interrupted || res.PeerInterrupted || res.Overtime > 0
+}
 
 // measured returns res without the size that a stop caught at its start,
 // its last if it is unmeasured in a run cut short, and its threads

@@ -85,7 +85,7 @@ serve takes none of them.`,
 	fl.Uint64Var(&o.maxMemory, "max-memory", lim.MaxMemory, "most bytes one test may register")
 	fl.Uint16Var(&o.maxQPs, "max-qps", lim.MaxQPs, "most QPs one test may create")
 	fl.Uint32Var(&o.maxSize, "max-size", lim.MaxMsgSize, "largest message size a test may use")
-	fl.Uint32Var(&o.maxDuration, "max-duration", lim.MaxDuration, "most seconds a test may run by the clock (-D, on each size of an -a sweep together); a test of a duration over it, and any --run_infinitely, is refused (0: no limit; a test of -n iterations is not bounded by it)")
+	fl.Uint32Var(&o.maxDuration, "max-duration", lim.MaxDuration, "most seconds a test may run by the clock (-D, on each size of an -a sweep together): a test of a duration over it, and any --run_infinitely, is refused, and a test of -n iterations is stopped once it has run that long, its client told why (0: no limit)")
 	fl.SetNormalizeFunc(perftestNames) // the tests' spellings
 	return cmd
 }

@@ -789,7 +789,8 @@ type Limits struct {
 	// MaxDuration bounds, in seconds, how long a test of a duration runs
 	// by the clock: Duration, once for each size of a sweep (AllSizes),
 	// and never RunInfinitely, which has no end. 0 bounds nothing. A
-	// test of so many iterations is bounded by the others only.
+	// test of so many iterations cannot be judged so when it comes:
+	// gorperf's server stops it once it has run that long.
 	MaxDuration uint32
 }
 
