@@ -155,9 +155,9 @@ func TestSRQSharedByTwoQPs(t *testing.T) {
 // TestAsyncEventPort takes the port's netdev down and up again and expects
 // PORT_ERR and then PORT_ACTIVE on the event stream. It needs to own the
 // netdev, so it runs only where the rxe VM says which netdev that is.
-// (rxe on Linux 6.1 raises no QP async events: a QP that fails, or is moved
-// to the error state, only flushes its work; see TestRemoteAccessError and
-// TestFlushOnError.)
+// (rxe on Linux 6.1 raises no QP async events but SQ_DRAINED, see
+// TestModifySQDAsync: a QP that fails, or is moved to the error state,
+// only flushes its work; see TestRemoteAccessError and TestFlushOnError.)
 func TestAsyncEventPort(t *testing.T) {
 	ctx, info := rdmatest.Open(t)
 	nd := os.Getenv("RXE_NETDEV")

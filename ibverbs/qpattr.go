@@ -63,7 +63,8 @@ type QPAttr struct {
 	// EnSQDAsync, with QPAttrEnSQDAsync on a move to SQD, asks for
 	// EventSQDrained once the send queue has drained
 	// (en_sqd_async_notify): the specification has a device raise that
-	// event only when asked (soft-RoCE raises it either way).
+	// event only when asked (soft-RoCE raises it either way: its
+	// requester does not read the flag).
 	EnSQDAsync bool
 }
 

@@ -760,7 +760,8 @@ func (c *Conn) Err() error {
 
 // Close disconnects (rdma_disconnect), or leaves the group of a Conn from
 // JoinMulticast (rdma_leave_multicast), and frees the connection: the QP
-// (rdma_destroy_qp), the CQs and PD it made, the ID (rdma_destroy_id) and
+// (rdma_destroy_qp), then a UD connection's AH (left open while the QP's
+// Close fails), the CQs and PD it made, the ID (rdma_destroy_id) and
 // its channel, and its handle on the device. PD, CQs passed in Config stay
 // open. Done closes, and Err says ErrClosed, once that is done, as Close
 // returns (unless an event had ended the connection before). MRs and
