@@ -6,8 +6,10 @@ package ibverbs
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"syscall"
 	"time"
 	"unsafe"
@@ -109,7 +111,9 @@ func (b *SendBatch) Set(i int, w SendWR) error {
 // SetID sets request i's ID, which its completion carries.
 func (b *SendBatch) SetID(i int, id uint64) { b.wrs[i].wr_id = C.uint64_t(id) }
 
-// SetFlags sets request i's flags (signalled, inline, fenced, ...).
+// SetFlags sets request i's flags (signalled, inline, fenced, ...). It
+// does not check that an inline request's bytes fit QPCap.MaxInline, as
+// Set does: a post that the device refuses for that says so.
 func (b *SendBatch) SetFlags(i int, f SendFlags) { b.wrs[i].send_flags = C.uint(f) }
 
 // SetImm sets request i's immediate data (SendWR.Imm), in host order: a
@@ -132,7 +136,8 @@ func (b *SendBatch) SetRemoteAddr(i int, addr uint64) {
 }
 
 // SetSGE sets SGE j of request i, which must have more than j SGEs; it
-// panics otherwise.
+// panics otherwise. Like SetFlags, it leaves an inline request's length
+// to the device to refuse.
 func (b *SendBatch) SetSGE(i, j int, sge SGE) {
 	if n := int(b.wrs[i].num_sge); j < 0 || j >= n {
 		panic(fmt.Sprintf("ibverbs: SetSGE %d of request %d, which has %d", j, i, n))
@@ -159,9 +164,51 @@ func (b *SendBatch) Post(from, n, listLen int) error {
 		return nil
 	}
 	if bad, err := b.qp.post(&b.wrs[from], n, listLen); err != nil {
-		return &PostError{Index: from + bad, Err: err}
+		return b.refused(from, n, listLen, from+bad, err)
 	}
 	return nil
+}
+
+// refused is the error of a post of requests from to from+n-1 in lists
+// of listLen that the device refused at request i with err. Where the
+// request carries more bytes inline than the QP allows, which SetFlags
+// and SetSGE do not check (Set does), it says so, as PostSend's check
+// would, with the device's errno: "ibv_post_send: inline 300 bytes, the
+// QP allows 256: invalid argument". Through the ibv_wr_* API a list is
+// refused whole, at its first request: the one of its requests that is
+// too long is named.
+func (b *SendBatch) refused(from, n, listLen, i int, err error) error {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return &PostError{Index: i, Err: err}
+	}
+	end := i + 1
+	if b.qp.qx != nil {
+		end = from + n
+		if listLen > 0 {
+			end = min(end, i+listLen)
+		}
+	}
+	most := uint64(b.qp.cap.MaxInline)
+	for k := i; k < end; k++ {
+		w := &b.wrs[k]
+		if w.send_flags&C.IBV_SEND_INLINE == 0 || w.opcode >= 32 || inlineOps&(1<<w.opcode) == 0 {
+			continue
+		}
+		var bytes uint64
+		for _, sge := range b.sges[k*b.maxSGE : k*b.maxSGE+int(w.num_sge)] {
+			bytes += uint64(sge.Length)
+		}
+		if bytes > most {
+			which := ""
+			if k != i {
+				which = fmt.Sprintf(" in request %d", k)
+			}
+			err = os.NewSyscallError(b.qp.postVerb(), fmt.Errorf("inline %d bytes%s, the QP allows %d: %w", bytes, which, most, errno))
+			break
+		}
+	}
+	return &PostError{Index: i, Err: err}
 }
 
 // PostPoll posts requests from to from+n-1 as Post does and then polls
@@ -198,7 +245,7 @@ func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.D
 		cq.use.leave()
 	}
 	if rc != 0 {
-		return 0, &PostError{Index: from + int(bad), Err: b.qp.postError(int(rc))}
+		return 0, b.refused(from, n, listLen, from+int(bad), b.qp.postError(int(rc)))
 	}
 	if polled < 0 {
 		return 0, verbError("ibv_poll_cq", int(-polled))

@@ -539,11 +539,15 @@ func (qp *QP) post(w *C.struct_ibv_send_wr, n, list int) (bad int, err error) {
 // postError wraps errno from a post in the name of the verb that failed,
 // with the QP's state for EINVAL (see postErrno).
 func (qp *QP) postError(errno int) error {
-	verb := "ibv_post_send"
+	return postErrno(qp.postVerb(), qp.c, errno, QPStateRTS, "sends")
+}
+
+// postVerb names the verb that posts qp's sends.
+func (qp *QP) postVerb() string {
 	if qp.qx != nil {
-		verb = "ibv_wr_complete"
+		return "ibv_wr_complete"
 	}
-	return postErrno(verb, qp.c, errno, QPStateRTS, "sends")
+	return "ibv_post_send"
 }
 
 // postErrno wraps errno from a post of what (sends, receives) to qp in

@@ -579,7 +579,9 @@ func TestConcurrentPosts(t *testing.T) {
 // SGEs does ("5 SGEs, the QP allows 4"), where both below read "invalid
 // argument" alone. An inline request longer than QPCap.MaxInline, in one
 // SGE or several, is refused before it reaches the device, with the
-// lengths, and one of MaxInline bytes still goes; a post to a QP in
+// lengths, and one of MaxInline bytes still goes; a batch's request
+// made inline or longer by SetFlags or SetSGE, which the device refuses,
+// is named with its length too (Post, PostPoll); a post to a QP in
 // RESET or INIT, which the device refuses, says the QP's state, and a
 // receive to a QP in RESET too. Each matches syscall.EINVAL and is a
 // *PostError at the request refused.
@@ -619,6 +621,45 @@ func testPostSendSaysWhy(t *testing.T, wrapi bool) {
 	} else {
 		refused(err, 0, fmt.Sprintf("inline %d bytes, the QP allows %d", most+1, most))
 	}
+	// A batch's request made inline, or longer, after the batch's check
+	// (SetFlags, SetSGE): the device refuses it, and the error says why,
+	// with the device's errno.
+	// Through the ibv_wr_* API the list is refused whole, at its first
+	// request, and the one too long is named.
+	over, at := fmt.Sprintf("inline %d bytes, the QP allows %d: ", most+1, most), 1
+	if wrapi {
+		over, at = fmt.Sprintf("inline %d bytes in request 1, the QP allows %d: ", most+1, most), 0
+	}
+	plain := write(7, p.a.mr.SGE(0, most+1))
+	plain.Flags = ibverbs.SendSignaled
+	b, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{fits, plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, b)
+	b.SetFlags(1, ibverbs.SendInline|ibverbs.SendSignaled)
+	var errno syscall.Errno
+	batchRefused := func(err error) {
+		t.Helper()
+		var pe *ibverbs.PostError
+		if !errors.As(err, &pe) || pe.Index != at || !errors.As(err, &errno) || !strings.Contains(err.Error(), over) {
+			t.Errorf("batch post: %v; want a PostError at %d with an errno and %q", err, at, over)
+		}
+		if at == 0 {
+			return
+		}
+		if wc := pollOK(t, p.a.cq, ibverbs.WCRDMAWrite); wc.WRID != 1 {
+			t.Errorf("the batch's first write: wr_id %d", wc.WRID)
+		}
+	}
+	batchRefused(b.Post(0, 2, 0))
+	b.SetFlags(1, ibverbs.SendSignaled)
+	b.SetSGE(1, 0, p.a.mr.SGE(0, most))
+	b.SetFlags(1, ibverbs.SendInline|ibverbs.SendSignaled)
+	b.SetSGE(1, 0, p.a.mr.SGE(0, most+1))
+	wcs := make([]ibverbs.WC, 4)
+	_, err = b.PostPoll(0, 2, 0, p.a.cq, wcs, 0)
+	batchRefused(err)
 
 	// A QP in RESET, then in INIT.
 	qp, err := p.a.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: p.a.cq, WRAPI: wrapi,
