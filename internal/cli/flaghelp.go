@@ -5,6 +5,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -218,7 +220,7 @@ var perftestOnly = map[string]string{
 	"remote_port":             rawEthernet,
 	"local_port":              rawEthernet,
 	"tcp":                     rawEthernet,
-	"typical_pkt_size":        rawEthernet,
+	"typical_pkt_size":        "(the packet size of a burst of its PP rate limiter) is not offered: it only works with perftest's hardware packet-pacing rate limiter (--rate_limit_type PP), which needs a NIC's rate tables; gorperf's --rate_limit is kept by its sending loop (--rate_limit_type SW), with --burst_size for the bursts",
 	"raw_ipv6":                rawEthernet,
 	"promiscuous":             rawEthernet,
 	"sniffer":                 rawEthernet,
@@ -249,4 +251,88 @@ var perftestOnly = map[string]string{
 	"opencl_platform_id":      accelerator,
 	"gpu_touch":               accelerator,
 	"use_ib_dm_dmabuf":        accelerator,
+}
+
+// onceValue is a flag's value that refuses to be set twice, as perftest
+// refuses a flag given twice ("Duplicated argument"), where pflag would
+// take the last (-s 64 -s 4096 ran 4096 alone). An unsigned number out of
+// its type's range (or of max, where the flag has a narrower one) is
+// refused with the range, where strconv's error said only "value out of
+// range" or "invalid syntax" (-T 300, -q -1).
+type onceValue struct {
+	pflag.Value
+	first string // the value given first
+	set   bool
+	max   uint64 // the largest number an unsigned flag takes
+}
+
+// onceBool is onceValue for a boolean flag, which pflag's help and
+// parsing tell apart by IsBoolFlag.
+type onceBool struct{ onceValue }
+
+func (v *onceBool) IsBoolFlag() bool { return true }
+
+// repeatedError is onceValue's refusal of a second value.
+type repeatedError struct{ first string }
+
+func (e *repeatedError) Error() string {
+	return fmt.Sprintf("given twice (first %q): give each flag once, as perftest's, which refuses a duplicated argument", e.first)
+}
+
+func (v *onceValue) Set(s string) error {
+	if v.set {
+		return &repeatedError{first: v.first}
+	}
+	if v.max != 0 {
+		most := strconv.FormatUint(v.max, 10)
+		if v.max == math.MaxUint64 {
+			most = "2^64-1"
+		}
+		neg, err := strconv.ParseInt(strings.TrimSpace(s), 0, 64)
+		n, uerr := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+		if (err == nil && neg < 0) || (uerr == nil && n > v.max) || errors.Is(uerr, strconv.ErrRange) {
+			return fmt.Errorf("want a number from 0 to %s", most)
+		}
+	}
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	v.first, v.set = s, true
+	return nil
+}
+
+// flagMax holds the flags whose largest value is below their type's.
+var flagMax = map[string]uint64{
+	"sl": 15, // a service level is 4 bits
+}
+
+// refuseRepeats makes each flag of fs that takes one value refuse a
+// second (onceValue); list flags (--flow_label, -W), which add each
+// value given, are left as they are.
+func refuseRepeats(fs *pflag.FlagSet) {
+	fs.VisitAll(func(fl *pflag.Flag) {
+		t := fl.Value.Type()
+		if strings.HasSuffix(t, "Slice") || strings.HasSuffix(t, "Array") {
+			return
+		}
+		v := onceValue{Value: fl.Value}
+		switch t {
+		case "uint8":
+			v.max = math.MaxUint8
+		case "uint16":
+			v.max = math.MaxUint16
+		case "uint32":
+			v.max = math.MaxUint32
+		case "uint64":
+			v.max = math.MaxUint64
+		}
+		if m, ok := flagMax[fl.Name]; ok {
+			v.max = m
+		}
+		if t == "bool" {
+			fl.Value = &onceBool{v}
+			return
+		}
+		fl.Value = &v
+	})
 }

@@ -102,15 +102,19 @@ func TestTestFlagDependentDefaults(t *testing.T) {
 func TestTestFlagsPerftestLetters(t *testing.T) {
 	s, o, err := parseTest(t, exchange.SendBW, "-d", "mlx5_1", "-i", "2", "-x", "3", "-s", "1024", "-n", "77",
 		"-q", "4", "-b", "-c", "UD", "-I", "64", "-t", "64", "-r", "72", "-Q", "8", "-l", "16", "--recv-post-list", "24", "-m", "2048",
-		"-p", "20000", "-F", "--report-gbits", "--tclass", "106", "--sl", "3", "--validate", "-o", "4", "--use_old_post_send", "--disable_pcie_relaxed", "-e", "--use_srq", "198.18.0.1")
+		"-p", "20000", "-F", "--report-gbits", "--tclass", "106", "--sl", "3", "--validate", "--use_old_post_send", "--disable_pcie_relaxed", "-e", "--use_srq", "198.18.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 1024, Iterations: 77, NumQPs: 4,
 		Bidirectional: true, TXDepth: 64, RXDepth: 72, CQModeration: 8, PostList: 16, RecvPostList: 24, Inline: 64,
-		MTU: ibverbs.MTU2048, TrafficClass: 106, SL: 3, ValidateData: true, OutReads: 4, OldPostSend: true, NoRelaxedOrdering: true, Events: true, SRQ: true}
+		MTU: ibverbs.MTU2048, TrafficClass: 106, SL: 3, ValidateData: true, OldPostSend: true, NoRelaxedOrdering: true, Events: true, SRQ: true}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("spec\n got %+v\nwant %+v", s, want)
+	}
+	// -o is the reads' and atomics'.
+	if s, _, err = parseTest(t, exchange.ReadBW, "-o", "4", "h"); err != nil || s.OutReads != 4 {
+		t.Errorf("read-bw -o 4: outstanding reads %d, %v", s.OutReads, err)
 	}
 	if o.Device != "mlx5_1" || o.IBPort != 2 || o.GIDIndex != 3 || o.Port != 20000 || !o.Gbits || o.Host != "198.18.0.1" {
 		t.Errorf("local options %+v", o)
@@ -443,6 +447,36 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.ReadBW, []string{"-s", "8G"}, "want a number of bytes"},
 		{exchange.WriteBW, []string{"-R", "--threads", "2", "-p", "65535"}, "give -p 65534 or less"},
 		{exchange.ReadLat, []string{"--run_infinitely"}, "only write-bw, read-bw, send-bw and atomic-bw have it"},
+		// -o is the reads' and atomics', as perftest's ("only available
+		// on READ verb"): elsewhere it was taken and ignored.
+		{exchange.WriteBW, []string{"-o", "4"}, "-o is --outs, which only read-bw, read-lat, atomic-bw and atomic-lat have"},
+		{exchange.SendLat, []string{"--outs", "4"}, "unknown flag: --outs: only read-bw, read-lat, atomic-bw and atomic-lat have it"},
+		// -r is the tests' that can post receives: perftest refuses it for
+		// reads and atomics, where it sized a receive queue never used.
+		{exchange.ReadBW, []string{"-r", "64"}, "-r is --rx-depth, which only write-bw, write-lat, send-bw and send-lat have"},
+		{exchange.AtomicLat, []string{"--rx-depth", "64"}, "unknown flag: --rx-depth: only write-bw"},
+		// -Q 0 ran as 1; perftest's range is 1 to 1024, given whatever -t.
+		{exchange.WriteBW, []string{"-Q", "0"}, "-Q 0: CQ moderation is 1 to 1024 completions, as perftest's"},
+		{exchange.SendBW, []string{"-Q", "1025", "-t", "2000"}, "-Q 1025: CQ moderation is 1 to 1024"},
+		// -l 0 ran as 1.
+		{exchange.WriteBW, []string{"-l", "0"}, "-l 0: want a post list of 1 request or more"},
+		// A flag given twice: perftest's "Duplicated argument", where
+		// the last was taken.
+		{exchange.WriteBW, []string{"-s", "64", "-s", "4096"}, `invalid argument "4096" for "-s, --size" flag: given twice (first "64")`},
+		{exchange.SendLat, []string{"--size", "64", "-s", "64"}, "given twice"},
+		{exchange.ReadBW, []string{"-b", "--bidirectional"}, `invalid argument "true" for "-b, --bidirectional" flag: given twice`},
+		{exchange.WriteLat, []string{"--tclass", "3", "--tclass=4"}, "given twice"},
+		// Out of range: strconv's bare "value out of range" before.
+		{exchange.WriteBW, []string{"-T", "300"}, `invalid argument "300" for "-T, --tos" flag: want a number from 0 to 255`},
+		{exchange.SendBW, []string{"--tclass", "256"}, `"--tclass" flag: want a number from 0 to 255`},
+		{exchange.ReadLat, []string{"-S", "16"}, `"-S, --sl" flag: want a number from 0 to 15`},
+		{exchange.SendBW, []string{"--pkey_index", "70000"}, "want a number from 0 to 65535"},
+		{exchange.ReadBW, []string{"-o", "256"}, "want a number from 0 to 255"},
+		{exchange.WriteBW, []string{"-q", "-1"}, `invalid argument "-1" for "-q, --qp" flag: want a number from 0 to 65535`},
+		// perftest's PP rate limiter's, not its raw Ethernet tests'.
+		{exchange.SendBW, []string{"--typical_pkt_size", "1024"}, "perftest's --typical_pkt_size (the packet size of a burst of its PP rate limiter) is not offered: it only works with perftest's hardware packet-pacing rate limiter"},
+		{exchange.AtomicBW, []string{"-s", "16"}, "atomic_bw moves 8 bytes: leave out -s and -a"},
+		{exchange.AtomicLat, []string{"-a"}, "atomic_lat moves 8 bytes: leave out -s and -a"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

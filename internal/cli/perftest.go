@@ -61,6 +61,8 @@ type testOptions struct {
 	RXDepth      uint32
 	deepRX       bool // RXDepth raised for UD or UC, as perftest's: spec fits it to serve's default limits, and a server to its own
 	CQMod        uint32
+	cqModGiven   uint32 // -Q as given, before defaults lowers it to -t; 0: not given
+	cqModSet     bool   // -Q given
 	PostList     uint32
 	RecvPostList uint32 // --recv_post_list
 	OutReads     uint8
@@ -134,6 +136,13 @@ const defaultJSONFile = "perftest_out.json"
 // cqModSizeLimit is the largest message size that perftest moderates
 // completions for by default (its MSG_SIZE_CQ_MOD_LIMIT).
 const cqModSizeLimit = 8192
+
+// minCQMod and maxCQMod bound -Q, as perftest's MIN_CQ_MOD and
+// MAX_CQ_MOD do.
+const (
+	minCQMod = 1
+	maxCQMod = 1024
+)
 
 // defRXDepth is the default RX depth, perftest's DEF_RX_SEND.
 const defRXDepth = 512
@@ -223,7 +232,8 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	if iterations && o.Iters > 0 && uint64(o.TXDepth) > o.Iters {
 		o.TXDepth = uint32(o.Iters) // as perftest: never deeper than the run
 	}
-	if !set("cq-mod") {
+	o.cqModSet, o.cqModGiven = set("cq-mod"), o.CQMod
+	if !o.cqModSet {
 		switch {
 		case lat:
 			o.CQMod = 1
@@ -307,15 +317,22 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.StringVarP(&o.Connection, "connection", "c", "RC", "connection type: RC, UC or UD (as the test allows)")
 	f.Uint32VarP(&o.Inline, "inline_size", "I", 0, "largest message sent inline")
 	f.Uint32VarP(&o.TXDepth, "tx-depth", "t", 0, "send queue depth (default: 128 for bandwidth, 1 for latency; at most -n)")
-	f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests, and write tests with --write_with_imm; default 512, at most -n; over UD and UC, -n, as perftest's, up to 16000, lowered to what gorperf serve takes with its default limits, 8192 deep and within its default --max-memory, and to a receive CQ, depth × QPs, of 32767 entries, soft-RoCE's most; a serve of lower limits lowers its own, down to 512)")
-	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends (default 100; 1 above 8 KiB; the list's length with -l; at most -t: a larger one is lowered to it, as perftest's)")
-	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call")
+	if o.Test.Receives() || o.Test.IsWrite() {
+		// Not the reads' and atomics', which post no receives: perftest
+		// refuses their -r ("On RDMA verbs rx depth can be only 1").
+		f.Uint32VarP(&o.RXDepth, "rx-depth", "r", 0, "receive queue depth (send tests, and write tests with --write_with_imm; default 512, at most -n; over UD and UC, -n, as perftest's, up to 16000, lowered to what gorperf serve takes with its default limits, 8192 deep and within its default --max-memory, and to a receive CQ, depth × QPs, of 32767 entries, soft-RoCE's most; a serve of lower limits lowers its own, down to 512)")
+	}
+	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends, 1 to 1024 (default 100; 1 above 8 KiB; the list's length with -l; at most -t: a larger one is lowered to it, as perftest's)")
+	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call, 1 or more")
 	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)")
 	f.IntVarP(&o.Port, "port", "p", exchange.DefaultPort, "TCP port of the control connection")
 	f.BoolVarP(&o.RdmaCM, "rdma_cm", "R", false, "connect the QPs through rdma_cm")
 	f.BoolVarP(&o.CPUFreq, "CPU-freq", "F", false, "accepted for perftest compatibility: gorperf uses the monotonic clock, not cycle counters")
 	f.BoolVar(&o.Gbits, "report_gbits", false, "report bandwidth in Gbit/s")
-	f.Uint8VarP(&o.OutReads, "outs", "o", 0, "outstanding RDMA reads and atomics per QP (default: as many as both devices allow; devices may round up to a power of two)")
+	if o.Test == exchange.ReadBW || o.Test == exchange.ReadLat || o.Test.IsAtomic() {
+		// perftest's -o is "only available on READ verb" and atomics.
+		f.Uint8VarP(&o.OutReads, "outs", "o", 0, "outstanding RDMA reads and atomics per QP (default: as many as both devices allow; devices may round up to a power of two)")
+	}
 	f.Uint8Var(&o.TClass, "tclass", 0, "IP traffic class (DSCP and ECN bits) of the packets")
 	f.Uint8VarP(&o.TClass, "tos", "T", 0, "the same as --tclass (perftest's -T sets it for rdma_cm's QPs; gorperf's applies with and without -R)")
 	f.Uint8VarP(&o.SL, "sl", "S", 0, "service level")
@@ -375,6 +392,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.Uint16Var(&o.Threads, "threads", 1, "run the test as this many connections at once, each with its share of the -q QPs (default: one each), its own CQs and buffer, and its own thread on its own CPU on both sides; the results are their sum (perftest has no such option: it takes one ib_*_bw per core)")
 	}
 	f.SetNormalizeFunc(perftestNames)
+	refuseRepeats(f)
 }
 
 // perftestNames is the tests' and serve's normalize function: it takes
@@ -432,7 +450,7 @@ func addPortFlags(f *pflag.FlagSet, o *testOptions) {
 	f.BoolVar(&o.IPv6, "ipv6", false, "automatic GID: IPv6, as perftest's --ipv6 (--gid-family 6; beside -x, ignored, as perftest's)")
 	f.StringVar(&o.GIDSubnet, "gid-subnet", "", "automatic GID: only addresses in this prefix, e.g. 198.18.0.0/15")
 	f.StringVar(&o.GIDNetdev, "gid-netdev", "", "automatic GID: only GIDs of this network device")
-	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address for the QPs, and with -R make the client's rdma_cm connections from it (not with -x or --gid-subnet); gorperf's own flag: perftest's --source_ip is -j, a flag of its raw Ethernet tests")
+	f.StringVar(&o.SourceIP, "source_ip", "", "use the GID of this local address for the QPs, and with -R make the client's rdma_cm connections from it (not with -x or --gid-subnet); gorperf's own flag: perftest's --source_ip is -j, a flag of its raw Ethernet tests; perftest 4.5's help also lists a --source_ip for the connections' source address, which its option parsing never reaches (it takes -j's), and 23.07 renamed --bind_source_ip, which gorperf has too")
 	f.StringVar(&o.BindIP, "bind_source_ip", "", "this host's address for the control connection (the client's source, the server's to listen on), as perftest's; unless -x or --gid-subnet picks the GID, the GID of this address, as --source_ip")
 	addControlFlags(f, o)
 }
@@ -578,6 +596,13 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 			without = "a report every 5 s"
 		}
 		return exchange.TestSpec{}, usageErrorf("-D 0: want a duration of 1 second or more, as perftest's (leave out -D for %s)", without)
+	}
+	if o.cqModSet && (o.cqModGiven < minCQMod || o.cqModGiven > maxCQMod) {
+		// perftest's range; gorperf ran 0 as 1, and said nothing.
+		return exchange.TestSpec{}, usageErrorf("-Q %d: CQ moderation is %d to %d completions, as perftest's", o.cqModGiven, minCQMod, maxCQMod)
+	}
+	if o.PostList == 0 {
+		return exchange.TestSpec{}, usageErrorf("-l 0: want a post list of 1 request or more")
 	}
 	s := exchange.TestSpec{
 		Test: o.Test, ConnType: conn, Size: o.Size, AllSizes: o.All, Iterations: o.Iters,

@@ -592,7 +592,7 @@ func (s TestSpec) Validate() error {
 	}
 	switch {
 	case t.IsAtomic() && (s.AllSizes || s.Size != 8):
-		return invalid("%s moves 8 bytes: set Size to 8 and no AllSizes", t)
+		return invalid("%s moves 8 bytes: leave out -s and -a", t)
 	case !s.sweep() && s.Size == 0:
 		return invalid("message size 0")
 	}

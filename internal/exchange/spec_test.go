@@ -113,7 +113,7 @@ func TestValidate(t *testing.T) {
 		{"read UC", "read_bw takes RC, not UC", func(s *TestSpec) { s.Test, s.ConnType = ReadBW, ibverbs.QPTypeUC }},
 		{"write UD", "write_bw takes RC or UC, not UD", func(s *TestSpec) { s.ConnType = ibverbs.QPTypeUD }},
 		{"atomic op", "unknown atomic operation", func(s *TestSpec) { s.Atomic = 2 }},
-		{"atomic size", "moves 8 bytes", func(s *TestSpec) { s.Test = AtomicBW }},
+		{"atomic size", "atomic_bw moves 8 bytes: leave out -s and -a", func(s *TestSpec) { s.Test = AtomicBW }},
 		{"size 0", "message size 0", func(s *TestSpec) { s.Size = 0 }},
 		{"MTU", "MTU 6", func(s *TestSpec) { s.MTU = 6 }},
 		{"UD over MTU", "at most the MTU, 1024 bytes", func(s *TestSpec) { s.Test, s.ConnType, s.Size = SendBW, ibverbs.QPTypeUD, 2048 }},
