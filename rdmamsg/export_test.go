@@ -16,6 +16,14 @@ func SetMaxPeers(n int) (restore func()) {
 	return func() { maxPeers = old }
 }
 
+// SetMaxLookups sets how many lookups a PacketConn made from now on runs
+// at once, for a test, and returns what puts it back.
+func SetMaxLookups(n int) (restore func()) {
+	old := maxLookups
+	maxLookups = n
+	return func() { maxLookups = old }
+}
+
 // SetHandshakeTimeout sets how long a Listener's peer has to complete its
 // connection after the reply, for a test, and returns what puts it back.
 func SetHandshakeTimeout(d time.Duration) (restore func()) {

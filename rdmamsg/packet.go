@@ -32,9 +32,11 @@ type PacketConfig struct {
 	// (rdma_listen); zero takes the kernel's default.
 	Backlog int
 	// LookupTimeout bounds WriteTo's lookup of a destination it has not
-	// sent to or heard from before (default 5 s). A lookup that runs out
-	// of it fails with an error that names it and matches
-	// context.DeadlineExceeded, whatever WriteTo's context.
+	// sent to or heard from before (default 5 s), counted from WriteTo's
+	// start: the wait for other lookups (see WriteTo) and the lookup
+	// itself. A lookup that runs out of it fails with an error that
+	// names it and matches context.DeadlineExceeded, whatever WriteTo's
+	// context.
 	LookupTimeout time.Duration
 }
 
@@ -42,6 +44,10 @@ const (
 	defaultPacketDepth   = 64
 	defaultLookupTimeout = 5 * time.Second
 )
+
+// maxLookups bounds the lookups a PacketConn runs at once, each of
+// another destination. (A variable for the tests.)
+var maxLookups = 4
 
 // maxPeers bounds the destinations a PacketConn keeps an address handle
 // for, those it looked up and the senders its datagrams came from alike;
@@ -83,12 +89,17 @@ type PacketConn struct {
 	slot int // bytes of a receive buffer: the GRH and a datagram
 
 	sendMu, recvMu sync.Mutex
-	// lookups holds a token while a lookup runs: one at a time, which a
-	// WriteTo waits for as long as its context allows.
+	// lookups holds a token while a lookup runs: maxLookups at once,
+	// which a WriteTo waits for within its context, the write deadline
+	// and LookupTimeout.
 	lookups chan struct{}
 
-	mu      sync.Mutex
-	peers   map[netip.AddrPort]udPeer
+	mu    sync.Mutex
+	peers map[netip.AddrPort]udPeer
+	// looking holds, for each destination being looked up, a channel
+	// closed when its lookup ends, which a WriteTo to it waits for
+	// rather than look it up too.
+	looking map[netip.AddrPort]chan struct{}
 	free    []int
 	sqOut   int
 	ready   ring
@@ -158,11 +169,12 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 	p := &PacketConn{
 		cfg:       c,
 		peers:     make(map[netip.AddrPort]udPeer),
+		looking:   make(map[netip.AddrPort]chan struct{}),
 		recvKick:  make(chan struct{}, 1),
 		sendKick:  make(chan struct{}, 1),
 		closeKick: make(chan struct{}, 1),
 		closed:    make(chan struct{}),
-		lookups:   make(chan struct{}, 1),
+		lookups:   make(chan struct{}, maxLookups),
 	}
 	defer func() {
 		if err != nil {
@@ -473,18 +485,24 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 }
 
 // WriteTo sends b as one datagram to the PacketConn at to. The first
-// datagram to a destination not heard from looks its QP up (SIDR, bounded
-// by PacketConfig.LookupTimeout; Close ends it): a destination where
-// nothing listens fails then, with an error matching
-// syscall.ECONNREFUSED. It waits while every send buffer is on the wire,
-// and returns once the datagram is posted; whether it arrives, UD does
-// not say. Once the write deadline has passed it fails at once, as
-// package net's do.
+// datagram to a destination not heard from looks its QP up (SIDR; Close
+// ends it): a destination where nothing listens fails then, with an
+// error matching syscall.ECONNREFUSED. Lookups of different destinations
+// run at once, up to 4; a WriteTo to a fifth new destination waits for
+// one of them to end, in no set order, and one to a destination being
+// looked up waits for that lookup. PacketConfig.LookupTimeout, counted
+// from WriteTo's start, bounds the waits and the lookup; the write
+// deadline bounds the waits too (the error matches
+// os.ErrDeadlineExceeded), but not a lookup once begun. A lookup holds up
+// no WriteTo to a known destination. WriteTo waits while every send
+// buffer is on the wire, and returns once the datagram is posted; whether
+// it arrives, UD does not say. Once the write deadline has passed it
+// fails at once, as package net's do.
 func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) error {
 	if p.wdl.passed() && !isClosed(p.closed) {
 		return os.ErrDeadlineExceeded
 	}
-	peer, err := p.use(ctx, to)
+	peer, err := p.use(ctx, to, time.Now().Add(p.cfg.LookupTimeout))
 	if err != nil {
 		return err
 	}
@@ -524,13 +542,12 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 var usingHook func(p *PacketConn)
 
 // use takes sendMu and makes to's peer the one WriteTo sends to
-// (p.using), looking it up first where it is not known; the lookup goes
-// on without sendMu, so that a destination that does not answer holds up
-// no WriteTo to a known one, and one to another new destination only as
-// long as that WriteTo's context allows (lookups go one at a time).
-func (p *PacketConn) use(ctx context.Context, to netip.AddrPort) (udPeer, error) {
+// (p.using), looking it up first, by the time by, where it is not known;
+// the lookup goes on without sendMu, so that a destination that does not
+// answer holds up no WriteTo to a known one.
+func (p *PacketConn) use(ctx context.Context, to netip.AddrPort, by time.Time) (udPeer, error) {
 	for {
-		if err := p.lookupOnce(ctx, to); err != nil {
+		if err := p.lookupOnce(ctx, to, by); err != nil {
 			return udPeer{}, err
 		}
 		p.sendMu.Lock()
@@ -588,33 +605,96 @@ func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
 	return nil
 }
 
-// lookupOnce looks to up unless a datagram from it or an earlier lookup
-// made it known. Close ends a lookup under way.
-func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort) error {
-	known := func() (bool, error) {
+// lookupOnce looks to up, by the time by, unless a datagram from it or
+// an earlier lookup made it known; where another WriteTo is looking it
+// up, it waits for that lookup instead. Close ends a lookup under way.
+func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort, by time.Time) error {
+	for {
 		p.mu.Lock()
-		defer p.mu.Unlock()
 		if p.closing {
-			return false, ErrClosed
+			p.mu.Unlock()
+			return ErrClosed
 		}
-		_, ok := p.peers[to]
-		return ok, nil
+		if _, ok := p.peers[to]; ok {
+			p.mu.Unlock()
+			return nil
+		}
+		ended, busy := p.looking[to]
+		if !busy {
+			ended = make(chan struct{})
+			p.looking[to] = ended
+		}
+		p.mu.Unlock()
+		if !busy {
+			return p.lookupAs(ctx, to, by, ended)
+		}
+		// Another WriteTo looks to up: once it is done, to is known,
+		// or this one looks it up itself.
+		if err := p.waitLookup(ctx, to, by, ended, "its lookup by another WriteTo"); err != nil {
+			return err
+		}
 	}
-	if ok, err := known(); ok || err != nil {
-		return err
-	}
+}
+
+// waitLookup waits for ch within ctx, the write deadline, the time by and
+// Close, for a lookup of to: what is awaited says what, for its error.
+func (p *PacketConn) waitLookup(ctx context.Context, to netip.AddrPort, by time.Time, ch <-chan struct{}, what string) error {
 	select {
-	case p.lookups <- struct{}{}:
+	case <-ch:
+		return nil
+	default:
+	}
+	t := time.NewTimer(time.Until(by))
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("rdmamsg: looking up %s: waiting for another lookup: %w", to, ctx.Err())
+		return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, ctx.Err())
+	case <-p.wdl.done():
+		return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, os.ErrDeadlineExceeded)
+	case <-t.C:
+		return fmt.Errorf("rdmamsg: looking up %s: waiting for %s beyond PacketConfig.LookupTimeout (%v): %w", to, what, p.cfg.LookupTimeout, context.DeadlineExceeded)
 	case <-p.closed:
 		return ErrClosed
 	}
-	defer func() { <-p.lookups }()
-	if ok, err := known(); ok || err != nil {
-		return err // looked up by another WriteTo meanwhile
+}
+
+// lookupAs looks to up, by the time by, as the one WriteTo that does,
+// once a lookup's token is free; it closes ended when it is done.
+func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Time, ended chan struct{}) error {
+	defer func() {
+		p.mu.Lock()
+		delete(p.looking, to)
+		p.mu.Unlock()
+		close(ended)
+	}()
+	select {
+	case p.lookups <- struct{}{}:
+	default:
+		// Every token is taken: wait for one, as for a channel that
+		// is closed when one is free.
+		free, stop, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(gone)
+			select {
+			case p.lookups <- struct{}{}:
+				close(free)
+			case <-stop:
+			}
+		}()
+		err := p.waitLookup(ctx, to, by, free, "other lookups")
+		close(stop)
+		<-gone
+		if err != nil {
+			if isClosed(free) {
+				<-p.lookups // taken as the wait ended
+			}
+			return err
+		}
 	}
-	lctx, cancel := context.WithCancel(ctx)
+	defer func() { <-p.lookups }()
+	lctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
 	defer context.AfterFunc(p.life, cancel)()
 	peer, err := p.lookup(lctx, to)
@@ -679,10 +759,11 @@ func (p *PacketConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// SetWriteDeadline sets when WriteTo stops waiting for a send buffer and
-// fails with os.ErrDeadlineExceeded; once it has passed, WriteTo fails at
-// once. A lookup is bounded by PacketConfig.LookupTimeout instead. After
-// Close it sets nothing and returns ErrClosed.
+// SetWriteDeadline sets when WriteTo stops waiting for a send buffer, or
+// for other lookups (see WriteTo), and fails with os.ErrDeadlineExceeded;
+// once it has passed, WriteTo fails at once. A lookup once begun is
+// bounded by PacketConfig.LookupTimeout instead. After Close it sets
+// nothing and returns ErrClosed.
 func (p *PacketConn) SetWriteDeadline(t time.Time) error {
 	if !p.wdl.set(t) {
 		return ErrClosed
@@ -754,7 +835,9 @@ func (p *PacketConn) Close() error {
 		// set: each checks it under p.mu before it does. A lookup in
 		// progress has been cancelled (p.stop); wait for it to end, and
 		// free its handle.
-		p.lookups <- struct{}{}
+		for range cap(p.lookups) {
+			p.lookups <- struct{}{}
+		}
 		p.mu.Lock()
 		p.s.freed = true
 		p.mu.Unlock()

@@ -293,6 +293,8 @@ func TestPacketCloseEndsLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, a) })
+	// One lookup at a time, for the wait for it below.
+	defer rdmamsg.SetMaxLookups(1)()
 	b, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(nb.IP, 0).String(), &rdmamsg.PacketConfig{LookupTimeout: 40 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -379,6 +381,79 @@ func TestPacketLookupTimeout(t *testing.T) {
 	err = b.WriteTo(short, []byte("x"), l.Addr())
 	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "LookupTimeout") {
 		t.Errorf("WriteTo whose context ended during the lookup: %v; want context.DeadlineExceeded, not LookupTimeout", err)
+	}
+}
+
+// TestPacketLookupWaitBounded: WriteTos to 6 new destinations that do
+// not answer, at once, run 4 lookups at once, and PacketConfig.
+// LookupTimeout bounds each from its start, the wait for the others
+// included; with a write deadline, those that wait for the others fail
+// with os.ErrDeadlineExceeded when it passes. The wait had no bound but
+// the context: they returned one LookupTimeout after another, the
+// deadline ignored.
+func TestPacketLookupWaitBounded(t *testing.T) {
+	na, nb := ends(t)
+	ctx := timeout(t, 120*time.Second)
+	const lookupTimeout = 3 * time.Second
+	b, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(nb.IP, 0).String(), &rdmamsg.PacketConfig{LookupTimeout: lookupTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	// rdma_cm UD listeners that take no request: a lookup of one waits
+	// for an answer that does not come.
+	var dsts []netip.AddrPort
+	for range 6 {
+		l, err := rdmacm.Listen(ctx, netip.AddrPortFrom(na.IP, 0).String(), &rdmacm.Config{UD: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		dsts = append(dsts, l.Addr())
+	}
+	type result struct {
+		err error
+		d   time.Duration
+	}
+	writeAll := func() []result {
+		start := time.Now()
+		res := make(chan result, len(dsts))
+		for _, to := range dsts {
+			go func() {
+				err := b.WriteTo(ctx, []byte("x"), to)
+				res <- result{err, time.Since(start)}
+			}()
+		}
+		var rs []result
+		for range dsts {
+			rs = append(rs, <-res)
+		}
+		return rs
+	}
+	// A slow VM's slack, well short of a second LookupTimeout.
+	const slack = 2 * time.Second
+	for _, r := range writeAll() {
+		if !errors.Is(r.err, context.DeadlineExceeded) || !strings.Contains(r.err.Error(), "LookupTimeout") || r.d > lookupTimeout+slack {
+			t.Errorf("WriteTo a destination that does not answer, 6 at once: %v after %v; want one naming LookupTimeout (%v) within %v",
+				r.err, r.d, lookupTimeout, lookupTimeout+slack)
+		}
+	}
+	if err := b.SetWriteDeadline(time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var late int
+	for _, r := range writeAll() {
+		switch {
+		case r.d > lookupTimeout+slack:
+			t.Errorf("WriteTo with a write deadline 1 s on: %v after %v", r.err, r.d)
+		case errors.Is(r.err, os.ErrDeadlineExceeded) && r.d < time.Second+slack:
+			late++
+		case !errors.Is(r.err, context.DeadlineExceeded):
+			t.Errorf("WriteTo with a write deadline 1 s on: %v after %v; want os.ErrDeadlineExceeded, or its lookup's time out", r.err, r.d)
+		}
+	}
+	if late < 2 {
+		t.Errorf("WriteTos with a write deadline 1 s on: %d of 6 failed with os.ErrDeadlineExceeded by %v, want the 2 that wait for a lookup at least", late, time.Second+slack)
 	}
 }
 
