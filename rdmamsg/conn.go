@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -255,11 +256,44 @@ func (l cmLink) disconnect() error { return l.ID().Disconnect() }
 
 var errDeviceForCM = fmt.Errorf("rdmamsg: Config.Device is for Handshake; rdma_cm picks the device by address (Config.CM.SrcAddr): %w", syscall.EINVAL)
 
-// ErrClosed is returned by a Conn's methods after its Close. It is
-// rdmacm.ErrClosed, which errors from the connection manager under a Conn
-// return too (hence its text, "rdmacm: object is closed"), and matches
-// net.ErrClosed and os.ErrClosed.
-var ErrClosed = rdmacm.ErrClosed
+// ErrClosed is returned by the methods of a Conn, Listener or PacketConn
+// after its Close. It matches rdmacm.ErrClosed, net.ErrClosed and
+// os.ErrClosed; and an error of the connection manager's that Dial,
+// Listen or Accept returns and that matches rdmacm.ErrClosed matches
+// ErrClosed too.
+var ErrClosed error = closedError{}
+
+type closedError struct{}
+
+func (closedError) Error() string { return "rdmamsg: object is closed" }
+
+func (closedError) Is(target error) bool {
+	return target == rdmacm.ErrClosed || target == net.ErrClosed || target == os.ErrClosed
+}
+
+// cmError is an error of rdmacm's that Dial, Listen or Accept returns:
+// said as rdmamsg's ("rdmamsg: dial ...", where rdmacm's says "rdmacm:
+// dial ..."), it wraps rdmacm's, and matches ErrClosed where that matches
+// rdmacm.ErrClosed.
+type cmError struct{ err error }
+
+func cmErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return cmError{err}
+}
+
+func (e cmError) Error() string {
+	s, _ := strings.CutPrefix(e.err.Error(), "rdmacm: ")
+	return "rdmamsg: " + s
+}
+
+func (e cmError) Unwrap() error { return e.err }
+
+func (e cmError) Is(target error) bool {
+	return target == ErrClosed && errors.Is(e.err, rdmacm.ErrClosed)
+}
 
 // Dial connects to an rdmamsg Listener at addr ("host:port") through
 // rdma_cm (rdmacm.Dial), telling it this side's depth and largest message
@@ -287,7 +321,7 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	cmc := conn.cmConfig(&c)
 	cm, err := rdmacm.Dial(ctx, addr, &cmc)
 	if err != nil {
-		return nil, err
+		return nil, cmErr(err)
 	}
 	peer, err := parseHello(cm.PrivateData())
 	if err != nil {
@@ -371,7 +405,7 @@ func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	}
 	rl, err := rdmacm.Listen(ctx, addr, &c.CM)
 	if err != nil {
-		return nil, err
+		return nil, cmErr(err)
 	}
 	n := aheadOfAccept
 	if c.CM.Backlog > 0 {
@@ -461,6 +495,7 @@ func (l *Listener) take() {
 		}
 		req, err := l.l.GetRequest(l.closed)
 		if err != nil {
+			err = cmErr(err)
 			<-l.shaking
 			if l.closed.Err() != nil {
 				return
@@ -548,7 +583,7 @@ func (l *Listener) handshake(req *rdmacm.ConnRequest, peer hello) {
 	switch {
 	case err != nil && (l.closed.Err() != nil || peersFailure(err) || context.Cause(ctx) == errPeerSlow):
 	case err != nil:
-		l.deliver(accepted{err: oneConnFailed{err}})
+		l.deliver(accepted{err: oneConnFailed{cmErr(err)}})
 	default:
 		l.deliver(accepted{c: conn, cm: cm, peer: peer})
 	}
