@@ -208,20 +208,11 @@ func perftestResults(r Result, o PerftestJSON) object {
 		return res // the peer timed the test: it has no figures
 	}
 	if r.DurationS > 0 {
-		// perftest's run of a duration gives the mean and the rate only:
-		// a round trip is two samples of a write or send's half.
-		rtt := 2.0
-		if v := testVerb(r.Test); v == "read" || v == "atomic" {
-			rtt = 1
-		}
-		tps := 0.0
-		if s.TAvgUs > 0 {
-			tps = 1e6 / (s.TAvgUs * rtt)
-		}
+		avg, tps := latDurationUs(s, testVerb(r.Test))
 		if o.Value == LatValue {
-			return object{{"t_avg", fixed(s.TAvgUs, 6)}}
+			return object{{"t_avg", fixed(avg, 6)}}
 		}
-		res = append(res, member{"t_avg", fixed(s.TAvgUs, 2)}, member{"tps_average", fixed(tps, 2)})
+		res = append(res, member{"t_avg", fixed(avg, 2)}, member{"tps_average", fixed(tps, 2)})
 		return withCPU(res, s)
 	}
 	if o.Value == LatValue {
@@ -236,6 +227,39 @@ func perftestResults(r Result, o PerftestJSON) object {
 		member{"percentile_99", fixed(s.Percentile99Us, 2)},
 		member{"percentile_99.9", fixed(s.Percentile999Us, 2)})
 	return withCPU(res, s)
+}
+
+// latDurationUs returns perftest's figures of a latency run of a
+// duration (print_report_lat_duration), as the text's row has them
+// (WriteLatDurRow): the mean of all the samples in microseconds, and the
+// iterations a second, an iteration two samples of a write or send's
+// half round trip. s keeps no sum of all its samples: it is its samples'
+// where it has them (-U), else its t_avg of all but the two largest, one
+// for each of its iterations but those two, and t_max and max, which
+// gives the text's figures but for the rounding of t_avg to the
+// nanosecond.
+func latDurationUs(s SizeResult, verb string) (avg, tps float64) {
+	n := float64(s.Iterations)
+	var sum float64
+	switch {
+	case len(s.SamplesUs) > 0:
+		n = float64(len(s.SamplesUs))
+		for _, x := range s.SamplesUs {
+			sum += x
+		}
+	case n > 2:
+		sum = s.TAvgUs*(n-2) + s.TMaxUs + s.MaxUs
+	default:
+		sum = s.TAvgUs * n
+	}
+	if n == 0 || sum <= 0 {
+		return s.TAvgUs, 0
+	}
+	per := sum
+	if verb == "write" || verb == "send" {
+		per *= 2
+	}
+	return sum / n, n / (per / 1e6)
 }
 
 // perftestBW is a bandwidth test's results for s: in MB/sec or Gbit/sec

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gorperf/gorperf/internal/stats"
 )
 
 // perftest45Keys reads a file that perftest 4.5's --out_json wrote
@@ -217,7 +221,7 @@ func TestPerftestJSONKeys(t *testing.T) {
 		{"send_bw.srv.txt", sendSrv, PerftestJSON{RelaxedOrdering: true}, map[string]string{"BW_peak": "0.00", "BW_average": "25.57"}},
 		{"send_bw.cli.txt", sendCli, PerftestJSON{RelaxedOrdering: true}, nil},
 		{"write_bw_D.cli.txt", dur, PerftestJSON{RelaxedOrdering: true}, map[string]string{"BW_peak": "0.00", "n_iterations": "14300"}},
-		{"write_lat_D.cli.txt", latDur, PerftestJSON{}, map[string]string{"t_avg": "29.26", "tps_average": "17088.17"}},
+		{"write_lat_D.cli.txt", latDur, PerftestJSON{}, map[string]string{"t_avg": "33.19", "tps_average": "15066.21"}}, // the mean of all 100
 		{"write_bw_out.cli.txt", out, PerftestJSON{RelaxedOrdering: true, Value: BWValue}, map[string]string{"bw_avg": "16.334800"}},
 		{"write_lat_out.cli.txt", latOut, PerftestJSON{Value: LatValue}, map[string]string{"avg_lat": "29.260000"}},
 		{"write_bw_cpu.cli.txt", cpu, PerftestJSON{RelaxedOrdering: true}, map[string]string{"CPU_util": "0.50"}},
@@ -266,12 +270,12 @@ func TestPerftestJSONKeys(t *testing.T) {
 	}
 }
 
-// TestPerftestJSONPeerMeasured: gorperf's server of a latency test keeps
-// no samples (its client times the test), so its results have the size
-// and iterations only, where perftest's write_lat and send_lat servers
-// time their own half; a client's read_lat has them all.
+// TestPerftestJSONPeerMeasured: a side that kept no latency samples (a
+// read_lat server: its client times the test) has the size and
+// iterations only in its results; perftest's read_lat server writes no
+// file.
 func TestPerftestJSONPeerMeasured(t *testing.T) {
-	r := fixtureRoCE("write_lat", "server", "rxe0")
+	r := fixtureRoCE("read_lat", "server", "rxe0")
 	r.Results = []SizeResult{peerLat}
 	var buf bytes.Buffer
 	if err := WritePerftestJSON(&buf, r, PerftestJSON{}); err != nil {
@@ -303,4 +307,50 @@ func TestPerftestJSONGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGolden(t, "perftest_failed.json.golden", buf.Bytes())
+}
+
+// TestPerftestJSONLatDuration: a latency run of a duration (-D) has
+// perftest's t_avg and tps_average, the mean of all the samples and the
+// iterations a second, as the text's row gives them (WriteLatDurRow), to
+// within the rounding of the Result's t_avg; from -U's samples exactly.
+// It used to write t_avg of all but the two largest samples, and a rate
+// of it.
+func TestPerftestJSONLatDuration(t *testing.T) {
+	samples := latSamples(20000)
+	l, err := stats.Summarize(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, test := range []string{"write_lat", "read_lat"} {
+		var row bytes.Buffer
+		WriteLatDurRow(&row, 2, uint64(len(samples)), l, test == "write_lat")
+		f := strings.Fields(row.String()) // size, iterations, t_avg, tps
+		for _, withSamples := range []bool{false, true} {
+			r := fixtureRoCE(test, "client", "rxe1")
+			r.DurationS = 5
+			s := SizeFromLatency(2, uint64(len(samples)), l)
+			if withSamples {
+				s.SamplesUs = SamplesUs(samples)
+			}
+			r.Results = []SizeResult{s}
+			var buf bytes.Buffer
+			if err := WritePerftestJSON(&buf, r, PerftestJSON{}); err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Results map[string]json.Number `json:"results"`
+			}
+			if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			avg, tps := doc.Results["t_avg"].String(), doc.Results["tps_average"].String()
+			want, _ := strconv.ParseFloat(f[3], 64)
+			got, _ := strconv.ParseFloat(tps, 64)
+			// Without samples, t_avg's rounding to the nanosecond, 0.5 ns
+			// in 2.66 µs here, is all the difference.
+			if avg != f[2] || math.Abs(got-want) > want*0.5e-3/2.66 || (withSamples && tps != f[3]) {
+				t.Errorf("%s, samples %v: t_avg %s, tps_average %s; the text's row %q", test, withSamples, avg, tps, row.String())
+			}
+		}
+	}
 }
