@@ -1009,14 +1009,17 @@ func (o *testOptions) openJSONFile() error {
 }
 
 // writeJSONFile writes r to --out_json's file, if there is one, once: a
-// second call does nothing.
+// second call does nothing. The file is perftest's: its test_info and
+// results, as this side's flags give the figures (--report_gbits,
+// --output), and r, --json's document, under "gorperf".
 func (o *testOptions) writeJSONFile(r report.Result) error {
 	if o.jsonFile == nil {
 		return nil
 	}
 	fh := o.jsonFile
 	o.jsonFile = nil
-	err := report.WriteJSON(fh, r)
+	err := report.WritePerftestJSON(fh, r, report.PerftestJSON{Gbits: o.Gbits, Value: o.value,
+		RelaxedOrdering: !o.NoRelaxed, MsgSize: int(o.Size)})
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}

@@ -1244,8 +1244,8 @@ func TestOutputValue(t *testing.T) {
 }
 
 // TestOutJSONEndToEnd: with --out_json_file each side prints perftest's
-// text and also writes the run's JSON document to its file, -U's samples
-// included.
+// text and also writes perftest's file, with the run's JSON document in
+// it, -U's samples included.
 func TestOutJSONEndToEnd(t *testing.T) {
 	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	dir := t.TempDir()
@@ -1266,14 +1266,7 @@ func TestOutJSONEndToEnd(t *testing.T) {
 		file, role string
 		samples    int
 	}{{cliFile, "client", 99}, {srvFile, "server", 0}} { // -n 100: perftest's iters-1 samples
-		b, err := os.ReadFile(c.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r report.Result
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatalf("%s: %v\n%s", c.file, err, b)
-		}
+		r := readPerftestFile(t, c.file).Gorperf
 		if r.Role != c.role || r.Test != "send_lat" || len(r.Results) != 1 || r.Results[0].Bytes != 64 || r.Error != nil {
 			t.Errorf("%s's document %+v", c.role, r)
 		} else if len(r.Results[0].SamplesUs) != c.samples {

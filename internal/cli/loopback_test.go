@@ -195,7 +195,11 @@ func TestOneTestServerInterrupted(t *testing.T) {
 			t.Errorf("stray connection %v: exit %d (%v), want %d\nstderr:\n%s", stray, code, err, exitInterrupted, &stderr)
 		}
 		b, ferr := os.ReadFile(file)
-		for what, doc := range map[string][]byte{"stdout": stdout.Bytes(), "--out_json's file": b} {
+		var inFile struct { // perftest's file, gorperf's document in it
+			Gorperf json.RawMessage `json:"gorperf"`
+		}
+		json.Unmarshal(b, &inFile)
+		for what, doc := range map[string][]byte{"stdout": stdout.Bytes(), "--out_json's file": inFile.Gorperf} {
 			var r report.Result
 			if jerr := json.Unmarshal(doc, &r); jerr != nil || r.Error == nil || r.Error.Code != "interrupted" {
 				t.Errorf("stray connection %v: %s: %+v (%v, %v), want code interrupted:\n%s", stray, what, r.Error, jerr, ferr, doc)

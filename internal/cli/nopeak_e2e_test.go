@@ -16,8 +16,9 @@ import (
 // TestReceiverNoPeakOnDevice: the receiving side of a one-way send test
 // times no windows, and has no peak in any format, as an interval of
 // --run_infinitely: a send-bw server of two threads prints 0.00 under BW
-// peak, as perftest's does, and its JSON (--out_json) has no
-// bw_peak_mbps, in the sum or a thread's part, while its client, the
+// peak, as perftest's does, and its JSON (--out_json's gorperf document)
+// has no bw_peak_mbps, in the sum or a thread's part (perftest's BW_peak
+// there is 0.00, as in perftest's file), while its client, the
 // sender, has its peak; loopback write-bw --write_with_imm --reversed,
 // whose client receives, leaves the CSV's bw_peak_mbps empty. The
 // receiver gave its average as its peak in all three.
@@ -46,15 +47,22 @@ func TestReceiverNoPeakOnDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Role          string           `json:"role"`
-		Results       []map[string]any `json:"results"`
-		ThreadResults []struct {
-			Results []map[string]any `json:"results"`
-		} `json:"thread_results"`
+	var pf struct { // perftest's, with gorperf's document in it
+		Results map[string]any `json:"results"`
+		Gorperf struct {
+			Role          string           `json:"role"`
+			Results       []map[string]any `json:"results"`
+			ThreadResults []struct {
+				Results []map[string]any `json:"results"`
+			} `json:"thread_results"`
+		} `json:"gorperf"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil || doc.Role != "server" || len(doc.Results) != 1 || len(doc.ThreadResults) != 2 {
+	doc := &pf.Gorperf
+	if err := json.Unmarshal(b, &pf); err != nil || doc.Role != "server" || len(doc.Results) != 1 || len(doc.ThreadResults) != 2 {
 		t.Fatalf("the server's JSON: %v:\n%s", err, b)
+	}
+	if peak, avg := pf.Results["BW_peak"], pf.Results["BW_average"]; peak != 0.0 || avg == nil || avg == 0.0 {
+		t.Errorf("the server's perftest results: BW_peak %v, BW_average %v; want perftest's 0.00 and an average", peak, avg)
 	}
 	sizes := []map[string]any{doc.Results[0], doc.ThreadResults[0].Results[0], doc.ThreadResults[1].Results[0]}
 	for i, s := range sizes {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -337,22 +336,14 @@ func TestJSONSettings(t *testing.T) {
 	check("send_lat", doc(recv), map[string]any{"rx_depth": 512.0, "max_inline": 236.0}, "tx_depth", "cq_moderation", "post_list")
 }
 
-// --out_json writes --json's document to a file, beside perftest's text
-// or --csv on stdout; a failure's document too; a file that cannot be
-// created fails the command before it runs anything.
+// --out_json writes perftest's file, with --json's document in it, beside
+// perftest's text or --csv on stdout; a failure's document too; a file
+// that cannot be created fails the command before it runs anything.
 func TestOutJSONFile(t *testing.T) {
 	dir := t.TempDir()
 	read := func(name string) report.Result {
 		t.Helper()
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r report.Result
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatalf("%s: %v\n%s", name, err, b)
-		}
-		return r
+		return readPerftestFile(t, name).Gorperf
 	}
 	for _, csv := range []bool{false, true} {
 		name := filepath.Join(dir, fmt.Sprintf("csv-%v.json", csv))

@@ -83,7 +83,7 @@ type testOptions struct {
 	Infinite     bool
 	JSON         bool
 	CSV          bool
-	OutJSON      bool              // --out_json: the JSON document to a file too
+	OutJSON      bool              // --out_json: perftest's JSON file too
 	OutJSONFile  string            // --out_json_file
 	jsonFile     *os.File          // where --out_json writes, once opened
 	jsonOpened   bool              // openJSONFile tried to create jsonFile
@@ -345,7 +345,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	}
 	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
-	f.BoolVar(&o.OutJSON, "out_json", false, "also write the result as --json's document to --out_json_file, whatever is printed")
+	f.BoolVar(&o.OutJSON, "out_json", false, "also write the result to --out_json_file as perftest's file (test_info, and results under perftest's keys: MsgSize, n_iterations, BW_peak, BW_average, MsgRate, or t_min ... percentile_99.9; a sweep's last size), with --json's document under \"gorperf\", whatever is printed")
 	f.StringVar(&o.OutJSONFile, "out_json_file", defaultJSONFile, "the file of --out_json, replaced if it exists (given alone, it implies --out_json)")
 	f.StringVar(&o.Output, "output", "", "print only this figure, one line a size, as perftest's --output: bandwidth or message_rate (bandwidth tests), latency (the average, latency tests)")
 	f.BoolVar(&o.Validate, "validate", false, "check that the bytes (or atomic values) that arrive are the ones sent")
