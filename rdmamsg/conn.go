@@ -56,6 +56,23 @@ type Config struct {
 	// of a short message's round trip on a NIC: for a caller that expects
 	// an answer within microseconds.
 	Spin time.Duration
+	// Handshakes, for Listen only, bounds the connection requests a
+	// Listener answers at once (default 32, at most 4096). Each holds,
+	// from its reply until Accept takes the connection or the handshake
+	// fails, this side's receive buffers: (Depth+2) × MaxMessage bytes of
+	// registered memory. Requests beyond it wait, in the kernel's
+	// backlog, for one to end.
+	Handshakes int
+	// HandshakesPerAddr, for Listen only, bounds the handshakes under
+	// way, not yet completed by the peer, from one IP address (default
+	// 8): a request beyond it is rejected at once, the reason in the
+	// reject's private data, which the dialer's error shows. Peers at
+	// many addresses can still take every one of Handshakes.
+	HandshakesPerAddr int
+	// HandshakeTimeout, for Listen only, is how long a peer has to
+	// complete its connection after the Listener's reply, unless
+	// CM.Timeout is set, which bounds the whole handshake (default 10 s).
+	HandshakeTimeout time.Duration
 	// Device, for Handshake only, names the RDMA device to use ("mlx5_0",
 	// or "mlx5_0:2" for port 2) instead of the one with a RoCE GID of the
 	// handshake connection's local address. Dial, Listen and Accept,
@@ -106,7 +123,22 @@ func (cfg *Config) withDefaults() (Config, error) {
 	if c.KeepAlive == 0 {
 		c.KeepAlive = defaultKeepAlive
 	}
+	if c.Handshakes == 0 {
+		c.Handshakes = defaultHandshakes
+	}
+	if c.HandshakesPerAddr == 0 {
+		c.HandshakesPerAddr = defaultHandshakesPerAddr
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = handshakeTimeout
+	}
 	switch {
+	case c.Handshakes < 1 || c.Handshakes > maxHandshakes:
+		return c, fmt.Errorf("rdmamsg: Config.Handshakes %d: want 1 to %d: %w", c.Handshakes, maxHandshakes, syscall.EINVAL)
+	case c.HandshakesPerAddr < 1:
+		return c, fmt.Errorf("rdmamsg: Config.HandshakesPerAddr %d: want 1 or more: %w", c.HandshakesPerAddr, syscall.EINVAL)
+	case c.HandshakeTimeout < 0:
+		return c, fmt.Errorf("rdmamsg: Config.HandshakeTimeout %v: want 0 or more: %w", c.HandshakeTimeout, syscall.EINVAL)
 	case c.MaxMessage < 1 || c.MaxMessage > maxMaxMessage:
 		return c, fmt.Errorf("rdmamsg: Config.MaxMessage %d: want 1 to %d: %w", c.MaxMessage, maxMaxMessage, syscall.EINVAL)
 	case c.Depth < minDepth || c.Depth > maxDepth:
@@ -334,11 +366,17 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 }
 
 // Listener accepts rdmamsg connections. As a TCP listener's kernel does,
-// it answers connection requests as they come, up to 32 at once, and
-// keeps the connections made until Accept takes them: a peer that stalls
-// in its handshake holds up no other, and is dropped once it has not
-// completed the connection within 10 s of the reply, or
-// Config.CM.Timeout of its request when that is set.
+// it answers connection requests as they come, up to Config.Handshakes
+// (32) at once, and keeps the connections made until Accept takes them. A
+// peer that stalls in its handshake is dropped once it has not completed
+// the connection within Config.HandshakeTimeout (10 s) of the reply, or
+// Config.CM.Timeout of its request when that is set; until then it holds
+// one of the Handshakes and this side's receive buffers, (Depth+2) ×
+// MaxMessage bytes of registered memory. One IP address has at most
+// Config.HandshakesPerAddr (8) handshakes under way, its requests beyond
+// them rejected at once, so that one host's stalls do not hold up the
+// others; peers at many addresses can still take them all, for
+// HandshakeTimeout at a time.
 type Listener struct {
 	l   *rdmacm.Listener
 	cfg Config
@@ -346,10 +384,13 @@ type Listener struct {
 	closed context.Context // ends at Close
 	close  context.CancelFunc
 
-	// shaking bounds the handshakes under way. slots bounds the
+	// shaking bounds the handshakes under way; shakers counts those
+	// not yet completed from each address, under shakeMu. slots bounds the
 	// outcomes made and not yet Accepted: a sender to ready takes one
 	// first, and ready holds as many, so that no send on it waits.
 	shaking chan struct{}
+	shakeMu sync.Mutex
+	shakers map[netip.Addr]int
 	slots   chan struct{}
 	ready   chan accepted
 	// removed is closed when take stops for good, after the device's
@@ -383,11 +424,15 @@ func (a accepted) close() {
 
 // A Listener's bounds: the connections it makes before Accept asks for
 // them (Config.CM.Backlog when smaller), each of which holds its
-// registered receive buffers; the handshakes under way at once; and the
-// time a peer has to complete one when Config.CM.Timeout is unset.
+// registered receive buffers; the handshakes under way at once
+// (Config.Handshakes), and from one address (HandshakesPerAddr); and the
+// time a peer has to complete one when Config.CM.Timeout is unset
+// (HandshakeTimeout's default).
 const (
-	aheadOfAccept = 8
-	maxHandshakes = 32
+	aheadOfAccept            = 8
+	defaultHandshakes        = 32
+	maxHandshakes            = 4096
+	defaultHandshakesPerAddr = 8
 )
 
 var handshakeTimeout = 10 * time.Second // a var for tests
@@ -411,7 +456,7 @@ func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if c.CM.Backlog > 0 {
 		n = min(n, c.CM.Backlog)
 	}
-	l := &Listener{l: rl, cfg: c, shaking: make(chan struct{}, maxHandshakes),
+	l := &Listener{l: rl, cfg: c, shaking: make(chan struct{}, c.Handshakes), shakers: make(map[netip.Addr]int),
 		slots: make(chan struct{}, n), ready: make(chan accepted, n), removed: make(chan struct{})}
 	l.closed, l.close = context.WithCancel(context.Background())
 	l.loops.Add(1)
@@ -427,8 +472,8 @@ func (l *Listener) Addr() netip.AddrPort { return l.l.Addr() }
 // is rejected with the reason. So is one whose connection fails before it
 // is up, as a TCP listener's Accept never returns a client's failed
 // handshake: its peer went away, or refused the reply, or did not
-// complete the connection in time (10 s after the reply, or within
-// Config.CM.Timeout when set). Accept returns this
+// complete the connection in time (Config.HandshakeTimeout, 10 s, after
+// the reply, or within Config.CM.Timeout when set). Accept returns this
 // side's own failures (making a connection's resources, taking a
 // request, making the send buffers of the connection it returns), ctx's
 // error when ctx ends, and ErrClosed after Close.
@@ -481,7 +526,7 @@ func (l *Listener) closeReady() bool {
 	}
 }
 
-// take takes connection requests while fewer than maxHandshakes are
+// take takes connection requests while fewer than Config.Handshakes are
 // under way, and answers each in a goroutine of its own (handshake), until
 // Close. Its own failure to take one goes to Accept; after the device's
 // removal it stops, and Accept returns that.
@@ -515,17 +560,25 @@ func (l *Listener) take() {
 			}
 			continue
 		}
-		peer, err := parseHello(req.PrivateData())
-		if err != nil {
-			// The reason goes back in the reject's private data,
-			// which holds 148 bytes over InfiniBand and RoCE.
-			why := []byte("rdmamsg: " + err.Error())
+		// The reason for a reject goes back in its private data,
+		// which holds 148 bytes over InfiniBand and RoCE.
+		from := req.RemoteAddr().Addr()
+		if !l.enter(from) {
+			why := []byte(fmt.Sprintf("rdmamsg: too many handshakes from %s under way (Config.HandshakesPerAddr, %d)", from, l.cfg.HandshakesPerAddr))
 			req.Reject(why[:min(len(why), 148)])
 			<-l.shaking
 			continue
 		}
+		peer, err := parseHello(req.PrivateData())
+		if err != nil {
+			why := []byte("rdmamsg: " + err.Error())
+			req.Reject(why[:min(len(why), 148)])
+			l.leave(from)
+			<-l.shaking
+			continue
+		}
 		l.loops.Add(1)
-		go l.handshake(req, peer)
+		go l.handshake(req, peer, from)
 	}
 }
 
@@ -552,9 +605,9 @@ func (l *Listener) deliver(a accepted) bool {
 // connection to Accept, or this side's failure; a peer's failure only ends
 // the handshake: it refused the reply, went away, or did not complete the
 // connection within Config.CM.Timeout or, when that is unset, within
-// handshakeTimeout of the reply (this side's set-up before the reply,
+// Config.HandshakeTimeout of the reply (this side's set-up before the reply,
 // which may register much memory, is not the peer's to answer for).
-func (l *Listener) handshake(req *rdmacm.ConnRequest, peer hello) {
+func (l *Listener) handshake(req *rdmacm.ConnRequest, peer hello, from netip.Addr) {
 	defer l.loops.Done()
 	// Until its outcome is delivered: a connection made holds its
 	// receive buffers while it waits for a slot.
@@ -574,12 +627,14 @@ func (l *Listener) handshake(req *rdmacm.ConnRequest, peer hello) {
 		cmc.Prepare = func(c *rdmacm.Conn) (func() error, error) {
 			cleanup, err := prepare(c)
 			if err == nil { // the reply goes next
-				timer = time.AfterFunc(handshakeTimeout, func() { cancel(errPeerSlow) })
+				timer = time.AfterFunc(l.cfg.HandshakeTimeout, func() { cancel(errPeerSlow) })
 			}
 			return cleanup, err
 		}
 	}
 	cm, err := req.Accept(ctx, &cmc)
+	// Completed or failed: no longer the peer's to stall.
+	l.leave(from)
 	switch {
 	case err != nil && (l.closed.Err() != nil || peersFailure(err) || context.Cause(ctx) == errPeerSlow):
 	case err != nil:
@@ -589,8 +644,29 @@ func (l *Listener) handshake(req *rdmacm.ConnRequest, peer hello) {
 	}
 }
 
+// enter counts a handshake from the address from, and reports whether
+// there was room for it (Config.HandshakesPerAddr).
+func (l *Listener) enter(from netip.Addr) bool {
+	l.shakeMu.Lock()
+	defer l.shakeMu.Unlock()
+	if l.shakers[from] >= l.cfg.HandshakesPerAddr {
+		return false
+	}
+	l.shakers[from]++
+	return true
+}
+
+// leave uncounts a handshake from the address from, which enter counted.
+func (l *Listener) leave(from netip.Addr) {
+	l.shakeMu.Lock()
+	defer l.shakeMu.Unlock()
+	if l.shakers[from]--; l.shakers[from] == 0 {
+		delete(l.shakers, from)
+	}
+}
+
 // errPeerSlow ends a handshake whose peer has not completed the
-// connection within handshakeTimeout of the reply.
+// connection within Config.HandshakeTimeout of the reply.
 var errPeerSlow = errors.New("rdmamsg: the peer did not complete the connection")
 
 // oneConnFailed is an Accept's failure to make one connection's

@@ -25,15 +25,22 @@
 // copies: ReadFrom reads into the send buffers, WriteTo writes from the
 // receive buffers.
 //
-// A Listener answers connection requests as they come, up to 32 at once,
-// and keeps the connections made until Accept takes them, as a TCP
-// listener's kernel does: 8 of them (Config.CM.Backlog, when smaller)
-// wait for Accept, and the handshakes after those wait for room. Until
-// Accept takes it, a connection holds only its receive buffers, this
-// side's size; its send buffers, sized by the peer's largest message, are
-// made by Accept. A peer that stalls in its handshake holds up no other,
-// and is dropped once it has not completed the connection within 10 s of
-// the reply (Config.CM.Timeout, when set, bounds the whole handshake). The
+// A Listener answers connection requests as they come, up to
+// Config.Handshakes (32) at once, and keeps the connections made until
+// Accept takes them, as a TCP listener's kernel does: 8 of them
+// (Config.CM.Backlog, when smaller) wait for Accept, and the handshakes
+// after those wait for room. Until Accept takes it, a connection holds
+// only its receive buffers, this side's size, (Depth+2) × MaxMessage
+// bytes of registered memory, from the listener's reply on; its send
+// buffers, sized by the peer's largest message (up to Config.MaxSend), are
+// made by Accept. A peer that stalls in its handshake is dropped once it
+// has not completed the connection within Config.HandshakeTimeout (10 s)
+// of the reply (Config.CM.Timeout, when set, bounds the whole handshake);
+// until then it holds one of the Handshakes and its receive buffers. One
+// IP address has at most Config.HandshakesPerAddr (8) handshakes under
+// way, its further requests rejected at once, so that one host's stalls
+// leave room for others; stalls from as many addresses as it takes can
+// still hold every handshake, for HandshakeTimeout at a time. The
 // listener's Close closes the connections no Accept took.
 //
 // # Flow control
