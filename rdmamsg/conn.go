@@ -32,13 +32,19 @@ type Config struct {
 	// MaxMessage bytes, registered with the device.
 	Depth int
 	// SendBuffers is how many of this side's messages may be on their
-	// way at once, each in its own registered buffer of MaxSend's bytes
-	// (default 16).
+	// way at once, each in its own registered buffer of the smaller of
+	// MaxSend and the peer's MaxMessage (default 16): SendBuffers × 4 MiB,
+	// 64 MiB, with the defaults and a peer that claims a MaxMessage of 4
+	// MiB or more.
 	SendBuffers int
 	// MaxSend caps the largest message this side sends, whatever the
 	// peer's MaxMessage, and with it the memory its send buffers take
 	// (default 4 MiB; at most 1 GiB). Conn.MaxSend is the smaller of the
-	// two.
+	// two. The peer's MaxMessage is what its hello claims: a Listener's
+	// Accept registers SendBuffers × min(MaxSend, that) bytes for each
+	// peer it accepts, so a server that accepts peers it does not trust
+	// should set MaxSend (and SendBuffers) to what it means to spend on
+	// each.
 	MaxSend int
 	// KeepAlive is how long this side goes without sending before it
 	// sends an empty credit update anyway, or, with no credit to spare, a
