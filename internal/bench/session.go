@@ -135,6 +135,12 @@ type Local struct {
 	// the CPUs the threads' loops take in turn, each thread pinned to
 	// one; none leaves them where the process runs.
 	ThreadCPUs []int
+	// PerftestInline makes a test whose inline size is perftest's
+	// default (TestSpec.InlineDefault) inline what perftest's would on
+	// this side's device: nothing on rxe and siw, the devices perftest
+	// does not recognise (defaultInline); else the spec's size, which a
+	// device that inlines less lowers to its most.
+	PerftestInline bool
 
 	group *threadGroup // in a test of several threads, this side's
 	// maxSamples, where over 0, bounds the latency samples this side
@@ -383,6 +389,9 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 		return nil, err
 	}
 	s.devAttr = da
+	if l.PerftestInline {
+		s.inline = defaultInline(spec, da.VendorID)
+	}
 	if uint64(spec.MaxSize()) > da.MaxMRSize || spec.MaxSize() > s.portAttr.MaxMsgSize {
 		return nil, fmt.Errorf("message size %d is over %s's maximum of %d bytes", spec.MaxSize(), s.ctx.Name(), min(da.MaxMRSize, uint64(s.portAttr.MaxMsgSize)))
 	}
@@ -522,6 +531,25 @@ func (s *session) newQP(inline int) (*ibverbs.QP, error) {
 		}
 	}
 	return qp, err
+}
+
+// Vendor IDs of the software RDMA devices, as their kernel drivers
+// report them: rxe's (soft-RoCE) and siw's (soft-iWARP, "bmt").
+const (
+	rxeVendorID = 0xffffff
+	siwVendorID = 0x626d74
+)
+
+// defaultInline is the inline size of spec's QPs on a device of vendor:
+// where the size is perftest's default (InlineDefault), none on rxe and
+// siw, as perftest's: its ib_dev_name knows neither, and its
+// ctx_set_max_inline inlines nothing on a device it does not know; else
+// the spec's.
+func defaultInline(spec exchange.TestSpec, vendor uint32) int {
+	if spec.InlineDefault && (vendor == rxeVendorID || vendor == siwVendorID) {
+		return 0
+	}
+	return int(spec.Inline)
 }
 
 // fitInline, where the provider refused a QP with s.inline bytes of

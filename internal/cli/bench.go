@@ -212,7 +212,7 @@ func (o *testOptions) local() (bench.Local, error) {
 		Counters: o.Counters, CPUUtil: o.CPUUtil, Rate: rate, PKeyIndex: o.PKeyIndex,
 		LatencyGap: time.Duration(o.LatencyGap) * time.Microsecond, RetryCount: retryCount(o.RetryCount),
 		CompVector: o.CompVector, Group: group, MapFile: o.MapFile, MapOffset: o.MapOffset, Payload: payload,
-		BindAddr: bind, Network: o.controlNetwork()}, nil
+		BindAddr: bind, Network: o.controlNetwork(), PerftestInline: true}, nil
 }
 
 // place moves this side to its CPUs (--pin_cores, --numa_node, else the
@@ -404,6 +404,13 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 			}
 			if err := checkBuffers(s, physMemory()); err != nil {
 				return err
+			}
+			if s.MTU != 0 && text {
+				// The client's -m, which fitMTU checked against its
+				// own port only: this side's may be lower.
+				if mtu, err := bench.ActiveMTU(l); err == nil && s.MTU > mtu {
+					fmt.Fprintf(f.IO.ErrOut, "gorperf: the client's -m %d is over this port's active MTU: the path MTU is at most %d\n", s.MTU.Bytes(), mtu.Bytes())
+				}
 			}
 			asked.Lock()
 			asked.spec = s
