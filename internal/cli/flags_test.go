@@ -512,6 +512,9 @@ func TestTestFlagErrors(t *testing.T) {
 		{"serve", "-x", "256"},
 		{"serve", "--gid-family", "5"},
 		{"serve", "-x", "1", "--gid-family", "4"},
+		{"serve", "-p", "20000", "--port", "20001"},      // given twice
+		{"serve", "--max-qps", "70000"},                  // a uint16
+		{"loopback", "write-bw", "-n", "20", "-n", "30"}, // given twice
 		{"doctor", "--tclass", "300"},
 		{"doctor", "-i", "-1"},
 		{"devices", "--bogus"},
