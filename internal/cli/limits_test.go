@@ -396,8 +396,12 @@ func TestRateLimitOnDevice(t *testing.T) {
 			}
 			t.Logf("%v: %g, limit %g", tc.args, got, want)
 			// The bucket starts with one message: the average is the
-			// limit's, less what the loop's own pace loses.
-			if got > want*1.05 || got < want*0.9 {
+			// limit's, less what the loop's own pace loses, which on
+			// an emulated VM under load is up to a third (0.00072 of
+			// 0.001 seen): the limit is the upper bound, and the lower
+			// one catches a pacer that waits twice as long as it
+			// should.
+			if got > want*1.05 || got < want*0.5 {
 				t.Errorf("%v: %g, want %g", tc.args, got, want)
 			}
 			if !strings.Contains(r.RateLimit, "(SW)") {
