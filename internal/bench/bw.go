@@ -344,7 +344,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				s.report(&rep, now, size, total, rcv, iters*uint64(nqp), dur)
 			}
 			if idle := s.completionIdle(total, lastProgress.Sub(start), size, mod*uint64(nqp)); !sent && now.Sub(lastProgress) > idle {
-				return partial(&idleError{"completion", idle})
+				return partial(s.idleErr("completion", idle))
 			}
 			if rcv != nil && !rcvOver && !rcv.more() {
 				// Every message due has come: there is nothing left to
@@ -860,7 +860,7 @@ func (r *receiver) check(ctx context.Context, now time.Time) (over bool, err err
 	case r.untilQuiet && r.total > 0 && idle > r.quiet:
 		return true, nil
 	case idle > r.s.idle:
-		return false, &idleError{"message", r.s.idle}
+		return false, r.s.idleErr("message", r.s.idle)
 	}
 	if err := r.s.peerGone(now); err != nil && !(r.s.spec.RunInfinitely && r.total > 0 && errors.Is(err, errPeerClosed)) {
 		return false, err

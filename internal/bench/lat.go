@@ -426,7 +426,7 @@ func (st *stall) check(ctx context.Context, s *session, what string) error {
 		// sooner, and a yield from a locked thread hands its P off.
 		st.since, st.pc.yielded = now, now
 	} else if now.Sub(st.since) > s.idle {
-		return &idleError{what, s.idle}
+		return s.idleErr(what, s.idle)
 	}
 	st.pc.yield(now)
 	if err := s.peerGone(now); err != nil {

@@ -1418,6 +1418,9 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		}
 		return err
 	}
+	if ta, ok := c.NetConn().LocalAddr().(*net.TCPAddr); ok {
+		l.ctlAddr = ta.AddrPort().Addr().Unmap()
+	}
 	s, err := openSession(spec, l)
 	if err != nil {
 		return refuse(err)

@@ -147,6 +147,10 @@ type Local struct {
 	// keeps, which it thins beyond that: a server's
 	// Limits.MaxIterations, which bounds a test of a duration too.
 	maxSamples int
+	// ctlAddr is this side's address of the control connection, where it
+	// is an IP address (run sets it): with no GID flag, its GID is the
+	// one chosen (chooseGID).
+	ctlAddr netip.Addr
 }
 
 // grhLen is the space a UD receive needs for the global route header.
@@ -712,8 +716,35 @@ func (s *session) chooseGID() error {
 		s.gid, err = checkGivenGID(s.ctx.Name(), s.port, s.local.GIDIndex, e, qerr)
 		return err
 	}
+	if c, ok := s.controlGID(); ok {
+		s.gid = c
+		return nil
+	}
 	s.gid, err = s.ctx.SelectGID(s.port, s.local.GIDRule)
 	return err
+}
+
+// controlGID is, where no flag names a GID (no address, subnet or netdev
+// in the rule; its family, if any, that of the address), the port's RoCE
+// v2 GID of the control connection's local address: the peer reached
+// this side there, so the two sides' GIDs are the two ends of a path that
+// works (the same VLAN and subnet), where the rule's first routable entry
+// may be another VLAN's or subnet's than the one the peer is on. A control
+// connection over loopback or a management NIC has none on the port, and
+// the rule decides.
+func (s *session) controlGID() (ibverbs.GIDChoice, bool) {
+	r, ip := s.local.GIDRule, s.local.ctlAddr
+	if !ip.IsValid() || r.Addr.IsValid() || r.Prefix.IsValid() || r.Netdev != "" ||
+		r.Family == 4 && !ip.Is4() || r.Family == 6 && !ip.Is6() {
+		return ibverbs.GIDChoice{}, false
+	}
+	c, err := s.ctx.SelectGID(s.port, ibverbs.GIDRule{Family: r.Family, Addr: ip, AllowLinkLocal: r.AllowLinkLocal})
+	if err != nil {
+		return ibverbs.GIDChoice{}, false
+	}
+	c.Reason = "the control connection's local address"
+	c.Tied = nil
+	return c, true
 }
 
 // checkGivenGID judges the RoCE port's entry that -x names, index, as
@@ -992,14 +1023,40 @@ func reportEndpoint(q exchange.QPInfo) report.Endpoint {
 		VAddr: q.Addr, OutReads: int(q.Endpoint.RdAtomic), GID: report.FormatGID(q.Endpoint.GID)}
 }
 
-// errIdle is returned when the peer stopped answering.
+// idleError is returned when the peer stopped answering.
 type idleError struct {
 	what string
 	d    time.Duration
+	// gids, on RoCE, names the two sides' GIDs, which may not reach each
+	// other: a peer that runs on (the control connection says nothing
+	// of the RDMA path) then waits as long.
+	gids string
 }
 
 func (e *idleError) Error() string {
+	if e.gids != "" {
+		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks each side's GID)", e.what, e.d, e.gids)
+	}
 	return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running?)", e.what, e.d)
+}
+
+// idleErr is the idleError of no what for d, with the two sides' GIDs on
+// an Ethernet port.
+func (s *session) idleErr(what string, d time.Duration) error {
+	e := &idleError{what: what, d: d}
+	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || s.gid.Entry.GID.IsZero() {
+		return e
+	}
+	mine := "this side's GID " + s.gid.Entry.IP().String()
+	if s.gid.Entry.Netdev != "" {
+		mine += " on " + s.gid.Entry.Netdev
+	}
+	if len(s.remote) > 0 && !s.remote[0].Endpoint.GID.IsZero() {
+		e.gids = mine + " and the peer's " + s.remote[0].Endpoint.GID.Addr().String()
+	} else {
+		e.gids = mine + " and the peer's"
+	}
+	return e
 }
 
 // interrupted reports whether ctx has ended; loops call it every few

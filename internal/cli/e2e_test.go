@@ -1319,7 +1319,9 @@ func TestIPv6EndToEnd(t *testing.T) {
 			if r.Error != nil || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
 				t.Fatalf("result %+v", r)
 			}
-			if !strings.Contains(r.GIDReason, ip6) || !strings.Contains(r.GIDReason, "IPv6") {
+			// The control connection's GID, with no --source_ip, or the
+			// IPv6 rule's.
+			if !strings.Contains(r.GIDReason, ip6) || !strings.Contains(r.GIDReason, "IPv6") && !strings.Contains(r.GIDReason, "the control connection's local address") {
 				t.Errorf("client GID %d: %q, want %s's IPv6 RoCE v2 GID", r.GIDIndex, r.GIDReason, ip6)
 			}
 			if !strings.Contains(srvOut.String(), ip6+" on ") {

@@ -1,0 +1,35 @@
+//go:build linux && cgo
+
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/exchange"
+)
+
+// TestIdleErrNamesGIDs: on an Ethernet port the peer-stopped-answering
+// error names both sides' GIDs and that they may not reach each other,
+// where it blamed only the peer (is it still running?); on InfiniBand
+// it is as it was.
+func TestIdleErrNamesGIDs(t *testing.T) {
+	mine, _ := ibverbs.ParseGID("::ffff:198.18.0.2")
+	peer, _ := ibverbs.ParseGID("::ffff:198.18.10.1")
+	s := &session{gid: ibverbs.GIDChoice{Entry: ibverbs.GIDEntry{GID: mine, Netdev: "rxeveth1"}},
+		remote: []exchange.QPInfo{{Endpoint: ibverbs.Endpoint{GID: peer}}}}
+	s.portAttr.LinkLayer = ibverbs.LinkLayerEthernet
+	got := s.idleErr("completion", 10*time.Second).Error()
+	for _, w := range []string{"the peer stopped answering: no completion for 10s (is it still running?",
+		"this side's GID 198.18.0.2 on rxeveth1 and the peer's 198.18.10.1 may not reach each other", "--source_ip or -x"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("%q lacks %q", got, w)
+		}
+	}
+	s.portAttr.LinkLayer = ibverbs.LinkLayerInfiniBand
+	if got, want := s.idleErr("message", time.Second).Error(), "the peer stopped answering: no message for 1s (is it still running?)"; got != want {
+		t.Errorf("InfiniBand: %q, want %q", got, want)
+	}
+}
