@@ -1485,7 +1485,10 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 // automatically, in the family the flags ask for, else that of the
 // client side's GID (-x, --source_ip, --bind_source_ip, --gid-subnet and
 // --gid-netdev name a GID of the client side's device, which another
-// device does not have),
+// device does not have), and in the subnet of the client side's GID
+// where a flag named it: --gid-subnet's own, or that of the address
+// the others' GID has on its netdev, where the peer device has a GID
+// there (so that both are on the VLAN or subnet asked for),
 // without --mmap (the client side's), with its threads starting on other
 // CPUs, and with the interval and progress reports only where it is the
 // side that sends (--reversed). With -b only the client side reports,
@@ -1507,9 +1510,23 @@ func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Loc
 			if sl.GIDRule.Family == 0 {
 				sl.GIDRule.Family = ipFamily(ip)
 			}
-			if ip.IsLinkLocalUnicast() {
+			switch {
+			case ip.IsLinkLocalUnicast():
 				sl.GIDRule.AllowLinkLocal = true
 				sl.GIDRule.Prefix = netip.MustParsePrefix(map[bool]string{true: "169.254.0.0/16", false: "fe80::/10"}[ip.Is4()])
+			case l.GIDRule.Prefix.IsValid():
+				sl.GIDRule.Prefix = l.GIDRule.Prefix
+			case l.GIDIndex >= 0 || l.GIDRule.Addr.IsValid() || l.GIDRule.Netdev != "":
+				// A GID the flags named: the peer's is in its subnet
+				// (its VLAN's, as a rule), where one is, else the
+				// peer's family alone decides (a routed network).
+				if p, ok := addrSubnet(e.Netdev, ip); ok {
+					withPrefix := sl
+					withPrefix.GIDRule.Prefix = p
+					if _, err := chosenGID(withPrefix); err == nil {
+						sl = withPrefix
+					}
+				}
 			}
 		}
 	}
@@ -1526,6 +1543,35 @@ func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Loc
 	}
 	sl.SizeDone = nil // the client side's result is the run's
 	return sl
+}
+
+// addrSubnet returns the subnet of ip as a netdev's address (netdev's,
+// or any's where it is ""): 198.18.10.0/24 for 198.18.10.1/24.
+func addrSubnet(netdev string, ip netip.Addr) (netip.Prefix, bool) {
+	var addrs []net.Addr
+	var err error
+	if ifc, ierr := net.InterfaceByName(netdev); netdev != "" && ierr == nil {
+		addrs, err = ifc.Addrs()
+	} else {
+		addrs, err = net.InterfaceAddrs()
+	}
+	if err != nil {
+		return netip.Prefix{}, false
+	}
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		if got, ok := netip.AddrFromSlice(n.IP); ok && got.Unmap() == ip.WithZone("") {
+			bits, _ := n.Mask.Size()
+			if ip.Is4() && bits > 32 {
+				bits -= 96
+			}
+			return netip.PrefixFrom(ip.WithZone(""), bits).Masked(), true
+		}
+	}
+	return netip.Prefix{}, false
 }
 
 // defaultDevice returns the device -d names, or where it is omitted the
