@@ -6,13 +6,17 @@ package ibverbs
 import "C"
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Context is an open RDMA device (struct ibv_context).
@@ -562,6 +566,7 @@ func gidEntry(r *C.struct_ibv_gid_entry, names *ifNames) GIDEntry {
 	}
 	copy(e.GID[:], C.GoBytes(unsafe.Pointer(&r.gid), 16))
 	e.Netdev = names.name(e.Ifindex)
+	names.addrFlags(&e)
 	return e
 }
 
@@ -574,6 +579,97 @@ var netInterfaces = net.Interfaces
 // lookup: net.InterfaceByIndex makes the same dump for each.
 type ifNames struct {
 	byIndex map[int]string
+	// addrs holds each interface's addresses by index, from one
+	// rtnetlink dump made at the first entry that needs it.
+	addrs     map[int][]ifAddr
+	addrsRead bool
+}
+
+// ifAddr is an address of a netdev with its flags. An IPv4 address is
+// held unmapped, an IPv6 one (::ffff:a.b.c.d too) as 16 bytes.
+type ifAddr struct {
+	addr  netip.Addr
+	flags AddrFlags
+}
+
+// netAddrs lists every interface's addresses by interface index; a test
+// replaces it.
+var netAddrs = dumpAddrs
+
+// addrFlags sets e's AddrFlags and MappedIPv6 from the address of e's
+// netdev that its GID was made from. An IPv4-mapped GID is of the IPv4
+// address if the netdev has it, else of the IPv6 address ::ffff:a.b.c.d.
+func (n *ifNames) addrFlags(e *GIDEntry) {
+	if e.Ifindex == 0 || e.Type == GIDTypeIB {
+		return
+	}
+	if !n.addrsRead {
+		n.addrsRead = true
+		n.addrs, _ = netAddrs()
+	}
+	raw := netip.AddrFrom16(e.GID)
+	var v6 *ifAddr
+	for i, a := range n.addrs[e.Ifindex] {
+		if raw.Is4In6() && a.addr == raw.Unmap() {
+			e.AddrFlags = a.flags
+			return
+		}
+		if a.addr == raw && v6 == nil {
+			v6 = &n.addrs[e.Ifindex][i]
+		}
+	}
+	if v6 != nil {
+		e.AddrFlags = v6.flags
+		e.MappedIPv6 = raw.Is4In6()
+	}
+}
+
+// dumpAddrs reads every interface's addresses and their flags with an
+// rtnetlink RTM_GETADDR dump, which, unlike net.Interface.Addrs, carries
+// the flags.
+func dumpAddrs() (map[int][]ifAddr, error) {
+	b, err := syscall.NetlinkRIB(syscall.RTM_GETADDR, syscall.AF_UNSPEC)
+	if err != nil {
+		return nil, os.NewSyscallError("netlink RTM_GETADDR", err)
+	}
+	msgs, err := syscall.ParseNetlinkMessage(b)
+	if err != nil {
+		return nil, fmt.Errorf("netlink RTM_GETADDR: %w", err)
+	}
+	out := map[int][]ifAddr{}
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Header.Type != syscall.RTM_NEWADDR || len(m.Data) < syscall.SizeofIfAddrmsg {
+			continue
+		}
+		ifa := (*syscall.IfAddrmsg)(unsafe.Pointer(&m.Data[0]))
+		attrs, err := syscall.ParseNetlinkRouteAttr(m)
+		if err != nil {
+			continue
+		}
+		a := ifAddr{flags: AddrFlags(ifa.Flags)}
+		var local netip.Addr
+		for _, at := range attrs {
+			switch at.Attr.Type {
+			case syscall.IFA_ADDRESS:
+				a.addr, _ = netip.AddrFromSlice(at.Value)
+			case syscall.IFA_LOCAL:
+				local, _ = netip.AddrFromSlice(at.Value)
+			case unix.IFA_FLAGS:
+				if len(at.Value) >= 4 {
+					a.flags = AddrFlags(binary.NativeEndian.Uint32(at.Value))
+				}
+			}
+		}
+		if local.IsValid() {
+			// A point-to-point link's IFA_ADDRESS is the peer's.
+			a.addr = local
+		}
+		if a.addr.IsValid() {
+			out[int(ifa.Index)] = append(out[int(ifa.Index)], a)
+		}
+	}
+	return out, nil
 }
 
 // name returns the name of the interface of index i; "" for 0 or an

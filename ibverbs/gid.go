@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // GID is a 128-bit global identifier (union ibv_gid). On RoCE it holds an
@@ -73,6 +75,49 @@ type GIDEntry struct {
 	Type    GIDType // IB, RoCE v1 or RoCE v2
 	Ifindex int     // the netdev's interface index; 0 on InfiniBand
 	Netdev  string  // the netdev's name, "" if unknown
+	// AddrFlags holds the flags of the netdev's address that the GID was
+	// made from (AddrDeprecated, AddrTentative, AddrDADFailed), read from
+	// an rtnetlink RTM_GETADDR dump; 0 where that address is not found.
+	AddrFlags AddrFlags
+	// MappedIPv6 reports an IPv4-mapped GID (::ffff:a.b.c.d) whose
+	// address on the netdev is that IPv6 address, not the IPv4 address
+	// a.b.c.d (`ip -6 addr add ::ffff:a.b.c.d/128`): the kernel routes
+	// RoCE v2 from it neither as IPv4 nor as IPv6.
+	MappedIPv6 bool
+}
+
+// AddrFlags are flags of a netdev's IP address, as rtnetlink reports them
+// (ifa_flags and the IFA_FLAGS attribute, the kernel's IFA_F_*) and `ip
+// addr` prints them.
+type AddrFlags uint32
+
+// The address flags that GID selection heeds.
+const (
+	// AddrDADFailed: duplicate address detection found the address on
+	// another host of the link (IFA_F_DADFAILED); it stays tentative.
+	AddrDADFailed AddrFlags = unix.IFA_F_DADFAILED
+	// AddrDeprecated: the address's preferred lifetime is over
+	// (IFA_F_DEPRECATED); it still works, but is no source of choice.
+	AddrDeprecated AddrFlags = unix.IFA_F_DEPRECATED
+	// AddrTentative: duplicate address detection has not finished
+	// (IFA_F_TENTATIVE); the address cannot be used yet.
+	AddrTentative AddrFlags = unix.IFA_F_TENTATIVE
+)
+
+// String names the flags that GID selection heeds, as `ip addr` does
+// ("deprecated", "tentative dadfailed"); "" for none of them.
+func (f AddrFlags) String() string {
+	var p []string
+	if f&AddrDeprecated != 0 {
+		p = append(p, "deprecated")
+	}
+	if f&AddrTentative != 0 {
+		p = append(p, "tentative")
+	}
+	if f&AddrDADFailed != 0 {
+		p = append(p, "dadfailed")
+	}
+	return strings.Join(p, " ")
 }
 
 // IP returns the address the entry maps to: the IPv4 address of an

@@ -168,10 +168,14 @@ type gidKey struct {
 }
 
 // gidRank ranks a candidate by kind, lower first: routable before
-// link-local, then, when the rule names no family, IPv4 before IPv6.
+// link-local, then an address in its preferred lifetime before a
+// deprecated one, then, when the rule names no family, IPv4 before IPv6.
 func gidRank(r GIDRule, e GIDEntry) int {
 	k := 0
 	if e.GID.IsLinkLocal() {
+		k += 4
+	}
+	if e.AddrFlags&AddrDeprecated != 0 {
 		k += 2
 	}
 	if r.Family == 0 && !e.GID.Addr().Is4() {
@@ -185,6 +189,8 @@ func rankedBelow(r GIDRule, e, c GIDEntry) string {
 	switch {
 	case e.GID.IsLinkLocal() && !c.GID.IsLinkLocal():
 		return fmt.Sprintf("link-local; index %d is routable, which is preferred", c.Index)
+	case e.AddrFlags&AddrDeprecated != 0 && c.AddrFlags&AddrDeprecated == 0:
+		return fmt.Sprintf("%s; index %d is not, which is preferred", deprecatedWhy, c.Index)
 	case gidRank(r, e) > gidRank(r, c):
 		return fmt.Sprintf("IPv6; index %d is IPv4, which is preferred", c.Index)
 	}
@@ -220,6 +226,9 @@ func chosenReason(r GIDRule, e GIDEntry, tied []GIDEntry) string {
 			w = append(w, fam)
 		}
 		s = "first " + strings.Join(append(w, "entry matching "+r.String()), " ")
+	}
+	if e.AddrFlags&AddrDeprecated != 0 {
+		s += ", " + deprecatedWhy + ": no other entry passes"
 	}
 	if len(tied) == 0 {
 		return s
@@ -282,10 +291,30 @@ func rejectGID(e GIDEntry, r GIDRule, v2 map[gidKey]int) string {
 			return "no netdev, " + r.Netdev + " wanted"
 		}
 		return "on " + e.Netdev + ", not " + r.Netdev
+	case e.AddrFlags&AddrDADFailed != 0:
+		return "address " + e.GID.Addr().String() + " failed duplicate address detection (dadfailed): another host on the link has it"
+	case e.AddrFlags&AddrTentative != 0:
+		return "address " + e.GID.Addr().String() + " is tentative: duplicate address detection has not finished"
+	case e.MappedIPv6:
+		return mappedIPv6Why(e)
 	case e.Index > MaxGIDIndex:
 		return fmt.Sprintf("index past %d, which the verbs' 8-bit GID index (sgid_index) cannot name", MaxGIDIndex)
 	}
 	return ""
+}
+
+// deprecatedWhy is why a deprecated address ranks below others.
+const deprecatedWhy = "deprecated (preferred lifetime 0)"
+
+// mappedIPv6Why says why e, an IPv4-mapped GID of an IPv6 address, is
+// rejected.
+func mappedIPv6Why(e GIDEntry) string {
+	on := ""
+	if e.Netdev != "" {
+		on = " on " + e.Netdev
+	}
+	return fmt.Sprintf("IPv4-mapped GID of the IPv6 address %s%s, which the kernel routes neither as IPv4 nor as IPv6 (add %s as an IPv4 address instead)",
+		netip.AddrFrom16(e.GID), on, e.GID.Addr())
 }
 
 // inZone reports whether zone, a netdev's name or its interface index,

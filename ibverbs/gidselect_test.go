@@ -429,3 +429,85 @@ func TestGIDRuleString(t *testing.T) {
 		}
 	}
 }
+
+// A soft-RoCE table after `ip -6 addr add ... preferred_lft 0` of
+// 2001:2:0:5::2 before 2001:2::2, a duplicate 2001:2::77 (dadfailed), and
+// ::ffff:198.18.0.99 added as an IPv6 address.
+func flaggedTable(t *testing.T) []GIDEntry {
+	return []GIDEntry{
+		{Index: 0, GID: mustGID(t, "fe80::2"), Type: GIDTypeRoCEv2, Ifindex: 3, Netdev: "rxeveth1"},
+		{Index: 1, GID: mustGID(t, "::ffff:198.18.0.2"), Type: GIDTypeRoCEv2, Ifindex: 3, Netdev: "rxeveth1"},
+		{Index: 2, GID: mustGID(t, "2001:2:0:5::2"), Type: GIDTypeRoCEv2, Ifindex: 3, Netdev: "rxeveth1", AddrFlags: AddrDeprecated},
+		{Index: 3, GID: mustGID(t, "2001:2::77"), Type: GIDTypeRoCEv2, Ifindex: 3, Netdev: "rxeveth1", AddrFlags: AddrTentative | AddrDADFailed},
+		{Index: 4, GID: mustGID(t, "2001:2::2"), Type: GIDTypeRoCEv2, Ifindex: 3, Netdev: "rxeveth1"},
+		{Index: 5, GID: mustGID(t, "2001:2::88"), Type: GIDTypeRoCEv2, Ifindex: 3, Netdev: "rxeveth1", AddrFlags: AddrTentative},
+		{Index: 6, GID: mustGID(t, "::ffff:198.18.0.99"), Type: GIDTypeRoCEv2, Ifindex: 3, Netdev: "rxeveth1", MappedIPv6: true},
+	}
+}
+
+func TestSelectGIDAddrFlags(t *testing.T) {
+	tab := flaggedTable(t)
+	c, err := SelectGID(tab, GIDRule{Family: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Entry.Index != 4 {
+		t.Fatalf("IPv6 chose %d, want 4 (the preferred address, not the deprecated 2)\n%s", c.Entry.Index, c.Explain())
+	}
+	for _, tt := range c.Tied {
+		t.Errorf("tied with %v: flagged entries must not tie", tt)
+	}
+	why := map[int]string{}
+	for _, s := range c.Skipped {
+		why[s.Entry.Index] = s.Reason
+	}
+	for i, want := range map[int]string{
+		2: "deprecated (preferred lifetime 0); index 4 is not",
+		3: "failed duplicate address detection (dadfailed)",
+		5: "is tentative",
+	} {
+		if !strings.Contains(why[i], want) {
+			t.Errorf("index %d skipped for %q, want it to say %q", i, why[i], want)
+		}
+	}
+
+	// A deprecated address is still used when nothing else passes, and
+	// the reason says so.
+	c, err = SelectGID(tab, GIDRule{Prefix: netip.MustParsePrefix("2001:2:0:5::/64")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Entry.Index != 2 || !strings.Contains(c.Reason, "deprecated (preferred lifetime 0)") {
+		t.Errorf("deprecated alone: chose %d for %q, want 2 saying deprecated", c.Entry.Index, c.Reason)
+	}
+
+	// Naming a dadfailed, tentative or IPv6-configured mapped address
+	// is refused with the reason.
+	for addr, want := range map[string]string{
+		"2001:2::77":         "dadfailed",
+		"2001:2::88":         "tentative",
+		"::ffff:198.18.0.99": "IPv4-mapped GID of the IPv6 address ::ffff:198.18.0.99 on rxeveth1",
+		"198.18.0.99":        "routes neither as IPv4 nor as IPv6",
+	} {
+		_, err := SelectGID(tab, GIDRule{Addr: netip.MustParseAddr(addr)})
+		var nog *NoGIDError
+		if !errors.As(err, &nog) || !strings.Contains(err.Error(), want) {
+			t.Errorf("address %s: got %v, want a NoGIDError saying %q", addr, err, want)
+		}
+	}
+
+	// The default rule never picks the mapped IPv6 address as IPv4.
+	c, err = SelectGID(tab, GIDRule{Family: 4})
+	if err != nil || c.Entry.Index != 1 || len(c.Tied) != 0 {
+		t.Errorf("IPv4: chose %d (tied %v), %v; want 1 alone", c.Entry.Index, c.Tied, err)
+	}
+}
+
+func TestAddrFlagsString(t *testing.T) {
+	if s := (AddrTentative | AddrDADFailed | AddrDeprecated).String(); s != "deprecated tentative dadfailed" {
+		t.Errorf("got %q", s)
+	}
+	if s := AddrFlags(0).String(); s != "" {
+		t.Errorf("zero: got %q", s)
+	}
+}
