@@ -73,11 +73,36 @@ type gidReport struct {
 	Type   string `json:"type"`
 	Netdev string `json:"netdev,omitempty"`
 	IP     string `json:"ip,omitempty"`
+	// AddrFlags names the flags of the netdev's address that the GID is
+	// of, which selection heeds ("deprecated", "tentative dadfailed").
+	AddrFlags string `json:"addr_flags,omitempty"`
+	// MappedIPv6 marks an IPv4-mapped GID whose address the netdev has
+	// as IPv6 (::ffff:a.b.c.d), which RoCE v2 cannot route from.
+	MappedIPv6 bool `json:"mapped_ipv6,omitempty"`
+}
+
+// note is what the text table adds to the entry's IP: its address
+// flags, or that its address is IPv6.
+func (g gidReport) note() string {
+	var p []string
+	if g.AddrFlags != "" {
+		p = append(p, g.AddrFlags)
+	}
+	if g.MappedIPv6 {
+		p = append(p, "IPv6 ::ffff:"+g.IP)
+	}
+	if len(p) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(p, ", ") + ")"
 }
 
 type gidChoice struct {
 	Index  int    `json:"index"`
 	Reason string `json:"reason"`
+	// Tied holds the indexes of the other entries that ranked as this
+	// one did and lost only for their higher index.
+	Tied []int `json:"tied,omitempty"`
 }
 
 func newCmdDevices(f *Factory, runF func(*DevicesOptions) error) *cobra.Command {
@@ -185,7 +210,7 @@ func writePortText(b *strings.Builder, p portReport) {
 			if p.DefaultGID != nil && p.DefaultGID.Index == g.Index {
 				mark = "*"
 			}
-			fmt.Fprintf(tw, "    %s %d\t%s\t%s\t%s\t%s\n", mark, g.Index, g.GID, g.Type, dash(g.Netdev), dash(g.IP))
+			fmt.Fprintf(tw, "    %s %d\t%s\t%s\t%s\t%s\n", mark, g.Index, g.GID, g.Type, dash(g.Netdev), dash(g.IP)+g.note())
 		}
 		tw.Flush()
 	}

@@ -639,6 +639,8 @@ func checkGID(at string, p portReport, netdev string, addrs func(string) ([]neti
 		}
 	}
 	fs := []finding{ok("%s: RoCE v2 GID index %d (%s on %s) would be used: %s", at, g.Index, g.IP, dash(g.Netdev), p.DefaultGID.Reason)}
+	fs = append(fs, checkGIDTie(at, p, g, addrs)...)
+	fs = append(fs, checkGIDAddrState(at, p)...)
 	ip, err := netip.ParseAddr(g.IP)
 	if err != nil || g.Netdev == "" {
 		return append(fs, warn("check `rdma link show` and the GID table in /sys/class/infiniband/<dev>/ports/<port>/gid_attrs", "%s: cannot tell which netdev GID index %d belongs to", at, g.Index))
@@ -648,7 +650,11 @@ func checkGID(at string, p portReport, netdev string, addrs func(string) ([]neti
 		return append(fs, warn("check the netdev with `ip addr show`", "%s: addresses of %s: %v", at, g.Netdev, err))
 	}
 	for _, a := range have {
-		if a.Addr().Unmap() == ip {
+		if a.Addr().Is4In6() && a.Addr().Unmap() == ip {
+			return append(fs, warn(fmt.Sprintf("add %s to %s as an IPv4 address (`ip addr add %s/24 dev %s`)", ip, g.Netdev, ip, g.Netdev),
+				"%s: %s has %s as the IPv6 address %s, not as IPv4: RoCE v2 cannot route from GID index %d", at, g.Netdev, ip, a.Addr(), g.Index))
+		}
+		if a.Addr() == ip {
 			if ip.IsLinkLocalUnicast() {
 				return append(fs, warn("add a routable address to "+g.Netdev, "%s: %s on %s is link-local, not routable", at, ip, g.Netdev))
 			}
@@ -657,6 +663,65 @@ func checkGID(at string, p portReport, netdev string, addrs func(string) ([]neti
 	}
 	return append(fs, warn(fmt.Sprintf("check `ip addr show %s`; a stale GID goes away when the address does", g.Netdev),
 		"%s: GID index %d's address %s is not on %s", at, g.Index, ip, g.Netdev))
+}
+
+// checkGIDTie warns when the default GID g tied with entries of other
+// netdevs or subnets: the table's order, which is the order the addresses
+// were added in, then decides, and another host may pick another network.
+func checkGIDTie(at string, p portReport, g gidReport, addrs func(string) ([]netip.Prefix, error)) []finding {
+	if len(p.DefaultGID.Tied) == 0 {
+		return nil
+	}
+	tied := map[int]bool{g.Index: true}
+	for _, i := range p.DefaultGID.Tied {
+		tied[i] = true
+	}
+	var netdevs, subnets []string
+	add := func(l []string, s string) []string {
+		if s == "" || slices.Contains(l, s) {
+			return l
+		}
+		return append(l, s)
+	}
+	for _, e := range p.GIDs {
+		if !tied[e.Index] {
+			continue
+		}
+		netdevs = add(netdevs, e.Netdev)
+		ip, err := netip.ParseAddr(e.IP)
+		if err != nil || e.Netdev == "" {
+			continue
+		}
+		have, _ := addrs(e.Netdev)
+		for _, a := range have {
+			if a.Addr() == ip && a.IsValid() {
+				subnets = add(subnets, a.Masked().String())
+			}
+		}
+	}
+	if len(netdevs) < 2 && len(subnets) < 2 {
+		return nil
+	}
+	return []finding{warn("choose with --gid-netdev, --gid-subnet or --source_ip (each host picks the lowest index, which is the order its addresses were added in)",
+		"%s: the default GID index %d ties with %d other entries (netdevs %s; subnets %s): another host may pick another network",
+		at, g.Index, len(p.DefaultGID.Tied), strings.Join(netdevs, ", "), dash(strings.Join(subnets, ", ")))}
+}
+
+// checkGIDAddrState warns of GIDs whose address cannot be used: a
+// tentative or dadfailed IPv6 address, or an IPv4-mapped one added as
+// IPv6. Selection passes them over; a peer or a rule naming one fails.
+func checkGIDAddrState(at string, p portReport) []finding {
+	var bad []string
+	for _, e := range p.GIDs {
+		if strings.Contains(e.AddrFlags, "tentative") || strings.Contains(e.AddrFlags, "dadfailed") || e.MappedIPv6 {
+			bad = append(bad, fmt.Sprintf("index %d %s%s on %s", e.Index, e.IP, e.note(), dash(e.Netdev)))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return []finding{warn("remove or fix these addresses (`ip addr show`): a dadfailed one is another host's too; ::ffff:a.b.c.d belongs on the netdev as IPv4 a.b.c.d",
+		"%s: GIDs of unusable addresses, which GID selection passes over: %s", at, strings.Join(bad, "; "))}
 }
 
 // roceOverhead is what a RoCE v2 packet carries besides its RDMA payload,
@@ -890,8 +955,11 @@ func netdevAddrs(name string) ([]netip.Prefix, error) {
 	for _, a := range as {
 		if n, ok := a.(*net.IPNet); ok {
 			ip, _ := netip.AddrFromSlice(n.IP)
-			ones, _ := n.Mask.Size()
-			if ip.Is4In6() {
+			ones, bits := n.Mask.Size()
+			// The net package holds an IPv4 address in 16 bytes with a
+			// 4-byte mask; ::ffff:a.b.c.d added as IPv6 has a 16-byte
+			// one and stays IPv6.
+			if ip.Is4In6() && bits == 32 {
 				ip = ip.Unmap()
 			}
 			out = append(out, netip.PrefixFrom(ip, ones))

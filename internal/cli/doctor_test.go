@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -792,5 +793,80 @@ func TestDoctorECNOnLowerNetdev(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("--tclass 106: lacks %q:\n%s", want, all)
 		}
+	}
+}
+
+// An IPv4-mapped GID whose address the netdev has as the IPv6 address
+// ::ffff:a.b.c.d is not routable, and netdevAddrs keeps such an address
+// IPv6.
+func TestCheckGIDMappedIPv6(t *testing.T) {
+	p := fakeDevices()[0].Ports[0]
+	p.GIDs[1].IP, p.GIDs[1].GID = "198.18.0.99", "::ffff:198.18.0.99"
+	mapped := func(string) ([]netip.Prefix, error) {
+		return []netip.Prefix{netip.MustParsePrefix("::ffff:198.18.0.99/128")}, nil
+	}
+	fs := checkGID("rxe0 port 1", p, "rxeveth0", mapped)
+	wantFinding(t, fs[len(fs)-1], levelWarn, "rxeveth0 has 198.18.0.99 as the IPv6 address ::ffff:198.18.0.99, not as IPv4")
+
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Skip(err)
+	}
+	as, err := netdevAddrs(lo.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(as, netip.MustParsePrefix("127.0.0.1/8")) {
+		t.Errorf("lo: %v lacks 127.0.0.1/8, unmapped", as)
+	}
+}
+
+// A default GID tied with entries of other netdevs and subnets is
+// warned of, with the flags that choose; a tie within one subnet is not.
+func TestCheckGIDTie(t *testing.T) {
+	p := fakeDevices()[0].Ports[0]
+	p.GIDs = append(p.GIDs,
+		gidReport{Index: 2, GID: "::ffff:198.18.10.1", Type: "RoCE v2", Netdev: "rxeveth0.10", IP: "198.18.10.1"},
+		gidReport{Index: 3, GID: "::ffff:198.18.0.11", Type: "RoCE v2", Netdev: "rxeveth0", IP: "198.18.0.11"},
+	)
+	addrs := func(nd string) ([]netip.Prefix, error) {
+		if nd == "rxeveth0.10" {
+			return []netip.Prefix{netip.MustParsePrefix("198.18.10.1/24")}, nil
+		}
+		return []netip.Prefix{netip.MustParsePrefix("198.18.0.1/24"), netip.MustParsePrefix("198.18.0.11/24")}, nil
+	}
+	p.DefaultGID.Tied = []int{2, 3}
+	fs := checkGID("rxe0 port 1", p, "rxeveth0", addrs)
+	f := fs[1]
+	wantFinding(t, f, levelWarn, "default GID index 1 ties with 2 other entries (netdevs rxeveth0, rxeveth0.10; subnets 198.18.0.0/24, 198.18.10.0/24)")
+	for _, w := range []string{"--gid-netdev", "--gid-subnet", "--source_ip"} {
+		if !strings.Contains(f.Fix, w) {
+			t.Errorf("fix %q does not name %s", f.Fix, w)
+		}
+	}
+	p.DefaultGID.Tied = []int{3}
+	for _, f := range checkGID("rxe0 port 1", p, "rxeveth0", addrs) {
+		if strings.Contains(f.Msg, "ties") {
+			t.Errorf("a tie within one netdev and subnet warned: %+v", f)
+		}
+	}
+}
+
+// GIDs of dadfailed, tentative or IPv6-configured mapped addresses are
+// warned of; a deprecated one is not.
+func TestCheckGIDAddrState(t *testing.T) {
+	p := fakeDevices()[0].Ports[0]
+	p.GIDs = append(p.GIDs,
+		gidReport{Index: 2, GID: "2001:2::77", Type: "RoCE v2", Netdev: "rxeveth0", IP: "2001:2::77", AddrFlags: "tentative dadfailed"},
+		gidReport{Index: 3, GID: "2001:2:0:5::2", Type: "RoCE v2", Netdev: "rxeveth0", IP: "2001:2:0:5::2", AddrFlags: "deprecated"},
+		gidReport{Index: 4, GID: "::ffff:198.18.0.99", Type: "RoCE v2", Netdev: "rxeveth0", IP: "198.18.0.99", MappedIPv6: true},
+	)
+	has := func(string) ([]netip.Prefix, error) {
+		return []netip.Prefix{netip.MustParsePrefix("198.18.0.1/24")}, nil
+	}
+	fs := checkGID("rxe0 port 1", p, "rxeveth0", has)
+	wantFinding(t, fs[1], levelWarn, "GIDs of unusable addresses, which GID selection passes over: index 2 2001:2::77 (tentative dadfailed) on rxeveth0; index 4 198.18.0.99 (IPv6 ::ffff:198.18.0.99) on rxeveth0")
+	if strings.Contains(fs[1].Msg, "2001:2:0:5::2") {
+		t.Errorf("deprecated address warned: %s", fs[1].Msg)
 	}
 }

@@ -87,7 +87,8 @@ func gatherPort(ctx *ibverbs.Context, port int) portReport {
 		return p
 	}
 	for _, e := range table {
-		g := gidReport{Index: e.Index, GID: e.GID.String(), Type: e.Type.String(), Netdev: e.Netdev}
+		g := gidReport{Index: e.Index, GID: e.GID.String(), Type: e.Type.String(), Netdev: e.Netdev,
+			AddrFlags: e.AddrFlags.String(), MappedIPv6: e.MappedIPv6}
 		if e.Type != ibverbs.GIDTypeIB {
 			g.IP = e.IP().String()
 		}
@@ -101,6 +102,9 @@ func gatherPort(ctx *ibverbs.Context, port int) portReport {
 	switch {
 	case err == nil:
 		p.DefaultGID = &gidChoice{Index: ch.Entry.Index, Reason: ch.Reason}
+		for _, t := range ch.Tied {
+			p.DefaultGID.Tied = append(p.DefaultGID.Tied, t.Index)
+		}
 	case errors.As(err, &nog):
 		p.NoGIDReason = err.Error()
 	default:
