@@ -100,6 +100,38 @@ func TestPrivateDataLimits(t *testing.T) {
 	}
 }
 
+// TestPrivateDataLimitsWildcard: a listener on a wildcard address, on no
+// device, refuses reply data longer than the devices present (RoCE
+// here) carry, where it took up to 255 bytes and then every Accept
+// rejected its client.
+func TestPrivateDataLimitsWildcard(t *testing.T) {
+	device(t)
+	for _, tc := range []struct {
+		addr string
+		ud   bool
+		size int
+		want string
+	}{
+		{"0.0.0.0:0", false, 197, "at most 196"},
+		{"[::]:0", false, 197, "at most 196"},
+		{"0.0.0.0:0", true, 137, "at most 136"},
+	} {
+		l, err := rdmacm.Listen(context.Background(), tc.addr, &rdmacm.Config{UD: tc.ud, PrivateData: make([]byte, tc.size)})
+		if err == nil {
+			closeOK(t, l)
+		}
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Listen(%s, UD %v) with %d bytes to reply: %v, want EINVAL and %q", tc.addr, tc.ud, tc.size, err, tc.want)
+		}
+		l, err = rdmacm.Listen(context.Background(), tc.addr, &rdmacm.Config{UD: tc.ud, PrivateData: make([]byte, tc.size-1)})
+		if err != nil {
+			t.Errorf("Listen(%s, UD %v) with %d bytes to reply: %v", tc.addr, tc.ud, tc.size-1, err)
+		} else {
+			closeOK(t, l)
+		}
+	}
+}
+
 // TestAcceptGivenUp: a request taken, and then accepted with a context
 // that has ended, is rejected without a reply, so that its dialer fails
 // with a *RejectedError, not with a connection torn down as it came up.

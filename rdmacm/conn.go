@@ -148,10 +148,10 @@ type Config struct {
 	// AddrTimeout and RouteTimeout bound address and route resolution
 	// (default 2s each; Dial resolves the address in attempts of 250ms
 	// until AddrTimeout); Timeout, when set, bounds a whole Dial or Accept
-	// handshake. A context deadline that comes sooner wins. Unset, a
-	// Dial's connection request is bounded by the kernel CM's retries
-	// alone: about 100 s on soft-RoCE for a request that gets no answer
-	// (see Dial).
+	// handshake. A context deadline that comes sooner wins. Unset, and
+	// with no deadline on ctx, a Dial's connection request is bounded by
+	// DefaultConnectTimeout (2 min) or the kernel CM's retries, whichever
+	// ends first (see Dial).
 	AddrTimeout  time.Duration
 	RouteTimeout time.Duration
 	Timeout      time.Duration

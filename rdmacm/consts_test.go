@@ -123,20 +123,21 @@ func TestConfigDefaults(t *testing.T) {
 func TestAddrParsing(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		in     string
-		listen bool
-		want   string
-		err    bool
+		in   string
+		wild netip.Addr
+		want string
+		err  bool
 	}{
-		{"198.18.0.1:7471", false, "198.18.0.1:7471", false},
-		{":7471", true, "0.0.0.0:7471", false},
-		{":7471", false, "", true},
-		{"[::1]:9", false, "[::1]:9", false},
-		{"127.0.0.1:0", true, "127.0.0.1:0", false},
-		{"198.18.0.1", false, "", true},
-		{"198.18.0.1:99999", false, "", true},
+		{"198.18.0.1:7471", netip.Addr{}, "198.18.0.1:7471", false},
+		{":7471", netip.IPv6Unspecified(), "[::]:7471", false},
+		{":7471", netip.IPv4Unspecified(), "0.0.0.0:7471", false},
+		{":7471", netip.Addr{}, "", true},
+		{"[::1]:9", netip.Addr{}, "[::1]:9", false},
+		{"127.0.0.1:0", netip.IPv6Unspecified(), "127.0.0.1:0", false},
+		{"198.18.0.1", netip.Addr{}, "", true},
+		{"198.18.0.1:99999", netip.Addr{}, "", true},
 	} {
-		got, err := lookupAddrPort(ctx, tc.in, tc.listen)
+		got, err := lookupAddrPort(ctx, tc.in, tc.wild)
 		if (err != nil) != tc.err || (err == nil && got.String() != tc.want) {
 			t.Errorf("%q: %v, %v; want %q (error %v)", tc.in, got, err, tc.want, tc.err)
 		}

@@ -64,3 +64,21 @@ func closeAll(ctxs []*ibverbs.Context) {
 		c.Close()
 	}
 }
+
+// allIWARP reports whether there are devices (rdma_get_devices) and all
+// of them are iWARP: whether private data may take iWARP's limits on an
+// ID bound to no device.
+func allIWARP() bool {
+	var n C.int
+	list := C.rdma_get_devices(&n)
+	if list == nil {
+		return false
+	}
+	defer C.rdma_free_devices(list)
+	for _, c := range unsafe.Slice(list, int(n)) {
+		if c.device.transport_type != C.IBV_TRANSPORT_IWARP {
+			return false
+		}
+	}
+	return n > 0
+}

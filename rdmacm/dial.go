@@ -23,14 +23,20 @@ import (
 // Without a deadline on ctx or a Config.Timeout, each step has a bound
 // of its own: resolving the address Config.AddrTimeout, the route
 // Config.RouteTimeout (2 s each by default), and the connection request
-// only the kernel CM's retries. A request that gets no answer at all
-// (its host drops it: one from an RDMA device's address to 127.0.0.1,
-// say, which resolves but which no listener can take) is sent 16 times,
-// each time after the CM's response timeout (4.1 s) and twice the
-// path's packet lifetime, before Dial fails with ErrUnreachable
-// (ETIMEDOUT): on soft-RoCE after 100 s, and after 67 s for UD (whose
-// request waits no packet lifetime). Set Config.Timeout, or a deadline
-// on ctx, for a shorter bound.
+// DefaultConnectTimeout (2 min, as the kernel's SYN retries bound a TCP
+// connect), which ends it with an error matching syscall.ETIMEDOUT and
+// context.DeadlineExceeded. The kernel CM's retries alone would not
+// always end it in time: a request that gets no answer at all (its host
+// drops it: one from an RDMA device's address to 127.0.0.1, say, which
+// resolves but which no listener can take) is sent 16 times, each time
+// after the CM's response timeout (4.1 s) and twice the path's packet
+// lifetime, and fails with ErrUnreachable (ETIMEDOUT), on soft-RoCE
+// after 100 s and after 67 s for UD (whose request waits no packet
+// lifetime); but a request to a listener whose program does not call
+// Accept is answered by the peer's kernel with an MRA (a message
+// received acknowledgement), which asks for 4.096 µs × 2^24, about 69 s,
+// more, and again on each of the 16 tries: up to 17 min. Set Config.Timeout, or a
+// deadline on ctx, for another bound.
 //
 // Errors are *OpError wrapping: a *RejectedError (matching
 // syscall.ECONNREFUSED) when the peer or its CM refused, e.g. nothing
@@ -57,11 +63,11 @@ func op[T any](ctx context.Context, name, addr string, cfg *Config, f func(conte
 func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	ctx, cancel := cfg.handshake(ctx)
 	defer cancel()
-	dst, err := lookupAddrPort(ctx, addr, false)
+	dst, err := lookupAddrPort(ctx, addr, netip.Addr{})
 	if err != nil {
 		return nil, err
 	}
-	id, err := resolveFrom(ctx, cfg, cfg.portSpace(), dst)
+	id, err := resolveFrom(ctx, cfg, cfg.portSpace(), dst, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +108,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err := id.Connect(p); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
-	ev, err := ch.Await(ctx, EventEstablished)
+	ev, err := awaitConnect(ctx, ch)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("connecting: %w", err), c.teardown())
 	}
@@ -119,9 +125,35 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	return c, nil
 }
 
+// DefaultConnectTimeout bounds the wait for the answer to a Dial's or
+// LookupUD's connection request when neither Config.Timeout nor a
+// deadline on ctx does.
+const DefaultConnectTimeout = 2 * time.Minute
+
+// connectTimeout is DefaultConnectTimeout; tests shorten it.
+var connectTimeout = DefaultConnectTimeout
+
+// awaitConnect waits on ch for ESTABLISHED, bounded by connectTimeout
+// when ctx has no deadline (Config.Timeout gives it one).
+func awaitConnect(ctx context.Context, ch *EventChannel) (*Event, error) {
+	if _, ok := ctx.Deadline(); ok {
+		return ch.Await(ctx, EventEstablished)
+	}
+	d := connectTimeout
+	bctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	ev, err := ch.Await(bctx, EventEstablished)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("no answer in %v, the bound DefaultConnectTimeout gives when neither Config.Timeout nor a deadline on ctx does: %w (%w)",
+			d, syscall.ETIMEDOUT, context.DeadlineExceeded)
+	}
+	return ev, err
+}
+
 // resolveFrom makes an ID, on a channel of its own, with dst resolved
 // from cfg.SrcAddr (or the route's source): on failure it leaves nothing.
-func resolveFrom(ctx context.Context, cfg *Config, ps PortSpace, dst netip.AddrPort) (*ID, error) {
+// given is the caller's address, which the *OpError shows.
+func resolveFrom(ctx context.Context, cfg *Config, ps PortSpace, dst netip.AddrPort, given string) (*ID, error) {
 	var src netip.AddrPort
 	if cfg.SrcAddr != "" {
 		var err error
@@ -133,7 +165,7 @@ func resolveFrom(ctx context.Context, cfg *Config, ps PortSpace, dst netip.AddrP
 	if err != nil {
 		return nil, err
 	}
-	id, err := resolveAddr(ctx, ch, ps, src, dst, resolveTimeout(ctx, cfg.AddrTimeout))
+	id, err := resolveAddr(ctx, ch, ps, src, dst, given, resolveTimeout(ctx, cfg.AddrTimeout))
 	if err != nil {
 		return nil, errors.Join(err, ch.Close())
 	}
@@ -148,18 +180,19 @@ func resolveFrom(ctx context.Context, cfg *Config, ps PortSpace, dst netip.AddrP
 const resolveSlice = 250 * time.Millisecond
 
 // resolveAddr creates an ID on ch and resolves dst from src on it
-// (rdma_resolve_addr), within total.
-func resolveAddr(ctx context.Context, ch *EventChannel, ps PortSpace, src, dst netip.AddrPort, total time.Duration) (*ID, error) {
+// (rdma_resolve_addr), within total. given is the caller's address.
+func resolveAddr(ctx context.Context, ch *EventChannel, ps PortSpace, src, dst netip.AddrPort, given string, total time.Duration) (*ID, error) {
 	deadline := time.Now().Add(total)
 	for {
 		id, err := ch.CreateID(ps)
 		if err != nil {
 			return nil, err
 		}
-		if err = id.ResolveAddr(src, dst, min(time.Until(deadline), resolveSlice)); err == nil {
-			if _, err = ch.Await(ctx, EventAddrResolved); err == nil {
-				return id, nil
-			}
+		if err = id.resolveAddr(src, dst, min(time.Until(deadline), resolveSlice)); err != nil {
+			err = withAddr(dst, given, err)
+		} else if _, err = ch.Await(ctx, EventAddrResolved); err == nil {
+			return id, nil
+		} else {
 			err = fmt.Errorf("resolving address: %w", err)
 		}
 		if cerr := id.Close(); cerr != nil {
@@ -175,8 +208,9 @@ func resolveAddr(ctx context.Context, ch *EventChannel, ps PortSpace, src, dst n
 }
 
 // lookupAddrPort parses "host:port", looking the host up if it is a name.
-// An empty host is the unspecified address when listening.
-func lookupAddrPort(ctx context.Context, addr string, listen bool) (netip.AddrPort, error) {
+// An empty host is wild, or refused where wild is the zero Addr (a Dial's
+// destination).
+func lookupAddrPort(ctx context.Context, addr string, wild netip.Addr) (netip.AddrPort, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return netip.AddrPort{}, err
@@ -190,10 +224,10 @@ func lookupAddrPort(ctx context.Context, addr string, listen bool) (netip.AddrPo
 		p = uint64(pn)
 	}
 	if host == "" {
-		if !listen {
+		if !wild.IsValid() {
 			return netip.AddrPort{}, fmt.Errorf("no host in address %q: %w", addr, syscall.EINVAL)
 		}
-		return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(p)), nil
+		return netip.AddrPortFrom(wild, uint16(p)), nil
 	}
 	ip, err := lookupHost(ctx, host)
 	if err != nil {
@@ -221,7 +255,9 @@ func lookupHost(ctx context.Context, host string) (netip.Addr, error) {
 // parseSrcAddr parses Config.SrcAddr: "ip", "host" or "host:port".
 func parseSrcAddr(ctx context.Context, s string) (netip.AddrPort, error) {
 	if _, _, err := net.SplitHostPort(s); err == nil {
-		return lookupAddrPort(ctx, s, true)
+		// An empty host binds only the port; IPv4's, as the address a
+		// Dial resolves from must be of its destination's family.
+		return lookupAddrPort(ctx, s, netip.IPv4Unspecified())
 	}
 	ip, err := lookupHost(ctx, s)
 	if err != nil {
@@ -248,11 +284,11 @@ func LookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
 func lookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
 	ctx, cancel := cfg.handshake(ctx)
 	defer cancel()
-	dst, err := lookupAddrPort(ctx, addr, false)
+	dst, err := lookupAddrPort(ctx, addr, netip.Addr{})
 	if err != nil {
 		return nil, err
 	}
-	id, err := resolveFrom(ctx, cfg, PortSpaceUDP, dst)
+	id, err := resolveFrom(ctx, cfg, PortSpaceUDP, dst, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +306,7 @@ func lookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
 	if err := id.Connect(&ConnParam{PrivateData: cfg.PrivateData}); err != nil {
 		return nil, err
 	}
-	ev, err := ch.Await(ctx, EventEstablished)
+	ev, err := awaitConnect(ctx, ch)
 	if err != nil {
 		return nil, fmt.Errorf("looking up the QP: %w", err)
 	}

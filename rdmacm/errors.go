@@ -184,7 +184,8 @@ type OpError struct {
 	// (LookupUD), "join" (JoinMulticast) or "device" (Device).
 	Op string
 	// Addr is the address as the caller gave it (for Accept, the
-	// listener's; for Device, the device's name), or "".
+	// address the listener is bound to, its port picked if it asked for
+	// 0; for Device, the device's name), or "".
 	Addr string
 	// Err is why: an *EventError, a *RejectedError, a verb's
 	// *os.SyscallError, a context's error, ErrClosed, ...

@@ -5,6 +5,7 @@ package rdmacm
 import (
 	"errors"
 	"syscall"
+	"time"
 )
 
 // Waiting reports whether a GetEvent holds ch: takes its next event, or
@@ -37,4 +38,12 @@ func SetTakenHook(f func(l *Listener)) (restore func()) {
 func SetGetEventFault(f func(ch *EventChannel) syscall.Errno) (restore func()) {
 	getEventFault.Store(&f)
 	return func() { getEventFault.Store(nil) }
+}
+
+// SetConnectTimeout makes d the bound of a connection request that
+// neither Config.Timeout nor a deadline on ctx bounds; restore undoes it.
+func SetConnectTimeout(d time.Duration) (restore func()) {
+	old := connectTimeout
+	connectTimeout = d
+	return func() { connectTimeout = old }
 }

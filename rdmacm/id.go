@@ -189,17 +189,64 @@ func timeoutMS(d time.Duration) C.int {
 // BindAddr binds the ID to a local address (rdma_bind_addr). A specific
 // address also binds it to that address's RDMA device; the zero address
 // (0.0.0.0 or ::) binds only the port.
+//
+// A port that another ID holds fails with an error matching
+// syscall.EADDRINUSE, as package net's does, where the binds clash on
+// the address itself; where they clash as a wildcard and a specific
+// address (0.0.0.0:7471 and 198.18.0.1:7471), the kernel fails with
+// EADDRNOTAVAIL, and the error matches both.
 func (id *ID) BindAddr(addr netip.AddrPort) error {
+	if err := id.bindAddr(addr); err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	return nil
+}
+
+// bindAddr is BindAddr, its error without the address.
+func (id *ID) bindAddr(addr netip.AddrPort) error {
 	if id.c == nil {
 		return ErrClosed
 	}
 	var ss C.struct_sockaddr_storage
 	r, err := C.rdma_bind_addr(id.c, sockaddr(addr, &ss))
-	if r != 0 {
-		return fmt.Errorf("%s: %w", addr, cmError("rdma_bind_addr", err))
+	if r == 0 {
+		return nil
 	}
-	return nil
+	err = cmError("rdma_bind_addr", err)
+	if errors.Is(err, syscall.EADDRNOTAVAIL) && addr.Port() != 0 && id.bindsPortZero(addr.Addr()) {
+		return &portTakenError{port: addr.Port(), err: err}
+	}
+	return err
 }
+
+// bindsPortZero reports whether ip binds on a new ID with any free port:
+// whether the EADDRNOTAVAIL of a bind with a port was about the port.
+func (id *ID) bindsPortZero(ip netip.Addr) bool {
+	probe, err := id.ch.CreateID(id.ps)
+	if err != nil {
+		return false
+	}
+	defer probe.Close()
+	var ss C.struct_sockaddr_storage
+	r, _ := C.rdma_bind_addr(probe.c, sockaddr(netip.AddrPortFrom(ip, 0), &ss))
+	return r == 0
+}
+
+// portTakenError is the EADDRNOTAVAIL that rdma_bind_addr fails with
+// when its port clashes with another ID's as wildcard and specific
+// address: it keeps the errno and also matches syscall.EADDRINUSE.
+type portTakenError struct {
+	port uint16
+	err  error // the *os.SyscallError with EADDRNOTAVAIL
+}
+
+func (e *portTakenError) Error() string {
+	return fmt.Sprintf("%v (port %d is in use: another ID holds it on the wildcard or a specific address)", e.err, e.port)
+}
+
+func (e *portTakenError) Unwrap() error { return e.err }
+
+func (e *portTakenError) Is(target error) bool { return target == syscall.EADDRINUSE }
 
 // SetTOS sets the type of service (the IP traffic class: DSCP and ECN
 // bits) of the ID's connection (rdma_set_option, RDMA_OPTION_ID_TOS). Set
@@ -214,6 +261,24 @@ func (id *ID) SetTOS(tos uint8) error {
 // the QP reaches RTS: before Connect or Accept.
 func (id *ID) SetAckTimeout(t uint8) error {
 	return id.setOption(C.RDMA_OPTION_ID_ACK_TIMEOUT, t)
+}
+
+// setAFOnly sets whether an ID bound to :: takes IPv6 requests only
+// (rdma_set_option, RDMA_OPTION_ID_AFONLY, as IPV6_V6ONLY), in place of
+// the sysctl net.ipv6.bindv6only. Set it before BindAddr.
+func (id *ID) setAFOnly(only bool) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	var v C.int
+	if only {
+		v = 1
+	}
+	r, err := C.rdma_set_option(id.c, C.RDMA_OPTION_ID, C.RDMA_OPTION_ID_AFONLY, unsafe.Pointer(&v), C.size_t(unsafe.Sizeof(v)))
+	if r != 0 {
+		return cmError("rdma_set_option", err)
+	}
+	return nil
 }
 
 func (id *ID) setOption(name C.int, v uint8) error {
@@ -232,6 +297,14 @@ func (id *ID) setOption(name C.int, v uint8) error {
 // src first unless src is the zero AddrPort (rdma_resolve_addr). Its outcome
 // is the event ADDR_RESOLVED or ADDR_ERROR, after at most timeout.
 func (id *ID) ResolveAddr(src, dst netip.AddrPort, timeout time.Duration) error {
+	if err := id.resolveAddr(src, dst, timeout); err != nil {
+		return fmt.Errorf("%s: %w", dst, err)
+	}
+	return nil
+}
+
+// resolveAddr is ResolveAddr, its error without the address.
+func (id *ID) resolveAddr(src, dst netip.AddrPort, timeout time.Duration) error {
 	if id.c == nil {
 		return ErrClosed
 	}
@@ -242,9 +315,18 @@ func (id *ID) ResolveAddr(src, dst netip.AddrPort, timeout time.Duration) error 
 	}
 	r, err := C.rdma_resolve_addr(id.c, sa, sockaddr(dst, &dss), timeoutMS(timeout))
 	if r != 0 {
-		return fmt.Errorf("%s: %w", dst, cmError("rdma_resolve_addr", err))
+		return cmError("rdma_resolve_addr", err)
 	}
 	return nil
+}
+
+// withAddr prefixes err with ap unless the caller's address given, which
+// the *OpError shows, already says it.
+func withAddr(ap netip.AddrPort, given string, err error) error {
+	if ap.String() == given || ap.Addr().String() == given {
+		return err
+	}
+	return fmt.Errorf("%s: %w", ap, err)
 }
 
 // ResolveRoute starts resolving the route to the resolved address
@@ -326,13 +408,19 @@ const (
 )
 
 // checkPrivateData checks that n bytes of private data fit in the CM
-// message msg (cmRequest, cmReply, cmReject) of id's port space, once id
-// is on a device: an iWARP device's take up to the 255 bytes the length
-// has room for, InfiniBand's and RoCE's less. Where they do not fit, fn
-// (the verb) would fail with a bare EINVAL, after the QP was made.
+// message msg (cmRequest, cmReply, cmReject) of id's port space: an
+// iWARP device's take up to the 255 bytes the length has room for,
+// InfiniBand's and RoCE's less. An ID on no device (bound to a wildcard
+// address) takes the smallest limit of the devices present, which its
+// requests may come through. Where they do not fit, fn (the verb) would
+// fail with a bare EINVAL, after the QP was made.
 func (id *ID) checkPrivateData(fn string, n int, msg int) error {
 	most := math.MaxUint8
-	if v := id.c.verbs; v != nil && v.device.transport_type != C.IBV_TRANSPORT_IWARP {
+	iwarp := allIWARP()
+	if v := id.c.verbs; v != nil {
+		iwarp = v.device.transport_type == C.IBV_TRANSPORT_IWARP
+	}
+	if !iwarp {
 		ud := id.ps == PortSpaceUDP || id.ps == PortSpaceIPoIB // SIDR
 		switch {
 		case ud && msg == cmRequest:

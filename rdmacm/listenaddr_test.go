@@ -5,6 +5,7 @@ package rdmacm_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"strings"
 	"syscall"
@@ -92,5 +93,126 @@ func TestContextNoDeviceAddr(t *testing.T) {
 	const want = "rdmacm: the ID is bound to 127.0.0.1, which no RDMA device has: no such device"
 	if _, err := id.Context(); !errors.Is(err, syscall.ENODEV) || err.Error() != want {
 		t.Errorf("Context of an ID bound to 127.0.0.1: %v; want %q", err, want)
+	}
+}
+
+// TestListenEmptyHostDualStack: Listen(":0") listens on :: and takes an
+// IPv4 and an IPv6 Dial, as net.Listen does, where it listened on
+// 0.0.0.0 and refused the IPv6 one.
+func TestListenEmptyHostDualStack(t *testing.T) {
+	n := device(t)
+	ip6 := globalIPv6(t, n.IP)
+	l, err := rdmacm.Listen(context.Background(), ":0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, l)
+	if got := l.Addr().Addr(); got != netip.IPv6Unspecified() {
+		t.Errorf("Listen(\":0\") is bound to %v, want ::", got)
+	}
+	for _, ip := range []netip.Addr{n.IP, ip6} {
+		ctx := timeout(t, 60*time.Second)
+		acc := make(chan error, 1)
+		go func() {
+			c, err := l.Accept(ctx)
+			if c != nil {
+				c.Close()
+			}
+			acc <- err
+		}()
+		c, err := rdmacm.Dial(ctx, addr(ip, l.Addr().Port()), &rdmacm.Config{SrcAddr: ip.String()})
+		if err != nil {
+			t.Errorf("Dial to %s, a listener on \":0\": %v", ip, err)
+		} else {
+			closeOK(t, c)
+		}
+		if err := <-acc; err != nil {
+			t.Errorf("Accept of %s's Dial: %v", ip, err)
+		}
+	}
+}
+
+// globalIPv6 returns a global IPv6 address of the netdev that holds ip
+// (the VM gives rxe0's 2001:2::1), or skips.
+func globalIPv6(t *testing.T, ip netip.Addr) netip.Addr {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ifc := range ifs {
+		as, _ := ifc.Addrs()
+		var has bool
+		var v6 netip.Addr
+		for _, a := range as {
+			p, err := netip.ParsePrefix(a.String())
+			if err != nil {
+				continue
+			}
+			if p.Addr() == ip {
+				has = true
+			}
+			if a := p.Addr(); a.Is6() && !a.Is4In6() && a.IsGlobalUnicast() {
+				v6 = a
+			}
+		}
+		if has && v6.IsValid() {
+			return v6
+		}
+	}
+	t.Skipf("the netdev of %s has no global IPv6 address", ip)
+	return netip.Addr{}
+}
+
+// TestListenPortClash: a Listen on a port another listener holds fails
+// with an error matching syscall.EADDRINUSE, that names the address
+// once: where one bind is a wildcard and the other specific, the
+// kernel's EADDRNOTAVAIL, which matched only itself, also matches it;
+// where the address came twice ("listen 198.18.0.1:P: 198.18.0.1:P:
+// rdma_bind_addr: ...").
+func TestListenPortClash(t *testing.T) {
+	n := device(t)
+	for _, tc := range []struct {
+		first, second netip.Addr
+		errno         syscall.Errno
+	}{
+		{netip.IPv4Unspecified(), n.IP, syscall.EADDRNOTAVAIL},
+		{n.IP, netip.IPv4Unspecified(), syscall.EADDRNOTAVAIL},
+		{n.IP, n.IP, syscall.EADDRINUSE},
+	} {
+		l := listen(t, tc.first, nil)
+		a := addr(tc.second, l.Addr().Port())
+		l2, err := rdmacm.Listen(context.Background(), a, nil)
+		if err == nil {
+			t.Errorf("Listen(%s) while %s listens: a listener", a, l.Addr())
+			closeOK(t, l2)
+			closeOK(t, l)
+			continue
+		}
+		want := "rdmacm: listen " + a + ": rdma_bind_addr: "
+		if !errors.Is(err, syscall.EADDRINUSE) || !errors.Is(err, tc.errno) ||
+			!strings.HasPrefix(err.Error(), want) || strings.Count(err.Error(), a) != 1 {
+			t.Errorf("Listen(%s) while %s listens: %q; want EADDRINUSE and %v, starting %q, the address once", a, l.Addr(), err, tc.errno, want)
+		}
+		closeOK(t, l)
+	}
+	// An address no device has is still EADDRNOTAVAIL alone, not a port
+	// in use.
+	_, err := rdmacm.Listen(context.Background(), "198.18.0.77:7471", nil)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("Listen(198.18.0.77:7471), an address no netdev has: %v, which matches EADDRINUSE", err)
+	}
+}
+
+// TestAcceptErrorAddr: Accept's errors name the address the listener is
+// bound to, its port included, where a listener on port 0 said port 0.
+func TestAcceptErrorAddr(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.IP, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := l.Accept(ctx)
+	want := "rdmacm: accept " + l.Addr().String() + ": "
+	if err == nil || !strings.HasPrefix(err.Error(), want) || l.Addr().Port() == 0 {
+		t.Errorf("Accept with its ctx done, on a listener on %s: %v; want it to start %q", l.Addr(), err, want)
 	}
 }

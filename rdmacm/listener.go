@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -15,10 +16,9 @@ import (
 // Listener waits for connection requests on an address: an rdma_cm ID
 // bound and listening, with its own event channel.
 type Listener struct {
-	id   *ID
-	ch   *EventChannel
-	cfg  Config
-	addr string
+	id  *ID
+	ch  *EventChannel
+	cfg Config
 	// bound is id's address, kept at Listen: Close may free id while
 	// another goroutine asks.
 	bound netip.AddrPort
@@ -55,8 +55,11 @@ type Listener struct {
 // device only; an address that no RDMA device has (a loopback address,
 // one of a netdev without RDMA) is refused with an error matching
 // syscall.ENODEV, where rdma_bind_addr takes it and no request could
-// come. The unspecified addresses, 0.0.0.0 and ::, listen on every
-// device. cfg (nil for defaults) applies to every connection Accept
+// come. The unspecified addresses listen on every device: 0.0.0.0 for
+// IPv4 requests only, and :: for IPv6 and IPv4 alike unless the sysctl
+// net.ipv6.bindv6only is set. An empty host is :: taking both whatever
+// the sysctl says (RDMA_OPTION_ID_AFONLY 0), as net.Listen("tcp",
+// ":port") does; its Addr is then [::]:port. cfg (nil for defaults) applies to every connection Accept
 // makes; ctx bounds only the host's lookup.
 func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	return op(ctx, "listen", addr, cfg, listen)
@@ -66,7 +69,7 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	ap, err := lookupAddrPort(ctx, addr, true)
+	ap, err := lookupAddrPort(ctx, addr, netip.IPv6Unspecified())
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +82,15 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 		ch.Close()
 		return nil, err
 	}
-	if err := id.BindAddr(ap); err != nil {
-		return nil, errors.Join(err, id.Close(), ch.Close())
+	if host, _, _ := net.SplitHostPort(addr); host == "" {
+		// An empty host takes IPv4 too, whatever net.ipv6.bindv6only
+		// says, as package net's does.
+		if err := id.setAFOnly(false); err != nil {
+			return nil, errors.Join(err, id.Close(), ch.Close())
+		}
+	}
+	if err := id.bindAddr(ap); err != nil {
+		return nil, errors.Join(withAddr(ap, addr, err), id.Close(), ch.Close())
 	}
 	// rdma_bind_addr takes a specific address that no RDMA device has
 	// (127.0.0.1, ::1) and leaves the ID on no device: rdma_listen then
@@ -99,7 +109,7 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err := id.Listen(cfg.Backlog); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
-	l := &Listener{id: id, ch: ch, cfg: *cfg, addr: addr, bound: id.LocalAddr(), sem: make(chan struct{}, 1)}
+	l := &Listener{id: id, ch: ch, cfg: *cfg, bound: id.LocalAddr(), sem: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	return l, nil
 }
@@ -142,10 +152,10 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	}
 	c, err := r.accept(ctx, nil, l.park)
 	if errors.Is(err, errParked) {
-		return nil, &OpError{Op: "accept", Addr: l.addr, Err: ctx.Err()}
+		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: ctx.Err()}
 	}
 	if err != nil {
-		err = &OpError{Op: "accept", Addr: l.addr, Err: err}
+		err = &OpError{Op: "accept", Addr: l.bound.String(), Err: err}
 	}
 	if err != nil && l.ctx.Err() != nil {
 		// The handshake's own error says only that Close cancelled it.
@@ -153,7 +163,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		if errors.As(err, &op) {
 			err = op.Err
 		}
-		return nil, &OpError{Op: "accept", Addr: l.addr, Err: fmt.Errorf("%w (%v)", ErrClosed, err)}
+		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: fmt.Errorf("%w (%v)", ErrClosed, err)}
 	}
 	return c, err
 }
@@ -169,7 +179,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 func (l *Listener) GetRequest(ctx context.Context) (*ConnRequest, error) {
 	r, err := l.getRequest(ctx)
 	if err != nil {
-		return nil, &OpError{Op: "accept", Addr: l.addr, Err: err}
+		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: err}
 	}
 	return r, nil
 }
@@ -337,7 +347,7 @@ func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
 func (r *ConnRequest) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	c, err := r.accept(ctx, cfg, nil)
 	if err != nil {
-		return nil, &OpError{Op: "accept", Addr: r.l.addr, Err: err}
+		return nil, &OpError{Op: "accept", Addr: r.l.bound.String(), Err: err}
 	}
 	return c, nil
 }

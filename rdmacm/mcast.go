@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"syscall"
 )
 
@@ -28,15 +29,41 @@ func (id *ID) JoinMulticast(group netip.Addr, sendOnly bool) error {
 	if !group.IsMulticast() {
 		return fmt.Errorf("%v is not a multicast address: %w", group, errnoError("rdma_join_multicast_ex", int(syscall.EINVAL)))
 	}
+	if err := id.joinMulticast(group, sendOnly); err != nil {
+		return fmt.Errorf("group %v: %w", group, err)
+	}
+	return nil
+}
+
+// joinMulticast is JoinMulticast, its error without the group.
+func (id *ID) joinMulticast(group netip.Addr, sendOnly bool) error {
 	var ss C.struct_sockaddr_storage
 	flags := C.uint32_t(C.RDMA_MC_JOIN_FLAG_FULLMEMBER)
 	if sendOnly {
 		flags = C.RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
 	}
 	if rc := C.gr_join_multicast(id.c, sockaddr(netip.AddrPortFrom(group, 0), &ss), flags); rc != 0 {
-		return fmt.Errorf("group %v: %w", group, errnoError("rdma_join_multicast_ex", int(rc)))
+		if rc == errnoENOTSUPP {
+			return notSupported(group)
+		}
+		return errnoError("rdma_join_multicast_ex", int(rc))
 	}
 	return nil
+}
+
+// errnoENOTSUPP is the kernel's internal ENOTSUPP, which no libc names
+// and Go's syscall.Errno does not match to errors.ErrUnsupported:
+// rdma_join_multicast_ex returns it for an IPv6 group on a RoCE v2 port.
+const errnoENOTSUPP = 524
+
+// notSupported is the error for ENOTSUPP from rdma_join_multicast_ex: it
+// says why, and matches syscall.EOPNOTSUPP and errors.ErrUnsupported.
+func notSupported(group netip.Addr) error {
+	why := "the kernel does not support this join"
+	if group.Is6() {
+		why = "the kernel does not join IPv6 multicast groups over RoCE v2 (join an IPv4 group, or use InfiniBand or RoCE v1)"
+	}
+	return fmt.Errorf("%s: %w", why, os.NewSyscallError("rdma_join_multicast_ex (errno 524, ENOTSUPP)", syscall.EOPNOTSUPP))
 }
 
 // LeaveMulticast leaves a group the ID joined (rdma_leave_multicast),
@@ -53,8 +80,8 @@ func (id *ID) LeaveMulticast(group netip.Addr) error {
 	return nil
 }
 
-// JoinMulticast joins the IP multicast group group ("239.255.0.1",
-// "ff0e::1") and returns a UD Conn for it: Conn.RemoteUD addresses the
+// JoinMulticast joins the IP multicast group group ("239.255.0.1", say)
+// and returns a UD Conn for it: Conn.RemoteUD addresses the
 // group, so that a send reaches every member's QP, and unless
 // Config.MulticastSendOnly the Conn's QP is a member and receives what is
 // sent to the group (each receive buffer starting with the 40-byte GRH).
@@ -62,7 +89,10 @@ func (id *ID) LeaveMulticast(group netip.Addr) error {
 // the route to the group does. It resolves the address
 // (rdma_resolve_addr), makes the PD, CQs and UD QP (rdma_create_qp) and
 // joins (rdma_join_multicast_ex), all bounded by ctx; Close leaves the
-// group (rdma_leave_multicast). Errors are *OpError, as Dial's.
+// group (rdma_leave_multicast). Errors are *OpError, as Dial's. An IPv6
+// group ("ff0e::1") joins on InfiniBand and RoCE v1 only: over RoCE v2,
+// the GID type rdma_cm takes by default, the kernel refuses it, and the
+// error matches errors.ErrUnsupported and syscall.EOPNOTSUPP.
 func JoinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error) {
 	return op(ctx, "join", group, cfg, joinMulticast)
 }
@@ -77,7 +107,7 @@ func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error
 	if !g.IsMulticast() {
 		return nil, fmt.Errorf("%v is not a multicast address: %w", g, syscall.EINVAL)
 	}
-	id, err := resolveFrom(ctx, cfg, PortSpaceUDP, netip.AddrPortFrom(g, 0))
+	id, err := resolveFrom(ctx, cfg, PortSpaceUDP, netip.AddrPortFrom(g, 0), group)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +121,7 @@ func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error
 	if err := c.prepare(cfg); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
-	if err := id.JoinMulticast(g, cfg.MulticastSendOnly); err != nil {
+	if err := id.joinMulticast(g, cfg.MulticastSendOnly); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
 	c.group = g

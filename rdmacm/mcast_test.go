@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -135,5 +136,23 @@ func TestMulticastErrors(t *testing.T) {
 	}
 	if err := id.LeaveMulticast(netip.MustParseAddr(testGroup)); err == nil || !bytes.Contains([]byte(err.Error()), []byte("rdma_leave_multicast")) {
 		t.Errorf("LeaveMulticast of a group never joined = %v, want rdma_leave_multicast's error", err)
+	}
+}
+
+// TestMulticastIPv6RoCEv2: the kernel refuses an IPv6 group over RoCE v2
+// with its internal ENOTSUPP (errno 524), which came back as "errno 524"
+// and matched nothing; it says why, and matches errors.ErrUnsupported
+// and syscall.EOPNOTSUPP.
+func TestMulticastIPv6RoCEv2(t *testing.T) {
+	n := device(t)
+	ip6 := globalIPv6(t, n.IP)
+	c, err := rdmacm.JoinMulticast(timeout(t, 30*time.Second), "ff05::198:18", &rdmacm.Config{SrcAddr: ip6.String()})
+	if err == nil {
+		closeOK(t, c)
+		t.Skipf("%s joined an IPv6 group: its port is not RoCE v2", n.Dev)
+	}
+	const why = "rdmacm: join ff05::198:18: the kernel does not join IPv6 multicast groups over RoCE v2"
+	if !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, syscall.EOPNOTSUPP) || !strings.HasPrefix(err.Error(), why) {
+		t.Errorf("JoinMulticast(ff05::198:18) from %s: %v; want ErrUnsupported and EOPNOTSUPP saying %q", ip6, err, why)
 	}
 }
