@@ -340,13 +340,14 @@ func (e cmError) Is(target error) bool {
 //
 // ctx bounds the whole Dial, and so does Config.CM.Timeout where set.
 // Resolving the address and the route have limits of their own
-// (Config.CM.AddrTimeout and RouteTimeout, 2 s each by default), but the
-// connection request after them has none: where the request goes
-// unanswered (a source address that cannot reach the listener's, say),
-// Dial waits for the kernel's connection manager to give up retrying it,
-// which took about 100 s on soft-RoCE under Linux 6.1 (an error matching
-// rdmacm.ErrUnreachable and syscall.ETIMEDOUT). Pass a ctx with a
-// deadline, or set Config.CM.Timeout, to bound it.
+// (Config.CM.AddrTimeout and RouteTimeout, 2 s each by default), and
+// the connection request after them rdmacm.DefaultConnectTimeout (2
+// min) where neither ctx nor Config.CM.Timeout bounds it: where the
+// request goes unanswered (a source address that cannot reach the
+// listener's, say), the kernel's connection manager gives up retrying it
+// first, after about 100 s on soft-RoCE under Linux 6.1 (an error
+// matching rdmacm.ErrUnreachable and syscall.ETIMEDOUT). Pass a ctx with
+// a deadline, or set Config.CM.Timeout, for a shorter bound.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
