@@ -1514,13 +1514,16 @@ func serverSide(o *testOptions, spec exchange.TestSpec, l bench.Local) bench.Loc
 			case ip.IsLinkLocalUnicast():
 				sl.GIDRule.AllowLinkLocal = true
 				sl.GIDRule.Prefix = netip.MustParsePrefix(map[bool]string{true: "169.254.0.0/16", false: "fe80::/10"}[ip.Is4()])
-			case l.GIDRule.Prefix.IsValid():
-				sl.GIDRule.Prefix = l.GIDRule.Prefix
-			case l.GIDIndex >= 0 || l.GIDRule.Addr.IsValid() || l.GIDRule.Netdev != "":
+			case l.GIDIndex >= 0 || l.GIDRule.Prefix.IsValid() || l.GIDRule.Addr.IsValid() || l.GIDRule.Netdev != "":
 				// A GID the flags named: the peer's is in its subnet
-				// (its VLAN's, as a rule), where one is, else the
-				// peer's family alone decides (a routed network).
-				if p, ok := addrSubnet(e.Netdev, ip); ok {
+				// (--gid-subnet's, or its address's: its VLAN's, as a
+				// rule), where one is, else the peer's family alone
+				// decides (a routed network).
+				p, ok := l.GIDRule.Prefix, l.GIDRule.Prefix.IsValid()
+				if !ok {
+					p, ok = addrSubnet(e.Netdev, ip)
+				}
+				if ok {
 					withPrefix := sl
 					withPrefix.GIDRule.Prefix = p
 					if _, err := chosenGID(withPrefix); err == nil {

@@ -308,7 +308,8 @@ func TestServerOtherTest(t *testing.T) {
 
 // TestLoopbackPeerDevGID: on another device (--peer-dev) the server side
 // chooses its GID automatically, in the family asked for, or else (on a
-// device) in the family of the client side's GID, where it took the
+// device) in the family of the client side's GID (and its subnet, where
+// the server side's device has a GID there), where it took the
 // client side's -x or --source_ip, which name a GID of the client side's
 // device; on the same device it keeps them.
 func TestLoopbackPeerDevGID(t *testing.T) {
@@ -335,11 +336,15 @@ func TestLoopbackPeerDevGID(t *testing.T) {
 		sl := serverSide(o, exchange.TestSpec{Test: exchange.WriteBW}, l)
 		other := o.PeerDev != "" && o.PeerDev != o.Device
 		family := l.GIDRule.Family
-		if e, err := chosenGID(l); family == 0 && err == nil && e.Type == ibverbs.GIDTypeRoCEv2 {
+		e, cerr := chosenGID(l)
+		if family == 0 && cerr == nil && e.Type == ibverbs.GIDTypeRoCEv2 {
 			family = map[bool]int{true: 4, false: 6}[e.IP().Is4()]
 		}
+		// A prefix, where the server side has one, is the subnet of the
+		// client side's GID (198.18.0.0/24 in the VM).
+		prefixOK := !sl.GIDRule.Prefix.IsValid() || cerr == nil && sl.GIDRule.Prefix.Contains(e.IP())
 		switch {
-		case other && (sl.GIDIndex != -1 || sl.GIDRule.Prefix.IsValid() || sl.GIDRule.Addr.IsValid() || sl.GIDRule.Netdev != "" ||
+		case other && (sl.GIDIndex != -1 || !prefixOK || sl.GIDRule.Addr.IsValid() || sl.GIDRule.Netdev != "" ||
 			sl.GIDRule.Family != family || sl.Device != o.PeerDev):
 			t.Errorf("%v: the server side on %s has GID index %d, rule %+v; want the automatic choice, family %d", args, sl.Device, sl.GIDIndex, sl.GIDRule, family)
 		case !other && (sl.GIDIndex != l.GIDIndex || sl.GIDRule != l.GIDRule || sl.Device != l.Device):
