@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // GID is a 128-bit global identifier (union ibv_gid). On RoCE it holds an
@@ -91,17 +89,18 @@ type GIDEntry struct {
 // addr` prints them.
 type AddrFlags uint32
 
-// The address flags that GID selection heeds.
+// The address flags that GID selection heeds: the kernel's values
+// (linux/if_addr.h), spelled out so that the type builds off Linux too.
 const (
 	// AddrDADFailed: duplicate address detection found the address on
 	// another host of the link (IFA_F_DADFAILED); it stays tentative.
-	AddrDADFailed AddrFlags = unix.IFA_F_DADFAILED
+	AddrDADFailed AddrFlags = 0x08
 	// AddrDeprecated: the address's preferred lifetime is over
 	// (IFA_F_DEPRECATED); it still works, but is no source of choice.
-	AddrDeprecated AddrFlags = unix.IFA_F_DEPRECATED
+	AddrDeprecated AddrFlags = 0x20
 	// AddrTentative: duplicate address detection has not finished
 	// (IFA_F_TENTATIVE); the address cannot be used yet.
-	AddrTentative AddrFlags = unix.IFA_F_TENTATIVE
+	AddrTentative AddrFlags = 0x40
 )
 
 // String names the flags that GID selection heeds, as `ip addr` does

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // addrFlags matches a GID to its netdev's address: an IPv4-mapped GID to
@@ -67,4 +69,16 @@ func TestDumpAddrs(t *testing.T) {
 		}
 	}
 	t.Errorf("lo (index %d) addresses %v lack 127.0.0.1", lo.Index, m[lo.Index])
+}
+
+// TestAddrFlagValues: the flags spelled out in gid.go are the kernel's.
+func TestAddrFlagValues(t *testing.T) {
+	for _, c := range []struct {
+		got  AddrFlags
+		want int
+	}{{AddrDADFailed, unix.IFA_F_DADFAILED}, {AddrDeprecated, unix.IFA_F_DEPRECATED}, {AddrTentative, unix.IFA_F_TENTATIVE}} {
+		if uint32(c.got) != uint32(c.want) {
+			t.Errorf("%v = %#x, the kernel's %#x", c.got, uint32(c.got), c.want)
+		}
+	}
 }
