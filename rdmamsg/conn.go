@@ -3,6 +3,7 @@
 package rdmamsg
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,30 +115,15 @@ func (cfg *Config) withDefaults() (Config, error) {
 	if cfg != nil {
 		c = *cfg
 	}
-	if c.MaxMessage == 0 {
-		c.MaxMessage = defaultMaxMessage
-	}
-	if c.Depth == 0 {
-		c.Depth = defaultDepth
-	}
-	if c.SendBuffers == 0 {
-		c.SendBuffers = defaultSendBuffers
-	}
-	if c.MaxSend == 0 {
-		c.MaxSend = defaultMaxSend
-	}
-	if c.KeepAlive == 0 {
-		c.KeepAlive = defaultKeepAlive
-	}
-	if c.Handshakes == 0 {
-		c.Handshakes = defaultHandshakes
-	}
-	if c.HandshakesPerAddr == 0 {
-		c.HandshakesPerAddr = defaultHandshakesPerAddr
-	}
-	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = handshakeTimeout
-	}
+	// The zero value of each field asks for its default.
+	c.MaxMessage = cmp.Or(c.MaxMessage, defaultMaxMessage)
+	c.Depth = cmp.Or(c.Depth, defaultDepth)
+	c.SendBuffers = cmp.Or(c.SendBuffers, defaultSendBuffers)
+	c.MaxSend = cmp.Or(c.MaxSend, defaultMaxSend)
+	c.KeepAlive = cmp.Or(c.KeepAlive, defaultKeepAlive)
+	c.Handshakes = cmp.Or(c.Handshakes, defaultHandshakes)
+	c.HandshakesPerAddr = cmp.Or(c.HandshakesPerAddr, defaultHandshakesPerAddr)
+	c.HandshakeTimeout = cmp.Or(c.HandshakeTimeout, handshakeTimeout)
 	switch {
 	case c.Handshakes < 1 || c.Handshakes > maxHandshakes:
 		return c, fmt.Errorf("rdmamsg: Config.Handshakes %d: want 1 to %d: %w", c.Handshakes, maxHandshakes, syscall.EINVAL)

@@ -3,6 +3,7 @@
 package rdmamsg
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -147,15 +148,9 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 	if cfg != nil {
 		c = *cfg
 	}
-	if c.Depth == 0 {
-		c.Depth = defaultPacketDepth
-	}
-	if c.SendBuffers == 0 {
-		c.SendBuffers = defaultSendBuffers
-	}
-	if c.LookupTimeout == 0 {
-		c.LookupTimeout = defaultLookupTimeout
-	}
+	c.Depth = cmp.Or(c.Depth, defaultPacketDepth) // a zero field asks for its default
+	c.SendBuffers = cmp.Or(c.SendBuffers, defaultSendBuffers)
+	c.LookupTimeout = cmp.Or(c.LookupTimeout, defaultLookupTimeout)
 	if c.Depth < 1 || c.Depth > maxDepth || c.SendBuffers < 1 || c.SendBuffers > maxDepth || c.LookupTimeout < 0 || c.Backlog < 0 {
 		return nil, fmt.Errorf("rdmamsg: PacketConfig %+v: Depth and SendBuffers 1 to %d, the rest 0 or more: %w", c, maxDepth, syscall.EINVAL)
 	}
