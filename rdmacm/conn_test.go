@@ -1068,14 +1068,7 @@ func TestListenerCloseEndsAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	acc := make(chan error, 1)
-	go func() {
-		c, err := l.Accept(context.Background())
-		if c != nil {
-			c.Close()
-		}
-		acc <- err
-	}()
+	acc := acceptOne(context.Background(), l)
 	_, id, next := rdmatest.RoutedID(t, timeout(t, 30*time.Second), n.IP, l.Addr())
 	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)

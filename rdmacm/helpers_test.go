@@ -304,3 +304,17 @@ func warmUp(t *testing.T, n testNet) {
 	closeOK(t, cli)
 	closeOK(t, srv)
 }
+
+// acceptOne accepts one connection on l within ctx, in a goroutine, and
+// closes it at once: what the channel gets is Accept's error.
+func acceptOne(ctx context.Context, l *rdmacm.Listener) <-chan error {
+	acc := make(chan error, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		if c != nil {
+			c.Close()
+		}
+		acc <- err
+	}()
+	return acc
+}

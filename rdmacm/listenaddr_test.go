@@ -56,14 +56,7 @@ func TestListenWildcard(t *testing.T) {
 			continue
 		}
 		ctx := timeout(t, 60*time.Second)
-		acc := make(chan error, 1)
-		go func() {
-			c, err := l.Accept(ctx)
-			if c != nil {
-				c.Close()
-			}
-			acc <- err
-		}()
+		acc := acceptOne(ctx, l)
 		c, err := rdmacm.Dial(ctx, addr(n.IP, l.Addr().Port()), &rdmacm.Config{SrcAddr: n.IP.String()})
 		if err != nil {
 			t.Errorf("Dial to a listener on %s (%s), at %s: %v", a, l.Addr(), n.IP, err)
@@ -112,14 +105,7 @@ func TestListenEmptyHostDualStack(t *testing.T) {
 	}
 	for _, ip := range []netip.Addr{n.IP, ip6} {
 		ctx := timeout(t, 60*time.Second)
-		acc := make(chan error, 1)
-		go func() {
-			c, err := l.Accept(ctx)
-			if c != nil {
-				c.Close()
-			}
-			acc <- err
-		}()
+		acc := acceptOne(ctx, l)
 		c, err := rdmacm.Dial(ctx, addr(ip, l.Addr().Port()), &rdmacm.Config{SrcAddr: ip.String()})
 		if err != nil {
 			t.Errorf("Dial to %s, a listener on \":0\": %v", ip, err)

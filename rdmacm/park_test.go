@@ -122,14 +122,7 @@ func TestAcceptParkedWakes(t *testing.T) {
 	})
 	defer restore()
 
-	first := make(chan error, 1)
-	go func() {
-		c, err := l.Accept(actx)
-		if c != nil {
-			c.Close()
-		}
-		first <- err
-	}()
+	first := acceptOne(actx, l)
 	for deadline := time.Now().Add(10 * time.Second); !rdmacm.Waiting(ch); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the first Accept does not wait on the channel after 10 s")
