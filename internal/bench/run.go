@@ -1409,11 +1409,17 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		first = func() (context.Context, context.CancelFunc) { return firstWait(ctx, h, controlTimeout, role) }
 	}
 	// unready is the failure of this side's first wait for the peer,
-	// err: a server stopped meanwhile (ctx's end) tells its client so.
+	// err: a server stopped meanwhile (ctx's end) tells its client so,
+	// or, where another of the test's threads failed, that.
 	unready := func(err error) error {
 		if role == "server" && ctx.Err() != nil {
+			why := errStoppedFirst
+			var tf *threadFailure
+			if errors.As(context.Cause(ctx), &tf) {
+				why = tf
+			}
 			cctx, cancel := ctl()
-			c.SendError(cctx, errStoppedFirst)
+			c.SendError(cctx, why)
 			cancel()
 		}
 		return err

@@ -290,7 +290,7 @@ func runThreads(ctx context.Context, spec exchange.TestSpec, l Local, onHeader f
 	var first atomic.Int32 // the first thread to fail, plus one
 	fail := func(i int) {
 		first.CompareAndSwap(0, int32(i+1))
-		cancel(errs[i])
+		cancel(&threadFailure{i, n, errs[i]})
 	}
 	var wg sync.WaitGroup
 	for i := range n {
@@ -324,6 +324,20 @@ func runThreads(ctx context.Context, spec exchange.TestSpec, l Local, onHeader f
 	}
 	return res, err
 }
+
+// threadFailure is the cause of the context of a test of several
+// threads that one thread's failure ended, which the others' peers are
+// told where they are told why (a server's thread that had not begun:
+// unready), rather than that the server was stopped.
+type threadFailure struct {
+	i, n int
+	err  error
+}
+
+func (e *threadFailure) Error() string {
+	return fmt.Sprintf("thread %d of %d failed: %v", e.i, e.n, e.err)
+}
+func (e *threadFailure) Unwrap() error { return e.err }
 
 // procs counts the measuring loops of the tests of several threads
 // running in this process (a loopback test runs both sides' here), and
