@@ -553,19 +553,15 @@ func (l *Listener) take() {
 			}
 			continue
 		}
-		// The reason for a reject goes back in its private data,
-		// which holds 148 bytes over InfiniBand and RoCE.
 		from := req.RemoteAddr().Addr()
 		if !l.enter(from) {
-			why := []byte(fmt.Sprintf("rdmamsg: too many handshakes from %s under way (Config.HandshakesPerAddr, %d)", from, l.cfg.HandshakesPerAddr))
-			req.Reject(why[:min(len(why), 148)])
+			rejectWith(req, fmt.Sprintf("rdmamsg: too many handshakes from %s under way (Config.HandshakesPerAddr, %d)", from, l.cfg.HandshakesPerAddr))
 			<-l.shaking
 			continue
 		}
 		peer, err := parseHello(req.PrivateData())
 		if err != nil {
-			why := []byte("rdmamsg: " + err.Error())
-			req.Reject(why[:min(len(why), 148)])
+			rejectWith(req, "rdmamsg: "+err.Error())
 			l.leave(from)
 			<-l.shaking
 			continue
@@ -573,6 +569,13 @@ func (l *Listener) take() {
 		l.loops.Add(1)
 		go l.handshake(req, peer, from)
 	}
+}
+
+// rejectWith rejects req, saying why in the reject's private data, which
+// holds 148 bytes over InfiniBand and RoCE: the rest is cut.
+func rejectWith(req *rdmacm.ConnRequest, why string) {
+	b := []byte(why)
+	req.Reject(b[:min(len(b), 148)])
 }
 
 // tooMany reports whether err is a want of file descriptors or memory,

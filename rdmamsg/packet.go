@@ -625,17 +625,21 @@ func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort, by time.
 		}
 		// Another WriteTo looks to up: once it is done, to is known,
 		// or this one looks it up itself.
-		if err := p.waitLookup(ctx, to, by, ended, "its lookup by another WriteTo"); err != nil {
+		if err := p.waitLookup(ctx, to, by, ended, nil, "its lookup by another WriteTo"); err != nil {
 			return err
 		}
 	}
 }
 
-// waitLookup waits for ch within ctx, the write deadline, the time by and
-// Close, for a lookup of to: what is awaited says what, for its error.
-func (p *PacketConn) waitLookup(ctx context.Context, to netip.AddrPort, by time.Time, ch <-chan struct{}, what string) error {
+// waitLookup waits, for a lookup of to, until ch is closed or, where tok
+// is not nil, a token goes into tok, within ctx, the write deadline, the
+// time by and Close: what is awaited says what, for its error.
+func (p *PacketConn) waitLookup(ctx context.Context, to netip.AddrPort, by time.Time, ch <-chan struct{}, tok chan<- struct{}, what string) error {
+	// A nil ch or tok is a case that never comes.
 	select {
 	case <-ch:
+		return nil
+	case tok <- struct{}{}:
 		return nil
 	default:
 	}
@@ -643,6 +647,8 @@ func (p *PacketConn) waitLookup(ctx context.Context, to netip.AddrPort, by time.
 	defer t.Stop()
 	select {
 	case <-ch:
+		return nil
+	case tok <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, ctx.Err())
@@ -664,29 +670,8 @@ func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Ti
 		p.mu.Unlock()
 		close(ended)
 	}()
-	select {
-	case p.lookups <- struct{}{}:
-	default:
-		// Every token is taken: wait for one, as for a channel that
-		// is closed when one is free.
-		free, stop, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(gone)
-			select {
-			case p.lookups <- struct{}{}:
-				close(free)
-			case <-stop:
-			}
-		}()
-		err := p.waitLookup(ctx, to, by, free, "other lookups")
-		close(stop)
-		<-gone
-		if err != nil {
-			if isClosed(free) {
-				<-p.lookups // taken as the wait ended
-			}
-			return err
-		}
+	if err := p.waitLookup(ctx, to, by, nil, p.lookups, "other lookups"); err != nil {
+		return err
 	}
 	defer func() { <-p.lookups }()
 	lctx, cancel := context.WithDeadline(ctx, by)
