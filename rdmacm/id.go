@@ -416,9 +416,11 @@ const (
 // fail with a bare EINVAL, after the QP was made.
 func (id *ID) checkPrivateData(fn string, n int, msg int) error {
 	most := math.MaxUint8
-	iwarp := allIWARP()
+	var iwarp bool
 	if v := id.c.verbs; v != nil {
 		iwarp = v.device.transport_type == C.IBV_TRANSPORT_IWARP
+	} else {
+		iwarp = allIWARP()
 	}
 	if !iwarp {
 		ud := id.ps == PortSpaceUDP || id.ps == PortSpaceIPoIB // SIDR

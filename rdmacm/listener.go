@@ -59,8 +59,9 @@ type Listener struct {
 // IPv4 requests only, and :: for IPv6 and IPv4 alike unless the sysctl
 // net.ipv6.bindv6only is set. An empty host is :: taking both whatever
 // the sysctl says (RDMA_OPTION_ID_AFONLY 0), as net.Listen("tcp",
-// ":port") does; its Addr is then [::]:port. cfg (nil for defaults) applies to every connection Accept
-// makes; ctx bounds only the host's lookup.
+// ":port") does; its Addr is then [::]:port. cfg (nil for defaults)
+// applies to every connection Accept makes; ctx bounds only the host's
+// lookup.
 func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	return op(ctx, "listen", addr, cfg, listen)
 }
