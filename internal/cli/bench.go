@@ -1561,17 +1561,9 @@ func addrSubnet(netdev string, ip netip.Addr) (netip.Prefix, bool) {
 	if err != nil {
 		return netip.Prefix{}, false
 	}
-	for _, a := range addrs {
-		n, ok := a.(*net.IPNet)
-		if !ok {
-			continue
-		}
-		if got, ok := netip.AddrFromSlice(n.IP); ok && got.Unmap() == ip.WithZone("") {
-			bits, _ := n.Mask.Size()
-			if ip.Is4() && bits > 32 {
-				bits -= 96
-			}
-			return netip.PrefixFrom(ip.WithZone(""), bits).Masked(), true
+	for _, p := range ipPrefixes(addrs) {
+		if p.Addr() == ip.WithZone("") {
+			return p.Masked(), true
 		}
 	}
 	return netip.Prefix{}, false

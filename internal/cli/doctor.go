@@ -951,6 +951,12 @@ func netdevAddrs(name string) ([]netip.Prefix, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ipPrefixes(as), nil
+}
+
+// ipPrefixes returns the IP addresses among as (net.Interface.Addrs',
+// net.InterfaceAddrs') with their prefix lengths.
+func ipPrefixes(as []net.Addr) []netip.Prefix {
 	var out []netip.Prefix
 	for _, a := range as {
 		if n, ok := a.(*net.IPNet); ok {
@@ -965,7 +971,7 @@ func netdevAddrs(name string) ([]netip.Prefix, error) {
 			out = append(out, netip.PrefixFrom(ip, ones))
 		}
 	}
-	return out, nil
+	return out
 }
 
 // bareError is err without the operation and path that an *fs.PathError
