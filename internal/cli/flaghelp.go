@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -255,15 +256,24 @@ var perftestOnly = map[string]string{
 
 // onceValue is a flag's value that refuses to be set twice, as perftest
 // refuses a flag given twice ("Duplicated argument"), where pflag would
-// take the last (-s 64 -s 4096 ran 4096 alone). An unsigned number out of
-// its type's range (or of max, where the flag has a narrower one) is
-// refused with the range, where strconv's error said only "value out of
-// range" or "invalid syntax" (-T 300, -q -1).
+// take the last (-s 64 -s 4096 ran 4096 alone). Flags that set one value
+// (--tclass and -T) share one onceSet, so the second of them is refused
+// too. An unsigned number out of its type's range (or of max, where the
+// flag has a narrower one) is refused with the range, where strconv's
+// error said only "value out of range" or "invalid syntax" (-T 300,
+// -q -1).
 type onceValue struct {
 	pflag.Value
-	first string // the value given first
+	name string   // the flag's name
+	once *onceSet // shared by the flags that set the same value
+	max  uint64   // the largest number an unsigned flag takes
+}
+
+// onceSet is whether a value was set, by which flag and to what.
+type onceSet struct {
 	set   bool
-	max   uint64 // the largest number an unsigned flag takes
+	first string // the value given first
+	by    string // the name of the flag that gave it
 }
 
 // onceBool is onceValue for a boolean flag, which pflag's help and
@@ -273,15 +283,25 @@ type onceBool struct{ onceValue }
 func (v *onceBool) IsBoolFlag() bool { return true }
 
 // repeatedError is onceValue's refusal of a second value.
-type repeatedError struct{ first string }
+type repeatedError struct {
+	first string
+	other string // the flag that gave the first value, where not this one
+}
 
 func (e *repeatedError) Error() string {
+	if e.other != "" {
+		return fmt.Sprintf("--%s gave this value already (%q): give one of them", e.other, e.first)
+	}
 	return fmt.Sprintf("given twice (first %q): give each flag once, as perftest's, which refuses a duplicated argument", e.first)
 }
 
 func (v *onceValue) Set(s string) error {
-	if v.set {
-		return &repeatedError{first: v.first}
+	if v.once.set {
+		e := &repeatedError{first: v.once.first}
+		if v.once.by != v.name {
+			e.other = v.once.by
+		}
+		return e
 	}
 	if v.max != 0 {
 		most := strconv.FormatUint(v.max, 10)
@@ -297,7 +317,7 @@ func (v *onceValue) Set(s string) error {
 	if err := v.Value.Set(s); err != nil {
 		return err
 	}
-	v.first, v.set = s, true
+	*v.once = onceSet{set: true, first: s, by: v.name}
 	return nil
 }
 
@@ -307,15 +327,25 @@ var flagMax = map[string]uint64{
 }
 
 // refuseRepeats makes each flag of fs that takes one value refuse a
-// second (onceValue); list flags (--flow_label, -W), which add each
+// second (onceValue), and of flags bound to one variable, the second of
+// them; list flags (--flow_label, -W), which add each
 // value given, are left as they are.
 func refuseRepeats(fs *pflag.FlagSet) {
+	// pflag's values of flags bound to one variable are one pointer.
+	shared := map[pflag.Value]*onceSet{}
 	fs.VisitAll(func(fl *pflag.Flag) {
 		t := fl.Value.Type()
 		if strings.HasSuffix(t, "Slice") || strings.HasSuffix(t, "Array") {
 			return
 		}
-		v := onceValue{Value: fl.Value}
+		once := new(onceSet)
+		if reflect.ValueOf(fl.Value).Kind() == reflect.Pointer {
+			if o, ok := shared[fl.Value]; ok {
+				once = o
+			}
+			shared[fl.Value] = once
+		}
+		v := onceValue{Value: fl.Value, name: fl.Name, once: once}
 		switch t {
 		case "uint8":
 			v.max = math.MaxUint8

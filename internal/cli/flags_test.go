@@ -466,6 +466,9 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.SendLat, []string{"--size", "64", "-s", "64"}, "given twice"},
 		{exchange.ReadBW, []string{"-b", "--bidirectional"}, `invalid argument "true" for "-b, --bidirectional" flag: given twice`},
 		{exchange.WriteLat, []string{"--tclass", "3", "--tclass=4"}, "given twice"},
+		// --tclass and -T set one value: the last was taken.
+		{exchange.WriteBW, []string{"--tclass", "96", "-T", "32"}, `invalid argument "32" for "-T, --tos" flag: --tclass gave this value already ("96")`},
+		{exchange.SendLat, []string{"--tos", "32", "--tclass", "32"}, `for "--tclass" flag: --tos gave this value already`},
 		// Out of range: strconv's bare "value out of range" before.
 		{exchange.WriteBW, []string{"-T", "300"}, `invalid argument "300" for "-T, --tos" flag: want a number from 0 to 255`},
 		{exchange.SendBW, []string{"--tclass", "256"}, `"--tclass" flag: want a number from 0 to 255`},
