@@ -405,12 +405,8 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 			if err := checkBuffers(s, physMemory()); err != nil {
 				return err
 			}
-			if s.MTU != 0 && text {
-				// The client's -m, which fitMTU checked against its
-				// own port only: this side's may be lower.
-				if mtu, err := bench.ActiveMTU(l); err == nil && s.MTU > mtu {
-					fmt.Fprintf(f.IO.ErrOut, "gorperf: the client's -m %d is over this port's active MTU: the path MTU is at most %d\n", s.MTU.Bytes(), mtu.Bytes())
-				}
+			if text {
+				mtuNote(f.IO.ErrOut, s, l)
 			}
 			asked.Lock()
 			asked.spec = s
@@ -1643,4 +1639,15 @@ func readPayload(path string, max int) ([]byte, error) {
 		return nil, usageErrorf("--payload_file_path %s: %v", path, err)
 	}
 	return p, nil
+}
+
+// mtuNote says on w when a client's -m is over the active MTU of the
+// server's port l: the client's own check (fitMTU) saw its port only.
+func mtuNote(w io.Writer, s exchange.TestSpec, l bench.Local) {
+	if s.MTU == 0 {
+		return
+	}
+	if mtu, err := bench.ActiveMTU(l); err == nil && s.MTU > mtu {
+		fmt.Fprintf(w, "gorperf: the client's -m %d is over this port's active MTU: the path MTU is at most %d\n", s.MTU.Bytes(), mtu.Bytes())
+	}
 }

@@ -35,6 +35,7 @@ type serveOptions struct {
 	// the goroutines that run the test and on Serve's, under mu.
 	mu       sync.Mutex
 	admitted exchange.TestSpec
+	noted    bool // the admitted test's -m checked (mtuNote), once for its threads
 	rows     *rowStream
 	// An infinite run's intervals are printed as they end, under a
 	// column line of their own (columns: printed), as a server for one
@@ -156,8 +157,12 @@ func (o *serveOptions) streamRows(f *Factory, l *bench.Local) func(report.Header
 		// Called on each connection of a test of several threads:
 		// the same test but for the QPs, which the rows do not show.
 		o.mu.Lock()
-		o.admitted = s
+		first := !o.noted
+		o.admitted, o.noted = s, true
 		o.mu.Unlock()
+		if first && !o.test.JSON {
+			mtuNote(f.IO.ErrOut, s, *l)
+		}
 		return nil
 	}
 	l.SizeDone = func(s bench.SizeResult) {
@@ -214,7 +219,7 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 	// The test's rows printed so far, which finish does not print
 	// again; the next test starts its own.
 	o.mu.Lock()
-	o.test.rows, o.rows, o.admitted = o.rows, nil, exchange.TestSpec{}
+	o.test.rows, o.rows, o.admitted, o.noted = o.rows, nil, exchange.TestSpec{}, false
 	o.test.intervals, o.intervals, o.live = o.intervals, nil, false
 	o.mu.Unlock()
 	defer func() { o.test.rows, o.test.intervals = nil, nil }()
