@@ -714,7 +714,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 				werr = writeValues(f.IO.Out, res, o.value, o.Gbits)
 			}
 		} else if o.JSON {
-			werr = report.WriteJSON(f.IO.Out, o.document(role, res, err))
+			werr = o.writeJSON(f.IO.Out, o.document(role, res, err))
 		} else if o.CSV {
 			werr = o.rows.writeCSV(f.IO.Out, o.document(role, res, err))
 		} else {
@@ -972,13 +972,22 @@ func (o *testOptions) fail(f *Factory, err error) error {
 	r := report.Result{Version: Version, Test: o.Test.String(), Role: o.role(), Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex,
 		Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
 	if o.JSON {
-		report.WriteJSON(f.IO.Out, r)
+		o.writeJSON(f.IO.Out, r)
 	}
 	if !o.jsonOpened {
 		o.openJSONFile() // a file that cannot be made is said by err or not at all
 	}
 	o.writeJSONFile(r) // the run's error is the one to report
 	return err
+}
+
+// writeJSON writes r, --json's document, to w: indented, or for serve,
+// which writes one a test, compact on one line (JSON Lines).
+func (o *testOptions) writeJSON(w io.Writer, r report.Result) error {
+	if o.jsonLines {
+		return report.WriteJSONLine(w, r)
+	}
+	return report.WriteJSON(w, r)
 }
 
 // role is this side's, as the JSON document names it.
@@ -1364,6 +1373,9 @@ func jsonResult(role string, res *bench.Result, err error) report.Result {
 	if h.PeerEnv != (report.Env{}) {
 		env := h.PeerEnv
 		r.PeerDevice, r.PeerEnv = h.PeerDevice, &env
+	}
+	if role == "server" {
+		r.PeerAddr = res.Peer // a served test's client
 	}
 	r.Results = reportSizes(res)
 	r.Threads, r.ThreadResults = len(res.Threads), reportThreads(res)

@@ -66,6 +66,10 @@ func writeJSONError(w io.Writer, cmd *cobra.Command, args, rest []string, err er
 		if fs.Changed("gid-index") {
 			r.GIDIndex, _ = fs.GetInt("gid-index")
 		}
+		if cmd.Name() == "serve" {
+			report.WriteJSONLine(w, r) // serve's documents are JSON Lines
+			return
+		}
 	}
 	report.WriteJSON(w, r)
 }

@@ -87,6 +87,7 @@ type testOptions struct {
 	OutJSONFile  string            // --out_json_file
 	jsonFile     *os.File          // where --out_json writes, once opened
 	jsonOpened   bool              // openJSONFile tried to create jsonFile
+	jsonLines    bool              // --json's documents compact, one a line (serve's)
 	Output       string            // --output, as given
 	QPTimeout    int               // -u; -1: not given
 	RetryCount   int               // --retry_count; -1: not given

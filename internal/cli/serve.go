@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,7 +82,7 @@ serve takes none of them.`,
 	addRateFlags(fl, &o.test)
 	addGroupFlag(fl, &o.test)
 	fl.IntVar(&o.test.Idle, "peer-timeout", 10, "seconds without progress, or without a word on the control connection (a stopped client), before a client is declared gone")
-	fl.BoolVar(&o.test.JSON, "json", false, "print each result as a JSON document")
+	fl.BoolVar(&o.test.JSON, "json", false, "print each test's result, or its failure, as a JSON document on one line of its own (JSON Lines), its client's address in peer_addr")
 	addLocalReportFlags(fl, &o.test)
 	fl.Uint64Var(&o.maxMemory, "max-memory", lim.MaxMemory, "most bytes one test may register")
 	fl.Uint16Var(&o.maxQPs, "max-qps", lim.MaxQPs, "most QPs one test may create")
@@ -94,6 +95,7 @@ serve takes none of them.`,
 
 func serveRun(cmd *cobra.Command, f *Factory, o *serveOptions) error {
 	bench.Tool = "gorperf " + Version
+	o.test.jsonLines = true // a document a test
 	if err := checkPeerTimeout(o.test.Idle); err != nil {
 		return err
 	}
@@ -219,6 +221,7 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 	// The test's rows printed so far, which finish does not print
 	// again; the next test starts its own.
 	o.mu.Lock()
+	admitted, known := o.admitted, o.noted // the test of a failure without a result, where Admit saw it
 	o.test.rows, o.rows, o.admitted, o.noted = o.rows, nil, exchange.TestSpec{}, false
 	o.test.intervals, o.intervals, o.live = o.intervals, nil, false
 	o.mu.Unlock()
@@ -241,6 +244,17 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 	} else if err != nil && !bench.KeepsWaiting(err) {
 		o.served++
 		o.failed++
+		if o.test.JSON {
+			// A document for each test, also one that failed before its
+			// result, as a server for one test writes (fail).
+			r := report.Result{Version: Version, Role: "server", Device: o.test.Device, Port: o.test.IBPort,
+				GIDIndex: o.test.GIDIndex, PeerAddr: clientAddr(err),
+				Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
+			if known {
+				r.Test = admitted.Test.String()
+			}
+			o.test.writeJSON(f.IO.Out, r)
+		}
 	}
 	if r != nil && r.Peer != "" {
 		// What finish found (bytes that did not validate, the client
@@ -250,4 +264,22 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 	if err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "gorperf: %v\n", err)
 	}
+}
+
+// clientAddr is the address of the client that err, a served test's
+// failure, names (Serve's "client ADDR: "), or "" where it names none.
+// An address holds no ": ", an IPv6 one's colons stand without a space.
+func clientAddr(err error) string {
+	rest, ok := strings.CutPrefix(err.Error(), "client ")
+	if !ok {
+		return ""
+	}
+	addr, _, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return ""
+	}
+	if _, _, serr := net.SplitHostPort(addr); serr != nil {
+		return ""
+	}
+	return addr
 }

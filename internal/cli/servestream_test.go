@@ -28,7 +28,8 @@ import (
 // its header prints nothing and leaves nothing to the next, an infinite
 // run prints no rows before its end, and a test of several threads'
 // rows are the sums bench gives. With --json nothing is printed before
-// a test's one document.
+// a test's one document, which a test that failed before its header
+// has too.
 func TestServeRowsPerTest(t *testing.T) {
 	sweep := func(res *bench.Result, n int) *bench.Result {
 		for len(res.Sizes) < n {
@@ -86,6 +87,9 @@ func TestServeRowsPerTest(t *testing.T) {
 				h := tc.res.Header
 				wo.test.placeHeader(&h)
 				report.WriteHeader(wout, h)
+			}
+			if tc.admit {
+				wo.admitted, wo.noted = exchange.TestSpec{Test: exchange.WriteBW}, true // as Admit below
 			}
 			wo.done(context.Background(), wf, tc.res, tc.err)
 			want, wantErr := wout.String(), werr.String()

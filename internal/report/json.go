@@ -41,6 +41,10 @@ type Result struct {
 	Env        *Env   `json:"env,omitempty"`
 	PeerDevice string `json:"peer_device,omitempty"`
 	PeerEnv    *Env   `json:"peer_env,omitempty"`
+	// PeerAddr is, on a server, its client's address as host:port (the
+	// control connection's remote end), left out where no client was
+	// known.
+	PeerAddr string `json:"peer_addr,omitempty"`
 	// Connection is "RC", "UC" or "UD".
 	Connection string `json:"connection"`
 	QPs        int    `json:"qps"`
@@ -429,12 +433,24 @@ func IntervalFromBandwidth(end time.Duration, b stats.Bandwidth) Interval {
 // It sets SchemaVersion and Tool, and writes a nil Results as [].
 // Floating-point fields must be finite; encoding/json rejects NaN and Inf.
 func WriteJSON(w io.Writer, r Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r.filled())
+}
+
+// WriteJSONLine writes r as WriteJSON does, but compact, on one line
+// followed by a newline: one line a document, JSON Lines, as serve
+// writes its tests' documents.
+func WriteJSONLine(w io.Writer, r Result) error {
+	return json.NewEncoder(w).Encode(r.filled())
+}
+
+// filled is r with SchemaVersion and Tool set, and a nil Results [].
+func (r Result) filled() Result {
 	r.SchemaVersion = SchemaVersion
 	r.Tool = Tool
 	if r.Results == nil {
 		r.Results = []SizeResult{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return r
 }

@@ -1017,3 +1017,40 @@ func TestWriteCSVIntervals(t *testing.T) {
 		t.Errorf("no intervals:\n%s", buf.String())
 	}
 }
+
+// TestWriteJSONLine: serve's documents are JSON Lines, one compact
+// document a line that a line-oriented reader takes line by line, each
+// the same as WriteJSON's, and a server's names its client (peer_addr).
+// WriteJSON was the only writer: its documents span lines.
+func TestWriteJSONLine(t *testing.T) {
+	var buf bytes.Buffer
+	docs := []Result{latResult(t), {Role: "server", PeerAddr: "198.18.0.2:40000", Error: &Error{Code: "refused", Message: "refused: too big"}}}
+	for _, r := range docs {
+		if err := WriteJSONLine(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != len(docs) {
+		t.Fatalf("%d lines for %d documents:\n%s", len(lines), len(docs), buf.String())
+	}
+	for i, line := range lines {
+		var got, want map[string]any
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatalf("line %d: %v:\n%s", i+1, err, line)
+		}
+		var ind bytes.Buffer
+		if err := WriteJSON(&ind, docs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(ind.Bytes(), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("line %d differs from WriteJSON's document:\n%s\n%s", i+1, line, ind.Bytes())
+		}
+	}
+	if !strings.Contains(lines[1], `"peer_addr":"198.18.0.2:40000"`) || strings.Contains(lines[0], "peer_addr") {
+		t.Errorf("peer_addr: want it on the server's document only:\n%s", buf.String())
+	}
+}

@@ -1,0 +1,94 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gorperf/gorperf/internal/exchange"
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+// TestServeJSONLines: serve --json writes a document for every test, on
+// a line of its own (JSON Lines): a test's result naming its client
+// (peer_addr), and a test that failed before it had a result (refused
+// by --max-size, say), with the test where Admit saw it, the code and
+// the client. The old serve wrote indented documents, no peer_addr, and
+// nothing at all for a test without a result.
+func TestServeJSONLines(t *testing.T) {
+	f, out, _ := newTestFactory(nil, nil)
+	o := &serveOptions{}
+	o.test.JSON, o.test.jsonLines, o.test.Device, o.test.IBPort, o.test.GIDIndex = true, true, "rxe0", 1, -1
+	ok := fakeBW()
+	ok.Peer = "198.18.0.2:40000"
+	o.done(context.Background(), f, ok, nil)
+	o.done(context.Background(), f, nil,
+		errors.New("client 198.18.0.2:40002: refused: test exceeds the server's limits: message size 1 MiB exceeds this server's maximum of 64 KiB"))
+	// A test Admit took, that failed in its set-up.
+	o.mu.Lock()
+	o.admitted, o.noted = exchange.TestSpec{Test: exchange.ReadLat}, true
+	o.mu.Unlock()
+	o.done(context.Background(), f, nil, errors.New("client [2001:2::2]:40004: creating the QPs: cannot allocate memory"))
+	// A connection that was no test writes nothing.
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want one a test:\n%s", len(lines), out)
+	}
+	want := []struct{ test, peer, code string }{
+		{"write_bw", "198.18.0.2:40000", ""},
+		{"", "198.18.0.2:40002", "failed"},
+		{"read_lat", "[2001:2::2]:40004", "failed"},
+	}
+	for i, line := range lines {
+		var r report.Result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %d: %v:\n%s", i+1, err, line)
+		}
+		code := ""
+		if r.Error != nil {
+			code = r.Error.Code
+		}
+		w := want[i]
+		if r.Role != "server" || r.Test != w.test || r.PeerAddr != w.peer || code != w.code || r.Tool != "gorperf" {
+			t.Errorf("line %d: role %q test %q peer_addr %q code %q, want server %q %q %q:\n%s",
+				i+1, r.Role, r.Test, r.PeerAddr, code, w.test, w.peer, w.code, line)
+		}
+		if i > 0 && (r.Device != "rxe0" || r.Port != 1 || r.GIDIndex != -1) {
+			t.Errorf("line %d: device %q port %d gid_index %d, want the command line's:\n%s", i+1, r.Device, r.Port, r.GIDIndex, line)
+		}
+	}
+}
+
+// TestClientAddr: the client a served test's failure names, where it
+// names one.
+func TestClientAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"client 198.18.0.2:40002: refused: x": "198.18.0.2:40002",
+		"client [2001:2::2]:7: peer: y":       "[2001:2::2]:7",
+		"refused: 4 QPs":                      "",
+		"client gone: z":                      "",
+	} {
+		if got := clientAddr(errors.New(in)); got != want {
+			t.Errorf("clientAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestServeUsageErrorJSONLine: serve's document of a mistake on its
+// command line is on one line too, as its tests' are (JSON Lines); it
+// was indented over many.
+func TestServeUsageErrorJSONLine(t *testing.T) {
+	f, out, errOut := newTestFactory(nil, nil)
+	code := run(context.Background(), f, []string{"serve", "--bogus", "--json"})
+	var r report.Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != exitUsage || r.Error == nil || r.Error.Code != "usage" || r.Role != "server" {
+		t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errOut)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 1 {
+		t.Errorf("%d lines, want one:\n%s", n, out)
+	}
+}
