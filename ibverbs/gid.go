@@ -1,11 +1,13 @@
 package ibverbs
 
 import (
+	"encoding"
 	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
+	"syscall"
 )
 
 // GID is a 128-bit global identifier (union ibv_gid). On RoCE it holds an
@@ -130,4 +132,26 @@ func (e GIDEntry) String() string {
 		s += " on " + e.Netdev
 	}
 	return s
+}
+
+var (
+	_ encoding.TextMarshaler   = GID{}
+	_ encoding.TextUnmarshaler = (*GID)(nil)
+)
+
+// MarshalText returns g as String formats it ("::ffff:198.18.0.1",
+// "fe80::1"), so that encoding/json and other text encoders write a GID
+// as its address, not as 16 numbers. It never fails.
+func (g GID) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
+
+// UnmarshalText parses text as ParseGID does: an IP address or sysfs'
+// eight hex groups. Other text fails with an error matching
+// syscall.EINVAL, and leaves g as it was.
+func (g *GID) UnmarshalText(text []byte) error {
+	v, err := ParseGID(string(text))
+	if err != nil {
+		return fmt.Errorf("ibverbs: %w: %w", err, syscall.EINVAL)
+	}
+	*g = v
+	return nil
 }
