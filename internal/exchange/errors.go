@@ -43,14 +43,16 @@ func (e *VersionError) Error() string {
 
 // SilenceError is a receive that Conn.SetPeerTimeout ended: the peer,
 // whose connection is still open, sent nothing, not even an Alive, for
-// After. It matches os.ErrDeadlineExceeded.
+// After. It matches os.ErrDeadlineExceeded. A stopped peer and a
+// partition look alike from here: a host that vanished, or a network cut
+// between the hosts, closes no connection either.
 type SilenceError struct {
 	After time.Duration
 }
 
 func (e *SilenceError) Error() string {
 	return fmt.Sprintf("the peer has sent nothing for %v, not even a keepalive, though its connection is open: "+
-		"it is stopped or hung (SIGSTOP, a debugger, a deadlock; see --peer-timeout)", e.After)
+		"it is stopped or hung (SIGSTOP, a debugger, a deadlock), or its host or the network to it is gone (see --peer-timeout)", e.After)
 }
 
 // Unwrap returns os.ErrDeadlineExceeded.
