@@ -3,13 +3,22 @@ package ibverbs
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"syscall"
 )
 
 // ErrClosed is returned by methods of an object after its Close.
-// errors.Is(err, os.ErrClosed) also holds.
-var ErrClosed = fmt.Errorf("ibverbs: object is closed: %w", os.ErrClosed)
+// errors.Is(err, os.ErrClosed) and errors.Is(err, net.ErrClosed) also
+// hold, as for rdmacm.ErrClosed, so that a loop written for package net's
+// connections (one that ends on net.ErrClosed) ends on it too.
+var ErrClosed error = closedError{}
+
+type closedError struct{}
+
+func (closedError) Error() string { return "ibverbs: object is closed" }
+
+func (closedError) Is(target error) bool { return target == os.ErrClosed || target == net.ErrClosed }
 
 // verbError wraps an errno returned by verb. errors.Is works with the errno
 // (syscall.EBUSY, ...) and with errors.ErrUnsupported for ENOSYS and
