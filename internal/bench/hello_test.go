@@ -114,6 +114,11 @@ func TestUnbegun(t *testing.T) {
 			if got.Error() != want || !errors.Is(got, err) {
 				t.Errorf("reset %v, %s: %v; want %s", reset, role, got, want)
 			}
+			// The JSON's code "peer", as a peer's closing later
+			// has (exchange.ErrPeerClosed): it was "failed".
+			if !errors.Is(got, exchange.ErrPeerClosed) {
+				t.Errorf("reset %v, %s: %v is no exchange.ErrPeerClosed", reset, role, got)
+			}
 		}
 	}
 	other := fmt.Errorf("receiving: %w", context.DeadlineExceeded)

@@ -1850,6 +1850,10 @@ func (e *closedEarly) Error() string {
 }
 func (e *closedEarly) Unwrap() error { return e.err }
 
+// Is matches errPeerClosed: the peer closed the control connection, as
+// a peer that closes it later does (the JSON's code "peer").
+func (e *closedEarly) Is(target error) bool { return target == errPeerClosed }
+
 // alivePeriod is how often a side sends an Alive: every 250 ms, a quarter
 // of the shortest --peer-timeout, or a quarter of this side's idle timeout
 // if that is shorter still. The peer's timeout is its own and may be the

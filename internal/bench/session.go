@@ -292,8 +292,8 @@ func (s *session) peerGone(now time.Time) error {
 }
 
 // errPeerClosed is peerGone's finding that the peer closed the control
-// connection.
-var errPeerClosed = errors.New("the peer closed the control connection: it exited or was killed")
+// connection, exchange's: the JSON's code of it is "peer".
+var errPeerClosed = exchange.ErrPeerClosed
 
 // createCQ makes one of the session's CQs, of at least n entries, on its
 // channel and completion vector. Only the side's one loop uses them, one

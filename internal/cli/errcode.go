@@ -15,11 +15,13 @@ import (
 
 // errorCode is the JSON document's code for err. A peer that was
 // interrupted (its *exchange.PeerError matches context.Canceled) is the
-// peer's failure, not this side's interruption.
+// peer's failure, not this side's interruption, and so is a peer that
+// closed the control connection without a word (exchange.ErrPeerClosed:
+// it exited or was killed).
 func errorCode(err error) string {
 	var ue *usageError
 	var pe *exchange.PeerError
-	peer := errors.As(err, &pe)
+	peer := errors.As(err, &pe) || errors.Is(err, exchange.ErrPeerClosed)
 	switch {
 	case errors.As(err, &ue):
 		return "usage"

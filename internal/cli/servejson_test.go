@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gorperf/gorperf/internal/exchange"
@@ -90,5 +93,24 @@ func TestServeUsageErrorJSONLine(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "\n"); n != 1 {
 		t.Errorf("%d lines, want one:\n%s", n, out)
+	}
+}
+
+// TestPeerClosedCode: a peer that closed the control connection (it
+// exited or was killed: exchange.ErrPeerClosed, as bench says of it at
+// any step) is the JSON's code "peer", as getting-started says of a
+// peer that failed or was stopped; it was "failed".
+func TestPeerClosedCode(t *testing.T) {
+	for _, err := range []error{
+		exchange.ErrPeerClosed,
+		fmt.Errorf("exchanging results with the peer: %w", exchange.PeerClosed(io.EOF)),
+		fmt.Errorf("barrier 1: %w", exchange.PeerClosed(syscall.ECONNRESET)),
+	} {
+		if got := errorCode(err); got != "peer" {
+			t.Errorf("errorCode(%v) = %q, want peer", err, got)
+		}
+	}
+	if got := errorCode(errors.New("creating the QPs: no memory")); got != "failed" {
+		t.Errorf("another error's code is %q, want failed", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -544,12 +545,30 @@ func (c *Conn) SwapResult(ctx context.Context, local Result) (Result, error) {
 func (c *Conn) Barrier(ctx context.Context, seq uint32) error {
 	got, err := swap(ctx, c, Sync{Seq: seq})
 	if err != nil {
-		return fmt.Errorf("barrier %d: %w", seq, err)
+		return fmt.Errorf("barrier %d: %w", seq, PeerClosed(err))
 	}
 	if got.Seq != seq {
 		return fmt.Errorf("barrier out of step: this side is at %d, the peer at %d", seq, got.Seq)
 	}
 	return nil
+}
+
+// ErrPeerClosed is the finding that the peer closed the control
+// connection, its process gone (it exited or was killed) without a word:
+// the stream ended, or the connection was reset.
+var ErrPeerClosed = errors.New("the peer closed the control connection: it exited or was killed")
+
+// PeerClosed is err, from receiving or sending on a control connection,
+// as ErrPeerClosed where it says that the peer closed the connection (an
+// end of stream, a reset, a broken pipe), err after it in parentheses,
+// both matched by errors.Is; any other err, nil and one that is
+// ErrPeerClosed already as they are.
+func PeerClosed(err error) error {
+	if err == nil || errors.Is(err, ErrPeerClosed) || !(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", ErrPeerClosed, err)
 }
 
 // Handshake sends this side's Hello, naming tool (e.g. "gorperf 0.1.0"),

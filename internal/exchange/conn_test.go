@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -899,5 +900,38 @@ func TestRecvFinishesAFrameBegun(t *testing.T) {
 	start := time.Now()
 	if _, err := b.RecvSync(over); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
 		t.Errorf("a receive with its context ended: %v after %v", err, time.Since(start))
+	}
+}
+
+// TestBarrierPeerClosed: a barrier whose peer closed the control
+// connection, its process gone (an end of stream, or a reset where it
+// left bytes unread or was killed), says so in ErrPeerClosed's words,
+// the error it met after them, and matches both. It said only
+// "barrier 1: receiving: read tcp ...: connection reset by peer".
+func TestBarrierPeerClosed(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		a, b := tcpPair(t)
+		if reset {
+			b.NetConn().(*net.TCPConn).SetLinger(0) // a close that resets
+		}
+		b.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := a.Barrier(ctx, 1)
+		cancel()
+		if !errors.Is(err, ErrPeerClosed) || !strings.HasPrefix(fmt.Sprint(err), "barrier 1: the peer closed the control connection: it exited or was killed (") {
+			t.Errorf("reset %v: %v; want barrier 1: %v (...)", reset, err, ErrPeerClosed)
+		}
+		if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+			t.Errorf("reset %v: %v matches no EOF, reset or broken pipe", reset, err)
+		}
+	}
+	for _, err := range []error{nil, context.DeadlineExceeded, ErrMalformed} {
+		if got := PeerClosed(err); got != err {
+			t.Errorf("PeerClosed(%v) = %v, want it as it was", err, got)
+		}
+	}
+	once := PeerClosed(io.EOF)
+	if got := PeerClosed(once); got != once {
+		t.Errorf("PeerClosed twice: %v", got)
 	}
 }
