@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -708,6 +710,11 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 			// gate must not pass it). An infinite run ends only so.
 			err = o.peerStopped(role, res)
 		}
+		// --out_json's file first, so that --json's document below
+		// carries its failure (a full disk).
+		if ferr := o.writeJSONFile(o.document(role, res, err)); err == nil {
+			err = ferr
+		}
 		var werr error // the output's, which a run that failed keeps to its own error
 		if o.value != report.NoValue {
 			if !res.Spec.RunInfinitely { // the intervals were the figures
@@ -732,9 +739,6 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 			// --report-both need their own -b, and a server's test is
 			// its client's, whatever its own -b says.
 			fmt.Fprintf(f.IO.ErrOut, "gorperf: --report-both: the %s's test was one-way (no -b), so it has no directions to report\n", peerRole(role))
-		}
-		if werr := o.writeJSONFile(o.document(role, res, err)); err == nil {
-			err = werr
 		}
 		if err == nil && res.Interrupted {
 			fmt.Fprintln(f.IO.ErrOut, "gorperf: interrupted; the results above are what was measured")
@@ -1001,51 +1005,107 @@ func (o *testOptions) role() string {
 	return "server"
 }
 
-// openJSONFile creates --out_json's file before the test runs, so that
-// a path that cannot be written fails at once, not after the run. It
-// tries once.
+// openJSONFile makes ready --out_json's file before the test runs, so
+// that a path that cannot be written fails at once, not after the run,
+// and one that can keeps what it held until the run's document replaces
+// it whole (writeJSONFile): the document is written to a file of its
+// own beside it, which replaces it once written, so that a run killed
+// before its end leaves the last run's file, not an empty one. An
+// existing file must be writable; a symbolic link's target is replaced;
+// a path that is no regular file (a device, a pipe) is written in place.
+// It tries once.
 func (o *testOptions) openJSONFile() error {
 	if !o.OutJSON || o.jsonOpened {
 		return nil
 	}
 	o.jsonOpened = true
-	if o.OutJSONFile == "" {
+	name := o.OutJSONFile
+	if name == "" {
 		return usageErrorf("--out_json_file: an empty file name")
 	}
-	fh, err := os.Create(o.OutJSONFile)
+	perm, keep := os.FileMode(0o666), false // less the umask, as os.Create's; or the replaced file's
+	if fi, err := os.Stat(name); err == nil {
+		if !fi.Mode().IsRegular() {
+			fh, err := os.OpenFile(name, os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				return fmt.Errorf("--out_json_file: %w", err)
+			}
+			o.jsonFile = fh
+			return nil
+		}
+		// Writable, and left as it is until the run's end.
+		fh, err := os.OpenFile(name, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("--out_json_file: %w", err)
+		}
+		fh.Close()
+		if target, err := filepath.EvalSymlinks(name); err == nil {
+			name = target
+		}
+		perm, keep = fi.Mode().Perm(), true
+	}
+	var fh *os.File
+	var err error
+	for i := range 100 {
+		tmp := filepath.Join(filepath.Dir(name), fmt.Sprintf(".%s.%d-%d.tmp", filepath.Base(name), os.Getpid(), i))
+		if fh, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm); !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = &fs.PathError{Op: "open", Path: o.OutJSONFile, Err: pe.Err} // the file asked for, not ours beside it
+		}
 		return fmt.Errorf("--out_json_file: %w", err)
 	}
-	o.jsonFile = fh
+	if keep {
+		fh.Chmod(perm) // the replaced file's, which the umask may have cut
+	}
+	o.jsonFile, o.jsonTarget = fh, name
 	return nil
 }
 
 // writeJSONFile writes r to --out_json's file, if there is one, once: a
 // second call does nothing. The file is perftest's: its test_info and
 // results, as this side's flags give the figures (--report_gbits,
-// --output), and r, --json's document, under "gorperf".
+// --output), and r, --json's document, under "gorperf". Written whole,
+// the file replaces the one it was made beside (openJSONFile); one that
+// could not be written is removed, and the one there is left as it was.
 func (o *testOptions) writeJSONFile(r report.Result) error {
 	if o.jsonFile == nil {
 		return nil
 	}
-	fh := o.jsonFile
-	o.jsonFile = nil
+	fh, target := o.jsonFile, o.jsonTarget
+	o.jsonFile, o.jsonTarget = nil, ""
 	err := report.WritePerftestJSON(fh, r, report.PerftestJSON{Gbits: o.Gbits, Value: o.value,
 		RelaxedOrdering: !o.NoRelaxed, MsgSize: int(o.Size)})
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}
+	if target == "" {
+		target = fh.Name() // written in place
+	} else if err == nil {
+		err = os.Rename(fh.Name(), target)
+	}
 	if err != nil {
-		return fmt.Errorf("writing the JSON result to %s: %w", fh.Name(), err)
+		if target != fh.Name() {
+			os.Remove(fh.Name())
+		}
+		return fmt.Errorf("writing the JSON result to %s: %w", target, err)
 	}
 	return nil
 }
 
-// closeJSONFile closes --out_json's file if nothing was written to it.
+// closeJSONFile closes --out_json's file if nothing was written to it,
+// and removes it where it was to replace another (openJSONFile).
 func (o *testOptions) closeJSONFile() {
 	if o.jsonFile != nil {
 		o.jsonFile.Close()
-		o.jsonFile = nil
+		if o.jsonTarget != "" {
+			os.Remove(o.jsonFile.Name())
+		}
+		o.jsonFile, o.jsonTarget = nil, ""
 	}
 }
 

@@ -86,6 +86,7 @@ type testOptions struct {
 	OutJSON      bool              // --out_json: perftest's JSON file too
 	OutJSONFile  string            // --out_json_file
 	jsonFile     *os.File          // where --out_json writes, once opened
+	jsonTarget   string            // the file jsonFile replaces once written; "": jsonFile is the file
 	jsonOpened   bool              // openJSONFile tried to create jsonFile
 	jsonLines    bool              // --json's documents compact, one a line (serve's)
 	Output       string            // --output, as given
