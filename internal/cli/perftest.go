@@ -347,7 +347,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	if !o.Test.IsLatency() { // as perftest's, which refuses it for its latency tests
 		f.BoolVar(&o.Infinite, "run_infinitely", false, "run until stopped, reporting every -D seconds (-s alone: it overrides -a, as perftest's)")
 	}
-	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1)")
+	f.BoolVar(&o.JSON, "json", false, "print the result as JSON (schema version 1): bw_*_mbps in MiB/s (2^20 bytes), bw_avg_gbps in Gbit/s (10^9 bits), latencies in µs")
 	f.BoolVar(&o.CSV, "csv", false, "print the result as CSV")
 	f.BoolVar(&o.OutJSON, "out_json", false, "also write the result to --out_json_file as perftest's file (test_info, and results under perftest's keys: MsgSize, n_iterations, BW_peak, BW_average, MsgRate, or t_min ... percentile_99.9; a sweep's last size), with --json's document under \"gorperf\", whatever is printed")
 	f.StringVar(&o.OutJSONFile, "out_json_file", defaultJSONFile, "the file of --out_json, replaced if it exists (given alone, it implies --out_json)")
