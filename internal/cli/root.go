@@ -122,24 +122,30 @@ func run(ctx context.Context, f *Factory, args []string) int {
 		err = perr
 	}
 	if err == nil && out.err != nil {
-		// What the command printed did not all arrive (a full disk, a
-		// closed pipe): not a success.
+		// What the command printed did not all arrive (a full disk,
+		// /dev/full): not a success. A pipe whose reader is gone (| head)
+		// comes to no error here: writing to it on stdout, gorperf gets
+		// SIGPIPE, which Go's runtime lets kill it, exit status 141, as
+		// it does a C tool.
 		err = fmt.Errorf("writing the output: %w", out.err)
 	}
 	code := exitCode(err)
 	if err != nil && out.n == 0 && wantsJSON(args) {
 		// --json promises one valid document on every path, also when the
 		// command line itself was wrong and no command ran: gorperf
-		// devices's own, or a test's.
+		// devices's own, or a test's, also where the command or
+		// loopback's test was unknown.
 		c, rest, ferr := cmd.Find(args)
 		switch {
 		case ferr == nil && c.Parent() == cmd && c.Name() == "devices":
 			writeDevicesJSONError(out, err)
 		case ferr == nil && c.Parent() == cmd && c.Name() == "doctor":
 			writeDoctorJSONError(out, err)
-		case ferr == nil && c.Flags().Lookup("json") == nil:
-			// A command without --json (version, completion):
-			// its error is only the usage error on stderr.
+		case ferr == nil && c.Flags().Lookup("json") == nil && c != cmd && !(c.Parent() == cmd && c.Name() == "loopback"):
+			// A command without --json (completion, help): its
+			// error is only the usage error on stderr. (gorperf or
+			// loopback found is a command or test that is unknown:
+			// the usage error's document.)
 		default:
 			if ferr != nil {
 				c = nil

@@ -114,3 +114,34 @@ func TestPeerClosedCode(t *testing.T) {
 		t.Errorf("another error's code is %q, want failed", got)
 	}
 }
+
+// TestUnknownCommandJSON: --json's one document on every path, also
+// where the command (gorperf nosuch) or loopback's test (gorperf
+// loopback nosuch) is unknown: the usage error's, exit status 2. Both
+// printed nothing on stdout. A command without --json (completion) stays
+// without a document.
+func TestUnknownCommandJSON(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		role string
+	}{
+		{[]string{"nosuch", "--json"}, ""},
+		{[]string{"loopback", "nosuch", "--json"}, "loopback"},
+		{[]string{"--json", "nosuch"}, ""},
+	} {
+		f, out, errOut := newTestFactory(nil, nil)
+		code := run(context.Background(), f, tc.args)
+		var r report.Result
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != exitUsage || r.Error == nil || r.Error.Code != "usage" {
+			t.Errorf("%q: exit %d, %v:\n%s%s", tc.args, code, err, out, errOut)
+			continue
+		}
+		if r.Role != tc.role || !strings.Contains(errOut.String(), r.Error.Message) {
+			t.Errorf("%q: role %q (want %q), message %q not the one said:\n%s", tc.args, r.Role, tc.role, r.Error.Message, errOut)
+		}
+	}
+	f, out, _ := newTestFactory(nil, nil)
+	if code := run(context.Background(), f, []string{"completion", "--bogus", "--json"}); code != exitUsage || out.Len() != 0 {
+		t.Errorf("completion --bogus --json: exit %d, stdout %q; want 2 and nothing", code, out)
+	}
+}
