@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -112,7 +113,13 @@ const qpAttrFields = QPAttrState | QPAttrCurState | QPAttrAccessFlags | QPAttrPK
 // (QPAttrAltPath, QPAttrPathMigState, QPAttrRateLimit) or that verbs.h
 // does not define are refused with an error matching syscall.EINVAL that
 // names them, before the QP is looked at: the verb would otherwise apply
-// zeros.
+// zeros. So is a nil attr.
+//
+// A state transition that the verb refuses with EINVAL is said with the
+// state the QP is in (ibv_query_qp, on that error path only) and the
+// states the one asked for is reached from, as ibv_modify_qp(3) lists
+// them: INIT from RESET or INIT, RTR from INIT, RTS from RTR, RTS, SQD
+// or SQE, SQD from RTS or SQD; RESET and ERR from any.
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if bad := mask &^ qpAttrFields; bad != 0 {
 		them := "them"
@@ -121,6 +128,9 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		}
 		return fmt.Errorf("ibv_modify_qp: QP %#x: mask %s: QPAttr has no field for %s: %w",
 			qp.num, maskNames(bad), them, syscall.EINVAL)
+	}
+	if attr == nil {
+		return fmt.Errorf("ibv_modify_qp: QP %#x: nil QPAttr: %w", qp.num, syscall.EINVAL)
 	}
 	if !qp.use.enter() {
 		return ErrClosed
@@ -161,9 +171,58 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		if mask&QPAttrState == 0 { // attributes only: no state to name
 			return fmt.Errorf("QP %#x: %w", qp.num, verbError("ibv_modify_qp", int(rc)))
 		}
-		return fmt.Errorf("QP %#x to %s: %w", qp.num, attr.State, verbError("ibv_modify_qp", int(rc)))
+		err := verbError("ibv_modify_qp", int(rc))
+		if rc == C.int(syscall.EINVAL) || rc == -C.int(syscall.EINVAL) {
+			if why := qp.transition(attr.State); why != "" {
+				return fmt.Errorf("QP %#x to %s: %s: %w", qp.num, attr.State, why, err)
+			}
+		}
+		return fmt.Errorf("QP %#x to %s: %w", qp.num, attr.State, err)
 	}
 	return nil
+}
+
+// transitionFrom lists the states each state is reached from by Modify
+// (ibv_modify_qp(3)); RESET and ERR, reached from any, are not listed.
+var transitionFrom = map[QPState][]QPState{
+	QPStateInit: {QPStateReset, QPStateInit},
+	QPStateRTR:  {QPStateInit},
+	QPStateRTS:  {QPStateRTR, QPStateRTS, QPStateSQD, QPStateSQE},
+	QPStateSQD:  {QPStateRTS, QPStateSQD},
+}
+
+// transition says, for a move to state that the verb refused with
+// EINVAL, which state the QP is in (ibv_query_qp) and which the move
+// needs; or, where the QP is in one of those, that the move is legal and
+// so an attribute is what the verb refused. It returns "" where the
+// query fails. The caller has entered qp.
+func (qp *QP) transition(to QPState) string {
+	var a C.struct_ibv_qp_attr
+	var ia C.struct_ibv_qp_init_attr
+	if C.ibv_query_qp(qp.c, &a, C.IBV_QP_STATE, &ia) != 0 {
+		return ""
+	}
+	cur := QPState(a.qp_state)
+	from, ok := transitionFrom[to]
+	if !ok {
+		return fmt.Sprintf("the QP is in %s", cur)
+	}
+	if slices.Contains(from, cur) {
+		return fmt.Sprintf("the QP is in %s, from which %s may be reached: an attribute or the mask is wrong for the QP's type or device", cur, to)
+	}
+	names := make([]string, len(from))
+	for i, s := range from {
+		names[i] = s.String()
+	}
+	return fmt.Sprintf("the QP is in %s, and %s is reached from %s", cur, to, orList(names))
+}
+
+// orList joins names as "A", "A or B", "A, B or C".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // maskNames names the bits of m that Modify refuses.
@@ -186,7 +245,10 @@ func maskNames(m QPAttrMask) string {
 }
 
 // Query returns the QP's current attributes and its init capacities
-// (ibv_query_qp with every mask bit).
+// (ibv_query_qp with every mask bit). Its CurState is State, the state
+// the QP is in: the verbs' cur_qp_state is an input of Modify
+// (QPAttrCurState), which providers do not fill on a query (soft-RoCE
+// leaves it 0, RESET, whatever the state).
 func (qp *QP) Query() (QPAttr, error) {
 	if !qp.use.enter() {
 		return QPAttr{}, ErrClosed
@@ -199,7 +261,7 @@ func (qp *QP) Query() (QPAttr, error) {
 		return QPAttr{}, verbError("ibv_query_qp", int(rc))
 	}
 	return QPAttr{
-		State: QPState(a.qp_state), CurState: QPState(a.cur_qp_state), PathMTU: MTU(a.path_mtu),
+		State: QPState(a.qp_state), CurState: QPState(a.qp_state), PathMTU: MTU(a.path_mtu),
 		QKey: uint32(a.qkey), RQPSN: uint32(a.rq_psn), SQPSN: uint32(a.sq_psn),
 		DestQPN: uint32(a.dest_qp_num), Access: Access(a.qp_access_flags),
 		Cap: QPCap{MaxSendWR: int(a.cap.max_send_wr), MaxRecvWR: int(a.cap.max_recv_wr),
