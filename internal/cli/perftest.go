@@ -660,7 +660,10 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		return s, usageErrorf("-U and -H list the samples in text or, with --json, as samples_us; CSV has one row a size")
 	}
 	switch {
-	case o.ReportBoth && !o.Bidir:
+	case o.ReportBoth && !o.Bidir && o.role() != "server":
+		// A server's test is its client's, -b or not: where it is
+		// one-way, finish says the server's --report-both adds
+		// nothing.
 		return s, usageErrorf("--report-both reports the two directions of a bidirectional test: add -b")
 	case o.ReportBoth && (o.CSV || o.Output != ""):
 		return s, usageErrorf("--report-both adds tables to the text (with --json, each size's local and remote); CSV and --output have one figure a size")

@@ -145,3 +145,21 @@ func TestUnknownCommandJSON(t *testing.T) {
 		t.Errorf("completion --bogus --json: exit %d, stdout %q; want 2 and nothing", code, out)
 	}
 }
+
+// TestServerReportBothWithoutBidir: a server's --report-both is taken
+// without -b, as getting-started says: its test is its client's, and
+// where that is one-way the server says on stderr that it adds nothing
+// (TestReportBothOneWay). A client's and loopback's still need -b. The
+// server refused it ("add -b").
+func TestServerReportBothWithoutBidir(t *testing.T) {
+	if _, _, err := parseTest(t, exchange.SendBW, "--report-both"); err != nil {
+		t.Errorf("server --report-both: %v", err)
+	}
+	if _, _, err := parseTest(t, exchange.SendBW, "--report-both", "198.18.0.1"); err == nil || !strings.Contains(err.Error(), "add -b") {
+		t.Errorf("client --report-both without -b: %v, want add -b", err)
+	}
+	f, _, errOut := newTestFactory(nil, nil)
+	if code := run(context.Background(), f, []string{"loopback", "send-bw", "--report-both"}); code != exitUsage || !strings.Contains(errOut.String(), "add -b") {
+		t.Errorf("loopback --report-both without -b: exit %d, %s", code, errOut)
+	}
+}
