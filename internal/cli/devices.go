@@ -30,9 +30,13 @@ type DevicesOptions struct {
 // devices at all) has no devices and the error, as a test's document
 // has it: {"code": ..., "message": ...}.
 type devicesDoc struct {
-	SchemaVersion int            `json:"schema_version"`
-	Devices       []deviceReport `json:"devices"`
-	Error         *report.Error  `json:"error,omitempty"`
+	SchemaVersion int `json:"schema_version"`
+	// Tool and Version are as a test's document has them: "gorperf"
+	// and its version.
+	Tool    string         `json:"tool"`
+	Version string         `json:"version"`
+	Devices []deviceReport `json:"devices"`
+	Error   *report.Error  `json:"error,omitempty"`
 }
 
 // deviceReport is what gorperf knows of one RDMA device. Gathering it
@@ -153,7 +157,7 @@ func writeDevicesJSON(w io.Writer, devs []deviceReport) error {
 			}
 		}
 	}
-	return encodeIndented(w, devicesDoc{SchemaVersion: devicesSchemaVersion, Devices: devs})
+	return encodeIndented(w, devicesDoc{SchemaVersion: devicesSchemaVersion, Tool: report.Tool, Version: Version, Devices: devs})
 }
 
 // encodeIndented writes v as JSON indented by two spaces: the documents

@@ -153,12 +153,16 @@ const doctorSchemaVersion = 1
 // many of each level. One of a command line that was wrong has no
 // findings and the error, as a test's document has it.
 type doctorDoc struct {
-	SchemaVersion int             `json:"schema_version"`
-	Findings      []doctorFinding `json:"findings"`
-	OK            int             `json:"ok"`
-	Warnings      int             `json:"warnings"`
-	Failures      int             `json:"failures"`
-	Error         *report.Error   `json:"error,omitempty"`
+	SchemaVersion int `json:"schema_version"`
+	// Tool and Version are as a test's document has them: "gorperf"
+	// and its version.
+	Tool     string          `json:"tool"`
+	Version  string          `json:"version"`
+	Findings []doctorFinding `json:"findings"`
+	OK       int             `json:"ok"`
+	Warnings int             `json:"warnings"`
+	Failures int             `json:"failures"`
+	Error    *report.Error   `json:"error,omitempty"`
 }
 
 // doctorFinding is a finding in the document: its level ("ok", "warn"
@@ -172,7 +176,7 @@ type doctorFinding struct {
 func (l level) name() string { return [...]string{"ok", "warn", "fail"}[l] }
 
 func writeFindingsJSON(w io.Writer, fs []finding) error {
-	d := doctorDoc{SchemaVersion: doctorSchemaVersion, Findings: make([]doctorFinding, 0, len(fs))}
+	d := doctorDoc{SchemaVersion: doctorSchemaVersion, Tool: report.Tool, Version: Version, Findings: make([]doctorFinding, 0, len(fs))}
 	for _, f := range fs {
 		d.Findings = append(d.Findings, doctorFinding{Level: f.Level.name(), Message: f.Msg, Fix: f.Fix})
 		switch f.Level {
@@ -190,7 +194,7 @@ func writeFindingsJSON(w io.Writer, fs []finding) error {
 // writeDoctorJSONError writes the document of gorperf doctor --json whose
 // command line was wrong: no findings, and the error.
 func writeDoctorJSONError(w io.Writer, err error) error {
-	return encodeIndented(w, doctorDoc{SchemaVersion: doctorSchemaVersion, Findings: []doctorFinding{},
+	return encodeIndented(w, doctorDoc{SchemaVersion: doctorSchemaVersion, Tool: report.Tool, Version: Version, Findings: []doctorFinding{},
 		Error: &report.Error{Code: errorCode(err), Message: err.Error()}})
 }
 

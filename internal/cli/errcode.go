@@ -141,6 +141,6 @@ func hasArgument(fs *pflag.FlagSet, args []string) bool {
 // writeDevicesJSONError writes the document of gorperf devices --json
 // that failed: no devices, and the error as a test's document has it.
 func writeDevicesJSONError(w io.Writer, err error) error {
-	return encodeIndented(w, devicesDoc{SchemaVersion: devicesSchemaVersion, Devices: []deviceReport{},
+	return encodeIndented(w, devicesDoc{SchemaVersion: devicesSchemaVersion, Tool: report.Tool, Version: Version, Devices: []deviceReport{},
 		Error: &report.Error{Code: errorCode(err), Message: err.Error()}})
 }

@@ -380,8 +380,8 @@ func TestDevicesJSONError(t *testing.T) {
 		}
 		var e report.Error
 		json.Unmarshal(doc["error"], &e)
-		if string(doc["schema_version"]) != "1" || string(doc["devices"]) != "[]" || e.Code != tc.want || e.Message == "" || len(doc) != 3 {
-			t.Errorf("%q: document %s, want schema_version 1, devices [] and an error of code %q, alone", tc.args, out, tc.want)
+		if string(doc["schema_version"]) != "1" || string(doc["devices"]) != "[]" || e.Code != tc.want || e.Message == "" || len(doc) != 5 {
+			t.Errorf("%q: document %s, want schema_version 1, tool, version, devices [] and an error of code %q, alone", tc.args, out, tc.want)
 		}
 	}
 	// A test's failure is still a test's document.

@@ -163,3 +163,34 @@ func TestServerReportBothWithoutBidir(t *testing.T) {
 		t.Errorf("loopback --report-both without -b: exit %d, %s", code, errOut)
 	}
 }
+
+// TestDevicesDoctorJSONTool: devices --json's and doctor --json's
+// documents name the tool and its version, as a test's document does,
+// also where they carry an error. They had schema_version alone.
+func TestDevicesDoctorJSONTool(t *testing.T) {
+	for _, args := range [][]string{
+		{"devices", "--json"},
+		{"devices", "--json", "--bogus"},
+		{"doctor", "--json", "--bogus"},
+	} {
+		f, out, _ := newTestFactory(fakeDevices(), nil)
+		run(context.Background(), f, args)
+		var doc struct {
+			SchemaVersion int `json:"schema_version"`
+			Tool, Version string
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatalf("%q: %v\n%s", args, err, out)
+		}
+		if doc.SchemaVersion != 1 || doc.Tool != "gorperf" || doc.Version != Version {
+			t.Errorf("%q: schema_version %d, tool %q, version %q; want 1, gorperf and %q", args, doc.SchemaVersion, doc.Tool, doc.Version, Version)
+		}
+	}
+	var buf strings.Builder
+	if err := writeFindingsJSON(&buf, []finding{{Level: levelOK, Msg: "fine"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"tool": "gorperf",`) || !strings.Contains(buf.String(), `"version": "`+Version+`",`) {
+		t.Errorf("doctor's document lacks tool or version:\n%s", buf.String())
+	}
+}
