@@ -37,6 +37,10 @@ type SendBatch struct {
 	sges   []SGE
 	maxSGE int
 	ahs    []*AH // each request's, held open
+	// inline counts the requests with SendInline, whose SGEs each post
+	// checks (checkInline) with inl.
+	inline int
+	inl    inlineCache
 }
 
 // NewSendBatch copies wrs into a new batch, checking each as PostSend
@@ -51,8 +55,9 @@ func (qp *QP) NewSendBatch(wrs []SendWR) (*SendBatch, error) {
 		return nil, fmt.Errorf("ibverbs: a send batch of no requests: %w", syscall.EINVAL)
 	}
 	maxSGE := qp.cap.MaxSendSGE
+	var inl inlineCache
 	for i := range wrs {
-		if err := qp.checkBatched(&wrs[i], maxSGE); err != nil {
+		if err := qp.checkBatched(&wrs[i], maxSGE, &inl); err != nil {
 			return nil, &PostError{Index: i, Err: err}
 		}
 	}
@@ -74,14 +79,15 @@ func (qp *QP) NewSendBatch(wrs []SendWR) (*SendBatch, error) {
 // checkBatched is checkSend for a request of a batch, which cannot be a
 // bind: a window's every bind needs a new rkey, and Post posts the
 // requests as they are.
-func (qp *QP) checkBatched(w *SendWR, maxSGE int) error {
+func (qp *QP) checkBatched(w *SendWR, maxSGE int, inl *inlineCache) error {
 	if w.Opcode == OpBindMW {
 		return fmt.Errorf("ibverbs: a send batch cannot hold a BIND_MW (each needs a new rkey): post it with PostSend: %w", syscall.EINVAL)
 	}
-	return qp.checkSend(w, maxSGE)
+	return qp.checkSend(w, maxSGE, inl)
 }
 
 func (b *SendBatch) fill(i int, w *SendWR) {
+	b.countInline(i, w.Flags)
 	fillSend(&b.wrs[i], b.sges[i*b.maxSGE:(i+1)*b.maxSGE], w)
 	if w.AH != nil {
 		w.AH.users.add()
@@ -101,7 +107,7 @@ func (b *SendBatch) Set(i int, w SendWR) error {
 		return ErrClosed
 	}
 	_ = b.wrs[i]
-	if err := b.qp.checkBatched(&w, b.maxSGE); err != nil {
+	if err := b.qp.checkBatched(&w, b.maxSGE, &b.inl); err != nil {
 		return err
 	}
 	b.fill(i, &w)
@@ -113,8 +119,42 @@ func (b *SendBatch) SetID(i int, id uint64) { b.wrs[i].wr_id = C.uint64_t(id) }
 
 // SetFlags sets request i's flags (signalled, inline, fenced, ...). It
 // does not check that an inline request's bytes fit QPCap.MaxInline, as
-// Set does: a post that the device refuses for that says so.
-func (b *SendBatch) SetFlags(i int, f SendFlags) { b.wrs[i].send_flags = C.uint(f) }
+// Set does: a post that the device refuses for that says so. Post checks
+// an inline request's SGEs (see SendInline).
+func (b *SendBatch) SetFlags(i int, f SendFlags) {
+	b.countInline(i, f)
+	b.wrs[i].send_flags = C.uint(f)
+}
+
+// countInline keeps inline's count as request i's flags become f.
+func (b *SendBatch) countInline(i int, f SendFlags) {
+	was := b.wrs[i].send_flags&C.IBV_SEND_INLINE != 0
+	if is := f&SendInline != 0; is != was {
+		if is {
+			b.inline++
+		} else {
+			b.inline--
+		}
+	}
+}
+
+// checkInline says why requests from to from+n-1 must not be posted: the
+// first with SendInline that has an SGE outside the live MRs of the QP's
+// PD (inlineCache.checkSGL), as a *PostError with its index; or returns
+// nil. An MR may have closed since the request was set.
+func (b *SendBatch) checkInline(from, n int) error {
+	pd := b.qp.pd.c
+	for k := from; k < from+n; k++ {
+		w := &b.wrs[k]
+		if w.send_flags&C.IBV_SEND_INLINE == 0 {
+			continue
+		}
+		if err := b.inl.checkSGL(pd, b.sges[k*b.maxSGE:k*b.maxSGE+int(w.num_sge)]); err != nil {
+			return &PostError{Index: k, Err: err}
+		}
+	}
+	return nil
+}
 
 // SetImm sets request i's immediate data (SendWR.Imm), in host order: a
 // new value for each message of a *WithImm opcode, with no conversion
@@ -137,7 +177,8 @@ func (b *SendBatch) SetRemoteAddr(i int, addr uint64) {
 
 // SetSGE sets SGE j of request i, which must have more than j SGEs; it
 // panics otherwise. Like SetFlags, it leaves an inline request's length
-// to the device to refuse.
+// to the device to refuse; Post checks where an inline SGE lies (see
+// SendInline).
 func (b *SendBatch) SetSGE(i, j int, sge SGE) {
 	if n := int(b.wrs[i].num_sge); j < 0 || j >= n {
 		panic(fmt.Sprintf("ibverbs: SetSGE %d of request %d, which has %d", j, i, n))
@@ -151,7 +192,12 @@ func (b *SendBatch) SetSGE(i, j int, sge SGE) {
 // them as one list. It makes one cgo call and does not allocate. A range
 // outside the batch is an error matching syscall.EINVAL. If the device
 // refuses a request, the error is a *PostError whose Index is that
-// request's index in the batch: those before it were posted.
+// request's index in the batch: those before it were posted. A request
+// with SendInline whose SGE lies in no live MR of the QP's PD under its
+// LKey (see SendInline) is refused before any of the range is posted,
+// with a *PostError that names it and matches syscall.EINVAL: Post checks
+// the SGEs of a batch's inline requests at each post, as their MRs may
+// have closed since they were set.
 func (b *SendBatch) Post(from, n, listLen int) error {
 	if b.s == nil || b.qp.c == nil {
 		return ErrClosed
@@ -162,6 +208,11 @@ func (b *SendBatch) Post(from, n, listLen int) error {
 	}
 	if n == 0 {
 		return nil
+	}
+	if b.inline > 0 {
+		if err := b.checkInline(from, n); err != nil {
+			return err
+		}
 	}
 	if bad, err := b.qp.post(&b.wrs[from], n, listLen); err != nil {
 		return b.refused(from, n, listLen, from+bad, err)
@@ -215,7 +266,8 @@ func (b *SendBatch) refused(from, n, listLen, i int, err error) error {
 // cq into wcs, in the same cgo call, until it takes a completion or about
 // spin has passed; with spin 0 it polls once. It returns the number of
 // completions taken, which are returned as they are, as Poll's are; if
-// the post fails it polls nothing.
+// the post fails it polls nothing. It checks inline requests as Post
+// does.
 //
 // A loop that posts a request and waits for its completion (read_lat, a
 // synchronous remote read) makes one cgo call an iteration instead of at
@@ -232,6 +284,11 @@ func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.D
 		return 0, fmt.Errorf("ibv_post_send: requests %d+%d in lists of %d of a batch of %d, %d completions: %w",
 			from, n, listLen, len(b.wrs), len(wcs), syscall.EINVAL)
 	}
+	if b.inline > 0 {
+		if err := b.checkInline(from, n); err != nil {
+			return 0, err
+		}
+	}
 	// The QP cannot close while the batch is open, nor its CQs while it
 	// is: another CQ's Close waits for the poll, which enters it.
 	guard := cq != b.qp.send && cq != b.qp.recv
@@ -245,7 +302,7 @@ func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.D
 		cq.use.leave()
 	}
 	if rc != 0 {
-		return 0, b.refused(from, n, listLen, from+int(bad), b.qp.postError(int(rc)))
+		return 0, b.refused(from, n, listLen, from+int(bad), b.qp.postError(int(rc), sendWRAt(&b.wrs[from], n, int(bad))))
 	}
 	if polled < 0 {
 		return 0, verbError("ibv_poll_cq", int(-polled))

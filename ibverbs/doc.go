@@ -102,8 +102,9 @@
 // from Buffer.Len and Addr, MW.RKey and Context.NumCompVectors, and -1
 // from CompChannel.Fd. So do those of keys, which the device may give to
 // a later registration once Close frees them: 0 from MR.LKey, RKey and
-// Addr, and the zero RemoteMR from MR.Remote; MR.SGE panics.
-// Finalizers play no part.
+// Addr, and the zero RemoteMR from MR.Remote. The one exception: MR.SGE
+// panics once its MR is closed, as no SGE value would be refused by every
+// post and device (see MR.SGE). Finalizers play no part.
 //
 // Close may run while other goroutines use the object, as closing a file
 // or a connection to end a reader is ordinary Go: a Close of a Context,

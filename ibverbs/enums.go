@@ -297,8 +297,14 @@ const (
 	SendFence     SendFlags = 1
 	SendSignaled  SendFlags = 2
 	SendSolicited SendFlags = 4
-	SendInline    SendFlags = 8 // sends or writes the SGL's bytes in the request: QPCap.MaxInline at most
-	SendIPCsum    SendFlags = 16
+	// SendInline sends or writes the SGL's bytes in the request:
+	// QPCap.MaxInline at most. The CPU copies them at the post, so each
+	// SGE must lie in the process memory of a live MR of the QP's PD and
+	// carry that MR's LKey (as MR.SGE's do): a post refuses any other,
+	// with an error matching syscall.EINVAL, rather than let the
+	// provider copy from an address that may not be mapped.
+	SendInline SendFlags = 8
+	SendIPCsum SendFlags = 16
 )
 
 var sendFlagNames = []flagName{{1, "FENCE"}, {2, "SIGNALED"}, {4, "SOLICITED"}, {8, "INLINE"}, {16, "IP_CSUM"}}

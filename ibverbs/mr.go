@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -25,9 +26,45 @@ type MR struct {
 
 	lkey, rkey uint32 // copied at registration, so getters never touch freed C memory
 	addr       uint64
+
+	// ptr is the process's address of the region's first byte, which an
+	// inline send copies from (addr is the device's, iova for RegMRIOVA);
+	// live is cleared by Close, for the inline check (inlineMR).
+	ptr  uint64
+	live atomic.Bool
 }
 
-// RegMR registers the whole buffer with the given access (ibv_reg_mr).
+// mrKey names a registration the way an inline send's SGE does: by its
+// PD and lkey.
+type mrKey struct {
+	pd   *C.struct_ibv_pd
+	lkey uint32
+}
+
+// liveMRs are the MRs registered and not yet closed, by PD and lkey: what
+// an inline SGE must lie in (QP.checkInline).
+var liveMRs struct {
+	sync.Mutex
+	m map[mrKey]*MR
+}
+
+// lookupMR returns the live MR of pd with lkey, or nil.
+func lookupMR(pd *C.struct_ibv_pd, lkey uint32) *MR {
+	liveMRs.Lock()
+	m := liveMRs.m[mrKey{pd, lkey}]
+	liveMRs.Unlock()
+	return m
+}
+
+// covers reports whether [addr, addr+n) lies in the process memory the
+// live MR m registered.
+func (m *MR) covers(addr uint64, n uint32) bool {
+	return m.live.Load() && addr >= m.ptr && addr-m.ptr <= uint64(m.n) && uint64(n) <= uint64(m.n)-(addr-m.ptr)
+}
+
+// RegMR registers the whole buffer with the given access (ibv_reg_mr). A
+// nil buf is an error matching syscall.EINVAL, as for RegMRRange and
+// RegMRIOVA.
 func (pd *PD) RegMR(buf *Buffer, access Access) (*MR, error) {
 	return pd.regMR("ibv_reg_mr", buf, 0, 0, true, 0, false, access)
 }
@@ -54,6 +91,9 @@ func (pd *PD) RegMRIOVA(buf *Buffer, off, length int, iova uint64, access Access
 // where whole is set (off and length then unread), at iova where
 // withIOVA is set.
 func (pd *PD) regMR(verb string, buf *Buffer, off, length int, whole bool, iova uint64, withIOVA bool, access Access) (*MR, error) {
+	if buf == nil {
+		return nil, fmt.Errorf("%s: no Buffer (nil): %w", verb, syscall.EINVAL)
+	}
 	if !pd.use.enter() {
 		return nil, ErrClosed
 	}
@@ -99,7 +139,16 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, whole bool, iova 
 	}
 	pd.kids.add()
 	buf.kids.add()
-	return &MR{c: m, pd: pd, buf: buf, b: b, n: length, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova}, nil
+	mr := &MR{c: m, pd: pd, buf: buf, b: b, n: length, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova,
+		ptr: uint64(uintptr(p))}
+	mr.live.Store(true)
+	liveMRs.Lock()
+	if liveMRs.m == nil {
+		liveMRs.m = make(map[mrKey]*MR)
+	}
+	liveMRs.m[mrKey{pd.c, mr.lkey}] = mr
+	liveMRs.Unlock()
+	return mr, nil
 }
 
 // regMRHook, if set, runs in each RegMR just before it registers the
@@ -136,16 +185,21 @@ func (m *MR) Buffer() *Buffer { return m.buf }
 
 // SGE returns a scatter/gather element for length bytes at offset off of
 // the region. It panics if they do not lie within the region, as slicing
-// does: the device would refuse such an element, but an inline send's is
-// copied by the CPU at the post, unchecked. It panics too for a length
-// over 4 GiB - 1, which the element's 32 bits cannot hold. (An inline send copies from
-// the element's address, so the SGEs of a region registered with
-// RegMRIOVA, whose addresses are not this process's, cannot be sent
-// inline.)
+// does. It panics too for a length over 4 GiB - 1, which the element's 32
+// bits cannot hold.
 //
-// It panics once the MR is closed, as slicing its Bytes, nil then, does:
+// An element for a send with SendInline, which the CPU copies at the post,
+// must name memory of a live MR of the QP's PD by that MR's LKey: the post
+// refuses others (see SendInline). The SGEs of a region registered with
+// RegMRIOVA name the iova, not this process's memory, and so cannot be
+// sent inline.
+//
+// Unlike the MR's other methods, which answer zero once it is closed, SGE
+// panics once the MR is closed, as slicing its Bytes, nil then, does:
 // the region's lkey may by then name another registration's memory (see
-// LKey), and an inline send would copy from memory that may be unmapped.
+// LKey), and there is no SGE value that every post and every device would
+// refuse. This is the exception to the package's rule that calls after
+// Close return ErrClosed (see Lifetimes in the package doc).
 func (m *MR) SGE(off, length int) SGE {
 	if m.b == nil {
 		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) of a closed MR", off, off, length))
@@ -174,6 +228,12 @@ func (m *MR) Close() error {
 	if rc := C.ibv_dereg_mr(m.c); rc != 0 {
 		return verbError("ibv_dereg_mr", int(rc))
 	}
+	m.live.Store(false)
+	liveMRs.Lock()
+	if liveMRs.m[mrKey{m.pd.c, m.lkey}] == m {
+		delete(liveMRs.m, mrKey{m.pd.c, m.lkey})
+	}
+	liveMRs.Unlock()
 	m.c, m.b = nil, nil
 	m.lkey, m.rkey, m.addr = 0, 0, 0
 	m.pd.kids.done()

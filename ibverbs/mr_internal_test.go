@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 )
 
 // TestSGELength: an SGE's length is 32 bits, so MR.SGE panics, as it
@@ -41,4 +42,27 @@ func TestSGELength(t *testing.T) {
 			t.Errorf("SGE of %d bytes: %+v, want a panic", n, s)
 		}()
 	}
+}
+
+// registerFake enters an MR over buf, with lkey, in the live MRs of the
+// nil PD, as regMR would, for tests of the inline check without a device.
+func registerFake(buf []byte, lkey uint32) *MR {
+	m := &MR{b: buf, n: len(buf), lkey: lkey, ptr: uint64(uintptr(unsafe.Pointer(&buf[0])))}
+	m.addr = m.ptr
+	m.live.Store(true)
+	liveMRs.Lock()
+	if liveMRs.m == nil {
+		liveMRs.m = make(map[mrKey]*MR)
+	}
+	liveMRs.m[mrKey{nil, lkey}] = m
+	liveMRs.Unlock()
+	return m
+}
+
+// unregisterFake takes m out of the live MRs, as Close would.
+func unregisterFake(m *MR) {
+	m.live.Store(false)
+	liveMRs.Lock()
+	delete(liveMRs.m, mrKey{nil, m.lkey})
+	liveMRs.Unlock()
 }

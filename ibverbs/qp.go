@@ -7,10 +7,12 @@ import "C"
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -37,6 +39,8 @@ type QPInit struct {
 	RecvCQ *CQ  // defaults to SendCQ
 	SRQ    *SRQ // receives come from the SRQ; RecvCQ still gets their completions
 	// Cap is the capacity asked for; the device may grant more (QP.Cap).
+	// Over the device's limits (Context.QueryDevice's MaxQPWR, MaxSGE), CreateQP
+	// fails with an error matching syscall.EINVAL that names them.
 	Cap QPCap
 	// SigAll makes every send signalled, whatever its flags.
 	SigAll bool
@@ -101,6 +105,9 @@ type QP struct {
 	sendS          *C.struct_gv_post_scratch
 	recvS          *C.struct_gv_post_scratch
 	sendMu, recvMu sync.Mutex
+	// inl is the MR the last inline SGE that PostSend checked lay in
+	// (under sendMu).
+	inl inlineCache
 	// qx is the QP's struct ibv_qp_ex when it posts through the ibv_wr_*
 	// API, and wrOps the opcodes (bits of 1<<Opcode) it was created with.
 	qx    *C.struct_ibv_qp_ex
@@ -310,9 +317,42 @@ func (pd *PD) createQP(init QPInit, create func(*C.struct_ibv_qp_init_attr) (*C.
 	}
 	q, err := create(&a)
 	if err != nil {
+		if errors.Is(err, syscall.EINVAL) {
+			if over := pd.ctx.capOver(init.Cap); over != "" {
+				return nil, fmt.Errorf("%s QP with %+v: %s: %w", init.Type, init.Cap, over, err)
+			}
+		}
 		return nil, fmt.Errorf("%s QP with %+v: %w", init.Type, init.Cap, err)
 	}
 	return pd.adopt(q, init, &a.cap, destroy)
+}
+
+// capOver names the capacities of c over the device's limits, which it
+// queries (ibv_query_device): "QPCap.MaxSendWR 1073741824 is over the
+// device's max_qp_wr, 1048576". It returns "" where none is, or the query
+// fails. For the error of a QP's creation only.
+func (c *Context) capOver(qc QPCap) string {
+	var a C.struct_ibv_device_attr
+	if C.ibv_query_device(c.c, &a) != 0 {
+		return ""
+	}
+	var over []string
+	for _, f := range []struct {
+		name  string
+		n     int
+		limit string
+		max   int
+	}{
+		{"MaxSendWR", qc.MaxSendWR, "max_qp_wr", int(a.max_qp_wr)},
+		{"MaxRecvWR", qc.MaxRecvWR, "max_qp_wr", int(a.max_qp_wr)},
+		{"MaxSendSGE", qc.MaxSendSGE, "max_sge", int(a.max_sge)},
+		{"MaxRecvSGE", qc.MaxRecvSGE, "max_sge", int(a.max_sge)},
+	} {
+		if f.n > f.max {
+			over = append(over, fmt.Sprintf("QPCap.%s %d is over the device's %s, %d", f.name, f.n, f.limit, f.max))
+		}
+	}
+	return strings.Join(over, "; ")
 }
 
 func (pd *PD) adopt(q *C.struct_ibv_qp, init QPInit, c *C.struct_ibv_qp_cap, destroy func() error) (*QP, error) {
@@ -352,7 +392,13 @@ func (qp *QP) Num() uint32 { return qp.num }
 // Type returns the QP's transport type.
 func (qp *QP) Type() QPType { return qp.typ }
 
-// Cap returns the capacities the device granted.
+// Cap returns the capacities that the verb that created the QP
+// (ibv_create_qp) wrote back into its attributes: at least those asked
+// for. Some providers write back what was asked while the queues hold
+// more, as Query says (soft-RoCE: Cap's MaxRecvWR 8, Query's 15); Cap is
+// what the QP is promised, and so what PostSend and PostRecv may fill.
+// A queue full, the post fails with an error matching syscall.ENOMEM that
+// says so, with the queue's size.
 func (qp *QP) Cap() QPCap { return qp.cap }
 
 // PSN returns the send PSN this QP uses when it moves to RTS through
@@ -389,9 +435,14 @@ func (qp *QP) Raw() unsafe.Pointer { return unsafe.Pointer(qp.c) }
 // with an error matching syscall.EINVAL that says why: more SGEs than
 // QPCap.MaxSendSGE ("5 SGEs, the QP allows 4"), more bytes with
 // SendInline than QPCap.MaxInline ("inline 65 bytes, the QP allows 64"),
-// among others. An EINVAL from the device says the QP's state, which the
-// post then queries (ibv_query_qp): a QP not yet in RTS takes no sends
-// ("QP 0x11 is in INIT, and takes sends from RTS on").
+// an inline SGE outside the live MRs of the QP's PD (see SendInline), an
+// opcode no verb has ("unknown opcode 99"), an atomic whose SGL is not one
+// SGE of 8 bytes, among others. An EINVAL from the device says the QP's
+// state, which the post then queries (ibv_query_qp): a QP not yet in RTS
+// takes no sends ("QP 0x11 is in INIT, and takes sends from RTS on");
+// where the state is not the cause, it says so, and which opcode, SGEs
+// and bytes the provider refused. A full send queue fails the post with
+// an error matching syscall.ENOMEM that says so, with the queue's size.
 func (qp *QP) PostSend(wrs []SendWR) error { return qp.postSend(wrs, 0) }
 
 // PostSendLists posts wrs as consecutive lists of listLen work requests,
@@ -435,7 +486,7 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 		binds := false
 		for i := range chunk {
 			w := &chunk[i]
-			if why := qp.checkSend(w, maxSGE); why != nil {
+			if why := qp.checkSend(w, maxSGE, &qp.inl); why != nil {
 				refused = &PostError{Index: base + i, Err: why}
 				chunk = chunk[:i]
 				break
@@ -475,12 +526,22 @@ func rekey(posted []SendWR) {
 }
 
 // checkSend says why PostSend would refuse w before it reaches the
-// provider, or returns nil.
-func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
+// provider, or returns nil. inl remembers the MR the last inline SGE lay
+// in (checkInline).
+func (qp *QP) checkSend(w *SendWR, maxSGE int, inl *inlineCache) error {
 	if n := inlineLen(w); n > uint64(qp.cap.MaxInline) {
 		return fmt.Errorf("ibv_post_send: inline %d bytes, the QP allows %d: %w", n, qp.cap.MaxInline, syscall.EINVAL)
 	}
+	if w.Flags&SendInline != 0 {
+		if err := inl.checkSGL(qp.pd.c, w.SGL); err != nil {
+			return err
+		}
+	}
 	switch {
+	case w.Opcode > OpSendWithInv:
+		return fmt.Errorf("ibv_post_send: unknown opcode %d (%v): %w", uint32(w.Opcode), w.Opcode, syscall.EINVAL)
+	case (w.Opcode == OpAtomicCmpAndSwp || w.Opcode == OpAtomicFetchAdd) && (len(w.SGL) != 1 || w.SGL[0].Length != 8):
+		return fmt.Errorf("ibv_post_send: %v with %s: an atomic takes one SGE of 8 bytes: %w", w.Opcode, sglSize(w.SGL), syscall.EINVAL)
 	case len(w.SGL) > maxSGE:
 		return fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)
 	case qp.qx != nil && (w.Opcode >= 32 || qp.wrOps&(1<<w.Opcode) == 0):
@@ -500,6 +561,68 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int) error {
 		return qp.checkBind("ibv_post_send", w.Bind.MW, w.Bind)
 	}
 	return nil
+}
+
+// inlineCache remembers the live MR that an inline SGE last lay in, so
+// that the check of the next, in the common case the same MR's, is a
+// compare and not a lookup. Its user serializes its use.
+type inlineCache struct {
+	m    *MR
+	lkey uint32 // m's, which its Close zeroes
+}
+
+// checkSGL says why a send with SendInline must not copy from sgl: an SGE
+// of one byte or more that does not lie in the process memory of a live
+// MR of pd registered under its LKey, or returns nil. The provider copies
+// inline bytes with the CPU at the post, and an address no MR covers may
+// not be mapped (SIGSEGV); the device checks the others.
+func (c *inlineCache) checkSGL(pd *C.struct_ibv_pd, sgl []SGE) error {
+	for j := range sgl {
+		e := &sgl[j]
+		if e.Length == 0 || (c.m != nil && c.lkey == e.LKey && c.m.covers(e.Addr, e.Length)) {
+			continue
+		}
+		m := lookupMR(pd, e.LKey)
+		if m == nil || !m.covers(e.Addr, e.Length) {
+			return inlineSGEError(j, e, m)
+		}
+		c.m, c.lkey = m, e.LKey
+	}
+	return nil
+}
+
+// inlineSGEError is checkSGL's error for SGE j, e, and the live MR of its
+// LKey, m, if any.
+func inlineSGEError(j int, e *SGE, m *MR) error {
+	why := "no live MR of the QP's PD has that LKey"
+	if m != nil {
+		why = fmt.Sprintf("outside the process memory of its MR, %d bytes at %#x", m.n, m.ptr)
+		if m.addr != m.ptr {
+			why += " (registered at iova " + fmt.Sprintf("%#x", m.addr) + ": its SGEs name the iova, which cannot be sent inline)"
+		}
+	}
+	return fmt.Errorf("ibv_post_send: inline SGE %d (%d bytes at %#x, lkey %#x): %s: %w",
+		j, e.Length, e.Addr, e.LKey, why, syscall.EINVAL)
+}
+
+// cSGL is the SGL of a request in C memory, for an error.
+func cSGL(p *C.struct_ibv_sge, n C.int) []SGE {
+	if p == nil || n <= 0 {
+		return nil
+	}
+	return unsafe.Slice((*SGE)(unsafe.Pointer(p)), int(n))
+}
+
+// sglSize describes sgl for an error: "2 SGEs, 12 bytes".
+func sglSize(sgl []SGE) string {
+	var n uint64
+	for i := range sgl {
+		n += uint64(sgl[i].Length)
+	}
+	if len(sgl) == 1 {
+		return fmt.Sprintf("1 SGE, %d bytes", n)
+	}
+	return fmt.Sprintf("%d SGEs, %d bytes", len(sgl), n)
 }
 
 // inlineOps are the opcodes (bits 1<<Opcode) that the verbs take
@@ -531,15 +654,28 @@ func (qp *QP) post(w *C.struct_ibv_send_wr, n, list int) (bad int, err error) {
 		rc = C.gv_post_send(handle(qp.c), handle(w), C.int(n), C.int(min(list, n)), &b)
 	}
 	if rc != 0 {
-		return int(b), qp.postError(int(rc))
+		return int(b), qp.postError(int(rc), sendWRAt(w, n, int(b)))
 	}
 	return n, nil
 }
 
+// sendWRAt returns request i of the n at w, or nil where i is not one.
+func sendWRAt(w *C.struct_ibv_send_wr, n, i int) *C.struct_ibv_send_wr {
+	if i < 0 || i >= n {
+		return nil
+	}
+	return (*C.struct_ibv_send_wr)(unsafe.Add(unsafe.Pointer(w), uintptr(i)*unsafe.Sizeof(*w)))
+}
+
 // postError wraps errno from a post in the name of the verb that failed,
-// with the QP's state for EINVAL (see postErrno).
-func (qp *QP) postError(errno int) error {
-	return postErrno(qp.postVerb(), qp.c, errno, QPStateRTS, "sends")
+// with the QP's state for EINVAL and its capacity for ENOMEM (see
+// postErrno). r is the request refused, filled in C memory, or nil.
+func (qp *QP) postError(errno int, r *C.struct_ibv_send_wr) error {
+	var req func() string
+	if r != nil {
+		req = func() string { return fmt.Sprintf("%v, %s", Opcode(r.opcode), sglSize(cSGL(r.sg_list, r.num_sge))) }
+	}
+	return postErrno(qp.postVerb(), qp.c, nil, errno, QPStateRTS, "sends", req)
 }
 
 // postVerb names the verb that posts qp's sends.
@@ -550,14 +686,27 @@ func (qp *QP) postVerb() string {
 	return "ibv_post_send"
 }
 
-// postErrno wraps errno from a post of what (sends, receives) to qp in
-// verb's name. EINVAL, which a QP refuses them with before it is in
-// state need (RTS for sends, INIT for receives), says the QP's state,
-// which only then it queries (ibv_query_qp), and the state they need
-// where it is before that: "ibv_post_send: QP 0x11 is in INIT, and takes
-// sends from RTS on: invalid argument". The caller keeps qp from being
-// destroyed.
-func postErrno(verb string, qp *C.struct_ibv_qp, errno int, need QPState, what string) error {
+// postErrno wraps errno from a post of what (sends, receives) to qp, or
+// to srq, in verb's name. req, if set, describes the request refused, for
+// the messages below ("SEND, 1 SGE, 16 bytes").
+//
+// EINVAL, which a QP refuses them with before it is in state need (RTS for
+// sends, INIT for receives), says the QP's state, which only then it
+// queries (ibv_query_qp), and the state they need where it is before
+// that: "ibv_post_send: QP 0x11 is in INIT, and takes sends from RTS on:
+// invalid argument". Where the state is not the cause it says so, and
+// what the provider refused: "QP 0x13 is in RTS, which takes sends: the
+// provider refused the request (ATOMIC_FETCH_AND_ADD, 1 SGE, 4 bytes),
+// not for the QP's state".
+//
+// ENOMEM, which a full queue answers, says so, with the queue's size,
+// which only then it queries (ibv_query_qp, ibv_query_srq): "the receive
+// queue of QP 0x11 is full: it holds 15 requests". The caller keeps qp
+// and srq from being destroyed.
+func postErrno(verb string, qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, errno int, need QPState, what string, req func() string) error {
+	if errno == int(syscall.ENOMEM) {
+		return queueFull(verb, qp, srq, what)
+	}
 	if errno != int(syscall.EINVAL) || qp == nil {
 		return verbError(verb, errno)
 	}
@@ -571,7 +720,43 @@ func postErrno(verb string, qp *C.struct_ibv_qp, errno int, need QPState, what s
 		return os.NewSyscallError(verb, fmt.Errorf("QP %#x is in %v, and takes %s from %v on: %w",
 			num, st, what, need, syscall.EINVAL))
 	}
-	return os.NewSyscallError(verb, fmt.Errorf("QP %#x is in %v: %w", num, st, syscall.EINVAL))
+	if st == QPStateError || st == QPStateSQE || (st == QPStateSQD && what == "sends") {
+		return os.NewSyscallError(verb, fmt.Errorf("QP %#x is in %v: %w", num, st, syscall.EINVAL))
+	}
+	r := "the request"
+	if req != nil {
+		r += " (" + req() + ")"
+	}
+	return os.NewSyscallError(verb, fmt.Errorf("QP %#x is in %v, which takes %s: the provider refused %s, not for the QP's state: %w",
+		num, st, what, r, syscall.EINVAL))
+}
+
+// queueFull is postErrno's error for ENOMEM from a post of what to qp or
+// srq: the queue is full, and holds as many requests as a query says.
+func queueFull(verb string, qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, what string) error {
+	var err error
+	switch {
+	case srq != nil:
+		var a C.struct_ibv_srq_attr
+		if C.ibv_query_srq(srq, &a) == 0 {
+			err = fmt.Errorf("the SRQ is full: it holds %d receives: %w", uint32(a.max_wr), syscall.ENOMEM)
+		}
+	case qp != nil:
+		var a C.struct_ibv_qp_attr
+		var ia C.struct_ibv_qp_init_attr
+		if C.ibv_query_qp(qp, &a, C.IBV_QP_CAP, &ia) == 0 {
+			q, n := "send", uint32(a.cap.max_send_wr)
+			if what != "sends" {
+				q, n = "receive", uint32(a.cap.max_recv_wr)
+			}
+			err = fmt.Errorf("the %s queue of QP %#x is full: it holds %d requests, and frees a request's place once its completion (or, for an unsignalled send, a later one's) is polled: %w",
+				q, uint32(qp.qp_num), n, syscall.ENOMEM)
+		}
+	}
+	if err == nil {
+		return verbError(verb, int(syscall.ENOMEM))
+	}
+	return os.NewSyscallError(verb, err)
 }
 
 // setImm writes v into w's imm_data (network order) or, for
@@ -645,7 +830,10 @@ func copySGL(sg, sgl []SGE) *C.struct_ibv_sge {
 // PostRecv posts a list of receive work requests (ibv_post_recv), like
 // PostSend: one cgo call per 256, without allocating; a *PostError says
 // which request the device refused. An EINVAL from the device says the
-// QP's state, as PostSend's does: a QP in RESET takes no receives.
+// QP's state, as PostSend's does: a QP in RESET takes no receives. A full
+// receive queue fails with an error matching syscall.ENOMEM that says
+// so, with the queue's size ("the receive queue of QP 0x11 is full: it
+// holds 15 requests, ...").
 func (qp *QP) PostRecv(wrs []RecvWR) error {
 	qp.recvMu.Lock()
 	defer qp.recvMu.Unlock()
@@ -726,7 +914,12 @@ func postRecvC(qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, w *C.struct_ibv_recv_
 		rc = C.gv_post_recv(handle(qp), handle(w), C.int(n), C.int(min(list, n)), &b)
 	}
 	if rc != 0 {
-		return int(b), postErrno(recvVerb(srq), qp, int(rc), QPStateInit, "receives")
+		var req func() string
+		if i := int(b); i >= 0 && i < n {
+			r := (*C.struct_ibv_recv_wr)(unsafe.Add(unsafe.Pointer(w), uintptr(i)*unsafe.Sizeof(*w)))
+			req = func() string { return sglSize(cSGL(r.sg_list, r.num_sge)) }
+		}
+		return int(b), postErrno(recvVerb(srq), qp, srq, int(rc), QPStateInit, "receives", req)
 	}
 	return n, nil
 }

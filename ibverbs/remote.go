@@ -136,7 +136,8 @@ func (r *RemoteMR) UnmarshalBinary(data []byte) error {
 // OpRDMAWriteWithImm or OpRDMARead moves as many bytes as its SGL holds,
 // which must fit from off; an OpAtomicCmpAndSwp or OpAtomicFetchAdd works
 // on 8 bytes, which must fit and lie on an 8-byte boundary (Addr+off), as
-// the verbs require. Set Opcode and SGL first. Other opcodes name no
+// the verbs require, and takes one SGE of 8 bytes for the old value (as
+// PostSend checks too). Set Opcode and SGL first. Other opcodes name no
 // remote memory. A request that would not fit, or an r that names no
 // bytes (the zero RemoteMR) or passes the end of the address space, fails with an error
 // matching syscall.EINVAL and leaves wr as it was, where the device would
@@ -154,6 +155,10 @@ func (wr *SendWR) SetRemote(r RemoteMR, off uint64) error {
 			n += uint64(wr.SGL[i].Length)
 		}
 	case OpAtomicCmpAndSwp, OpAtomicFetchAdd:
+		if len(wr.SGL) != 1 || wr.SGL[0].Length != 8 {
+			return fmt.Errorf("ibverbs: SetRemote on a %v with %s: an atomic takes one SGE of 8 bytes, where the old value lands: %w",
+				wr.Opcode, sglSize(wr.SGL), syscall.EINVAL)
+		}
 		n = 8
 	default:
 		return fmt.Errorf("ibverbs: SetRemote on a %v request, which names no remote memory: %w", wr.Opcode, syscall.EINVAL)

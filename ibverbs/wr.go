@@ -3,7 +3,11 @@
 package ibverbs
 
 // SGE is a scatter/gather element (struct ibv_sge): Length bytes at Addr in
-// memory registered with LKey. MR.SGE builds one.
+// memory registered with LKey. MR.SGE builds one. The device checks the
+// SGEs of most requests against its registrations; those of a send with
+// SendInline the CPU copies at the post, so the post checks them: each
+// must lie in the process memory of a live MR of the QP's PD, with that
+// MR's LKey (see SendInline).
 type SGE struct {
 	Addr   uint64
 	Length uint32
