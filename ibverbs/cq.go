@@ -18,12 +18,23 @@ import (
 )
 
 // CQ is a completion queue (struct ibv_cq).
+//
+// A CQ that fills up overruns: the device has nowhere to put the next
+// completion, and the verbs leave it undefined what happens to it and to
+// the QPs that complete there. The sign of it is an asynchronous event,
+// EventCQErr (CQ_ERR) naming the CQ (AsyncEvent.CQ, and the CQ's Handle
+// in AsyncEvent.String), on Context.Events, not an error from Poll: on
+// soft-RoCE Poll goes on returning the completions the CQ holds with a
+// nil error, and each completion it dropped raises one CQ_ERR. Make a CQ
+// as large as the completions all its QPs can have outstanding (their
+// MaxSendWR and MaxRecvWR, summed), and watch Events where it may not be.
 type CQ struct {
-	c    *C.struct_ibv_cq
-	ctx  *Context
-	ch   *CompChannel
-	cqe  int
-	kids refs
+	c      *C.struct_ibv_cq
+	ctx    *Context
+	ch     *CompChannel
+	cqe    int
+	handle uint32
+	kids   refs
 	// single: made with CQInit.SingleThreaded.
 	single bool
 	// ex is the CQ as ibv_create_cq_ex made it, nil for one that
@@ -87,7 +98,7 @@ func (c *Context) CreateCQVector(cqe int, ch *CompChannel, vector int) (*CQ, err
 	}
 	q, err := C.ibv_create_cq(c.c, C.int(cqe), nil, cch, C.int(vector))
 	if q == nil {
-		return nil, fmt.Errorf("%s: %d entries: %w", c.name, cqe, errnoOf("ibv_create_cq", err))
+		return nil, c.cqeError(cqe, errnoOf("ibv_create_cq", err))
 	}
 	return c.newCQ(q, ch), nil
 }
@@ -172,7 +183,7 @@ func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
 		return nil, fmt.Errorf("%s: %d entries with %s: %w", c.name, init.Entries, init.timestamps(), err)
 	}
 	if !errors.Is(err, errors.ErrUnsupported) {
-		return nil, fmt.Errorf("%s: %d entries: %w", c.name, init.Entries, err)
+		return nil, c.cqeError(init.Entries, err)
 	}
 	return c.CreateCQVector(init.Entries, init.Channel, init.Vector)
 }
@@ -219,9 +230,23 @@ func checkCQE(verb, dev string, cqe int) error {
 	return nil
 }
 
+// cqeError is err, the failure of a verb that made or resized a CQ of cqe
+// entries, said with the device's name, and with its limit on a CQ's
+// entries (DeviceAttr.MaxCQE, which ibv_query_device_ex reads on this
+// error path only) where cqe is past it.
+func (c *Context) cqeError(cqe int, err error) error {
+	if errors.Is(err, syscall.EINVAL) {
+		if da, qerr := c.QueryDevice(); qerr == nil && cqe > da.MaxCQE {
+			return fmt.Errorf("%s: %d entries, more than the device's limit of %d (DeviceAttr.MaxCQE): %w",
+				c.name, cqe, da.MaxCQE, err)
+		}
+	}
+	return fmt.Errorf("%s: %d entries: %w", c.name, cqe, err)
+}
+
 // newCQ wraps q, a CQ just made on c, and counts it as c's and ch's child.
 func (c *Context) newCQ(q *C.struct_ibv_cq, ch *CompChannel) *CQ {
-	cq := &CQ{c: q, ctx: c, ch: ch, cqe: int(q.cqe)}
+	cq := &CQ{c: q, ctx: c, ch: ch, cqe: int(q.cqe), handle: uint32(q.handle)}
 	cq.use.open()
 	c.kids.add()
 	if ch != nil {
@@ -230,6 +255,12 @@ func (c *Context) newCQ(q *C.struct_ibv_cq, ch *CompChannel) *CQ {
 	c.register(unsafe.Pointer(q), cq)
 	return cq
 }
+
+// Handle returns the number the kernel knows the CQ by on its context
+// (struct ibv_cq's handle): unique among the CQs open on the Context's
+// device, and how AsyncEvent.String names the CQ of a CQ event. It goes
+// on answering after Close, when the kernel may give it to a later CQ.
+func (cq *CQ) Handle() uint32 { return cq.handle }
 
 // Len returns the number of entries the CQ was granted, at creation or
 // by its last Resize.
@@ -249,7 +280,7 @@ func (cq *CQ) Resize(cqe int) error {
 		return err
 	}
 	if rc := C.ibv_resize_cq(cq.c, C.int(cqe)); rc != 0 {
-		return fmt.Errorf("%d entries: %w", cqe, verbError("ibv_resize_cq", int(rc)))
+		return cq.ctx.cqeError(cqe, verbError("ibv_resize_cq", int(rc)))
 	}
 	cq.cqe = int(cq.c.cqe)
 	return nil
@@ -296,7 +327,8 @@ func (cq *CQ) Raw() unsafe.Pointer { return unsafe.Pointer(cq.c) }
 // blocks and never allocates; a batch is one cgo call. Completions with a
 // failed status are returned too: check each with WC.Err. Such a
 // completion has WRID, Status, VendorErr and QPN alone, its other fields
-// 0, as the verbs leave them undefined.
+// 0, as the verbs leave them undefined. A CQ that overran does not make
+// Poll fail: the async event EventCQErr tells it (see CQ).
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	if !cq.use.enter() {
 		return 0, ErrClosed

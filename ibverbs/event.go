@@ -24,18 +24,27 @@ type AsyncEvent struct {
 	Port int       // for port events
 	QPN  uint32    // for QP events
 	QP   *QP       // for QP events, when the QP is one of ours
-	CQ   *CQ       // for CQ events
-	SRQ  *SRQ      // for SRQ events
+	CQ   *CQ       // for CQ events, when the CQ is one of ours
+	SRQ  *SRQ      // for SRQ events, when the SRQ is one of ours
+	// Handle is, for CQ and SRQ events, the number the kernel knows the
+	// CQ or SRQ by on its device (struct ibv_cq's and ibv_srq's handle;
+	// CQ.Handle), set whether or not the object is one of ours.
+	Handle uint32
 }
 
 // String formats the event with what it is about: "PORT_ACTIVE on port
-// 1", "QP_FATAL on QP 0x11", or the type alone.
+// 1", "QP_FATAL on QP 0x11", "CQ_ERR on CQ handle 3" (see CQ.Handle),
+// "SRQ_LIMIT_REACHED on SRQ handle 1", or the type alone.
 func (e AsyncEvent) String() string {
 	switch {
 	case e.Port != 0:
 		return fmt.Sprintf("%s on port %d", e.Type, e.Port)
 	case e.QPN != 0 || e.QP != nil:
 		return fmt.Sprintf("%s on QP %#x", e.Type, e.QPN)
+	case e.Type == EventCQErr:
+		return fmt.Sprintf("%s on CQ handle %d", e.Type, e.Handle)
+	case e.Type == EventSRQErr || e.Type == EventSRQLimitReached:
+		return fmt.Sprintf("%s on SRQ handle %d", e.Type, e.Handle)
 	}
 	return e.Type.String()
 }
@@ -113,6 +122,12 @@ func (c *Context) Events() (<-chan AsyncEvent, error) {
 			// being closed is out of the table already, and named by
 			// no field.
 			if obj != nil {
+				switch e.Type {
+				case EventCQErr:
+					e.Handle = uint32((*C.struct_ibv_cq)(obj).handle)
+				case EventSRQErr, EventSRQLimitReached:
+					e.Handle = uint32((*C.struct_ibv_srq)(obj).handle)
+				}
 				switch o := d.lookup(obj).(type) {
 				case *QP:
 					e.QP = o
