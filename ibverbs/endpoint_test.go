@@ -118,6 +118,33 @@ func TestEndpointMalformed(t *testing.T) {
 	}
 }
 
+// FuzzEndpoint: any input decodes or fails without panicking, and
+// leaves the Endpoint as it was when it fails; what decodes encodes back
+// to the input's first EndpointSize bytes.
+func FuzzEndpoint(f *testing.F) {
+	enc, _ := fullEndpoint().MarshalBinary()
+	f.Add(enc)
+	f.Add(append(bytes.Clone(enc), make([]byte, 20)...))
+	f.Add(make([]byte, 56))
+	f.Add(enc[:ibverbs.EndpointSize-1])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var e ibverbs.Endpoint
+		if err := e.UnmarshalBinary(data); err != nil {
+			if e != (ibverbs.Endpoint{}) {
+				t.Fatalf("failed (%v) but set %v", err, e)
+			}
+			return
+		}
+		if e.QPN > 0xffffff || e.PSN > 0xffffff || (e.MTU != 0 && e.MTU.Bytes() == 0) {
+			t.Fatalf("decoded %+v, out of range", e)
+		}
+		b, err := e.MarshalBinary()
+		if err != nil || !bytes.Equal(b, data[:ibverbs.EndpointSize]) {
+			t.Fatalf("%+v encodes to %x, %v; decoded from %x", e, b, err, data[:ibverbs.EndpointSize])
+		}
+	})
+}
+
 // A GID is text in JSON, and back; text that is no GID fails.
 func TestGIDText(t *testing.T) {
 	for _, tc := range []struct{ in, text string }{
