@@ -1,0 +1,110 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/internal/report"
+)
+
+// TestServeJSONLinesEndToEnd: serve --json writes one compact document a
+// line, a test's with its client's address (peer_addr), and one for a
+// test refused by --max-size, which had none; the client gets the
+// refusal as its peer's word.
+func TestServeJSONLinesEndToEnd(t *testing.T) {
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "serve", "--json", "--max-size", "65536")
+	if out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "100", "--json", addr).Output(); err != nil {
+		t.Fatalf("client: %v\n%s\nserver:\n%s", err, out, srvOut)
+	}
+	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "1048576", "-n", "10", "--json", addr).Output()
+	var cr report.Result
+	if jerr := json.Unmarshal(out, &cr); jerr != nil || procExit(err) != 1 || cr.Error == nil || cr.Error.Code != "peer" {
+		t.Errorf("refused client: exit %v, %v:\n%s", err, jerr, out)
+	}
+	srv.Process.Signal(syscall.SIGINT)
+	if err := srv.Wait(); err != nil {
+		t.Errorf("serve after SIGINT: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(srvOut.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("serve wrote %d lines, want a document a test:\n%s", len(lines), srvOut)
+	}
+	for i, line := range lines {
+		var r report.Result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %d: %v:\n%s", i+1, err, line)
+		}
+		host, _, err := net.SplitHostPort(r.PeerAddr)
+		if r.Role != "server" || err != nil || host != clientIP(addr) {
+			t.Errorf("line %d: role %q, peer_addr %q (%v), want server and the client's address:\n%s", i+1, r.Role, r.PeerAddr, err, line)
+		}
+		if failed := r.Error != nil; failed != (i == 1) {
+			t.Errorf("line %d: error %+v:\n%s", i+1, r.Error, line)
+		}
+		if i == 0 && (r.Test != "write_bw" || len(r.Results) != 1) {
+			t.Errorf("line 1: test %q, %d results", r.Test, len(r.Results))
+		}
+	}
+}
+
+// clientIP is the address a client of a server at addr comes from: in
+// the VM the other end of the veth pair (198.18.0.2), on loopback
+// 127.0.0.1.
+func clientIP(addr string) string {
+	if addr == "198.18.0.1" {
+		return "198.18.0.2"
+	}
+	return addr
+}
+
+// TestPeerKilledJSON: a side whose peer was killed (SIGKILL) reports the
+// JSON code "peer" (the peer closed the control connection: it exited or
+// was killed), where it said "failed": a latency client whose server
+// was killed, and a server whose bandwidth client was. The killed client
+// ran with --out_json_file: the file it was to replace is left as it
+// was, where it was left empty.
+func TestPeerKilledJSON(t *testing.T) {
+	srvDev, cliDev, addr, _, ctx := setUpPeers(t, 120*time.Second)
+	// A latency client, its server killed.
+	port := freshPort()
+	srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--json")
+	cli, cliOut := start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-D", "30", "--peer-timeout", "3", "--json", addr)
+	time.Sleep(3 * time.Second)
+	srv.Process.Kill()
+	srv.Wait()
+	err := cli.Wait()
+	var r report.Result
+	if jerr := json.Unmarshal([]byte(cliOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
+		!strings.Contains(r.Error.Message, "the peer closed the control connection") {
+		t.Errorf("client of a killed server: exit %v, %v, error %+v:\n%s", err, jerr, r.Error, cliOut)
+	}
+	// A server, its bandwidth client killed.
+	file := filepath.Join(t.TempDir(), "perftest_out.json")
+	const old = `{"old": true}`
+	if err := os.WriteFile(file, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port = freshPort()
+	srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "--json")
+	cli, _ = start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "30", "--json", "--out_json_file", file, addr)
+	time.Sleep(3 * time.Second)
+	cli.Process.Kill()
+	cli.Wait()
+	err = srv.Wait()
+	r = report.Result{}
+	if jerr := json.Unmarshal([]byte(srvOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" {
+		t.Errorf("server of a killed client: exit %v, %v, error %+v:\n%s", err, jerr, r.Error, srvOut)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != old {
+		t.Errorf("the killed client's --out_json_file holds %q (%v), want the last run's %q", b, err, old)
+	}
+}
