@@ -50,11 +50,15 @@ type Config struct {
 	// KeepAlive is how long this side goes without sending before it
 	// sends an empty credit update anyway, or, with no credit to spare, a
 	// probe, an RDMA write of no bytes (default 15 s; negative for
-	// never). A peer that died silently then shows, through the device's
-	// retries running out, even to a side that only receives: within
-	// KeepAlive and CM.RetryCount+1 ACK timeouts, 7 with the default
-	// (rdmacm.DefaultRetryCount+1; rdmacm.Config.RetryCount says how long
-	// those take).
+	// never): it goes within KeepAlive of the last message, update or
+	// keepalive posted, at most a quarter of KeepAlive early. A peer that died
+	// silently then shows, through the device's retries running out, even
+	// to a side that only receives: within KeepAlive and CM.RetryCount+1
+	// ACK timeouts, 7 with the default (rdmacm.DefaultRetryCount+1;
+	// rdmacm.Config.RetryCount says how long those take). Keepalives or
+	// not, a connection whose sends go without a completion for twice the
+	// QP's retries, at least 20 s, fails (the package doc's The end of a
+	// connection).
 	KeepAlive time.Duration
 	// Spin is how long Send, Recv, Read and Write poll the connection's
 	// CQ, for the peer's message or for credits, before they sleep on its
@@ -872,11 +876,8 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	c.started = true
-	c.loops.Add(1)
-	if c.keepAlive > 0 {
-		c.loops.Add(1)
-		go c.keepAlives(ctx)
-	}
+	c.loops.Add(2)
+	go c.keepAlives(ctx, c.stallBound(l.QP()))
 	go c.watch(ctx)
 	return nil
 }
@@ -1308,7 +1309,7 @@ func (c *Conn) postUpdate() {
 // postProbe posts a probe, the keepalive of a side with no credit to
 // spare: its peer's device acknowledges it, or the retries fail it when
 // the peer is gone. With c.mu held.
-func (c *Conn) postProbe() { c.postControl(c.probeWR()) }
+func (c *Conn) postProbe() error { return c.postControl(c.probeWR()) }
 
 // postControl posts wr, one of the requests past the data buffers' (an
 // update, a probe, an abort, an end), with c.mu held, and counts it: in
@@ -1327,20 +1328,30 @@ func (c *Conn) postControl(wr int) error {
 	return nil
 }
 
-// keepAlives sends an update every keepAlive in which this side posted
-// nothing, so that a peer that died is found by the device's retries. It
-// goes as data does, with a credit to spare: a keepalive never takes the
-// credit kept for updates (flow.go). A side without one (its peer reads
-// nothing, and it has sent all it may) sends a probe instead, which takes
-// no credit: without, the death of a peer that stopped reading went
-// unnoticed, every send acknowledged and nothing more to post. The update
-// goes as a request of its own (keepAliveWR), so that its failure says
-// the keepalive failed.
-func (c *Conn) keepAlives(ctx context.Context) {
+// keepAlives ticks every keepAlive/4, and at most every stall/4 (the
+// stall watch's bound, stallBound), for two things. A keepalive: an
+// update within keepAlive of this side's last post, so that a peer that
+// died is found by the device's retries. It goes as data does, with a
+// credit to spare: a keepalive never takes the credit kept for updates
+// (flow.go). A side without one (its peer reads nothing, and it has sent
+// all it may) sends a probe instead, which takes no credit: without, the
+// death of a peer that stopped reading went unnoticed, every send
+// acknowledged and nothing more to post. The update goes as a request of
+// its own (keepAliveWR), so that its failure says the keepalive failed.
+// And the stall watch, keepalives or not: requests on the send queue and
+// none completed for stall fail the connection, where the device neither
+// delivers them nor fails them. The ticks compare counts the posts keep
+// anyway (pulse): nothing on the path of a message.
+func (c *Conn) keepAlives(ctx context.Context, stall time.Duration) {
 	defer c.loops.Done()
-	t := time.NewTicker(c.keepAlive)
+	tick := stall / 4
+	if c.keepAlive > 0 {
+		tick = min(tick, c.keepAlive/4)
+	}
+	tick = max(tick, time.Millisecond)
+	p := newPulse(tick, c.keepAlive, stall)
+	t := time.NewTicker(tick)
 	defer t.Stop()
-	var seen uint64
 	for {
 		select {
 		case <-t.C:
@@ -1351,19 +1362,50 @@ func (c *Conn) keepAlives(ctx context.Context) {
 		// Take what came meanwhile, which no caller may have: the sends'
 		// completions free room for the keepalive, or show a failure.
 		c.s.reap(nil)
-		if c.posts == seen && c.err == nil && !c.closing && !c.eof {
-			switch {
-			case c.canPost():
-				k := c.keepAliveWR()
-				c.sb.SetImm(k, c.fl.update())
-				c.postControl(k)
-			case c.sqOut < c.sendBuffers+updateSlots:
-				c.postProbe()
+		keepAlive, stalled := p.tick(c.posts, c.sqOut)
+		switch {
+		case c.err != nil || c.closing || c.eof:
+		case stalled:
+			c.fail(fmt.Errorf("rdmamsg: connection to %s lost: no send completed for %v, %d requests on the send queue: the link or the peer is gone, and the device neither delivers them nor fails them: %w",
+				c.link.RemoteAddr(), time.Duration(p.stuck)*tick, c.sqOut, syscall.ETIMEDOUT))
+			c.s.wake(nil)
+			c.mu.Unlock()
+			c.s.interrupt()
+			return
+		case !keepAlive:
+		case c.canPost():
+			k := c.keepAliveWR()
+			c.sb.SetImm(k, c.fl.update())
+			if c.postControl(k) == nil {
+				p.posted(c.posts, c.sqOut)
+			}
+		case c.sqOut < c.sendBuffers+updateSlots:
+			if c.postProbe() == nil {
+				p.posted(c.posts, c.sqOut)
 			}
 		}
-		seen = c.posts
 		c.mu.Unlock()
 	}
+}
+
+// stallAfter is the least time without a send's completion, while
+// requests are on the send queue, that fails a connection (stallBound).
+var stallAfter = 20 * time.Second // a var for tests
+
+// stallBound is how long the requests on the send queue may go without a
+// completion before the connection fails: twice the longest the device
+// may take to fail one, (retries+1) ACK timeouts of the QP (ibv_query_qp;
+// 8 of 4.3 s where it cannot say, or its timeout is 0, infinite), plus
+// the time of the largest message at 10 MB/s, and at least stallAfter
+// (20 s). The device's own failure comes first wherever it works.
+func (c *Conn) stallBound(qp *ibverbs.QP) time.Duration {
+	timeout, retries := 20, 7
+	if a, err := qp.Query(); err == nil && a.Timeout != 0 {
+		timeout, retries = int(min(a.Timeout, 31)), int(min(a.RetryCnt, 7))
+	}
+	ack := 4096 * time.Nanosecond << timeout / 1000
+	b := 2*time.Duration(retries+1)*ack + time.Duration(c.maxSend)*time.Second/10e6
+	return max(b, stallAfter)
 }
 
 // postAbort posts the abort message, with c.mu held, unless the

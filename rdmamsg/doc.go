@@ -113,15 +113,24 @@
 // and RetryCount: seven ACK timeouts with the defaults, about 15 s on
 // soft-RoCE with rdma_cm's ACK timeout (Dial, Accept), about 7.5 s with
 // Handshake's default AckTimeout of 18), and every call returns that
-// error, after the messages that arrived. Send returns once a message is
+// error, after the messages that arrived. Where the device neither
+// delivers nor fails them (soft-RoCE on a link that went down: its QP
+// stops, and does not start again when the link comes back), the Conn
+// fails itself: requests on the send queue and none completed for twice
+// the QP's retries (its timeout × (retry count+1), ibv_query_qp, plus the
+// time of the largest message at 10 MB/s), at least 20 s, fail the
+// connection with an error matching syscall.ETIMEDOUT that says no send
+// completed for so long: about 31 s with rdma_cm's defaults on
+// soft-RoCE, 20 s through Handshake. Send returns once a message is
 // on its way, so Close is where one that never arrived is told: its
 // error counts the messages that may not have reached the peer, says
-// whether the end may not have, and why. A side that has sent nothing
-// for Config.KeepAlive (15 s by default) sends an empty credit update (or, with no credit to spare, a
-// probe: an RDMA write of no bytes, which takes no receive), so that even
-// a side that only receives, or one its peer stopped reading, hears of a
-// peer that died silently, within the keepalive and the retries: about
-// 30 s with the defaults on soft-RoCE.
+// whether the end may not have, and why. A side sends within
+// Config.KeepAlive (15 s by default) of its last post an empty credit
+// update (or, with no credit to spare, a probe: an RDMA write of no
+// bytes, which takes no receive), so that even a side that only
+// receives, or one its peer stopped reading, hears of a peer that died
+// silently, within the keepalive and the retries: about 30 s with the
+// defaults on soft-RoCE.
 //
 // # Without rdma_cm: Handshake
 //

@@ -127,3 +127,12 @@ func (c *Conn) Failure() error {
 
 // CM returns the rdmacm listener under l.
 func (l *Listener) CM() *rdmacm.Listener { return l.l }
+
+// SetStallAfter sets the least time a connection's sends may go without
+// a completion before it fails, for a test, and returns what puts it
+// back.
+func SetStallAfter(d time.Duration) (restore func()) {
+	old := stallAfter
+	stallAfter = d
+	return func() { stallAfter = old }
+}

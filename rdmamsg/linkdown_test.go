@@ -1,0 +1,170 @@
+//go:build linux && cgo
+
+package rdmamsg_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+	"github.com/gorperf/gorperf/rdmacm"
+	"github.com/gorperf/gorperf/rdmamsg"
+)
+
+// TestLinkDown: a stream whose link goes down, and stays down, fails on
+// both sides within the stall bound (3 s here) plus a few ticks, the
+// sender's Send and the receiver's Recv alike: soft-RoCE's QP neither
+// delivers nor fails its requests once its netdev is down (not even with
+// the link back), and both waited for good. The link is restored after.
+// It needs the rxe VM's two devices, and root, to take the dialer's
+// netdev (RXE_NETDEV2) down.
+func TestLinkDown(t *testing.T) {
+	srvNet, cliNet := ends(t)
+	nd := os.Getenv("RXE_NETDEV2")
+	if srvNet.IP == cliNet.IP || nd == "" || os.Geteuid() != 0 {
+		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+			t.Fatal("in the rxe VM but not root, or RXE_NETDEV2 is unset")
+		}
+		t.Skip("needs the rxe VM's second device, and root to take its netdev (RXE_NETDEV2) down")
+	}
+	const stall = 3 * time.Second
+	defer rdmamsg.SetStallAfter(stall)()
+	// An ACK timeout of 67 ms: where the device gave up as it should, it
+	// would fail the requests in half a second.
+	cfg := &rdmamsg.Config{KeepAlive: 500 * time.Millisecond, CM: rdmacm.Config{AckTimeout: 14}}
+	srv, cli := pair(t, cfg, cfg)
+	ctx := timeout(t, 60*time.Second)
+	// Close returns, its error the loss, within its wait for the sends
+	// (5 s without progress).
+	defer func() {
+		for _, c := range []*rdmamsg.Conn{cli, srv} {
+			begin := time.Now()
+			err := c.Close()
+			if d := time.Since(begin); d > 10*time.Second {
+				t.Errorf("Close took %v: %v", d, err)
+			}
+		}
+	}()
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	// The stream: the dialer sends, the listener receives, until each
+	// fails; each says when.
+	type end struct {
+		n   int
+		err error
+		at  time.Time
+	}
+	sent, rcvd := make(chan end, 1), make(chan end, 1)
+	go func() {
+		var e end
+		for e.err == nil {
+			if e.err = cli.Send(ctx, message(e.n, 1000)); e.err == nil {
+				e.n++
+			}
+		}
+		e.at = time.Now()
+		sent <- e
+	}()
+	go func() {
+		var e end
+		buf := make([]byte, 4096)
+		for e.err == nil {
+			if _, e.err = srv.Recv(ctx, buf); e.err == nil {
+				e.n++
+			}
+		}
+		e.at = time.Now()
+		rcvd <- e
+	}()
+	time.Sleep(time.Second)
+	down := time.Now()
+	ip("link", "set", nd, "down")
+	defer func() {
+		// Up again, before the Closes, with the VM's routes through it (guest.sh), which
+		// going down removed, and both ports active.
+		ip("link", "set", nd, "up")
+		time.Sleep(500 * time.Millisecond)
+		ip("route", "replace", srvNet.IP.String(), "dev", nd, "src", cliNet.IP.String(), "table", "101")
+		ip("route", "replace", cliNet.IP.String(), "dev", os.Getenv("RXE_NETDEV"), "src", srvNet.IP.String(), "table", "102")
+		for _, dev := range []string{srvNet.Dev, cliNet.Dev} {
+			ok := false
+			for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && !ok; time.Sleep(100 * time.Millisecond) {
+				b, _ := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
+				ok = strings.Contains(string(b), "ACTIVE")
+			}
+			if !ok {
+				t.Errorf("%s's port not ACTIVE 10 s after its link came back", dev)
+			}
+		}
+	}()
+	// The bound, a tick or two (KeepAlive/4) late, on a VM under TCG.
+	const within = stall + 5*time.Second
+	for _, c := range []struct {
+		what string
+		ch   chan end
+	}{{"Send", sent}, {"Recv", rcvd}} {
+		select {
+		case e := <-c.ch:
+			after := e.at.Sub(down)
+			// The stall's error, or the device's retries' where it gave up.
+			if !errors.Is(e.err, syscall.ETIMEDOUT) && !errors.Is(e.err, ibverbs.WCRetryExcErr) {
+				t.Errorf("%s after %d messages, %v after the link went down: %v; want the stall's ETIMEDOUT or the retries' failure", c.what, e.n, after, e.err)
+			} else if after > within {
+				t.Errorf("%s failed %v after the link went down, want within %v: %v", c.what, after, within, e.err)
+			} else {
+				t.Logf("%s after %d messages, %v after the link went down: %v", c.what, e.n, after, e.err)
+			}
+		case <-time.After(time.Until(down.Add(within + 10*time.Second))):
+			t.Fatalf("%s still waits %v after the link went down", c.what, time.Since(down))
+		}
+	}
+}
+
+// TestKeepAliveAfterPost: a side that only receives, whose last post came
+// just after a tick of its keepalive, still sends the keepalive within
+// KeepAlive of that post, and finds a peer that died within KeepAlive and
+// the retries. (Its ticker, of KeepAlive's period, sent one only after a
+// whole tick without a post: up to twice KeepAlive after it.)
+func TestKeepAliveAfterPost(t *testing.T) {
+	const ka = 2 * time.Second
+	srv, cli := connect(t, &rdmamsg.Config{KeepAlive: -1},
+		&rdmamsg.Config{KeepAlive: ka, CM: rdmacm.Config{AckTimeout: 12}})
+	start := time.Now() // the ticker started a little before
+	ctx := timeout(t, 60*time.Second)
+	// Just after the ticker's first tick, the one post.
+	time.Sleep(ka + ka/10)
+	if err := cli.Send(ctx, message(0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	posted := time.Now()
+	buf := make([]byte, 64)
+	if _, err := srv.Recv(ctx, buf); err != nil {
+		t.Fatal(err)
+	}
+	// The peer's QP stops without a word.
+	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 4*ka)
+	defer cancel()
+	_, err := cli.Recv(rctx, buf)
+	took := time.Since(posted)
+	if !keepAliveFailed(err) {
+		t.Fatalf("Recv from a peer that died: %v, %v after the post (%v after the start), want the keepalive's failure", err, took, posted.Sub(start))
+	}
+	// KeepAlive, 7 ACK timeouts of 17 ms, and room for a VM under TCG.
+	if limit := ka + time.Second; took > limit {
+		t.Errorf("the keepalive failed %v after the last post, want within %v (KeepAlive %v and the retries)", took, limit, ka)
+	}
+}

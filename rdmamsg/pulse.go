@@ -1,0 +1,61 @@
+package rdmamsg
+
+import "time"
+
+// A pulse is the arithmetic of a Conn's ticker (keepAlives), one tick at
+// a time, on counts the hot path keeps anyway: the requests posted to
+// the send queue and those still on it. It says when a keepalive is due,
+// within the keepalive of the last post, and when the sends have stalled:
+// requests on the send queue and none completed for stallAfter ticks, a
+// connection that neither delivers nor fails (soft-RoCE's QP on a link
+// that went down never completes or fails its requests, even once the
+// link is back).
+type pulse struct {
+	// every is the ticks a keepalive waits for since the last post (0 for
+	// none); stallAfter is the ticks without a send's completion, while
+	// requests are on the send queue, that make a stall.
+	every, stallAfter int
+	// quiet bounds the time since the last post from above, in ticks: a
+	// post seen at a tick came within the tick before it. stuck counts
+	// the ticks since which no request completed, all of them with
+	// requests on the send queue.
+	quiet, stuck int
+	posts, done  uint64 // the counts at the last tick
+	out          bool   // requests were on the send queue at the last tick
+}
+
+// newPulse is the pulse of a ticker of period tick, for keepalives every
+// keepAlive (none where it is not positive) and a stall after stall.
+func newPulse(tick, keepAlive, stall time.Duration) pulse {
+	var p pulse
+	if keepAlive > 0 {
+		p.every = max(1, int(keepAlive/tick))
+	}
+	p.stallAfter = max(1, int((stall+tick-1)/tick))
+	return p
+}
+
+// tick takes, at a tick, the count of requests ever posted and of those
+// still on the send queue, and says whether a keepalive is due and
+// whether the sends have stalled.
+func (p *pulse) tick(posts uint64, out int) (keepAlive, stalled bool) {
+	done := posts - uint64(out)
+	if out > 0 && p.out && done == p.done {
+		p.stuck++
+	} else {
+		p.stuck = 0
+	}
+	if posts != p.posts {
+		p.quiet = 1
+	} else {
+		p.quiet++
+	}
+	p.posts, p.done, p.out = posts, done, out > 0
+	return p.every > 0 && p.quiet >= p.every, p.stuck >= p.stallAfter
+}
+
+// posted notes the keepalive the tick posted: posts and out are the
+// counts after it.
+func (p *pulse) posted(posts uint64, out int) {
+	p.posts, p.out, p.quiet = posts, out > 0, 0
+}
