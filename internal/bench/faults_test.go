@@ -121,7 +121,9 @@ func TestServeClientKilled(t *testing.T) {
 		mu.Lock()
 		addr := toServer
 		mu.Unlock()
-		for _, w := range []string{"the peer closed the control connection: it exited or was killed", "client " + addr} {
+		// The passive server waits through the client's run: its error
+		// says so, where it said "exchanging results".
+		for _, w := range []string{"the peer closed the control connection: it exited or was killed", "client " + addr, "waiting for the peer's run"} {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("server: %q lacks %q", err, w)
 			}
@@ -292,5 +294,73 @@ func settle(t *testing.T, dev string, evs <-chan ibverbs.AsyncEvent) bool {
 		case <-end:
 			return false
 		}
+	}
+}
+
+// TestGIDRemovedMidRun removes the address of the client's GID (a second
+// address on its netdev, chosen by index) a second into a test: the
+// client's error says its GID left the table, where it blamed the peer
+// or the path between the GIDs ("is it still running? ... may not reach
+// each other").
+func TestGIDRemovedMidRun(t *testing.T) {
+	info := rdmatest.Device(t)
+	srv := rdmatest.Addr(t)
+	cli := rdmatest.SecondAddr(t)
+	nd := os.Getenv("RXE_NETDEV2")
+	if nd == "" {
+		t.Skip("needs the two-device rxe VM, whose second netdev the test may give an address")
+	}
+	const extra = "198.18.0.22"
+	if out, err := exec.Command("ip", "addr", "add", extra+"/24", "dev", nd).CombinedOutput(); err != nil {
+		t.Fatalf("ip addr add: %v: %s", err, out)
+	}
+	defer exec.Command("ip", "addr", "del", extra+"/24", "dev", nd).Run()
+	dev, err := ibverbs.Open(cli.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	idx := -1
+	for end := time.Now().Add(10 * time.Second); idx < 0 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		tab, err := dev.GIDTable(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range tab {
+			if e.Type == ibverbs.GIDTypeRoCEv2 && e.IP().String() == extra {
+				idx = e.Index
+			}
+		}
+	}
+	if idx < 0 {
+		t.Fatalf("%s's GID for %s did not appear in 10 s", cli.Dev, extra)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(srv.IP.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const idle = 3 * time.Second
+	srvOut := serveOne(ctx, ln, bench.Local{Device: info.Name, Port: info.Port, GIDIndex: -1, IdleTimeout: idle})
+	defer bench.SetBeforeLoop(func(client bool) {
+		if client {
+			time.AfterFunc(time.Second, func() { exec.Command("ip", "addr", "del", extra+"/24", "dev", nd).Run() })
+		}
+	})()
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Duration: 8,
+		NumQPs: 1, TXDepth: 16, CQModeration: 4}
+	_, cerr := bench.Client(ctx, ln.Addr().String(), spec, bench.Local{Device: cli.Dev, Port: 1, GIDIndex: idx, IdleTimeout: idle}, nil)
+	t.Logf("client: %v", cerr)
+	want := "this side's GID " + extra + " on " + nd + " (index "
+	if cerr == nil || !strings.Contains(cerr.Error(), want) || !strings.Contains(cerr.Error(), "is gone from "+cli.Dev+"'s GID table: its address was removed") {
+		t.Errorf("client: %v; want %s... is gone from %s's GID table", cerr, want, cli.Dev)
+	}
+	select {
+	case o := <-srvOut:
+		t.Logf("server: %v", o.err)
+	case <-ctx.Done():
+		t.Error("the server did not end")
 	}
 }

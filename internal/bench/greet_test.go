@@ -619,3 +619,35 @@ func TestServeQueuesThreads(t *testing.T) {
 		t.Errorf("the first client: no answer")
 	}
 }
+
+// TestHandshakeSpecGaveUp: a client whose hello waited in the socket and
+// that closed before it asked for a test (it gave up waiting for a
+// stopped server's hello) is said to have, where serve logged "client
+// ADDR: receiving: EOF".
+func TestHandshakeSpecGaveUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exchange.NewConn(nc).Send(ctx, exchange.NewHello("test")); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	_, err = handshakeSpec(ctx, exchange.NewConn(sc), time.Now(), 5*time.Second)
+	const want = "closed its connection before it asked for a test (it gave up waiting for this server's hello, or exited)"
+	if err == nil || !strings.HasPrefix(err.Error(), "client 127.0.0.1:") || !strings.Contains(err.Error(), want) || !KeepsWaiting(err) {
+		t.Errorf("%v; want client ADDR: %s", err, want)
+	}
+}

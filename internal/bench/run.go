@@ -1294,6 +1294,11 @@ func handshakeSpec(ctx context.Context, c *exchange.Conn, at time.Time, wait tim
 	spec, err := c.RecvSpec(hctx)
 	if err != nil {
 		err = late(err, "said hello but asked for no test in %v")
+		if closedByPeer(err) {
+			// Its hello waited in the socket: a client that gave up on
+			// a server stopped or flooded (it waits 20 s for the hello).
+			err = fmt.Errorf("closed its connection before it asked for a test (it gave up waiting for this server's hello, or exited): %w", err)
+		}
 		return exchange.TestSpec{}, &notATest{fmt.Errorf("client %s: %w", from, err)}
 	}
 	return spec, nil
@@ -1743,7 +1748,13 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				// active side that finds the connection closed does.
 				err = fmt.Errorf("%w (%v)", errPeerClosed, err)
 			}
-			return res, withPeerWord(watch.peerError(), fmt.Errorf("exchanging results with the peer: %w", err))
+			what := "exchanging results with the peer"
+			if s.passive(client) {
+				// A passive side's loop ends at once: it waits here
+				// through the peer's run.
+				what = "waiting for the peer's run and its result"
+			}
+			return res, withPeerWord(watch.peerError(), fmt.Errorf("%s: %w", what, err))
 		}
 		if err := peer.Err(); err != nil {
 			return res, err // "peer: " and its reason, made printable

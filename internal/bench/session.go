@@ -232,7 +232,7 @@ func (s *session) watchEvents() error {
 					// link that went down and up before this session.
 					continue
 				}
-				err := fmt.Errorf("%s: async event %v: the test cannot go on (is the port's netdev down? see `gorperf doctor`)", name, ev)
+				err := fmt.Errorf("%s: async event %v: the test cannot go on (%s)", name, ev, eventHint(ev.Type))
 				if s.fault.CompareAndSwap(nil, &err) {
 					close(faulted)
 				}
@@ -240,6 +240,23 @@ func (s *session) watchEvents() error {
 		}
 	}()
 	return nil
+}
+
+// eventHint is what an async event that ends a test says of its cause.
+func eventHint(t ibverbs.EventType) string {
+	switch t {
+	case ibverbs.EventPortErr:
+		return "the port went down: is its netdev down? see `gorperf doctor`"
+	case ibverbs.EventDeviceFatal:
+		return "the device failed: it was reset or removed"
+	case ibverbs.EventCQErr:
+		return "a completion queue overran or failed"
+	case ibverbs.EventQPReqErr:
+		return "a queue pair got a request that breaks the transport's rules"
+	case ibverbs.EventQPAccessErr:
+		return "a queue pair got a request beyond the access its memory grants"
+	}
+	return "a queue pair failed in a way no completion reports"
 }
 
 // portActive reports whether the sysfs state of the device's port says
@@ -261,7 +278,30 @@ func (s *session) completionErr(err error) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	if gone := s.gidGone(); gone != "" {
+		return fmt.Errorf("%w (%s)", err, gone)
+	}
 	return err
+}
+
+// gidGone says, where this side's RoCE GID has left its table since the
+// test chose it (its address was removed), so: a removal fails the QP's
+// sends (soft-RoCE: IBV_WC_LOC_QP_OP_ERR) or silences them. It queries
+// the table on failure paths only.
+func (s *session) gidGone() string {
+	e := s.gid.Entry
+	if s.ctx == nil || s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || e.GID.IsZero() {
+		return ""
+	}
+	now, err := s.ctx.QueryGID(s.port, e.Index)
+	if !errors.Is(err, syscall.ENODATA) && (err != nil || now.GID == e.GID) {
+		return ""
+	}
+	mine := "this side's GID " + e.IP().String()
+	if e.Netdev != "" {
+		mine += " on " + e.Netdev
+	}
+	return fmt.Sprintf("%s (index %d) is gone from %s's GID table: its address was removed during the test", mine, e.Index, s.ctx.Name())
 }
 
 // peerGone reports, at most every 500 ms, whether the peer closed the
@@ -1031,9 +1071,16 @@ type idleError struct {
 	// other: a peer that runs on (the control connection says nothing
 	// of the RDMA path) then waits as long.
 	gids string
+	// gone, where set, says that this side's GID has left its table
+	// since the test chose it (its address was removed): the cause, not
+	// the peer.
+	gone string
 }
 
 func (e *idleError) Error() string {
+	if e.gone != "" {
+		return fmt.Sprintf("no %s for %v: %s, so this side's packets cannot reach the peer", e.what, e.d, e.gone)
+	}
 	if e.gids != "" {
 		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks each side's GID)", e.what, e.d, e.gids)
 	}
@@ -1043,8 +1090,8 @@ func (e *idleError) Error() string {
 // idleErr is the idleError of no what for d, with the two sides' GIDs on
 // an Ethernet port.
 func (s *session) idleErr(what string, d time.Duration) error {
-	e := &idleError{what: what, d: d}
-	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || s.gid.Entry.GID.IsZero() {
+	e := &idleError{what: what, d: d, gone: s.gidGone()}
+	if e.gone != "" || s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || s.gid.Entry.GID.IsZero() {
 		return e
 	}
 	mine := "this side's GID " + s.gid.Entry.IP().String()
