@@ -4,7 +4,6 @@ package ibverbs_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -139,9 +138,9 @@ func TestSRQLimitEventNamesSRQ(t *testing.T) {
 	pollOK(t, s.cq, ibverbs.WCSend)
 	select {
 	case ev := <-events:
-		if ev.Type != ibverbs.EventSRQLimitReached || ev.SRQ != e.srq ||
-			!strings.HasPrefix(ev.String(), "SRQ_LIMIT_REACHED on SRQ handle ") {
-			t.Errorf("event %q (SRQ %p), want SRQ_LIMIT_REACHED on SRQ handle N on %p", ev, ev.SRQ, e.srq)
+		want := fmt.Sprintf("SRQ_LIMIT_REACHED on SRQ handle %d", e.srq.Handle())
+		if ev.Type != ibverbs.EventSRQLimitReached || ev.SRQ != e.srq || ev.Handle != e.srq.Handle() || ev.String() != want {
+			t.Errorf("event %q (SRQ %p), want %q on %p", ev, ev.SRQ, want, e.srq)
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("no SRQ_LIMIT_REACHED event in 10s")

@@ -23,6 +23,8 @@ type SRQ struct {
 	mu   sync.Mutex // PostRecv's, for s
 	kids refs
 	use  inUse // guards c against Close, for the methods that do not take mu
+	// handle is struct ibv_srq's, kept for Handle after Close.
+	handle uint32
 }
 
 // SRQInit describes a shared receive queue (struct ibv_srq_init_attr).
@@ -69,7 +71,7 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 		C.ibv_destroy_srq(q)
 		return nil, fmt.Errorf("ibverbs: out of memory for post scratch: %w", syscall.ENOMEM)
 	}
-	srq := &SRQ{c: q, pd: pd, s: s}
+	srq := &SRQ{c: q, pd: pd, s: s, handle: uint32(q.handle)}
 	srq.use.open()
 	if init.Limit > 0 {
 		if err := srq.Arm(init.Limit); err != nil {
@@ -82,6 +84,12 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 	pd.ctx.register(unsafe.Pointer(q), srq)
 	return srq, nil
 }
+
+// Handle returns the number the kernel knows the SRQ by on its context
+// (struct ibv_srq's handle), how AsyncEvent.String names the SRQ of an
+// SRQ event (SRQ_LIMIT_REACHED on SRQ handle N). It goes on answering
+// after Close, when the kernel may give it to a later SRQ.
+func (srq *SRQ) Handle() uint32 { return srq.handle }
 
 // PostRecv posts receive work requests to the SRQ (ibv_post_srq_recv), in
 // one cgo call per 256.
