@@ -745,12 +745,12 @@ func queueFull(verb string, qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, what str
 		var a C.struct_ibv_qp_attr
 		var ia C.struct_ibv_qp_init_attr
 		if C.ibv_query_qp(qp, &a, C.IBV_QP_CAP, &ia) == 0 {
-			q, n := "send", uint32(a.cap.max_send_wr)
+			q, n, free := "send", uint32(a.cap.max_send_wr), "a send leaves it once its completion, or an unsignalled one's a later send's, is polled"
 			if what != "sends" {
-				q, n = "receive", uint32(a.cap.max_recv_wr)
+				q, n, free = "receive", uint32(a.cap.max_recv_wr), "a receive leaves it as it completes"
 			}
-			err = fmt.Errorf("the %s queue of QP %#x is full: it holds %d requests, and frees a request's place once its completion (or, for an unsignalled send, a later one's) is polled: %w",
-				q, uint32(qp.qp_num), n, syscall.ENOMEM)
+			err = fmt.Errorf("the %s queue of QP %#x is full: it holds %d requests; %s: %w",
+				q, uint32(qp.qp_num), n, free, syscall.ENOMEM)
 		}
 	}
 	if err == nil {
@@ -833,7 +833,7 @@ func copySGL(sg, sgl []SGE) *C.struct_ibv_sge {
 // QP's state, as PostSend's does: a QP in RESET takes no receives. A full
 // receive queue fails with an error matching syscall.ENOMEM that says
 // so, with the queue's size ("the receive queue of QP 0x11 is full: it
-// holds 15 requests, ...").
+// holds 15 requests; ...").
 func (qp *QP) PostRecv(wrs []RecvWR) error {
 	qp.recvMu.Lock()
 	defer qp.recvMu.Unlock()
