@@ -115,13 +115,16 @@
 // Handshake's default AckTimeout of 18), and every call returns that
 // error, after the messages that arrived. Where the device neither
 // delivers nor fails them (soft-RoCE on a link that went down: its QP
-// stops, and does not start again when the link comes back), the Conn
+// may stop, and not start again when the link comes back), the Conn
 // fails itself: requests on the send queue and none completed for twice
 // the QP's retries (its timeout × (retry count+1), ibv_query_qp, plus the
 // time of the largest message at 10 MB/s), at least 20 s, fail the
 // connection with an error matching syscall.ETIMEDOUT that says no send
 // completed for so long: about 31 s with rdma_cm's defaults on
-// soft-RoCE, 20 s through Handshake. Send returns once a message is
+// soft-RoCE, 20 s through Handshake, and a tick later at most (a quarter
+// of the smaller of that and KeepAlive); a side that only receives has a
+// request on the send queue from its next keepalive on, so it fails
+// within KeepAlive more. Send returns once a message is
 // on its way, so Close is where one that never arrived is told: its
 // error counts the messages that may not have reached the peer, says
 // whether the end may not have, and why. A side sends within
