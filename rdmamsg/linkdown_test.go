@@ -91,22 +91,9 @@ func TestLinkDown(t *testing.T) {
 	down := time.Now()
 	ip("link", "set", nd, "down")
 	defer func() {
-		// Up again, before the Closes, with the VM's routes through it (guest.sh), which
-		// going down removed, and both ports active.
-		ip("link", "set", nd, "up")
-		time.Sleep(500 * time.Millisecond)
-		ip("route", "replace", srvNet.IP.String(), "dev", nd, "src", cliNet.IP.String(), "table", "101")
-		ip("route", "replace", cliNet.IP.String(), "dev", os.Getenv("RXE_NETDEV"), "src", srvNet.IP.String(), "table", "102")
-		for _, dev := range []string{srvNet.Dev, cliNet.Dev} {
-			ok := false
-			for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && !ok; time.Sleep(100 * time.Millisecond) {
-				b, _ := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
-				ok = strings.Contains(string(b), "ACTIVE")
-			}
-			if !ok {
-				t.Errorf("%s's port not ACTIVE 10 s after its link came back", dev)
-			}
-		}
+		// Up again, before the Closes, with the VM's routes through it,
+		// which going down removed, and both ports active.
+		rdmatest.LinkUp(t, nd, srvNet.Dev, cliNet.Dev)
 	}()
 	// The bound, a tick or two (KeepAlive/4) late, on a VM under TCG.
 	const within = stall + 5*time.Second
