@@ -12,9 +12,11 @@
 //	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq,
 //		Cap: ibverbs.QPCap{MaxSendWR: 128, MaxRecvWR: 128}})
 //	local, err := qp.Endpoint(1, gid.Entry.Index) // send this to the peer ...
-//	adv, err := mr.Remote().AppendBinary(nil)    // ... with this, its view of mr ...
-//	err = qp.Connect(remote, ibverbs.ConnParams{GIDIndex: gid.Entry.Index}) // ... and connect to its
-//	err = peer.UnmarshalBinary(theirs)           // peer is an ibverbs.RemoteMR
+//	msg, err := local.AppendBinary(nil)          // ... encoded, EndpointSize bytes ...
+//	msg, err = mr.Remote().AppendBinary(msg)     // ... with this, its view of mr
+//	err = remote.UnmarshalBinary(their[:ibverbs.EndpointSize]) // the peer's, an ibverbs.Endpoint
+//	err = qp.Connect(remote, ibverbs.ConnParams{GIDIndex: gid.Entry.Index}) // connect to it
+//	err = peer.UnmarshalBinary(their[ibverbs.EndpointSize:]) // peer is an ibverbs.RemoteMR
 //	wr := ibverbs.SendWR{Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
 //		SGL: []ibverbs.SGE{mr.SGE(0, 4096)}}
 //	err = wr.SetRemote(peer, 0)                  // RemoteAddr and RKey, bounds checked
@@ -78,7 +80,9 @@
 // MR.Remote makes one (RemoteMR.Range a part of it, to lend the peer no
 // more), and AppendBinary encodes it in RemoteMRSize bytes, big-endian,
 // to send the peer by any means: rdma_cm's private data (package rdmacm
-// says how), or a TCP exchange with the QP's Endpoint. The peer's
+// says how), or a TCP exchange with the QP's Endpoint, which
+// Endpoint.AppendBinary encodes in EndpointSize bytes (the two fill the
+// 56 bytes of an rdma_cm connection request's private data). The peer's
 // UnmarshalBinary decodes it and ignores what follows, such as the CM's
 // zero padding; SendWR.SetRemote then puts its address and key in a
 // request at an offset, once it has checked that the request stays within
