@@ -196,7 +196,7 @@ func TestAsyncEventPort(t *testing.T) {
 		}
 	}
 	link("down")
-	t.Cleanup(func() { exec.Command("ip", "link", "set", nd, "up").Run() })
+	t.Cleanup(func() { rdmatest.LinkUp(t, nd) }) // the VM's routes through nd too, which going down removed
 	expect(ibverbs.EventPortErr)
 	if pa, err := ctx.QueryPort(info.Port); err != nil || pa.State == ibverbs.PortActive {
 		t.Errorf("port after link down: %v, %v", pa.State, err)

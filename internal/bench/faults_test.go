@@ -242,7 +242,7 @@ func TestStalePortEventCM(t *testing.T) {
 	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	exec.Command("ip", "link", "set", nd, "up").Run()
+	rdmatest.LinkUp(t, nd, info.Name) // the VM's routes through nd too
 	if !settle(t, info.Name, evs) {
 		t.Fatalf("%s's events did not settle in 20 s", info.Name)
 	}

@@ -932,15 +932,7 @@ func TestPortDown(t *testing.T) {
 	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	defer func() {
-		exec.Command("ip", "link", "set", nd, "up").Run()
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			if b, _ := os.ReadFile("/sys/class/infiniband/" + cliDev + "/ports/1/state"); strings.Contains(string(b), "ACTIVE") {
-				return
-			}
-		}
-		t.Errorf("%s did not come back ACTIVE", cliDev)
-	}()
+	defer rdmatest.LinkUp(t, nd, cliDev) // the VM's routes through nd too, which going down removed
 	t0 := time.Now()
 	err := cli.Wait()
 	stderr := cli.Stderr.(*bytes.Buffer).String()
