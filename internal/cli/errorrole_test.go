@@ -3,12 +3,9 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/gorperf/gorperf/internal/exchange"
-	"github.com/gorperf/gorperf/internal/report"
 )
 
 // TestJSONErrorRole: the JSON document of a test whose flags were wrong
@@ -34,11 +31,8 @@ func TestJSONErrorRole(t *testing.T) {
 		{[]string{"serve", "--json", "--bogus"}, "server"},
 		{[]string{"serve", "--json", "--peer-timeout", "0"}, "server"},
 	} {
-		f, out, errOut := newTestFactory(nil, nil)
-		code := run(context.Background(), f, tc.args)
-		var r report.Result
-		if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != exitUsage || r.Error == nil || r.Error.Code != "usage" {
-			t.Errorf("%q: exit %d, %v:\n%s%s", tc.args, code, err, out, errOut)
+		r, _, ok := usageDocument(t, tc.args)
+		if !ok {
 			continue
 		}
 		if r.Role != tc.role {

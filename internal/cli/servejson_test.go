@@ -129,14 +129,11 @@ func TestUnknownCommandJSON(t *testing.T) {
 		{[]string{"loopback", "nosuch", "--json"}, "loopback"},
 		{[]string{"--json", "nosuch"}, ""},
 	} {
-		f, out, errOut := newTestFactory(nil, nil)
-		code := run(context.Background(), f, tc.args)
-		var r report.Result
-		if err := json.Unmarshal(out.Bytes(), &r); err != nil || code != exitUsage || r.Error == nil || r.Error.Code != "usage" {
-			t.Errorf("%q: exit %d, %v:\n%s%s", tc.args, code, err, out, errOut)
+		r, errOut, ok := usageDocument(t, tc.args)
+		if !ok {
 			continue
 		}
-		if r.Role != tc.role || !strings.Contains(errOut.String(), r.Error.Message) {
+		if r.Role != tc.role || !strings.Contains(errOut, r.Error.Message) {
 			t.Errorf("%q: role %q (want %q), message %q not the one said:\n%s", tc.args, r.Role, tc.role, r.Error.Message, errOut)
 		}
 	}
