@@ -36,8 +36,10 @@ type serveOptions struct {
 	// the goroutines that run the test and on Serve's, under mu.
 	mu       sync.Mutex
 	admitted exchange.TestSpec
-	noted    bool // the admitted test's -m checked (mtuNote), once for its threads
-	rows     *rowStream
+	// noted: Admit has seen the test (admitted holds it), and checked
+	// its -m (mtuNote), once for all its threads.
+	noted bool
+	rows  *rowStream
 	// An infinite run's intervals are printed as they end, under a
 	// column line of their own (columns: printed), as a server for one
 	// test prints them; with --json, intervals keeps them for the
