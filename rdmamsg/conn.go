@@ -1388,10 +1388,6 @@ func (c *Conn) keepAlives(ctx context.Context, stall time.Duration) {
 	}
 }
 
-// stallAfter is the least time without a send's completion, while
-// requests are on the send queue, that fails a connection (stallBound).
-var stallAfter = 20 * time.Second // a var for tests
-
 // stallBound is how long the requests on the send queue may go without a
 // completion before the connection fails: twice the longest the device
 // may take to fail one, (retries+1) ACK timeouts of the QP (ibv_query_qp;
@@ -1403,9 +1399,7 @@ func (c *Conn) stallBound(qp *ibverbs.QP) time.Duration {
 	if a, err := qp.Query(); err == nil && a.Timeout != 0 {
 		timeout, retries = int(min(a.Timeout, 31)), int(min(a.RetryCnt, 7))
 	}
-	ack := 4096 * time.Nanosecond << timeout / 1000
-	b := 2*time.Duration(retries+1)*ack + time.Duration(c.maxSend)*time.Second/10e6
-	return max(b, stallAfter)
+	return stallFor(timeout, retries, c.maxSend)
 }
 
 // postAbort posts the abort message, with c.mu held, unless the

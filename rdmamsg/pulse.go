@@ -59,3 +59,16 @@ func (p *pulse) tick(posts uint64, out int) (keepAlive, stalled bool) {
 func (p *pulse) posted(posts uint64, out int) {
 	p.posts, p.out, p.quiet = posts, out > 0, 0
 }
+
+// stallFor is stallBound's arithmetic: twice (retries+1) ACK timeouts of
+// 4.096 µs × 2^timeout, plus maxSend bytes at 10 MB/s, at least
+// stallAfter.
+func stallFor(timeout, retries, maxSend int) time.Duration {
+	ack := 4096 * time.Nanosecond << timeout
+	b := 2*time.Duration(retries+1)*ack + time.Duration(maxSend)*time.Second/10e6
+	return max(b, stallAfter)
+}
+
+// stallAfter is the least time without a send's completion, while
+// requests are on the send queue, that fails a connection (stallBound).
+var stallAfter = 20 * time.Second // a var for tests

@@ -110,3 +110,26 @@ func TestPulseStall(t *testing.T) {
 		t.Errorf("after a completion, stalled at tick %d more, want 5", n)
 	}
 }
+
+// TestStallFor: the stall bound is twice the device's retries, each an
+// ACK timeout of 4.096 µs × 2^timeout, plus the largest message at
+// 10 MB/s, and at least 20 s: soft-RoCE's rdma_cm QPs (timeout 19, 2.1 s;
+// 6 retries) and a 4 MiB message, about 30.5 s. (The ACK timeout was
+// taken 1000 times too short, so every bound was the 20 s floor.)
+func TestStallFor(t *testing.T) {
+	for _, tc := range []struct {
+		timeout, retries, maxSend int
+		want                      time.Duration
+	}{
+		{19, 6, 4 << 20, 2*7*(4096*time.Nanosecond<<19) + 419430400*time.Nanosecond},
+		{20, 7, 0, 2 * 8 * (4096 * time.Nanosecond << 20)}, // the default where the QP cannot say: 68.7 s
+		{14, 7, 1 << 20, stallAfter},                       // 67 ms ACK timeouts: the floor
+	} {
+		if got := stallFor(tc.timeout, tc.retries, tc.maxSend); got != tc.want {
+			t.Errorf("stallFor(%d, %d, %d) = %v, want %v", tc.timeout, tc.retries, tc.maxSend, got, tc.want)
+		}
+	}
+	if got := stallFor(19, 6, 4<<20); got < 30*time.Second || got > 31*time.Second {
+		t.Errorf("soft-RoCE's rdma_cm defaults: %v, want about 30.5 s", got)
+	}
+}
