@@ -153,6 +153,17 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 	timedOut := false
 	stopped := false // a wait for the peer ended with ctx
 	var i uint64     // messages posted
+	// On a failure (the peer killed, the link down), the samples taken
+	// so far are still reported, as a bandwidth test's messages are. (It
+	// takes the messages posted, i, as an argument: captured, i would
+	// live in memory through the loop.)
+	partial := func(i uint64, err error) (sideResult, error) {
+		r := sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out.take()}
+		if spanning {
+			r.SpanIters = &inSpanIters
+		}
+		return r, err
+	}
 	for ; dur > 0 || i < iters; i++ {
 		var err error
 		switch {
@@ -194,7 +205,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			stopped = true
 			break
 		} else if err != nil {
-			return sideResult{}, err
+			return partial(i, err)
 		}
 		el := sinceMono(start)
 		in := inSpan(el, dur, margin)
@@ -218,11 +229,11 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			pc.yield(start.Add(el))
 		}
 		if err := p.sent(); err != nil {
-			return sideResult{}, err
+			return partial(i, err)
 		}
 		_, err = s.waitSend(ctx, wcs)
 		if err != nil && !stoppedBy(ctx, err) {
-			return sideResult{}, err
+			return partial(i, err)
 		}
 		if err != nil || dur > 0 && i&63 == 0 && el > dur || interrupted(ctx) {
 			i++
@@ -249,7 +260,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 		case errors.Is(err, errTimeUp), err != nil && ctx.Err() != nil:
 			unanswered()
 		case err != nil:
-			return sideResult{}, err
+			return partial(i, err)
 		default:
 			// With a count of iterations the samples are perftest's,
 			// iters-1: the last round trip is not one of them.
@@ -525,6 +536,14 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	gap := s.local.LatencyGap // a pause after each completion, out of the samples
 	start := time.Now()
 	var i uint64
+	// On a failure, the samples taken so far are still reported.
+	partial := func(i uint64, err error) (sideResult, error) {
+		r := sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out.take()}
+		if spanning {
+			r.SpanIters = &inSpanIters
+		}
+		return r, err
+	}
 	pc := pacer{yielded: start}
 	var t0 time.Duration // when the last request was posted, since start
 	stopped := false     // a wait for a completion ended with ctx
@@ -543,25 +562,25 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 		// post and sleep until the completion's event.
 		if s.ch != nil {
 			if err := wr.Post(0, 1, 0); err != nil {
-				return sideResult{}, err
+				return partial(i, err)
 			}
 			if _, err := s.waitSend(ctx, wcs); stoppedBy(ctx, err) {
 				stopped = true // this request is not counted
 				break
 			} else if err != nil {
-				return sideResult{}, err
+				return partial(i, err)
 			}
 		} else if k, err := wr.PostPoll(0, 1, 0, s.scq, wcs, postPollSpin); err != nil {
-			return sideResult{}, err
+			return partial(i, err)
 		} else if k == 0 {
 			if _, err := s.waitSend(ctx, wcs); stoppedBy(ctx, err) {
 				stopped = true
 				break
 			} else if err != nil {
-				return sideResult{}, err
+				return partial(i, err)
 			}
 		} else if err := wcs[0].Err(); err != nil {
-			return sideResult{}, s.completionErr(err)
+			return partial(i, s.completionErr(err))
 		}
 		if spanning && inSpan(t0, dur, margin) {
 			inSpanIters++

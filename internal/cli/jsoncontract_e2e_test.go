@@ -77,7 +77,8 @@ func localIP(t *testing.T, ip string) bool {
 // TestPeerKilledJSON: a side whose peer was killed (SIGKILL) reports the
 // JSON code "peer" (the peer closed the control connection: it exited or
 // was killed), where it said "failed": a latency client whose server
-// was killed, and a server whose bandwidth client was. The killed client
+// was killed (one of iterations also keeps what it measured), and a
+// server whose bandwidth client was. The killed client
 // ran with --out_json_file: the file it was to replace is left as it
 // was, where it was left empty.
 func TestPeerKilledJSON(t *testing.T) {
@@ -94,6 +95,21 @@ func TestPeerKilledJSON(t *testing.T) {
 	if jerr := json.Unmarshal([]byte(cliOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
 		!strings.Contains(r.Error.Message, "the peer closed the control connection") {
 		t.Errorf("client of a killed server: exit %v, %v, error %+v:\n%s", err, jerr, r.Error, cliOut)
+	}
+	// A latency client of iterations (-n, no margin), its server killed:
+	// it keeps the latency it measured before, as a bandwidth client
+	// keeps its figures (its results were empty).
+	port = freshPort()
+	srv, _ = startServer(t, ctx, srvDev, port, "write-lat", "--json")
+	cli, cliOut = start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-n", "100000000", "--peer-timeout", "3", "--json", addr)
+	time.Sleep(3 * time.Second)
+	srv.Process.Kill()
+	srv.Wait()
+	err = cli.Wait()
+	r = report.Result{}
+	if jerr := json.Unmarshal([]byte(cliOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
+		len(r.Results) != 1 || r.Results[0].Iterations == 0 || r.Results[0].TTypicalUs <= 0 {
+		t.Errorf("-n client of a killed server: exit %v, %v, error %+v, results %+v, want what it measured:\n%s", err, jerr, r.Error, r.Results, cliOut)
 	}
 	// A server, its bandwidth client killed.
 	file := filepath.Join(t.TempDir(), "perftest_out.json")
