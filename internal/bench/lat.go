@@ -153,16 +153,14 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 	timedOut := false
 	stopped := false // a wait for the peer ended with ctx
 	var i uint64     // messages posted
+	var span *uint64 // the messages posted in the span, where there is one
+	if spanning {
+		span = &inSpanIters
+	}
 	// On a failure (the peer killed, the link down), the samples taken
-	// so far are still reported, as a bandwidth test's messages are. (It
-	// takes the messages posted, i, as an argument: captured, i would
-	// live in memory through the loop.)
+	// so far are still reported, as a bandwidth test's messages are.
 	partial := func(i uint64, err error) (sideResult, error) {
-		r := sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out.take()}
-		if spanning {
-			r.SpanIters = &inSpanIters
-		}
-		return r, err
+		return latResult(i, size, start, out, span), err
 	}
 	for ; dur > 0 || i < iters; i++ {
 		var err error
@@ -269,11 +267,14 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			}
 		}
 	}
-	r := sideResult{Iters: done, Bytes: done * uint64(size), Elapsed: time.Since(start), Samples: out.take()}
-	if spanning {
-		r.SpanIters = &inSpanIters
-	}
-	return r, ctx.Err()
+	return latResult(done, size, start, out, span), ctx.Err()
+}
+
+// latResult is what a latency loop reports after n messages of size bytes
+// each, begun at start: the samples out holds and, with a span (-D with a
+// margin), the messages posted in it.
+func latResult(n uint64, size int, start time.Time, out *sampleStore, span *uint64) sideResult {
+	return sideResult{Iters: n, Bytes: n * uint64(size), Elapsed: time.Since(start), Samples: out.take(), SpanIters: span}
 }
 
 // writePing is write_lat's side: message i is seqByte(i) in the last byte
@@ -536,13 +537,14 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	gap := s.local.LatencyGap // a pause after each completion, out of the samples
 	start := time.Now()
 	var i uint64
-	// On a failure, the samples taken so far are still reported.
+	var span *uint64
+	if spanning {
+		span = &inSpanIters
+	}
+	// On a failure, the samples taken so far are still reported; an
+	// atomic's message is its 8 bytes, as below.
 	partial := func(i uint64, err error) (sideResult, error) {
-		r := sideResult{Iters: i, Bytes: i * uint64(size), Elapsed: time.Since(start), Samples: out.take()}
-		if spanning {
-			r.SpanIters = &inSpanIters
-		}
-		return r, err
+		return latResult(i, s.payload(size), start, out, span), err
 	}
 	pc := pacer{yielded: start}
 	var t0 time.Duration // when the last request was posted, since start
@@ -607,9 +609,5 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	if el := sinceMono(start); dur > 0 && i > 0 && gap == 0 && !stopped && inSpan(t0, dur, margin) {
 		out.add(float64(el - t0))
 	}
-	r := sideResult{Iters: i, Bytes: i * uint64(s.payload(size)), Elapsed: time.Since(start), Samples: out.take()}
-	if spanning {
-		r.SpanIters = &inSpanIters
-	}
-	return r, ctx.Err()
+	return latResult(i, s.payload(size), start, out, span), ctx.Err()
 }
