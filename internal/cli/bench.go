@@ -1009,8 +1009,11 @@ func (o *testOptions) role() string {
 // that a path that cannot be written fails at once, not after the run,
 // and one that can keeps what it held until the run's document replaces
 // it whole (writeJSONFile): the document is written to a file of its
-// own beside it, which replaces it once written, so that a run killed
-// before its end leaves the last run's file, not an empty one. An
+// own, which has no name in the directory until it is written
+// (O_TMPFILE) and then replaces the file, so that a run killed before its
+// end leaves the last run's file, not an empty one, and nothing beside
+// it (where the file system has no O_TMPFILE, the file of its own is
+// named beside it from the start). An
 // existing file must be writable; a symbolic link's target is replaced;
 // a path that is no regular file (a device, a pipe) is written in place.
 // It tries once.
@@ -1044,13 +1047,15 @@ func (o *testOptions) openJSONFile() error {
 		}
 		perm, keep = fi.Mode().Perm(), true
 	}
-	var fh *os.File
-	var err error
-	for i := range 100 {
-		tmp := filepath.Join(filepath.Dir(name), fmt.Sprintf(".%s.%d-%d.tmp", filepath.Base(name), os.Getpid(), i))
-		if fh, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm); !errors.Is(err, fs.ErrExist) {
-			break
-		}
+	// The document's file has no name until it is written (O_TMPFILE), so
+	// that a run killed on the way leaves nothing beside the file; where
+	// the file system cannot (EOPNOTSUPP), it is named at once.
+	fh, err := os.OpenFile(filepath.Dir(name), unnamedFlag|os.O_WRONLY, perm)
+	unnamed := err == nil
+	if !unnamed {
+		fh, err = createBeside(name, func(tmp string) (*os.File, error) {
+			return os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		})
 	}
 	if err != nil {
 		var pe *fs.PathError
@@ -1062,8 +1067,27 @@ func (o *testOptions) openJSONFile() error {
 	if keep {
 		fh.Chmod(perm) // the replaced file's, which the umask may have cut
 	}
-	o.jsonFile, o.jsonTarget = fh, name
+	o.jsonFile, o.jsonTarget, o.jsonUnnamed = fh, name, unnamed
 	return nil
+}
+
+// unnamedFlag is O_TMPFILE, or for the tests of a file system without it
+// 0 (opening the directory to write then fails, EISDIR).
+var unnamedFlag = unix.O_TMPFILE
+
+// createBeside calls create with the names of a file beside name in
+// turn, .NAME.PID-I.tmp, until one is not there (fs.ErrExist), and
+// returns what it made of that one.
+func createBeside[T any](name string, create func(tmp string) (T, error)) (T, error) {
+	var v T
+	var err error
+	for i := range 100 {
+		tmp := filepath.Join(filepath.Dir(name), fmt.Sprintf(".%s.%d-%d.tmp", filepath.Base(name), os.Getpid(), i))
+		if v, err = create(tmp); !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	return v, err
 }
 
 // writeJSONFile writes r to --out_json's file, if there is one, once: a
@@ -1076,21 +1100,36 @@ func (o *testOptions) writeJSONFile(r report.Result) error {
 	if o.jsonFile == nil {
 		return nil
 	}
-	fh, target := o.jsonFile, o.jsonTarget
-	o.jsonFile, o.jsonTarget = nil, ""
+	fh, target, unnamed := o.jsonFile, o.jsonTarget, o.jsonUnnamed
+	o.jsonFile, o.jsonTarget, o.jsonUnnamed = nil, "", false
 	err := report.WritePerftestJSON(fh, r, report.PerftestJSON{Gbits: o.Gbits, Value: o.value,
 		RelaxedOrdering: !o.NoRelaxed, MsgSize: int(o.Size)})
+	tmp, named := fh.Name(), !unnamed && target != "" // named: tmp is a file of ours beside target
+	if unnamed && err == nil {
+		// Named beside the file now that it is written, to be renamed
+		// over it: linkat of the descriptor's /proc link, which needs
+		// no privilege (AT_EMPTY_PATH does).
+		proc := fmt.Sprintf("/proc/self/fd/%d", fh.Fd())
+		tmp, err = createBeside(target, func(tmp string) (string, error) {
+			err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW)
+			if err != nil {
+				err = &fs.PathError{Op: "linkat", Path: tmp, Err: err}
+			}
+			return tmp, err
+		})
+		named = err == nil
+	}
 	if cerr := fh.Close(); err == nil {
 		err = cerr
 	}
 	if target == "" {
-		target = fh.Name() // written in place
+		target = tmp // written in place
 	} else if err == nil {
-		err = os.Rename(fh.Name(), target)
+		err = os.Rename(tmp, target)
 	}
 	if err != nil {
-		if target != fh.Name() {
-			os.Remove(fh.Name())
+		if named {
+			os.Remove(tmp)
 		}
 		return fmt.Errorf("writing the JSON result to %s: %w", target, err)
 	}
@@ -1102,10 +1141,10 @@ func (o *testOptions) writeJSONFile(r report.Result) error {
 func (o *testOptions) closeJSONFile() {
 	if o.jsonFile != nil {
 		o.jsonFile.Close()
-		if o.jsonTarget != "" {
+		if o.jsonTarget != "" && !o.jsonUnnamed {
 			os.Remove(o.jsonFile.Name())
 		}
-		o.jsonFile, o.jsonTarget = nil, ""
+		o.jsonFile, o.jsonTarget, o.jsonUnnamed = nil, "", false
 	}
 }
 

@@ -80,7 +80,8 @@ func localIP(t *testing.T, ip string) bool {
 // was killed (one of iterations also keeps what it measured), and a
 // server whose bandwidth client was. The killed client
 // ran with --out_json_file: the file it was to replace is left as it
-// was, where it was left empty.
+// was, where it was left empty, and nothing beside it, where its
+// document's file was (.perftest_out.json.PID-0.tmp).
 func TestPeerKilledJSON(t *testing.T) {
 	srvDev, cliDev, addr, _, ctx := setUpPeers(t, 120*time.Second)
 	// A latency client, its server killed.
@@ -130,5 +131,8 @@ func TestPeerKilledJSON(t *testing.T) {
 	}
 	if b, err := os.ReadFile(file); err != nil || string(b) != old {
 		t.Errorf("the killed client's --out_json_file holds %q (%v), want the last run's %q", b, err, old)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(file)); len(ents) != 1 {
+		t.Errorf("the killed client left files beside its --out_json_file: %v", ents)
 	}
 }

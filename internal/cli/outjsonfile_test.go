@@ -43,8 +43,19 @@ func TestOutJSONFileFailsInDocument(t *testing.T) {
 // so that a run that ends before it writes (killed, here one whose file
 // is closed unwritten) leaves the last run's file, not an empty one; one
 // that writes leaves its document and nothing beside it, in the mode the
-// file had. os.Create emptied it at the start.
+// file had. os.Create emptied it at the start, and the file it was
+// written to first was named beside it from the start (.NAME.PID-0.tmp),
+// left there by a run that was killed.
 func TestOutJSONFileReplacedWhole(t *testing.T) {
+	t.Run("unnamed", func(t *testing.T) { testOutJSONFileReplacedWhole(t, true) })
+	t.Run("no O_TMPFILE", func(t *testing.T) {
+		defer func(f int) { unnamedFlag = f }(unnamedFlag)
+		unnamedFlag = 0
+		testOutJSONFileReplacedWhole(t, false)
+	})
+}
+
+func testOutJSONFileReplacedWhole(t *testing.T, unnamed bool) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "perftest_out.json")
 	const old = `{"old": true}`
@@ -57,6 +68,12 @@ func TestOutJSONFileReplacedWhole(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(name); string(b) != old {
 		t.Errorf("once opened, the file holds %q, want the last run's %q", b, old)
+	}
+	// Until it is written, the document's own file has no name: a run
+	// killed now (SIGKILL) leaves nothing beside the file. Without
+	// O_TMPFILE, it is named beside it.
+	if ents, _ := os.ReadDir(dir); unnamed && len(ents) != 1 || !unnamed && len(ents) != 2 {
+		t.Errorf("once opened, files beside it: %v", ents)
 	}
 	o.closeJSONFile() // the run ended before its document
 	if b, _ := os.ReadFile(name); string(b) != old {

@@ -87,6 +87,7 @@ type testOptions struct {
 	OutJSONFile  string            // --out_json_file
 	jsonFile     *os.File          // where --out_json writes, once opened
 	jsonTarget   string            // the file jsonFile replaces once written; "": jsonFile is the file
+	jsonUnnamed  bool              // jsonFile has no name yet (O_TMPFILE)
 	jsonOpened   bool              // openJSONFile tried to create jsonFile
 	jsonLines    bool              // --json's documents compact, one a line (serve's)
 	Output       string            // --output, as given
