@@ -4,12 +4,10 @@ package ibverbs_test
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
-	"github.com/gorperf/gorperf/ibverbs/internal/cverbs"
 )
 
 // BenchmarkWritePostPoll posts RDMA writes of 64 bytes in lists of the
@@ -263,41 +261,6 @@ func BenchmarkPollExEmpty(b *testing.B) {
 	for b.Loop() {
 		if _, err := p.a.cq.PollEx(wcs); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkPollFake is the cost of Poll itself, without a device: one
-// cgo call into a fake provider's empty CQ (internal/cverbs), and the
-// guard against a concurrent Close. It runs on any host; allocs/op must
-// be 0.
-func BenchmarkPollFake(b *testing.B) {
-	f := cverbs.NewFakeFailedCQ(1, int(ibverbs.WCGeneralErr), 0, 0)
-	defer f.Free()
-	cq := ibverbs.CQOver(f.Ptr())
-	wcs := make([]ibverbs.WC, 16)
-	if n, err := cq.Poll(wcs); n != 1 || err != nil { // the one completion it has
-		b.Fatalf("Poll: %d, %v", n, err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if n, err := cq.Poll(wcs); n != 0 || err != nil {
-			b.Fatalf("Poll: %d, %v", n, err)
-		}
-	}
-}
-
-// BenchmarkPollExFake is BenchmarkPollFake with PollEx, through a fake
-// extended CQ's poll iterator, which finds nothing (ENOENT).
-func BenchmarkPollExFake(b *testing.B) {
-	f := cverbs.NewFakeCQEx(0, int(syscall.ENOENT))
-	defer f.Free()
-	cq := ibverbs.CQOverEx(f.Ptr())
-	wcs := make([]ibverbs.WCEx, 16)
-	b.ReportAllocs()
-	for b.Loop() {
-		if n, err := cq.PollEx(wcs); n != 0 || err != nil {
-			b.Fatalf("PollEx: %d, %v", n, err)
 		}
 	}
 }

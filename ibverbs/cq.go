@@ -340,7 +340,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	n := C.gv_poll_cq(handle(cq.c), C.int(min(len(wcs), math.MaxInt32)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])))
 	cq.use.leave()
 	if n < 0 {
-		return 0, verbError("ibv_poll_cq", int(-n))
+		return 0, pollError(int(n), false)
 	}
 	return int(n), nil
 }
@@ -373,13 +373,37 @@ func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
 		(*C.struct_gv_wc_ex)(unsafe.Pointer(&wcs[0])))
 	cq.use.leave()
 	if n < 0 {
-		if cq.ex != nil {
-			return 0, fmt.Errorf("ibverbs: the provider failed to read the CQ's next completion: %w",
-				verbError("ibv_start_poll", int(-n)))
-		}
-		return 0, verbError("ibv_poll_cq", int(-n))
+		return 0, pollError(int(n), cq.ex != nil)
 	}
 	return int(n), nil
+}
+
+// pollError is the error of a poll that returned n, -errno (gv_poll_end's),
+// from an extended CQ's iterator (ibv_start_poll) where ex is set, else
+// from ibv_poll_cq.
+func pollError(n int, ex bool) error {
+	if ex {
+		return fmt.Errorf("ibverbs: the provider failed to read the CQ's next completion: %w",
+			verbError("ibv_start_poll", -n))
+	}
+	return verbError("ibv_poll_cq", -n)
+}
+
+// pollEnd is shim.h's gv_poll_end, which Poll and PollEx inline: what a
+// poll returns, a count or -errno, when the provider answered rc after
+// got completions. For the tests, which check it with a provider's values.
+func pollEnd(got, rc int) int { return int(C.gv_poll_end(C.int(got), C.int(rc))) }
+
+// fillWC converts w, the bytes of a struct ibv_wc, to a WC with shim.h's
+// gv_fill_wc, as Poll does each completion ibv_poll_cq takes. For the
+// tests, which give it crafted completions.
+func fillWC(w []byte) WC {
+	var wc WC
+	if len(w) != int(C.sizeof_struct_ibv_wc) {
+		panic("ibverbs: fillWC: not a struct ibv_wc")
+	}
+	C.gv_fill_wc((*C.struct_gv_wc)(unsafe.Pointer(&wc)), (*C.struct_ibv_wc)(unsafe.Pointer(&w[0])))
+	return wc
 }
 
 // ReqNotify arms the CQ to raise an event on its channel at the next

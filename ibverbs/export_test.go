@@ -12,25 +12,17 @@ func (b *SendBatch) WRBytes(i int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&b.wrs[i])), unsafe.Sizeof(b.wrs[i]))
 }
 
-// CQOverEx returns a CQ handle over the struct ibv_cq_ex at ex, made by
-// no verb, for PollEx to read: a test's fake poll iterator. It must not
-// be closed.
-func CQOverEx(ex unsafe.Pointer) *CQ {
-	cq := &CQ{}
-	*(*unsafe.Pointer)(unsafe.Pointer(&cq.c)) = ex // struct ibv_cq_ex starts as struct ibv_cq does
-	*(*unsafe.Pointer)(unsafe.Pointer(&cq.ex)) = ex
-	cq.use.open()
-	return cq
-}
+// PollError is the error of a Poll (ex false) or PollEx (ex true, on a
+// CQ that ibv_create_cq_ex made) whose C poll returned n, -errno.
+func PollError(n int, ex bool) error { return pollError(n, ex) }
 
-// CQOver returns a CQ handle over the struct ibv_cq at raw, made by no
-// verb, for Poll to read: a test's fake provider. It must not be closed.
-func CQOver(raw unsafe.Pointer) *CQ {
-	cq := &CQ{}
-	*(*unsafe.Pointer)(unsafe.Pointer(&cq.c)) = raw
-	cq.use.open()
-	return cq
-}
+// PollEnd is what a poll returns, a count or -errno, when the provider
+// answered rc after got completions (shim.h's gv_poll_end).
+func PollEnd(got, rc int) int { return pollEnd(got, rc) }
+
+// FillWC converts w, the bytes of a struct ibv_wc, to a WC as Poll does
+// (shim.h's gv_fill_wc).
+func FillWC(w []byte) WC { return fillWC(w) }
 
 // ChannelRaw returns the channel's struct ibv_comp_channel.
 func ChannelRaw(ch *CompChannel) unsafe.Pointer { return unsafe.Pointer(ch.c) }

@@ -285,37 +285,6 @@ int gv_post_srq_recv(uintptr_t srqh, uintptr_t wrh, int n, int list, int *bad)
 	return post_recv_lists(NULL, (struct ibv_srq *)srqh, (struct ibv_recv_wr *)wrh, n, list, bad);
 }
 
-// fill_wc converts w to the Go layout. A failed completion has wr_id,
-// status, vendor_err and qp_num alone, as read_wc_ex's: libibverbs leaves
-// its other fields undefined (a provider need not write them), and they
-// are zeroed rather than copied from the stack.
-static inline void fill_wc(struct gv_wc *o, const struct ibv_wc *w)
-{
-	o->wr_id = w->wr_id;
-	o->status = w->status;
-	o->vendor_err = w->vendor_err;
-	o->qp_num = w->qp_num;
-	if (w->status != IBV_WC_SUCCESS) {
-		o->opcode = o->byte_len = o->imm_data = o->src_qp = o->wc_flags = 0;
-		o->pkey_index = o->slid = o->sl = o->dlid_path_bits = 0;
-		return;
-	}
-	o->opcode = w->opcode;
-	o->byte_len = w->byte_len;
-	if (w->wc_flags & IBV_WC_WITH_IMM)
-		o->imm_data = ntohl(w->imm_data);
-	else if (w->wc_flags & IBV_WC_WITH_INV)
-		o->imm_data = w->invalidated_rkey;
-	else
-		o->imm_data = 0;
-	o->src_qp = w->src_qp;
-	o->wc_flags = w->wc_flags;
-	o->pkey_index = w->pkey_index;
-	o->slid = w->slid;
-	o->sl = w->sl;
-	o->dlid_path_bits = w->dlid_path_bits;
-}
-
 // poll_cq polls up to n completions into out, each size bytes after the
 // last. Returns the count, or -errno.
 static int poll_cq(struct ibv_cq *cq, int n, void *out, size_t size)
@@ -328,9 +297,9 @@ static int poll_cq(struct ibv_cq *cq, int n, void *out, size_t size)
 		int i, k = ibv_poll_cq(cq, want, wc);
 
 		if (k < 0)
-			return got ? got : -EIO;
+			return gv_poll_end(got, k);
 		for (i = 0; i < k; i++)
-			fill_wc((struct gv_wc *)((char *)out + (size_t)(got + i) * size), &wc[i]);
+			gv_fill_wc((struct gv_wc *)((char *)out + (size_t)(got + i) * size), &wc[i]);
 		got += k;
 		if (k < want)
 			break;
@@ -403,15 +372,8 @@ int gv_poll_cq_ex(uintptr_t cqh, uintptr_t exh, uint64_t fields, int n, struct g
 		struct ibv_poll_cq_attr attr = {0};
 		int rc = ibv_start_poll(cq, &attr);
 
-		if (rc == ENOENT || rc == EBUSY)
-			break;
-		/*
-		 * A failure that is no errno, such as mlx5's CQ_POLL_ERR (-2)
-		 * for a completion it cannot read, is EIO: negated, it would
-		 * count as completions taken.
-		 */
 		if (rc)
-			return got ? got : (rc > 0 ? -rc : -EIO);
+			return gv_poll_end(got, rc);
 		read_wc_ex(cq, &out[got++], fields);
 		ibv_end_poll(cq);
 	}

@@ -4,6 +4,8 @@
 #ifndef GORPERF_IBVERBS_SHIM_H
 #define GORPERF_IBVERBS_SHIM_H
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -67,6 +69,50 @@ struct gv_wc_ex {
 	uint64_t ts;
 	uint64_t wallclock_ns;
 };
+
+// gv_fill_wc converts w, a completion ibv_poll_cq took, to the Go layout. A
+// failed completion has wr_id, status, vendor_err and qp_num alone, as
+// gv_poll_cq_ex's: libibverbs leaves its other fields undefined (a provider
+// need not write them), and they are zeroed rather than copied.
+static inline void gv_fill_wc(struct gv_wc *o, const struct ibv_wc *w)
+{
+	o->wr_id = w->wr_id;
+	o->status = w->status;
+	o->vendor_err = w->vendor_err;
+	o->qp_num = w->qp_num;
+	if (w->status != IBV_WC_SUCCESS) {
+		o->opcode = o->byte_len = o->imm_data = o->src_qp = o->wc_flags = 0;
+		o->pkey_index = o->slid = o->sl = o->dlid_path_bits = 0;
+		return;
+	}
+	o->opcode = w->opcode;
+	o->byte_len = w->byte_len;
+	if (w->wc_flags & IBV_WC_WITH_IMM)
+		o->imm_data = ntohl(w->imm_data);
+	else if (w->wc_flags & IBV_WC_WITH_INV)
+		o->imm_data = w->invalidated_rkey;
+	else
+		o->imm_data = 0;
+	o->src_qp = w->src_qp;
+	o->wc_flags = w->wc_flags;
+	o->pkey_index = w->pkey_index;
+	o->slid = w->slid;
+	o->sl = w->sl;
+	o->dlid_path_bits = w->dlid_path_bits;
+}
+
+// gv_poll_end is what a poll returns when the provider's call answered rc,
+// not 0, after got completions were taken: ibv_poll_cq's negative count, or
+// ibv_start_poll's ENOENT or EBUSY (none found now), errno, or a failure
+// that is no errno (mlx5's CQ_POLL_ERR, -2). The completions taken are
+// returned, and the failure only where there are none, as -errno: -EIO for
+// one that is no errno, which negated would count as completions taken.
+static inline int gv_poll_end(int got, int rc)
+{
+	if (got || rc == ENOENT || rc == EBUSY)
+		return got;
+	return rc > 0 ? -rc : -EIO;
+}
 
 // gv_post_scratch is C memory for cap requests of up to max_sge SGEs each,
 // filled from Go: request i's SGEs are sge[i*max_sge:]. A QP or SRQ owns
