@@ -39,6 +39,7 @@
 //	ibv_alloc_pd               (*Context).AllocPD   ibv_dealloc_pd     (*PD).Close
 //	ibv_reg_mr                 (*PD).RegMR, RegMRRange               ibv_dereg_mr (*MR).Close
 //	ibv_reg_mr_iova2           (*PD).RegMRIOVA
+//	ibv_rereg_mr               (*MR).Rereg
 //	ibv_alloc_mw               (*PD).AllocMW        ibv_dealloc_mw     (*MW).Close
 //	ibv_bind_mw                (*QP).BindMW         ibv_inc_rkey       NextRKey
 //	ibv_create_comp_channel    (*Context).CreateCompChannel

@@ -24,7 +24,7 @@ type MR struct {
 	b   []byte // nil once closed: the buffer may be unmapped then
 	n   int    // the region's length
 
-	lkey, rkey uint32 // copied at registration, so getters never touch freed C memory
+	lkey, rkey uint32 // copied at registration and Rereg, so getters never touch freed C memory
 	addr       uint64
 
 	// ptr is the process's address of the region's first byte, which an

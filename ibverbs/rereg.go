@@ -1,0 +1,138 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include <infiniband/verbs.h>
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// MRChange says what Rereg changes in a registered region. Each part that
+// is set adds its IBV_REREG_MR_CHANGE_* flag; the others stay as they are.
+type MRChange struct {
+	// PD, if not nil, moves the region to this PD, which must be of the
+	// MR's context (IBV_REREG_MR_CHANGE_PD).
+	PD *PD
+	// Access replaces the region's access where SetAccess is true
+	// (IBV_REREG_MR_CHANGE_ACCESS); 0 is an access too, local read only.
+	Access    Access
+	SetAccess bool
+	// Buf, if not nil, makes the region Len bytes of Buf from Off, at
+	// their own address as RegMRRange registers them, whatever address or
+	// iova the region had (IBV_REREG_MR_CHANGE_TRANSLATION).
+	Buf      *Buffer
+	Off, Len int
+}
+
+// Rereg changes the region's PD, access or memory in place
+// (ibv_rereg_mr), keeping the MR, where closing it and registering anew
+// would not. The device may give the region new keys: LKey, RKey, Addr,
+// SGE and Remote answer with the new ones after it, and an SGE or a
+// RemoteMR made before it may name nothing. A change of nothing fails with
+// an error matching syscall.EINVAL, as a closed PD or Buffer fails with
+// ErrClosed, and a PD of another context with EINVAL.
+//
+// Many providers do not implement it (soft-RoCE's does not): their error
+// matches errors.ErrUnsupported and leaves the MR as it was. Where the
+// device fails the change for another reason the verbs leave the region
+// in a state of their own to say, and the error says so: close the MR
+// then. As in C, no request that names the region may be in flight, and
+// no other goroutine may use the MR, while it runs.
+func (m *MR) Rereg(c MRChange) error {
+	const verb = "ibv_rereg_mr"
+	if m.c == nil {
+		return ErrClosed
+	}
+	var flags C.int
+	var pdc *C.struct_ibv_pd
+	if c.PD != nil {
+		if !c.PD.use.enter() {
+			return ErrClosed
+		}
+		defer c.PD.use.leave()
+		if err := m.pd.ctx.sameContext(verb, "the new PD", c.PD.ctx); err != nil {
+			return err
+		}
+		flags |= C.IBV_REREG_MR_CHANGE_PD
+		pdc = c.PD.c
+	}
+	var access C.int
+	if c.SetAccess {
+		flags |= C.IBV_REREG_MR_CHANGE_ACCESS
+		access = C.int(c.Access)
+	}
+	var b []byte
+	var p unsafe.Pointer
+	if c.Buf != nil {
+		if !c.Buf.use.enter() {
+			return ErrClosed
+		}
+		defer c.Buf.use.leave()
+		if c.Off < 0 || c.Len <= 0 || c.Len > c.Buf.Len()-c.Off {
+			return fmt.Errorf("%s: %d bytes at offset %d: outside a buffer of %d bytes: %w",
+				verb, c.Len, c.Off, c.Buf.Len(), syscall.EINVAL)
+		}
+		b = c.Buf.b[c.Off : c.Off+c.Len : c.Off+c.Len]
+		p = unsafe.Pointer(&b[0])
+		flags |= C.IBV_REREG_MR_CHANGE_TRANSLATION
+	}
+	if flags == 0 {
+		return fmt.Errorf("%s: the MRChange changes nothing (no PD, Buf or SetAccess): %w", verb, syscall.EINVAL)
+	}
+	rc, err := C.ibv_rereg_mr(m.c, flags, pdc, p, C.size_t(len(b)), access)
+	if rc != 0 && rc != C.IBV_REREG_MR_ERR_DO_FORK_OLD {
+		return reregError(verb, rc, err)
+	}
+	// Changed: the keys are the device's answer, under the PD the region
+	// is now in.
+	old := mrKey{m.pd.c, m.lkey}
+	if c.PD != nil && c.PD != m.pd {
+		c.PD.kids.add()
+		m.pd.kids.done()
+		m.pd = c.PD
+	}
+	if c.Buf != nil {
+		if c.Buf != m.buf {
+			c.Buf.kids.add()
+			m.buf.kids.done()
+			m.buf = c.Buf
+		}
+		m.b, m.n = b, len(b)
+		m.ptr = uint64(uintptr(p))
+		m.addr = m.ptr
+	}
+	m.lkey, m.rkey = uint32(m.c.lkey), uint32(m.c.rkey)
+	liveMRs.Lock()
+	if liveMRs.m[old] == m {
+		delete(liveMRs.m, old)
+	}
+	liveMRs.m[mrKey{m.pd.c, m.lkey}] = m
+	liveMRs.Unlock()
+	if rc != 0 {
+		// The change is made, only the old range's fork protection is not
+		// restored (ibv_fork_init's madvise).
+		return fmt.Errorf("%s: the region changed, but restoring fork's copying of the old range failed: %w",
+			verb, errnoOf(verb, err))
+	}
+	return nil
+}
+
+// reregError says what a failed ibv_rereg_mr, returning rc with errno
+// err, left of the region.
+func reregError(verb string, rc C.int, err error) error {
+	e := errnoOf(verb, err)
+	switch rc {
+	case C.IBV_REREG_MR_ERR_INPUT, C.IBV_REREG_MR_ERR_DONT_FORK_NEW:
+		return fmt.Errorf("the region is unchanged: %w", e)
+	}
+	if errors.Is(e, errors.ErrUnsupported) {
+		// The provider's missing op fails before it touches the region.
+		return fmt.Errorf("the provider cannot re-register: the region is unchanged: %w", e)
+	}
+	return fmt.Errorf("the device failed the change and the region should not be used: close the MR: %w", e)
+}
