@@ -28,6 +28,10 @@ type DeviceInfo struct {
 	// device/numa_node under its sysfs directory (ibdev_path); -1 where
 	// it names none, as for a software device such as rxe.
 	NUMANode int
+	// Index is the kernel's index of the device (ibv_get_device_index),
+	// by which RDMA netlink and the rdma tool number it (`rdma dev`
+	// prints "INDEX: NAME: ..."); -1 where the kernel does not say.
+	Index int
 }
 
 // GUIDString formats the node GUID as ibv_devices does.
@@ -51,9 +55,9 @@ func deviceList() ([]*C.struct_ibv_device, **C.struct_ibv_device, error) {
 }
 
 // Devices lists the RDMA devices on this host (ibv_get_device_list, with
-// ibv_get_device_name and ibv_get_device_guid for each; the list is freed
-// with ibv_free_device_list). An empty list, a kernel without RDMA
-// included, is not an error.
+// ibv_get_device_name, ibv_get_device_guid and ibv_get_device_index for
+// each; the list is freed with ibv_free_device_list). An empty list, a
+// kernel without RDMA included, is not an error.
 func Devices() ([]DeviceInfo, error) {
 	devs, list, err := deviceList()
 	if list == nil {
@@ -68,6 +72,7 @@ func Devices() ([]DeviceInfo, error) {
 			NodeType:  NodeType(d.node_type),
 			Transport: TransportType(d.transport_type),
 			NUMANode:  numaNode(C.GoString(&d.ibdev_path[0])),
+			Index:     int(C.ibv_get_device_index(d)),
 		})
 	}
 	return out, nil

@@ -31,6 +31,7 @@
 // destroy, dealloc and dereg is Close:
 //
 //	ibv_get_device_list        Devices
+//	ibv_get_device_index       DeviceInfo.Index (from Devices)
 //	ibv_fork_init              ForkInit             ibv_is_fork_initialized ForkState
 //	ibv_open_device            Open                 ibv_close_device   (*Context).Close
 //	ibv_query_device_ex        (*Context).QueryDevice
