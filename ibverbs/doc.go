@@ -55,6 +55,7 @@
 //	ibv_create_qp_ex           (*PD).CreateQP with QPInit.WRAPI
 //	ibv_modify_qp              (*QP).Modify, ToInit, ToRTR, ToRTS, Connect, ToError, Reset
 //	ibv_query_qp               (*QP).Query, State
+//	ibv_query_qp_data_in_order (*QP).DataInOrder
 //	ibv_post_send              (*QP).PostSend       ibv_post_recv      (*QP).PostRecv
 //	ibv_wr_start ... ibv_wr_complete  (*QP).PostSend on a QPInit.WRAPI QP
 //	ibv_create_ah              (*PD).CreateAH, CreateAHTo            ibv_destroy_ah (*AH).Close

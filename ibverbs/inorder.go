@@ -1,0 +1,24 @@
+//go:build linux && cgo
+
+package ibverbs
+
+// #include <infiniband/verbs.h>
+import "C"
+
+// DataInOrder reports whether the data that op's requests from the peer
+// write into this side's memory through this QP lands in order, first
+// byte to last, within each request (ibv_query_qp_data_in_order; the
+// verbs promise nothing about the order of two requests). Where it does,
+// a receiver that polls the last byte of an RDMA write, as a write
+// latency test does, may take its arrival to mean the bytes before it
+// arrived too. false means the provider promises nothing, which is also
+// the answer of a provider that does not implement the query, and of
+// every provider on a CPU other than x86, where libibverbs does not ask.
+// It fails only with ErrClosed.
+func (qp *QP) DataInOrder(op Opcode) (bool, error) {
+	if !qp.use.enter() {
+		return false, ErrClosed
+	}
+	defer qp.use.leave()
+	return C.ibv_query_qp_data_in_order(qp.c, C.enum_ibv_wr_opcode(op), 0) == 1, nil
+}
