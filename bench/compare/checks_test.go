@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,10 +20,15 @@ import (
 	"time"
 )
 
-// TestMain makes the test binary a fake perftest tool or gorperf where
-// COMPARE_FAKE names how it behaves (see fake); the scripts of fakeTools
-// run it so.
+// TestMain makes the test binary compare itself where COMPARE_MAIN is 1,
+// and a fake perftest tool or gorperf where COMPARE_FAKE names how it
+// behaves (see fake); the scripts of fakeTools run it so.
 func TestMain(m *testing.M) {
+	if os.Getenv("COMPARE_MAIN") == "1" {
+		os.Unsetenv("COMPARE_MAIN") // not for the fakes it runs
+		main()
+		os.Exit(0)
+	}
 	if mode := os.Getenv("COMPARE_FAKE"); mode != "" {
 		os.Exit(fake(mode, os.Args[1], os.Args[2:]))
 	}
@@ -240,7 +246,7 @@ func TestBWRatioPrecise(t *testing.T) {
 	}
 	var b strings.Builder
 	printTable(&b, []row{r})
-	if !strings.Contains(b.String(), " 0.05049 MB/s  0.05273 MB/s  0.958  ") {
+	if !strings.Contains(b.String(), " 0.05049 MiB/s  0.05273 MiB/s  0.958  ") {
 		t.Errorf("the row shows the bandwidths or the ratio otherwise:\n%s", b.String())
 	}
 	// A printed 0.00 is no zero ratio.
@@ -336,12 +342,12 @@ func TestCheckTools(t *testing.T) {
 	if help, err := c.checkTools(c.cases()); err != nil || !strings.Contains(help, "ib_write_bw            start a server") {
 		t.Errorf("with every tool there: %v; help %q, want ib_write_bw's", err, help)
 	}
-	c.tests = []string{"read_bw", "send_lat"}
+	c.tests = []string{"read_bw", "send_lat", "send_bw"}
 	c.postList = 16
 	c.postListSizes = []int{2}
 	_, err := c.checkTools(c.cases())
 	if err == nil || !strings.Contains(err.Error(), "ib_send_lat, ib_send_bw not found on PATH") {
-		t.Errorf("without ib_send_lat and ib_send_bw (the post-list rows'): %v", err)
+		t.Errorf("without ib_send_lat and ib_send_bw: %v", err)
 	}
 	c = config{tests: []string{"write_bw"}, sizes: []int{2}, pin: true}
 	if _, err := c.checkTools(c.cases()); err == nil || !strings.Contains(err.Error(), "taskset") {
@@ -389,5 +395,69 @@ func TestSettleDevices(t *testing.T) {
 	if _, err := c.settleDevices(map[string]bool{}, func() (pick, error) { return pick{}, errors.New("no device with an active port 1") }); err == nil ||
 		!strings.Contains(err.Error(), "no device with an active port 1; name the devices with -server-dev") {
 		t.Errorf("nothing to pick: %v", err)
+	}
+}
+
+// TestPerftestFailedEveryRun: where perftest fails every run of a case,
+// gorperf is not run (its parameters come from perftest's header), and
+// the table's ERROR is perftest's own; it was gorperf's "not run", which
+// hid the cause (here the server's "Couldn't listen") in the JSON.
+func TestPerftestFailedEveryRun(t *testing.T) {
+	fakeTools(t, "exit")
+	c := &config{serverDev: "fake0", clientDev: "fake1", addr: "127.0.0.1", port: freePort(t) - 1, gorperf: "gorperf", reps: 2}
+	r := c.compare(context.Background(), testCase{test: "write_bw", size: 2, qps: 1, iters: 2000})
+	if r.Perftest.Err == "" || !strings.HasPrefix(r.Gorperf.Err, "not run") {
+		t.Fatalf("perftest's error %q, gorperf's %q; want a failure and gorperf not run", r.Perftest.Err, r.Gorperf.Err)
+	}
+	var b strings.Builder
+	printTable(&b, []row{r})
+	line := strings.Split(b.String(), "\n")[1]
+	if !strings.Contains(line, "ERROR: perftest: the server exited before it listened") || !strings.Contains(line, "Couldn't listen to port") ||
+		strings.Contains(line, "not run") {
+		t.Errorf("the table's row %q; want perftest's error", line)
+	}
+	// A gorperf that failed on its own is named so.
+	r = row{Test: "write_bw", Bytes: 2, QPs: 1, Gorperf: stat{measure: measure{Err: "exit status 1: no device"}}}
+	b.Reset()
+	printTable(&b, []row{r})
+	if !strings.Contains(b.String(), "ERROR: gorperf: exit status 1: no device") {
+		t.Errorf("gorperf's failure:\n%s", b.String())
+	}
+}
+
+// TestCountFlags: -n and -lat-n below perftest's least (5 iterations) and
+// -reps below 1 end the run before it starts, with exit status 2 and the
+// reason, as the list flags do; they ran, every case failing (-reps, then
+// taken as 1, too).
+func TestCountFlags(t *testing.T) {
+	dir := fakeTools(t, "exit")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "-5"}, "compare: -n -5: perftest runs at least 5 iterations"},
+		{[]string{"-n", "4"}, "compare: -n 4: perftest runs at least 5 iterations"},
+		{[]string{"-lat-n", "0"}, "compare: -lat-n 0: perftest runs at least 5 iterations"},
+		{[]string{"-reps", "-3"}, "compare: -reps -3: each tool runs at least once a case"},
+		{[]string{"-reps", "0"}, "compare: -reps 0: each tool runs at least once a case"},
+	} {
+		out := filepath.Join(t.TempDir(), "compare.json")
+		args := append([]string{"-gorperf", filepath.Join(dir, "gorperf"), "-server-dev", "fake0", "-addr", "127.0.0.1",
+			"-json", out, "-tests", "write_bw", "-sizes", "2", "-qps", "", "-post-list", "0", "-port", strconv.Itoa(freePort(t) - 1)}, tc.args...)
+		cmd := exec.Command(exe, args...)
+		cmd.Env = append(os.Environ(), "COMPARE_MAIN=1")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.HasPrefix(stderr.String(), tc.want+"\n") {
+			t.Errorf("compare %q: exit status %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("compare %q wrote its JSON: it started", tc.args)
+		}
 	}
 }

@@ -32,8 +32,9 @@
 // index; -client-dev, -addr, -server-gid or -client-gid without a server
 // device is refused (exit 2) rather than overridden by the devices
 // picked. So are a list flag with an entry that is not a whole number from
-// 1 (4k and 1M are 4096 and 1048576), and a perftest tool the cases need
-// that is not on PATH.
+// 1 (4k and 1M are 4096 and 1048576), -n or -lat-n below perftest's least
+// (5), -reps below 1, and a perftest tool the cases need that is not on
+// PATH.
 package main
 
 import (
@@ -191,15 +192,15 @@ func main() {
 	flag.StringVar(&c.addr, "addr", firstNonEmpty(os.Getenv("RXE_IP"), "127.0.0.1"), "server's address")
 	flag.IntVar(&c.serverGID, "server-gid", atoi(os.Getenv("RXE_GID_INDEX"), 1), "server's GID index (perftest -x)")
 	flag.IntVar(&c.clientGID, "client-gid", atoi(firstNonEmpty(os.Getenv("RXE_GID_INDEX2"), os.Getenv("RXE_GID_INDEX")), 1), "client's GID index")
-	flag.IntVar(&c.iters, "n", 2000, "iterations of bandwidth tests")
-	flag.IntVar(&c.latIters, "lat-n", 1000, "iterations of latency tests")
+	flag.IntVar(&c.iters, "n", 2000, "iterations of bandwidth tests (at least 5, as perftest)")
+	flag.IntVar(&c.latIters, "lat-n", 1000, "iterations of latency tests (at least 5, as perftest)")
 	flag.StringVar(&sizes, "sizes", "2,64,4096,65536", "message sizes")
 	flag.StringVar(&qps, "qps", "1,2,4,8", "QP counts for the write_bw scaling runs")
-	flag.StringVar(&tests, "tests", "write_bw,read_bw,send_bw,write_lat,read_lat,send_lat", "tests")
+	flag.StringVar(&tests, "tests", "write_bw,read_bw,send_bw,write_lat,read_lat,send_lat", "tests; the post-list rows are of write_bw and send_bw, the -qps and -thread-sizes rows of write_bw, each where it is one of these")
 	flag.IntVar(&c.port, "port", 18600, "first TCP port to use")
 	flag.StringVar(&c.out, "json", "build/compare.json", "where to write the JSON")
 	godebug := flag.String("godebug", "", "GODEBUG for gorperf, e.g. asyncpreemptoff=1")
-	flag.IntVar(&c.reps, "reps", 3, "runs of each tool per case, alternating which goes first; medians are compared")
+	flag.IntVar(&c.reps, "reps", 3, "runs of each tool per case (at least 1), alternating which goes first; medians are compared")
 	flag.IntVar(&c.postList, "post-list", 16, "post list length (-l) for the message-rate rows (0: none)")
 	flag.IntVar(&c.recvPostList, "recv-post-list", 0, "receive post list (--recv_post_list) of the send_bw rows with a post list (0: none)")
 	plSizes := flag.String("post-list-sizes", "2,64,256", "message sizes of the write_bw and send_bw rows with a post list")
@@ -221,7 +222,9 @@ func main() {
 	if c.tests, err = testList(tests); err != nil {
 		usageError(err)
 	}
-	c.reps = max(c.reps, 1)
+	if err := c.checkCounts(); err != nil {
+		usageError(err)
+	}
 	if *godebug != "" {
 		c.env = append(c.env, "GODEBUG="+*godebug)
 	}
@@ -285,6 +288,24 @@ func main() {
 func usageError(err error) {
 	fmt.Fprintln(os.Stderr, "compare:", err)
 	os.Exit(2)
+}
+
+// minIters is the fewest iterations perftest takes (-n): it refuses fewer
+// (MIN_ITER in its perftest_parameters.h).
+const minIters = 5
+
+// checkCounts checks -n, -lat-n and -reps: a count perftest refuses, or no
+// runs at all, would fail every case.
+func (c *config) checkCounts() error {
+	switch {
+	case c.iters < minIters:
+		return fmt.Errorf("-n %d: perftest runs at least %d iterations", c.iters, minIters)
+	case c.latIters < minIters:
+		return fmt.Errorf("-lat-n %d: perftest runs at least %d iterations", c.latIters, minIters)
+	case c.reps < 1:
+		return fmt.Errorf("-reps %d: each tool runs at least once a case", c.reps)
+	}
+	return nil
 }
 
 // testList reads -tests: perftest's test names without "ib_", each a
@@ -434,10 +455,11 @@ func (k testCase) gorperfOnly() []string {
 }
 
 // cases lists the rows to run, each once: each test at each size, the
-// message-rate rows with a post list, and write_bw at 64 KiB with each QP
-// count. With
-// -events every row has -e, and the write tests are left out: perftest
-// refuses -e with RDMA writes.
+// message-rate rows with a post list (write_bw and send_bw), and write_bw
+// at 64 KiB with each QP count (and at each of -thread-sizes with
+// threads); the last three only for the tests of -tests, as all of them
+// are by default. With -events every row has -e, and the write tests are
+// left out: perftest refuses -e with RDMA writes.
 func (c *config) cases() []testCase {
 	var cs []testCase
 	seen := map[string]bool{}
@@ -468,6 +490,9 @@ func (c *config) cases() []testCase {
 	}
 	if c.postList > 1 {
 		for _, t := range []string{"write_bw", "send_bw"} {
+			if !slices.Contains(c.tests, t) {
+				continue
+			}
 			for _, s := range c.postListSizes {
 				k := testCase{test: t, size: s, qps: 1, postList: c.postList,
 					extra: []string{"-l", strconv.Itoa(c.postList)}}
@@ -478,6 +503,9 @@ func (c *config) cases() []testCase {
 				add(k)
 			}
 		}
+	}
+	if !slices.Contains(c.tests, "write_bw") {
+		return cs
 	}
 	for _, q := range c.qps {
 		add(testCase{test: "write_bw", size: 65536, qps: q})
@@ -597,7 +625,7 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 			if !known {
 				// Without perftest's parameters gorperf would run with
 				// its own defaults: not the same test.
-				gruns = append(gruns, measure{Err: "not run: perftest's runs so far failed, so its parameters are not known"})
+				gruns = append(gruns, measure{Err: errNotRun})
 				continue
 			}
 			m, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), k.iters, false)
@@ -624,6 +652,10 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 	r.setRatios()
 	return r
 }
+
+// errNotRun is a gorperf run's error where perftest's runs so far failed:
+// without perftest's parameters gorperf is not run.
+const errNotRun = "not run: perftest's runs so far failed, so its parameters are not known"
 
 // setRatios sets the row's ratios and differences from its tools' figures.
 func (r *row) setRatios() {
@@ -740,8 +772,9 @@ func perftestParams(header string) []string {
 	return out
 }
 
-// summarize gives the medians of the runs that succeeded, or the first
-// error if none did.
+// summarize gives the medians of the runs that succeeded (each figure's
+// own median: the retries, the whole client's user and system CPU time and
+// the messages too), or the first error if none did.
 func summarize(runs []measure, bw bool) stat {
 	st := stat{Runs: runs}
 	var ok []measure
@@ -774,6 +807,9 @@ func summarize(runs []measure, bw bool) stat {
 		st.SysCPUNsPerMsg = median(known, func(m measure) float64 { return m.SysCPUNsPerMsg })
 	}
 	st.Retries = uint64(med(func(m measure) float64 { return float64(m.Retries) }))
+	st.UserCPUNs = int64(math.Round(med(func(m measure) float64 { return float64(m.UserCPUNs) })))
+	st.SysCPUNs = int64(math.Round(med(func(m measure) float64 { return float64(m.SysCPUNs) })))
+	st.Msgs = int(math.Round(med(func(m measure) float64 { return float64(m.Msgs) })))
 	main := func(m measure) float64 { return m.TTypicalUs }
 	if bw {
 		main = func(m measure) float64 { return m.MsgRateMpps }
@@ -1131,7 +1167,7 @@ func printTable(w io.Writer, rows []row) {
 		if r.Threads > 1 {
 			qps += "/" + strconv.Itoa(r.Threads) + "t"
 		}
-		if e := firstNonEmpty(r.Gorperf.Err, r.Perftest.Err); e != "" {
+		if e := r.failure(); e != "" {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\tERROR: %s\t\t\t\t\t\t\t\t\t\t\t\n", r.Test, r.Bytes, qps, list, e)
 			continue
 		}
@@ -1150,7 +1186,7 @@ func printTable(w io.Writer, rows []row) {
 		}
 		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%s", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, cpu)
 		if strings.HasSuffix(r.Test, "_bw") {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s MB/s\t%s MB/s\t%s\t%s\t%s\t\t\t%s\n", r.Test, r.Bytes, qps, list,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s MiB/s\t%s MiB/s\t%s\t%s\t%s\t\t\t%s\n", r.Test, r.Bytes, qps, list,
 				mbps(g.bw()), mbps(p.bw()), r.BWRatio.format("%.3f"), r.MsgRateRatio.format("%.3f"), r.BestRatio.format("%.3f"), common)
 		} else {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f µs\t%.2f µs\t%s\t\t%s\t%s\t%s\t%s\n", r.Test, r.Bytes, qps, list,
@@ -1174,6 +1210,20 @@ func printTable(w io.Writer, rows []row) {
 			fmt.Fprintln(w, "  "+f)
 		}
 	}
+}
+
+// failure says which tool failed every run of the row, and why; "" where
+// both have figures. Where perftest failed it is perftest's error: gorperf,
+// which runs with the parameters perftest's header gives, was then not run
+// at all, and its error (errNotRun) would hide the cause.
+func (r row) failure() string {
+	switch {
+	case r.Perftest.Err != "":
+		return "perftest: " + r.Perftest.Err
+	case r.Gorperf.Err != "":
+		return "gorperf: " + r.Gorperf.Err
+	}
+	return ""
 }
 
 // An opt is one of a row's ratios or differences: absent where the row

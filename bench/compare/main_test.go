@@ -174,6 +174,11 @@ func TestPrintTable(t *testing.T) {
 	if want := "write_bw 64 B, 1 QPs, gorperf: the server did not listen"; !strings.Contains(b.String(), want) {
 		t.Errorf("the table does not say which baseline failed (%q):\n%s", want, b.String())
 	}
+	// The figures are perftest's MB/sec, 2^20 bytes a second, as the
+	// footnote says: MiB/s (the cells said MB/s).
+	if g := col(lines[1], "gorperf"); !strings.Contains(lines[1], "9.000 MiB/s") || strings.Contains(b.String(), " MB/s") || g != "MiB/s" {
+		t.Errorf("bandwidth cells not in MiB/s (under gorperf: %q):\n%s", g, b.String())
+	}
 	b.Reset()
 	printTable(&b, []row{bw, lat})
 	if strings.Contains(b.String(), "baseline run failed") {
@@ -189,16 +194,18 @@ func TestCases(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s/%d/%d/%s", k.test, k.size, k.qps, strings.Join(k.extra, " ")))
 	}
 	want := []string{"write_bw/2/1/", "write_bw/64/1/", "read_lat/2/1/", "read_lat/64/1/",
-		"write_bw/2/1/-l 16", "send_bw/2/1/-l 16", "write_bw/65536/1/", "write_bw/65536/4/"}
+		"write_bw/2/1/-l 16", "write_bw/65536/1/", "write_bw/65536/4/"}
 	if !slices.Equal(got, want) {
 		t.Errorf("cases:\n got %q\nwant %q", got, want)
 	}
 	// -recv-post-list: the send_bw rows with a post list replace their
 	// receives in lists too.
 	c.recvPostList = 32
-	if k := c.cases()[5]; k.test != "send_bw" || strings.Join(k.extra, " ") != "-l 16 --recv_post_list 32" || len(c.cases()[4].extra) != 2 {
-		t.Errorf("with -recv-post-list: %+v and %+v", c.cases()[4], k)
+	c.tests = []string{"write_bw", "read_lat", "send_bw"}
+	if k := c.cases()[7]; k.test != "send_bw" || strings.Join(k.extra, " ") != "-l 16 --recv_post_list 32" || len(c.cases()[6].extra) != 2 {
+		t.Errorf("with -recv-post-list: %+v and %+v", c.cases()[6], k)
 	}
+	c.tests = []string{"write_bw", "read_lat"}
 	c.postList, c.recvPostList = 0, 0
 	if n := len(c.cases()); n != 6 {
 		t.Errorf("%d cases without a post list, want 6", n)
@@ -327,7 +334,7 @@ func TestListIters(t *testing.T) {
 			t.Errorf("listIters(%d, %d, %d) = %d, want %d", tc.n, tc.pl, tc.rpl, got, tc.want)
 		}
 	}
-	c := config{tests: []string{"write_bw", "send_lat"}, sizes: []int{64}, postList: 16, recvPostList: 24,
+	c := config{tests: []string{"write_bw", "send_lat", "send_bw"}, sizes: []int{64}, postList: 16, recvPostList: 24,
 		postListSizes: []int{2}, qps: []int{2}, iters: 5000, latIters: 999}
 	cases := c.cases()
 	var got []string
@@ -337,7 +344,7 @@ func TestListIters(t *testing.T) {
 			t.Errorf("%s %q runs -n %d, not a multiple of its lists", k.test, k.extra, k.iters)
 		}
 	}
-	want := []string{"write_bw/1/ n=5000", "send_lat/1/ n=999", "write_bw/1/-l 16 n=5008",
+	want := []string{"write_bw/1/ n=5000", "send_lat/1/ n=999", "send_bw/1/ n=5000", "write_bw/1/-l 16 n=5008",
 		"send_bw/1/-l 16 --recv_post_list 24 n=5040", "write_bw/2/ n=5000"}
 	if !slices.Equal(got, want) {
 		t.Errorf("cases:\n got %q\nwant %q", got, want)
@@ -347,7 +354,7 @@ func TestListIters(t *testing.T) {
 		!strings.Contains(notes[1], "post list 16 and receive post list 24") || !strings.Contains(notes[1], "run 5040 iterations") {
 		t.Errorf("notes: %q", notes)
 	}
-	if r := newRow(cases[3]); r.Iters != 5040 || r.PostList != 16 || r.RecvPostList != 24 {
+	if r := newRow(cases[4]); r.Iters != 5040 || r.PostList != 16 || r.RecvPostList != 24 {
 		t.Errorf("the row says %d iterations, lists %d/%d", r.Iters, r.PostList, r.RecvPostList)
 	}
 	c.iters = 4816
@@ -377,10 +384,11 @@ func TestCasesOnce(t *testing.T) {
 			t.Errorf("%s: %d times, want once", k, seen[k])
 		}
 	}
-	// 4 sizes of each of 3 tests, 2 post-list tests at 3 sizes, QPs 2, 4, 8
-	// at 64 KiB, threads at 2, 4, 8.
-	if len(seen) != 12+6+3+3 {
-		t.Errorf("%d cases, want 24", len(seen))
+	// 4 sizes of each of 3 tests, write_bw's post-list rows at 3 sizes
+	// (send_bw is not one of the tests), QPs 2, 4, 8 at 64 KiB, threads at
+	// 2, 4, 8.
+	if len(seen) != 12+3+3+3 {
+		t.Errorf("%d cases, want 21", len(seen))
 	}
 }
 
@@ -483,5 +491,74 @@ func TestParsePerftest(t *testing.T) {
 	if _, err := parse(false, false, []byte(perftestResultLine+" Couldn't connect to 198.18.0.1:18601\n")); err == nil ||
 		!strings.Contains(err.Error(), "Couldn't connect") {
 		t.Errorf("an output without a result: %v", err)
+	}
+}
+
+// TestCasesFollowTests: -tests limits the post-list rows (write_bw and
+// send_bw), the QP rows and the thread rows (write_bw) to the tests it
+// names; they ran whatever -tests said (-tests read_lat,write_lat ran
+// write_bw at 64 KiB, -tests write_bw,send_lat send_bw with a post list).
+// The default tests keep every row.
+func TestCasesFollowTests(t *testing.T) {
+	rows := func(c config) []string {
+		var got []string
+		for _, k := range c.cases() {
+			got = append(got, fmt.Sprintf("%s/%d/%d/%d/%s", k.test, k.size, k.qps, k.threads, strings.Join(k.extra, " ")))
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		c    config
+		want []string
+	}{
+		{config{tests: []string{"read_lat", "write_lat"}, sizes: []int{2}, qps: []int{1, 2, 4, 8}, threadSizes: []int{64}},
+			[]string{"read_lat/2/1/0/", "write_lat/2/1/0/"}},
+		{config{tests: []string{"write_bw", "send_lat"}, sizes: []int{2}, postList: 16, postListSizes: []int{64}, qps: []int{1}},
+			[]string{"write_bw/2/1/0/", "send_lat/2/1/0/", "write_bw/64/1/0/-l 16", "write_bw/65536/1/0/"}},
+		{config{tests: []string{"send_bw"}, sizes: []int{64}, qps: []int{1}},
+			[]string{"send_bw/64/1/0/"}},
+		{config{tests: []string{"send_bw"}, sizes: []int{64}, postList: 16, postListSizes: []int{2}, qps: []int{1, 2}, threadSizes: []int{64}},
+			[]string{"send_bw/64/1/0/", "send_bw/2/1/0/-l 16"}},
+		{config{tests: []string{"read_bw", "write_bw"}, sizes: []int{2}, qps: []int{2}, threadSizes: []int{64}},
+			[]string{"read_bw/2/1/0/", "write_bw/2/1/0/", "write_bw/65536/2/0/", "write_bw/64/2/2/"}},
+	} {
+		if got := rows(tc.c); !slices.Equal(got, tc.want) {
+			t.Errorf("-tests %s:\n got %q\nwant %q", strings.Join(tc.c.tests, ","), got, tc.want)
+		}
+	}
+	// The defaults: every test, and so every post-list, QP and thread row.
+	c := config{tests: strings.Split("write_bw,read_bw,send_bw,write_lat,read_lat,send_lat", ","), sizes: []int{2, 64, 4096, 65536},
+		qps: []int{1, 2, 4, 8}, postList: 16, postListSizes: []int{2, 64, 256}, threadSizes: []int{64}}
+	// 6 tests at 4 sizes, 2 post-list tests at 3 sizes, QPs 2, 4, 8 (1
+	// is a size row), threads at 2, 4, 8.
+	if n := len(c.cases()); n != 24+6+3+3 {
+		t.Errorf("the default tests: %d cases, want 36", n)
+	}
+}
+
+// TestSummarizeWholeRun: a tool's summary has the medians of the runs'
+// whole-client CPU times and messages, as of its other figures; they were
+// 0 whatever the runs said.
+func TestSummarizeWholeRun(t *testing.T) {
+	runs := []measure{
+		{MsgRateMpps: 1, UserCPUNs: 300, SysCPUNs: 40, Msgs: 2000},
+		{MsgRateMpps: 2, UserCPUNs: 100, SysCPUNs: 60, Msgs: 2000},
+		{Err: "failed", UserCPUNs: 1},
+		{MsgRateMpps: 3, UserCPUNs: 200, SysCPUNs: 50, Msgs: 2000},
+	}
+	st := summarize(runs, true)
+	if st.UserCPUNs != 200 || st.SysCPUNs != 50 || st.Msgs != 2000 {
+		t.Errorf("summary: user %d ns, sys %d ns, %d messages; want 200, 50, 2000", st.UserCPUNs, st.SysCPUNs, st.Msgs)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["user_cpu_ns"] != 200.0 || doc["sys_cpu_ns"] != 50.0 || doc["msgs"] != 2000.0 {
+		t.Errorf("JSON: user_cpu_ns %v, sys_cpu_ns %v, msgs %v; want 200, 50, 2000", doc["user_cpu_ns"], doc["sys_cpu_ns"], doc["msgs"])
 	}
 }
