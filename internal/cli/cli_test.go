@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorperf/gorperf/internal/exchange"
 )
@@ -237,6 +238,17 @@ func TestInterruptedError(t *testing.T) {
 	peer := fmt.Errorf("setting up: %w", &exchange.PeerError{Code: exchange.CodeAborted, Text: "the server was interrupted"})
 	if got := errorCode(peer); got != "peer" || !errors.Is(peer, context.Canceled) {
 		t.Errorf("errorCode(%v) = %q, want peer", peer, got)
+	}
+	// A peer that went silent (stopped: SIGSTOP, or its host or the
+	// network gone) is the peer's failure too, as the docs say, and a
+	// peer that closed without a word.
+	for _, err := range []error{
+		fmt.Errorf("client 198.18.0.2:41234: waiting for the peer's run and its result: %w", &exchange.SilenceError{After: 10 * time.Second}),
+		fmt.Errorf("receiving: %w", exchange.ErrPeerClosed),
+	} {
+		if got := errorCode(err); got != "peer" {
+			t.Errorf("errorCode(%v) = %q, want peer", err, got)
+		}
 	}
 }
 

@@ -17,11 +17,12 @@ import (
 // interrupted (its *exchange.PeerError matches context.Canceled) is the
 // peer's failure, not this side's interruption, and so is a peer that
 // closed the control connection without a word (exchange.ErrPeerClosed:
-// it exited or was killed).
+// it exited or was killed) or went silent (*exchange.SilenceError: it
+// was stopped, or its host or the network to it is gone).
 func errorCode(err error) string {
 	var ue *usageError
 	var pe *exchange.PeerError
-	peer := errors.As(err, &pe) || errors.Is(err, exchange.ErrPeerClosed)
+	peer := errors.As(err, &pe) || errors.Is(err, exchange.ErrPeerClosed) || errors.As(err, new(*exchange.SilenceError))
 	switch {
 	case errors.As(err, &ue):
 		return "usage"

@@ -394,7 +394,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		f.Float64VarP(&o.limits.BW, "limit_bw", "w", 0, "fail (exit status 3) if any size's average bandwidth is below this, in MB/sec (Gbit/sec with --report_gbits)")
 		f.Float64VarP(&o.limits.MsgRate, "limit_msgrate", "y", 0, "fail (exit status 3) if any size's message rate is below this many Mpps")
 		addRateFlags(f, o)
-		f.Uint16Var(&o.Threads, "threads", 1, "run the test as this many connections at once, each with its share of the -q QPs (default: one each), its own CQs and buffer, and its own thread on its own CPU on both sides; the results are their sum (perftest has no such option: it takes one ib_*_bw per core)")
+		f.Uint16Var(&o.Threads, "threads", 1, "run the test as this many connections at once, each with its share of the -q QPs (default: one each), its own CQs and buffer, and its own thread on its own CPU on both sides; the total is all their messages over the longest one's time, the sum of their rates where they run as long (-D) (perftest has no such option: it takes one ib_*_bw per core)")
 	}
 	f.SetNormalizeFunc(perftestNames)
 	refuseRepeats(f)
