@@ -76,9 +76,9 @@ type Config struct {
 	Handshakes int
 	// HandshakesPerAddr, for Listen only, bounds the handshakes under
 	// way, not yet completed by the peer, from one IP address (default
-	// 8): a request beyond it is rejected at once, the reason in the
-	// reject's private data, which the dialer's error shows. Peers at
-	// many addresses can still take every one of Handshakes.
+	// 8): a request beyond it is rejected at once as busy, which Dial
+	// takes as a cue to try again shortly, until its context ends (Dial).
+	// Peers at many addresses can still take every one of Handshakes.
 	HandshakesPerAddr int
 	// HandshakeTimeout, for Listen only, is how long a peer has to
 	// complete its connection after the Listener's reply, unless
@@ -338,6 +338,18 @@ func (e cmError) Is(target error) bool {
 // first, after about 100 s on soft-RoCE under Linux 6.1 (an error
 // matching rdmacm.ErrUnreachable and syscall.ETIMEDOUT). Pass a ctx with
 // a deadline, or set Config.CM.Timeout, for a shorter bound.
+//
+// A Listener busy with as many handshakes from this host as it takes
+// (Config.HandshakesPerAddr) rejects the request as busy, and Dial sends
+// it again after a pause that starts at 10 ms and doubles, with jitter,
+// up to 500 ms, as a TCP connection request waits in the listener's
+// backlog: a burst of Dials from one host, a pool of connections opened
+// at once, all get in. It tries until ctx ends, or Config.CM.Timeout
+// after its start where set, or, where neither bounds it,
+// rdmacm.DefaultConnectTimeout (2 min) after the first busy reject, and
+// then fails with an error that says the listener was busy, matching
+// syscall.EAGAIN and the context's error (a net.Error whose Timeout is
+// true, for a deadline), not syscall.ECONNREFUSED.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -346,11 +358,9 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if c.Device != "" {
 		return nil, errDeviceForCM
 	}
-	conn := newConn(&c)
-	cmc := conn.cmConfig(&c)
-	cm, err := rdmacm.Dial(ctx, addr, &cmc)
+	conn, cm, err := dialBusy(ctx, addr, &c)
 	if err != nil {
-		return nil, cmErr(err)
+		return nil, err
 	}
 	peer, err := parseHello(cm.PrivateData())
 	if err != nil {
@@ -371,9 +381,9 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 // one of the Handshakes and this side's receive buffers, (Depth+2) ×
 // MaxMessage bytes of registered memory. One IP address has at most
 // Config.HandshakesPerAddr (8) handshakes under way, its requests beyond
-// them rejected at once, so that one host's stalls do not hold up the
-// others; peers at many addresses can still take them all, for
-// HandshakeTimeout at a time.
+// them rejected at once as busy (Dial tries again), so that one host's
+// stalls do not hold up the others; peers at many addresses can still
+// take them all, for HandshakeTimeout at a time.
 type Listener struct {
 	l   *rdmacm.Listener
 	cfg Config
@@ -559,7 +569,7 @@ func (l *Listener) take() {
 		}
 		from := req.RemoteAddr().Addr()
 		if !l.enter(from) {
-			rejectWith(req, fmt.Sprintf("rdmamsg: too many handshakes from %s under way (Config.HandshakesPerAddr, %d)", from, l.cfg.HandshakesPerAddr))
+			rejectWith(req, busyMark+fmt.Sprintf("rdmamsg: too many handshakes from %s under way (Config.HandshakesPerAddr, %d)", from, l.cfg.HandshakesPerAddr))
 			<-l.shaking
 			continue
 		}

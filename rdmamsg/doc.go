@@ -38,9 +38,19 @@
 // of the reply (Config.CM.Timeout, when set, bounds the whole handshake);
 // until then it holds one of the Handshakes and its receive buffers. One
 // IP address has at most Config.HandshakesPerAddr (8) handshakes under
-// way, its further requests rejected at once, so that one host's stalls
-// leave room for others; stalls from as many addresses as it takes can
-// still hold every handshake, for HandshakeTimeout at a time. The
+// way, so that one host's stalls leave room for others; stalls from as
+// many addresses as it takes can still hold every handshake, for
+// HandshakeTimeout at a time. The address's further requests are rejected
+// at once as busy, and Dial sends them again after a pause (10 ms at
+// first, doubling up to 500 ms, with jitter) until one gets in or its
+// context ends, when it fails with an error that says the listener was
+// busy (matching syscall.EAGAIN, not ECONNREFUSED): a burst of Dials from
+// one host, a pool of connections opened at start-up, all connect, a few
+// handshakes at a time, as a TCP listener's backlog would queue them. The
+// listener answers each request at once, a reply or a reject, so that no
+// dialer depends on how long the connection manager waits for an answer
+// or how often it sends the request again, which vary with the kernel and
+// the NIC; a busy reject costs the listener no more than the request. The
 // listener's Close closes the connections no Accept took.
 //
 // # Flow control
@@ -207,7 +217,10 @@
 // bit 29 only, an end of Close's, after which the sender takes nothing
 // more (its peer's sends fail with EPIPE at once); the other bits are
 // zero. A request without a hello is rejected with the reason in the
-// reply's private data.
+// reject's private data; one beyond Config.HandshakesPerAddr with "GRMB"
+// and then the reason, which Dial takes for busy and tries again, as it
+// does a reject whose reason begins "rdmamsg: too many handshakes from ",
+// an older rdmamsg's. An older Dial reports the busy reject as any other.
 //
 // Handshake's frames are "GRMH", a kind byte and a body length byte,
 // then the body: kind 'E' carries version 1, the active MTU, the LID, the

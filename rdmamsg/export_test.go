@@ -136,3 +136,14 @@ func SetStallAfter(d time.Duration) (restore func()) {
 	stallAfter = d
 	return func() { stallAfter = old }
 }
+
+// ListenerBusy reports whether err, a Dial's, is a Listener's reject as
+// busy, and its reason (listenerBusy).
+var ListenerBusy = listenerBusy
+
+// BusyPause is the pause before a Dial's request after its tries'th busy
+// reject (busyPause).
+var BusyPause = busyPause
+
+// BusyMark begins the private data of a busy reject.
+const BusyMark = busyMark
