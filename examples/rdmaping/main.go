@@ -4,7 +4,9 @@
 // RDMA connection manager sets up from an IP address and port
 // (rdmacm.Listen, GetRequest and ConnRequest.Accept on the server,
 // rdmacm.Dial on the client): the client sends a message, the server
-// sends it back, and the client reports the times. The server serves one
+// sends it back, and the client reports the times (least, median, mean;
+// past 65,536 round trips the median is that of a sample of as many, so
+// that the client's memory does not grow with -c). The server serves one
 // client after another until Ctrl-C (or -n clients); a client whose
 // connection fails, during the handshake or after, is reported on
 // standard error and the server goes on to the next (a failed handshake
@@ -23,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"slices"
@@ -292,22 +295,76 @@ func ping(ctx context.Context, addr string, count int) error {
 		return err
 	}
 	defer b.close()
-	rtts := make([]time.Duration, 0, count)
+	var rtts rttStats
 	for i := range count {
 		rtt, err := roundTrip(ctx, c, b, i)
 		if err != nil {
 			return err
 		}
-		rtts = append(rtts, rtt)
-	}
-	slices.Sort(rtts)
-	var sum time.Duration
-	for _, d := range rtts {
-		sum += d
+		rtts.add(rtt)
 	}
 	fmt.Printf("%d round trips of %d bytes to %s on %s: min %v, median %v, mean %v\n", count, size, c.RemoteAddr(),
-		c.Context().Name(), rtts[0], rtts[len(rtts)/2], sum/time.Duration(count))
+		c.Context().Name(), rtts.min, rtts.median(), rtts.mean())
 	return nil
+}
+
+// maxSamples bounds the round trips that rttStats keeps for the median:
+// 65,536 of them (512 KiB), whatever the count asked for, so that
+// -c 100000000000 runs until Ctrl-C, as ping does, where memory for every
+// round trip, taken at the start, ran out (or could not be asked for at
+// all, a makeslice panic).
+const maxSamples = 1 << 16
+
+// rttStats sums up round trips as they come, in memory that does not grow
+// with their number: the count, the least, the sum, and the times of up
+// to maxSamples of them for the median. Past maxSamples round trips each
+// later one replaces a kept one with the chance that keeps every round
+// trip equally likely to be kept (reservoir sampling), and the median is
+// that sample's: exact up to maxSamples round trips, an estimate after.
+type rttStats struct {
+	n        int
+	min, sum time.Duration
+	sample   []time.Duration
+	rand     *rand.Rand
+}
+
+// add counts one round trip.
+func (s *rttStats) add(d time.Duration) {
+	s.n++
+	s.sum += d
+	if s.n == 1 || d < s.min {
+		s.min = d
+	}
+	if len(s.sample) < maxSamples {
+		s.sample = append(s.sample, d)
+		return
+	}
+	if s.rand == nil {
+		// A fixed seed: the same round trips give the same median.
+		s.rand = rand.New(rand.NewPCG(1, 2))
+	}
+	if k := s.rand.IntN(s.n); k < maxSamples {
+		s.sample[k] = d
+	}
+}
+
+// median is the median of the kept round trips, the upper one of the two
+// middle ones where their number is even (0 before the first).
+func (s *rttStats) median() time.Duration {
+	if len(s.sample) == 0 {
+		return 0
+	}
+	v := slices.Clone(s.sample)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// mean is the mean of all the round trips (0 before the first).
+func (s *rttStats) mean() time.Duration {
+	if s.n == 0 {
+		return 0
+	}
+	return s.sum / time.Duration(s.n)
 }
 
 // roundTrip sends message i and waits, for at most rttTimeout, for its

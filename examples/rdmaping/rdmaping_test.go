@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -500,5 +501,72 @@ func TestRdmapingClientInterrupt(t *testing.T) {
 	if code := cli.ProcessState.ExitCode(); code != 1 || !strings.HasPrefix(out.String(), "rdmaping: ") ||
 		!strings.HasSuffix(out.String(), "interrupt signal received)\n") {
 		t.Errorf("client after Ctrl-C: %v (exit status %d): %q; want exit status 1 and the signal named", err, code, out.String())
+	}
+}
+
+// A count too large to finish runs until Ctrl-C, as a small one does:
+// the client's memory does not grow with the count asked for (it took
+// 8 bytes a round trip at the start: -c 100000000000 ran out of memory,
+// -c 9223372036854775807 panicked). The message that the Ctrl-C stopped,
+// which the error names, shows that round trips were made before it.
+func TestRdmapingHugeCount(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	startServer(t, ctx, a)
+	for _, count := range []string{"100000000000", strconv.Itoa(math.MaxInt)} {
+		cli := rdmaping(ctx, "-c", count, a)
+		var out strings.Builder
+		cli.Stdout, cli.Stderr = &out, &out
+		if err := cli.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		if err := cli.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		err := cli.Wait()
+		if code := cli.ProcessState.ExitCode(); code != 1 || !strings.HasPrefix(out.String(), "rdmaping: ") ||
+			!strings.HasSuffix(out.String(), "interrupt signal received)\n") {
+			t.Errorf("client -c %s after Ctrl-C: %v (exit status %d): %q; want exit status 1 and the signal named", count, err, code, out.String())
+		}
+		// "message 1234: sending: ..." or "no echo of message 1234: ...".
+		_, rest, _ := strings.Cut(out.String(), "message ")
+		if n, err := strconv.Atoi(strings.TrimRight(strings.Fields(rest + " x")[0], ":")); err != nil || n < 1 {
+			t.Errorf("client -c %s: %q names no message past the first", count, out.String())
+		}
+	}
+}
+
+// rttStats keeps the least, the mean and the median of the round trips
+// in memory bounded by maxSamples: exact up to maxSamples round trips, and
+// past them a median from the sample that is near the true one.
+func TestRTTStats(t *testing.T) {
+	var s rttStats
+	if s.median() != 0 || s.mean() != 0 {
+		t.Errorf("empty: median %v, mean %v; want 0", s.median(), s.mean())
+	}
+	for _, d := range []time.Duration{7, 3, 9, 5} {
+		s.add(d)
+	}
+	if s.min != 3 || s.median() != 7 || s.mean() != 6 {
+		t.Errorf("7 3 9 5: min %v, median %v, mean %v; want 3, 7 (the upper middle), 6", s.min, s.median(), s.mean())
+	}
+	// 4 × maxSamples round trips: 1 µs to 4 × maxSamples µs, in an order
+	// that is neither rising nor falling.
+	s = rttStats{}
+	const n = 4 * maxSamples
+	for i := range n {
+		s.add(time.Duration((i*7919)%n+1) * time.Microsecond)
+	}
+	if len(s.sample) > maxSamples || cap(s.sample) > 2*maxSamples {
+		t.Errorf("%d round trips kept %d (capacity %d); want at most %d", n, len(s.sample), cap(s.sample), maxSamples)
+	}
+	want := time.Duration(n/2) * time.Microsecond
+	if s.min != time.Microsecond || s.mean() != (n+1)*time.Microsecond/2 {
+		t.Errorf("min %v, mean %v; want 1µs, %v", s.min, s.mean(), (n+1)*time.Microsecond/2)
+	}
+	if m := s.median(); m < want*98/100 || m > want*102/100 {
+		t.Errorf("median %v; want within 2%% of %v", m, want)
 	}
 }
