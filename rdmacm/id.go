@@ -331,10 +331,17 @@ func withAddr(ap netip.AddrPort, given string, err error) error {
 
 // ResolveRoute starts resolving the route to the resolved address
 // (rdma_resolve_route). Its outcome is the event ROUTE_RESOLVED or
-// ROUTE_ERROR.
+// ROUTE_ERROR. The address is resolved first (ResolveAddr, then
+// ADDR_RESOLVED), which puts the ID on the device that reaches it; an ID
+// on no device yet (see Context) is refused with an error matching
+// syscall.EINVAL, where librdmacm read the device and the process died
+// (SIGSEGV).
 func (id *ID) ResolveRoute(timeout time.Duration) error {
 	if id.c == nil {
 		return ErrClosed
+	}
+	if err := id.needDevice("rdma_resolve_route", "resolve the peer's address first (ResolveAddr, then ADDR_RESOLVED)"); err != nil {
+		return err
 	}
 	r, err := C.rdma_resolve_route(id.c, timeoutMS(timeout))
 	if r != 0 {
@@ -447,10 +454,16 @@ func (id *ID) checkPrivateData(fn string, n int, msg int) error {
 
 // Connect starts a connection to the resolved route (rdma_connect); for a
 // UD ID, a lookup of the peer's QP. Its outcome is ESTABLISHED, REJECTED,
-// UNREACHABLE or CONNECT_ERROR. p may be nil for librdmacm's defaults.
+// UNREACHABLE or CONNECT_ERROR. p may be nil for librdmacm's defaults
+// once the ID has a QP. An ID on no device yet (see Context) is refused with an error
+// matching syscall.EINVAL, where librdmacm read the device and the
+// process died (SIGSEGV): resolve the address and the route first.
 func (id *ID) Connect(p *ConnParam) error {
 	if id.c == nil {
 		return ErrClosed
+	}
+	if err := id.needDevice("rdma_connect", "resolve the peer's address and route first (ResolveAddr, ResolveRoute)"); err != nil {
+		return err
 	}
 	if p != nil {
 		if err := id.checkPrivateData("rdma_connect", len(p.PrivateData), cmRequest); err != nil {
@@ -473,10 +486,18 @@ func (id *ID) Connect(p *ConnParam) error {
 // For RC the connection is up at the event ESTABLISHED; a UD request is
 // answered at once. p may be nil for librdmacm's defaults once the ID has
 // a QP (CreateQP); without one, p must give the QP's number, and nil is
-// refused (librdmacm would read it).
+// refused (librdmacm would read it). Accept is for the ID that a
+// CONNECT_REQUEST event brings (Event.ID), which is on the device the
+// request came through; one on no device (a new ID, or a listening one
+// bound to a wildcard address) is refused with an error matching
+// syscall.EINVAL, where librdmacm read the device and the process died
+// (SIGSEGV).
 func (id *ID) Accept(p *ConnParam) error {
 	if id.c == nil {
 		return ErrClosed
+	}
+	if err := id.needDevice("rdma_accept", "accept the ID of a CONNECT_REQUEST event (Event.ID), not a new or listening one"); err != nil {
+		return err
 	}
 	if p == nil && id.c.qp == nil {
 		return fmt.Errorf("an ID without a QP (CreateQP) needs a ConnParam with the QP's number: %w",
@@ -569,25 +590,46 @@ func (id *ID) Migrate(ch *EventChannel) error {
 // is borrowed from librdmacm, which keeps its devices open while it is
 // loaded: closing it ends only the handle. It is the device that a PD or
 // CQ passed to CreateQP must belong to. An ID on no device (not bound or
-// resolved yet, or bound to an address that no RDMA device has, such as
-// 127.0.0.1, which rdma_bind_addr takes) fails with an error matching
-// syscall.ENODEV that says which.
+// resolved yet, bound to a wildcard address, or bound to an address that
+// no RDMA device has, such as 127.0.0.1, which rdma_bind_addr takes)
+// fails with an error matching syscall.ENODEV that says which.
 func (id *ID) Context() (*ibverbs.Context, error) {
 	if id.c == nil {
 		return nil, ErrClosed
 	}
 	if id.c.verbs == nil {
-		if a := id.LocalAddr().Addr(); a.IsValid() && !a.IsUnspecified() {
-			// rdma_bind_addr took an address that no device has.
-			return nil, fmt.Errorf("rdmacm: the ID is bound to %s, which no RDMA device has: %w", a, syscall.ENODEV)
-		}
-		return nil, fmt.Errorf("rdmacm: the ID is not bound to a device yet: %w", syscall.ENODEV)
+		return nil, fmt.Errorf("rdmacm: %s: %w", id.deviceless(), syscall.ENODEV)
 	}
 	return ibverbs.WrapContext(unsafe.Pointer(id.c.verbs))
 }
 
 // onDevice reports whether the ID is bound to a device (id->verbs).
 func (id *ID) onDevice() bool { return id.c != nil && id.c.verbs != nil }
+
+// deviceless says why an open ID is on no device.
+func (id *ID) deviceless() string {
+	a := id.LocalAddr()
+	switch {
+	case !a.Addr().IsValid():
+		return "the ID is not bound to a device yet"
+	case !a.Addr().IsUnspecified():
+		// rdma_bind_addr took an address that no device has.
+		return fmt.Sprintf("the ID is bound to %s, which no RDMA device has", a.Addr())
+	}
+	return fmt.Sprintf("the ID is bound to the wildcard address %s, on no device", a)
+}
+
+// needDevice refuses fn, a verb that librdmacm runs on an ID's device
+// unchecked (id->verbs, or its own record of it), on an ID on no device,
+// with an error matching syscall.EINVAL that says why and what to do
+// first: the verb would read through a NULL pointer and the process
+// would die (SIGSEGV).
+func (id *ID) needDevice(fn, first string) error {
+	if id.onDevice() {
+		return nil
+	}
+	return fmt.Errorf("%s: %s: %w", id.deviceless(), first, os.NewSyscallError(fn, syscall.EINVAL))
+}
 
 // PortNum returns the device port the ID is bound to, from 1; 0 if none.
 func (id *ID) PortNum() int {

@@ -1,0 +1,153 @@
+//go:build linux && cgo
+
+package rdmacm_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+// noDeviceEnv, in the environment of this test binary, makes
+// TestNoDeviceRefused run the one call it names, as a process of its own.
+const noDeviceEnv = "GORPERF_RDMACM_NODEVICE_CALL"
+
+// noDeviceIDs are IDs on no device: new, bound to a wildcard address,
+// listening on one.
+var noDeviceIDs = []struct {
+	name string
+	make func(t *testing.T) *rdmacm.ID
+}{
+	{"new", func(t *testing.T) *rdmacm.ID { _, id := newID(t, rdmacm.PortSpaceTCP); return id }},
+	{"newUDP", func(t *testing.T) *rdmacm.ID { _, id := newID(t, rdmacm.PortSpaceUDP); return id }},
+	{"bound", func(t *testing.T) *rdmacm.ID { return boundWildcard(t, "0.0.0.0:0", false) }},
+	{"bound6", func(t *testing.T) *rdmacm.ID { return boundWildcard(t, "[::]:0", false) }},
+	{"listening", func(t *testing.T) *rdmacm.ID { return boundWildcard(t, "0.0.0.0:0", true) }},
+}
+
+func boundWildcard(t *testing.T, a string, listen bool) *rdmacm.ID {
+	_, id := newID(t, rdmacm.PortSpaceTCP)
+	if err := id.BindAddr(netip.MustParseAddrPort(a)); err != nil {
+		t.Fatal(err)
+	}
+	if listen {
+		if err := id.Listen(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
+// noDeviceCalls are the ID's calls into librdmacm that need a device,
+// each with what its error says to do first, where the binding says it
+// (librdmacm reads the device, which the kernel refuses no sooner), or ""
+// where librdmacm or the kernel refuses on its own.
+var noDeviceCalls = []struct {
+	name  string
+	call  func(*rdmacm.ID) error
+	first string
+}{
+	{"ResolveRoute", func(id *rdmacm.ID) error { return id.ResolveRoute(time.Second) }, "resolve the peer's address first (ResolveAddr"},
+	{"ConnectNil", func(id *rdmacm.ID) error { return id.Connect(nil) }, "(ResolveAddr, ResolveRoute)"},
+	{"Connect", func(id *rdmacm.ID) error { return id.Connect(&rdmacm.ConnParam{QPNum: 1}) }, "(ResolveAddr, ResolveRoute)"},
+	{"ConnectMaxDepth", func(id *rdmacm.ID) error {
+		return id.Connect(&rdmacm.ConnParam{QPNum: 1, InitiatorDepth: rdmacm.MaxDepth, ResponderResources: rdmacm.MaxDepth})
+	}, "(ResolveAddr, ResolveRoute)"},
+	{"AcceptNil", func(id *rdmacm.ID) error { return id.Accept(nil) }, "CONNECT_REQUEST event (Event.ID)"},
+	{"Accept", func(id *rdmacm.ID) error { return id.Accept(&rdmacm.ConnParam{QPNum: 1}) }, "CONNECT_REQUEST event (Event.ID)"},
+	{"AcceptMaxDepth", func(id *rdmacm.ID) error {
+		return id.Accept(&rdmacm.ConnParam{QPNum: 1, InitiatorDepth: rdmacm.MaxDepth, ResponderResources: rdmacm.MaxDepth})
+	}, "CONNECT_REQUEST event (Event.ID)"},
+	{"Reject", func(id *rdmacm.ID) error { return id.Reject(nil) }, ""},
+	{"Disconnect", func(id *rdmacm.ID) error { return id.Disconnect() }, ""},
+	{"JoinMulticast", func(id *rdmacm.ID) error { return id.JoinMulticast(netip.MustParseAddr("239.1.1.1"), false) }, ""},
+	{"CreateQP", func(id *rdmacm.ID) error {
+		devs, err := rdmacm.Devices()
+		if err != nil || len(devs) == 0 {
+			return errors.Join(errors.New("no device to make a PD on"), err)
+		}
+		pd, err := devs[0].AllocPD()
+		if err != nil {
+			return errors.Join(errors.New("AllocPD"), err)
+		}
+		defer pd.Close()
+		cq, err := devs[0].CreateCQ(4, nil)
+		if err != nil {
+			return errors.Join(errors.New("CreateCQ"), err)
+		}
+		defer cq.Close()
+		qp, err := id.CreateQP(pd, ibverbs.QPInit{SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1}})
+		if err == nil {
+			qp.Close()
+		}
+		return err
+	}, ""},
+}
+
+// TestNoDeviceRefused: each call on an ID on no device (new, or bound to
+// or listening on a wildcard address) fails with EINVAL, and the
+// binding's own refusals say what to do first, where ResolveRoute,
+// Connect and Accept crashed the process (SIGSEGV: librdmacm read the
+// ID's device, NULL). Each call runs in a process of its own, so that a
+// crash fails its case alone.
+func TestNoDeviceRefused(t *testing.T) {
+	if call := os.Getenv(noDeviceEnv); call != "" {
+		noDeviceCall(t, call)
+		return
+	}
+	device(t)
+	for _, id := range noDeviceIDs {
+		for _, c := range noDeviceCalls {
+			name := id.name + "/" + c.name
+			t.Run(name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestNoDeviceRefused$", "-test.count=1", "-test.v")
+				cmd.Env = append(os.Environ(), noDeviceEnv+"="+name)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					if len(out) > 4000 {
+						out = out[:4000]
+					}
+					t.Errorf("%s on a %s ID: the process ended with %v:\n%s", c.name, id.name, err, out)
+				}
+			})
+		}
+	}
+}
+
+// noDeviceCall runs the call named "ID/call" and checks its error.
+func noDeviceCall(t *testing.T, name string) {
+	device(t)
+	idName, callName, _ := strings.Cut(name, "/")
+	for _, i := range noDeviceIDs {
+		if i.name != idName {
+			continue
+		}
+		for _, c := range noDeviceCalls {
+			if c.name != callName {
+				continue
+			}
+			id := i.make(t)
+			err := c.call(id)
+			t.Logf("%s: %v", name, err)
+			if !errors.Is(err, syscall.EINVAL) {
+				t.Errorf("%s on a %s ID: %v, want EINVAL", c.name, i.name, err)
+			}
+			if c.first != "" && (!strings.Contains(err.Error(), c.first) || !strings.Contains(err.Error(), "device")) {
+				t.Errorf("%s on a %s ID: %q, want it to say the ID is on no device and what to do: %q", c.name, i.name, err, c.first)
+			}
+			return
+		}
+	}
+	t.Fatalf("no call %q", name)
+}
