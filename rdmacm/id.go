@@ -195,7 +195,14 @@ func timeoutMS(d time.Duration) C.int {
 // the address itself; where they clash as a wildcard and a specific
 // address (0.0.0.0:7471 and 198.18.0.1:7471), the kernel fails with
 // EADDRNOTAVAIL, and the error matches both.
+//
+// An invalid addr (the zero netip.AddrPort) is refused with an error
+// matching syscall.EINVAL, where it bound [::] as the zero address.
 func (id *ID) BindAddr(addr netip.AddrPort) error {
+	if !addr.IsValid() {
+		return fmt.Errorf("BindAddr: addr is the invalid (zero) netip.AddrPort: give 0.0.0.0:0 or [::]:0 to bind any address: %w",
+			os.NewSyscallError("rdma_bind_addr", syscall.EINVAL))
+	}
 	if err := id.bindAddr(addr); err != nil {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
@@ -295,8 +302,19 @@ func (id *ID) setOption(name C.int, v uint8) error {
 
 // ResolveAddr starts resolving dst to an RDMA address, and binds the ID to
 // src first unless src is the zero AddrPort (rdma_resolve_addr). Its outcome
-// is the event ADDR_RESOLVED or ADDR_ERROR, after at most timeout.
+// is the event ADDR_RESOLVED or ADDR_ERROR, after at most timeout. An
+// invalid dst (the zero netip.AddrPort), or a src with a port but no
+// address, is refused with an error matching syscall.EINVAL, where dst
+// went to the kernel as [::].
 func (id *ID) ResolveAddr(src, dst netip.AddrPort, timeout time.Duration) error {
+	if !dst.IsValid() {
+		return fmt.Errorf("ResolveAddr: dst is the invalid (zero) netip.AddrPort: %w",
+			os.NewSyscallError("rdma_resolve_addr", syscall.EINVAL))
+	}
+	if !src.IsValid() && src != (netip.AddrPort{}) {
+		return fmt.Errorf("ResolveAddr: src has port %d but no address (the zero netip.AddrPort binds none): %w",
+			src.Port(), os.NewSyscallError("rdma_resolve_addr", syscall.EINVAL))
+	}
 	if err := id.resolveAddr(src, dst, timeout); err != nil {
 		return fmt.Errorf("%s: %w", dst, err)
 	}

@@ -151,3 +151,33 @@ func noDeviceCall(t *testing.T, name string) {
 	}
 	t.Fatalf("no call %q", name)
 }
+
+// TestInvalidAddrPort: the zero netip.AddrPort as BindAddr's address or
+// ResolveAddr's destination, or a ResolveAddr source with a port but no
+// address, is refused with EINVAL naming the argument, where the first
+// two bound or resolved [::] and the last was dropped.
+func TestInvalidAddrPort(t *testing.T) {
+	device(t)
+	for _, c := range []struct {
+		name string
+		call func(*rdmacm.ID) error
+		want string
+	}{
+		{"BindAddr", func(id *rdmacm.ID) error { return id.BindAddr(netip.AddrPort{}) }, "BindAddr: addr is the invalid (zero) netip.AddrPort"},
+		{"ResolveAddr dst", func(id *rdmacm.ID) error {
+			return id.ResolveAddr(netip.AddrPort{}, netip.AddrPort{}, time.Second)
+		}, "ResolveAddr: dst is the invalid (zero) netip.AddrPort"},
+		{"ResolveAddr src", func(id *rdmacm.ID) error {
+			return id.ResolveAddr(netip.AddrPortFrom(netip.Addr{}, 7471), netip.MustParseAddrPort("198.18.0.1:7471"), time.Second)
+		}, "ResolveAddr: src has port 7471 but no address"},
+	} {
+		_, id := newID(t, rdmacm.PortSpaceTCP)
+		err := c.call(id)
+		if !errors.Is(err, syscall.EINVAL) || err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want EINVAL and %q", c.name, err, c.want)
+		}
+		if a := id.LocalAddr(); a.IsValid() {
+			t.Errorf("%s: the ID is bound to %s after the refusal, want it unbound", c.name, a)
+		}
+	}
+}
