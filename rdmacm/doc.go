@@ -45,6 +45,9 @@
 //	rdma_leave_multicast       (*ID).LeaveMulticast; (*Conn).Close of that Conn
 //	rdma_create_qp             (*ID).CreateQP, returning an *ibverbs.QP
 //	rdma_destroy_qp            (*ibverbs.QP).Close of that QP
+//	rdma_init_qp_attr          (*ID).InitQPAttr, for a QP made with ibverbs
+//	rdma_establish             (*ID).Establish
+//	rdma_notify                (*ID).Notify
 //	rdma_get_local_addr        (*ID).LocalAddr
 //	rdma_get_peer_addr         (*ID).RemoteAddr
 //	rdma_get_devices           Devices
@@ -65,6 +68,19 @@
 // which flushes the work posted, and closes Done. The device context of an ID
 // (ID.Context, Conn.Context, Devices) is librdmacm's, open while the
 // library is loaded; closing the Go handle never closes the device.
+//
+// # A QP made with ibverbs
+//
+// A program may make its QP itself (ibverbs' PD.CreateQP, on the ID's
+// Context) and connect it with rdma_cm, as librdmacm allows: Connect and
+// Accept send its number in ConnParam.QPNum, and InitQPAttr gives the
+// attributes that move it to INIT, RTR and RTS, each passed to the QP's
+// Modify. The passive side moves it to RTS before Accept; the active side
+// gets CONNECT_RESPONSE where it would get ESTABLISHED, moves it to RTS,
+// and calls Establish, upon which the passive side gets ESTABLISHED.
+// Calls that need the ID's device (ResolveRoute, Connect, Accept) refuse
+// an ID on none, one neither resolved nor bound to a device's address,
+// with an error matching syscall.EINVAL.
 //
 // # Errors
 //

@@ -472,8 +472,10 @@ func (id *ID) checkPrivateData(fn string, n int, msg int) error {
 
 // Connect starts a connection to the resolved route (rdma_connect); for a
 // UD ID, a lookup of the peer's QP. Its outcome is ESTABLISHED, REJECTED,
-// UNREACHABLE or CONNECT_ERROR. p may be nil for librdmacm's defaults
-// once the ID has a QP. An ID on no device yet (see Context) is refused with an error
+// UNREACHABLE or CONNECT_ERROR; CONNECT_RESPONSE instead for an RC ID
+// without a QP from CreateQP, whose own QP p.QPNum names: see
+// Establish. p may be nil for librdmacm's defaults once the ID has a
+// QP. An ID on no device yet (see Context) is refused with an error
 // matching syscall.EINVAL, where librdmacm read the device and the
 // process died (SIGSEGV): resolve the address and the route first.
 func (id *ID) Connect(p *ConnParam) error {

@@ -69,6 +69,10 @@ var noDeviceCalls = []struct {
 	}, "CONNECT_REQUEST event (Event.ID)"},
 	{"Reject", func(id *rdmacm.ID) error { return id.Reject(nil) }, ""},
 	{"Disconnect", func(id *rdmacm.ID) error { return id.Disconnect() }, ""},
+	{"Establish", func(id *rdmacm.ID) error { return id.Establish() }, ""},
+	{"Notify", func(id *rdmacm.ID) error { return id.Notify(ibverbs.EventCommEst) }, ""},
+	{"InitQPAttrInit", func(id *rdmacm.ID) error { _, _, err := id.InitQPAttr(ibverbs.QPStateInit); return err }, ""},
+	{"InitQPAttrRTR", func(id *rdmacm.ID) error { _, _, err := id.InitQPAttr(ibverbs.QPStateRTR); return err }, ""},
 	{"JoinMulticast", func(id *rdmacm.ID) error { return id.JoinMulticast(netip.MustParseAddr("239.1.1.1"), false) }, ""},
 	{"CreateQP", func(id *rdmacm.ID) error {
 		devs, err := rdmacm.Devices()

@@ -1,0 +1,99 @@
+//go:build linux && cgo
+
+package rdmacm
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"github.com/gorperf/gorperf/ibverbs"
+)
+
+// InitQPAttr returns the attributes, and the mask saying which to set,
+// that move a QP of the ID's connection to state (rdma_init_qp_attr): for
+// a QP made outside the ID (ibverbs' PD.CreateQP, on the ID's Context),
+// whose number Connect or Accept sent in ConnParam.QPNum, to pass to the
+// QP's Modify. It is what librdmacm does for a QP from CreateQP, and the
+// order is the same:
+//
+//   - passive side, on CONNECT_REQUEST: INIT, RTR and RTS, then Accept;
+//     the connection is up at ESTABLISHED.
+//   - active side: Connect with the QP in RESET or INIT; on
+//     CONNECT_RESPONSE: INIT (again: the attributes are the peer's now),
+//     RTR and RTS, then Establish.
+//
+// The mask is the kernel's, and Modify takes it as it is on RoCE; it
+// may hold bits QPAttr has no field for (QPAttrAltPath, where the CM
+// found an alternate path), which Modify refuses. A state the CM cannot
+// give yet (RTR before the peer's answer, or on an ID that connects
+// nothing) fails with an error matching syscall.EINVAL.
+func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrMask, error) {
+	if id.c == nil {
+		return ibverbs.QPAttr{}, 0, ErrClosed
+	}
+	var a C.struct_ibv_qp_attr
+	var mask C.int
+	a.qp_state = C.enum_ibv_qp_state(state)
+	if r, err := C.rdma_init_qp_attr(id.c, &a, &mask); r != 0 {
+		return ibverbs.QPAttr{}, 0, fmt.Errorf("QP state %s: %w", state, cmError("rdma_init_qp_attr", err))
+	}
+	return qpAttrFromC(&a), ibverbs.QPAttrMask(mask), nil
+}
+
+// qpAttrFromC converts a struct ibv_qp_attr, field for field.
+func qpAttrFromC(a *C.struct_ibv_qp_attr) ibverbs.QPAttr {
+	return ibverbs.QPAttr{
+		State: ibverbs.QPState(a.qp_state), CurState: ibverbs.QPState(a.cur_qp_state),
+		PathMTU: ibverbs.MTU(a.path_mtu), QKey: uint32(a.qkey), RQPSN: uint32(a.rq_psn),
+		SQPSN: uint32(a.sq_psn), DestQPN: uint32(a.dest_qp_num), Access: ibverbs.Access(a.qp_access_flags),
+		Cap: ibverbs.QPCap{MaxSendWR: int(a.cap.max_send_wr), MaxRecvWR: int(a.cap.max_recv_wr),
+			MaxSendSGE: int(a.cap.max_send_sge), MaxRecvSGE: int(a.cap.max_recv_sge),
+			MaxInline: int(a.cap.max_inline_data)},
+		AH: ibverbs.AHAttrFromRaw(unsafe.Pointer(&a.ah_attr)), PKeyIndex: uint16(a.pkey_index),
+		MaxRdAtomic: uint8(a.max_rd_atomic), MaxDestRdAtomic: uint8(a.max_dest_rd_atomic),
+		MinRNRTimer: uint8(a.min_rnr_timer), Port: uint8(a.port_num), Timeout: uint8(a.timeout),
+		RetryCnt: uint8(a.retry_cnt), RNRRetry: uint8(a.rnr_retry), SQDraining: a.sq_draining != 0,
+		EnSQDAsync: a.en_sqd_async_notify != 0,
+	}
+}
+
+// Establish completes, on the active side, a connection whose QP the ID
+// did not make (rdma_establish): called on CONNECT_RESPONSE once that QP
+// is in RTS (InitQPAttr), it answers the peer, which then gets
+// ESTABLISHED. An ID with a QP from CreateQP, whose connection librdmacm
+// completes itself, is refused with an error matching syscall.EINVAL.
+func (id *ID) Establish() error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	if id.c.qp != nil {
+		return fmt.Errorf("the ID has a QP from CreateQP, and librdmacm completes its connection: %w",
+			os.NewSyscallError("rdma_establish", syscall.EINVAL))
+	}
+	if r, err := C.rdma_establish(id.c); r != 0 {
+		return cmError("rdma_establish", err)
+	}
+	return nil
+}
+
+// Notify passes the CM an asynchronous event of the connection's QP
+// (rdma_notify), for a QP the ID did not make: ibverbs.EventCommEst, a
+// receive on the passive side before the CM's last message arrived,
+// makes the connection ESTABLISHED then. The CM of an InfiniBand or
+// RoCE device takes EventCommEst and EventPathMig and fails others with
+// an error matching syscall.EINVAL, as it does on an ID that has no
+// connection under way.
+func (id *ID) Notify(ev ibverbs.EventType) error {
+	if id.c == nil {
+		return ErrClosed
+	}
+	if r, err := C.rdma_notify(id.c, C.enum_ibv_event_type(ev)); r != 0 {
+		return fmt.Errorf("%s: %w", ev, cmError("rdma_notify", err))
+	}
+	return nil
+}
