@@ -94,6 +94,52 @@ func BenchmarkStream(b *testing.B) {
 	}
 }
 
+// BenchmarkRemote reads or writes 64 bytes of the peer's memory an
+// operation (ReadRemote, WriteRemote), one at a time and from 8
+// goroutines at once.
+func BenchmarkRemote(b *testing.B) {
+	for _, par := range []int{1, 8} {
+		for _, read := range []bool{true, false} {
+			name := fmt.Sprintf("write/%d", par)
+			if read {
+				name = fmt.Sprintf("read/%d", par)
+			}
+			b.Run(name, func(b *testing.B) { benchmarkRemote(b, read, par) })
+		}
+	}
+}
+
+func benchmarkRemote(b *testing.B, read bool, par int) {
+	srv, cli := connect(b, nil, nil)
+	ctx := timeout(b, time.Hour)
+	sr := region(b, srv, 64*par)
+	cr := region(b, cli, 64*par)
+	remote := tellRegion(b, ctx, srv, cli, sr)
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.SetBytes(64)
+	b.ResetTimer()
+	for g := range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < b.N; i += par {
+				var err error
+				if read {
+					err = cli.ReadRemote(ctx, cr, 64*g, remote, uint64(64*g), 64)
+				} else {
+					err = cli.WriteRemote(ctx, remote, uint64(64*g), cr, 64*g, 64)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // BenchmarkPacketRoundTrip sends a 64-byte datagram and its answer between
 // two PacketConns that know each other.
 func BenchmarkPacketRoundTrip(b *testing.B) {

@@ -165,7 +165,9 @@ func (cfg *Config) withDefaults() (Config, error) {
 // at once. A caller waiting for its turn (behind a ReadFrom blocked in
 // its reader, say) stops as it would waiting for a message or a credit:
 // when its context ends, its deadline passes or the Conn closes. Close
-// and Abort may be called from any goroutine.
+// and Abort may be called from any goroutine. One-sided RDMA reads and
+// writes of the peer's memory (ReadRemote, WriteRemote) take no turn:
+// any number run at once, beside the senders and the receivers.
 //
 // A *Conn is not a net.Conn (LocalAddr and RemoteAddr return a
 // netip.AddrPort): NetConn gives one.
@@ -239,6 +241,28 @@ type Conn struct {
 	unmapLater bool
 
 	rdl, wdl deadline // SetReadDeadline's, SetWriteDeadline's
+
+	// The one-sided operations (rdma.go): opSlots requests past the
+	// others on the send queue, each with its state in ops and its
+	// caller's kick in opKick, under mu; opFree holds the slots free,
+	// readFree a token for each RDMA read the QP may have outstanding
+	// (its initiator depth; nil for none). opWait has bit k set while
+	// slot k's caller waits, for wakeOps; rdOut counts the operations on
+	// the send queue, beside sqOut's messages and control requests.
+	ops       [opSlots]op
+	opSGL     [opSlots][1]ibverbs.SGE
+	opReadyFn [opSlots]func() bool
+	opKick    [opSlots]chan struct{}
+	opFree    chan int
+	readFree  chan struct{}
+	opWait    atomic.Uint64
+	rdOut     int
+	// regMu guards the regions registered (RegisterMemory) and their
+	// deregistration; regsGone says Close deregistered them. It comes
+	// before mu.
+	regMu    sync.Mutex
+	regions  map[*Region]struct{}
+	regsGone bool
 
 	// activity counts the times completions were taken; idle fires
 	// checkIdle idleWait after a caller took some while timing was false,
@@ -740,7 +764,7 @@ func (l *Listener) Close() error {
 }
 
 func newConn(cfg *Config) *Conn {
-	return &Conn{
+	c := &Conn{
 		spin:        cfg.Spin,
 		keepAlive:   cfg.KeepAlive,
 		depth:       cfg.Depth,
@@ -755,7 +779,14 @@ func newConn(cfg *Config) *Conn {
 		closeKick:   make(chan struct{}, 1),
 		courierKick: make(chan struct{}, 1),
 		closed:      make(chan struct{}),
+		opFree:      make(chan int, opSlots),
 	}
+	for k := range c.opKick {
+		c.opKick[k] = make(chan struct{}, 1)
+		c.opReadyFn[k] = func() bool { return c.ops[k].done }
+		c.opFree <- k
+	}
+	return c
 }
 
 // cmConfig returns the connection manager's settings: cfg.CM with the
@@ -773,9 +804,10 @@ func (c *Conn) cmConfig(cfg *Config) rdmacm.Config {
 }
 
 // sendWRs is the room the send queue needs: the data buffers', the
-// updates' and probes', the abort's and the end's; recvWRs is the receive
-// queue's, the depth and the two spares. The CQ holds both.
-func (c *Conn) sendWRs() int { return c.sendBuffers + updateSlots + 2 }
+// updates' and probes', the abort's and the end's, and the one-sided
+// operations'; recvWRs is the receive queue's, the depth and the two
+// spares. The CQ holds both.
+func (c *Conn) sendWRs() int { return c.sendBuffers + updateSlots + 2 + opSlots }
 func (c *Conn) recvWRs() int { return c.depth + 2 }
 
 // hello is what this side tells its peer.
@@ -861,7 +893,7 @@ func (c *Conn) start(l link, peer hello) (err error) {
 	// the peer's device acknowledges all the same; then an abort's, an
 	// end message's, and a keepalive's, an update but for its ID, which
 	// tells its failure from an update's.
-	wrs := make([]ibverbs.SendWR, c.keepAliveWR()+1)
+	wrs := make([]ibverbs.SendWR, c.opWR(opSlots))
 	c.free = make([]int, c.sendBuffers)
 	for i := range wrs {
 		wrs[i] = ibverbs.SendWR{ID: sendTag | uint64(i), Opcode: ibverbs.OpSendWithImm, Flags: ibverbs.SendSignaled}
@@ -871,11 +903,17 @@ func (c *Conn) start(l link, peer hello) (err error) {
 		}
 	}
 	wrs[c.probeWR()].Opcode = ibverbs.OpRDMAWrite
+	for k := range opSlots {
+		// One SGE, set with the rest at each operation (post).
+		wrs[c.opWR(k)].Opcode = ibverbs.OpRDMAWrite
+		wrs[c.opWR(k)].SGL = []ibverbs.SGE{c.smr.SGE(0, 0)}
+	}
+	c.startOps(l.QP())
 	if c.sb, err = l.QP().NewSendBatch(wrs); err != nil {
 		return err
 	}
 	c.s = sleeper{mu: &c.mu, cq: l.SendCQ(), poll: c.poll, fail: c.fail, closed: c.closed,
-		kicks: []chan struct{}{c.sendKick, c.recvKick, c.closeKick, c.courierKick}}
+		kicks: []chan struct{}{c.sendKick, c.recvKick, c.closeKick, c.courierKick}, more: c.wakeOps}
 	c.wcs = make([]ibverbs.WC, c.recvWRs()+c.sendWRs())
 	c.rdl.onChange, c.wdl.onChange = c.s.interrupt, c.s.interrupt
 	c.mu.Lock()
@@ -898,6 +936,7 @@ func (c *Conn) probeWR() int     { return c.sendBuffers + 1 }
 func (c *Conn) abortWR() int     { return c.sendBuffers + 2 }
 func (c *Conn) endWR() int       { return c.sendBuffers + 3 }
 func (c *Conn) keepAliveWR() int { return c.sendBuffers + 4 }
+func (c *Conn) opWR(k int) int   { return c.sendBuffers + 5 + k }
 
 // freeSends frees the send batch and MR that start made; the buffer
 // stays mapped.
@@ -1010,6 +1049,10 @@ func (c *Conn) poll() int {
 // sent takes a send's completion, with c.mu held: it frees its buffer, or
 // fails the connection.
 func (c *Conn) sent(wc *ibverbs.WC) {
+	if i := int(wc.WRID &^ sendTag); i >= c.opWR(0) {
+		c.opDone(i-c.opWR(0), wc)
+		return
+	}
 	c.sqOut--
 	if i := int(wc.WRID &^ sendTag); i < c.sendBuffers {
 		c.free = append(c.free, i)
@@ -1372,12 +1415,14 @@ func (c *Conn) keepAlives(ctx context.Context, stall time.Duration) {
 		// Take what came meanwhile, which no caller may have: the sends'
 		// completions free room for the keepalive, or show a failure.
 		c.s.reap(nil)
-		keepAlive, stalled := p.tick(c.posts, c.sqOut)
+		// The one-sided operations count too: a read or write that
+		// never completes is a stall as a message is.
+		keepAlive, stalled := p.tick(c.posts, c.sqOut+c.rdOut)
 		switch {
 		case c.err != nil || c.closing || c.eof:
 		case stalled:
 			c.fail(fmt.Errorf("rdmamsg: connection to %s lost: no send completed for %v, %d requests on the send queue: the link or the peer is gone, and the device neither delivers them nor fails them: %w",
-				c.link.RemoteAddr(), time.Duration(p.stuck)*tick, c.sqOut, syscall.ETIMEDOUT))
+				c.link.RemoteAddr(), time.Duration(p.stuck)*tick, c.sqOut+c.rdOut, syscall.ETIMEDOUT))
 			c.s.wake(nil)
 			c.mu.Unlock()
 			c.s.interrupt()
@@ -1387,11 +1432,11 @@ func (c *Conn) keepAlives(ctx context.Context, stall time.Duration) {
 			k := c.keepAliveWR()
 			c.sb.SetImm(k, c.fl.update())
 			if c.postControl(k) == nil {
-				p.posted(c.posts, c.sqOut)
+				p.posted(c.posts, c.sqOut+c.rdOut)
 			}
 		case c.sqOut < c.sendBuffers+updateSlots:
 			if c.postProbe() == nil {
-				p.posted(c.posts, c.sqOut)
+				p.posted(c.posts, c.sqOut+c.rdOut)
 			}
 		}
 		c.mu.Unlock()
@@ -1562,7 +1607,7 @@ func (c *Conn) RDMA() *rdmacm.Conn {
 
 // QP returns the connection's queue pair, for its device and counters,
 // however the Conn was made. Posting to it or polling its CQs breaks the
-// Conn.
+// Conn: ReadRemote and WriteRemote are its RDMA reads and writes.
 func (c *Conn) QP() *ibverbs.QP { return c.link.QP() }
 
 // Send sends p as one message (a send with immediate data, from a
@@ -2247,9 +2292,13 @@ func (c *Conn) shut(abort bool) error {
 		if c.link.Err() != nil {
 			disc = nil // the peer went first: there is nothing to disconnect
 		}
+		// The regions go before the PD does; their memory stays
+		// mapped until their own Close.
+		c.regMu.Lock()
+		defer c.regMu.Unlock()
 		c.mu.Lock()
 		c.s.freed = true
-		errs := []error{told, lost, disc, c.freeSends(), c.link.Close()}
+		errs := []error{told, lost, disc, c.freeSends(), c.deregister(), c.link.Close()}
 		if c.loans == 0 {
 			errs = append(errs, c.unmap())
 		} else {

@@ -598,10 +598,12 @@ func TestConfigRefused(t *testing.T) {
 }
 
 // TestNoAllocations checks that a message there and back allocates
-// nothing, in the callers or in the connections' goroutines.
+// nothing, in the callers or in the connections' goroutines, and nor do
+// a WriteRemote and a ReadRemote.
 func TestNoAllocations(t *testing.T) {
 	for _, spin := range []time.Duration{0, time.Millisecond} {
 		t.Run(fmt.Sprintf("spin %v", spin), func(t *testing.T) { testNoAllocations(t, spin) })
+		t.Run(fmt.Sprintf("one-sided spin %v", spin), func(t *testing.T) { remoteNoAllocations(t, spin) })
 	}
 	t.Run("idle between", testNoAllocationsIdle)
 }

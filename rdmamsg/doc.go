@@ -145,6 +145,56 @@
 // silently, within the keepalive and the retries: about 30 s with the
 // defaults on soft-RoCE.
 //
+// # One-sided RDMA
+//
+// Beside its messages, a Conn reads and writes the peer's memory with
+// RDMA reads and writes on the same QP, which the peer's device serves
+// without the peer's program (a key-value store whose clients read its
+// values, a storage target that writes into its client's buffers):
+//
+//	r, err := c.RegisterMemory(1<<20, ibverbs.AccessRemoteRead|ibverbs.AccessRemoteWrite)
+//	b, err := r.Remote().MarshalBinary()         // where r is, for the peer
+//	err = c.Send(ctx, b)                         // sent as the program likes
+//	err = peer.ReadRemote(ctx, local, 0, remote, off, n)  // the peer, remote decoded from b
+//	err = peer.WriteRemote(ctx, remote, off, local, 0, n)
+//
+// RegisterMemory maps memory off the Go heap and registers it with the
+// connection's protection domain (ibv_reg_mr), for the peer's access
+// (Region.Remote, an ibverbs.RemoteMR of address, length and rkey) and as
+// the local side of this side's operations. ReadRemote and WriteRemote
+// post one signaled request each and wait for its completion as Recv
+// waits for a message (polling the CQ, asleep in the netpoller, until the
+// context ends, the read or write deadline passes or the Conn closes),
+// and allocate nothing. Any number of goroutines may call them at once,
+// beside Send and Recv: up to 16 are on the send queue at a time, in
+// requests of their own beyond the messages', updates' and keepalives',
+// so they take no credit and no send buffer, and no message waits for
+// them; RDMA reads no more than the QP's initiator depth, which rdma_cm
+// negotiates (rdmacm.Config.InitiatorDepth and ResponderResources,
+// the device's maximum by default; Handshake takes the device's, at most
+// 16). Their completions count for the stall watch and the keepalive as
+// the messages' do: an operation that takes longer than the stall's bound
+// (20 s at least; hundreds of MB over a slow link) fails the connection
+// as a stall, so a transfer that large goes in parts. The QP keeps its requests in order: a message sent
+// after WriteRemote returned reaches the peer after the bytes written,
+// and is how the peer learns of them.
+//
+// A range outside the local region, or outside the remote one as its
+// RemoteMR says, is refused before anything is posted (EINVAL). A request
+// the peer's device refuses (an rkey it does not know, a range past its
+// region, access the region was not registered with) fails with an
+// error that names the operation, its length and the remote address and
+// wraps the *ibverbs.WCError (ibverbs.WCRemAccessErr); as the RC QP goes
+// to the error state, the whole connection fails with that error, which
+// every call returns from then on. An operation cannot be recalled: one
+// whose caller left early (its context ended) still reads or writes its
+// local region until its completion, and the region's Close refuses
+// (EBUSY) until then. A region's owner must not close it while the peer
+// may still use it: the peer's operations would fail its connection.
+// Close deregisters the Conn's regions with the rest (after which
+// Region.Close only unmaps their memory); a Region's Close before the
+// Conn's deregisters it at once.
+//
 // # Without rdma_cm: Handshake
 //
 // Where the two sides already have a connection (TCP, as perftest and

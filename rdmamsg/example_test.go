@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/rdmamsg"
 )
 
@@ -91,4 +92,58 @@ func ExampleHandshake() {
 		log.Fatal(err)
 	}
 	fmt.Printf("%s over %s\n", buf[:n], c.QP().PD().Context().Name())
+}
+
+// A store that lets its client read a table straight from its memory: the
+// server registers the table for remote reads and sends the client where
+// it is; the client reads any part of it with ReadRemote, which the
+// server's device answers without the server's program.
+func ExampleConn_ReadRemote() {
+	ctx := context.Background()
+	// The server, with a Conn c from Accept:
+	serve := func(c *rdmamsg.Conn) {
+		table, err := c.RegisterMemory(1<<20, ibverbs.AccessRemoteRead)
+		if err != nil {
+			log.Fatal(err)
+		}
+		copy(table.Bytes(), "the values")
+		where, err := table.Remote().MarshalBinary()
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := c.Send(ctx, where); err != nil {
+			log.Fatal(err)
+		}
+		// The client reads the table until it closes: only then may the
+		// table go.
+		c.Recv(ctx, make([]byte, c.MaxRecv()))
+		c.Close()
+		table.Close()
+	}
+	_ = serve
+
+	// The client:
+	c, err := rdmamsg.Dial(ctx, "198.18.0.1:7471", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, c.MaxRecv())
+	n, err := c.Recv(ctx, buf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var table ibverbs.RemoteMR
+	if err := table.UnmarshalBinary(buf[:n]); err != nil {
+		log.Fatal(err)
+	}
+	local, err := c.RegisterMemory(4096, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer local.Close()
+	if err := c.ReadRemote(ctx, local, 0, table, 0, 10); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s\n", local.Bytes()[:10])
 }

@@ -147,3 +147,10 @@ var BusyPause = busyPause
 
 // BusyMark begins the private data of a busy reject.
 const BusyMark = busyMark
+
+// SetOpHook makes f run once each one-sided operation is posted, before
+// its caller waits for the completion.
+func SetOpHook(f func()) (restore func()) {
+	opHook.Store(&f)
+	return func() { opHook.Store(nil) }
+}

@@ -224,9 +224,11 @@ func (l *netLink) open(conn *Conn, cfg *Config) (ibverbs.Endpoint, ibverbs.ConnP
 		return ibverbs.Endpoint{}, p, err
 	}
 	// Messages are sends. Remote write admits the peer's keepalive probes,
-	// writes of no bytes; no MR here gives remote access, so no write of
-	// bytes can land (rdma_cm's QPs have the same access).
-	p.Access = ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite
+	// writes of no bytes, and, with remote read, the peer's ReadRemote
+	// and WriteRemote; only the regions registered for them
+	// (RegisterMemory) give the remote access they need, so nothing else
+	// can be read or written (rdma_cm's QPs have the same access).
+	p.Access = ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead
 	cm := &cfg.CM
 	p.Timeout, p.RetryCnt, p.RNRRetry, p.TrafficClass = cm.AckTimeout, cm.RetryCount, cm.RNRRetryCount, cm.TOS
 	if p.Timeout == 0 {

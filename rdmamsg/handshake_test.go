@@ -133,6 +133,9 @@ func TestHandshake(t *testing.T) {
 		{"Deadlines", TestDeadlines},
 		{"OwedUpdate", TestOwedUpdate},
 		{"TurnWaitEnds", TestTurnWaitEnds},
+		{"RemoteWriteRead", TestRemoteWriteRead},
+		{"RemoteConcurrent", TestRemoteConcurrent},
+		{"RemoteAccessError", TestRemoteAccessError},
 		{"Abort", TestAbort},
 		{"AbortWithoutCredit", TestAbortWithoutCredit},
 		{"CloseWrite", TestCloseWrite},
@@ -157,11 +160,12 @@ func TestHandshake(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Remote write for the keepalive probes, writes of no bytes
-			// (no MR gives remote access); no read or atomic.
-			if attr.State != ibverbs.QPStateRTS || attr.Access&(ibverbs.AccessRemoteRead|ibverbs.AccessRemoteAtomic) != 0 ||
-				attr.Access&ibverbs.AccessRemoteWrite == 0 {
-				t.Errorf("QP %d: state %v, access %v; want RTS, remote write alone", c.QP().Num(), attr.State, attr.Access)
+			// Remote write for the keepalive probes, writes of no bytes,
+			// and with remote read for ReadRemote and WriteRemote (only
+			// the regions registered give remote access); no atomic.
+			if want := ibverbs.AccessRemoteRead | ibverbs.AccessRemoteWrite; attr.State != ibverbs.QPStateRTS ||
+				attr.Access&ibverbs.AccessRemoteAtomic != 0 || attr.Access&want != want {
+				t.Errorf("QP %d: state %v, access %v; want RTS, remote write and read alone", c.QP().Num(), attr.State, attr.Access)
 			}
 			if attr.Timeout != 18 || attr.RetryCnt != rdmacm.DefaultRetryCount {
 				t.Errorf("QP %d: ACK timeout %d, retry count %d; want Handshake's defaults, 18 and %d",

@@ -30,6 +30,11 @@ type sleeper struct {
 	// each kind: sending, receiving, closing).
 	closed chan struct{}
 	kicks  []chan struct{}
+	// more, if set, kicks the callers beyond kicks, but self: a Conn's
+	// one-sided operations waiting for their completions, of which
+	// there may be many at once (Conn.wakeOps). It runs with or
+	// without mu.
+	more func(self chan struct{})
 
 	asleep bool // a caller sleeps on the channel
 	freed  bool // the CQ and its channel are gone
@@ -69,6 +74,9 @@ func (s *sleeper) wake(self chan struct{}) {
 		if k != self {
 			kick(k)
 		}
+	}
+	if s.more != nil {
+		s.more(self)
 	}
 }
 
