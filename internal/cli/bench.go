@@ -1052,6 +1052,14 @@ func (o *testOptions) openJSONFile() error {
 	// the file system cannot (EOPNOTSUPP), it is named at once.
 	fh, err := os.OpenFile(filepath.Dir(name), unnamedFlag|os.O_WRONLY, perm)
 	unnamed := err == nil
+	if unnamed {
+		// It is named at the end through its /proc link (writeJSONFile):
+		// without /proc (a chroot, a sandbox), it is named at once.
+		if _, serr := os.Stat(procFD(fh)); serr != nil {
+			fh.Close()
+			unnamed = false
+		}
+	}
 	if !unnamed {
 		fh, err = createBeside(name, func(tmp string) (*os.File, error) {
 			return os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
@@ -1074,6 +1082,13 @@ func (o *testOptions) openJSONFile() error {
 // unnamedFlag is O_TMPFILE, or for the tests of a file system without it
 // 0 (opening the directory to write then fails, EISDIR).
 var unnamedFlag = unix.O_TMPFILE
+
+// procDir is where a descriptor's link lies, /proc/self/fd; another for
+// the tests of a system without /proc.
+var procDir = "/proc/self/fd"
+
+// procFD is f's link in procDir, by which linkat names an unnamed file.
+func procFD(f *os.File) string { return fmt.Sprintf("%s/%d", procDir, f.Fd()) }
 
 // createBeside calls create with the names of a file beside name in
 // turn, .NAME.PID-I.tmp, until one is not there (fs.ErrExist), and
@@ -1109,7 +1124,7 @@ func (o *testOptions) writeJSONFile(r report.Result) error {
 		// Named beside the file now that it is written, to be renamed
 		// over it: linkat of the descriptor's /proc link, which needs
 		// no privilege (AT_EMPTY_PATH does).
-		proc := fmt.Sprintf("/proc/self/fd/%d", fh.Fd())
+		proc := procFD(fh)
 		tmp, err = createBeside(target, func(tmp string) (string, error) {
 			err := unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW)
 			if err != nil {

@@ -53,6 +53,13 @@ func TestOutJSONFileReplacedWhole(t *testing.T) {
 		unnamedFlag = 0
 		testOutJSONFileReplacedWhole(t, false)
 	})
+	// Without /proc, an unnamed file could not be named at the end (its
+	// document was lost): it is named at once.
+	t.Run("no /proc", func(t *testing.T) {
+		defer func(d string) { procDir = d }(procDir)
+		procDir = filepath.Join(t.TempDir(), "nosuch")
+		testOutJSONFileReplacedWhole(t, false)
+	})
 }
 
 func testOutJSONFileReplacedWhole(t *testing.T, unnamed bool) {
