@@ -78,6 +78,11 @@
 // Modify. The passive side moves it to RTS before Accept; the active side
 // gets CONNECT_RESPONSE where it would get ESTABLISHED, moves it to RTS,
 // and calls Establish, upon which the passive side gets ESTABLISHED.
+// InitQPAttr gives RTR and RTS only once the CM has the peer's
+// answer (the CONNECT_REQUEST, or CONNECT_RESPONSE) and refuses them
+// before with EINVAL. For a datagram ID (PortSpaceUDP, PortSpaceIPoIB)
+// the CM's attributes are INIT's; InitQPAttr gives RTR and RTS as
+// librdmacm sets them on its own UD QPs (the state, and a send PSN of 0).
 // Calls that need the ID's device (ResolveRoute, Connect, Accept) refuse
 // an ID on none, one neither resolved nor bound to a device's address,
 // with an error matching syscall.EINVAL.

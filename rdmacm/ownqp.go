@@ -27,22 +27,70 @@ import (
 //     CONNECT_RESPONSE: INIT (again: the attributes are the peer's now),
 //     RTR and RTS, then Establish.
 //
-// The mask is the kernel's, and Modify takes it as it is on RoCE; it
-// may hold bits QPAttr has no field for (QPAttrAltPath, where the CM
-// found an alternate path), which Modify refuses. A state the CM cannot
-// give yet (RTR before the peer's answer, or on an ID that connects
-// nothing) fails with an error matching syscall.EINVAL.
+// state is INIT, RTR or RTS; others are refused with an error matching
+// syscall.EINVAL. The mask is the kernel's, and Modify takes it as it
+// is on RoCE; it may hold bits QPAttr has no field for (QPAttrAltPath,
+// where the CM found an alternate path), which Modify refuses.
+//
+// On a connected ID (RC), RTR and RTS need the peer's answer: before
+// it (before the CONNECT_REQUEST on the passive side, before
+// CONNECT_RESPONSE on the active side, or on an ID that connects
+// nothing) the kernel gives INIT's attributes for any state, and
+// InitQPAttr refuses RTR without the address vector and destination QP
+// (QPAttrAV, QPAttrDestQPN) and RTS without the send PSN (QPAttrSQPSN),
+// with an error matching syscall.EINVAL that says what must come first.
+//
+// A datagram ID (PortSpaceUDP, PortSpaceIPoIB) has no peer of its own to
+// take attributes from, and the kernel gives INIT's (state, P_Key index,
+// port and Q_Key) for any state, which Modify refuses past INIT. As
+// librdmacm does for the UD QPs it makes, InitQPAttr gives the kernel's
+// attributes for INIT only; RTR is the state alone (QPAttrState), and
+// RTS the state and a send PSN of 0 (QPAttrState|QPAttrSQPSN). It still
+// asks the kernel for INIT's first, so that an ID the CM cannot serve
+// fails the same way.
 func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrMask, error) {
 	if id.c == nil {
 		return ibverbs.QPAttr{}, 0, ErrClosed
 	}
+	switch state {
+	case ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS:
+	default:
+		return ibverbs.QPAttr{}, 0, fmt.Errorf("QP state %s: the CM gives INIT, RTR and RTS only: %w",
+			state, os.NewSyscallError("rdma_init_qp_attr", syscall.EINVAL))
+	}
+	ud := id.c.qp_type == C.IBV_QPT_UD
+	ask := state
+	if ud {
+		ask = ibverbs.QPStateInit
+	}
 	var a C.struct_ibv_qp_attr
 	var mask C.int
-	a.qp_state = C.enum_ibv_qp_state(state)
+	a.qp_state = C.enum_ibv_qp_state(ask)
 	if r, err := C.rdma_init_qp_attr(id.c, &a, &mask); r != 0 {
 		return ibverbs.QPAttr{}, 0, fmt.Errorf("QP state %s: %w", state, cmError("rdma_init_qp_attr", err))
 	}
-	return qpAttrFromC(&a), ibverbs.QPAttrMask(mask), nil
+	attr, m := qpAttrFromC(&a), ibverbs.QPAttrMask(mask)
+	switch {
+	case ud && state == ibverbs.QPStateRTR:
+		return ibverbs.QPAttr{State: state}, ibverbs.QPAttrState, nil
+	case ud && state == ibverbs.QPStateRTS:
+		return ibverbs.QPAttr{State: state}, ibverbs.QPAttrState | ibverbs.QPAttrSQPSN, nil
+	case ud:
+		return attr, m, nil
+	}
+	var need ibverbs.QPAttrMask
+	switch state {
+	case ibverbs.QPStateRTR:
+		need = ibverbs.QPAttrAV | ibverbs.QPAttrDestQPN
+	case ibverbs.QPStateRTS:
+		need = ibverbs.QPAttrSQPSN
+	}
+	if m&need != need {
+		return ibverbs.QPAttr{}, 0, fmt.Errorf("QP state %s: the CM has no peer for the ID yet (mask %#x): "+
+			"take RTR and RTS on the CONNECT_REQUEST (passive side) or on CONNECT_RESPONSE (active side): %w",
+			state, uint32(m), os.NewSyscallError("rdma_init_qp_attr", syscall.EINVAL))
+	}
+	return attr, m, nil
 }
 
 // qpAttrFromC converts a struct ibv_qp_attr, field for field.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,12 @@ import (
 // ID.CreateQP, with its CQ and a registered page; all close when the
 // test ends.
 func ownQP(t *testing.T, id *rdmacm.ID) (*ibverbs.QP, *ibverbs.CQ, *mem) {
+	t.Helper()
+	return ownQPOf(t, id, ibverbs.QPTypeRC)
+}
+
+// ownQPOf is ownQP for a QP of type typ.
+func ownQPOf(t *testing.T, id *rdmacm.ID, typ ibverbs.QPType) (*ibverbs.QP, *ibverbs.CQ, *mem) {
 	t.Helper()
 	dctx, err := id.Context()
 	if err != nil {
@@ -36,7 +43,7 @@ func ownQP(t *testing.T, id *rdmacm.ID) (*ibverbs.QP, *ibverbs.CQ, *mem) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, cq) })
-	qp, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq,
+	qp, err := pd.CreateQP(ibverbs.QPInit{Type: typ, SendCQ: cq,
 		Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -198,5 +205,115 @@ func TestEstablishWithCreateQP(t *testing.T) {
 	idQP(t, cid)
 	if err := cid.Establish(); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "CreateQP") {
 		t.Errorf("Establish with a QP from CreateQP: %v, want EINVAL naming CreateQP", err)
+	}
+}
+
+// TestInitQPAttrBeforePeer: on an RC ID that has resolved its route but
+// not connected, the kernel gives INIT's attributes (no address vector,
+// destination QP or send PSN) for any state and no error; InitQPAttr
+// gives INIT and refuses RTR and RTS with EINVAL saying what comes
+// first, and any other state with EINVAL. (It gave INIT's mask, 0x39,
+// for every state, which Modify then refused at RTR.)
+func TestInitQPAttrBeforePeer(t *testing.T) {
+	n := device(t)
+	ctx := timeout(t, 30*time.Second)
+	lch, lid := rawListener(t, n.IP)
+	t.Cleanup(func() { closeOK(t, lch) })
+	t.Cleanup(func() { closeOK(t, lid) })
+	_, cid, _ := rdmatest.RoutedID(t, ctx, n.IP, lid.LocalAddr())
+	qp, _, _ := ownQP(t, cid)
+	moveQP(t, cid, qp, ibverbs.QPStateInit)
+	for _, s := range []ibverbs.QPState{ibverbs.QPStateRTR, ibverbs.QPStateRTS} {
+		attr, mask, err := cid.InitQPAttr(s)
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "CONNECT_RESPONSE") {
+			t.Errorf("InitQPAttr(%s) before Connect: state %s, mask %#x, %v; want EINVAL naming CONNECT_RESPONSE", s, attr.State, mask, err)
+		}
+	}
+	for _, s := range []ibverbs.QPState{ibverbs.QPStateReset, ibverbs.QPStateSQD, ibverbs.QPStateError, ibverbs.QPState(99)} {
+		if attr, mask, err := cid.InitQPAttr(s); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("InitQPAttr(%s): state %s, mask %#x, %v; want EINVAL", s, attr.State, mask, err)
+		}
+	}
+}
+
+// TestOwnQPUD: a UD QP made with ibverbs for a PortSpaceUDP ID goes to
+// INIT, RTR and RTS with what InitQPAttr gives, as librdmacm moves its
+// own UD QPs (the kernel's INIT attributes, then the state alone, then
+// the state and send PSN 0), on both sides of a lookup, and a datagram
+// goes from the client's QP to the server's, addressed by the client's
+// ESTABLISHED. (InitQPAttr gave the kernel's INIT mask, 0x71, for RTR
+// and RTS, which Modify refused.)
+func TestOwnQPUD(t *testing.T) {
+	n := device(t)
+	ctx := timeout(t, 30*time.Second)
+	lch, lid := newID(t, rdmacm.PortSpaceUDP)
+	if err := lid.BindAddr(netip.AddrPortFrom(n.IP, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lid.Listen(0); err != nil {
+		t.Fatal(err)
+	}
+	cch, cid := newID(t, rdmacm.PortSpaceUDP)
+	if err := cid.ResolveAddr(netip.AddrPortFrom(n.IP, 0), lid.LocalAddr(), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cch.Await(ctx, rdmacm.EventAddrResolved); err != nil {
+		t.Fatal(err)
+	}
+	if err := cid.ResolveRoute(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cch.Await(ctx, rdmacm.EventRouteResolved); err != nil {
+		t.Fatal(err)
+	}
+	cqp, ccq, cm := ownQPOf(t, cid, ibverbs.QPTypeUD)
+	moveQP(t, cid, cqp, ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS)
+	if a, err := cqp.Query(); err != nil || a.QKey != rdmacm.UDPQKey {
+		t.Errorf("client QP's Q_Key %#x, %v; want rdma_cm's, %#x", a.QKey, err, rdmacm.UDPQKey)
+	}
+	if err := cid.Connect(&rdmacm.ConnParam{QPNum: cqp.Num()}); err != nil {
+		t.Fatal(err)
+	}
+	req, err := lch.Await(ctx, rdmacm.EventConnectRequest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := req.ID
+	t.Cleanup(func() { closeOK(t, sid) })
+	sqp, scq, sm := ownQPOf(t, sid, ibverbs.QPTypeUD)
+	moveQP(t, sid, sqp, ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS)
+	if err := sid.Accept(&rdmacm.ConnParam{QPNum: sqp.Num()}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := cch.Await(ctx, rdmacm.EventEstablished)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ev.IsUD || ev.UD.QPNum != sqp.Num() || ev.UD.QKey != rdmacm.UDPQKey {
+		t.Fatalf("client's ESTABLISHED: UD %v, QP %#x, Q_Key %#x; want the server's QP %#x and %#x", ev.IsUD, ev.UD.QPNum, ev.UD.QKey, sqp.Num(), rdmacm.UDPQKey)
+	}
+	ah, err := cqp.PD().CreateAH(ev.UD.AHAttr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, ah) })
+
+	const grh = 40 // a UD receive starts with room for the GRH
+	msg := "a datagram from the client's own QP"
+	if err := sqp.PostRecv([]ibverbs.RecvWR{{ID: 2, SGL: []ibverbs.SGE{sm.mr.SGE(0, grh+64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(cm.buf.Bytes(), msg)
+	if err := cqp.PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{cm.mr.SGE(0, len(msg))}, AH: ah, RemoteQPN: ev.UD.QPNum, RemoteQKey: ev.UD.QKey}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := waitWC(t, ccq, 20*time.Second); wc.Opcode != ibverbs.WCSend {
+		t.Errorf("sender's completion: %v, want a send", wc)
+	}
+	wc := waitWC(t, scq, 20*time.Second)
+	got := sm.buf.Bytes()[grh : grh+len(msg)]
+	if wc.Opcode != ibverbs.WCRecv || int(wc.ByteLen) != grh+len(msg) || string(got) != msg {
+		t.Errorf("receiver's completion %v, data %q; want a receive of %q after the GRH", wc, got, msg)
 	}
 }
