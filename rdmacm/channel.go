@@ -155,6 +155,9 @@ func (ch *EventChannel) lookup(ev *Event, g *C.struct_gr_event) (*Event, error) 
 		ch.ids[g.id] = ev.ID
 	} else {
 		ev.ID = ch.ids[g.id]
+		if ev.ID != nil && ev.Type == EventConnectResponse {
+			ev.ID.responded.Store(true)
+		}
 	}
 	return ev, nil
 }

@@ -78,7 +78,10 @@
 // Modify. The passive side moves it to RTS before Accept; the active side
 // gets CONNECT_RESPONSE where it would get ESTABLISHED, moves it to RTS,
 // and calls Establish, upon which the passive side gets ESTABLISHED.
-// InitQPAttr gives RTR and RTS only once the CM has the peer's
+// Establish belongs there only: on the passive side, or on the active
+// side before CONNECT_RESPONSE, librdmacm's rdma_establish would have the
+// kernel reject or break the connection, and Establish refuses it with
+// EINVAL. InitQPAttr gives RTR and RTS only once the CM has the peer's
 // answer (the CONNECT_REQUEST, or CONNECT_RESPONSE) and refuses them
 // before with EINVAL. For a datagram ID (PortSpaceUDP, PortSpaceIPoIB)
 // the CM's attributes are INIT's; InitQPAttr gives RTR and RTS as

@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -69,6 +70,9 @@ type ID struct {
 	// request says the ID came with a CONNECT_REQUEST: the passive
 	// side's, whose peer may give up while it is answered.
 	request bool
+	// responded says a CONNECT_RESPONSE for the ID was read (GetEvent):
+	// the active side of a QP made outside the ID may Establish then.
+	responded atomic.Bool
 }
 
 // UDPQKey is the Q_Key of every UD QP of PortSpaceUDP (RDMA_UDP_QKEY):

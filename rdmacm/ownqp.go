@@ -113,14 +113,29 @@ func qpAttrFromC(a *C.struct_ibv_qp_attr) ibverbs.QPAttr {
 // Establish completes, on the active side, a connection whose QP the ID
 // did not make (rdma_establish): called on CONNECT_RESPONSE once that QP
 // is in RTS (InitQPAttr), it answers the peer, which then gets
-// ESTABLISHED. An ID with a QP from CreateQP, whose connection librdmacm
-// completes itself, is refused with an error matching syscall.EINVAL.
+// ESTABLISHED. librdmacm's rdma_establish at any other moment has the
+// kernel answer the connection wrongly (a REJ to the peer of the
+// passive side, and on the active side before the peer's answer one
+// that breaks the connection under way), so Establish refuses, without
+// calling it, with an error matching syscall.EINVAL: the ID of a
+// CONNECT_REQUEST (the passive side completes with Accept), and an ID
+// for which GetEvent has not yet read CONNECT_RESPONSE. An ID with a QP
+// from CreateQP, whose connection librdmacm completes itself, is refused
+// the same way.
 func (id *ID) Establish() error {
 	if id.c == nil {
 		return ErrClosed
 	}
 	if id.c.qp != nil {
 		return fmt.Errorf("the ID has a QP from CreateQP, and librdmacm completes its connection: %w",
+			os.NewSyscallError("rdma_establish", syscall.EINVAL))
+	}
+	if id.request {
+		return fmt.Errorf("the ID came with a CONNECT_REQUEST: the passive side completes with Accept: %w",
+			os.NewSyscallError("rdma_establish", syscall.EINVAL))
+	}
+	if !id.responded.Load() {
+		return fmt.Errorf("no CONNECT_RESPONSE for the ID yet: Connect, and Establish on CONNECT_RESPONSE: %w",
 			os.NewSyscallError("rdma_establish", syscall.EINVAL))
 	}
 	if r, err := C.rdma_establish(id.c); r != 0 {

@@ -317,3 +317,59 @@ func TestOwnQPUD(t *testing.T) {
 		t.Errorf("receiver's completion %v, data %q; want a receive of %q after the GRH", wc, got, msg)
 	}
 }
+
+// TestEstablishTooEarly: Establish on the ID of a CONNECT_REQUEST, or on
+// the active side right after Connect, before CONNECT_RESPONSE, is
+// refused with EINVAL, and the connection then completes as it should:
+// the client gets CONNECT_RESPONSE, Establishes, the server gets
+// ESTABLISHED, and a message goes each way. (librdmacm's rdma_establish
+// there had the kernel reject the request, or break the connection,
+// while it returned EINVAL.)
+func TestEstablishTooEarly(t *testing.T) {
+	n := device(t)
+	for _, passive := range []bool{true, false} {
+		t.Run(map[bool]string{true: "passive", false: "active"}[passive], func(t *testing.T) {
+			ctx := timeout(t, 20*time.Second)
+			lch, lid := rawListener(t, n.IP)
+			t.Cleanup(func() { closeOK(t, lch) })
+			t.Cleanup(func() { closeOK(t, lid) })
+			_, cid, next := rdmatest.RoutedID(t, ctx, n.IP, lid.LocalAddr())
+			cqp, ccq, cm := ownQP(t, cid)
+			moveQP(t, cid, cqp, ibverbs.QPStateInit)
+			if err := cid.Connect(&rdmacm.ConnParam{QPNum: cqp.Num(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
+				t.Fatal(err)
+			}
+			if !passive {
+				if err := cid.Establish(); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "CONNECT_RESPONSE") {
+					t.Errorf("client's Establish right after Connect: %v; want EINVAL naming CONNECT_RESPONSE", err)
+				}
+			}
+			req, err := lch.Await(ctx, rdmacm.EventConnectRequest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sid := req.ID
+			t.Cleanup(func() { closeOK(t, sid) })
+			if passive {
+				if err := sid.Establish(); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "Accept") {
+					t.Errorf("server's Establish on the CONNECT_REQUEST's ID: %v; want EINVAL naming Accept", err)
+				}
+			}
+			sqp, scq, sm := ownQP(t, sid)
+			moveQP(t, sid, sqp, ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS)
+			if err := sid.Accept(&rdmacm.ConnParam{QPNum: sqp.Num(), RNRRetryCount: 7}); err != nil {
+				t.Fatal(err)
+			}
+			next(rdmacm.EventConnectResponse)
+			moveQP(t, cid, cqp, ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS)
+			if err := cid.Establish(); err != nil {
+				t.Fatalf("Establish on CONNECT_RESPONSE: %v", err)
+			}
+			if ev, err := lch.Await(ctx, rdmacm.EventEstablished); err != nil || ev.ID != sid {
+				t.Fatalf("server after the client's Establish: %v, %v; want ESTABLISHED for its ID", ev, err)
+			}
+			exchange(t, "from the client", cqp, ccq, cm, sqp, scq, sm)
+			exchange(t, "from the server", sqp, scq, sm, cqp, ccq, cm)
+		})
+	}
+}
