@@ -147,6 +147,20 @@ func rawListener(t *testing.T, ip netip.Addr) (*rdmacm.EventChannel, *rdmacm.ID)
 // closes id's channel; a test may close the QP or id itself first.
 func idQP(t *testing.T, id *rdmacm.ID) *ibverbs.QP {
 	t.Helper()
+	pd, cq := idPDCQ(t, id)
+	qp, err := id.CreateQP(pd, ibverbs.QPInit{SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, id) })
+	t.Cleanup(func() { closeOK(t, qp) })
+	return qp
+}
+
+// idPDCQ opens id's device and makes a PD and a CQ of 8 on it, which
+// close, and the device's handle, when the test ends.
+func idPDCQ(t *testing.T, id *rdmacm.ID) (*ibverbs.PD, *ibverbs.CQ) {
+	t.Helper()
 	dctx, err := id.Context()
 	if err != nil {
 		t.Fatal(err)
@@ -162,13 +176,7 @@ func idQP(t *testing.T, id *rdmacm.ID) *ibverbs.QP {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeOK(t, cq) })
-	qp, err := id.CreateQP(pd, ibverbs.QPInit{SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, id) })
-	t.Cleanup(func() { closeOK(t, qp) })
-	return qp
+	return pd, cq
 }
 
 // mem is registered memory that closes when the test ends (before the

@@ -28,21 +28,7 @@ func ownQP(t *testing.T, id *rdmacm.ID) (*ibverbs.QP, *ibverbs.CQ, *mem) {
 // ownQPOf is ownQP for a QP of type typ.
 func ownQPOf(t *testing.T, id *rdmacm.ID, typ ibverbs.QPType) (*ibverbs.QP, *ibverbs.CQ, *mem) {
 	t.Helper()
-	dctx, err := id.Context()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, dctx) })
-	pd, err := dctx.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, pd) })
-	cq, err := dctx.CreateCQ(8, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, cq) })
+	pd, cq := idPDCQ(t, id)
 	qp, err := pd.CreateQP(ibverbs.QPInit{Type: typ, SendCQ: cq,
 		Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
 	if err != nil {
