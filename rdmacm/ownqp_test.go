@@ -38,6 +38,62 @@ func ownQPOf(t *testing.T, id *rdmacm.ID, typ ibverbs.QPType) (*ibverbs.QP, *ibv
 	return qp, cq, register(t, pd, 4096, 0)
 }
 
+// ownConn is a connection under way between QPs made with ibverbs
+// (ownQP): the listener's channel lch, the client's ID cid with its QP,
+// CQ and memory, and, once await has taken the request, the server's ID.
+type ownConn struct {
+	t    *testing.T
+	lch  *rdmacm.EventChannel
+	cid  *rdmacm.ID
+	cqp  *ibverbs.QP
+	ccq  *ibverbs.CQ
+	cm   *mem
+	next func(rdmacm.EventType) *rdmacm.Event // the client's next event, of that type
+	req  *rdmacm.Event                        // the CONNECT_REQUEST, once await has it
+}
+
+// connectOwn listens on n's address and connects a client's own RC QP,
+// in INIT, to it (Connect with its number).
+func connectOwn(t *testing.T, ctx context.Context, n testNet) *ownConn {
+	t.Helper()
+	lch, lid := rawListener(t, n.IP)
+	t.Cleanup(func() { closeOK(t, lch) })
+	t.Cleanup(func() { closeOK(t, lid) })
+	_, cid, next := rdmatest.RoutedID(t, ctx, n.IP, lid.LocalAddr())
+	cqp, ccq, cm := ownQP(t, cid)
+	moveQP(t, cid, cqp, ibverbs.QPStateInit)
+	if err := cid.Connect(&rdmacm.ConnParam{QPNum: cqp.Num(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		t.Fatal(err)
+	}
+	return &ownConn{t: t, lch: lch, cid: cid, cqp: cqp, ccq: ccq, cm: cm, next: next}
+}
+
+// await takes the client's CONNECT_REQUEST and returns its ID, the
+// server's, which closes when the test ends.
+func (o *ownConn) await(ctx context.Context) *rdmacm.ID {
+	o.t.Helper()
+	req, err := o.lch.Await(ctx, rdmacm.EventConnectRequest)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	o.req = req
+	o.t.Cleanup(func() { closeOK(o.t, req.ID) })
+	return req.ID
+}
+
+// accept makes the server's own QP, moves it to RTS and accepts the
+// request with it.
+func (o *ownConn) accept() (*ibverbs.QP, *ibverbs.CQ, *mem) {
+	o.t.Helper()
+	sid := o.req.ID
+	sqp, scq, sm := ownQP(o.t, sid)
+	moveQP(o.t, sid, sqp, ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS)
+	if err := sid.Accept(&rdmacm.ConnParam{QPNum: sqp.Num(), RNRRetryCount: 7}); err != nil {
+		o.t.Fatal(err)
+	}
+	return sqp, scq, sm
+}
+
 // moveQP moves qp through states with the attributes id's InitQPAttr
 // gives, as librdmacm does for a QP of its own.
 func moveQP(t *testing.T, id *rdmacm.ID, qp *ibverbs.QP, states ...ibverbs.QPState) {
@@ -92,30 +148,13 @@ func TestOwnQP(t *testing.T) {
 	for _, notify := range []bool{false, true} {
 		t.Run(map[bool]string{false: "establish", true: "notify"}[notify], func(t *testing.T) {
 			ctx := timeout(t, 60*time.Second)
-			lch, lid := rawListener(t, n.IP)
-			t.Cleanup(func() { closeOK(t, lch) })
-			t.Cleanup(func() { closeOK(t, lid) })
-			_, cid, next := rdmatest.RoutedID(t, ctx, n.IP, lid.LocalAddr())
-			cqp, ccq, cm := ownQP(t, cid)
-			moveQP(t, cid, cqp, ibverbs.QPStateInit)
-			if err := cid.Connect(&rdmacm.ConnParam{QPNum: cqp.Num(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
-				t.Fatal(err)
+			o := connectOwn(t, ctx, n)
+			lch, cid, cqp, ccq, cm, next := o.lch, o.cid, o.cqp, o.ccq, o.cm, o.next
+			sid := o.await(ctx)
+			if o.req.Param.QPNum != cqp.Num() {
+				t.Errorf("the request names QP %#x, want the client's own, %#x", o.req.Param.QPNum, cqp.Num())
 			}
-
-			req, err := lch.Await(ctx, rdmacm.EventConnectRequest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sid := req.ID
-			t.Cleanup(func() { closeOK(t, sid) })
-			if req.Param.QPNum != cqp.Num() {
-				t.Errorf("the request names QP %#x, want the client's own, %#x", req.Param.QPNum, cqp.Num())
-			}
-			sqp, scq, sm := ownQP(t, sid)
-			moveQP(t, sid, sqp, ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS)
-			if err := sid.Accept(&rdmacm.ConnParam{QPNum: sqp.Num(), RNRRetryCount: 7}); err != nil {
-				t.Fatal(err)
-			}
+			sqp, scq, sm := o.accept()
 			if notify {
 				if err := sid.Notify(ibverbs.EventPortActive); !errors.Is(err, syscall.EINVAL) {
 					t.Errorf("Notify(PORT_ACTIVE): %v, want EINVAL", err)
@@ -316,37 +355,21 @@ func TestEstablishTooEarly(t *testing.T) {
 	for _, passive := range []bool{true, false} {
 		t.Run(map[bool]string{true: "passive", false: "active"}[passive], func(t *testing.T) {
 			ctx := timeout(t, 20*time.Second)
-			lch, lid := rawListener(t, n.IP)
-			t.Cleanup(func() { closeOK(t, lch) })
-			t.Cleanup(func() { closeOK(t, lid) })
-			_, cid, next := rdmatest.RoutedID(t, ctx, n.IP, lid.LocalAddr())
-			cqp, ccq, cm := ownQP(t, cid)
-			moveQP(t, cid, cqp, ibverbs.QPStateInit)
-			if err := cid.Connect(&rdmacm.ConnParam{QPNum: cqp.Num(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
-				t.Fatal(err)
-			}
+			o := connectOwn(t, ctx, n)
+			lch, cid, cqp, ccq, cm := o.lch, o.cid, o.cqp, o.ccq, o.cm
 			if !passive {
 				if err := cid.Establish(); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "CONNECT_RESPONSE") {
 					t.Errorf("client's Establish right after Connect: %v; want EINVAL naming CONNECT_RESPONSE", err)
 				}
 			}
-			req, err := lch.Await(ctx, rdmacm.EventConnectRequest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sid := req.ID
-			t.Cleanup(func() { closeOK(t, sid) })
+			sid := o.await(ctx)
 			if passive {
 				if err := sid.Establish(); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "Accept") {
 					t.Errorf("server's Establish on the CONNECT_REQUEST's ID: %v; want EINVAL naming Accept", err)
 				}
 			}
-			sqp, scq, sm := ownQP(t, sid)
-			moveQP(t, sid, sqp, ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS)
-			if err := sid.Accept(&rdmacm.ConnParam{QPNum: sqp.Num(), RNRRetryCount: 7}); err != nil {
-				t.Fatal(err)
-			}
-			next(rdmacm.EventConnectResponse)
+			sqp, scq, sm := o.accept()
+			o.next(rdmacm.EventConnectResponse)
 			moveQP(t, cid, cqp, ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS)
 			if err := cid.Establish(); err != nil {
 				t.Fatalf("Establish on CONNECT_RESPONSE: %v", err)
