@@ -1649,10 +1649,7 @@ func (c *Conn) takeTurn(ctx context.Context, turn chan struct{}, dl *deadline) e
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-dl.done():
-			if isClosed(c.closed) {
-				return ErrClosed
-			}
-			return os.ErrDeadlineExceeded
+			return c.deadlineErr()
 		case <-c.closed:
 			return ErrClosed
 		}

@@ -412,48 +412,38 @@ func (c *Conn) opString(o *op) string {
 // Conn closes.
 func (c *Conn) takeSlot(ctx context.Context, dl *deadline, read bool) (int, error) {
 	if read {
-		if err := c.waitChan(ctx, dl, c.readFree); err != nil {
+		if _, err := waitToken(c, ctx, dl, c.readFree); err != nil {
 			return -1, err
 		}
 	}
-	select {
-	case k := <-c.opFree:
-		return k, nil
-	default:
+	k, err := waitToken(c, ctx, dl, c.opFree)
+	if err != nil {
+		if read {
+			c.readFree <- struct{}{}
+		}
+		return -1, err
 	}
-	var err error
-	select {
-	case k := <-c.opFree:
-		return k, nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-dl.done():
-		err = c.deadlineErr()
-	case <-c.closed:
-		err = ErrClosed
-	}
-	if read {
-		c.readFree <- struct{}{}
-	}
-	return -1, err
+	return k, nil
 }
 
-// waitChan takes a token from ch, waiting as takeSlot does.
-func (c *Conn) waitChan(ctx context.Context, dl *deadline, ch chan struct{}) error {
+// waitToken takes a token from ch, at once where one is there, else
+// waiting until ctx ends, the deadline dl passes or c closes.
+func waitToken[T any](c *Conn, ctx context.Context, dl *deadline, ch chan T) (T, error) {
 	select {
-	case <-ch:
-		return nil
+	case v := <-ch:
+		return v, nil
 	default:
 	}
+	var zero T
 	select {
-	case <-ch:
-		return nil
+	case v := <-ch:
+		return v, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	case <-dl.done():
-		return c.deadlineErr()
+		return zero, c.deadlineErr()
 	case <-c.closed:
-		return ErrClosed
+		return zero, ErrClosed
 	}
 }
 
