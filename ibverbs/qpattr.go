@@ -260,8 +260,15 @@ func (qp *QP) Query() (QPAttr, error) {
 	if rc := C.ibv_query_qp(qp.c, &a, mask, &ia); rc != 0 {
 		return QPAttr{}, verbError("ibv_query_qp", int(rc))
 	}
+	r := qpAttrFromC(&a)
+	r.CurState = r.State
+	return r, nil
+}
+
+// qpAttrFromC converts a C struct ibv_qp_attr, its cur_qp_state as it is.
+func qpAttrFromC(a *C.struct_ibv_qp_attr) QPAttr {
 	return QPAttr{
-		State: QPState(a.qp_state), CurState: QPState(a.qp_state), PathMTU: MTU(a.path_mtu),
+		State: QPState(a.qp_state), CurState: QPState(a.cur_qp_state), PathMTU: MTU(a.path_mtu),
 		QKey: uint32(a.qkey), RQPSN: uint32(a.rq_psn), SQPSN: uint32(a.sq_psn),
 		DestQPN: uint32(a.dest_qp_num), Access: Access(a.qp_access_flags),
 		Cap: QPCap{MaxSendWR: int(a.cap.max_send_wr), MaxRecvWR: int(a.cap.max_recv_wr),
@@ -272,7 +279,13 @@ func (qp *QP) Query() (QPAttr, error) {
 		MinRNRTimer: uint8(a.min_rnr_timer), Port: uint8(a.port_num), Timeout: uint8(a.timeout),
 		RetryCnt: uint8(a.retry_cnt), RNRRetry: uint8(a.rnr_retry), SQDraining: a.sq_draining != 0,
 		EnSQDAsync: a.en_sqd_async_notify != 0,
-	}, nil
+	}
+}
+
+// QPAttrFromRaw converts a C struct ibv_qp_attr, such as the one
+// rdma_init_qp_attr fills, to a QPAttr.
+func QPAttrFromRaw(raw unsafe.Pointer) QPAttr {
+	return qpAttrFromC((*C.struct_ibv_qp_attr)(raw))
 }
 
 // State returns the QP's current state (ibv_query_qp).

@@ -69,7 +69,7 @@ func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrM
 	if r, err := C.rdma_init_qp_attr(id.c, &a, &mask); r != 0 {
 		return ibverbs.QPAttr{}, 0, fmt.Errorf("QP state %s: %w", state, cmError("rdma_init_qp_attr", err))
 	}
-	attr, m := qpAttrFromC(&a), ibverbs.QPAttrMask(mask)
+	attr, m := ibverbs.QPAttrFromRaw(unsafe.Pointer(&a)), ibverbs.QPAttrMask(mask)
 	switch {
 	case ud && state == ibverbs.QPStateRTR:
 		return ibverbs.QPAttr{State: state}, ibverbs.QPAttrState, nil
@@ -91,23 +91,6 @@ func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrM
 			state, uint32(m), os.NewSyscallError("rdma_init_qp_attr", syscall.EINVAL))
 	}
 	return attr, m, nil
-}
-
-// qpAttrFromC converts a struct ibv_qp_attr, field for field.
-func qpAttrFromC(a *C.struct_ibv_qp_attr) ibverbs.QPAttr {
-	return ibverbs.QPAttr{
-		State: ibverbs.QPState(a.qp_state), CurState: ibverbs.QPState(a.cur_qp_state),
-		PathMTU: ibverbs.MTU(a.path_mtu), QKey: uint32(a.qkey), RQPSN: uint32(a.rq_psn),
-		SQPSN: uint32(a.sq_psn), DestQPN: uint32(a.dest_qp_num), Access: ibverbs.Access(a.qp_access_flags),
-		Cap: ibverbs.QPCap{MaxSendWR: int(a.cap.max_send_wr), MaxRecvWR: int(a.cap.max_recv_wr),
-			MaxSendSGE: int(a.cap.max_send_sge), MaxRecvSGE: int(a.cap.max_recv_sge),
-			MaxInline: int(a.cap.max_inline_data)},
-		AH: ibverbs.AHAttrFromRaw(unsafe.Pointer(&a.ah_attr)), PKeyIndex: uint16(a.pkey_index),
-		MaxRdAtomic: uint8(a.max_rd_atomic), MaxDestRdAtomic: uint8(a.max_dest_rd_atomic),
-		MinRNRTimer: uint8(a.min_rnr_timer), Port: uint8(a.port_num), Timeout: uint8(a.timeout),
-		RetryCnt: uint8(a.retry_cnt), RNRRetry: uint8(a.rnr_retry), SQDraining: a.sq_draining != 0,
-		EnSQDAsync: a.en_sqd_async_notify != 0,
-	}
 }
 
 // Establish completes, on the active side, a connection whose QP the ID
