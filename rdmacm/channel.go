@@ -77,6 +77,7 @@ func (ch *EventChannel) Fd() int {
 // channel take its events one at a time: another caller's wait is
 // queued, and ends with its own ctx or the channel's Close.
 func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
+	checkContext(ctx, "(*EventChannel).GetEvent")
 	select {
 	case ch.getSem <- struct{}{}:
 	case <-ctx.Done():

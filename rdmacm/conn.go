@@ -250,6 +250,7 @@ func (cfg *Config) handshake(ctx context.Context) (context.Context, context.Canc
 // channel of its own (as Dial and Listen do), or read a channel that
 // several IDs share with GetEvent and route the events by Event.ID.
 func (ch *EventChannel) Await(ctx context.Context, want EventType) (*Event, error) {
+	checkContext(ctx, "(*EventChannel).Await")
 	for {
 		ev, err := ch.GetEvent(ctx)
 		if err != nil {

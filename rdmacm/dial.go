@@ -43,7 +43,19 @@ import (
 // listens there; ErrAddrResolve, ErrRouteResolve or ErrUnreachable (with
 // the errno, e.g. ETIMEDOUT) when the peer cannot be reached.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	checkContext(ctx, "Dial")
 	return op(ctx, "dial", addr, cfg, dial)
+}
+
+// checkContext panics where ctx is nil, as the standard library's
+// context-taking calls do (net.Dialer.DialContext): the entry points
+// call it first, before they make anything, so that a nil Context fails
+// at once with the call's name rather than later, or in a goroutine of
+// the call's own where no recover can catch it.
+func checkContext(ctx context.Context, fn string) {
+	if ctx == nil {
+		panic("rdmacm." + fn + ": nil Context")
+	}
 }
 
 // op runs f with cfg, or the defaults for nil, and wraps its error in an
@@ -278,6 +290,7 @@ func parseSrcAddr(ctx context.Context, s string) (netip.AddrPort, error) {
 // Errors are as Dial's: a *RejectedError matching syscall.ECONNREFUSED
 // when nothing listens there.
 func LookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
+	checkContext(ctx, "LookupUD")
 	return op(ctx, "lookup", addr, cfg, lookupUD)
 }
 

@@ -18,6 +18,11 @@
 //
 // Every wait takes a context and waits in the Go netpoller: the event
 // channel's descriptor is non-blocking, so no thread blocks in librdmacm.
+// A nil context is a mistake in the program, not a context that never
+// ends: every call that takes one (Dial, Listen, Accept, GetRequest,
+// GetEvent, Await, LookupUD, JoinMulticast, ConnRequest.Accept) panics
+// at once, naming itself, before it makes anything, as
+// net.Dialer.DialContext does; pass context.Background() for none.
 //
 // # Naming
 //

@@ -63,6 +63,7 @@ type Listener struct {
 // applies to every connection Accept makes; ctx bounds only the host's
 // lookup.
 func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
+	checkContext(ctx, "Listen")
 	return op(ctx, "listen", addr, cfg, listen)
 }
 
@@ -140,6 +141,7 @@ func (l *Listener) ID() *ID { return l.id }
 // connection in the backlog; Close rejects it. Once the connection's
 // resources are being made, an end of ctx rejects the request.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	checkContext(ctx, "(*Listener).Accept")
 	r, err := l.GetRequest(ctx)
 	if err != nil {
 		return nil, err
@@ -178,6 +180,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // device has gone (DEVICE_REMOVAL), it and every later call return an
 // error matching ErrDeviceRemoved: no request can come again.
 func (l *Listener) GetRequest(ctx context.Context) (*ConnRequest, error) {
+	checkContext(ctx, "(*Listener).GetRequest")
 	r, err := l.getRequest(ctx)
 	if err != nil {
 		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: err}
@@ -346,6 +349,7 @@ func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
 // ESTABLISHED (RC; a UD request is answered at once). cfg nil takes the
 // listener's. On failure the request is rejected and freed.
 func (r *ConnRequest) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
+	checkContext(ctx, "(*ConnRequest).Accept")
 	c, err := r.accept(ctx, cfg, nil)
 	if err != nil {
 		return nil, &OpError{Op: "accept", Addr: r.l.bound.String(), Err: err}

@@ -94,6 +94,7 @@ func (id *ID) LeaveMulticast(group netip.Addr) error {
 // the GID type rdma_cm takes by default, the kernel refuses it, and the
 // error matches errors.ErrUnsupported and syscall.EOPNOTSUPP.
 func JoinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error) {
+	checkContext(ctx, "JoinMulticast")
 	return op(ctx, "join", group, cfg, joinMulticast)
 }
 

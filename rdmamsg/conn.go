@@ -347,6 +347,17 @@ func (e cmError) Is(target error) bool {
 	return target == ErrClosed && errors.Is(e.err, rdmacm.ErrClosed)
 }
 
+// checkContext panics where ctx is nil, as the standard library's
+// context-taking calls do (net.Dialer.DialContext): the entry points
+// call it first, before they make or take anything, so that a nil
+// Context fails at once with the call's name rather than later, or in a
+// goroutine of the call's own where no recover can catch it.
+func checkContext(ctx context.Context, fn string) {
+	if ctx == nil {
+		panic("rdmamsg." + fn + ": nil Context")
+	}
+}
+
 // Dial connects to an rdmamsg Listener at addr ("host:port") through
 // rdma_cm (rdmacm.Dial), telling it this side's depth and largest message
 // in the connection request, and posts this side's receives before the
@@ -375,6 +386,7 @@ func (e cmError) Is(target error) bool {
 // syscall.EAGAIN and the context's error (a net.Error whose Timeout is
 // true, for a deadline), not syscall.ECONNREFUSED.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	checkContext(ctx, "Dial")
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -472,6 +484,7 @@ var handshakeTimeout = 10 * time.Second // a var for tests
 // picks one) through rdma_cm (rdmacm.Listen), and begins answering
 // connection requests.
 func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
+	checkContext(ctx, "Listen")
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -509,6 +522,7 @@ func (l *Listener) Addr() netip.AddrPort { return l.l.Addr() }
 // request, making the send buffers of the connection it returns), ctx's
 // error when ctx ends, and ErrClosed after Close.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	checkContext(ctx, "(*Listener).Accept")
 	select {
 	case a := <-l.ready:
 		return l.outcome(a)
@@ -1618,6 +1632,7 @@ func (c *Conn) QP() *ibverbs.QP { return c.link.QP() }
 // the peer's Recv says. A message longer than MaxSend is refused
 // (EMSGSIZE); an empty one is sent, and received as an empty message.
 func (c *Conn) Send(ctx context.Context, p []byte) error {
+	checkContext(ctx, "(*Conn).Send")
 	if c.wdl.passed() && !isClosed(c.closed) {
 		return os.ErrDeadlineExceeded
 	}
@@ -1852,6 +1867,7 @@ func (c *Conn) writeErr() error {
 // rest. Waiting, for a message or for another receiver's turn, ends when
 // ctx ends, the read deadline passes or the Conn closes.
 func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
+	checkContext(ctx, "(*Conn).Recv")
 	if err := c.takeTurn(ctx, c.recvTurn, &c.rdl); err != nil {
 		return 0, err
 	}

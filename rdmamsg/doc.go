@@ -93,6 +93,12 @@
 // Write and a context kept from call to call do not, idle gaps and the
 // courier's turns between them included.
 //
+// A nil context is a mistake in the program, not a context that never
+// ends: every call that takes one (Dial, Listen, Accept, Handshake,
+// Send, Recv, ReadRemote, WriteRemote, ListenPacket, ReadFrom, WriteTo)
+// panics at once, naming itself, before it makes or waits for anything,
+// as net.Dialer.DialContext does; pass context.Background() for none.
+//
 // # The end of a connection
 //
 // Close sends an end message after the last, waits until the messages

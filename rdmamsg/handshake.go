@@ -38,6 +38,7 @@ import (
 // Handshake returns once both sides' receives are posted, or when ctx
 // ends.
 func Handshake(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
+	checkContext(ctx, "Handshake")
 	c, err := cfg.withDefaults()
 	if err != nil {
 		nc.Close()

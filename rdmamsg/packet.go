@@ -144,6 +144,7 @@ type udPeer struct {
 // one), which must be an address of an RDMA device's port: the device
 // whose UD QP sends and receives.
 func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *PacketConn, err error) {
+	checkContext(ctx, "ListenPacket")
 	c := PacketConfig{}
 	if cfg != nil {
 		c = *cfg
@@ -407,6 +408,7 @@ func (p *PacketConn) QP() *ibverbs.QP { return p.qp }
 // dropped. Once the read deadline has passed it fails at once, even with
 // datagrams waiting, as package net's do.
 func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
+	checkContext(ctx, "(*PacketConn).ReadFrom")
 	if p.rdl.passed() && !isClosed(p.closed) {
 		return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
 	}
@@ -494,6 +496,7 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 // it arrives, UD does not say. Once the write deadline has passed it
 // fails at once, as package net's do.
 func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) error {
+	checkContext(ctx, "(*PacketConn).WriteTo")
 	if p.wdl.passed() && !isClosed(p.closed) {
 		return os.ErrDeadlineExceeded
 	}

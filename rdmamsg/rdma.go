@@ -195,6 +195,7 @@ func (c *Conn) deregister() error {
 // call after returns that error, as after a lost connection. After
 // Close it returns ErrClosed.
 func (c *Conn) ReadRemote(ctx context.Context, dst *Region, dstOff int, src ibverbs.RemoteMR, srcOff uint64, n int) error {
+	checkContext(ctx, "(*Conn).ReadRemote")
 	return c.oneSided(ctx, true, dst, dstOff, src, srcOff, n)
 }
 
@@ -211,6 +212,7 @@ func (c *Conn) ReadRemote(ctx context.Context, dst *Region, dstOff int, src ibve
 // src must stay unchanged until it returns, or, where its caller left
 // early, until the write completes.
 func (c *Conn) WriteRemote(ctx context.Context, dst ibverbs.RemoteMR, dstOff uint64, src *Region, srcOff int, n int) error {
+	checkContext(ctx, "(*Conn).WriteRemote")
 	return c.oneSided(ctx, false, src, srcOff, dst, dstOff, n)
 }
 
