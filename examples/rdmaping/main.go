@@ -14,6 +14,9 @@
 // for 30 s: the connection manager has no keepalive, and a client that
 // went silent, or whose host went down, would hold the server, and every
 // client after it, forever. The client allows each round trip 10 s.
+// Ctrl-C stops a client part way, as it does ping(8): it prints the same
+// summary, of the round trips made until then, and exits 0, or, where
+// not one round trip was made, says what it was waiting for and exits 1.
 //
 //	rdmaping -l 198.18.0.1:7471            # server
 //	rdmaping -c 100 198.18.0.1:7471        # client: 100 round trips
@@ -283,7 +286,9 @@ func ended(outer context.Context, c *rdmacm.Conn, err error) error {
 }
 
 // ping makes count round trips to the server at addr, each within
-// rttTimeout, and reports their times.
+// rttTimeout, and reports their times. Where ctx ends (Ctrl-C) after a
+// round trip, it reports those made until then, as ping(8) does, and
+// returns nil; where it ends before the first, it returns the error.
 func ping(ctx context.Context, addr string, count int) error {
 	c, err := rdmacm.Dial(ctx, addr, nil)
 	if err != nil {
@@ -298,12 +303,15 @@ func ping(ctx context.Context, addr string, count int) error {
 	var rtts rttStats
 	for i := range count {
 		rtt, err := roundTrip(ctx, c, b, i)
+		if err != nil && ctx.Err() != nil && rtts.n > 0 {
+			break // Ctrl-C: the summary of the round trips made
+		}
 		if err != nil {
 			return err
 		}
 		rtts.add(rtt)
 	}
-	fmt.Printf("%d round trips of %d bytes to %s on %s: min %v, median %v, mean %v\n", count, size, c.RemoteAddr(),
+	fmt.Printf("%d round trips of %d bytes to %s on %s: min %v, median %v, mean %v\n", rtts.n, size, c.RemoteAddr(),
 		c.Context().Name(), rtts.min, rtts.median(), rtts.mean())
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -480,61 +481,104 @@ func TestRdmapingPortZero(t *testing.T) {
 	}
 }
 
-// A client stopped by Ctrl-C part way through its round trips says that
-// the interrupt stopped it, where it said only "context canceled".
+// interrupt starts a client with args, sends it SIGINT (Ctrl-C) once wait
+// returns, and returns its exit status, standard output and standard
+// error.
+func interrupt(t *testing.T, ctx context.Context, wait func(), args ...string) (int, string, string) {
+	t.Helper()
+	cli := rdmaping(ctx, args...)
+	var stdout, stderr strings.Builder
+	cli.Stdout, cli.Stderr = &stdout, &stderr
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wait()
+	if err := cli.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	cli.Wait()
+	return cli.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
+// summary matches the client's one line of output, whose count it
+// returns.
+var summary = regexp.MustCompile(`^(\d+) round trips of 64 bytes to (\S+) on \S+: min \S+, median \S+, mean \S+\n$`)
+
+// checkSummary checks that a client stopped by Ctrl-C after round trips
+// printed their summary to a, as at the end of a run, more than none and
+// fewer than count, on standard output alone, and exited 0, as ping(8)
+// does.
+func checkSummary(t *testing.T, a string, count string, code int, stdout, stderr string) {
+	t.Helper()
+	m := summary.FindStringSubmatch(stdout)
+	if code != 0 || m == nil || m[2] != a || stderr != "" {
+		t.Fatalf("client -c %s after Ctrl-C: exit status %d, stdout %q, stderr %q; want 0 and the summary to %s alone", count, code, stdout, stderr, a)
+	}
+	n, err := strconv.Atoi(m[1])
+	if max, _ := strconv.Atoi(count); err != nil || n < 1 || n >= max {
+		t.Errorf("client -c %s after Ctrl-C: %s round trips; want more than none and fewer than asked", count, m[1])
+	}
+	t.Logf("client -c %s after Ctrl-C: %s", count, stdout)
+}
+
+// A client stopped by Ctrl-C part way through its round trips prints the
+// summary of those made, as at the end of a run, and exits 0, as ping(8)
+// prints its statistics on SIGINT: it printed only the error,
+// "... context canceled (interrupt signal received)", exit status 1.
 func TestRdmapingClientInterrupt(t *testing.T) {
 	a := addr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	startServer(t, ctx, a)
-	cli := rdmaping(ctx, "-c", "100000000", a)
-	var out strings.Builder
-	cli.Stdout, cli.Stderr = &out, &out
-	if err := cli.Start(); err != nil {
+	const count = "100000000"
+	code, stdout, stderr := interrupt(t, ctx, func() { time.Sleep(2 * time.Second) }, "-c", count, a)
+	checkSummary(t, a, count, code, stdout, stderr)
+}
+
+// A client stopped by Ctrl-C before its first echo came has no summary:
+// it says that the interrupt stopped it, and what it waited for, and
+// exits 1, as ping(8) with no reply. The server here accepts and never
+// answers.
+func TestRdmapingClientInterruptNoReply(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l, err := rdmacm.Listen(ctx, a, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // connected, or connecting: either is stopped
-	if err := cli.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
+	defer l.Close()
+	var c *rdmacm.Conn
+	code, stdout, stderr := interrupt(t, ctx, func() {
+		var err error
+		if c, err = l.Accept(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(500 * time.Millisecond) // the client's message 0 goes out
+	}, "-c", "5", a)
+	if c != nil {
+		c.Close()
 	}
-	err := cli.Wait()
-	if code := cli.ProcessState.ExitCode(); code != 1 || !strings.HasPrefix(out.String(), "rdmaping: ") ||
-		!strings.HasSuffix(out.String(), "interrupt signal received)\n") {
-		t.Errorf("client after Ctrl-C: %v (exit status %d): %q; want exit status 1 and the signal named", err, code, out.String())
+	if code != 1 || stdout != "" || !strings.HasPrefix(stderr, "rdmaping: ") || !strings.Contains(stderr, "message 0: ") ||
+		!strings.HasSuffix(stderr, "interrupt signal received)\n") {
+		t.Errorf("client after Ctrl-C, no echo: exit status %d, stdout %q, stderr %q; want exit status 1, no summary, message 0 and the signal named", code, stdout, stderr)
 	}
 }
 
 // A count too large to finish runs until Ctrl-C, as a small one does:
 // the client's memory does not grow with the count asked for (it took
 // 8 bytes a round trip at the start: -c 100000000000 ran out of memory,
-// -c 9223372036854775807 panicked). The message that the Ctrl-C stopped,
-// which the error names, shows that round trips were made before it.
+// -c 9223372036854775807 panicked). The summary that the Ctrl-C brings
+// shows that round trips were made.
 func TestRdmapingHugeCount(t *testing.T) {
 	a := addr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	startServer(t, ctx, a)
 	for _, count := range []string{"100000000000", strconv.Itoa(math.MaxInt)} {
-		cli := rdmaping(ctx, "-c", count, a)
-		var out strings.Builder
-		cli.Stdout, cli.Stderr = &out, &out
-		if err := cli.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(2 * time.Second)
-		if err := cli.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
-		}
-		err := cli.Wait()
-		if code := cli.ProcessState.ExitCode(); code != 1 || !strings.HasPrefix(out.String(), "rdmaping: ") ||
-			!strings.HasSuffix(out.String(), "interrupt signal received)\n") {
-			t.Errorf("client -c %s after Ctrl-C: %v (exit status %d): %q; want exit status 1 and the signal named", count, err, code, out.String())
-		}
-		// "message 1234: sending: ..." or "no echo of message 1234: ...".
-		_, rest, _ := strings.Cut(out.String(), "message ")
-		if n, err := strconv.Atoi(strings.TrimRight(strings.Fields(rest + " x")[0], ":")); err != nil || n < 1 {
-			t.Errorf("client -c %s: %q names no message past the first", count, out.String())
-		}
+		code, stdout, stderr := interrupt(t, ctx, func() { time.Sleep(2 * time.Second) }, "-c", count, a)
+		checkSummary(t, a, count, code, stdout, stderr)
 	}
 }
 
