@@ -430,3 +430,81 @@ func ExampleCQ_Close() {
 	}
 	fmt.Println(errors.Is(<-done, ibverbs.ErrClosed)) // true
 }
+
+// Take remote write access away from a region the peer was lent, in
+// place where the provider can (the MR, its address and length stay),
+// else by registering it anew. Either way the keys may change: the peer
+// must not use the old rkey, and this side's requests take their SGEs
+// from the MR again.
+func ExampleMR_Rereg() {
+	ctx, err := ibverbs.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ctx.Close()
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pd.Close()
+	buf, err := ibverbs.NewBuffer(1<<20, ibverbs.BufferOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Close()
+	mr, err := pd.RegMR(buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... the peer writes into buf, and its last request has completed ...
+	err = mr.Rereg(ibverbs.MRChange{Access: ibverbs.AccessLocalWrite, SetAccess: true})
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		// Soft-RoCE among others: the MR is as it was.
+		if err := mr.Close(); err != nil {
+			log.Fatal(err)
+		}
+		if mr, err = pd.RegMR(buf, ibverbs.AccessLocalWrite); err != nil {
+			log.Fatal(err)
+		}
+	case err != nil:
+		mr.Close() // the error says whether the region was left usable
+		log.Fatal(err)
+	}
+	defer mr.Close()
+	fmt.Printf("local write only now: lkey %#x\n", mr.LKey())
+}
+
+// A program whose C code forks and goes on running in the child (a cgo
+// library's fork, system(3)) makes its registered memory safe from that
+// before it registers any: first thing in main. A Go program that only
+// starts children with os/exec needs none of it, and on Linux 5.13 and
+// later the kernel copies registered pages at fork itself.
+func ExampleForkInit() {
+	if ibverbs.ForkState() == ibverbs.ForkDisabled {
+		if err := ibverbs.ForkInit(); err != nil {
+			log.Fatal(err) // EINVAL: memory was registered before
+		}
+	}
+	fmt.Println(ibverbs.ForkState()) // ENABLED, or UNNEEDED
+	// ... open devices, register memory, fork ...
+}
+
+// A latency test's receiver tells the peer how to let it know a write
+// has landed: where this QP's device places a write's bytes in order,
+// the peer's plain RDMA write will do, and the receiver polls the last
+// byte of the message; elsewhere (soft-RoCE, any device off x86) the
+// peer writes with immediate data, and the receiver waits for the
+// receive completion that comes with it. qp is an RC QP of the receiver's.
+func ExampleQP_DataInOrder() {
+	var qp *ibverbs.QP
+	inOrder, err := qp.DataInOrder(ibverbs.OpRDMAWrite)
+	if err != nil {
+		log.Fatal(err) // ErrClosed
+	}
+	op := ibverbs.OpRDMAWriteWithImm
+	if inOrder {
+		op = ibverbs.OpRDMAWrite
+	}
+	fmt.Println("the peer writes with", op) // sent to the peer with the Endpoint, say
+}
