@@ -44,7 +44,9 @@ func (s ForkStatus) String() string { return enumName(forkStatusNames, int(s), "
 // libibverbs has registered memory without it, it fails with an error
 // matching syscall.EINVAL, which rdma-core 44 returns even where the
 // kernel makes it unneeded. Setting RDMAV_FORK_SAFE=1 in the environment
-// has libibverbs do it at the first device it opens.
+// has libibverbs do it when it first lists the devices (Devices, Open).
+// It may be called more than once, but not while another goroutine
+// registers memory or calls it.
 //
 // A Go program seldom needs it. The Go runtime never forks without exec:
 // os/exec and syscall.ForkExec start a child with clone(CLONE_VM|

@@ -33,16 +33,23 @@ type MRChange struct {
 // (ibv_rereg_mr), keeping the MR, where closing it and registering anew
 // would not. The device may give the region new keys: LKey, RKey, Addr,
 // SGE and Remote answer with the new ones after it, and an SGE or a
-// RemoteMR made before it may name nothing. A change of nothing fails with
-// an error matching syscall.EINVAL, as a closed PD or Buffer fails with
-// ErrClosed, and a PD of another context with EINVAL.
+// RemoteMR made before it may name nothing: a peer that holds the old
+// rkey needs the new one. Once the region has moved, it counts as a child
+// of the new PD and Buffer, whose Close refuses while the MR is open, and
+// no longer of the old ones. A change of nothing fails with an error
+// matching syscall.EINVAL, as do a range outside Buf and a PD of another
+// context; a closed MR, PD or Buffer fails with ErrClosed. All of these
+// leave the MR as it was.
 //
 // Many providers do not implement it (soft-RoCE's does not): their error
-// matches errors.ErrUnsupported and leaves the MR as it was. Where the
-// device fails the change for another reason the verbs leave the region
-// in a state of their own to say, and the error says so: close the MR
-// then. As in C, no request that names the region may be in flight, and
-// no other goroutine may use the MR, while it runs.
+// matches errors.ErrUnsupported and leaves the MR as it was, to be closed
+// and registered anew (the MR.Rereg example). Where the device fails the
+// change for another reason, the error says whether the region is as it
+// was or not to be used, a state the verbs leave undefined: close the MR
+// then. Where the change is made but libibverbs could not restore fork's
+// copying of the old range (after ForkInit), the MR has its new keys and
+// the error says so. As in C, no request that names the region may be in
+// flight, and no other goroutine may use the MR, while it runs.
 func (m *MR) Rereg(c MRChange) error {
 	const verb = "ibv_rereg_mr"
 	if m.c == nil {
