@@ -43,7 +43,9 @@ type op struct {
 // Region is memory off the Go heap registered with a Conn's protection
 // domain (ibv_reg_mr), for one-sided operations: the local side of
 // ReadRemote and WriteRemote, and, through Remote, memory the peer reads
-// and writes with its own. Its memory stays mapped until its Close.
+// and writes with its own. Its memory stays mapped until its Close, also
+// after the Conn's. Its methods may be called from any goroutine, but
+// Bytes and Remote not during its Close.
 type Region struct {
 	c      *Conn
 	buf    *ibverbs.Buffer
@@ -65,8 +67,13 @@ type Region struct {
 // both; zero for none, for memory that only this side's ReadRemote and
 // WriteRemote use). Local write access is always added, which
 // ReadRemote and a remote write need. Registering takes a system call
-// and pins the memory: do it up front, not for each operation. After
-// Close it returns ErrClosed.
+// and pins the memory: do it up front, not for each operation. The
+// region is the caller's to Close, once the peer is done with it: the
+// Conn's Close deregisters it but leaves its memory mapped until then.
+// A size below 1 is refused with an error matching syscall.EINVAL; a
+// failure of the mapping or of ibv_reg_mr (ENOMEM past the locked-memory
+// limit, ulimit -l) is wrapped. It may be called from any goroutine;
+// after the Conn's Close it returns ErrClosed.
 func (c *Conn) RegisterMemory(size int, access ibverbs.Access) (*Region, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("rdmamsg: register memory of %d bytes: want 1 or more: %w", size, syscall.EINVAL)
@@ -176,24 +183,27 @@ func (c *Conn) deregister() error {
 // netpoller, until ctx ends, the read deadline passes or the Conn
 // closes. The peer's program takes no part.
 //
-// A range outside dst or outside src (as src's length says) is refused
-// with an error matching syscall.EINVAL, and nothing is posted; reading
-// nothing posts nothing. Any number of goroutines may read and write at
-// once, beside Send and Recv: up to 16 operations are on the send queue
-// at a time, and reads no more than the QP's initiator depth
-// (rdmacm.Config.InitiatorDepth; a depth of none, which a negative one
-// asks for, refuses them with errors.ErrUnsupported). An operation
+// A range outside dst or outside src (as src's length says), or a dst
+// that is not one of this Conn's regions, is refused with an error
+// matching syscall.EINVAL, and a closed dst with one matching ErrClosed;
+// nothing is posted then, and reading nothing posts nothing. Any number
+// of goroutines may read and write at once, beside Send and Recv: up to
+// 16 operations are on the send queue at a time, and reads no more than
+// the QP's initiator depth (Config.CM.InitiatorDepth; a depth of none,
+// which a negative one asks for, refuses them with
+// errors.ErrUnsupported). An operation
 // whose caller leaves (its context ends) is not recalled: the device may
 // still write dst until it completes, and dst's Close refuses until
 // then.
 //
-// Where the device fails the read (an rkey the peer's device does not
-// know, a range beyond its region, or a region without remote read
-// access: ibverbs.WCRemAccessErr), the error names the read, its length
-// and the remote address, and wraps the *ibverbs.WCError; the QP then
-// goes to the error state, so the whole connection has failed: every
-// call after returns that error, as after a lost connection. After
-// Close it returns ErrClosed.
+// A wait that ends early returns ctx's error, os.ErrDeadlineExceeded
+// (SetReadDeadline) or, after Close, ErrClosed. Where the device fails
+// the read (an rkey the peer's device does not know, a range beyond its
+// region, or a region without remote read access:
+// ibverbs.WCRemAccessErr), the error names the read, its length and the
+// remote address, and wraps the *ibverbs.WCError; the QP then goes to
+// the error state, so the whole connection has failed: every call after
+// returns that error, as after a lost connection.
 func (c *Conn) ReadRemote(ctx context.Context, dst *Region, dstOff int, src ibverbs.RemoteMR, srcOff uint64, n int) error {
 	checkContext(ctx, "(*Conn).ReadRemote")
 	return c.oneSided(ctx, true, dst, dstOff, src, srcOff, n)
@@ -208,9 +218,11 @@ func (c *Conn) ReadRemote(ctx context.Context, dst *Region, dstOff int, src ibve
 // Conn closes. The peer's program takes no part, and learns of the
 // write only from a message this side sends after it (a Send after
 // WriteRemote returned arrives after the bytes, since the QP keeps its
-// order). Its bounds, its concurrency and its failures are ReadRemote's;
-// src must stay unchanged until it returns, or, where its caller left
-// early, until the write completes.
+// order). Its bounds, its concurrency and its failures are ReadRemote's,
+// with the write deadline (SetWriteDeadline) for the read deadline and a
+// region without remote write access for one without remote read; src
+// must stay unchanged until it returns, or, where its caller left early,
+// until the write completes.
 func (c *Conn) WriteRemote(ctx context.Context, dst ibverbs.RemoteMR, dstOff uint64, src *Region, srcOff int, n int) error {
 	checkContext(ctx, "(*Conn).WriteRemote")
 	return c.oneSided(ctx, false, src, srcOff, dst, dstOff, n)
