@@ -15,6 +15,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -61,10 +62,31 @@ type Factory struct {
 
 func newFactory() *Factory {
 	return &Factory{
-		IO:      &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		IO:      &IOStreams{In: os.Stdin, Out: stdout(), ErrOut: os.Stderr},
 		Devices: gatherDevices,
 		Root:    "/",
 	}
+}
+
+// errStdoutClosed is the error of every write to a standard output that
+// was closed when gorperf started (gorperf ... >&-): EBADF, as a C
+// program's writes get.
+var errStdoutClosed = fmt.Errorf("standard output was closed at start (>&-): %w", syscall.EBADF)
+
+// closedOutput is a standard output that was closed when gorperf started.
+type closedOutput struct{}
+
+func (closedOutput) Write([]byte) (int, error) { return 0, errStdoutClosed }
+
+// stdout is where the commands' output goes: os.Stdout, or, where gorperf
+// started with it closed, closedOutput, so that the output fails as it
+// would to /dev/full. Go's runtime puts /dev/null on a closed stdout, and
+// the report went there, exit status 0.
+func stdout() io.Writer {
+	if stdoutClosedAtStart() {
+		return closedOutput{}
+	}
+	return os.Stdout
 }
 
 // Main runs gorperf with os.Args and returns its exit status.
@@ -158,6 +180,13 @@ func run(ctx context.Context, f *Factory, args []string) int {
 		if code == exitUsage {
 			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", commandPath(cmd, args))
 		}
+	}
+	if err != nil && out.err != nil && !errors.Is(err, out.err) {
+		// A run that failed otherwise, or that Ctrl-C stopped after
+		// its results (exit status 130, "the results above are what
+		// was measured"), keeps its exit status, and says that its
+		// output was lost too.
+		fmt.Fprintf(f.IO.ErrOut, "gorperf: writing the output: %v\n", out.err)
 	}
 	return code
 }
