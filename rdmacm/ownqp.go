@@ -32,6 +32,15 @@ import (
 // is on RoCE; it may hold bits QPAttr has no field for (QPAttrAltPath,
 // where the CM found an alternate path), which Modify refuses.
 //
+// The attributes are the connection's as the CM negotiated it: the
+// access they give the QP allows the peer RDMA writes, and RDMA reads and
+// atomics only where the ConnParams gave the connection depths for them
+// (InitiatorDepth, ResponderResources), which are then the QP's
+// MaxRdAtomic and MaxDestRdAtomic; with depths of 0 the QP serves
+// writes and sends only. INIT before the peer's answer allows no remote
+// access at all, which is why the active side moves its QP to INIT again
+// on CONNECT_RESPONSE.
+//
 // On a connected ID (RC), RTR and RTS need the peer's answer: before
 // it (before the CONNECT_REQUEST on the passive side, before
 // CONNECT_RESPONSE on the active side, or on an ID that connects
@@ -48,6 +57,11 @@ import (
 // RTS the state and a send PSN of 0 (QPAttrState|QPAttrSQPSN). It still
 // asks the kernel for INIT's first, so that an ID the CM cannot serve
 // fails the same way.
+//
+// The kernel's failures are wrapped with rdma_init_qp_attr and the state
+// asked for. After Close it returns ErrClosed. The examples of
+// InitQPAttr (the passive side) and Establish (the active side) show the
+// whole flow.
 func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrMask, error) {
 	if id.c == nil {
 		return ibverbs.QPAttr{}, 0, ErrClosed
@@ -104,7 +118,9 @@ func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrM
 // CONNECT_REQUEST (the passive side completes with Accept), and an ID
 // for which GetEvent has not yet read CONNECT_RESPONSE. An ID with a QP
 // from CreateQP, whose connection librdmacm completes itself, is refused
-// the same way.
+// the same way. The kernel's failures are wrapped with rdma_establish,
+// among them EINVAL for a second Establish; after Close it returns
+// ErrClosed.
 func (id *ID) Establish() error {
 	if id.c == nil {
 		return ErrClosed
@@ -133,7 +149,11 @@ func (id *ID) Establish() error {
 // makes the connection ESTABLISHED then. The CM of an InfiniBand or
 // RoCE device takes EventCommEst and EventPathMig and fails others with
 // an error matching syscall.EINVAL, as it does on an ID that has no
-// connection under way.
+// connection under way, and EventCommEst on a connection already
+// ESTABLISHED with one matching syscall.EISCONN. The QP's events arrive
+// on its Context's Events
+// channel (ID.Context); the error names rdma_notify and the event. After
+// Close it returns ErrClosed.
 func (id *ID) Notify(ev ibverbs.EventType) error {
 	if id.c == nil {
 		return ErrClosed
