@@ -250,6 +250,8 @@ func ExampleID_InitQPAttr() {
 	if err := qp.PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{mr.SGE(0, 4096)}}}); err != nil {
 		log.Fatal(err)
 	}
+	// Depths of 0, as the client's: the QP takes sends and RDMA writes
+	// only; depths above 0 on both sides allow RDMA reads (InitQPAttr).
 	if err := id.Accept(&rdmacm.ConnParam{QPNum: qp.Num(), RNRRetryCount: 7}); err != nil {
 		log.Fatal(err)
 	}
@@ -337,6 +339,8 @@ func ExampleID_Establish() {
 		}
 	}
 	move(ibverbs.QPStateInit) // Connect takes the QP in RESET or INIT
+	// InitiatorDepth and ResponderResources above 0 would allow RDMA
+	// reads; the QP gets them with INIT, RTR and RTS below.
 	if err := id.Connect(&rdmacm.ConnParam{QPNum: qp.Num(), RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		log.Fatal(err)
 	}
