@@ -282,8 +282,12 @@ func qpAttrFromC(a *C.struct_ibv_qp_attr) QPAttr {
 	}
 }
 
-// QPAttrFromRaw converts a C struct ibv_qp_attr, such as the one
-// rdma_init_qp_attr fills, to a QPAttr.
+// QPAttrFromRaw converts the C struct ibv_qp_attr that raw points to, such
+// as the one rdma_init_qp_attr fills, to a QPAttr. The struct must be laid
+// out as the libibverbs headers this package was built with say. Every
+// field is converted, whatever attribute mask the C call returned; the
+// struct is read during the call only. It serves bindings of other C
+// libraries, such as package rdmacm. A nil raw panics.
 func QPAttrFromRaw(raw unsafe.Pointer) QPAttr {
 	return qpAttrFromC((*C.struct_ibv_qp_attr)(raw))
 }
