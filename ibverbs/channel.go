@@ -126,7 +126,16 @@ func (ch *CompChannel) Fd() int {
 // goes on waiting, and never returns a CQ other than the event's. The
 // channel's Close in another goroutine ends the Wait with ErrClosed.
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
+	checkContext(ctx, "(*CompChannel).Wait")
 	return ch.wait(ctx, nil)
+}
+
+// checkContext panics, naming fn, where ctx is nil: a mistake in the
+// program, as net.Dialer.DialContext takes it, not a wait without end.
+func checkContext(ctx context.Context, fn string) {
+	if ctx == nil {
+		panic("ibverbs." + fn + ": nil Context")
+	}
 }
 
 // wait is Wait, which also ends with ErrClosed, woken by wake, once stop

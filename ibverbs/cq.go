@@ -455,6 +455,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // other on a channel. The CQ's Close in another goroutine ends a Wait
 // asleep on the channel with ErrClosed.
 func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
+	checkContext(ctx, "(*CQ).Wait")
 	return waitCQ(ctx, cq, "CQ.Wait", "ibv_poll_cq", wcs, (*CQ).Poll)
 }
 
@@ -463,6 +464,7 @@ func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
 // ReqNotify(true)) and takes it with its timestamps (ibv_start_poll ...
 // ibv_end_poll, or ibv_poll_cq on a CQ that ibv_create_cq made).
 func (cq *CQ) WaitEx(ctx context.Context, wcs []WCEx) (int, error) {
+	checkContext(ctx, "(*CQ).WaitEx")
 	verb := "ibv_poll_cq"
 	if cq.ex != nil {
 		verb = "ibv_start_poll"

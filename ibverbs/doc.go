@@ -122,7 +122,8 @@
 // begins once Close has begun returns ErrClosed, never touching freed
 // memory. A CQ.Wait, CQ.WaitEx,
 // CompChannel.Wait or Block asleep is woken by the Close of its CQ or
-// channel and returns ErrClosed. (A call that begins while a Close is
+// channel and returns ErrClosed; each panics at once on a nil context,
+// naming itself, as net.Dialer.DialContext does. (A call that begins while a Close is
 // under way, and a wait that such a Close woke, return ErrClosed even
 // when that Close then fails, EBUSY for a child made meanwhile, say.) The guard is an atomic add before and
 // after each call: Poll and the posts still do not allocate. What this
