@@ -21,10 +21,10 @@ type AH struct {
 
 // CreateAH creates an address handle (ibv_create_ah).
 func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
-	if !pd.use.enter() {
+	if !pd.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer pd.use.leave()
+	defer pd.use.Leave()
 	var a C.struct_ibv_ah_attr
 	attr.toC(&a)
 	h, err := C.ibv_create_ah(pd.c, &a)
@@ -63,10 +63,10 @@ func (pd *PD) CreateAHTo(remote Endpoint, port, gidIndex int) (*AH, error) {
 // with the destination named.
 func (c *Context) AHAttrFromWC(port int, wc *WC, grh []byte) (AHAttr, error) {
 	const verb = "ibv_init_ah_from_wc"
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return AHAttr{}, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	if port < 1 || port > 255 {
 		return AHAttr{}, fmt.Errorf("%s: %s: port %d: %w", verb, c.name, port, syscall.EINVAL)
 	}
@@ -100,7 +100,7 @@ func (c *Context) AHAttrFromWC(port int, wc *WC, grh []byte) (AHAttr, error) {
 // receive's completion, grh the first GRHLen bytes of its buffer, port the
 // port it came in on.
 func (pd *PD) CreateAHFromWC(wc *WC, grh []byte, port int) (*AH, error) {
-	if pd.use.closed() {
+	if pd.use.Closed() {
 		return nil, ErrClosed
 	}
 	attr, err := pd.ctx.AHAttrFromWC(port, wc, grh)

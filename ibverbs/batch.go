@@ -47,10 +47,10 @@ type SendBatch struct {
 // does (a *PostError names the first refused). The SGEs are copied; the
 // memory they name must be registered whenever a request is posted.
 func (qp *QP) NewSendBatch(wrs []SendWR) (*SendBatch, error) {
-	if !qp.use.enter() {
+	if !qp.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer qp.use.leave()
+	defer qp.use.Leave()
 	if len(wrs) == 0 {
 		return nil, fmt.Errorf("ibverbs: a send batch of no requests: %w", syscall.EINVAL)
 	}
@@ -292,14 +292,14 @@ func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.D
 	// The QP cannot close while the batch is open, nor its CQs while it
 	// is: another CQ's Close waits for the poll, which enters it.
 	guard := cq != b.qp.send && cq != b.qp.recv
-	if guard && !cq.use.enter() {
+	if guard && !cq.use.Enter() {
 		return 0, ErrClosed
 	}
 	var bad, polled C.int
 	rc := C.gv_post_poll(handle(b.qp.c), handle(b.qp.qx), handle(&b.wrs[from]), C.int(n), C.int(min(listLen, n)), &bad,
 		handle(cq.c), C.int(min(len(wcs), math.MaxInt32)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])), C.int64_t(spin), &polled)
 	if guard {
-		cq.use.leave()
+		cq.use.Leave()
 	}
 	if rc != 0 {
 		return 0, b.refused(from, n, listLen, from+int(bad), b.qp.postError(int(rc), sendWRAt(&b.wrs[from], n, int(bad))))
@@ -350,10 +350,10 @@ type RecvBatch struct {
 // checking each as PostRecv does. A QP that takes its receives from an SRQ
 // has none: make the batch with SRQ.NewRecvBatch.
 func (qp *QP) NewRecvBatch(wrs []RecvWR) (*RecvBatch, error) {
-	if !qp.use.enter() {
+	if !qp.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer qp.use.leave()
+	defer qp.use.Leave()
 	if qp.srq != nil {
 		return nil, fmt.Errorf("ibv_post_recv: the QP takes receives from its SRQ: %w", syscall.EINVAL)
 	}
@@ -369,10 +369,10 @@ func (qp *QP) NewRecvBatch(wrs []RecvWR) (*RecvBatch, error) {
 // NewRecvBatch copies wrs into a new batch for the SRQ, checking each as
 // PostRecv does.
 func (srq *SRQ) NewRecvBatch(wrs []RecvWR) (*RecvBatch, error) {
-	if !srq.use.enter() {
+	if !srq.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer srq.use.leave()
+	defer srq.use.Leave()
 	b, err := newRecvBatch(srq.c, wrs, int(srq.s.max_sge))
 	if err != nil {
 		return nil, err

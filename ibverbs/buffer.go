@@ -112,7 +112,7 @@ func MapFile(f *os.File, off int64, size int) (*Buffer, error) {
 // newBuffer returns an open Buffer of size bytes of the mapping m.
 func newBuffer(m []byte, size int) *Buffer {
 	buf := &Buffer{b: m[:size:size], mem: m}
-	buf.use.open()
+	buf.use.Open()
 	return buf
 }
 
@@ -136,16 +136,16 @@ func (b *Buffer) Addr() uintptr {
 // that begins once Close has begun returns ErrClosed. Closing twice is a
 // no-op.
 func (b *Buffer) Close() error {
-	b.use.mu.Lock()
-	defer b.use.mu.Unlock()
+	b.use.Lock()
+	defer b.use.Unlock()
 	if b.b == nil {
 		return nil
 	}
-	if n := b.use.quiesce(&b.kids, nil); n > 0 {
+	if n := b.use.Quiesce(b.kids.count, nil); n > 0 {
 		return busyError("munmap", "MRs over the buffer", n)
 	}
 	if err := syscall.Munmap(b.mem); err != nil {
-		b.use.open()
+		b.use.Open()
 		return os.NewSyscallError("munmap", err) // the buffer stays, to try again
 	}
 	b.b, b.mem = nil, nil

@@ -75,10 +75,10 @@ func (ch *CompChannel) release() { ch.busy.Store(false) }
 // whose fd it makes non-blocking; if that fails, it destroys the channel
 // again (ibv_destroy_comp_channel).
 func (c *Context) CreateCompChannel() (*CompChannel, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	ch, err := C.ibv_create_comp_channel(c.c)
 	if ch == nil {
 		return nil, errnoOf("ibv_create_comp_channel", err)
@@ -91,7 +91,7 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	}
 	c.kids.add()
 	cc := &CompChannel{c: ch, ctx: c, fd: int(ch.fd)}
-	cc.use.open()
+	cc.use.Open()
 	return cc, nil
 }
 
@@ -107,7 +107,7 @@ func waitError(err error) error {
 // Fd returns the channel's file descriptor, for callers who poll it
 // themselves. It is non-blocking.
 func (ch *CompChannel) Fd() int {
-	if ch.use.closed() {
+	if ch.use.Closed() {
 		return -1
 	}
 	return ch.fd
@@ -141,10 +141,10 @@ func checkContext(ctx context.Context, fn string) {
 // wait is Wait, which also ends with ErrClosed, woken by wake, once stop
 // (the guard of the CQ that CQ.Wait waits for, or nil) is closed.
 func (ch *CompChannel) wait(ctx context.Context, stop *inUse) (*CQ, error) {
-	if !ch.use.enter() {
+	if !ch.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer ch.use.leave()
+	defer ch.use.Leave()
 	if err := ch.waiter(); err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (ch *CompChannel) wait(ctx context.Context, stop *inUse) (*CQ, error) {
 	w := ch.w.Load()
 	for {
 		// After w is stored: a Close or Interrupt from here on wakes w.
-		if ch.use.closed() || stop != nil && stop.closed() {
+		if ch.use.Closed() || stop != nil && stop.Closed() {
 			return nil, ErrClosed
 		}
 		if ch.intr.Swap(false) {
@@ -230,10 +230,10 @@ var ErrInterrupted = fdwait.ErrInterrupted
 // closes the channel (after Close it returns ErrClosed), and does not
 // allocate.
 func (ch *CompChannel) Interrupt() error {
-	if !ch.use.enter() {
+	if !ch.use.Enter() {
 		return ErrClosed
 	}
-	defer ch.use.leave()
+	defer ch.use.Leave()
 	// The word first, then the wake-ups: a Wait or Block that stores
 	// its waiter or kick before it looks at the word either sees it or
 	// is woken here.
@@ -277,10 +277,10 @@ func (ch *CompChannel) Interrupt() error {
 // matching syscall.EBUSY. The channel's Close in another goroutine ends
 // the Block with ErrClosed, waking it through the same eventfd.
 func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
-	if !ch.use.enter() {
+	if !ch.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer ch.use.leave()
+	defer ch.use.Leave()
 	if err := ch.claim(); err != nil {
 		return nil, err
 	}
@@ -301,7 +301,7 @@ func (ch *CompChannel) Block(timeout time.Duration) (*CQ, error) {
 	for {
 		// After the kick is stored: a Close or Interrupt from here on
 		// writes to it, which wakes the poll.
-		if ch.use.closed() {
+		if ch.use.Closed() {
 			return nil, ErrClosed
 		}
 		if ch.intr.Swap(false) {
@@ -386,13 +386,13 @@ func (ch *CompChannel) wake(kick bool) {
 // it, which returns ErrClosed, waits for the calls under way to return,
 // and a call that begins once Close has begun returns ErrClosed.
 func (ch *CompChannel) Close() error {
-	ch.use.mu.Lock()
-	defer ch.use.mu.Unlock()
+	ch.use.Lock()
+	defer ch.use.Unlock()
 	if ch.c == nil {
 		return nil
 	}
 	// A CreateCQ that used the channel meanwhile may have made a CQ on it.
-	if n := ch.use.quiesce(&ch.kids, func() { ch.wake(true) }); n > 0 {
+	if n := ch.use.Quiesce(ch.kids.count, func() { ch.wake(true) }); n > 0 {
 		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
 	}
 	if w := ch.w.Load(); w != nil {
@@ -404,7 +404,7 @@ func (ch *CompChannel) Close() error {
 		// stays.
 		ch.w.Store(nil)
 		ch.try, ch.wErr, ch.wOnce = nil, nil, sync.Once{}
-		ch.use.open()
+		ch.use.Open()
 		return verbError("ibv_destroy_comp_channel", int(rc))
 	}
 	if k := ch.kick.Swap(0); k != 0 {

@@ -69,8 +69,8 @@ func (c *Context) Raw() unsafe.Pointer { return unsafe.Pointer(c.c) }
 // AllocPD) finishes before the device is closed, and one that begins once
 // Close has begun returns ErrClosed.
 func (c *Context) Close() error {
-	c.use.mu.Lock()
-	defer c.use.mu.Unlock()
+	c.use.Lock()
+	defer c.use.Unlock()
 	if c.c == nil {
 		return nil
 	}
@@ -82,11 +82,11 @@ func (c *Context) Close() error {
 		// turned away by a Close that cannot succeed.
 		return busyError("ibv_close_device", "other handles on the device (WrapContext)", int64(others))
 	}
-	if n := c.use.quiesce(&c.kids, nil); n > 0 { // made meanwhile
+	if n := c.use.Quiesce(c.kids.count, nil); n > 0 { // made meanwhile
 		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
 	}
 	if others := c.dev.detach(c.c, !c.borrowed); others > 0 {
-		c.use.open()
+		c.use.Open()
 		return busyError("ibv_close_device", "other handles on the device (WrapContext)", int64(others))
 	}
 	if h := detachedHook.Load(); h != nil {
@@ -262,10 +262,10 @@ type DeviceAttr struct {
 // QueryDevice returns the device's attributes (ibv_query_device_ex, falling
 // back to ibv_query_device where the driver lacks the extended verb).
 func (c *Context) QueryDevice() (DeviceAttr, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return DeviceAttr{}, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	var a C.struct_ibv_device_attr_ex
 	if rc := C.gv_query_device_ex(c.c, &a); rc != 0 {
 		return DeviceAttr{}, verbError("ibv_query_device_ex", int(rc))
@@ -389,10 +389,10 @@ func (c *Context) checkPort(port int) error {
 // QueryPort returns the attributes of a port, numbered from 1
 // (ibv_query_port). A port the device does not have fails with EINVAL.
 func (c *Context) QueryPort(port int) (PortAttr, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return PortAttr{}, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	if err := c.checkPort(port); err != nil {
 		return PortAttr{}, err
 	}
@@ -428,10 +428,10 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 // port's slot by slot (ibv_query_gid_ex) instead. It looks the netdevs'
 // names up in one listing of the host's interfaces.
 func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	if err := c.checkPort(port); err != nil {
 		return nil, err
 	}
@@ -473,10 +473,10 @@ func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
 // queryGIDTable returns the valid entries of every port's GID table
 // (ibv_query_gid_table) with a buffer of max entries.
 func (c *Context) queryGIDTable(max int) ([]C.struct_ibv_gid_entry, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	raw := make([]C.struct_ibv_gid_entry, max)
 	n := C.gv_query_gid_table(c.c, &raw[0], C.long(max))
 	if n < 0 {
@@ -506,10 +506,10 @@ func gidEntries(raw []C.struct_ibv_gid_entry, port int) []GIDEntry {
 // QueryGID returns one entry of a port's GID table (ibv_query_gid_ex). An
 // index beyond the table fails with EINVAL; an unused slot with ENODATA.
 func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return GIDEntry{}, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	pa, err := c.QueryPort(port)
 	if err != nil {
 		return GIDEntry{}, err
@@ -537,10 +537,10 @@ func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
 // (ibv_query_port), fails with an error matching syscall.EINVAL that says
 // the table's size.
 func (c *Context) QueryPKey(port, index int) (uint16, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return 0, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	pa, err := c.QueryPort(port)
 	if err != nil {
 		return 0, err
@@ -727,6 +727,6 @@ func WrapContext(raw unsafe.Pointer) (*Context, error) {
 	}
 	ctx := &Context{c: c, name: C.GoString(C.ibv_get_device_name(c.device)), borrowed: true,
 		ports: int(a.phys_port_cnt), vectors: int(c.num_comp_vectors), dev: attachDev(c)}
-	ctx.use.open()
+	ctx.use.Open()
 	return ctx, nil
 }

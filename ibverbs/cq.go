@@ -67,7 +67,7 @@ func (c *Context) CreateCQ(cqe int, ch *CompChannel) (*CQ, error) {
 // (struct ibv_context's num_comp_vectors): each is an interrupt, and so
 // the CPUs that handle it, that a CQ's events may come on.
 func (c *Context) NumCompVectors() int {
-	if c.use.closed() {
+	if c.use.Closed() {
 		return 0
 	}
 	return c.vectors
@@ -79,15 +79,15 @@ func (c *Context) NumCompVectors() int {
 // the CPU it runs on. A vector out of range is an error matching
 // syscall.EINVAL.
 func (c *Context) CreateCQVector(cqe int, ch *CompChannel, vector int) (*CQ, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	if ch != nil {
-		if !ch.use.enter() {
+		if !ch.use.Enter() {
 			return nil, ErrClosed
 		}
-		defer ch.use.leave()
+		defer ch.use.Leave()
 	}
 	cch, err := c.cqArgs("ibv_create_cq", ch, vector)
 	if err != nil {
@@ -138,15 +138,15 @@ type CQInit struct {
 // ibv_create_cq, and CQ.SingleThreaded and CQ.Extended say which it was.
 // Timestamps are not optional: a device without them fails.
 func (c *Context) CreateCQEx(init CQInit) (*CQ, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	if ch := init.Channel; ch != nil {
-		if !ch.use.enter() {
+		if !ch.use.Enter() {
 			return nil, ErrClosed
 		}
-		defer ch.use.leave()
+		defer ch.use.Leave()
 	}
 	cch, err := c.cqArgs("ibv_create_cq_ex", init.Channel, init.Vector)
 	if err != nil {
@@ -247,7 +247,7 @@ func (c *Context) cqeError(cqe int, err error) error {
 // newCQ wraps q, a CQ just made on c, and counts it as c's and ch's child.
 func (c *Context) newCQ(q *C.struct_ibv_cq, ch *CompChannel) *CQ {
 	cq := &CQ{c: q, ctx: c, ch: ch, cqe: int(q.cqe), handle: uint32(q.handle)}
-	cq.use.open()
+	cq.use.Open()
 	c.kids.add()
 	if ch != nil {
 		ch.kids.add()
@@ -272,10 +272,10 @@ func (cq *CQ) Len() int { return cq.cqe }
 // error that matches errors.ErrUnsupported. No other goroutine may poll
 // the CQ or post to its QPs meanwhile.
 func (cq *CQ) Resize(cqe int) error {
-	if !cq.use.enter() {
+	if !cq.use.Enter() {
 		return ErrClosed
 	}
-	defer cq.use.leave()
+	defer cq.use.Leave()
 	if err := checkCQE("ibv_resize_cq", cq.ctx.name, cqe); err != nil {
 		return err
 	}
@@ -298,10 +298,10 @@ func (cq *CQ) Resize(cqe int) error {
 // completion again. A device without moderation, soft-RoCE among them,
 // fails with an error matching errors.ErrUnsupported.
 func (cq *CQ) Moderate(count int, period time.Duration) error {
-	if !cq.use.enter() {
+	if !cq.use.Enter() {
 		return ErrClosed
 	}
-	defer cq.use.leave()
+	defer cq.use.Leave()
 	us := (period + time.Microsecond - 1) / time.Microsecond
 	if count < 0 || count > math.MaxUint16 || period < 0 || us > math.MaxUint16 {
 		return fmt.Errorf("ibv_modify_cq: %s: moderation of %d completions or %v: want 0 to %d and 0 to %d µs: %w",
@@ -330,15 +330,15 @@ func (cq *CQ) Raw() unsafe.Pointer { return unsafe.Pointer(cq.c) }
 // 0, as the verbs leave them undefined. A CQ that overran does not make
 // Poll fail: the async event EventCQErr tells it (see CQ).
 func (cq *CQ) Poll(wcs []WC) (int, error) {
-	if !cq.use.enter() {
+	if !cq.use.Enter() {
 		return 0, ErrClosed
 	}
 	if len(wcs) == 0 {
-		cq.use.leave()
+		cq.use.Leave()
 		return 0, nil
 	}
 	n := C.gv_poll_cq(handle(cq.c), C.int(min(len(wcs), math.MaxInt32)), (*C.struct_gv_wc)(unsafe.Pointer(&wcs[0])))
-	cq.use.leave()
+	cq.use.Leave()
 	if n < 0 {
 		return 0, pollError(int(n), false)
 	}
@@ -362,16 +362,16 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 // failure only if it meets it again. It never blocks and never
 // allocates; a batch is one cgo call.
 func (cq *CQ) PollEx(wcs []WCEx) (int, error) {
-	if !cq.use.enter() {
+	if !cq.use.Enter() {
 		return 0, ErrClosed
 	}
 	if len(wcs) == 0 {
-		cq.use.leave()
+		cq.use.Leave()
 		return 0, nil
 	}
 	n := C.gv_poll_cq_ex(handle(cq.c), handle(cq.ex), cq.fields, C.int(min(len(wcs), math.MaxInt32)),
 		(*C.struct_gv_wc_ex)(unsafe.Pointer(&wcs[0])))
-	cq.use.leave()
+	cq.use.Leave()
 	if n < 0 {
 		return 0, pollError(int(n), cq.ex != nil)
 	}
@@ -418,10 +418,10 @@ func fillWC(w []byte) WC {
 // specification has it (C11-31) and soft-RoCE does; the choice holds
 // from the next arm.)
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
-	if !cq.use.enter() {
+	if !cq.use.Enter() {
 		return ErrClosed
 	}
-	defer cq.use.leave()
+	defer cq.use.Leave()
 	s := C.int(0)
 	if solicitedOnly {
 		s = 1
@@ -475,7 +475,7 @@ func (cq *CQ) WaitEx(ctx context.Context, wcs []WCEx) (int, error) {
 // waitCQ is Wait and WaitEx, named name, polling with poll, which wraps
 // verb.
 func waitCQ[W any](ctx context.Context, cq *CQ, name, verb string, wcs []W, poll func(*CQ, []W) (int, error)) (int, error) {
-	if cq.use.closed() {
+	if cq.use.Closed() {
 		return 0, ErrClosed
 	}
 	if cq.ch == nil {
@@ -525,8 +525,8 @@ func waitCQ[W any](ctx context.Context, cq *CQ, name, verb string, wcs []W, poll
 // CQ's channel in another goroutine: an event for the CQ that it reads
 // while Close runs is passed over, never returned as another CQ's.
 func (cq *CQ) Close() error {
-	cq.use.mu.Lock()
-	defer cq.use.mu.Unlock()
+	cq.use.Lock()
+	defer cq.use.Unlock()
 	if cq.c == nil {
 		return nil
 	}
@@ -536,14 +536,14 @@ func (cq *CQ) Close() error {
 		}
 	}
 	// A CreateQP that used the CQ meanwhile may have made a QP on it.
-	if n := cq.use.quiesce(&cq.kids, wake); n > 0 {
+	if n := cq.use.Quiesce(cq.kids.count, wake); n > 0 {
 		return busyError("ibv_destroy_cq", "QPs using the CQ", n)
 	}
 	p := unsafe.Pointer(cq.c)
 	cq.ctx.unregister(p) // before its address can be another's
 	if rc := C.ibv_destroy_cq(cq.c); rc != 0 {
 		cq.ctx.register(p, cq)
-		cq.use.open()
+		cq.use.Open()
 		return verbError("ibv_destroy_cq", int(rc))
 	}
 	cq.c = nil

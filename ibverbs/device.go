@@ -124,7 +124,7 @@ func Open(name string) (*Context, error) {
 		}
 		ctx := &Context{c: c, name: dn, ports: int(a.phys_port_cnt), vectors: int(c.num_comp_vectors),
 			dev: attachDev(c)}
-		ctx.use.open()
+		ctx.use.Open()
 		return ctx, nil
 	}
 	if len(names) == 0 {

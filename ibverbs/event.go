@@ -77,10 +77,10 @@ type eventLoop struct {
 // is closed when the last of them is. Have one goroutine receive and
 // dispatch; two receivers would each get some of the events.
 func (c *Context) Events() (<-chan AsyncEvent, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	d := c.dev
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -22,9 +22,9 @@ import "C"
 // that posts the writes learns it only if this side sends it. It may be
 // called from any goroutine, and fails only with ErrClosed.
 func (qp *QP) DataInOrder(op Opcode) (bool, error) {
-	if !qp.use.enter() {
+	if !qp.use.Enter() {
 		return false, ErrClosed
 	}
-	defer qp.use.leave()
+	defer qp.use.Leave()
 	return C.ibv_query_qp_data_in_order(qp.c, C.enum_ibv_wr_opcode(op), 0) == 1, nil
 }

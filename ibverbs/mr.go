@@ -94,17 +94,17 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, whole bool, iova 
 	if buf == nil {
 		return nil, fmt.Errorf("%s: no Buffer (nil): %w", verb, syscall.EINVAL)
 	}
-	if !pd.use.enter() {
+	if !pd.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer pd.use.leave()
+	defer pd.use.Leave()
 	// The buffer too: its Close waits for the registration, which reads
 	// its mapping, and counts the MR made, rather than unmap the memory
 	// under it.
-	if !buf.use.enter() {
+	if !buf.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer buf.use.leave()
+	defer buf.use.Leave()
 	if whole {
 		off, length = 0, buf.Len()
 	}

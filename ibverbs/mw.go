@@ -26,10 +26,10 @@ type MW struct {
 // without memory windows fails with an error that matches
 // errors.ErrUnsupported; DeviceAttr.MaxMW says how many it has.
 func (pd *PD) AllocMW(t MWType) (*MW, error) {
-	if !pd.use.enter() {
+	if !pd.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer pd.use.leave()
+	defer pd.use.Leave()
 	var errno C.int
 	w := C.gv_alloc_mw(pd.c, C.enum_ibv_mw_type(t), &errno)
 	if w == nil {

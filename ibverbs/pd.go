@@ -21,17 +21,17 @@ type PD struct {
 
 // AllocPD allocates a protection domain (ibv_alloc_pd).
 func (c *Context) AllocPD() (*PD, error) {
-	if !c.use.enter() {
+	if !c.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer c.use.leave()
+	defer c.use.Leave()
 	p, err := C.ibv_alloc_pd(c.c)
 	if p == nil {
 		return nil, fmt.Errorf("%s: %w", c.name, errnoOf("ibv_alloc_pd", err))
 	}
 	c.kids.add()
 	pd := &PD{c: p, ctx: c}
-	pd.use.open()
+	pd.use.Open()
 	return pd, nil
 }
 
@@ -47,17 +47,17 @@ func (pd *PD) Raw() unsafe.Pointer { return unsafe.Pointer(pd.c) }
 // finishes first, and the object it made keeps the PD open; one that
 // begins once Close has begun returns ErrClosed.
 func (pd *PD) Close() error {
-	pd.use.mu.Lock()
-	defer pd.use.mu.Unlock()
+	pd.use.Lock()
+	defer pd.use.Unlock()
 	if pd.c == nil {
 		return nil
 	}
-	if n := pd.use.quiesce(&pd.kids, nil); n > 0 {
+	if n := pd.use.Quiesce(pd.kids.count, nil); n > 0 {
 		return busyError("ibv_dealloc_pd", "objects (MRs, MWs, QPs, AHs, SRQs)", n)
 	}
 	rc := C.ibv_dealloc_pd(pd.c)
 	if rc != 0 {
-		pd.use.open()
+		pd.use.Open()
 		return verbError("ibv_dealloc_pd", int(rc))
 	}
 	pd.c = nil

@@ -257,10 +257,10 @@ func (pd *PD) createQPEx(init QPInit, create func(*C.struct_ibv_qp_init_attr_ex)
 // createQP checks init, applies its defaults, fills the C attributes and
 // wraps the QP that create makes from them.
 func (pd *PD) createQP(init QPInit, create func(*C.struct_ibv_qp_init_attr) (*C.struct_ibv_qp, error), destroy func() error) (*QP, error) {
-	if !pd.use.enter() {
+	if !pd.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer pd.use.leave()
+	defer pd.use.Leave()
 	if init.SendCQ == nil {
 		return nil, fmt.Errorf("ibv_create_qp: a send CQ is required: %w", syscall.EINVAL)
 	}
@@ -275,10 +275,10 @@ func (pd *PD) createQP(init QPInit, create func(*C.struct_ibv_qp_init_attr) (*C.
 		if u == nil {
 			continue
 		}
-		if !u.enter() {
+		if !u.Enter() {
 			return nil, ErrClosed
 		}
-		defer u.leave()
+		defer u.Leave()
 	}
 	if err := pd.ctx.sameContext("ibv_create_qp", "the send CQ", init.SendCQ.ctx); err != nil {
 		return nil, err
@@ -381,7 +381,7 @@ func (pd *PD) adopt(q *C.struct_ibv_qp, init QPInit, c *C.struct_ibv_qp_cap, des
 	if init.SRQ != nil {
 		init.SRQ.kids.add()
 	}
-	qp.use.open()
+	qp.use.Open()
 	pd.ctx.register(unsafe.Pointer(q), qp)
 	return qp, nil
 }
@@ -943,13 +943,13 @@ func (qp *QP) Close() error {
 	}
 	// The methods that hold neither lock: a Modify or Query under way
 	// ends before the QP goes, one after returns ErrClosed.
-	if n := qp.use.quiesce(&qp.kids, nil); n > 0 {
+	if n := qp.use.Quiesce(qp.kids.count, nil); n > 0 {
 		return busyError("ibv_destroy_qp", "send or receive batches of the QP", n)
 	}
 	// Only now, when nothing can make the Close fail but the verbs: a
 	// Close that fails with EBUSY leaves the QP in its groups.
 	if err := qp.detachAll(); err != nil {
-		qp.use.open()
+		qp.use.Open()
 		return err
 	}
 	p := unsafe.Pointer(qp.c)
@@ -957,12 +957,12 @@ func (qp *QP) Close() error {
 	if qp.destroy != nil {
 		if err := qp.destroy(); err != nil {
 			qp.pd.ctx.register(p, qp)
-			qp.use.open()
+			qp.use.Open()
 			return err
 		}
 	} else if rc := C.ibv_destroy_qp(qp.c); rc != 0 {
 		qp.pd.ctx.register(p, qp)
-		qp.use.open()
+		qp.use.Open()
 		return verbError("ibv_destroy_qp", int(rc))
 	}
 	qp.c = nil

@@ -132,10 +132,10 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if attr == nil {
 		return fmt.Errorf("ibv_modify_qp: QP %#x: nil QPAttr: %w", qp.num, syscall.EINVAL)
 	}
-	if !qp.use.enter() {
+	if !qp.use.Enter() {
 		return ErrClosed
 	}
-	defer qp.use.leave()
+	defer qp.use.Leave()
 	if mask&QPAttrCap != 0 {
 		if err := attr.Cap.check("ibv_modify_qp"); err != nil {
 			return err
@@ -250,10 +250,10 @@ func maskNames(m QPAttrMask) string {
 // (QPAttrCurState), which providers do not fill on a query (soft-RoCE
 // leaves it 0, RESET, whatever the state).
 func (qp *QP) Query() (QPAttr, error) {
-	if !qp.use.enter() {
+	if !qp.use.Enter() {
 		return QPAttr{}, ErrClosed
 	}
-	defer qp.use.leave()
+	defer qp.use.Leave()
 	var a C.struct_ibv_qp_attr
 	var ia C.struct_ibv_qp_init_attr
 	mask := C.int(0x1fffff)
@@ -554,10 +554,10 @@ func (qp *QP) ahFor(remote Endpoint, p ConnParams) AHAttr {
 // gives by default, 0x11111111: to advertise another, move the QP to INIT
 // before taking its Endpoint. Other types report that default.
 func (qp *QP) Endpoint(port, gidIndex int) (Endpoint, error) {
-	if !qp.use.enter() {
+	if !qp.use.Enter() {
 		return Endpoint{}, ErrClosed
 	}
-	defer qp.use.leave()
+	defer qp.use.Leave()
 	// Endpoint.GIDIndex and the GID index that Connect's address vector
 	// takes are 8 bits: refuse an index they would wrap (256 to 0).
 	if err := checkPortGID("Endpoint", port, gidIndex); err != nil {

@@ -58,10 +58,10 @@ func (m *MR) Rereg(c MRChange) error {
 	var flags C.int
 	var pdc *C.struct_ibv_pd
 	if c.PD != nil {
-		if !c.PD.use.enter() {
+		if !c.PD.use.Enter() {
 			return ErrClosed
 		}
-		defer c.PD.use.leave()
+		defer c.PD.use.Leave()
 		if err := m.pd.ctx.sameContext(verb, "the new PD", c.PD.ctx); err != nil {
 			return err
 		}
@@ -76,10 +76,10 @@ func (m *MR) Rereg(c MRChange) error {
 	var b []byte
 	var p unsafe.Pointer
 	if c.Buf != nil {
-		if !c.Buf.use.enter() {
+		if !c.Buf.use.Enter() {
 			return ErrClosed
 		}
-		defer c.Buf.use.leave()
+		defer c.Buf.use.Leave()
 		if c.Off < 0 || c.Len <= 0 || c.Len > c.Buf.Len()-c.Off {
 			return fmt.Errorf("%s: %d bytes at offset %d: outside a buffer of %d bytes: %w",
 				verb, c.Len, c.Off, c.Buf.Len(), syscall.EINVAL)

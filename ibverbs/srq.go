@@ -44,10 +44,10 @@ type SRQInit struct {
 // init.Limit, arms it (ibv_modify_srq); a failure after ibv_create_srq
 // destroys the SRQ again (ibv_destroy_srq).
 func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
-	if !pd.use.enter() {
+	if !pd.use.Enter() {
 		return nil, ErrClosed
 	}
-	defer pd.use.leave()
+	defer pd.use.Leave()
 	for _, f := range []struct {
 		name string
 		n    int
@@ -72,7 +72,7 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 		return nil, fmt.Errorf("ibverbs: out of memory for post scratch: %w", syscall.ENOMEM)
 	}
 	srq := &SRQ{c: q, pd: pd, s: s, handle: uint32(q.handle)}
-	srq.use.open()
+	srq.use.Open()
 	if init.Limit > 0 {
 		if err := srq.Arm(init.Limit); err != nil {
 			C.ibv_destroy_srq(q)
@@ -109,10 +109,10 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 // error that matches syscall.EINVAL and says that size, which Arm then
 // queries (ibv_query_srq): "limit 32, the SRQ holds 31 receives".
 func (srq *SRQ) Arm(limit int) error {
-	if !srq.use.enter() {
+	if !srq.use.Enter() {
 		return ErrClosed
 	}
-	defer srq.use.leave()
+	defer srq.use.Leave()
 	if err := checkU32("ibv_modify_srq", "limit", limit); err != nil {
 		return err
 	}
@@ -152,10 +152,10 @@ type SRQAttr struct {
 
 // Query returns the SRQ's capacity and limit (ibv_query_srq).
 func (srq *SRQ) Query() (SRQAttr, error) {
-	if !srq.use.enter() {
+	if !srq.use.Enter() {
 		return SRQAttr{}, ErrClosed
 	}
-	defer srq.use.leave()
+	defer srq.use.Leave()
 	var a C.struct_ibv_srq_attr
 	if rc := C.ibv_query_srq(srq.c, &a); rc != 0 {
 		return SRQAttr{}, verbError("ibv_query_srq", int(rc))
@@ -167,10 +167,10 @@ func (srq *SRQ) Query() (SRQAttr, error) {
 // IBV_SRQ_MAX_WR), keeping those posted. A device that cannot
 // (DeviceAttr.DeviceCapFlags without IBV_DEVICE_SRQ_RESIZE) fails it.
 func (srq *SRQ) Resize(maxWR int) error {
-	if !srq.use.enter() {
+	if !srq.use.Enter() {
 		return ErrClosed
 	}
-	defer srq.use.leave()
+	defer srq.use.Leave()
 	if maxWR < 1 || uint64(maxWR) > math.MaxUint32 {
 		return fmt.Errorf("ibv_modify_srq: %d receives: want 1 to %d: %w", maxWR, uint32(math.MaxUint32), syscall.EINVAL)
 	}
@@ -196,14 +196,14 @@ func (srq *SRQ) Close() error {
 	if srq.c == nil {
 		return nil
 	}
-	if n := srq.use.quiesce(&srq.kids, nil); n > 0 {
+	if n := srq.use.Quiesce(srq.kids.count, nil); n > 0 {
 		return busyError("ibv_destroy_srq", "QPs using the SRQ or receive batches of it", n)
 	}
 	p := unsafe.Pointer(srq.c)
 	srq.pd.ctx.unregister(p) // before its address can be another's
 	if rc := C.ibv_destroy_srq(srq.c); rc != 0 {
 		srq.pd.ctx.register(p, srq)
-		srq.use.open()
+		srq.use.Open()
 		return verbError("ibv_destroy_srq", int(rc))
 	}
 	srq.c = nil

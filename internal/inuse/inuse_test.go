@@ -1,6 +1,4 @@
-//go:build linux && cgo
-
-package ibverbs
+package inuse
 
 import (
 	"sync"
@@ -17,9 +15,9 @@ import (
 // on 2 CPUs a drain had not ended after 5 s. An enter after the shut
 // counts nothing, and an enter before it is waited for.
 func TestInUseDrainsWhileTurnedAway(t *testing.T) {
-	var u inUse
-	u.open()
-	if !u.enter() {
+	var u Guard
+	u.Open()
+	if !u.Enter() {
 		t.Fatal("enter of an open object failed")
 	}
 	var stop atomic.Bool
@@ -29,26 +27,26 @@ func TestInUseDrainsWhileTurnedAway(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				if u.enter() {
-					u.leave()
+				if u.Enter() {
+					u.Leave()
 				}
 			}
 		}()
 	}
 	defer func() { stop.Store(true); wg.Wait() }() // on a failure
 	time.Sleep(10 * time.Millisecond)
-	u.shut()
-	if u.enter() {
+	u.Shut()
+	if u.Enter() {
 		t.Fatal("enter after shut succeeded")
 	}
 	drained := make(chan struct{})
-	go func() { u.drain(); close(drained) }()
+	go func() { u.Drain(); close(drained) }()
 	select {
 	case <-drained:
 		t.Fatal("drain ended with a call under way")
 	case <-time.After(20 * time.Millisecond):
 	}
-	u.leave()
+	u.Leave()
 	select {
 	case <-drained:
 	case <-time.After(5 * time.Second):
