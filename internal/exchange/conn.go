@@ -574,7 +574,8 @@ func PeerClosed(err error) error {
 // Handshake sends this side's Hello, naming tool (e.g. "gorperf 0.1.0"),
 // and checks the peer's; both sides call it first. It returns the peer's
 // Hello, or ErrNotGorperf when the peer's first bytes are not a gorperf
-// Hello (perftest's key exchange, another service, a closed connection), or
+// Hello (perftest's key exchange, another service, a connection closed or
+// reset before them, as a port scanner's), or
 // a *VersionError when the peer speaks another ProtocolVersion. Give ctx a
 // short deadline: a peer that speaks another protocol may wait for bytes we
 // never send.
@@ -589,6 +590,9 @@ func Handshake(ctx context.Context, c *Conn, tool string) (Hello, error) {
 			err = fmt.Errorf("%w: %w", ErrNotGorperf, err)
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 			err = fmt.Errorf("%w: connection closed before its hello: %w", ErrNotGorperf, err)
+		case errors.Is(err, syscall.ECONNRESET):
+			// A port scanner's connect and reset.
+			err = fmt.Errorf("%w: connection closed (reset) before its hello: %w", ErrNotGorperf, err)
 		}
 		return Hello{}, err
 	}
