@@ -16,22 +16,24 @@ import (
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
-// cmDevice returns librdmacm's context for the named device, or its first.
+// cmDevice returns librdmacm's context for the named device, or where
+// name is "" for the first (ibverbs.Open's, as without -R). rdmacm.Device
+// has librdmacm open that device alone: rdmacm.Devices' list would open
+// every device of the host, for as long as the process lives, and where a
+// driver cannot take a device back from a process (rxe, siw), `rdma link
+// delete` of any of them would wait for serve to exit.
 func cmDevice(name string) (*ibverbs.Context, error) {
-	if name != "" {
-		return rdmacm.Device(name)
+	if name == "" {
+		infos, err := ibverbs.Devices()
+		if err != nil {
+			return nil, err
+		}
+		if len(infos) == 0 {
+			return nil, fmt.Errorf("rdma_cm finds no RDMA devices")
+		}
+		name = infos[0].Name
 	}
-	devs, err := rdmacm.Devices()
-	if err != nil {
-		return nil, err
-	}
-	if len(devs) == 0 {
-		return nil, fmt.Errorf("rdma_cm finds no RDMA devices")
-	}
-	for _, d := range devs[1:] {
-		d.Close() // a handle kept open keeps its device's event loop
-	}
-	return devs[0], nil
+	return rdmacm.Device(name)
 }
 
 func (s *session) cmConfig() *rdmacm.Config {

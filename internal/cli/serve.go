@@ -68,7 +68,13 @@ Clients that come while a test runs wait their turns, first come first served
 what a client can make this host allocate and register, and with
 --max-duration how long its test may hold the server. A test's parameters
 (-s, -n, -D, -q, -c, -b, --threads, ...) come from each client's command line:
-serve takes none of them.`,
+serve takes none of them.
+
+After a test over rdma_cm (-R), librdmacm keeps serve's device (-d) open until
+serve exits, and no other device. On soft-RoCE (rxe) and siw, whose drivers
+cannot take a device back from a process, "rdma link delete" of that device, or
+"rmmod rdma_rxe", waits until serve exits: stop serve first. Hardware drivers
+that can (mlx5, say) are not held up.`,
 		Example: "  gorperf serve -d mlx5_0 --max-memory 1073741824",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

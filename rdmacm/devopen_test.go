@@ -1,0 +1,91 @@
+//go:build linux && cgo
+
+package rdmacm_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+	"github.com/gorperf/gorperf/rdmacm"
+)
+
+// deviceOpensEnv, in the environment of this test binary, makes
+// TestDeviceOpensOnlyIt call Device on the device it names, in a process
+// of its own, and print the devices the process then has open.
+const deviceOpensEnv = "GORPERF_RDMACM_DEVICE_OPENS"
+
+// TestDeviceOpensOnlyIt: Device has librdmacm open the device it names
+// and no other, where rdma_get_devices opened every device of the host
+// for as long as the process lived, and `rdma link delete` of any rxe
+// device, even one the process never used, waited for it to exit (rxe
+// cannot take a device back from a process). Needs two devices.
+func TestDeviceOpensOnlyIt(t *testing.T) {
+	if name := os.Getenv(deviceOpensEnv); name != "" {
+		ctx, err := rdmacm.Device(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Name() != name {
+			t.Fatalf("Device(%q) returned %s", name, ctx.Name())
+		}
+		t.Logf("OPEN %s", strings.Join(openDevices(t), ","))
+		return
+	}
+	dev := rdmatest.Device(t)
+	infos, err := ibverbs.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) < 2 {
+		t.Skipf("needs a second device besides %s (have %d)", dev.Name, len(infos))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestDeviceOpensOnlyIt$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), deviceOpensEnv+"="+dev.Name)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	_, list, ok := strings.Cut(string(out), "OPEN ")
+	if !ok {
+		t.Fatalf("no list of open devices:\n%s", out)
+	}
+	list, _, _ = strings.Cut(list, "\n")
+	if got := strings.Split(strings.TrimSpace(list), ","); !slices.Equal(got, []string{dev.Name}) {
+		t.Errorf("after Device(%q) the process has %q open, want only %s", dev.Name, got, dev.Name)
+	}
+}
+
+// openDevices lists the RDMA devices whose uverbs files this process has
+// open, sorted.
+func openDevices(t *testing.T) []string {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err != nil || !strings.HasPrefix(target, "/dev/infiniband/uverbs") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/sys/class/infiniband_verbs", filepath.Base(target), "ibdev"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.TrimSpace(string(b)); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
