@@ -152,7 +152,7 @@ func (ch *EventChannel) lookup(ev *Event, g *C.struct_gr_event) (*Event, error) 
 		if ev.ListenID != nil {
 			ps = ev.ListenID.ps
 		}
-		ev.ID = &ID{c: g.id, ch: ch, ps: ps, request: true}
+		ev.ID = newID(g.id, ch, ps, true)
 		ch.ids[g.id] = ev.ID
 	} else {
 		ev.ID = ch.ids[g.id]

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/gorperf/gorperf/ibverbs"
 )
@@ -356,7 +355,7 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 			c = nil
 		}
 	}()
-	verbs := unsafe.Pointer(id.c.verbs)
+	verbs := id.verbs()
 	if err := cfg.check(); err != nil {
 		return c, err
 	}
@@ -534,7 +533,7 @@ func (c *Conn) teardown() error {
 	closeIf(c.sch != nil, c.sch)
 	closeIf(c.ownPD, c.pd)
 	closeIf(c.ownCtx, c.ctx)
-	ch := c.id.ch
+	ch := c.id.ch.Load()
 	if err := c.id.Close(); err != nil {
 		errs = append(errs, err)
 	} else {
@@ -562,7 +561,7 @@ func (c *Conn) watch(ctx context.Context) {
 	defer close(c.watchDone)
 	pause := time.Millisecond
 	for {
-		ev, err := c.id.ch.GetEvent(ctx)
+		ev, err := c.id.ch.Load().GetEvent(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -83,7 +83,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch := id.ch
+	ch := id.ch.Load()
 	fail := func(err error) (*Conn, error) {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
@@ -305,7 +305,7 @@ func lookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch := id.ch
+	ch := id.ch.Load()
 	defer func() {
 		id.Close()
 		ch.Close()

@@ -74,6 +74,22 @@
 // (ID.Context, Conn.Context, Devices) is librdmacm's, open while the
 // library is loaded; closing the Go handle never closes the device.
 //
+// # Close and other goroutines
+//
+// Close may run while other goroutines use the object, as closing a file
+// or a connection to end a reader is ordinary Go. An ID's Close waits for
+// the calls of the ID under way (each a C call that returns on its own:
+// rdma_cm's verbs start work whose outcome arrives as an event) and then
+// destroys it; a call that begins once Close has begun returns ErrClosed,
+// or the zero value where the method returns no error (LocalAddr,
+// RemoteAddr, PortNum, Raw). A Close that refuses (EBUSY: the ID's QP is
+// open) changes nothing, and the ID stays usable. An EventChannel's Close
+// wakes a GetEvent under way, which returns ErrClosed, and a Listener's
+// its Accept and GetRequest; a Conn's Close closes the objects it owns,
+// whose methods follow ibverbs' same rule. Closing twice is harmless.
+// What an object was made with (ID.Channel, ID.PortSpace, Conn.QP, ...)
+// may be read at any time.
+//
 // # A QP made with ibverbs
 //
 // A program may make its QP itself (ibverbs' PD.CreateQP, on the ID's

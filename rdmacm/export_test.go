@@ -47,3 +47,7 @@ func SetConnectTimeout(d time.Duration) (restore func()) {
 	connectTimeout = d
 	return func() { connectTimeout = old }
 }
+
+// IDClosing reports whether id's Close has begun (and not failed since):
+// a call of id that begins now returns ErrClosed.
+func IDClosing(id *ID) bool { return id.use.Closed() }

@@ -15,12 +15,14 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/inuse"
 )
 
 // PortSpace is an identifier's port space (enum rdma_port_space): which
@@ -63,10 +65,20 @@ func portSpaceTable() map[PortSpace]int {
 // ID is a connection manager identifier (struct rdma_cm_id), the rdma_cm
 // counterpart of a socket. Its events arrive on its EventChannel.
 type ID struct {
-	c  *C.struct_rdma_cm_id
-	ch *EventChannel
-	ps PortSpace
-	qp *ibverbs.QP // made by CreateQP, until its Close
+	c   *C.struct_rdma_cm_id
+	use inuse.Guard // guards c against Close
+	ps  PortSpace
+	ch  atomic.Pointer[EventChannel] // Migrate moves it
+	// chMu serializes Migrate: librdmacm keeps the ID's channel
+	// (id->channel) beside the kernel's record of it, and two
+	// rdma_migrate_id at once left them apart (the ID's rdma_destroy_id
+	// then failed with EINVAL).
+	chMu sync.Mutex
+	qp   atomic.Pointer[ibverbs.QP] // made by CreateQP, until its Close
+	// qpMu serializes CreateQP and the Close of the QP it made, which
+	// librdmacm makes and destroys as the ID's (id->qp): a QP's Close
+	// beside a CreateQP destroyed the new QP (SIGSEGV).
+	qpMu sync.Mutex
 	// request says the ID came with a CONNECT_REQUEST: the passive
 	// side's, whose peer may give up while it is answered.
 	request bool
@@ -94,18 +106,33 @@ func (ch *EventChannel) CreateID(ps PortSpace) (*ID, error) {
 		if r != 0 {
 			return nil, cmError("rdma_create_id", err)
 		}
-		return &ID{c: c, ch: ch, ps: ps}, nil
+		return newID(c, ch, ps, false), nil
 	})
 }
 
+// newID returns the ID of c, open, on ch.
+func newID(c *C.struct_rdma_cm_id, ch *EventChannel, ps PortSpace, request bool) *ID {
+	id := &ID{c: c, ps: ps, request: request}
+	id.ch.Store(ch)
+	id.use.Open()
+	return id
+}
+
 // Channel returns the event channel the ID's events arrive on.
-func (id *ID) Channel() *EventChannel { return id.ch }
+func (id *ID) Channel() *EventChannel { return id.ch.Load() }
 
 // PortSpace returns the ID's port space.
 func (id *ID) PortSpace() PortSpace { return id.ps }
 
-// Raw returns the struct rdma_cm_id pointer, valid until Close.
-func (id *ID) Raw() unsafe.Pointer { return unsafe.Pointer(id.c) }
+// Raw returns the struct rdma_cm_id pointer, valid until Close; nil once
+// Close has begun.
+func (id *ID) Raw() unsafe.Pointer {
+	if !id.use.Enter() {
+		return nil
+	}
+	defer id.use.Leave()
+	return unsafe.Pointer(id.c)
+}
 
 // sockaddrStorage names struct sockaddr_storage for tests, which cannot
 // import "C".
@@ -215,9 +242,10 @@ func (id *ID) BindAddr(addr netip.AddrPort) error {
 
 // bindAddr is BindAddr, its error without the address.
 func (id *ID) bindAddr(addr netip.AddrPort) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	var ss C.struct_sockaddr_storage
 	r, err := C.rdma_bind_addr(id.c, sockaddr(addr, &ss))
 	if r == 0 {
@@ -233,7 +261,7 @@ func (id *ID) bindAddr(addr netip.AddrPort) error {
 // bindsPortZero reports whether ip binds on a new ID with any free port:
 // whether the EADDRNOTAVAIL of a bind with a port was about the port.
 func (id *ID) bindsPortZero(ip netip.Addr) bool {
-	probe, err := id.ch.CreateID(id.ps)
+	probe, err := id.ch.Load().CreateID(id.ps)
 	if err != nil {
 		return false
 	}
@@ -278,9 +306,10 @@ func (id *ID) SetAckTimeout(t uint8) error {
 // (rdma_set_option, RDMA_OPTION_ID_AFONLY, as IPV6_V6ONLY), in place of
 // the sysctl net.ipv6.bindv6only. Set it before BindAddr.
 func (id *ID) setAFOnly(only bool) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	var v C.int
 	if only {
 		v = 1
@@ -293,9 +322,10 @@ func (id *ID) setAFOnly(only bool) error {
 }
 
 func (id *ID) setOption(name C.int, v uint8) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	b := C.uint8_t(v)
 	r, err := C.rdma_set_option(id.c, C.RDMA_OPTION_ID, name, unsafe.Pointer(&b), C.size_t(unsafe.Sizeof(b)))
 	if r != 0 {
@@ -327,9 +357,10 @@ func (id *ID) ResolveAddr(src, dst netip.AddrPort, timeout time.Duration) error 
 
 // resolveAddr is ResolveAddr, its error without the address.
 func (id *ID) resolveAddr(src, dst netip.AddrPort, timeout time.Duration) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	var sss, dss C.struct_sockaddr_storage
 	var sa *C.struct_sockaddr
 	if src.IsValid() {
@@ -359,9 +390,10 @@ func withAddr(ap netip.AddrPort, given string, err error) error {
 // syscall.EINVAL, where librdmacm read the device and the process died
 // (SIGSEGV).
 func (id *ID) ResolveRoute(timeout time.Duration) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	if err := id.needDevice("rdma_resolve_route", "resolve the peer's address first (ResolveAddr, then ADDR_RESOLVED)"); err != nil {
 		return err
 	}
@@ -376,9 +408,10 @@ func (id *ID) ResolveRoute(timeout time.Duration) error {
 // (rdma_listen); each arrives as a CONNECT_REQUEST event with a new ID.
 // backlog 0 takes the kernel's default.
 func (id *ID) Listen(backlog int) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	r, err := C.rdma_listen(id.c, C.int(backlog))
 	if r != 0 {
 		return cmError("rdma_listen", err)
@@ -444,6 +477,10 @@ const (
 // requests may come through. Where they do not fit, fn (the verb) would
 // fail with a bare EINVAL, after the QP was made.
 func (id *ID) checkPrivateData(fn string, n int, msg int) error {
+	if !id.use.Enter() {
+		return ErrClosed
+	}
+	defer id.use.Leave()
 	most := math.MaxUint8
 	var iwarp bool
 	if v := id.c.verbs; v != nil {
@@ -483,9 +520,10 @@ func (id *ID) checkPrivateData(fn string, n int, msg int) error {
 // matching syscall.EINVAL, where librdmacm read the device and the
 // process died (SIGSEGV): resolve the address and the route first.
 func (id *ID) Connect(p *ConnParam) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	if err := id.needDevice("rdma_connect", "resolve the peer's address and route first (ResolveAddr, ResolveRoute)"); err != nil {
 		return err
 	}
@@ -517,9 +555,10 @@ func (id *ID) Connect(p *ConnParam) error {
 // syscall.EINVAL, where librdmacm read the device and the process died
 // (SIGSEGV).
 func (id *ID) Accept(p *ConnParam) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	if err := id.needDevice("rdma_accept", "accept the ID of a CONNECT_REQUEST event (Event.ID), not a new or listening one"); err != nil {
 		return err
 	}
@@ -548,9 +587,10 @@ func (id *ID) Accept(p *ConnParam) error {
 // privateData (at most 148 bytes for RC, 136 for UD, over InfiniBand and
 // RoCE) to the peer (rdma_reject). Close the ID afterwards.
 func (id *ID) Reject(privateData []byte) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	if err := id.checkPrivateData("rdma_reject", len(privateData), cmReject); err != nil {
 		return err
 	}
@@ -569,9 +609,10 @@ func (id *ID) Reject(privateData []byte) error {
 // Disconnect moves the ID's QP to the error state and tells the peer
 // (rdma_disconnect). Both sides then get DISCONNECTED.
 func (id *ID) Disconnect() error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	r, err := C.rdma_disconnect(id.c)
 	if r != 0 {
 		return cmError("rdma_disconnect", err)
@@ -581,12 +622,15 @@ func (id *ID) Disconnect() error {
 
 // Migrate moves the ID, and its future events, to another channel
 // (rdma_migrate_id). It fails with ErrClosed once ch is closed, also while
-// ch's Close runs.
+// ch's Close runs. The Migrates of one ID run one at a time.
 func (id *ID) Migrate(ch *EventChannel) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
-	old := id.ch
+	defer id.use.Leave()
+	id.chMu.Lock()
+	defer id.chMu.Unlock()
+	old := id.ch.Load()
 	// The ID joins ch before it moves and leaves old after, so that no
 	// Close of either finds it on neither meanwhile. rdma_migrate_id
 	// runs outside ch's idMu: it waits for the acks of the ID's events
@@ -602,7 +646,7 @@ func (id *ID) Migrate(ch *EventChannel) error {
 		}
 		return cmError("rdma_migrate_id", err)
 	}
-	id.ch = ch
+	id.ch.Store(ch)
 	if old != ch {
 		old.remove(id)
 	}
@@ -618,9 +662,10 @@ func (id *ID) Migrate(ch *EventChannel) error {
 // no RDMA device has, such as 127.0.0.1, which rdma_bind_addr takes)
 // fails with an error matching syscall.ENODEV that says which.
 func (id *ID) Context() (*ibverbs.Context, error) {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return nil, ErrClosed
 	}
+	defer id.use.Leave()
 	if id.c.verbs == nil {
 		return nil, fmt.Errorf("rdmacm: %s: %w", id.deviceless(), syscall.ENODEV)
 	}
@@ -628,7 +673,23 @@ func (id *ID) Context() (*ibverbs.Context, error) {
 }
 
 // onDevice reports whether the ID is bound to a device (id->verbs).
-func (id *ID) onDevice() bool { return id.c != nil && id.c.verbs != nil }
+func (id *ID) onDevice() bool {
+	if !id.use.Enter() {
+		return false
+	}
+	defer id.use.Leave()
+	return id.c.verbs != nil
+}
+
+// verbs returns the ID's struct ibv_context (id->verbs), nil on no
+// device or once Close has begun.
+func (id *ID) verbs() unsafe.Pointer {
+	if !id.use.Enter() {
+		return nil
+	}
+	defer id.use.Leave()
+	return unsafe.Pointer(id.c.verbs)
+}
 
 // deviceless says why an open ID is on no device.
 func (id *ID) deviceless() string {
@@ -657,27 +718,30 @@ func (id *ID) needDevice(fn, first string) error {
 
 // PortNum returns the device port the ID is bound to, from 1; 0 if none.
 func (id *ID) PortNum() int {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return 0
 	}
+	defer id.use.Leave()
 	return int(id.c.port_num)
 }
 
 // LocalAddr returns the ID's local address and port (rdma_get_local_addr,
 // rdma_get_src_port).
 func (id *ID) LocalAddr() netip.AddrPort {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return netip.AddrPort{}
 	}
+	defer id.use.Leave()
 	return addrPort(C.gr_local_addr(id.c))
 }
 
 // RemoteAddr returns the peer's address and port (rdma_get_peer_addr,
 // rdma_get_dst_port).
 func (id *ID) RemoteAddr() netip.AddrPort {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return netip.AddrPort{}
 	}
+	defer id.use.Leave()
 	return addrPort(C.gr_peer_addr(id.c))
 }
 
@@ -691,10 +755,13 @@ func (id *ID) RemoteAddr() netip.AddrPort {
 // CQs must be on the ID's device (see Context). With init.WRAPI it is made
 // by rdma_create_qp_ex and posts through the ibv_wr_* API.
 func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error) {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return nil, ErrClosed
 	}
-	if id.qp != nil {
+	defer id.use.Leave()
+	id.qpMu.Lock()
+	defer id.qpMu.Unlock()
+	if id.qp.Load() != nil {
 		return nil, fmt.Errorf("rdmacm: the ID has a QP already: %w", os.NewSyscallError("rdma_create_qp", syscall.EINVAL))
 	}
 	if pd == nil || init.SendCQ == nil {
@@ -705,6 +772,11 @@ func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error)
 		init.Type = ibverbs.QPTypeUD
 	}
 	c := id.c
+	// creating: CreateQPWith calls destroy itself where the QP it made
+	// fails it, with qpMu held here.
+	var creating atomic.Bool
+	creating.Store(true)
+	defer creating.Store(false)
 	qp, err := pd.CreateQPWith(init, func(attr unsafe.Pointer) (unsafe.Pointer, error) {
 		if init.WRAPI {
 			if r, err := C.rdma_create_qp_ex(c, (*C.struct_ibv_qp_init_attr_ex)(attr)); r != 0 {
@@ -715,31 +787,42 @@ func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error)
 		}
 		return unsafe.Pointer(c.qp), nil
 	}, func() error {
+		if !creating.Load() {
+			id.qpMu.Lock()
+			defer id.qpMu.Unlock()
+		}
 		if rc := C.gr_destroy_qp(c); rc != 0 {
 			return errnoError("rdma_destroy_qp", int(rc))
 		}
-		id.qp = nil
+		id.qp.Store(nil)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	id.qp = qp
+	id.qp.Store(qp)
 	return qp, nil
 }
 
 // QP returns the QP made by CreateQP, or nil.
-func (id *ID) QP() *ibverbs.QP { return id.qp }
+func (id *ID) QP() *ibverbs.QP { return id.qp.Load() }
 
 // Close destroys the ID (rdma_destroy_id), cancelling what it had under
-// way. It fails with EBUSY while the QP from CreateQP is open. An event
-// of the ID that a GetEvent in another goroutine has taken holds it up
-// until GetEvent has named the event's ID. Closing twice is a no-op.
+// way. It fails with EBUSY while the QP from CreateQP is open. It may run
+// while other goroutines call the ID's methods: it waits for the calls
+// under way, and those that begin once it has begun return ErrClosed
+// (see the package's doc). An event of the ID that a GetEvent in another
+// goroutine has taken holds it up until GetEvent has named the event's
+// ID. Closing twice is a no-op.
 func (id *ID) Close() error {
-	if id.c == nil {
+	id.use.Lock()
+	defer id.use.Unlock()
+	if id.use.Closed() {
 		return nil
 	}
-	if id.qp != nil {
+	// A CreateQP under way may make a QP: Quiesce counts again once the
+	// calls under way have left.
+	if id.use.Quiesce(id.hasQP, nil) > 0 {
 		return fmt.Errorf("rdma_destroy_id: close the ID's QP first: %w", os.NewSyscallError("rdma_destroy_id", syscall.EBUSY))
 	}
 	// The ID leaves its channel only once destroyed, so that the
@@ -748,11 +831,20 @@ func (id *ID) Close() error {
 	// leaves it be.
 	r, err := C.rdma_destroy_id(id.c)
 	if r != 0 {
+		id.use.Open()
 		return cmError("rdma_destroy_id", err)
 	}
-	id.ch.remove(id)
+	id.ch.Load().remove(id)
 	id.c = nil
 	return nil
+}
+
+// hasQP counts the ID's QP from CreateQP, 0 or 1, for Close.
+func (id *ID) hasQP() int64 {
+	if id.qp.Load() != nil {
+		return 1
+	}
+	return 0
 }
 
 // peersReason is err, a verb's failure on a connection request, with
@@ -767,9 +859,13 @@ func (id *ID) peersReason(err error) error {
 	// kernel could not send the reply: ENOMEM, a MAD error), the
 	// kernel has rejected the request itself, and the probe would
 	// blame the peer.
-	if !id.request || id.c == nil || !errors.Is(err, syscall.EINVAL) {
+	if !id.request || !errors.Is(err, syscall.EINVAL) {
 		return err
 	}
+	if !id.use.Enter() {
+		return err
+	}
+	defer id.use.Leave()
 	var attr C.struct_ibv_qp_attr
 	var mask C.int
 	attr.qp_state = C.IBV_QPS_INIT

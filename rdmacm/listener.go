@@ -374,7 +374,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config, park func(*ConnRe
 	given := ctx
 	ctx, cancel := cfg.handshake(ctx)
 	defer cancel()
-	ch := r.id.ch
+	ch := r.id.ch.Load()
 	refuse := func(err error) (*Conn, error) {
 		return nil, errors.Join(err, r.refuse())
 	}
@@ -449,7 +449,7 @@ func (r *ConnRequest) Reject(privateData []byte) error {
 		return err
 	}
 	r.done = true
-	ch := r.id.ch
+	ch := r.id.ch.Load()
 	return errors.Join(r.id.Reject(privateData), r.id.Close(), ch.Close())
 }
 
@@ -457,7 +457,7 @@ func (r *ConnRequest) Reject(privateData []byte) error {
 // rdma_reject says (the peer may have given up), and frees it.
 func (r *ConnRequest) refuse() error {
 	r.done = true
-	ch := r.id.ch
+	ch := r.id.ch.Load()
 	r.id.Reject(nil)
 	return errors.Join(r.id.Close(), ch.Close())
 }

@@ -23,9 +23,10 @@ import (
 // RoCE the kernel also joins the IP group on the interface (IGMP or MLD)
 // for a full member.
 func (id *ID) JoinMulticast(group netip.Addr, sendOnly bool) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	if !group.IsMulticast() {
 		return fmt.Errorf("%v is not a multicast address: %w", group, errnoError("rdma_join_multicast_ex", int(syscall.EINVAL)))
 	}
@@ -69,9 +70,10 @@ func notSupported(group netip.Addr) error {
 // LeaveMulticast leaves a group the ID joined (rdma_leave_multicast),
 // detaching its QP.
 func (id *ID) LeaveMulticast(group netip.Addr) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	var ss C.struct_sockaddr_storage
 	r, err := C.rdma_leave_multicast(id.c, sockaddr(netip.AddrPortFrom(group, 0), &ss))
 	if r != 0 {
@@ -112,7 +114,7 @@ func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error
 	if err != nil {
 		return nil, err
 	}
-	ch := id.ch
+	ch := id.ch.Load()
 	ud := *cfg
 	ud.UD = true
 	c, err := newConn(id, &ud)

@@ -63,9 +63,10 @@ import (
 // InitQPAttr (the passive side) and Establish (the active side) show the
 // whole flow.
 func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrMask, error) {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ibverbs.QPAttr{}, 0, ErrClosed
 	}
+	defer id.use.Leave()
 	switch state {
 	case ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS:
 	default:
@@ -122,9 +123,10 @@ func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrM
 // among them EINVAL for a second Establish; after Close it returns
 // ErrClosed.
 func (id *ID) Establish() error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	if id.c.qp != nil {
 		return fmt.Errorf("the ID has a QP from CreateQP, and librdmacm completes its connection: %w",
 			os.NewSyscallError("rdma_establish", syscall.EINVAL))
@@ -155,9 +157,10 @@ func (id *ID) Establish() error {
 // channel (ID.Context); the error names rdma_notify and the event. After
 // Close it returns ErrClosed.
 func (id *ID) Notify(ev ibverbs.EventType) error {
-	if id.c == nil {
+	if !id.use.Enter() {
 		return ErrClosed
 	}
+	defer id.use.Leave()
 	if r, err := C.rdma_notify(id.c, C.enum_ibv_event_type(ev)); r != 0 {
 		return fmt.Errorf("%s: %w", ev, cmError("rdma_notify", err))
 	}
