@@ -837,6 +837,29 @@ func (lb *lobby) refusedTest(spec exchange.TestSpec) *refusal {
 	return lb.refused[spec.Group]
 }
 
+// RefusedError is a test that Serve refused, as its done reports it, once
+// a test: over the server's limits (--max-size and the like: Limits), as
+// the client asks or at its turn; refused by Local.Admit; or a test of
+// several threads whose connections do not ask for one test. Spec is the
+// test the client asked for (of a test of several threads, the
+// connection's that was refused first), Err why, which the client was
+// told.
+type RefusedError struct {
+	Spec exchange.TestSpec
+	Err  error
+}
+
+// Error says "refused: " and why.
+func (e *RefusedError) Error() string {
+	if e.Err == nil {
+		return "refused"
+	}
+	return "refused: " + e.Err.Error()
+}
+
+// Unwrap returns why.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
 // refuseTest refuses the test that spec, a greeted client's, asks for,
 // as it asks, and returns what the client is told: bad, what check
 // found, or for a connection of a test of several threads already
@@ -848,9 +871,11 @@ func (lb *lobby) refusedTest(spec exchange.TestSpec) *refusal {
 // come after as they come, named by the connection's client, c. lb.mu
 // is held.
 func (lb *lobby) refuseTest(c *exchange.Conn, spec exchange.TestSpec, bad error) error {
-	refused := named(c, fmt.Errorf("refused: %w", bad))
+	// What done is told, where this is the test's first refusal (bad is
+	// nil for a connection of a test of several threads refused already).
+	refused := func() error { return named(c, &RefusedError{Spec: spec, Err: bad}) }
 	if spec.Threads <= 1 || spec.Group == 0 { // a test of one connection, or not a group (invalid)
-		lb.report(refused)
+		lb.report(refused())
 		return bad
 	}
 	if r := lb.refusedTest(spec); r != nil {
@@ -882,7 +907,7 @@ func (lb *lobby) refuseTest(c *exchange.Conn, spec exchange.TestSpec, bad error)
 	if r.seen < int(spec.Threads) {
 		lb.refused[spec.Group] = r
 	}
-	lb.report(refused)
+	lb.report(refused())
 	return bad
 }
 
@@ -1226,7 +1251,7 @@ func serveSpec(ctx context.Context, taken []asked, l Local, lim Limits, onHeader
 			w.c.SendError(hctx, err)
 			cancel()
 		}
-		return nil, fmt.Errorf("refused: %w", err)
+		return nil, &RefusedError{Spec: spec, Err: err}
 	}
 	tctx, stop := boundTime(ctx, spec, lim)
 	defer stop()

@@ -631,7 +631,7 @@ func gatherThreads(ctx context.Context, conns []*exchange.Conn, specs []exchange
 			cancel()
 			o.c.Close()
 			if refused == nil {
-				refused = fmt.Errorf("refused: %w", err)
+				refused = &RefusedError{Spec: ts, Err: err}
 			}
 			continue
 		}
@@ -649,7 +649,7 @@ func gatherThreads(ctx context.Context, conns []*exchange.Conn, specs []exchange
 	// part of; all together they are the test.
 	exchange.FitGroupRXDepth(specs, lim)
 	if err := exchange.CheckGroupLimits(specs, lim); err != nil {
-		return fmt.Errorf("refused: %w", err)
+		return &RefusedError{Spec: spec, Err: err}
 	}
 	return nil
 }

@@ -255,10 +255,16 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 		if o.test.JSON {
 			// A document for each test, also one that failed before its
 			// result, as a server for one test writes (fail).
+			// A test refused (by --max-* or Admit) names the test it
+			// asked for, which the server never took, with its own code.
 			r := report.Result{Version: Version, Role: "server", Device: o.test.Device, Port: o.test.IBPort,
 				GIDIndex: o.test.GIDIndex, PeerAddr: clientAddr(err),
 				Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
-			if known {
+			var refused *bench.RefusedError
+			switch {
+			case errors.As(err, &refused):
+				r.Test, r.Error.Code = refused.Spec.Test.String(), "refused"
+			case known:
 				r.Test = admitted.Test.String()
 			}
 			o.test.writeJSON(f.IO.Out, r)

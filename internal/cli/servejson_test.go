@@ -12,16 +12,19 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/report"
 )
 
 // TestServeJSONLines: serve --json writes a document for every test, on
 // a line of its own (JSON Lines): a test's result naming its client
-// (peer_addr), and a test that failed before it had a result (refused
-// by --max-size, say), with the test where Admit saw it, the code and
-// the client. The old serve wrote indented documents, no peer_addr, and
-// nothing at all for a test without a result.
+// (peer_addr), and a test that failed before it had a result, with the
+// test where Admit saw it, the code and the client; one refused (by
+// --max-size, say) names the test it asked for, code "refused". The old
+// serve wrote indented documents, no peer_addr, and nothing at all for a
+// test without a result; then a refused test's document had no test and
+// code "failed".
 func TestServeJSONLines(t *testing.T) {
 	f, out, _ := newTestFactory(nil, nil)
 	o := &serveOptions{}
@@ -29,8 +32,8 @@ func TestServeJSONLines(t *testing.T) {
 	ok := fakeBW()
 	ok.Peer = "198.18.0.2:40000"
 	o.done(context.Background(), f, ok, nil)
-	o.done(context.Background(), f, nil,
-		errors.New("client 198.18.0.2:40002: refused: test exceeds the server's limits: message size 1 MiB exceeds this server's maximum of 64 KiB"))
+	o.done(context.Background(), f, nil, bench.NameClient("198.18.0.2:40002", &bench.RefusedError{Spec: exchange.TestSpec{Test: exchange.SendBW},
+		Err: errors.New("test exceeds the server's limits: message size 1 MiB exceeds this server's maximum of 64 KiB")}))
 	// A test Admit took, that failed in its set-up.
 	o.mu.Lock()
 	o.admitted, o.noted = exchange.TestSpec{Test: exchange.ReadLat}, true
@@ -43,7 +46,7 @@ func TestServeJSONLines(t *testing.T) {
 	}
 	want := []struct{ test, peer, code string }{
 		{"write_bw", "198.18.0.2:40000", ""},
-		{"", "198.18.0.2:40002", "failed"},
+		{"send_bw", "198.18.0.2:40002", "refused"},
 		{"read_lat", "[2001:2::2]:40004", "failed"},
 	}
 	for i, line := range lines {
