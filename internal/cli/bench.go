@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -464,12 +465,14 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 		// Ctrl-C before a client asked for a test, or while a test of
 		// several threads gathered its connections.
 		err = stoppedEarly(ctx, res, err, "interrupted before a client asked for a test")
+		o.stopped = stopWords(ctx)
 		return o.finish(f, "server", res, err)
 	}
 	res, err := bench.Client(ctx, serverAddr(o.Host, o.Port), spec, l, onHeader)
 	// Ctrl-C while the client dials (a server not up yet), waits for a
 	// busy server's hello, or connects the QPs (-R).
 	err = stoppedEarly(ctx, res, err, "")
+	o.stopped = stopWords(ctx)
 	return o.finish(f, "client", res, err)
 }
 
@@ -741,7 +744,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 			fmt.Fprintf(f.IO.ErrOut, "gorperf: --report-both: the %s's test was one-way (no -b), so it has no directions to report\n", peerRole(role))
 		}
 		if err == nil && res.Interrupted {
-			fmt.Fprintln(f.IO.ErrOut, "gorperf: interrupted; the results above are what was measured")
+			fmt.Fprintf(f.IO.ErrOut, "gorperf: %s; the results above are what was measured\n", cmp.Or(o.stopped, "interrupted"))
 			return &silentError{code: exitInterrupted}
 		}
 		if err == nil && res.PeerInterrupted {
@@ -1598,6 +1601,7 @@ func loopbackRun(ctx context.Context, f *Factory, o *testOptions, spec exchange.
 	if s := <-srv; s.err != nil && (err == nil || s.early) {
 		err = fmt.Errorf("server side: %w", s.err)
 	}
+	o.stopped = stopWords(ctx)
 	return o.finish(f, "loopback", res, stoppedEarly(ctx, res, err, ""))
 }
 
@@ -1776,4 +1780,14 @@ func mtuNote(w io.Writer, s exchange.TestSpec, l bench.Local) {
 	if mtu, err := bench.ActiveMTU(l); err == nil && s.MTU > mtu {
 		fmt.Fprintf(w, "gorperf: the client's -m %d is over this port's active MTU: the path MTU is at most %d\n", s.MTU.Bytes(), mtu.Bytes())
 	}
+}
+
+// stopWords is how a run whose context, ctx, a signal ended was stopped,
+// in the words its peer is told (bench.StopWords): "stopped (SIGTERM)",
+// "interrupted (Ctrl-C)"; "" where ctx has not ended.
+func stopWords(ctx context.Context) string {
+	if ctx.Err() == nil {
+		return ""
+	}
+	return bench.StopWords(ctx)
 }

@@ -130,6 +130,11 @@ type testOptions struct {
 	placed       affinity.Choice
 	rows         *rowStream // the text table's or the CSV's rows printed as the sizes end
 	Threads      uint16     // --threads
+	// stopped is how this side was stopped, in the words its peer was
+	// told ("interrupted (Ctrl-C)", "stopped (SIGTERM)"): finish names
+	// it for a result that this side's stop cut short; "" says
+	// "interrupted".
+	stopped string
 }
 
 // defaultJSONFile is where --out_json writes by default, perftest's name

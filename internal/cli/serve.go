@@ -240,6 +240,7 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 	if r != nil {
 		o.served++
 		o.test.Test = r.Spec.Test
+		o.test.stopped = stopWords(ctx)
 		err = o.test.finish(f, "server", r, err)
 		if errors.As(err, new(*silentError)) {
 			return // said already: a test stopped by Ctrl-C, which ends the server too

@@ -246,7 +246,7 @@ func testBWServerInterrupted(t *testing.T) {
 	if err := json.Unmarshal(cli.out.Bytes(), &r); err != nil || r.Error == nil || r.Error.Code != "peer" || r.Interrupted || !r.PeerInterrupted || len(r.Results) != 1 || r.Results[0].Iterations == 0 {
 		t.Errorf("the client's JSON (%v): want its figures, not interrupted, the peer interrupted, the error the peer's:\n%s", err, cli.out)
 	}
-	if !strings.Contains(srv.out.String(), " 4096 ") || !strings.Contains(srv.errOut.String(), "interrupted; the results above") {
+	if !strings.Contains(srv.out.String(), " 4096 ") || !strings.Contains(srv.errOut.String(), "interrupted (Ctrl-C); the results above") {
 		t.Errorf("the server did not report the client's figures, interrupted:\n%s%s", srv.out, srv.errOut)
 	}
 	if !strings.Contains(cli.errOut.String(), "the server was interrupted (Ctrl-C) before the run ended") {
