@@ -257,6 +257,12 @@ type Conn struct {
 	readFree  chan struct{}
 	opWait    atomic.Uint64
 	rdOut     int
+	// over is closed, under mu, once nothing more can be posted for a
+	// reason other than Close: the connection failed (fail), ended
+	// (ended), or the peer closed (its Close's end message). sendErr
+	// says why. The callers waiting for an operation's slot wake on it,
+	// where the slots may never come back.
+	over chan struct{}
 	// regMu guards the regions registered (RegisterMemory) and their
 	// deregistration; regsGone says Close deregistered them. It comes
 	// before mu.
@@ -794,6 +800,7 @@ func newConn(cfg *Config) *Conn {
 		courierKick: make(chan struct{}, 1),
 		closed:      make(chan struct{}),
 		opFree:      make(chan int, opSlots),
+		over:        make(chan struct{}),
 	}
 	for k := range c.opKick {
 		c.opKick[k] = make(chan struct{}, 1)
@@ -1026,6 +1033,15 @@ func (c *Conn) fail(err error) {
 	if c.err == nil {
 		c.err = err
 	}
+	c.isOver()
+}
+
+// isOver closes c.over, once, with c.mu held: nothing more can be
+// posted (sendErr says why).
+func (c *Conn) isOver() {
+	if !isClosed(c.over) {
+		close(c.over)
+	}
 }
 
 // sendTag marks the send requests' IDs, so that a completion on the
@@ -1210,15 +1226,31 @@ func (c *Conn) ended() {
 	if c.closing {
 		return
 	}
-	switch err := c.link.Err(); {
-	case !errors.Is(err, rdmacm.ErrDisconnected):
-		c.fail(fmt.Errorf("rdmamsg: connection to %s: %w", c.link.RemoteAddr(), err))
-	case c.peerEnds && !c.endIn:
+	err := c.link.Err()
+	if f := c.endFailure(err); f != nil {
+		c.fail(f)
+	} else if c.endCut() {
 		c.cut = fmt.Errorf("rdmamsg: %s disconnected without ending its stream: %w (%w)",
 			c.link.RemoteAddr(), io.ErrUnexpectedEOF, err)
 	}
 	c.eof = true
+	c.isOver()
 }
+
+// endFailure is the connection's failure where the link ended for err
+// (Err), with c.mu held: nil where the peer disconnected, which is an
+// end, not a failure (ended).
+func (c *Conn) endFailure(err error) error {
+	if errors.Is(err, rdmacm.ErrDisconnected) {
+		return nil
+	}
+	return fmt.Errorf("rdmamsg: connection to %s: %w", c.link.RemoteAddr(), err)
+}
+
+// endCut says, with c.mu held, whether a peer that disconnected did so
+// without ending its stream: one that takes end messages, whose end
+// message did not come.
+func (c *Conn) endCut() bool { return c.peerEnds && !c.endIn }
 
 // spinFor polls the CQ for up to c.spin, until ready says what the
 // caller waits for is there, or something ended; self is the caller's
@@ -1265,6 +1297,9 @@ func (c *Conn) received(wc *ibverbs.WC) {
 		}
 		c.endIn = true
 		c.peerOut = kind == msgClose
+		if c.peerOut {
+			c.isOver()
+		}
 		c.lens[slot] = endOfStream
 		c.ready.push(slot)
 	default:
@@ -1407,8 +1442,10 @@ func (c *Conn) postControl(wr int) error {
 // its own (keepAliveWR), so that its failure says the keepalive failed.
 // And the stall watch, keepalives or not: requests on the send queue and
 // none completed for stall fail the connection, where the device neither
-// delivers them nor fails them. The ticks compare counts the posts keep
-// anyway (pulse): nothing on the path of a message.
+// delivers them nor fails them; the QP then goes to the error state, so
+// that the device flushes them and the operations' slots and regions
+// come back. The ticks compare counts the posts keep anyway (pulse):
+// nothing on the path of a message.
 func (c *Conn) keepAlives(ctx context.Context, stall time.Duration) {
 	defer c.loops.Done()
 	tick := stall / 4
@@ -1437,6 +1474,11 @@ func (c *Conn) keepAlives(ctx context.Context, stall time.Duration) {
 		case stalled:
 			c.fail(fmt.Errorf("rdmamsg: connection to %s lost: no send completed for %v, %d requests on the send queue: the link or the peer is gone, and the device neither delivers them nor fails them: %w",
 				c.link.RemoteAddr(), time.Duration(p.stuck)*tick, c.sqOut+c.rdOut, syscall.ETIMEDOUT))
+			// Flush them: without, an operation's slot, and the busy
+			// count of its region, never came back, and its callers
+			// waited for good. Where the move fails, the QP is gone
+			// or in the error state already.
+			c.link.QP().ToError()
 			c.s.wake(nil)
 			c.mu.Unlock()
 			c.s.interrupt()
@@ -1831,15 +1873,22 @@ func (c *Conn) sendErr() error {
 		return ErrClosed
 	case c.err != nil:
 		return c.err
-	case c.eof && c.cut != nil:
-		// Not a close: the peer's process was killed, say, and its
-		// kernel disconnected (ended).
-		return fmt.Errorf("rdmamsg: send to %s: the peer disconnected without ending its stream: %w (%w)",
-			c.link.RemoteAddr(), syscall.EPIPE, c.link.Err())
 	case c.eof || c.peerOut:
-		return fmt.Errorf("rdmamsg: send to %s: the peer closed the connection: %w", c.link.RemoteAddr(), syscall.EPIPE)
+		return c.peerGone("send to "+c.link.RemoteAddr().String(), c.eof && c.cut != nil)
 	}
 	return nil
+}
+
+// peerGone is the error of what (a send, an operation) after the peer
+// closed the connection, or, where cut, disconnected without ending its
+// stream (not a close: the peer's process was killed, say, and its
+// kernel disconnected; ended), with c.mu held.
+func (c *Conn) peerGone(what string, cut bool) error {
+	if cut {
+		return fmt.Errorf("rdmamsg: %s: the peer disconnected without ending its stream: %w (%w)",
+			what, syscall.EPIPE, c.link.Err())
+	}
+	return fmt.Errorf("rdmamsg: %s: the peer closed the connection: %w", what, syscall.EPIPE)
 }
 
 // writeErr says why no message can be sent, with c.mu held: sendErr's

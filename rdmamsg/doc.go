@@ -181,9 +181,9 @@
 // 16). Their completions count for the stall watch and the keepalive as
 // the messages' do: an operation that takes longer than the stall's bound
 // (20 s at least; hundreds of MB over a slow link) fails the connection
-// as a stall, so a transfer that large goes in parts. The QP keeps its requests in order: a message sent
-// after WriteRemote returned reaches the peer after the bytes written,
-// and is how the peer learns of them.
+// as a stall, so a transfer that large goes in parts. The QP keeps its
+// requests in order: a message sent after WriteRemote returned reaches
+// the peer after the bytes written, and is how the peer learns of them.
 //
 // A range outside the local region, or outside the remote one as its
 // RemoteMR says, is refused before anything is posted (EINVAL). A request
@@ -192,14 +192,20 @@
 // error that names the operation, its length and the remote address and
 // wraps the *ibverbs.WCError (ibverbs.WCRemAccessErr); as the RC QP goes
 // to the error state, the whole connection fails with that error, which
-// every call returns from then on. An operation cannot be recalled: one
-// whose caller left early (its context ended) still reads or writes its
-// local region until its completion, and the region's Close refuses
-// (EBUSY) until then. A region's owner must not close it while the peer
-// may still use it: the peer's operations would fail its connection.
-// Close deregisters the Conn's regions with the rest (after which
-// Region.Close only unmaps their memory); a Region's Close before the
-// Conn's deregisters it at once.
+// every call returns from then on. So does any failure or end of the
+// connection: an operation then returns at once, one waiting for its
+// place on the send queue too, with the connection's failure, or, where
+// the peer closed or disconnected, an EPIPE that names the operation, as
+// a Send's names the send, whether the operation was posted or not (the
+// device flushes those on the send queue; where the stall watch failed
+// the connection, it moves the QP to the error state for that). An
+// operation cannot be recalled: one whose caller left early (its context
+// ended) still reads or writes its local region until its completion,
+// and the region's Close refuses (EBUSY) until then. A region's owner
+// must not close it while the peer may still use it: the peer's
+// operations would fail its connection. Close deregisters the Conn's
+// regions with the rest (after which Region.Close only unmaps their
+// memory); a Region's Close before the Conn's deregisters it at once.
 //
 // # Without rdma_cm: Handshake
 //

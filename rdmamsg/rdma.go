@@ -186,15 +186,14 @@ func (c *Conn) deregister() error {
 // A range outside dst or outside src (as src's length says), or a dst
 // that is not one of this Conn's regions, is refused with an error
 // matching syscall.EINVAL, and a closed dst with one matching ErrClosed;
-// nothing is posted then, and reading nothing posts nothing. Any number
-// of goroutines may read and write at once, beside Send and Recv: up to
-// 16 operations are on the send queue at a time, and reads no more than
-// the QP's initiator depth (Config.CM.InitiatorDepth; a depth of none,
-// which a negative one asks for, refuses them with
-// errors.ErrUnsupported). An operation
-// whose caller leaves (its context ends) is not recalled: the device may
-// still write dst until it completes, and dst's Close refuses until
-// then.
+// nothing is posted then, and reading nothing posts nothing.
+// Any number of goroutines may read and write at once, beside Send and
+// Recv: up to 16 operations are on the send queue at a time, and reads
+// no more than the QP's initiator depth (Config.CM.InitiatorDepth; a
+// depth of none, which a negative one asks for, refuses them with
+// errors.ErrUnsupported). An operation whose caller leaves (its context
+// ends) is not recalled: the device may still write dst until it
+// completes, and dst's Close refuses until then.
 //
 // A wait that ends early returns ctx's error, os.ErrDeadlineExceeded
 // (SetReadDeadline) or, after Close, ErrClosed. Where the device fails
@@ -203,7 +202,13 @@ func (c *Conn) deregister() error {
 // ibverbs.WCRemAccessErr), the error names the read, its length and the
 // remote address, and wraps the *ibverbs.WCError; the QP then goes to
 // the error state, so the whole connection has failed: every call after
-// returns that error, as after a lost connection.
+// returns that error, as after a lost connection. Once the connection
+// has failed or ended, a read returns at once, one waiting for its turn
+// on the send queue too, and one on it once the device flushes it or the
+// failure is known: the connection's failure, or, where the peer closed
+// or disconnected, an error matching syscall.EPIPE that names the read
+// (and matches rdmacm.ErrDisconnected too where the peer disconnected
+// without ending its stream, its process killed, say), as Send's does.
 func (c *Conn) ReadRemote(ctx context.Context, dst *Region, dstOff int, src ibverbs.RemoteMR, srcOff uint64, n int) error {
 	checkContext(ctx, "(*Conn).ReadRemote")
 	return c.oneSided(ctx, true, dst, dstOff, src, srcOff, n)
@@ -274,18 +279,26 @@ func (c *Conn) oneSided(ctx context.Context, read bool, local *Region, loff int,
 	if dl.passed() {
 		return os.ErrDeadlineExceeded
 	}
-	if n == 0 {
+	want := op{read: read, region: local, n: n, addr: remote.Addr + roff, rkey: remote.RKey}
+	if n == 0 || isClosed(c.over) {
+		// Nothing to post, or nothing can be: say why, without a slot,
+		// which the connection's failure may have kept for good.
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.sendErr()
+		return c.opErr(&want)
 	}
 	k, err := c.takeSlot(ctx, dl, read)
+	if err == errOver {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.opErr(&want)
+	}
 	if err != nil {
 		return err
 	}
 	o := &c.ops[k]
 	c.mu.Lock()
-	if err := c.post(k, read, local, loff, remote.Addr+roff, remote.RKey, n); err != nil {
+	if err := c.post(k, &want, loff); err != nil {
 		c.mu.Unlock()
 		c.freeSlot(k, read)
 		return err
@@ -316,6 +329,47 @@ func (c *Conn) oneSided(ctx context.Context, read bool, local *Region, loff int,
 			return c.opOutcome(k, read, err)
 		}
 	}
+}
+
+// opErr says why operation o cannot be posted, with c.mu held, as
+// sendErr does for messages, nil where it can: ErrClosed after Close, the
+// connection's failure as it is, the error every call returns from then
+// on, or, after the peer's close or disconnect, EPIPE as sendErr says it
+// but in the operation's words; and ErrClosed, in its words, where its
+// region is closed.
+func (c *Conn) opErr(o *op) error {
+	switch {
+	case c.closing:
+		return ErrClosed
+	case c.err != nil:
+		return c.err
+	case c.eof || c.peerOut:
+		return c.peerGone(c.opString(o), c.eof && c.cut != nil)
+	case o.region.dead:
+		return fmt.Errorf("rdmamsg: %s: the local region is closed: %w", opName(o.read), ErrClosed)
+	}
+	return nil
+}
+
+// flushedErr is the error of operation o, flushed (wc), with c.mu held:
+// the cause of the QP's error state, as every call says it (opErr). The
+// completion may be taken before watch has marked the connection's end
+// (ended); the link records why it ended before it moves the QP to the
+// error state, and that is the cause then. A flush with no cause known
+// here (the QP went to the error state as the responder of a request of
+// the peer's that failed, say) is told as the flush, in the operation's
+// words.
+func (c *Conn) flushedErr(o *op, wc *ibverbs.WC) error {
+	if err := c.opErr(o); err != nil {
+		return err
+	}
+	if lerr := c.link.Err(); lerr != nil {
+		if err := c.endFailure(lerr); err != nil {
+			return err
+		}
+		return c.peerGone(c.opString(o), c.endCut())
+	}
+	return fmt.Errorf("rdmamsg: %s: %w", c.opString(o), wc.Err())
 }
 
 // opOutcome ends the wait of slot k's caller, with c.mu held, which it
@@ -349,31 +403,28 @@ func (c *Conn) opOutcome(k int, read bool, left error) error {
 // made once, in newConn, so that a spin allocates nothing.
 func (c *Conn) opReady(k int) func() bool { return c.opReadyFn[k] }
 
-// post posts the operation in slot k, with c.mu held: read or write n
-// bytes between local at loff and the remote address addr under rkey.
-func (c *Conn) post(k int, read bool, local *Region, loff int, addr uint64, rkey uint32, n int) error {
-	if err := c.sendErr(); err != nil {
+// post posts operation o in slot k, with c.mu held: o.n bytes between
+// its region at loff and its remote address.
+func (c *Conn) post(k int, o *op, loff int) error {
+	if err := c.opErr(o); err != nil {
 		return err
-	}
-	if local.dead {
-		return fmt.Errorf("rdmamsg: %s: the local region is closed: %w", opName(read), ErrClosed)
 	}
 	i := c.opWR(k)
 	wr := ibverbs.SendWR{ID: sendTag | uint64(i), Opcode: ibverbs.OpRDMAWrite, Flags: ibverbs.SendSignaled,
-		SGL: c.opSGL[k][:], RemoteAddr: addr, RKey: rkey}
-	if read {
+		SGL: c.opSGL[k][:], RemoteAddr: o.addr, RKey: o.rkey}
+	if o.read {
 		wr.Opcode = ibverbs.OpRDMARead
 	}
-	c.opSGL[k][0] = local.mr.SGE(loff, n)
+	c.opSGL[k][0] = o.region.mr.SGE(loff, o.n)
 	if err := c.sb.Set(i, wr); err != nil {
-		return fmt.Errorf("rdmamsg: %s: %w", opName(read), err)
+		return fmt.Errorf("rdmamsg: %s: %w", opName(o.read), err)
 	}
 	if err := c.sb.Post(i, 1, 0); err != nil {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
 		return c.err
 	}
-	c.ops[k] = op{read: read, region: local, n: n, addr: addr, rkey: rkey}
-	local.busy++
+	c.ops[k] = *o
+	o.region.busy++
 	c.rdOut++
 	c.posts++
 	return nil
@@ -393,10 +444,8 @@ func (c *Conn) opDone(k int, wc *ibverbs.WC) {
 	case ibverbs.WCSuccess:
 	case ibverbs.WCWRFlushErr:
 		// The QP went to the error state for another reason, which is
-		// reported for itself (sent).
-		if err = c.sendErr(); err == nil {
-			err = fmt.Errorf("rdmamsg: %s: %w", c.opString(o), wc.Err())
-		}
+		// reported for itself (sent), and is this one's.
+		err = c.flushedErr(o, wc)
 	default:
 		err = fmt.Errorf("rdmamsg: connection to %s failed: %s: %w", c.link.RemoteAddr(), c.opString(o), wc.Err())
 		c.fail(err)
@@ -421,9 +470,15 @@ func (c *Conn) opString(o *op) string {
 	return fmt.Sprintf("%s of %d bytes %s %#x (rkey %#x) at %s", opName(o.read), o.n, dir, o.addr, o.rkey, c.link.RemoteAddr())
 }
 
+// errOver is takeSlot's error where nothing more can be posted (c.over):
+// the caller says why (opErr).
+var errOver = errors.New("rdmamsg: the connection is over")
+
 // takeSlot waits for a free operation slot, and for a read a token of
-// the initiator depth, until ctx ends, the deadline dl passes or the
-// Conn closes.
+// the initiator depth, until ctx ends, the deadline dl passes, the Conn
+// closes or nothing more can be posted (errOver), where the slots may
+// never come back: those of operations the device neither completes nor
+// fails.
 func (c *Conn) takeSlot(ctx context.Context, dl *deadline, read bool) (int, error) {
 	if read {
 		if _, err := waitToken(c, ctx, dl, c.readFree); err != nil {
@@ -441,7 +496,8 @@ func (c *Conn) takeSlot(ctx context.Context, dl *deadline, read bool) (int, erro
 }
 
 // waitToken takes a token from ch, at once where one is there, else
-// waiting until ctx ends, the deadline dl passes or c closes.
+// waiting until ctx ends, the deadline dl passes, c closes, or nothing
+// more can be posted (errOver).
 func waitToken[T any](c *Conn, ctx context.Context, dl *deadline, ch chan T) (T, error) {
 	select {
 	case v := <-ch:
@@ -458,6 +514,8 @@ func waitToken[T any](c *Conn, ctx context.Context, dl *deadline, ch chan T) (T,
 		return zero, c.deadlineErr()
 	case <-c.closed:
 		return zero, ErrClosed
+	case <-c.over:
+		return zero, errOver
 	}
 }
 
