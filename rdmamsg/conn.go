@@ -57,8 +57,9 @@ type Config struct {
 	// ACK timeouts, 7 with the default (rdmacm.DefaultRetryCount+1;
 	// rdmacm.Config.RetryCount says how long those take). Keepalives or
 	// not, a connection whose sends go without a completion for twice the
-	// QP's retries, at least 20 s, fails (the package doc's The end of a
-	// connection).
+	// QP's retries, at least 20 s, and longer by the bytes of the one-sided
+	// operations under way at 10 MB/s, fails (the package doc's The end of
+	// a connection).
 	KeepAlive time.Duration
 	// Spin is how long Send, Recv, Read and Write poll the connection's
 	// CQ, for the peer's message or for credits, before they sleep on its
@@ -248,7 +249,9 @@ type Conn struct {
 	// readFree a token for each RDMA read the QP may have outstanding
 	// (its initiator depth; nil for none). opWait has bit k set while
 	// slot k's caller waits, for wakeOps; rdOut counts the operations on
-	// the send queue, beside sqOut's messages and control requests.
+	// the send queue, beside sqOut's messages and control requests, and
+	// opBytes their bytes, for the stall watch. maxOp is the longest
+	// operation, the port's largest message (startOps).
 	ops       [opSlots]op
 	opSGL     [opSlots][1]ibverbs.SGE
 	opReadyFn [opSlots]func() bool
@@ -257,6 +260,8 @@ type Conn struct {
 	readFree  chan struct{}
 	opWait    atomic.Uint64
 	rdOut     int
+	opBytes   int
+	maxOp     int
 	// over is closed, under mu, once nothing more can be posted for a
 	// reason other than Close: the connection failed (fail), ended
 	// (ended), or the peer closed (its Close's end message). sendErr
@@ -800,6 +805,7 @@ func newConn(cfg *Config) *Conn {
 		courierKick: make(chan struct{}, 1),
 		closed:      make(chan struct{}),
 		opFree:      make(chan int, opSlots),
+		maxOp:       maxOp,
 		over:        make(chan struct{}),
 	}
 	for k := range c.opKick {
@@ -1441,11 +1447,12 @@ func (c *Conn) postControl(wr int) error {
 // acknowledged and nothing more to post. The update goes as a request of
 // its own (keepAliveWR), so that its failure says the keepalive failed.
 // And the stall watch, keepalives or not: requests on the send queue and
-// none completed for stall fail the connection, where the device neither
-// delivers them nor fails them; the QP then goes to the error state, so
-// that the device flushes them and the operations' slots and regions
-// come back. The ticks compare counts the posts keep anyway (pulse):
-// nothing on the path of a message.
+// none completed for stall, and for the bytes of the one-sided
+// operations among them at 10 MB/s (opByteTime), fail the connection,
+// where the device neither delivers them nor fails them; the QP then
+// goes to the error state, so that the device flushes them and the
+// operations' slots and regions come back. The ticks compare counts the
+// posts keep anyway (pulse): nothing on the path of a message.
 func (c *Conn) keepAlives(ctx context.Context, stall time.Duration) {
 	defer c.loops.Done()
 	tick := stall / 4
@@ -1468,7 +1475,7 @@ func (c *Conn) keepAlives(ctx context.Context, stall time.Duration) {
 		c.s.reap(nil)
 		// The one-sided operations count too: a read or write that
 		// never completes is a stall as a message is.
-		keepAlive, stalled := p.tick(c.posts, c.sqOut+c.rdOut)
+		keepAlive, stalled := p.tick(c.posts, c.sqOut+c.rdOut, time.Duration(c.opBytes)*opByteTime)
 		switch {
 		case c.err != nil || c.closing || c.eof:
 		case stalled:
@@ -1504,7 +1511,9 @@ func (c *Conn) keepAlives(ctx context.Context, stall time.Duration) {
 // may take to fail one, (retries+1) ACK timeouts of the QP (ibv_query_qp;
 // 8 of 4.3 s where it cannot say, or its timeout is 0, infinite), plus
 // the time of the largest message at 10 MB/s, and at least stallAfter
-// (20 s). The device's own failure comes first wherever it works.
+// (20 s); the bytes of the one-sided operations on the send queue add
+// theirs at each tick (keepAlives). The device's own failure comes first
+// wherever it works.
 func (c *Conn) stallBound(qp *ibverbs.QP) time.Duration {
 	timeout, retries := 20, 7
 	if a, err := qp.Query(); err == nil && a.Timeout != 0 {

@@ -179,11 +179,15 @@
 // negotiates (rdmacm.Config.InitiatorDepth and ResponderResources,
 // the device's maximum by default; Handshake takes the device's, at most
 // 16). Their completions count for the stall watch and the keepalive as
-// the messages' do: an operation that takes longer than the stall's bound
-// (20 s at least; hundreds of MB over a slow link) fails the connection
-// as a stall, so a transfer that large goes in parts. The QP keeps its
-// requests in order: a message sent after WriteRemote returned reaches
-// the peer after the bytes written, and is how the peer learns of them.
+// the messages' do, and the bytes of those on the send queue lengthen the
+// stall's bound (20 s at least) as if they went at 10 MB/s: a device
+// slower than that may still fail a long operation as a stall
+// (soft-RoCE under emulation reads at about 0.5 MB/s, 8 MiB in some 19
+// s). One operation is at most the port's largest message (max_msg_sz:
+// 8 MiB on soft-RoCE); a longer one is refused (EMSGSIZE), and a larger
+// transfer goes in parts. The QP keeps its requests in order: a message
+// sent after WriteRemote returned reaches the peer after the bytes
+// written, and is how the peer learns of them.
 //
 // A range outside the local region, or outside the remote one as its
 // RemoteMR says, is refused before anything is posted (EINVAL). A request

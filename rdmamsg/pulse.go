@@ -9,8 +9,9 @@ import "time"
 // requests on the send queue and none completed for stallAfter ticks, a
 // connection that neither delivers nor fails (soft-RoCE's QP on a link
 // that went down never completes or fails its requests, even once the
-// link is back).
+// link is back), or for longer where those requests take longer (slack).
 type pulse struct {
+	period time.Duration // of the ticks
 	// every is the ticks a keepalive waits for since the last post (0 for
 	// none); stallAfter is the ticks without a send's completion, while
 	// requests are on the send queue, that make a stall.
@@ -27,7 +28,7 @@ type pulse struct {
 // newPulse is the pulse of a ticker of period tick, for keepalives every
 // keepAlive (none where it is not positive) and a stall after stall.
 func newPulse(tick, keepAlive, stall time.Duration) pulse {
-	var p pulse
+	p := pulse{period: tick}
 	if keepAlive > 0 {
 		p.every = max(1, int(keepAlive/tick))
 	}
@@ -36,9 +37,11 @@ func newPulse(tick, keepAlive, stall time.Duration) pulse {
 }
 
 // tick takes, at a tick, the count of requests ever posted and of those
-// still on the send queue, and says whether a keepalive is due and
-// whether the sends have stalled.
-func (p *pulse) tick(posts uint64, out int) (keepAlive, stalled bool) {
+// still on the send queue, and slack, the time those may take beyond the
+// stall's bound (the bytes of the one-sided operations among them, which
+// may be many), and says whether a keepalive is due and whether the sends
+// have stalled.
+func (p *pulse) tick(posts uint64, out int, slack time.Duration) (keepAlive, stalled bool) {
 	done := posts - uint64(out)
 	if out > 0 && p.out && done == p.done {
 		p.stuck++
@@ -51,7 +54,7 @@ func (p *pulse) tick(posts uint64, out int) (keepAlive, stalled bool) {
 		p.quiet++
 	}
 	p.posts, p.done, p.out = posts, done, out > 0
-	return p.every > 0 && p.quiet >= p.every, p.stuck >= p.stallAfter
+	return p.every > 0 && p.quiet >= p.every, p.stuck >= p.stallAfter+int((slack+p.period-1)/p.period)
 }
 
 // posted notes the keepalive the tick posted: posts and out are the
@@ -72,3 +75,10 @@ func stallFor(timeout, retries, maxSend int) time.Duration {
 // stallAfter is the least time without a send's completion, while
 // requests are on the send queue, that fails a connection (stallBound).
 var stallAfter = 20 * time.Second // a var for tests
+
+// opByteTime is the time a byte of a one-sided operation on the send
+// queue adds to the stall's bound (keepAlives): 10 MB/s, as stallFor
+// counts a message's. One operation is at most the port's largest
+// message (2 GiB; 8 MiB on soft-RoCE), and 16 are on the send queue at
+// most.
+var opByteTime = 100 * time.Nanosecond // a var for tests

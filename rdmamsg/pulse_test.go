@@ -17,7 +17,7 @@ func TestPulseKeepAlive(t *testing.T) {
 	due := func() int {
 		t.Helper()
 		for n := 1; n <= 20; n++ {
-			if k, _ := p.tick(posts, 0); k {
+			if k, _ := p.tick(posts, 0, 0); k {
 				return n
 			}
 		}
@@ -37,7 +37,7 @@ func TestPulseKeepAlive(t *testing.T) {
 	p.posted(posts, 0)
 	// A post just after a tick: at most four ticks after it, at least
 	// three (the tick it came in is counted whole).
-	p.tick(posts, 0)
+	p.tick(posts, 0, 0)
 	posts++ // a message
 	if n := due(); n != 4 {
 		t.Errorf("keepalive at tick %d after the tick with a post, want 4 (within 4 s of the post)", n)
@@ -45,14 +45,14 @@ func TestPulseKeepAlive(t *testing.T) {
 	// Posts every tick keep it away.
 	for i := range 10 {
 		posts++
-		if k, _ := p.tick(posts, 0); k {
+		if k, _ := p.tick(posts, 0, 0); k {
 			t.Fatalf("keepalive at tick %d though a post came in each", i)
 		}
 	}
 	// None where the keepalive is off.
 	q := newPulse(time.Second, -1, time.Hour)
 	for range 100 {
-		if k, _ := q.tick(0, 0); k {
+		if k, _ := q.tick(0, 0, 0); k {
 			t.Fatal("a keepalive with KeepAlive negative")
 		}
 	}
@@ -65,7 +65,7 @@ func TestPulseStall(t *testing.T) {
 	stalledAt := func(posts uint64, out int) int {
 		t.Helper()
 		for n := 1; n <= 20; n++ {
-			if _, s := p.tick(posts, out); s {
+			if _, s := p.tick(posts, out, 0); s {
 				return n
 			}
 		}
@@ -77,35 +77,35 @@ func TestPulseStall(t *testing.T) {
 	}
 	// Sends completing at each tick: never.
 	for i := range uint64(20) {
-		if _, s := p.tick(11+i, 1); s {
+		if _, s := p.tick(11+i, 1, 0); s {
 			t.Fatalf("stalled at tick %d though a request completed in each", i)
 		}
 	}
 	// One request posted and never completed: once it has been out for
 	// five whole ticks (the tick it came in is not counted).
 	p = newPulse(time.Second, -1, 5*time.Second)
-	p.tick(10, 0)
+	p.tick(10, 0, 0)
 	if n := stalledAt(11, 1); n != 6 {
 		t.Errorf("stalled at tick %d, want 6", n)
 	}
 	// More posts while none completes: still a stall.
 	p = newPulse(time.Second, -1, 5*time.Second)
-	p.tick(10, 1)
+	p.tick(10, 1, 0)
 	for i := range 4 {
-		if _, s := p.tick(11+uint64(i), 2+i); s {
+		if _, s := p.tick(11+uint64(i), 2+i, 0); s {
 			t.Fatalf("stalled at tick %d", i)
 		}
 	}
-	if _, s := p.tick(15, 6); !s {
+	if _, s := p.tick(15, 6, 0); !s {
 		t.Error("no stall after five ticks with nothing completed")
 	}
 	// A completion late in the wait starts it over.
 	p = newPulse(time.Second, -1, 5*time.Second)
-	p.tick(10, 1)
-	p.tick(10, 1)
-	p.tick(10, 1)
-	p.tick(10, 0) // done
-	p.tick(11, 1)
+	p.tick(10, 1, 0)
+	p.tick(10, 1, 0)
+	p.tick(10, 1, 0)
+	p.tick(10, 0, 0) // done
+	p.tick(11, 1, 0)
 	if n := stalledAt(11, 1); n != 5 {
 		t.Errorf("after a completion, stalled at tick %d more, want 5", n)
 	}

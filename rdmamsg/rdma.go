@@ -20,8 +20,8 @@ import (
 // held to the QP's initiator depth too, where that is smaller.
 const opSlots = 16
 
-// maxOp is the longest one-sided operation: an RDMA message's length is
-// at most 2^31 bytes.
+// maxOp is the longest one-sided operation where the port does not say
+// (max_msg_sz): an RDMA message's length is at most 2^31 bytes.
 const maxOp = 1 << 31
 
 // opHook, if set, runs once an operation is posted, before its caller
@@ -185,8 +185,10 @@ func (c *Conn) deregister() error {
 //
 // A range outside dst or outside src (as src's length says), or a dst
 // that is not one of this Conn's regions, is refused with an error
-// matching syscall.EINVAL, and a closed dst with one matching ErrClosed;
-// nothing is posted then, and reading nothing posts nothing.
+// matching syscall.EINVAL, a read longer than the port's largest message
+// (max_msg_sz, ibv_query_port: 8 MiB on soft-RoCE) with one matching
+// syscall.EMSGSIZE that names it, and a closed dst with one matching
+// ErrClosed; nothing is posted then, and reading nothing posts nothing.
 // Any number of goroutines may read and write at once, beside Send and
 // Recv: up to 16 operations are on the send queue at a time, and reads
 // no more than the QP's initiator depth (Config.CM.InitiatorDepth; a
@@ -241,14 +243,17 @@ func opName(read bool) string {
 	return "RDMA write"
 }
 
-// checkOp refuses an operation whose ranges lie outside local or remote.
+// checkOp refuses an operation whose ranges lie outside local or remote,
+// or longer than the port's largest message.
 func (c *Conn) checkOp(read bool, local *Region, loff int, remote ibverbs.RemoteMR, roff uint64, n int) error {
 	name := opName(read)
 	switch {
 	case local == nil || local.c != c:
 		return fmt.Errorf("rdmamsg: %s: the local region is not one of this Conn's (RegisterMemory): %w", name, syscall.EINVAL)
-	case n < 0 || n > maxOp:
-		return fmt.Errorf("rdmamsg: %s of %d bytes: want 0 to %d: %w", name, n, maxOp, syscall.EINVAL)
+	case n < 0:
+		return fmt.Errorf("rdmamsg: %s of %d bytes: %w", name, n, syscall.EINVAL)
+	case n > c.maxOp:
+		return fmt.Errorf("rdmamsg: %s of %d bytes: the port's largest message (max_msg_sz) is %d bytes: %w", name, n, c.maxOp, syscall.EMSGSIZE)
 	case loff < 0 || loff > local.size || n > local.size-loff:
 		return fmt.Errorf("rdmamsg: %s of %d bytes at offset %d of a local region of %d: %w", name, n, loff, local.size, syscall.EINVAL)
 	case remote.Len == 0:
@@ -426,6 +431,7 @@ func (c *Conn) post(k int, o *op, loff int) error {
 	c.ops[k] = *o
 	o.region.busy++
 	c.rdOut++
+	c.opBytes += o.n
 	c.posts++
 	return nil
 }
@@ -436,6 +442,7 @@ func (c *Conn) post(k int, o *op, loff int) error {
 func (c *Conn) opDone(k int, wc *ibverbs.WC) {
 	o := &c.ops[k]
 	c.rdOut--
+	c.opBytes -= o.n
 	if o.region != nil {
 		o.region.busy--
 	}
@@ -549,11 +556,16 @@ func (c *Conn) wakeOps(self chan struct{}) {
 
 // startOps sets the reads' bound from the QP's initiator depth
 // (max_rd_atomic, ibv_query_qp), at most opSlots; with a depth of 0,
-// reads are refused. A QP that cannot say gets 1.
+// reads are refused. A QP that cannot say gets 1. The longest operation
+// is its port's largest message (max_msg_sz, ibv_query_port), where the
+// port says.
 func (c *Conn) startOps(qp *ibverbs.QP) {
 	d := 1
 	if a, err := qp.Query(); err == nil {
 		d = min(int(a.MaxRdAtomic), opSlots)
+		if pa, err := qp.PD().Context().QueryPort(int(a.Port)); err == nil && pa.MaxMsgSize > 0 {
+			c.maxOp = min(int(pa.MaxMsgSize), maxOp)
+		}
 	}
 	if d > 0 {
 		c.readFree = make(chan struct{}, d)

@@ -228,3 +228,95 @@ func TestRemotePeerVanished(t *testing.T) {
 		})
 	}
 }
+
+// portMaxMsg returns the largest message of c's port (max_msg_sz).
+func portMaxMsg(t *testing.T, c *rdmamsg.Conn) int {
+	t.Helper()
+	a, err := c.QP().Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := c.QP().PD().Context().QueryPort(int(a.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(pa.MaxMsgSize)
+}
+
+// TestRemoteTooLong: an operation longer than the port's largest message
+// (max_msg_sz: 8 MiB on soft-RoCE) is refused with EMSGSIZE, naming the
+// limit, and nothing is posted: the connection goes on. (The bound was
+// 2^31 whatever the port said, and soft-RoCE carried such a write.)
+func TestRemoteTooLong(t *testing.T) {
+	srv, cli := connect(t, nil, nil)
+	ctx := timeout(t, 60*time.Second)
+	limit := portMaxMsg(t, cli)
+	if limit == 0 || limit >= 1<<30 {
+		t.Skipf("the port's largest message is %d bytes: too much to register for a test", limit)
+	}
+	sr := region(t, srv, limit+1)
+	cr := region(t, cli, limit+1)
+	remote := tellRegion(t, ctx, srv, cli, sr)
+	for _, tc := range []struct {
+		name string
+		f    func() error
+	}{
+		{"write", func() error { return cli.WriteRemote(ctx, remote, 0, cr, 0, limit+1) }},
+		{"read", func() error { return cli.ReadRemote(ctx, cr, 0, remote, 0, limit+1) }},
+	} {
+		err := tc.f()
+		if !errors.Is(err, syscall.EMSGSIZE) || !strings.Contains(err.Error(), strconv.Itoa(limit)) {
+			t.Fatalf("a %s of %d bytes, the port's largest message %d: %v; want EMSGSIZE, naming the limit", tc.name, limit+1, limit, err)
+		}
+	}
+	fill(cr.Bytes()[:limit], 4)
+	if err := cli.WriteRemote(ctx, remote, 1, cr, 0, limit); err != nil {
+		t.Fatalf("a write of the port's largest message: %v", err)
+	}
+	if err := cli.Send(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Recv(ctx, make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	if string(sr.Bytes()[1:limit+1]) != string(cr.Bytes()[:limit]) {
+		t.Error("the write of the largest message did not put its bytes")
+	}
+}
+
+// TestRemoteStallBoundGrows: a read slower than the stall's bound (0.25
+// s here) but not than its bytes allow (at 1 MB/s here, SetOpByteTime)
+// completes: soft-RoCE under emulation reads 8 MiB in most of a second.
+// Where the bound ignored the operations' bytes, the stall watch failed
+// the connection with ETIMEDOUT before the read completed (r1 saw a 32
+// MiB read do so with the default bound, 33.75 s).
+func TestRemoteStallBoundGrows(t *testing.T) {
+	defer rdmamsg.SetStallAfter(250 * time.Millisecond)()
+	defer rdmamsg.SetOpByteTime(time.Microsecond)()
+	// ACK timeouts of 17 ms: the device's part of the bound is 0.24 s.
+	cfg := &rdmamsg.Config{CM: rdmacm.Config{AckTimeout: 12}}
+	srv, cli := connect(t, cfg, cfg)
+	ctx := timeout(t, 60*time.Second)
+	size := 8 << 20
+	if m := portMaxMsg(t, cli); m > 0 && m < size {
+		size = m
+	}
+	sr := region(t, srv, size)
+	cr := region(t, cli, size)
+	remote := tellRegion(t, ctx, srv, cli, sr)
+	fill(sr.Bytes(), 6)
+	begin := time.Now()
+	if err := cli.ReadRemote(ctx, cr, 0, remote, 0, size); err != nil {
+		t.Fatalf("a read of %d bytes, %v after it began: %v", size, time.Since(begin), err)
+	}
+	t.Logf("a read of %d bytes took %v", size, time.Since(begin))
+	if string(cr.Bytes()) != string(sr.Bytes()) {
+		t.Error("the read did not bring the peer's bytes")
+	}
+	if err := cli.Send(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Recv(ctx, make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+}
