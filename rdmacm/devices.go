@@ -56,9 +56,14 @@ func Devices() ([]*ibverbs.Context, error) {
 // (see Devices). Where no address binds to the device (an InfiniBand port
 // without an IPoIB address, a RoCE netdev without one), it takes the
 // context from Devices' list, closing the others' handles, and librdmacm
-// has then opened every device. An unknown name fails with an *OpError
-// whose Op is "device", matching syscall.ENODEV.
+// has then opened every device. An unknown name (ibv_get_device_list) fails
+// with an *OpError whose Op is "device", matching syscall.ENODEV, and
+// opens nothing.
 func Device(name string) (*ibverbs.Context, error) {
+	if !deviceNamed(name) {
+		// Before Devices' list, which would open every device.
+		return nil, &OpError{Op: "device", Addr: name, Err: errNoDevice}
+	}
 	if ctx := boundDevice(name); ctx != nil {
 		return ctx, nil
 	}
@@ -75,6 +80,16 @@ func Device(name string) (*ibverbs.Context, error) {
 	}
 	closeAll(devs)
 	return nil, &OpError{Op: "device", Addr: name, Err: errNoDevice}
+}
+
+// deviceNamed reports whether libibverbs lists a device of that name
+// (ibv_get_device_list, which opens none), or cannot list them.
+func deviceNamed(name string) bool {
+	infos, err := ibverbs.Devices()
+	if err != nil {
+		return true // Devices' list says why
+	}
+	return slices.ContainsFunc(infos, func(d ibverbs.DeviceInfo) bool { return d.Name == name })
 }
 
 // boundDevice returns librdmacm's context for the named device by binding

@@ -55,7 +55,7 @@
 //	rdma_notify                (*ID).Notify
 //	rdma_get_local_addr        (*ID).LocalAddr
 //	rdma_get_peer_addr         (*ID).RemoteAddr
-//	rdma_get_devices           Devices
+//	rdma_get_devices           Devices (every device); Device binds an ID instead
 //	rdma_get_request           (*Listener).GetRequest
 //	struct rdma_conn_param     ConnParam
 //	struct rdma_ud_param       UDParam

@@ -481,27 +481,34 @@ func (id *ID) checkPrivateData(fn string, n int, msg int) error {
 		return ErrClosed
 	}
 	defer id.use.Leave()
-	most := math.MaxUint8
+	// InfiniBand's and RoCE's limit first, which is below iWARP's.
+	var most int
+	ud := id.ps == PortSpaceUDP || id.ps == PortSpaceIPoIB // SIDR
+	switch {
+	case ud && msg == cmRequest:
+		most = maxUDConnectData
+	case ud:
+		most = maxUDAcceptData
+	case msg == cmRequest:
+		most = maxConnectData
+	case msg == cmReply:
+		most = maxAcceptData
+	default:
+		most = maxRejectData
+	}
+	if n <= most {
+		// Without asking allIWARP, whose rdma_get_devices has
+		// librdmacm open every device for good.
+		return nil
+	}
 	var iwarp bool
 	if v := id.c.verbs; v != nil {
 		iwarp = v.device.transport_type == C.IBV_TRANSPORT_IWARP
 	} else {
 		iwarp = allIWARP()
 	}
-	if !iwarp {
-		ud := id.ps == PortSpaceUDP || id.ps == PortSpaceIPoIB // SIDR
-		switch {
-		case ud && msg == cmRequest:
-			most = maxUDConnectData
-		case ud:
-			most = maxUDAcceptData
-		case msg == cmRequest:
-			most = maxConnectData
-		case msg == cmReply:
-			most = maxAcceptData
-		default:
-			most = maxRejectData
-		}
+	if iwarp {
+		most = math.MaxUint8
 	}
 	if n <= most {
 		return nil
