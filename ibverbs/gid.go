@@ -44,7 +44,9 @@ func (g GID) Hex() string {
 }
 
 // ParseGID parses a GID written as an IP address ("::ffff:198.18.0.1",
-// "198.18.0.1", "fe80::1") or in sysfs' eight hex groups.
+// "198.18.0.1", "fe80::1") or in sysfs' eight hex groups. An IPv6 zone
+// ("fe80::1%eth0") is dropped: a GID has none, and a link-local GID is
+// told apart by the device, port and netdev of its table entry (GIDEntry).
 func ParseGID(s string) (GID, error) {
 	if a, err := netip.ParseAddr(s); err == nil {
 		return GID(a.As16()), nil

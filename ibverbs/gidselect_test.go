@@ -221,6 +221,9 @@ func TestGIDText(t *testing.T) {
 		"::ffff:198.18.0.1": "::ffff:198.18.0.1",
 		"0000:0000:0000:0000:0000:ffff:c612:0001": "::ffff:198.18.0.1",
 		"fe80::1": "fe80::1",
+		// A zone names a netdev, which a GID has not: it is dropped,
+		// as the doc says.
+		"fe80::1%rxeveth0": "fe80::1",
 	} {
 		g, err := ParseGID(in)
 		if err != nil || g.String() != want {
