@@ -700,7 +700,7 @@ func (id *ID) verbs() unsafe.Pointer {
 
 // deviceless says why an open ID is on no device.
 func (id *ID) deviceless() string {
-	a := id.LocalAddr()
+	a := addrPort(C.gr_local_addr(id.c)) // the caller holds the guard
 	switch {
 	case !a.Addr().IsValid():
 		return "the ID is not bound to a device yet"
@@ -717,7 +717,7 @@ func (id *ID) deviceless() string {
 // first: the verb would read through a NULL pointer and the process
 // would die (SIGSEGV).
 func (id *ID) needDevice(fn, first string) error {
-	if id.onDevice() {
+	if id.c.verbs != nil { // the caller holds the guard: no nested Enter
 		return nil
 	}
 	return fmt.Errorf("%s: %s: %w", id.deviceless(), first, os.NewSyscallError(fn, syscall.EINVAL))

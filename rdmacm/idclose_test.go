@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -163,6 +164,13 @@ func TestIDCloseRace(t *testing.T) {
 	}
 }
 
+// onNoDevice reports whether err says an ID is on no device.
+func onNoDevice(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "not bound to a device") || strings.Contains(msg, "on no device") ||
+		strings.Contains(msg, "no RDMA device has")
+}
+
 // closeRace runs one round of TestIDCloseRace: an ID of c's port space
 // on ch, bound to src, goroutines calling c in a loop, and the ID's Close
 // meanwhile.
@@ -206,6 +214,13 @@ func closeRace(ch *rdmacm.EventChannel, c idCall, src netip.AddrPort, goroutines
 				calls.Add(1)
 				if (closing || after) && !errors.Is(err, rdmacm.ErrClosed) {
 					fail(fmt.Errorf("%s begun once Close had begun (returned: %v): %v, want ErrClosed", c.name, after, err))
+				}
+				// The ID is bound to the device's address throughout:
+				// a call under way when Close began must not be told
+				// otherwise (its second look at the ID, once Close had
+				// begun, found no device).
+				if err != nil && onNoDevice(err) {
+					fail(fmt.Errorf("%s on an ID bound to %v: %v", c.name, src, err))
 				}
 				if after {
 					return
