@@ -266,6 +266,24 @@
 // WriteTo to it looks up again. Datagrams may be lost or reordered, as
 // UD's are; each is at most the port's MTU less an 8-byte header.
 //
+// A sender's address is not authenticated. Its IP address is the GRH's,
+// as the network delivered it; its port, and the QP that answers go to,
+// are what its datagram's header and completion claim, and any UD QP can
+// send a PacketConn datagram with any port: one on the same IP address
+// can pose as another PacketConn there, have its datagrams taken for that
+// one's and have the answers meant for that one sent to itself. Do not
+// use a datagram's address for access control. Each new sender also
+// costs an address handle (on rxe, a kernel object counted against the
+// device's limit), up to 4,096 for a PacketConn, which a flood of
+// datagrams with made-up ports can use up, for the device's other users
+// too.
+//
+// WriteTo refuses at once a datagram longer than MaxDatagram (EMSGSIZE),
+// and a destination where no PacketConn can be: an unspecified,
+// multicast or broadcast address (EINVAL) or a loopback one
+// (EADDRNOTAVAIL, as no RDMA device has one). An IPv4-mapped IPv6
+// destination is its IPv4 address.
+//
 // # Wire format
 //
 // The private data of the request and the reply begins with a 16-byte

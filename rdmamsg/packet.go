@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -64,9 +65,16 @@ var maxPeers = 4096
 // the datagram itself. Datagrams are unreliable and unordered, as UD is;
 // each is at most MaxDatagram bytes.
 //
+// A datagram's sender is not authenticated: its IP address is the one
+// the network delivered in the GRH, but its port, and the QP answers to
+// it go to, are the sender's claim, which any UD QP can make; see the
+// package documentation. Do not use them for access control.
+//
 // Any number of goroutines may write (WriteTo) and read (ReadFrom) at
 // once: writes take turns, and so do reads, each taking a whole datagram;
-// a write and a read run at once. Close may be called from any goroutine.
+// a write and a read run at once. One waiting for its turn waits within
+// its context, its deadline and Close. Close may be called from any
+// goroutine.
 type PacketConn struct {
 	ch    *rdmacm.EventChannel
 	id    *rdmacm.ID
@@ -89,7 +97,10 @@ type PacketConn struct {
 	smr  *ibverbs.MR
 	slot int // bytes of a receive buffer: the GRH and a datagram
 
-	sendMu, recvMu sync.Mutex
+	// sendTurn and recvTurn hold a token while a WriteTo, or a
+	// ReadFrom, has its turn; one that waits for its turn waits within
+	// its context, its deadline and Close.
+	sendTurn, recvTurn chan struct{}
 	// lookups holds a token while a lookup runs: maxLookups at once,
 	// which a WriteTo waits for within its context, the write deadline
 	// and LookupTimeout.
@@ -171,6 +182,8 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 		closeKick: make(chan struct{}, 1),
 		closed:    make(chan struct{}),
 		lookups:   make(chan struct{}, maxLookups),
+		sendTurn:  make(chan struct{}, 1),
+		recvTurn:  make(chan struct{}, 1),
 	}
 	defer func() {
 		if err != nil {
@@ -402,7 +415,8 @@ func (p *PacketConn) QP() *ibverbs.QP { return p.qp }
 
 // ReadFrom waits for the next datagram, copies its payload into b and
 // returns its length and the sender's address (the sender's IP address,
-// from the datagram's GRH, and the port it is bound to). A payload longer
+// from the datagram's GRH, and the port its header claims, which is not
+// authenticated: see PacketConn). A payload longer
 // than b is cut, and the error matches io.ErrShortBuffer; MaxDatagram
 // bytes always suffice. Datagrams that do not come from a PacketConn are
 // dropped. Once the read deadline has passed it fails at once, even with
@@ -412,8 +426,10 @@ func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPor
 	if p.rdl.passed() && !isClosed(p.closed) {
 		return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
 	}
-	p.recvMu.Lock()
-	defer p.recvMu.Unlock()
+	if err := p.turn(ctx, p.recvTurn, &p.rdl); err != nil {
+		return 0, netip.AddrPort{}, err
+	}
+	defer func() { <-p.recvTurn }()
 	for {
 		p.mu.Lock()
 		if p.closing {
@@ -488,10 +504,14 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 // run at once, up to 4; a WriteTo to a fifth new destination waits for
 // one of them to end, in no set order, and one to a destination being
 // looked up waits for that lookup. PacketConfig.LookupTimeout, counted
-// from WriteTo's start, bounds the waits and the lookup; the write
-// deadline bounds the waits too (the error matches
-// os.ErrDeadlineExceeded), but not a lookup once begun. A lookup holds up
-// no WriteTo to a known destination. WriteTo waits while every send
+// from WriteTo's start, bounds the waits and the lookup; so do the
+// context and the write deadline (the error matches
+// os.ErrDeadlineExceeded). A lookup holds up no WriteTo to a known destination. A
+// datagram longer than MaxDatagram fails at once (syscall.EMSGSIZE), as
+// does a destination no PacketConn can be at: an unspecified, multicast
+// or broadcast address (syscall.EINVAL) or a loopback one
+// (syscall.EADDRNOTAVAIL). An IPv4-mapped destination is taken for its
+// IPv4 address, as ReadFrom gives it. WriteTo waits while every send
 // buffer is on the wire, and returns once the datagram is posted; whether
 // it arrives, UD does not say. Once the write deadline has passed it
 // fails at once, as package net's do.
@@ -500,11 +520,21 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 	if p.wdl.passed() && !isClosed(p.closed) {
 		return os.ErrDeadlineExceeded
 	}
+	// An IPv4-mapped address is the IPv4 one, as a sender's is in
+	// ReadFrom.
+	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+	if len(b) > p.maxData {
+		// Too long for any destination: no lookup need say so.
+		return fmt.Errorf("rdmamsg: a datagram of %d bytes to %s: at most %d: %w", len(b), to, p.maxData, syscall.EMSGSIZE)
+	}
+	if err := checkDestination(to); err != nil {
+		return err
+	}
 	peer, err := p.use(ctx, to, time.Now().Add(p.cfg.LookupTimeout))
 	if err != nil {
 		return err
 	}
-	defer p.sendMu.Unlock()
+	defer func() { <-p.sendTurn }()
 	defer p.release()
 	if usingHook != nil {
 		usingHook(p)
@@ -536,19 +566,36 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 	}
 }
 
+// checkDestination refuses the addresses where no PacketConn can be: an
+// unspecified, multicast or broadcast address, which UD's unicast cannot
+// reach, and a loopback one, which ListenPacket cannot bind (it has no
+// RDMA device); a lookup of one would wait for LookupTimeout for nothing.
+func checkDestination(to netip.AddrPort) error {
+	a := to.Addr()
+	switch {
+	case !a.IsValid(), a.IsUnspecified(), a.IsMulticast(), a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Errorf("rdmamsg: WriteTo %s: not a unicast address: %w", to, syscall.EINVAL)
+	case a.IsLoopback():
+		return fmt.Errorf("rdmamsg: WriteTo %s: no PacketConn is on a loopback address (no RDMA device has one): %w", to, syscall.EADDRNOTAVAIL)
+	}
+	return nil
+}
+
 // usingHook, if set, runs in WriteTo once p.using is set (for the tests).
 var usingHook func(p *PacketConn)
 
-// use takes sendMu and makes to's peer the one WriteTo sends to
+// use takes WriteTo's turn and makes to's peer the one WriteTo sends to
 // (p.using), looking it up first, by the time by, where it is not known;
-// the lookup goes on without sendMu, so that a destination that does not
+// the lookup goes on without the turn, so that a destination that does not
 // answer holds up no WriteTo to a known one.
 func (p *PacketConn) use(ctx context.Context, to netip.AddrPort, by time.Time) (udPeer, error) {
 	for {
 		if err := p.lookupOnce(ctx, to, by); err != nil {
 			return udPeer{}, err
 		}
-		p.sendMu.Lock()
+		if err := p.turn(ctx, p.sendTurn, &p.wdl); err != nil {
+			return udPeer{}, err
+		}
 		p.mu.Lock()
 		peer, ok := p.peers[to]
 		closing := p.closing
@@ -558,18 +605,39 @@ func (p *PacketConn) use(ctx context.Context, to netip.AddrPort, by time.Time) (
 		p.mu.Unlock()
 		switch {
 		case closing:
-			p.sendMu.Unlock()
+			<-p.sendTurn
 			return udPeer{}, ErrClosed
 		case ok:
 			return peer, nil
 		}
 		// Dropped from peers since the lookup (evicted, or replaced and
 		// retired): look it up again.
-		p.sendMu.Unlock()
+		<-p.sendTurn
 	}
 }
 
-// release ends WriteTo's use of p.using, with sendMu held. A handle
+// turn waits for the token of turns (p.sendTurn or p.recvTurn) to go in,
+// within ctx, the deadline dl and Close; the caller takes it out when its
+// turn ends.
+func (p *PacketConn) turn(ctx context.Context, turns chan struct{}, dl *deadline) error {
+	select {
+	case turns <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case turns <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-dl.done():
+		return os.ErrDeadlineExceeded
+	case <-p.closed:
+		return ErrClosed
+	}
+}
+
+// release ends WriteTo's use of p.using, with its turn. A handle
 // retired meanwhile waits for the send just posted with it too, not only
 // for those posted before it was retired.
 func (p *PacketConn) release() {
@@ -680,6 +748,16 @@ func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Ti
 	lctx, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
 	defer context.AfterFunc(p.life, cancel)()
+	// The write deadline bounds the lookup too.
+	var passed atomic.Bool
+	go func(wdl <-chan struct{}) {
+		select {
+		case <-wdl:
+			passed.Store(true)
+			cancel()
+		case <-lctx.Done():
+		}
+	}(p.wdl.done())
 	peer, err := p.lookup(lctx, to)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -689,6 +767,9 @@ func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Ti
 			return errors.Join(ErrClosed, peer.ah.Close())
 		}
 		return ErrClosed
+	}
+	if err != nil && passed.Load() {
+		return fmt.Errorf("rdmamsg: looking up %s: the write deadline passed: %w (%w)", to, os.ErrDeadlineExceeded, err)
 	}
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		// The caller's context has not ended: the time that ran out
@@ -742,11 +823,11 @@ func (p *PacketConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// SetWriteDeadline sets when WriteTo stops waiting for a send buffer, or
-// for other lookups (see WriteTo), and fails with os.ErrDeadlineExceeded;
-// once it has passed, WriteTo fails at once. A lookup once begun is
-// bounded by PacketConfig.LookupTimeout instead. After Close it sets
-// nothing and returns ErrClosed.
+// SetWriteDeadline sets when WriteTo stops waiting for a send buffer, its
+// turn or a lookup (see WriteTo), and fails with os.ErrDeadlineExceeded;
+// once it has passed, WriteTo fails at once. It applies to a wait or a
+// lookup under way too. After Close it sets nothing and returns
+// ErrClosed.
 func (p *PacketConn) SetWriteDeadline(t time.Time) error {
 	if !p.wdl.set(t) {
 		return ErrClosed
