@@ -303,7 +303,7 @@ func ping(ctx context.Context, addr string, count int) error {
 	var rtts rttStats
 	for i := range count {
 		rtt, err := roundTrip(ctx, c, b, i)
-		if err != nil && ctx.Err() != nil && rtts.n > 0 {
+		if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil && rtts.n > 0 {
 			break // Ctrl-C: the summary of the round trips made
 		}
 		if err != nil {

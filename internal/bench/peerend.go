@@ -78,7 +78,8 @@ func stopWords(ctx context.Context) string {
 // StopWords is how a side whose context, ctx, has ended was stopped, in
 // the words its peer is told: "stopped (SIGTERM)" where SIGTERM ended it
 // (the context's cause has a method Signal() os.Signal, as the command
-// line's root context's has), else "interrupted (Ctrl-C)".
+// line's root context's has), the overtime's words where a served test's
+// maximum duration ended it, else "interrupted (Ctrl-C)".
 func StopWords(ctx context.Context) string { return stopWords(ctx) }
 
 // peerStopWords says how the peer was stopped, from word, its abort (a
