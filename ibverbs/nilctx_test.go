@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
 // The waits that take a context panic at once on a nil one, naming
@@ -26,12 +27,7 @@ func TestNilContext(t *testing.T) {
 		{"(*CQ).WaitEx", func() { cq.WaitEx(nilCtx, make([]ibverbs.WCEx, 1)) }},
 	} {
 		want := "ibverbs." + c.name + ": nil Context"
-		got := func() (v any) {
-			defer func() { v = recover() }()
-			c.call()
-			return nil
-		}()
-		if got != want {
+		if got := rdmatest.Panic(c.call); got != want {
 			t.Errorf("%s(nil): panicked with %v; want %q", c.name, got, want)
 		}
 	}

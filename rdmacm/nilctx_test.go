@@ -6,15 +6,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/rdmacm"
 )
-
-// nilPanic runs f and returns what it panicked with (nil for none).
-func nilPanic(f func()) (v any) {
-	defer func() { v = recover() }()
-	f()
-	return nil
-}
 
 // Every call that takes a context panics at once on a nil one, naming
 // itself, as net.Dialer.DialContext does: before it touches its receiver
@@ -42,7 +36,7 @@ func TestNilContext(t *testing.T) {
 		{"(*ConnRequest).Accept", func() { r.Accept(nilCtx, nil) }},
 	} {
 		want := "rdmacm." + c.name + ": nil Context"
-		if got := nilPanic(c.call); got != want {
+		if got := rdmatest.Panic(c.call); got != want {
 			t.Errorf("%s(nil): panicked with %v; want %q", c.name, got, want)
 		}
 	}

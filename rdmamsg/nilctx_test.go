@@ -9,15 +9,9 @@ import (
 	"testing"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/rdmamsg"
 )
-
-// nilPanic runs f and returns what it panicked with (nil for none).
-func nilPanic(f func()) (v any) {
-	defer func() { v = recover() }()
-	f()
-	return nil
-}
 
 // Every call that takes a context panics at once on a nil one, naming
 // itself, as net.Dialer.DialContext does: before it touches its receiver
@@ -51,7 +45,7 @@ func TestNilContext(t *testing.T) {
 		{"(*PacketConn).WriteTo", func() { p.WriteTo(nilCtx, buf, netip.MustParseAddrPort("198.18.0.2:1")) }},
 	} {
 		want := "rdmamsg." + tc.name + ": nil Context"
-		if got := nilPanic(tc.call); got != want {
+		if got := rdmatest.Panic(tc.call); got != want {
 			t.Errorf("%s(nil): panicked with %v; want %q", tc.name, got, want)
 		}
 	}

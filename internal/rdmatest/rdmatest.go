@@ -198,3 +198,11 @@ func Lacking(t testing.TB, what, format string, args ...any) {
 	t.Fatalf("GORPERF_REQUIRE_DEVICE=1 but %s; where the device under test lacks it, %s=%s lets the test skip",
 		msg, AllowUnsupportedEnv, what)
 }
+
+// Panic runs f and returns what it panicked with, nil where it returned:
+// for the tests of a call that must panic, with what message.
+func Panic(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
+}
