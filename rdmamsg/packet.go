@@ -732,6 +732,15 @@ func (p *PacketConn) waitLookup(ctx context.Context, to netip.AddrPort, by time.
 	}
 }
 
+// callersTime reports whether a lookup bounded by ctx and the time by
+// ran out of ctx's time: ctx has ended, or its deadline comes first.
+// rdma_cm's resolution, given the time left, can time out just before ctx
+// itself ends.
+func callersTime(ctx context.Context, by time.Time) bool {
+	d, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !d.After(by)
+}
+
 // lookupAs looks to up, by the time by, as the one WriteTo that does,
 // once a lookup's token is free; it closes ended when it is done.
 func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Time, ended chan struct{}) error {
@@ -771,9 +780,8 @@ func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Ti
 	if err != nil && passed.Load() {
 		return fmt.Errorf("rdmamsg: looking up %s: the write deadline passed: %w (%w)", to, os.ErrDeadlineExceeded, err)
 	}
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		// The caller's context has not ended: the time that ran out
-		// is the lookup's own.
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && !callersTime(ctx, by) {
+		// The time that ran out is the lookup's own.
 		return fmt.Errorf("rdmamsg: looking up %s: no answer within PacketConfig.LookupTimeout (%v): %w", to, p.cfg.LookupTimeout, err)
 	}
 	if err != nil {

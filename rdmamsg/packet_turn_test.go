@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -222,5 +223,25 @@ func TestPacketWriteToMapped(t *testing.T) {
 	}
 	if n := b.Peers(); n != 1 {
 		t.Errorf("after WriteTo %v and %v: %d destinations kept, want 1", mapped, a.LocalAddr(), n)
+	}
+}
+
+// TestPacketLookupCallersTimeout: a lookup that the caller's own context
+// ended says so, not that PacketConfig.LookupTimeout passed: rdma_cm's
+// resolution, given the time left, could time out a hair before the Go
+// context did, and the error then named the 5 s bound after 200 ms.
+func TestPacketLookupCallersTimeout(t *testing.T) {
+	_, b := packetPair(t)
+	hole := blackHole(t, b.LocalAddr().Addr())
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		to := netip.AddrPortFrom(hole.Addr(), hole.Port()+uint16(i))
+		start := time.Now()
+		err := b.WriteTo(ctx, []byte("x"), to)
+		took := time.Since(start)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "LookupTimeout") || took > 2*time.Second {
+			t.Errorf("WriteTo %v with a 200 ms context: %v after %v, want the context's deadline", to, err, took)
+		}
 	}
 }
