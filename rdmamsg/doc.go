@@ -257,26 +257,36 @@
 // ListenPacket binds an rdma_cm ID of the UDP port space at the address,
 // which answers peers that look this side's QP up. The first WriteTo to a
 // destination looks it up (rdmacm.LookupUD) and keeps an address handle;
-// a datagram's sender is known from its GRH and header, so an answer to
-// it needs no lookup. A sender's datagram also replaces what was known of
-// its address: a PacketConn made again there (after a restart) has a new
-// QP, which its first datagram teaches; until then, datagrams to it go to
-// the old one and are lost. At most 4,096 destinations are kept; a new
-// one beyond that takes the place of one picked at random, which the next
-// WriteTo to it looks up again. Datagrams may be lost or reordered, as
-// UD's are; each is at most the port's MTU less an 8-byte header.
+// so does the first answer to a sender, which costs one lookup before
+// it: a datagram teaches nothing of how to reach its sender. Only the
+// port's owner answers a lookup (rdma_cm's UDP port space is the
+// kernel's), so what a lookup says stays until another says otherwise.
+// A datagram from a known address but another QP, or claiming another
+// largest datagram, has the next WriteTo to that address look it up
+// again: a PacketConn made again there (after a restart) has a new QP,
+// which that lookup finds; until a datagram from it comes, datagrams to
+// it go to the old one and are lost. At most 4,096 destinations are
+// kept; a new one beyond that takes the place of one picked at random,
+// which the next WriteTo to it looks up again. Datagrams may be lost or
+// reordered, as UD's are; each is at most the port's MTU less an 8-byte
+// header.
 //
-// A sender's address is not authenticated. Its IP address is the GRH's,
-// as the network delivered it; its port, and the QP that answers go to,
-// are what its datagram's header and completion claim, and any UD QP can
-// send a PacketConn datagram with any port: one on the same IP address
-// can pose as another PacketConn there, have its datagrams taken for that
-// one's and have the answers meant for that one sent to itself. Do not
-// use a datagram's address for access control. Each new sender also
-// costs an address handle (on rxe, a kernel object counted against the
-// device's limit), up to 4,096 for a PacketConn, which a flood of
-// datagrams with made-up ports can use up, for the device's other users
-// too.
+// A sender's address is not authenticated, but answers to it go to its
+// owner. Its IP address is the GRH's, as the network delivered it; its
+// port is what its datagram's header claims, and any UD QP can send a
+// PacketConn datagram with any port: one on the same IP address can pose
+// as another PacketConn there and have its datagrams taken for that one's.
+// Do not use a datagram's address for access control. What it cannot do is
+// redirect what is sent to that address, or limit its size: WriteTo sends
+// to the QP, and within the largest datagram, that a lookup of the address
+// gave, whatever datagrams claim (a forger that can answer lookups in the
+// owner's place, on the network's path or with raw packets, is beyond
+// this). A datagram that claims a known address from another QP costs one
+// lookup, on the next WriteTo there; once that lookup has found the QP not
+// to be the address's, its further datagrams cost none. A datagram costs
+// no address handle; each destination WriteTo looks up costs one (on rxe,
+// a kernel object counted against the device's limit), up to 4,096 for a
+// PacketConn.
 //
 // WriteTo refuses at once a datagram longer than MaxDatagram (EMSGSIZE),
 // and a destination where no PacketConn can be: an unspecified,

@@ -54,8 +54,9 @@ func Hello(depth, maxMessage int) []byte {
 }
 
 // SetRetireInUse makes each WriteTo retire the address handle it is about
-// to send with, as a datagram from its destination with a new QP, or an
-// eviction, may while it sends, until restore is called.
+// to send with, as another WriteTo's lookup of its destination (which
+// found a new QP), or an eviction, may while it sends, until restore is
+// called.
 func SetRetireInUse() (restore func()) {
 	usingHook = func(p *PacketConn) {
 		p.mu.Lock()

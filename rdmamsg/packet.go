@@ -33,11 +33,10 @@ type PacketConfig struct {
 	// Backlog bounds the lookups of this side's QP waiting to be answered
 	// (rdma_listen); zero takes the kernel's default.
 	Backlog int
-	// LookupTimeout bounds WriteTo's lookup of a destination it has not
-	// sent to or heard from before (default 5 s), counted from WriteTo's
-	// start: the wait for other lookups (see WriteTo) and the lookup
-	// itself. A lookup that runs out of it fails with an error that
-	// names it and matches context.DeadlineExceeded, whatever WriteTo's
+	// LookupTimeout bounds WriteTo's lookup of a destination (default 5 s),
+	// counted from WriteTo's start: the wait for other lookups (see WriteTo)
+	// and the lookup itself. A lookup that runs out of it fails with an error
+	// that names it and matches context.DeadlineExceeded, whatever WriteTo's
 	// context.
 	LookupTimeout time.Duration
 }
@@ -52,23 +51,26 @@ const (
 var maxLookups = 4
 
 // maxPeers bounds the destinations a PacketConn keeps an address handle
-// for, those it looked up and the senders its datagrams came from alike;
-// a new one beyond it takes the place of one picked at random, which a
-// later WriteTo looks up again. (A variable for the tests.)
+// for, each one it looked up; a new one beyond it takes the place of one
+// picked at random, which a later WriteTo looks up again. (A variable for
+// the tests.)
 var maxPeers = 4096
 
 // PacketConn sends and receives datagrams on one UD queue pair, addressed
 // by IP address and port as UDP sockets are. ListenPacket binds an
 // rdma_cm ID of the UDP port space at the address, which answers the
 // lookups (SIDR) of peers that want this side's QP; WriteTo looks a new
-// destination up the same way once, and a datagram's sender is known from
-// the datagram itself. Datagrams are unreliable and unordered, as UD is;
-// each is at most MaxDatagram bytes.
+// destination up the same way once, a datagram's sender included, and
+// sends to the QP the lookup gave. Datagrams are unreliable and
+// unordered, as UD is; each is at most MaxDatagram bytes.
 //
 // A datagram's sender is not authenticated: its IP address is the one
-// the network delivered in the GRH, but its port, and the QP answers to
-// it go to, are the sender's claim, which any UD QP can make; see the
-// package documentation. Do not use them for access control.
+// the network delivered in the GRH, but its port is the sender's claim,
+// which any UD QP can make; do not use it for access control. Answers
+// are safe from such claims: only the port's owner answers a lookup, and
+// a datagram changes nothing of how WriteTo reaches an address, only has
+// it looked up again where it came from another QP than the one known
+// there. See the package documentation.
 //
 // Any number of goroutines may write (WriteTo) and read (ReadFrom) at
 // once: writes take turns, and so do reads, each taking a whole datagram;
@@ -144,11 +146,17 @@ type PacketConn struct {
 }
 
 // udPeer is how to reach a destination: its address handle, QP number and
-// largest datagram.
+// largest datagram, as a lookup gave them. recheck is set once a datagram
+// from its address came from another QP (claimant) or claimed another
+// largest datagram: the next WriteTo to it looks it up again (and sends
+// to what that lookup says). refuted is a QP that a lookup found not to
+// be the address's, whose datagrams ask for no lookup again.
 type udPeer struct {
-	ah      *ibverbs.AH
-	qpn     uint32
-	maxData int
+	ah                *ibverbs.AH
+	qpn               uint32
+	maxData           int
+	recheck           bool
+	claimant, refuted uint32
 }
 
 // ListenPacket makes a datagram endpoint at addr ("ip:port"; port 0 picks
@@ -416,7 +424,8 @@ func (p *PacketConn) QP() *ibverbs.QP { return p.qp }
 // ReadFrom waits for the next datagram, copies its payload into b and
 // returns its length and the sender's address (the sender's IP address,
 // from the datagram's GRH, and the port its header claims, which is not
-// authenticated: see PacketConn). A payload longer
+// authenticated: see PacketConn; an answer WriteTo sends to it goes to
+// the port's owner, not to whoever claimed it). A payload longer
 // than b is cut, and the error matches io.ErrShortBuffer; MaxDatagram
 // bytes always suffice. Datagrams that do not come from a PacketConn are
 // dropped. Once the read deadline has passed it fails at once, even with
@@ -466,8 +475,11 @@ func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPor
 
 // take reads the datagram in receive buffer slot into b, with p.mu held:
 // its length, the sender's address, and io.ErrShortBuffer if it was cut;
-// an invalid address for a datagram to drop. The first datagram of a
-// sender gives it an address handle, so that answers need no lookup.
+// an invalid address for a datagram to drop. A datagram teaches nothing
+// of how to reach its sender, whose address it only claims: a WriteTo
+// to a sender looks it up as any new destination. One from a known
+// address but another QP, or with another largest datagram, has that
+// address looked up again before the next WriteTo to it.
 func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 	wc := &p.wcs[slot]
 	buf := p.rbuf.Bytes()[slot*p.slot : slot*p.slot+int(wc.ByteLen)]
@@ -484,10 +496,13 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 		return 0, netip.AddrPort{}, nil
 	}
 	from := netip.AddrPortFrom(g.Src.Addr().Unmap(), port)
-	if known, ok := p.peers[from]; !ok || known.qpn != wc.SrcQP || known.maxData != maxData {
-		if ah, err := p.pd.CreateAHFromWC(wc, grh, p.port); err == nil {
-			p.remember(from, udPeer{ah: ah, qpn: wc.SrcQP, maxData: maxData})
-		}
+	if known, ok := p.peers[from]; ok && !known.recheck && (known.qpn != wc.SrcQP || known.maxData != maxData) && wc.SrcQP != known.refuted {
+		// Another QP claims a known address: a PacketConn made again
+		// there, or a forger. Only a lookup, which only the port's
+		// owner answers, may say which; the next WriteTo to it makes
+		// one, and until then what was known stays.
+		known.recheck, known.claimant = true, wc.SrcQP
+		p.peers[from] = known
 	}
 	payload := data[packetHeaderLen:]
 	n := copy(b, payload)
@@ -497,24 +512,25 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 	return n, from, nil
 }
 
-// WriteTo sends b as one datagram to the PacketConn at to. The first
-// datagram to a destination not heard from looks its QP up (SIDR; Close
-// ends it): a destination where nothing listens fails then, with an
-// error matching syscall.ECONNREFUSED. Lookups of different destinations
-// run at once, up to 4; a WriteTo to a fifth new destination waits for
-// one of them to end, in no set order, and one to a destination being
-// looked up waits for that lookup. PacketConfig.LookupTimeout, counted
-// from WriteTo's start, bounds the waits and the lookup; so do the
-// context and the write deadline (the error matches
-// os.ErrDeadlineExceeded). A lookup holds up no WriteTo to a known destination. A
-// datagram longer than MaxDatagram fails at once (syscall.EMSGSIZE), as
-// does a destination no PacketConn can be at: an unspecified, multicast
-// or broadcast address (syscall.EINVAL) or a loopback one
-// (syscall.EADDRNOTAVAIL). An IPv4-mapped destination is taken for its
-// IPv4 address, as ReadFrom gives it. WriteTo waits while every send
-// buffer is on the wire, and returns once the datagram is posted; whether
-// it arrives, UD does not say. Once the write deadline has passed it
-// fails at once, as package net's do.
+// WriteTo sends b as one datagram to the PacketConn at to. The first datagram
+// to a destination, a sender ReadFrom gave included, looks its QP up (SIDR;
+// Close ends it), and so does the next one after a datagram from to came from
+// another QP than the one known, or claimed another largest datagram (see
+// PacketConn): a destination where nothing listens fails then, with an error
+// matching syscall.ECONNREFUSED. Lookups of different destinations run at
+// once, up to 4; a WriteTo to a fifth new destination waits for one of them
+// to end, in no set order, and one to a destination being looked up waits for
+// that lookup. PacketConfig.LookupTimeout, counted from WriteTo's start,
+// bounds the waits and the lookup; so do the context and the write deadline
+// (the error matches os.ErrDeadlineExceeded). A lookup holds up no WriteTo to
+// a known destination. A datagram longer than MaxDatagram fails at once
+// (syscall.EMSGSIZE), as does a destination no PacketConn can be at: an
+// unspecified, multicast or broadcast address (syscall.EINVAL) or a loopback
+// one (syscall.EADDRNOTAVAIL). An IPv4-mapped destination is taken for its
+// IPv4 address, as ReadFrom gives it. WriteTo waits while every send buffer
+// is on the wire, and returns once the datagram is posted; whether it
+// arrives, UD does not say. Once the write deadline has passed it fails at
+// once, as package net's do.
 func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) error {
 	checkContext(ctx, "(*PacketConn).WriteTo")
 	if p.wdl.passed() && !isClosed(p.closed) {
@@ -590,7 +606,8 @@ var usingHook func(p *PacketConn)
 // answer holds up no WriteTo to a known one.
 func (p *PacketConn) use(ctx context.Context, to netip.AddrPort, by time.Time) (udPeer, error) {
 	for {
-		if err := p.lookupOnce(ctx, to, by); err != nil {
+		looked, err := p.lookupOnce(ctx, to, by)
+		if err != nil {
 			return udPeer{}, err
 		}
 		if err := p.turn(ctx, p.sendTurn, &p.wdl); err != nil {
@@ -598,6 +615,9 @@ func (p *PacketConn) use(ctx context.Context, to netip.AddrPort, by time.Time) (
 		}
 		p.mu.Lock()
 		peer, ok := p.peers[to]
+		// A datagram may have set recheck since the lookup that made the
+		// peer: that lookup answers it.
+		ok = ok && (!peer.recheck || peer.ah == looked)
 		closing := p.closing
 		if ok && !closing {
 			p.using = peer
@@ -611,7 +631,7 @@ func (p *PacketConn) use(ctx context.Context, to netip.AddrPort, by time.Time) (
 			return peer, nil
 		}
 		// Dropped from peers since the lookup (evicted, or replaced and
-		// retired): look it up again.
+		// retired), or to be checked again: look it up again.
 		<-p.sendTurn
 	}
 }
@@ -671,19 +691,24 @@ func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
 	return nil
 }
 
-// lookupOnce looks to up, by the time by, unless a datagram from it or
-// an earlier lookup made it known; where another WriteTo is looking it
-// up, it waits for that lookup instead. Close ends a lookup under way.
-func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort, by time.Time) error {
+// lookupOnce looks to up, by the time by, unless an earlier lookup made
+// it known and no datagram since asks for it to be checked again (see
+// take); where another WriteTo is looking it up, it waits for that lookup
+// instead. Close ends a lookup under way. It returns the address handle
+// of the peer it found, or that the lookup it waited for left (nil if
+// none), which WriteTo may use though a datagram has asked for another
+// lookup since: that one answers it.
+func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort, by time.Time) (*ibverbs.AH, error) {
+	waited := false
 	for {
 		p.mu.Lock()
 		if p.closing {
 			p.mu.Unlock()
-			return ErrClosed
+			return nil, ErrClosed
 		}
-		if _, ok := p.peers[to]; ok {
+		if peer, ok := p.peers[to]; ok && (!peer.recheck || waited) {
 			p.mu.Unlock()
-			return nil
+			return peer.ah, nil
 		}
 		ended, busy := p.looking[to]
 		if !busy {
@@ -697,8 +722,9 @@ func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort, by time.
 		// Another WriteTo looks to up: once it is done, to is known,
 		// or this one looks it up itself.
 		if err := p.waitLookup(ctx, to, by, ended, nil, "its lookup by another WriteTo"); err != nil {
-			return err
+			return nil, err
 		}
+		waited = true
 	}
 }
 
@@ -742,8 +768,9 @@ func callersTime(ctx context.Context, by time.Time) bool {
 }
 
 // lookupAs looks to up, by the time by, as the one WriteTo that does,
-// once a lookup's token is free; it closes ended when it is done.
-func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Time, ended chan struct{}) error {
+// once a lookup's token is free, and returns the address handle of the
+// peer it found; it closes ended when it is done.
+func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Time, ended chan struct{}) (*ibverbs.AH, error) {
 	defer func() {
 		p.mu.Lock()
 		delete(p.looking, to)
@@ -751,7 +778,7 @@ func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Ti
 		close(ended)
 	}()
 	if err := p.waitLookup(ctx, to, by, nil, p.lookups, "other lookups"); err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { <-p.lookups }()
 	lctx, cancel := context.WithDeadline(ctx, by)
@@ -773,22 +800,28 @@ func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Ti
 	if p.closing {
 		// The lookup's failure, if any, is Close's doing.
 		if err == nil {
-			return errors.Join(ErrClosed, peer.ah.Close())
+			return nil, errors.Join(ErrClosed, peer.ah.Close())
 		}
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if err != nil && passed.Load() {
-		return fmt.Errorf("rdmamsg: looking up %s: the write deadline passed: %w (%w)", to, os.ErrDeadlineExceeded, err)
+		return nil, fmt.Errorf("rdmamsg: looking up %s: the write deadline passed: %w (%w)", to, os.ErrDeadlineExceeded, err)
 	}
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && !callersTime(ctx, by) {
 		// The time that ran out is the lookup's own.
-		return fmt.Errorf("rdmamsg: looking up %s: no answer within PacketConfig.LookupTimeout (%v): %w", to, p.cfg.LookupTimeout, err)
+		return nil, fmt.Errorf("rdmamsg: looking up %s: no answer within PacketConfig.LookupTimeout (%v): %w", to, p.cfg.LookupTimeout, err)
 	}
 	if err != nil {
-		return fmt.Errorf("rdmamsg: looking up %s: %w", to, err)
+		return nil, fmt.Errorf("rdmamsg: looking up %s: %w", to, err)
+	}
+	if old, ok := p.peers[to]; ok {
+		peer.refuted = old.refuted
+		if old.recheck && old.claimant != peer.qpn {
+			peer.refuted = old.claimant // not the address's QP
+		}
 	}
 	p.remember(to, peer)
-	return nil
+	return peer.ah, nil
 }
 
 // lookup asks the PacketConn at to for its QP (rdmacm.LookupUD) and makes

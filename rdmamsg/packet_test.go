@@ -46,9 +46,10 @@ func closeOK(t testing.TB, c interface{ Close() error }) {
 	}
 }
 
-// TestPackets sends datagrams of the edge sizes from b to a, which learns
-// b's QP by a lookup, and answers each to the address ReadFrom gave,
-// which needs none: each arrives whole, naming its sender's address.
+// TestPackets sends datagrams of the edge sizes from b to a, which b
+// looks up, and answers each to the address ReadFrom gave, which a looks
+// up before its first answer: each arrives whole, naming its sender's
+// address.
 func TestPackets(t *testing.T) {
 	a, b := packetPair(t)
 	ctx := timeout(t, 60*time.Second)
@@ -502,8 +503,9 @@ func TestPacketRetireInUse(t *testing.T) {
 }
 
 // TestPacketPeers: the destinations a PacketConn keeps address handles
-// for stay within their bound (2 here), those looked up and the senders
-// alike, and one that had to go is reached again (looked up anew).
+// for stay within their bound (2 here), the destinations it sends to and
+// the senders it answers alike, and one that had to go is reached again
+// (looked up anew).
 func TestPacketPeers(t *testing.T) {
 	t.Cleanup(rdmamsg.SetMaxPeers(2))
 	na, nb := ends(t)
@@ -574,8 +576,9 @@ func TestPacketPeers(t *testing.T) {
 }
 
 // TestPacketPeerComesBack: a PacketConn closed and made again at the
-// same address has a new QP, which its first datagram teaches the other
-// side, whose answers then reach it.
+// same address has a new QP: its first datagram, from a QP other than
+// the one known, has the other side look the address up again before
+// its next answer, which then reaches it.
 func TestPacketPeerComesBack(t *testing.T) {
 	a, b := packetPair(t)
 	ctx := timeout(t, 60*time.Second)
