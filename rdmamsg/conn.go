@@ -1690,21 +1690,21 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 	if len(p) > c.maxSend {
 		return fmt.Errorf("rdmamsg: send of %d bytes: the peer takes at most %d: %w", len(p), c.maxSend, syscall.EMSGSIZE)
 	}
-	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
+	if err := takeTurn(ctx, c.sendTurn, &c.wdl, c.closed); err != nil {
 		return err
 	}
 	defer giveTurn(c.sendTurn)
 	return c.sendLocked(ctx, p)
 }
 
-// takeTurn waits for turn (c.sendTurn or c.recvTurn) and takes it, until
-// ctx ends, the deadline dl passes or the Conn closes; once dl has
-// passed, it fails at once, as package net's calls do, unless the Conn
-// is closed, which they tell first. The caller gives the turn back
-// (giveTurn). A turn free takes no select on the rest, and nothing
-// allocates.
-func (c *Conn) takeTurn(ctx context.Context, turn chan struct{}, dl *deadline) error {
-	if isClosed(c.closed) {
+// takeTurn waits for turn (a Conn's or a PacketConn's sendTurn or
+// recvTurn) and takes it, until ctx ends, the deadline dl passes or
+// closed (the Conn's or PacketConn's) is closed; once dl has passed, it
+// fails at once, as package net's calls do, unless closed is, which they
+// tell first. The caller gives the turn back (giveTurn). A turn free
+// takes no select on the rest, and nothing allocates.
+func takeTurn(ctx context.Context, turn chan struct{}, dl *deadline, closed chan struct{}) error {
+	if isClosed(closed) {
 		return ErrClosed
 	}
 	select {
@@ -1715,12 +1715,12 @@ func (c *Conn) takeTurn(ctx context.Context, turn chan struct{}, dl *deadline) e
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-dl.done():
-			return c.deadlineErr()
-		case <-c.closed:
+			return deadlineErr(closed)
+		case <-closed:
 			return ErrClosed
 		}
 	}
-	if dl.passed() && !isClosed(c.closed) {
+	if dl.passed() && !isClosed(closed) {
 		giveTurn(turn)
 		return os.ErrDeadlineExceeded
 	}
@@ -1751,7 +1751,7 @@ func (c *Conn) sendLocked(ctx context.Context, p []byte) error {
 // returned (io.EOF included).
 func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 	ctx := context.Background()
-	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
+	if err := takeTurn(ctx, c.sendTurn, &c.wdl, c.closed); err != nil {
 		return 0, err
 	}
 	defer giveTurn(c.sendTurn)
@@ -1876,14 +1876,25 @@ func (c *Conn) postBuffer(ctx context.Context, i, n int) error {
 
 // sendErr says why nothing more can be sent, credit updates included,
 // with c.mu held.
-func (c *Conn) sendErr() error {
+func (c *Conn) sendErr() error { return c.postErr(nil) }
+
+// postErr says why nothing more can be posted, with c.mu held, nil where
+// it can: ErrClosed after Close, the connection's failure as it is, the
+// error every call returns from then on, or, after the peer's close or
+// disconnect, EPIPE (peerGone) in the words of a send, or of operation o
+// where o is not nil.
+func (c *Conn) postErr(o *op) error {
 	switch {
 	case c.closing:
 		return ErrClosed
 	case c.err != nil:
 		return c.err
 	case c.eof || c.peerOut:
-		return c.peerGone("send to "+c.link.RemoteAddr().String(), c.eof && c.cut != nil)
+		what := "send to " + c.link.RemoteAddr().String()
+		if o != nil {
+			what = c.opString(o)
+		}
+		return c.peerGone(what, c.eof && c.cut != nil)
 	}
 	return nil
 }
@@ -1926,7 +1937,7 @@ func (c *Conn) writeErr() error {
 // ctx ends, the read deadline passes or the Conn closes.
 func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
 	checkContext(ctx, "(*Conn).Recv")
-	if err := c.takeTurn(ctx, c.recvTurn, &c.rdl); err != nil {
+	if err := takeTurn(ctx, c.recvTurn, &c.rdl, c.closed); err != nil {
 		return 0, err
 	}
 	defer giveTurn(c.recvTurn)
@@ -2029,7 +2040,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if err := c.takeTurn(context.Background(), c.recvTurn, &c.rdl); err != nil {
+	if err := takeTurn(context.Background(), c.recvTurn, &c.rdl, c.closed); err != nil {
 		return 0, err
 	}
 	defer giveTurn(c.recvTurn)
@@ -2068,7 +2079,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 // or Abort comes while w's Write runs, WriteTo returns ErrClosed once it
 // returns, whatever it returned.
 func (c *Conn) WriteTo(w io.Writer) (int64, error) {
-	if err := c.takeTurn(context.Background(), c.recvTurn, &c.rdl); err != nil {
+	if err := takeTurn(context.Background(), c.recvTurn, &c.rdl, c.closed); err != nil {
 		return 0, err
 	}
 	defer giveTurn(c.recvTurn)
@@ -2148,7 +2159,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, c.writeErr()
 	}
 	ctx := context.Background()
-	if err := c.takeTurn(ctx, c.sendTurn, &c.wdl); err != nil {
+	if err := takeTurn(ctx, c.sendTurn, &c.wdl, c.closed); err != nil {
 		return 0, err
 	}
 	defer giveTurn(c.sendTurn)
@@ -2189,7 +2200,7 @@ func (c *Conn) CloseWrite() error {
 		return fmt.Errorf("rdmamsg: close write to %s: the peer's rdmamsg takes no end message: %w",
 			c.link.RemoteAddr(), errors.ErrUnsupported)
 	}
-	if err := c.takeTurn(context.Background(), c.sendTurn, &c.wdl); err != nil {
+	if err := takeTurn(context.Background(), c.sendTurn, &c.wdl, c.closed); err != nil {
 		return err
 	}
 	defer giveTurn(c.sendTurn)

@@ -435,10 +435,10 @@ func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPor
 	if p.rdl.passed() && !isClosed(p.closed) {
 		return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
 	}
-	if err := p.turn(ctx, p.recvTurn, &p.rdl); err != nil {
+	if err := takeTurn(ctx, p.recvTurn, &p.rdl, p.closed); err != nil {
 		return 0, netip.AddrPort{}, err
 	}
-	defer func() { <-p.recvTurn }()
+	defer giveTurn(p.recvTurn)
 	for {
 		p.mu.Lock()
 		if p.closing {
@@ -550,7 +550,7 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 	if err != nil {
 		return err
 	}
-	defer func() { <-p.sendTurn }()
+	defer giveTurn(p.sendTurn)
 	defer p.release()
 	if usingHook != nil {
 		usingHook(p)
@@ -610,7 +610,7 @@ func (p *PacketConn) use(ctx context.Context, to netip.AddrPort, by time.Time) (
 		if err != nil {
 			return udPeer{}, err
 		}
-		if err := p.turn(ctx, p.sendTurn, &p.wdl); err != nil {
+		if err := takeTurn(ctx, p.sendTurn, &p.wdl, p.closed); err != nil {
 			return udPeer{}, err
 		}
 		p.mu.Lock()
@@ -625,35 +625,14 @@ func (p *PacketConn) use(ctx context.Context, to netip.AddrPort, by time.Time) (
 		p.mu.Unlock()
 		switch {
 		case closing:
-			<-p.sendTurn
+			giveTurn(p.sendTurn)
 			return udPeer{}, ErrClosed
 		case ok:
 			return peer, nil
 		}
 		// Dropped from peers since the lookup (evicted, or replaced and
 		// retired), or to be checked again: look it up again.
-		<-p.sendTurn
-	}
-}
-
-// turn waits for the token of turns (p.sendTurn or p.recvTurn) to go in,
-// within ctx, the deadline dl and Close; the caller takes it out when its
-// turn ends.
-func (p *PacketConn) turn(ctx context.Context, turns chan struct{}, dl *deadline) error {
-	select {
-	case turns <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case turns <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-dl.done():
-		return os.ErrDeadlineExceeded
-	case <-p.closed:
-		return ErrClosed
+		giveTurn(p.sendTurn)
 	}
 }
 

@@ -336,21 +336,14 @@ func (c *Conn) oneSided(ctx context.Context, read bool, local *Region, loff int,
 	}
 }
 
-// opErr says why operation o cannot be posted, with c.mu held, as
-// sendErr does for messages, nil where it can: ErrClosed after Close, the
-// connection's failure as it is, the error every call returns from then
-// on, or, after the peer's close or disconnect, EPIPE as sendErr says it
-// but in the operation's words; and ErrClosed, in its words, where its
-// region is closed.
+// opErr says why operation o cannot be posted, with c.mu held, nil where
+// it can: postErr's reasons, in the operation's words, and ErrClosed, in
+// its words, where its region is closed.
 func (c *Conn) opErr(o *op) error {
-	switch {
-	case c.closing:
-		return ErrClosed
-	case c.err != nil:
-		return c.err
-	case c.eof || c.peerOut:
-		return c.peerGone(c.opString(o), c.eof && c.cut != nil)
-	case o.region.dead:
+	if err := c.postErr(o); err != nil {
+		return err
+	}
+	if o.region.dead {
 		return fmt.Errorf("rdmamsg: %s: the local region is closed: %w", opName(o.read), ErrClosed)
 	}
 	return nil
@@ -518,7 +511,7 @@ func waitToken[T any](c *Conn, ctx context.Context, dl *deadline, ch chan T) (T,
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	case <-dl.done():
-		return zero, c.deadlineErr()
+		return zero, deadlineErr(c.closed)
 	case <-c.closed:
 		return zero, ErrClosed
 	case <-c.over:
@@ -527,9 +520,10 @@ func waitToken[T any](c *Conn, ctx context.Context, dl *deadline, ch chan T) (T,
 }
 
 // deadlineErr is the error of a wait whose deadline passed: ErrClosed
-// where the Conn closed, which stops the deadlines too.
-func (c *Conn) deadlineErr() error {
-	if isClosed(c.closed) {
+// where closed (a Conn's or a PacketConn's) is closed, which stops the
+// deadlines too.
+func deadlineErr(closed chan struct{}) error {
+	if isClosed(closed) {
 		return ErrClosed
 	}
 	return os.ErrDeadlineExceeded
