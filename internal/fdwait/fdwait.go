@@ -70,7 +70,8 @@ func New(fd int, name string) (*Waiter, error) {
 var expired = time.Unix(1, 0)
 
 // Wait calls try each time the descriptor may be readable, until try
-// returns true or ctx ends (ctx's error) or the Waiter is closed
+// returns true or ctx ends (ctx's error, which ctx.Err() then returns too,
+// also where Wait noticed the deadline first) or the Waiter is closed
 // (ErrClosed). try gets the dup's descriptor and reads the original
 // through the C library, returning false for "nothing yet" (EAGAIN).
 //
@@ -113,7 +114,7 @@ func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 			return ctx.Err()
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-				return context.DeadlineExceeded
+				return ended(ctx)
 			}
 			if w.interrupted.Swap(false) {
 				return ErrInterrupted
@@ -124,6 +125,26 @@ func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 		default:
 			return err
 		}
+	}
+}
+
+// ended returns the error of ctx, whose deadline has passed, once ctx has
+// ended: the descriptor's deadline, which ended the wait, is a timer of
+// its own that often fires before ctx's, and a caller that finds
+// ctx.Err() nil after a Wait failed with DeadlineExceeded takes the
+// failure for something else. A Context that has not ended a second after
+// its deadline (one of the caller's own making) gets DeadlineExceeded.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return context.DeadlineExceeded
 	}
 }
 

@@ -203,3 +203,27 @@ func TestInterrupt(t *testing.T) {
 		t.Errorf("Interrupt allocates %v times", n)
 	}
 }
+
+// TestDeadlineEndsContext: a Wait ended by its context's deadline returns
+// only once the context has ended, so that its caller, which looks at
+// ctx.Err() to tell the context's end from another failure, sees it. The
+// descriptor's deadline is a timer of its own: without the wait for the
+// context, most of these Waits returned before ctx.Err() was set.
+func TestDeadlineEndsContext(t *testing.T) {
+	_, _, wt, try := pipe(t)
+	early := 0
+	for i := range 200 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(50+i%7*100)*time.Microsecond)
+		err := wt.Wait(ctx, try)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait with nothing to read: %v, want context.DeadlineExceeded", err)
+		}
+		if ctx.Err() == nil {
+			early++
+		}
+		cancel()
+	}
+	if early > 0 {
+		t.Errorf("%d of 200 Waits failed with the deadline before their context had ended", early)
+	}
+}
