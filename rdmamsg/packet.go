@@ -150,13 +150,16 @@ type PacketConn struct {
 // from its address came from another QP (claimant) or claimed another
 // largest datagram: the next WriteTo to it looks it up again (and sends
 // to what that lookup says). refuted is a QP that a lookup found not to
-// be the address's, whose datagrams ask for no lookup again.
+// be the address's, whose datagrams ask for no lookup again. addr is the
+// address as a net.Addr, made once, which NetPacketConn's ReadFrom gives
+// for a datagram from it without allocating one each time.
 type udPeer struct {
 	ah                *ibverbs.AH
 	qpn               uint32
 	maxData           int
 	recheck           bool
 	claimant, refuted uint32
+	addr              net.Addr
 }
 
 // ListenPacket makes a datagram endpoint at addr ("ip:port"; port 0 picks
@@ -432,25 +435,36 @@ func (p *PacketConn) QP() *ibverbs.QP { return p.qp }
 // datagrams waiting, as package net's do.
 func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
 	checkContext(ctx, "(*PacketConn).ReadFrom")
+	n, from, _, size, err := p.readFrom(ctx, b)
+	if err == nil && n < size {
+		err = fmt.Errorf("rdmamsg: a datagram of %d bytes from %s for a buffer of %d: %w", size, from, len(b), io.ErrShortBuffer)
+	}
+	return n, from, err
+}
+
+// readFrom is ReadFrom, less its error for a datagram cut: it returns the
+// datagram's size instead, and the sender as a net.Addr where it is a
+// known peer (nil otherwise).
+func (p *PacketConn) readFrom(ctx context.Context, b []byte) (n int, from netip.AddrPort, addr net.Addr, size int, err error) {
 	if p.rdl.passed() && !isClosed(p.closed) {
-		return 0, netip.AddrPort{}, os.ErrDeadlineExceeded
+		return 0, netip.AddrPort{}, nil, 0, os.ErrDeadlineExceeded
 	}
 	if err := takeTurn(ctx, p.recvTurn, &p.rdl, p.closed); err != nil {
-		return 0, netip.AddrPort{}, err
+		return 0, netip.AddrPort{}, nil, 0, err
 	}
 	defer giveTurn(p.recvTurn)
 	for {
 		p.mu.Lock()
 		if p.closing {
 			p.mu.Unlock()
-			return 0, netip.AddrPort{}, ErrClosed
+			return 0, netip.AddrPort{}, nil, 0, ErrClosed
 		}
 		if p.ready.len() == 0 {
 			p.s.reap(p.recvKick)
 		}
 		for p.ready.len() > 0 {
 			slot := p.ready.pop()
-			n, from, err := p.take(slot, b)
+			n, from, addr, size = p.take(slot, b)
 			if p.closing {
 				break
 			}
@@ -459,44 +473,46 @@ func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPor
 			}
 			if from.IsValid() {
 				p.mu.Unlock()
-				return n, from, err
+				return n, from, addr, size, nil
 			}
 		}
 		err := p.err
 		p.mu.Unlock()
 		if err != nil {
-			return 0, netip.AddrPort{}, err
+			return 0, netip.AddrPort{}, nil, 0, err
 		}
 		if err := p.s.sleep(ctx, p.recvKick, &p.rdl, p.closed); err != nil {
-			return 0, netip.AddrPort{}, err
+			return 0, netip.AddrPort{}, nil, 0, err
 		}
 	}
 }
 
 // take reads the datagram in receive buffer slot into b, with p.mu held:
-// its length, the sender's address, and io.ErrShortBuffer if it was cut;
-// an invalid address for a datagram to drop. A datagram teaches nothing
+// the bytes copied, the sender's address, the sender's net.Addr where it
+// is a known peer, and the payload's size, more than the bytes copied if
+// b was too short; an invalid address for a datagram to drop. A datagram teaches nothing
 // of how to reach its sender, whose address it only claims: a WriteTo
 // to a sender looks it up as any new destination. One from a known
 // address but another QP, or with another largest datagram, has that
 // address looked up again before the next WriteTo to it.
-func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
+func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, net.Addr, int) {
 	wc := &p.wcs[slot]
 	buf := p.rbuf.Bytes()[slot*p.slot : slot*p.slot+int(wc.ByteLen)]
 	if len(buf) < ibverbs.GRHLen+packetHeaderLen {
-		return 0, netip.AddrPort{}, nil
+		return 0, netip.AddrPort{}, nil, 0
 	}
 	if wc.Flags&ibverbs.WCWithGRH == 0 {
-		return 0, netip.AddrPort{}, nil // no sender's address to answer
+		return 0, netip.AddrPort{}, nil, 0 // no sender's address to answer
 	}
 	grh, data := buf[:ibverbs.GRHLen], buf[ibverbs.GRHLen:]
 	port, maxData, ok := parsePacketHeader(data)
 	g, err := ibverbs.ParseGRH(grh)
 	if !ok || err != nil {
-		return 0, netip.AddrPort{}, nil
+		return 0, netip.AddrPort{}, nil, 0
 	}
 	from := netip.AddrPortFrom(g.Src.Addr().Unmap(), port)
-	if known, ok := p.peers[from]; ok && !known.recheck && (known.qpn != wc.SrcQP || known.maxData != maxData) && wc.SrcQP != known.refuted {
+	known, isKnown := p.peers[from]
+	if isKnown && !known.recheck && (known.qpn != wc.SrcQP || known.maxData != maxData) && wc.SrcQP != known.refuted {
 		// Another QP claims a known address: a PacketConn made again
 		// there, or a forger. Only a lookup, which only the port's
 		// owner answers, may say which; the next WriteTo to it makes
@@ -505,11 +521,7 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, error) {
 		p.peers[from] = known
 	}
 	payload := data[packetHeaderLen:]
-	n := copy(b, payload)
-	if n < len(payload) {
-		return n, from, fmt.Errorf("rdmamsg: a datagram of %d bytes from %s for a buffer of %d: %w", len(payload), from, len(b), io.ErrShortBuffer)
-	}
-	return n, from, nil
+	return copy(b, payload), from, known.addr, len(payload)
 }
 
 // WriteTo sends b as one datagram to the PacketConn at to. The first datagram
@@ -799,6 +811,7 @@ func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Ti
 			peer.refuted = old.claimant // not the address's QP
 		}
 	}
+	peer.addr = Addr(to)
 	p.remember(to, peer)
 	return peer.ah, nil
 }
@@ -865,15 +878,19 @@ func (p *PacketConn) NetPacketConn() net.PacketConn { return netPacketConn{p} }
 
 type netPacketConn struct{ *PacketConn }
 
+// ReadFrom gives a known peer's address (one WriteTo reached) as the
+// same Addr each time, made when it was looked up, so that reading
+// allocates nothing; only a sender not known is made an Addr anew.
 func (n netPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	k, from, err := n.PacketConn.ReadFrom(context.Background(), b)
-	if errors.Is(err, io.ErrShortBuffer) {
-		err = nil // cut without a word, as a UDP socket's
-	}
-	if !from.IsValid() {
+	// A datagram cut goes without a word, as a UDP socket's.
+	k, from, addr, _, err := n.PacketConn.readFrom(context.Background(), b)
+	switch {
+	case !from.IsValid():
 		return k, nil, err
+	case addr == nil:
+		addr = Addr(from)
 	}
-	return k, Addr(from), err
+	return k, addr, err
 }
 
 func (n netPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {

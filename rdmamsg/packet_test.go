@@ -201,6 +201,41 @@ func TestPacketNoAllocations(t *testing.T) {
 	checkNoAllocs(t, round)
 }
 
+// TestNetPacketConnNoAllocations is TestPacketNoAllocations through
+// NetPacketConn: a datagram from a known peer reads as the Addr made when
+// it was looked up, not one made for each datagram (which allocated once
+// a ReadFrom), and one cut to the buffer allocates no error to drop.
+func TestNetPacketConnNoAllocations(t *testing.T) {
+	a, b := packetPair(t)
+	na, nb := a.NetPacketConn(), b.NetPacketConn()
+	for _, c := range []net.PacketConn{na, nb} {
+		c.SetDeadline(time.Now().Add(60 * time.Second))
+	}
+	msg, buf, short := make([]byte, 64), make([]byte, a.MaxDatagram()), make([]byte, 16)
+	to := na.LocalAddr()
+	var from net.Addr
+	round := func() {
+		if _, err := nb.WriteTo(msg, to); err != nil {
+			t.Fatal(err)
+		}
+		_, f, err := na.ReadFrom(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from = f
+		if _, err := na.WriteTo(msg, from); err != nil {
+			t.Fatal(err)
+		}
+		if n, _, err := nb.ReadFrom(short); err != nil || n != len(short) {
+			t.Fatalf("64 bytes into %d: %d, %v", len(short), n, err)
+		}
+	}
+	checkNoAllocs(t, round)
+	if from == nil || from.String() != b.LocalAddr().String() {
+		t.Errorf("the sender read as %v, want %v", from, b.LocalAddr())
+	}
+}
+
 // TestPacketNoLeaks makes, uses and closes endpoints: neither memory,
 // descriptors, RDMA objects nor goroutines may grow.
 func TestPacketNoLeaks(t *testing.T) {
