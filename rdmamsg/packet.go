@@ -136,6 +136,12 @@ type PacketConn struct {
 
 	rdl, wdl deadline // SetReadDeadline's, SetWriteDeadline's
 
+	// stats are Stats' counters: atomics, which Stats reads without
+	// p.mu.
+	stats struct {
+		sent, received, cut, malformed, refuted, full atomic.Uint64
+	}
+
 	recvKick, sendKick, closeKick chan struct{}
 	closed                        chan struct{}
 	life                          context.Context // ends with Close
@@ -355,6 +361,9 @@ func (p *PacketConn) poll() int {
 		case ibverbs.WCSuccess:
 			p.wcs[wc.WRID] = wc
 			p.ready.push(int(wc.WRID))
+			if p.ready.len() == p.cfg.Depth {
+				p.stats.full.Add(1) // no receive is posted now
+			}
 		case ibverbs.WCWRFlushErr:
 		default:
 			p.fail(fmt.Errorf("rdmamsg: receive at %s: %w", p.local, wc.Err()))
@@ -473,6 +482,10 @@ func (p *PacketConn) readFrom(ctx context.Context, b []byte) (n int, from netip.
 			}
 			if from.IsValid() {
 				p.mu.Unlock()
+				p.stats.received.Add(1)
+				if n < size {
+					p.stats.cut.Add(1)
+				}
 				return n, from, addr, size, nil
 			}
 		}
@@ -498,20 +511,28 @@ func (p *PacketConn) readFrom(ctx context.Context, b []byte) (n int, from netip.
 func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, net.Addr, int) {
 	wc := &p.wcs[slot]
 	buf := p.rbuf.Bytes()[slot*p.slot : slot*p.slot+int(wc.ByteLen)]
-	if len(buf) < ibverbs.GRHLen+packetHeaderLen {
+	if len(buf) < ibverbs.GRHLen+packetHeaderLen || wc.Flags&ibverbs.WCWithGRH == 0 {
+		// Too short for a header, or without a sender's address to
+		// answer.
+		p.stats.malformed.Add(1)
 		return 0, netip.AddrPort{}, nil, 0
-	}
-	if wc.Flags&ibverbs.WCWithGRH == 0 {
-		return 0, netip.AddrPort{}, nil, 0 // no sender's address to answer
 	}
 	grh, data := buf[:ibverbs.GRHLen], buf[ibverbs.GRHLen:]
 	port, maxData, ok := parsePacketHeader(data)
+	if !ok {
+		p.stats.malformed.Add(1)
+		return 0, netip.AddrPort{}, nil, 0
+	}
 	g, err := ibverbs.ParseGRH(grh)
-	if !ok || err != nil {
+	if err != nil {
+		p.stats.malformed.Add(1)
 		return 0, netip.AddrPort{}, nil, 0
 	}
 	from := netip.AddrPortFrom(g.Src.Addr().Unmap(), port)
 	known, isKnown := p.peers[from]
+	if isKnown && wc.SrcQP == known.refuted && wc.SrcQP != known.qpn {
+		p.stats.refuted.Add(1)
+	}
 	if isKnown && !known.recheck && (known.qpn != wc.SrcQP || known.maxData != maxData) && wc.SrcQP != known.refuted {
 		// Another QP claims a known address: a PacketConn made again
 		// there, or a forger. Only a lookup, which only the port's
@@ -679,7 +700,53 @@ func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
 	p.free = p.free[:len(p.free)-1]
 	p.sqOut++
 	p.sent++
+	p.stats.sent.Add(1)
 	return nil
+}
+
+// PacketStats counts a PacketConn's datagrams since ListenPacket, those
+// it dropped by why; see (*PacketConn).Stats.
+type PacketStats struct {
+	// Sent counts the datagrams WriteTo posted (ibv_post_send); whether
+	// they arrived, UD does not say.
+	Sent uint64
+	// Received counts the datagrams ReadFrom returned, Cut and Refuted
+	// ones included.
+	Received uint64
+	// Cut counts the datagrams ReadFrom returned cut to a buffer shorter
+	// than their payload: what was beyond it is lost.
+	Cut uint64
+	// Malformed counts the datagrams ReadFrom dropped as no PacketConn's:
+	// shorter than rdmamsg's header, without a GRH (so without a
+	// sender's address), or whose header or GRH does not parse.
+	Malformed uint64
+	// Refuted counts the datagrams ReadFrom returned whose sender's QP a
+	// lookup found not to be the one at the address they claim: a
+	// forger's, or one of a PacketConn no longer there. They are not
+	// dropped (the port a datagram claims is not authenticated, see
+	// PacketConn), and answers to the address still go to its owner.
+	Refuted uint64
+	// Full counts the times every receive held a datagram not yet read:
+	// until ReadFrom took one, none was posted, and the device dropped,
+	// without a word, any datagram that came (the port's counters may
+	// count those). A read loop that keeps up, or a larger
+	// PacketConfig.Depth, keeps it at zero.
+	Full uint64
+}
+
+// Stats returns the PacketConn's counters. It takes no lock and
+// allocates nothing; each counter is read on its own, so one may be a
+// datagram ahead of another while ReadFrom or WriteTo runs. It works
+// after Close too.
+func (p *PacketConn) Stats() PacketStats {
+	return PacketStats{
+		Sent:      p.stats.sent.Load(),
+		Received:  p.stats.received.Load(),
+		Cut:       p.stats.cut.Load(),
+		Malformed: p.stats.malformed.Load(),
+		Refuted:   p.stats.refuted.Load(),
+		Full:      p.stats.full.Load(),
+	}
 }
 
 // lookupOnce looks to up, by the time by, unless an earlier lookup made

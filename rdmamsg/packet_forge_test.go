@@ -82,14 +82,22 @@ func newForger(t *testing.T, dev string, from netip.Addr, to netip.AddrPort) *fo
 // and maxData, and waits for its completion.
 func (f *forger) send(t *testing.T, port uint16, maxData uint32, payload []byte) {
 	t.Helper()
+	m := make([]byte, 8+len(payload))
+	m[0], m[1] = 'G', 1
+	binary.BigEndian.PutUint16(m[2:], port)
+	binary.BigEndian.PutUint32(m[4:], maxData)
+	copy(m[8:], payload)
+	f.sendRaw(t, m)
+}
+
+// sendRaw sends m, header and all, as one datagram, and waits for its
+// completion.
+func (f *forger) sendRaw(t *testing.T, m []byte) {
+	t.Helper()
 	off := forgerRecvs * forgerSlot
-	b := f.mr.Buffer().Bytes()[off:]
-	b[0], b[1] = 'G', 1
-	binary.BigEndian.PutUint16(b[2:], port)
-	binary.BigEndian.PutUint32(b[4:], maxData)
-	n := copy(b[8:], payload)
+	n := copy(f.mr.Buffer().Bytes()[off:], m)
 	err := f.qp.PostSend([]ibverbs.SendWR{{Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
-		SGL: []ibverbs.SGE{f.mr.SGE(off, 8+n)}, AH: f.ah, RemoteQPN: f.ud.QPNum, RemoteQKey: f.ud.QKey}})
+		SGL: []ibverbs.SGE{f.mr.SGE(off, n)}, AH: f.ah, RemoteQPN: f.ud.QPNum, RemoteQKey: f.ud.QKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
