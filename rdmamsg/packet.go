@@ -52,8 +52,8 @@ var maxLookups = 4
 
 // maxPeers bounds the destinations a PacketConn keeps an address handle
 // for, each one it looked up; a new one beyond it takes the place of one
-// picked at random, which a later WriteTo looks up again. (A variable for
-// the tests.)
+// written to least recently (see remember), which a later WriteTo looks
+// up again. (A variable for the tests.)
 var maxPeers = 4096
 
 // PacketConn sends and receives datagrams on one UD queue pair, addressed
@@ -110,6 +110,12 @@ type PacketConn struct {
 
 	mu    sync.Mutex
 	peers map[netip.AddrPort]udPeer
+	// lru lists the destinations in peers, the one written to most
+	// recently first, each at the index its udPeer's slot names; index
+	// 0 is the list's head and tail, no destination. One at an index
+	// whose destination is no longer in peers, or is there at another
+	// index, is free.
+	lru []lruEntry
 	// looking holds, for each destination being looked up, a channel
 	// closed when its lookup ends, which a WriteTo to it waits for
 	// rather than look it up too.
@@ -158,7 +164,8 @@ type PacketConn struct {
 // to what that lookup says). refuted is a QP that a lookup found not to
 // be the address's, whose datagrams ask for no lookup again. addr is the
 // address as a net.Addr, made once, which NetPacketConn's ReadFrom gives
-// for a datagram from it without allocating one each time.
+// for a datagram from it without allocating one each time. slot is its
+// index in PacketConn.lru.
 type udPeer struct {
 	ah                *ibverbs.AH
 	qpn               uint32
@@ -166,6 +173,14 @@ type udPeer struct {
 	recheck           bool
 	claimant, refuted uint32
 	addr              net.Addr
+	slot              int
+}
+
+// lruEntry is a destination in PacketConn.lru, and the indices of the
+// ones before and after it.
+type lruEntry struct {
+	to         netip.AddrPort
+	prev, next int
 }
 
 // ListenPacket makes a datagram endpoint at addr ("ip:port"; port 0 picks
@@ -375,20 +390,52 @@ func (p *PacketConn) poll() int {
 	return n
 }
 
-// remember keeps peer as how to reach to, with p.mu held: in place of
-// what was known of to (a PacketConn that came back at that address has
-// a new QP), or, with maxPeers known, of one picked at random.
+// remember keeps peer as how to reach to, with p.mu held, as the
+// destination written to most recently: in place of what was known of to
+// (a PacketConn that came back at that address has a new QP), or, with
+// maxPeers known, of the one written to least recently (a WriteTo that
+// finds its destination known moves it to the front: touch). Both take
+// the same few steps, however many are known, and allocate nothing once
+// maxPeers are.
 func (p *PacketConn) remember(to netip.AddrPort, peer udPeer) {
 	if old, ok := p.peers[to]; ok {
 		p.retire(old.ah)
-	} else if len(p.peers) >= maxPeers {
-		for k, old := range p.peers {
+		peer.slot = old.slot
+		p.peers[to] = peer
+		p.touch(peer.slot)
+		return
+	}
+	if len(p.lru) == 0 {
+		p.lru = append(p.lru, lruEntry{}) // the head, its own before and after
+	}
+	if len(p.lru)-1 < maxPeers {
+		peer.slot = len(p.lru)
+		p.lru = append(p.lru, lruEntry{to: to, prev: peer.slot, next: peer.slot})
+	} else {
+		// The last, unless free (see lru), goes.
+		peer.slot = p.lru[0].prev
+		k := p.lru[peer.slot].to
+		if old, ok := p.peers[k]; ok && old.slot == peer.slot {
 			p.retire(old.ah)
 			delete(p.peers, k)
-			break
 		}
+		p.lru[peer.slot].to = to
 	}
 	p.peers[to] = peer
+	p.touch(peer.slot)
+}
+
+// touch moves the destination at index i of lru to the front, with p.mu
+// held.
+func (p *PacketConn) touch(i int) {
+	e := &p.lru[i]
+	if p.lru[0].next == i {
+		return
+	}
+	p.lru[e.prev].next, p.lru[e.next].prev = e.next, e.prev // out, unless new (its own before and after)
+	e.prev, e.next = 0, p.lru[0].next
+	p.lru[e.next].prev = i
+	p.lru[0].next = i
 }
 
 // retiredAH is an address handle retired when sent sends had been
@@ -765,6 +812,7 @@ func (p *PacketConn) lookupOnce(ctx context.Context, to netip.AddrPort, by time.
 			return nil, ErrClosed
 		}
 		if peer, ok := p.peers[to]; ok && (!peer.recheck || waited) {
+			p.touch(peer.slot)
 			p.mu.Unlock()
 			return peer.ah, nil
 		}
