@@ -636,19 +636,32 @@ func testClientKilled(t *testing.T, extra ...string) {
 	}
 	res := func() string { out, _ := exec.Command("rdma", "resource", "show").Output(); return string(out) }
 	// The server closes a finished test's control connection a moment
-	// after the client exits: both counts are taken once that has
-	// settled, as the one after the killed client is.
-	time.Sleep(200 * time.Millisecond)
+	// after the client exits, later still on a slow VM: the baseline is
+	// taken once two reads 100 ms apart agree (within 10 s).
 	fd0, res0 := fds(), res()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		fd, r := fds(), res()
+		if fd == fd0 && r == res0 {
+			break
+		}
+		fd0, res0 = fd, r
+	}
 	cli, _ := start(t, ctx, append([]string{"send-bw", "-d", cliDev, "-p", port, "-s", "4096", "-D", "60", addr}, extra...)...)
 	runningTest(t, srvOut, 2) // the good test's header, then this one's
 	cli.Process.Kill()
 	cli.Wait()
 	// ... are the same after a killed client and the next one served.
 	good()
-	time.Sleep(200 * time.Millisecond)
-	if fd1, res1 := fds(), res(); fd1 != fd0 || res1 != res0 {
-		t.Errorf("server leaked: fds %d -> %d; rdma resources\n%s->\n%s", fd0, fd1, res0, res1)
+	// The server tears the next test down after its client exits: a leak
+	// is what is still there 10 s later.
+	fd1, res1 := fds(), res()
+	for deadline := time.Now().Add(10 * time.Second); (fd1 != fd0 || res1 != res0) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		fd1, res1 = fds(), res()
+	}
+	if fd1 != fd0 || res1 != res0 {
+		t.Errorf("server leaked: fds %d -> %d (10 s after the last test); rdma resources\n%s->\n%s", fd0, fd1, res0, res1)
 	}
 	srv.Process.Signal(syscall.SIGINT)
 	if err := srv.Wait(); err != nil {
