@@ -89,7 +89,7 @@ func dialBusy(ctx context.Context, addr string, c *Config) (*Conn, *rdmacm.Conn,
 				ctx, cancel = context.WithTimeout(ctx, rdmacm.DefaultConnectTimeout)
 				defer cancel()
 			}
-		case !ok && busy != nil && ctx.Err() != nil:
+		case !ok && busy != nil && ended(ctx):
 			// ctx ended during a request after a busy one.
 			return nil, nil, busy.end(ctx)
 		case !ok:
@@ -107,6 +107,29 @@ func dialBusy(ctx context.Context, addr string, c *Config) (*Conn, *rdmacm.Conn,
 	}
 }
 
+// ended reports whether ctx has ended, taking a deadline that has passed
+// for its end: rdmacm's resolve timeout, ctx's time left plus 50 ms,
+// fires ADDR_ERROR or ROUTE_ERROR (ETIMEDOUT) on the kernel's clock, which
+// on a loaded host can come before ctx's timer has run (ctx.Err() still
+// nil). It then waits for ctx to end, up to a second, as package fdwait's
+// Wait does.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	if !ok || time.Now().Before(d) {
+		return false
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return true
+}
+
 // busyError is Dial's failure when its context ended while the Listener
 // still rejected its requests as busy. It matches syscall.EAGAIN and the
 // context's error, and is a net.Error: temporary, and a timeout where the
@@ -119,9 +142,12 @@ type busyError struct {
 	cause error // the context's
 }
 
-// end returns e for a Dial whose context ctx ended.
+// end returns e for a Dial whose context ctx ended, or whose deadline
+// passed (ended).
 func (e *busyError) end(ctx context.Context) error {
-	e.cause = context.Cause(ctx)
+	if e.cause = context.Cause(ctx); e.cause == nil {
+		e.cause = context.DeadlineExceeded
+	}
 	return e
 }
 
