@@ -3,9 +3,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"net/netip"
@@ -483,8 +486,8 @@ func TestRdmapingPortZero(t *testing.T) {
 
 // interrupt starts a client with args, sends it SIGINT (Ctrl-C) once wait
 // returns, and returns its exit status, standard output and standard
-// error.
-func interrupt(t *testing.T, ctx context.Context, wait func(), args ...string) (int, string, string) {
+// error. wait is given the client's process ID.
+func interrupt(t *testing.T, ctx context.Context, wait func(pid int), args ...string) (int, string, string) {
 	t.Helper()
 	cli := rdmaping(ctx, args...)
 	var stdout, stderr strings.Builder
@@ -492,7 +495,7 @@ func interrupt(t *testing.T, ctx context.Context, wait func(), args ...string) (
 	if err := cli.Start(); err != nil {
 		t.Fatal(err)
 	}
-	wait()
+	wait(cli.Process.Pid)
 	if err := cli.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -531,8 +534,64 @@ func TestRdmapingClientInterrupt(t *testing.T) {
 	defer cancel()
 	startServer(t, ctx, a)
 	const count = "100000000"
-	code, stdout, stderr := interrupt(t, ctx, func() { time.Sleep(2 * time.Second) }, "-c", count, a)
+	code, stdout, stderr := interrupt(t, ctx, connectedFor(t, 2*time.Second), "-c", count, a)
 	checkSummary(t, a, count, code, stdout, stderr)
+}
+
+// connectedFor returns a wait for interrupt that waits until the client
+// has a QP in RTS, its connection up (within 15 s: starting the client
+// and its handshake take a while on a slow VM, where a fixed 2 s from its
+// start left the round trips little of it), then d more, for round trips
+// to be made.
+func connectedFor(t *testing.T, d time.Duration) func(pid int) {
+	return func(pid int) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); !qpUp(t, pid); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the client (pid %d) has no QP in RTS 15 s after it started", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(d)
+	}
+}
+
+// qpUp reports whether process pid, one of its threads, made a QP that
+// is in RTS, as `rdma resource show qp` lists them.
+func qpUp(t *testing.T, pid int) bool {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false // it has exited, or not yet begun
+	}
+	its := map[int]bool{}
+	for _, e := range tasks {
+		if id, err := strconv.Atoi(e.Name()); err == nil {
+			its[id] = true
+		}
+	}
+	out, err := exec.Command("rdma", "-j", "resource", "show", "qp").Output()
+	if err != nil {
+		t.Fatalf("rdma -j resource show qp: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var qps []struct {
+			PID   *int   `json:"pid"`
+			State string `json:"state"`
+		}
+		if err := dec.Decode(&qps); err != nil {
+			if err != io.EOF {
+				t.Fatalf("rdma -j resource show qp: %v\n%s", err, out)
+			}
+			return false
+		}
+		for _, q := range qps {
+			if q.PID != nil && its[*q.PID] && q.State == "RTS" {
+				return true
+			}
+		}
+	}
 }
 
 // A client stopped by Ctrl-C before its first echo came has no summary:
@@ -549,7 +608,7 @@ func TestRdmapingClientInterruptNoReply(t *testing.T) {
 	}
 	defer l.Close()
 	var c *rdmacm.Conn
-	code, stdout, stderr := interrupt(t, ctx, func() {
+	code, stdout, stderr := interrupt(t, ctx, func(int) {
 		var err error
 		if c, err = l.Accept(ctx); err != nil {
 			t.Error(err)
@@ -577,7 +636,7 @@ func TestRdmapingHugeCount(t *testing.T) {
 	defer cancel()
 	startServer(t, ctx, a)
 	for _, count := range []string{"100000000000", strconv.Itoa(math.MaxInt)} {
-		code, stdout, stderr := interrupt(t, ctx, func() { time.Sleep(2 * time.Second) }, "-c", count, a)
+		code, stdout, stderr := interrupt(t, ctx, connectedFor(t, 2*time.Second), "-c", count, a)
 		checkSummary(t, a, count, code, stdout, stderr)
 	}
 }
