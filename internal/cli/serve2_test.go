@@ -65,12 +65,14 @@ func TestServeGIDSelectorAndDeepRX(t *testing.T) {
 // TestServeQueuedClientNotice: a client of a serve that is running
 // another client's test says on stderr that its test comes next, once,
 // and its test runs after (it waited in silence); a --json client says
-// nothing on stderr.
+// nothing on stderr. Each queued client starts once the server has
+// printed the running test's header (runningTest), a second into the
+// running test's 6 s.
 func TestServeQueuedClientNotice(t *testing.T) {
 	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	srv, srvOut := startServer(t, ctx, srvDev, port, "serve")
-	first, firstOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "3", addr)
-	time.Sleep(time.Second) // its test is taken, and runs 3 s
+	first, firstOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "6", addr)
+	runningTest(t, srvOut, 1) // its test is taken, and runs 6 s
 	for _, json := range []bool{false, true} {
 		args := []string{"write-bw", "-d", cliDev, "-p", port, "-n", "100", addr}
 		if json {
@@ -96,8 +98,8 @@ func TestServeQueuedClientNotice(t *testing.T) {
 		if err := first.Wait(); err != nil {
 			t.Fatalf("the first client: %v\n%s", err, firstOut)
 		}
-		first, firstOut = start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "3", addr)
-		time.Sleep(time.Second)
+		first, firstOut = start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "6", addr)
+		runningTest(t, srvOut, 3) // the first's header, the queued one's, then this one's
 	}
 	if err := first.Wait(); err != nil {
 		t.Fatalf("the third client: %v\n%s", err, firstOut)

@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -72,7 +71,20 @@ func TestServeIntervals(t *testing.T) {
 // words, as served, not failed.
 func TestServeIntervalsOnDevice(t *testing.T) {
 	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
-	srv, srvOut := startServer(t, ctx, srvDev, port, "serve")
+	// serve's stderr is read while it runs: a syncBuffer.
+	srv := gorperf(ctx, "serve", "-d", srvDev, "-p", port)
+	srvOut, srvErr := &syncBuffer{}, &syncBuffer{}
+	srv.Stdout, srv.Stderr = srvOut, srvErr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if srv.ProcessState == nil {
+			srv.Process.Kill()
+			srv.Wait()
+		}
+	})
+	waitListening(t, port)
 	// send_bw: the server receives, and counts, each interval.
 	cli, cliOut := start(t, ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "4096", "--run_infinitely", "-D", "1", addr)
 	rows := func() int {
@@ -94,10 +106,10 @@ func TestServeIntervalsOnDevice(t *testing.T) {
 	if n < 2 || strings.Count(srvOut.String(), "#bytes") < 1 {
 		t.Errorf("serve printed %d interval rows while the client ran, want 2 or more under a column line:\n%s", n, srvOut)
 	}
-	time.Sleep(time.Second) // serve reports the test
+	waitOutput(t, srvErr, "the client was stopped (SIGTERM)") // serve reports the test
 	srv.Process.Signal(syscall.SIGINT)
 	err := srv.Wait()
-	e := srv.Stderr.(*bytes.Buffer).String()
+	e := srvErr.String()
 	if procExit(err) != 0 || !strings.Contains(e, "the client was stopped (SIGTERM); the results above") || !strings.Contains(e, "served 1 tests, 0 failed") {
 		t.Errorf("serve: %v, want exit 0, the client stopped (SIGTERM), served and not failed:\n%s", err, e)
 	}
