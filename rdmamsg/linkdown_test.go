@@ -124,9 +124,10 @@ func TestLinkDown(t *testing.T) {
 // just after a tick of its keepalive, still sends the keepalive within
 // KeepAlive of that post, and finds a peer that died within KeepAlive and
 // the retries. (Its ticker, of KeepAlive's period, sent one only after a
-// whole tick without a post: up to twice KeepAlive after it.)
+// whole tick without a post: up to twice KeepAlive after it, here some
+// 7.6 s, where the limit is KeepAlive and 2 s, 6 s.)
 func TestKeepAliveAfterPost(t *testing.T) {
-	const ka = 2 * time.Second
+	const ka = 4 * time.Second
 	srv, cli := connect(t, &rdmamsg.Config{KeepAlive: -1},
 		&rdmamsg.Config{KeepAlive: ka, CM: rdmacm.Config{AckTimeout: 12}})
 	start := time.Now() // the ticker started a little before
@@ -152,8 +153,9 @@ func TestKeepAliveAfterPost(t *testing.T) {
 	if !keepAliveFailed(err) {
 		t.Fatalf("Recv from a peer that died: %v, %v after the post (%v after the start), want the keepalive's failure", err, took, posted.Sub(start))
 	}
-	// KeepAlive, 7 ACK timeouts of 17 ms, and room for a VM under TCG.
-	if limit := ka + time.Second; took > limit {
+	// KeepAlive, 7 ACK timeouts of 17 ms, and room for a VM under TCG
+	// on a loaded host.
+	if limit := ka + 2*time.Second; took > limit {
 		t.Errorf("the keepalive failed %v after the last post, want within %v (KeepAlive %v and the retries)", took, limit, ka)
 	}
 }
