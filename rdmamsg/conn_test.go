@@ -709,12 +709,12 @@ func checkNoLeaks(t *testing.T, n int, what string, cycle func()) {
 		cycle()
 	}
 	rdmatest.CheckGrowth(t, u0, rdmatest.Measure(t), n, what)
-	// The goroutines end with Close; rdma_cm's own may take a moment.
-	for i := 0; runtime.NumGoroutine() > g0; i++ {
-		if i == 50 {
-			t.Fatalf("%d goroutines after %d %s, %d before", runtime.NumGoroutine(), n, what, g0)
+	// The goroutines end with Close; rdma_cm's own may take a moment,
+	// longer on a slow VM: a leak is one still there 5 s later.
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > g0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines 5 s after %d %s, %d before", runtime.NumGoroutine(), n, what, g0)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

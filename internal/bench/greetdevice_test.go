@@ -44,7 +44,9 @@ func TestServeClientPastSilentOnDevice(t *testing.T) {
 	if err != nil || len(r.Sizes) != 1 || r.Sizes[0].BW.Iterations != 100 {
 		t.Fatalf("a client behind silent connections: %v after %v", err, took)
 	}
-	if took > 5*time.Second {
+	// "At once", for a VM under TCG on a loaded host; the defect took
+	// over 10 s.
+	if took > 8*time.Second {
 		t.Errorf("the client's test took %v", took)
 	}
 	select {

@@ -101,7 +101,11 @@ func TestStoppedEarlyOnDevice(t *testing.T) {
 		code := run(ctx, f, tc.args)
 		took := time.Since(t0)
 		cancel()
-		if code != exitInterrupted || took > 2*time.Second { // the client retries for 3 s
+		// "At once", for a VM under TCG on a loaded host: within 5 s. The
+		// client retries a refused connection for 3 s, so a client that
+		// waited that out is caught by its exit status (1, the refusal)
+		// rather than by the time.
+		if code != exitInterrupted || took > 5*time.Second {
 			t.Errorf("%q: exit %d after %v, want %d at once\nstderr:\n%s", tc.args, code, took, exitInterrupted, errOut)
 		}
 		var r report.Result
