@@ -550,11 +550,11 @@ func (p *PacketConn) readFrom(ctx context.Context, b []byte) (n int, from netip.
 // take reads the datagram in receive buffer slot into b, with p.mu held:
 // the bytes copied, the sender's address, the sender's net.Addr where it
 // is a known peer, and the payload's size, more than the bytes copied if
-// b was too short; an invalid address for a datagram to drop. A datagram teaches nothing
-// of how to reach its sender, whose address it only claims: a WriteTo
-// to a sender looks it up as any new destination. One from a known
-// address but another QP, or with another largest datagram, has that
-// address looked up again before the next WriteTo to it.
+// b was too short; an invalid address for a datagram to drop. A datagram
+// teaches nothing of how to reach its sender, whose address it only
+// claims: a WriteTo to a sender looks it up as any new destination. One
+// from a known address but another QP, or with another largest datagram,
+// has that address looked up again before the next WriteTo to it.
 func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, net.Addr, int) {
 	wc := &p.wcs[slot]
 	buf := p.rbuf.Bytes()[slot*p.slot : slot*p.slot+int(wc.ByteLen)]
