@@ -11,8 +11,11 @@
 //	udecho -d rxe0 -l 198.18.0.1:18700           # server, until Ctrl-C (or -n datagrams)
 //	udecho -d rxe1 -n 5 198.18.0.1:18700         # client: 5 datagrams (default 3)
 //
-// A datagram the server cannot take (one longer than its receive slots'
-// 256 bytes, say) it reports on standard error, and it serves on.
+// A UD datagram is one packet, so at most 4096 bytes, the largest MTU,
+// and each receive slot holds that much behind the GRH area: a receive
+// too small for its datagram fails, and may take the QP to the error
+// state with it (rxe's does). So any datagram is taken and echoed. One
+// the server cannot echo it reports on standard error, and it serves on.
 package main
 
 import (
@@ -31,9 +34,9 @@ import (
 )
 
 const (
-	port   = 1   // the device port
-	slots  = 16  // receive slots, each GRHLen + maxMsg bytes
-	maxMsg = 256 // the largest datagram
+	port   = 1    // the device port
+	slots  = 16   // receive slots, each GRHLen + maxMsg bytes
+	maxMsg = 4096 // the largest datagram: the largest MTU (ibverbs.MTU4096)
 	slot   = ibverbs.GRHLen + maxMsg
 )
 
@@ -232,7 +235,8 @@ func (e *endpoint) send(ctx context.Context, p []byte, ah *ibverbs.AH, qpn, qkey
 
 // recv waits for a datagram, for at most d, and returns its completion and
 // its slot's bytes: the GRH area, then the payload. A completion in error
-// (a datagram too long for the slot, say) it returns with a *WCError.
+// (a receive flushed, the QP in the error state) it returns with a
+// *WCError.
 func (e *endpoint) recv(ctx context.Context, d time.Duration) (ibverbs.WC, []byte, error) {
 	if d > 0 {
 		var cancel context.CancelFunc
@@ -250,12 +254,12 @@ func (e *endpoint) recv(ctx context.Context, d time.Duration) (ibverbs.WC, []byt
 	return wcs[0], e.buf.Bytes()[i*slot : i*slot+int(wcs[0].ByteLen)], nil
 }
 
-// skip gives the slot of a datagram whose receive failed back to the QP,
-// and says what else it did. A device that put the QP in the error state
-// for the datagram (rxe does for one longer than the slot) has flushed
-// the other receives too: then the QP goes back through RESET to RTS,
-// keeping its number, and gets all its slots again. Datagrams that come
-// meanwhile are lost, as UD may lose any.
+// skip gives the slot of a datagram whose receive or echo failed back to
+// the QP, and says what else it did. A QP that left RTS for an error
+// state (a failed send takes it there) has flushed its other receives
+// too: then it goes back through RESET to RTS, keeping its number, and
+// gets all its slots again. Datagrams that come meanwhile are lost, as UD
+// may lose any.
 func (e *endpoint) skip(wc ibverbs.WC) (string, error) {
 	state, err := e.qp.State()
 	if err != nil {
@@ -358,9 +362,8 @@ func serve(ctx context.Context, dev, addr string, n int) error {
 			if st, serr := e.qp.State(); serr != nil || st == ibverbs.QPStateRTS {
 				return err
 			}
-			// A datagram that came after this one put the QP in the
-			// error state, and the echo was flushed: put it back, as
-			// for a failed receive, and serve on.
+			// The echo failed and took the QP to the error state: put
+			// it back, and serve on.
 			fmt.Fprintf(os.Stderr, "udecho: the echo to %s QPN %#x: %v", from, wc.SrcQP, err)
 			note, err := e.skip(wc)
 			fmt.Fprintln(os.Stderr, note)
