@@ -5,8 +5,8 @@
 // from the datagram: its completion and the GRH area in front of its
 // payload (ibverbs.PD.CreateAHFromWC), and says who that was
 // (ibverbs.ParseGRH). A client learns the server's QP from a TCP
-// connection, as ibv_ud_pingpong does, sends its datagrams and checks
-// the echoes.
+// connection, as ibv_ud_pingpong does, sends its datagrams and waits
+// for their echoes.
 //
 //	udecho -d rxe0 -l 198.18.0.1:18700           # server, until Ctrl-C (or -n datagrams)
 //	udecho -d rxe1 -n 5 198.18.0.1:18700         # client: 5 datagrams (default 3)
@@ -16,6 +16,9 @@
 // too small for its datagram fails, and may take the QP to the error
 // state with it (rxe's does). So any datagram is taken and echoed. One
 // the server cannot echo it reports on standard error, and it serves on.
+// A client skips a datagram that is not the echo it waits for (a late
+// echo, or one from another sender: anyone who knows a UD QP's number
+// and Q_Key can send it datagrams).
 package main
 
 import (
@@ -402,19 +405,33 @@ func ping(ctx context.Context, dev, addr string, n int) error {
 		if err := e.send(ctx, msg, ah, srv.QPN, srv.QKey); err != nil {
 			return err
 		}
-		wc, b, err := e.recv(ctx, 5*time.Second)
-		if err != nil {
+		if err := e.awaitEcho(ctx, msg, srv.QPN); err != nil {
 			return fmt.Errorf("no echo of datagram %d: %w", i, err)
 		}
-		if got := b[ibverbs.GRHLen:]; !bytes.Equal(got, msg) || wc.SrcQP != srv.QPN {
-			return fmt.Errorf("echo %q from QPN %#x, want %q from %#x", got, wc.SrcQP, msg, srv.QPN)
+		fmt.Printf("echo of %d bytes from QPN %#x in %v\n", len(msg), srv.QPN, time.Since(start).Round(time.Microsecond))
+	}
+	return nil
+}
+
+// awaitEcho waits for msg to come back from the QP qpn, for at most 5 s.
+// Other datagrams it reports and skips.
+func (e *endpoint) awaitEcho(ctx context.Context, msg []byte, qpn uint32) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for {
+		wc, b, err := e.recv(ctx, 0)
+		if err != nil {
+			return err
 		}
-		fmt.Printf("echo of %d bytes from QPN %#x in %v\n", len(msg), wc.SrcQP, time.Since(start).Round(time.Microsecond))
+		echo := wc.SrcQP == qpn && bytes.Equal(b[ibverbs.GRHLen:], msg)
 		if err := e.postRecv(int(wc.WRID)); err != nil {
 			return err
 		}
+		if echo {
+			return nil
+		}
+		fmt.Fprintf(os.Stderr, "udecho: skipped %d bytes from QPN %#x: not the awaited echo\n", len(b)-ibverbs.GRHLen, wc.SrcQP)
 	}
-	return nil
 }
 
 // serverEndpoint reads the endpoint of the server's QP from its TCP

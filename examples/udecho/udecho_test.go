@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -357,4 +358,89 @@ func TestUDEchoClientInterrupt(t *testing.T) {
 		out.String() != "udecho: reading the server's endpoint: interrupt signal received\n" {
 		t.Errorf("client after Ctrl-C: %v after %v: %q; want it to stop at once and name the signal", err, d, out.String())
 	}
+}
+
+// A client skips a datagram that is not the echo it waits for, and waits
+// on for the echo: here the test is the server, and before each echo it
+// sends the client a datagram that is not it, one longer than 256 bytes,
+// and the echo's bytes from another QP.
+func TestUDEchoClientSkipsStrays(t *testing.T) {
+	dev := rdmatest.Device(t).Name
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+	other, err := open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.close()
+	ln, err := net.Listen("tcp", net.JoinHostPort(listenIP(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		json.NewEncoder(c).Encode(srv.me)
+		c.Close()
+	}()
+
+	const n = 2
+	cli := udecho(ctx, "-d", clientDev(dev), "-n", fmt.Sprint(n), ln.Addr().String())
+	var stdout, stderr strings.Builder
+	cli.Stdout, cli.Stderr = &stdout, &stderr
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		wc, b, err := srv.recv(ctx, 10*time.Second)
+		if err != nil {
+			cancel()
+			cli.Wait()
+			t.Fatalf("datagram %d: %v; the client: %v\n%s%s", i, err, cli.ProcessState, stdout.String(), stderr.String())
+		}
+		grh, msg := bytes.Clone(b[:ibverbs.GRHLen]), bytes.Clone(b[ibverbs.GRHLen:])
+		if err := srv.postRecv(int(wc.WRID)); err != nil {
+			t.Fatal(err)
+		}
+		ah, err := srv.pd.CreateAHFromWC(&wc, grh, port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherAH, err := other.pd.CreateAHFromWC(&wc, grh, port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []struct {
+			from *endpoint
+			ah   *ibverbs.AH
+			p    []byte
+		}{
+			{srv, ah, append([]byte("not the echo: "), msg...)},
+			{srv, ah, bytes.Repeat([]byte{'x'}, 300)},
+			{other, otherAH, msg},
+			{srv, ah, msg},
+		} {
+			if err := d.from.send(ctx, d.p, d.ah, wc.SrcQP, srv.me.QKey); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv.closeAH(ah)
+		other.closeAH(otherAH)
+	}
+	if err := cli.Wait(); err != nil || strings.Count(stdout.String(), "echo of ") != n {
+		t.Errorf("client: %v; want %d echoes:\n%s%s", err, n, stdout.String(), stderr.String())
+	}
+	// The other QP's last datagram may come after the last echo.
+	if k := strings.Count(stderr.String(), "udecho: skipped "); k < 3*n-1 {
+		t.Errorf("the client reported %d skipped datagrams, want %d or more:\n%s", k, 3*n-1, stderr.String())
+	}
+	t.Logf("client's standard error:\n%s", stderr.String())
 }
