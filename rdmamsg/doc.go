@@ -266,8 +266,8 @@
 // again: a PacketConn made again there (after a restart) has a new QP,
 // which that lookup finds; until a datagram from it comes, datagrams to
 // it go to the old one and are lost. At most 4,096 destinations are
-// kept; a new one beyond that takes the place of one picked at random,
-// which the next WriteTo to it looks up again. Datagrams may be lost or
+// kept; a new one beyond that takes the place of the one written to
+// least recently, which the next WriteTo to it looks up again. Datagrams may be lost or
 // reordered, as UD's are; each is at most the port's MTU less an 8-byte
 // header.
 //

@@ -858,6 +858,11 @@ func (p *PacketConn) waitLookup(ctx context.Context, to netip.AddrPort, by time.
 	case <-p.wdl.done():
 		return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, os.ErrDeadlineExceeded)
 	case <-t.C:
+		if callersTime(ctx, by) {
+			// ctx's deadline came first, or with by, and its timer
+			// has not ended it yet.
+			return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, context.DeadlineExceeded)
+		}
 		return fmt.Errorf("rdmamsg: looking up %s: waiting for %s beyond PacketConfig.LookupTimeout (%v): %w", to, what, p.cfg.LookupTimeout, context.DeadlineExceeded)
 	case <-p.closed:
 		return ErrClosed

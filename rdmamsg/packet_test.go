@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -689,5 +690,63 @@ func TestPacketCloseWhileWriting(t *testing.T) {
 	close(closed)
 	if err := <-done; !errors.Is(err, rdmamsg.ErrClosed) || strings.Contains(err.Error(), "after") {
 		t.Errorf("WriteTo during Close: %v", err)
+	}
+}
+
+// TestPacketLookupWaitCallersTime: a WriteTo that waits for other lookups
+// under a context whose deadline comes with its LookupTimeout, or just
+// before, fails with the context's error, not one naming LookupTimeout:
+// the wait's timer for LookupTimeout could fire before the context's own
+// timer had ended it, and the error then blamed PacketConfig.LookupTimeout
+// for the caller's deadline.
+func TestPacketLookupWaitCallersTime(t *testing.T) {
+	na, nb := ends(t)
+	ctx := timeout(t, 120*time.Second)
+	const lookupTimeout = time.Second
+	b, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(nb.IP, 0).String(), &rdmamsg.PacketConfig{LookupTimeout: lookupTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, b) })
+	// rdma_cm UD listeners that take no request: 4 lookups of them, as
+	// many as run at once, keep the others waiting.
+	var dsts []netip.AddrPort
+	for range 12 {
+		l, err := rdmacm.Listen(ctx, netip.AddrPortFrom(na.IP, 0).String(), &rdmacm.Config{UD: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		dsts = append(dsts, l.Addr())
+	}
+	var blamed atomic.Int32
+	for range 3 {
+		errs := make(chan error, len(dsts))
+		for _, to := range dsts[:4] {
+			go func() { errs <- b.WriteTo(ctx, []byte("x"), to) }()
+		}
+		// The 4 lookups under way, and the others' time running out
+		// as theirs does, or a little before.
+		time.Sleep(10 * time.Millisecond)
+		for _, to := range dsts[4:] {
+			go func() {
+				wctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+				defer cancel()
+				err := b.WriteTo(wctx, []byte("x"), to)
+				if err != nil && strings.Contains(err.Error(), "LookupTimeout") {
+					blamed.Add(1)
+					err = fmt.Errorf("blamed LookupTimeout for its context's deadline: %w", err)
+				}
+				errs <- err
+			}()
+		}
+		for range dsts {
+			if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("WriteTo a destination that does not answer: %v, want context.DeadlineExceeded", err)
+			}
+		}
+	}
+	if n := blamed.Load(); n > 0 {
+		t.Errorf("%d of %d WriteTos that waited for other lookups blamed LookupTimeout for their context's deadline", n, 3*8)
 	}
 }
