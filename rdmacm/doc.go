@@ -88,7 +88,8 @@
 // its Accept and GetRequest; a Conn's Close closes the objects it owns,
 // whose methods follow ibverbs' same rule. Closing twice is harmless.
 // What an object was made with (ID.Channel, ID.PortSpace, Conn.QP, ...)
-// may be read at any time.
+// may be read at any time. Calls of an ID other than Close may also run
+// at once: its verbs then run one at a time (see ID).
 //
 // # A QP made with ibverbs
 //

@@ -64,6 +64,20 @@ func portSpaceTable() map[PortSpace]int {
 
 // ID is a connection manager identifier (struct rdma_cm_id), the rdma_cm
 // counterpart of a socket. Its events arrive on its EventChannel.
+//
+// Its methods may be called from several goroutines at once. Its verbs
+// (BindAddr, ResolveAddr, ResolveRoute, Listen, Connect, Accept, Reject,
+// Disconnect, Establish, SetTOS, SetAckTimeout, JoinMulticast,
+// LeaveMulticast), which librdmacm runs on the ID's state with no lock
+// of its own, run one at a time: a second waits until the first
+// returns, which it does at once (the outcome arrives as an event). The
+// kernel takes most of them once an ID and refuses a second with an
+// error matching syscall.EINVAL, as Accept refuses one after an Accept
+// that succeeded. CreateQP and the Close of the QP it made run one at a
+// time, and so do Migrates. The queries (LocalAddr, RemoteAddr, PortNum,
+// Context) take no lock: librdmacm writes what they read in a verb, or
+// in the GetEvent that takes the verb's outcome, so read them once the
+// outcome has come. Close may run beside any of them (see Close).
 type ID struct {
 	c   *C.struct_rdma_cm_id
 	use inuse.Guard // guards c against Close
@@ -79,6 +93,16 @@ type ID struct {
 	// librdmacm makes and destroys as the ID's (id->qp): a QP's Close
 	// beside a CreateQP destroyed the new QP (SIGSEGV).
 	qpMu sync.Mutex
+	// mu serializes the ID's verbs (see the type's doc), taken after
+	// use.Enter and never with qpMu or chMu held: librdmacm runs them on
+	// the ID's state with no lock of its own (rdma_connect and
+	// rdma_accept set its depths before the kernel takes one of them,
+	// and rdma_accept moves its QP). It guards accepted.
+	mu sync.Mutex
+	// accepted says an Accept of the ID succeeded (under mu): librdmacm
+	// answers a second one by moving the QP it made to the error state
+	// (UD), and the kernel by rejecting the connection (RC).
+	accepted bool
 	// request says the ID came with a CONNECT_REQUEST: the passive
 	// side's, whose peer may give up while it is answered.
 	request bool
@@ -116,6 +140,22 @@ func newID(c *C.struct_rdma_cm_id, ch *EventChannel, ps PortSpace, request bool)
 	id.ch.Store(ch)
 	id.use.Open()
 	return id
+}
+
+// lock begins a verb of the ID: it enters the guard and takes mu, or
+// returns false, taking nothing, once Close has begun.
+func (id *ID) lock() bool {
+	if !id.use.Enter() {
+		return false
+	}
+	id.mu.Lock()
+	return true
+}
+
+// unlock ends a verb that lock began.
+func (id *ID) unlock() {
+	id.mu.Unlock()
+	id.use.Leave()
 }
 
 // Channel returns the event channel the ID's events arrive on.
@@ -242,10 +282,10 @@ func (id *ID) BindAddr(addr netip.AddrPort) error {
 
 // bindAddr is BindAddr, its error without the address.
 func (id *ID) bindAddr(addr netip.AddrPort) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	var ss C.struct_sockaddr_storage
 	r, err := C.rdma_bind_addr(id.c, sockaddr(addr, &ss))
 	if r == 0 {
@@ -306,10 +346,10 @@ func (id *ID) SetAckTimeout(t uint8) error {
 // (rdma_set_option, RDMA_OPTION_ID_AFONLY, as IPV6_V6ONLY), in place of
 // the sysctl net.ipv6.bindv6only. Set it before BindAddr.
 func (id *ID) setAFOnly(only bool) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	var v C.int
 	if only {
 		v = 1
@@ -322,10 +362,10 @@ func (id *ID) setAFOnly(only bool) error {
 }
 
 func (id *ID) setOption(name C.int, v uint8) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	b := C.uint8_t(v)
 	r, err := C.rdma_set_option(id.c, C.RDMA_OPTION_ID, name, unsafe.Pointer(&b), C.size_t(unsafe.Sizeof(b)))
 	if r != 0 {
@@ -357,10 +397,10 @@ func (id *ID) ResolveAddr(src, dst netip.AddrPort, timeout time.Duration) error 
 
 // resolveAddr is ResolveAddr, its error without the address.
 func (id *ID) resolveAddr(src, dst netip.AddrPort, timeout time.Duration) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	var sss, dss C.struct_sockaddr_storage
 	var sa *C.struct_sockaddr
 	if src.IsValid() {
@@ -390,10 +430,10 @@ func withAddr(ap netip.AddrPort, given string, err error) error {
 // syscall.EINVAL, where librdmacm read the device and the process died
 // (SIGSEGV).
 func (id *ID) ResolveRoute(timeout time.Duration) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	if err := id.needDevice("rdma_resolve_route", "resolve the peer's address first (ResolveAddr, then ADDR_RESOLVED)"); err != nil {
 		return err
 	}
@@ -408,10 +448,10 @@ func (id *ID) ResolveRoute(timeout time.Duration) error {
 // (rdma_listen); each arrives as a CONNECT_REQUEST event with a new ID.
 // backlog 0 takes the kernel's default.
 func (id *ID) Listen(backlog int) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	r, err := C.rdma_listen(id.c, C.int(backlog))
 	if r != 0 {
 		return cmError("rdma_listen", err)
@@ -527,10 +567,10 @@ func (id *ID) checkPrivateData(fn string, n int, msg int) error {
 // matching syscall.EINVAL, where librdmacm read the device and the
 // process died (SIGSEGV): resolve the address and the route first.
 func (id *ID) Connect(p *ConnParam) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	if err := id.needDevice("rdma_connect", "resolve the peer's address and route first (ResolveAddr, ResolveRoute)"); err != nil {
 		return err
 	}
@@ -560,14 +600,20 @@ func (id *ID) Connect(p *ConnParam) error {
 // request came through; one on no device (a new ID, or a listening one
 // bound to a wildcard address) is refused with an error matching
 // syscall.EINVAL, where librdmacm read the device and the process died
-// (SIGSEGV).
+// (SIGSEGV). An Accept once one has succeeded is refused with an error
+// matching syscall.EINVAL: librdmacm's second rdma_accept moved the QP
+// it made to the error state (UD), and the kernel's rejected the
+// connection (RC, a QP made outside the ID).
 func (id *ID) Accept(p *ConnParam) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	if err := id.needDevice("rdma_accept", "accept the ID of a CONNECT_REQUEST event (Event.ID), not a new or listening one"); err != nil {
 		return err
+	}
+	if id.accepted {
+		return fmt.Errorf("the request is accepted already: %w", os.NewSyscallError("rdma_accept", syscall.EINVAL))
 	}
 	if p == nil && id.c.qp == nil {
 		return fmt.Errorf("an ID without a QP (CreateQP) needs a ConnParam with the QP's number: %w",
@@ -587,6 +633,7 @@ func (id *ID) Accept(p *ConnParam) error {
 	if r != 0 {
 		return cmError("rdma_accept", err)
 	}
+	id.accepted = true
 	return nil
 }
 
@@ -594,10 +641,10 @@ func (id *ID) Accept(p *ConnParam) error {
 // privateData (at most 148 bytes for RC, 136 for UD, over InfiniBand and
 // RoCE) to the peer (rdma_reject). Close the ID afterwards.
 func (id *ID) Reject(privateData []byte) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	if err := id.checkPrivateData("rdma_reject", len(privateData), cmReject); err != nil {
 		return err
 	}
@@ -616,10 +663,10 @@ func (id *ID) Reject(privateData []byte) error {
 // Disconnect moves the ID's QP to the error state and tells the peer
 // (rdma_disconnect). Both sides then get DISCONNECTED.
 func (id *ID) Disconnect() error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	r, err := C.rdma_disconnect(id.c)
 	if r != 0 {
 		return cmError("rdma_disconnect", err)

@@ -38,6 +38,8 @@ func (id *ID) JoinMulticast(group netip.Addr, sendOnly bool) error {
 
 // joinMulticast is JoinMulticast, its error without the group.
 func (id *ID) joinMulticast(group netip.Addr, sendOnly bool) error {
+	id.mu.Lock() // the caller holds the guard, or owns the ID
+	defer id.mu.Unlock()
 	var ss C.struct_sockaddr_storage
 	flags := C.uint32_t(C.RDMA_MC_JOIN_FLAG_FULLMEMBER)
 	if sendOnly {
@@ -70,10 +72,10 @@ func notSupported(group netip.Addr) error {
 // LeaveMulticast leaves a group the ID joined (rdma_leave_multicast),
 // detaching its QP.
 func (id *ID) LeaveMulticast(group netip.Addr) error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	var ss C.struct_sockaddr_storage
 	r, err := C.rdma_leave_multicast(id.c, sockaddr(netip.AddrPortFrom(group, 0), &ss))
 	if r != 0 {

@@ -123,10 +123,10 @@ func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrM
 // among them EINVAL for a second Establish; after Close it returns
 // ErrClosed.
 func (id *ID) Establish() error {
-	if !id.use.Enter() {
+	if !id.lock() {
 		return ErrClosed
 	}
-	defer id.use.Leave()
+	defer id.unlock()
 	if id.c.qp != nil {
 		return fmt.Errorf("the ID has a QP from CreateQP, and librdmacm completes its connection: %w",
 			os.NewSyscallError("rdma_establish", syscall.EINVAL))
