@@ -858,6 +858,9 @@ func (p *PacketConn) waitLookup(ctx context.Context, to netip.AddrPort, by time.
 	case <-p.wdl.done():
 		return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, os.ErrDeadlineExceeded)
 	case <-t.C:
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, err)
+		}
 		if callersTime(ctx, by) {
 			// ctx's deadline came first, or with by, and its timer
 			// has not ended it yet.

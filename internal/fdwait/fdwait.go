@@ -42,6 +42,9 @@ type Waiter struct {
 	done   <-chan struct{}
 	stop   func() bool
 	closed atomic.Bool
+	// gone is closed by Close, for a wait that does not wait on the
+	// descriptor (ended).
+	gone chan struct{}
 	// interrupted is Interrupt's word to the Wait under way or the next.
 	interrupted atomic.Bool
 }
@@ -63,15 +66,17 @@ func New(fd int, name string) (*Waiter, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Waiter{f: f, rc: rc}, nil
+	return &Waiter{f: f, rc: rc, gone: make(chan struct{})}, nil
 }
 
 // expired is a deadline in the past, which wakes a wait at once.
 var expired = time.Unix(1, 0)
 
 // Wait calls try each time the descriptor may be readable, until try
-// returns true or ctx ends (ctx's error, which ctx.Err() then returns too,
-// also where Wait noticed the deadline first) or the Waiter is closed
+// returns true or ctx ends (ctx's error, which ctx.Err() then returns too
+// where Wait noticed the deadline before ctx's timer did, for a context
+// whose Done closes at its deadline, as the standard library's do) or the
+// Waiter is closed
 // (ErrClosed). try gets the dup's descriptor and reads the original
 // through the C library, returning false for "nothing yet" (EAGAIN).
 //
@@ -114,7 +119,7 @@ func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 			return ctx.Err()
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-				return ended(ctx)
+				return w.ended(ctx)
 			}
 			if w.interrupted.Swap(false) {
 				return ErrInterrupted
@@ -132,17 +137,26 @@ func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 // ended: the descriptor's deadline, which ended the wait, is a timer of
 // its own that often fires before ctx's, and a caller that finds
 // ctx.Err() nil after a Wait failed with DeadlineExceeded takes the
-// failure for something else. A Context that has not ended a second after
-// its deadline (one of the caller's own making) gets DeadlineExceeded.
-func ended(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
+// failure for something else. A Context that cannot end, or has not a
+// second after its deadline (one of the caller's own making), gets
+// DeadlineExceeded; Close ends the wait with ErrClosed.
+func (w *Waiter) ended(ctx context.Context) error {
+	done := ctx.Done()
+	if done == nil {
+		return context.DeadlineExceeded
+	}
+	select {
+	case <-done:
+		return ctx.Err()
+	default:
 	}
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
 	select {
-	case <-ctx.Done():
+	case <-done:
 		return ctx.Err()
+	case <-w.gone:
+		return ErrClosed
 	case <-t.C:
 		return context.DeadlineExceeded
 	}
@@ -178,6 +192,7 @@ func (w *Waiter) Close() error {
 	if w.closed.Swap(true) {
 		return nil
 	}
+	close(w.gone)
 	w.mu.Lock()
 	w.unwatch()
 	w.mu.Unlock()

@@ -227,3 +227,35 @@ func TestDeadlineEndsContext(t *testing.T) {
 		t.Errorf("%d of 200 Waits failed with the deadline before their context had ended", early)
 	}
 }
+
+// deadlineOnly is a Context of a caller's own making with a deadline its
+// Done channel does not keep: done never closes (nil: one that cannot
+// end).
+type deadlineOnly struct {
+	context.Context
+	d    time.Time
+	done chan struct{}
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.d, true }
+func (c deadlineOnly) Done() <-chan struct{}       { return c.done }
+
+// TestDeadlineOfOddContext: a Wait whose context has a deadline but no
+// Done channel returns DeadlineExceeded at its deadline, not a second
+// later, and one whose Done does not close at its deadline ends with
+// ErrClosed at the Waiter's Close, while it waits for the context.
+func TestDeadlineOfOddContext(t *testing.T) {
+	_, _, wt, try := pipe(t)
+	ctx := deadlineOnly{Context: context.Background(), d: time.Now().Add(10 * time.Millisecond)}
+	start := time.Now()
+	if err := bounded(t, func() error { return wt.Wait(ctx, try) }); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("Wait with a deadline and no Done: %v after %v, want context.DeadlineExceeded at once", err, time.Since(start))
+	}
+	ctx.done = make(chan struct{})
+	ctx.d = time.Now().Add(10 * time.Millisecond)
+	time.AfterFunc(100*time.Millisecond, func() { wt.Close() })
+	start = time.Now()
+	if err := bounded(t, func() error { return wt.Wait(ctx, try) }); !errors.Is(err, fdwait.ErrClosed) || time.Since(start) > 700*time.Millisecond {
+		t.Errorf("Wait for a context that does not end, closed 100 ms in: %v after %v, want ErrClosed at the Close", err, time.Since(start))
+	}
+}
