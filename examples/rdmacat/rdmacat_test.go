@@ -526,7 +526,8 @@ func startPartial(t *testing.T, ctx context.Context, a string) (srv *server, cli
 // was killed (no end message: unexpected EOF) or stopped by a signal (its
 // abort: connection reset by peer), and fails, where it waited for its
 // input to yield more or end, which it may never do (it waited 27 s for
-// a pipe that ended 30 s on).
+// a pipe that ended 30 s on). The three cases, each a server and client
+// of their own, run side by side (t.Parallel).
 func TestRdmacatServerGoneWhileIdle(t *testing.T) {
 	for _, tc := range []struct {
 		sig  syscall.Signal
@@ -537,6 +538,7 @@ func TestRdmacatServerGoneWhileIdle(t *testing.T) {
 		{syscall.SIGTERM, "connection reset by peer"},
 	} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			a := addr(t)
@@ -566,10 +568,11 @@ func TestRdmacatServerGoneWhileIdle(t *testing.T) {
 // for its own default (4096), and 1, which it took and crawled with, is
 // a usage error, as a -m that is not a number is: exit status 2, the
 // reason and the usage, before anything is set up. One in range is
-// taken.
+// taken. The 15 commands run side by side (t.Parallel): none of them
+// gets as far as a device.
 func TestRdmacatBadSize(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	for _, c := range []struct{ m, want string }{
 		{"0", `invalid value "0" for flag -m: want 1024 to 67108864 bytes`},
 		{"1", `invalid value "1" for flag -m: want 1024 to 67108864 bytes`},
@@ -579,21 +582,27 @@ func TestRdmacatBadSize(t *testing.T) {
 		{"64k", `invalid value "64k" for flag -m: not a whole number of bytes`},
 	} {
 		for _, args := range [][]string{{"-m", c.m, "127.0.0.1:1"}, {"-l", "127.0.0.1:1", "-m", c.m}} {
-			cmd := rdmatest.Command(ctx, args...)
-			out, _ := cmd.CombinedOutput()
-			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.HasPrefix(string(out), c.want+"\n") ||
-				!strings.Contains(string(out), "largest message this side receives") {
-				t.Errorf("rdmacat %q: exit status %d, %q; want 2 and %q, then the usage", args, code, out, c.want)
-			}
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				t.Parallel()
+				cmd := rdmatest.Command(ctx, args...)
+				out, _ := cmd.CombinedOutput()
+				if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.HasPrefix(string(out), c.want+"\n") ||
+					!strings.Contains(string(out), "largest message this side receives") {
+					t.Errorf("rdmacat %q: exit status %d, %q; want 2 and %q, then the usage", args, code, out, c.want)
+				}
+			})
 		}
 	}
 	// In range, -m is taken, and the command goes on to fail otherwise:
 	// no server there.
 	for _, m := range []string{"1024", "0x10000", "67108864"} {
-		cmd := rdmatest.Command(ctx, "-m", m, "127.0.0.1:1")
-		out, _ := cmd.CombinedOutput()
-		if code := cmd.ProcessState.ExitCode(); code != 1 || strings.Contains(string(out), "-m") {
-			t.Errorf("rdmacat -m %s to no server: exit status %d, %q; want 1, not about -m", m, code, out)
-		}
+		t.Run("-m "+m+" 127.0.0.1:1", func(t *testing.T) {
+			t.Parallel()
+			cmd := rdmatest.Command(ctx, "-m", m, "127.0.0.1:1")
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 1 || strings.Contains(string(out), "-m") {
+				t.Errorf("rdmacat -m %s to no server: exit status %d, %q; want 1, not about -m", m, code, out)
+			}
+		})
 	}
 }
