@@ -17,7 +17,11 @@ import (
 // (ibv_attach_mcast): datagrams sent to the group (an AH with the group's
 // GID as its destination and RemoteQPN 0xffffff) reach the QP. lid is the
 // group's LID on InfiniBand and 0 on RoCE. A QP may be attached to
-// several groups; Close detaches it from them.
+// several groups; Close detaches it from them. Attaching a group again
+// with the same LID is a no-op; attaching it with another LID, while the
+// QP is attached with the first, is refused with an error matching
+// syscall.EINVAL (the kernel would count two attaches that only one
+// detach could undo, and the QP could then never be destroyed).
 //
 // On RoCE the network (and rxe's own IP stack) also needs the host to be a
 // member of the group's IP multicast group on the port's interface, which
@@ -48,6 +52,16 @@ func (qp *QP) mcastLocked(verb string, gid GID, lid uint16, attach bool) error {
 	}
 	if !gid.Addr().IsMulticast() {
 		return fmt.Errorf("%s: %v is not a multicast GID: %w", verb, gid, syscall.EINVAL)
+	}
+	if attach {
+		// uverbs counts each attach with another LID as its own, but rxe
+		// attaches a GID once, whatever the LID: of the two, only one
+		// detach could succeed and the QP could never be destroyed.
+		for _, m := range qp.groups {
+			if m.gid == gid && m.lid != lid {
+				return fmt.Errorf("%s: group %v: already attached to the GID with LID %#x; detach it first: %w", verb, gid, m.lid, syscall.EINVAL)
+			}
+		}
 	}
 	g := (*C.union_ibv_gid)(unsafe.Pointer(&gid))
 	var rc C.int

@@ -4,6 +4,7 @@ package ibverbs_test
 
 import (
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -62,4 +63,39 @@ func parseGID(t *testing.T, s string) ibverbs.GID {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// A group attached with one LID and then another is refused the second
+// time: the kernel would count two attaches that rxe made one, only one
+// detach could succeed, and Close would fail with EBUSY for ever (as it
+// did before the refusal). The refused attach leaves the QP closable, and
+// after a detach the group can be attached with the other LID.
+func TestAttachMcastOtherLID(t *testing.T) {
+	e := newSRQEnv(t)
+	ud := newSide(t, e.ctx, e.pd, pairOpts{typ: ibverbs.QPTypeUD}, nil, e.port, e.gid)
+	group := parseGID(t, "ff0e::1:4")
+	if err := ud.qp.AttachMcast(group, 0); err != nil {
+		t.Fatal(err)
+	}
+	err := ud.qp.AttachMcast(group, 0xc001)
+	if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "already attached") {
+		t.Errorf("attaching the group with another LID = %v, want EINVAL saying it is already attached", err)
+	}
+	if err := ud.qp.Close(); err != nil {
+		t.Fatalf("closing the QP: %v", err)
+	}
+
+	ud = newSide(t, e.ctx, e.pd, pairOpts{typ: ibverbs.QPTypeUD}, nil, e.port, e.gid)
+	if err := ud.qp.AttachMcast(group, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ud.qp.DetachMcast(group, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ud.qp.AttachMcast(group, 0xc001); err != nil {
+		t.Fatalf("attaching the group with another LID after a detach: %v", err)
+	}
+	if err := ud.qp.Close(); err != nil {
+		t.Errorf("closing the QP: %v", err)
+	}
 }
