@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -17,6 +18,9 @@ type AH struct {
 	pd *PD
 	// users counts the open SendBatches whose requests address with it.
 	users refs
+	// closeMu is held by Close, so that two Closes never destroy the same
+	// struct ibv_ah. The posts do not take it.
+	closeMu sync.Mutex
 }
 
 // CreateAH creates an address handle (ibv_create_ah).
@@ -116,7 +120,11 @@ func (ah *AH) Raw() unsafe.Pointer { return unsafe.Pointer(ah.c) }
 // Close destroys the address handle (ibv_destroy_ah). Closing twice is a
 // no-op; while a SendBatch holds requests that address with it, it is an
 // error matching syscall.EBUSY. A send posted with it must have completed.
+// Two Closes may run at once: one destroys the handle and the other
+// returns nil once it has.
 func (ah *AH) Close() error {
+	ah.closeMu.Lock()
+	defer ah.closeMu.Unlock()
 	if ah.c == nil {
 		return nil
 	}

@@ -120,7 +120,11 @@
 // under way (a Poll, a post, a Modify or Query, a RegMR on a PD or of a
 // Buffer) to return before it destroys or unmaps it, and a call that
 // begins once Close has begun returns ErrClosed, never touching freed
-// memory. A CQ.Wait, CQ.WaitEx,
+// memory. Two Closes of an MR, AH or MW may run at once (one destroys
+// it, the other returns nil once it has), and so may an MW's Close and a
+// QP.BindMW of it, or an MR's Close and its Rereg; unlike the objects
+// above, these do not turn away the posts that name them, which take no
+// lock for them. A CQ.Wait, CQ.WaitEx,
 // CompChannel.Wait or Block asleep is woken by the Close of its CQ or
 // channel and returns ErrClosed; each panics at once on a nil context,
 // naming itself, as net.Dialer.DialContext does. (A call that begins while a Close is

@@ -32,6 +32,11 @@ type MR struct {
 	// live is cleared by Close, for the inline check (inlineMR).
 	ptr  uint64
 	live atomic.Bool
+
+	// closeMu is held by Close and Rereg, so that two of them never hand
+	// the verbs the same struct ibv_mr, one freed by the other. The
+	// getters the posts use (LKey, RKey, SGE) do not take it.
+	closeMu sync.Mutex
 }
 
 // mrKey names a registration the way an inline send's SGE does: by its
@@ -220,8 +225,11 @@ func (m *MR) Raw() unsafe.Pointer { return unsafe.Pointer(m.c) }
 // Once closed, the MR forgets its keys and address: LKey, RKey and Addr
 // return 0, Remote the zero RemoteMR, and SGE panics, so that nothing
 // built from it later names memory the device may since have given the
-// keys to. Len goes on answering.
+// keys to. Len goes on answering. Two Closes may run at once: one
+// deregisters the region and the other returns nil once it has.
 func (m *MR) Close() error {
+	m.closeMu.Lock()
+	defer m.closeMu.Unlock()
 	if m.c == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -20,6 +21,9 @@ type MW struct {
 	pd   *PD
 	typ  MWType
 	rkey atomic.Uint32 // as c.rkey, which a concurrent Close frees
+	// closeMu is held by Close and QP.BindMW, so that neither hands the
+	// verbs a struct ibv_mw that the other freed.
+	closeMu sync.Mutex
 }
 
 // AllocMW allocates an unbound memory window (ibv_alloc_mw). A device
@@ -63,8 +67,13 @@ func (mw *MW) PD() *PD { return mw.pd }
 func (mw *MW) Raw() unsafe.Pointer { return unsafe.Pointer(mw.c) }
 
 // Close deallocates the window (ibv_dealloc_mw); its rkey stops working.
-// Closing twice is a no-op.
+// Closing twice is a no-op; two Closes may run at once (one deallocates
+// the window and the other returns nil once it has), and so may a Close
+// and a QP.BindMW of the window, which then binds it before the Close or
+// returns an error for a closed window after it.
 func (mw *MW) Close() error {
+	mw.closeMu.Lock()
+	defer mw.closeMu.Unlock()
 	if mw.c == nil {
 		return nil
 	}
@@ -121,6 +130,10 @@ func (qp *QP) BindMW(mw *MW, id uint64, flags SendFlags, b MWBind) (uint32, erro
 	defer qp.sendMu.Unlock()
 	if qp.c == nil {
 		return 0, ErrClosed
+	}
+	if mw != nil {
+		mw.closeMu.Lock() // as MW.Close, which would free mw.c
+		defer mw.closeMu.Unlock()
 	}
 	if err := qp.checkBind("ibv_bind_mw", mw, &b); err != nil {
 		return 0, err

@@ -52,6 +52,8 @@ type MRChange struct {
 // flight, and no other goroutine may use the MR, while it runs.
 func (m *MR) Rereg(c MRChange) error {
 	const verb = "ibv_rereg_mr"
+	m.closeMu.Lock() // as Close, which would free m.c under it
+	defer m.closeMu.Unlock()
 	if m.c == nil {
 		return ErrClosed
 	}
