@@ -149,6 +149,9 @@ func (b *SendBatch) checkInline(from, n int) error {
 		if w.send_flags&C.IBV_SEND_INLINE == 0 {
 			continue
 		}
+		if err := notInline(Opcode(w.opcode)); err != nil {
+			return &PostError{Index: k, Err: err}
+		}
 		if err := b.inl.checkSGL(pd, b.sges[k*b.maxSGE:k*b.maxSGE+int(w.num_sge)]); err != nil {
 			return &PostError{Index: k, Err: err}
 		}
@@ -197,7 +200,8 @@ func (b *SendBatch) SetSGE(i, j int, sge SGE) {
 // LKey (see SendInline) is refused before any of the range is posted,
 // with a *PostError that names it and matches syscall.EINVAL: Post checks
 // the SGEs of a batch's inline requests at each post, as their MRs may
-// have closed since they were set.
+// have closed since they were set; and it refuses so a request with
+// SendInline (from SetFlags) whose opcode is not a send or RDMA write.
 func (b *SendBatch) Post(from, n, listLen int) error {
 	if b.s == nil || b.qp.c == nil {
 		return ErrClosed

@@ -302,7 +302,9 @@ const (
 	// SGE must lie in the process memory of a live MR of the QP's PD and
 	// carry that MR's LKey (as MR.SGE's do): a post refuses any other,
 	// with an error matching syscall.EINVAL, rather than let the
-	// provider copy from an address that may not be mapped.
+	// provider copy from an address that may not be mapped. Only sends
+	// and RDMA writes take it: a post refuses it on any other opcode (a
+	// READ, an atomic, a bind) with an error matching syscall.EINVAL.
 	SendInline SendFlags = 8
 	SendIPCsum SendFlags = 16
 )

@@ -533,6 +533,9 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int, inl *inlineCache) error {
 		return fmt.Errorf("ibv_post_send: inline %d bytes, the QP allows %d: %w", n, qp.cap.MaxInline, syscall.EINVAL)
 	}
 	if w.Flags&SendInline != 0 {
+		if err := notInline(w.Opcode); err != nil {
+			return err
+		}
 		if err := inl.checkSGL(qp.pd.c, w.SGL); err != nil {
 			return err
 		}
@@ -628,6 +631,17 @@ func sglSize(sgl []SGE) string {
 // inlineOps are the opcodes (bits 1<<Opcode) that the verbs take
 // SendInline for: sends and writes.
 const inlineOps = 1<<OpSend | 1<<OpSendWithImm | 1<<OpSendWithInv | 1<<OpRDMAWrite | 1<<OpRDMAWriteWithImm
+
+// notInline says why a request of opcode op cannot have SendInline, or
+// returns nil: only sends and writes carry bytes inline. A provider does
+// not refuse the flag on a READ or an atomic: rxe's READ completed with
+// LOC_PROT_ERR and took the QP to ERR.
+func notInline(op Opcode) error {
+	if op < 32 && inlineOps&(1<<op) != 0 {
+		return nil
+	}
+	return fmt.Errorf("ibv_post_send: SendInline on a %v request: only sends and RDMA writes carry their bytes inline: %w", op, syscall.EINVAL)
+}
 
 // inlineLen returns the bytes that w, a send or write with SendInline,
 // carries inline: its SGL's. It is 0 for any other request.
