@@ -119,7 +119,9 @@ const qpAttrFields = QPAttrState | QPAttrCurState | QPAttrAccessFlags | QPAttrPK
 // state the QP is in (ibv_query_qp, on that error path only) and the
 // states the one asked for is reached from, as ibv_modify_qp(3) lists
 // them: INIT from RESET or INIT, RTR from INIT, RTS from RTR, RTS, SQD
-// or SQE, SQD from RTS or SQD; RESET and ERR from any.
+// or SQE, SQD from RTS or SQD; RESET from any; ERR from any but RESET
+// (the kernel's table of transitions, as the InfiniBand spec's: a QP in
+// RESET goes to INIT, or stays in RESET).
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if bad := mask &^ qpAttrFields; bad != 0 {
 		them := "them"
@@ -183,12 +185,14 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 }
 
 // transitionFrom lists the states each state is reached from by Modify
-// (ibv_modify_qp(3)); RESET and ERR, reached from any, are not listed.
+// (ibv_modify_qp(3), and the kernel's qp_state_table for ERR); RESET,
+// reached from any, is not listed.
 var transitionFrom = map[QPState][]QPState{
-	QPStateInit: {QPStateReset, QPStateInit},
-	QPStateRTR:  {QPStateInit},
-	QPStateRTS:  {QPStateRTR, QPStateRTS, QPStateSQD, QPStateSQE},
-	QPStateSQD:  {QPStateRTS, QPStateSQD},
+	QPStateInit:  {QPStateReset, QPStateInit},
+	QPStateRTR:   {QPStateInit},
+	QPStateRTS:   {QPStateRTR, QPStateRTS, QPStateSQD, QPStateSQE},
+	QPStateSQD:   {QPStateRTS, QPStateSQD},
+	QPStateError: {QPStateInit, QPStateRTR, QPStateRTS, QPStateSQD, QPStateSQE, QPStateError},
 }
 
 // transition says, for a move to state that the verb refused with
@@ -209,6 +213,9 @@ func (qp *QP) transition(to QPState) string {
 	}
 	if slices.Contains(from, cur) {
 		return fmt.Sprintf("the QP is in %s, from which %s may be reached: an attribute or the mask is wrong for the QP's type or device", cur, to)
+	}
+	if to == QPStateError && cur == QPStateReset {
+		return "the QP is in RESET, from which ERR is not reached (ERR is reached from any state but RESET; a QP in RESET has no work to flush)"
 	}
 	names := make([]string, len(from))
 	for i, s := range from {
