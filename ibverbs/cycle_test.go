@@ -10,7 +10,8 @@ import (
 )
 
 // TestCreateCloseCycles creates and closes a PD, buffer, MR, channel, CQ
-// and QP 10,000 times and checks that file descriptors and memory stay flat.
+// and QP 6,200 times and checks that file descriptors and memory stay
+// flat: the memory over the last 5,000.
 func TestCreateCloseCycles(t *testing.T) {
 	ctx, _ := rdmatest.Open(t)
 	n := 10000
@@ -48,26 +49,29 @@ func TestCreateCloseCycles(t *testing.T) {
 			}
 		}
 	}
-	// The first half of the run warms the Go and C allocators up; a leak
-	// shows as growth across the second half.
+	// The first 200 cycles and a tenth of the run warm the Go and C
+	// allocators up; a leak shows as growth across the n/2 cycles that
+	// follow, held to CheckGrowth's bounds as before. (The warm-up was
+	// n/2 cycles too, some 20 s under emulation, over which only the fd
+	// and RDMA counts were checked, as they still are, from u0 to u1.)
 	for range 200 {
 		cycle()
 	}
 	u0 := rdmatest.Measure(t)
-	for range n / 2 {
+	for range n / 10 {
 		cycle()
 	}
-	half := rdmatest.Measure(t)
+	warm := rdmatest.Measure(t)
 	for range n / 2 {
 		cycle()
 	}
 	u1 := rdmatest.Measure(t)
-	t.Logf("%d cycles\nbefore: %v\nhalf:   %v\nafter:  %v", n, u0, half, u1)
+	t.Logf("%d cycles\nbefore: %v\nwarm:   %v\nafter:  %v", n/10+n/2, u0, warm, u1)
 	if u1.FDs != u0.FDs {
 		t.Errorf("file descriptors grew from %d to %d", u0.FDs, u1.FDs)
 	}
 	if u1.RDMA != u0.RDMA {
 		t.Errorf("the kernel's RDMA resource counts changed:\n%s->\n%s", u0.RDMA, u1.RDMA)
 	}
-	rdmatest.CheckGrowth(t, half, u1, n/2, "cycles")
+	rdmatest.CheckGrowth(t, warm, u1, n/2, "cycles")
 }
