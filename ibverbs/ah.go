@@ -33,7 +33,7 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	attr.toC(&a)
 	h, err := C.ibv_create_ah(pd.c, &a)
 	if h == nil {
-		return nil, fmt.Errorf("AH to %s: %w", attr.GRH.DGID, errnoOf("ibv_create_ah", err))
+		return nil, fmt.Errorf("AH to %s: %w", attr.GRH.DGID, attr.noGID(errnoOf("ibv_create_ah", err)))
 	}
 	pd.kids.add()
 	return &AH{c: h, pd: pd}, nil

@@ -6,6 +6,7 @@ package ibverbs
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,17 @@ type AHAttr struct {
 	StaticRate  uint8
 	IsGlobal    bool
 	Port        uint8
+}
+
+// noGID adds to err, a verb's error for an address vector a, that a's
+// source GID index names no GID in its port's table where err is ENODATA,
+// as the kernel says it for an index past the table's end or an empty
+// entry; it returns err otherwise.
+func (a *AHAttr) noGID(err error) error {
+	if !a.IsGlobal || !errors.Is(err, syscall.ENODATA) {
+		return err
+	}
+	return fmt.Errorf("GID index %d: port %d's GID table has no GID there: %w", a.GRH.SGIDIndex, a.Port, err)
 }
 
 // QPAttr holds queue pair attributes (struct ibv_qp_attr) for Modify and
@@ -174,6 +186,9 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 			return fmt.Errorf("QP %#x: %w", qp.num, verbError("ibv_modify_qp", int(rc)))
 		}
 		err := verbError("ibv_modify_qp", int(rc))
+		if mask&QPAttrAV != 0 {
+			err = attr.AH.noGID(err)
+		}
 		if rc == C.int(syscall.EINVAL) || rc == -C.int(syscall.EINVAL) {
 			if why := qp.transition(attr.State); why != "" {
 				return fmt.Errorf("QP %#x to %s: %s: %w", qp.num, attr.State, why, err)
