@@ -53,7 +53,8 @@ func TestCreateCloseCycles(t *testing.T) {
 	// allocators up; a leak shows as growth across the n/2 cycles that
 	// follow, held to CheckGrowth's bounds as before. (The warm-up was
 	// n/2 cycles too, some 20 s under emulation, over which only the fd
-	// and RDMA counts were checked, as they still are, from u0 to u1.)
+	// and RDMA counts were checked; the RDMA counts still are, from u0
+	// to u1.)
 	for range 200 {
 		cycle()
 	}
@@ -67,9 +68,9 @@ func TestCreateCloseCycles(t *testing.T) {
 	}
 	u1 := rdmatest.Measure(t)
 	t.Logf("%d cycles\nbefore: %v\nwarm:   %v\nafter:  %v", n/10+n/2, u0, warm, u1)
-	if u1.FDs != u0.FDs {
-		t.Errorf("file descriptors grew from %d to %d", u0.FDs, u1.FDs)
-	}
+	// The fds are held to the count after the warm-up alone
+	// (CheckGrowth): in 1 of 5 runs in the VM, 2 fds the process opens
+	// once (not one a cycle) came during the warm-up, after u0.
 	if u1.RDMA != u0.RDMA {
 		t.Errorf("the kernel's RDMA resource counts changed:\n%s->\n%s", u0.RDMA, u1.RDMA)
 	}
