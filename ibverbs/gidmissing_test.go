@@ -18,12 +18,7 @@ import (
 // said only "ibv_modify_qp: no data available".
 func TestGIDIndexNotInTable(t *testing.T) {
 	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
-	qp, err := p.a.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: p.a.cq,
-		Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, qp) })
+	qp := p.spareRCQP(t)
 	check := func(what string, err error, index int) {
 		t.Helper()
 		want := fmt.Sprintf("GID index %d: port %d's GID table has no GID there", index, p.port)

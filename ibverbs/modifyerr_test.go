@@ -16,12 +16,7 @@ import (
 // one the transition needs; Modify with a nil attr is EINVAL, no panic.
 func TestModifyTransitionError(t *testing.T) {
 	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
-	qp, err := p.a.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: p.a.cq,
-		Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, qp) })
+	qp := p.spareRCQP(t)
 	cp := ibverbs.ConnParams{Port: p.port, GIDIndex: p.gid}
 	check := func(what string, err error, want string) {
 		t.Helper()

@@ -304,3 +304,17 @@ func waitSRQLimit(t testing.TB, events <-chan ibverbs.AsyncEvent, srq *ibverbs.S
 		t.Error("no SRQ_LIMIT_REACHED event in 10s")
 	}
 }
+
+// spareRCQP makes an RC QP in RESET on side a's PD and CQ, beside the
+// pair's own, closed at the test's end: for tests of state transitions
+// and their errors.
+func (p *pair) spareRCQP(t testing.TB) *ibverbs.QP {
+	t.Helper()
+	qp, err := p.a.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: p.a.cq,
+		Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, qp) })
+	return qp
+}

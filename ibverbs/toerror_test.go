@@ -17,13 +17,8 @@ import (
 // and the error said only that the QP was in RESET.
 func TestToErrorInReset(t *testing.T) {
 	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
-	qp, err := p.a.pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: p.a.cq,
-		Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeOK(t, qp) })
-	err = qp.ToError()
+	qp := p.spareRCQP(t)
+	err := qp.ToError()
 	if want := "ERR is reached from any state but RESET"; !errors.Is(err, syscall.EINVAL) || !strings.Contains(fmt.Sprint(err), want) {
 		t.Errorf("ToError in RESET: %v; want EINVAL saying %q", err, want)
 	}
