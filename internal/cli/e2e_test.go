@@ -425,9 +425,16 @@ func TestEventsSleep(t *testing.T) {
 				// -D 4 measures its middle 2 s (-f 1): at 200 a second
 				// about 400 messages, fewer where a loaded emulated VM
 				// wakes the sleeper late, which a burst of 1 cannot make
-				// up (300 seen); never more.
-				if n := r.Results[0].Iterations; n < 250 || n > 420 {
-					t.Errorf("%d messages in the measured 2 s at 200 a second", n)
+				// up (300 seen). The window is as long as the sender
+				// took to mark its end, which a stalled VM makes later
+				// (500 messages in 2.5 s seen in CI), so the rate, not
+				// the count, is held to the limit: 200 a second and the
+				// 2 tokens the limiter may keep, over 2 s.
+				res := r.Results[0]
+				if n, rate := res.Iterations, res.MsgRateMpps*1e6; n < 250 || rate > 202 {
+					t.Errorf("%d messages at %.1f a second in the measured 2 s, with a limit of 200 a second", n, rate)
+				} else {
+					t.Logf("%d messages at %.1f a second in the measured 2 s", n, rate)
 				}
 			}
 			for side, ps := range map[string]*os.ProcessState{"client": cli, "server": srv} {
