@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorperf/gorperf/internal/fdwait"
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
@@ -111,22 +112,15 @@ func dialBusy(ctx context.Context, addr string, c *Config) (*Conn, *rdmacm.Conn,
 // for its end: rdmacm's resolve timeout, ctx's time left plus 50 ms,
 // fires ADDR_ERROR or ROUTE_ERROR (ETIMEDOUT) on the kernel's clock, which
 // on a loaded host can come before ctx's timer has run (ctx.Err() still
-// nil). It then waits for ctx to end, up to a second, as package fdwait's
-// Wait does.
+// nil). It then waits for ctx to end, as package fdwait's Wait does.
 func ended(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return true
 	}
-	d, ok := ctx.Deadline()
-	if !ok || time.Now().Before(d) {
+	if d, ok := ctx.Deadline(); !ok || time.Now().Before(d) {
 		return false
 	}
-	t := time.NewTimer(time.Second)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	fdwait.AwaitEnd(ctx, nil)
 	return true
 }
 

@@ -43,7 +43,7 @@ type Waiter struct {
 	stop   func() bool
 	closed atomic.Bool
 	// gone is closed by Close, for a wait that does not wait on the
-	// descriptor (ended).
+	// descriptor (AwaitEnd's).
 	gone chan struct{}
 	// interrupted is Interrupt's word to the Wait under way or the next.
 	interrupted atomic.Bool
@@ -119,7 +119,7 @@ func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 			return ctx.Err()
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-				return w.ended(ctx)
+				return AwaitEnd(ctx, w.gone)
 			}
 			if w.interrupted.Swap(false) {
 				return ErrInterrupted
@@ -133,14 +133,15 @@ func (w *Waiter) Wait(ctx context.Context, try func(fd uintptr) bool) error {
 	}
 }
 
-// ended returns the error of ctx, whose deadline has passed, once ctx has
-// ended: the descriptor's deadline, which ended the wait, is a timer of
-// its own that often fires before ctx's, and a caller that finds
-// ctx.Err() nil after a Wait failed with DeadlineExceeded takes the
-// failure for something else. A Context that cannot end, or has not a
-// second after its deadline (one of the caller's own making), gets
-// DeadlineExceeded; Close ends the wait with ErrClosed.
-func (w *Waiter) ended(ctx context.Context) error {
+// AwaitEnd waits for ctx, whose deadline has passed, to end, and returns
+// its error. A wait that a descriptor's deadline (or any timer but ctx's)
+// ended often ends before ctx's own timer has fired, and a caller that
+// finds ctx.Err() nil then takes the failure for something else: this
+// waits for ctx to agree. A Context that cannot end (no Done channel), or
+// has not a second after its deadline (one of the caller's own making),
+// gets DeadlineExceeded; stop's closing (nil: none) ends the wait with
+// ErrClosed.
+func AwaitEnd(ctx context.Context, stop <-chan struct{}) error {
 	done := ctx.Done()
 	if done == nil {
 		return context.DeadlineExceeded
@@ -155,7 +156,7 @@ func (w *Waiter) ended(ctx context.Context) error {
 	select {
 	case <-done:
 		return ctx.Err()
-	case <-w.gone:
+	case <-stop:
 		return ErrClosed
 	case <-t.C:
 		return context.DeadlineExceeded
