@@ -38,6 +38,14 @@ type EventChannel struct {
 	idMu   sync.Mutex
 	closed atomic.Bool
 	ids    map[*C.struct_rdma_cm_id]*ID
+
+	// evMu is held while GetEvent reads an event (rdma_get_cm_event),
+	// which uses the QP that CreateQP made for the event's ID, with no
+	// lock of its own: it moves the QP to RTR and RTS on a
+	// CONNECT_RESPONSE, to ERR on a REJECTED, and attaches it to the
+	// group on a MULTICAST_JOIN. The QP's Close takes it, so that it
+	// cannot free the QP meanwhile. Taken after an ID's chMu.
+	evMu sync.Mutex
 }
 
 // CreateEventChannel opens an event channel (rdma_create_event_channel);
@@ -98,7 +106,12 @@ func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 	var cev *C.struct_rdma_cm_event
 	var errno C.int
 	err := ch.w.Wait(ctx, func(uintptr) bool {
+		ch.evMu.Lock()
+		defer ch.evMu.Unlock()
 		errno = C.gr_get_event(ch.c, &g, &cev)
+		if h := qpUseHook.Load(); h != nil && errno == 0 {
+			(*h)("event")
+		}
 		return errno != C.int(syscall.EAGAIN)
 	})
 	if cev != nil {

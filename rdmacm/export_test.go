@@ -51,3 +51,12 @@ func SetConnectTimeout(d time.Duration) (restore func()) {
 // IDClosing reports whether id's Close has begun (and not failed since):
 // a call of id that begins now returns ErrClosed.
 func IDClosing(id *ID) bool { return id.use.Closed() }
+
+// SetQPUseHook makes f run where librdmacm may use an ID's QP, with the
+// locks that keep the QP's Close out held: in each verb of an ID
+// ("verb") and in each GetEvent once it has read an event ("event");
+// restore unsets it.
+func SetQPUseHook(f func(where string)) (restore func()) {
+	qpUseHook.Store(&f)
+	return func() { qpUseHook.Store(nil) }
+}

@@ -74,7 +74,9 @@ func portSpaceTable() map[PortSpace]int {
 // kernel takes most of them once an ID and refuses a second with an
 // error matching syscall.EINVAL, as Accept refuses one after an Accept
 // that succeeded. CreateQP and the Close of the QP it made run one at a
-// time, and so do Migrates. The queries (LocalAddr, RemoteAddr, PortNum,
+// time, and so do Migrates. That QP's Close waits for a verb under way
+// and for a GetEvent reading an event from the ID's channel, in which
+// librdmacm uses the QP. The queries (LocalAddr, RemoteAddr, PortNum,
 // Context) take no lock: librdmacm writes what they read in a verb, or
 // in the GetEvent that takes the verb's outcome, so read them once the
 // outcome has come. Close may run beside any of them (see Close).
@@ -89,9 +91,10 @@ type ID struct {
 	// then failed with EINVAL).
 	chMu sync.Mutex
 	qp   atomic.Pointer[ibverbs.QP] // made by CreateQP, until its Close
-	// qpMu serializes CreateQP and the Close of the QP it made, which
-	// librdmacm makes and destroys as the ID's (id->qp): a QP's Close
-	// beside a CreateQP destroyed the new QP (SIGSEGV).
+	// qpMu serializes CreateQP, the Close of the QP it made, which
+	// librdmacm makes and destroys as the ID's (id->qp), and the verbs,
+	// which use it (see lock): a QP's Close beside a CreateQP destroyed
+	// the new QP (SIGSEGV). Taken after mu, before chMu.
 	qpMu sync.Mutex
 	// mu serializes the ID's verbs (see the type's doc), taken after
 	// use.Enter and never with qpMu or chMu held: librdmacm runs them on
@@ -142,21 +145,36 @@ func newID(c *C.struct_rdma_cm_id, ch *EventChannel, ps PortSpace, request bool)
 	return id
 }
 
-// lock begins a verb of the ID: it enters the guard and takes mu, or
-// returns false, taking nothing, once Close has begun.
+// lock begins a verb of the ID: it enters the guard and takes mu, then
+// qpMu, or returns false, taking nothing, once Close has begun. qpMu,
+// because librdmacm uses the ID's QP (id->qp) in several verbs with no
+// lock of its own (rdma_connect reads its number, rdma_accept and
+// rdma_establish move it to RTR and RTS, rdma_disconnect to ERR,
+// rdma_leave_multicast detaches it), and the QP's Close beside one of
+// them would free the QP while it is used.
 func (id *ID) lock() bool {
 	if !id.use.Enter() {
 		return false
 	}
 	id.mu.Lock()
+	id.qpMu.Lock()
+	if h := qpUseHook.Load(); h != nil {
+		(*h)("verb")
+	}
 	return true
 }
 
 // unlock ends a verb that lock began.
 func (id *ID) unlock() {
+	id.qpMu.Unlock()
 	id.mu.Unlock()
 	id.use.Leave()
 }
+
+// qpUseHook, if set, runs where librdmacm may use an ID's QP, with the
+// locks that keep the QP's Close out held: in each verb ("verb") and in
+// GetEvent once it has read an event ("event") (for the tests).
+var qpUseHook atomic.Pointer[func(where string)]
 
 // Channel returns the event channel the ID's events arrive on.
 func (id *ID) Channel() *EventChannel { return id.ch.Load() }
@@ -845,6 +863,13 @@ func (id *ID) CreateQP(pd *ibverbs.PD, init ibverbs.QPInit) (*ibverbs.QP, error)
 			id.qpMu.Lock()
 			defer id.qpMu.Unlock()
 		}
+		// GetEvent's rdma_get_cm_event uses the QP too (see
+		// EventChannel.evMu); chMu keeps the ID on that channel.
+		id.chMu.Lock()
+		defer id.chMu.Unlock()
+		ch := id.ch.Load()
+		ch.evMu.Lock()
+		defer ch.evMu.Unlock()
 		if rc := C.gr_destroy_qp(c); rc != 0 {
 			return errnoError("rdma_destroy_qp", int(rc))
 		}
