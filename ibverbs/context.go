@@ -308,6 +308,28 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 	}, nil
 }
 
+// RawClock reads the device's free-running clock now
+// (ibv_query_rt_values_ex with IBV_VALUES_MASK_RAW_CLOCK), in the units of
+// the completion timestamps of CQInit.Timestamps: ticks of
+// DeviceAttr.HCACoreClockKHz, within DeviceAttr.CompletionTimestampMask,
+// so that a completion's Timestamp can be set against it. The verb
+// answers a struct timespec, which this returns as tv_sec*1e9 + tv_nsec:
+// the ticks where a provider puts them in tv_nsec alone, as mlx5's does.
+// A device without the query, soft-RoCE among them, fails with an error
+// matching errors.ErrUnsupported, as does one that answers without the
+// raw clock.
+func (c *Context) RawClock() (uint64, error) {
+	if !c.use.Enter() {
+		return 0, ErrClosed
+	}
+	defer c.use.Leave()
+	var t C.uint64_t
+	if rc := C.gv_query_raw_clock(c.c, &t); rc != 0 {
+		return 0, fmt.Errorf("%s: raw clock: %w", c.name, verbError("ibv_query_rt_values_ex", int(rc)))
+	}
+	return uint64(t), nil
+}
+
 // PortAttr holds a port's attributes (struct ibv_port_attr). Its fields
 // are the C struct's of the same names in MixedCaps (GIDTableLen is
 // gid_tbl_len, SMLID sm_lid); see ibv_query_port(3).
@@ -554,6 +576,34 @@ func (c *Context) QueryPKey(port, index int) (uint16, error) {
 		return 0, fmt.Errorf("%s port %d P_Key index %d: %w", c.name, port, index, verbError("ibv_query_pkey", int(rc)))
 	}
 	return uint16(k), nil
+}
+
+// PKeyIndex returns the index of the P_Key pkey, in host order, in a
+// port's P_Key table (ibv_get_pkey_index), the index a QP's
+// ibv_qp_attr.pkey_index or a UD request names it by: on RoCE the
+// default key 0xffff is at index 0. The membership bit counts: 0x7fff
+// (limited) and 0xffff (full) are two keys. A key the table lacks fails
+// with an error matching syscall.ENOENT, and a port the device does not
+// have with one matching syscall.EINVAL.
+func (c *Context) PKeyIndex(port int, pkey uint16) (int, error) {
+	const verb = "ibv_get_pkey_index"
+	if !c.use.Enter() {
+		return 0, ErrClosed
+	}
+	defer c.use.Leave()
+	if port < 1 || port > c.ports {
+		return 0, fmt.Errorf("invalid port %d: %s has ports 1-%d: %w", port, c.name, c.ports,
+			os.NewSyscallError(verb, syscall.EINVAL))
+	}
+	i := C.gv_get_pkey_index(c.c, C.uint8_t(port), C.uint16_t(pkey))
+	if i == -C.int(syscall.ENOENT) {
+		return 0, fmt.Errorf("P_Key %#04x is not in %s port %d's P_Key table: %w", pkey, c.name, port,
+			verbError(verb, int(i)))
+	}
+	if i < 0 {
+		return 0, fmt.Errorf("%s port %d P_Key %#04x: %w", c.name, port, pkey, verbError(verb, int(i)))
+	}
+	return int(i), nil
 }
 
 // gidEntry converts a struct ibv_gid_entry, naming its netdev by names.

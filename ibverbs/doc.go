@@ -38,10 +38,13 @@
 //	ibv_query_port             (*Context).QueryPort
 //	ibv_query_gid_table        (*Context).GIDTable  ibv_query_gid_ex   (*Context).QueryGID
 //	ibv_query_pkey             (*Context).QueryPKey
+//	ibv_get_pkey_index         (*Context).PKeyIndex
+//	ibv_query_rt_values_ex     (*Context).RawClock
 //	ibv_alloc_pd               (*Context).AllocPD   ibv_dealloc_pd     (*PD).Close
 //	ibv_reg_mr                 (*PD).RegMR, RegMRRange               ibv_dereg_mr (*MR).Close
 //	ibv_reg_mr_iova2           (*PD).RegMRIOVA
 //	ibv_rereg_mr               (*MR).Rereg
+//	ibv_alloc_null_mr          (*PD).AllocNullMR    ibv_dereg_mr       (*NullMR).Close
 //	ibv_alloc_mw               (*PD).AllocMW        ibv_dealloc_mw     (*MW).Close
 //	ibv_bind_mw                (*QP).BindMW         ibv_inc_rkey       NextRKey
 //	ibv_create_comp_channel    (*Context).CreateCompChannel
@@ -56,6 +59,7 @@
 //	ibv_modify_qp              (*QP).Modify, ToInit, ToRTR, ToRTS, Connect, ToError, Reset
 //	ibv_query_qp               (*QP).Query, State
 //	ibv_query_qp_data_in_order (*QP).DataInOrder
+//	ibv_query_ece              (*QP).QueryECE       ibv_set_ece        (*QP).SetECE
 //	ibv_post_send              (*QP).PostSend       ibv_post_recv      (*QP).PostRecv
 //	ibv_wr_start ... ibv_wr_complete  (*QP).PostSend on a QPInit.WRAPI QP
 //	ibv_create_ah              (*PD).CreateAH, CreateAHTo            ibv_destroy_ah (*AH).Close
@@ -95,7 +99,7 @@
 //
 // # Lifetimes
 //
-// A child keeps its parent: an MR holds its PD and Buffer, an MW its PD, a
+// A child keeps its parent: an MR holds its PD and Buffer, an MW or NullMR its PD, a
 // QP its PD, CQs and SRQ, a CQ its Context and channel. Close a child
 // before its parent; a handle that WrapContext made on a Context from Open
 // counts as the Context's child. A parent's Close while children are open
@@ -110,8 +114,8 @@
 // from Buffer.Len and Addr, MW.RKey and Context.NumCompVectors, and -1
 // from CompChannel.Fd. So do those of keys, which the device may give to
 // a later registration once Close frees them: 0 from MR.LKey, RKey and
-// Addr, and the zero RemoteMR from MR.Remote. The one exception: MR.SGE
-// panics once its MR is closed, as no SGE value would be refused by every
+// Addr and NullMR.LKey, and the zero RemoteMR from MR.Remote. The one exception: MR.SGE
+// (and NullMR.SGE) panics once its MR is closed, as no SGE value would be refused by every
 // post and device (see MR.SGE). Finalizers play no part.
 //
 // Close may run while other goroutines use the object, as closing a file
@@ -120,7 +124,7 @@
 // under way (a Poll, a post, a Modify or Query, a RegMR on a PD or of a
 // Buffer) to return before it destroys or unmaps it, and a call that
 // begins once Close has begun returns ErrClosed, never touching freed
-// memory. Two Closes of an MR, AH or MW may run at once (one destroys
+// memory. Two Closes of an MR, NullMR, AH or MW may run at once (one destroys
 // it, the other returns nil once it has), and so may an MW's Close and a
 // QP.BindMW of it, or an MR's Close and its Rereg; unlike the objects
 // above, these do not turn away the posts that name them, which take no

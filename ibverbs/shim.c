@@ -456,6 +456,36 @@ int gv_query_pkey(struct ibv_context *ctx, uint8_t port, int index, uint16_t *pk
 	return 0;
 }
 
+struct ibv_mr *gv_alloc_null_mr(struct ibv_pd *pd)
+{
+	return ibv_alloc_null_mr(pd);
+}
+
+int gv_get_pkey_index(struct ibv_context *ctx, uint8_t port, uint16_t pkey)
+{
+	int i;
+
+	errno = 0;
+	i = ibv_get_pkey_index(ctx, port, htons(pkey));
+	if (i < 0)
+		return errno ? -errno : -EIO;
+	return i;
+}
+
+int gv_query_raw_clock(struct ibv_context *ctx, uint64_t *ns)
+{
+	struct ibv_values_ex v = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
+	int rc;
+
+	rc = ibv_query_rt_values_ex(ctx, &v);
+	if (rc)
+		return rc;
+	if (!(v.comp_mask & IBV_VALUES_MASK_RAW_CLOCK))
+		return EOPNOTSUPP;
+	*ns = (uint64_t)v.raw_clock.tv_sec * 1000000000 + (uint64_t)v.raw_clock.tv_nsec;
+	return 0;
+}
+
 /*
  * rdma-core 49 appended uint32_t active_speed_ex to struct ibv_port_attr,
  * after port_cap_flags2, for speeds that active_speed's 8 bits cannot hold

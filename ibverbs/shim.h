@@ -163,6 +163,18 @@ int gv_modify_cq(struct ibv_cq *cq, uint16_t count, uint16_t period_us);
 // into *pkey, in host order, and returns 0 or errno (EIO where the verb
 // failed without setting one).
 int gv_query_pkey(struct ibv_context *ctx, uint8_t port, int index, uint16_t *pkey);
+// gv_alloc_null_mr is ibv_alloc_null_mr, an inline of verbs.h: NULL with
+// errno set (EOPNOTSUPP where the provider has no null MRs) on failure.
+struct ibv_mr *gv_alloc_null_mr(struct ibv_pd *pd);
+// gv_get_pkey_index returns the index of the P_Key pkey, in host order,
+// in port's table (ibv_get_pkey_index), or -errno (-EIO where the verb
+// failed without setting one; -ENOENT for a key the table lacks).
+int gv_get_pkey_index(struct ibv_context *ctx, uint8_t port, uint16_t pkey);
+// gv_query_raw_clock reads the device's raw clock (ibv_query_rt_values_ex
+// with IBV_VALUES_MASK_RAW_CLOCK) into *ns as tv_sec*1e9 + tv_nsec, and
+// returns 0 or the verb's errno: EOPNOTSUPP where the provider has no
+// query_rt_values, or answers without the raw clock.
+int gv_query_raw_clock(struct ibv_context *ctx, uint64_t *ns);
 // gv_init_ah_from_wc fills *attr with the address vector of a reply to the
 // sender of the receive completion w (ibv_init_ah_from_wc), grh being the
 // GRH area at the start of its buffer (NULL where w has no GRH: zeros are
