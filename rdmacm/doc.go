@@ -53,6 +53,8 @@
 //	rdma_init_qp_attr          (*ID).InitQPAttr, for a QP made with ibverbs
 //	rdma_establish             (*ID).Establish
 //	rdma_notify                (*ID).Notify
+//	rdma_set_local_ece         (*ID).SetLocalECE, for a QP made with ibverbs
+//	rdma_get_remote_ece        (*ID).RemoteECE, for a QP made with ibverbs
 //	rdma_get_local_addr        (*ID).LocalAddr
 //	rdma_get_peer_addr         (*ID).RemoteAddr
 //	rdma_get_devices           Devices (every device); Device binds an ID instead
