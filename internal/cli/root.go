@@ -277,7 +277,6 @@ func newCmdRoot(f *Factory) *cobra.Command {
 		Short: "RDMA bandwidth and latency tests, and a guide to the host's RDMA set-up",
 		Long: `gorperf measures RDMA bandwidth and latency as perftest does, and explains
 the RDMA devices of this host and what stands in the way of using them.`,
-		Version:       Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// cobra's default, which SuggestionsFor reads unset as 0.
@@ -290,7 +289,8 @@ the RDMA devices of this host and what stands in the way of using them.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if v, _ := cmd.Flags().GetBool(perftestVersion); v {
+			v, _ := cmd.Flags().GetBool("version")
+			if v2, _ := cmd.Flags().GetBool(cobraVersion); v || v2 {
 				fmt.Fprintf(cmd.OutOrStdout(), "gorperf %s\n", Version)
 				return nil
 			}
@@ -301,11 +301,13 @@ the RDMA devices of this host and what stands in the way of using them.`,
 	cmd.SetOut(f.IO.Out)
 	cmd.SetErr(f.IO.ErrOut)
 	cmd.SetFlagErrorFunc(flagError)
-	cmd.SetVersionTemplate("gorperf {{.Version}}\n")
-	// perftest's -V, which the tests take too, beside cobra's -v and
-	// --version: hidden, so that the help lists one way.
-	cmd.Flags().BoolP(perftestVersion, "V", false, "print gorperf's version, as -v")
-	cmd.Flags().MarkHidden(perftestVersion)
+	// perftest's -V, as every command's (addVersionFlag), where cobra's
+	// own (the command's Version) would be -v, which no other command
+	// takes, and would print the version before the arguments are
+	// checked; -v stays, hidden, so that the help lists one way.
+	cmd.Flags().BoolP("version", "V", false, "print gorperf's version and stop")
+	cmd.Flags().BoolP(cobraVersion, "v", false, "print gorperf's version, as -V")
+	cmd.Flags().MarkHidden(cobraVersion)
 	cmd.PersistentFlags().String("cpuprofile", "", "write a Go CPU profile of the whole command to `file` (read it with go tool pprof)")
 	cmd.PersistentPreRunE = f.startProfile
 	cmd.AddCommand(newCmdDevices(f, nil), newCmdDoctor(f, nil))
@@ -353,9 +355,9 @@ func addVersionFlag(cmd *cobra.Command) {
 	}
 }
 
-// perftestVersion is the name of the root's -V, perftest's spelling of
-// -v (the tests' -V is their --version).
-const perftestVersion = "perftest-version"
+// cobraVersion is the name of the root's hidden -v, the version flag's
+// shorthand that cobra gives, which the root's help listed before.
+const cobraVersion = "cobra-version"
 
 // hideNotGiven keeps pflag from printing "(default -1)" after the usage
 // of cmd's flags, and its subcommands', whose -1 stands for "not given"

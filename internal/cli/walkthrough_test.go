@@ -8,8 +8,9 @@ import (
 
 // TestRootPerftestVersion: gorperf -V prints the version as -v and
 // --version do, as perftest's -V and the tests' own -V; it failed with
-// "unknown shorthand flag: 'V' in -V", exit 2. The help still lists only
-// -v, --version.
+// "unknown shorthand flag: 'V' in -V", exit 2. The help lists -V,
+// --version, as every other command takes it, and hides -v, which the
+// others refuse (it listed -v, and gorperf devices -v failed).
 func TestRootPerftestVersion(t *testing.T) {
 	want := "gorperf " + Version + "\n"
 	for _, args := range [][]string{{"-V"}, {"-v"}, {"--version"}} {
@@ -19,8 +20,8 @@ func TestRootPerftestVersion(t *testing.T) {
 		}
 	}
 	f, out, _ := newTestFactory(nil, nil)
-	if code := run(context.Background(), f, []string{"--help"}); code != 0 || !strings.Contains(out.String(), "-v, --version") ||
-		strings.Contains(out.String(), "-V") {
-		t.Errorf("gorperf --help: exit %d; want -v, --version listed and -V hidden:\n%s", code, out)
+	if code := run(context.Background(), f, []string{"--help"}); code != 0 || !strings.Contains(out.String(), "-V, --version") ||
+		strings.Contains(out.String(), " -v,") {
+		t.Errorf("gorperf --help: exit %d; want -V, --version listed and -v hidden:\n%s", code, out)
 	}
 }
