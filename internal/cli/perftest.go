@@ -311,7 +311,10 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.BoolVarP(&o.Version, "version", "V", false, "print gorperf's version and stop, as perftest's -V")
 	f.VarP((*sizeValue)(&o.Size), "size", "s", "message size in bytes, or with K or M after it in KiB or MiB, as perftest's: 64K (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's MTU, or -m)")
 	all := "run every size from 2 to 2^23 bytes"
-	if !o.Test.IsLatency() {
+	switch {
+	case o.Test.IsAtomic():
+		all = "refused: an atomic moves 8 bytes, the one size"
+	case !o.Test.IsLatency():
 		all += " (--run_infinitely overrides it and runs -s alone, as perftest's)"
 	}
 	f.BoolVarP(&o.All, "all", "a", false, all)
@@ -325,7 +328,11 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.Uint16VarP(&o.QPs, "qp", "q", 1, "number of queue pairs (bandwidth tests; a latency test runs on one, as perftest's)")
 	f.BoolVarP(&o.Bidir, "bidirectional", "b", false, "traffic in both directions (bandwidth tests)")
 	f.StringVarP(&o.Connection, "connection", "c", "RC", "connection type: RC, UC or UD (as the test allows)")
-	f.Uint32VarP(&o.Inline, "inline_size", "I", 0, "largest message sent inline (default, as perftest's: 220 for write-lat, 236 for send-lat, 188 for send-lat over UD, else 0; 0 on rxe and siw, which perftest does not recognise; lowered to the most the device inlines)")
+	inline := "largest message sent inline (default, as perftest's: 220 for write-lat, 236 for send-lat, 188 for send-lat over UD, else 0; 0 on rxe and siw, which perftest does not recognise; lowered to the most the device inlines)"
+	if o.Test == exchange.ReadBW || o.Test == exchange.ReadLat || o.Test.IsAtomic() {
+		inline = "0 only: an RDMA read or an atomic carries no data to send inline"
+	}
+	f.Uint32VarP(&o.Inline, "inline_size", "I", 0, inline)
 	f.Uint32VarP(&o.TXDepth, "tx-depth", "t", 0, "send queue depth (default: 128 for bandwidth, 1 for latency; at most -n)")
 	if o.Test.Receives() || o.Test.IsWrite() {
 		// Not the reads' and atomics', which post no receives: perftest
