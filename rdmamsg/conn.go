@@ -1283,6 +1283,16 @@ func (c *Conn) received(wc *ibverbs.WC) {
 		return
 	}
 	slot := int(wc.WRID)
+	if wc.Opcode != ibverbs.WCRecv || int(wc.ByteLen) > c.maxRecv {
+		// Not a send's: the peer wrote into a region this side
+		// registered with immediate data (RDMA_WRITE_WITH_IMM), which
+		// takes a receive, and whose length is the write's, not that
+		// of a message in the receive's buffer. Before its immediate
+		// data is taken for credits.
+		c.fail(fmt.Errorf("rdmamsg: a receive from %s completed as %v of %d bytes, for a buffer of %d, which the protocol never makes: its messages are sends that fit (RECV), and an RDMA write with immediate data into this side's memory takes a receive too: %w",
+			c.link.RemoteAddr(), wc.Opcode, wc.ByteLen, c.maxRecv, syscall.EPROTO))
+		return
+	}
 	kind, ok := c.fl.received(wc.Imm)
 	if !ok || wc.Flags&ibverbs.WCWithImm == 0 {
 		c.fail(fmt.Errorf("rdmamsg: a message from %s that the protocol does not send (immediate data %#x, flags %s): %w",
@@ -1984,8 +1994,16 @@ func (c *Conn) next() (int, []byte, error) {
 		}
 	}
 	if c.cur >= 0 {
+		n := c.lens[c.cur]
+		if n < 0 || n > c.maxRecv || c.off > n {
+			// received lets no such length through: never read past
+			// the message's buffer.
+			c.fail(fmt.Errorf("rdmamsg: a message of %d bytes from %s in a buffer of %d: %w", n, c.link.RemoteAddr(), c.maxRecv, syscall.EPROTO))
+			c.cur = -1
+			return -1, nil, c.err
+		}
 		start := c.cur * c.maxRecv
-		return c.cur, c.rbuf.Bytes()[start+c.off : start+c.lens[c.cur]], nil
+		return c.cur, c.rbuf.Bytes()[start+c.off : start+n], nil
 	}
 	if c.err != nil {
 		return -1, nil, c.err

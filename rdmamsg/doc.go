@@ -187,7 +187,10 @@
 // 8 MiB on soft-RoCE); a longer one is refused (EMSGSIZE), and a larger
 // transfer goes in parts. The QP keeps its requests in order: a message
 // sent after WriteRemote returned reaches the peer after the bytes
-// written, and is how the peer learns of them.
+// written, and is how the peer learns of them. A write with immediate
+// data (RDMA_WRITE_WITH_IMM), which rdmamsg never sends, takes a receive
+// of the peer's as a message would: the peer fails the connection
+// (EPROTO), naming it and its length.
 //
 // A range outside the local region, or outside the remote one as its
 // RemoteMR says, is refused before anything is posted (EINVAL). A request

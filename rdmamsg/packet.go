@@ -557,6 +557,13 @@ func (p *PacketConn) readFrom(ctx context.Context, b []byte) (n int, from netip.
 // has that address looked up again before the next WriteTo to it.
 func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, net.Addr, int) {
 	wc := &p.wcs[slot]
+	if wc.Opcode != ibverbs.WCRecv || int(wc.ByteLen) > p.slot {
+		// Not a send's, or longer than the buffer: a UD QP takes no
+		// RDMA write, and the device no datagram longer than the
+		// receive, but the length must not take the slice past it.
+		p.stats.malformed.Add(1)
+		return 0, netip.AddrPort{}, nil, 0
+	}
 	buf := p.rbuf.Bytes()[slot*p.slot : slot*p.slot+int(wc.ByteLen)]
 	if len(buf) < ibverbs.GRHLen+packetHeaderLen || wc.Flags&ibverbs.WCWithGRH == 0 {
 		// Too short for a header, or without a sender's address to
