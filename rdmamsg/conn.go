@@ -235,6 +235,7 @@ type Conn struct {
 	peerOut  bool  // and it was Close's: the peer takes nothing more
 	cut      error // the readers' io.EOF, where the peer ended without an end message
 	closing  bool
+	dropped  bool // reset disconnected
 	started  bool // start finished: Close frees what there is
 	// loans counts the buffers in use outside mu (lend); unmapLater says
 	// Close left their unmapping to the last giveBack.
@@ -1069,6 +1070,9 @@ func (c *Conn) poll() int {
 		c.fail(fmt.Errorf("rdmamsg: %w", err))
 		return 0
 	}
+	if c.unexplainedFlush(c.wcs[:n]) {
+		c.reset()
+	}
 	for i := range c.wcs[:n] {
 		if wc := &c.wcs[i]; wc.WRID&sendTag != 0 {
 			c.sent(wc)
@@ -1080,6 +1084,49 @@ func (c *Conn) poll() int {
 		c.sendUpdate()
 	}
 	return n
+}
+
+// unexplainedFlush reports, with c.mu held, whether wcs hold a flushed
+// completion (ibverbs.WCWRFlushErr) that nothing this side knows of
+// explains: it has not closed, no failure is recorded (a request of its
+// own that failed completes with its error first, in wcs or before; the
+// stall watch records its failure before it moves the QP), the link is
+// up (rdmacm and Handshake's link record why it ended before they move
+// the QP to the error state) and the peer has not closed (Close's end
+// message). The QP went to the error state all the same: as the
+// responder of a request of the peer's that this side's device refused,
+// which completes nothing here (reset).
+func (c *Conn) unexplainedFlush(wcs []ibverbs.WC) bool {
+	if c.closing || c.err != nil || c.eof || c.peerOut {
+		return false
+	}
+	flushed := false
+	for i := range wcs {
+		switch wcs[i].Status {
+		case ibverbs.WCSuccess:
+		case ibverbs.WCWRFlushErr:
+			flushed = true
+		default:
+			return false // sent or received records the failure
+		}
+	}
+	return flushed && c.link.Err() == nil
+}
+
+// reset fails the connection whose QP entered the error state without a
+// failure of this side's requests (unexplainedFlush), with c.mu held,
+// and disconnects, so that the peer learns of it: where the device
+// refuses the peer's RDMA read or write (an rkey it does not know, a
+// range past the region, access the region was not registered with),
+// soft-RoCE moves the responder's QP to the error state and completes
+// none of its requests with an error, only flushes them. Without, the
+// sends flushed returned nil, the flushes counted as progress for the
+// stall watch, and a Recv waited for good.
+func (c *Conn) reset() {
+	c.fail(fmt.Errorf("rdmamsg: connection to %s reset: its QP entered the error state without a failure of this side's requests: most likely an RDMA read or write of the peer's was refused here (an rkey this side does not know, a range past a region, or access the region was not registered with): %w",
+		c.link.RemoteAddr(), syscall.ECONNRESET))
+	c.dropped = true
+	c.link.disconnect()
 }
 
 // sent takes a send's completion, with c.mu held: it frees its buffer, or
@@ -1109,8 +1156,8 @@ func (c *Conn) sent(wc *ibverbs.WC) {
 	}
 	// A flushed request is not a cause: the QP went into the error state
 	// because a request failed (which completes with its own status), the
-	// peer disconnected or Close did, and each of those is reported for
-	// itself.
+	// peer disconnected, Close did, or the device refused a request of
+	// the peer's (poll: reset), and each of those is reported for itself.
 	if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
 		c.fail(c.sendFailed(int(wc.WRID&^sendTag), wc))
 	}
@@ -2389,8 +2436,8 @@ func (c *Conn) shut(abort bool) error {
 		// buffers; rdmacm's Close then frees the receive side (prepare's
 		// cleanup) before the QP.
 		disc := c.link.disconnect()
-		if c.link.Err() != nil {
-			disc = nil // the peer went first: there is nothing to disconnect
+		if c.link.Err() != nil || c.dropped {
+			disc = nil // the peer went first, or reset: there is nothing to disconnect
 		}
 		// The regions go before the PD does; their memory stays
 		// mapped until their own Close.

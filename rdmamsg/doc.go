@@ -210,9 +210,23 @@
 // ended) still reads or writes its local region until its completion,
 // and the region's Close refuses (EBUSY) until then. A region's owner
 // must not close it while the peer may still use it: the peer's
-// operations would fail its connection. Close deregisters the Conn's
-// regions with the rest (after which Region.Close only unmaps their
-// memory); a Region's Close before the Conn's deregisters it at once.
+// operations would fail its connection.
+//
+// The region's owner learns of the peer's refused request too: its
+// device moves the owner's QP to the error state as well, and, on
+// soft-RoCE, completes none of the owner's requests with an error, only
+// flushes them (IBV_WC_WR_FLUSH_ERR). A flush that nothing on the owner's
+// side explains (it did not close, none of its requests failed, the peer
+// neither disconnected nor closed) fails the connection with an error
+// matching syscall.ECONNRESET that says the QP entered the error state
+// without a failure of this side's requests, most likely for a read or
+// write of the peer's refused here (its rkey, range or access); the
+// owner disconnects, so that the peer learns of it too, and its Send,
+// Recv and the rest return that error at once.
+//
+// Close deregisters the Conn's regions with the rest (after which
+// Region.Close only unmaps their memory); a Region's Close before the
+// Conn's deregisters it at once.
 //
 // # Without rdma_cm: Handshake
 //

@@ -4,6 +4,7 @@ package rdmamsg_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -99,5 +100,89 @@ func TestPeerWriteWithImm(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestOwnerAfterRefusedOp: the peer's RDMA write past the end of this
+// side's region, or read with an rkey this side does not know, fails the
+// peer's operation (REM_ACCESS_ERR) and its connection; this side's device
+// (soft-RoCE's) moves this side's QP to the error state too, with no
+// completion of an error of its own, only flushes. The owner's Recv and
+// Send fail within a few seconds with an error matching ECONNRESET that
+// says so, the owner disconnects (the peer's link ends), and Close
+// returns at once, with nothing left behind over the rounds. Where the
+// flushes were taken for those of this side's or the peer's end, Recv
+// waited for good (until its context ended), Sends returned nil and were
+// flushed, and Close said "broken pipe".
+func TestOwnerAfterRefusedOp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(ctx context.Context, cli *rdmamsg.Conn, local *rdmamsg.Region, rem ibverbs.RemoteMR) error
+	}{
+		{"write past the region", func(ctx context.Context, cli *rdmamsg.Conn, local *rdmamsg.Region, rem ibverbs.RemoteMR) error {
+			rem.Len += 1 << 20 // a RemoteMR that claims more than there is
+			return cli.WriteRemote(ctx, rem, 1<<16, local, 0, 64)
+		}},
+		{"read with a bad rkey", func(ctx context.Context, cli *rdmamsg.Conn, local *rdmamsg.Region, rem ibverbs.RemoteMR) error {
+			rem.RKey ^= 0x5a5a00
+			return cli.ReadRemote(ctx, local, 0, rem, 0, 64)
+		}},
+	} {
+		for _, via := range []string{"rdma_cm", "Handshake"} {
+			t.Run(tc.name+" via "+via, func(t *testing.T) {
+				checkNoLeaks(t, 2, "refused operations", func() {
+					var srv, cli *rdmamsg.Conn
+					if via == "Handshake" {
+						srv, cli = handshakePair(t, nil, nil)
+					} else {
+						srv, cli = pair(t, nil, nil)
+					}
+					ctx := timeout(t, 30*time.Second)
+					sr, err := srv.RegisterMemory(8192, ibverbs.AccessRemoteRead|ibverbs.AccessRemoteWrite)
+					if err != nil {
+						t.Fatal(err)
+					}
+					cr, err := cli.RegisterMemory(8192, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := tc.op(ctx, cli, cr, sr.Remote()); !errors.Is(err, ibverbs.WCRemAccessErr) {
+						t.Fatalf("the peer's operation: %v, want REM_ACCESS_ERR", err)
+					}
+					rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					defer cancel()
+					start := time.Now()
+					_, err = srv.Recv(rctx, make([]byte, 100))
+					took := time.Since(start)
+					if !errors.Is(err, syscall.ECONNRESET) || !strings.Contains(err.Error(), "without a failure of this side's requests") {
+						t.Fatalf("the owner's Recv after the peer's refused operation: %v after %v, want an error matching ECONNRESET that says why", err, took)
+					}
+					if took > 5*time.Second {
+						t.Errorf("the owner's Recv took %v to fail", took)
+					}
+					if serr := srv.Send(ctx, []byte("x")); !errors.Is(serr, syscall.ECONNRESET) {
+						t.Errorf("the owner's Send after: %v, want %v", serr, err)
+					}
+					if rc := cli.RDMA(); rc != nil {
+						select {
+						case <-rc.Done():
+						case <-time.After(5 * time.Second):
+							t.Errorf("the peer's connection still up 5 s after the owner's failure: the owner did not disconnect")
+						}
+					}
+					start = time.Now()
+					if err := srv.Close(); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+						t.Errorf("the owner's Close: %v", err)
+					}
+					if d := time.Since(start); d > 2*time.Second {
+						t.Errorf("the owner's Close took %v", d)
+					}
+					cli.Close()
+					if err := errors.Join(sr.Close(), cr.Close()); err != nil {
+						t.Error(err)
+					}
+				})
+			})
+		}
 	}
 }

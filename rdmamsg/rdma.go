@@ -354,9 +354,8 @@ func (c *Conn) opErr(o *op) error {
 // completion may be taken before watch has marked the connection's end
 // (ended); the link records why it ended before it moves the QP to the
 // error state, and that is the cause then. A flush with no cause known
-// here (the QP went to the error state as the responder of a request of
-// the peer's that failed, say) is told as the flush, in the operation's
-// words.
+// here has failed the connection before (poll: reset), and opErr tells
+// that; what is left is told as the flush, in the operation's words.
 func (c *Conn) flushedErr(o *op, wc *ibverbs.WC) error {
 	if err := c.opErr(o); err != nil {
 		return err
@@ -444,7 +443,7 @@ func (c *Conn) opDone(k int, wc *ibverbs.WC) {
 	case ibverbs.WCSuccess:
 	case ibverbs.WCWRFlushErr:
 		// The QP went to the error state for another reason, which is
-		// reported for itself (sent), and is this one's.
+		// reported for itself (sent, reset), and is this one's.
 		err = c.flushedErr(o, wc)
 	default:
 		err = fmt.Errorf("rdmamsg: connection to %s failed: %s: %w", c.link.RemoteAddr(), c.opString(o), wc.Err())
