@@ -1026,6 +1026,9 @@ func (n netPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 func (n netPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	var to netip.AddrPort
 	switch a := addr.(type) {
+	case nil:
+		// As a *net.UDPConn's WriteTo refuses it.
+		return 0, fmt.Errorf("rdmamsg: WriteTo: no address (nil net.Addr): %w", syscall.EINVAL)
 	case Addr:
 		to = netip.AddrPort(a)
 	case *net.UDPAddr:

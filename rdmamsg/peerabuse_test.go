@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
@@ -184,5 +186,31 @@ func TestOwnerAfterRefusedOp(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestNetPacketConnNilAddr: the net.PacketConn's WriteTo to a nil
+// net.Addr, or to a nil *net.UDPAddr or *net.TCPAddr, fails with an
+// error matching EINVAL, as a *net.UDPConn's does, and writes nothing.
+// To a nil net.Addr it panicked (a nil interface's String).
+func TestNetPacketConnNilAddr(t *testing.T) {
+	srvNet, _ := ends(t)
+	ctx := timeout(t, 30*time.Second)
+	p, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, a := range []net.Addr{nil, (*net.UDPAddr)(nil), (*net.TCPAddr)(nil)} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("WriteTo(b, %#v) panicked: %v", a, r)
+				}
+			}()
+			if n, err := p.NetPacketConn().WriteTo([]byte("x"), a); n != 0 || !errors.Is(err, syscall.EINVAL) {
+				t.Errorf("WriteTo(b, %#v) = %d, %v; want 0 and an error matching EINVAL", a, n, err)
+			}
+		}()
 	}
 }
