@@ -397,11 +397,21 @@ func checkContext(ctx context.Context, fn string) {
 // then fails with an error that says the listener was busy, matching
 // syscall.EAGAIN and the context's error (a net.Error whose Timeout is
 // true, for a deadline), not syscall.ECONNREFUSED.
+//
+// An address where no Listener can be is refused at once, as
+// PacketConn.WriteTo refuses it: an unspecified, multicast or broadcast
+// one (syscall.EINVAL) or a loopback one (syscall.EADDRNOTAVAIL, as no
+// RDMA device has one).
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	checkContext(ctx, "Dial")
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if to, err := netip.ParseAddrPort(addr); err == nil {
+		if err := checkDestination("dial", "Listener", netip.AddrPortFrom(to.Addr().Unmap(), to.Port())); err != nil {
+			return nil, err
+		}
 	}
 	if c.Device != "" {
 		return nil, errDeviceForCM
@@ -1323,10 +1333,19 @@ func (c *Conn) spinFor(ready func() bool, self chan struct{}) {
 
 // received takes a receive's completion, with c.mu held.
 func (c *Conn) received(wc *ibverbs.WC) {
-	if wc.Status != ibverbs.WCSuccess {
-		if wc.Status != ibverbs.WCWRFlushErr { // as in sent
-			c.fail(fmt.Errorf("rdmamsg: receive from %s: %w", c.link.RemoteAddr(), wc.Err()))
-		}
+	switch wc.Status {
+	case ibverbs.WCSuccess:
+	case ibverbs.WCWRFlushErr: // as in sent
+		return
+	case ibverbs.WCLocLenErr, ibverbs.WCLocQPOpErr:
+		// What a device says of a send longer than the receive's
+		// buffer (soft-RoCE the second): this side's receives are
+		// well formed, and its CQ has room for every request.
+		c.fail(fmt.Errorf("rdmamsg: receive from %s: %w (likely a message longer than this side's largest, %d bytes, which the peer's rdmamsg never sends)",
+			c.link.RemoteAddr(), wc.Err(), c.maxRecv))
+		return
+	default:
+		c.fail(fmt.Errorf("rdmamsg: receive from %s: %w", c.link.RemoteAddr(), wc.Err()))
 		return
 	}
 	slot := int(wc.WRID)

@@ -230,6 +230,9 @@ func ListenPacket(ctx context.Context, addr string, cfg *PacketConfig) (pc *Pack
 		return p, err
 	}
 	if err = p.id.BindAddr(ap); err != nil {
+		if e := errors.Unwrap(err); e != nil {
+			err = e // without the address, which listen's error names
+		}
 		return p, err
 	}
 	if err = p.id.Listen(c.Backlog); err != nil {
@@ -630,7 +633,7 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 		// Too long for any destination: no lookup need say so.
 		return fmt.Errorf("rdmamsg: a datagram of %d bytes to %s: at most %d: %w", len(b), to, p.maxData, syscall.EMSGSIZE)
 	}
-	if err := checkDestination(to); err != nil {
+	if err := checkDestination("WriteTo", "PacketConn", to); err != nil {
 		return err
 	}
 	peer, err := p.use(ctx, to, time.Now().Add(p.cfg.LookupTimeout))
@@ -669,17 +672,19 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 	}
 }
 
-// checkDestination refuses the addresses where no PacketConn can be: an
-// unspecified, multicast or broadcast address, which UD's unicast cannot
-// reach, and a loopback one, which ListenPacket cannot bind (it has no
-// RDMA device); a lookup of one would wait for LookupTimeout for nothing.
-func checkDestination(to netip.AddrPort) error {
+// checkDestination refuses, for op, the addresses where no PacketConn or
+// Listener (what) can be: an unspecified, multicast or broadcast
+// address, which UD's unicast and an RC connection cannot reach, and a
+// loopback one, which ListenPacket and Listen cannot bind (it has no
+// RDMA device); a lookup of one would wait for LookupTimeout for
+// nothing, and a Dial failed on the route, as if no device were there.
+func checkDestination(op, what string, to netip.AddrPort) error {
 	a := to.Addr()
 	switch {
 	case !a.IsValid(), a.IsUnspecified(), a.IsMulticast(), a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		return fmt.Errorf("rdmamsg: WriteTo %s: not a unicast address: %w", to, syscall.EINVAL)
+		return fmt.Errorf("rdmamsg: %s %s: not a unicast address: %w", op, to, syscall.EINVAL)
 	case a.IsLoopback():
-		return fmt.Errorf("rdmamsg: WriteTo %s: no PacketConn is on a loopback address (no RDMA device has one): %w", to, syscall.EADDRNOTAVAIL)
+		return fmt.Errorf("rdmamsg: %s %s: no %s is on a loopback address (no RDMA device has one): %w", op, to, what, syscall.EADDRNOTAVAIL)
 	}
 	return nil
 }

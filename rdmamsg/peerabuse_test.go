@@ -214,3 +214,80 @@ func TestNetPacketConnNilAddr(t *testing.T) {
 		}()
 	}
 }
+
+// TestPeerSendTooLong: the peer sends, behind rdmamsg's back, a message
+// longer than this side's largest: the device fails this side's receive
+// (soft-RoCE with LOC_QP_OP_ERR, others with LOC_LEN_ERR), and Recv's
+// error says that a message longer than MaxMessage is the likely cause,
+// where it gave the status alone.
+func TestPeerSendTooLong(t *testing.T) {
+	srv, cli := pair(t, nil, nil)
+	ctx := timeout(t, 30*time.Second)
+	n := srv.MaxRecv() + 1000
+	src, err := cli.RegisterMemory(n, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr := ibverbs.SendWR{ID: 1 << 63, Opcode: ibverbs.OpSendWithImm, SGL: []ibverbs.SGE{rdmamsg.RegionSGE(src, 0, n)}}
+	if err := cli.QP().PostSend([]ibverbs.SendWR{wr}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = srv.Recv(ctx, make([]byte, 2*n))
+	want := fmt.Sprintf("likely a message longer than this side's largest, %d bytes", srv.MaxRecv())
+	var wce *ibverbs.WCError
+	if !errors.As(err, &wce) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Recv after the peer's send of %d bytes: %v; want the receive's *ibverbs.WCError and %q", n, err, want)
+	}
+	cli.Abort()
+	srv.Close()
+	if err := src.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestDialNowhere: Dial refuses at once an address where no Listener can
+// be, as PacketConn.WriteTo does: an unspecified one (EINVAL) or a
+// loopback one (EADDRNOTAVAIL). It said "rdma_resolve_route: no such
+// device".
+func TestDialNowhere(t *testing.T) {
+	ctx := timeout(t, 30*time.Second)
+	for _, tc := range []struct {
+		addr string
+		want error
+	}{
+		{"0.0.0.0:0", syscall.EINVAL},
+		{"[::]:0", syscall.EINVAL},
+		{"224.0.0.1:7471", syscall.EINVAL},
+		{"127.0.0.1:1", syscall.EADDRNOTAVAIL},
+		{"[::ffff:127.0.0.1]:1", syscall.EADDRNOTAVAIL},
+		{"[::1]:7471", syscall.EADDRNOTAVAIL},
+	} {
+		c, err := rdmamsg.Dial(ctx, tc.addr, nil)
+		if c != nil {
+			c.Close()
+		}
+		if !errors.Is(err, tc.want) || !strings.HasPrefix(fmt.Sprint(err), "rdmamsg: dial ") {
+			t.Errorf("Dial %s: %v; want an error of Dial's matching %v", tc.addr, err, tc.want)
+		}
+	}
+}
+
+// TestListenPacketInUse: ListenPacket on a port in use says so, naming
+// the address once (it said "listen A: A: rdma_bind_addr: ...").
+func TestListenPacketInUse(t *testing.T) {
+	srvNet, _ := ends(t)
+	ctx := timeout(t, 30*time.Second)
+	p, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(srvNet.IP, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	addr := p.LocalAddr().String()
+	p2, err := rdmamsg.ListenPacket(ctx, addr, nil)
+	if p2 != nil {
+		p2.Close()
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) || strings.Count(fmt.Sprint(err), addr) != 1 {
+		t.Errorf("ListenPacket at %s again: %v; want an error matching EADDRINUSE that names the address once", addr, err)
+	}
+}
