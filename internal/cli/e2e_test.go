@@ -225,7 +225,7 @@ func TestEndToEnd(t *testing.T) {
 		{"read-lat", []string{"-s", "64", "-n", "200"}},
 		{"send-lat", []string{"-s", "64", "-n", "200"}},
 		{"atomic-lat", []string{"-n", "200", "-A", "CMP_AND_SWAP"}},
-		{"write-bw", []string{"-a", "-n", "12", "-l", "8", "-Q", "4", "-t", "32"}}, // a list of 8 a size, and one of 4
+		{"write-bw", []string{"-a", "-n", "6", "-l", "4", "-Q", "2", "-t", "32"}}, // a list of 4 a size, and one of 2
 		{"write-bw", []string{"-R", "-s", "4096", "-n", "300", "-q", "2"}},
 		{"read-bw", []string{"-R", "-s", "4096", "-n", "300"}},
 		{"send-bw", []string{"-R", "-s", "4096", "-n", "300"}},
