@@ -37,7 +37,7 @@ func TestCloseSilentPeer(t *testing.T) {
 			srv, cli := pair(t, &rdmamsg.Config{KeepAlive: -1},
 				&rdmamsg.Config{KeepAlive: -1, CM: rdmacm.Config{AckTimeout: 20}})
 			t.Cleanup(func() { srv.Close() })
-			if err := srv.QP().ToError(); err != nil {
+			if err := rdmamsg.StopSilently(srv); err != nil {
 				t.Fatal(err)
 			}
 			if err := cli.Send(timeout(t, 10*time.Second), message(0, 10)); err != nil {
@@ -92,7 +92,7 @@ func TestCloseEndNotAcknowledged(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(100 * time.Millisecond) // the ACK is in
-			if err := srv.QP().ToError(); err != nil {
+			if err := rdmamsg.StopSilently(srv); err != nil {
 				t.Fatal(err)
 			}
 			if err := cli.SetWriteDeadline(time.Now().Add(300 * time.Millisecond)); err != nil {

@@ -728,7 +728,7 @@ func TestPeerDies(t *testing.T) {
 	srv, cli := pair(t, cfg, cfg)
 	t.Cleanup(func() { closeOK(t, srv) })
 	ctx := timeout(t, 60*time.Second)
-	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+	if err := rdmamsg.StopSilently(srv); err != nil {
 		t.Fatal(err)
 	}
 	recv := make(chan error, 1)
@@ -1055,7 +1055,7 @@ func TestKeepAlive(t *testing.T) {
 	if a, err := cli.QP().Query(); err != nil || a.RetryCnt != rdmacm.DefaultRetryCount {
 		t.Errorf("QP's retry count %d, %v; want the default, %d", a.RetryCnt, err, rdmacm.DefaultRetryCount)
 	}
-	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+	if err := rdmamsg.StopSilently(srv); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -1095,7 +1095,7 @@ func TestKeepAliveWithoutCredit(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a fourth send: %v, want it to wait for a credit", err)
 	}
-	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+	if err := rdmamsg.StopSilently(srv); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -143,7 +143,7 @@ func TestKeepAliveAfterPost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The peer's QP stops without a word.
-	if err := srv.QP().Modify(&ibverbs.QPAttr{State: ibverbs.QPStateError}, ibverbs.QPAttrState); err != nil {
+	if err := rdmamsg.StopSilently(srv); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 4*ka)

@@ -102,7 +102,7 @@ func TestRemoteStalled(t *testing.T) {
 		_, err := cli.Recv(ctx, make([]byte, 64))
 		recv <- err
 	}()
-	if err := srv.QP().ToError(); err != nil {
+	if err := rdmamsg.StopSilently(srv); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
