@@ -18,8 +18,10 @@ import (
 // for its 3 s of retries says that a server for one test may be busy
 // with another client's, which stops listening once its test begins, and
 // that gorperf serve queues clients. It said that nobody listens there,
-// which a busy server's client took at its word.
+// which a busy server's client took at its word. It only waits out the
+// retries, beside the other tests that mostly wait (t.Parallel).
 func TestRefusedHintNamesABusyServer(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

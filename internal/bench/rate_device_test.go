@@ -63,8 +63,8 @@ func TestBidirectionalRateOutlastsIdle(t *testing.T) {
 // sweep, where from the second size on it counted two, the first of them
 // the last size's. Its 10 s of sweep, 8 sizes (2 to 256 bytes, the MTU
 // it asks for) of a datagram every 1.25 s, run beside
-// TestServeTellsQueuedClients and TestServeDropsSilentClients, which
-// mostly wait (t.Parallel).
+// TestServeTellsQueuedClients, TestServeDropsSilentClients and
+// TestRefusedHintNamesABusyServer, which mostly wait (t.Parallel).
 func TestSlowRateLateDatagrams(t *testing.T) {
 	t.Parallel()
 	spec := exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, AllSizes: true, Iterations: 2,
