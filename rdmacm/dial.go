@@ -138,8 +138,10 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 }
 
 // DefaultConnectTimeout bounds the wait for the answer to a Dial's or
-// LookupUD's connection request when neither Config.Timeout nor a
-// deadline on ctx does.
+// LookupUD's connection request, and an Accept's wait for ESTABLISHED
+// once it has replied, when neither Config.Timeout nor a deadline on ctx
+// does (a Listener's Accept: Config.Timeout alone, as its ctx bounds only
+// the wait for a request).
 const DefaultConnectTimeout = 2 * time.Minute
 
 // connectTimeout is DefaultConnectTimeout; tests shorten it.

@@ -34,14 +34,24 @@ type Listener struct {
 	// again, and every later GetRequest returns it (under sem).
 	removed error
 
-	// mu guards pending and wake. pending holds the requests that an
-	// Accept took and left unanswered because its caller's context ended
-	// first (park): getRequest hands them out before it reads the
-	// channel, and Close rejects them. wake, while a getRequest waits in
-	// GetEvent, ends that wait so that it takes a request parked meanwhile.
+	// mu guards pending, ready, readyc and wake. pending holds the
+	// requests that an Accept took and left unanswered because its
+	// caller's context ended first (park): getRequest hands them out
+	// before it reads the channel, and Close rejects them. ready holds
+	// the connections whose handshake an Accept began and whose caller's
+	// context ended before it was over (keep): Accept hands them out
+	// first, and Close closes them. readyc closes, and is made anew, when
+	// one is kept, for an Accept that waits to take requests. wake, while
+	// a getRequest waits in GetEvent, ends that wait so that it takes a
+	// request parked, or a connection kept, meanwhile.
 	mu      sync.Mutex
 	pending []*ConnRequest
+	ready   []*Conn
+	readyc  chan struct{}
 	wake    context.CancelFunc
+	// handshakes counts the handshakes that Accepts began: Close waits
+	// for them. A handshake is added under mu, and only before Close.
+	handshakes sync.WaitGroup
 
 	// closeMu serializes Close; closed is set once one has succeeded, so
 	// that a Close that failed is tried again by the next.
@@ -111,7 +121,7 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err := id.Listen(cfg.Backlog); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
-	l := &Listener{id: id, ch: ch, cfg: *cfg, bound: id.LocalAddr(), sem: make(chan struct{}, 1)}
+	l := &Listener{id: id, ch: ch, cfg: *cfg, bound: id.LocalAddr(), sem: make(chan struct{}, 1), readyc: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	return l, nil
 }
@@ -135,40 +145,99 @@ func (l *Listener) ID() *ID { return l.id }
 // accepts each in a goroutine of its own, as package rdmamsg's Listener
 // does.
 //
-// When ctx ends once a request is taken but before it is answered, Accept
-// returns ctx's error and leaves the request unanswered for the next
-// Accept or GetRequest, as a TCP Accept whose deadline passes leaves the
-// connection in the backlog; Close rejects it. Once the connection's
-// resources are being made, an end of ctx rejects the request.
+// ctx bounds the wait for a request, not the handshake: once Accept has
+// taken one, its ctx no longer changes what the peer gets, as a TCP
+// listener's backlog holds connections that no Accept has returned yet.
+// When ctx ends once Accept has taken a request but before it begins to
+// answer it, Accept returns ctx's error and leaves the request unanswered
+// for the next Accept or GetRequest. When it ends once the handshake has
+// begun (the connection's resources are being made, or the reply has gone
+// out), Accept returns ctx's error and the handshake goes on, bounded by
+// the listener's Config.Timeout (where that is zero, the wait for
+// ESTABLISHED by DefaultConnectTimeout) and by Close; if it succeeds,
+// the next Accept returns that connection before it takes another
+// request. The peer may have gone meanwhile: a connection so
+// kept may come with Done closed. A handshake that fails then is freed,
+// and its error dropped, as another Accept's would end that Accept only.
+// Close rejects the requests left unanswered, ends the handshakes under
+// way, and closes the connections kept that no Accept has returned.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	checkContext(ctx, "(*Listener).Accept")
-	r, err := l.GetRequest(ctx)
+	r, c, err := l.getRequest(ctx, true)
 	if err != nil {
-		return nil, err
+		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: err}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(l.ctx, cancel)
-	defer stop()
+	if c != nil {
+		return c, nil
+	}
 	if h := takenHook.Load(); h != nil {
 		(*h)(l)
 	}
-	c, err := r.accept(ctx, nil, l.park)
-	if errors.Is(err, errParked) {
-		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: ctx.Err()}
+	// Not answered yet: a caller that has given up leaves the request
+	// for the next, unless Close has begun.
+	if err := ctx.Err(); err != nil && l.park(r) {
+		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: err}
 	}
-	if err != nil {
-		err = &OpError{Op: "accept", Addr: l.bound.String(), Err: err}
+	type result struct {
+		c   *Conn
+		err error
 	}
-	if err != nil && l.ctx.Err() != nil {
-		// The handshake's own error says only that Close cancelled it.
-		var op *OpError
-		if errors.As(err, &op) {
-			err = op.Err
+	// The handshake runs bounded by the listener's life, not by ctx,
+	// whose values it keeps.
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(l.ctx, cancel)
+	l.mu.Lock()
+	if l.ctx.Err() != nil {
+		l.mu.Unlock()
+		stop()
+		cancel()
+		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: errors.Join(ErrClosed, r.refuse())}
+	}
+	l.handshakes.Add(1)
+	l.mu.Unlock()
+	// res takes the outcome unless the caller has given up (gone): then
+	// the handshake keeps its connection for the next Accept.
+	res := make(chan result, 1)
+	var resMu sync.Mutex
+	gone := false
+	go func() {
+		defer l.handshakes.Done()
+		defer cancel()
+		defer stop()
+		c, err := r.accept(hctx, nil)
+		resMu.Lock()
+		kept := gone
+		if !kept {
+			res <- result{c, err}
 		}
-		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: fmt.Errorf("%w (%v)", ErrClosed, err)}
+		resMu.Unlock()
+		if kept && c != nil {
+			l.keep(c)
+		}
+	}()
+	var x result
+	select {
+	case x = <-res:
+	case <-ctx.Done():
+		resMu.Lock()
+		select {
+		case x = <-res:
+		default:
+			gone = true
+		}
+		resMu.Unlock()
+		if gone {
+			return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: ctx.Err()}
+		}
 	}
-	return c, err
+	if x.err == nil {
+		return x.c, nil
+	}
+	if l.ctx.Err() != nil {
+		// The handshake's own error says only that Close cancelled it.
+		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: fmt.Errorf("%w (%v)", ErrClosed, x.err)}
+	}
+	return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: x.err}
 }
 
 // GetRequest waits for the next connection request (the CONNECT_REQUEST
@@ -181,52 +250,78 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // error matching ErrDeviceRemoved: no request can come again.
 func (l *Listener) GetRequest(ctx context.Context) (*ConnRequest, error) {
 	checkContext(ctx, "(*Listener).GetRequest")
-	r, err := l.getRequest(ctx)
+	r, _, err := l.getRequest(ctx, false)
 	if err != nil {
 		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: err}
 	}
 	return r, nil
 }
 
-func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
+// getRequest is GetRequest; with conns, as Accept's, it returns a
+// connection kept (keep) instead where there is one, first.
+func (l *Listener) getRequest(ctx context.Context, conns bool) (*ConnRequest, *Conn, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(l.ctx, cancel)
 	defer stop()
 	// One caller at a time takes requests; the others wait here, each
-	// until its own ctx ends (or Close, which cancels it).
-	select {
-	case l.sem <- struct{}{}:
-	case <-ctx.Done():
-		if l.ctx.Err() != nil {
-			return nil, ErrClosed
+	// until its own ctx ends (or Close, which cancels it), or, for
+	// Accept, until a connection is kept.
+	for {
+		var readyc chan struct{}
+		if conns {
+			l.mu.Lock()
+			if c := l.takeReady(); c != nil {
+				l.mu.Unlock()
+				return nil, c, nil
+			}
+			readyc = l.readyc
+			l.mu.Unlock()
 		}
-		return nil, ctx.Err()
+		select {
+		case l.sem <- struct{}{}:
+		case <-readyc:
+			continue
+		case <-ctx.Done():
+			if l.ctx.Err() != nil {
+				return nil, nil, ErrClosed
+			}
+			return nil, nil, ctx.Err()
+		}
+		break
 	}
 	defer func() { <-l.sem }()
 	for {
 		if l.ctx.Err() != nil {
-			return nil, ErrClosed
+			return nil, nil, ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		// A request parked is taken first; one parked while this
-		// waits in GetEvent ends the wait (wake), and is taken next.
+		// A connection kept, then a request parked, is taken first;
+		// one kept or parked while this waits in GetEvent ends the
+		// wait (wake), and is taken next.
 		wctx, wake := context.WithCancel(ctx)
 		l.mu.Lock()
+		if conns {
+			if c := l.takeReady(); c != nil {
+				l.mu.Unlock()
+				wake()
+				return nil, c, nil
+			}
+		}
 		if len(l.pending) > 0 {
 			r := l.pending[0]
 			l.pending = l.pending[1:]
 			l.mu.Unlock()
 			wake()
-			return r, nil
+			return r, nil, nil
 		}
 		l.wake = wake
 		l.mu.Unlock()
 		if l.removed != nil {
 			wake()
-			return nil, l.removed
+			return nil, nil, l.removed
 		}
 		ev, err := l.ch.GetEvent(wctx)
 		l.mu.Lock()
@@ -236,18 +331,18 @@ func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
 		wake()
 		if err != nil {
 			if l.ctx.Err() != nil {
-				return nil, ErrClosed
+				return nil, nil, ErrClosed
 			}
 			if woken {
 				continue
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		switch ev.Type {
 		case EventConnectRequest:
 		case EventDeviceRemoval:
 			l.removed = eventError(ev)
-			return nil, l.removed
+			return nil, nil, l.removed
 		default:
 			continue
 		}
@@ -258,10 +353,42 @@ func (l *Listener) getRequest(ctx context.Context) (*ConnRequest, error) {
 			}
 		}
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("taking a connection request: %w", err), ev.ID.Reject(nil), ev.ID.Close())
+			return nil, nil, errors.Join(fmt.Errorf("taking a connection request: %w", err), ev.ID.Reject(nil), ev.ID.Close())
 		}
-		return &ConnRequest{id: ev.ID, l: l, ev: ev}, nil
+		return &ConnRequest{id: ev.ID, l: l, ev: ev}, nil, nil
 	}
+}
+
+// takeReady takes the first connection kept, if any; the caller holds mu.
+func (l *Listener) takeReady() *Conn {
+	if len(l.ready) == 0 {
+		return nil
+	}
+	c := l.ready[0]
+	l.ready[0] = nil
+	l.ready = l.ready[1:]
+	return c
+}
+
+// keep holds c, a connection whose handshake an Accept began and whose
+// caller gave up meanwhile, for the next Accept, and wakes an Accept
+// waiting for a request; after Close, which closes those kept, it closes
+// c.
+func (l *Listener) keep(c *Conn) {
+	l.mu.Lock()
+	// Close cancels l.ctx before it takes the connections kept, under mu.
+	if l.ctx.Err() != nil {
+		l.mu.Unlock()
+		c.Close()
+		return
+	}
+	l.ready = append(l.ready, c)
+	close(l.readyc)
+	l.readyc = make(chan struct{})
+	if l.wake != nil {
+		l.wake()
+	}
+	l.mu.Unlock()
 }
 
 // takenHook, if set, runs in Accept once it has taken a request, before
@@ -291,24 +418,38 @@ func (l *Listener) park(r *ConnRequest) bool {
 // (rdma_destroy_id, rdma_destroy_event_channel). A GetRequest or Accept
 // waiting returns ErrClosed. Requests that an Accept left unanswered when
 // its context ended are rejected (rdma_reject): their peers' Dial fails
-// with a *RejectedError.
-// Connections already accepted, and requests already taken, stay. If
-// Close fails, the next Close tries again what failed; once one has
-// returned nil, closing again is a no-op.
+// with a *RejectedError. Handshakes that Accepts began end (the peer's
+// Dial fails, or its connection ends at once), and Close waits for them,
+// and for a Config.Prepare they are in; connections that an Accept's
+// handshake made after its caller gave up, and that no Accept has
+// returned, are closed (their peers get DISCONNECTED). Connections Accept returned, and
+// requests GetRequest returned, stay. If Close fails, the next Close
+// tries again what failed; once one has returned nil, closing again is
+// a no-op.
 func (l *Listener) Close() error {
 	l.closeMu.Lock()
 	defer l.closeMu.Unlock()
 	if l.closed {
 		return nil
 	}
-	l.cancel()
 	l.mu.Lock()
+	l.cancel() // under mu: no handshake is added after
 	parked := l.pending
 	l.pending = nil
 	l.mu.Unlock()
 	var errs []error
 	for _, r := range parked {
 		errs = append(errs, r.refuse())
+	}
+	// A handshake that succeeds now finds l.ctx ended and closes its
+	// connection itself (keep).
+	l.handshakes.Wait()
+	l.mu.Lock()
+	kept := l.ready
+	l.ready = nil
+	l.mu.Unlock()
+	for _, c := range kept {
+		errs = append(errs, c.Close())
 	}
 	l.sem <- struct{}{} // a GetRequest in progress has left
 	defer func() { <-l.sem }()
@@ -350,20 +491,15 @@ func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
 // listener's. On failure the request is rejected and freed.
 func (r *ConnRequest) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	checkContext(ctx, "(*ConnRequest).Accept")
-	c, err := r.accept(ctx, cfg, nil)
+	c, err := r.accept(ctx, cfg)
 	if err != nil {
 		return nil, &OpError{Op: "accept", Addr: r.l.bound.String(), Err: err}
 	}
 	return c, nil
 }
 
-// errParked is accept's error where park kept the request.
-var errParked = errors.New("rdmacm: the request is parked")
-
-// accept is Accept. Where ctx has ended before anything is made and park
-// is not nil, it offers the request to park, unanswered; if park keeps it,
-// accept returns errParked.
-func (r *ConnRequest) accept(ctx context.Context, cfg *Config, park func(*ConnRequest) bool) (*Conn, error) {
+// accept is Accept.
+func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	if r.done {
 		return nil, ErrClosed
 	}
@@ -371,7 +507,6 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config, park func(*ConnRe
 	if cfg == nil {
 		cfg = &r.l.cfg
 	}
-	given := ctx
 	ctx, cancel := cfg.handshake(ctx)
 	defer cancel()
 	ch := r.id.ch.Load()
@@ -386,13 +521,8 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config, park func(*ConnRe
 	}
 	// A caller that has given up (its context ended, or its Listener's
 	// Close ended Accept) rejects the request rather than answer it and
-	// then leave the peer with a connection that is torn down at once;
-	// a Listener's Accept whose own context ended parks it instead, for
-	// the next Accept, unless Close has begun.
+	// then leave the peer with a connection that is torn down at once.
 	if err := ctx.Err(); err != nil {
-		if park != nil && given.Err() != nil && park(r) {
-			return nil, errParked
-		}
 		return refuse(fmt.Errorf("accepting: %w", err))
 	}
 	if cfg.AckTimeout != 0 && !cfg.UD {
@@ -428,7 +558,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config, park func(*ConnRe
 		return nil, errors.Join(err, c.teardown())
 	}
 	if !cfg.UD {
-		if _, err := ch.Await(ctx, EventEstablished); err != nil {
+		if _, err := awaitConnect(ctx, ch); err != nil {
 			return nil, errors.Join(fmt.Errorf("accepting: %w", err), c.teardown())
 		}
 	}
