@@ -336,6 +336,12 @@ func (l *Listener) getRequest(ctx context.Context, conns bool) (*ConnRequest, *C
 			if woken {
 				continue
 			}
+			if cerr := ctx.Err(); cerr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				// ctx ended as a wake ended the wait: GetEvent
+				// said Canceled for the wake, where ctx's error
+				// is DeadlineExceeded, say.
+				return nil, nil, cerr
+			}
 			return nil, nil, err
 		}
 		switch ev.Type {
