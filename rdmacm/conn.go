@@ -71,7 +71,8 @@ type Config struct {
 	TOS uint8
 	// AckTimeout is an RC QP's local ACK timeout, 4.096 µs × 2^n (1 to
 	// 31; rdma_set_option RDMA_OPTION_ID_ACK_TIMEOUT). Zero leaves the one
-	// rdma_cm derives from the path; UD ignores it.
+	// rdma_cm derives from the path; UD ignores it; above 31 is refused
+	// (EINVAL).
 	AckTimeout uint8
 
 	// PrivateData goes to the peer in the connection request (Dial) or
@@ -451,15 +452,23 @@ func (c *Conn) prepare(cfg *Config) error {
 	return nil
 }
 
-// maxRNRTimer is the largest RNR NAK timer: the field has 5 bits.
-const maxRNRTimer = 31
+// maxRNRTimer is the largest RNR NAK timer, and maxAckTimeout the
+// largest local ACK timeout: each field has 5 bits.
+const (
+	maxRNRTimer   = 31
+	maxAckTimeout = 31
+)
 
-// check refuses the settings no connection can take, so that Listen
-// fails at once rather than every Accept.
+// check refuses the settings no connection can take, so that Listen and
+// Dial fail at once rather than every Accept, or the connection request.
 func (cfg *Config) check() error {
 	if cfg.MinRNRTimer > maxRNRTimer {
 		return fmt.Errorf("Config.MinRNRTimer %d: want 1 to %d, 0 for %d, or negative for the CM's: %w",
 			cfg.MinRNRTimer, maxRNRTimer, ibverbs.DefaultMinRNRTimer, syscall.EINVAL)
+	}
+	if cfg.AckTimeout > maxAckTimeout {
+		return fmt.Errorf("Config.AckTimeout %d: want 1 to %d, or 0 for the one rdma_cm derives from the path: %w",
+			cfg.AckTimeout, maxAckTimeout, syscall.EINVAL)
 	}
 	return nil
 }

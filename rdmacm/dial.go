@@ -73,6 +73,9 @@ func op[T any](ctx context.Context, name, addr string, cfg *Config, f func(conte
 }
 
 func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	ctx, cancel := cfg.handshake(ctx)
 	defer cancel()
 	dst, err := lookupAddrPort(ctx, addr, netip.Addr{})

@@ -355,8 +355,15 @@ func (id *ID) SetTOS(tos uint8) error {
 // SetAckTimeout sets the local ACK timeout of the ID's QP, 4.096 µs ×
 // 2^t, in place of the one rdma_cm derives from the path's packet
 // lifetime (rdma_set_option, RDMA_OPTION_ID_ACK_TIMEOUT). Set it before
-// the QP reaches RTS: before Connect or Accept.
+// the QP reaches RTS: before Connect or Accept. The QP's field has 5
+// bits: t above 31, which the kernel takes and the QP's transition to RTR
+// then refuses (a Connect's CONNECT_ERROR, an Accept's EINVAL), is
+// refused at once with an error matching syscall.EINVAL.
 func (id *ID) SetAckTimeout(t uint8) error {
+	if t > maxAckTimeout {
+		return fmt.Errorf("ACK timeout %d: want at most %d (4.096 µs × 2^t): %w",
+			t, maxAckTimeout, errnoError("rdma_set_option", int(syscall.EINVAL)))
+	}
 	return id.setOption(C.RDMA_OPTION_ID_ACK_TIMEOUT, t)
 }
 
