@@ -41,7 +41,10 @@ import (
 // Errors are *OpError wrapping: a *RejectedError (matching
 // syscall.ECONNREFUSED) when the peer or its CM refused, e.g. nothing
 // listens there; ErrAddrResolve, ErrRouteResolve or ErrUnreachable (with
-// the errno, e.g. ETIMEDOUT) when the peer cannot be reached.
+// the errno, e.g. ETIMEDOUT) when the peer cannot be reached;
+// ErrDisconnected when the peer gave up on the connection after it
+// replied (its Accept failed or was abandoned, its process ended), where
+// librdmacm reports CONNECT_ERROR with EINVAL.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	checkContext(ctx, "Dial")
 	return op(ctx, "dial", addr, cfg, dial)
@@ -125,6 +128,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	}
 	ev, err := awaitConnect(ctx, ch)
 	if err != nil {
+		err = id.repliedReason(err) // before the teardown, which frees the ID
 		return nil, errors.Join(fmt.Errorf("connecting: %w", err), c.teardown())
 	}
 	c.param, c.udParam = ev.Param, ev.UD

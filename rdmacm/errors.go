@@ -45,7 +45,9 @@ var (
 	// in the fabric or when the QP was attached to the group.
 	ErrMulticast = errors.New("multicast join failed")
 	// ErrDisconnected: the peer disconnected or went away (DISCONNECTED),
-	// or gave up on its connection request while it was accepted.
+	// or gave up on the connection while it was being made: on its
+	// request while it was accepted, or after its reply (a Dial's
+	// CONNECT_ERROR with EINVAL, where the CM has had the peer's REJ).
 	ErrDisconnected = errors.New("peer disconnected")
 	// ErrDeviceRemoved: the RDMA device went away (DEVICE_REMOVAL).
 	ErrDeviceRemoved = errors.New("device removed")

@@ -945,18 +945,40 @@ func (id *ID) peersReason(err error) error {
 	// kernel could not send the reply: ENOMEM, a MAD error), the
 	// kernel has rejected the request itself, and the probe would
 	// blame the peer.
-	if !id.request || !errors.Is(err, syscall.EINVAL) {
+	if !id.request || !errors.Is(err, syscall.EINVAL) || !id.cmGone() {
 		return err
 	}
-	if !id.use.Enter() {
+	return fmt.Errorf("%w: the peer gave up on its request: %w", err, ErrDisconnected)
+}
+
+// repliedReason is err, a Dial's wait for ESTABLISHED, with
+// ErrDisconnected in it when the peer gave up on the connection after it
+// replied: librdmacm takes the reply (CONNECT_RESPONSE) in
+// rdma_get_cm_event, moves the QP to RTR and RTS and sends the RTU
+// (rdma_accept), which fails with EINVAL where the kernel's CM has had
+// the peer's REJ meanwhile, and returns CONNECT_ERROR with that status.
+// The CM's refusal to give the QP's attributes tells it from a failure
+// of this side's own QP's transitions (CONNECT_ERROR, EINVAL too), after
+// which the CM still holds the reply.
+func (id *ID) repliedReason(err error) error {
+	var ee *EventError
+	if !errors.As(err, &ee) || ee.Event != EventConnectError || !errors.Is(err, syscall.EINVAL) || !id.cmGone() {
 		return err
+	}
+	return fmt.Errorf("%w: the peer gave up on the connection after replying: %w", err, ErrDisconnected)
+}
+
+// cmGone reports whether the kernel's CM has left the states of a
+// connection under way for the ID (a request taken, a reply sent or
+// received, established): rdma_init_qp_attr refuses the QP's INIT
+// attributes then. It reports false for a closed ID.
+func (id *ID) cmGone() bool {
+	if !id.use.Enter() {
+		return false
 	}
 	defer id.use.Leave()
 	var attr C.struct_ibv_qp_attr
 	var mask C.int
 	attr.qp_state = C.IBV_QPS_INIT
-	if C.rdma_init_qp_attr(id.c, &attr, &mask) == 0 {
-		return err
-	}
-	return fmt.Errorf("%w: the peer gave up on its request: %w", err, ErrDisconnected)
+	return C.rdma_init_qp_attr(id.c, &attr, &mask) != 0
 }
