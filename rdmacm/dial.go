@@ -44,7 +44,10 @@ import (
 // the errno, e.g. ETIMEDOUT) when the peer cannot be reached;
 // ErrDisconnected when the peer gave up on the connection after it
 // replied (its Accept failed or was abandoned, its process ended), where
-// librdmacm reports CONNECT_ERROR with EINVAL.
+// librdmacm reports CONNECT_ERROR with EINVAL. A
+// destination where no listener can be, a multicast, unspecified or
+// broadcast (255.255.255.255) address, is refused at once with an error
+// matching syscall.EINVAL, as net.Dial refuses a multicast one.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	checkContext(ctx, "Dial")
 	return op(ctx, "dial", addr, cfg, dial)
@@ -81,7 +84,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	}
 	ctx, cancel := cfg.handshake(ctx)
 	defer cancel()
-	dst, err := lookupAddrPort(ctx, addr, netip.Addr{})
+	dst, err := lookupDest(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +231,31 @@ func resolveAddr(ctx context.Context, ch *EventChannel, ps PortSpace, src, dst n
 	}
 }
 
+// lookupDest is lookupAddrPort for a Dial's or LookupUD's destination,
+// which must be one host's: a multicast, unspecified or limited broadcast
+// address is refused with EINVAL, as net.Dial refuses a multicast one,
+// where the connection request went nowhere (a multicast one waited out
+// the whole timeout).
+func lookupDest(ctx context.Context, addr string) (netip.AddrPort, error) {
+	dst, err := lookupAddrPort(ctx, addr, netip.Addr{})
+	if err != nil {
+		return dst, err
+	}
+	a := dst.Addr()
+	var what string
+	switch {
+	case a.IsMulticast():
+		what = "a multicast address (JoinMulticast joins a group)"
+	case a.IsUnspecified():
+		what = "the unspecified address"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		what = "the broadcast address"
+	default:
+		return dst, nil
+	}
+	return dst, fmt.Errorf("%v is %s, where no listener can be: %w", a, what, syscall.EINVAL)
+}
+
 // lookupAddrPort parses "host:port", looking the host up if it is a name.
 // An empty host is wild, or refused where wild is the zero Addr (a Dial's
 // destination).
@@ -306,7 +334,7 @@ func LookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
 func lookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
 	ctx, cancel := cfg.handshake(ctx)
 	defer cancel()
-	dst, err := lookupAddrPort(ctx, addr, netip.Addr{})
+	dst, err := lookupDest(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
