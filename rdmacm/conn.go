@@ -301,7 +301,12 @@ type Conn struct {
 	param   ConnParam
 	udParam UDParam
 	ah      *ibverbs.AH
-	group   netip.Addr   // joined, for a Conn from JoinMulticast
+	// group is the group a Conn from JoinMulticast joined, set before
+	// JoinMulticast returns and never changed after, so that Group may
+	// read it at any time; joined says whether teardown must still leave
+	// it (set and cleared before the Conn is returned, or under closeMu).
+	group   netip.Addr
+	joined  bool
 	cleanup func() error // from Config.Prepare
 	// local, remote and port are the ID's, kept when the Conn is made
 	// (for Config.Prepare) and again once connected: Close may free the
@@ -510,11 +515,11 @@ func (c *Conn) teardown() error {
 			}
 		}
 	}
-	if c.group.IsValid() {
+	if c.joined {
 		if err := c.id.LeaveMulticast(c.group); err != nil {
 			errs = append(errs, err)
 		} else {
-			c.group = netip.Addr{}
+			c.joined = false
 		}
 	}
 	if c.cleanup != nil {
@@ -546,7 +551,7 @@ func (c *Conn) teardown() error {
 	if err := c.id.Close(); err != nil {
 		errs = append(errs, err)
 	} else {
-		c.group = netip.Addr{} // rdma_destroy_id has left it
+		c.joined = false // rdma_destroy_id has left it
 	}
 	closeIf(true, ch)
 	return errors.Join(errs...)

@@ -129,7 +129,7 @@ func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error
 	if err := id.joinMulticast(g, cfg.MulticastSendOnly); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
-	c.group = g
+	c.group, c.joined = g, true
 	ev, err := ch.Await(ctx, EventMulticastJoin)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("joining: %w", err), c.teardown())
@@ -143,5 +143,6 @@ func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error
 }
 
 // Group returns the multicast group a Conn from JoinMulticast is for, and
-// the zero Addr for any other Conn.
+// the zero Addr for any other Conn. Like LocalAddr, it may be called at
+// any time, during and after Close too, which leaves the group.
 func (c *Conn) Group() netip.Addr { return c.group }
