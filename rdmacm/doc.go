@@ -72,7 +72,11 @@
 // closes Conn.Done. An
 // event that ends a connection (the peer's disconnect, UNREACHABLE,
 // DEVICE_REMOVAL) frees nothing: it moves the QP to the error state,
-// which flushes the work posted, and closes Done. The device context of an ID
+// which flushes the work posted, and closes Done. A UD Conn gets no such
+// event: its Done never closes on its own, and a UD Listener's Accept
+// makes a whole Conn (QP, CQs, PD, descriptors) for every lookup or UD
+// Dial that reaches it, even one whose peer has since given up. The
+// program must close each UD Conn itself when done with it. The device context of an ID
 // (ID.Context, Conn.Context, Devices) is librdmacm's, open while the
 // library is loaded; closing the Go handle never closes the device.
 //

@@ -71,7 +71,9 @@ type Listener struct {
 // the sysctl says (RDMA_OPTION_ID_AFONLY 0), as net.Listen("tcp",
 // ":port") does; its Addr is then [::]:port. cfg (nil for defaults)
 // applies to every connection Accept makes; ctx bounds only the host's
-// lookup.
+// lookup. A UD listener (Config.UD) answers each lookup (LookupUD) and UD
+// Dial in an Accept, with a Conn of its own that no event ends: the
+// program must close each one itself (see Accept).
 func Listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	checkContext(ctx, "Listen")
 	return op(ctx, "listen", addr, cfg, listen)
@@ -161,6 +163,11 @@ func (l *Listener) ID() *ID { return l.id }
 // and its error dropped, as another Accept's would end that Accept only.
 // Close rejects the requests left unanswered, ends the handshakes under
 // way, and closes the connections kept that no Accept has returned.
+//
+// For a UD listener, each Conn that Accept returns holds a QP, its CQs
+// and a PD until closed, and no event ends it: Done never closes. Close
+// each one when done with it (when the peer's lookup, or UD Dial, has
+// no more use for it: the program's own protocol tells).
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	checkContext(ctx, "(*Listener).Accept")
 	r, c, err := l.getRequest(ctx, true)
