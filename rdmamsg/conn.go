@@ -1738,7 +1738,11 @@ func (c *Conn) RemoteAddr() netip.AddrPort { return c.link.RemoteAddr() }
 
 // RDMA returns the rdma_cm connection under the messages, for its
 // device, QP and counters, or nil for a Conn that Handshake made.
-// Posting to its QP or polling its CQs breaks the Conn.
+// Posting to its QP or polling its CQs breaks the Conn, and so does
+// disconnecting its ID or moving its QP: the Conn then fails as it does
+// when its QP leaves RTS for no reason of its own (an error matching
+// syscall.ECONNRESET that blames the peer's RDMA operation, refused
+// here, the likely cause). End the Conn with Close or Abort instead.
 func (c *Conn) RDMA() *rdmacm.Conn {
 	if l, ok := c.link.(cmLink); ok {
 		return l.Conn
@@ -1747,8 +1751,9 @@ func (c *Conn) RDMA() *rdmacm.Conn {
 }
 
 // QP returns the connection's queue pair, for its device and counters,
-// however the Conn was made. Posting to it or polling its CQs breaks the
-// Conn: ReadRemote and WriteRemote are its RDMA reads and writes.
+// however the Conn was made. Posting to it, polling its CQs or moving it
+// to another state breaks the Conn (see RDMA): ReadRemote and
+// WriteRemote are its RDMA reads and writes.
 func (c *Conn) QP() *ibverbs.QP { return c.link.QP() }
 
 // Send sends p as one message (a send with immediate data, from a
