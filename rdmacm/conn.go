@@ -135,7 +135,9 @@ type Config struct {
 	// return. Stop such a goroutine another way, with a context that
 	// cleanup cancels before it waits, say. An error from Prepare,
 	// which must have freed what it made, fails the set-up (and rejects
-	// an accepted request).
+	// an accepted request). Prepare must not close the Listener whose
+	// Accept runs it: the Listener's Close waits for the handshakes under
+	// way, Prepare's among them.
 	Prepare func(c *Conn) (cleanup func() error, err error)
 
 	// SrcAddr, for Dial and JoinMulticast, is the local address ("ip" or "ip:port") to bind

@@ -238,6 +238,9 @@ func (l *netLink) open(conn *Conn, cfg *Config) (ibverbs.Endpoint, ibverbs.ConnP
 	if p.RetryCnt == 0 {
 		p.RetryCnt = rdmacm.DefaultRetryCount // as Dial's: 7 is forever on soft-RoCE
 	}
+	if cm.AckTimeout > 31 {
+		return ibverbs.Endpoint{}, p, fmt.Errorf("Config.CM.AckTimeout %d: want 0 to 31: %w", cm.AckTimeout, syscall.EINVAL)
+	}
 	if cm.MinRNRTimer > 31 {
 		return ibverbs.Endpoint{}, p, fmt.Errorf("Config.CM.MinRNRTimer %d: want 0 to 31: %w", cm.MinRNRTimer, syscall.EINVAL)
 	}

@@ -237,7 +237,15 @@ func TestHandshakeRefused(t *testing.T) {
 			t.Fatalf("Handshake = %v, want EINVAL", err)
 		}
 		checkClosed(t, cliNC)
-		_, err := rdmamsg.Dial(short(t), netip.AddrPortFrom(srvNet.IP, 1).String(), &rdmamsg.Config{Device: srvNet.Dev})
+		// A QP's ACK timeout is 5 bits: 32 is refused before the
+		// peer is waited for, as rdmacm's Dial and Listen refuse it.
+		srvNC2, cliNC2 := tcpPair(t, srvNet.IP, cliNet.IP)
+		defer srvNC2.Close()
+		_, err := rdmamsg.Handshake(short(t), cliNC2, &rdmamsg.Config{CM: rdmacm.Config{AckTimeout: 32}})
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "AckTimeout") {
+			t.Errorf("Handshake with Config.CM.AckTimeout 32 = %v, want EINVAL naming AckTimeout", err)
+		}
+		_, err = rdmamsg.Dial(short(t), netip.AddrPortFrom(srvNet.IP, 1).String(), &rdmamsg.Config{Device: srvNet.Dev})
 		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "Handshake") {
 			t.Errorf("Dial with Config.Device = %v, want EINVAL", err)
 		}
