@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"testing"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -85,4 +86,14 @@ func SetGosched(f func()) (restore func()) {
 	old := gosched
 	gosched = f
 	return func() { gosched = old }
+}
+
+// restoreAtEnd puts *p back as it is now once the test has ended, after
+// its cleanups, among them the ends of the servers it started: a
+// deferred restore ran before those, while a server's goroutine could
+// still read the variable (a data race under -race in
+// TestServeGreetsPastFlood's greet).
+func restoreAtEnd[T any](t testing.TB, p *T) {
+	old := *p
+	t.Cleanup(func() { *p = old })
 }

@@ -47,7 +47,9 @@ func TestServeGreetsPastIdleFlood(t *testing.T) {
 // reported, to greet the newer ones. The client waited in the backlog
 // behind them, each greeted for helloWait (here 3 s), in turn.
 func TestServeGreetsPastFlood(t *testing.T) {
-	defer func(most int, wait, old time.Duration) { maxGreetings, helloWait, greetingOld = most, wait, old }(maxGreetings, helloWait, greetingOld)
+	restoreAtEnd(t, &maxGreetings)
+	restoreAtEnd(t, &helloWait)
+	restoreAtEnd(t, &greetingOld)
 	maxGreetings, helloWait, greetingOld = 4, 3*time.Second, 200*time.Millisecond
 	s := newServing(t, false, nil)
 	var flood []net.Conn
@@ -92,7 +94,8 @@ func TestServeGreetsPastFlood(t *testing.T) {
 // for its greeting's place with its helloWait (here 300 ms each), not
 // "within 300ms" when it had been open 600 ms.
 func TestServeReportsHelloWaited(t *testing.T) {
-	defer func(most int, wait time.Duration) { maxGreetings, helloWait = most, wait }(maxGreetings, helloWait)
+	restoreAtEnd(t, &maxGreetings)
+	restoreAtEnd(t, &helloWait)
 	maxGreetings, helloWait = 1, 300*time.Millisecond
 	s := newServing(t, false, nil)
 	s.dial()

@@ -154,7 +154,9 @@ func TestServeGreetsPastSilent(t *testing.T) {
 // gets its answer. A connection waited in the backlog until a greeting
 // ended, 10 s, and its client, whose own wait was 10 s, failed.
 func TestServeGreetingsBounded(t *testing.T) {
-	defer func(most int, wait, old time.Duration) { maxGreetings, helloWait, greetingOld = most, wait, old }(maxGreetings, helloWait, greetingOld)
+	restoreAtEnd(t, &maxGreetings)
+	restoreAtEnd(t, &helloWait)
+	restoreAtEnd(t, &greetingOld)
 	for _, tc := range []struct {
 		name      string
 		wait, old time.Duration
@@ -368,7 +370,7 @@ func TestSendError(t *testing.T) {
 // server is busy. (No device: each thread is then told it cannot open
 // one.)
 func TestServeHandsOffThreads(t *testing.T) {
-	defer func(old time.Duration) { groupWait = old }(groupWait)
+	restoreAtEnd(t, &groupWait)
 	groupWait = 2 * time.Second
 	s := newServing(t, true, nil)
 	spec := s.spec
@@ -436,7 +438,8 @@ func (s *serving) askAll(n int, spec func(i int) exchange.TestSpec, wait time.Du
 // often the test's own connections, some of which had asked for it: 64
 // threads failed about half the time, 16 with a bound of 4 always.
 func TestServeManyThreads(t *testing.T) {
-	defer func(old time.Duration, most int) { groupWait, maxGreetings = old, most }(groupWait, maxGreetings)
+	restoreAtEnd(t, &groupWait)
+	restoreAtEnd(t, &maxGreetings)
 	groupWait = 3 * time.Second
 	for _, tc := range []struct{ threads, most int }{{64, 32}, {16, 4}} {
 		maxGreetings = tc.most
@@ -574,7 +577,7 @@ func TestServeQueuesClients(t *testing.T) {
 // served after it. (No device: each is then told it cannot open one.)
 // The server told both it was busy.
 func TestServeQueuesThreads(t *testing.T) {
-	defer func(old time.Duration) { groupWait = old }(groupWait)
+	restoreAtEnd(t, &groupWait)
 	groupWait = 2 * time.Second
 	var first sync.Once
 	s := newServing(t, false, func(spec exchange.TestSpec) error {

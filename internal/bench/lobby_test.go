@@ -249,7 +249,7 @@ func TestServeTellsQueuedClients(t *testing.T) {
 // wait. They were taken at their turn, and the threads' first held the
 // next client groupWait.
 func TestServeDropsGoneClients(t *testing.T) {
-	defer func(old time.Duration) { groupWait = old }(groupWait)
+	restoreAtEnd(t, &groupWait)
 	groupWait = 10 * time.Second
 	s, taken, release := held(t)
 	// Greeted before the first test is taken, which the server queued
@@ -315,7 +315,7 @@ func TestServeDropsGoneClients(t *testing.T) {
 // no goroutine each. The clients were all queued, each with a goroutine
 // of its own sending it Alives.
 func TestServeLobbyBounded(t *testing.T) {
-	defer func(old int) { maxWaiting = old }(maxWaiting)
+	restoreAtEnd(t, &maxWaiting)
 	maxWaiting = 8
 	s, taken, _ := held(t)
 	// The lobby runs, its goroutines started, once a connection that
@@ -389,7 +389,7 @@ func TestServeLobbyBounded(t *testing.T) {
 // fire; at groupWait it is told how many came, and the client behind it
 // is served. The first's Alives stopped once it was taken.
 func TestServeGroupWaits(t *testing.T) {
-	defer func(old time.Duration) { groupWait = old }(groupWait)
+	restoreAtEnd(t, &groupWait)
 	groupWait = 3 * time.Second
 	s := newServing(t, false, nil)
 	c, err := s.hello(time.Second)
@@ -503,7 +503,7 @@ func (s *serving) askThread(c *exchange.Conn, size uint32, i, threads uint16, gr
 // line, and refused every client after: "this server runs one test, and
 // has taken another client's", until stopped.
 func TestServeOnceGroupGone(t *testing.T) {
-	defer func(old time.Duration) { groupWait = old }(groupWait)
+	restoreAtEnd(t, &groupWait)
 	groupWait = 5 * time.Second
 	s := newServing(t, true, nil)
 	c := s.greet()
@@ -534,7 +534,7 @@ func TestServeOnceGroupGone(t *testing.T) {
 // behind it after it. Each such connection started the wait again, so
 // that the client behind waited as long as they came.
 func TestServeGroupWaitHolds(t *testing.T) {
-	defer func(old time.Duration) { groupWait = old }(groupWait)
+	restoreAtEnd(t, &groupWait)
 	groupWait = 2 * time.Second
 	taken := make(chan uint32, 8)
 	s := newServing(t, false, func(spec exchange.TestSpec) error {
@@ -605,7 +605,7 @@ func TestServeGroupWaitHolds(t *testing.T) {
 // head of the line, holding up the clients behind, and were reported
 // again: "a test of 2 threads: 1 of its connections came in".
 func TestServeRefusesAtOnce(t *testing.T) {
-	defer func(old time.Duration) { groupWait = old }(groupWait)
+	restoreAtEnd(t, &groupWait)
 	groupWait = time.Second // a thread left in the lobby is reported within the test
 	s, taken, release := held(t)
 	s.start(taken, 1)

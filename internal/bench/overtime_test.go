@@ -18,7 +18,7 @@ import (
 // side reads back as the server's; a test of a duration, and any test on
 // a server of none, runs under the server's own.
 func TestBoundTime(t *testing.T) {
-	defer func(f func(uint32) time.Duration) { overtimeAfter = f }(overtimeAfter)
+	restoreAtEnd(t, &overtimeAfter)
 	overtimeAfter = func(uint32) time.Duration { return 50 * time.Millisecond }
 	ctx := context.Background()
 	iters := exchange.TestSpec{Iterations: 1000}

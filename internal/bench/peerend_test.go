@@ -16,7 +16,7 @@ import (
 // after the stop, not after each wait: here the peer answers the first
 // wait late and never the second. It tells the peer once.
 func TestStopWaitsOnce(t *testing.T) {
-	defer func(d time.Duration) { interruptWait = d }(interruptWait)
+	restoreAtEnd(t, &interruptWait)
 	// The peer answers the first wait 1.5 s after the stop, a second
 	// before interruptWait; the second wait, never answered, ends
 	// interruptWait (2.5 s) after the stop, where a bound of each wait's
