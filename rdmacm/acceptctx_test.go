@@ -82,6 +82,16 @@ func matchConns(t *testing.T, dialed, accepted []*rdmacm.Conn) {
 	}
 }
 
+// closeAll closes every Conn of lists.
+func closeAll(t *testing.T, lists ...[]*rdmacm.Conn) {
+	t.Helper()
+	for _, l := range lists {
+		for _, c := range l {
+			closeOK(t, c)
+		}
+	}
+}
+
 // TestAcceptCtxEndsInHandshake: an Accept whose context ends once the
 // connection's resources are being made (Config.Prepare cancels it)
 // returns the context's error; the handshake goes on, the dialer gets a
@@ -253,12 +263,7 @@ func TestAcceptPollLoop(t *testing.T) {
 		got = append(got, c)
 	}
 	matchConns(t, dialed, got)
-	for _, c := range dialed {
-		closeOK(t, c)
-	}
-	for _, c := range got {
-		closeOK(t, c)
-	}
+	closeAll(t, dialed, got)
 }
 
 // TestAcceptCancelStorm: dialers at once, and Accepts whose deadlines
@@ -315,12 +320,7 @@ func TestAcceptCancelStorm(t *testing.T) {
 		got = append(got, c)
 	}
 	matchConns(t, dialed, got)
-	for _, c := range dialed {
-		closeOK(t, c)
-	}
-	for _, c := range got {
-		closeOK(t, c)
-	}
+	closeAll(t, dialed, got)
 }
 
 // TestCloseClosesKept: a connection whose handshake an Accept began, and

@@ -27,8 +27,6 @@ func TestECE(t *testing.T) {
 	n := device(t)
 	ctx := timeout(t, 60*time.Second)
 	lch, lid := rawListener(t, n.IP)
-	t.Cleanup(func() { closeOK(t, lch) })
-	t.Cleanup(func() { closeOK(t, lid) })
 	_, cid, next := rdmatest.RoutedID(t, ctx, n.IP, lid.LocalAddr())
 	cqp, ccq, cm := ownQP(t, cid)
 	moveQP(t, cid, cqp, ibverbs.QPStateInit)

@@ -121,17 +121,20 @@ func newID(t *testing.T, ps rdmacm.PortSpace) (*rdmacm.EventChannel, *rdmacm.ID)
 }
 
 // rawListener makes an event channel and on it an ID that listens on ip,
-// on a port of the kernel's choice: no Listener. The test closes both.
+// on a port of the kernel's choice: no Listener. Both close when the test
+// ends, the ID first; a test may close them itself before.
 func rawListener(t *testing.T, ip netip.Addr) (*rdmacm.EventChannel, *rdmacm.ID) {
 	t.Helper()
 	ch, err := rdmacm.CreateEventChannel()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { closeOK(t, ch) })
 	lid, err := ch.CreateID(rdmacm.PortSpaceTCP)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { closeOK(t, lid) })
 	if err := lid.BindAddr(netip.AddrPortFrom(ip, 0)); err != nil {
 		t.Fatal(err)
 	}

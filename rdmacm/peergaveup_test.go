@@ -27,8 +27,6 @@ func TestDialPeerGaveUpAfterReply(t *testing.T) {
 	warmUp(t, n)
 	checkLeaks(t, 2)
 	lch, lid := rawListener(t, n.IP)
-	defer closeOK(t, lch)
-	defer closeOK(t, lid)
 	gaveUp := 0
 	for i := 0; i < 10 && gaveUp < 3; i++ {
 		type result struct {

@@ -246,8 +246,6 @@ func TestSameVerbConnect(t *testing.T) {
 	}
 	ctx := timeout(t, 180*time.Second)
 	lch, lid := rawListener(t, n.IP)
-	t.Cleanup(func() { closeOK(t, lch) })
-	t.Cleanup(func() { closeOK(t, lid) })
 	ch, err := rdmacm.CreateEventChannel()
 	if err != nil {
 		t.Fatal(err)
