@@ -92,6 +92,50 @@ func closeAll(t *testing.T, lists ...[]*rdmacm.Conn) {
 	}
 }
 
+// dialPastCancelledAccept dials l from n's address and calls Accept with
+// actx, which the test cancels during the handshake: Accept must return
+// context.Canceled, and the Dial must still succeed. It returns the
+// dialed Conn, closed when the test ends, or nil (the test has failed)
+// if the Dial failed. what says where actx ends, for the messages.
+func dialPastCancelledAccept(t *testing.T, n testNet, l *rdmacm.Listener, actx context.Context, what string) *rdmacm.Conn {
+	t.Helper()
+	dialed := make(chan *rdmacm.Conn, 1)
+	go func() {
+		c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
+		if err != nil {
+			t.Errorf("Dial, whose request an Accept took and whose context ended %s: %v", what, err)
+		}
+		dialed <- c
+	}()
+	if c, err := l.Accept(actx); !errors.Is(err, context.Canceled) {
+		if c != nil {
+			c.Close()
+		}
+		cli := <-dialed
+		if cli != nil {
+			cli.Close()
+		}
+		t.Fatalf("Accept whose context ended %s: %v, want context.Canceled", what, err)
+	}
+	cli := <-dialed
+	if cli != nil {
+		t.Cleanup(func() { closeOK(t, cli) })
+	}
+	return cli
+}
+
+// cancelInPrepare returns a Config whose Prepare calls the CancelFunc
+// stored in the pointer it returns, if any.
+func cancelInPrepare() (*rdmacm.Config, *atomic.Pointer[context.CancelFunc]) {
+	var f atomic.Pointer[context.CancelFunc]
+	return &rdmacm.Config{Prepare: func(*rdmacm.Conn) (func() error, error) {
+		if c := f.Load(); c != nil {
+			(*c)()
+		}
+		return nil, nil
+	}}, &f
+}
+
 // TestAcceptCtxEndsInHandshake: an Accept whose context ends once the
 // connection's resources are being made (Config.Prepare cancels it)
 // returns the context's error; the handshake goes on, the dialer gets a
@@ -102,36 +146,16 @@ func TestAcceptCtxEndsInHandshake(t *testing.T) {
 	n := device(t)
 	warmUp(t, n)
 	checkLeaks(t, 2)
-	var cancelAccept atomic.Pointer[context.CancelFunc]
-	l := listen(t, n.IP, &rdmacm.Config{Prepare: func(*rdmacm.Conn) (func() error, error) {
-		if f := cancelAccept.Load(); f != nil {
-			(*f)()
-		}
-		return nil, nil
-	}})
+	cfg, cancelAccept := cancelInPrepare()
+	l := listen(t, n.IP, cfg)
 	actx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cancelAccept.Store(&cancel)
-	dialed := make(chan *rdmacm.Conn, 1)
-	go func() {
-		c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
-		if err != nil {
-			t.Errorf("Dial, whose request an Accept took and whose context ended in the handshake: %v", err)
-		}
-		dialed <- c
-	}()
-	if c, err := l.Accept(actx); !errors.Is(err, context.Canceled) {
-		if c != nil {
-			c.Close()
-		}
-		t.Fatalf("Accept whose context ended in the handshake: %v, want context.Canceled", err)
-	}
+	cli := dialPastCancelledAccept(t, n, l, actx, "in the handshake")
 	cancelAccept.Store(nil)
-	cli := <-dialed
 	if cli == nil {
 		return
 	}
-	defer closeOK(t, cli)
 	srv, err := l.Accept(timeout(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("the next Accept: %v, want the connection whose handshake the first began", err)
@@ -168,25 +192,10 @@ func TestAcceptCtxEndsAtReply(t *testing.T) {
 		armed.Store(&cancel)
 		return nil, nil
 	}})
-	dialed := make(chan *rdmacm.Conn, 1)
-	go func() {
-		c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
-		if err != nil {
-			t.Errorf("Dial, whose request an Accept answered as its context ended: %v", err)
-		}
-		dialed <- c
-	}()
-	if c, err := l.Accept(actx); !errors.Is(err, context.Canceled) {
-		if c != nil {
-			c.Close()
-		}
-		t.Fatalf("Accept whose context ended at its reply: %v, want context.Canceled", err)
-	}
-	cli := <-dialed
+	cli := dialPastCancelledAccept(t, n, l, actx, "at its reply")
 	if cli == nil {
 		return
 	}
-	defer closeOK(t, cli)
 	srv, err := l.Accept(timeout(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("the next Accept: %v, want the connection whose reply the first sent", err)
@@ -330,13 +339,8 @@ func TestCloseClosesKept(t *testing.T) {
 	n := device(t)
 	warmUp(t, n)
 	checkLeaks(t, 2)
-	var cancelAccept atomic.Pointer[context.CancelFunc]
-	l, err := rdmacm.Listen(context.Background(), addr(n.IP, 0), &rdmacm.Config{Prepare: func(*rdmacm.Conn) (func() error, error) {
-		if f := cancelAccept.Load(); f != nil {
-			(*f)()
-		}
-		return nil, nil
-	}})
+	cfg, cancelAccept := cancelInPrepare()
+	l, err := rdmacm.Listen(context.Background(), addr(n.IP, 0), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,25 +348,10 @@ func TestCloseClosesKept(t *testing.T) {
 	actx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cancelAccept.Store(&cancel)
-	dialed := make(chan *rdmacm.Conn, 1)
-	go func() {
-		c, err := rdmacm.Dial(timeout(t, 20*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
-		if err != nil {
-			t.Errorf("Dial: %v", err)
-		}
-		dialed <- c
-	}()
-	if c, err := l.Accept(actx); !errors.Is(err, context.Canceled) {
-		if c != nil {
-			c.Close()
-		}
-		t.Fatalf("Accept whose context ended in the handshake: %v, want context.Canceled", err)
-	}
-	cli := <-dialed
+	cli := dialPastCancelledAccept(t, n, l, actx, "in the handshake")
 	if cli == nil {
 		return
 	}
-	defer closeOK(t, cli)
 	// Let the handshake finish and its connection wait for an Accept.
 	time.Sleep(200 * time.Millisecond)
 	if err := l.Close(); err != nil {
