@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
@@ -57,5 +58,41 @@ func TestDialDefaultConnectTimeout(t *testing.T) {
 		if t.Failed() {
 			return // a Dial still waiting holds the device
 		}
+	}
+}
+
+// TestAcceptDefaultConnectTimeout: a ConnRequest.Accept whose peer never
+// confirms the connection (a raw ID that connects without a QP and never
+// calls rdma_establish, so no RTU comes), with neither a deadline on ctx
+// nor Config.Timeout, ends after the default bound (shortened here) with
+// an error that says the peer did not confirm it, matching ETIMEDOUT;
+// it used to say "no answer", as for a Dial.
+func TestAcceptDefaultConnectTimeout(t *testing.T) {
+	n := device(t)
+	const bound = 3 * time.Second
+	defer rdmacm.SetConnectTimeout(bound)()
+	l := listen(t, n.IP, nil)
+	ctx := timeout(t, 60*time.Second)
+	_, id, _ := rdmatest.RoutedID(t, ctx, n.IP, l.Addr())
+	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c, err := r.Accept(context.Background(), nil)
+	took := time.Since(start)
+	if c != nil {
+		c.Close()
+		t.Fatal("Accept returned a connection its peer never confirmed")
+	}
+	if !errors.Is(err, syscall.ETIMEDOUT) ||
+		!strings.Contains(err.Error(), "the peer did not confirm the connection (no ESTABLISHED) in 3s, the bound DefaultConnectTimeout gives") {
+		t.Errorf("Accept of a connection its peer never confirms: %v; want ETIMEDOUT, saying the peer did not confirm it in the bound", err)
+	}
+	if took < bound || took > bound+10*time.Second {
+		t.Errorf("Accept returned after %v; want about %v", took, bound)
 	}
 }

@@ -129,7 +129,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err := id.Connect(p); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
-	ev, err := awaitConnect(ctx, ch)
+	ev, err := awaitConnect(ctx, ch, "no answer")
 	if err != nil {
 		err = id.repliedReason(err) // before the teardown, which frees the ID
 		return nil, errors.Join(fmt.Errorf("connecting: %w", err), c.teardown())
@@ -158,8 +158,9 @@ const DefaultConnectTimeout = 2 * time.Minute
 var connectTimeout = DefaultConnectTimeout
 
 // awaitConnect waits on ch for ESTABLISHED, bounded by connectTimeout
-// when ctx has no deadline (Config.Timeout gives it one).
-func awaitConnect(ctx context.Context, ch *EventChannel) (*Event, error) {
+// when ctx has no deadline (Config.Timeout gives it one). missing says
+// what did not come, for the error when that bound ends the wait.
+func awaitConnect(ctx context.Context, ch *EventChannel, missing string) (*Event, error) {
 	if _, ok := ctx.Deadline(); ok {
 		return ch.Await(ctx, EventEstablished)
 	}
@@ -168,8 +169,8 @@ func awaitConnect(ctx context.Context, ch *EventChannel) (*Event, error) {
 	defer cancel()
 	ev, err := ch.Await(bctx, EventEstablished)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("no answer in %v, the bound DefaultConnectTimeout gives when neither Config.Timeout nor a deadline on ctx does: %w (%w)",
-			d, syscall.ETIMEDOUT, context.DeadlineExceeded)
+		return nil, fmt.Errorf("%s in %v, the bound DefaultConnectTimeout gives when neither Config.Timeout nor a deadline on ctx does: %w (%w)",
+			missing, d, syscall.ETIMEDOUT, context.DeadlineExceeded)
 	}
 	return ev, err
 }
@@ -356,7 +357,7 @@ func lookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
 	if err := id.Connect(&ConnParam{PrivateData: cfg.PrivateData}); err != nil {
 		return nil, err
 	}
-	ev, err := awaitConnect(ctx, ch)
+	ev, err := awaitConnect(ctx, ch, "no answer")
 	if err != nil {
 		return nil, fmt.Errorf("looking up the QP: %w", err)
 	}

@@ -571,7 +571,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		return nil, errors.Join(err, c.teardown())
 	}
 	if !cfg.UD {
-		if _, err := awaitConnect(ctx, ch); err != nil {
+		if _, err := awaitConnect(ctx, ch, "the peer did not confirm the connection (no ESTABLISHED)"); err != nil {
 			return nil, errors.Join(fmt.Errorf("accepting: %w", err), c.teardown())
 		}
 	}
