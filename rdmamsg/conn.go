@@ -400,8 +400,8 @@ func checkContext(ctx context.Context, fn string) {
 //
 // An address where no Listener can be is refused at once, as
 // PacketConn.WriteTo refuses it: an unspecified, multicast or broadcast
-// one (syscall.EINVAL) or a loopback one (syscall.EADDRNOTAVAIL, as no
-// RDMA device has one).
+// one, or port 0 (syscall.EINVAL), and a loopback one
+// (syscall.EADDRNOTAVAIL, as no RDMA device has one).
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	checkContext(ctx, "Dial")
 	c, err := cfg.withDefaults()

@@ -307,7 +307,7 @@
 //
 // WriteTo refuses at once a datagram longer than MaxDatagram (EMSGSIZE),
 // and a destination where no PacketConn can be: an unspecified,
-// multicast or broadcast address (EINVAL) or a loopback one
+// multicast or broadcast address or port 0 (EINVAL), or a loopback one
 // (EADDRNOTAVAIL, as no RDMA device has one). An IPv4-mapped IPv6
 // destination is its IPv4 address.
 //

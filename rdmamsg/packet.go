@@ -615,8 +615,8 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, net.Addr, in
 // (the error matches os.ErrDeadlineExceeded). A lookup holds up no WriteTo to
 // a known destination. A datagram longer than MaxDatagram fails at once
 // (syscall.EMSGSIZE), as does a destination no PacketConn can be at: an
-// unspecified, multicast or broadcast address (syscall.EINVAL) or a loopback
-// one (syscall.EADDRNOTAVAIL). An IPv4-mapped destination is taken for its
+// unspecified, multicast or broadcast address or port 0 (syscall.EINVAL), or a
+// loopback one (syscall.EADDRNOTAVAIL). An IPv4-mapped destination is taken for its
 // IPv4 address, as ReadFrom gives it. WriteTo waits while every send buffer
 // is on the wire, and returns once the datagram is posted; whether it
 // arrives, UD does not say. Once the write deadline has passed it fails at
@@ -674,10 +674,12 @@ func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) e
 
 // checkDestination refuses, for op, the addresses where no PacketConn or
 // Listener (what) can be: an unspecified, multicast or broadcast
-// address, which UD's unicast and an RC connection cannot reach, and a
+// address, which UD's unicast and an RC connection cannot reach, a
 // loopback one, which ListenPacket and Listen cannot bind (it has no
-// RDMA device); a lookup of one would wait for LookupTimeout for
-// nothing, and a Dial failed on the route, as if no device were there.
+// RDMA device), and port 0, where a bind takes a free port instead; a
+// lookup of one would wait for LookupTimeout for nothing, a Dial failed
+// on the route, as if no device were there, and one to port 0 was
+// rejected by the peer ("invalid service ID").
 func checkDestination(op, what string, to netip.AddrPort) error {
 	a := to.Addr()
 	switch {
@@ -685,6 +687,8 @@ func checkDestination(op, what string, to netip.AddrPort) error {
 		return fmt.Errorf("rdmamsg: %s %s: not a unicast address: %w", op, to, syscall.EINVAL)
 	case a.IsLoopback():
 		return fmt.Errorf("rdmamsg: %s %s: no %s is on a loopback address (no RDMA device has one): %w", op, to, what, syscall.EADDRNOTAVAIL)
+	case to.Port() == 0:
+		return fmt.Errorf("rdmamsg: %s %s: no %s is on port 0 (binding port 0 picks a free one): %w", op, to, what, syscall.EINVAL)
 	}
 	return nil
 }

@@ -246,9 +246,10 @@ func TestPeerSendTooLong(t *testing.T) {
 }
 
 // TestDialNowhere: Dial refuses at once an address where no Listener can
-// be, as PacketConn.WriteTo does: an unspecified one (EINVAL) or a
-// loopback one (EADDRNOTAVAIL). It said "rdma_resolve_route: no such
-// device".
+// be, as PacketConn.WriteTo does: an unspecified one (EINVAL), a
+// loopback one (EADDRNOTAVAIL) or port 0 (EINVAL). It said
+// "rdma_resolve_route: no such device", and a Dial to port 0 went out and
+// the peer rejected it ("invalid service ID").
 func TestDialNowhere(t *testing.T) {
 	ctx := timeout(t, 30*time.Second)
 	for _, tc := range []struct {
@@ -261,6 +262,8 @@ func TestDialNowhere(t *testing.T) {
 		{"127.0.0.1:1", syscall.EADDRNOTAVAIL},
 		{"[::ffff:127.0.0.1]:1", syscall.EADDRNOTAVAIL},
 		{"[::1]:7471", syscall.EADDRNOTAVAIL},
+		{"198.18.0.1:0", syscall.EINVAL},
+		{"[fd00::1]:0", syscall.EINVAL},
 	} {
 		c, err := rdmamsg.Dial(ctx, tc.addr, nil)
 		if c != nil {
