@@ -818,34 +818,41 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	// Nobody listening.
-	out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", "1", "127.0.0.1").CombinedOutput()
-	if procExit(err) != 1 || !strings.Contains(string(out), "connection refused") {
-		t.Errorf("no server: exit %v:\n%s", err, out)
-	}
-	// A server of another protocol version.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
+	// Nobody listening: the client's 3 s of retries pass beside the
+	// cases above (t.Parallel).
+	t.Run("no server", func(t *testing.T) {
+		t.Parallel()
+		out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", "1", "127.0.0.1").CombinedOutput()
+		if procExit(err) != 1 || !strings.Contains(string(out), "connection refused") {
+			t.Errorf("no server: exit %v:\n%s", err, out)
 		}
-		defer c.Close()
-		h := exchange.NewHello("gorperf v99")
-		h.Version = exchange.ProtocolVersion + 1
-		b, _ := exchange.AppendFrame(nil, h)
-		c.Write(b)
-		time.Sleep(2 * time.Second)
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	out, err = gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "127.0.0.1").CombinedOutput()
-	if procExit(err) != 1 || !strings.Contains(string(out), "version") {
-		t.Errorf("server of another version: exit %v:\n%s", err, out)
-	}
+	})
+	// A server of another protocol version.
+	t.Run("another version", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			h := exchange.NewHello("gorperf v99")
+			h.Version = exchange.ProtocolVersion + 1
+			b, _ := exchange.AppendFrame(nil, h)
+			c.Write(b)
+			time.Sleep(2 * time.Second)
+		}()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "127.0.0.1").CombinedOutput()
+		if procExit(err) != 1 || !strings.Contains(string(out), "version") {
+			t.Errorf("server of another version: exit %v:\n%s", err, out)
+		}
+	})
 }
 
 // TestClientBeforeServer: a client started a moment before its server, as

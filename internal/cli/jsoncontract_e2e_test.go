@@ -81,58 +81,67 @@ func localIP(t *testing.T, ip string) bool {
 // server whose bandwidth client was. The killed client
 // ran with --out_json_file: the file it was to replace is left as it
 // was, where it was left empty, and nothing beside it, where its
-// document's file was (.perftest_out.json.PID-0.tmp).
+// document's file was (.perftest_out.json.PID-0.tmp). The three cases,
+// each mostly a wait of 3 s, run side by side (t.Parallel).
 func TestPeerKilledJSON(t *testing.T) {
-	srvDev, cliDev, addr, _, ctx := setUpPeers(t, 120*time.Second)
 	// A latency client, its server killed.
-	port := freshPort()
-	srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--json")
-	cli, cliOut := start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-D", "30", "--peer-timeout", "3", "--json", addr)
-	time.Sleep(3 * time.Second)
-	srv.Process.Kill()
-	srv.Wait()
-	err := cli.Wait()
-	var r report.Result
-	if jerr := json.Unmarshal([]byte(cliOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
-		!strings.Contains(r.Error.Message, "the peer closed the control connection") {
-		t.Errorf("client of a killed server: exit %v, %v, error %+v:\n%s", err, jerr, r.Error, cliOut)
-	}
+	t.Run("latency client", func(t *testing.T) {
+		t.Parallel()
+		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 120*time.Second)
+		srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--json")
+		cli, cliOut := start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-D", "30", "--peer-timeout", "3", "--json", addr)
+		time.Sleep(3 * time.Second)
+		srv.Process.Kill()
+		srv.Wait()
+		err := cli.Wait()
+		var r report.Result
+		if jerr := json.Unmarshal([]byte(cliOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
+			!strings.Contains(r.Error.Message, "the peer closed the control connection") {
+			t.Errorf("client of a killed server: exit %v, %v, error %+v:\n%s", err, jerr, r.Error, cliOut)
+		}
+	})
 	// A latency client of iterations (-n, no margin), its server killed:
 	// it keeps the latency it measured before, as a bandwidth client
 	// keeps its figures (its results were empty).
-	port = freshPort()
-	srv, _ = startServer(t, ctx, srvDev, port, "write-lat", "--json")
-	cli, cliOut = start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-n", "100000000", "--peer-timeout", "3", "--json", addr)
-	time.Sleep(3 * time.Second)
-	srv.Process.Kill()
-	srv.Wait()
-	err = cli.Wait()
-	r = report.Result{}
-	if jerr := json.Unmarshal([]byte(cliOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
-		len(r.Results) != 1 || r.Results[0].Iterations == 0 || r.Results[0].TTypicalUs <= 0 {
-		t.Errorf("-n client of a killed server: exit %v, %v, error %+v, results %+v, want what it measured:\n%s", err, jerr, r.Error, r.Results, cliOut)
-	}
+	t.Run("latency client of iterations", func(t *testing.T) {
+		t.Parallel()
+		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 120*time.Second)
+		srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--json")
+		cli, cliOut := start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-n", "100000000", "--peer-timeout", "3", "--json", addr)
+		time.Sleep(3 * time.Second)
+		srv.Process.Kill()
+		srv.Wait()
+		err := cli.Wait()
+		var r report.Result
+		if jerr := json.Unmarshal([]byte(cliOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
+			len(r.Results) != 1 || r.Results[0].Iterations == 0 || r.Results[0].TTypicalUs <= 0 {
+			t.Errorf("-n client of a killed server: exit %v, %v, error %+v, results %+v, want what it measured:\n%s", err, jerr, r.Error, r.Results, cliOut)
+		}
+	})
 	// A server, its bandwidth client killed.
-	file := filepath.Join(t.TempDir(), "perftest_out.json")
-	const old = `{"old": true}`
-	if err := os.WriteFile(file, []byte(old), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	port = freshPort()
-	srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "--json")
-	cli, _ = start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "30", "--json", "--out_json_file", file, addr)
-	time.Sleep(3 * time.Second)
-	cli.Process.Kill()
-	cli.Wait()
-	err = srv.Wait()
-	r = report.Result{}
-	if jerr := json.Unmarshal([]byte(srvOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" {
-		t.Errorf("server of a killed client: exit %v, %v, error %+v:\n%s", err, jerr, r.Error, srvOut)
-	}
-	if b, err := os.ReadFile(file); err != nil || string(b) != old {
-		t.Errorf("the killed client's --out_json_file holds %q (%v), want the last run's %q", b, err, old)
-	}
-	if ents, _ := os.ReadDir(filepath.Dir(file)); len(ents) != 1 {
-		t.Errorf("the killed client left files beside its --out_json_file: %v", ents)
-	}
+	t.Run("bandwidth server", func(t *testing.T) {
+		t.Parallel()
+		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 120*time.Second)
+		file := filepath.Join(t.TempDir(), "perftest_out.json")
+		const old = `{"old": true}`
+		if err := os.WriteFile(file, []byte(old), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "--json")
+		cli, _ := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "30", "--json", "--out_json_file", file, addr)
+		time.Sleep(3 * time.Second)
+		cli.Process.Kill()
+		cli.Wait()
+		err := srv.Wait()
+		var r report.Result
+		if jerr := json.Unmarshal([]byte(srvOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" {
+			t.Errorf("server of a killed client: exit %v, %v, error %+v:\n%s", err, jerr, r.Error, srvOut)
+		}
+		if b, err := os.ReadFile(file); err != nil || string(b) != old {
+			t.Errorf("the killed client's --out_json_file holds %q (%v), want the last run's %q", b, err, old)
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(file)); len(ents) != 1 {
+			t.Errorf("the killed client left files beside its --out_json_file: %v", ents)
+		}
+	})
 }

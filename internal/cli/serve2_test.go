@@ -5,6 +5,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,42 +68,41 @@ func TestServeGIDSelectorAndDeepRX(t *testing.T) {
 // and its test runs after (it waited in silence); a --json client says
 // nothing on stderr. Each queued client starts once the server has
 // printed the running test's header (runningTest), a second into the
-// running test's 6 s.
+// running test's 6 s. The two cases, each its own serve, run side by
+// side (t.Parallel): each mostly waits for the running test's end.
 func TestServeQueuedClientNotice(t *testing.T) {
+	for _, json := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", json), func(t *testing.T) {
+			t.Parallel()
+			testServeQueuedClientNotice(t, json)
+		})
+	}
+}
+
+func testServeQueuedClientNotice(t *testing.T, json bool) {
 	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	srv, srvOut := startServer(t, ctx, srvDev, port, "serve")
 	first, firstOut := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "6", addr)
 	runningTest(t, srvOut, 1) // its test is taken, and runs 6 s
-	for _, json := range []bool{false, true} {
-		args := []string{"write-bw", "-d", cliDev, "-p", port, "-n", "100", addr}
-		if json {
-			args = append(args, "--json")
-		}
-		cmd := gorperf(ctx, args...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("the queued client (--json %v): %v\n%s%s\nserver:\n%s", json, err, stdout.String(), stderr.String(), srvOut)
-		}
-		const notice = "gorperf: the server is busy with another client's test: this one comes next\n"
-		switch n := strings.Count(stderr.String(), notice); {
-		case !json && (n != 1 || !strings.HasPrefix(stderr.String(), notice)):
-			t.Errorf("the queued client's stderr: want the notice once, first:\n%s", stderr.String())
-		case json && stderr.Len() != 0:
-			t.Errorf("the queued --json client's stderr: want nothing:\n%s", stderr.String())
-		}
-		if json {
-			break
-		}
-		// The second, --json, comes during another long test.
-		if err := first.Wait(); err != nil {
-			t.Fatalf("the first client: %v\n%s", err, firstOut)
-		}
-		first, firstOut = start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "6", addr)
-		runningTest(t, srvOut, 3) // the first's header, the queued one's, then this one's
+	args := []string{"write-bw", "-d", cliDev, "-p", port, "-n", "100", addr}
+	if json {
+		args = append(args, "--json")
+	}
+	cmd := gorperf(ctx, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the queued client (--json %v): %v\n%s%s\nserver:\n%s", json, err, stdout.String(), stderr.String(), srvOut)
+	}
+	const notice = "gorperf: the server is busy with another client's test: this one comes next\n"
+	switch n := strings.Count(stderr.String(), notice); {
+	case !json && (n != 1 || !strings.HasPrefix(stderr.String(), notice)):
+		t.Errorf("the queued client's stderr: want the notice once, first:\n%s", stderr.String())
+	case json && stderr.Len() != 0:
+		t.Errorf("the queued --json client's stderr: want nothing:\n%s", stderr.String())
 	}
 	if err := first.Wait(); err != nil {
-		t.Fatalf("the third client: %v\n%s", err, firstOut)
+		t.Fatalf("the first client: %v\n%s", err, firstOut)
 	}
 	srv.Process.Signal(syscall.SIGINT)
 	if err := srv.Wait(); procExit(err) != 0 {
