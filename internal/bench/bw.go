@@ -225,6 +225,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	if r := s.rateLimit(); r.Rate > 0 {
 		lim = newLimiter(r, s.payload(size), start, pl)
 	}
+	defer func() { s.got += total }()
 	var pc pacer
 	for {
 		// Fill each QP's room. Once stopping, post one more signalled
@@ -344,7 +345,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				s.report(&rep, now, size, total, rcv, iters*uint64(nqp), dur)
 			}
 			if idle := s.completionIdle(total, lastProgress.Sub(start), size, mod*uint64(nqp)); !sent && now.Sub(lastProgress) > idle {
-				return partial(s.idleErr("completion", idle))
+				return partial(s.idleAfter("completion", idle, s.got+total))
 			}
 			if rcv != nil && !rcvOver && !rcv.more() {
 				// Every message due has come: there is nothing left to
@@ -707,6 +708,7 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 // at every size, until a sender found none (RC retries for ever, UD and
 // UC drop).
 func (r *receiver) close() error {
+	r.s.got += r.total
 	var err error
 	for i := range r.queues {
 		q := &r.queues[i]
@@ -860,7 +862,7 @@ func (r *receiver) check(ctx context.Context, now time.Time) (over bool, err err
 	case r.untilQuiet && r.total > 0 && idle > r.quiet:
 		return true, nil
 	case idle > r.s.idle:
-		return false, r.s.idleErr("message", r.s.idle)
+		return false, r.s.idleAfter("message", r.s.idle, r.s.got+r.total)
 	}
 	if err := r.s.peerGone(now); err != nil && !(r.s.spec.RunInfinitely && r.total > 0 && errors.Is(err, errPeerClosed)) {
 		return false, err

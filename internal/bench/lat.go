@@ -416,6 +416,7 @@ func (s *session) waitByte(ctx context.Context, off int, v byte, until time.Time
 			}
 		}
 	}
+	s.got++
 	return nil
 }
 
@@ -482,6 +483,7 @@ func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC, 
 			if err := wcs[0].Err(); err != nil {
 				return wcs[0], s.completionErr(err)
 			}
+			s.got++
 			return wcs[0], nil
 		}
 		if s.ch != nil {

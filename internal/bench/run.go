@@ -1465,6 +1465,14 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 	if sc, ok := c.NetConn().(syscall.Conn); ok {
 		s.ctl, _ = sc.SyscallConn()
 	}
+	if h, ok := c.NetConn().(*heardConn); ok {
+		s.heard = func() time.Time {
+			if n := h.last.Load(); n != 0 {
+				return time.Unix(0, n)
+			}
+			return time.Time{}
+		}
+	}
 	switch {
 	case spec.Multicast && spec.RdmaCM:
 		err = s.cmJoin(ctx, role == "client")

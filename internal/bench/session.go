@@ -203,8 +203,18 @@ type session struct {
 	group     netip.Addr     // --mcg: the group this side's QP joined
 	member    *net.UDPConn   // --mcg on RoCE: holds the interface's membership of group
 
-	ctl       syscall.RawConn // the control connection, watched for the peer's death
-	counters  *counters.Set   // Local.Counters, or nil
+	ctl syscall.RawConn // the control connection, watched for the peer's death
+	// heard, where set, is when the peer last sent anything on the
+	// control connection (its keepalives included), as the receive that
+	// runs beside the loops reads it (peerWatch); zero before anything.
+	heard func() time.Time
+	// got counts the completions and messages this side's loops have
+	// polled in the run: a latency loop's as they come, a bandwidth
+	// loop's as it ends. A wait that gives up once some came (these, or
+	// the loop's own so far) does not blame the path between the GIDs,
+	// which carried them (idleErr).
+	got       uint64
+	counters  *counters.Set // Local.Counters, or nil
 	lastCheck time.Time
 	fault     atomic.Pointer[error] // the first fatal async event of the device
 	faulted   <-chan struct{}       // closed once fault is set (nil until watchEvents)
@@ -1067,9 +1077,18 @@ func reportEndpoint(q exchange.QPInfo) report.Endpoint {
 type idleError struct {
 	what string
 	d    time.Duration
-	// gids, on RoCE, names the two sides' GIDs, which may not reach each
-	// other: a peer that runs on (the control connection says nothing
-	// of the RDMA path) then waits as long.
+	// after is the completions or messages this side had in the run
+	// before they stopped coming: where some came, the path between the
+	// two sides worked, and the peer stopped answering.
+	after uint64
+	// silent, where the peer has also sent nothing on the control
+	// connection for a while (not even a keepalive), is how long: it is
+	// stopped (SIGSTOP, Ctrl-Z) or hung.
+	silent time.Duration
+	// gids, on RoCE where nothing came in the run, names the two sides'
+	// GIDs, which may not reach each other: a peer that runs on (the
+	// control connection says nothing of the RDMA path) then waits as
+	// long.
 	gids string
 	// gone, where set, says that this side's GID has left its table
 	// since the test chose it (its address was removed): the cause, not
@@ -1078,20 +1097,54 @@ type idleError struct {
 }
 
 func (e *idleError) Error() string {
-	if e.gone != "" {
+	switch {
+	case e.gone != "":
 		return fmt.Sprintf("no %s for %v: %s, so this side's packets cannot reach the peer", e.what, e.d, e.gone)
-	}
-	if e.gids != "" {
+	case e.after > 0 && e.silent > 0:
+		return fmt.Sprintf("the peer stopped answering after %s: no %s for %v, and it has sent nothing for %v, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung?)",
+			e.count(), e.what, e.d, e.silent.Round(100*time.Millisecond))
+	case e.after > 0:
+		return fmt.Sprintf("the peer stopped answering after %s: no %s for %v (is it still running?)", e.count(), e.what, e.d)
+	case e.gids != "":
 		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks each side's GID)", e.what, e.d, e.gids)
 	}
 	return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running?)", e.what, e.d)
 }
 
-// idleErr is the idleError of no what for d, with the two sides' GIDs on
-// an Ethernet port.
-func (s *session) idleErr(what string, d time.Duration) error {
-	e := &idleError{what: what, d: d, gone: s.gidGone()}
-	if e.gone != "" || s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || s.gid.Entry.GID.IsZero() {
+// count is "1 completion", "5 messages": what came before the silence.
+func (e *idleError) count() string {
+	if e.after == 1 {
+		return "1 " + e.what
+	}
+	return fmt.Sprintf("%d %ss", e.after, e.what)
+}
+
+// idleErr is idleAfter of what this side's loops got in the run so far
+// (s.got): a latency loop's wait.
+func (s *session) idleErr(what string, d time.Duration) error { return s.idleAfter(what, d, s.got) }
+
+// idleAfter is the idleError of no what for d, after got completions or
+// messages in the run (s.got and the waiting loop's own): where none
+// came, with the two sides' GIDs on an Ethernet port; where some did,
+// with how long the peer has been silent on the control connection, if
+// it has sent nothing, not even a keepalive, for over four of its
+// keepalive periods.
+func (s *session) idleAfter(what string, d time.Duration, got uint64) error {
+	e := &idleError{what: what, d: d, after: got, gone: s.gidGone()}
+	if e.gone != "" {
+		return e
+	}
+	if got > 0 {
+		if s.heard != nil {
+			if last := s.heard(); !last.IsZero() {
+				if q := time.Since(last); q > 4*alivePeriod(s.local) {
+					e.silent = q
+				}
+			}
+		}
+		return e
+	}
+	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || s.gid.Entry.GID.IsZero() {
 		return e
 	}
 	mine := "this side's GID " + s.gid.Entry.IP().String()
