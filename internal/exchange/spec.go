@@ -833,7 +833,8 @@ func (s TestSpec) CheckLimits(l Limits) error {
 		return invalid("a connection of a test of %d threads without a group number", s.Threads)
 	}
 	if n := s.MaxSize(); n > l.MaxMsgSize {
-		return overLimit("message size %s exceeds this server's maximum of %s", formatBytes(uint64(n)), formatBytes(uint64(l.MaxMsgSize)))
+		size, most := formatOver(uint64(n), uint64(l.MaxMsgSize))
+		return overLimit("message size %s exceeds this server's maximum of %s", size, most)
 	}
 	qps, full, exact := s.leastTest()
 	if qps > uint64(l.MaxQPs) {
@@ -852,16 +853,17 @@ func (s TestSpec) CheckLimits(l Limits) error {
 		return err
 	}
 	if m := s.leastMemory(full); m > l.MaxMemory {
+		mem, most := formatOver(m, l.MaxMemory)
 		if s.Threads > 1 {
 			needs := "needs at least"
 			if exact {
 				needs = "needs"
 			}
 			return overLimit("%s %s %s of registered memory (%s), more than this server's maximum of %s",
-				s.ofThreads(qps, exact), needs, formatBytes(m), s.memoryHow(fmt.Sprintf("%d QPs", qps)), formatBytes(l.MaxMemory))
+				s.ofThreads(qps, exact), needs, mem, s.memoryHow(fmt.Sprintf("%d QPs", qps)), most)
 		}
 		return overLimit("the test needs %s of registered memory (%s), more than this server's maximum of %s",
-			formatBytes(m), s.memoryHow(fmt.Sprintf("%d QPs", s.NumQPs)), formatBytes(l.MaxMemory))
+			mem, s.memoryHow(fmt.Sprintf("%d QPs", s.NumQPs)), most)
 	}
 	return nil
 }
@@ -989,8 +991,9 @@ func CheckGroupLimits(specs []TestSpec, l Limits) error {
 				big = s
 			}
 		}
+		mem, most := formatOver(m, l.MaxMemory)
 		return overLimit("a test of %d threads of %d QPs in all needs %s of registered memory (thread %d the most, %s: %s), more than this server's maximum of %s",
-			len(specs), qps, formatBytes(m), big.Thread, formatBytes(big.Memory()), big.memoryHow(fmt.Sprintf("%d QPs", big.NumQPs)), formatBytes(l.MaxMemory))
+			len(specs), qps, mem, big.Thread, formatBytes(big.Memory()), big.memoryHow(fmt.Sprintf("%d QPs", big.NumQPs)), most)
 	}
 	return nil
 }
@@ -1094,20 +1097,49 @@ func FitGroupRXDepth(specs []TestSpec, l Limits) {
 	}
 }
 
-// formatBytes writes n in the largest binary unit that keeps it at least 1.
+// formatBytes writes n in the largest binary unit that keeps it at least
+// 1, to four digits ("8 MiB", "61.5 MiB"); where those digits would show
+// a whole number of the unit that n is not, exactly, with that number and
+// the bytes beside it ("8388609 B (8 MiB + 1 B)"): a size one byte past
+// a limit of 8 MiB must not read as 8 MiB.
 func formatBytes(n uint64) string {
 	if n == math.MaxUint64 {
 		return "more than 16 EiB"
 	}
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	i := 0
-	v := float64(n)
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
+	for i < len(units)-1 && n>>(10*(i+1)) > 0 {
 		i++
 	}
 	if i == 0 {
 		return fmt.Sprintf("%d B", n)
 	}
-	return fmt.Sprintf("%.4g %s", v, units[i])
+	unit := uint64(1) << (10 * i)
+	if n%unit == 0 {
+		return fmt.Sprintf("%d %s", n/unit, units[i])
+	}
+	if approx := fmt.Sprintf("%.4g", float64(n)/float64(unit)); strings.ContainsAny(approx, ".e") {
+		return approx + " " + units[i]
+	}
+	if r := n % unit; r >= unit/2 {
+		return fmt.Sprintf("%d B (%d %s - %d B)", n, n/unit+1, units[i], unit-r)
+	}
+	return fmt.Sprintf("%d B (%d %s + %d B)", n, n/unit, units[i], n%unit)
+}
+
+// formatOver writes n, a value over limit, and limit, as formatBytes does,
+// unless the two would then read the same (both rounded to the same four
+// digits): then each exactly, in bytes, with formatBytes's beside it.
+func formatOver(n, limit uint64) (string, string) {
+	a, b := formatBytes(n), formatBytes(limit)
+	if a != b || n == limit {
+		return a, b
+	}
+	exact := func(n uint64) string {
+		if f := formatBytes(n); !strings.HasSuffix(f, ")") {
+			return fmt.Sprintf("%d B (%s)", n, f)
+		}
+		return formatBytes(n)
+	}
+	return exact(n), exact(limit)
 }
