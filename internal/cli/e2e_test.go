@@ -818,13 +818,19 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	// Nobody listening: the client's 3 s of retries pass beside the
-	// cases above (t.Parallel).
+	// Nobody listening: the client, started before t.Parallel, spends
+	// its 3 s of retries beside the cases above, not in a -test.parallel
+	// slot of its own.
 	t.Run("no server", func(t *testing.T) {
+		cmd := gorperf(ctx, "write-bw", "-d", cliDev, "-p", "1", "127.0.0.1")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
 		t.Parallel()
-		out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", "1", "127.0.0.1").CombinedOutput()
-		if procExit(err) != 1 || !strings.Contains(string(out), "connection refused") {
-			t.Errorf("no server: exit %v:\n%s", err, out)
+		if err := cmd.Wait(); procExit(err) != 1 || !strings.Contains(out.String(), "connection refused") {
+			t.Errorf("no server: exit %v:\n%s", err, out.String())
 		}
 	})
 	// A server of another protocol version.

@@ -82,15 +82,16 @@ func localIP(t *testing.T, ip string) bool {
 // ran with --out_json_file: the file it was to replace is left as it
 // was, where it was left empty, and nothing beside it, where its
 // document's file was (.perftest_out.json.PID-0.tmp). The three cases,
-// each mostly a wait of 3 s, run side by side (t.Parallel).
+// each mostly a wait of 3 s, run side by side: each starts its processes
+// before t.Parallel, and kills its peer 3 s after (or, where its turn
+// came later, as soon as its turn comes).
 func TestPeerKilledJSON(t *testing.T) {
 	// A latency client, its server killed.
 	t.Run("latency client", func(t *testing.T) {
-		t.Parallel()
 		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 120*time.Second)
 		srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--json")
 		cli, cliOut := start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-D", "30", "--peer-timeout", "3", "--json", addr)
-		time.Sleep(3 * time.Second)
+		sleepFrom(t, time.Now(), 3*time.Second)
 		srv.Process.Kill()
 		srv.Wait()
 		err := cli.Wait()
@@ -104,11 +105,10 @@ func TestPeerKilledJSON(t *testing.T) {
 	// it keeps the latency it measured before, as a bandwidth client
 	// keeps its figures (its results were empty).
 	t.Run("latency client of iterations", func(t *testing.T) {
-		t.Parallel()
 		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 120*time.Second)
 		srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--json")
 		cli, cliOut := start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-n", "100000000", "--peer-timeout", "3", "--json", addr)
-		time.Sleep(3 * time.Second)
+		sleepFrom(t, time.Now(), 3*time.Second)
 		srv.Process.Kill()
 		srv.Wait()
 		err := cli.Wait()
@@ -120,7 +120,6 @@ func TestPeerKilledJSON(t *testing.T) {
 	})
 	// A server, its bandwidth client killed.
 	t.Run("bandwidth server", func(t *testing.T) {
-		t.Parallel()
 		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 120*time.Second)
 		file := filepath.Join(t.TempDir(), "perftest_out.json")
 		const old = `{"old": true}`
@@ -129,7 +128,7 @@ func TestPeerKilledJSON(t *testing.T) {
 		}
 		srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "--json")
 		cli, _ := start(t, ctx, "write-bw", "-d", cliDev, "-p", port, "-D", "30", "--json", "--out_json_file", file, addr)
-		time.Sleep(3 * time.Second)
+		sleepFrom(t, time.Now(), 3*time.Second)
 		cli.Process.Kill()
 		cli.Wait()
 		err := srv.Wait()
@@ -144,4 +143,12 @@ func TestPeerKilledJSON(t *testing.T) {
 			t.Errorf("the killed client left files beside its --out_json_file: %v", ents)
 		}
 	})
+}
+
+// sleepFrom calls t.Parallel, and then sleeps until d has passed since
+// from (not at all where it has): a case that started its processes
+// before t.Parallel lets them run for d beside the others.
+func sleepFrom(t *testing.T, from time.Time, d time.Duration) {
+	t.Parallel()
+	time.Sleep(time.Until(from.Add(d)))
 }
