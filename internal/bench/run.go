@@ -207,7 +207,20 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if l.CMHost != "" {
 		host = l.CMHost
 	}
-	return run(ctx, c, spec, l, "client", host, onHeader)
+	res, err := run(ctx, c, spec, l, "client", host, onHeader)
+	return res, echoed(addr, err)
+}
+
+// echoed is err, a client's failure at the server at addr, said so where
+// the message that came back was a TestSpec, which no gorperf server
+// sends: the peer echoes what it is sent (its hello too, which passed for
+// a server's), and does not speak the gorperf protocol.
+func echoed(addr string, err error) error {
+	var ue *exchange.UnexpectedError
+	if !errors.As(err, &ue) || ue.Got != exchange.TypeSpec {
+		return err
+	}
+	return fmt.Errorf("server at %s: %w: it sent this client's own test back (a service that echoes what it is sent?): %w", addr, exchange.ErrNotGorperf, err)
 }
 
 // heardConn is a control connection, which notes when the peer last
@@ -1836,7 +1849,7 @@ func (s *session) swapSetup(ctx context.Context, c *exchange.Conn, local exchang
 	}
 	r, ok := m.(exchange.Setup)
 	if !ok {
-		return exchange.Setup{}, fmt.Errorf("%w: expected %v, got %v", exchange.ErrUnexpected, exchange.TypeSetup, m.Type())
+		return exchange.Setup{}, &exchange.UnexpectedError{Want: exchange.TypeSetup, Got: m.Type()}
 	}
 	return r, nil
 }

@@ -486,7 +486,7 @@ func recvAs[T Message](ctx context.Context, c *Conn) (T, error) {
 			return zero, fmt.Errorf("the peer's run failed (%w: expected %v, got its %v): %w",
 				ErrUnexpected, zero.Type(), m.Type(), &PeerError{Code: CodeFailed, Text: r.Error})
 		}
-		return zero, fmt.Errorf("%w: expected %v, got %v", ErrUnexpected, zero.Type(), m.Type())
+		return zero, &UnexpectedError{Want: zero.Type(), Got: m.Type()}
 	}
 	return v, nil
 }

@@ -135,3 +135,17 @@ func sanitize(s string) string {
 		return unicode.ReplacementChar
 	}, s)
 }
+
+// UnexpectedError is a receive's failure on a message of another type
+// than the one it wanted; it wraps ErrUnexpected. A client that gets its
+// own TestSpec back (Got TypeSpec, which no server sends) talks to a
+// service that echoes what it is sent.
+type UnexpectedError struct {
+	Want, Got MsgType
+}
+
+func (e *UnexpectedError) Error() string {
+	return fmt.Sprintf("%v: expected %v, got %v", ErrUnexpected, e.Want, e.Got)
+}
+
+func (e *UnexpectedError) Unwrap() error { return ErrUnexpected }
