@@ -23,24 +23,37 @@ type AH struct {
 	closeMu sync.Mutex
 }
 
-// CreateAH creates an address handle (ibv_create_ah).
+// CreateAH creates an address handle (ibv_create_ah). A port the device
+// does not have fails with an error matching syscall.EINVAL that names
+// it. On a RoCE (Ethernet) port an address vector needs a global route,
+// IsGlobal and the destination's GID in GRH.DGID: where the provider
+// refuses one without, the error says so.
 func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if !pd.use.Enter() {
 		return nil, ErrClosed
 	}
 	defer pd.use.Leave()
+	if err := pd.ctx.checkPort("ibv_create_ah", int(attr.Port)); err != nil {
+		return nil, fmt.Errorf("AH to %s: %w", attr.GRH.DGID, err)
+	}
 	var a C.struct_ibv_ah_attr
 	attr.toC(&a)
 	h, err := C.ibv_create_ah(pd.c, &a)
 	if h == nil {
-		return nil, fmt.Errorf("AH to %s: %w", attr.GRH.DGID, attr.noGID(errnoOf("ibv_create_ah", err)))
+		err = attr.noGID(errnoOf("ibv_create_ah", err))
+		if !attr.IsGlobal && pd.ctx.isEthernet(int(attr.Port)) {
+			return nil, fmt.Errorf("AH on %s port %d, which is RoCE (Ethernet), where an AH needs a global route "+
+				"(AHAttr.IsGlobal and the destination's GID in GRH.DGID): %w", pd.ctx.name, attr.Port, err)
+		}
+		return nil, fmt.Errorf("AH to %s: %w", attr.GRH.DGID, err)
 	}
 	pd.kids.add()
 	return &AH{c: h, pd: pd}, nil
 }
 
 // CreateAHTo creates an address handle for remote, sent from the local GID
-// at gidIndex on port (ibv_create_ah), with a hop limit of 64.
+// at gidIndex on port (ibv_create_ah), with a hop limit of 64. On a RoCE
+// port remote needs a GID (see CreateAH).
 func (pd *PD) CreateAHTo(remote Endpoint, port, gidIndex int) (*AH, error) {
 	if err := checkPortGID("ibv_create_ah", port, gidIndex); err != nil {
 		return nil, err
@@ -64,18 +77,28 @@ func (pd *PD) CreateAHTo(remote Endpoint, port, gidIndex int) (*AH, error) {
 // A packet sent to a multicast group fails with an error matching
 // syscall.EINVAL, since no local GID is its destination; one whose
 // destination is not in port's GID table (the address was removed since),
-// with the destination named.
+// with the destination named. So do a nil wc, a port the device does not
+// have, and on a RoCE (Ethernet) port a completion without WCWithGRH,
+// which gives no GID to reply to there (the port is queried for its link
+// layer then).
 func (c *Context) AHAttrFromWC(port int, wc *WC, grh []byte) (AHAttr, error) {
 	const verb = "ibv_init_ah_from_wc"
+	if wc == nil {
+		return AHAttr{}, fmt.Errorf("%s: nil WC: %w", verb, syscall.EINVAL)
+	}
 	if !c.use.Enter() {
 		return AHAttr{}, ErrClosed
 	}
 	defer c.use.Leave()
-	if port < 1 || port > 255 {
-		return AHAttr{}, fmt.Errorf("%s: %s: port %d: %w", verb, c.name, port, syscall.EINVAL)
+	if err := c.checkPort(verb, port); err != nil {
+		return AHAttr{}, err
 	}
 	var p unsafe.Pointer
 	var dst GID
+	if wc.Flags&WCWithGRH == 0 && c.isEthernet(port) {
+		return AHAttr{}, fmt.Errorf("%s: %s port %d is RoCE (Ethernet), where a reply needs the sender's GID, "+
+			"and the completion has no GRH (WCWithGRH unset): %w", verb, c.name, port, syscall.EINVAL)
+	}
 	if wc.Flags&WCWithGRH != 0 {
 		g, err := ParseGRH(grh)
 		if err != nil {
@@ -102,7 +125,7 @@ func (c *Context) AHAttrFromWC(port int, wc *WC, grh []byte) (AHAttr, error) {
 // CreateAHFromWC creates an address handle to the sender of a UD receive
 // (ibv_create_ah_from_wc), as AHAttrFromWC works it out: wc is the
 // receive's completion, grh the first GRHLen bytes of its buffer, port the
-// port it came in on.
+// port it came in on. It refuses what AHAttrFromWC refuses.
 func (pd *PD) CreateAHFromWC(wc *WC, grh []byte, port int) (*AH, error) {
 	if pd.use.Closed() {
 		return nil, ErrClosed

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
 // A UD receiver answers a sender it knows only from the datagram: the
@@ -180,6 +181,20 @@ func testUDSendChecks(t *testing.T, wrapi bool) {
 	write.Opcode, write.RemoteAddr, write.RKey = ibverbs.OpRDMAWrite, 0x1234, 1
 	noAH := send
 	noAH.AH = nil
+	// An AH of another PD (same device): posted, the device dropped it
+	// with LOC_QP_OP_ERR and the QP went to the error state.
+	otherPD, err := p.ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, otherPD) })
+	otherAH, err := otherPD.CreateAHTo(p.b.ep, p.port, p.gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, otherAH) })
+	foreign := send
+	foreign.AH = otherAH
 	for _, c := range []struct {
 		name string
 		wr   ibverbs.SendWR
@@ -187,6 +202,7 @@ func testUDSendChecks(t *testing.T, wrapi bool) {
 	}{
 		{"RDMA write", write, syscall.EINVAL},
 		{"no AH", noAH, syscall.EINVAL},
+		{"AH of another PD", foreign, syscall.EINVAL},
 	} {
 		if err := p.a.qp.PostSend([]ibverbs.SendWR{c.wr}); !errors.Is(err, c.want) {
 			t.Errorf("PostSend, %s: %v, want %v", c.name, err, c.want)
@@ -206,6 +222,9 @@ func testUDSendChecks(t *testing.T, wrapi bool) {
 	}
 	if err := ah.Close(); !errors.Is(err, syscall.EBUSY) {
 		t.Fatalf("closing the AH of an open batch: %v, want EBUSY", err)
+	}
+	if err := b.Set(0, foreign); !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "another PD") {
+		t.Errorf("Set with an AH of another PD: %v, want EINVAL saying so", err)
 	}
 	ah2, err := p.a.pd.CreateAHTo(p.b.ep, p.port, p.gid)
 	if err != nil {
@@ -241,4 +260,66 @@ func testUDSendChecks(t *testing.T, wrapi bool) {
 	if _, err := p.a.qp.NewSendBatch([]ibverbs.SendWR{other}); !errors.Is(err, ibverbs.ErrClosed) {
 		t.Errorf("NewSendBatch with a closed AH: %v, want ErrClosed", err)
 	}
+}
+
+// CreateAH, CreateAHTo, AHAttrFromWC and CreateAHFromWC name a port the
+// device does not have (CreateAH said only "ibv_create_ah: invalid
+// argument", AHAttrFromWC blamed the packet's destination); on a RoCE
+// port they say that an AH needs a global route, where CreateAH failed
+// without a word why and AHAttrFromWC made a useless non-global vector of
+// a completion without a GRH; a nil WC is refused, where it panicked.
+func TestAHRefusals(t *testing.T) {
+	ctx, info := rdmatest.Open(t)
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, pd)
+	port, gid := info.Port, rdmatest.GIDIndex(t, ctx, info.Port)
+	ge, err := ctx.QueryGID(port, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := ibverbs.Endpoint{GID: ge.GID}
+	global := ibverbs.AHAttr{Port: 200, IsGlobal: true, GRH: ibverbs.GlobalRoute{DGID: ge.GID, SGIDIndex: uint8(gid), HopLimit: 64}}
+	refused := func(what string, err error, want string) {
+		t.Helper()
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want EINVAL saying %q", what, err, want)
+		}
+	}
+	refused("CreateAH on port 200", second(pd.CreateAH(global)), "invalid port 200")
+	refused("CreateAHTo port 200", second(pd.CreateAHTo(ep, 200, gid)), "invalid port 200")
+	refused("AHAttrFromWC on port 200", second(ctx.AHAttrFromWC(200, &ibverbs.WC{}, nil)), "invalid port 200")
+	refused("CreateAHFromWC on port 200", second(pd.CreateAHFromWC(&ibverbs.WC{}, nil, 200)), "invalid port 200")
+
+	for name, f := range map[string]func() error{
+		"AHAttrFromWC":   func() error { return second(ctx.AHAttrFromWC(port, nil, nil)) },
+		"CreateAHFromWC": func() error { return second(pd.CreateAHFromWC(nil, nil, port)) },
+	} {
+		var err error
+		if v := rdmatest.Panic(func() { err = f() }); v != nil {
+			t.Errorf("%s(nil WC) panicked: %v", name, v)
+			continue
+		}
+		refused(name+"(nil WC)", err, "nil WC")
+	}
+
+	pa, err := ctx.QueryPort(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa.LinkLayer != ibverbs.LinkLayerEthernet {
+		return // the rest is RoCE's
+	}
+	refused("CreateAH without a global route", second(pd.CreateAH(ibverbs.AHAttr{Port: uint8(port)})), "needs a global route")
+	refused("CreateAHTo an Endpoint without a GID", second(pd.CreateAHTo(ibverbs.Endpoint{}, port, gid)), "needs a global route")
+	refused("AHAttrFromWC without a GRH", second(ctx.AHAttrFromWC(port, &ibverbs.WC{}, nil)), "no GRH")
+	refused("CreateAHFromWC without a GRH", second(pd.CreateAHFromWC(&ibverbs.WC{}, nil, port)), "no GRH")
+	global.Port = uint8(port)
+	ah, err := pd.CreateAH(global)
+	if err != nil {
+		t.Fatalf("CreateAH with a global route: %v", err)
+	}
+	closeOK(t, ah)
 }

@@ -398,14 +398,22 @@ func (p PortAttr) PhysStateString() string {
 		"LINK_UP", "LINK_ERROR_RECOVERY", "PHY_TEST"}, int(p.PhysState), "PhysState")
 }
 
-// checkPort refuses a port the device does not have. The caller has
-// entered c.
-func (c *Context) checkPort(port int) error {
+// checkPort refuses a port the device does not have, for verb. The
+// caller has entered c.
+func (c *Context) checkPort(verb string, port int) error {
 	if port < 1 || port > c.ports {
 		return fmt.Errorf("invalid port %d: %s has ports 1-%d: %w", port, c.name, c.ports,
-			os.NewSyscallError("ibv_query_port", syscall.EINVAL))
+			os.NewSyscallError(verb, syscall.EINVAL))
 	}
 	return nil
+}
+
+// isEthernet says whether port's link layer is Ethernet (RoCE), where an
+// address vector needs a global route; false where the port cannot be
+// queried.
+func (c *Context) isEthernet(port int) bool {
+	pa, err := c.QueryPort(port)
+	return err == nil && pa.LinkLayer == LinkLayerEthernet
 }
 
 // QueryPort returns the attributes of a port, numbered from 1
@@ -415,7 +423,7 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 		return PortAttr{}, ErrClosed
 	}
 	defer c.use.Leave()
-	if err := c.checkPort(port); err != nil {
+	if err := c.checkPort("ibv_query_port", port); err != nil {
 		return PortAttr{}, err
 	}
 	var a C.struct_ibv_port_attr
@@ -454,7 +462,7 @@ func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
 		return nil, ErrClosed
 	}
 	defer c.use.Leave()
-	if err := c.checkPort(port); err != nil {
+	if err := c.checkPort("ibv_query_port", port); err != nil {
 		return nil, err
 	}
 	// The verb returns the valid entries of all ports and fails with
@@ -740,8 +748,12 @@ func (n *ifNames) name(i int) string {
 
 // SelectGID reads a port's GID table (ibv_query_gid_table, as GIDTable)
 // and picks a RoCE v2 entry by rule; see the package function SelectGID
-// for the rules.
+// for the rules. A rule SelectGID refuses is refused before the table is
+// read.
 func (c *Context) SelectGID(port int, rule GIDRule) (GIDChoice, error) {
+	if err := rule.check(); err != nil {
+		return GIDChoice{}, err
+	}
 	t, err := c.GIDTable(port)
 	if err != nil {
 		return GIDChoice{}, err

@@ -98,7 +98,7 @@ func wcStatusText(s WCStatus) string {
 	case WCWRFlushErr:
 		return "work request flushed: the QP is in the error state"
 	case WCMWBindErr:
-		return "memory window bind error: the MR lacks AccessMWBind, or the window, range or access is wrong for it"
+		return "memory window bind error: the MR lacks AccessMWBind, or the window, range or access is wrong for it, or the QP is of another PD"
 	case WCBadRespErr:
 		return "bad response"
 	case WCLocAccessErr:

@@ -285,6 +285,49 @@ func TestCQWait(t *testing.T) {
 	}
 }
 
+// A QP counts once with a CQ that is both its send and its receive CQ:
+// CQ.Close said "2 QPs using the CQ" for one. Each QP's Close lowers the
+// counts it raised, so that both CQs then close.
+func TestCQCountsQPOnce(t *testing.T) {
+	ctx, _ := rdmatest.Open(t)
+	pd, err := ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, pd)
+	cq, err := ctx.CreateCQ(8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq2, err := ctx.CreateCQ(8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := ibverbs.QPCap{MaxSendWR: 2, MaxRecvWR: 2}
+	both, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq, Cap: caps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, err := pd.CreateQP(ibverbs.QPInit{Type: ibverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq2, Cap: caps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := func(c *ibverbs.CQ, n int) {
+		t.Helper()
+		want := fmt.Sprintf("%d QPs using the CQ", n)
+		if err := c.Close(); !errors.Is(err, syscall.EBUSY) || !strings.Contains(err.Error(), want) {
+			t.Errorf("CQ.Close: %v, want EBUSY saying %q", err, want)
+		}
+	}
+	busy(cq, 2)
+	busy(cq2, 1)
+	closeOK(t, both)
+	busy(cq, 1)
+	closeOK(t, split)
+	closeOK(t, cq)
+	closeOK(t, cq2)
+}
+
 // TestCloseOrder closes parents before children, children twice and uses
 // closed objects: each gives a defined error, never a crash.
 func TestCloseOrder(t *testing.T) {

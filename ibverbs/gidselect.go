@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // GIDRule states which GID a user wants. The zero GIDRule asks for the
@@ -59,6 +60,15 @@ func (r GIDRule) String() string {
 	return "RoCE v2 GID, " + strings.Join(p, ", ")
 }
 
+// check refuses a rule SelectGID cannot apply: a Family other than 0, 4
+// and 6.
+func (r GIDRule) check() error {
+	if r.Family != 0 && r.Family != 4 && r.Family != 6 {
+		return fmt.Errorf("ibverbs: GIDRule.Family %d: want 4 (IPv4), 6 (IPv6) or 0 (either): %w", r.Family, syscall.EINVAL)
+	}
+	return nil
+}
+
 // GIDChoice is the outcome of SelectGID: the entry chosen, why, and why
 // each other entry was passed over.
 type GIDChoice struct {
@@ -108,8 +118,12 @@ const MaxGIDIndex = 255
 // and Tied say so. An entry past MaxGIDIndex never passes. It fails with a
 // *NoGIDError when nothing passes, and with an *AmbiguousGIDError when Addr
 // names a link-local address, with no zone or Netdev, that more than one
-// netdev has.
+// netdev has. A rule whose Family is not 0, 4 or 6 fails with an error
+// matching syscall.EINVAL.
 func SelectGID(table []GIDEntry, rule GIDRule) (GIDChoice, error) {
+	if err := rule.check(); err != nil {
+		return GIDChoice{}, err
+	}
 	// A RoCE v1 entry's twin is the v2 entry of the same GID on the same
 	// netdev: a VLAN netdev shares its parent's MAC, so its link-local
 	// GID too.

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -110,6 +112,23 @@ func TestSelectGIDNone(t *testing.T) {
 	}
 	if _, err := SelectGID(mlxTable(t), GIDRule{Netdev: "eth9"}); err == nil || !strings.Contains(err.Error(), "on eth0, not eth9") {
 		t.Errorf("wrong netdev: %v", err)
+	}
+}
+
+// A Family other than 0, 4 and 6 is refused with EINVAL: 5, -4 and 46
+// were taken as either family with no preference (the IPv6 entry won on
+// its index here), while the rule's text said IPv4 was preferred.
+func TestSelectGIDBadFamily(t *testing.T) {
+	for _, f := range []int{5, -4, 46} {
+		ch, err := SelectGID(mlxTable(t), GIDRule{Family: f})
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "GIDRule.Family "+strconv.Itoa(f)) {
+			t.Errorf("Family %d: chose index %d (%v); want EINVAL naming the family", f, ch.Entry.Index, err)
+		}
+	}
+	for _, f := range []int{0, 4, 6} {
+		if _, err := SelectGID(mlxTable(t), GIDRule{Family: f}); err != nil {
+			t.Errorf("Family %d: %v", f, err)
+		}
 	}
 }
 

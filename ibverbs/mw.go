@@ -96,7 +96,10 @@ func NextRKey(rkey uint32) uint32 {
 // ibv_mw_bind_info, and for OpBindMW the window itself): Length bytes from
 // Addr, inside MR, which must have been registered with AccessMWBind, and
 // the access a peer gets (AccessRemoteRead, AccessRemoteWrite,
-// AccessRemoteAtomic). Length 0 unbinds a type 1 window.
+// AccessRemoteAtomic). Length 0 unbinds a type 1 window. The window, the
+// MR and the QP that binds must be of one PD, for either type of window:
+// a bind otherwise is refused before it is posted (EINVAL for the QP's,
+// EPERM for the MR's).
 type MWBind struct {
 	MW     *MW // for OpBindMW; QP.BindMW takes the window as an argument
 	MR     *MR
@@ -116,7 +119,17 @@ func (qp *QP) checkBind(verb string, mw *MW, b *MWBind) error {
 	case b.MR.pd != mw.pd:
 		return fmt.Errorf("%s: the MR and the window belong to different PDs: %w", verb, syscall.EPERM)
 	}
-	return qp.pd.ctx.sameContext(verb, "the memory window", mw.pd.ctx)
+	if err := qp.pd.ctx.sameContext(verb, "the memory window", mw.pd.ctx); err != nil {
+		return err
+	}
+	if mw.pd.c != qp.pd.c {
+		// The verbs require the QP, window and MR of one PD, for either
+		// type (IBTA C10-72); a type 2 bind fails with MW_BIND_ERR and the
+		// QP goes to the error state, while soft-RoCE lets a type 1 bind
+		// through.
+		return fmt.Errorf("%s: the memory window is of another PD than the QP's: %w", verb, syscall.EINVAL)
+	}
+	return nil
 }
 
 // BindMW binds a type 1 memory window to b's part of an MR (ibv_bind_mw),

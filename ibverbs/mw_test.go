@@ -292,6 +292,43 @@ func testMWRebindInOneCall(t *testing.T, wrapi bool) {
 }
 
 // What the binding refuses before the provider sees it, and the errors
+// A bind through a QP of another PD than the window's is refused before
+// the post (EINVAL), for either type (the verbs want the QP, window and
+// MR of one PD): a type 2 bind was posted, completed with MW_BIND_ERR and
+// left the QP in the error state; soft-RoCE let a type 1 bind through.
+// The QP still binds its own window afterwards.
+func TestMWBindOtherPD(t *testing.T) {
+	p := newMWPair(t, ibverbs.MWType2, false)
+	other, err := p.ctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, other) })
+	mr, err := other.RegMR(p.b.buf, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite|ibverbs.AccessMWBind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, mr) })
+	for _, typ := range []ibverbs.MWType{ibverbs.MWType1, ibverbs.MWType2} {
+		mw, err := other.AllocMW(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := ibverbs.MWBind{MW: mw, MR: mr, Addr: mr.Addr() + mwOff, Length: mwLen, Access: ibverbs.AccessRemoteWrite}
+		if typ == ibverbs.MWType1 {
+			_, err = p.b.qp.BindMW(mw, 1, ibverbs.SendSignaled, b)
+		} else {
+			err = p.b.qp.PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpBindMW, Flags: ibverbs.SendSignaled,
+				RKey: ibverbs.NextRKey(mw.RKey()), Bind: &b}})
+		}
+		if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "another PD than the QP's") {
+			t.Errorf("bind of a %v window of another PD: %v, want EINVAL saying so", typ, err)
+		}
+		closeOK(t, mw)
+	}
+	p.bind2(t, 2, ibverbs.NextRKey(p.mw.RKey()))
+}
+
 // of the verbs themselves.
 func TestMWRefusals(t *testing.T) {
 	p := newMWPair(t, ibverbs.MWType2, false)

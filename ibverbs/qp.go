@@ -377,7 +377,9 @@ func (pd *PD) adopt(q *C.struct_ibv_qp, init QPInit, c *C.struct_ibv_qp_cap, des
 	}
 	pd.kids.add()
 	init.SendCQ.kids.add()
-	init.RecvCQ.kids.add()
+	if init.RecvCQ != init.SendCQ {
+		init.RecvCQ.kids.add() // a QP counts once with a CQ it uses for both
+	}
 	if init.SRQ != nil {
 		init.SRQ.kids.add()
 	}
@@ -437,7 +439,8 @@ func (qp *QP) Raw() unsafe.Pointer { return unsafe.Pointer(qp.c) }
 // SendInline than QPCap.MaxInline ("inline 65 bytes, the QP allows 64"),
 // an inline SGE outside the live MRs of the QP's PD (see SendInline), an
 // opcode no verb has ("unknown opcode 99"), an atomic whose SGL is not one
-// SGE of 8 bytes, among others. An EINVAL from the device says the QP's
+// SGE of 8 bytes, a UD send whose AH is of another PD, a bind of a window
+// of another PD, among others. An EINVAL from the device says the QP's
 // state, which the post then queries (ibv_query_qp): a QP not yet in RTS
 // takes no sends ("QP 0x11 is in INIT, and takes sends from RTS on");
 // where the state is not the cause, it says so, and which opcode, SGEs
@@ -557,6 +560,10 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int, inl *inlineCache) error {
 		return fmt.Errorf("ibv_post_send: the send's AH: %w", ErrClosed)
 	case qp.typ == QPTypeUD && w.AH.pd.ctx.dev != qp.pd.ctx.dev:
 		return qp.pd.ctx.sameContext("ibv_post_send", "the send's AH", w.AH.pd.ctx)
+	case qp.typ == QPTypeUD && w.AH.pd.c != qp.pd.c:
+		// The device would drop it with LOC_QP_OP_ERR, the QP to the error
+		// state (soft-RoCE: "PDs don't match for AH and QP").
+		return fmt.Errorf("ibv_post_send: the send's AH is of another PD than the QP's: %w", syscall.EINVAL)
 	case w.Opcode == OpBindMW:
 		if w.Bind == nil {
 			return fmt.Errorf("ibv_post_send: BIND_MW without SendWR.Bind: %w", syscall.EINVAL)
@@ -985,7 +992,9 @@ func (qp *QP) Close() error {
 	qp.sendS, qp.recvS = nil, nil
 	qp.pd.kids.done()
 	qp.send.kids.done()
-	qp.recv.kids.done()
+	if qp.recv != qp.send {
+		qp.recv.kids.done()
+	}
 	if qp.srq != nil {
 		qp.srq.kids.done()
 	}

@@ -40,7 +40,9 @@ type SendWR struct {
 	// Endpoint's MTU, PortAttr.ActiveMTU), not counting the GRH: a
 	// longer one may complete with WCSuccess on the sender and still be
 	// dropped on the way (on soft-RoCE a send of 1025 bytes over a path
-	// MTU of 1024 completed so, and never arrived).
+	// MTU of 1024 completed so, and never arrived). The AH must be of the
+	// QP's PD: a post refuses another's (EINVAL), which the device would
+	// drop with LOC_QP_OP_ERR, the QP to the error state.
 	AH         *AH
 	RemoteQPN  uint32
 	RemoteQKey uint32
