@@ -151,12 +151,13 @@ var Tool = "gorperf dev"
 // spec and runs it. onHeader, if not nil, is called once the QPs are
 // connected, before the first measurement, so a caller can print
 // perftest's header before the numbers. A local side that fails Check
-// fails Client before it connects.
+// fails Client before it connects, as does a message size over its
+// device's maximum.
 func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, onHeader func(report.Header)) (*Result, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if err := Check(l); err != nil {
+	if err := checkSpec(spec, l); err != nil {
 		return nil, err
 	}
 	if l.CMPort == 0 {

@@ -446,8 +446,8 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if l.PerftestInline {
 		s.inline = defaultInline(spec, da.VendorID)
 	}
-	if uint64(spec.MaxSize()) > da.MaxMRSize || spec.MaxSize() > s.portAttr.MaxMsgSize {
-		return nil, fmt.Errorf("message size %d is over %s's maximum of %d bytes", spec.MaxSize(), s.ctx.Name(), min(da.MaxMRSize, uint64(s.portAttr.MaxMsgSize)))
+	if err := s.sizeFits(spec, da); err != nil {
+		return nil, err
 	}
 	nqp := int(spec.NumQPs)
 	// The buffer's shape is the spec's, which a server's --max-memory
@@ -689,6 +689,32 @@ func (s *session) addQP(qp *ibverbs.QP) error {
 func Check(l Local) error {
 	_, err := ActiveMTU(l)
 	return err
+}
+
+// checkSpec is Check, and that this side's device can take spec's
+// messages (sizeFits): a client checks so before it dials, so that a size
+// its device refuses fails at once, not after the connection is made
+// (or, where nothing listens, as the connection's error).
+func checkSpec(spec exchange.TestSpec, l Local) error {
+	s := &session{local: l, port: max(l.Port, 1)}
+	defer s.close()
+	if err := s.openPort(false); err != nil {
+		return err
+	}
+	da, err := s.ctx.QueryDevice()
+	if err != nil {
+		return err
+	}
+	return s.sizeFits(spec, da)
+}
+
+// sizeFits checks spec's largest message against the device's largest
+// memory region, da's, and its port's largest message.
+func (s *session) sizeFits(spec exchange.TestSpec, da ibverbs.DeviceAttr) error {
+	if uint64(spec.MaxSize()) > da.MaxMRSize || spec.MaxSize() > s.portAttr.MaxMsgSize {
+		return fmt.Errorf("message size %d is over %s's maximum of %d bytes", spec.MaxSize(), s.ctx.Name(), min(da.MaxMRSize, uint64(s.portAttr.MaxMsgSize)))
+	}
+	return nil
 }
 
 // ActiveMTU returns the active MTU of the port l names, after Check's

@@ -97,8 +97,8 @@ and the limits, judged on its own figures). Its --output and limits are for its
 command's kind of test: a client's test of the other kind (latency or
 bandwidth) fails them. A server for one test takes any test its client's
 command takes; gorperf serve has limits. Each side checks its device, port and
-GID before it listens or connects, and a client started before its server
-keeps trying for 3 s.`, bench.Title(t), t),
+GID before it listens or connects (a client its message sizes against its
+device too), and a client started before its server keeps trying for 3 s.`, bench.Title(t), t),
 		Example: fmt.Sprintf("  gorperf %s -d mlx5_0                # server\n  gorperf %s -d mlx5_0 -s 4096 198.18.0.1   # client", name, name),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
