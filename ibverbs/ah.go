@@ -79,8 +79,8 @@ func (pd *PD) CreateAHTo(remote Endpoint, port, gidIndex int) (*AH, error) {
 // destination is not in port's GID table (the address was removed since),
 // with the destination named. So do a nil wc, a port the device does not
 // have, and on a RoCE (Ethernet) port a completion without WCWithGRH,
-// which gives no GID to reply to there (the port is queried for its link
-// layer then).
+// which gives no GID to reply to there (the Context asks the port for its
+// link layer once).
 func (c *Context) AHAttrFromWC(port int, wc *WC, grh []byte) (AHAttr, error) {
 	const verb = "ibv_init_ah_from_wc"
 	if wc == nil {

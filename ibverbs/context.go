@@ -30,6 +30,9 @@ type Context struct {
 	vectors  int       // c's num_comp_vectors
 	use      inUse     // guards c against Close
 
+	llMu       sync.Mutex
+	linkLayers map[int]LinkLayer // isEthernet's answers: a port's link layer does not change
+
 	rdMu       sync.Mutex
 	rdKnown    bool
 	rdAtom     int // max_qp_rd_atom: reads and atomics a QP serves at once
@@ -410,10 +413,24 @@ func (c *Context) checkPort(verb string, port int) error {
 
 // isEthernet says whether port's link layer is Ethernet (RoCE), where an
 // address vector needs a global route; false where the port cannot be
-// queried.
+// queried. The port is queried once per Context: a UD server that replies
+// to each request through AHAttrFromWC asks for every one.
 func (c *Context) isEthernet(port int) bool {
-	pa, err := c.QueryPort(port)
-	return err == nil && pa.LinkLayer == LinkLayerEthernet
+	c.llMu.Lock()
+	defer c.llMu.Unlock()
+	ll, ok := c.linkLayers[port]
+	if !ok {
+		pa, err := c.QueryPort(port)
+		if err != nil {
+			return false
+		}
+		if c.linkLayers == nil {
+			c.linkLayers = map[int]LinkLayer{}
+		}
+		ll = pa.LinkLayer
+		c.linkLayers[port] = ll
+	}
+	return ll == LinkLayerEthernet
 }
 
 // QueryPort returns the attributes of a port, numbered from 1
