@@ -175,15 +175,8 @@ func TestAcceptAfterPeerGaveUp(t *testing.T) {
 	n := device(t)
 	l := listen(t, n.IP, nil)
 	ctx := timeout(t, 60*time.Second)
-	_, id, _ := rdmatest.RoutedID(t, ctx, n.IP, l.Addr())
-	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
-		t.Fatal(err)
-	}
 	// The request reaches the listener's channel; the dialer then goes.
-	r, err := l.GetRequest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, r := pendingRequest(t, ctx, n, l)
 	if err := id.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
@@ -73,14 +72,7 @@ func TestAcceptDefaultConnectTimeout(t *testing.T) {
 	defer rdmacm.SetConnectTimeout(bound)()
 	l := listen(t, n.IP, nil)
 	ctx := timeout(t, 60*time.Second)
-	_, id, _ := rdmatest.RoutedID(t, ctx, n.IP, l.Addr())
-	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := l.GetRequest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := pendingRequest(t, ctx, n, l)
 	start := time.Now()
 	c, err := r.Accept(context.Background(), nil)
 	took := time.Since(start)

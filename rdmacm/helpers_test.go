@@ -120,6 +120,22 @@ func newID(t *testing.T, ps rdmacm.PortSpace) (*rdmacm.EventChannel, *rdmacm.ID)
 	return ch, id
 }
 
+// pendingRequest connects a raw ID from n's address to l, an ID with no
+// QP that never answers its events (closed when the test ends), and
+// returns it with its request, which l has taken and not answered.
+func pendingRequest(t *testing.T, ctx context.Context, n testNet, l *rdmacm.Listener) (*rdmacm.ID, *rdmacm.ConnRequest) {
+	t.Helper()
+	_, id, _ := rdmatest.RoutedID(t, ctx, n.IP, l.Addr())
+	if err := id.Connect(&rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, r
+}
+
 // rawListener makes an event channel and on it an ID that listens on ip,
 // on a port of the kernel's choice: no Listener. Both close when the test
 // ends, the ID first; a test may close them itself before.

@@ -74,6 +74,23 @@ func localIP(t *testing.T, ip string) bool {
 	return false
 }
 
+// latClientOfKilledServer runs a write-lat --json client with args
+// (its length of run) against a server it kills 3 s in, and returns the
+// client's document, its output, its exit and the parse's error.
+func latClientOfKilledServer(t *testing.T, args ...string) (r report.Result, out *syncBuffer, exit, jerr error) {
+	t.Helper()
+	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 120*time.Second)
+	srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--json")
+	cliArgs := append([]string{"write-lat", "-d", cliDev, "-p", port}, args...)
+	cli, cliOut := start(t, ctx, append(cliArgs, "--peer-timeout", "3", "--json", addr)...)
+	sleepFrom(t, time.Now(), 3*time.Second)
+	srv.Process.Kill()
+	srv.Wait()
+	exit = cli.Wait()
+	jerr = json.Unmarshal([]byte(cliOut.String()), &r)
+	return r, cliOut, exit, jerr
+}
+
 // TestPeerKilledJSON: a side whose peer was killed (SIGKILL) reports the
 // JSON code "peer" (the peer closed the control connection: it exited or
 // was killed), where it said "failed": a latency client whose server
@@ -88,15 +105,8 @@ func localIP(t *testing.T, ip string) bool {
 func TestPeerKilledJSON(t *testing.T) {
 	// A latency client, its server killed.
 	t.Run("latency client", func(t *testing.T) {
-		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 120*time.Second)
-		srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--json")
-		cli, cliOut := start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-D", "30", "--peer-timeout", "3", "--json", addr)
-		sleepFrom(t, time.Now(), 3*time.Second)
-		srv.Process.Kill()
-		srv.Wait()
-		err := cli.Wait()
-		var r report.Result
-		if jerr := json.Unmarshal([]byte(cliOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
+		r, cliOut, err, jerr := latClientOfKilledServer(t, "-D", "30")
+		if jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
 			!strings.Contains(r.Error.Message, "the peer closed the control connection") {
 			t.Errorf("client of a killed server: exit %v, %v, error %+v:\n%s", err, jerr, r.Error, cliOut)
 		}
@@ -105,15 +115,8 @@ func TestPeerKilledJSON(t *testing.T) {
 	// it keeps the latency it measured before, as a bandwidth client
 	// keeps its figures (its results were empty).
 	t.Run("latency client of iterations", func(t *testing.T) {
-		srvDev, cliDev, addr, port, ctx := setUpPeers(t, 120*time.Second)
-		srv, _ := startServer(t, ctx, srvDev, port, "write-lat", "--json")
-		cli, cliOut := start(t, ctx, "write-lat", "-d", cliDev, "-p", port, "-n", "100000000", "--peer-timeout", "3", "--json", addr)
-		sleepFrom(t, time.Now(), 3*time.Second)
-		srv.Process.Kill()
-		srv.Wait()
-		err := cli.Wait()
-		var r report.Result
-		if jerr := json.Unmarshal([]byte(cliOut.String()), &r); jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
+		r, cliOut, err, jerr := latClientOfKilledServer(t, "-n", "100000000")
+		if jerr != nil || procExit(err) != 1 || r.Error == nil || r.Error.Code != "peer" ||
 			len(r.Results) != 1 || r.Results[0].Iterations == 0 || r.Results[0].TTypicalUs <= 0 {
 			t.Errorf("-n client of a killed server: exit %v, %v, error %+v, results %+v, want what it measured:\n%s", err, jerr, r.Error, r.Results, cliOut)
 		}
