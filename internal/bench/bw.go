@@ -225,7 +225,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 	if r := s.rateLimit(); r.Rate > 0 {
 		lim = newLimiter(r, s.payload(size), start, pl)
 	}
-	defer func() { s.got += total }()
+	defer func() { s.got += s.sentFromPeer(total) }()
 	var pc pacer
 	for {
 		// Fill each QP's room. Once stopping, post one more signalled
@@ -345,7 +345,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				s.report(&rep, now, size, total, rcv, iters*uint64(nqp), dur)
 			}
 			if idle := s.completionIdle(total, lastProgress.Sub(start), size, mod*uint64(nqp)); !sent && now.Sub(lastProgress) > idle {
-				return partial(s.idleAfter("completion", idle, s.got+total))
+				return partial(s.idleAfter("completion", idle, s.got+s.sentFromPeer(total)))
 			}
 			if rcv != nil && !rcvOver && !rcv.more() {
 				// Every message due has come: there is nothing left to

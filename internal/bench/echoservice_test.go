@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -77,6 +78,13 @@ func TestEchoedSpec(t *testing.T) {
 	wantNotGorperf(t, addr, echoed(addr, err))
 	if err := echoed(addr, io.EOF); err != io.EOF {
 		t.Errorf("echoed(EOF) = %v", err)
+	}
+	// With -R the echo sends the client's own error message back, which
+	// the client takes for the peer's: the error names the echo alone.
+	ue := &exchange.UnexpectedError{Want: exchange.TypeSync, Got: exchange.TypeSpec}
+	own := fmt.Errorf("peer: barrier 0: %w; this side then found: barrier 0: %w", ue, ue)
+	if err := echoed(addr, own); strings.Contains(err.Error(), "peer: barrier") || strings.Contains(err.Error(), "this side then found") {
+		t.Errorf("echoed(the client's own error, echoed back) = %v; want the echo named alone", err)
 	}
 }
 

@@ -34,9 +34,9 @@ func TestIdleAfterCompletions(t *testing.T) {
 		want    string
 		notWant string
 	}{
-		{"stopped", 10 * time.Second, 1234, "the peer stopped answering after 1234 completions: no completion for 10s, and it has sent nothing for 10s, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung?)", ""},
-		{"one", 10 * time.Second, 1, "the peer stopped answering after 1 completion: no completion", ""},
-		{"keepalives come", 100 * time.Millisecond, 1234, "the peer stopped answering after 1234 completions: no completion for 10s (is it still running?)", "may not reach"},
+		{"stopped", 10 * time.Second, 1234, "the peer stopped answering, after 1234 completions and messages from it in the run: no completion for 10s, and it has sent nothing for 10s, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung, or is the network between the two sides down?)", ""},
+		{"one", 10 * time.Second, 1, "the peer stopped answering, after 1 completion or message from it in the run: no completion", ""},
+		{"keepalives come", 100 * time.Millisecond, 1234, "the peer stopped answering, after 1234 completions and messages from it in the run: no completion for 10s (is it still running?)", "may not reach"},
 		{"nothing came", 10 * time.Second, 0, "this side's GID 198.18.0.2 on rxeveth1 and the peer's 198.18.0.1 may not reach each other", "keepalive"},
 	} {
 		var heard time.Time
@@ -54,7 +54,7 @@ func TestIdleAfterCompletions(t *testing.T) {
 	// A latency loop's wait counts what the run's loops got (s.got).
 	s := newSession(time.Now().Add(-10 * time.Second))
 	s.got = 7
-	if got, want := s.idleErr("message", 10*time.Second).Error(), "after 7 messages: no message for 10s, and it has sent nothing"; !strings.Contains(got, want) {
+	if got, want := s.idleErr("message", 10*time.Second).Error(), "after 7 completions and messages from it in the run: no message for 10s, and it has sent nothing"; !strings.Contains(got, want) {
 		t.Errorf("latency: %q, want %q", got, want)
 	}
 }

@@ -483,7 +483,9 @@ func (s *session) waitCQ(ctx context.Context, cq *ibverbs.CQ, wcs []ibverbs.WC, 
 			if err := wcs[0].Err(); err != nil {
 				return wcs[0], s.completionErr(err)
 			}
-			s.got++
+			if s.fromPeer(&wcs[0]) {
+				s.got++
+			}
 			return wcs[0], nil
 		}
 		if s.ch != nil {
@@ -585,6 +587,8 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 			}
 		} else if err := wcs[0].Err(); err != nil {
 			return partial(i, s.completionErr(err))
+		} else {
+			s.got++ // a read's or atomic's response: RC, from the peer
 		}
 		if spanning && inSpan(t0, dur, margin) {
 			inSpanIters++

@@ -221,7 +221,9 @@ func echoed(addr string, err error) error {
 	if !errors.As(err, &ue) || ue.Got != exchange.TypeSpec {
 		return err
 	}
-	return fmt.Errorf("server at %s: %w: it sent this client's own test back (a service that echoes what it is sent?): %w", addr, exchange.ErrNotGorperf, err)
+	// ue alone: what err says beside it (with -R, the client's own error
+	// message, echoed back as the peer's) is the echo's too.
+	return fmt.Errorf("server at %s: %w: it sent this client's own test back (a service that echoes what it is sent?): %w", addr, exchange.ErrNotGorperf, ue)
 }
 
 // heardConn is a control connection, which notes when the peer last

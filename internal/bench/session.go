@@ -209,8 +209,8 @@ type session struct {
 	// runs beside the loops reads it (peerWatch); zero before anything.
 	heard func() time.Time
 	// got counts the completions and messages this side's loops have
-	// polled in the run: a latency loop's as they come, a bandwidth
-	// loop's as it ends. A wait that gives up once some came (these, or
+	// polled in the run that show the peer answered (fromPeer): a
+	// latency loop's as they come, a bandwidth loop's as it ends. A wait that gives up once some came (these, or
 	// the loop's own so far) does not blame the path between the GIDs,
 	// which carried them (idleErr).
 	got       uint64
@@ -1127,22 +1127,39 @@ func (e *idleError) Error() string {
 	case e.gone != "":
 		return fmt.Sprintf("no %s for %v: %s, so this side's packets cannot reach the peer", e.what, e.d, e.gone)
 	case e.after > 0 && e.silent > 0:
-		return fmt.Sprintf("the peer stopped answering after %s: no %s for %v, and it has sent nothing for %v, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung?)",
+		return fmt.Sprintf("the peer stopped answering, %s: no %s for %v, and it has sent nothing for %v, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung, or is the network between the two sides down?)",
 			e.count(), e.what, e.d, e.silent.Round(100*time.Millisecond))
 	case e.after > 0:
-		return fmt.Sprintf("the peer stopped answering after %s: no %s for %v (is it still running?)", e.count(), e.what, e.d)
+		return fmt.Sprintf("the peer stopped answering, %s: no %s for %v (is it still running?)", e.count(), e.what, e.d)
 	case e.gids != "":
 		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks each side's GID)", e.what, e.d, e.gids)
 	}
 	return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running?)", e.what, e.d)
 }
 
-// count is "1 completion", "5 messages": what came before the silence.
+// count says what came from the peer in the run before the silence:
+// completions and messages of every size and direction together.
 func (e *idleError) count() string {
 	if e.after == 1 {
-		return "1 " + e.what
+		return "after 1 completion or message from it in the run"
 	}
-	return fmt.Sprintf("%d %ss", e.after, e.what)
+	return fmt.Sprintf("after %d completions and messages from it in the run", e.after)
+}
+
+// fromPeer says whether wc, a successful completion, shows that the peer
+// answered: a receive, or on RC any completion, which the peer's ACK or
+// response makes. On UC and UD a send completes without the peer.
+func (s *session) fromPeer(wc *ibverbs.WC) bool {
+	return wc.Opcode&ibverbs.WCRecv != 0 || s.spec.ConnType == ibverbs.QPTypeRC
+}
+
+// sentFromPeer is what n send completions count in got: on RC each shows
+// the peer answered; on UC and UD none does.
+func (s *session) sentFromPeer(n uint64) uint64 {
+	if s.spec.ConnType == ibverbs.QPTypeRC {
+		return n
+	}
+	return 0
 }
 
 // idleErr is idleAfter of what this side's loops got in the run so far

@@ -30,7 +30,7 @@ func TestServerStoppedMidRun(t *testing.T) {
 	if d := time.Since(stopped); d > 15*time.Second {
 		t.Errorf("the client gave up %v after the server stopped", d)
 	}
-	for _, want := range []string{"the peer stopped answering after ", " completions: no completion for ", "not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung?)"} {
+	for _, want := range []string{"the peer stopped answering, after ", " completions and messages from it in the run: no completion for ", "not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung, or is the network between the two sides down?)"} {
 		if !strings.Contains(e, want) {
 			t.Errorf("the client's error lacks %q:\n%s", want, e)
 		}

@@ -1122,7 +1122,11 @@ func formatBytes(n uint64) string {
 		return approx + " " + units[i]
 	}
 	if r := n % unit; r >= unit/2 {
-		return fmt.Sprintf("%d B (%d %s - %d B)", n, n/unit+1, units[i], unit-r)
+		up, u := n/unit+1, units[i]
+		if up == 1024 && i+1 < len(units) {
+			up, u = 1, units[i+1] // 1 MiB - 1 B, not 1024 KiB - 1 B
+		}
+		return fmt.Sprintf("%d B (%d %s - %d B)", n, up, u, unit-r)
 	}
 	return fmt.Sprintf("%d B (%d %s + %d B)", n, n/unit, units[i], n%unit)
 }
