@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gorperf/gorperf/ibverbs"
-	"github.com/gorperf/gorperf/internal/exchange"
 )
 
 // TestIdleAfterCompletions: a peer that stops answering once completions
@@ -18,13 +15,9 @@ import (
 // keepalive, that it is stopped or hung. It gave the GID and VLAN hint on
 // every Ethernet port (a server stopped with SIGSTOP mid-run).
 func TestIdleAfterCompletions(t *testing.T) {
-	mine, _ := ibverbs.ParseGID("::ffff:198.18.0.2")
-	peer, _ := ibverbs.ParseGID("::ffff:198.18.0.1")
 	newSession := func(heard time.Time) *session {
-		s := &session{gid: ibverbs.GIDChoice{Entry: ibverbs.GIDEntry{GID: mine, Netdev: "rxeveth1"}},
-			remote: []exchange.QPInfo{{Endpoint: ibverbs.Endpoint{GID: peer}}},
-			heard:  func() time.Time { return heard }}
-		s.portAttr.LinkLayer = ibverbs.LinkLayerEthernet
+		s := roceSession("198.18.0.2", "198.18.0.1")
+		s.heard = func() time.Time { return heard }
 		return s
 	}
 	for _, c := range []struct {
