@@ -236,6 +236,14 @@ type heardConn struct {
 	last atomic.Int64 // when a read last got something, in Unix nanoseconds
 }
 
+// lastHeard is when a read last got something; zero before any.
+func (h *heardConn) lastHeard() time.Time {
+	if n := h.last.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 func (h *heardConn) Read(p []byte) (int, error) {
 	n, err := h.Conn.Read(p)
 	if n > 0 {
@@ -1482,12 +1490,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		s.ctl, _ = sc.SyscallConn()
 	}
 	if h, ok := c.NetConn().(*heardConn); ok {
-		s.heard = func() time.Time {
-			if n := h.last.Load(); n != 0 {
-				return time.Unix(0, n)
-			}
-			return time.Time{}
-		}
+		s.heard = h.lastHeard
 	}
 	switch {
 	case spec.Multicast && spec.RdmaCM:

@@ -210,9 +210,9 @@ type session struct {
 	heard func() time.Time
 	// got counts the completions and messages this side's loops have
 	// polled in the run that show the peer answered (fromPeer): a
-	// latency loop's as they come, a bandwidth loop's as it ends. A wait that gives up once some came (these, or
-	// the loop's own so far) does not blame the path between the GIDs,
-	// which carried them (idleErr).
+	// latency loop's as they come, a bandwidth loop's as it ends. A wait
+	// that gives up once some came (these, or the loop's own so far) does
+	// not blame the path between the GIDs, which carried them (idleErr).
 	got       uint64
 	counters  *counters.Set // Local.Counters, or nil
 	lastCheck time.Time

@@ -9,8 +9,8 @@ import (
 // TestFormatBytesExact: a value that four digits would show as a whole
 // number of its unit, which it is not, is written exactly, and so are a
 // value and the limit it is over where they would read the same, so that
-// a size just past a limit does not read as the limit ("message size 8 MiB exceeds this server's maximum of 8
-// MiB", for -s 8388609).
+// a size just past a limit does not read as the limit ("message size
+// 8 MiB exceeds this server's maximum of 8 MiB", for -s 8388609).
 func TestFormatBytesExact(t *testing.T) {
 	for _, c := range []struct {
 		n    uint64
