@@ -38,6 +38,9 @@ func (r GIDRule) String() string {
 		p = append(p, "IPv4")
 	case 6:
 		p = append(p, "IPv6")
+	case 0:
+	default:
+		p = append(p, "family "+strconv.Itoa(r.Family)+" (not 4 or 6)")
 	}
 	if r.Addr.IsValid() {
 		p = append(p, "address "+r.Addr.String())

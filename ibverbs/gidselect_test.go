@@ -445,6 +445,8 @@ func TestGIDRuleString(t *testing.T) {
 		{GIDRule{AllowLinkLocal: true}, "any RoCE v2 GID (link-local too), IPv4 preferred"},
 		{GIDRule{Family: 6, AllowLinkLocal: true}, "RoCE v2 GID, IPv6, link-local allowed"},
 		{GIDRule{Family: 4, Prefix: netip.MustParsePrefix("10.0.0.0/8"), Netdev: "eth0"}, "RoCE v2 GID, IPv4, in 10.0.0.0/8, on eth0"},
+		// A family SelectGID refuses is named, not taken for either.
+		{GIDRule{Family: 5}, "RoCE v2 GID, family 5 (not 4 or 6)"},
 	} {
 		if got := tt.rule.String(); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.rule, got, tt.want)
