@@ -152,7 +152,7 @@ func (ah *AH) Close() error {
 		return nil
 	}
 	if n := ah.users.count(); n > 0 {
-		return busyError("ibv_destroy_ah", "send batches addressing with it", n)
+		return busyError("ibv_destroy_ah", n, "send batch addressing with it", "send batches addressing with it")
 	}
 	if rc := C.ibv_destroy_ah(ah.c); rc != 0 {
 		return verbError("ibv_destroy_ah", int(rc))

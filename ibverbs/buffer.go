@@ -142,7 +142,7 @@ func (b *Buffer) Close() error {
 		return nil
 	}
 	if n := b.use.Quiesce(b.kids.count, nil); n > 0 {
-		return busyError("munmap", "MRs over the buffer", n)
+		return busyError("munmap", n, "MR over the buffer", "MRs over the buffer")
 	}
 	if err := syscall.Munmap(b.mem); err != nil {
 		b.use.Open()

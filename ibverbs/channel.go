@@ -393,7 +393,7 @@ func (ch *CompChannel) Close() error {
 	}
 	// A CreateCQ that used the channel meanwhile may have made a CQ on it.
 	if n := ch.use.Quiesce(ch.kids.count, func() { ch.wake(true) }); n > 0 {
-		return busyError("ibv_destroy_comp_channel", "CQs on the channel", n)
+		return busyError("ibv_destroy_comp_channel", n, "CQ on the channel", "CQs on the channel")
 	}
 	if w := ch.w.Load(); w != nil {
 		w.Close()

@@ -599,7 +599,7 @@ func TestCreateCQEx(t *testing.T) {
 }
 
 // Resize grows a CQ with completions in it (most likely: the writes have
-// had 50 ms), which it keeps.
+// had 50 ms), which it keeps, and refuses to shrink it below them.
 func TestResizeCQ(t *testing.T) {
 	p := newPair(t, pairOpts{typ: ibverbs.QPTypeRC})
 	wrs := make([]ibverbs.SendWR, 3)
@@ -618,6 +618,12 @@ func TestResizeCQ(t *testing.T) {
 	}
 	if p.a.cq.Len() < before+500 {
 		t.Errorf("Len %d after Resize(%d)", p.a.cq.Len(), before+500)
+	}
+	// Below the three completions it holds, a resize fails and says why
+	// (it gave the entries alone).
+	want := "it cannot shrink below the completions it holds"
+	if err := p.a.cq.Resize(1); !errors.Is(err, syscall.EINVAL) || !strings.Contains(fmt.Sprint(err), want) {
+		t.Errorf("Resize(1) with 3 completions queued = %v, want EINVAL saying %q", err, want)
 	}
 	for i, wc := range pollN(t, p.a.cq, 3) {
 		if wc.Err() != nil || wc.WRID != uint64(i) {

@@ -78,19 +78,19 @@ func (c *Context) Close() error {
 		return nil
 	}
 	if n := c.kids.count(); n > 0 {
-		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
+		return busyError("ibv_close_device", n, "object (a PD, CQ or channel)", "objects (PDs, CQs, channels)")
 	}
 	if others := c.dev.others(!c.borrowed); others > 0 {
 		// Before the shut: methods under way and to come are not
 		// turned away by a Close that cannot succeed.
-		return busyError("ibv_close_device", "other handles on the device (WrapContext)", int64(others))
+		return busyError("ibv_close_device", int64(others), "other handle on the device (WrapContext)", "other handles on the device (WrapContext)")
 	}
 	if n := c.use.Quiesce(c.kids.count, nil); n > 0 { // made meanwhile
-		return busyError("ibv_close_device", "objects (PDs, CQs, channels)", n)
+		return busyError("ibv_close_device", n, "object (a PD, CQ or channel)", "objects (PDs, CQs, channels)")
 	}
 	if others := c.dev.detach(c.c, !c.borrowed); others > 0 {
 		c.use.Open()
-		return busyError("ibv_close_device", "other handles on the device (WrapContext)", int64(others))
+		return busyError("ibv_close_device", int64(others), "other handle on the device (WrapContext)", "other handles on the device (WrapContext)")
 	}
 	if h := detachedHook.Load(); h != nil {
 		(*h)(unsafe.Pointer(c.c))

@@ -241,7 +241,15 @@ func (c *Context) cqeError(cqe int, err error) error {
 				c.name, cqe, da.MaxCQE, err)
 		}
 	}
-	return fmt.Errorf("%s: %d entries: %w", c.name, cqe, err)
+	return fmt.Errorf("%s: %s: %w", c.name, entries(cqe), err)
+}
+
+// entries says "1 entry" or "n entries".
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
 }
 
 // newCQ wraps q, a CQ just made on c, and counts it as c's and ch's child.
@@ -268,7 +276,8 @@ func (cq *CQ) Len() int { return cq.cqe }
 
 // Resize makes the CQ hold at least cqe entries (ibv_resize_cq), keeping
 // the completions it holds; Len then says how many it got. Shrinking below
-// the completions queued fails. A provider without the verb fails with an
+// the completions queued fails with an error matching syscall.EINVAL that
+// says so. A provider without the verb fails with an
 // error that matches errors.ErrUnsupported. No other goroutine may poll
 // the CQ or post to its QPs meanwhile.
 func (cq *CQ) Resize(cqe int) error {
@@ -280,7 +289,14 @@ func (cq *CQ) Resize(cqe int) error {
 		return err
 	}
 	if rc := C.ibv_resize_cq(cq.c, C.int(cqe)); rc != 0 {
-		return cq.ctx.cqeError(cqe, verbError("ibv_resize_cq", int(rc)))
+		err := verbError("ibv_resize_cq", int(rc))
+		if errors.Is(err, syscall.EINVAL) && cqe < cq.cqe {
+			if da, qerr := cq.ctx.QueryDevice(); qerr == nil && cqe <= da.MaxCQE {
+				return fmt.Errorf("%s: %s, fewer than the CQ's %d: it cannot shrink below the completions it holds (poll them first): %w",
+					cq.ctx.name, entries(cqe), cq.cqe, err)
+			}
+		}
+		return cq.ctx.cqeError(cqe, err)
 	}
 	cq.cqe = int(cq.c.cqe)
 	return nil
@@ -537,7 +553,7 @@ func (cq *CQ) Close() error {
 	}
 	// A CreateQP that used the CQ meanwhile may have made a QP on it.
 	if n := cq.use.Quiesce(cq.kids.count, wake); n > 0 {
-		return busyError("ibv_destroy_cq", "QPs using the CQ", n)
+		return busyError("ibv_destroy_cq", n, "QP using the CQ", "QPs using the CQ")
 	}
 	p := unsafe.Pointer(cq.c)
 	cq.ctx.unregister(p) // before its address can be another's

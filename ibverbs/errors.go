@@ -42,9 +42,15 @@ func errnoOf(verb string, err error) error {
 	return os.NewSyscallError(verb, syscall.EIO)
 }
 
-// busyError says that an object cannot close while others depend on it.
-func busyError(verb, what string, n int64) error {
-	return fmt.Errorf("%s: %d %s still open, close them first: %w", verb, n, what,
+// busyError says that an object cannot close while n others depend on
+// it: one names a single one of them, many several ("QP using the CQ",
+// "QPs using the CQ").
+func busyError(verb string, n int64, one, many string) error {
+	what, them := many, "them"
+	if n == 1 {
+		what, them = one, "it"
+	}
+	return fmt.Errorf("%s: %d %s still open, close %s first: %w", verb, n, what, them,
 		os.NewSyscallError(verb, syscall.EBUSY))
 }
 

@@ -286,8 +286,9 @@ func TestCQWait(t *testing.T) {
 }
 
 // A QP counts once with a CQ that is both its send and its receive CQ:
-// CQ.Close said "2 QPs using the CQ" for one. Each QP's Close lowers the
-// counts it raised, so that both CQs then close.
+// CQ.Close said "2 QPs using the CQ" for one (and "1 QPs" for one QP,
+// where it now says "1 QP ..., close it first"). Each QP's Close lowers
+// the counts it raised, so that both CQs then close.
 func TestCQCountsQPOnce(t *testing.T) {
 	ctx, _ := rdmatest.Open(t)
 	pd, err := ctx.AllocPD()
@@ -314,7 +315,10 @@ func TestCQCountsQPOnce(t *testing.T) {
 	}
 	busy := func(c *ibverbs.CQ, n int) {
 		t.Helper()
-		want := fmt.Sprintf("%d QPs using the CQ", n)
+		want := fmt.Sprintf("%d QPs using the CQ still open, close them first", n)
+		if n == 1 {
+			want = "1 QP using the CQ still open, close it first"
+		}
 		if err := c.Close(); !errors.Is(err, syscall.EBUSY) || !strings.Contains(err.Error(), want) {
 			t.Errorf("CQ.Close: %v, want EBUSY saying %q", err, want)
 		}
@@ -396,7 +400,8 @@ func TestCloseOrder(t *testing.T) {
 func second[T any](_ T, err error) error { return err }
 
 // Query reports an SRQ's capacity and armed limit; Resize grows it while
-// it is full, so that more fit than it was made for.
+// it is full, so that more fit than it was made for, and says why it
+// refuses a size.
 func TestSRQQueryResize(t *testing.T) {
 	e := newSRQEnv(t)
 	a, err := e.srq.Query()
@@ -447,6 +452,25 @@ func TestSRQQueryResize(t *testing.T) {
 	}
 	if err := e.srq.Resize(0); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("Resize(0) = %v, want EINVAL", err)
+	}
+	// A resize the device refuses says why (it gave a bare EINVAL): a
+	// shrink below the 3×MaxWR receives posted, below the armed limit of
+	// 4, or over the device's limit.
+	da, err := e.pd.Context().QueryDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{a.MaxWR, "it cannot shrink below the receives posted to it"},
+		{2, "below the limit of 4 the SRQ is armed with (Arm)"},
+		{da.MaxSRQWR + 1, fmt.Sprintf("more than the device's limit of %d (DeviceAttr.MaxSRQWR)", da.MaxSRQWR)},
+	} {
+		if err := e.srq.Resize(tc.n); !errors.Is(err, syscall.EINVAL) || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("Resize(%d) = %v, want EINVAL saying %q", tc.n, err, tc.want)
+		}
 	}
 }
 

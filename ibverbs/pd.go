@@ -53,7 +53,7 @@ func (pd *PD) Close() error {
 		return nil
 	}
 	if n := pd.use.Quiesce(pd.kids.count, nil); n > 0 {
-		return busyError("ibv_dealloc_pd", "objects (MRs, MWs, QPs, AHs, SRQs)", n)
+		return busyError("ibv_dealloc_pd", n, "object (an MR, MW, QP, AH or SRQ)", "objects (MRs, MWs, QPs, AHs, SRQs)")
 	}
 	rc := C.ibv_dealloc_pd(pd.c)
 	if rc != 0 {

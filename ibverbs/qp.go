@@ -965,7 +965,7 @@ func (qp *QP) Close() error {
 	// The methods that hold neither lock: a Modify or Query under way
 	// ends before the QP goes, one after returns ErrClosed.
 	if n := qp.use.Quiesce(qp.kids.count, nil); n > 0 {
-		return busyError("ibv_destroy_qp", "send or receive batches of the QP", n)
+		return busyError("ibv_destroy_qp", n, "send or receive batch of the QP", "send or receive batches of the QP")
 	}
 	// Only now, when nothing can make the Close fail but the verbs: a
 	// Close that fails with EBUSY leaves the QP in its groups.

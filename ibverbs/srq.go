@@ -6,6 +6,7 @@ package ibverbs
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -165,7 +166,10 @@ func (srq *SRQ) Query() (SRQAttr, error) {
 
 // Resize makes the SRQ hold at least maxWR receives (ibv_modify_srq with
 // IBV_SRQ_MAX_WR), keeping those posted. A device that cannot
-// (DeviceAttr.DeviceCapFlags without IBV_DEVICE_SRQ_RESIZE) fails it.
+// (DeviceAttr.DeviceCapFlags without IBV_DEVICE_SRQ_RESIZE) fails it. A
+// size over the device's limit, below the limit the SRQ is armed with, or
+// below the receives posted fails with an error matching syscall.EINVAL
+// that says which.
 func (srq *SRQ) Resize(maxWR int) error {
 	if !srq.use.Enter() {
 		return ErrClosed
@@ -177,9 +181,36 @@ func (srq *SRQ) Resize(maxWR int) error {
 	var a C.struct_ibv_srq_attr
 	a.max_wr = C.uint32_t(maxWR)
 	if rc := C.ibv_modify_srq(srq.c, &a, C.IBV_SRQ_MAX_WR); rc != 0 {
-		return fmt.Errorf("%d receives: %w", maxWR, verbError("ibv_modify_srq", int(rc)))
+		return srq.resizeError(maxWR, verbError("ibv_modify_srq", int(rc)))
 	}
 	return nil
+}
+
+// resizeError gives Resize's err the reason where a device's EINVAL has
+// one that the SRQ and the device can show: more than the device's
+// limit, below the limit the SRQ is armed with, or a shrink, which fails
+// below the receives posted.
+func (srq *SRQ) resizeError(maxWR int, err error) error {
+	name := srq.pd.ctx.name
+	if !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("%s: %d receives: %w", name, maxWR, err)
+	}
+	if da, qerr := srq.pd.ctx.QueryDevice(); qerr == nil && maxWR > da.MaxSRQWR {
+		return fmt.Errorf("%s: %d receives, more than the device's limit of %d (DeviceAttr.MaxSRQWR): %w",
+			name, maxWR, da.MaxSRQWR, err)
+	}
+	var a C.struct_ibv_srq_attr
+	if C.ibv_query_srq(srq.c, &a) == 0 {
+		switch {
+		case int(a.srq_limit) > maxWR:
+			return fmt.Errorf("%s: %d receives, below the limit of %d the SRQ is armed with (Arm): %w",
+				name, maxWR, a.srq_limit, err)
+		case maxWR < int(a.max_wr):
+			return fmt.Errorf("%s: %d receives, fewer than the SRQ's %d: it cannot shrink below the receives posted to it: %w",
+				name, maxWR, a.max_wr, err)
+		}
+	}
+	return fmt.Errorf("%s: %d receives: %w", name, maxWR, err)
 }
 
 // Raw returns the struct ibv_srq pointer, valid until Close.
@@ -197,7 +228,7 @@ func (srq *SRQ) Close() error {
 		return nil
 	}
 	if n := srq.use.Quiesce(srq.kids.count, nil); n > 0 {
-		return busyError("ibv_destroy_srq", "QPs using the SRQ or receive batches of it", n)
+		return busyError("ibv_destroy_srq", n, "QP using the SRQ or receive batch of it", "QPs using the SRQ or receive batches of it")
 	}
 	p := unsafe.Pointer(srq.c)
 	srq.pd.ctx.unregister(p) // before its address can be another's
