@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -400,8 +401,9 @@ func checkContext(ctx context.Context, fn string) {
 //
 // An address where no Listener can be is refused at once, as
 // PacketConn.WriteTo refuses it: an unspecified, multicast or broadcast
-// one, or port 0 (syscall.EINVAL), and a loopback one
-// (syscall.EADDRNOTAVAIL, as no RDMA device has one).
+// one, or port 0 (syscall.EINVAL; behind a host name too, before the
+// name is looked up), and a loopback one (syscall.EADDRNOTAVAIL, as no
+// RDMA device has one).
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	checkContext(ctx, "Dial")
 	c, err := cfg.withDefaults()
@@ -411,6 +413,11 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if to, err := netip.ParseAddrPort(addr); err == nil {
 		if err := checkDestination("dial", "Listener", netip.AddrPortFrom(to.Addr().Unmap(), to.Port())); err != nil {
 			return nil, err
+		}
+	} else if _, port, err := net.SplitHostPort(addr); err == nil {
+		// A host name on port 0: refused before its lookup too.
+		if p, err := strconv.ParseUint(port, 10, 16); err == nil && p == 0 {
+			return nil, portZeroError("dial", "Listener", addr)
 		}
 	}
 	if c.Device != "" {

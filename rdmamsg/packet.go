@@ -688,9 +688,15 @@ func checkDestination(op, what string, to netip.AddrPort) error {
 	case a.IsLoopback():
 		return fmt.Errorf("rdmamsg: %s %s: no %s is on a loopback address (no RDMA device has one): %w", op, to, what, syscall.EADDRNOTAVAIL)
 	case to.Port() == 0:
-		return fmt.Errorf("rdmamsg: %s %s: no %s is on port 0 (binding port 0 picks a free one): %w", op, to, what, syscall.EINVAL)
+		return portZeroError(op, what, to.String())
 	}
 	return nil
+}
+
+// portZeroError refuses, for op, a destination to on port 0, where no
+// what is.
+func portZeroError(op, what, to string) error {
+	return fmt.Errorf("rdmamsg: %s %s: no %s is on port 0 (binding port 0 picks a free one): %w", op, to, what, syscall.EINVAL)
 }
 
 // usingHook, if set, runs in WriteTo once p.using is set (for the tests).

@@ -247,7 +247,8 @@ func TestPeerSendTooLong(t *testing.T) {
 
 // TestDialNowhere: Dial refuses at once an address where no Listener can
 // be, as PacketConn.WriteTo does: an unspecified one (EINVAL), a
-// loopback one (EADDRNOTAVAIL) or port 0 (EINVAL). It said
+// loopback one (EADDRNOTAVAIL) or port 0 (EINVAL), behind a host name
+// too. It said
 // "rdma_resolve_route: no such device", and a Dial to port 0 went out and
 // the peer rejected it ("invalid service ID").
 func TestDialNowhere(t *testing.T) {
@@ -264,6 +265,7 @@ func TestDialNowhere(t *testing.T) {
 		{"[::1]:7471", syscall.EADDRNOTAVAIL},
 		{"198.18.0.1:0", syscall.EINVAL},
 		{"[fd00::1]:0", syscall.EINVAL},
+		{"rdma-server.invalid:0", syscall.EINVAL}, // refused before the name is looked up
 	} {
 		c, err := rdmamsg.Dial(ctx, tc.addr, nil)
 		if c != nil {
