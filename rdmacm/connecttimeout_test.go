@@ -23,41 +23,49 @@ import (
 func TestDialDefaultConnectTimeout(t *testing.T) {
 	n := device(t)
 	const bound = 3 * time.Second
-	defer rdmacm.SetConnectTimeout(bound)()
+	// Restored once both kinds, which wait out the bound side by side,
+	// have ended.
+	t.Cleanup(rdmacm.SetConnectTimeout(bound))
 	for _, ud := range []bool{false, true} {
-		l := listen(t, n.IP, &rdmacm.Config{UD: ud})
-		done := make(chan error, 1)
-		start := time.Now()
-		go func() {
-			var err error
-			if ud {
-				_, err = rdmacm.LookupUD(context.Background(), addr(n.IP, l.Addr().Port()), nil)
-			} else {
-				var c *rdmacm.Conn
-				if c, err = rdmacm.Dial(context.Background(), addr(n.IP, l.Addr().Port()), nil); c != nil {
-					c.Close()
-				}
-			}
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			took := time.Since(start)
-			if err == nil || !errors.Is(err, syscall.ETIMEDOUT) || !errors.Is(err, context.DeadlineExceeded) ||
-				!strings.Contains(err.Error(), "no answer in 3s, the bound DefaultConnectTimeout gives when neither Config.Timeout nor a deadline on ctx does") {
-				t.Errorf("UD %v: Dial to a listener that never accepts: %v; want ETIMEDOUT and DeadlineExceeded naming the bound", ud, err)
-			}
-			if took < bound || took > bound+10*time.Second {
-				t.Errorf("UD %v: Dial returned after %v; want about %v", ud, took, bound)
-			}
-		case <-time.After(bound + 30*time.Second):
-			t.Errorf("UD %v: Dial to a listener that never accepts still waits after %v; want it to end after about %v", ud, time.Since(start), bound)
-		}
-		closeOK(t, l)
-		if t.Failed() {
-			return // a Dial still waiting holds the device
-		}
+		t.Run(map[bool]string{false: "RC", true: "UD"}[ud], func(t *testing.T) {
+			t.Parallel()
+			dialDefaultConnectTimeout(t, n, ud, bound)
+		})
 	}
+}
+
+// dialDefaultConnectTimeout is one kind of TestDialDefaultConnectTimeout,
+// RC or UD, under the bound it has set.
+func dialDefaultConnectTimeout(t *testing.T, n testNet, ud bool, bound time.Duration) {
+	l := listen(t, n.IP, &rdmacm.Config{UD: ud})
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		var err error
+		if ud {
+			_, err = rdmacm.LookupUD(context.Background(), addr(n.IP, l.Addr().Port()), nil)
+		} else {
+			var c *rdmacm.Conn
+			if c, err = rdmacm.Dial(context.Background(), addr(n.IP, l.Addr().Port()), nil); c != nil {
+				c.Close()
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		took := time.Since(start)
+		if err == nil || !errors.Is(err, syscall.ETIMEDOUT) || !errors.Is(err, context.DeadlineExceeded) ||
+			!strings.Contains(err.Error(), "no answer in 3s, the bound DefaultConnectTimeout gives when neither Config.Timeout nor a deadline on ctx does") {
+			t.Errorf("UD %v: Dial to a listener that never accepts: %v; want ETIMEDOUT and DeadlineExceeded naming the bound", ud, err)
+		}
+		if took < bound || took > bound+10*time.Second {
+			t.Errorf("UD %v: Dial returned after %v; want about %v", ud, took, bound)
+		}
+	case <-time.After(bound + 30*time.Second):
+		t.Errorf("UD %v: Dial to a listener that never accepts still waits after %v; want it to end after about %v", ud, time.Since(start), bound)
+	}
+	closeOK(t, l)
 }
 
 // TestAcceptDefaultConnectTimeout: a ConnRequest.Accept whose peer never

@@ -18,6 +18,12 @@ import (
 // testNet is where the device tests listen and dial.
 type testNet = rdmatest.Net
 
+// Tests that mostly wait (on a timer, on the kernel) call t.Parallel or
+// run their cases as parallel subtests: they run side by side once all
+// the others have ended, each on IDs and listeners of its own (port 0).
+// A test that sets a hook (export_test.go), counts the process's
+// goroutines or descriptors (checkLeaks) or takes a link down must not.
+
 func device(t *testing.T) testNet       { return rdmatest.Addr(t) }
 func secondDevice(t *testing.T) testNet { return rdmatest.SecondAddr(t) }
 

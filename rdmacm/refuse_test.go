@@ -20,6 +20,7 @@ import (
 // failed on the reply ("connection error (RDMA_CM_EVENT_CONNECT_ERROR:
 // invalid argument)") and SetAckTimeout returned nil.
 func TestAckTimeoutRefused(t *testing.T) {
+	t.Parallel() // it waits out its Accept's ctx
 	n := device(t)
 	if l, err := rdmacm.Listen(context.Background(), addr(n.IP, 0), &rdmacm.Config{AckTimeout: 32}); !errors.Is(err, syscall.EINVAL) ||
 		!strings.Contains(err.Error(), "Config.AckTimeout 32") {

@@ -20,6 +20,7 @@ import (
 // was 7, which soft-RoCE takes for "retry forever": the request never
 // completed.)
 func TestSilentPeerDefaultRetries(t *testing.T) {
+	t.Parallel() // it waits out the retries
 	n := device(t)
 	l := listen(t, n.IP, nil)
 	srv, cli := connect(t, l, n.IP, &rdmacm.Config{AckTimeout: 14})
