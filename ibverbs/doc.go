@@ -146,8 +146,10 @@
 // goroutines at once, as the verbs may: each queue's C array is filled
 // under a lock of its own (uncontended, it costs a few nanoseconds). A
 // SendBatch or RecvBatch, which holds its requests in an array of its own,
-// is one goroutine's at a time, and so is a CQ made with
-// CQInit.SingleThreaded. BindMW, AttachMcast and DetachMcast take the send
+// is one goroutine's at a time, and posts without that lock: its Post must
+// not run beside another post to the same queue (PostSend, or another
+// batch's Post). A CQ made with CQInit.SingleThreaded is one goroutine's
+// at a time too. BindMW, AttachMcast and DetachMcast take the send
 // queue's lock too, so a QP's Close waits for them. An object that a
 // request in flight names (an AH, an MW, an MR's memory) must not be
 // closed until that request has completed, as in C: Close does not wait

@@ -63,6 +63,12 @@ type Config struct {
 	// them to the SRQ, not to Conn.QP(); their completions still come on
 	// RecvCQ, with the QP's number in WC.QPN. It is on the connection's
 	// device, so PD must be set too, and Conn.Close leaves it open.
+	//
+	// On a CQ shared by several connections, a connection's first
+	// completions can come before Accept returns: the dialer's Dial may
+	// return, and its first sends arrive, as soon as this side's reply
+	// has gone out. A server that maps WC.QPN to its connections maps
+	// the new one in Prepare (QP().Num()), which runs before the reply.
 	SRQ *ibverbs.SRQ
 
 	// TOS, for Dial, is the connection's IP type of service (DSCP and ECN
@@ -284,8 +290,8 @@ func (ch *EventChannel) Await(ctx context.Context, want EventType) (*Event, erro
 // When the connection ends for an event (the peer's disconnect, say), the
 // work requests still posted complete with ibverbs.WCWRFlushErr, and Err
 // says why the connection ended: errors.Is(c.Err(), ErrDisconnected).
-// Err is set just after the QP moves to the error state, so wait for
-// Done before asking it (ExampleConn_Err).
+// The Conn sets Err before it moves the QP to the error state, and closes
+// Done after: a flushed completion finds Err set (ExampleConn_Err).
 type Conn struct {
 	id      *ID
 	ctx     *ibverbs.Context
