@@ -85,6 +85,11 @@ type ID struct {
 	use inuse.Guard // guards c against Close
 	ps  PortSpace
 	ch  atomic.Pointer[EventChannel] // Migrate moves it
+	// ownCh is the channel made for the ID alone, a connection
+	// request's (GetRequest), which the ID's Close, or a Migrate away
+	// from it, closes: the caller never made it. Set before the ID is
+	// handed out; Migrate clears it (under chMu).
+	ownCh *EventChannel
 	// chMu serializes Migrate: librdmacm keeps the ID's channel
 	// (id->channel) beside the kernel's record of it, and two
 	// rdma_migrate_id at once left them apart (the ID's rdma_destroy_id
@@ -701,7 +706,9 @@ func (id *ID) Disconnect() error {
 
 // Migrate moves the ID, and its future events, to another channel
 // (rdma_migrate_id). It fails with ErrClosed once ch is closed, also while
-// ch's Close runs. The Migrates of one ID run one at a time.
+// ch's Close runs. The Migrates of one ID run one at a time. The ID of a
+// connection request (Listener.GetRequest) that moves to another channel
+// closes the one made for it.
 func (id *ID) Migrate(ch *EventChannel) error {
 	if !id.use.Enter() {
 		return ErrClosed
@@ -728,6 +735,10 @@ func (id *ID) Migrate(ch *EventChannel) error {
 	id.ch.Store(ch)
 	if old != ch {
 		old.remove(id)
+		if old == id.ownCh {
+			id.ownCh = nil
+			old.Close() // as in Close
+		}
 	}
 	return nil
 }
@@ -899,7 +910,8 @@ func (id *ID) QP() *ibverbs.QP { return id.qp.Load() }
 // under way, and those that begin once it has begun return ErrClosed
 // (see the package's doc). An event of the ID that a GetEvent in another
 // goroutine has taken holds it up until GetEvent has named the event's
-// ID. Closing twice is a no-op.
+// ID. Closing twice is a no-op. The ID of a connection request
+// (Listener.GetRequest) closes the event channel made for it too.
 func (id *ID) Close() error {
 	id.use.Lock()
 	defer id.use.Unlock()
@@ -920,8 +932,14 @@ func (id *ID) Close() error {
 		id.use.Open()
 		return cmError("rdma_destroy_id", err)
 	}
-	id.ch.Load().remove(id)
+	ch := id.ch.Load()
+	ch.remove(id)
 	id.c = nil
+	if ch == id.ownCh {
+		// Refused (EBUSY) only where the caller put IDs of its own
+		// on it, which are then the caller's to close, and it too.
+		ch.Close()
+	}
 	return nil
 }
 

@@ -249,7 +249,10 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 
 // GetRequest waits for the next connection request (the CONNECT_REQUEST
 // event, as rdma_get_request) and moves its ID to an event channel of its
-// own (rdma_migrate_id). The caller must Accept or Reject it. It returns
+// own (rdma_migrate_id). The caller must Accept or Reject it. A caller
+// that answers through the request's ID instead (a QP of its own, see
+// InitQPAttr) closes that channel with the ID: the ID's Close (or its
+// Migrate to another channel) closes it. It returns
 // ctx's error when ctx ends first, and ErrClosed after Close. A request
 // that an Accept left unanswered when its ctx ended comes first. Callers take
 // requests one at a time: another's wait ends with its own ctx too. Once the
@@ -368,6 +371,7 @@ func (l *Listener) getRequest(ctx context.Context, conns bool) (*ConnRequest, *C
 		if err != nil {
 			return nil, nil, errors.Join(fmt.Errorf("taking a connection request: %w", err), ev.ID.Reject(nil), ev.ID.Close())
 		}
+		ev.ID.ownCh = ch
 		return &ConnRequest{id: ev.ID, l: l, ev: ev}, nil, nil
 	}
 }
