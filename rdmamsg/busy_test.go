@@ -98,10 +98,11 @@ func TestDialBurst(t *testing.T) {
 // listening. Where the reject was final, Dial failed at once with
 // ECONNREFUSED.
 func TestDialBusyUntilCtxEnds(t *testing.T) {
-	defer rdmamsg.SetHandshakeTimeout(time.Minute)()
+	t.Parallel() // it waits out its Dial's ctx
 	srvNet, cliNet := ends(t)
 	ctx := timeout(t, 60*time.Second)
-	l, _ := listenAccepting(t, ctx, srvNet.IP, &rdmamsg.Config{HandshakesPerAddr: 1})
+	// The stalled handshake is held for longer than the Dial tries.
+	l, _ := listenAccepting(t, ctx, srvNet.IP, &rdmamsg.Config{HandshakesPerAddr: 1, HandshakeTimeout: time.Minute})
 	defer l.Close()
 	rawDial(t, ctx, cliNet.IP, l.Addr()) // holds cliNet's one handshake
 	// Long enough for a first request's answer under TCG on a loaded

@@ -25,6 +25,7 @@ import (
 // sends without a bound: with the default retry count on soft-RoCE, which
 // retries for ever, it never returned.)
 func TestCloseSilentPeer(t *testing.T) {
+	t.Parallel() // Close waits on its timers
 	for _, tc := range []struct {
 		name            string
 		deadline        time.Duration // SetWriteDeadline's, from now; 0 for none
@@ -34,6 +35,7 @@ func TestCloseSilentPeer(t *testing.T) {
 		{"NoDeadline", 0, 4500 * time.Millisecond, 9 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srv, cli := pair(t, &rdmamsg.Config{KeepAlive: -1},
 				&rdmamsg.Config{KeepAlive: -1, CM: rdmacm.Config{AckTimeout: 20}})
 			t.Cleanup(func() { srv.Close() })

@@ -28,6 +28,14 @@ import (
 	"github.com/gorperf/gorperf/rdmamsg"
 )
 
+// Tests that mostly wait on timers (a timeout, a keepalive, a peer's
+// retries) call t.Parallel: they run side by side once all the others
+// have ended, each on listeners of its own (port 0). A test that sets a
+// package variable or hook (export_test.go, viaHandshake), counts what
+// the process or the devices hold (leaks, allocations, RNR NAKs) or
+// takes a link down must not, nor one that loads the CPU, which would
+// push the others past their bounds in the VM.
+
 func timeout(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

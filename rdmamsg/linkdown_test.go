@@ -127,6 +127,7 @@ func TestLinkDown(t *testing.T) {
 // whole tick without a post: up to twice KeepAlive after it, here some
 // 7.6 s, where the limit is KeepAlive and 2 s, 6 s.)
 func TestKeepAliveAfterPost(t *testing.T) {
+	t.Parallel() // it waits on its keepalive
 	const ka = 4 * time.Second
 	srv, cli := connect(t, &rdmamsg.Config{KeepAlive: -1},
 		&rdmamsg.Config{KeepAlive: ka, CM: rdmacm.Config{AckTimeout: 12}})

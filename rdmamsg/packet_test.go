@@ -392,6 +392,7 @@ func TestPacketCloseEndsLookup(t *testing.T) {
 // context.DeadlineExceeded, where it said only "context deadline
 // exceeded", of a context that had none.
 func TestPacketLookupTimeout(t *testing.T) {
+	t.Parallel() // it waits out lookups
 	na, nb := ends(t)
 	ctx := timeout(t, 60*time.Second)
 	b, err := rdmamsg.ListenPacket(ctx, netip.AddrPortFrom(nb.IP, 0).String(), &rdmamsg.PacketConfig{LookupTimeout: time.Second})
@@ -429,6 +430,7 @@ func TestPacketLookupTimeout(t *testing.T) {
 // the context: they returned one LookupTimeout after another, the
 // deadline ignored.
 func TestPacketLookupWaitBounded(t *testing.T) {
+	t.Parallel() // it waits out lookups
 	na, nb := ends(t)
 	ctx := timeout(t, 120*time.Second)
 	const lookupTimeout = 3 * time.Second
