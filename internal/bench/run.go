@@ -2004,21 +2004,30 @@ func (s *session) runSize(ctx context.Context, size int, iters uint64, dur time.
 }
 
 // cpuSample is the process's CPU time at one moment (getrusage(2),
-// RUSAGE_SELF: every thread, the runtime's too), and the moment.
+// RUSAGE_SELF: every thread, the runtime's too), the host's user and
+// idle ticks then (/proc/stat, perftest's --cpu_util), and the moment.
 type cpuSample struct {
-	user, sys time.Duration
-	at        time.Time // zero: not taken
+	user, sys          time.Duration
+	hostUser, hostIdle uint64    // both zero: /proc/stat not read
+	at                 time.Time // zero: not taken
 }
 
 func sampleCPU() cpuSample {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru) // cannot fail for RUSAGE_SELF
-	return cpuSample{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), at: time.Now()}
+	c := cpuSample{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), at: time.Now()}
+	c.hostUser, c.hostIdle = readHostTicks()
+	return c
 }
 
-// since returns the CPU time from start to c, for msgs messages.
+// since returns the CPU time from start to c, for msgs messages, and
+// the host's ticks between them where both read /proc/stat.
 func (c cpuSample) since(start cpuSample, msgs uint64) *stats.CPU {
-	return &stats.CPU{User: c.user - start.user, System: c.sys - start.sys, Wall: c.at.Sub(start.at), Messages: msgs}
+	r := &stats.CPU{User: c.user - start.user, System: c.sys - start.sys, Wall: c.at.Sub(start.at), Messages: msgs}
+	if start.hostUser+start.hostIdle > 0 && c.hostUser >= start.hostUser && c.hostIdle >= start.hostIdle {
+		r.HostUser, r.HostIdle = c.hostUser-start.hostUser, c.hostIdle-start.hostIdle
+	}
+	return r
 }
 
 // passive reports whether this side runs no loop of its own in a size,

@@ -13,6 +13,12 @@ type CPU struct {
 	Wall time.Duration
 	// Messages is the number of messages of the stretch.
 	Messages uint64
+	// HostUser and HostIdle are the clock ticks that the host's CPUs,
+	// all of them together, spent in user mode and idle over the
+	// stretch: the first and the fourth figure of /proc/stat's "cpu"
+	// line, which perftest's --cpu_util reads. Both are zero where
+	// /proc/stat could not be read.
+	HostUser, HostIdle uint64
 }
 
 // PerMessage returns the user and the system time a message, in
@@ -33,6 +39,18 @@ func (c CPU) Percent() float64 {
 		return 0
 	}
 	return 100 * float64(c.User+c.System) / float64(c.Wall)
+}
+
+// HostUserPercent returns perftest's CPU_Util[%] (its calc_cpu_util):
+// the host's user time as a share of its user and idle time, in
+// percent, from 0 to 100; zero where neither moved. It counts every
+// process on the host, and leaves out its system, nice and I/O wait
+// time, as perftest's does.
+func (c CPU) HostUserPercent() float64 {
+	if c.HostUser+c.HostIdle == 0 {
+		return 0
+	}
+	return 100 * float64(c.HostUser) / float64(c.HostUser+c.HostIdle)
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

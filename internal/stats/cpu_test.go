@@ -25,3 +25,20 @@ func TestCPU(t *testing.T) {
 		t.Errorf("no wall time: Percent = %v", p)
 	}
 }
+
+// TestHostUserPercent: perftest's calc_cpu_util, user over user and idle
+// ticks, whatever the process's own time.
+func TestHostUserPercent(t *testing.T) {
+	for _, tc := range []struct {
+		c    CPU
+		want float64
+	}{
+		{CPU{HostUser: 25, HostIdle: 75, User: time.Second, Wall: time.Millisecond}, 25},
+		{CPU{HostUser: 300, HostIdle: 0}, 100},
+		{CPU{User: time.Second, Wall: time.Second}, 0}, // /proc/stat unread
+	} {
+		if got := tc.c.HostUserPercent(); got != tc.want {
+			t.Errorf("%+v: HostUserPercent = %v, want %v", tc.c, got, tc.want)
+		}
+	}
+}
