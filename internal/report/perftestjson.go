@@ -289,11 +289,12 @@ func perftestBW(s SizeResult, o PerftestJSON) object {
 	}, s)
 }
 
-// withCPU adds perftest's CPU_util, in percent, where the size has
-// gorperf's --cpu_util figures.
+// withCPU adds perftest's CPU_util where the size has gorperf's
+// --cpu_util figures: perftest's quantity, the host's user share in
+// percent (CPU.HostUserPct), not the process's time (UtilPct).
 func withCPU(res object, s SizeResult) object {
 	if s.CPU != nil {
-		res = append(res, member{"CPU_util", fixed(s.CPU.UtilPct, 2)})
+		res = append(res, member{"CPU_util", fixed(s.CPU.HostUserPct, 2)})
 	}
 	return res
 }

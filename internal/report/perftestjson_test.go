@@ -179,7 +179,8 @@ func TestPerftestJSONKeys(t *testing.T) {
 	out := writeBW("client", "rxe1")
 	latOut := writeLat("client", "rxe1")
 	cpu := dur
-	cpu.Results = []SizeResult{{Bytes: 65536, Iterations: 896, BWAvgMBps: 27.98, MsgRateMpps: 0.000448, CPU: &CPU{UtilPct: 0.5}}}
+	// CPU_util is the host's user share, not the process's time.
+	cpu.Results = []SizeResult{{Bytes: 65536, Iterations: 896, BWAvgMBps: 27.98, MsgRateMpps: 0.000448, CPU: &CPU{UtilPct: 87.5, HostUserPct: 0.5}}}
 	inf := writeBW("client", "rxe1") // --run_infinitely: the last interval, no peak
 	inf.DurationS, inf.RunInfinitely, inf.Results = 1, true, []SizeResult{}
 	inf.Intervals = []Interval{{EndS: 1, DurationS: 1, Iterations: 300}, {EndS: 2, DurationS: 1, Iterations: 288, BWAvgMBps: 17.96, MsgRateMpps: 0.000287}}

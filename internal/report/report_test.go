@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -405,10 +406,11 @@ func TestJSONPassiveLatency(t *testing.T) {
 // TestWriteSamples: perftest's -U and -H format, in µs from ns samples.
 func TestWriteSamples(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteSamples(&buf, []float64{2500, 1000.5, 123456}); err != nil {
+	// perftest's printf("%d, %g\n"): six significant digits, C's %g.
+	if err := WriteSamples(&buf, []float64{2500, 1000.5, 123456, 1234.567891, 1234567891, 0.0123}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "#, usec\n1, 2.5\n2, 1.0005\n3, 123.456\n"; buf.String() != want {
+	if want := "#, usec\n1, 2.5\n2, 1.0005\n3, 123.456\n4, 1.23457\n5, 1.23457e+06\n6, 1.23e-05\n"; buf.String() != want {
 		t.Errorf("WriteSamples wrote %q, want %q", buf.String(), want)
 	}
 }
@@ -1052,5 +1054,38 @@ func TestWriteJSONLine(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], `"peer_addr":"198.18.0.2:40000"`) || strings.Contains(lines[0], "peer_addr") {
 		t.Errorf("peer_addr: want it on the server's document only:\n%s", buf.String())
+	}
+}
+
+// TestCPUColumn: --cpu_util's column in perftest's results tables,
+// byte for byte as perftest 4.5's RESULT_EXT_CPU_UTIL and
+// REPORT_EXT_CPU_UTIL add it to the column line and the row: the host's
+// user share (perftest's calc_cpu_util), not the process's time.
+func TestCPUColumn(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteCPUColumns(&buf, func(w io.Writer) error { return WriteBWHeader(w, false) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]    CPU_Util[%]\n"; buf.String() != want {
+		t.Errorf("column line %q\nwant %q", buf.String(), want)
+	}
+	buf.Reset()
+	b := stats.Bandwidth{Bytes: 4096, Iterations: 14400, AvgMBps: 27.33, MsgRateMpps: 0.006996}
+	c := stats.CPU{User: time.Second, Wall: time.Second, HostUser: 196, HostIdle: 9804} // the process: 100%
+	if err := WriteCPURow(&buf, func(w io.Writer) error { return WriteBWRow(w, b, false) }, c); err != nil {
+		t.Fatal(err)
+	}
+	if want := " 4096       14400            0.00               27.33  \t\t   0.006996\t    1.96\n"; buf.String() != want {
+		t.Errorf("row %q\nwant %q", buf.String(), want)
+	}
+	if f := strings.Fields(buf.String()); len(f) != 6 || f[5] != "1.96" {
+		t.Errorf("row's fields %q, want the host's 1.96 sixth", f)
+	}
+	buf.Reset()
+	if err := WriteCPUColumns(&buf, WriteLatHeader); err != nil || !strings.HasSuffix(buf.String(), "percentile[usec]     CPU_Util[%]\n") {
+		t.Errorf("latency column line %q, %v", buf.String(), err)
+	}
+	if r := CPUFrom(c); r.HostUserPct != 1.96 || r.UtilPct != 100 {
+		t.Errorf("CPUFrom: host %v%%, process %v%%", r.HostUserPct, r.UtilPct)
 	}
 }

@@ -222,12 +222,13 @@ func WritePercentiles(w io.Writer, l stats.Latency) error {
 
 // WriteSamples writes latency samples in nanoseconds as perftest's -U
 // and -H list them, in microseconds: a "#, usec" line, then "i, value"
-// for each, numbered from 1.
+// for each, numbered from 1, the value as C's %g prints it (six
+// significant digits, Go's %.6g), as perftest's.
 func WriteSamples(w io.Writer, samples []float64) error {
 	p := &printer{w: w}
 	p.printf("#, usec\n")
 	for i, v := range samples {
-		p.printf("%d, %g\n", i+1, v/nsPerUsec)
+		p.printf("%d, %.6g\n", i+1, v/nsPerUsec)
 	}
 	return p.err
 }
