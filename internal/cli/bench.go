@@ -721,7 +721,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		var werr error // the output's, which a run that failed keeps to its own error
 		if o.value != report.NoValue {
 			if !res.Spec.RunInfinitely { // the intervals were the figures
-				werr = writeValues(f.IO.Out, res, o.value, o.Gbits)
+				werr = writeValues(f.IO.Out, res, o)
 			}
 		} else if o.JSON {
 			werr = o.writeJSON(f.IO.Out, o.document(role, res, err))
@@ -1208,10 +1208,16 @@ func (o *testOptions) fitMTU(errOut io.Writer, spec *exchange.TestSpec, active i
 }
 
 // writeValues prints --output's figure for each size: for a latency
-// test of a duration (-D), perftest's t_avg of that report.
-func writeValues(w io.Writer, res *bench.Result, v report.Value, gbits bool) error {
+// test of a duration (-D), perftest's t_avg of that report. As
+// perftest's, a latency size's figure follows the samples that -U and
+// -H list, where it has them.
+func writeValues(w io.Writer, res *bench.Result, o *testOptions) error {
+	v, gbits := o.value, o.Gbits
 	for _, s := range res.Sizes {
 		var err error
+		if s.IsLatency {
+			writeSampleLists(w, s, o.Unsorted, o.Sorted)
+		}
 		switch {
 		case s.IsLatency && res.Spec.Duration > 0:
 			err = report.WriteLatDurValue(w, s.Lat)
@@ -1247,7 +1253,9 @@ type rowStream struct {
 	clear    io.Writer // where a progress line is cleared before a row: stderr on a terminal
 	gbits    bool
 	csv      bool // the CSV's rows (--csv), not the text table's
-	cpu      bool // the CSV's CPU columns (--cpu_util)
+	cpu      bool // --cpu_util: the CSV's CPU columns, the text's CPU_Util[%]
+	unsorted bool // -U: a latency row follows the samples in order
+	sorted   bool // -H: a latency row follows the samples sorted
 	counters bool // port counters (-W), whose CSV columns come at the end
 	spec     exchange.TestSpec
 	on       bool
@@ -1265,7 +1273,8 @@ func (o *testOptions) newRowStream(w io.Writer) *rowStream {
 	if !o.text() && !o.CSV {
 		return nil
 	}
-	return &rowStream{w: w, gbits: o.Gbits, csv: o.CSV, cpu: o.CPUUtil, counters: len(o.Counters) > 0}
+	return &rowStream{w: w, gbits: o.Gbits, csv: o.CSV, cpu: o.CPUUtil, counters: len(o.Counters) > 0,
+		unsorted: o.Unsorted, sorted: o.Sorted}
 }
 
 // start says which test the rows are of.
@@ -1319,9 +1328,9 @@ func (r *rowStream) write(s bench.SizeResult) {
 	}
 	if r.rows == 0 {
 		r.lat = s.IsLatency
-		writeColumns(r.w, r.lat, r.spec, r.gbits)
+		writeColumns(r.w, r.lat, r.spec, r.gbits, r.cpu)
 	}
-	writeRow(r.w, r.lat, s, r.spec, r.gbits)
+	writeSize(r.w, r.lat, s, r.spec, r.gbits, r.cpu, r.unsorted, r.sorted)
 	r.rows++
 }
 
@@ -1354,37 +1363,88 @@ func (r *rowStream) writeCSV(w io.Writer, doc report.Result) error {
 	return r.err
 }
 
-// writeColumns prints the column line of the results table.
-func writeColumns(w io.Writer, lat bool, spec exchange.TestSpec, gbits bool) {
-	switch {
-	case lat && spec.Duration > 0:
-		// perftest's report of a run of -D seconds: the average and
-		// the rate (print_report_lat_duration).
-		report.WriteLatDurHeader(w)
-	case lat:
-		report.WriteLatHeader(w)
-	default:
-		report.WriteBWHeader(w, gbits)
+// writeColumns prints the column line of the results table, with
+// --cpu_util (cpu) perftest's CPU_Util[%] at its end.
+func writeColumns(w io.Writer, lat bool, spec exchange.TestSpec, gbits, cpu bool) {
+	columns := func(w io.Writer) error {
+		switch {
+		case lat && spec.Duration > 0:
+			// perftest's report of a run of -D seconds: the average and
+			// the rate (print_report_lat_duration).
+			return report.WriteLatDurHeader(w)
+		case lat:
+			return report.WriteLatHeader(w)
+		default:
+			return report.WriteBWHeader(w, gbits)
+		}
 	}
+	if cpu {
+		report.WriteCPUColumns(w, columns)
+		return
+	}
+	columns(w)
 }
 
-// writeRow prints a size's row of the results table.
+// writeRow prints a size's row of the results table, with its
+// CPU_Util[%] at the end where it has CPU figures (--cpu_util) and
+// figures of its own (not a latency side that the peer measured).
 func writeRow(w io.Writer, lat bool, s bench.SizeResult, spec exchange.TestSpec, gbits bool) {
-	switch {
-	case lat && spec.Duration > 0:
-		report.WriteLatDurRow(w, s.Size, s.Iterations, s.Lat, halvesRoundTrip(spec.Test))
-	case lat:
-		report.WriteLatRow(w, s.Size, s.Iterations, s.Lat)
-	case s.Local != nil: // bidirectional
-		report.WriteBidiRow(w, s.BW, *s.Local, gbits)
-	default:
-		report.WriteBWRow(w, s.BW, gbits)
+	row := func(w io.Writer) error {
+		switch {
+		case lat && spec.Duration > 0:
+			return report.WriteLatDurRow(w, s.Size, s.Iterations, s.Lat, halvesRoundTrip(spec.Test))
+		case lat:
+			return report.WriteLatRow(w, s.Size, s.Iterations, s.Lat)
+		case s.Local != nil: // bidirectional
+			return report.WriteBidiRow(w, s.BW, *s.Local, gbits)
+		default:
+			return report.WriteBWRow(w, s.BW, gbits)
+		}
 	}
+	if s.CPU != nil && (!lat || s.Lat.N > 0) {
+		report.WriteCPURow(w, row, *s.CPU)
+		return
+	}
+	row(w)
+}
+
+// writeSize prints a size's row of the results table, after the column
+// line. A latency size with samples to list (-U, -H) has them first, in
+// perftest's order (print_report_lat): the lists, then the rule and the
+// column line again, then the row, so that the row is still the line
+// after the last column line, where scripts look for it.
+func writeSize(w io.Writer, lat bool, s bench.SizeResult, spec exchange.TestSpec, gbits, cpu, unsorted, sorted bool) {
+	if lat && writeSampleLists(w, s, unsorted, sorted) {
+		report.WriteRule(w)
+		writeColumns(w, lat, spec, gbits, cpu)
+	}
+	writeRow(w, lat, s, spec, gbits)
+}
+
+// writeSampleLists prints the lists of s's latency samples that -U
+// (unsorted, in the order measured) and -H (sorted, and without the two
+// largest, which perftest's columns leave out too; one kept at least)
+// ask for, -U's first, as perftest's print_report_lat; it reports
+// whether it printed any (s has samples).
+func writeSampleLists(w io.Writer, s bench.SizeResult, unsorted, sorted bool) bool {
+	if len(s.Samples) == 0 || !unsorted && !sorted {
+		return false
+	}
+	if unsorted {
+		report.WriteSamples(w, s.Samples)
+	}
+	if sorted {
+		sorted := slices.Sorted(slices.Values(s.Samples))
+		report.WriteSamples(w, sorted[:max(len(sorted)-2, 1)])
+	}
+	return true
 }
 
 // writeTables prints the results table, less its column line and first
-// printed rows where rowStream printed them as the sizes ended, and for
-// latency tests the percentiles and what -U, -H and --histogram ask for.
+// printed rows where rowStream printed them as the sizes ended (a
+// latency row with the samples -U and -H list before it, writeSize),
+// and for latency tests the percentiles and --histogram's histogram
+// after its rule.
 func writeTables(w io.Writer, res *bench.Result, o *testOptions, printed int) {
 	gbits := o.Gbits
 	if len(res.Sizes) == 0 {
@@ -1392,10 +1452,10 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions, printed int) {
 	}
 	lat := res.Sizes[0].IsLatency
 	if printed == 0 {
-		writeColumns(w, lat, res.Spec, gbits)
+		writeColumns(w, lat, res.Spec, gbits, o.CPUUtil)
 	}
 	for _, s := range res.Sizes[min(printed, len(res.Sizes)):] {
-		writeRow(w, lat, s, res.Spec, gbits)
+		writeSize(w, lat, s, res.Spec, gbits, o.CPUUtil, o.Unsorted, o.Sorted)
 	}
 	if lat {
 		report.WriteRule(w)
@@ -1404,19 +1464,7 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions, printed int) {
 				fmt.Fprintf(w, " %d bytes:", s.Size)
 			}
 			report.WritePercentiles(w, s.Lat)
-			if len(s.Samples) == 0 {
-				continue
-			}
-			if o.Unsorted {
-				report.WriteSamples(w, s.Samples)
-			}
-			if o.Sorted {
-				// As perftest's -H: sorted, and without the two largest,
-				// which its columns leave out too (one kept at least).
-				sorted := slices.Sorted(slices.Values(s.Samples))
-				report.WriteSamples(w, sorted[:max(len(sorted)-2, 1)])
-			}
-			if o.Histogram {
+			if len(s.Samples) > 0 && o.Histogram {
 				report.WriteHistogram(w, stats.NewHistogram(s.Samples, 16), 50)
 			}
 		}

@@ -391,8 +391,8 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	if o.Test.IsLatency() {
 		f.Float64Var(&o.limits.Typical, "limit_lat", 0, "fail (exit status 3) if any size's t_typical is above this many µs")
 		f.Float64Var(&o.limits.P99, "limit_p99", 0, "fail (exit status 3) if any size's 99% percentile (the table's column, as perftest computes it) is above this many µs")
-		f.BoolVarP(&o.Unsorted, "report-unsorted", "U", false, "list every latency sample kept in µs, in the order measured, as perftest's -U (text; with --json, samples_us)")
-		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample kept in µs, sorted, but the two largest, as perftest's -H (text; with --json, samples_us); --histogram draws one")
+		f.BoolVarP(&o.Unsorted, "report-unsorted", "U", false, "list every latency sample kept in µs, in the order measured, as perftest's -U (before the size's row, or --output's figure; with --json, samples_us)")
+		f.BoolVarP(&o.Sorted, "report-histogram", "H", false, "list every latency sample kept in µs, sorted, but the two largest, as perftest's -H (before the size's row, or --output's figure; with --json, samples_us); --histogram draws one")
 		f.Uint32Var(&o.LatencyGap, "latency_gap", 0, "the client pauses this many µs after each answer or completion before its next request, outside its samples (perftest's counts the pause in them; a write_lat or send_lat server's samples, which it cannot tell from the round trip, hold it too); at most 1000000")
 		f.BoolVarP(&o.Cycles, "report-cycles", "C", false, "refused: gorperf times with the monotonic clock in µs and has no cycle counts to report")
 	} else {
@@ -575,7 +575,7 @@ func addLocalCPUFlags(f *pflag.FlagSet, o *testOptions) {
 // the tests and serve have: -W and --cpu_util.
 func addLocalReportFlags(f *pflag.FlagSet, o *testOptions) {
 	f.StringSliceVarP(&o.Counters, "report-counters", "W", nil, "report how these port counters of this side moved during each size: hw_counters/NAME, counters/NAME or NAME, comma-separated, or all for every one that moved")
-	f.BoolVar(&o.CPUUtil, "cpu_util", false, "report this side's CPU time during each size: user and system µs a message, and % of one CPU (with -n too, and this process only, where perftest's needs -D and counts the whole host)")
+	f.BoolVar(&o.CPUUtil, "cpu_util", false, "report CPU use during each size: perftest's CPU_Util[%], the host's user share of all its CPUs (/proc/stat), as the rows' last column and --out_json's CPU_util; and in a table after them this process's own time, user and system µs a message and % of one CPU (with -n too, where perftest's needs -D)")
 }
 
 // perftestConnTypes holds the connection types of perftest's -c that

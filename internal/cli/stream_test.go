@@ -59,7 +59,9 @@ func TestRowsAsSizesEnd(t *testing.T) {
 		{"write_bw gbits", fakeBW(), nil, testOptions{Test: exchange.WriteBW, Gbits: true}, true},
 		{"send_bw -b --report-both", three(fakeBidi()), nil, testOptions{Test: exchange.SendBW, Bidir: true, ReportBoth: true}, true},
 		{"send_lat", three(fakeLat()), nil, testOptions{Test: exchange.SendLat, Histogram: true, Sorted: true}, true},
+		{"send_lat -U", three(fakeLat()), nil, testOptions{Test: exchange.SendLat, Unsorted: true}, true},
 		{"write_lat -D", latDur, nil, testOptions{Test: exchange.WriteLat}, true},
+		{"write_bw --cpu_util", cpu, nil, testOptions{Test: exchange.WriteBW, CPUUtil: true}, true},
 		{"write_bw failed", three(fakeBW()), failed, testOptions{Test: exchange.WriteBW}, true},
 		{"infinite", infinite, nil, testOptions{Test: exchange.WriteBW, Infinite: true}, false},
 		{"threads", threads, nil, testOptions{Test: exchange.WriteBW}, true},
@@ -83,6 +85,12 @@ func TestRowsAsSizesEnd(t *testing.T) {
 		if o.rows = o.newRowStream(out); o.rows != nil {
 			o.rows.start(tc.res.Spec)
 		}
+		lists := 0 // of samples a size (-U, -H)
+		for _, l := range []bool{o.Unsorted, o.Sorted} {
+			if l {
+				lists++
+			}
+		}
 		for i, s := range tc.res.Sizes {
 			if o.rows != nil {
 				o.rows.size(s)
@@ -91,9 +99,12 @@ func TestRowsAsSizesEnd(t *testing.T) {
 			switch {
 			case !tc.stream && got != "":
 				t.Errorf("%s: printed before the end:\n%s", tc.name, got)
-			case tc.stream && (!strings.HasPrefix(want, got) || strings.Count(got, "\n") != i+2):
+			case tc.stream && (!strings.HasPrefix(want, got) || lists == 0 && strings.Count(got, "\n") != i+2):
 				// The column line (header row) and a row a size so far.
 				t.Errorf("%s: after %d sizes printed\n%s\nwant the start of\n%s", tc.name, i+1, got, want)
+			case lists > 0 && strings.Count(got, "#, usec\n") != lists*(i+1):
+				// -U, -H: each size's lists, then its row.
+				t.Errorf("%s: after %d sizes printed\n%s\nwant %d lists a size", tc.name, i+1, got, lists)
 			}
 		}
 		if err := o.finish(f, "client", tc.res, tc.err); exitCode(err) != exitCode(wantErr) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
