@@ -36,6 +36,10 @@ type sideResult struct {
 	// #iterations are those of its SAMPLE_STATE) where Iters, the whole
 	// run's, is what the validation checks; nil: Iters is reported.
 	SpanIters *uint64
+	// Window is, in a latency test, the time the iterations reported
+	// took (latWindow): perftest's measuring window of a run of a
+	// duration, from which its t_avg and tps are computed.
+	Window time.Duration
 }
 
 // reported returns the iterations to report: the span's, if counted.

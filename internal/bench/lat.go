@@ -157,10 +157,11 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 	if spanning {
 		span = &inSpanIters
 	}
+	var win latWindow // the time the iterations reported took
 	// On a failure (the peer killed, the link down), the samples taken
 	// so far are still reported, as a bandwidth test's messages are.
 	partial := func(i uint64, err error) (sideResult, error) {
-		return latResult(i, size, start, out, span), err
+		return latResult(i, size, start, out, span, win.length()), err
 	}
 	for ; dur > 0 || i < iters; i++ {
 		var err error
@@ -214,6 +215,7 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			out.dropNext()
 		}
 		prev = el
+		win.post(el, in)
 		if lastIn = spanning && in; lastIn {
 			inSpanIters++
 		}
@@ -241,12 +243,18 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 	done := i
 	unanswered := func() { // the answer to the last message did not come
 		done--
+		win.drop()
 		if lastIn {
 			inSpanIters--
 		}
 	}
 	if initiator && (timedOut || stopped) {
 		unanswered()
+	} else if timedOut || stopped {
+		// The responder's last answer has no next post, and the wait
+		// for one ran until the peer's end or the time-out: the window
+		// ends at that answer, one round trip short, not after the wait.
+		win.drop()
 	} else if initiator && i > 0 {
 		// The answer to the initiator's last message: it is due within a
 		// round trip even when the test's time is up, unless the peer
@@ -267,14 +275,16 @@ func (s *session) pingPong(ctx context.Context, size int, iters uint64, dur time
 			}
 		}
 	}
-	return latResult(done, size, start, out, span), ctx.Err()
+	win.end(sinceMono(start))
+	return latResult(done, size, start, out, span, win.length()), ctx.Err()
 }
 
 // latResult is what a latency loop reports after n messages of size bytes
-// each, begun at start: the samples out holds and, with a span (-D with a
-// margin), the messages posted in it.
-func latResult(n uint64, size int, start time.Time, out *sampleStore, span *uint64) sideResult {
-	return sideResult{Iters: n, Bytes: n * uint64(size), Elapsed: time.Since(start), Samples: out.take(), SpanIters: span}
+// each, begun at start: the samples out holds, with a span (-D with a
+// margin) the messages posted in it, and the time the messages reported
+// took (latWindow).
+func latResult(n uint64, size int, start time.Time, out *sampleStore, span *uint64, window time.Duration) sideResult {
+	return sideResult{Iters: n, Bytes: n * uint64(size), Elapsed: time.Since(start), Samples: out.take(), SpanIters: span, Window: window}
 }
 
 // writePing is write_lat's side: message i is seqByte(i) in the last byte
@@ -547,8 +557,9 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 	}
 	// On a failure, the samples taken so far are still reported; an
 	// atomic's message is its 8 bytes, as below.
+	var win latWindow // the time the requests reported took
 	partial := func(i uint64, err error) (sideResult, error) {
-		return latResult(i, s.payload(size), start, out, span), err
+		return latResult(i, s.payload(size), start, out, span, win.length()), err
 	}
 	pc := pacer{yielded: start}
 	var t0 time.Duration // when the last request was posted, since start
@@ -563,6 +574,7 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 			el = sinceMono(start)
 		}
 		t0 = el
+		win.post(t0, inSpan(t0, dur, margin))
 		// Post and poll in one cgo call, which spins in C for the
 		// completion for a while before waitSend takes over; with -e,
 		// post and sleep until the completion's event.
@@ -612,8 +624,13 @@ func (s *session) oneSided(ctx context.Context, size int, iters uint64, dur time
 			break
 		}
 	}
-	if el := sinceMono(start); dur > 0 && i > 0 && gap == 0 && !stopped && inSpan(t0, dur, margin) {
+	el := sinceMono(start)
+	if dur > 0 && i > 0 && gap == 0 && !stopped && inSpan(t0, dur, margin) {
 		out.add(float64(el - t0))
 	}
-	return latResult(i, s.payload(size), start, out, span), ctx.Err()
+	if stopped {
+		win.drop()
+	}
+	win.end(el)
+	return latResult(i, s.payload(size), start, out, span, win.length()), ctx.Err()
 }

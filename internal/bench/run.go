@@ -80,6 +80,15 @@ type SizeResult struct {
 	// perftest counts them. Lat.N counts the samples, which may be fewer
 	// (one in so many kept, a passive side's none).
 	Iterations uint64
+	// Window is, in a latency test of a duration (-D), the time the
+	// Iterations took, measured: from the first one's post to the end
+	// of the last, pauses included, perftest's measuring window (with a
+	// margin, about the span between the margins; without, the whole
+	// run). perftest's t_avg and tps of such a run are computed from it
+	// (report.LatDur), not from the samples, which leave gorperf's
+	// pauses out. Zero where this side measured nothing (the passive
+	// side of read_lat and atomic_lat).
+	Window time.Duration
 	// Counters is how this side's port counters (Local.Counters) moved
 	// from just before the size's run to just after both sides were done.
 	Counters []counters.Change
@@ -2058,6 +2067,8 @@ func (s *session) sizeResult(size int, mine sideResult, peer exchange.Result, cl
 		r := SizeResult{Size: size, IsLatency: true, Samples: mine.Samples.v, Iterations: mine.reported()}
 		if passive {
 			r.Iterations = peer.Iterations
+		} else if s.spec.Duration > 0 {
+			r.Window = mine.Window
 		}
 		if len(mine.Samples.v) > 0 {
 			r.Lat, _ = mine.Samples.summarize()

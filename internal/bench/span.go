@@ -145,3 +145,50 @@ func (e *cpuEdges) span(end cpuSample, upToEnd bool) (from, to cpuSample, ok boo
 	}
 	return cpuSample{}, cpuSample{}, false
 }
+
+// latWindow measures the time a latency loop's reported iterations took,
+// perftest's measuring window of a run of a duration (-D): its
+// print_report_lat_duration divides the cycles between the start and the
+// end of its SAMPLE_STATE by its iterations for t_avg, and its
+// iterations by them for tps. An iteration runs from its post to the
+// next post, or for the last to the loop's end, pauses included (the
+// yields to the scheduler the samples leave out), so that the window is
+// from the first reported iteration's post to the end of the last: with
+// a margin, about the span between the margins; without, the whole run.
+// The times are since the loop's start.
+type latWindow struct {
+	from, to time.Duration
+	open     bool // the last iteration posted is reported: it ends at the next post or the loop's end
+	any      bool // an iteration was reported
+}
+
+// post records an iteration posted at el, reported or not: it ends the
+// one before.
+func (w *latWindow) post(el time.Duration, reported bool) {
+	if w.open {
+		w.to = el
+	}
+	if reported && !w.any {
+		w.from, w.to, w.any = el, el, true
+	}
+	w.open = reported
+}
+
+// end ends the last iteration, if reported, at el, the loop's end.
+func (w *latWindow) end(el time.Duration) {
+	if w.open {
+		w.to, w.open = el, false
+	}
+}
+
+// drop takes the last iteration, not completed, out of the window, which
+// ends where it was posted.
+func (w *latWindow) drop() { w.open = false }
+
+// length returns the window's time; zero where no iteration was reported.
+func (w *latWindow) length() time.Duration {
+	if !w.any {
+		return 0
+	}
+	return w.to - w.from
+}

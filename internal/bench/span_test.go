@@ -111,3 +111,44 @@ func TestCPUEdges(t *testing.T) {
 		}
 	}
 }
+
+// A latency loop's window runs from the first reported iteration's post
+// to the end of the last: the next post, or the loop's end; an iteration
+// not completed ends it where it was posted. Pauses between posts (the
+// yields the samples leave out) are in it.
+func TestLatWindow(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	type post struct {
+		at       int
+		reported bool
+	}
+	for _, c := range []struct {
+		name  string
+		posts []post
+		end   int  // the loop's end
+		drop  bool // the last iteration did not complete
+		want  int
+	}{
+		// A margin: posts before and after the span are not reported;
+		// the last reported one ends at the next post, not the end.
+		{"margin", []post{{0, false}, {990, false}, {1001, true}, {1500, true}, {2998, true}, {3002, false}, {3999, false}}, 4000, false, 3002 - 1001},
+		// No margin: every post, to the loop's end.
+		{"no margin", []post{{0, true}, {700, true}, {1990, true}}, 2003, false, 2003},
+		// The last post's answer never came: the window ends at it.
+		{"unanswered", []post{{0, true}, {700, true}, {1990, true}}, 2100, true, 1990},
+		{"one dropped", []post{{5, true}}, 100, true, 0},
+		{"none reported", []post{{0, false}, {10, false}}, 20, false, 0},
+	} {
+		var w latWindow
+		for _, p := range c.posts {
+			w.post(ms(p.at), p.reported)
+		}
+		if c.drop {
+			w.drop()
+		}
+		w.end(ms(c.end))
+		if got := w.length(); got != ms(c.want) {
+			t.Errorf("%s: window %v, want %v", c.name, got, ms(c.want))
+		}
+	}
+}

@@ -4,12 +4,12 @@
 // equivalent: the test header block (WriteHeader), the bandwidth table
 // (WriteBWHeader, WriteBWRow), the latency table (WriteLatHeader,
 // WriteLatRow) and that of a latency run of a duration, perftest's -D
-// (WriteLatDurHeader, WriteLatDurRow), separated by the same dashed rules
+// (WriteLatDurHeader, WriteLatWindowRow), separated by the same dashed rules
 // (WriteRule). The figures are computed as perftest computes them, from
-// gorperf's own measurements: the duration table's t_avg is the mean of
-// every sample, where perftest divides its measuring window by its
-// iterations, which also counts the pauses gorperf leaves out of its
-// samples (a yield to the scheduler every few milliseconds). After the
+// gorperf's own measurements: the duration table's (WriteLatWindowRow)
+// from the measuring window's time and iterations (LatDur), not from the
+// samples, which leave out gorperf's pauses (a yield to the scheduler
+// every few milliseconds). After the
 // perftest table gorperf adds what perftest lacks: a percentile line
 // (WritePercentiles) and a latency histogram (WriteHistogram). The side
 // of a latency test that keeps no samples (the peer timed it) gets a line

@@ -185,6 +185,18 @@ type SizeResult struct {
 	P999Us  float64 `json:"p99_9_us,omitempty"`
 	P9999Us float64 `json:"p99_99_us,omitempty"`
 	MaxUs   float64 `json:"max_us,omitempty"`
+	// WindowS, WindowTAvgUs and TPSAverage are, in a latency test of a
+	// duration (-D), perftest's figures of its table (LatDur.Figures),
+	// the text's row: the measuring window's measured time in seconds,
+	// the time its iterations took, pauses included; t_avg from it, the
+	// window divided by the iterations in microseconds (and halved for
+	// write_lat and send_lat, perftest's rtt_factor); and tps average,
+	// the iterations a second of the window. t_avg_us is still the mean
+	// of the samples (all but the two largest), which leave gorperf's
+	// pauses out and so fill less than the window.
+	WindowS      float64 `json:"window_s,omitempty"`
+	WindowTAvgUs float64 `json:"window_t_avg_us,omitempty"`
+	TPSAverage   float64 `json:"tps_average,omitempty"`
 	// SampledEvery and SamplesKept are there only where the run took
 	// more samples than the memory set aside for them holds: one in
 	// SampledEvery (a power of two) was kept, evenly through the run,
@@ -241,6 +253,9 @@ type sizeBW struct {
 	P999Us          float64     `json:"p99_9_us,omitempty"`
 	P9999Us         float64     `json:"p99_99_us,omitempty"`
 	MaxUs           float64     `json:"max_us,omitempty"`
+	WindowS         float64     `json:"window_s,omitempty"`
+	WindowTAvgUs    float64     `json:"window_t_avg_us,omitempty"`
+	TPSAverage      float64     `json:"tps_average,omitempty"`
 	SampledEvery    int         `json:"sampled_every,omitempty"`
 	SamplesKept     int         `json:"samples_kept,omitempty"`
 	MeasuredByPeer  bool        `json:"measured_by_peer,omitempty"`
@@ -276,6 +291,9 @@ type sizeLat struct {
 	P999Us          float64     `json:"p99_9_us"`
 	P9999Us         float64     `json:"p99_99_us"`
 	MaxUs           float64     `json:"max_us"`
+	WindowS         float64     `json:"window_s,omitempty"`
+	WindowTAvgUs    float64     `json:"window_t_avg_us,omitempty"`
+	TPSAverage      float64     `json:"tps_average,omitempty"`
 	SampledEvery    int         `json:"sampled_every,omitempty"`
 	SamplesKept     int         `json:"samples_kept,omitempty"`
 	MeasuredByPeer  bool        `json:"measured_by_peer,omitempty"`
@@ -397,6 +415,20 @@ func SizeFromLatency(size int, iters uint64, l stats.Latency) SizeResult {
 		SampledEvery:    l.Every,
 		SamplesKept:     l.Stored,
 	}
+}
+
+// SizeFromLatencyWindow returns the result of a latency test of a
+// duration (-D), as SizeFromLatency's for d's iterations, with d's
+// figures (window_s, window_t_avg_us, tps_average) where this side
+// measured the test (l has samples).
+func SizeFromLatencyWindow(size int, d LatDur, l stats.Latency) SizeResult {
+	r := SizeFromLatency(size, d.Iterations, l)
+	if l.N > 0 && d.Window > 0 {
+		avg, tps := d.Figures()
+		r.WindowS = d.Window.Seconds()
+		r.WindowTAvgUs, r.TPSAverage = usec(avg), math.Round(tps*1e3)/1e3
+	}
+	return r
 }
 
 // SamplesUs returns latency samples in nanoseconds as the microseconds of

@@ -231,14 +231,18 @@ func perftestResults(r Result, o PerftestJSON) object {
 
 // latDurationUs returns perftest's figures of a latency run of a
 // duration (print_report_lat_duration), as the text's row has them
-// (WriteLatDurRow): the mean of all the samples in microseconds, and the
+// (WriteLatWindowRow): t_avg in microseconds and tps average, from the
+// measuring window (window_t_avg_us, tps_average). A size without a
+// window (a Result built without one) falls back to the figures of its
+// samples, as WriteLatDurRow's: the mean of all of them, and the
 // iterations a second, an iteration two samples of a write or send's
 // half round trip. s keeps no sum of all its samples: it is its samples'
 // where it has them (-U), else its t_avg of all but the two largest, one
-// for each of its iterations but those two, and t_max and max, which
-// gives the text's figures but for the rounding of t_avg to the
-// nanosecond.
+// for each of its iterations but those two, and t_max and max.
 func latDurationUs(s SizeResult, verb string) (avg, tps float64) {
+	if s.WindowS > 0 {
+		return s.WindowTAvgUs, s.TPSAverage
+	}
 	n := float64(s.Iterations)
 	var sum float64
 	switch {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"io"
+	"time"
 
 	"github.com/gorperf/gorperf/internal/stats"
 )
@@ -111,18 +112,66 @@ func WriteLatDurHeader(w io.Writer) error {
 	return err
 }
 
-// WriteLatDurRow writes one row of perftest's latency table of a run of
-// a duration (its print_report_lat_duration) for messages of size
-// bytes: the iterations run (iters, which a run that keeps one sample in
-// so many has more of than samples), t_avg, the mean of every sample in
-// microseconds, and the iterations a second, "tps average". halves says
-// that a sample is half a round trip (write_lat and send_lat, perftest's
-// rtt_factor of 2), so that an iteration took twice the sample. perftest
-// divides its measuring window's time by its iterations; gorperf's
-// samples, from one request to the next, cover the same window but for
-// the pauses they leave out (a yield to the scheduler every few
-// milliseconds). Where l has no samples (the side the peer measures) the
-// row says so, as WriteLatRow's.
+// LatDur is what perftest computes its latency table of a run of a
+// duration (-D) from, in its print_report_lat_duration: the iterations
+// of its measuring window and the window's measured time.
+type LatDur struct {
+	// Iterations are those run in the window.
+	Iterations uint64
+	// Window is the time they took, measured, pauses included: perftest's
+	// cycles from the start to the end of its SAMPLE_STATE (with a
+	// margin, about -D less the two margins; without, -D), gorperf's
+	// bench.SizeResult.Window.
+	Window time.Duration
+	// Halves is perftest's rtt_factor of 2: an iteration of write_lat and
+	// send_lat is a round trip, whose latency is half of it; one of
+	// read_lat and atomic_lat is a request (rtt_factor 1).
+	Halves bool
+}
+
+// Figures returns perftest's figures of d: t_avg, the window divided by
+// the rtt_factor and by the iterations, in nanoseconds, and "tps
+// average", the iterations divided by the window, a second, with no
+// rtt_factor (an iteration a transaction). They are zero for a window
+// or iterations of zero, where perftest's divisions give inf or nan.
+func (d LatDur) Figures() (avg, tps float64) {
+	if d.Iterations == 0 || d.Window <= 0 {
+		return 0, 0
+	}
+	w := float64(d.Window)
+	avg = w / float64(d.Iterations)
+	if d.Halves {
+		avg /= 2
+	}
+	return avg, float64(d.Iterations) / (w / 1e9)
+}
+
+// WriteLatWindowRow writes one row of perftest's latency table of a run
+// of a duration (its print_report_lat_duration) for messages of size
+// bytes, computed as perftest computes it (LatDur.Figures): the
+// iterations of the measuring window, t_avg in microseconds and "tps
+// average". Both come from the window's time, not from the samples,
+// which leave out gorperf's pauses (a yield to the scheduler every few
+// milliseconds), so that iterations ÷ tps is the window. Where l has no
+// samples (the side the peer measures) the row says so, as WriteLatRow's.
+func WriteLatWindowRow(w io.Writer, size int, d LatDur, l stats.Latency) error {
+	p := &printer{w: w}
+	if l.N == 0 {
+		p.printf(" %-7d %s\n", size, peerMeasured)
+		return p.err
+	}
+	avg, tps := d.Figures()
+	p.printf(latDurRow, size, d.Iterations, avg/nsPerUsec, tps)
+	return p.err
+}
+
+// WriteLatDurRow writes a row of the table WriteLatWindowRow writes, but
+// with figures from the samples, not from the measuring window: t_avg,
+// the mean of every sample in microseconds, and the iterations a second
+// of an iteration of a sample's time, or two with halves. They are not
+// perftest's (the samples leave out gorperf's pauses, so that the rate
+// is too high); WriteLatWindowRow writes perftest's, where the window is
+// known.
 func WriteLatDurRow(w io.Writer, size int, iters uint64, l stats.Latency, halves bool) error {
 	p := &printer{w: w}
 	if l.N == 0 {

@@ -63,11 +63,26 @@ func WriteLatValue(w io.Writer, l stats.Latency) error {
 	return err
 }
 
+// WriteLatWindowValue writes, for a latency test of a duration (-D), the
+// t_avg of its table (WriteLatWindowRow): the measuring window divided by
+// the rtt_factor and the iterations (LatDur.Figures), in microseconds
+// with perftest's six decimals, as perftest's --output latency prints
+// print_report_lat_duration's. A side that kept no samples writes
+// nothing, as WriteLatValue.
+func WriteLatWindowValue(w io.Writer, d LatDur, l stats.Latency) error {
+	if l.N == 0 {
+		return nil
+	}
+	avg, _ := d.Figures()
+	_, err := fmt.Fprintf(w, "%f\n", avg/nsPerUsec)
+	return err
+}
+
 // WriteLatDurValue writes, for a latency test of a duration (-D), the
-// t_avg of its table (WriteLatDurRow): the mean of every sample, in
-// microseconds with perftest's six decimals, as perftest's --output
-// latency prints print_report_lat_duration's. A side that kept no
-// samples writes nothing, as WriteLatValue.
+// t_avg of WriteLatDurRow's table: the mean of every sample, in
+// microseconds with perftest's six decimals. It is not perftest's figure,
+// which WriteLatWindowValue writes where the window is known. A side that
+// kept no samples writes nothing, as WriteLatValue.
 func WriteLatDurValue(w io.Writer, l stats.Latency) error {
 	if l.N == 0 {
 		return nil
