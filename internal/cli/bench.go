@@ -1220,7 +1220,7 @@ func writeValues(w io.Writer, res *bench.Result, o *testOptions) error {
 		}
 		switch {
 		case s.IsLatency && res.Spec.Duration > 0:
-			err = report.WriteLatDurValue(w, s.Lat)
+			err = report.WriteLatWindowValue(w, latDur(s, res.Spec), s.Lat)
 		case s.IsLatency:
 			err = report.WriteLatValue(w, s.Lat)
 		default:
@@ -1319,7 +1319,7 @@ func (r *rowStream) write(s bench.SizeResult) {
 		return
 	}
 	if r.csv {
-		r.err = r.table.Write(reportSize(s))
+		r.err = r.table.Write(reportSize(s, r.spec))
 		r.rows = r.table.Rows()
 		return
 	}
@@ -1392,7 +1392,7 @@ func writeRow(w io.Writer, lat bool, s bench.SizeResult, spec exchange.TestSpec,
 	row := func(w io.Writer) error {
 		switch {
 		case lat && spec.Duration > 0:
-			return report.WriteLatDurRow(w, s.Size, s.Iterations, s.Lat, halvesRoundTrip(spec.Test))
+			return report.WriteLatWindowRow(w, s.Size, latDur(s, spec), s.Lat)
 		case lat:
 			return report.WriteLatRow(w, s.Size, s.Iterations, s.Lat)
 		case s.Local != nil: // bidirectional
@@ -1503,6 +1503,13 @@ func halvesRoundTrip(test exchange.Test) bool {
 	return test == exchange.WriteLat || test == exchange.SendLat
 }
 
+// latDur returns what perftest computes the latency table of a run of a
+// duration (-D) from: s's iterations, the measured time they took, and
+// perftest's rtt_factor.
+func latDur(s bench.SizeResult, spec exchange.TestSpec) report.LatDur {
+	return report.LatDur{Iterations: s.Iterations, Window: s.Window, Halves: halvesRoundTrip(spec.Test)}
+}
+
 // listLen is a list length as the JSON has it: 0 (left out) for none,
 // where 1 means the same.
 func listLen(n uint32) uint32 {
@@ -1574,15 +1581,18 @@ func reportThreads(res *bench.Result) []report.ThreadResult {
 func reportSizes(res *bench.Result) []report.SizeResult {
 	var rs []report.SizeResult
 	for _, s := range res.Sizes {
-		rs = append(rs, reportSize(s))
+		rs = append(rs, reportSize(s, res.Spec))
 	}
 	return rs
 }
 
 // reportSize returns the report's form of a size's result.
-func reportSize(s bench.SizeResult) report.SizeResult {
+func reportSize(s bench.SizeResult, spec exchange.TestSpec) report.SizeResult {
 	r := report.SizeFromBandwidth(s.BW)
-	if s.IsLatency {
+	switch {
+	case s.IsLatency && spec.Duration > 0:
+		r = report.SizeFromLatencyWindow(s.Size, latDur(s, spec), s.Lat)
+	case s.IsLatency:
 		r = report.SizeFromLatency(s.Size, s.Iterations, s.Lat)
 	}
 	for _, c := range s.Counters {

@@ -153,16 +153,22 @@ func TestCSVIntervals(t *testing.T) {
 
 // fakeLatDuration is a send_lat of -D seconds: 1000 samples of 20 to 35
 // µs and one of 110 µs.
+// Its 1000 iterations took a window of 60 ms, more than the samples
+// cover (27.44 ms, twice that for write_lat and send_lat): the window
+// holds the pauses the samples leave out.
 func fakeLatDuration(test exchange.Test) (*bench.Result, []float64) {
 	res := fakeLat()
 	res.Spec = exchange.TestSpec{Test: test, Duration: 4, Margin: 1}
+	res.Sizes[0].Window = 60 * time.Millisecond
 	return res, res.Sizes[0].Samples
 }
 
 // TestLatDurationTable: a latency test of a duration (-D) prints
-// perftest's table of one (print_report_lat_duration), the average of
-// every sample and the iterations a second, where it printed the table
-// of a run of iterations; --output latency prints that average.
+// perftest's table of one (print_report_lat_duration), where it printed
+// the table of a run of iterations, with perftest's figures: t_avg the
+// measuring window over the rtt_factor and the iterations, and tps the
+// iterations over the window, not the samples' mean and rate (which
+// leave out gorperf's pauses); --output latency prints that t_avg.
 func TestLatDurationTable(t *testing.T) {
 	for _, tc := range []struct {
 		test   exchange.Test
@@ -171,12 +177,9 @@ func TestLatDurationTable(t *testing.T) {
 		{exchange.SendLat, 2}, {exchange.WriteLat, 2}, {exchange.ReadLat, 1}, {exchange.AtomicLat, 1},
 	} {
 		res, samples := fakeLatDuration(tc.test)
-		var sum float64
-		for _, s := range samples {
-			sum += s
-		}
-		avg := sum / float64(len(samples))
-		tps := float64(len(samples)) / (sum * tc.factor / 1e9)
+		window := float64(res.Sizes[0].Window)
+		avg := window / tc.factor / float64(len(samples))
+		tps := float64(len(samples)) / (window / 1e9)
 
 		f, out, _ := newTestFactory(nil, nil)
 		o := testOptions{Test: tc.test}
