@@ -161,12 +161,14 @@ var Tool = "gorperf dev"
 // connected, before the first measurement, so a caller can print
 // perftest's header before the numbers. A local side that fails Check
 // fails Client before it connects, as does a message size over its
-// device's maximum.
+// device's maximum; it then tells the server why, where one is there
+// (giveUp).
 func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, onHeader func(report.Header)) (*Result, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
 	if err := checkSpec(spec, l); err != nil {
+		giveUp(ctx, addr, l, err)
 		return nil, err
 	}
 	if l.CMPort == 0 {
@@ -180,6 +182,30 @@ func Client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 		return clientThreads(ctx, addr, spec, l, onHeader)
 	}
 	return client(ctx, addr, spec, l, onHeader)
+}
+
+// giveUpWait bounds giveUp.
+const giveUpWait = 2 * time.Second
+
+// giveUp tells the server at addr, where one answers at once, that this
+// client gives up before asking for its test, and why: a server for one
+// test started beside it then ends too, with the client's reason, where
+// it waited for another client (as perftest's server ends when its
+// client fails in their exchange). It dials once, without waiting for a
+// server that is not up yet, and takes at most giveUpWait; what fails is
+// left unsaid.
+func giveUp(ctx context.Context, addr string, l Local, why error) {
+	ctx, cancel := context.WithTimeout(ctx, giveUpWait)
+	defer cancel()
+	nc, err := dialServer(ctx, l.Network, addr, l.BindAddr, 0)
+	if err != nil {
+		return
+	}
+	c := exchange.NewConn(nc)
+	defer c.Close()
+	if _, err := exchange.Handshake(ctx, c, Tool); err == nil {
+		c.SendError(ctx, why)
+	}
 }
 
 // client runs one connection's test with the server at addr.
@@ -417,7 +443,8 @@ type Limits = exchange.Limits
 // time, until ctx ends, or after one test when once is set. A failed test
 // is reported through done and does not stop the server; done also gets
 // each finished test, and each connection that asked for no test (a
-// *notATest). A local side that fails Check fails Serve at once.
+// *notATest), or whose client gave up before it asked (a *GaveUpError,
+// which ends a one-test server too). A local side that fails Check fails Serve at once.
 // Clients wait their turns in a lobby, first come first served; a test
 // over lim (or whose threads' rdma_cm ports would pass 65535) is refused
 // as it asks, not at its turn, unless once is set; a one-test server
@@ -461,6 +488,11 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 		if report != nil {
 			if done != nil {
 				done(nil, report)
+			}
+			if once && errors.As(report, new(*GaveUpError)) {
+				// Its client is gone: the test it came for will
+				// not come.
+				return report
 			}
 			continue
 		}
@@ -1350,6 +1382,9 @@ func handshakeSpec(ctx context.Context, c *exchange.Conn, at time.Time, wait tim
 		return exchange.TestSpec{}, &notATest{fmt.Errorf("connection from %s: %w", from, err)}
 	}
 	spec, err := c.RecvSpec(hctx)
+	if errors.As(err, new(*exchange.PeerError)) {
+		return exchange.TestSpec{}, &GaveUpError{fmt.Errorf("client %s gave up before it asked for a test: %w", from, err)}
+	}
 	if err != nil {
 		err = late(err, "said hello but asked for no test in %v")
 		if closedByPeer(err) {
@@ -2364,6 +2399,14 @@ func KeepsWaiting(err error) bool {
 }
 
 type notATest struct{ err error }
+
+// GaveUpError is a client that, greeted, said why it gave up instead of
+// asking for its test (giveUp): a one-test server's Serve ends with it,
+// as it would with the failure of that client's test.
+type GaveUpError struct{ err error }
+
+func (e *GaveUpError) Error() string { return e.err.Error() }
+func (e *GaveUpError) Unwrap() error { return e.err }
 
 func (e *notATest) Error() string { return e.err.Error() }
 func (e *notATest) Unwrap() error { return e.err }
