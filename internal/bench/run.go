@@ -1382,8 +1382,8 @@ func handshakeSpec(ctx context.Context, c *exchange.Conn, at time.Time, wait tim
 		return exchange.TestSpec{}, &notATest{fmt.Errorf("connection from %s: %w", from, err)}
 	}
 	spec, err := c.RecvSpec(hctx)
-	if errors.As(err, new(*exchange.PeerError)) {
-		return exchange.TestSpec{}, &GaveUpError{fmt.Errorf("client %s gave up before it asked for a test: %w", from, err)}
+	if pe := (*exchange.PeerError)(nil); errors.As(err, &pe) {
+		return exchange.TestSpec{}, &GaveUpError{from.String(), pe}
 	}
 	if err != nil {
 		err = late(err, "said hello but asked for no test in %v")
@@ -2403,10 +2403,17 @@ type notATest struct{ err error }
 // GaveUpError is a client that, greeted, said why it gave up instead of
 // asking for its test (giveUp): a one-test server's Serve ends with it,
 // as it would with the failure of that client's test.
-type GaveUpError struct{ err error }
+type GaveUpError struct {
+	from string              // the client's address
+	why  *exchange.PeerError // what it said
+}
 
-func (e *GaveUpError) Error() string { return e.err.Error() }
-func (e *GaveUpError) Unwrap() error { return e.err }
+func (e *GaveUpError) Error() string {
+	// The client's own words, without PeerError's "peer: ".
+	return fmt.Sprintf("client %s gave up before it asked for a test: %s", e.from, strings.TrimPrefix(e.why.Error(), "peer: "))
+}
+
+func (e *GaveUpError) Unwrap() error { return e.why }
 
 func (e *notATest) Error() string { return e.err.Error() }
 func (e *notATest) Unwrap() error { return e.err }
