@@ -122,17 +122,8 @@ func TestLatWindowJSON(t *testing.T) {
 	f := strings.Fields(row.String())
 	r := fixtureRoCE("read_lat", "client", "rxe1")
 	r.DurationS, r.Results = 2, []SizeResult{s}
-	var buf bytes.Buffer
-	if err := WritePerftestJSON(&buf, r, PerftestJSON{}); err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Results map[string]json.Number `json:"results"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if avg, tps := doc.Results["t_avg"].String(), doc.Results["tps_average"].String(); avg != f[2] || tps != f[3] {
+	results := perftestFileResults(t, r)
+	if avg, tps := results["t_avg"].String(), results["tps_average"].String(); avg != f[2] || tps != f[3] {
 		t.Errorf("--out_json: t_avg %s, tps_average %s; the text's row %q", avg, tps, row.String())
 	}
 }

@@ -334,17 +334,8 @@ func TestPerftestJSONLatDuration(t *testing.T) {
 				s.SamplesUs = SamplesUs(samples)
 			}
 			r.Results = []SizeResult{s}
-			var buf bytes.Buffer
-			if err := WritePerftestJSON(&buf, r, PerftestJSON{}); err != nil {
-				t.Fatal(err)
-			}
-			var doc struct {
-				Results map[string]json.Number `json:"results"`
-			}
-			if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
-				t.Fatal(err)
-			}
-			avg, tps := doc.Results["t_avg"].String(), doc.Results["tps_average"].String()
+			results := perftestFileResults(t, r)
+			avg, tps := results["t_avg"].String(), results["tps_average"].String()
 			want, _ := strconv.ParseFloat(f[3], 64)
 			got, _ := strconv.ParseFloat(tps, 64)
 			// Without samples, t_avg's rounding to the nanosecond, 0.5 ns
@@ -354,4 +345,21 @@ func TestPerftestJSONLatDuration(t *testing.T) {
 			}
 		}
 	}
+}
+
+// perftestFileResults returns the "results" object of r's perftest JSON
+// file (WritePerftestJSON), its numbers as written.
+func perftestFileResults(t *testing.T, r Result) map[string]json.Number {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WritePerftestJSON(&buf, r, PerftestJSON{}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results map[string]json.Number `json:"results"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Results
 }
