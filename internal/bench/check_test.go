@@ -19,9 +19,11 @@ import (
 )
 
 // serveAndDial runs a one-test server and a client with the given local
-// sides and returns their errors, and whether the server's listener saw a
-// connection. Neither may wait for the other: each must fail on its own.
-func serveAndDial(t *testing.T, srvLocal, cliLocal bench.Local) (srvErr, cliErr error, dialed bool) {
+// sides and returns what the client told a server of its own that only
+// listens (told: the client's reason, where it connected to give it;
+// asked: it asked for a test instead), and the two sides' errors.
+// Neither may wait for the other: each must fail on its own.
+func serveAndDial(t *testing.T, srvLocal, cliLocal bench.Local) (told *exchange.PeerError, asked bool, srvErr, cliErr error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -38,32 +40,62 @@ func serveAndDial(t *testing.T, srvLocal, cliLocal bench.Local) (srvErr, cliErr 
 		t.Fatalf("the server with %+v waited for a client instead of failing", srvLocal)
 	}
 
-	// The client, against a listener of its own that only counts callers.
+	// The client, against a listener of its own that greets a caller
+	// and reads what it asks.
 	probe, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer probe.Close()
-	accepted := make(chan bool, 1)
+	type heard struct {
+		told  *exchange.PeerError
+		asked bool
+	}
+	got := make(chan heard, 1)
 	go func() {
-		c, err := probe.Accept()
-		if err == nil {
-			c.Close()
+		nc, err := probe.Accept()
+		if err != nil { // closed: no caller
+			got <- heard{}
+			return
 		}
-		accepted <- err == nil
+		defer nc.Close()
+		c := exchange.NewConn(nc)
+		var h heard
+		if _, err := exchange.Handshake(ctx, c, "probe"); err == nil {
+			_, err = c.RecvSpec(ctx)
+			errors.As(err, &h.told)
+			h.asked = err == nil
+		}
+		got <- h
 	}()
 	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10, NumQPs: 1, TXDepth: 10, CQModeration: 1}
 	_, cliErr = bench.Client(ctx, probe.Addr().String(), spec, cliLocal, nil)
 	probe.Close()
-	return srvErr, cliErr, <-accepted
+	h := <-got
+	return h.told, h.asked, srvErr, cliErr
+}
+
+// checkTold checks that a client that failed with cliErr before it asked
+// for its test told its server so (told) in those words, and asked for
+// no test.
+func checkTold(t *testing.T, what string, cliErr error, told *exchange.PeerError, asked bool) {
+	t.Helper()
+	switch {
+	case asked:
+		t.Errorf("%s: the client asked the server for its test", what)
+	case told == nil || cliErr == nil || told.Text != cliErr.Error():
+		t.Errorf("%s: the client told its server %v; want its own error, %v", what, told, cliErr)
+	}
 }
 
 // TestBadLocalSideFailsAtOnce checks that a device that is not there fails
-// a server before it waits for a client, and a client before it reaches
-// the server. It needs no device: on a host without one, the error says so.
+// a server before it waits for a client, and a client before it asks the
+// server for its test: it tells the server why instead, so that a server
+// for one test ends too. It needs no device: on a host without one, the
+// error says so.
 func TestBadLocalSideFailsAtOnce(t *testing.T) {
 	l := bench.Local{Device: "no-such-device", GIDIndex: -1}
-	srvErr, cliErr, dialed := serveAndDial(t, l, l)
+	told, asked, srvErr, cliErr := serveAndDial(t, l, l)
 	for side, err := range map[string]error{"server": srvErr, "client": cliErr} {
 		if err == nil {
 			t.Errorf("%s with device %q: no error", side, l.Device)
@@ -71,9 +103,7 @@ func TestBadLocalSideFailsAtOnce(t *testing.T) {
 			t.Errorf("%s: %q names neither the device nor its absence", side, err)
 		}
 	}
-	if dialed {
-		t.Error("the client connected to the server before finding its device missing")
-	}
+	checkTold(t, "device "+l.Device, cliErr, told, asked)
 }
 
 // TestBadPortOrGIDFailsAtOnce checks a real device with a port it lacks,
@@ -120,11 +150,12 @@ func TestBadPortOrGIDFailsAtOnce(t *testing.T) {
 		t.Errorf("%s port %d: no empty slot among %d to give -x", info.Name, info.Port, pa.GIDTableLen)
 	}
 	for name, b := range bad {
-		srvErr, cliErr, dialed := serveAndDial(t, b.l, b.l)
-		if srvErr == nil || cliErr == nil || dialed {
-			t.Errorf("%s %+v: server %v, client %v, client dialed %v; want both to fail, neither to connect", name, b.l, srvErr, cliErr, dialed)
+		told, asked, srvErr, cliErr := serveAndDial(t, b.l, b.l)
+		if srvErr == nil || cliErr == nil {
+			t.Errorf("%s %+v: server %v, client %v; want both to fail", name, b.l, srvErr, cliErr)
 			continue
 		}
+		checkTold(t, name, cliErr, told, asked)
 		for side, err := range map[string]error{"server": srvErr, "client": cliErr} {
 			if !strings.Contains(err.Error(), b.want) {
 				t.Errorf("%s %+v: the %s's %q lacks %q", name, b.l, side, err, b.want)
