@@ -78,6 +78,7 @@ func TestLatWindowTable(t *testing.T) {
 		}
 	}
 	for name, write := range map[string]func(w failWriter) error{
+		"WriteLatDurHeader": func(w failWriter) error { return WriteLatDurHeader(w) },
 		"WriteLatWindowRow": func(w failWriter) error {
 			return WriteLatWindowRow(w, 2, LatDur{Iterations: 4, Window: time.Second}, read)
 		},

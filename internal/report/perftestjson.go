@@ -234,9 +234,8 @@ func perftestResults(r Result, o PerftestJSON) object {
 // (WriteLatWindowRow): t_avg in microseconds and tps average, from the
 // measuring window (window_t_avg_us, tps_average). A size without a
 // window (a Result built without one) falls back to the figures of its
-// samples, as WriteLatDurRow's: the mean of all of them, and the
-// iterations a second, an iteration two samples of a write or send's
-// half round trip. s keeps no sum of all its samples: it is its samples'
+// samples: the mean of all of them, and the iterations a second, an
+// iteration two samples of a write or send's half round trip. s keeps no sum of all its samples: it is its samples'
 // where it has them (-U), else its t_avg of all but the two largest, one
 // for each of its iterations but those two, and t_max and max.
 func latDurationUs(s SizeResult, verb string) (avg, tps float64) {

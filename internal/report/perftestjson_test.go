@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -310,22 +309,31 @@ func TestPerftestJSONGolden(t *testing.T) {
 	checkGolden(t, "perftest_failed.json.golden", buf.Bytes())
 }
 
-// TestPerftestJSONLatDuration: a latency run of a duration (-D) has
-// perftest's t_avg and tps_average, the mean of all the samples and the
-// iterations a second, as the text's row gives them (WriteLatDurRow), to
-// within the rounding of the Result's t_avg; from -U's samples exactly.
-// It used to write t_avg of all but the two largest samples, and a rate
-// of it.
+// TestPerftestJSONLatDuration: a latency size of a duration (-D) built
+// without its measuring window (no window_s) has, in perftest's file,
+// t_avg and tps_average of its samples: the mean of all of them, the two
+// largest too, and the iterations a second, an iteration two samples of
+// a write's half round trip and one of a read's round trip; to within
+// the rounding of the Result's t_avg, and from -U's samples exactly. It
+// used to write t_avg of all but the two largest samples, and a rate of
+// it.
 func TestPerftestJSONLatDuration(t *testing.T) {
 	samples := latSamples(20000)
 	l, err := stats.Summarize(samples)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var sum float64
+	for _, v := range samples {
+		sum += v
+	}
+	n := float64(len(samples))
 	for _, test := range []string{"write_lat", "read_lat"} {
-		var row bytes.Buffer
-		WriteLatDurRow(&row, 2, uint64(len(samples)), l, test == "write_lat")
-		f := strings.Fields(row.String()) // size, iterations, t_avg, tps
+		per := sum // ns of an iteration's samples
+		if test == "write_lat" {
+			per *= 2
+		}
+		wantAvg, wantTPS := sum/n/1e3, n/(per/1e9)
 		for _, withSamples := range []bool{false, true} {
 			r := fixtureRoCE(test, "client", "rxe1")
 			r.DurationS = 5
@@ -335,13 +343,17 @@ func TestPerftestJSONLatDuration(t *testing.T) {
 			}
 			r.Results = []SizeResult{s}
 			results := perftestFileResults(t, r)
-			avg, tps := results["t_avg"].String(), results["tps_average"].String()
-			want, _ := strconv.ParseFloat(f[3], 64)
-			got, _ := strconv.ParseFloat(tps, 64)
+			avg, _ := results["t_avg"].Float64()
+			tps, _ := results["tps_average"].Float64()
 			// Without samples, t_avg's rounding to the nanosecond, 0.5 ns
-			// in 2.66 µs here, is all the difference.
-			if avg != f[2] || math.Abs(got-want) > want*0.5e-3/2.66 || (withSamples && tps != f[3]) {
-				t.Errorf("%s, samples %v: t_avg %s, tps_average %s; the text's row %q", test, withSamples, avg, tps, row.String())
+			// in 2.66 µs here, is all the difference; the file has two
+			// decimals of each.
+			tol := 0.5e-3 / 2.66
+			if withSamples {
+				tol = 0
+			}
+			if math.Abs(avg-wantAvg) > 0.005+wantAvg*tol || math.Abs(tps-wantTPS) > 0.005+wantTPS*tol {
+				t.Errorf("%s, samples %v: t_avg %s, tps_average %s; want %.2f, %.2f", test, withSamples, results["t_avg"], results["tps_average"], wantAvg, wantTPS)
 			}
 		}
 	}

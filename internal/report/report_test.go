@@ -918,68 +918,6 @@ func TestBidiRow(t *testing.T) {
 	}
 }
 
-// TestLatDurTable: the latency table of a run of a duration is perftest's
-// RESULT_FMT_LAT_DUR and REPORT_FMT_LAT_DUR, with t_avg the mean of every
-// sample, the two largest too, and tps the iterations a second, each
-// iteration twice a sample where a sample is half a round trip; and its
-// figures are exact for a run that kept only some samples.
-func TestLatDurTable(t *testing.T) {
-	l, err := stats.Summarize([]float64{1000, 2000, 3000, 4000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := WriteLatDurHeader(&buf); err != nil {
-		t.Fatal(err)
-	}
-	WriteLatDurRow(&buf, 64, 4, l, true)
-	WriteLatDurRow(&buf, 8388608, 6, l, false) // 6 iterations, 4 samples kept
-	WriteLatDurRow(&buf, 2, 0, stats.Latency{}, true)
-	want := " #bytes        #iterations       t_avg[usec]    tps average\n" +
-		" 64            4            2.50           200000.00\n" +
-		" 8388608       6            2.50           400000.00\n" +
-		" 2       measured by the peer: this side keeps no latency samples\n"
-	if buf.String() != want {
-		t.Errorf("table:\n%q\nwant\n%q", buf.String(), want)
-	}
-	buf.Reset()
-	if err := WriteLatDurValue(&buf, l); err != nil || buf.String() != "2.500000\n" {
-		t.Errorf("--output latency: %q, %v", buf.String(), err)
-	}
-
-	// One, two and many samples, and a sampled run: the mean of all.
-	all := latSamples(4000)
-	for _, samples := range [][]float64{{7000}, {1000, 5000}, all[:3], all} {
-		l, err := stats.Summarize(samples)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sum float64
-		for _, v := range samples {
-			sum += v
-		}
-		if avg, tps := latDuration(l, false); math.Abs(avg-sum/float64(len(samples))) > 1e-9*avg || math.Abs(tps-float64(len(samples))*1e9/sum) > 1e-9*tps {
-			t.Errorf("%d samples: avg %g, tps %g; want %g, %g", len(samples), avg, tps, sum/float64(len(samples)), float64(len(samples))*1e9/sum)
-		}
-	}
-	var sum float64
-	for _, v := range all {
-		sum += v
-	}
-	if avg, _ := latDuration(sampledSummary(t), true); math.Abs(avg-sum/4000) > 1e-9*avg {
-		t.Errorf("sampled: avg %g, want %g", avg, sum/4000)
-	}
-	for name, write := range map[string]func(w failWriter) error{
-		"WriteLatDurHeader": func(w failWriter) error { return WriteLatDurHeader(w) },
-		"WriteLatDurRow":    func(w failWriter) error { return WriteLatDurRow(w, 2, 4, l, true) },
-		"WriteLatDurValue":  func(w failWriter) error { return WriteLatDurValue(w, l) },
-	} {
-		if err := write(failWriter{}); !errors.Is(err, errWrite) {
-			t.Errorf("%s to a failing writer = %v, want %v", name, err, errWrite)
-		}
-	}
-}
-
 // TestWriteCSVIntervals: a run's intervals (--run_infinitely) are rows
 // before its result, with their end and length in two columns more,
 // last, which the result's row leaves empty; a run of intervals that

@@ -165,51 +165,6 @@ func WriteLatWindowRow(w io.Writer, size int, d LatDur, l stats.Latency) error {
 	return p.err
 }
 
-// WriteLatDurRow writes a row of the table WriteLatWindowRow writes, but
-// with figures from the samples, not from the measuring window: t_avg,
-// the mean of every sample in microseconds, and the iterations a second
-// of an iteration of a sample's time, or two with halves. They are not
-// perftest's (the samples leave out gorperf's pauses, so that the rate
-// is too high); WriteLatWindowRow writes perftest's, where the window is
-// known.
-func WriteLatDurRow(w io.Writer, size int, iters uint64, l stats.Latency, halves bool) error {
-	p := &printer{w: w}
-	if l.N == 0 {
-		p.printf(" %-7d %s\n", size, peerMeasured)
-		return p.err
-	}
-	avg, tps := latDuration(l, halves)
-	p.printf(latDurRow, size, iters, avg/nsPerUsec, tps)
-	return p.err
-}
-
-// latDuration returns perftest's figures of a latency run of a
-// duration: the mean of all l.N samples, in nanoseconds, and the
-// iterations a second, each iteration a sample's time, or two with
-// halves. l has samples (N > 0): its callers write a side without any
-// otherwise.
-func latDuration(l stats.Latency, halves bool) (avg, tps float64) {
-	// l keeps its samples' sum in parts: the mean of the Kept smallest,
-	// and the largest two (TMax, Max) that perftest's columns leave out.
-	sum := l.Avg * float64(l.Kept)
-	switch l.N - l.Kept {
-	case 0:
-	case 1:
-		sum += l.Max
-	default:
-		sum += l.TMax + l.Max
-	}
-	avg = sum / float64(l.N)
-	per := sum
-	if halves {
-		per *= 2
-	}
-	if per > 0 {
-		tps = float64(l.N) / (per / 1e9)
-	}
-	return avg, tps
-}
-
 // peerMeasured stands in a latency row, after the size, for the figures
 // of a side that kept no samples: the peer timed the test (gorperf's
 // client, the side that sends first or posts the reads and atomics),

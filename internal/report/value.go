@@ -77,17 +77,3 @@ func WriteLatWindowValue(w io.Writer, d LatDur, l stats.Latency) error {
 	_, err := fmt.Fprintf(w, "%f\n", avg/nsPerUsec)
 	return err
 }
-
-// WriteLatDurValue writes, for a latency test of a duration (-D), the
-// t_avg of WriteLatDurRow's table: the mean of every sample, in
-// microseconds with perftest's six decimals. It is not perftest's figure,
-// which WriteLatWindowValue writes where the window is known. A side that
-// kept no samples writes nothing, as WriteLatValue.
-func WriteLatDurValue(w io.Writer, l stats.Latency) error {
-	if l.N == 0 {
-		return nil
-	}
-	avg, _ := latDuration(l, false)
-	_, err := fmt.Fprintf(w, "%f\n", avg/nsPerUsec)
-	return err
-}
