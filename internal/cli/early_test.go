@@ -84,18 +84,25 @@ func freePort(t *testing.T) string {
 
 // TestStoppedEarlyOnDevice: a client stopped while it retries a server
 // that is not up yet, and a loopback run stopped before it starts, exit
-// 130 with the JSON code "interrupted", at once; they exited 1.
+// 130 with the JSON code "interrupted", at once; they exited 1. Stopped
+// by SIGTERM, the client exits 143, as perftest's, which SIGTERM kills;
+// it exited 130, Ctrl-C's status.
 func TestStoppedEarlyOnDevice(t *testing.T) {
 	_, cliDev, _ := peers(t)
 	for _, tc := range []struct {
 		args  []string
 		after time.Duration
+		sig   os.Signal
+		want  int
 	}{
-		{[]string{"write-bw", "-d", cliDev, "-p", freePort(t), "--json", "127.0.0.1"}, 200 * time.Millisecond},
-		{[]string{"loopback", "write-bw", "-d", cliDev, "--json"}, 0},
+		{[]string{"write-bw", "-d", cliDev, "-p", freePort(t), "--json", "127.0.0.1"}, 200 * time.Millisecond, os.Interrupt, exitInterrupted},
+		{[]string{"write-bw", "-d", cliDev, "-p", freePort(t), "--json", "127.0.0.1"}, 200 * time.Millisecond, syscall.SIGTERM, 143},
+		{[]string{"loopback", "write-bw", "-d", cliDev, "--json"}, 0, os.Interrupt, exitInterrupted},
 	} {
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(tc.after, cancel)
+		// The root context as notifyContext's, ended by tc.sig.
+		ctx, stop := context.WithCancelCause(context.Background())
+		cancel := func() { stop(context.Canceled) }
+		time.AfterFunc(tc.after, func() { stop(&stopSignal{tc.sig}) })
 		f, out, errOut := newTestFactory(nil, nil)
 		t0 := time.Now()
 		code := run(ctx, f, tc.args)
@@ -105,8 +112,8 @@ func TestStoppedEarlyOnDevice(t *testing.T) {
 		// client retries a refused connection for 3 s, so a client that
 		// waited that out is caught by its exit status (1, the refusal)
 		// rather than by the time.
-		if code != exitInterrupted || took > 5*time.Second {
-			t.Errorf("%q: exit %d after %v, want %d at once\nstderr:\n%s", tc.args, code, took, exitInterrupted, errOut)
+		if code != tc.want || took > 5*time.Second {
+			t.Errorf("%q, %v: exit %d after %v, want %d at once\nstderr:\n%s", tc.args, tc.sig, code, took, tc.want, errOut)
 		}
 		var r report.Result
 		if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Error == nil || r.Error.Code != "interrupted" {

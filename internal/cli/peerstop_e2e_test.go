@@ -65,8 +65,8 @@ func TestPeerStopFailsOnDevice(t *testing.T) {
 		waitOutput(t, cliOut, "GID index")
 		time.Sleep(time.Second)
 		cli.Process.Signal(syscall.SIGTERM)
-		if err := cli.Wait(); procExit(err) != 130 {
-			t.Errorf("the client stopped by SIGTERM: %v, want exit 130\n%s%s", err, cliOut, cli.Stderr)
+		if err := cli.Wait(); procExit(err) != 143 {
+			t.Errorf("the client stopped by SIGTERM: %v, want exit 143\n%s%s", err, cliOut, cli.Stderr)
 		}
 		err := srv.Wait()
 		e := srv.Stderr.(*bytes.Buffer).String()

@@ -34,8 +34,10 @@ const (
 	exitError = 1 // the command ran and failed
 	exitUsage = 2 // bad flags or arguments
 	exitLimit = 3 // a test ran and missed a limit (-w, -y, --limit_lat, --limit_p99)
-	// exitInterrupted is a run stopped by Ctrl-C (SIGINT) or SIGTERM, as
-	// a shell reports a process that SIGINT ended.
+	// exitInterrupted is a run stopped by Ctrl-C (SIGINT), as a shell
+	// reports a process that SIGINT ended; one that SIGTERM stopped
+	// exits 143, 128 and the signal's number, as perftest's does, which
+	// SIGTERM kills (stoppedStatus).
 	exitInterrupted = 130
 )
 
@@ -152,6 +154,9 @@ func run(ctx context.Context, f *Factory, args []string) int {
 		err = fmt.Errorf("writing the output: %w", out.err)
 	}
 	code := exitCode(err)
+	if code == exitInterrupted {
+		code = stoppedStatus(ctx)
+	}
 	if err != nil && out.n == 0 && wantsJSON(args) {
 		// --json promises one valid document on every path, also when the
 		// command line itself was wrong and no command ran: gorperf
@@ -216,12 +221,27 @@ type silentError struct{ code int }
 func (e *silentError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // interruptedError is a run that Ctrl-C or SIGTERM stopped before it
-// had a result to show: exit status 130, as a run interrupted after its
-// results, and the JSON code "interrupted" (it is a context.Canceled).
+// had a result to show: exit status 130 (143 for SIGTERM, stoppedStatus),
+// as a run interrupted after its results, and the JSON code
+// "interrupted" (it is a context.Canceled).
 type interruptedError struct{ msg string }
 
 func (e *interruptedError) Error() string { return e.msg }
 func (e *interruptedError) Unwrap() error { return context.Canceled }
+
+// stoppedStatus is the exit status of a run that a signal stopped: 128
+// and the number of the signal that ended ctx (its cause a *stopSignal),
+// as a shell reports a process that the signal killed, 143 for SIGTERM;
+// 130, Ctrl-C's, where no signal did (a test's own context).
+func stoppedStatus(ctx context.Context) int {
+	var s *stopSignal
+	if errors.As(context.Cause(ctx), &s) {
+		if n, ok := s.sig.(syscall.Signal); ok && n > 0 {
+			return 128 + int(n)
+		}
+	}
+	return exitInterrupted
+}
 
 // exitCode maps an error from a command to gorperf's exit status.
 func exitCode(err error) int {

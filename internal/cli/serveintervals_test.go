@@ -100,8 +100,8 @@ func TestServeIntervalsOnDevice(t *testing.T) {
 	}
 	n := rows()
 	cli.Process.Signal(syscall.SIGTERM)
-	if err := cli.Wait(); procExit(err) != 130 {
-		t.Errorf("the client stopped by SIGTERM: %v, want exit 130\n%s%s", err, cliOut, cli.Stderr)
+	if err := cli.Wait(); procExit(err) != 143 {
+		t.Errorf("the client stopped by SIGTERM: %v, want exit 143\n%s%s", err, cliOut, cli.Stderr)
 	}
 	if n < 2 || strings.Count(srvOut.String(), "#bytes") < 1 {
 		t.Errorf("serve printed %d interval rows while the client ran, want 2 or more under a column line:\n%s", n, srvOut)
