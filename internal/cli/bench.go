@@ -1286,7 +1286,7 @@ func (r *rowStream) start(spec exchange.TestSpec) {
 	r.held = nil
 	if r.csv {
 		r.on = r.on && !r.counters
-		r.table = report.NewCSVRows(r.w, spec.Test.String(), r.cpu)
+		r.table = report.NewCSVRows(r.w, spec.Test.String(), spec.Test.IsLatency() && spec.Duration > 0, r.cpu)
 	}
 }
 

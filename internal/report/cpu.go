@@ -26,7 +26,8 @@ type CPU struct {
 	// user time of all the host's CPUs as a share of their user and idle
 	// time (/proc/stat), 0 to 100, every process counted. The text's
 	// results rows and perftest's JSON file (--out_json's CPU_util) give
-	// it where perftest does; 0 where /proc/stat could not be read.
+	// it where perftest does, and the CSV as cpu_host_user_pct; 0 where
+	// /proc/stat could not be read.
 	HostUserPct float64 `json:"host_user_pct"`
 }
 
@@ -105,14 +106,17 @@ func hasCPU(results []SizeResult) bool {
 }
 
 // cpuColumns names the CSV columns of CPU, which follow the fixed ones
-// when any size has it.
-var cpuColumns = []string{"cpu_user_us_per_msg", "cpu_sys_us_per_msg", "cpu_util_pct"}
+// (and the window's) when any size has it: the process's time a message
+// (UserUsPerMsg, SysUsPerMsg) and over the wall time (cpu_util_pct,
+// UtilPct, 100 one CPU), then the host's user share (cpu_host_user_pct,
+// HostUserPct), perftest's CPU_Util[%], the text's rows' last column.
+var cpuColumns = []string{"cpu_user_us_per_msg", "cpu_sys_us_per_msg", "cpu_util_pct", "cpu_host_user_pct"}
 
 // cpuCells returns r's CPU cells, empty where r has none.
 func cpuCells(r SizeResult) []string {
 	if r.CPU == nil {
-		return []string{"", "", ""}
+		return make([]string, len(cpuColumns))
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	return []string{f(r.CPU.UserUsPerMsg), f(r.CPU.SysUsPerMsg), f(r.CPU.UtilPct)}
+	return []string{f(r.CPU.UserUsPerMsg), f(r.CPU.SysUsPerMsg), f(r.CPU.UtilPct), f(r.CPU.HostUserPct)}
 }

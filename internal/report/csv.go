@@ -17,23 +17,50 @@ var csvHeader = []string{
 }
 
 // csvColumns are the columns of one CSV document beyond the fixed ones
-// (csvHeader): the CPU's, the port counters' and the intervals'.
+// (csvHeader): the measuring window's, the CPU's, the port counters' and
+// the intervals'.
 type csvColumns struct {
+	window    bool
 	cpu       bool
 	counters  []string
 	intervals bool
 }
 
-// columns returns the columns of the CSV of r: the CPU's if any size has
-// it, a counter's for each that any size has, and the intervals' for a
-// run of --run_infinitely. The run's whole result decides them.
+// columns returns the columns of the CSV of r: the window's for a
+// latency test of a duration (hasWindow), the CPU's if any size has it,
+// a counter's for each that any size has, and the intervals' for a run
+// of --run_infinitely. The run's whole result decides them.
 func columns(r Result) csvColumns {
-	return csvColumns{cpu: hasCPU(r.Results), counters: counterColumns(r.Results), intervals: r.Intervals != nil}
+	return csvColumns{window: hasWindow(r), cpu: hasCPU(r.Results), counters: counterColumns(r.Results), intervals: r.Intervals != nil}
+}
+
+// windowColumns name the CSV columns of a latency test of a duration
+// (-D): its measuring window's figures, the text's row's (WindowS,
+// WindowTAvgUs, TPSAverage).
+var windowColumns = []string{"window_s", "window_t_avg_us", "tps_average"}
+
+// hasWindow reports whether the CSV of r has the window's columns: r is
+// a latency test of a duration, on either side (the side the peer
+// measured has empty cells, as its latency cells), or a size of it has
+// the window's figures.
+func hasWindow(r Result) bool {
+	if r.DurationS > 0 && !r.RunInfinitely && isLatencyTest(r.Test) {
+		return true
+	}
+	for _, s := range r.Results {
+		if s.WindowS > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // header returns the header row.
 func (c csvColumns) header() []string {
 	header := slices.Clip(csvHeader)
+	if c.window {
+		header = append(header, windowColumns...)
+	}
 	if c.cpu {
 		header = append(header, cpuColumns...)
 	}
@@ -73,6 +100,9 @@ func (c csvColumns) row(test string, s SizeResult) []string {
 		}
 		row = append(row, csvFloat(v))
 	}
+	if c.window {
+		row = append(row, csvFloat(s.WindowS), csvFloat(s.WindowTAvgUs), csvFloat(s.TPSAverage))
+	}
 	if c.cpu {
 		row = append(row, cpuCells(s)...)
 	}
@@ -92,7 +122,11 @@ func (c csvColumns) row(test string, s SizeResult) []string {
 // one-way send test's receiving side), which the JSON leaves out. The
 // first column repeats r.Test, so that the output of several runs can be
 // concatenated (without their header rows).
-// --cpu_util adds three columns after these (cpuColumns), and port
+// A latency test of a duration (-D) adds three columns after these
+// (windowColumns): window_s, window_t_avg_us and tps_average, its
+// measuring window's figures, the text's row's t_avg and tps average, as
+// the JSON's fields of the same names; empty on the side the peer
+// measured. --cpu_util adds four after those (cpuColumns), and port
 // counters (-W) a column each after those, named as the counter
 // ("hw_counters/sent_pkts"), so runs with the same flags concatenate too.
 //
@@ -124,7 +158,7 @@ func WriteCSV(w io.Writer, r Result) error {
 			row = append(row, csvFloat0(v))
 		}
 		for len(row) < len(header)-len(intervalColumns) {
-			row = append(row, "") // latency, CPU and counter cells
+			row = append(row, "") // latency, window, CPU and counter cells
 		}
 		row = append(row, csvFloat0(iv.EndS), csvFloat0(iv.DurationS))
 		if err := cw.Write(row); err != nil {
@@ -144,7 +178,8 @@ func WriteCSV(w io.Writer, r Result) error {
 // run ends: the header row with the first, so that a run with no size
 // writes nothing. It can only where the columns are known before the
 // first size ends, as they are for a run of test without port counters
-// and intervals, whose sizes all have CPU figures or none have: the
+// and intervals, whose sizes all have CPU figures or none have, and that
+// is or is not a latency test of a duration: the
 // counters' columns are those that any size of the whole run has (with
 // -W all, those that moved), and an infinite run's intervals come before
 // its result. Then what it writes of the run's sizes is what WriteCSV
@@ -157,9 +192,10 @@ type CSVRows struct {
 }
 
 // NewCSVRows returns a CSVRows that writes the sizes of test to w, with
-// the CPU's columns if cpu.
-func NewCSVRows(w io.Writer, test string, cpu bool) *CSVRows {
-	return &CSVRows{cw: csv.NewWriter(w), test: test, cols: csvColumns{cpu: cpu}}
+// the measuring window's columns if window (a latency test of a
+// duration, -D, as WriteCSV's hasWindow) and the CPU's if cpu.
+func NewCSVRows(w io.Writer, test string, window, cpu bool) *CSVRows {
+	return &CSVRows{cw: csv.NewWriter(w), test: test, cols: csvColumns{window: window, cpu: cpu}}
 }
 
 // Write writes the row of s, after the header row if it is the first,

@@ -226,6 +226,34 @@ type SizeResult struct {
 	// are their sum (perftest's --report-both).
 	Local  *SizeResult `json:"local,omitempty"`
 	Remote *SizeResult `json:"remote,omitempty"`
+
+	// exact is the latency figures as measured, before SizeFromLatency
+	// rounded them (exactLat); nil in a SizeResult built otherwise.
+	exact *exactLat
+}
+
+// exactLat is a latency size's figures in microseconds as measured, not
+// rounded to the nanosecond as SizeResult's fields are: the figures the
+// text prints (WriteLatRow, WriteLatValue, WriteLatWindowRow ...), from
+// which perftest's file (WritePerftestJSON) is written, so that its
+// decimals are the text's digit for digit, as perftest prints and writes
+// the same double. JSON does not carry them: a SizeResult decoded has
+// none, and the file then has its rounded fields' (exactFigures).
+type exactLat struct {
+	min, tmax, typical, avg, stdev, t99, t999, max float64
+	// windowAvg and tps are the window's t_avg and tps average of a
+	// latency test of a duration (WindowTAvgUs, TPSAverage).
+	windowAvg, tps float64
+}
+
+// exactFigures returns s's latency figures as measured where it has them,
+// else its fields'.
+func (s SizeResult) exactFigures() exactLat {
+	if s.exact != nil {
+		return *s.exact
+	}
+	return exactLat{min: s.TMinUs, tmax: s.TMaxUs, typical: s.TTypicalUs, avg: s.TAvgUs, stdev: s.TStdevUs,
+		t99: s.Percentile99Us, t999: s.Percentile999Us, max: s.MaxUs, windowAvg: s.WindowTAvgUs, tps: s.TPSAverage}
 }
 
 // sizeBW is SizeResult with the bandwidth fields written even when zero:
@@ -264,6 +292,7 @@ type sizeBW struct {
 	CPU             *CPU        `json:"cpu,omitempty"`
 	Local           *SizeResult `json:"local,omitempty"`
 	Remote          *SizeResult `json:"remote,omitempty"`
+	exact           *exactLat
 }
 
 // sizeLat is SizeResult with the latency fields written even when zero:
@@ -302,6 +331,7 @@ type sizeLat struct {
 	CPU             *CPU        `json:"cpu,omitempty"`
 	Local           *SizeResult `json:"local,omitempty"`
 	Remote          *SizeResult `json:"remote,omitempty"`
+	exact           *exactLat
 }
 
 // latency reports whether s is a latency test's size: it has latency
@@ -388,7 +418,8 @@ func SizeFromBandwidth(b stats.Bandwidth) SizeResult {
 // SizeFromLatency returns the SizeResult of a latency test of iters
 // iterations of size bytes. l is in nanoseconds; the result holds
 // microseconds rounded to the nanosecond, so that the JSON carries no
-// digits beyond what was measured. Without samples (l.N is 0) it has
+// digits beyond what was measured, and keeps them unrounded for
+// perftest's file (exactLat). Without samples (l.N is 0) it has
 // no latency figures and MeasuredByPeer is set. Where the run kept one
 // sample in so many (l.Every over 1), SampledEvery and SamplesKept say
 // so.
@@ -414,19 +445,23 @@ func SizeFromLatency(size int, iters uint64, l stats.Latency) SizeResult {
 		MaxUs:           usec(l.Max),
 		SampledEvery:    l.Every,
 		SamplesKept:     l.Stored,
+		exact: &exactLat{min: l.Min / nsPerUsec, tmax: l.TMax / nsPerUsec, typical: l.Typical / nsPerUsec,
+			avg: l.Avg / nsPerUsec, stdev: l.Stdev / nsPerUsec, t99: l.T99 / nsPerUsec, t999: l.T999 / nsPerUsec,
+			max: l.Max / nsPerUsec},
 	}
 }
 
 // SizeFromLatencyWindow returns the result of a latency test of a
 // duration (-D), as SizeFromLatency's for d's iterations, with d's
 // figures (window_s, window_t_avg_us, tps_average) where this side
-// measured the test (l has samples).
+// measured the test (l has samples), kept unrounded too (exactLat).
 func SizeFromLatencyWindow(size int, d LatDur, l stats.Latency) SizeResult {
 	r := SizeFromLatency(size, d.Iterations, l)
 	if l.N > 0 && d.Window > 0 {
 		avg, tps := d.Figures()
 		r.WindowS = d.Window.Seconds()
 		r.WindowTAvgUs, r.TPSAverage = usec(avg), math.Round(tps*1e3)/1e3
+		r.exact.windowAvg, r.exact.tps = avg/nsPerUsec, tps
 	}
 	return r
 }

@@ -44,7 +44,7 @@ func TestReceiverHasNoPeak(t *testing.T) {
 	if err := WriteCSV(&whole, r); err != nil {
 		t.Fatal(err)
 	}
-	cr := NewCSVRows(&rows, "send_bw", false)
+	cr := NewCSVRows(&rows, "send_bw", false, false)
 	for _, s := range sizes {
 		if err := cr.Write(s); err != nil {
 			t.Fatal(err)

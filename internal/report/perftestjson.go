@@ -33,7 +33,10 @@ type PerftestJSON struct {
 // gives them, and "results", the figures of one size under perftest's
 // names (MsgSize, n_iterations, BW_peak, BW_average, MsgRate; t_min ...
 // percentile_99.9 for a latency test; t_avg and tps_average for a
-// latency test of a duration), each with perftest's decimals. perftest
+// latency test of a duration), each with perftest's decimals, formatted
+// from the figures the text prints (as measured, where --json's are
+// rounded to the nanosecond), so that file and text agree digit for
+// digit, as perftest's, which prints and writes the same double. perftest
 // writes the file again after each size, so that a sweep's (-a) and a
 // --run_infinitely run's hold the last size or interval; so do these.
 // The keys and layout are those of perftest since 24.01 (standard JSON);
@@ -215,17 +218,20 @@ func perftestResults(r Result, o PerftestJSON) object {
 		res = append(res, member{"t_avg", fixed(avg, 2)}, member{"tps_average", fixed(tps, 2)})
 		return withCPU(res, s)
 	}
+	// The figures as measured, as the text prints them: the fields are
+	// rounded to the nanosecond.
+	e := s.exactFigures()
 	if o.Value == LatValue {
-		return object{{"avg_lat", fixed(s.TAvgUs, 6)}}
+		return object{{"avg_lat", fixed(e.avg, 6)}}
 	}
 	res = append(res,
-		member{"t_min", fixed(s.TMinUs, 2)},
-		member{"t_max", fixed(s.TMaxUs, 2)},
-		member{"t_typical", fixed(s.TTypicalUs, 2)},
-		member{"t_avg", fixed(s.TAvgUs, 2)},
-		member{"t_stdev", fixed(s.TStdevUs, 2)},
-		member{"percentile_99", fixed(s.Percentile99Us, 2)},
-		member{"percentile_99.9", fixed(s.Percentile999Us, 2)})
+		member{"t_min", fixed(e.min, 2)},
+		member{"t_max", fixed(e.tmax, 2)},
+		member{"t_typical", fixed(e.typical, 2)},
+		member{"t_avg", fixed(e.avg, 2)},
+		member{"t_stdev", fixed(e.stdev, 2)},
+		member{"percentile_99", fixed(e.t99, 2)},
+		member{"percentile_99.9", fixed(e.t999, 2)})
 	return withCPU(res, s)
 }
 
@@ -239,8 +245,9 @@ func perftestResults(r Result, o PerftestJSON) object {
 // where it has them (-U), else its t_avg of all but the two largest, one
 // for each of its iterations but those two, and t_max and max.
 func latDurationUs(s SizeResult, verb string) (avg, tps float64) {
+	e := s.exactFigures() // as measured, as the text's row has them
 	if s.WindowS > 0 {
-		return s.WindowTAvgUs, s.TPSAverage
+		return e.windowAvg, e.tps
 	}
 	n := float64(s.Iterations)
 	var sum float64
@@ -251,12 +258,12 @@ func latDurationUs(s SizeResult, verb string) (avg, tps float64) {
 			sum += x
 		}
 	case n > 2:
-		sum = s.TAvgUs*(n-2) + s.TMaxUs + s.MaxUs
+		sum = e.avg*(n-2) + e.tmax + e.max
 	default:
-		sum = s.TAvgUs * n
+		sum = e.avg * n
 	}
 	if n == 0 || sum <= 0 {
-		return s.TAvgUs, 0
+		return e.avg, 0
 	}
 	per := sum
 	if verb == "write" || verb == "send" {
@@ -267,11 +274,18 @@ func latDurationUs(s SizeResult, verb string) (avg, tps float64) {
 
 // perftestBW is a bandwidth test's results for s: in MB/sec or Gbit/sec
 // with two decimals, six where Gbit/sec gives an average under 0.1, as
-// perftest's; and the message rate in Mpps with six.
+// perftest's (extGbps); and the message rate in Mpps with six. In a
+// bidirectional test this side's own average (s.Local's) decides the
+// decimals, not the total's, as in the text's row (WriteBidiRow) and in
+// perftest's print_full_bw_report.
 func perftestBW(s SizeResult, o PerftestJSON) object {
 	peak, avg := s.BWPeakMBps, s.BWAvgMBps
 	if o.Gbits {
 		peak, avg = peak*stats.BytesPerMB*8/1e9, s.BWAvgGbps
+	}
+	mine := avg
+	if s.Local != nil {
+		mine = s.Local.BWAvgGbps
 	}
 	switch o.Value {
 	case BWValue:
@@ -280,7 +294,7 @@ func perftestBW(s SizeResult, o PerftestJSON) object {
 		return withCPU(object{{"msgRate_avg", fixed(s.MsgRateMpps, 6)}}, s)
 	}
 	prec := 2
-	if o.Gbits && avg < 0.1 {
+	if o.Gbits && mine < extGbps {
 		prec = 6
 	}
 	return withCPU(object{

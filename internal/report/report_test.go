@@ -559,6 +559,7 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.SchemaVersion, in.Tool = SchemaVersion, Tool
+	in.Results[0].exact = nil // the unrounded figures are perftest's file's, not the JSON's
 	if !reflect.DeepEqual(out.Results[0], in.Results[0]) || out.Test != in.Test || out.SchemaVersion != 1 || out.Tool != "gorperf" ||
 		out.MaxInline == nil || *out.MaxInline != *in.MaxInline || out.RXDepth != in.RXDepth || out.SL != in.SL {
 		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
@@ -647,7 +648,7 @@ func TestCSVRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		c := NewCSVRows(&got, r.Test, hasCPU(r.Results))
+		c := NewCSVRows(&got, r.Test, hasWindow(r), hasCPU(r.Results))
 		if got.Len() != 0 || c.Rows() != 0 {
 			t.Errorf("%s: before a size, %d rows: %q", r.Test, c.Rows(), got.String())
 		}
@@ -663,7 +664,7 @@ func TestCSVRows(t *testing.T) {
 			t.Errorf("%s: written a size at a time\n%s\nwant\n%s", r.Test, got.String(), want.String())
 		}
 	}
-	if err := NewCSVRows(failWriter{}, "write_bw", false).Write(bwResult().Results[0]); !errors.Is(err, errWrite) {
+	if err := NewCSVRows(failWriter{}, "write_bw", false, false).Write(bwResult().Results[0]); !errors.Is(err, errWrite) {
 		t.Errorf("a failed write: %v", err)
 	}
 }
@@ -770,7 +771,8 @@ func TestCounters(t *testing.T) {
 func TestCPU(t *testing.T) {
 	r := bwResult()
 	r.Results = r.Results[:2]
-	r.Results[0].CPU = CPUFrom(stats.CPU{User: 2 * time.Millisecond, System: 18 * time.Millisecond, Wall: 25 * time.Millisecond, Messages: 5000})
+	r.Results[0].CPU = CPUFrom(stats.CPU{User: 2 * time.Millisecond, System: 18 * time.Millisecond, Wall: 25 * time.Millisecond, Messages: 5000,
+		HostUser: 30, HostIdle: 170})
 	var buf bytes.Buffer
 	if err := WriteCPU(&buf, r.Results); err != nil {
 		t.Fatal(err)
@@ -781,17 +783,18 @@ func TestCPU(t *testing.T) {
 	if c := *r.Results[0].CPU; c.UserUsPerMsg != 0.4 || c.SysUsPerMsg != 3.6 || c.UtilPct != 80 || c.WallS != 0.025 {
 		t.Errorf("CPU %+v", c)
 	}
-	// CSV: three columns before the counters', empty for a size without.
+	// CSV: four columns before the counters', empty for a size without:
+	// the process's, then the host's user share (perftest's CPU_Util[%]).
 	r.Results[1].Counters = []Counter{{Name: "hw_counters/sent_pkts", Delta: 7}}
 	buf.Reset()
 	if err := WriteCSV(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if want := strings.Join(csvHeader, ",") + ",cpu_user_us_per_msg,cpu_sys_us_per_msg,cpu_util_pct,hw_counters/sent_pkts"; lines[0] != want {
+	if want := strings.Join(csvHeader, ",") + ",cpu_user_us_per_msg,cpu_sys_us_per_msg,cpu_util_pct,cpu_host_user_pct,hw_counters/sent_pkts"; lines[0] != want {
 		t.Errorf("CSV header %q\nwant %q", lines[0], want)
 	}
-	if !strings.HasSuffix(lines[1], ",0.4,3.6,80,") || !strings.HasSuffix(lines[2], ",,,,7") {
+	if !strings.HasSuffix(lines[1], ",0.4,3.6,80,15,") || !strings.HasSuffix(lines[2], ",,,,,7") {
 		t.Errorf("CSV rows:\n%s", buf.String())
 	}
 	// Nothing measured: nothing written, no columns.
