@@ -459,7 +459,10 @@ func SizeFromLatencyWindow(size int, d LatDur, l stats.Latency) SizeResult {
 	r := SizeFromLatency(size, d.Iterations, l)
 	if l.N > 0 && d.Window > 0 {
 		avg, tps := d.Figures()
-		r.WindowS = d.Window.Seconds()
+		// Whole nanoseconds over 1e9, which prints as the nanoseconds
+		// do (1.997882324), where Seconds' sum of its parts may not
+		// (1.9978823239999999).
+		r.WindowS = float64(d.Window) / 1e9
 		r.WindowTAvgUs, r.TPSAverage = usec(avg), math.Round(tps*1e3)/1e3
 		r.exact.windowAvg, r.exact.tps = avg/nsPerUsec, tps
 	}

@@ -113,6 +113,12 @@ func TestLatWindowJSON(t *testing.T) {
 			t.Errorf("JSON without %s: %s", f, b)
 		}
 	}
+	// A window of whole nanoseconds prints as they do: Duration.Seconds
+	// gave 1.9978823239999999.
+	odd := SizeFromLatencyWindow(2, LatDur{Iterations: 37080, Window: 1997882324}, read)
+	if b, _ := json.Marshal(odd); !bytes.Contains(b, []byte(`"window_s":1.997882324,`)) {
+		t.Errorf("window of 1997882324 ns: %s", b)
+	}
 	peer := SizeFromLatencyWindow(2, d, stats.Latency{})
 	if b, _ := json.Marshal(peer); bytes.Contains(b, []byte("window")) || bytes.Contains(b, []byte("tps")) {
 		t.Errorf("the side the peer measures: %s", b)
