@@ -36,7 +36,12 @@ import (
 // RoCE), RetryCount (default rdmacm.DefaultRetryCount, 6, as Dial's),
 // RNRRetryCount, MinRNRTimer and TOS apply, each side's to its own QP.
 // Handshake returns once both sides' receives are posted, or when ctx
-// ends.
+// ends. A ctx without a deadline is bounded by Config.HandshakeTimeout
+// (10 s by default), from the call, as a Listener bounds its peers'
+// handshakes: a peer that connected and says nothing, or stops half-way,
+// fails the Handshake with an error that names the limit and matches
+// os.ErrDeadlineExceeded, rather than hold it forever. A ctx with a
+// deadline is bounded by that alone.
 func Handshake(ctx context.Context, nc net.Conn, cfg *Config) (*Conn, error) {
 	checkContext(ctx, "Handshake")
 	c, err := cfg.withDefaults()
@@ -177,7 +182,7 @@ func closeMade[R interface {
 func handshake(ctx context.Context, nc net.Conn, conn *Conn, cfg *Config) (_ *netLink, _ hello, err error) {
 	l := &netLink{nc: nc, done: make(chan struct{}),
 		local: addrPort(nc.LocalAddr()), remote: addrPort(nc.RemoteAddr())}
-	stop := watchContext(ctx, nc)
+	stop := watchHandshake(ctx, nc, cfg.HandshakeTimeout)
 	defer func() {
 		err = stop(err)
 		if err != nil {
@@ -422,7 +427,19 @@ func sendFrame(nc net.Conn, kind byte, body []byte) {
 // timeout it caused. A cancellation that comes as stop runs does not
 // set the past deadline after stop has cleared it.
 func watchContext(ctx context.Context, nc net.Conn) (stop func(error) error) {
-	if d, ok := ctx.Deadline(); ok {
+	return watchHandshake(ctx, nc, 0)
+}
+
+// watchHandshake is watchContext, with nc's reads and writes bounded by
+// limit from now where ctx has no deadline and limit is above 0
+// (Config.HandshakeTimeout): stop returns an error that names the limit
+// in place of the timeout it caused.
+func watchHandshake(ctx context.Context, nc net.Conn, limit time.Duration) (stop func(error) error) {
+	d, bounded := ctx.Deadline()
+	if !bounded && limit > 0 {
+		d = time.Now().Add(limit)
+	}
+	if !d.IsZero() {
 		nc.SetDeadline(d)
 	}
 	var mu sync.Mutex
@@ -444,7 +461,10 @@ func watchContext(ctx context.Context, nc net.Conn) (stop func(error) error) {
 			return nil
 		}
 		cause := ctx.Err()
-		if d, ok := ctx.Deadline(); ok && cause == nil && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(d) {
+		if cause == nil && !d.IsZero() && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(d) {
+			if !bounded {
+				return fmt.Errorf("the peer did not complete it within %v (Config.HandshakeTimeout): %w", limit, err)
+			}
 			cause = context.DeadlineExceeded // nc's deadline came before ctx's timer
 		}
 		if cause != nil {
