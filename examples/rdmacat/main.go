@@ -10,6 +10,14 @@
 //	rdmacat -l 198.18.0.1:7472 -o copy.bin   # server: one stream, then exit
 //	rdmacat -i data.bin 198.18.0.1:7472      # client
 //
+// With -tcp the server runs the handshake on each TCP connection as it
+// comes, several at a time, as rdmamsg's Listener answers rdma_cm's
+// requests: a connection that is not an rdmacat client's, or says nothing
+// for 10 s (rdmamsg's Config.HandshakeTimeout), is reported on standard
+// error and the server waits on for a client, which neither holds up; the
+// client gives up on a server that does not complete the handshake
+// within those 10 s.
+//
 // Each side reports on standard error what it moved, and how fast. A side
 // that fails part way (its input cannot be read, its output cannot be
 // written, Ctrl-C, SIGTERM, SIGHUP) aborts the connection (rdmamsg's
@@ -311,17 +319,78 @@ func accept(ctx context.Context, addr string, cfg *rdmamsg.Config, tcp bool) (*r
 	fmt.Fprintln(os.Stderr, "listening on", ln.Addr(), "(tcp)")
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
-	nc, err := ln.Accept()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, err
-	}
-	return rdmamsg.Handshake(ctx, nc, cfg)
+	return handshakeFirst(ctx, ln, cfg)
 }
 
-// dial connects to addr, through rdma_cm or over TCP.
+// maxHandshakes bounds the -tcp server's handshakes under way; the
+// connections beyond them wait in the kernel's backlog.
+const maxHandshakes = 8
+
+// handshakeFirst accepts connections on ln and runs rdmamsg's Handshake
+// on each as it comes, up to maxHandshakes at a time, until one succeeds,
+// which it returns, as rdmamsg's Listener answers rdma_cm's requests: a
+// connection that fails its handshake (not an rdmamsg peer, one that went
+// away) is reported on standard error, and one that says nothing is
+// dropped after Config.HandshakeTimeout (10 s), neither holding up the
+// client behind it. Only ln's failure (Ctrl-C closes it) ends the wait.
+// The handshakes under way when one succeeds end with it.
+func handshakeFirst(ctx context.Context, ln net.Listener, cfg *rdmamsg.Config) (*rdmamsg.Conn, error) {
+	type result struct {
+		c   *rdmamsg.Conn
+		err error
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan result)
+	failed := make(chan error, 1)
+	slots := make(chan struct{}, maxHandshakes)
+	go func() {
+		for {
+			select {
+			case slots <- struct{}{}:
+			case <-hctx.Done():
+				return
+			}
+			nc, err := ln.Accept()
+			if err != nil {
+				failed <- err
+				return
+			}
+			go func() {
+				c, err := rdmamsg.Handshake(hctx, nc, cfg)
+				<-slots
+				select {
+				case results <- result{c, err}:
+				case <-hctx.Done():
+					if c != nil {
+						c.Abort() // another won: this one's peer fails at once
+					}
+				}
+			}()
+		}
+	}()
+	for {
+		select {
+		case err := <-failed:
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx) // the signal that stopped the wait
+			}
+			return nil, err
+		case r := <-results:
+			if r.err == nil {
+				return r.c, nil
+			}
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			fmt.Fprintf(os.Stderr, "rdmacat: %v; still listening\n", r.err)
+		}
+	}
+}
+
+// dial connects to addr, through rdma_cm or over TCP, where Handshake
+// bounds its wait for the server by Config.HandshakeTimeout (ctx, the
+// signals', has no deadline).
 func dial(ctx context.Context, addr string, cfg *rdmamsg.Config, tcp bool) (*rdmamsg.Conn, error) {
 	if !tcp {
 		return rdmamsg.Dial(ctx, addr, cfg)

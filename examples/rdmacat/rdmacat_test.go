@@ -6,8 +6,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -605,4 +608,89 @@ func TestRdmacatBadSize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A -tcp server takes the connections that come at once: one that says
+// nothing does not hold up the client behind it, and one that is not an
+// rdmacat client's (here an HTTP request) is reported on standard error
+// while the server waits on, and then serves the client. The old server
+// ran one handshake, without a time limit, on the first connection
+// alone: the silent one held it and the client forever, and the junk one
+// ended it.
+func TestRdmacatTCPStrayPeers(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv := startServer(t, ctx, a, "-tcp")
+	silent, err := net.Dial("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	junk, err := net.Dial("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer junk.Close()
+	if _, err := junk.Write([]byte("GET / HTTP/1.0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The server closes the junk connection once it has read the
+	// request's first bytes (a reset, with the rest unread); the client
+	// starts after that.
+	junk.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, junk); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("the junk connection, 10 s on: %v; want it closed by the server", err)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+	defer ccancel()
+	cli := rdmatest.Command(cctx, "-tcp", a)
+	cli.Stdin = strings.NewReader("hello")
+	start := time.Now()
+	out, err := cli.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "sent 5 bytes to "+a) {
+		srv.cmd.Process.Kill()
+		msg, _ := srv.wait()
+		t.Fatalf("client beside a silent and a junk connection: %v after %v: %q\nserver: %s", err, time.Since(start), out, msg)
+	}
+	msg, err := srv.wait()
+	if err != nil || srv.stdout.String() != "hello" {
+		t.Fatalf("server: %v, wrote %q: %s", err, srv.stdout.String(), msg)
+	}
+	if !strings.Contains(msg, "not an rdmamsg peer") || !strings.Contains(msg, "; still listening\n") || !strings.Contains(msg, "received 5 bytes from ") {
+		t.Errorf("server's standard error %q: want the junk connection reported, and the stream", msg)
+	}
+	t.Logf("server:\n%s", msg)
+}
+
+// A -tcp client whose server takes the TCP connection and then says
+// nothing gives up after rdmamsg's Config.HandshakeTimeout (10 s),
+// saying so, where it waited forever.
+func TestRdmacatTCPSilentServer(t *testing.T) {
+	a := addr(t)
+	ln, err := net.Listen("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli := rdmatest.Command(ctx, "-tcp", a)
+	cli.Stdin = strings.NewReader("hello")
+	start := time.Now()
+	out, err := cli.CombinedOutput()
+	d := time.Since(start)
+	if code := cli.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "Config.HandshakeTimeout") || d > 20*time.Second {
+		t.Errorf("client to a silent server: exit status %d (%v) after %v: %q; want 1 after 10 s, the limit named", code, err, d, out)
+	}
+	t.Logf("client after %v: %s", d, out)
 }

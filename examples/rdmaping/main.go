@@ -12,8 +12,13 @@
 // standard error and the server goes on to the next (a failed handshake
 // does not count as a client served). So is a client that sends nothing
 // for 30 s: the connection manager has no keepalive, and a client that
-// went silent, or whose host went down, would hold the server, and every
-// client after it, forever. The client allows each round trip 10 s.
+// went silent, or whose host went down, would hold the server forever.
+// While it serves one client the server turns others away: a request
+// that finds it busy for a second is rejected, with "server busy" in the
+// reject's private data, and that client fails at once saying the server
+// is busy serving another client (where it waited out the connection
+// manager's timeout, minutes, and said only that nothing answered). The
+// client allows each round trip 10 s.
 // Ctrl-C stops a client part way, as it does ping(8): it prints the same
 // summary, of the round trips made until then, and exits 0, or, where
 // not one round trip was made, says what it was waiting for and exits 1.
@@ -32,6 +37,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -152,9 +158,21 @@ func wait(ctx context.Context, cq *ibverbs.CQ) error {
 	return wcs[0].Err()
 }
 
+// busyWait is how long a connection request waits for the server to be
+// free before it is rejected as busy: a client that comes as the one
+// before it leaves is served, one that comes while another is served is
+// told at once.
+const busyWait = time.Second
+
+// busyReason is the private data of the server's reject of a request
+// that found it busy, which the client tells from other rejects (ping).
+var busyReason = []byte("rdmaping: server busy, serving another client")
+
 // serve accepts one client at a time and echoes its messages. Only a
 // failure to take requests at all (or Ctrl-C) ends it: a client whose
-// handshake or echoes fail is reported, and the next one served.
+// handshake or echoes fail is reported, and the next one served. Requests
+// are taken while a client is served (take), and those that find the
+// server busy rejected.
 func serve(ctx context.Context, addr string, clients int) error {
 	l, err := rdmacm.Listen(ctx, addr, nil)
 	if err != nil {
@@ -162,9 +180,18 @@ func serve(ctx context.Context, addr string, clients int) error {
 	}
 	defer l.Close()
 	fmt.Printf("listening on %s\n", l.Addr())
+	tctx, stopTaking := context.WithCancel(ctx)
+	reqs := make(chan *rdmacm.ConnRequest)
+	failed := make(chan error, 1)
+	var taking sync.WaitGroup
+	taking.Go(func() { failed <- take(tctx, l, reqs) })
+	defer taking.Wait() // before the Listener's Close
+	defer stopTaking()
 	for served := 0; clients == 0 || served < clients; {
-		r, err := l.GetRequest(ctx)
-		if err != nil {
+		var r *rdmacm.ConnRequest
+		select {
+		case r = <-reqs:
+		case err := <-failed:
 			if ctx.Err() != nil {
 				return nil // Ctrl-C
 			}
@@ -192,6 +219,31 @@ func serve(ctx context.Context, addr string, clients int) error {
 		fmt.Printf("echoed %d messages to %s\n", n, peer)
 	}
 	return nil
+}
+
+// take takes connection requests as they come and hands each to serve
+// over reqs, where serve takes it within busyWait; one that it does not
+// is rejected with busyReason, and reported. It returns GetRequest's
+// error, ctx's once ctx ends, rejecting the request it holds.
+func take(ctx context.Context, l *rdmacm.Listener, reqs chan<- *rdmacm.ConnRequest) error {
+	busy := time.NewTimer(busyWait)
+	defer busy.Stop()
+	for {
+		r, err := l.GetRequest(ctx)
+		if err != nil {
+			return err
+		}
+		busy.Reset(busyWait)
+		select {
+		case reqs <- r:
+		case <-busy.C:
+			fmt.Fprintf(os.Stderr, "rdmaping: client %s: turned away, busy serving another client\n", r.RemoteAddr())
+			r.Reject(busyReason)
+		case <-ctx.Done():
+			r.Reject(nil)
+			return ctx.Err()
+		}
+	}
 }
 
 // accept accepts r, with the connection's buffers registered and the
@@ -291,6 +343,10 @@ func ended(outer context.Context, c *rdmacm.Conn, err error) error {
 // returns nil; where it ends before the first, it returns the error.
 func ping(ctx context.Context, addr string, count int) error {
 	c, err := rdmacm.Dial(ctx, addr, nil)
+	var rej *rdmacm.RejectedError
+	if errors.As(err, &rej) && bytes.Equal(bytes.TrimRight(rej.PrivateData, "\x00"), busyReason) {
+		return fmt.Errorf("%s: server busy, serving another client; try again later", addr)
+	}
 	if err != nil {
 		return err
 	}

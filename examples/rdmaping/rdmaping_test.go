@@ -378,7 +378,7 @@ func TestRdmapingNoRNR(t *testing.T) {
 
 // A client that connects and then sends nothing, nor goes away, holds the
 // server for idleLimit only: the server reports it and serves the next
-// client, whose request waited meanwhile.
+// client.
 func TestRdmapingSilentClient(t *testing.T) {
 	a := addr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -391,8 +391,11 @@ func TestRdmapingSilentClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	// The next client, within a limit well past the idle one; the old
-	// server never took its request.
+	// The next client once the server has dropped the silent one (one
+	// that came before would be turned away as busy: TestRdmapingBusy),
+	// within a limit well past the idle one; the old server never took
+	// its request.
+	waitStderr(t, srv, "no message for "+idle.String(), 15*time.Second)
 	cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
 	defer ccancel()
 	start := time.Now()
@@ -420,6 +423,66 @@ func TestRdmapingSilentClient(t *testing.T) {
 	case <-silent.Done():
 	case <-time.After(5 * time.Second):
 		t.Errorf("the silent client's connection is still up")
+	}
+}
+
+// waitStderr waits, for at most d, until srv has written want to its
+// standard error, and fails the test where it has not.
+func waitStderr(t *testing.T, srv rdmatest.Started, want string, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); !strings.Contains(srv.Stderr.String(), want); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("server's standard error %q after %v: want %q", srv.Stderr.String(), d, want)
+		}
+	}
+}
+
+// A client that comes while the server serves another is turned away at
+// once, and says the server is busy: the server rejects its request, and
+// reports it, after a second's wait for the other to end. A client that
+// comes as the one before it leaves is served. The old server took no
+// request while it served a client: the request waited, and the client
+// with it, until the connection manager gave up (2 min) and the client
+// said only that nothing answered, or, here, until the client being
+// served was dropped as idle, when it was served.
+func TestRdmapingBusy(t *testing.T) {
+	a := addr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t.Setenv(idleEnv, "15s")
+	srv := startServer(t, ctx, a, "-n", "2")
+	held, err := rdmacm.Dial(ctx, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	start := time.Now()
+	cli := rdmaping(ctx, "-c", "1", a)
+	out, err := cli.CombinedOutput()
+	d := time.Since(start)
+	if code := cli.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), a+": server busy, serving another client") || d > 10*time.Second {
+		t.Errorf("client while another is served: exit status %d (%v) after %v: %q; want 1 at once, the server busy", code, err, d, out)
+	}
+	t.Logf("client while another is served, after %v: %s", d, out)
+	waitStderr(t, srv, "turned away, busy serving another client", 5*time.Second)
+	// The next client as soon as the held one has gone: served.
+	held.Close()
+	out, err = rdmaping(ctx, "-c", "3", a).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "3 round trips of 64 bytes to "+a) {
+		t.Fatalf("client after the held one left: %v\n%s\nserver: %s", err, out, srv.Stderr.String())
+	}
+	var served []string
+	for srv.Lines.Scan() {
+		served = append(served, srv.Lines.Text())
+	}
+	if err := srv.Cmd.Wait(); err != nil {
+		t.Fatalf("server: %v\n%s", err, srv.Stderr.String())
+	}
+	if len(served) != 2 || !strings.HasPrefix(served[0], "echoed 0 messages to ") || !strings.HasPrefix(served[1], "echoed 3 messages to ") {
+		t.Errorf("server printed %q, want the held client's count and the last one's", served)
+	}
+	if stderr := srv.Stderr.String(); strings.Count(stderr, "rdmaping: client ") != 1 {
+		t.Errorf("server's standard error %q: want the one client turned away, alone", stderr)
 	}
 }
 
