@@ -61,6 +61,10 @@ type Result struct {
 	// its client's control connection (its first, with several
 	// threads); empty otherwise.
 	Peer string
+	// Start is when the test began on this side: its QPs connected, its
+	// header known, its sizes about to run (with several threads, the
+	// first thread's to begin).
+	Start time.Time
 }
 
 // SizeResult is what one message size measured: bandwidth for bandwidth
@@ -1592,7 +1596,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 			return nil, err
 		}
 	}
-	res := &Result{Spec: spec, Role: role, Header: s.header(client)}
+	res := &Result{Spec: spec, Role: role, Header: s.header(client), Start: time.Now()}
 	if onHeader != nil {
 		onHeader(res.Header)
 	}

@@ -429,6 +429,9 @@ func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, err
 		}
 		if r != nil {
 			tr.QPs = r.Header.NumQPs
+			if out.Start.IsZero() || r.Start.Before(out.Start) {
+				out.Start = r.Start
+			}
 			out.Mismatches += r.Mismatches
 			out.Interrupted = out.Interrupted || r.Interrupted
 			out.PeerInterrupted = out.PeerInterrupted || r.PeerInterrupted

@@ -158,6 +158,8 @@ func TestCombine(t *testing.T) {
 	r0.Sizes[0].CPU = cpu
 	r1 := &Result{Role: "client", Header: report.Header{NumQPs: 1, Local: make([]report.Endpoint, 1)}, Mismatches: 1,
 		Sizes: []SizeResult{size(bw(300, 2*time.Second, 5*time.Millisecond), true)}}
+	t0 := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
+	r0.Start, r1.Start = t0.Add(time.Millisecond), t0 // the first to begin is the test's start
 	spec := exchange.TestSpec{Threads: 2, Thread: 1, Group: 9, NumQPs: 3}
 	out, err := combine(context.Background(), spec, []*Result{r0, r1}, []error{nil, nil}, []int{3, 7})
 	if err != nil {
@@ -180,6 +182,9 @@ func TestCombine(t *testing.T) {
 		out.Spec.Thread != 0 || out.Spec.Group != 0 || out.Spec.NumQPs != 3 {
 		t.Errorf("header %d QPs, %d endpoints, %d threads; %d mismatches; spec %+v", out.Header.NumQPs,
 			len(out.Header.Local), out.Header.Threads, out.Mismatches, out.Spec)
+	}
+	if !out.Start.Equal(t0) {
+		t.Errorf("start %v, want the first thread's to begin, %v", out.Start, t0)
 	}
 	if len(out.Threads) != 2 || out.Threads[1].CPU != 7 || out.Threads[1].QPs != 1 || out.Threads[1].Sizes[0].Iterations != 300 {
 		t.Errorf("threads %+v", out.Threads)

@@ -687,6 +687,7 @@ func (o *testOptions) text() bool { return !o.JSON && !o.CSV && o.value == repor
 // finish prints a result (or what was measured before an error) and
 // turns the outcome into the command's error.
 func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err error) error {
+	o.ended = f.now()
 	if o.text() && isTerminal(f.IO.ErrOut) {
 		fmt.Fprint(f.IO.ErrOut, "\r\033[K") // clear the progress line
 	}
@@ -948,6 +949,7 @@ func peerRole(role string) string {
 // intervals and the samples -U and -H list.
 func (o *testOptions) document(role string, res *bench.Result, err error) report.Result {
 	r := jsonResult(role, res, err)
+	r.EndTime = report.FormatTime(o.ended)
 	r.Intervals = o.intervals
 	if r.Intervals == nil && res.Spec.RunInfinitely {
 		// --csv's interval columns, also where no interval ended; the
@@ -976,7 +978,8 @@ func (o *testOptions) document(role string, res *bench.Result, err error) report
 func (o *testOptions) fail(f *Factory, err error) error {
 	// What the command line says of this side: the GID index asked for
 	// (-x), or -1, none chosen, where 0 would name one.
-	r := report.Result{Version: Version, Test: o.Test.String(), Role: o.role(), Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex,
+	r := report.Result{Version: Version, Test: o.Test.String(), Role: o.role(), EndTime: report.FormatTime(f.now()),
+		Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex,
 		Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
 	if o.JSON {
 		o.writeJSON(f.IO.Out, r)
@@ -1521,7 +1524,7 @@ func listLen(n uint32) uint32 {
 
 func jsonResult(role string, res *bench.Result, err error) report.Result {
 	h := res.Header
-	r := report.Result{Version: Version, Test: res.Spec.Test.String(), Role: role, Device: h.Device,
+	r := report.Result{Version: Version, Test: res.Spec.Test.String(), Role: role, StartTime: report.FormatTime(res.Start), Device: h.Device,
 		Port: h.Port, GIDIndex: h.GIDIndex, GIDReason: h.GIDReason, Connection: h.Connection,
 		QPs: h.NumQPs, RdmaCM: h.RdmaCM, WRAPI: h.WRAPI, Bidirectional: res.Spec.Bidirectional, Events: res.Spec.Events,
 		SRQ: h.UsingSRQ, RateLimit: h.RateLimit, Reversed: res.Spec.Reversed, Immediate: res.Spec.Immediate,

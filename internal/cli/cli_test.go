@@ -43,6 +43,10 @@ func fakeDevices() []deviceReport {
 	}}
 }
 
+// testNow is the time of day of newTestFactory's Factory: documents
+// written a moment apart are the same.
+var testNow = time.Date(2026, 12, 7, 8, 40, 1, 123456789, time.UTC)
+
 // newTestFactory returns a Factory whose output lands in the buffers.
 func newTestFactory(devs []deviceReport, err error) (*Factory, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
@@ -50,6 +54,7 @@ func newTestFactory(devs []deviceReport, err error) (*Factory, *bytes.Buffer, *b
 		IO:      &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		Devices: func(string) ([]deviceReport, error) { return devs, err },
 		Root:    "/nonexistent",
+		Now:     func() time.Time { return testNow },
 	}, &out, &errOut
 }
 

@@ -18,9 +18,12 @@ import (
 // TestServeJSONLinesEndToEnd: serve --json writes one compact document a
 // line, a test's with its client's address (peer_addr), and one for a
 // test refused by --max-size, which had none; the client gets the
-// refusal as its peer's word.
+// refusal as its peer's word. Each says when its outcome was known
+// (end_time), and the test that ran when it began (start_time), within
+// the run's time.
 func TestServeJSONLinesEndToEnd(t *testing.T) {
 	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
+	began := time.Now().Add(-time.Millisecond)
 	srv, srvOut := startServer(t, ctx, srvDev, port, "serve", "--json", "--max-size", "65536")
 	if out, err := gorperf(ctx, "write-bw", "-d", cliDev, "-p", port, "-s", "4096", "-n", "100", "--json", addr).Output(); err != nil {
 		t.Fatalf("client: %v\n%s\nserver:\n%s", err, out, srvOut)
@@ -52,6 +55,15 @@ func TestServeJSONLinesEndToEnd(t *testing.T) {
 		}
 		if i == 0 && (r.Test != "write_bw" || len(r.Results) != 1) {
 			t.Errorf("line 1: test %q, %d results", r.Test, len(r.Results))
+		}
+		end, err := time.Parse(time.RFC3339, r.EndTime)
+		if err != nil || end.Before(began) || end.After(time.Now()) {
+			t.Errorf("line %d: end_time %q (%v), want between %v and now", i+1, r.EndTime, err, began)
+		}
+		if start, err := time.Parse(time.RFC3339, r.StartTime); i == 0 && (err != nil || start.Before(began) || start.After(end)) {
+			t.Errorf("line 1: start_time %q (%v), want between %v and end_time", r.StartTime, err, began)
+		} else if i == 1 && r.StartTime != "" {
+			t.Errorf("line 2, a test refused: start_time %q, want none", r.StartTime)
 		}
 	}
 }

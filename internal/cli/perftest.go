@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -135,6 +136,9 @@ type testOptions struct {
 	// it for a result that this side's stop cut short; "" says
 	// "interrupted".
 	stopped string
+	// ended is when finish or fail learnt the run's outcome: the JSON's
+	// end_time.
+	ended time.Time
 }
 
 // defaultJSONFile is where --out_json writes by default, perftest's name

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -58,8 +59,19 @@ type Factory struct {
 	// Root is the directory that /dev, /sys and /proc are found under: "/"
 	// except in tests.
 	Root string
+	// Now is the time of day that the JSON's end_time gives: time.Now
+	// except in tests.
+	Now func() time.Time
 
 	profile *os.File // the open --cpuprofile file, if any
+}
+
+// now is f.Now's time, or time.Now's where f has no Now.
+func (f *Factory) now() time.Time {
+	if f.Now == nil {
+		return time.Now()
+	}
+	return f.Now()
 }
 
 func newFactory() *Factory {
@@ -67,6 +79,7 @@ func newFactory() *Factory {
 		IO:      &IOStreams{In: os.Stdin, Out: stdout(), ErrOut: os.Stderr},
 		Devices: gatherDevices,
 		Root:    "/",
+		Now:     time.Now,
 	}
 }
 

@@ -29,7 +29,13 @@ type Result struct {
 	// Test names the test, for example "write_bw" or "send_lat".
 	Test string `json:"test"`
 	// Role is "client", "server" or "loopback".
-	Role      string `json:"role"`
+	Role string `json:"role"`
+	// StartTime is when the test began on this side, its QPs connected
+	// and its sizes about to run, and EndTime when its outcome was
+	// known, both UTC in RFC 3339 with milliseconds (TimeFormat). A run
+	// that failed before its test began has no StartTime.
+	StartTime string `json:"start_time,omitempty"`
+	EndTime   string `json:"end_time,omitempty"`
 	Device    string `json:"device"`
 	Port      int    `json:"port"`
 	GIDIndex  int    `json:"gid_index"`
@@ -145,6 +151,19 @@ type Result struct {
 	// the run finished, which ended this side's run too; Results then
 	// holds what was measured until then.
 	PeerInterrupted bool `json:"peer_interrupted"`
+}
+
+// TimeFormat is the layout of Result's StartTime and EndTime, RFC 3339
+// with milliseconds, which they hold in UTC: 2026-12-07T08:40:01.123Z.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// FormatTime is t as Result's StartTime and EndTime hold it, "" for the
+// zero time.
+func FormatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(TimeFormat)
 }
 
 // SizeResult is the result for one message size. A bandwidth test fills
