@@ -82,9 +82,11 @@ type Config struct {
 	// takes as a cue to try again shortly, until its context ends (Dial).
 	// Peers at many addresses can still take every one of Handshakes.
 	HandshakesPerAddr int
-	// HandshakeTimeout, for Listen only, is how long a peer has to
-	// complete its connection after the Listener's reply, unless
-	// CM.Timeout is set, which bounds the whole handshake (default 10 s).
+	// HandshakeTimeout is, for Listen, how long a peer has to complete
+	// its connection after the Listener's reply, unless CM.Timeout is
+	// set, which bounds the whole handshake; and for Handshake whose ctx
+	// has no deadline, how long the whole exchange may take (default
+	// 10 s).
 	HandshakeTimeout time.Duration
 	// Device, for Handshake only, names the RDMA device to use ("mlx5_0",
 	// or "mlx5_0:2" for port 2) instead of the one with a RoCE GID of the
