@@ -286,7 +286,15 @@
 // kept; a new one beyond that takes the place of the one written to
 // least recently, which the next WriteTo to it looks up again. Datagrams may be lost or
 // reordered, as UD's are; each is at most the port's MTU less an 8-byte
-// header.
+// header. A datagram whose send the device fails (on soft-RoCE, one sent
+// while the link is down) is one lost, as a UDP socket's is:
+// PacketStats.Failed counts it, and the PacketConn brings its QP back to
+// RTS and goes on (from SQE; soft-RoCE's QP goes to the error state
+// instead, which it leaves through RESET, losing the datagrams on their
+// way with it). Only where that fails does the PacketConn fail: its
+// ReadFrom and WriteTo return an error that names the datagram's
+// destination and says so, and it rejects lookups (ECONNREFUSED) rather
+// than answer them with a QP that takes nothing.
 //
 // A sender's address is not authenticated, but answers to it go to its
 // owner. Its IP address is the GRH's, as the network delivered it; its

@@ -121,6 +121,13 @@ type PacketConn struct {
 	// rather than look it up too.
 	looking map[netip.AddrPort]chan struct{}
 	free    []int
+	// sendTo is each send buffer's destination while its send is on the
+	// wire (the zero AddrPort when none is), and posted says which
+	// receive buffers have a receive posted: a completion for neither is
+	// one a restart (restart) already took back, and is dropped.
+	sendTo  []netip.AddrPort
+	posted  []bool
+	lostTo  netip.AddrPort // the destination of the last send that failed
 	sqOut   int
 	ready   ring
 	wcs     []ibverbs.WC // each receive buffer's completion
@@ -145,7 +152,7 @@ type PacketConn struct {
 	// stats are Stats' counters: atomics, which Stats reads without
 	// p.mu.
 	stats struct {
-		sent, received, cut, malformed, refuted, full atomic.Uint64
+		sent, received, cut, malformed, refuted, full, failed atomic.Uint64
 	}
 
 	recvKick, sendKick, closeKick chan struct{}
@@ -307,6 +314,11 @@ func (p *PacketConn) makeQP(dev *ibverbs.Context) (err error) {
 	for i := range p.free {
 		p.free[i] = i
 	}
+	p.sendTo = make([]netip.AddrPort, p.cfg.SendBuffers)
+	p.posted = make([]bool, p.cfg.Depth)
+	for i := range p.posted {
+		p.posted[i] = true
+	}
 	p.ready = newRing(p.cfg.Depth)
 	p.wcs = make([]ibverbs.WC, p.cfg.Depth)
 	p.pwcs = make([]ibverbs.WC, p.cfg.Depth+p.cfg.SendBuffers)
@@ -316,6 +328,9 @@ func (p *PacketConn) makeQP(dev *ibverbs.Context) (err error) {
 // answerLookups answers the peers that look this side's QP up (SIDR
 // requests to the bound address): with its number, and in the reply's
 // private data the hello of a PacketConn and the largest datagram taken.
+// Once the PacketConn has failed, it rejects them, so that a peer's
+// WriteTo fails (ECONNREFUSED) rather than send to a QP that takes
+// nothing.
 func (p *PacketConn) answerLookups(ctx context.Context) {
 	defer p.loops.Done()
 	reply := packetHello(p.maxData)
@@ -342,9 +357,16 @@ func (p *PacketConn) answerLookups(ctx context.Context) {
 			return
 		}
 		if ev.Type == rdmacm.EventConnectRequest && ev.ID != nil {
+			p.mu.Lock()
+			failed := p.err != nil
+			p.mu.Unlock()
 			// A failed answer leaves the peer's lookup to time out,
 			// which its WriteTo reports.
-			ev.ID.Accept(&rdmacm.ConnParam{QPNum: p.qp.Num(), PrivateData: reply})
+			if failed {
+				ev.ID.Reject(packetFailed)
+			} else {
+				ev.ID.Accept(&rdmacm.ConnParam{QPNum: p.qp.Num(), PrivateData: reply})
+			}
 			ev.ID.Close()
 		}
 	}
@@ -356,41 +378,175 @@ func (p *PacketConn) fail(err error) {
 	}
 }
 
+// packetFailed is the reason a failed PacketConn's rejects of lookups
+// give.
+var packetFailed = []byte("rdmamsg: the PacketConn has failed")
+
 // poll takes the completions there are, with p.mu held, and returns how
 // many: a send's frees its buffer, a receive's queues its datagram for
-// ReadFrom. It is p.s's poll.
+// ReadFrom. A send or receive that failed (not flushed) is a datagram
+// lost, as UDP loses one: the QP, which the failure may have taken out of
+// RTS, is brought back (restart). It is p.s's poll.
 func (p *PacketConn) poll() int {
 	n, err := p.cq.Poll(p.pwcs)
 	if err != nil {
 		p.fail(fmt.Errorf("rdmamsg: %w", err))
 		return 0
 	}
-	for _, wc := range p.pwcs[:n] {
-		if wc.WRID&sendTag != 0 {
-			p.sqOut--
-			p.done++
-			p.free = append(p.free, int(wc.WRID&^sendTag))
-			if wc.Status != ibverbs.WCSuccess && wc.Status != ibverbs.WCWRFlushErr {
-				p.fail(fmt.Errorf("rdmamsg: datagram from %s: %w", p.local, wc.Err()))
-			}
-			continue
+	bad := -1
+	for i := range p.pwcs[:n] {
+		if p.complete(&p.pwcs[i]) && bad < 0 {
+			bad = i
 		}
-		switch wc.Status {
-		case ibverbs.WCSuccess:
-			p.wcs[wc.WRID] = wc
-			p.ready.push(int(wc.WRID))
-			if p.ready.len() == p.cfg.Depth {
-				p.stats.full.Add(1) // no receive is posted now
-			}
-		case ibverbs.WCWRFlushErr:
-		default:
-			p.fail(fmt.Errorf("rdmamsg: receive at %s: %w", p.local, wc.Err()))
-		}
+	}
+	if bad >= 0 && !p.closing && p.err == nil {
+		p.restart(p.pwcs[bad])
 	}
 	if len(p.retired) > 0 {
 		p.freeRetired()
 	}
 	return n
+}
+
+// complete takes one completion, with p.mu held, and reports whether it
+// failed, other than by a flush. One whose buffer a restart took back is
+// dropped.
+func (p *PacketConn) complete(wc *ibverbs.WC) (failed bool) {
+	if wc.WRID&sendTag != 0 {
+		i := int(wc.WRID &^ sendTag)
+		if i >= len(p.sendTo) || !p.sendTo[i].IsValid() {
+			return false
+		}
+		to := p.sendTo[i]
+		p.sendTo[i] = netip.AddrPort{}
+		p.sqOut--
+		p.done++
+		p.free = append(p.free, i)
+		if wc.Status == ibverbs.WCSuccess {
+			return false
+		}
+		if !p.closing {
+			p.stats.failed.Add(1)
+		}
+		if wc.Status == ibverbs.WCWRFlushErr {
+			return false
+		}
+		p.lostTo = to
+		return true
+	}
+	i := int(wc.WRID)
+	if i >= len(p.posted) || !p.posted[i] {
+		return false
+	}
+	p.posted[i] = false
+	switch wc.Status {
+	case ibverbs.WCSuccess:
+		p.wcs[i] = *wc
+		p.ready.push(i)
+		if p.ready.len() == p.cfg.Depth {
+			p.stats.full.Add(1) // no receive is posted now
+		}
+		return false
+	case ibverbs.WCWRFlushErr:
+		return false
+	}
+	return true
+}
+
+// restart brings the QP back to RTS after the failed completion wc, with
+// p.mu held, and posts again the receives it lost; where that fails, the
+// PacketConn fails with an error that says so. A UD QP whose send fails
+// goes to SQE, from which it returns to RTS at once (its receives go on);
+// soft-RoCE's goes to ERR instead, which only RESET leaves: the receives
+// and sends it held are dropped, those whose completions are still on
+// the CQ too, and the QP goes through INIT and RTR to RTS again. A send
+// it dropped is a datagram lost (PacketStats.Failed), a receive is posted
+// again.
+func (p *PacketConn) restart(wc ibverbs.WC) {
+	err := p.bringBack()
+	if err == nil && restartHook != nil {
+		err = restartHook()
+	}
+	if err == nil {
+		err = p.repost()
+	}
+	if err == nil {
+		return
+	}
+	what := fmt.Sprintf("receive at %s", p.local)
+	if wc.WRID&sendTag != 0 {
+		what = fmt.Sprintf("datagram to %s from %s", p.lostTo, p.local)
+	}
+	p.fail(fmt.Errorf("rdmamsg: %s: %w; the QP could not be brought back, which ends the PacketConn: %w", what, wc.Err(), err))
+}
+
+// restartHook, if set, runs in restart once the QP is back, and an error
+// it returns is taken for restart's (for the tests).
+var restartHook func() error
+
+// bringBack returns the QP to RTS, with p.mu held (see restart).
+func (p *PacketConn) bringBack() error {
+	st, err := p.qp.State()
+	switch {
+	case err != nil:
+		return err
+	case st == ibverbs.QPStateRTS:
+		return nil
+	case st == ibverbs.QPStateSQE:
+		return p.qp.Modify(&ibverbs.QPAttr{State: ibverbs.QPStateRTS}, ibverbs.QPAttrState)
+	}
+	if err := p.qp.Reset(); err != nil {
+		return fmt.Errorf("from %s: %w", st, err)
+	}
+	// Nothing completes in RESET: what is on the CQ goes, and what was on
+	// the queues is taken back.
+	for range p.cfg.Depth + p.cfg.SendBuffers + 1 {
+		n, err := p.cq.Poll(p.pwcs)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		for i := range p.pwcs[:n] {
+			p.complete(&p.pwcs[i])
+		}
+	}
+	for i, to := range p.sendTo {
+		if to.IsValid() {
+			p.sendTo[i] = netip.AddrPort{}
+			p.sqOut--
+			p.done++
+			p.free = append(p.free, i)
+			p.stats.failed.Add(1)
+		}
+	}
+	clear(p.posted)
+	return p.qp.Connect(ibverbs.Endpoint{}, ibverbs.ConnParams{Port: p.port, QKey: rdmacm.UDPQKey})
+}
+
+// repost posts the receives of the buffers that hold no datagram for
+// ReadFrom and have none posted, with p.mu held.
+func (p *PacketConn) repost() error {
+	// The datagrams queued are marked posted for a moment, to be passed
+	// over.
+	mark := func(v bool) {
+		for k := range p.ready.size {
+			p.posted[p.ready.buf[(p.ready.head+k)%len(p.ready.buf)]] = v
+		}
+	}
+	mark(true)
+	defer mark(false)
+	for i, ok := range p.posted {
+		if ok {
+			continue
+		}
+		if err := p.rb.Post(i, 1); err != nil {
+			return err
+		}
+		p.posted[i] = true
+	}
+	return nil
 }
 
 // remember keeps peer as how to reach to, with p.mu held, as the
@@ -529,6 +685,8 @@ func (p *PacketConn) readFrom(ctx context.Context, b []byte) (n int, from netip.
 			}
 			if rerr := p.rb.Post(slot, 1); rerr != nil {
 				p.fail(fmt.Errorf("rdmamsg: %w", rerr))
+			} else {
+				p.posted[slot] = true
 			}
 			if from.IsValid() {
 				p.mu.Unlock()
@@ -619,7 +777,9 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, net.Addr, in
 // loopback one (syscall.EADDRNOTAVAIL). An IPv4-mapped destination is taken for its
 // IPv4 address, as ReadFrom gives it. WriteTo waits while every send buffer
 // is on the wire, and returns once the datagram is posted; whether it
-// arrives, UD does not say. Once the write deadline has passed it fails at
+// arrives, UD does not say. One whose send the device fails is lost, and
+// counted (PacketStats.Failed); the PacketConn goes on (see the package
+// documentation). Once the write deadline has passed it fails at
 // once, as package net's do.
 func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) error {
 	checkContext(ctx, "(*PacketConn).WriteTo")
@@ -767,6 +927,7 @@ func (p *PacketConn) post(b []byte, to netip.AddrPort, peer udPeer) error {
 		return fmt.Errorf("rdmamsg: datagram to %s: %w", to, err)
 	}
 	p.free = p.free[:len(p.free)-1]
+	p.sendTo[i] = to
 	p.sqOut++
 	p.sent++
 	p.stats.sent.Add(1)
@@ -801,6 +962,14 @@ type PacketStats struct {
 	// count those). A read loop that keeps up, or a larger
 	// PacketConfig.Depth, keeps it at zero.
 	Full uint64
+	// Failed counts the datagrams WriteTo posted that the device failed
+	// to send (a work completion with an error: on soft-RoCE, a send
+	// while the link is down) or dropped with the QP it brought back
+	// after such a failure: lost, as a UDP socket's datagram that its
+	// kernel could not send is, while the PacketConn goes on (WriteTo
+	// returned nil for each: it returns once a datagram is posted).
+	// They are in Sent too.
+	Failed uint64
 }
 
 // Stats returns the PacketConn's counters. It takes no lock and
@@ -815,6 +984,7 @@ func (p *PacketConn) Stats() PacketStats {
 		Malformed: p.stats.malformed.Load(),
 		Refuted:   p.stats.refuted.Load(),
 		Full:      p.stats.full.Load(),
+		Failed:    p.stats.failed.Load(),
 	}
 }
 
