@@ -1048,7 +1048,7 @@ func (p *PacketConn) waitLookup(ctx context.Context, to netip.AddrPort, by time.
 	case <-ctx.Done():
 		return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, ctx.Err())
 	case <-p.wdl.done():
-		return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, os.ErrDeadlineExceeded)
+		return timeoutError{fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, os.ErrDeadlineExceeded)}
 	case <-t.C:
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("rdmamsg: looking up %s: waiting for %s: %w", to, what, err)
@@ -1063,6 +1063,16 @@ func (p *PacketConn) waitLookup(ctx context.Context, to netip.AddrPort, by time.
 		return ErrClosed
 	}
 }
+
+// timeoutError is a passed deadline's error that says more than
+// os.ErrDeadlineExceeded, which it wraps: a net.Error whose Timeout is
+// true, as that one is, so that code that asserts err.(net.Error), as
+// code written for package net does, finds it one.
+type timeoutError struct{ error }
+
+func (e timeoutError) Timeout() bool   { return true }
+func (e timeoutError) Temporary() bool { return true }
+func (e timeoutError) Unwrap() error   { return e.error }
 
 // callersTime reports whether a lookup bounded by ctx and the time by
 // ran out of ctx's time: ctx has ended, or its deadline comes first.
@@ -1111,7 +1121,7 @@ func (p *PacketConn) lookupAs(ctx context.Context, to netip.AddrPort, by time.Ti
 		return nil, ErrClosed
 	}
 	if err != nil && passed.Load() {
-		return nil, fmt.Errorf("rdmamsg: looking up %s: the write deadline passed: %w (%w)", to, os.ErrDeadlineExceeded, err)
+		return nil, timeoutError{fmt.Errorf("rdmamsg: looking up %s: the write deadline passed: %w (%w)", to, os.ErrDeadlineExceeded, err)}
 	}
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && !callersTime(ctx, by) {
 		// The time that ran out is the lookup's own.
