@@ -687,7 +687,7 @@ func (o *testOptions) text() bool { return !o.JSON && !o.CSV && o.value == repor
 // finish prints a result (or what was measured before an error) and
 // turns the outcome into the command's error.
 func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err error) error {
-	o.ended = f.now()
+	o.ended = f.Now()
 	if o.text() && isTerminal(f.IO.ErrOut) {
 		fmt.Fprint(f.IO.ErrOut, "\r\033[K") // clear the progress line
 	}
@@ -978,7 +978,7 @@ func (o *testOptions) document(role string, res *bench.Result, err error) report
 func (o *testOptions) fail(f *Factory, err error) error {
 	// What the command line says of this side: the GID index asked for
 	// (-x), or -1, none chosen, where 0 would name one.
-	r := report.Result{Version: Version, Test: o.Test.String(), Role: o.role(), EndTime: report.FormatTime(f.now()),
+	r := report.Result{Version: Version, Test: o.Test.String(), Role: o.role(), EndTime: report.FormatTime(f.Now()),
 		Device: o.Device, Port: o.IBPort, GIDIndex: o.GIDIndex,
 		Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
 	if o.JSON {

@@ -25,7 +25,7 @@ func TestJSONTimes(t *testing.T) {
 	res := fakeBW()
 	res.Start = start
 	f, out, _ := newTestFactory(nil, nil)
-	f.Now = nil // the time of day
+	f.Now = time.Now
 	o := &testOptions{Test: exchange.WriteBW, JSON: true}
 	if err := o.finish(f, "client", res, nil); err != nil {
 		t.Fatal(err)

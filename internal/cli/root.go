@@ -66,14 +66,6 @@ type Factory struct {
 	profile *os.File // the open --cpuprofile file, if any
 }
 
-// now is f.Now's time, or time.Now's where f has no Now.
-func (f *Factory) now() time.Time {
-	if f.Now == nil {
-		return time.Now()
-	}
-	return f.Now()
-}
-
 func newFactory() *Factory {
 	return &Factory{
 		IO:      &IOStreams{In: os.Stdin, Out: stdout(), ErrOut: os.Stderr},

@@ -258,7 +258,7 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 			// result, as a server for one test writes (fail).
 			// A test refused (by --max-* or Admit) names the test it
 			// asked for, which the server never took, with its own code.
-			r := report.Result{Version: Version, Role: "server", EndTime: report.FormatTime(f.now()), Device: o.test.Device, Port: o.test.IBPort,
+			r := report.Result{Version: Version, Role: "server", EndTime: report.FormatTime(f.Now()), Device: o.test.Device, Port: o.test.IBPort,
 				GIDIndex: o.test.GIDIndex, PeerAddr: clientAddr(err),
 				Error: &report.Error{Code: errorCode(err), Message: err.Error()}}
 			var refused *bench.RefusedError
