@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,13 +28,7 @@ import (
 // netdev (RXE_NETDEV2) down.
 func TestLinkDown(t *testing.T) {
 	srvNet, cliNet := ends(t)
-	nd := os.Getenv("RXE_NETDEV2")
-	if srvNet.IP == cliNet.IP || nd == "" || os.Geteuid() != 0 {
-		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
-			t.Fatal("in the rxe VM but not root, or RXE_NETDEV2 is unset")
-		}
-		t.Skip("needs the rxe VM's second device, and root to take its netdev (RXE_NETDEV2) down")
-	}
+	nd := secondNetdev(t, srvNet, cliNet)
 	const stall = 3 * time.Second
 	defer rdmamsg.SetStallAfter(stall)()
 	// An ACK timeout of 67 ms: where the device gave up as it should, it
@@ -166,4 +161,34 @@ func TestKeepAliveAfterPost(t *testing.T) {
 	if limit := ka + 2*time.Second; took > limit {
 		t.Errorf("the keepalive failed %v after the last post, want within %v (KeepAlive %v and the retries)", took, limit, ka)
 	}
+}
+
+// secondNetdev returns the netdev of the second rxe device (RXE_NETDEV2),
+// which a test takes down, where the ends srv and cli are on two devices
+// and the test runs as root: in the rxe VM. Elsewhere it skips the test,
+// but in the VM, where the device tests must run, it fails it.
+func secondNetdev(t *testing.T, srv, cli rdmatest.Net) string {
+	t.Helper()
+	nd := os.Getenv("RXE_NETDEV2")
+	if srv.IP == cli.IP || nd == "" || os.Geteuid() != 0 {
+		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
+			t.Fatal("in the rxe VM but not root, or RXE_NETDEV2 is unset")
+		}
+		t.Skip("needs the rxe VM's second device, and root to take its netdev (RXE_NETDEV2) down")
+	}
+	return nd
+}
+
+// linkDown takes netdev nd down and returns up, which brings it back
+// (rdmatest.LinkUp, waiting for devs' ports) and runs at the test's end
+// where the test has not called it.
+func linkDown(t *testing.T, nd string, devs ...string) (up func()) {
+	t.Helper()
+	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set %s down: %v: %s", nd, err, out)
+	}
+	var once sync.Once
+	up = func() { once.Do(func() { rdmatest.LinkUp(t, nd, devs...) }) }
+	t.Cleanup(up)
+	return up
 }

@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
-	"github.com/gorperf/gorperf/internal/rdmatest"
 	"github.com/gorperf/gorperf/rdmamsg"
 )
 
@@ -32,13 +29,7 @@ import (
 // rxe VM's two devices, and root, to take b's netdev (RXE_NETDEV2) down.
 func TestPacketSendFailure(t *testing.T) {
 	na, nb := ends(t)
-	nd := os.Getenv("RXE_NETDEV2")
-	if na.IP == nb.IP || nd == "" || os.Geteuid() != 0 {
-		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
-			t.Fatal("in the rxe VM but not root, or RXE_NETDEV2 is unset")
-		}
-		t.Skip("needs the rxe VM's second device, and root to take its netdev (RXE_NETDEV2) down")
-	}
+	nd := secondNetdev(t, na, nb)
 	a, b := packetPair(t)
 	ctx := timeout(t, 90*time.Second)
 	buf := make([]byte, a.MaxDatagram())
@@ -65,15 +56,7 @@ func TestPacketSendFailure(t *testing.T) {
 	probe("before", a, b, "a to b")
 	probe("before", b, a, "b to a")
 
-	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
-		t.Fatalf("ip link set %s down: %v: %s", nd, err, out)
-	}
-	up := false
-	defer func() {
-		if !up {
-			rdmatest.LinkUp(t, nd, na.Dev, nb.Dev)
-		}
-	}()
+	up := linkDown(t, nd, na.Dev, nb.Dev)
 	if err := b.WriteTo(ctx, []byte("lost"), a.LocalAddr()); err != nil {
 		t.Errorf("WriteTo with the link down: %v", err)
 	}
@@ -122,8 +105,7 @@ func TestPacketSendFailure(t *testing.T) {
 	if onWire != 0 || len(free) != 16 || len(slices.Compact(slices.Clone(free))) != 16 {
 		t.Errorf("after the sends failed: free send buffers %v, %d on the wire; want each of the 16 free once", free, onWire)
 	}
-	rdmatest.LinkUp(t, nd, na.Dev, nb.Dev)
-	up = true
+	up()
 
 	probe("after", b, a, "b to a again")
 	probe("after", a, b, "a to b again")
@@ -147,13 +129,7 @@ func TestPacketSendFailure(t *testing.T) {
 // TestPacketSendFailure needs.
 func TestPacketRestartFails(t *testing.T) {
 	na, nb := ends(t)
-	nd := os.Getenv("RXE_NETDEV2")
-	if na.IP == nb.IP || nd == "" || os.Geteuid() != 0 {
-		if rdmatest.Required() && os.Getenv("RXE_VM") != "" {
-			t.Fatal("in the rxe VM but not root, or RXE_NETDEV2 is unset")
-		}
-		t.Skip("needs the rxe VM's second device, and root to take its netdev (RXE_NETDEV2) down")
-	}
+	nd := secondNetdev(t, na, nb)
 	injected := errors.New("injected")
 	defer rdmamsg.SetRestartError(injected)()
 	a, b := packetPair(t)
@@ -162,23 +138,14 @@ func TestPacketRestartFails(t *testing.T) {
 	if err := b.WriteTo(ctx, []byte("known"), a.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("ip", "link", "set", nd, "down").CombinedOutput(); err != nil {
-		t.Fatalf("ip link set %s down: %v: %s", nd, err, out)
-	}
-	up := false
-	defer func() {
-		if !up {
-			rdmatest.LinkUp(t, nd, na.Dev, nb.Dev)
-		}
-	}()
+	up := linkDown(t, nd, na.Dev, nb.Dev)
 	if err := b.WriteTo(ctx, []byte("lost"), a.LocalAddr()); err != nil {
 		t.Fatalf("WriteTo with the link down: %v", err)
 	}
 	short, cancel := context.WithTimeout(ctx, 10*time.Second)
 	_, _, err := b.ReadFrom(short, buf)
 	cancel()
-	rdmatest.LinkUp(t, nd, na.Dev, nb.Dev)
-	up = true
+	up()
 	check := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, injected) || !errors.As(err, new(*ibverbs.WCError)) ||
