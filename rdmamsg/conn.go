@@ -1699,7 +1699,19 @@ func (a Addr) String() string { return netip.AddrPort(a).String() }
 
 // NetConn returns c as a net.Conn, for code written against package net
 // (an HTTP client's DialContext, a protocol library): Read, Write, Close
-// and the deadlines are c's, and the addresses are Addrs.
+// and the deadlines are c's, and the addresses are Addrs. So are
+// ReadFrom, WriteTo and CloseWrite, which io.Copy and code that half-closes
+// a TCPConn find on it.
+//
+// Its errors are those of a TCPConn: a *net.OpError of Net "rdma", Op
+// "read", "write", "readfrom", "writeto", "close" (Close and CloseWrite)
+// or "set" (the deadlines), Source this side's Addr and Addr the peer's
+// (for "set", as package net's, no Source and Addr this side's), whose
+// Err is the error c's method returned. The OpError unwraps to it, so
+// errors.Is(err, net.ErrClosed), os.ErrDeadlineExceeded and syscall's
+// errnos, and errors.As to rdmamsg's own errors, match as they do c's; a
+// passed deadline's is a Timeout. Read returns io.EOF itself at the end
+// of the stream, as a net.Conn must.
 func (c *Conn) NetConn() net.Conn { return netConn{c} }
 
 type netConn struct{ *Conn }
@@ -1707,28 +1719,100 @@ type netConn struct{ *Conn }
 func (n netConn) LocalAddr() net.Addr  { return Addr(n.Conn.LocalAddr()) }
 func (n netConn) RemoteAddr() net.Addr { return Addr(n.Conn.RemoteAddr()) }
 
+// opError is err as a TCPConn's method op would return it.
+func (n netConn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: "rdma", Source: n.LocalAddr(), Addr: n.RemoteAddr(), Err: err}
+}
+
+// setError is err as a TCPConn's deadline setters would return it.
+func (n netConn) setError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &net.OpError{Op: "set", Net: "rdma", Addr: n.LocalAddr(), Err: err}
+}
+
+func (n netConn) Read(p []byte) (int, error) {
+	k, err := n.Conn.Read(p)
+	if err != nil && err != io.EOF {
+		err = n.opError("read", err)
+	}
+	return k, err
+}
+
+func (n netConn) Write(p []byte) (int, error) {
+	k, err := n.Conn.Write(p)
+	if err != nil {
+		err = n.opError("write", err)
+	}
+	return k, err
+}
+
+func (n netConn) ReadFrom(r io.Reader) (int64, error) {
+	k, err := n.Conn.ReadFrom(r)
+	if err != nil && err != io.EOF {
+		err = n.opError("readfrom", err)
+	}
+	return k, err
+}
+
+func (n netConn) WriteTo(w io.Writer) (int64, error) {
+	k, err := n.Conn.WriteTo(w)
+	if err != nil && err != io.EOF {
+		err = n.opError("writeto", err)
+	}
+	return k, err
+}
+
+func (n netConn) CloseWrite() error {
+	if err := n.Conn.CloseWrite(); err != nil {
+		return n.opError("close", err)
+	}
+	return nil
+}
+
+func (n netConn) Close() error {
+	if err := n.Conn.Close(); err != nil {
+		return n.opError("close", err)
+	}
+	return nil
+}
+
+func (n netConn) SetDeadline(t time.Time) error      { return n.setError(n.Conn.SetDeadline(t)) }
+func (n netConn) SetReadDeadline(t time.Time) error  { return n.setError(n.Conn.SetReadDeadline(t)) }
+func (n netConn) SetWriteDeadline(t time.Time) error { return n.setError(n.Conn.SetWriteDeadline(t)) }
+
 // NetListener returns l as a net.Listener, whose Accept returns NetConns:
 // for servers written against package net (net/http's Serve, say). Its
-// Close closes l. An Accept that could not make one connection's
-// resources fails with a net.Error whose Temporary is true, so that
-// net/http's Serve goes on, as after a TCP listener's EMFILE.
+// Close closes l. Its errors are those of a TCPListener: a *net.OpError
+// of Net "rdma", Op "accept" or "close" and Addr l's Addr, which unwraps
+// to l's error (after Close, one matching net.ErrClosed). An Accept that
+// could not make one connection's resources fails with one whose
+// Temporary is true, so that net/http's Serve goes on, as after a TCP
+// listener's EMFILE.
 func (l *Listener) NetListener() net.Listener { return netListener{l} }
 
 type netListener struct{ l *Listener }
 
 func (n netListener) Accept() (net.Conn, error) {
 	c, err := n.l.Accept(context.Background())
-	var one oneConnFailed
-	if errors.As(err, &one) && !errors.Is(err, ErrClosed) {
-		return nil, temporary{err}
-	}
 	if err != nil {
-		return nil, err
+		var one oneConnFailed
+		if errors.As(err, &one) && !errors.Is(err, ErrClosed) {
+			err = temporary{err}
+		}
+		return nil, &net.OpError{Op: "accept", Net: "rdma", Addr: n.Addr(), Err: err}
 	}
 	return c.NetConn(), nil
 }
 
-func (n netListener) Close() error   { return n.l.Close() }
+func (n netListener) Close() error {
+	if err := n.l.Close(); err != nil {
+		return &net.OpError{Op: "close", Net: "rdma", Addr: n.Addr(), Err: err}
+	}
+	return nil
+}
+
 func (n netListener) Addr() net.Addr { return Addr(n.l.Addr()) }
 
 // MaxSend returns the largest message Send takes: the peer's MaxMessage,
@@ -2334,7 +2418,9 @@ func (c *Conn) CloseWrite() error {
 // whether the end of the stream may not have (where it had not arrived
 // when the wait was cut, or failed), and why (the connection's failure,
 // the peer's close, rdmacm.ErrDisconnected, or the end of the wait,
-// os.ErrDeadlineExceeded). Then it disconnects, which flushes what
+// os.ErrDeadlineExceeded: then the error is itself a net.Error whose
+// Timeout is true, as a net.Conn's method reports its deadline). Then it
+// disconnects, which flushes what
 // is still on the send queue (rdma_disconnect; for a Conn that Handshake
 // made, it moves the QP to the error state and closes the net.Conn), and
 // frees the connection's QP, memory registrations and the rest. Send,
@@ -2444,7 +2530,7 @@ func (c *Conn) shut(abort bool) error {
 			if done {
 				var cut error
 				if late {
-					cut = fmt.Errorf("not acknowledged %s: %w", waitFor, os.ErrDeadlineExceeded)
+					cut = timeoutError{fmt.Errorf("not acknowledged %s: %w", waitFor, os.ErrDeadlineExceeded)}
 				}
 				lost = c.lostError(cut)
 			}
@@ -2486,6 +2572,13 @@ func (c *Conn) shut(abort bool) error {
 		}
 		c.mu.Unlock()
 		c.closeErr = errors.Join(errs...)
+		if errors.As(lost, new(timeoutError)) {
+			// The wait was cut, and told (lostError names why the
+			// messages may not have arrived: the cut, where nothing
+			// else failed): a timeout, as net.Conn's methods report
+			// their deadlines, for err.(net.Error) and an OpError.
+			c.closeErr = timeoutError{c.closeErr}
+		}
 	})
 	return c.closeErr
 }

@@ -1302,6 +1302,7 @@ func TestNetListenerTemporary(t *testing.T) {
 	if !errors.As(err, &ne) || !ne.Temporary() || !errors.Is(err, syscall.ENOMEM) {
 		t.Errorf("Accept of a connection that cannot be made: %v; want a temporary net.Error with ENOMEM", err)
 	}
+	checkOpError(t, "Accept of a connection that cannot be made", err, "accept", nil, nl.Addr(), syscall.ENOMEM)
 	<-dialed
 	closeOK(t, l)
 	if _, err := nl.Accept(); !errors.Is(err, rdmamsg.ErrClosed) || errors.As(err, &ne) && ne.Temporary() {

@@ -250,8 +250,14 @@
 // Listener.NetListener gives a net.Listener and PacketConn.NetPacketConn
 // a net.PacketConn, for code written against package net. Conn and
 // PacketConn have net.Conn's deadlines (SetDeadline, SetReadDeadline,
-// SetWriteDeadline), which those share. net/http serves and fetches over
-// them unchanged (TestHTTP):
+// SetWriteDeadline), which those share. Their errors are package net's
+// too: a *net.OpError ("read rdma 198.18.0.2:41234->198.18.0.1:7471:
+// rdmamsg: object is closed") of Net "rdma", the method's Op and the
+// Addrs, as a TCP or UDP socket's, which unwraps to the error the Conn,
+// Listener or PacketConn itself returns (those of the methods that take
+// a context stay rdmamsg's own), so that errors.Is, errors.As and
+// err.(net.Error) work on them as on a socket's; Read's io.EOF stays
+// io.EOF. net/http serves and fetches over them unchanged (TestHTTP):
 //
 //	go http.Serve(l.NetListener(), handler)
 //	tr := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {

@@ -1197,8 +1197,16 @@ func (p *PacketConn) SetWriteDeadline(t time.Time) error {
 // package net: ReadFrom gives the sender as an Addr, and WriteTo takes an
 // Addr, a *net.UDPAddr or *net.TCPAddr, or any net.Addr whose String is
 // "ip:port". It behaves as a UDP socket does: ReadFrom cuts a datagram
-// longer than its buffer without an error, and after Close errors match
-// net.ErrClosed.
+// longer than its buffer without an error, and its errors are a
+// *net.OpError of Net "rdma", Op "read", "write", "close" or "set" (the
+// deadlines), Source p's Addr and Addr WriteTo's destination, as the
+// caller gave it (as package net's, "set" has no Source and Addr p's
+// Addr; the others no Addr), whose Err is the error p's method returned.
+// The OpError unwraps to it, so errors.Is(err, net.ErrClosed) after
+// Close, os.ErrDeadlineExceeded and syscall's errnos (a destination
+// refused: EINVAL, EADDRNOTAVAIL, ECONNREFUSED), and errors.As to
+// rdmamsg's own errors, match as they do p's; a passed deadline's is a
+// Timeout.
 func (p *PacketConn) NetPacketConn() net.PacketConn { return netPacketConn{p} }
 
 type netPacketConn struct{ *PacketConn }
@@ -1209,6 +1217,9 @@ type netPacketConn struct{ *PacketConn }
 func (n netPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	// A datagram cut goes without a word, as a UDP socket's.
 	k, from, addr, _, err := n.PacketConn.readFrom(context.Background(), b)
+	if err != nil {
+		err = &net.OpError{Op: "read", Net: "rdma", Source: n.LocalAddr(), Err: err}
+	}
 	switch {
 	case !from.IsValid():
 		return k, nil, err
@@ -1219,11 +1230,18 @@ func (n netPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 }
 
 func (n netPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if err := n.writeTo(b, addr); err != nil {
+		return 0, &net.OpError{Op: "write", Net: "rdma", Source: n.LocalAddr(), Addr: addr, Err: err}
+	}
+	return len(b), nil
+}
+
+func (n netPacketConn) writeTo(b []byte, addr net.Addr) error {
 	var to netip.AddrPort
 	switch a := addr.(type) {
 	case nil:
 		// As a *net.UDPConn's WriteTo refuses it.
-		return 0, fmt.Errorf("rdmamsg: WriteTo: no address (nil net.Addr): %w", syscall.EINVAL)
+		return fmt.Errorf("rdmamsg: WriteTo: no address (nil net.Addr): %w", syscall.EINVAL)
 	case Addr:
 		to = netip.AddrPort(a)
 	case *net.UDPAddr:
@@ -1233,16 +1251,36 @@ func (n netPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	default:
 		var err error
 		if to, err = netip.ParseAddrPort(addr.String()); err != nil {
-			return 0, fmt.Errorf("rdmamsg: WriteTo %s: not ip:port: %w", addr, syscall.EINVAL)
+			return fmt.Errorf("rdmamsg: WriteTo %s: not ip:port: %w", addr, syscall.EINVAL)
 		}
 	}
-	if err := n.PacketConn.WriteTo(context.Background(), b, netip.AddrPortFrom(to.Addr().Unmap(), to.Port())); err != nil {
-		return 0, err
-	}
-	return len(b), nil
+	return n.PacketConn.WriteTo(context.Background(), b, netip.AddrPortFrom(to.Addr().Unmap(), to.Port()))
 }
 
 func (n netPacketConn) LocalAddr() net.Addr { return Addr(n.PacketConn.LocalAddr()) }
+
+func (n netPacketConn) Close() error {
+	if err := n.PacketConn.Close(); err != nil {
+		return &net.OpError{Op: "close", Net: "rdma", Source: n.LocalAddr(), Err: err}
+	}
+	return nil
+}
+
+// setError is err as a UDPConn's deadline setters would return it.
+func (n netPacketConn) setError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &net.OpError{Op: "set", Net: "rdma", Addr: n.LocalAddr(), Err: err}
+}
+
+func (n netPacketConn) SetDeadline(t time.Time) error { return n.setError(n.PacketConn.SetDeadline(t)) }
+func (n netPacketConn) SetReadDeadline(t time.Time) error {
+	return n.setError(n.PacketConn.SetReadDeadline(t))
+}
+func (n netPacketConn) SetWriteDeadline(t time.Time) error {
+	return n.setError(n.PacketConn.SetWriteDeadline(t))
+}
 
 // Close stops answering lookups, moves the QP to the error state so that
 // the device lets go of the buffers, and frees everything. A ReadFrom or
