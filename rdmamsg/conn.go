@@ -1721,7 +1721,7 @@ func (n netConn) RemoteAddr() net.Addr { return Addr(n.Conn.RemoteAddr()) }
 
 // opError is err as a TCPConn's method op would return it.
 func (n netConn) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: "rdma", Source: n.LocalAddr(), Addr: n.RemoteAddr(), Err: err}
+	return &net.OpError{Op: op, Net: "rdma", Source: n.LocalAddr(), Addr: n.RemoteAddr(), Err: opCause(err)}
 }
 
 // setError is err as a TCPConn's deadline setters would return it.

@@ -1074,6 +1074,22 @@ func (e timeoutError) Timeout() bool   { return true }
 func (e timeoutError) Temporary() bool { return true }
 func (e timeoutError) Unwrap() error   { return e.error }
 
+// opCause is err as a *net.OpError's Err: err itself, unless a timeout
+// lies deeper in its chain than err (a lookup's context.DeadlineExceeded,
+// a stalled connection's ETIMEDOUT), which the OpError's Timeout, asking
+// its Err only, would miss, where errors.As to a net.Error found it
+// before the OpError wrapped it: then err as a timeoutError.
+func opCause(err error) error {
+	if _, ok := err.(interface{ Timeout() bool }); ok {
+		return err
+	}
+	var t interface{ Timeout() bool }
+	if errors.As(err, &t) && t.Timeout() {
+		return timeoutError{err}
+	}
+	return err
+}
+
 // callersTime reports whether a lookup bounded by ctx and the time by
 // ran out of ctx's time: ctx has ended, or its deadline comes first.
 // rdma_cm's resolution, given the time left, can time out just before ctx
@@ -1218,7 +1234,7 @@ func (n netPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	// A datagram cut goes without a word, as a UDP socket's.
 	k, from, addr, _, err := n.PacketConn.readFrom(context.Background(), b)
 	if err != nil {
-		err = &net.OpError{Op: "read", Net: "rdma", Source: n.LocalAddr(), Err: err}
+		err = &net.OpError{Op: "read", Net: "rdma", Source: n.LocalAddr(), Err: opCause(err)}
 	}
 	switch {
 	case !from.IsValid():
@@ -1231,7 +1247,7 @@ func (n netPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 
 func (n netPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if err := n.writeTo(b, addr); err != nil {
-		return 0, &net.OpError{Op: "write", Net: "rdma", Source: n.LocalAddr(), Addr: addr, Err: err}
+		return 0, &net.OpError{Op: "write", Net: "rdma", Source: n.LocalAddr(), Addr: addr, Err: opCause(err)}
 	}
 	return len(b), nil
 }

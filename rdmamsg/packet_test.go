@@ -390,7 +390,9 @@ func TestPacketCloseEndsLookup(t *testing.T) {
 // TestPacketLookupTimeout: a lookup that PacketConfig.LookupTimeout ends,
 // under a context with no deadline of its own, says so, and matches
 // context.DeadlineExceeded, where it said only "context deadline
-// exceeded", of a context that had none.
+// exceeded", of a context that had none. Through NetPacketConn it is a
+// *net.OpError whose Timeout is true (its Timeout asked only its Err, a
+// wrapper of context.DeadlineExceeded, and was false).
 func TestPacketLookupTimeout(t *testing.T) {
 	t.Parallel() // it waits out lookups
 	na, nb := ends(t)
@@ -412,6 +414,13 @@ func TestPacketLookupTimeout(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "PacketConfig.LookupTimeout (1s)") {
 		t.Errorf("WriteTo whose lookup timed out: %v after %v; want one naming PacketConfig.LookupTimeout (1s), matching context.DeadlineExceeded",
 			err, time.Since(start))
+	}
+	// Through NetPacketConn, a *net.OpError whose Timeout is true, as
+	// errors.As to a net.Error found the error before it was one.
+	_, err = b.NetPacketConn().WriteTo([]byte("x"), rdmamsg.Addr(l.Addr()))
+	var ne net.Error
+	if oe, ok := err.(*net.OpError); !ok || !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("NetPacketConn's WriteTo whose lookup timed out: %v (%T, %v); want a *net.OpError whose Timeout is true", err, err, oe)
 	}
 	// A context that ends first is the context's doing.
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
