@@ -241,9 +241,10 @@ func perftestResults(r Result, o PerftestJSON) object {
 // measuring window (window_t_avg_us, tps_average). A size without a
 // window (a Result built without one) falls back to the figures of its
 // samples: the mean of all of them, and the iterations a second, an
-// iteration two samples of a write or send's half round trip. s keeps no sum of all its samples: it is its samples'
-// where it has them (-U), else its t_avg of all but the two largest, one
-// for each of its iterations but those two, and t_max and max.
+// iteration two samples of a write or send's half round trip. s keeps no
+// sum of all its samples: it is its samples' where it has them (-U),
+// else its t_avg of all but the two largest, one for each of its
+// iterations but those two, and t_max and max.
 func latDurationUs(s SizeResult, verb string) (avg, tps float64) {
 	e := s.exactFigures() // as measured, as the text's row has them
 	if s.WindowS > 0 {
