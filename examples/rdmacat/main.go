@@ -15,8 +15,9 @@
 // requests: a connection that is not an rdmacat client's, or says nothing
 // for 10 s (rdmamsg's Config.HandshakeTimeout), is reported on standard
 // error and the server waits on for a client, which neither holds up; the
-// client gives up on a server that does not complete the handshake
-// within those 10 s.
+// client gives up on a server that does not take its TCP connection
+// within those 10 s (a port that drops the SYNs, a host that is down),
+// and on one that does not then complete the handshake within 10 s more.
 //
 // Each side reports on standard error what it moved, and how fast. A side
 // that fails part way (its input cannot be read, its output cannot be
@@ -388,6 +389,11 @@ func handshakeFirst(ctx context.Context, ln net.Listener, cfg *rdmamsg.Config) (
 	}
 }
 
+// dialTimeout bounds a -tcp client's wait for its TCP connection, as
+// Config.HandshakeTimeout (10 s) bounds the handshake after it, where
+// the kernel's SYN retries would take over two minutes.
+const dialTimeout = 10 * time.Second
+
 // dial connects to addr, through rdma_cm or over TCP, where Handshake
 // bounds its wait for the server by Config.HandshakeTimeout (ctx, the
 // signals', has no deadline).
@@ -395,7 +401,10 @@ func dial(ctx context.Context, addr string, cfg *rdmamsg.Config, tcp bool) (*rdm
 	if !tcp {
 		return rdmamsg.Dial(ctx, addr, cfg)
 	}
-	nc, err := new(net.Dialer).DialContext(ctx, "tcp", addr)
+	nc, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "tcp", addr)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() && ctx.Err() == nil {
+		return nil, fmt.Errorf("no TCP connection within %v: %w", dialTimeout, err)
+	}
 	if err != nil {
 		return nil, err
 	}
