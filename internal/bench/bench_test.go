@@ -407,8 +407,11 @@ func TestBidirectionalUDSendTime(t *testing.T) {
 func TestMargin(t *testing.T) {
 	cpu := func(l *bench.Local, client bool) { l.CPUUtil = true }
 	// The span's edges are the first polls past them, which a stall of
-	// the emulator delays: send_bw's client has measured 0.897 s.
-	near := func(d, want time.Duration) bool { return d > want-want/5 && d < want+want/3 }
+	// the emulator delays: send_bw's client has measured 0.897 s. A
+	// stall of 400 ms at the start, or of 700 ms at the end, still
+	// passes, where the figures of the whole run are of 3 s (and those
+	// of a run less one margin would be of 2 s).
+	near := func(d, want time.Duration) bool { return d > want*6/10 && d < want*17/10 }
 	for _, test := range []exchange.Test{exchange.WriteBW, exchange.SendBW, exchange.SendLat, exchange.ReadLat} {
 		t.Run(test.String(), func(t *testing.T) {
 			spec := exchange.TestSpec{Test: test, ConnType: ibverbs.QPTypeRC, Size: 64, Duration: 3, Margin: 1,
