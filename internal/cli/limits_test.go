@@ -384,8 +384,8 @@ func TestRateLimitOnDevice(t *testing.T) {
 		mbps, mpps float64
 	}{
 		{"write-bw", []string{"-s", "4096", "-n", "600", "--rate_limit", "2", "--rate_units", "M"}, 2, 0},
-		{"send-bw", []string{"-s", "64", "-n", "300", "-q", "2", "--rate_limit", "1000", "--rate_units", "p", "--burst_size", "4"}, 0, 0.001},
-		{"read-bw", []string{"-s", "4096", "-n", "400", "--rate_limit", "0.016"}, 0.016e9 / 8 / (1 << 20), 0},
+		{"send-bw", []string{"-s", "64", "-n", "1000", "-q", "2", "--rate_limit", "1000", "--rate_units", "p", "--burst_size", "4"}, 0, 0.001},
+		{"read-bw", []string{"-s", "4096", "-n", "500", "--rate_limit", "0.016"}, 0.016e9 / 8 / (1 << 20), 0},
 	} {
 		t.Run(tc.test, func(t *testing.T) {
 			r := pair(t, tc.test, tc.args...)
@@ -398,10 +398,16 @@ func TestRateLimitOnDevice(t *testing.T) {
 			// The bucket starts with one message: the average is the
 			// limit's, less what the loop's own pace loses, which on
 			// an emulated VM under load is up to a third (0.00072 of
-			// 0.001 seen): the limit is the upper bound, and the lower
-			// one catches a pacer that waits twice as long as it
-			// should.
-			if got > want*1.05 || got < want*0.5 {
+			// 0.001 seen, in a run of 0.3 s): the limit is the upper
+			// bound, and the lower one, 0.6 of the limit, catches a
+			// limiter at half its rate, which measures 0.5 of it and
+			// a little more (the bucket's first message), so that a
+			// bound of 0.5 let it pass. Each run lasts a second or
+			// more at the limit, so that a right one falls under the
+			// bound only after stalls of 650 ms or more in all (where
+			// send-bw's 300 messages, 0.3 s, had 180 ms to spare under
+			// a bound of 0.5, once at 0.72 of the limit).
+			if got > want*1.05 || got < want*0.6 {
 				t.Errorf("%v: %g, want %g", tc.args, got, want)
 			}
 			if !strings.Contains(r.RateLimit, "(SW)") {
@@ -469,7 +475,11 @@ func TestServeRateLimitOnDevice(t *testing.T) {
 	if err := json.Unmarshal(out, &r); err != nil || len(r.Results) != 1 {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if got := r.Results[0].BWAvgMBps; got > 2*1.05 || got < 2*0.9 {
+	// As in TestRateLimitOnDevice: the limit is the upper bound, 0.6 of
+	// it the lower, under a limiter at half its rate, and 800 ms of
+	// stalls away for a right one in this run of 1.2 s (0.9 of it left a
+	// stall of 130 ms, where a loaded VM has measured 0.72 of a limit).
+	if got := r.Results[0].BWAvgMBps; got > 2*1.05 || got < 2*0.6 {
 		t.Errorf("the rate-limited server wrote at %g MB/s, want 2", got)
 	}
 	if !strings.Contains(srvOut.String(), "Rate limit") {
