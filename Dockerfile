@@ -42,6 +42,8 @@ COPY . .
 #                           NAME.srcdir names the directory it runs in
 # /out/src/DIR/testdata     each package's testdata, for the tests that read it
 # /out/src/docs/cli         the CLI reference, which gendocs' test compares
+# /out/src/docs/getting-started.md  the guide, whose --help excerpts
+#                           internal/cli's TestHelpExcerptsInDocs checks
 RUN set -eu; \
     mkdir -p /out/tests /out/src; \
     go build -trimpath -o /out/gorperf ./cmd/gorperf; \
@@ -58,7 +60,7 @@ RUN set -eu; \
         if [ -z "$rel" ] && [ -d testdata ]; then cp -a testdata /out/src/; fi; \
         echo "/opt/gorperf/src/$rel" >"/out/tests/$name.srcdir"; \
     done; \
-    mkdir -p /out/src/docs && cp -a docs/cli /out/src/docs/; \
+    mkdir -p /out/src/docs && cp -a docs/cli docs/getting-started.md /out/src/docs/; \
     ls -l /out /out/tests
 
 # ---- runtime -----------------------------------------------------------------
