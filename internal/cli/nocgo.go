@@ -30,10 +30,22 @@ func buildKind() string {
 
 func gatherDevices(string) ([]deviceReport, error) { return nil, errNoBindings }
 
-// unavailable is a command that only explains errNoBindings.
+// unavailable is a command that only explains errNoBindings, or, asked
+// for its help (-h, --help, before any --), shows it, as the root's help
+// says a command does: its flags are not parsed, so cobra does not.
 func unavailable(use, short string) *cobra.Command {
 	c := &cobra.Command{Use: use, Short: short, DisableFlagParsing: true,
-		RunE: func(*cobra.Command, []string) error { return errNoBindings }}
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if a == "--" {
+					break
+				}
+				if a == "-h" || a == "--help" {
+					return cmd.Help()
+				}
+			}
+			return errNoBindings
+		}}
 	// Parsed by no one: it is there for run, which writes the error
 	// document that --json promises for a command that has the flag.
 	c.Flags().Bool("json", false, "print the result as JSON")

@@ -45,4 +45,17 @@ func TestNoBindings(t *testing.T) {
 	if code := run(context.Background(), f, []string{"--help"}); code != 0 || !strings.Contains(out.String(), "write-bw") {
 		t.Errorf("--help: exit %d: %s", code, out)
 	}
+	// A command's own help, as the root's says ("gorperf [command]
+	// --help"), where it said only that the command cannot run; after
+	// --, -h is an argument.
+	for _, args := range [][]string{{"write-bw", "--help"}, {"ib_read_lat", "-s", "64", "-h"}, {"loopback", "-h"}, {"serve", "--help"}} {
+		f, out, errOut := newTestFactory(nil, nil)
+		if code := run(context.Background(), f, args); code != 0 || !strings.Contains(out.String(), "needs a Linux build with cgo") || !strings.Contains(out.String(), "Usage:") {
+			t.Errorf("%v: exit %d: %s%s", args, code, out, errOut)
+		}
+	}
+	f, _, errOut := newTestFactory(nil, nil)
+	if code := run(context.Background(), f, []string{"write-bw", "--", "-h"}); code != 1 || !strings.Contains(errOut.String(), "has no RDMA bindings") {
+		t.Errorf("write-bw -- -h: exit %d: %s", code, errOut)
+	}
 }
