@@ -87,7 +87,10 @@ device-tests-must-fail-locked: test-binaries
 ## the veth cannot take), with exit 125 and the reason, rather than running
 ## the command on a half-made VM. The run's paths have commas (TMPDIR, the
 ## work share), which qemu's options must escape, and HOME is unset, so the
-## initramfs is built for the run alone.
+## initramfs is built for the run alone. A command's standard output is a
+## pipe, not a terminal (no progress lines or colours in the run's log),
+## and its exit ends the run, with its status, though it left a process
+## running.
 vm-selftest:
 	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/rxe-vm,selftest.XXXXXX") && mkdir "$$d/tmp" "$$d/work,dir" || exit 1; \
 	out=$$(cd "$$d/work,dir" && env -u HOME -u XDG_CACHE_HOME -u RXE_VM_CACHE TMPDIR="$$d/tmp" \
@@ -98,7 +101,12 @@ vm-selftest:
 	fi; \
 	grep -q 'the initramfs is built for this run alone' <<<"$$out" || { echo "$$out"; echo "FAIL: no note of the initramfs built for the run without HOME"; exit 1; }; \
 	[ -z "$$left" ] || { echo "FAIL: the run left $$left in its TMPDIR"; exit 1; }; \
-	echo "ok: a failed guest set-up fails the run (exit 125), with commas in its paths and no HOME"
+	echo "ok: a failed guest set-up fails the run (exit 125), with commas in its paths and no HOME"; \
+	out=$$($(VM) -n -t 120 -- bash -c 'if [ -t 1 ]; then echo "stdout: a terminal"; else echo "stdout: not a terminal"; fi; sleep 600 & exit 7' 2>&1); rc=$$?; \
+	if [ $$rc -ne 7 ] || ! grep -q '^stdout: not a terminal$$' <<<"$$out"; then \
+		echo "$$out"; echo "FAIL: a command that leaves a process running gave exit $$rc, want its own 7, and its output on a pipe, not a terminal"; exit 1; \
+	fi; \
+	echo "ok: the command writes to a pipe, not a terminal, and its exit ends the run, not the process it left"
 
 .PHONY: test-binaries device-tests-must-fail vm-selftest device-tests-locked device-tests-must-fail-locked bench-locked race-device-locked
 test-binaries:

@@ -100,11 +100,27 @@ if [ "$setup_rc" -ne 0 ]; then
 fi
 echo "setup=$(cut -d' ' -f1 /proc/uptime)" >>"$X/timing"
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
+# The command writes to a pipe that cat copies to the serial port, not to
+# the port itself: on a terminal, programs draw progress lines and colours
+# (gorperf's progress, jq's), which the host's log of the run then holds
+# as carriage returns and escape codes. A process the command leaves
+# running keeps the pipe open: cat gets 2 s to copy what came before the
+# command ended, not the time until that process ends.
+mkfifo /run/rxe-vm-out
+cat /run/rxe-vm-out >/dev/ttyS1 &
+copier=$!
+exec 3>/run/rxe-vm-out
 (
 	. /run/rxe-vm-env
 	ulimit -l unlimited
 	cd "$CWD" 2>/dev/null || cd /
 	exec bash "$X/cmd.sh"
-) </dev/null >/dev/ttyS1 2>&1
-echo $? >"$X/rc"
+) </dev/null >&3 2>&1 3>&-
+rc=$?
+exec 3>&-
+for _ in $(seq 20); do
+	kill -0 "$copier" 2>/dev/null || break
+	sleep 0.1
+done
+echo "$rc" >"$X/rc"
 poweroff_now
