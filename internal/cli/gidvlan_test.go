@@ -50,7 +50,18 @@ func setUpVLAN(t *testing.T, srvDev, cliDev string) vlanNet {
 		run("ip", "link", "del", v1)
 		run("ip", "rule", "del", "pref", "12")
 		run("ip", "rule", "del", "pref", "13")
-		time.Sleep(500 * time.Millisecond) // the GIDs go with the netdevs
+		// The GIDs go with the netdevs, later: the next setUpVLAN
+		// would take those still there for its own. (A sleep of 500 ms
+		// assumed they had gone.)
+		removed := time.Now()
+		for gidIndexOf(srvDev, "c612:0a01") >= 0 || gidIndexOf(cliDev, "c612:0a02") >= 0 {
+			if time.Since(removed) > 10*time.Second {
+				t.Errorf("the VLAN's GIDs are still there 10 s after its netdevs were removed")
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("the VLAN's GIDs gone %v after its netdevs were removed", time.Since(removed))
 	})
 	for _, c := range [][]string{
 		{"ip", "link", "add", "link", nd0, "name", v0, "type", "vlan", "id", "10"},
