@@ -41,7 +41,9 @@ import (
 // Errors are *OpError wrapping: a *RejectedError (matching
 // syscall.ECONNREFUSED) when the peer or its CM refused, e.g. nothing
 // listens there; ErrAddrResolve, ErrRouteResolve or ErrUnreachable (with
-// the errno, e.g. ETIMEDOUT) when the peer cannot be reached;
+// the errno, e.g. ETIMEDOUT, or ENETUNREACH where no route leads to the
+// address and rdma_resolve_addr fails at once) when the peer cannot be
+// reached;
 // ErrDisconnected when the peer gave up on the connection after it
 // replied (its Accept failed or was abandoned, its process ended), where
 // librdmacm reports CONNECT_ERROR with EINVAL. A
@@ -107,7 +109,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 		}
 	}
 	if err := id.ResolveRoute(resolveTimeout(ctx, cfg.RouteTimeout)); err != nil {
-		return fail(err)
+		return fail(verbFailed(ErrRouteResolve, err))
 	}
 	if _, err := ch.Await(ctx, EventRouteResolved); err != nil {
 		return fail(fmt.Errorf("resolving route: %w", err))
@@ -197,6 +199,23 @@ func resolveFrom(ctx context.Context, cfg *Config, ps PortSpace, dst netip.AddrP
 	return id, nil
 }
 
+// verbFailed is the error of a resolving verb (rdma_resolve_addr,
+// rdma_resolve_route) that failed at once, err, matching the sentinel
+// of the event that would have said so later (ErrAddrResolve,
+// ErrRouteResolve) as well as err's errno: an address with no route to
+// it, say, fails inside rdma_resolve_addr with ENETUNREACH, where one
+// whose neighbour does not answer ends with ADDR_ERROR.
+func verbFailed(sentinel, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	what := "resolving address"
+	if sentinel == ErrRouteResolve {
+		what = "resolving route"
+	}
+	return fmt.Errorf("%s: %w (%w)", what, sentinel, err)
+}
+
 // resolveSlice bounds one attempt at resolving an address. If the ARP
 // reply comes before the kernel has queued the request that waits for it
 // (on a veth pair it always does), the kernel looks at the neighbour table
@@ -214,7 +233,7 @@ func resolveAddr(ctx context.Context, ch *EventChannel, ps PortSpace, src, dst n
 			return nil, err
 		}
 		if err = id.resolveAddr(src, dst, min(time.Until(deadline), resolveSlice)); err != nil {
-			err = withAddr(dst, given, err)
+			err = withAddr(dst, given, verbFailed(ErrAddrResolve, err))
 		} else if _, err = ch.Await(ctx, EventAddrResolved); err == nil {
 			return id, nil
 		} else {
@@ -349,7 +368,7 @@ func lookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
 		ch.Close()
 	}()
 	if err := id.ResolveRoute(resolveTimeout(ctx, cfg.RouteTimeout)); err != nil {
-		return nil, err
+		return nil, verbFailed(ErrRouteResolve, err)
 	}
 	if _, err := ch.Await(ctx, EventRouteResolved); err != nil {
 		return nil, fmt.Errorf("resolving route: %w", err)
