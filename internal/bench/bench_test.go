@@ -767,9 +767,12 @@ func serving(t *testing.T, lim exchange.Limits, done func(*bench.Result, error))
 	return ctx, l, ln.Addr().String()
 }
 
-// TestServeManyNoLeaks runs 1,000 tests in a row against one Serve and checks
+// TestServeManyNoLeaks runs 600 tests in a row against one Serve and checks
 // that file descriptors, goroutines and the kernel's count of RDMA
-// resources end where they started, and that memory stops growing.
+// resources end where they started, and that memory stops growing: over
+// the second 300, the Go and C heaps may grow by 64 KiB
+// (rdmatest.CheckSteadyGrowth), which a leak of 220 bytes a test passes.
+// (1,000 tests took 67 s of CI's emulated VM; 600 take about 40.)
 func TestServeManyNoLeaks(t *testing.T) {
 	l, ln := serverOnDevice(t, 5*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -812,7 +815,7 @@ func TestServeManyNoLeaks(t *testing.T) {
 			t.Fatalf("test %d: %v", i, err)
 		}
 	}
-	n := 1000
+	n := 600
 	if testing.Short() {
 		n = 60
 	}
