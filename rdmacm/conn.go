@@ -143,7 +143,12 @@ type Config struct {
 	// which must have freed what it made, fails the set-up (and rejects
 	// an accepted request). Prepare must not close the Listener whose
 	// Accept runs it: the Listener's Close waits for the handshakes under
-	// way, Prepare's among them.
+	// way, Prepare's among them. A Listener's Prepare may run for several
+	// connections at once, and for one that a later Accept returns: an
+	// Accept begins the handshake of each request it takes while another
+	// is under way (see Listener.Accept). Keep what it makes with the
+	// Conn it ran for (in a map keyed by the *Conn, say), not in one
+	// variable that the next connection's Prepare overwrites.
 	Prepare func(c *Conn) (cleanup func() error, err error)
 
 	// SrcAddr, for Dial and JoinMulticast, is the local address ("ip" or "ip:port") to bind

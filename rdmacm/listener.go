@@ -36,7 +36,8 @@ type Listener struct {
 
 	// mu guards pending, ready, readyc and wake. pending holds the
 	// requests that an Accept took and left unanswered because its
-	// caller's context ended first (park): getRequest hands them out
+	// caller's context ended, or it returned, first (park): getRequest
+	// hands them out
 	// before it reads the channel, and Close rejects them. ready holds
 	// the connections whose handshake an Accept began and whose caller's
 	// context ended before it was over (keep): Accept hands them out
@@ -52,6 +53,9 @@ type Listener struct {
 	// handshakes counts the handshakes that Accepts began: Close waits
 	// for them. A handshake is added under mu, and only before Close.
 	handshakes sync.WaitGroup
+	// slots holds a token for each handshake under way, and for each
+	// request an Accept's taker takes for one: at most maxHandshakes.
+	slots chan struct{}
 
 	// closeMu serializes Close; closed is set once one has succeeded, so
 	// that a Close that failed is tried again by the next.
@@ -123,7 +127,8 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err := id.Listen(cfg.Backlog); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
-	l := &Listener{id: id, ch: ch, cfg: *cfg, bound: id.LocalAddr(), sem: make(chan struct{}, 1), readyc: make(chan struct{})}
+	l := &Listener{id: id, ch: ch, cfg: *cfg, bound: id.LocalAddr(), sem: make(chan struct{}, 1), readyc: make(chan struct{}),
+		slots: make(chan struct{}, maxHandshakes)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	return l, nil
 }
@@ -139,30 +144,43 @@ func (l *Listener) ID() *ID { return l.id }
 // listener's Config: GetRequest, then ConnRequest.Accept. If making the
 // connection's resources fails, the request is rejected. Close ends it
 // with ErrClosed, also once it has answered a request and waits for the
-// peer to complete the connection. A failure of one peer's (it refused
-// the reply, went away: a *RejectedError, an *EventError, ErrDisconnected)
-// ends that Accept only: a server calls Accept again, as in
-// ExampleListen. Accept handles one request at a time; a server that must
-// not wait on a peer slow to complete takes requests with GetRequest and
-// accepts each in a goroutine of its own, as package rdmamsg's Listener
-// does.
+// peer to complete the connection.
 //
-// ctx bounds the wait for a request, not the handshake: once Accept has
-// taken one, its ctx no longer changes what the peer gets, as a TCP
-// listener's backlog holds connections that no Accept has returned yet.
-// When ctx ends once Accept has taken a request but before it begins to
-// answer it, Accept returns ctx's error and leaves the request unanswered
-// for the next Accept or GetRequest. When it ends once the handshake has
-// begun (the connection's resources are being made, or the reply has gone
-// out), Accept returns ctx's error and the handshake goes on, bounded by
-// the listener's Config.Timeout (where that is zero, the wait for
-// ESTABLISHED by DefaultConnectTimeout) and by Close; if it succeeds,
-// the next Accept returns that connection before it takes another
-// request. The peer may have gone meanwhile: a connection so
-// kept may come with Done closed. A handshake that fails then is freed,
-// and its error dropped, as another Accept's would end that Accept only.
-// Close rejects the requests left unanswered, ends the handshakes under
-// way, and closes the connections kept that no Accept has returned.
+// As a TCP listener's accept never waits on one client's handshake,
+// Accept does not wait on one peer's: while the handshakes it has begun
+// are under way, it goes on taking requests and begins their handshakes
+// too, each in a goroutine of its own, and returns the first connection
+// made (one kept, see below, included), so that a peer that got the
+// reply and never completes (it went away, and its CM never said so: the
+// kernel sends the reply again until it gives up, after about a minute)
+// holds up no other. At most 64 handshakes are under way on a listener
+// at once (the Accepts' together); further requests wait in the
+// backlog. A failure of one peer's (it refused the reply, went away: a
+// *RejectedError, an *EventError, ErrDisconnected) ends the Accept that
+// began its handshake, if that Accept still waits, and that Accept only:
+// a server calls Accept again, as in ExampleListen. A server that wants
+// each request to itself (to look at its private data, answer it with a
+// Config of its own) takes requests with GetRequest and accepts each in
+// a goroutine of its own, as package rdmamsg's Listener does.
+//
+// ctx bounds the wait for a connection, not the handshakes: once Accept
+// has taken a request, its ctx no longer changes what the peer gets, as
+// a TCP listener's backlog holds connections that no Accept has returned
+// yet. When ctx ends once Accept has taken a request but before it
+// begins to answer it, Accept returns ctx's error and leaves the request
+// unanswered for the next Accept or GetRequest, as it leaves one it took
+// as it returned another connection. The handshakes it began (the
+// connection's resources are being made, or the reply has gone out) go
+// on after it has returned, for ctx's end as for another connection's,
+// bounded by the listener's Config.Timeout (where that is zero, the wait
+// for ESTABLISHED by DefaultConnectTimeout) and by Close; one that
+// succeeds is kept, and the next Accept returns that connection before
+// it takes another request. The peer may have gone meanwhile: a
+// connection so kept may come with Done closed. A handshake that fails
+// then is freed, and its error dropped, as another Accept's would end
+// that Accept only. Close rejects the requests left unanswered, ends the
+// handshakes under way, and closes the connections kept that no Accept
+// has returned.
 //
 // For a UD listener, each Conn that Accept returns holds a QP, its CQs
 // and a PD until closed, and no event ends it: Done never closes. Close
@@ -170,27 +188,190 @@ func (l *Listener) ID() *ID { return l.id }
 // no more use for it: the program's own protocol tells).
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	checkContext(ctx, "(*Listener).Accept")
-	r, c, err := l.getRequest(ctx, true)
+	c, err := l.accept(ctx)
 	if err != nil {
 		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: err}
 	}
-	if c != nil {
-		return c, nil
+	return c, nil
+}
+
+// maxHandshakes bounds the handshakes under way on a listener, the
+// Accepts' together (Listener.slots), so that a flood of requests whose
+// peers never complete makes no more goroutines.
+const maxHandshakes = 64
+
+// acceptRun is one Accept's, shared with the handshakes it began: their
+// outcomes while it waits, and once it has returned (gone), none: a
+// handshake then keeps its connection for the next Accept (keep), or
+// frees it and drops its error.
+type acceptRun struct {
+	mu      sync.Mutex
+	gone    bool
+	results []acceptResult
+	// notify holds a token once a result has come.
+	notify chan struct{}
+}
+
+type acceptResult struct {
+	c   *Conn
+	err error
+}
+
+// taken is what Accept's taker (take) hands it: a request, a connection
+// kept, or why it can take no more.
+type taken struct {
+	r   *ConnRequest
+	c   *Conn
+	err error
+}
+
+// accept is Accept. A goroutine of its own (take) takes the requests,
+// and the connections kept, while it waits; it returns once that one
+// has ended, and leaves the handshakes still under way to go on.
+func (l *Listener) accept(ctx context.Context) (*Conn, error) {
+	run := &acceptRun{notify: make(chan struct{}, 1)}
+	tctx, stopTaking := context.WithCancel(ctx)
+	next := make(chan taken)
+	takerDone := make(chan struct{})
+	go l.take(tctx, next, takerDone)
+	defer func() {
+		// The taker leaves what it takes from now on for the next
+		// Accept (hand); the handshakes left, and what came from those
+		// that ended meanwhile, are kept or dropped as after ctx's end.
+		stopTaking()
+		<-takerDone
+		run.mu.Lock()
+		run.gone = true
+		left := run.results
+		run.results = nil
+		run.mu.Unlock()
+		for _, x := range left {
+			if x.c != nil {
+				l.keep(x.c)
+			}
+		}
+	}()
+	// outcome takes the first handshake's outcome that has come.
+	outcome := func() (acceptResult, bool) {
+		run.mu.Lock()
+		defer run.mu.Unlock()
+		if len(run.results) == 0 {
+			return acceptResult{}, false
+		}
+		x := run.results[0]
+		run.results[0] = acceptResult{}
+		run.results = run.results[1:]
+		if x.err != nil && l.ctx.Err() != nil {
+			// The handshake's own error says only that Close
+			// cancelled it.
+			x.err = fmt.Errorf("%w (%v)", ErrClosed, x.err)
+		}
+		return x, true
 	}
-	if h := takenHook.Load(); h != nil {
-		(*h)(l)
+	for {
+		if x, ok := outcome(); ok {
+			return x.c, x.err
+		}
+		select {
+		case <-run.notify:
+		case t := <-next:
+			if t.err != nil {
+				return nil, t.err
+			}
+			if t.c != nil {
+				return t.c, nil
+			}
+			if h := takenHook.Load(); h != nil {
+				(*h)(l)
+			}
+			// Not answered yet: a caller that has given up leaves
+			// the request for the next, unless Close has begun.
+			if err := ctx.Err(); err != nil && l.park(t.r) {
+				<-l.slots
+				return nil, err
+			}
+			if !l.begin(ctx, run, t.r) {
+				<-l.slots
+				return nil, errors.Join(ErrClosed, t.r.refuse())
+			}
+		case <-ctx.Done():
+			// A connection made meanwhile is returned rather than
+			// kept.
+			if x, ok := outcome(); ok && x.err == nil {
+				return x.c, nil
+			}
+			return nil, ctx.Err()
+		}
 	}
-	// Not answered yet: a caller that has given up leaves the request
-	// for the next, unless Close has begun.
-	if err := ctx.Err(); err != nil && l.park(r) {
-		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: err}
+}
+
+// take is Accept's taker: it takes requests (getRequest), each once a
+// handshake's slot is free, and the connections kept, and hands them to
+// the Accept on next, until ctx ends (the Accept's own ends, or it has
+// returned) or getRequest fails. It holds a slot while it takes a
+// request, and passes it on with the request. It closes done when it
+// returns.
+func (l *Listener) take(ctx context.Context, next chan<- taken, done chan<- struct{}) {
+	defer close(done)
+	for {
+		l.mu.Lock()
+		c := l.takeReady()
+		readyc := l.readyc
+		l.mu.Unlock()
+		if c != nil {
+			if !l.hand(ctx, next, taken{c: c}) {
+				return
+			}
+			continue
+		}
+		select {
+		case l.slots <- struct{}{}:
+		case <-readyc:
+			continue
+		case <-l.ctx.Done():
+			l.hand(ctx, next, taken{err: ErrClosed})
+			return
+		case <-ctx.Done():
+			return
+		}
+		r, c, err := l.getRequest(ctx, true)
+		if r == nil {
+			<-l.slots
+		}
+		if !l.hand(ctx, next, taken{r, c, err}) || err != nil {
+			return
+		}
 	}
-	type result struct {
-		c   *Conn
-		err error
+}
+
+// hand hands t to the Accept waiting on next and reports whether it did.
+// Where ctx ends first, the Accept has returned, or its ctx has ended: a
+// request is left for the next Accept (park), or refused after Close,
+// and a connection kept.
+func (l *Listener) hand(ctx context.Context, next chan<- taken, t taken) bool {
+	select {
+	case next <- t:
+		return true
+	case <-ctx.Done():
 	}
-	// The handshake runs bounded by the listener's life, not by ctx,
-	// whose values it keeps.
+	switch {
+	case t.r != nil:
+		if !l.park(t.r) {
+			t.r.refuse()
+		}
+		<-l.slots
+	case t.c != nil:
+		l.keep(t.c)
+	}
+	return false
+}
+
+// begin begins r's handshake in a goroutine of its own, which holds the
+// slot the taker took for r until it ends, bounded by the listener's
+// life, not by ctx, whose values it keeps. Its outcome goes to run,
+// unless run's Accept has returned. After Close it begins none, and
+// reports false.
+func (l *Listener) begin(ctx context.Context, run *acceptRun, r *ConnRequest) bool {
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(l.ctx, cancel)
 	l.mu.Lock()
@@ -198,53 +379,33 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 		l.mu.Unlock()
 		stop()
 		cancel()
-		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: errors.Join(ErrClosed, r.refuse())}
+		return false
 	}
 	l.handshakes.Add(1)
 	l.mu.Unlock()
-	// res takes the outcome unless the caller has given up (gone): then
-	// the handshake keeps its connection for the next Accept.
-	res := make(chan result, 1)
-	var resMu sync.Mutex
-	gone := false
 	go func() {
 		defer l.handshakes.Done()
-		defer cancel()
-		defer stop()
-		c, err := r.accept(hctx, nil)
-		resMu.Lock()
-		kept := gone
+		c, err := func() (*Conn, error) {
+			defer func() { <-l.slots }()
+			defer cancel()
+			defer stop()
+			return r.accept(hctx, nil)
+		}()
+		run.mu.Lock()
+		kept := run.gone
 		if !kept {
-			res <- result{c, err}
+			run.results = append(run.results, acceptResult{c, err})
+			select {
+			case run.notify <- struct{}{}:
+			default:
+			}
 		}
-		resMu.Unlock()
+		run.mu.Unlock()
 		if kept && c != nil {
 			l.keep(c)
 		}
 	}()
-	var x result
-	select {
-	case x = <-res:
-	case <-ctx.Done():
-		resMu.Lock()
-		select {
-		case x = <-res:
-		default:
-			gone = true
-		}
-		resMu.Unlock()
-		if gone {
-			return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: ctx.Err()}
-		}
-	}
-	if x.err == nil {
-		return x.c, nil
-	}
-	if l.ctx.Err() != nil {
-		// The handshake's own error says only that Close cancelled it.
-		return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: fmt.Errorf("%w (%v)", ErrClosed, x.err)}
-	}
-	return nil, &OpError{Op: "accept", Addr: l.bound.String(), Err: x.err}
+	return true
 }
 
 // GetRequest waits for the next connection request (the CONNECT_REQUEST
@@ -254,8 +415,9 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // InitQPAttr) closes that channel with the ID: the ID's Close (or its
 // Migrate to another channel) closes it. It returns
 // ctx's error when ctx ends first, and ErrClosed after Close. A request
-// that an Accept left unanswered when its ctx ended comes first. Callers take
-// requests one at a time: another's wait ends with its own ctx too. Once the
+// that an Accept took and left unanswered (its ctx ended, or it returned
+// another connection, first) comes first. Callers take requests one at
+// a time: another's wait ends with its own ctx too. Once the
 // device has gone (DEVICE_REMOVAL), it and every later call return an
 // error matching ErrDeviceRemoved: no request can come again.
 func (l *Listener) GetRequest(ctx context.Context) (*ConnRequest, error) {
@@ -413,7 +575,8 @@ func (l *Listener) keep(c *Conn) {
 var takenHook atomic.Pointer[func(l *Listener)]
 
 // park keeps r, a request that Accept took and did not answer because
-// its caller's context ended, for the next getRequest, and reports
+// its caller's context ended, or it returned first, for the next
+// getRequest, and reports
 // whether it did: after Close, which rejects the requests parked, it
 // does not, and r is refused.
 func (l *Listener) park(r *ConnRequest) bool {
@@ -433,16 +596,16 @@ func (l *Listener) park(r *ConnRequest) bool {
 
 // Close stops listening and destroys the listening ID and its channel
 // (rdma_destroy_id, rdma_destroy_event_channel). A GetRequest or Accept
-// waiting returns ErrClosed. Requests that an Accept left unanswered when
-// its context ended are rejected (rdma_reject): their peers' Dial fails
-// with a *RejectedError. Handshakes that Accepts began end (the peer's
-// Dial fails, or its connection ends at once), and Close waits for them,
-// and for a Config.Prepare they are in; connections that an Accept's
-// handshake made after its caller gave up, and that no Accept has
-// returned, are closed (their peers get DISCONNECTED). Connections Accept returned, and
-// requests GetRequest returned, stay. If Close fails, the next Close
-// tries again what failed; once one has returned nil, closing again is
-// a no-op.
+// waiting returns ErrClosed. Requests that an Accept took and left
+// unanswered (see Accept) are rejected (rdma_reject): their peers' Dial
+// fails with a *RejectedError. Handshakes that Accepts began end (the
+// peer's Dial fails, or its connection ends at once), and Close waits
+// for them, and for a Config.Prepare they are in; connections that an
+// Accept's handshake made after that Accept returned, and that no
+// Accept has returned, are closed (their peers get DISCONNECTED).
+// Connections Accept returned, and requests GetRequest returned, stay.
+// If Close fails, the next Close tries again what failed; once one has
+// returned nil, closing again is a no-op.
 func (l *Listener) Close() error {
 	l.closeMu.Lock()
 	defer l.closeMu.Unlock()
