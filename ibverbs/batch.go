@@ -37,10 +37,12 @@ type SendBatch struct {
 	sges   []SGE
 	maxSGE int
 	ahs    []*AH // each request's, held open
-	// inline counts the requests with SendInline, whose SGEs each post
-	// checks (checkInline) with inl.
-	inline int
-	inl    inlineCache
+	// check counts the requests that each post checks (checkPost): those
+	// with SendInline, whose SGEs it checks with inl, and the atomics
+	// whose remote address SetRemoteAddr left misaligned. A batch with
+	// none costs its posts one compare.
+	check int
+	inl   inlineCache
 }
 
 // NewSendBatch copies wrs into a new batch, checking each as PostSend
@@ -88,6 +90,9 @@ func (qp *QP) checkBatched(w *SendWR, maxSGE int, inl *inlineCache) error {
 
 func (b *SendBatch) fill(i int, w *SendWR) {
 	b.countInline(i, w.Flags)
+	if b.misaligned(i) {
+		b.check-- // checkSend took w, which is aligned or no atomic
+	}
 	fillSend(&b.wrs[i], b.sges[i*b.maxSGE:(i+1)*b.maxSGE], w)
 	if w.AH != nil {
 		w.AH.users.add()
@@ -126,26 +131,42 @@ func (b *SendBatch) SetFlags(i int, f SendFlags) {
 	b.wrs[i].send_flags = C.uint(f)
 }
 
-// countInline keeps inline's count as request i's flags become f.
+// countInline keeps check's count as request i's flags become f.
 func (b *SendBatch) countInline(i int, f SendFlags) {
 	was := b.wrs[i].send_flags&C.IBV_SEND_INLINE != 0
 	if is := f&SendInline != 0; is != was {
 		if is {
-			b.inline++
+			b.check++
 		} else {
-			b.inline--
+			b.check--
 		}
 	}
 }
 
-// checkInline says why requests from to from+n-1 must not be posted: the
-// first with SendInline that has an SGE outside the live MRs of the QP's
-// PD (inlineCache.checkSGL), as a *PostError with its index; or returns
+// misaligned reports whether request i is an atomic whose remote address
+// is not 8-byte aligned, which only SetRemoteAddr can give it.
+func (b *SendBatch) misaligned(i int) bool {
+	w := &b.wrs[i]
+	switch Opcode(w.opcode) {
+	case OpAtomicCmpAndSwp, OpAtomicFetchAdd:
+		return (*C.struct_gv_wr_atomic)(unsafe.Pointer(&w.wr)).remote_addr%8 != 0
+	}
+	return false
+}
+
+// checkPost says why requests from to from+n-1 must not be posted: the
+// first atomic whose remote address is not 8-byte aligned, or with
+// SendInline that has an SGE outside the live MRs of the QP's PD
+// (inlineCache.checkSGL), as a *PostError with its index; or returns
 // nil. An MR may have closed since the request was set.
-func (b *SendBatch) checkInline(from, n int) error {
+func (b *SendBatch) checkPost(from, n int) error {
 	pd := b.qp.pd.c
 	for k := from; k < from+n; k++ {
 		w := &b.wrs[k]
+		if b.misaligned(k) {
+			a := (*C.struct_gv_wr_atomic)(unsafe.Pointer(&w.wr))
+			return &PostError{Index: k, Err: misalignedAtomic("ibv_post_send", Opcode(w.opcode), uint64(a.remote_addr), syscall.EINVAL)}
+		}
 		if w.send_flags&C.IBV_SEND_INLINE == 0 {
 			continue
 		}
@@ -165,14 +186,24 @@ func (b *SendBatch) checkInline(from, n int) error {
 func (b *SendBatch) SetImm(i int, v uint32) { setImm(&b.wrs[i], v) }
 
 // SetRemoteAddr sets the remote address of request i, an RDMA or atomic
-// request; it panics on any other opcode.
+// request; it panics on any other opcode. An atomic's address must be
+// 8-byte aligned: a post of the request while it is not is refused, as
+// Set refuses it (see Post).
 func (b *SendBatch) SetRemoteAddr(i int, addr uint64) {
 	w := &b.wrs[i]
 	switch Opcode(w.opcode) {
 	case OpRDMAWrite, OpRDMAWriteWithImm, OpRDMARead:
 		(*C.struct_gv_wr_rdma)(unsafe.Pointer(&w.wr)).remote_addr = C.uint64_t(addr)
 	case OpAtomicCmpAndSwp, OpAtomicFetchAdd:
-		(*C.struct_gv_wr_atomic)(unsafe.Pointer(&w.wr)).remote_addr = C.uint64_t(addr)
+		a := (*C.struct_gv_wr_atomic)(unsafe.Pointer(&w.wr))
+		if was, is := a.remote_addr%8 != 0, addr%8 != 0; was != is {
+			if is {
+				b.check++
+			} else {
+				b.check--
+			}
+		}
+		a.remote_addr = C.uint64_t(addr)
 	default:
 		panic(fmt.Sprintf("ibverbs: SetRemoteAddr on request %d, a %v", i, Opcode(w.opcode)))
 	}
@@ -201,7 +232,11 @@ func (b *SendBatch) SetSGE(i, j int, sge SGE) {
 // with a *PostError that names it and matches syscall.EINVAL: Post checks
 // the SGEs of a batch's inline requests at each post, as their MRs may
 // have closed since they were set; and it refuses so a request with
-// SendInline (from SetFlags) whose opcode is not a send or RDMA write.
+// SendInline (from SetFlags) whose opcode is not a send or RDMA write,
+// and an atomic whose remote address SetRemoteAddr made not 8-byte
+// aligned ("ATOMIC_FETCH_AND_ADD at 0x1004: atomics need an 8-byte
+// aligned address"), which ibv_post_send refuses with EINVAL but the
+// ibv_wr_* API posts (rxe: REM_INV_REQ_ERR, the QP to the error state).
 func (b *SendBatch) Post(from, n, listLen int) error {
 	if b.s == nil || b.qp.c == nil {
 		return ErrClosed
@@ -213,8 +248,8 @@ func (b *SendBatch) Post(from, n, listLen int) error {
 	if n == 0 {
 		return nil
 	}
-	if b.inline > 0 {
-		if err := b.checkInline(from, n); err != nil {
+	if b.check > 0 {
+		if err := b.checkPost(from, n); err != nil {
 			return err
 		}
 	}
@@ -270,8 +305,8 @@ func (b *SendBatch) refused(from, n, listLen, i int, err error) error {
 // cq into wcs, in the same cgo call, until it takes a completion or about
 // spin has passed; with spin 0 it polls once. It returns the number of
 // completions taken, which are returned as they are, as Poll's are; if
-// the post fails it polls nothing. It checks inline requests as Post
-// does.
+// the post fails it polls nothing. It checks inline requests and
+// misaligned atomics as Post does.
 //
 // A loop that posts a request and waits for its completion (read_lat, a
 // synchronous remote read) makes one cgo call an iteration instead of at
@@ -288,8 +323,8 @@ func (b *SendBatch) PostPoll(from, n, listLen int, cq *CQ, wcs []WC, spin time.D
 		return 0, fmt.Errorf("ibv_post_send: requests %d+%d in lists of %d of a batch of %d, %d completions: %w",
 			from, n, listLen, len(b.wrs), len(wcs), syscall.EINVAL)
 	}
-	if b.inline > 0 {
-		if err := b.checkInline(from, n); err != nil {
+	if b.check > 0 {
+		if err := b.checkPost(from, n); err != nil {
 			return 0, err
 		}
 	}

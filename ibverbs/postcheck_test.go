@@ -159,12 +159,12 @@ func TestPostSendRefusesUpFront(t *testing.T) {
 	faa.SGL = []ibverbs.SGE{p.a.mr.SGE(0, 4), p.a.mr.SGE(4, 4)}
 	postRefused(t, "fetch-add into two SGEs", p.a.qp.PostSend([]ibverbs.SendWR{faa}), 0, syscall.EINVAL,
 		"with 2 SGEs, 8 bytes: an atomic takes one SGE of 8 bytes")
-	// A misaligned remote address, set by hand (SetRemote refuses it):
-	// the provider refuses it, in RTS.
+	// A misaligned remote address, set by hand (SetRemote refuses it), is
+	// refused in SetRemote's words (the provider refused it, in RTS).
 	faa.SGL = []ibverbs.SGE{p.a.mr.SGE(0, 8)}
 	faa.RemoteAddr += 4
 	postRefused(t, "fetch-add at a misaligned address", p.a.qp.PostSend([]ibverbs.SendWR{faa}), 0, syscall.EINVAL,
-		fmt.Sprintf("QP %#x is in RTS, which takes sends: the provider refused the request (ATOMIC_FETCH_AND_ADD, 1 SGE, 8 bytes), not for the QP's state", p.a.qp.Num()))
+		fmt.Sprintf("ATOMIC_FETCH_AND_ADD at %#x: atomics need an 8-byte aligned address", faa.RemoteAddr))
 	// The QP is still good.
 	if err := p.a.qp.PostSend([]ibverbs.SendWR{ok}); err != nil {
 		t.Fatal(err)

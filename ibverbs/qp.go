@@ -439,12 +439,14 @@ func (qp *QP) Raw() unsafe.Pointer { return unsafe.Pointer(qp.c) }
 // SendInline than QPCap.MaxInline ("inline 65 bytes, the QP allows 64"),
 // an inline SGE outside the live MRs of the QP's PD (see SendInline), an
 // opcode no verb has ("unknown opcode 99"), an atomic whose SGL is not one
-// SGE of 8 bytes, a UD send whose AH is of another PD, a bind of a window
-// of another PD, among others. An EINVAL from the device says the QP's
-// state, which the post then queries (ibv_query_qp): a QP not yet in RTS
-// takes no sends ("QP 0x11 is in INIT, and takes sends from RTS on");
-// where the state is not the cause, it says so, and which opcode, SGEs
-// and bytes the provider refused. A full send queue fails the post with
+// SGE of 8 bytes or whose RemoteAddr is not 8-byte aligned, an RDMA_READ
+// or atomic on a UC QP (which the provider would take, and fail at its
+// completion, the QP to the error state), a UD send whose AH is of
+// another PD, a bind of a window of another PD, among others. An EINVAL
+// from the device says the QP's state, which the post then queries
+// (ibv_query_qp): a QP not yet in RTS takes no sends ("QP 0x11 is in
+// INIT, and takes sends from RTS on"); where the state is not the cause,
+// it says so, and which opcode, SGEs and bytes the provider refused. A full send queue fails the post with
 // an error matching syscall.ENOMEM that says so, with the queue's size.
 func (qp *QP) PostSend(wrs []SendWR) error { return qp.postSend(wrs, 0) }
 
@@ -530,7 +532,7 @@ func rekey(posted []SendWR) {
 
 // checkSend says why PostSend would refuse w before it reaches the
 // provider, or returns nil. inl remembers the MR the last inline SGE lay
-// in (checkInline).
+// in (inlineCache.checkSGL).
 func (qp *QP) checkSend(w *SendWR, maxSGE int, inl *inlineCache) error {
 	if n := inlineLen(w); n > uint64(qp.cap.MaxInline) {
 		return fmt.Errorf("ibv_post_send: inline %d bytes, the QP allows %d: %w", n, qp.cap.MaxInline, syscall.EINVAL)
@@ -543,11 +545,19 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int, inl *inlineCache) error {
 			return err
 		}
 	}
+	atomic := w.Opcode == OpAtomicCmpAndSwp || w.Opcode == OpAtomicFetchAdd
 	switch {
 	case w.Opcode > OpSendWithInv:
 		return fmt.Errorf("ibv_post_send: unknown opcode %d (%v): %w", uint32(w.Opcode), w.Opcode, syscall.EINVAL)
-	case (w.Opcode == OpAtomicCmpAndSwp || w.Opcode == OpAtomicFetchAdd) && (len(w.SGL) != 1 || w.SGL[0].Length != 8):
+	case qp.typ == QPTypeUC && (atomic || w.Opcode == OpRDMARead):
+		// The provider takes it, and its completion (LOC_QP_OP_ERR on
+		// rxe) takes the QP to the error state, which flushes every
+		// request after it.
+		return fmt.Errorf("ibv_post_send: a UC QP takes writes and sends, not %v: %w", w.Opcode, syscall.EINVAL)
+	case atomic && (len(w.SGL) != 1 || w.SGL[0].Length != 8):
 		return fmt.Errorf("ibv_post_send: %v with %s: an atomic takes one SGE of 8 bytes: %w", w.Opcode, sglSize(w.SGL), syscall.EINVAL)
+	case atomic && w.RemoteAddr%8 != 0:
+		return misalignedAtomic("ibv_post_send", w.Opcode, w.RemoteAddr, syscall.EINVAL)
 	case len(w.SGL) > maxSGE:
 		return fmt.Errorf("ibv_post_send: %d SGEs, the QP allows %d: %w", len(w.SGL), maxSGE, syscall.EINVAL)
 	case qp.qx != nil && (w.Opcode >= 32 || qp.wrOps&(1<<w.Opcode) == 0):
@@ -571,6 +581,14 @@ func (qp *QP) checkSend(w *SendWR, maxSGE int, inl *inlineCache) error {
 		return qp.checkBind("ibv_post_send", w.Bind.MW, w.Bind)
 	}
 	return nil
+}
+
+// misalignedAtomic is the error for an atomic op at addr, which is not
+// 8-byte aligned, as SetRemote words it, with errno: "ibv_post_send:
+// ATOMIC_FETCH_AND_ADD at 0x1004: atomics need an 8-byte aligned address:
+// invalid argument".
+func misalignedAtomic(verb string, op Opcode, addr uint64, errno syscall.Errno) error {
+	return fmt.Errorf("%s: %v at %#x: atomics need an 8-byte aligned address: %w", verb, op, addr, errno)
 }
 
 // inlineCache remembers the live MR that an inline SGE last lay in, so
