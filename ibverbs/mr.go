@@ -47,7 +47,7 @@ type mrKey struct {
 }
 
 // liveMRs are the MRs registered and not yet closed, by PD and lkey: what
-// an inline SGE must lie in (QP.checkInline).
+// an inline SGE must lie in (inlineCache.checkSGL).
 var liveMRs struct {
 	sync.Mutex
 	m map[mrKey]*MR
@@ -218,6 +218,17 @@ func (m *MR) SGE(off, length int) SGE {
 	return SGE{Addr: m.addr + uint64(off), Length: uint32(length), LKey: m.lkey}
 }
 
+// deregError is MR.Close's error for errno from ibv_dereg_mr. EINVAL is
+// what a device answers for a region that a memory window is still bound
+// to (rxe's rxe_dereg_mr): the error says so, as a hint, since only the
+// device knows whether a window is bound.
+func deregError(errno int) error {
+	if errno == int(syscall.EINVAL) || errno == -int(syscall.EINVAL) {
+		return os.NewSyscallError("ibv_dereg_mr", fmt.Errorf("a memory window may still be bound to the MR: close or invalidate it first: %w", syscall.EINVAL))
+	}
+	return verbError("ibv_dereg_mr", errno)
+}
+
 // Raw returns the struct ibv_mr pointer, valid until Close.
 func (m *MR) Raw() unsafe.Pointer { return unsafe.Pointer(m.c) }
 
@@ -227,6 +238,15 @@ func (m *MR) Raw() unsafe.Pointer { return unsafe.Pointer(m.c) }
 // built from it later names memory the device may since have given the
 // keys to. Len goes on answering. Two Closes may run at once: one
 // deregisters the region and the other returns nil once it has.
+//
+// A memory window bound to the region is not counted as its child, as
+// the peer can invalidate a type 2 window (OpSendWithInv) without this
+// side's knowing: the device refuses to deregister a region with a
+// window bound, rxe with EINVAL, and Close then fails with the device's
+// errno, says that a window may still be bound ("ibv_dereg_mr: a memory
+// window may still be bound to the MR: close or invalidate it first:
+// invalid argument") and leaves the MR open, to close again once the
+// window is closed, unbound or invalidated.
 func (m *MR) Close() error {
 	m.closeMu.Lock()
 	defer m.closeMu.Unlock()
@@ -234,7 +254,7 @@ func (m *MR) Close() error {
 		return nil
 	}
 	if rc := C.ibv_dereg_mr(m.c); rc != 0 {
-		return verbError("ibv_dereg_mr", int(rc))
+		return deregError(int(rc))
 	}
 	m.live.Store(false)
 	liveMRs.Lock()
