@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
@@ -16,10 +17,11 @@ import (
 
 // A server accepts connections and receives one message on each. The
 // receive is posted by Config.Prepare, before the connection is accepted,
-// so that the client's first message finds it there.
+// so that the client's first message finds it there. Prepare may run for
+// several connections at once, so each one's buffer is kept by its Conn.
 func ExampleListen() {
 	ctx := context.Background()
-	var buf *ibverbs.Buffer // the receive buffer of the connection Accept makes
+	var bufs sync.Map // *rdmacm.Conn to its receive buffer
 	cfg := &rdmacm.Config{Prepare: func(c *rdmacm.Conn) (func() error, error) {
 		b, err := ibverbs.NewBuffer(4096, ibverbs.BufferOptions{})
 		if err != nil {
@@ -30,13 +32,16 @@ func ExampleListen() {
 			b.Close()
 			return nil, err
 		}
-		cleanup := func() error { return errors.Join(mr.Close(), b.Close()) }
+		cleanup := func() error {
+			bufs.Delete(c)
+			return errors.Join(mr.Close(), b.Close())
+		}
 		err = c.QP().PostRecv([]ibverbs.RecvWR{{ID: 1, SGL: []ibverbs.SGE{mr.SGE(0, 4096)}}})
 		if err != nil {
 			cleanup()
 			return nil, err
 		}
-		buf = b
+		bufs.Store(c, b)
 		return cleanup, nil // c.Close calls it
 	}}
 	l, err := rdmacm.Listen(ctx, "198.18.0.1:7471", cfg)
@@ -62,9 +67,10 @@ func ExampleListen() {
 		if err != nil {
 			log.Printf("%s: %v", c.RemoteAddr(), err)
 		} else {
-			log.Printf("%s sent %q", c.RemoteAddr(), buf.Bytes()[:wcs[0].ByteLen])
+			b, _ := bufs.Load(c)
+			log.Printf("%s sent %q", c.RemoteAddr(), b.(*ibverbs.Buffer).Bytes()[:wcs[0].ByteLen])
 		}
-		if err := c.Close(); err != nil { // frees buf, through Prepare's cleanup
+		if err := c.Close(); err != nil { // frees the buffer, through Prepare's cleanup
 			log.Print(err)
 		}
 	}
