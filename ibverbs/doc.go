@@ -105,8 +105,11 @@
 // counts as the Context's child. A parent's Close while children are open
 // fails with an error that matches
 // syscall.EBUSY and says how many are open, and changes nothing, so any
-// order a program tries is safe and the right order always works. Close is
-// idempotent. Methods of a closed object return ErrClosed (which also
+// order a program tries is safe and the right order always works. A
+// memory window bound to an MR is not the MR's child (the peer may
+// invalidate it): the MR's Close then fails with the device's errno
+// (EINVAL on rxe), says a window may be bound, and leaves the MR open
+// (see MR.Close). Close is idempotent. Methods of a closed object return ErrClosed (which also
 // matches os.ErrClosed). Getters of what the object was made with go on
 // answering from values cached at creation (Context.Name, QP.Num and Cap,
 // MR.Len); those that would read what Close freed answer

@@ -28,10 +28,12 @@ func (closedError) Is(target error) bool { return target == os.ErrClosed || targ
 // one of them, and the errno of the event's status where it carries one:
 // errors.Is(err, ErrAddrResolve) && errors.Is(err, syscall.ETIMEDOUT).
 var (
-	// ErrAddrResolve: the address did not resolve (ADDR_ERROR), e.g. no
-	// route to it, or no answer to ARP.
+	// ErrAddrResolve: the address did not resolve (ADDR_ERROR, e.g. no
+	// answer to ARP), or rdma_resolve_addr refused at once (ENETUNREACH:
+	// no route to it).
 	ErrAddrResolve = errors.New("address not resolved")
-	// ErrRouteResolve: no route to the resolved address (ROUTE_ERROR).
+	// ErrRouteResolve: no route to the resolved address (ROUTE_ERROR), or
+	// rdma_resolve_route refused at once.
 	ErrRouteResolve = errors.New("route not resolved")
 	// ErrUnreachable: the peer did not answer the connection handshake,
 	// or, for a connection up, its address became unreachable
