@@ -378,9 +378,8 @@ func reserveProcs(n int) (release func()) {
 }
 
 // combine adds up the threads' results into the side's: at each size the
-// messages of all threads over the longest thread's time, and the sum of
-// their peaks, as a bidirectional test adds its two directions. The
-// error is the first thread's failure that was not the group stopping
+// messages of all threads over the longest thread's time, and their peak
+// (addBandwidth). The error is the first thread's failure that was not the group stopping
 // for it.
 func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, errs []error, cpus []int) (*Result, error) {
 	var err error
@@ -487,9 +486,17 @@ func addSizes(parts []SizeResult) SizeResult {
 }
 
 // addBandwidth is the bandwidth of connections that ran at once: their
-// messages over the longest one's time, with the sum of their peaks (at
-// least the average), or none (0) where none has one (a one-way test's
-// receivers).
+// messages over the longest one's time, and a peak. Where each that
+// completed messages timed a window faster than its own run (its peak
+// above its average), that peak is the sum of theirs: the most they
+// reached together, each at its fastest, an upper bound rather than a
+// figure measured at once, as their fastest windows need not have come
+// at the same time. Where one timed none, its peak is only its average,
+// over a time of its own, and the sum would add up averages over
+// different times, above the average of them all where one thread
+// took longer than another: the peak is then the average, as a
+// connection's is where it timed no window. It is never below the
+// average, and none (0) where none has one (a one-way test's receivers).
 func addBandwidth(bs []stats.Bandwidth) stats.Bandwidth {
 	if len(bs) == 0 {
 		return stats.Bandwidth{}
@@ -497,17 +504,22 @@ func addBandwidth(bs []stats.Bandwidth) stats.Bandwidth {
 	var iters uint64
 	var el time.Duration
 	var peak float64
+	windows := true // each that completed messages timed a window of its own
 	for _, b := range bs {
 		iters += b.Iterations
 		el = max(el, b.Elapsed)
 		peak += b.PeakMBps
+		if b.Iterations > 0 && b.PeakMBps <= b.AvgMBps {
+			windows = false
+		}
 	}
 	sum := stats.ComputeBandwidth(bs[0].Bytes, iters, el, 0)
-	if peak > 0 {
-		sum.PeakMBps = max(sum.AvgMBps, peak)
-	} else {
+	switch {
+	case peak <= 0:
 		sum.PeakMBps = 0
-	}
+	case windows:
+		sum.PeakMBps = max(sum.AvgMBps, peak)
+	} // else ComputeBandwidth's, the average
 	return sum
 }
 
