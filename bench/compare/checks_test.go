@@ -68,6 +68,12 @@ func fakeTools(t *testing.T, mode string) string {
 //     header on stdout and its error on stderr, and exits 1;
 //   - exit: the server says it cannot listen and exits 1;
 //   - silent: the server never listens and stays until killed;
+//   - gorperfflaky, perftestflaky: as ok, but gorperf's (or the perftest
+//     tool's) first client run fails, as clientfail's does, or with
+//     gorperf's JSON error;
+//
+// gorperf's client, given --threads N, reports its N threads pinned in
+// turn to CPUs 0 and 1;
 //
 // and, given only --help, it prints a usage as perftest 26.04's and
 // exits 1.
@@ -82,14 +88,29 @@ func fake(mode, name string, args []string) int {
 		return 1
 	}
 	if len(args) > 0 && args[len(args)-1] == "127.0.0.1" {
-		os.WriteFile(filepath.Join(dir, name+".client"), []byte(strings.Join(args, " ")), 0o644)
+		mark := filepath.Join(dir, name+".client")
+		_, ranBefore := os.Stat(mark)
+		os.WriteFile(mark, []byte(strings.Join(args, " ")), 0o644)
+		flaky := ranBefore != nil && (mode == "gorperfflaky" && name == "gorperf" || mode == "perftestflaky" && name != "gorperf")
 		switch {
-		case mode == "clientfail":
+		case flaky && name == "gorperf":
+			fmt.Print(`{"error": {"code": "post", "message": "ibv_post_send: connection reset"}}`)
+			return 1
+		case mode == "clientfail" || flaky:
 			fmt.Print(perftestResultLine + perftestResultFmt + "\n")
 			fmt.Fprintf(os.Stderr, " Couldn't connect to 127.0.0.1:%s\n Unable to init the socket connection\n\n", port)
 			return 1
 		case name == "gorperf":
-			fmt.Print(`{"results": [{"bw_avg_mbps": 0.050491676612154444, "msg_rate_mpps": 0.02647218014763323}]}`)
+			threads := ""
+			if i := slices.Index(args, "--threads"); i >= 0 && i+1 < len(args) {
+				n, _ := strconv.Atoi(args[i+1])
+				var ts []string
+				for k := range n {
+					ts = append(ts, fmt.Sprintf(`{"thread": %d, "qps": 1, "cpu": %d, "results": []}`, k, k%2))
+				}
+				threads = `, "thread_results": [` + strings.Join(ts, ", ") + `]`
+			}
+			fmt.Print(`{"results": [{"bw_avg_mbps": 0.050491676612154444, "msg_rate_mpps": 0.02647218014763323}]` + threads + `}`)
 		default:
 			fmt.Print(header + perftestResultLine + perftestResultFmt + "\n" +
 				fmt.Sprintf(perftestReportFmt, 2, 2000, 0.06, 0.05, 0.027644) + "\n" + perftestResultLine)

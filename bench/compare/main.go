@@ -7,17 +7,31 @@
 // It also writes the figures as JSON, before the first case (no rows yet)
 // and after every case: a run stopped by Ctrl-C or a TERM prints the table
 // of the cases done and keeps their JSON, whose "complete" is then false,
-// and never leaves an earlier run's file in its place. It exits 1 when a
-// case has no ratio because one tool failed every run.
+// and never leaves an earlier run's file in its place.
+//
+// It exits 0 only where every run of every case succeeded; 1 where any
+// failed: a case with no ratio because one tool failed every run (an ERROR
+// row), or a row that is the median of fewer runs than -reps, which the
+// table marks "[2/3]" (two of three runs) beside the tool's figure, and
+// whose failed runs' errors it lists under the table; the JSON has each
+// tool's failed_runs and each run's error, and stderr says how many rows
+// are short. A failed baseline run (the short run whose CPU time is
+// subtracted) costs only the row's CPU columns ("err") and not the exit
+// status. Stopped by a signal, it exits 130; a flag it refuses, 2.
 //
 // Each case runs both tools -reps times, alternating which goes first, and
-// compares medians. gorperf is given the TX depth, CQ moderation, inline
-// size, MTU, outstanding reads, post method (ibv_post_send or the
-// ibv_wr_* API) and PCIe relaxed ordering that perftest's header says it
-// used, since perftest picks some of them by device. For each run it records the
-// client's user and system CPU time and the port counters that changed,
-// among them the retransmissions, which explain most of the noise on
-// soft-RoCE.
+// compares medians. With an odd -reps (3, the default) the median is the
+// middle run's figure; with an even one, which it warns about, it is the
+// better of the two middle figures, never their mean: the higher bandwidth
+// and message rate, the lower t_typical, 99th percentile, CPU time and
+// retries. (The mean let one bad run of two decide a row: t_typical runs of
+// 3986.89 and 28.34 µs gave 2007.62.) gorperf is given the TX depth, CQ
+// moderation, inline size, MTU, outstanding reads, post method
+// (ibv_post_send or the ibv_wr_* API) and PCIe relaxed ordering that
+// perftest's header says it used, since perftest picks some of them by
+// device. For each run it records the client's user and system CPU time
+// and the port counters that changed, among them the retransmissions,
+// which explain most of the noise on soft-RoCE.
 //
 // `make compare` runs it inside the soft-RoCE VM (server on rxe0, client on
 // rxe1, across a veth pair) where the host has no RDMA device, and on the
@@ -33,12 +47,20 @@
 // device is refused (exit 2) rather than overridden by the devices
 // picked. So are a list flag with an entry that is not a whole number from
 // 1 (4k and 1M are 4096 and 1048576), -n or -lat-n below perftest's least
-// (5), -reps below 1, and a perftest tool the cases need that is not on
-// PATH.
+// (5), -reps below 1, -thread-sizes where it would add no row (no -qps
+// count above 1, -events, or no write_bw in -tests), and a perftest tool
+// the cases need that is not on PATH.
+//
+// In a row of -thread-sizes gorperf's threads (--threads) are pinned in
+// turn to the CPUs its side may use: with more threads than CPUs some
+// share one. It warns where this host has fewer CPUs than a row's threads
+// (or, with -pin, where the client has one CPU), and the table lists the
+// rows where the client's threads shared a CPU, as gorperf reported them.
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +73,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -129,17 +152,24 @@ type measure struct {
 		SysUsPerMsg  float64 `json:"sys_us_per_msg"`
 		UtilPct      float64 `json:"util_pct"`
 	} `json:"cpu,omitempty"`
+	// ThreadCPUs is, in a gorperf run of several threads (--threads), the
+	// CPU its client pinned each thread to, as it reported them
+	// (thread_results): more threads than CPUs take them in turn.
+	ThreadCPUs []int `json:"thread_cpus,omitempty"`
 	// env and peerEnv are a gorperf run's env and peer_env.
 	env, peerEnv json.RawMessage
 }
 
 // stat is one tool's figures for one case over the repetitions: the
-// medians, each run, and the parameters perftest chose that gorperf was
-// given too.
+// medians of the runs that succeeded, each run, and how many failed.
 type stat struct {
 	measure
-	Runs   []measure `json:"runs"`
-	Spread float64   `json:"spread,omitempty"` // (max - min) / median of the main figure
+	Runs []measure `json:"runs"`
+	// FailedRuns is how many of Runs failed (their errors are theirs):
+	// the medians are of the others. Where it is above 0 and below
+	// len(Runs), the row is a median of fewer runs than asked for.
+	FailedRuns int     `json:"failed_runs"`
+	Spread     float64 `json:"spread,omitempty"` // (max - min) / median of the main figure
 	// Best is the main figure of the best run: the highest message rate,
 	// or the lowest t_typical. On a set-up whose runs fall into a fast
 	// and a slow group (soft-RoCE under emulation), the best runs of the
@@ -159,10 +189,23 @@ type row struct {
 	RecvPostList int `json:"recv_post_list,omitempty"`
 	// Threads is, in a row where gorperf ran its QPs as several threads
 	// (--threads; perftest has none), their number.
-	Threads  int    `json:"threads,omitempty"`
-	Params   string `json:"params"` // the flags both tools ran with
-	Gorperf  stat   `json:"gorperf"`
-	Perftest stat   `json:"perftest"`
+	Threads int `json:"threads,omitempty"`
+	// Params is CommonParams and then the parameters read from
+	// perftest's header, as older files have it. Those came from
+	// perftest's own choice and were given to gorperf alone; see
+	// CommonParams and GorperfParams.
+	Params string `json:"params"`
+	// CommonParams are the case's flags that both tools ran with, beyond
+	// the device, GID index, -s, -n, -p and -q (-l, --recv_post_list,
+	// -e); GorperfParams are those gorperf alone was given: what
+	// perftest's header says it used (-t, -Q, -I, -m, -o,
+	// --use_old_post_send, --disable_pcie_relaxed), --threads, and
+	// --disable_numa where perftest does not move to the device's NUMA
+	// node (its client also gets --json and --cpu_util, for the figures).
+	CommonParams  string `json:"common_params"`
+	GorperfParams string `json:"gorperf_params"`
+	Gorperf       stat   `json:"gorperf"`
+	Perftest      stat   `json:"perftest"`
 	// BWRatio and MsgRateRatio are gorperf ÷ perftest, BWRatio of
 	// gorperf's bandwidth and perftest's BWPreciseMBps; TypicalDiffUs
 	// and P99DiffUs are gorperf − perftest, TypicalRatio and P99Ratio the
@@ -200,11 +243,11 @@ func main() {
 	flag.IntVar(&c.port, "port", 18600, "first TCP port to use")
 	flag.StringVar(&c.out, "json", "build/compare.json", "where to write the JSON")
 	godebug := flag.String("godebug", "", "GODEBUG for gorperf, e.g. asyncpreemptoff=1")
-	flag.IntVar(&c.reps, "reps", 3, "runs of each tool per case (at least 1), alternating which goes first; medians are compared")
+	flag.IntVar(&c.reps, "reps", 3, "runs of each tool per case (at least 1), alternating which goes first; medians are compared: an odd count has a middle run, an even one (warned about) takes the better of the middle two (higher rate, lower latency)")
 	flag.IntVar(&c.postList, "post-list", 16, "post list length (-l) for the message-rate rows (0: none)")
 	flag.IntVar(&c.recvPostList, "recv-post-list", 0, "receive post list (--recv_post_list) of the send_bw rows with a post list (0: none)")
 	plSizes := flag.String("post-list-sizes", "2,64,256", "message sizes of the write_bw and send_bw rows with a post list")
-	thrSizes := flag.String("thread-sizes", "", "message sizes of write_bw rows, one for each QP count of -qps above 1, where gorperf runs the QPs as that many threads (--threads; perftest, which has no threads, runs as in the other rows); none by default")
+	thrSizes := flag.String("thread-sizes", "", "message sizes of write_bw rows, one for each QP count of -qps above 1, where gorperf runs the QPs as that many threads (--threads), pinned in turn to its side's CPUs (perftest, which has no threads, runs as in the other rows); none by default, and refused where it adds no row (no -qps above 1, -events, no write_bw)")
 	flag.BoolVar(&c.pin, "pin", false, "pin the server to CPU 0 and the client to CPU 1 (taskset)")
 	flag.BoolVar(&c.events, "events", false, "both tools sleep on completion events (-e); the write tests, which perftest cannot run with -e, are left out")
 	flag.Parse()
@@ -224,6 +267,15 @@ func main() {
 	}
 	if err := c.checkCounts(); err != nil {
 		usageError(err)
+	}
+	if err := c.checkThreadSizes(); err != nil {
+		usageError(err)
+	}
+	if note := c.repsNote(); note != "" {
+		fmt.Fprintln(os.Stderr, "compare:", note)
+	}
+	if note := c.threadNote(runtime.NumCPU()); note != "" {
+		fmt.Fprintln(os.Stderr, "compare:", note)
 	}
 	if *godebug != "" {
 		c.env = append(c.env, "GODEBUG="+*godebug)
@@ -269,18 +321,38 @@ func main() {
 	}
 	printTable(os.Stdout, rows)
 	fmt.Printf("\nJSON: %s\n", c.out)
-	if len(rows) < len(cases) {
-		fmt.Fprintf(os.Stderr, "compare: stopped after %d of %d cases\n", len(rows), len(cases))
+	code, notes := outcome(rows, len(cases))
+	for _, n := range notes {
+		fmt.Fprintln(os.Stderr, "compare:", n)
+	}
+	if code != 0 {
 		cleanup()
-		os.Exit(130)
+		os.Exit(code)
+	}
+}
+
+// outcome is the exit status of a run that did the rows of ncases cases,
+// and what to say on stderr: 130 where it stopped before the last case;
+// else 1 where a tool failed every run of a case (no ratio: a table that
+// says ERROR is not a comparison) or some runs of one (the row is a median
+// of fewer runs than asked for, so a bad run can no longer be outvoted);
+// else 0. Baseline runs do not count: they cost only the CPU columns.
+func outcome(rows []row, ncases int) (int, []string) {
+	var notes []string
+	code := 0
+	if len(rows) < ncases {
+		notes = append(notes, fmt.Sprintf("stopped after %d of %d cases", len(rows), ncases))
+		code = 130
 	}
 	if n := failedRows(rows); n > 0 {
-		// Every run of a tool failed there: no ratio, and a table that
-		// says ERROR is not a comparison.
-		fmt.Fprintf(os.Stderr, "compare: %d of %d cases have no ratio: a tool failed every run (see the table and the JSON's errors)\n", n, len(rows))
-		cleanup()
-		os.Exit(1)
+		notes = append(notes, fmt.Sprintf("%d of %d cases have no ratio: a tool failed every run (see the table and the JSON's errors)", n, len(rows)))
+		code = cmp.Or(code, 1)
 	}
+	if n, runs := shortRows(rows); n > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d cases are medians of fewer runs than -reps, %d runs having failed: marked [k/n] in the table (k of n runs succeeded), their errors under it and in the JSON's runs", n, len(rows), runs))
+		code = cmp.Or(code, 1)
+	}
+	return code, notes
 }
 
 // usageError ends the run before it starts: a flag, a device or a program
@@ -306,6 +378,63 @@ func (c *config) checkCounts() error {
 		return fmt.Errorf("-reps %d: each tool runs at least once a case", c.reps)
 	}
 	return nil
+}
+
+// checkThreadSizes refuses -thread-sizes where it would add no row, which
+// it did silently: with no -qps count above 1 (a thread a QP), with
+// -events (perftest cannot run writes with -e, and the rows are
+// write_bw's), or without write_bw in -tests.
+func (c *config) checkThreadSizes() error {
+	if len(c.threadSizes) == 0 {
+		return nil
+	}
+	switch {
+	case !slices.ContainsFunc(c.qps, func(q int) bool { return q > 1 }):
+		return fmt.Errorf("-thread-sizes: no row has threads without a -qps count above 1 (one thread a QP; -qps is %q)", intList(c.qps))
+	case c.events:
+		return errors.New("-thread-sizes: its rows are write_bw's, which -events leaves out (perftest cannot run writes with -e)")
+	case !slices.Contains(c.tests, "write_bw"):
+		return errors.New("-thread-sizes: its rows are write_bw's, and -tests has no write_bw")
+	}
+	return nil
+}
+
+// intList prints a list flag's numbers, comma-separated.
+func intList(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// repsNote warns of an even -reps: there is no middle run, and the
+// medians are the better of the two middle figures.
+func (c *config) repsNote() string {
+	if c.reps%2 == 1 {
+		return ""
+	}
+	return fmt.Sprintf("-reps %d is even: each median is the better of the two middle runs' figures (the higher rate, the lower latency), not their mean; an odd -reps (3, 5) has a middle run and outvotes one bad run", c.reps)
+}
+
+// threadNote warns where gorperf's threads will share CPUs: ncpu, this
+// host's CPUs (those this process may use), are fewer than a thread row's
+// threads, or -pin puts the client on one CPU. gorperf pins its threads
+// in turn to the CPUs its side may use.
+func (c *config) threadNote(ncpu int) string {
+	most := 0
+	for _, k := range c.cases() {
+		most = max(most, k.threads)
+	}
+	switch {
+	case most < 2:
+		return ""
+	case c.pin:
+		return fmt.Sprintf("-pin puts each side on one CPU: gorperf's threads (up to %d) in the rows of -thread-sizes all share it", most)
+	case most > ncpu:
+		return fmt.Sprintf("the rows of -thread-sizes run up to %d threads a side on this host's %d CPUs: gorperf pins them in turn, so some share a CPU", most, ncpu)
+	}
+	return ""
 }
 
 // testList reads -tests: perftest's test names without "ib_", each a
@@ -413,8 +542,17 @@ func (c *config) runCases(ctx context.Context, cases []testCase, godebug string,
 			break
 		}
 		rows = append(rows, r)
-		fmt.Fprintf(os.Stderr, "compare: %s %d B, %d QPs %s done (%d of %d)\n", k.test, k.size, k.qps,
-			strings.Join(append(slices.Clone(k.extra), k.gorperfOnly()...), " "), len(rows), len(cases))
+		var failed string
+		for _, t := range []struct {
+			tool string
+			st   stat
+		}{{"gorperf", r.Gorperf}, {"perftest", r.Perftest}} {
+			if t.st.FailedRuns > 0 {
+				failed += fmt.Sprintf("; %s: %d of %d runs failed", t.tool, t.st.FailedRuns, len(t.st.Runs))
+			}
+		}
+		fmt.Fprintf(os.Stderr, "compare: %s %d B, %d QPs %s done (%d of %d)%s\n", k.test, k.size, k.qps,
+			strings.Join(append(slices.Clone(k.extra), k.gorperfOnly()...), " "), len(rows), len(cases), failed)
 		if err := c.writeJSON(rows, len(rows) == len(cases), godebug); err != nil {
 			return rows, err
 		}
@@ -431,6 +569,21 @@ func failedRows(rows []row) int {
 		}
 	}
 	return n
+}
+
+// shortRows counts the rows with figures where some runs failed, and
+// those runs.
+func shortRows(rows []row) (n, runs int) {
+	for _, r := range rows {
+		if r.failure() != "" {
+			continue
+		}
+		if f := r.Gorperf.FailedRuns + r.Perftest.FailedRuns; f > 0 {
+			n++
+			runs += f
+		}
+	}
+	return n, runs
 }
 
 // A testCase is one row of the table: a test, a message size, a QP count
@@ -555,7 +708,7 @@ func (c *config) writeJSON(rows []row, complete bool, godebug string) error {
 	doc := map[string]any{"schema_version": 1, "date": time.Now().UTC().Format(time.RFC3339),
 		"server_device": c.serverDev, "client_device": c.clientDev, "godebug": godebug, "reps": c.reps,
 		"pinned": c.pin, "events": c.events, "numa": c.numa, "complete": complete, "rows": rows,
-		"client_env": c.clientEnv, "server_env": c.serverEnv}
+		"client_env": c.clientEnv, "server_env": c.serverEnv, "failed_runs": failedRuns(rows)}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
@@ -565,6 +718,16 @@ func (c *config) writeJSON(rows []row, complete bool, godebug string) error {
 		return err
 	}
 	return os.Rename(tmp, c.out)
+}
+
+// failedRuns counts the measured runs of the rows that failed, both
+// tools', baselines left out: 0 where each row is a median of -reps runs.
+func failedRuns(rows []row) int {
+	n := 0
+	for _, r := range rows {
+		n += r.Gorperf.FailedRuns + r.Perftest.FailedRuns
+	}
+	return n
 }
 
 // localCopy copies the executable at path into a new temporary directory
@@ -644,6 +807,8 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 	netCPU(gruns, gb)
 	r.Baselines = [2]measure{gb, pb}
 	r.Params = strings.Join(append(append([]string{}, extra...), params...), " ")
+	r.CommonParams = strings.Join(extra, " ")
+	r.GorperfParams = strings.Join(append(append(slices.Clone(params), k.gorperfOnly()...), c.gorperfOnly...), " ")
 	bw := strings.HasSuffix(test, "_bw")
 	r.Perftest, r.Gorperf = summarize(pruns, bw), summarize(gruns, bw)
 	if r.Gorperf.Err != "" || r.Perftest.Err != "" {
@@ -719,17 +884,21 @@ func netCPU(runs []measure, base measure) {
 	}
 }
 
-// median is the median of f over ms (not empty).
-func median(ms []measure, f func(measure) float64) float64 {
+// median is the median of f over ms (not empty): with an even count the
+// better of the two middle values, the higher where higher is better
+// (a rate), else the lower (a latency, a CPU time), never their mean, in
+// which one bad run of two decided the row (t_typical runs of 3986.89 and
+// 28.34 µs gave 2007.62).
+func median(ms []measure, f func(measure) float64, higherBetter bool) float64 {
 	v := make([]float64, len(ms))
 	for i, m := range ms {
 		v[i] = f(m)
 	}
 	sort.Float64s(v)
-	if len(v)%2 == 1 {
+	if len(v)%2 == 1 || higherBetter {
 		return v[len(v)/2]
 	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return v[len(v)/2-1]
 }
 
 // perftestParams reads from perftest's header the settings it chose and
@@ -774,7 +943,8 @@ func perftestParams(header string) []string {
 
 // summarize gives the medians of the runs that succeeded (each figure's
 // own median: the retries, the whole client's user and system CPU time and
-// the messages too), or the first error if none did.
+// the messages too; see median for an even count) and how many failed, or
+// the first error if none succeeded.
 func summarize(runs []measure, bw bool) stat {
 	st := stat{Runs: runs}
 	var ok []measure
@@ -783,16 +953,18 @@ func summarize(runs []measure, bw bool) stat {
 			ok = append(ok, m)
 		}
 	}
+	st.FailedRuns = len(runs) - len(ok)
 	if len(ok) == 0 {
 		if len(runs) > 0 {
 			st.Err = runs[0].Err
 		}
 		return st
 	}
-	med := func(f func(measure) float64) float64 { return median(ok, f) }
-	st.BWAvgMBps = med(func(m measure) float64 { return m.BWAvgMBps })
-	st.MsgRateMpps = med(func(m measure) float64 { return m.MsgRateMpps })
-	st.BWPreciseMBps = med(func(m measure) float64 { return m.BWPreciseMBps })
+	med := func(f func(measure) float64) float64 { return median(ok, f, false) }
+	rate := func(f func(measure) float64) float64 { return median(ok, f, true) }
+	st.BWAvgMBps = rate(func(m measure) float64 { return m.BWAvgMBps })
+	st.MsgRateMpps = rate(func(m measure) float64 { return m.MsgRateMpps })
+	st.BWPreciseMBps = rate(func(m measure) float64 { return m.BWPreciseMBps })
 	st.TTypicalUs = med(func(m measure) float64 { return m.TTypicalUs })
 	st.P99Us = med(func(m measure) float64 { return m.P99Us })
 	var known []measure
@@ -803,22 +975,22 @@ func summarize(runs []measure, bw bool) stat {
 	}
 	if len(known) > 0 {
 		st.CPUKnown = true
-		st.UserCPUNsPerMsg = median(known, func(m measure) float64 { return m.UserCPUNsPerMsg })
-		st.SysCPUNsPerMsg = median(known, func(m measure) float64 { return m.SysCPUNsPerMsg })
+		st.UserCPUNsPerMsg = median(known, func(m measure) float64 { return m.UserCPUNsPerMsg }, false)
+		st.SysCPUNsPerMsg = median(known, func(m measure) float64 { return m.SysCPUNsPerMsg }, false)
 	}
 	st.Retries = uint64(med(func(m measure) float64 { return float64(m.Retries) }))
 	st.UserCPUNs = int64(math.Round(med(func(m measure) float64 { return float64(m.UserCPUNs) })))
 	st.SysCPUNs = int64(math.Round(med(func(m measure) float64 { return float64(m.SysCPUNs) })))
 	st.Msgs = int(math.Round(med(func(m measure) float64 { return float64(m.Msgs) })))
-	main := func(m measure) float64 { return m.TTypicalUs }
+	main, md := func(m measure) float64 { return m.TTypicalUs }, st.TTypicalUs
 	if bw {
-		main = func(m measure) float64 { return m.MsgRateMpps }
+		main, md = func(m measure) float64 { return m.MsgRateMpps }, st.MsgRateMpps
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, m := range ok {
 		lo, hi = min(lo, main(m)), max(hi, main(m))
 	}
-	if md := med(main); md > 0 {
+	if md > 0 {
 		st.Spread = (hi - lo) / md
 	}
 	st.Best = lo
@@ -1071,9 +1243,12 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 				measure
 				Percentile99Us float64 `json:"percentile_99_us"`
 			} `json:"results"`
-			Error   *struct{ Message string } `json:"error"`
-			Env     json.RawMessage           `json:"env"`
-			PeerEnv json.RawMessage           `json:"peer_env"`
+			Error         *struct{ Message string } `json:"error"`
+			Env           json.RawMessage           `json:"env"`
+			PeerEnv       json.RawMessage           `json:"peer_env"`
+			ThreadResults []struct {
+				CPU *int `json:"cpu"`
+			} `json:"thread_results"`
 		}
 		if err := json.Unmarshal(out, &r); err != nil {
 			return measure{}, err
@@ -1086,6 +1261,11 @@ func parse(gorperf, lat bool, out []byte) (measure, error) {
 			m.P99Us = p
 		}
 		m.env, m.peerEnv = r.Env, r.PeerEnv
+		for _, t := range r.ThreadResults {
+			if t.CPU != nil {
+				m.ThreadCPUs = append(m.ThreadCPUs, *t.CPU)
+			}
+		}
 		return m, nil
 	}
 	// perftest: the line after the column header.
@@ -1151,9 +1331,13 @@ func gcd(a, b int) int {
 // lcm is the least common multiple of a and b (both above 0).
 func lcm(a, b int) int { return a / gcd(a, b) * b }
 
+// printTable prints the rows, and under them what the table leaves out:
+// the errors of failed runs in rows that are medians of fewer runs than
+// asked for (marked [k/n] beside the tool's figure), of failed
+// baselines, and the rows where gorperf's threads shared a CPU.
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	var failed []string
+	var failed, short, shared []string
 	fmt.Fprintln(tw, "test\tbytes\tqps\tlist\tgorperf\tperftest\tratio\tmsg rate ratio\tbest ratio\tΔ typical µs\tΔ p99 µs\tspread g/p\tretries g/p\tuser CPU/msg\tsys CPU/msg\t")
 	for _, r := range rows {
 		list := "-"
@@ -1172,13 +1356,36 @@ func printTable(w io.Writer, rows []row) {
 			continue
 		}
 		g, p := r.Gorperf, r.Perftest
+		name := fmt.Sprintf("%s %d B, %d QPs", r.Test, r.Bytes, r.QPs)
+		if r.PostList > 1 {
+			name += fmt.Sprintf(", list %d", r.PostList)
+		}
+		if r.Threads > 1 {
+			name += fmt.Sprintf(", %d threads", r.Threads)
+		}
+		for _, t := range []struct {
+			tool string
+			st   stat
+		}{{"gorperf", g}, {"perftest", p}} {
+			for i, m := range t.st.Runs {
+				if m.Err != "" {
+					short = append(short, fmt.Sprintf("%s, %s run %d of %d: %s", name, t.tool, i+1, len(t.st.Runs), m.Err))
+				}
+			}
+		}
+		for _, m := range g.Runs {
+			if cpus := m.ThreadCPUs; len(cpus) > 1 && sharesCPU(cpus) {
+				shared = append(shared, fmt.Sprintf("%s: the client's threads were on CPUs %s", name, intList(cpus)))
+				break
+			}
+		}
 		cpu := "-\t-\t"
 		switch {
 		case r.Baselines[0].Err != "" || r.Baselines[1].Err != "":
 			cpu = "err\terr\t"
 			for i, tool := range []string{"gorperf", "perftest"} {
 				if e := r.Baselines[i].Err; e != "" {
-					failed = append(failed, fmt.Sprintf("%s %d B, %d QPs, %s: %s", r.Test, r.Bytes, r.QPs, tool, e))
+					failed = append(failed, fmt.Sprintf("%s, %s: %s", name, tool, e))
 				}
 			}
 		case g.CPUKnown && p.CPUKnown:
@@ -1186,11 +1393,11 @@ func printTable(w io.Writer, rows []row) {
 		}
 		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%s", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, cpu)
 		if strings.HasSuffix(r.Test, "_bw") {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s MiB/s\t%s MiB/s\t%s\t%s\t%s\t\t\t%s\n", r.Test, r.Bytes, qps, list,
-				mbps(g.bw()), mbps(p.bw()), r.BWRatio.format("%.3f"), r.MsgRateRatio.format("%.3f"), r.BestRatio.format("%.3f"), common)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s MiB/s%s\t%s MiB/s%s\t%s\t%s\t%s\t\t\t%s\n", r.Test, r.Bytes, qps, list,
+				mbps(g.bw()), g.runsMark(), mbps(p.bw()), p.runsMark(), r.BWRatio.format("%.3f"), r.MsgRateRatio.format("%.3f"), r.BestRatio.format("%.3f"), common)
 		} else {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f µs\t%.2f µs\t%s\t\t%s\t%s\t%s\t%s\n", r.Test, r.Bytes, qps, list,
-				g.TTypicalUs, p.TTypicalUs, r.TypicalRatio.format("%.3f"), r.BestRatio.format("%.3f"),
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f µs%s\t%.2f µs%s\t%s\t\t%s\t%s\t%s\t%s\n", r.Test, r.Bytes, qps, list,
+				g.TTypicalUs, g.runsMark(), p.TTypicalUs, p.runsMark(), r.TypicalRatio.format("%.3f"), r.BestRatio.format("%.3f"),
 				r.TypicalDiffUs.format("%+.2f"), r.P99DiffUs.format("%+.2f"), common)
 		}
 	}
@@ -1202,7 +1409,20 @@ func printTable(w io.Writer, rows []row) {
 	fmt.Fprintln(w, "or, in any ratio, where perftest's figure is 0. Bandwidth: four significant digits; perftest's from its message")
 	fmt.Fprintln(w, "rate below 10,486 bytes, where that is more precise than its BW average (two decimals of MiB/s).")
 	if slices.ContainsFunc(rows, func(r row) bool { return r.Threads > 1 }) {
-		fmt.Fprintln(w, "qps N/Mt: gorperf ran the N QPs as M threads (--threads), each on its own CPU; perftest, which has no threads, as one.")
+		fmt.Fprintln(w, "qps N/Mt: gorperf ran the N QPs as M threads (--threads), pinned in turn to its side's CPUs (with more threads")
+		fmt.Fprintln(w, "than CPUs, some share one; the client's are in the JSON's thread_cpus); perftest, which has no threads, as one.")
+	}
+	if len(shared) > 0 {
+		fmt.Fprintln(w, "Threads that shared a CPU:")
+		for _, f := range shared {
+			fmt.Fprintln(w, "  "+f)
+		}
+	}
+	if len(short) > 0 {
+		fmt.Fprintln(w, "[k/n]: the tool's figures are the medians of the k of its n runs that succeeded; the others failed:")
+		for _, f := range short {
+			fmt.Fprintln(w, "  "+f)
+		}
 	}
 	if len(failed) > 0 {
 		fmt.Fprintln(w, "\"err\": a baseline run failed, so the runs' CPU could not be net of start-up:")
@@ -1210,6 +1430,22 @@ func printTable(w io.Writer, rows []row) {
 			fmt.Fprintln(w, "  "+f)
 		}
 	}
+}
+
+// runsMark marks a tool's figure in the table where some of its runs
+// failed: " [2/3]" where two of three succeeded; "" where none failed.
+func (st stat) runsMark() string {
+	if st.FailedRuns == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [%d/%d]", len(st.Runs)-st.FailedRuns, len(st.Runs))
+}
+
+// sharesCPU says whether two of the CPUs are the same.
+func sharesCPU(cpus []int) bool {
+	s := slices.Clone(cpus)
+	slices.Sort(s)
+	return len(slices.Compact(s)) < len(cpus)
 }
 
 // failure says which tool failed every run of the row, and why; "" where
