@@ -95,22 +95,30 @@ func TestAcceptNotHeldUpByHalfOpenPeer(t *testing.T) {
 		t.Fatalf("Accept returned (%v, %v) for a peer that never completes", a.c, a.err)
 	case <-time.After(100 * time.Millisecond):
 	}
+	dialAccepted(t, n, l, acc, "a Dial while another peer's handshake is under way")
+}
+
+// dialAccepted dials l, and fails the test unless the Dial succeeds
+// within 5 s and, within 5 s more, an Accept of acc's loop returns its
+// connection; both are closed when the test ends.
+func dialAccepted(t *testing.T, n testNet, l *rdmacm.Listener, acc <-chan accepted, what string) {
+	t.Helper()
 	start := time.Now()
 	cli, err := rdmacm.Dial(timeout(t, 5*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
 	if err != nil {
-		t.Fatalf("Dial while another peer's handshake is under way: %v after %v", err, time.Since(start))
+		t.Fatalf("%s: %v after %v", what, err, time.Since(start))
 	}
-	defer closeOK(t, cli)
+	t.Cleanup(func() { closeOK(t, cli) })
 	select {
 	case a := <-acc:
 		if a.err != nil {
-			t.Fatalf("Accept: %v, want the Dial's connection", a.err)
+			t.Fatalf("%s: Accept: %v, want the Dial's connection", what, a.err)
 		}
-		defer closeOK(t, a.c)
-		t.Logf("accepted %v after the Dial began", time.Since(start))
+		t.Cleanup(func() { closeOK(t, a.c) })
+		t.Logf("%s: accepted %v after the Dial began", what, time.Since(start))
 		matchConns(t, []*rdmacm.Conn{cli}, []*rdmacm.Conn{a.c})
 	case <-time.After(5 * time.Second):
-		t.Fatal("no Accept returned the Dial's connection 5 s after it was made")
+		t.Fatalf("%s: no Accept returned the Dial's connection 5 s after it was made", what)
 	}
 }
 
@@ -154,21 +162,7 @@ func TestAcceptHandshakeFailsAmongPending(t *testing.T) {
 		t.Fatal("no Accept returned the failed handshake's error within 5 s")
 	}
 	refuse.Store(false)
-	cli, err := rdmacm.Dial(timeout(t, 5*time.Second), l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
-	if err != nil {
-		t.Fatalf("the next Dial: %v", err)
-	}
-	defer closeOK(t, cli)
-	select {
-	case a := <-acc:
-		if a.err != nil {
-			t.Fatalf("the next Accept: %v, want the Dial's connection", a.err)
-		}
-		defer closeOK(t, a.c)
-		matchConns(t, []*rdmacm.Conn{cli}, []*rdmacm.Conn{a.c})
-	case <-time.After(5 * time.Second):
-		t.Fatal("no Accept returned the next Dial's connection within 5 s")
-	}
+	dialAccepted(t, n, l, acc, "the next Dial")
 }
 
 // TestListenerCloseEndsPendingHandshakes: an Accept that has begun the
