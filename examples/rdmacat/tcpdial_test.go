@@ -50,6 +50,14 @@ func TestRdmacatTCPDialTimeout(t *testing.T) {
 	if !full {
 		t.Skip("the listener's accept queue took 8 connections without filling up")
 	}
+	tcpClientGivesUp(t, a, "no TCP connection within 10s", "a port that drops SYNs")
+}
+
+// tcpClientGivesUp runs rdmacat -tcp a, whose server (what) will not
+// complete the connection, and fails the test unless the client exits 1
+// within 20 s (its limits are 10 s), saying limit.
+func tcpClientGivesUp(t *testing.T, a, limit, what string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cli := rdmatest.Command(ctx, "-tcp", a)
@@ -57,8 +65,8 @@ func TestRdmacatTCPDialTimeout(t *testing.T) {
 	start := time.Now()
 	out, err := cli.CombinedOutput()
 	d := time.Since(start)
-	if code := cli.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "no TCP connection within 10s") || d > 20*time.Second {
-		t.Errorf("client to a port that drops SYNs: exit status %d (%v) after %v: %q; want 1 after 10 s, the limit named", code, err, d, out)
+	if code := cli.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), limit) || d > 20*time.Second {
+		t.Errorf("client to %s: exit status %d (%v) after %v: %q; want 1 after 10 s, %q said", what, code, err, d, out, limit)
 	}
-	t.Logf("client after %v: %s", d, out)
+	t.Logf("client to %s after %v: %s", what, d, out)
 }
