@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -533,7 +534,7 @@ func checkPort(opts *DoctorOptions, d deviceReport, p portReport) []finding {
 	if p.Error != "" {
 		return []finding{fail("check `dmesg` for the driver's errors", "%s: %s", at, p.Error)}
 	}
-	fs := []finding{checkPortState(at, p)}
+	fs := []finding{checkPortState(at, p, portNetdev(p))}
 	switch p.LinkLayer {
 	case "Ethernet":
 		fs = append(fs, ok("%s: link layer Ethernet (RoCE)", at))
@@ -594,11 +595,13 @@ func lowerNetdev(root, netdev string) string {
 	return nd
 }
 
-func checkPortState(at string, p portReport) finding {
+// checkPortState reports the port's state; netdev, the port's netdev
+// (portNetdev) or "", goes into the fix.
+func checkPortState(at string, p portReport, netdev string) finding {
 	if p.State == "ACTIVE" {
 		return ok("%s: state ACTIVE (%s)", at, p.PhysState)
 	}
-	fix := "bring the port's netdev up (`ip link set <netdev> up`) and check the cable and the switch port"
+	fix := fmt.Sprintf("bring the port's netdev up (`ip link set %s up`) and check the cable and the switch port", cmp.Or(netdev, "<netdev>"))
 	if p.LinkLayer == "InfiniBand" {
 		fix = "check the cable; an INIT port waits for a subnet manager (`systemctl start opensm`)"
 	}
@@ -633,7 +636,7 @@ func checkGID(at string, p portReport, netdev string, addrs func(string) ([]neti
 		if p.NoGIDReason != "" {
 			why = p.NoGIDReason
 		}
-		return []finding{fail(fmt.Sprintf("give %s a routable IP address (`ip addr add 198.18.0.1/24 dev %s`): the kernel adds its GIDs", nd, nd),
+		return []finding{fail(fmt.Sprintf("give %s a routable IP address of its subnet (`ip addr add <address>/<prefix length> dev %s`): the kernel adds its GIDs", nd, nd),
 			"%s: no usable RoCE v2 GID: %s", at, why)}
 	}
 	var g gidReport

@@ -178,12 +178,17 @@ func TestCheckDevFiles(t *testing.T) {
 
 func TestCheckPortState(t *testing.T) {
 	p := fakeDevices()[0].Ports[0]
-	wantFinding(t, checkPortState("rxe0 port 1", p), levelOK, "state ACTIVE (LINK_UP)")
+	wantFinding(t, checkPortState("rxe0 port 1", p, "rxeveth0"), levelOK, "state ACTIVE (LINK_UP)")
 	p.State, p.PhysState = "DOWN", "DISABLED"
-	f := checkPortState("rxe0 port 1", p)
+	f := checkPortState("rxe0 port 1", p, "rxeveth0")
 	wantFinding(t, f, levelFail, "state DOWN (DISABLED), not ACTIVE")
-	if !strings.Contains(f.Fix, "ip link set") {
+	// The fix names the netdev where the port has one, where it said
+	// <netdev> that the same report named two lines further down.
+	if !strings.Contains(f.Fix, "`ip link set rxeveth0 up`") {
 		t.Errorf("fix %q", f.Fix)
+	}
+	if f := checkPortState("rxe0 port 1", p, ""); !strings.Contains(f.Fix, "`ip link set <netdev> up`") {
+		t.Errorf("fix with no netdev known: %q", f.Fix)
 	}
 }
 
@@ -208,7 +213,9 @@ func TestCheckGID(t *testing.T) {
 	p.DefaultGID, p.NoGIDReason = nil, "no GID matches any routable RoCE v2 GID; index 0 fe80::1: link-local"
 	fs = checkGID("rxe0 port 1", p, "rxeveth0", has)
 	wantFinding(t, fs[0], levelFail, "no usable RoCE v2 GID: no GID matches")
-	if !strings.Contains(fs[0].Fix, "ip addr add") {
+	// No address of the fix's own: 198.18.0.1, which it gave, may be
+	// another netdev's of this host (rxe0's, for rxe1's netdev).
+	if !strings.Contains(fs[0].Fix, "`ip addr add <address>/<prefix length> dev rxeveth0`") {
 		t.Errorf("fix %q", fs[0].Fix)
 	}
 }

@@ -296,6 +296,14 @@ func TestServeFlagsAsTests(t *testing.T) {
 			t.Errorf("serve %v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, exitUsage, tc.want)
 		}
 	}
+	// A prefix with host bits is its subnet, as the header says it.
+	o, err = parseServe(t, "--gid-subnet", "198.18.0.1/15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := o.test.local(); err != nil || l.GIDRule.Prefix != netip.MustParsePrefix("198.18.0.0/15") {
+		t.Errorf("--gid-subnet 198.18.0.1/15: rule %+v, %v; want the prefix 198.18.0.0/15", l.GIDRule, err)
+	}
 }
 
 // TestGroupHelp: -M's help says what bench's groupOf does: a client joins

@@ -868,7 +868,9 @@ func (o *testOptions) gidRule() (ibverbs.GIDRule, error) {
 		if err != nil {
 			return r, usageErrorf("--gid-subnet: %v", err)
 		}
-		r.Prefix = p
+		// 198.18.0.1/15 is the subnet 198.18.0.0/15, as the header and
+		// the GID's explanation say it.
+		r.Prefix = p.Masked()
 	}
 	return r, nil
 }
