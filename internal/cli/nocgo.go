@@ -36,13 +36,8 @@ func gatherDevices(string) ([]deviceReport, error) { return nil, errNoBindings }
 func unavailable(use, short string) *cobra.Command {
 	c := &cobra.Command{Use: use, Short: short, DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, a := range args {
-				if a == "--" {
-					break
-				}
-				if a == "-h" || a == "--help" {
-					return cmd.Help()
-				}
+			if flagGiven(args, "-h", "--help") {
+				return cmd.Help()
 			}
 			return errNoBindings
 		}}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -365,12 +366,7 @@ func addVersionFlag(cmd *cobra.Command) {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		v, _ := cmd.Flags().GetBool("version")
 		if cmd.DisableFlagParsing {
-			for _, a := range args {
-				if a == "--" {
-					break
-				}
-				v = v || a == "-V" || a == "--version"
-			}
+			v = v || flagGiven(args, "-V", "--version")
 		}
 		if v {
 			fmt.Fprintf(cmd.OutOrStdout(), "gorperf %s\n", Version)
@@ -417,6 +413,20 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 		c.err = err
 	}
 	return n, err
+}
+
+// flagGiven reports whether one of flags is among args before any --,
+// for a command that does not parse its flags (DisableFlagParsing).
+func flagGiven(args []string, flags ...string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if slices.Contains(flags, a) {
+			return true
+		}
+	}
+	return false
 }
 
 // wantsJSON reports whether args ask for --json, in any spelling of true
