@@ -429,9 +429,13 @@ func TestEventsSleep(t *testing.T) {
 				// took to mark its end, which a stalled VM makes later
 				// (500 messages in 2.5 s seen in CI), so the rate, not
 				// the count, is held to the limit: 200 a second and the
-				// 2 tokens the limiter may keep, over 2 s.
+				// 2 tokens the limiter may keep, over 2 s. The count's
+				// floor, 150, is half the fewest seen under load: it
+				// fails a sender that sleeps well past its tokens (under
+				// 75 a second), not a slow VM, where 250 was 50 from a
+				// count CI saw.
 				res := r.Results[0]
-				if n, rate := res.Iterations, res.MsgRateMpps*1e6; n < 250 || rate > 202 {
+				if n, rate := res.Iterations, res.MsgRateMpps*1e6; n < 150 || rate > 202 {
 					t.Errorf("%d messages at %.1f a second in the measured 2 s, with a limit of 200 a second", n, rate)
 				} else {
 					t.Logf("%d messages at %.1f a second in the measured 2 s", n, rate)
