@@ -1,8 +1,10 @@
 package ibverbs
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,10 +140,11 @@ func SelectGID(table []GIDEntry, rule GIDRule) (GIDChoice, error) {
 		}
 	}
 	why := make([]string, len(table))
+	miss := make([]gidMiss, len(table))
 	best := -1
 	var cands []GIDEntry
 	for i, e := range table {
-		if why[i] = rejectGID(e, rule, twins); why[i] != "" {
+		if why[i], miss[i] = rejectGID(e, rule, twins); why[i] != "" {
 			continue
 		}
 		cands = append(cands, e)
@@ -155,7 +158,7 @@ func SelectGID(table []GIDEntry, rule GIDRule) (GIDChoice, error) {
 		for i, e := range table {
 			c.Skipped = append(c.Skipped, SkippedGID{e, why[i]})
 		}
-		return c, &NoGIDError{Rule: rule, Skipped: c.Skipped}
+		return c, &NoGIDError{Rule: rule, Skipped: c.Skipped, miss: miss}
 	}
 	if a := rule.Addr; len(cands) > 1 && a.IsValid() && a.Zone() == "" && rule.Netdev == "" && a.Unmap().IsLinkLocalUnicast() {
 		return GIDChoice{}, &AmbiguousGIDError{Rule: rule, Entries: cands}
@@ -265,9 +268,34 @@ func chosenReason(r GIDRule, e GIDEntry, tied []GIDEntry) string {
 	return fmt.Sprintf("%s, 1 of %d (also %s)", s, len(tied)+1, strings.Join(also, ", "))
 }
 
-// rejectGID says why e fails r, or "" if it passes; v2 maps a GID on a
-// netdev to its RoCE v2 entry's index.
-func rejectGID(e GIDEntry, r GIDRule, v2 map[gidKey]int) string {
+// gidMiss is the check of a GIDRule that an entry failed, in the order
+// rejectGID makes them: an entry that fails a later check came closer to
+// passing, so its reason tells more (an index past 255 more than an
+// address other than the one named).
+type gidMiss int
+
+const (
+	gidPasses gidMiss = iota
+	missEmpty
+	missV1
+	missV1Twin
+	missType
+	missLinkLocal
+	missFamily
+	missAddr
+	missZone
+	missPrefix
+	missNetdev
+	missDADFailed
+	missTentative
+	missMappedIPv6
+	missIndex
+)
+
+// rejectGID says why e fails r, and which check it failed, or "" and
+// gidPasses if it passes; v2 maps a GID on a netdev to its RoCE v2
+// entry's index.
+func rejectGID(e GIDEntry, r GIDRule, v2 map[gidKey]int) (string, gidMiss) {
 	a := e.GID.Addr()
 	// The rule's address without its zone, which the zone check below
 	// compares with the entry's netdev.
@@ -275,49 +303,49 @@ func rejectGID(e GIDEntry, r GIDRule, v2 map[gidKey]int) string {
 	named := r.Addr.IsValid() && a == want
 	switch {
 	case e.GID.IsZero():
-		return "empty (all-zero) entry"
+		return "empty (all-zero) entry", missEmpty
 	case e.Type == GIDTypeRoCEv1:
 		if i, ok := v2[gidKey{e.GID, e.Ifindex}]; ok {
-			return fmt.Sprintf("RoCE v1 twin of index %d", i)
+			return fmt.Sprintf("RoCE v1 twin of index %d", i), missV1Twin
 		}
-		return "RoCE v1 (not routable over IP)"
+		return "RoCE v1 (not routable over IP)", missV1
 	case e.Type != GIDTypeRoCEv2:
-		return e.Type.String() + ", not RoCE v2"
+		return e.Type.String() + ", not RoCE v2", missType
 	case e.GID.IsLinkLocal() && !r.AllowLinkLocal && !named:
 		if a.Is4() {
-			return "link-local (169.254.0.0/16), not routable"
+			return "link-local (169.254.0.0/16), not routable", missLinkLocal
 		}
-		return "link-local (fe80::/10), not routable"
+		return "link-local (fe80::/10), not routable", missLinkLocal
 	case r.Family == 4 && !a.Is4():
-		return "IPv6, IPv4 wanted"
+		return "IPv6, IPv4 wanted", missFamily
 	case r.Family == 6 && a.Is4():
-		return "IPv4, IPv6 wanted"
+		return "IPv4, IPv6 wanted", missFamily
 	case r.Addr.IsValid() && !named:
-		return "address is not " + want.String()
+		return "address is not " + want.String(), missAddr
 	case r.Addr.Zone() != "" && !inZone(e, r.Addr.Zone()):
 		if e.Netdev == "" {
-			return "no netdev, zone " + r.Addr.Zone() + " wanted"
+			return "no netdev, zone " + r.Addr.Zone() + " wanted", missZone
 		}
-		return "on " + e.Netdev + ", not zone " + r.Addr.Zone()
+		return "on " + e.Netdev + ", not zone " + r.Addr.Zone(), missZone
 	case r.Prefix.IsValid() && !r.Prefix.Contains(a) && !(a.Is4() && mapped4(r.Prefix) && r.Prefix.Contains(netip.AddrFrom16(a.As16()))):
 		// An IPv4 GID is in an IPv4 subnet, or in an IPv4-mapped one
 		// (::ffff:198.18.0.0/111), not in an IPv6 one such as ::/0.
-		return "not in " + r.Prefix.String()
+		return "not in " + r.Prefix.String(), missPrefix
 	case r.Netdev != "" && e.Netdev != r.Netdev:
 		if e.Netdev == "" {
-			return "no netdev, " + r.Netdev + " wanted"
+			return "no netdev, " + r.Netdev + " wanted", missNetdev
 		}
-		return "on " + e.Netdev + ", not " + r.Netdev
+		return "on " + e.Netdev + ", not " + r.Netdev, missNetdev
 	case e.AddrFlags&AddrDADFailed != 0:
-		return "address " + e.GID.Addr().String() + " failed duplicate address detection (dadfailed): another host on the link has it"
+		return "address " + e.GID.Addr().String() + " failed duplicate address detection (dadfailed): another host on the link has it", missDADFailed
 	case e.AddrFlags&AddrTentative != 0:
-		return "address " + e.GID.Addr().String() + " is tentative: duplicate address detection has not finished"
+		return "address " + e.GID.Addr().String() + " is tentative: duplicate address detection has not finished", missTentative
 	case e.MappedIPv6:
-		return mappedIPv6Why(e)
+		return mappedIPv6Why(e), missMappedIPv6
 	case e.Index > MaxGIDIndex:
-		return fmt.Sprintf("index past %d, which the verbs' 8-bit GID index (sgid_index) cannot name", MaxGIDIndex)
+		return fmt.Sprintf("index past %d, which the verbs' 8-bit GID index (sgid_index) cannot name", MaxGIDIndex), missIndex
 	}
-	return ""
+	return "", gidPasses
 }
 
 // deprecatedWhy is why a deprecated address ranks below others.
@@ -352,19 +380,116 @@ func mapped4(p netip.Prefix) bool { return p.Bits() >= 96 && p.Addr().Is4In6() }
 type NoGIDError struct {
 	Rule    GIDRule      // the rule nothing passed
 	Skipped []SkippedGID // every entry of the table, with why it failed the rule
+	// miss is the check each of Skipped failed, as rejectGID made them;
+	// nil in an error made by hand.
+	miss []gidMiss
 }
 
-// Error returns the rule and each entry's reason for failing it, or, for
-// an empty table, a hint at why it may be empty.
+// noGIDErrorMax is as long as NoGIDError's text grows, unless its first
+// group of reasons is longer: past it, the rest are counted, not written.
+const noGIDErrorMax = 1000
+
+// Error returns the rule and why the table's entries failed it, or, for
+// an empty table, a hint at why it may be empty. Entries are grouped by
+// reason, and the groups ordered by how close their entries came to
+// passing: an entry past index 255 or with a tentative address before
+// one whose address is not the one named, and that before an empty entry
+// or a RoCE v1 one. A group of up to three entries names each with its
+// reason; a larger one names its first three and counts the rest, with
+// the reason once ("index 2 ::ffff:198.18.0.1, index 4 ::ffff:198.18.0.2,
+// index 6 ::ffff:198.18.0.3 and 240 more: address is not 198.18.0.9").
+// The text stops short of 1000 bytes (unless its first group is longer),
+// counting the entries it leaves out; Skipped has every entry and its
+// reason.
 func (e *NoGIDError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "no GID matches %s", e.Rule)
 	if len(e.Skipped) == 0 {
 		b.WriteString(" (the GID table is empty: is the port's netdev up with an IP address?)")
 	}
-	for _, s := range e.Skipped {
-		fmt.Fprintf(&b, "; index %d %s: %s", s.Entry.Index, s.Entry.GID, s.Reason)
+	shown := 0
+	for _, g := range e.groups() {
+		p := g.String()
+		if shown > 0 && b.Len()+len(p)+len(notShown(len(e.Skipped)-shown-len(g.entries))) > noGIDErrorMax {
+			break
+		}
+		b.WriteString(p)
+		shown += len(g.entries)
 	}
+	b.WriteString(notShown(len(e.Skipped) - shown))
+	return b.String()
+}
+
+// notShown is what NoGIDError's text ends with when it leaves n entries
+// out.
+func notShown(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 more entry not shown"
+	}
+	return "; " + strconv.Itoa(n) + " more entries not shown"
+}
+
+// skippedGroup is entries of a NoGIDError that failed the same check for
+// the same reason.
+type skippedGroup struct {
+	miss    gidMiss
+	reason  string
+	entries []SkippedGID
+}
+
+// groups groups e.Skipped by reason, in the order Error writes them: the
+// latest check failed first, then by lowest index. RoCE v1 twins make one
+// group whatever entry each is the twin of (its reason, for more than
+// three, "RoCE v1 twins of RoCE v2 entries").
+func (e *NoGIDError) groups() []*skippedGroup {
+	type key struct {
+		miss   gidMiss
+		reason string
+	}
+	var gs []*skippedGroup
+	by := map[key]*skippedGroup{}
+	for i, s := range e.Skipped {
+		k := key{reason: s.Reason}
+		if len(e.miss) == len(e.Skipped) {
+			k.miss = e.miss[i]
+		}
+		if k.miss == missV1Twin {
+			k.reason = "RoCE v1 twins of RoCE v2 entries"
+		}
+		g := by[k]
+		if g == nil {
+			g = &skippedGroup{miss: k.miss, reason: k.reason}
+			by[k] = g
+			gs = append(gs, g)
+		}
+		g.entries = append(g.entries, s)
+	}
+	slices.SortStableFunc(gs, func(a, b *skippedGroup) int { return cmp.Compare(b.miss, a.miss) })
+	return gs
+}
+
+// String writes the group as Error does, beginning "; ": up to three
+// entries one by one, each with its reason, as Explain does; more as the
+// first three and a count, with the group's reason once.
+func (g *skippedGroup) String() string {
+	var b strings.Builder
+	if len(g.entries) <= 3 {
+		for _, s := range g.entries {
+			fmt.Fprintf(&b, "; index %d %s: %s", s.Entry.Index, s.Entry.GID, s.Reason)
+		}
+		return b.String()
+	}
+	for i, s := range g.entries[:3] {
+		sep := ", "
+		if i == 0 {
+			sep = "; "
+		}
+		fmt.Fprintf(&b, "%sindex %d %s", sep, s.Entry.Index, s.Entry.GID)
+	}
+	fmt.Fprintf(&b, " and %d more: %s", len(g.entries)-3, g.reason)
 	return b.String()
 }
 

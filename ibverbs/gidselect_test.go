@@ -535,3 +535,102 @@ func TestAddrFlagsString(t *testing.T) {
 		t.Errorf("zero: got %q", s)
 	}
 }
+
+// bigTable is soft-RoCE's table with 132 IPv4 addresses on one netdev:
+// the link-local pair, then a RoCE v1 and a v2 entry of each address,
+// 198.18.0.9 last, at indexes 264 and 265.
+func bigTable(t *testing.T) []GIDEntry {
+	tab := []GIDEntry{
+		{Index: 0, GID: mustGID(t, "fe80::1"), Type: GIDTypeRoCEv1, Netdev: "eth0", Ifindex: 2},
+		{Index: 1, GID: mustGID(t, "fe80::1"), Type: GIDTypeRoCEv2, Netdev: "eth0", Ifindex: 2},
+	}
+	for n := range 132 {
+		a := "::ffff:198.18.1." + strconv.Itoa(n)
+		if n == 131 {
+			a = "::ffff:198.18.0.9"
+		}
+		for _, ty := range []GIDType{GIDTypeRoCEv1, GIDTypeRoCEv2} {
+			tab = append(tab, GIDEntry{Index: len(tab), GID: mustGID(t, a), Type: ty, Netdev: "eth0", Ifindex: 2})
+		}
+	}
+	return tab
+}
+
+// TestNoGIDErrorGrouped: with 266 entries, the one reason that tells
+// (index past 255) comes first, the 131 entries of other addresses and
+// the 133 RoCE v1 entries are each one group with a count, and Skipped
+// still has every entry with its own reason. The text was about 20 KB in
+// table order, the index past 255 last.
+func TestNoGIDErrorGrouped(t *testing.T) {
+	tab := bigTable(t)
+	_, err := SelectGID(tab, GIDRule{Addr: netip.MustParseAddr("198.18.0.9")})
+	var ne *NoGIDError
+	if !errors.As(err, &ne) {
+		t.Fatalf("err = %v, want a NoGIDError", err)
+	}
+	want := "no GID matches RoCE v2 GID, address 198.18.0.9" +
+		"; index 265 ::ffff:198.18.0.9: index past 255, which the verbs' 8-bit GID index (sgid_index) cannot name" +
+		"; index 3 ::ffff:198.18.1.0, index 5 ::ffff:198.18.1.1, index 7 ::ffff:198.18.1.2 and 128 more: address is not 198.18.0.9" +
+		"; index 1 fe80::1: link-local (fe80::/10), not routable" +
+		"; index 0 fe80::1, index 2 ::ffff:198.18.1.0, index 4 ::ffff:198.18.1.1 and 130 more: RoCE v1 twins of RoCE v2 entries"
+	if got := err.Error(); got != want {
+		t.Errorf("error text (%d bytes):\n%.2000s\nwant:\n%s", len(got), got, want)
+	}
+	if len(ne.Skipped) != len(tab) {
+		t.Fatalf("Skipped has %d entries, want all %d", len(ne.Skipped), len(tab))
+	}
+	for i, s := range ne.Skipped {
+		if s.Entry != tab[i] {
+			t.Errorf("Skipped[%d] is index %d, want the table's order", i, s.Entry.Index)
+		}
+	}
+	for i, want := range map[int]string{
+		0:   "RoCE v1 twin of index 1",
+		100: "RoCE v1 twin of index 101",
+		101: "address is not 198.18.0.9",
+		265: "index past 255",
+	} {
+		if !strings.Contains(ne.Skipped[i].Reason, want) {
+			t.Errorf("Skipped[%d].Reason = %q, want it to say %q", i, ne.Skipped[i].Reason, want)
+		}
+	}
+}
+
+// TestNoGIDErrorCap: 300 reasons that each differ (one netdev an entry)
+// stop at about noGIDErrorMax bytes, and the rest are counted.
+func TestNoGIDErrorCap(t *testing.T) {
+	var tab []GIDEntry
+	for i := range 300 {
+		tab = append(tab, GIDEntry{Index: i, GID: mustGID(t, "::ffff:10.0."+strconv.Itoa(i/256)+"."+strconv.Itoa(i%256)),
+			Type: GIDTypeRoCEv2, Netdev: "eth" + strconv.Itoa(i), Ifindex: i + 2})
+	}
+	_, err := SelectGID(tab, GIDRule{Netdev: "eth999"})
+	var ne *NoGIDError
+	if !errors.As(err, &ne) || len(ne.Skipped) != 300 {
+		t.Fatalf("err = %v, want a NoGIDError with all 300 entries", err)
+	}
+	s := err.Error()
+	shown := strings.Count(s, ", not eth999")
+	if len(s) > noGIDErrorMax || shown < 10 || !strings.HasSuffix(s, "; "+strconv.Itoa(300-shown)+" more entries not shown") {
+		t.Errorf("%d bytes, %d entries shown: %q; want at most %d bytes ending with the count of the %d left out",
+			len(s), shown, s, noGIDErrorMax, 300-shown)
+	}
+	if !strings.HasPrefix(s, "no GID matches RoCE v2 GID, on eth999; index 0 ::ffff:10.0.0.0: on eth0, not eth999; index 1 ") {
+		t.Errorf("%.200q does not begin with the rule and index 0", s)
+	}
+}
+
+// TestNoGIDErrorByHand: a NoGIDError made by hand, with no record of the
+// checks, groups its reasons in table order.
+func TestNoGIDErrorByHand(t *testing.T) {
+	var sk []SkippedGID
+	for i, r := range []string{"a", "b", "a", "a", "a", "b"} {
+		sk = append(sk, SkippedGID{GIDEntry{Index: i, GID: mustGID(t, "::ffff:10.0.0."+strconv.Itoa(i))}, r})
+	}
+	got := (&NoGIDError{Rule: GIDRule{Family: 4}, Skipped: sk}).Error()
+	want := "no GID matches RoCE v2 GID, IPv4; index 0 ::ffff:10.0.0.0, index 2 ::ffff:10.0.0.2, index 3 ::ffff:10.0.0.3 and 1 more: a" +
+		"; index 1 ::ffff:10.0.0.1: b; index 5 ::ffff:10.0.0.5: b"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
