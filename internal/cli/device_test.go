@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/rdmatest"
 )
 
@@ -81,5 +82,13 @@ func TestDoctorOnDevice(t *testing.T) {
 	}
 	if os.Getenv("RXE_VM") != "" && !strings.Contains(s, "[ ok ] "+dev.Name+" names no NUMA node") {
 		t.Errorf("output lacks rxe's NUMA finding (it has no node)")
+	}
+}
+
+// TestMaxGIDIndex: devices' maxGIDIndex, which it cannot import, is
+// ibverbs.MaxGIDIndex.
+func TestMaxGIDIndex(t *testing.T) {
+	if maxGIDIndex != ibverbs.MaxGIDIndex {
+		t.Errorf("maxGIDIndex %d, ibverbs.MaxGIDIndex %d", maxGIDIndex, ibverbs.MaxGIDIndex)
 	}
 }

@@ -83,11 +83,22 @@ type gidReport struct {
 	// MappedIPv6 marks an IPv4-mapped GID whose address the netdev has
 	// as IPv6 (::ffff:a.b.c.d), which RoCE v2 cannot route from.
 	MappedIPv6 bool `json:"mapped_ipv6,omitempty"`
+	// IndexPast255 marks an entry past index 255, which no test can use:
+	// the verbs' GID index (sgid_index) is 8 bits. GID selection passes
+	// over it, and -x cannot name it. writeDevicesJSON sets it.
+	IndexPast255 bool `json:"index_past_255,omitempty"`
 }
+
+// maxGIDIndex is ibverbs.MaxGIDIndex, the highest GID index that a QP can
+// use, which this file, built without cgo too, cannot import.
+const maxGIDIndex = 255
 
 // note is what the text table adds to the entry's IP: its address
 // flags, or that its address is IPv6.
-func (g gidReport) note() string {
+func (g gidReport) note() string { return parenthesize(g.addrNotes()) }
+
+// addrNotes are note's words.
+func (g gidReport) addrNotes() []string {
 	var p []string
 	if g.AddrFlags != "" {
 		p = append(p, g.AddrFlags)
@@ -95,6 +106,22 @@ func (g gidReport) note() string {
 	if g.MappedIPv6 {
 		p = append(p, "IPv6 ::ffff:"+g.IP)
 	}
+	return p
+}
+
+// tableNote is note, and that the entry is past index 255, where no test
+// can use it.
+func (g gidReport) tableNote() string {
+	p := g.addrNotes()
+	if g.Index > maxGIDIndex {
+		p = append(p, "past index 255: unusable")
+	}
+	return parenthesize(p)
+}
+
+// parenthesize joins p in parentheses after a space: " (a, b)"; "" for
+// none.
+func parenthesize(p []string) string {
 	if len(p) == 0 {
 		return ""
 	}
@@ -116,7 +143,9 @@ func newCmdDevices(f *Factory, runF func(*DevicesOptions) error) *cobra.Command 
 		Short: "List RDMA devices, their ports and GID tables",
 		Long: `List every RDMA device with its node GUID, node type and transport, and for
 each port its state, MTU, link layer, speed and GID table. The GID marked
-with * is the one gorperf uses unless told otherwise (-x), with the reason.`,
+with * is the one gorperf uses unless told otherwise (-x), with the reason.
+An entry past index 255 is marked unusable: the verbs' GID index
+(sgid_index) is 8 bits, so no test can use it, and -x cannot name it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -154,6 +183,10 @@ func writeDevicesJSON(w io.Writer, devs []deviceReport) error {
 		for j := range devs[i].Ports {
 			if devs[i].Ports[j].GIDs == nil {
 				devs[i].Ports[j].GIDs = []gidReport{}
+			}
+			for k := range devs[i].Ports[j].GIDs {
+				g := &devs[i].Ports[j].GIDs[k]
+				g.IndexPast255 = g.Index > maxGIDIndex
 			}
 		}
 	}
@@ -214,7 +247,7 @@ func writePortText(b *strings.Builder, p portReport) {
 			if p.DefaultGID != nil && p.DefaultGID.Index == g.Index {
 				mark = "*"
 			}
-			fmt.Fprintf(tw, "    %s %d\t%s\t%s\t%s\t%s\n", mark, g.Index, g.GID, g.Type, dash(g.Netdev), dash(g.IP)+g.note())
+			fmt.Fprintf(tw, "    %s %d\t%s\t%s\t%s\t%s\n", mark, g.Index, g.GID, g.Type, dash(g.Netdev), dash(g.IP)+g.tableNote())
 		}
 		tw.Flush()
 	}
