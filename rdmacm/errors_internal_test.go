@@ -5,6 +5,8 @@ package rdmacm
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/netip"
 	"syscall"
 	"testing"
@@ -45,5 +47,38 @@ func TestWithAddr(t *testing.T) {
 		if got := withAddr(ap, tc.given, e).Error(); got != tc.want {
 			t.Errorf("given %q: %q, want %q", tc.given, got, tc.want)
 		}
+	}
+}
+
+// TestClosingError: a handshake's failure that an Accept returns once the
+// listener's Close has begun matches ErrClosed and keeps its own chain
+// (a peer's reject is still a *RejectedError), where it kept only its
+// words; one that Close's cancellation ended matches ErrClosed alone,
+// not the context.Canceled that the caller's ctx did not cause
+// (TestListenerCloseEndsAccept sees that one in the VM).
+func TestClosingError(t *testing.T) {
+	rej := &RejectedError{Status: 28}
+	err := error(&OpError{Op: "accept", Addr: "198.18.0.1:7471", Err: &closingError{err: fmt.Errorf("accepting: %w", rej)}})
+	var got *RejectedError
+	if !errors.Is(err, ErrClosed) || !errors.Is(err, net.ErrClosed) || !errors.As(err, &got) || got != rej ||
+		!errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, context.Canceled) {
+		t.Errorf("%v: want ErrClosed and the *RejectedError, ECONNREFUSED", err)
+	}
+	if want := "rdmacm: accept 198.18.0.1:7471: rdmacm: object is closed (accepting: " + rej.Error() + ")"; err.Error() != want {
+		t.Errorf("%q, want %q", err, want)
+	}
+
+	prep := errors.New("prepare failed")
+	err = &closingError{err: errors.Join(prep, syscall.EIO)}
+	if !errors.Is(err, ErrClosed) || !errors.Is(err, prep) || !errors.Is(err, syscall.EIO) {
+		t.Errorf("%v: want ErrClosed, Prepare's error and EIO", err)
+	}
+
+	err = &closingError{err: fmt.Errorf("accepting: %w", context.Canceled), cancelled: true}
+	if !errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) {
+		t.Errorf("%v: want ErrClosed, not context.Canceled", err)
+	}
+	if want := "rdmacm: object is closed (accepting: context canceled)"; err.Error() != want {
+		t.Errorf("%q, want %q", err, want)
 	}
 }

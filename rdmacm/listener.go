@@ -144,7 +144,9 @@ func (l *Listener) ID() *ID { return l.id }
 // listener's Config: GetRequest, then ConnRequest.Accept. If making the
 // connection's resources fails, the request is rejected. Close ends it
 // with ErrClosed, also once it has answered a request and waits for the
-// peer to complete the connection.
+// peer to complete the connection; where a handshake's own failure (a
+// peer's *RejectedError, Config.Prepare's error) ends it once Close has
+// begun, the error matches both.
 //
 // As a TCP listener's accept never waits on one client's handshake,
 // Accept does not wait on one peer's: while the handshakes it has begun
@@ -215,6 +217,29 @@ type acceptRun struct {
 type acceptResult struct {
 	c   *Conn
 	err error
+	// cancelled says the listener's Close cancelled the handshake,
+	// which err says (context.Canceled), and so ended it.
+	cancelled bool
+}
+
+// closingError is a handshake's error, err, that an Accept returns once
+// the listener's Close has begun: it matches ErrClosed and err's chain (a
+// *RejectedError, an *EventError, Config.Prepare's error), unless Close's
+// cancellation of the handshake is all that ended it (cancelled), whose
+// context.Canceled is Close's doing, not the caller's ctx's: then only
+// ErrClosed, with err's words.
+type closingError struct {
+	err       error
+	cancelled bool
+}
+
+func (e *closingError) Error() string { return ErrClosed.Error() + " (" + e.err.Error() + ")" }
+
+func (e *closingError) Unwrap() []error {
+	if e.cancelled {
+		return []error{ErrClosed}
+	}
+	return []error{ErrClosed, e.err}
 }
 
 // taken is what Accept's taker (take) hands it: a request, a connection
@@ -262,9 +287,7 @@ func (l *Listener) accept(ctx context.Context) (*Conn, error) {
 		run.results[0] = acceptResult{}
 		run.results = run.results[1:]
 		if x.err != nil && l.ctx.Err() != nil {
-			// The handshake's own error says only that Close
-			// cancelled it.
-			x.err = fmt.Errorf("%w (%v)", ErrClosed, x.err)
+			x.err = &closingError{err: x.err, cancelled: x.cancelled}
 		}
 		return x, true
 	}
@@ -385,16 +408,19 @@ func (l *Listener) begin(ctx context.Context, run *acceptRun, r *ConnRequest) bo
 	l.mu.Unlock()
 	go func() {
 		defer l.handshakes.Done()
-		c, err := func() (*Conn, error) {
+		x := func() acceptResult {
 			defer func() { <-l.slots }()
 			defer cancel()
 			defer stop()
-			return r.accept(hctx, nil)
+			c, err := r.accept(hctx, nil)
+			// hctx ends before cancel only at Close.
+			return acceptResult{c: c, err: err, cancelled: err != nil && hctx.Err() != nil && errors.Is(err, context.Canceled)}
 		}()
+		c := x.c
 		run.mu.Lock()
 		kept := run.gone
 		if !kept {
-			run.results = append(run.results, acceptResult{c, err})
+			run.results = append(run.results, x)
 			select {
 			case run.notify <- struct{}{}:
 			default:
@@ -750,7 +776,9 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 // 148 bytes for RC, 136 for UD, over InfiniBand and RoCE), and frees it
 // (rdma_reject, rdma_destroy_id). The peer's Dial fails with a
 // *RejectedError. Private data that does not fit is refused with EINVAL,
-// and the request is left as it was.
+// and the request is left as it was. The channel GetRequest made for the
+// request closes with it; a channel of the caller's that the request's
+// ID moved to (Migrate) stays open.
 func (r *ConnRequest) Reject(privateData []byte) error {
 	if r.done {
 		return ErrClosed
@@ -759,15 +787,15 @@ func (r *ConnRequest) Reject(privateData []byte) error {
 		return err
 	}
 	r.done = true
-	ch := r.id.ch.Load()
-	return errors.Join(r.id.Reject(privateData), r.id.Close(), ch.Close())
+	// The ID's Close closes the channel GetRequest made for it; one
+	// the caller moved it to (Migrate) is the caller's, and stays.
+	return errors.Join(r.id.Reject(privateData), r.id.Close())
 }
 
 // refuse rejects the request, without private data and whatever
-// rdma_reject says (the peer may have given up), and frees it.
+// rdma_reject says (the peer may have given up), and frees it, as Reject.
 func (r *ConnRequest) refuse() error {
 	r.done = true
-	ch := r.id.ch.Load()
 	r.id.Reject(nil)
-	return errors.Join(r.id.Close(), ch.Close())
+	return r.id.Close()
 }

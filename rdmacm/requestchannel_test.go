@@ -63,3 +63,44 @@ func TestRequestChannelClosesWithID(t *testing.T) {
 		closeOK(t, id)
 	}
 }
+
+// TestRequestRejectAfterMigrate: ConnRequest.Reject of a request whose
+// ID moved to a channel of the caller's leaves that channel open, and
+// succeeds where other IDs use it. It closed the ID's channel whatever
+// it was: a caller's channel that the ID had alone closed under it, and
+// one that other IDs used made Reject fail with EBUSY after the peer
+// had been rejected and the ID freed.
+func TestRequestRejectAfterMigrate(t *testing.T) {
+	n := device(t)
+	l := listen(t, n.IP, nil)
+	ctx := timeout(t, 60*time.Second)
+	for _, shared := range []bool{false, true} {
+		_, r := pendingRequest(t, ctx, n, l)
+		mine, err := rdmacm.CreateEventChannel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var other *rdmacm.ID
+		if shared {
+			if other, err = mine.CreateID(rdmacm.PortSpaceTCP); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.ID().Migrate(mine); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Reject(nil); err != nil {
+			t.Errorf("shared %v: Reject after a Migrate to the caller's channel: %v", shared, err)
+		}
+		if other != nil {
+			closeOK(t, other)
+		}
+		id, err := mine.CreateID(rdmacm.PortSpaceTCP)
+		if err != nil {
+			t.Errorf("shared %v: CreateID on the caller's channel after Reject: %v, want it open", shared, err)
+		} else {
+			closeOK(t, id)
+		}
+		closeOK(t, mine)
+	}
+}
