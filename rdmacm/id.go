@@ -74,7 +74,9 @@ func portSpaceTable() map[PortSpace]int {
 // kernel takes most of them once an ID and refuses a second with an
 // error matching syscall.EINVAL, as Accept refuses one after an Accept
 // that succeeded. CreateQP and the Close of the QP it made run one at a
-// time, and so do Migrates. That QP's Close waits for a verb under way
+// time, and so do Migrates, which also wait for the verbs, CreateQP,
+// InitQPAttr and Notify, and they for a Migrate: librdmacm sends each
+// through the ID's channel, which a Migrate changes. That QP's Close waits for a verb under way
 // and for a GetEvent reading an event from the ID's channel, in which
 // librdmacm uses the QP. The queries (LocalAddr, RemoteAddr, PortNum,
 // Context) take no lock: librdmacm writes what they read in a verb, or
@@ -101,8 +103,9 @@ type ID struct {
 	// which use it (see lock): a QP's Close beside a CreateQP destroyed
 	// the new QP (SIGSEGV). Taken after mu, before chMu.
 	qpMu sync.Mutex
-	// mu serializes the ID's verbs (see the type's doc), taken after
-	// use.Enter and never with qpMu or chMu held: librdmacm runs them on
+	// mu serializes the ID's verbs (see the type's doc), InitQPAttr,
+	// Notify and the Migrates, taken after use.Enter and never with
+	// qpMu or chMu held: librdmacm runs them on
 	// the ID's state with no lock of its own (rdma_connect and
 	// rdma_accept set its depths before the kernel takes one of them,
 	// and rdma_accept moves its QP). It guards accepted.
@@ -706,7 +709,9 @@ func (id *ID) Disconnect() error {
 
 // Migrate moves the ID, and its future events, to another channel
 // (rdma_migrate_id). It fails with ErrClosed once ch is closed, also while
-// ch's Close runs. The Migrates of one ID run one at a time. The ID of a
+// ch's Close runs. The Migrates of one ID run one at a time, and each
+// waits for the ID's verbs, CreateQP, InitQPAttr and Notify under way,
+// which librdmacm sends through the ID's channel; they wait for it. The ID of a
 // connection request (Listener.GetRequest) that moves to another channel
 // closes the one made for it.
 func (id *ID) Migrate(ch *EventChannel) error {
@@ -714,6 +719,15 @@ func (id *ID) Migrate(ch *EventChannel) error {
 		return ErrClosed
 	}
 	defer id.use.Leave()
+	// librdmacm sends each command of the ID's through the channel the
+	// ID is on (id->channel), which rdma_migrate_id changes and which
+	// is closed below when it was the request's own: the verbs (mu),
+	// CreateQP (qpMu), InitQPAttr and Notify (mu) wait meanwhile, and
+	// Migrate waits for them.
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	id.qpMu.Lock()
+	defer id.qpMu.Unlock()
 	id.chMu.Lock()
 	defer id.chMu.Unlock()
 	old := id.ch.Load()
@@ -995,6 +1009,8 @@ func (id *ID) cmGone() bool {
 		return false
 	}
 	defer id.use.Leave()
+	id.mu.Lock() // rdma_init_qp_attr writes to the ID's channel: see Migrate
+	defer id.mu.Unlock()
 	var attr C.struct_ibv_qp_attr
 	var mask C.int
 	attr.qp_state = C.IBV_QPS_INIT

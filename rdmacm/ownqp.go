@@ -67,6 +67,8 @@ func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrM
 		return ibverbs.QPAttr{}, 0, ErrClosed
 	}
 	defer id.use.Leave()
+	id.mu.Lock() // rdma_init_qp_attr writes to the ID's channel: see Migrate
+	defer id.mu.Unlock()
 	switch state {
 	case ibverbs.QPStateInit, ibverbs.QPStateRTR, ibverbs.QPStateRTS:
 	default:
@@ -161,6 +163,8 @@ func (id *ID) Notify(ev ibverbs.EventType) error {
 		return ErrClosed
 	}
 	defer id.use.Leave()
+	id.mu.Lock() // rdma_notify writes to the ID's channel: see Migrate
+	defer id.mu.Unlock()
 	if r, err := C.rdma_notify(id.c, C.enum_ibv_event_type(ev)); r != 0 {
 		return fmt.Errorf("%s: %w", ev, cmError("rdma_notify", err))
 	}
