@@ -175,6 +175,11 @@ type session struct {
 	port     int
 	gid      ibverbs.GIDChoice
 	portAttr ibverbs.PortAttr
+	// mtuCap, where the GID's netdev carries less than the port's
+	// active MTU, is the most it carries (capNetdevMTU), and capWhy
+	// says so in the header; else 0 and "".
+	mtuCap   ibverbs.MTU
+	capWhy   string
 	devAttr  ibverbs.DeviceAttr
 	pd       *ibverbs.PD
 	buf      *ibverbs.Buffer
@@ -670,9 +675,7 @@ func (s *session) addQP(qp *ibverbs.QP) error {
 	if err != nil {
 		return err
 	}
-	if s.spec.MTU != 0 {
-		ep.MTU = min(ep.MTU, s.spec.MTU)
-	}
+	ep.MTU = min(ep.MTU, s.ownMTU())
 	if s.spec.OutReads != 0 && ep.RdAtomic != 0 {
 		ep.RdAtomic = min(ep.RdAtomic, s.spec.OutReads)
 	}
@@ -718,14 +721,15 @@ func (s *session) sizeFits(spec exchange.TestSpec, da ibverbs.DeviceAttr) error 
 }
 
 // ActiveMTU returns the active MTU of the port l names, after Check's
-// checks: the most a UD message can carry.
+// checks, within what the netdev of the GID that l picks carries
+// (capNetdevMTU): the most a UD message can carry.
 func ActiveMTU(l Local) (ibverbs.MTU, error) {
 	s := &session{local: l, port: max(l.Port, 1)}
 	defer s.close()
 	if err := s.openPort(false); err != nil {
 		return 0, err
 	}
-	return s.portAttr.ActiveMTU, nil
+	return s.ownMTU(), nil
 }
 
 // openPort opens the device, through rdma_cm where cm is set, and chooses
@@ -757,7 +761,46 @@ func (s *session) openPort(cm bool) (err error) {
 			return err
 		}
 	}
-	return s.chooseGID()
+	if err := s.chooseGID(); err != nil {
+		return err
+	}
+	s.capNetdevMTU()
+	return nil
+}
+
+// capNetdevMTU caps the path MTU, where the netdev of this side's RoCE
+// GID carries less than the port's active MTU, to the largest RDMA MTU
+// its MTU carries with the driver's headers (CarriedMTU), as the kernel's
+// rdma_cm caps it for RoCE (cma_resolve_iboe_route: iboe_get_mtu of the
+// GID's netdev's MTU). The port's active MTU follows the MTU of its own
+// netdev; a VLAN or a macvlan over it may have a smaller one, which drops
+// the larger packets: a test over its GID timed out. A GID with no netdev,
+// or one whose MTU cannot be read, is not capped.
+func (s *session) capNetdevMTU() {
+	nd := s.gid.Entry.Netdev
+	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || nd == "" {
+		return
+	}
+	mtu, err := NetdevMTU("", nd)
+	if err != nil {
+		return
+	}
+	da, err := s.ctx.QueryDevice()
+	overhead := MTUOverhead(err == nil && da.VendorID == rxeVendorID)
+	active := s.portAttr.ActiveMTU
+	fits := CarriedMTU(mtu, overhead, active.Bytes())
+	if fits >= active.Bytes() {
+		return
+	}
+	s.mtuCap = ibverbs.MTU256
+	if m, err := ibverbs.MTUFromBytes(fits); err == nil {
+		s.mtuCap = m
+	}
+	carries := fmt.Sprintf("carries RDMA MTU %d (+%d bytes of headers)", fits, overhead)
+	if fits == 0 {
+		carries = fmt.Sprintf("carries no RDMA MTU (256+%d bytes of headers)", overhead)
+	}
+	s.capWhy = fmt.Sprintf("path MTU at most %d: %s's MTU %d %s, not the port's active %d", s.mtuCap.Bytes(), nd, mtu, carries, active.Bytes())
 }
 
 // pdAndMR allocates the PD and registers the buffer: whole, or with
@@ -994,7 +1037,7 @@ func (s *session) header(client bool) report.Header {
 	h := report.Header{
 		Test: specTitle(s.spec), Device: s.ctx.Name(), Port: s.port, NumQPs: len(s.qps), Transport: "IB",
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
-		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid), MaxInline: s.inlineSize(0),
+		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid, s.capWhy), MaxInline: s.inlineSize(0),
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
 		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events, UsingSRQ: s.srq != nil,
 		FlowLabels: s.spec.FlowLabels, Env: reportEnv(s.env()), PeerDevice: s.peerEnv.Device, PeerEnv: reportEnv(s.peerEnv),
@@ -1062,18 +1105,33 @@ func (s *session) sizes() ([]uint32, error) {
 	return all[:n], nil
 }
 
-func (s *session) mtu() ibverbs.MTU {
+// ownMTU is the most this side offers the peer as the path MTU: its
+// port's active MTU, within what its GID's netdev carries (mtuCap) and
+// -m.
+func (s *session) ownMTU() ibverbs.MTU {
 	m := s.portAttr.ActiveMTU
+	if s.mtuCap != 0 {
+		m = min(m, s.mtuCap)
+	}
 	if s.spec.MTU != 0 {
 		m = min(m, s.spec.MTU)
 	}
+	return m
+}
+
+// mtu is the path MTU: the least of this side's (ownMTU) and the
+// peer's.
+func (s *session) mtu() ibverbs.MTU {
+	m := s.ownMTU()
 	for _, r := range s.remote {
 		m = min(m, r.Endpoint.MTU)
 	}
 	return m
 }
 
-func gidReason(c ibverbs.GIDChoice) string {
+// gidReason is what the header says of the GID c, with capWhy, where
+// the netdev's MTU caps the path MTU (capNetdevMTU), after it.
+func gidReason(c ibverbs.GIDChoice, capWhy string) string {
 	e := c.Entry
 	if e.GID.IsZero() {
 		return c.Reason
@@ -1082,7 +1140,11 @@ func gidReason(c ibverbs.GIDChoice) string {
 	if e.Netdev != "" {
 		s += " on " + e.Netdev
 	}
-	return s + ": " + c.Reason
+	s += ": " + c.Reason
+	if capWhy != "" {
+		s += "; " + capWhy
+	}
+	return s
 }
 
 func linkType(l ibverbs.LinkLayer) string {
@@ -1116,6 +1178,10 @@ type idleError struct {
 	// control connection says nothing of the RDMA path) then waits as
 	// long.
 	gids string
+	// mtu, with gids, where this side's packets carry more than 256
+	// bytes, names a link of a smaller MTU between the two sides as the
+	// other cause (mtuHint).
+	mtu string
 	// gone, where set, says that this side's GID has left its table
 	// since the test chose it (its address was removed): the cause, not
 	// the peer.
@@ -1131,6 +1197,8 @@ func (e *idleError) Error() string {
 			e.count(), e.what, e.d, e.silent.Round(100*time.Millisecond))
 	case e.after > 0:
 		return fmt.Sprintf("the peer stopped answering, %s: no %s for %v (is it still running?)", e.count(), e.what, e.d)
+	case e.gids != "" && e.mtu != "":
+		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks each side's GID. Or %s)", e.what, e.d, e.gids, e.mtu)
 	case e.gids != "":
 		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks each side's GID)", e.what, e.d, e.gids)
 	}
@@ -1199,7 +1267,31 @@ func (s *session) idleAfter(what string, d time.Duration, got uint64) error {
 	} else {
 		e.gids = mine + " and the peer's"
 	}
+	e.mtu = s.mtuHint()
 	return e
+}
+
+// mtuHint, where this side's packets carry more than 256 bytes (the
+// smaller of the largest message and the path MTU), says that a link
+// between the two sides may drop them: a netdev of either side (a VLAN's,
+// whose MTU the port's active MTU does not follow) or a switch port of a
+// smaller MTU drops a packet too large for it, and the RDMA path is
+// silent while the control connection's small packets pass. It names a
+// smaller -m (-s over UD, whose messages are single packets) to try.
+func (s *session) mtuHint() string {
+	p := min(int(s.spec.MaxSize()), s.mtu().Bytes())
+	if p <= 256 {
+		return ""
+	}
+	try := 256
+	for try*2 < p && try < 1024 {
+		try *= 2
+	}
+	flag := fmt.Sprintf("-m %d", try)
+	if s.spec.ConnType == ibverbs.QPTypeUD {
+		flag = fmt.Sprintf("-s %d", try)
+	}
+	return fmt.Sprintf("a link between them drops packets of %d bytes and headers, over its MTU: check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them, or try %s", p, flag)
 }
 
 // interrupted reports whether ctx has ended; loops call it every few
