@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gorperf/gorperf/internal/affinity"
+	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/report"
 )
 
@@ -56,14 +57,16 @@ func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
 		Use:   "doctor [-d DEV] [-i PORT] [--json]",
 		Short: "Check that this host is ready for RDMA, and say how to fix what is not",
 		Long: `Check the things RDMA needs: the uverbs device files (and rdma_cm's, for
--R), the locked-memory limit, an active port, a routable RoCE v2 GID, the
-netdev MTU against the RDMA MTU, ECN and PFC where the driver exposes them,
-and the device's NUMA node against the CPUs a test would run on. Each
-finding is [ ok ], [warn] or [FAIL]; warnings and failures come with a fix.
-A port that is not ACTIVE fails if -i names it, if tests use it by default
-(the first device's port 1, or -d's port 1) or if no port checked is
-ACTIVE; otherwise it is a warning, and not checked further. The exit status
-is 1 if anything failed. With --json the findings are one JSON document.`,
+-R), the locked-memory limit, an active port, a routable RoCE v2 GID (and
+none past index 255, which no test can use), the MTU of each netdev with a
+routable GID (a VLAN's too) against the RDMA MTU, ECN and PFC where the
+driver exposes them, and the device's NUMA node against the CPUs a test
+would run on. Each finding is [ ok ], [warn] or [FAIL]; warnings and
+failures come with a fix. A port that is not ACTIVE fails if -i names it,
+if tests use it by default (the first device's port 1, or -d's port 1) or
+if no port checked is ACTIVE; otherwise it is a warning, and not checked
+further. The exit status is 1 if anything failed. With --json the findings
+are one JSON document.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Port < 0 {
@@ -550,12 +553,16 @@ func checkPort(opts *DoctorOptions, d deviceReport, p portReport) []finding {
 		return append(fs, warn("check the driver with `ibv_devinfo -v`", "%s: link layer %s: not checked further", at, p.LinkLayer))
 	}
 	netdev := portNetdev(p)
-	fs = append(fs, checkGID(at, p, netdev, opts.Addrs)...)
+	fs = append(fs, checkGID(opts.Root, at, p, netdev, opts.Addrs)...)
 	if netdev == "" {
 		return fs
 	}
 	drv := driverName(opts.Root, d.Name)
-	fs = append(fs, checkNetdevMTU(opts.Root, at, netdev, p, mtuOverhead(drv)))
+	// Each netdev a test can run over has its own MTU: a VLAN's or a
+	// macvlan's may be smaller than the port's netdev's.
+	for _, nd := range gidNetdevs(p, netdev) {
+		fs = append(fs, checkNetdevMTU(opts.Root, at, nd, p, mtuOverhead(drv)))
+	}
 	// ECN and PFC are the lower device's (mlx5's ecn/ and qos/ are on the
 	// physical netdev, not on a VLAN over it); the MTU is the GID's own.
 	lower := lowerNetdev(opts.Root, netdev)
@@ -624,9 +631,30 @@ func portNetdev(p portReport) string {
 	return ""
 }
 
+// gidNetdevs returns netdev, the port's, and after it every other netdev
+// that has a routable GID on the port (a VLAN or a macvlan over it), in
+// the order of the GID table.
+func gidNetdevs(p portReport, netdev string) []string {
+	nds := []string{netdev}
+	for _, g := range p.GIDs {
+		if g.Netdev != "" && routableGID(g) && !slices.Contains(nds, g.Netdev) {
+			nds = append(nds, g.Netdev)
+		}
+	}
+	return nds
+}
+
+// routableGID reports whether g is a RoCE v2 GID of an address that is
+// not link-local: one a test can route from.
+func routableGID(g gidReport) bool {
+	ip, err := netip.ParseAddr(g.IP)
+	return err == nil && g.Type == "RoCE v2" && !ip.Unmap().IsLinkLocalUnicast()
+}
+
 // checkGID reports the RoCE v2 GID SelectGID would choose and whether its
-// address is one the netdev has, so that peers can route to it.
-func checkGID(at string, p portReport, netdev string, addrs func(string) ([]netip.Prefix, error)) []finding {
+// address is one the netdev has, and the netdev is up, so that peers can
+// route to it; root is where sysfs is.
+func checkGID(root, at string, p portReport, netdev string, addrs func(string) ([]netip.Prefix, error)) []finding {
 	if p.DefaultGID == nil {
 		nd := netdev
 		if nd == "" {
@@ -636,8 +664,8 @@ func checkGID(at string, p portReport, netdev string, addrs func(string) ([]neti
 		if p.NoGIDReason != "" {
 			why = p.NoGIDReason
 		}
-		return []finding{fail(fmt.Sprintf("give %s a routable IP address of its subnet (`ip addr add <address>/<prefix length> dev %s`): the kernel adds its GIDs", nd, nd),
-			"%s: no usable RoCE v2 GID: %s", at, why)}
+		return append([]finding{fail(fmt.Sprintf("give %s a routable IP address of its subnet (`ip addr add <address>/<prefix length> dev %s`): the kernel adds its GIDs", nd, nd),
+			"%s: no usable RoCE v2 GID: %s", at, why)}, checkGIDIndexLimit(at, p)...)
 	}
 	var g gidReport
 	for _, e := range p.GIDs {
@@ -648,6 +676,7 @@ func checkGID(at string, p portReport, netdev string, addrs func(string) ([]neti
 	fs := []finding{ok("%s: RoCE v2 GID index %d (%s on %s) would be used: %s", at, g.Index, g.IP, dash(g.Netdev), p.DefaultGID.Reason)}
 	fs = append(fs, checkGIDTie(at, p, g, addrs)...)
 	fs = append(fs, checkGIDAddrState(at, p)...)
+	fs = append(fs, checkGIDIndexLimit(at, p)...)
 	ip, err := netip.ParseAddr(g.IP)
 	if err != nil || g.Netdev == "" {
 		return append(fs, warn("check `rdma link show` and the GID table in /sys/class/infiniband/<dev>/ports/<port>/gid_attrs", "%s: cannot tell which netdev GID index %d belongs to", at, g.Index))
@@ -664,6 +693,10 @@ func checkGID(at string, p portReport, netdev string, addrs func(string) ([]neti
 		if a.Addr() == ip {
 			if ip.IsLinkLocalUnicast() {
 				return append(fs, warn("add a routable address to "+g.Netdev, "%s: %s on %s is link-local, not routable", at, ip, g.Netdev))
+			}
+			if down := netdevDown(root, g.Netdev); down != "" {
+				return append(fs, warn(fmt.Sprintf("bring it up: `ip link set %s up`", g.Netdev),
+					"%s: %s has %s, but is down (%s): not routable until it is up", at, g.Netdev, a, down))
 			}
 			return append(fs, ok("%s: %s has %s: routable", at, g.Netdev, a))
 		}
@@ -731,53 +764,78 @@ func checkGIDAddrState(at string, p portReport) []finding {
 		"%s: GIDs of unusable addresses, which GID selection passes over: %s", at, strings.Join(bad, "; "))}
 }
 
-// roceOverhead is what a RoCE v2 packet carries besides its RDMA payload,
-// counted inside the netdev MTU: the kernel's iboe_get_mtu subtracts the GRH
-// or IP header (40), UDP (8), BTH (12), the largest extended headers (XRC 4
-// + AtomicETH 28) and the ICRC (4). So IB MTU 1024 needs a netdev MTU of at
-// least 1120 and IB MTU 4096 one of 4192: a standard 1500 gives 1024, jumbo
-// frames of 4200 or more give 4096.
-const roceOverhead = 40 + 8 + 12 + 4 + 28 + 4
-
-// rxeOverhead is what soft-RoCE (rdma_rxe) counts instead: rxe_set_mtu sets
-// the port's active MTU from the netdev MTU less RXE_MAX_HDR_LENGTH, 80
-// (eth_mtu_int_to_enum in rxe_param.h), the most an rxe packet carries
-// besides its payload; so rxe is active at 4096 from a netdev MTU of 4176,
-// and its packets fit.
-const rxeOverhead = 80
-
-// mtuOverhead is the bytes of headers that drv's ports count between the
-// netdev MTU and the RDMA MTU.
-func mtuOverhead(drv string) int {
-	if isRXE(drv) {
-		return rxeOverhead
+// checkGIDIndexLimit warns of routable GIDs past index 255, which no
+// test can use: the verbs' GID index (sgid_index, of ibv_global_route
+// and ibv_qp_attr's address vector) is 8 bits. Each address of the
+// port's netdevs and their VLANs adds a RoCE v1 and a RoCE v2 GID, so a
+// few hundred addresses fill the table past it; GID selection passes over
+// those entries, and -x cannot name them.
+func checkGIDIndexLimit(at string, p portReport) []finding {
+	var past []gidReport
+	var netdevs []string
+	for _, g := range p.GIDs {
+		if g.Index > 255 && routableGID(g) {
+			past = append(past, g)
+			if g.Netdev != "" && !slices.Contains(netdevs, g.Netdev) {
+				netdevs = append(netdevs, g.Netdev)
+			}
+		}
 	}
-	return roceOverhead
+	if len(past) == 0 {
+		return nil
+	}
+	first := past[0]
+	return []finding{warn(fmt.Sprintf("remove addresses that RDMA does not need from %s (`ip addr show`; each adds two GIDs, RoCE v1 and v2), so that every address's GIDs are at index 255 or below; a GID keeps its index until its address goes", dash(strings.Join(netdevs, ", "))),
+		"%s: %d routable GIDs are past index 255, where no test can use them (the verbs' GID index is 8 bits): the first, index %d, is %s on %s",
+		at, len(past), first.Index, first.IP, dash(first.Netdev))}
 }
 
-// checkNetdevMTU judges the MTU of netdev, the port's, whose driver puts
-// overhead bytes of headers around an RDMA MTU's payload.
+// netdevDown says, where netdev is down, how sysfs under root says so:
+// its flags lack IFF_UP ("administratively down"), or its operstate is
+// down, lowerlayerdown (a VLAN over a netdev that is down) or notpresent;
+// "" where it is up, or sysfs cannot tell (operstate unknown, as a
+// netdev that reports no carrier has).
+func netdevDown(root, netdev string) string {
+	dir := filepath.Join(root, "sys/class/net", netdev)
+	if b, err := os.ReadFile(filepath.Join(dir, "flags")); err == nil {
+		if f, err := strconv.ParseUint(strings.TrimSpace(string(b)), 0, 32); err == nil && f&unix.IFF_UP == 0 {
+			return "administratively down: `ip link show` lacks UP"
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "operstate"))
+	if st := strings.TrimSpace(string(b)); err == nil && (st == "down" || st == "lowerlayerdown" || st == "notpresent") {
+		return "operstate " + st
+	}
+	return ""
+}
+
+// mtuOverhead is the bytes of headers that drv's ports count between the
+// netdev MTU and the RDMA MTU, as a test's set-up counts them.
+func mtuOverhead(drv string) int { return bench.MTUOverhead(isRXE(drv)) }
+
+// checkNetdevMTU judges the MTU of netdev, the port's or another that
+// has GIDs on it (a VLAN's), whose driver puts overhead bytes of headers
+// around an RDMA MTU's payload: one too small for the port's active MTU
+// makes the path MTU of a test over its GIDs smaller (gorperf's and
+// rdma_cm's, which cap it to what the GID's netdev carries), or loses
+// the larger packets (perftest's without -R).
 func checkNetdevMTU(root, at, netdev string, p portReport, overhead int) finding {
-	b, err := os.ReadFile(filepath.Join(root, "sys/class/net", netdev, "mtu"))
+	mtu, err := bench.NetdevMTU(root, netdev)
 	if err != nil {
 		return warn(fmt.Sprintf("check `ip link show %s`", netdev), "%s: MTU of %s: %v", at, netdev, bareError(err))
 	}
-	mtu, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return warn(fmt.Sprintf("check `ip link show %s`", netdev), "%s: MTU of %s: %q is not a number", at, netdev, strings.TrimSpace(string(b)))
-	}
-	fits := 0 // the largest IB MTU that this netdev MTU carries, up to the port's max
-	for m := 256; m <= 4096 && m <= p.MaxMTU; m *= 2 {
-		if mtu-overhead >= m {
-			fits = m
-		}
-	}
+	fits := bench.CarriedMTU(mtu, overhead, p.MaxMTU) // up to the port's max
 	switch {
-	case mtu < p.ActiveMTU+overhead:
+	case mtu < p.ActiveMTU+overhead && fits == 0:
 		return warn(fmt.Sprintf("raise it: `ip link set %s mtu %d` (and the switch ports' MTU)", netdev, p.ActiveMTU+overhead),
-			"%s: %s MTU %d is too small for RDMA MTU %d, which needs %d+%d bytes of RoCE v2 headers: large packets will be dropped",
+			"%s: %s MTU %d is too small for RDMA MTU %d, which needs %d+%d bytes of RoCE v2 headers, or for any RDMA MTU: RDMA over its GIDs loses its packets",
 			at, netdev, mtu, p.ActiveMTU, p.ActiveMTU, overhead)
-	case fits > p.ActiveMTU:
+	case mtu < p.ActiveMTU+overhead:
+		return warn(fmt.Sprintf("raise it: `ip link set %s mtu %d` (and the switch ports' MTU), or give perftest -m %d", netdev, p.ActiveMTU+overhead, fits),
+			"%s: %s MTU %d is too small for RDMA MTU %d, which needs %d+%d bytes of RoCE v2 headers: a test over its GIDs gets path MTU %d from gorperf and rdma_cm (-R), and loses its large packets where the path MTU is the port's (perftest without -R)",
+			at, netdev, mtu, p.ActiveMTU, p.ActiveMTU, overhead, fits)
+	case fits > p.ActiveMTU && lowerNetdev(root, netdev) == netdev:
+		// The port's MTU follows its own netdev's, not a VLAN's over it.
 		return warn(fmt.Sprintf("most drivers set the port MTU from the netdev MTU: re-set it (`ip link set %s mtu %d`) and check `gorperf devices`", netdev, mtu),
 			"%s: %s MTU %d would carry RDMA MTU %d, but the port is active at %d", at, netdev, mtu, fits, p.ActiveMTU)
 	}

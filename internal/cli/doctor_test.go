@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/gorperf/gorperf/internal/bench"
 )
 
 // fakeFS writes files under a temporary root: path -> content, or for
@@ -197,21 +199,21 @@ func TestCheckGID(t *testing.T) {
 	has := func(string) ([]netip.Prefix, error) {
 		return []netip.Prefix{netip.MustParsePrefix("198.18.0.1/24"), netip.MustParsePrefix("fe80::5054:ff:fe12:3456/64")}, nil
 	}
-	fs := checkGID("rxe0 port 1", p, "rxeveth0", has)
+	fs := checkGID(t.TempDir(), "rxe0 port 1", p, "rxeveth0", has)
 	if len(fs) != 2 {
 		t.Fatalf("findings: %+v", fs)
 	}
 	wantFinding(t, fs[0], levelOK, "RoCE v2 GID index 1 (198.18.0.1 on rxeveth0) would be used: first routable IPv4")
 	wantFinding(t, fs[1], levelOK, "rxeveth0 has 198.18.0.1/24: routable")
 
-	fs = checkGID("rxe0 port 1", p, "rxeveth0", func(string) ([]netip.Prefix, error) { return nil, nil })
+	fs = checkGID(t.TempDir(), "rxe0 port 1", p, "rxeveth0", func(string) ([]netip.Prefix, error) { return nil, nil })
 	wantFinding(t, fs[1], levelWarn, "address 198.18.0.1 is not on rxeveth0")
 
-	fs = checkGID("rxe0 port 1", p, "rxeveth0", noAddrs)
+	fs = checkGID(t.TempDir(), "rxe0 port 1", p, "rxeveth0", noAddrs)
 	wantFinding(t, fs[1], levelWarn, "no such network interface")
 
 	p.DefaultGID, p.NoGIDReason = nil, "no GID matches any routable RoCE v2 GID; index 0 fe80::1: link-local"
-	fs = checkGID("rxe0 port 1", p, "rxeveth0", has)
+	fs = checkGID(t.TempDir(), "rxe0 port 1", p, "rxeveth0", has)
 	wantFinding(t, fs[0], levelFail, "no usable RoCE v2 GID: no GID matches")
 	// No address of the fix's own: 198.18.0.1, which it gave, may be
 	// another netdev's of this host (rxe0's, for rxe1's netdev).
@@ -231,20 +233,20 @@ func TestCheckNetdevMTU(t *testing.T) {
 		lvl         level
 		msg         string
 	}{
-		{"1500\n", 1024, 4096, roceOverhead, levelOK, "rxeveth0 MTU 1500 carries RDMA MTU 1024 (+96 bytes"},
-		{"9000\n", 4096, 4096, roceOverhead, levelOK, "carries RDMA MTU 4096"},
-		{"4200\n", 4096, 4096, roceOverhead, levelOK, "carries RDMA MTU 4096"},
-		{"4100\n", 4096, 4096, roceOverhead, levelWarn, "MTU 4100 is too small for RDMA MTU 4096"},
-		{"1100\n", 1024, 4096, roceOverhead, levelWarn, "too small for RDMA MTU 1024"},
-		{"9000\n", 1024, 4096, roceOverhead, levelWarn, "MTU 9000 would carry RDMA MTU 4096, but the port is active at 1024"},
-		{"9000\n", 2048, 2048, roceOverhead, levelOK, "carries RDMA MTU 2048"}, // the port can do no more
-		{"junk", 1024, 4096, roceOverhead, levelWarn, "not a number"},
-		{"4176\n", 4096, 4096, rxeOverhead, levelOK, "rxeveth0 MTU 4176 carries RDMA MTU 4096 (+80 bytes"},
-		{"4191\n", 4096, 4096, rxeOverhead, levelOK, "carries RDMA MTU 4096"},
-		{"4175\n", 2048, 4096, rxeOverhead, levelOK, "carries RDMA MTU 2048"},
-		{"1500\n", 1024, 4096, rxeOverhead, levelOK, "carries RDMA MTU 1024"},
-		{"4175\n", 4096, 4096, rxeOverhead, levelWarn, "MTU 4175 is too small for RDMA MTU 4096, which needs 4096+80"},
-		{"4180\n", 1024, 4096, rxeOverhead, levelWarn, "MTU 4180 would carry RDMA MTU 4096, but the port is active at 1024"},
+		{"1500\n", 1024, 4096, bench.RoCEOverhead, levelOK, "rxeveth0 MTU 1500 carries RDMA MTU 1024 (+96 bytes"},
+		{"9000\n", 4096, 4096, bench.RoCEOverhead, levelOK, "carries RDMA MTU 4096"},
+		{"4200\n", 4096, 4096, bench.RoCEOverhead, levelOK, "carries RDMA MTU 4096"},
+		{"4100\n", 4096, 4096, bench.RoCEOverhead, levelWarn, "MTU 4100 is too small for RDMA MTU 4096"},
+		{"1100\n", 1024, 4096, bench.RoCEOverhead, levelWarn, "too small for RDMA MTU 1024"},
+		{"9000\n", 1024, 4096, bench.RoCEOverhead, levelWarn, "MTU 9000 would carry RDMA MTU 4096, but the port is active at 1024"},
+		{"9000\n", 2048, 2048, bench.RoCEOverhead, levelOK, "carries RDMA MTU 2048"}, // the port can do no more
+		{"junk", 1024, 4096, bench.RoCEOverhead, levelWarn, "not a number"},
+		{"4176\n", 4096, 4096, bench.RXEOverhead, levelOK, "rxeveth0 MTU 4176 carries RDMA MTU 4096 (+80 bytes"},
+		{"4191\n", 4096, 4096, bench.RXEOverhead, levelOK, "carries RDMA MTU 4096"},
+		{"4175\n", 2048, 4096, bench.RXEOverhead, levelOK, "carries RDMA MTU 2048"},
+		{"1500\n", 1024, 4096, bench.RXEOverhead, levelOK, "carries RDMA MTU 1024"},
+		{"4175\n", 4096, 4096, bench.RXEOverhead, levelWarn, "MTU 4175 is too small for RDMA MTU 4096, which needs 4096+80"},
+		{"4180\n", 1024, 4096, bench.RXEOverhead, levelWarn, "MTU 4180 would carry RDMA MTU 4096, but the port is active at 1024"},
 	} {
 		root := fakeFS(t, map[string]string{"sys/class/net/rxeveth0/mtu": tc.mtu})
 		p := portReport{ActiveMTU: tc.active, MaxMTU: tc.max}
@@ -255,7 +257,7 @@ func TestCheckNetdevMTU(t *testing.T) {
 			t.Errorf("mtuOverhead(%q) = %d, want %d", drv, got, want)
 		}
 	}
-	f := checkNetdevMTU(t.TempDir(), "rxe0 port 1", "rxeveth0", portReport{ActiveMTU: 1024, MaxMTU: 4096}, roceOverhead)
+	f := checkNetdevMTU(t.TempDir(), "rxe0 port 1", "rxeveth0", portReport{ActiveMTU: 1024, MaxMTU: 4096}, bench.RoCEOverhead)
 	if f.Level != levelWarn || !strings.Contains(f.Msg, "no such file") {
 		t.Errorf("missing mtu file: %+v", f)
 	}
@@ -812,7 +814,7 @@ func TestCheckGIDMappedIPv6(t *testing.T) {
 	mapped := func(string) ([]netip.Prefix, error) {
 		return []netip.Prefix{netip.MustParsePrefix("::ffff:198.18.0.99/128")}, nil
 	}
-	fs := checkGID("rxe0 port 1", p, "rxeveth0", mapped)
+	fs := checkGID(t.TempDir(), "rxe0 port 1", p, "rxeveth0", mapped)
 	wantFinding(t, fs[len(fs)-1], levelWarn, "rxeveth0 has 198.18.0.99 as the IPv6 address ::ffff:198.18.0.99, not as IPv4")
 
 	lo, err := net.InterfaceByName("lo")
@@ -843,7 +845,7 @@ func TestCheckGIDTie(t *testing.T) {
 		return []netip.Prefix{netip.MustParsePrefix("198.18.0.1/24"), netip.MustParsePrefix("198.18.0.11/24")}, nil
 	}
 	p.DefaultGID.Tied = []int{2, 3}
-	fs := checkGID("rxe0 port 1", p, "rxeveth0", addrs)
+	fs := checkGID(t.TempDir(), "rxe0 port 1", p, "rxeveth0", addrs)
 	f := fs[1]
 	wantFinding(t, f, levelWarn, "default GID index 1 ties with 2 other entries (netdevs rxeveth0, rxeveth0.10; subnets 198.18.0.0/24, 198.18.10.0/24)")
 	for _, w := range []string{"--gid-netdev", "--gid-subnet", "--source_ip"} {
@@ -852,7 +854,7 @@ func TestCheckGIDTie(t *testing.T) {
 		}
 	}
 	p.DefaultGID.Tied = []int{3}
-	for _, f := range checkGID("rxe0 port 1", p, "rxeveth0", addrs) {
+	for _, f := range checkGID(t.TempDir(), "rxe0 port 1", p, "rxeveth0", addrs) {
 		if strings.Contains(f.Msg, "ties") {
 			t.Errorf("a tie within one netdev and subnet warned: %+v", f)
 		}
@@ -871,7 +873,7 @@ func TestCheckGIDAddrState(t *testing.T) {
 	has := func(string) ([]netip.Prefix, error) {
 		return []netip.Prefix{netip.MustParsePrefix("198.18.0.1/24")}, nil
 	}
-	fs := checkGID("rxe0 port 1", p, "rxeveth0", has)
+	fs := checkGID(t.TempDir(), "rxe0 port 1", p, "rxeveth0", has)
 	wantFinding(t, fs[1], levelWarn, "GIDs of unusable addresses, which GID selection passes over: index 2 2001:2::77 (tentative dadfailed) on rxeveth0; index 4 198.18.0.99 (IPv6 ::ffff:198.18.0.99) on rxeveth0")
 	if strings.Contains(fs[1].Msg, "2001:2:0:5::2") {
 		t.Errorf("deprecated address warned: %s", fs[1].Msg)
