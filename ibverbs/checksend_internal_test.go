@@ -62,8 +62,8 @@ func TestInlineCheck(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
-	if c.m != m {
-		t.Errorf("the cache holds %p, want the MR %p", c.m, m)
+	if c.m != m.MR {
+		t.Errorf("the cache holds %p, want the MR %p", c.m, m.MR)
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = c.checkSGL(nil, []SGE{in}) }); n != 0 {
 		t.Errorf("checkSGL allocates %v times", n)

@@ -17,26 +17,41 @@ import (
 
 // MR is a registered memory region (struct ibv_mr) over all or part of a
 // Buffer. The buffer cannot be closed while the MR is registered.
+//
+// Its getters (LKey, RKey, Addr, Len, Bytes, Buffer, SGE and Remote) may
+// run in several goroutines at once, and beside its Rereg and Close,
+// with no lock: each answers from the registration as it was before the
+// change or as it is after, never a mix of the two (an SGE with the old
+// address and the new lkey).
 type MR struct {
-	c   *C.struct_ibv_mr
-	pd  *PD
-	buf *Buffer
-	b   []byte // nil once closed: the buffer may be unmapped then
-	n   int    // the region's length
+	c  *C.struct_ibv_mr
+	pd *PD
 
-	lkey, rkey uint32 // copied at registration and Rereg, so getters never touch freed C memory
-	addr       uint64
-
-	// ptr is the process's address of the region's first byte, which an
-	// inline send copies from (addr is the device's, iova for RegMRIOVA);
-	// live is cleared by Close, for the inline check (inlineMR).
-	ptr  uint64
-	live atomic.Bool
+	// st is what the getters answer, replaced whole by Rereg and Close:
+	// a getter beside them, which takes no lock, reads one
+	// registration's keys, address and memory, never a mix, and touches
+	// no C memory that Close frees.
+	st atomic.Pointer[mrState]
 
 	// closeMu is held by Close and Rereg, so that two of them never hand
 	// the verbs the same struct ibv_mr, one freed by the other. The
 	// getters the posts use (LKey, RKey, SGE) do not take it.
 	closeMu sync.Mutex
+}
+
+// mrState is an MR's registration as its getters answer it; it does not
+// change once stored.
+type mrState struct {
+	buf *Buffer
+	b   []byte // nil once closed: the buffer may be unmapped then
+	n   int    // the region's length, kept by Close
+
+	lkey, rkey uint32 // copied from the struct ibv_mr; 0 once closed
+	addr       uint64 // the device's address of the first byte: iova for RegMRIOVA; 0 once closed
+
+	// ptr is the process's address of the region's first byte, which an
+	// inline send copies from.
+	ptr uint64
 }
 
 // mrKey names a registration the way an inline send's SGE does: by its
@@ -64,7 +79,8 @@ func lookupMR(pd *C.struct_ibv_pd, lkey uint32) *MR {
 // covers reports whether [addr, addr+n) lies in the process memory the
 // live MR m registered.
 func (m *MR) covers(addr uint64, n uint32) bool {
-	return m.live.Load() && addr >= m.ptr && addr-m.ptr <= uint64(m.n) && uint64(n) <= uint64(m.n)-(addr-m.ptr)
+	s := m.st.Load()
+	return s.b != nil && addr >= s.ptr && addr-s.ptr <= uint64(s.n) && uint64(n) <= uint64(s.n)-(addr-s.ptr)
 }
 
 // RegMR registers the whole buffer with the given access (ibv_reg_mr). A
@@ -144,14 +160,14 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, whole bool, iova 
 	}
 	pd.kids.add()
 	buf.kids.add()
-	mr := &MR{c: m, pd: pd, buf: buf, b: b, n: length, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova,
-		ptr: uint64(uintptr(p))}
-	mr.live.Store(true)
+	mr := &MR{c: m, pd: pd}
+	mr.st.Store(&mrState{buf: buf, b: b, n: length, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova,
+		ptr: uint64(uintptr(p))})
 	liveMRs.Lock()
 	if liveMRs.m == nil {
 		liveMRs.m = make(map[mrKey]*MR)
 	}
-	liveMRs.m[mrKey{pd.c, mr.lkey}] = mr
+	liveMRs.m[mrKey{pd.c, uint32(m.lkey)}] = mr
 	liveMRs.Unlock()
 	return mr, nil
 }
@@ -166,27 +182,27 @@ var regMRHook atomic.Pointer[func()]
 // past Close could name someone else's memory. (0 is not promised to be
 // a key that no device gives out: SGE, which requests are built with,
 // panics for a closed MR instead.)
-func (m *MR) LKey() uint32 { return m.lkey }
+func (m *MR) LKey() uint32 { return m.st.Load().lkey }
 
 // RKey returns the key a peer uses for RDMA read, write and atomics
 // (Remote has it with the address and length), or 0 once the MR is
 // closed, as LKey.
-func (m *MR) RKey() uint32 { return m.rkey }
+func (m *MR) RKey() uint32 { return m.st.Load().rkey }
 
 // Addr returns the address of the region's first byte as the device knows
 // it: its address in this process, or the iova of RegMRIOVA; 0 once the
 // MR is closed, as LKey.
-func (m *MR) Addr() uint64 { return m.addr }
+func (m *MR) Addr() uint64 { return m.st.Load().addr }
 
 // Len returns the region's length in bytes, also once it is closed.
-func (m *MR) Len() int { return m.n }
+func (m *MR) Len() int { return m.st.Load().n }
 
 // Bytes returns the registered memory, or nil once the MR is closed: its
 // Buffer may then be closed too, and its memory unmapped.
-func (m *MR) Bytes() []byte { return m.b }
+func (m *MR) Bytes() []byte { return m.st.Load().b }
 
 // Buffer returns the buffer the region lies in.
-func (m *MR) Buffer() *Buffer { return m.buf }
+func (m *MR) Buffer() *Buffer { return m.st.Load().buf }
 
 // SGE returns a scatter/gather element for length bytes at offset off of
 // the region. It panics if they do not lie within the region, as slicing
@@ -206,16 +222,17 @@ func (m *MR) Buffer() *Buffer { return m.buf }
 // refuse. This is the exception to the package's rule that calls after
 // Close return ErrClosed (see Lifetimes in the package doc).
 func (m *MR) SGE(off, length int) SGE {
-	if m.b == nil {
+	s := m.st.Load()
+	if s.b == nil {
 		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) of a closed MR", off, off, length))
 	}
-	if off < 0 || length < 0 || length > m.n-off {
-		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) outside a region of %d bytes", off, off, length, m.n))
+	if off < 0 || length < 0 || length > s.n-off {
+		panic(fmt.Sprintf("ibverbs: SGE [%d, %d+%d) outside a region of %d bytes", off, off, length, s.n))
 	}
 	if length > math.MaxUint32 {
 		panic(fmt.Sprintf("ibverbs: SGE of %d bytes: an SGE holds at most %d", length, uint32(math.MaxUint32)))
 	}
-	return SGE{Addr: m.addr + uint64(off), Length: uint32(length), LKey: m.lkey}
+	return SGE{Addr: s.addr + uint64(off), Length: uint32(length), LKey: s.lkey}
 }
 
 // deregError is MR.Close's error for errno from ibv_dereg_mr. EINVAL is
@@ -256,15 +273,15 @@ func (m *MR) Close() error {
 	if rc := C.ibv_dereg_mr(m.c); rc != 0 {
 		return deregError(int(rc))
 	}
-	m.live.Store(false)
+	s := m.st.Load()
+	m.st.Store(&mrState{buf: s.buf, n: s.n})
 	liveMRs.Lock()
-	if liveMRs.m[mrKey{m.pd.c, m.lkey}] == m {
-		delete(liveMRs.m, mrKey{m.pd.c, m.lkey})
+	if liveMRs.m[mrKey{m.pd.c, s.lkey}] == m {
+		delete(liveMRs.m, mrKey{m.pd.c, s.lkey})
 	}
 	liveMRs.Unlock()
-	m.c, m.b = nil, nil
-	m.lkey, m.rkey, m.addr = 0, 0, 0
+	m.c = nil
 	m.pd.kids.done()
-	m.buf.kids.done()
+	s.buf.kids.done()
 	return nil
 }

@@ -24,7 +24,8 @@ func TestSGELength(t *testing.T) {
 	}
 	defer syscall.Munmap(mem)
 	const base = 1 << 40
-	m := &MR{b: mem, n: len(mem), addr: base, lkey: 7}
+	m := &MR{}
+	m.st.Store(&mrState{b: mem, n: len(mem), addr: base, lkey: 7})
 	if s := m.SGE(size-16, 16); s.Addr != base+size-16 || s.Length != 16 || s.LKey != 7 {
 		t.Errorf("SGE of the region's last 16 bytes: %+v", s)
 	}
@@ -44,24 +45,33 @@ func TestSGELength(t *testing.T) {
 	}
 }
 
+// fakeMR is an MR made by registerFake, with its address and lkey at
+// hand.
+type fakeMR struct {
+	*MR
+	ptr  uint64
+	lkey uint32
+}
+
 // registerFake enters an MR over buf, with lkey, in the live MRs of the
 // nil PD, as regMR would, for tests of the inline check without a device.
-func registerFake(buf []byte, lkey uint32) *MR {
-	m := &MR{b: buf, n: len(buf), lkey: lkey, ptr: uint64(uintptr(unsafe.Pointer(&buf[0])))}
-	m.addr = m.ptr
-	m.live.Store(true)
+func registerFake(buf []byte, lkey uint32) fakeMR {
+	p := uint64(uintptr(unsafe.Pointer(&buf[0])))
+	m := &MR{}
+	m.st.Store(&mrState{b: buf, n: len(buf), lkey: lkey, ptr: p, addr: p})
 	liveMRs.Lock()
 	if liveMRs.m == nil {
 		liveMRs.m = make(map[mrKey]*MR)
 	}
 	liveMRs.m[mrKey{nil, lkey}] = m
 	liveMRs.Unlock()
-	return m
+	return fakeMR{m, p, lkey}
 }
 
 // unregisterFake takes m out of the live MRs, as Close would.
-func unregisterFake(m *MR) {
-	m.live.Store(false)
+func unregisterFake(m fakeMR) {
+	s := *m.st.Load()
+	m.st.Store(&mrState{buf: s.buf, n: s.n})
 	liveMRs.Lock()
 	delete(liveMRs.m, mrKey{nil, m.lkey})
 	liveMRs.Unlock()

@@ -624,9 +624,10 @@ func (c *inlineCache) checkSGL(pd *C.struct_ibv_pd, sgl []SGE) error {
 func inlineSGEError(j int, e *SGE, m *MR) error {
 	why := "no live MR of the QP's PD has that LKey"
 	if m != nil {
-		why = fmt.Sprintf("outside the process memory of its MR, %d bytes at %#x", m.n, m.ptr)
-		if m.addr != m.ptr {
-			why += " (registered at iova " + fmt.Sprintf("%#x", m.addr) + ": its SGEs name the iova, which cannot be sent inline)"
+		s := m.st.Load()
+		why = fmt.Sprintf("outside the process memory of its MR, %d bytes at %#x", s.n, s.ptr)
+		if s.addr != s.ptr {
+			why += " (registered at iova " + fmt.Sprintf("%#x", s.addr) + ": its SGEs name the iova, which cannot be sent inline)"
 		}
 	}
 	return fmt.Errorf("ibv_post_send: inline SGE %d (%d bytes at %#x, lkey %#x): %s: %w",

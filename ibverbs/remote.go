@@ -56,10 +56,11 @@ var (
 // It returns the zero RemoteMR once the MR is closed, since the key then
 // names nothing, or a later registration's memory.
 func (m *MR) Remote() RemoteMR {
-	if m.b == nil {
+	s := m.st.Load()
+	if s.b == nil {
 		return RemoteMR{}
 	}
-	return RemoteMR{Addr: m.addr, Len: uint64(m.n), RKey: m.rkey}
+	return RemoteMR{Addr: s.addr, Len: uint64(s.n), RKey: s.rkey}
 }
 
 // check says why r cannot travel: it names no bytes, or bytes past the

@@ -49,7 +49,8 @@ type MRChange struct {
 // then. Where the change is made but libibverbs could not restore fork's
 // copying of the old range (after ForkInit), the MR has its new keys and
 // the error says so. As in C, no request that names the region may be in
-// flight, and no other goroutine may use the MR, while it runs.
+// flight while it runs. The MR's getters may run beside it (see MR), each
+// answering the keys and memory from before the change or from after.
 func (m *MR) Rereg(c MRChange) error {
 	const verb = "ibv_rereg_mr"
 	m.closeMu.Lock() // as Close, which would free m.c under it
@@ -99,28 +100,30 @@ func (m *MR) Rereg(c MRChange) error {
 	}
 	// Changed: the keys are the device's answer, under the PD the region
 	// is now in.
-	old := mrKey{m.pd.c, m.lkey}
+	s := *m.st.Load()
+	old := mrKey{m.pd.c, s.lkey}
 	if c.PD != nil && c.PD != m.pd {
 		c.PD.kids.add()
 		m.pd.kids.done()
 		m.pd = c.PD
 	}
 	if c.Buf != nil {
-		if c.Buf != m.buf {
+		if c.Buf != s.buf {
 			c.Buf.kids.add()
-			m.buf.kids.done()
-			m.buf = c.Buf
+			s.buf.kids.done()
+			s.buf = c.Buf
 		}
-		m.b, m.n = b, len(b)
-		m.ptr = uint64(uintptr(p))
-		m.addr = m.ptr
+		s.b, s.n = b, len(b)
+		s.ptr = uint64(uintptr(p))
+		s.addr = s.ptr
 	}
-	m.lkey, m.rkey = uint32(m.c.lkey), uint32(m.c.rkey)
+	s.lkey, s.rkey = uint32(m.c.lkey), uint32(m.c.rkey)
+	m.st.Store(&s)
 	liveMRs.Lock()
 	if liveMRs.m[old] == m {
 		delete(liveMRs.m, old)
 	}
-	liveMRs.m[mrKey{m.pd.c, m.lkey}] = m
+	liveMRs.m[mrKey{m.pd.c, s.lkey}] = m
 	liveMRs.Unlock()
 	if rc != 0 {
 		// The change is made, only the old range's fork protection is not

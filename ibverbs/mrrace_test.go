@@ -1,0 +1,71 @@
+//go:build linux && cgo
+
+package ibverbs_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/rdmatest"
+)
+
+// TestMRGettersBesideRereg runs the MR's getters, those a post uses, in
+// two goroutines while a third changes the region's access back and forth
+// (Rereg) and then closes it: under -race, no getter may race with either
+// (Close's zeroing of the keys did, as Rereg's new keys would have). A
+// provider that cannot re-register (soft-RoCE's on Linux 6.1) leaves only
+// the Close to race with.
+func TestMRGettersBesideRereg(t *testing.T) {
+	ctx, _ := rdmatest.Open(t)
+	pd := newPD(t, ctx)
+	buf := newBuffer(t, 8192)
+	mr, err := pd.RegMRRange(buf, 0, 4096, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg, going sync.WaitGroup
+	going.Add(2)
+	for range 2 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				if i == 100 {
+					going.Done()
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _, _, _ = mr.LKey(), mr.RKey(), mr.Addr(), mr.Len()
+				_, _, _ = mr.Bytes(), mr.Buffer(), mr.Remote()
+				func() {
+					defer func() { _ = recover() }() // SGE panics once the MR is closed
+					_ = mr.SGE(0, 64)
+				}()
+			}
+		})
+	}
+	going.Wait()
+	reregs := 0
+	for i := range 200 {
+		a := ibverbs.AccessLocalWrite
+		if i%2 == 1 {
+			a |= ibverbs.AccessRemoteWrite
+		}
+		err := mr.Rereg(ibverbs.MRChange{Access: a, SetAccess: true})
+		if errors.Is(err, errors.ErrUnsupported) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		reregs++
+	}
+	t.Logf("%d changes of access made", reregs)
+	closeOK(t, mr)
+	close(stop)
+	wg.Wait()
+}
