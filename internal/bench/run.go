@@ -237,6 +237,9 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	if _, err := exchange.Handshake(hctx, c, Tool); err != nil {
 		return nil, helloError(addr, err)
 	}
+	if l.FitMTU != nil {
+		fitMTU(&spec, l, nc)
+	}
 	if err := c.Send(hctx, spec); err != nil {
 		return nil, sendError(addr, err)
 	}
@@ -249,6 +252,19 @@ func client(ctx context.Context, addr string, spec exchange.TestSpec, l Local, o
 	}
 	res, err := run(ctx, c, spec, l, "client", host, onHeader)
 	return res, echoed(addr, err)
+}
+
+// fitMTU calls l.FitMTU with spec and the MTU this side offers over
+// the GID that the control connection nc picks (LocalMTU with its local
+// address, as run gives it to the session); where the device cannot say,
+// it is left for the test's own set-up to fail with the reason.
+func fitMTU(spec *exchange.TestSpec, l Local, nc net.Conn) {
+	if ta, ok := nc.LocalAddr().(*net.TCPAddr); ok {
+		l.ctlAddr = ta.AddrPort().Addr().Unmap()
+	}
+	if m, err := LocalMTU(l); err == nil {
+		l.FitMTU(spec, m)
+	}
 }
 
 // echoed is err, a client's failure at the server at addr, said so where
@@ -1606,6 +1622,10 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 	defer func() { edges.span(cpuSample{}, false) }() // its timers, stopped
 	for n, size32 := range sizes {
 		size := int(size32)
+		s.size = size
+		if n > 0 {
+			s.passed = max(s.passed, int(sizes[n-1])) // it ended, or the run had
+		}
 		if spec.ValidateData {
 			s.fillPatterns(size, client)
 		}

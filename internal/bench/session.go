@@ -75,6 +75,16 @@ type Local struct {
 	// goroutine that runs the test, in a test of several threads from
 	// each, which read it once their own set-up is done.
 	Queued func(ahead int)
+	// FitMTU, if set, is called on a client once its control connection
+	// is up, before its spec goes to the server, with spec and the most
+	// this side offers as the path MTU over the GID the test will use
+	// (LocalMTU's, with the GID that connection picks where no flag
+	// names one: controlGID): it may lower spec's size (UD's default, the
+	// largest) to it, and say so. The check before the dial sees the
+	// rule's GID, which may be another netdev's: over a VLAN of a
+	// smaller MTU, UD's default failed at once. In a test of several
+	// threads it is called for each thread's spec, from its goroutine.
+	FitMTU func(spec *exchange.TestSpec, m MTULimit)
 	// CMHost, for a client, is the address to dial rdma_cm at, when not the
 	// control connection's host (in loopback, the server side's GID).
 	CMHost string
@@ -178,8 +188,22 @@ type session struct {
 	// mtuCap, where the GID's netdev carries less than the port's
 	// active MTU, is the most it carries (capNetdevMTU), and capWhy
 	// says so in the header; else 0 and "".
-	mtuCap   ibverbs.MTU
-	capWhy   string
+	mtuCap ibverbs.MTU
+	capWhy string
+	// capNetdev and netdevMTU, with mtuCap, are the GID's netdev and its
+	// MTU.
+	capNetdev string
+	netdevMTU int
+	// cmMTU, where rdma_cm connected the QPs (-R, not UD), is the path
+	// MTU it gave them (cmPathMTU), which the header then shows: rdma_cm
+	// sets it from its own count, not from what the two sides offered.
+	cmMTU ibverbs.MTU
+	// size is the message size the run is at, and passed the largest of
+	// the sizes before it, which got through (runSide sets both): a
+	// sweep (-a) that stalls where its packets grow past those that got
+	// through names the MTU (grownHint).
+	size, passed int
+
 	devAttr  ibverbs.DeviceAttr
 	pd       *ibverbs.PD
 	buf      *ibverbs.Buffer
@@ -722,14 +746,43 @@ func (s *session) sizeFits(spec exchange.TestSpec, da ibverbs.DeviceAttr) error 
 
 // ActiveMTU returns the active MTU of the port l names, after Check's
 // checks, within what the netdev of the GID that l picks carries
-// (capNetdevMTU): the most a UD message can carry.
+// (capNetdevMTU): the most a UD message can carry. It is LocalMTU's MTU.
 func ActiveMTU(l Local) (ibverbs.MTU, error) {
+	m, err := LocalMTU(l)
+	return m.MTU, err
+}
+
+// MTULimit is the most that one side offers its peer as the path MTU,
+// before -m, and why: its port's active MTU, or less where the netdev of
+// its GID carries less (capNetdevMTU).
+type MTULimit struct {
+	MTU    ibverbs.MTU // Active, or what Netdev carries where that is less
+	Active ibverbs.MTU // the port's active MTU
+	// Netdev and NetdevMTU, where MTU is under Active, are the GID's
+	// netdev (a VLAN's) and its MTU.
+	Netdev    string
+	NetdevMTU int
+}
+
+// LocalMTU is ActiveMTU, and why (MTULimit). Where l names no GID, the
+// GID is the rule's; a client's control connection may pick another
+// (controlGID), whose MTU Local.FitMTU gets.
+func LocalMTU(l Local) (MTULimit, error) {
 	s := &session{local: l, port: max(l.Port, 1)}
 	defer s.close()
 	if err := s.openPort(false); err != nil {
-		return 0, err
+		return MTULimit{}, err
 	}
-	return s.ownMTU(), nil
+	return s.mtuLimit(), nil
+}
+
+// mtuLimit is the session's MTULimit.
+func (s *session) mtuLimit() MTULimit {
+	m := MTULimit{MTU: s.portAttr.ActiveMTU, Active: s.portAttr.ActiveMTU}
+	if s.mtuCap != 0 && s.mtuCap < m.MTU {
+		m.MTU, m.Netdev, m.NetdevMTU = s.mtuCap, s.capNetdev, s.netdevMTU
+	}
+	return m
 }
 
 // openPort opens the device, through rdma_cm where cm is set, and chooses
@@ -787,18 +840,26 @@ func (s *session) capNetdevMTU() {
 	}
 	da, err := s.ctx.QueryDevice()
 	overhead := MTUOverhead(err == nil && da.VendorID == rxeVendorID)
+	count := ""
+	if s.spec.RdmaCM && s.spec.ConnType != ibverbs.QPTypeUD {
+		// rdma_cm sets the connected QPs' path MTU itself, with
+		// iboe_get_mtu's count of RoCE's headers on any device, rxe's
+		// too: a netdev MTU of 4180 gives rxe's port 4096, rdma_cm's
+		// QPs 2048.
+		overhead, count = RoCEOverhead, ", as rdma_cm counts them"
+	}
 	active := s.portAttr.ActiveMTU
 	fits := CarriedMTU(mtu, overhead, active.Bytes())
 	if fits >= active.Bytes() {
 		return
 	}
-	s.mtuCap = ibverbs.MTU256
+	s.mtuCap, s.capNetdev, s.netdevMTU = ibverbs.MTU256, nd, mtu
 	if m, err := ibverbs.MTUFromBytes(fits); err == nil {
 		s.mtuCap = m
 	}
-	carries := fmt.Sprintf("carries RDMA MTU %d (+%d bytes of headers)", fits, overhead)
+	carries := fmt.Sprintf("carries RDMA MTU %d (+%d bytes of headers%s)", fits, overhead, count)
 	if fits == 0 {
-		carries = fmt.Sprintf("carries no RDMA MTU (256+%d bytes of headers)", overhead)
+		carries = fmt.Sprintf("carries no RDMA MTU (256+%d bytes of headers%s)", overhead, count)
 	}
 	s.capWhy = fmt.Sprintf("path MTU at most %d: %s's MTU %d %s, not the port's active %d", s.mtuCap.Bytes(), nd, mtu, carries, active.Bytes())
 }
@@ -890,6 +951,7 @@ func (s *session) connect(remote exchange.Setup) error {
 	}
 	s.remote, s.peerEnv = remote.QPs, remote.Env
 	if s.spec.RdmaCM && s.spec.ConnType != ibverbs.QPTypeUD {
+		s.cmPathMTU()
 		return nil // rdma_cm connected the QPs
 	}
 	if s.portAttr.LinkLayer == ibverbs.LinkLayerEthernet && !s.spec.RdmaCM && len(remote.QPs) > 0 {
@@ -928,6 +990,25 @@ func (s *session) connect(remote exchange.Setup) error {
 		}
 	}
 	return nil
+}
+
+// cmPathMTU notes the path MTU that rdma_cm gave the QPs it connected
+// (the least, should they differ), which may be neither side's offer:
+// rdma_cm counts its own headers (capNetdevMTU), leaves -m out, and the
+// passive side's QPs take the active side's path MTU from its request.
+// A QP that cannot be queried leaves the header with the two sides'
+// offers, as before.
+func (s *session) cmPathMTU() {
+	for _, qp := range s.qps {
+		a, err := qp.Query()
+		if err != nil || a.PathMTU == 0 {
+			s.cmMTU = 0
+			return
+		}
+		if s.cmMTU == 0 || a.PathMTU < s.cmMTU {
+			s.cmMTU = a.PathMTU
+		}
+	}
 }
 
 func (s *session) close() {
@@ -1037,7 +1118,7 @@ func (s *session) header(client bool) report.Header {
 	h := report.Header{
 		Test: specTitle(s.spec), Device: s.ctx.Name(), Port: s.port, NumQPs: len(s.qps), Transport: "IB",
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
-		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid, s.capWhy), MaxInline: s.inlineSize(0),
+		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid, s.mtuWhy()), MaxInline: s.inlineSize(0),
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
 		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events, UsingSRQ: s.srq != nil,
 		FlowLabels: s.spec.FlowLabels, Env: reportEnv(s.env()), PeerDevice: s.peerEnv.Device, PeerEnv: reportEnv(s.peerEnv),
@@ -1120,13 +1201,37 @@ func (s *session) ownMTU() ibverbs.MTU {
 }
 
 // mtu is the path MTU: the least of this side's (ownMTU) and the
-// peer's.
+// peer's, or where rdma_cm connected the QPs, the one it gave them
+// (cmMTU).
 func (s *session) mtu() ibverbs.MTU {
+	if s.cmMTU != 0 {
+		return s.cmMTU
+	}
+	return s.offeredMTU()
+}
+
+// offeredMTU is the least of the path MTUs that the two sides offered:
+// this side's (ownMTU) and the peer's.
+func (s *session) offeredMTU() ibverbs.MTU {
 	m := s.ownMTU()
 	for _, r := range s.remote {
 		m = min(m, r.Endpoint.MTU)
 	}
 	return m
+}
+
+// mtuWhy is what the header's GID line says of the path MTU: why this
+// side's netdev caps it (capWhy), and where rdma_cm gave the QPs another
+// than the two sides offered, that.
+func (s *session) mtuWhy() string {
+	if s.cmMTU == 0 || s.cmMTU == s.offeredMTU() {
+		return s.capWhy
+	}
+	set := fmt.Sprintf("path MTU %d, as rdma_cm set it, where the two sides offered %d", s.cmMTU.Bytes(), s.offeredMTU().Bytes())
+	if s.capWhy == "" {
+		return set
+	}
+	return s.capWhy + "; " + set
 }
 
 // gidReason is what the header says of the GID c, with capWhy, where
@@ -1180,7 +1285,8 @@ type idleError struct {
 	gids string
 	// mtu, with gids, where this side's packets carry more than 256
 	// bytes, names a link of a smaller MTU between the two sides as the
-	// other cause (mtuHint).
+	// other cause (mtuHint); with after, where the sizes before this one
+	// got through and this size's packets are larger (grownHint).
 	mtu string
 	// gone, where set, says that this side's GID has left its table
 	// since the test chose it (its address was removed): the cause, not
@@ -1195,6 +1301,8 @@ func (e *idleError) Error() string {
 	case e.after > 0 && e.silent > 0:
 		return fmt.Sprintf("the peer stopped answering, %s: no %s for %v, and it has sent nothing for %v, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung, or is the network between the two sides down?)",
 			e.count(), e.what, e.d, e.silent.Round(100*time.Millisecond))
+	case e.after > 0 && e.mtu != "":
+		return fmt.Sprintf("the peer stopped answering, %s: no %s for %v (is it still running? if it is, %s)", e.count(), e.what, e.d, e.mtu)
 	case e.after > 0:
 		return fmt.Sprintf("the peer stopped answering, %s: no %s for %v (is it still running?)", e.count(), e.what, e.d)
 	case e.gids != "" && e.mtu != "":
@@ -1253,6 +1361,9 @@ func (s *session) idleAfter(what string, d time.Duration, got uint64) error {
 				}
 			}
 		}
+		if e.silent == 0 {
+			e.mtu = s.grownHint()
+		}
 		return e
 	}
 	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || s.gid.Entry.GID.IsZero() {
@@ -1292,6 +1403,25 @@ func (s *session) mtuHint() string {
 		flag = fmt.Sprintf("-s %d", try)
 	}
 	return fmt.Sprintf("a link between them drops packets of %d bytes and headers, over its MTU: check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them, or try %s", p, flag)
+}
+
+// grownHint, where the sizes before this one got through (a sweep, -a)
+// and this size's packets (the smaller of the size and the path MTU)
+// are larger than theirs and than 256 bytes, says that a link between
+// the two sides may drop the larger packets, with an -m of the largest
+// that got through to try: the peer answered the small sizes, then fell
+// silent, and the idle error asked only whether it still ran.
+func (s *session) grownHint() string {
+	m := s.mtu().Bytes()
+	p, q := min(s.size, m), min(s.passed, m)
+	if s.passed == 0 || p <= q || p <= 256 {
+		return ""
+	}
+	try := 256
+	for try*2 <= q && try < 2048 {
+		try *= 2
+	}
+	return fmt.Sprintf("a link between them may drop packets of %d bytes and headers, over its MTU, where those of %d got through: check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them, or try -m %d", p, q, try)
 }
 
 // interrupted reports whether ctx has ended; loops call it every few

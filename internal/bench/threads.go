@@ -421,6 +421,7 @@ func combine(ctx context.Context, spec exchange.TestSpec, results []*Result, err
 	}
 	out := &Result{Spec: spec, Role: first.Role, Header: addHeaders(headers, cpus), WarmedUp: first.WarmedUp}
 	out.Spec.Thread, out.Spec.Group = 0, 0
+	out.Spec.Size = first.Spec.Size // as Local.FitMTU left it
 	for i, r := range results {
 		tr := ThreadResult{Thread: i, CPU: -1, Err: errs[i]}
 		if cpus != nil {
