@@ -322,9 +322,16 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 		fmt.Fprintf(f.IO.ErrOut, "gorperf: %d threads on %s: some share a CPU, and the sum says less than it could\n", spec.Threads, cpus)
 	}
 	if (o.udSize || spec.MTU != 0) && (o.Host != "" || o.Loopback) {
-		// A device that cannot say fails the run soon with the reason.
-		if mtu, err := bench.ActiveMTU(l); err == nil {
-			o.fitMTU(f.IO.ErrOut, &spec, mtu)
+		// Once the control connection is up: where no flag names the
+		// GID, it picks the GID, whose netdev may carry less than the
+		// rule's (a VLAN's). Each thread's spec is fitted; the first
+		// says so.
+		l.FitMTU = func(s *exchange.TestSpec, m bench.MTULimit) {
+			w := f.IO.ErrOut
+			if s.Thread != 0 {
+				w = io.Discard
+			}
+			o.fitMTU(w, s, m)
 		}
 	}
 	if err := o.openJSONFile(); err != nil {
@@ -1194,20 +1201,35 @@ func queuedNotice(errOut io.Writer) func(ahead int) {
 	}
 }
 
-// fitMTU takes a UD test's default size down to the port's active MTU,
-// and says so, and says when -m asks for more than the port's active MTU,
-// which the path MTU then is (as perftest's set_mtu lowers it, with
-// "Requested mtu is higher than active mtu").
-func (o *testOptions) fitMTU(errOut io.Writer, spec *exchange.TestSpec, active ibverbs.MTU) {
-	if o.udSize && uint32(active.Bytes()) < spec.Size {
-		spec.Size = uint32(active.Bytes())
+// fitMTU takes a UD test's default size down to the MTU this side
+// offers, m (the port's active MTU, or less where its GID's netdev
+// carries less), and says so, and says when -m asks for more than m,
+// which the path MTU then is at most (as perftest's set_mtu lowers it,
+// with "Requested mtu is higher than active mtu").
+func (o *testOptions) fitMTU(errOut io.Writer, spec *exchange.TestSpec, m bench.MTULimit) {
+	if o.udSize && uint32(m.MTU.Bytes()) < spec.Size {
+		spec.Size = uint32(m.MTU.Bytes())
 		if o.text() {
-			fmt.Fprintf(errOut, "gorperf: a UD message is at most the port's MTU: sending %d bytes (-s to choose)\n", spec.Size)
+			what := "the port's MTU"
+			if m.Netdev != "" && m.MTU < m.Active {
+				what = mtuSource(m)
+			}
+			fmt.Fprintf(errOut, "gorperf: a UD message is at most %s: sending %d bytes (-s to choose)\n", what, spec.Size)
 		}
 	}
-	if spec.MTU > active && o.text() {
-		fmt.Fprintf(errOut, "gorperf: -m %d is over the port's active MTU: the path MTU is at most %d\n", spec.MTU.Bytes(), active.Bytes())
+	if spec.MTU > m.MTU && o.text() {
+		fmt.Fprintf(errOut, "gorperf: -m %d is over %s: the path MTU is at most %d\n", spec.MTU.Bytes(), mtuSource(m), m.MTU.Bytes())
 	}
+}
+
+// mtuSource names where m comes from, in fitMTU's and mtuNote's words:
+// "the port's active MTU", or "what the GID's netdev rxeveth0.10 (MTU
+// 700) carries, under the port's active 1024".
+func mtuSource(m bench.MTULimit) string {
+	if m.Netdev == "" || m.MTU >= m.Active {
+		return "the port's active MTU"
+	}
+	return fmt.Sprintf("what the GID's netdev %s (MTU %d) carries, under the port's active %d", m.Netdev, m.NetdevMTU, m.Active.Bytes())
 }
 
 // writeValues prints --output's figure for each size: for a latency
@@ -1832,14 +1854,15 @@ func readPayload(path string, max int) ([]byte, error) {
 	return p, nil
 }
 
-// mtuNote says on w when a client's -m is over the active MTU of the
-// server's port l: the client's own check (fitMTU) saw its port only.
+// mtuNote says on w when a client's -m is over what the server's port l
+// offers (its active MTU, or less where the GID's netdev carries less):
+// the client's own check (fitMTU) saw its side only.
 func mtuNote(w io.Writer, s exchange.TestSpec, l bench.Local) {
 	if s.MTU == 0 {
 		return
 	}
-	if mtu, err := bench.ActiveMTU(l); err == nil && s.MTU > mtu {
-		fmt.Fprintf(w, "gorperf: the client's -m %d is over this port's active MTU: the path MTU is at most %d\n", s.MTU.Bytes(), mtu.Bytes())
+	if m, err := bench.LocalMTU(l); err == nil && s.MTU > m.MTU {
+		fmt.Fprintf(w, "gorperf: the client's -m %d is over %s: the path MTU is at most %d\n", s.MTU.Bytes(), strings.Replace(mtuSource(m), "the port's", "this port's", 1), m.MTU.Bytes())
 	}
 }
 

@@ -53,7 +53,7 @@ type testOptions struct {
 	Duration     uint32
 	durationSet  bool   // -D given: 0 is then refused, as perftest's
 	Margin       uint32 // -f; with -D, default the duration's quarter
-	udSize       bool   // -s not given for UD: the port's MTU
+	udSize       bool   // -s not given for UD: the MTU this side offers (fitMTU)
 	QPs          uint16
 	Bidir        bool
 	Connection   string
@@ -313,7 +313,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	f.SortFlags = false
 	addPortFlags(f, o)
 	f.BoolVarP(&o.Version, "version", "V", false, "print gorperf's version and stop, as perftest's -V")
-	f.VarP((*sizeValue)(&o.Size), "size", "s", "message size in bytes, or with K or M after it in KiB or MiB, as perftest's: 64K (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's MTU, or -m)")
+	f.VarP((*sizeValue)(&o.Size), "size", "s", "message size in bytes, or with K or M after it in KiB or MiB, as perftest's: 64K (default: 65536 for bandwidth, 2 for latency, 8 for atomics; UD bandwidth: the port's active MTU, or less where the GID's netdev carries less, or -m)")
 	all := "run every size from 2 to 2^23 bytes"
 	switch {
 	case o.Test.IsAtomic():
@@ -345,7 +345,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	}
 	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends, 1 to 1024 (default 100; 1 above 8 KiB; the list's length with -l; at most -t: a larger one is lowered to it, as perftest's)")
 	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call, 1 or more")
-	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU)")
+	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU, or less where the GID's netdev carries less); -R's RC connections get rdma_cm's path MTU, whatever -m")
 	f.IntVarP(&o.Port, "port", "p", exchange.DefaultPort, "TCP port of the control connection")
 	f.BoolVarP(&o.RdmaCM, "rdma_cm", "R", false, "connect the QPs through rdma_cm")
 	f.BoolVarP(&o.CPUFreq, "CPU-freq", "F", false, "accepted for perftest compatibility: gorperf uses the monotonic clock, not cycle counters")
