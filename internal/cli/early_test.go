@@ -189,12 +189,17 @@ func TestStoppedServerOnDevice(t *testing.T) {
 // so, where it waited 10 s in the backlog for a hello and failed with
 // "receiving: context deadline exceeded": nothing accepted it, and a
 // server for one test may be busy with another client's (it said nobody
-// listens there, which was not so).
+// listens there, which was not so). The first test's -D 5 outlasts the
+// second client's start-up and connect (refused 3.7 s after the header,
+// its 3 s of retries included); a server that still listened would take
+// that connect into its backlog while its test ran, and the client would
+// fail otherwise (its 10 s wait for a hello, or a reset as the server
+// exits), never with the refusal.
 func TestOneTestServerStopsListeningOnDevice(t *testing.T) {
 	_, cliDev, addr := peers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, "-s", "4096", "-D", "8", "--threads", "2")
+	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, "-s", "4096", "-D", "5", "--threads", "2")
 	waitOutput(t, srvOut, "GID index") // both threads' connections in: the test runs
 	port := cli.Args[slices.Index(cli.Args, "-p")+1]
 	t0 := time.Now()
