@@ -194,8 +194,8 @@ func TestGIDMismatchNamesGIDs(t *testing.T) {
 	n := setUpVLAN(t, srvDev, cliDev)
 	port := freshPort()
 	ctx := testContext(t, 60*time.Second)
-	srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "-n", "100", "-s", "64", "-x", fmt.Sprint(n.srvVLAN), "--peer-timeout", "4")
-	args := []string{"write-bw", "-d", cliDev, "-p", port, "-n", "100", "-s", "64", "-x", fmt.Sprint(n.cliPlain), "--peer-timeout", "4", n.srvAddr}
+	srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", "-n", "100", "-s", "64", "-x", fmt.Sprint(n.srvVLAN), "--peer-timeout", "3")
+	args := []string{"write-bw", "-d", cliDev, "-p", port, "-n", "100", "-s", "64", "-x", fmt.Sprint(n.cliPlain), "--peer-timeout", "3", n.srvAddr}
 	out, err := gorperf(ctx, args...).CombinedOutput()
 	srv.Wait()
 	want := []string{"the peer stopped answering", "this side's GID 198.18.0.2 on " + os.Getenv("RXE_NETDEV2"), "the peer's " + n.srvAddr, "may not reach each other"}
