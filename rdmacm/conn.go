@@ -308,7 +308,11 @@ func (ch *EventChannel) Await(ctx context.Context, want EventType) (*Event, erro
 // The Conn sets Err before it moves the QP to the error state, and closes
 // Done after: a flushed completion finds Err set (ExampleConn_Err).
 type Conn struct {
-	id      *ID
+	id *ID
+	// ownCh is the channel the Conn made for its ID (Dial's,
+	// JoinMulticast's), which teardown closes; an accepted Conn's ID
+	// closes the one GetRequest made for it itself. Nil for those.
+	ownCh   *EventChannel
 	ctx     *ibverbs.Context
 	ownCtx  bool
 	pd      *ibverbs.PD
@@ -375,8 +379,8 @@ func (c *Conn) connParam(cfg *Config, req *ConnParam) (*ConnParam, error) {
 
 // newConn makes the connection's resources on id's device. It owns id and
 // its channel from here on: on failure both are closed.
-func newConn(id *ID, cfg *Config) (c *Conn, err error) {
-	c = &Conn{id: id, ud: cfg.UD, done: make(chan struct{}),
+func newConn(id *ID, cfg *Config, ownCh *EventChannel) (c *Conn, err error) {
+	c = &Conn{id: id, ownCh: ownCh, ud: cfg.UD, done: make(chan struct{}),
 		local: id.LocalAddr(), remote: id.RemoteAddr(), port: id.PortNum()}
 	defer func() {
 		if err != nil {
@@ -384,6 +388,9 @@ func newConn(id *ID, cfg *Config) (c *Conn, err error) {
 			c = nil
 		}
 	}()
+	if !id.claim() { // Accept has claimed a request's ID before
+		return c, fmt.Errorf("rdmacm: the ID moved to a channel of the caller's (Migrate): %w", syscall.EINVAL)
+	}
 	verbs := id.verbs()
 	if err := cfg.check(); err != nil {
 		return c, err
@@ -570,13 +577,15 @@ func (c *Conn) teardown() error {
 	closeIf(c.sch != nil, c.sch)
 	closeIf(c.ownPD, c.pd)
 	closeIf(c.ownCtx, c.ctx)
-	ch := c.id.ch.Load()
 	if err := c.id.Close(); err != nil {
 		errs = append(errs, err)
 	} else {
 		c.joined = false // rdma_destroy_id has left it
 	}
-	closeIf(true, ch)
+	// The channel the Conn made, never the one the ID is on: that may
+	// be a caller's, which other IDs use. A request's ID has closed the
+	// channel GetRequest made for it.
+	closeIf(c.ownCh != nil, c.ownCh)
 	return errors.Join(errs...)
 }
 
@@ -702,7 +711,8 @@ func (c *Conn) RecvCQ() *ibverbs.CQ { return c.rcq }
 func (c *Conn) Context() *ibverbs.Context { return c.ctx }
 
 // ID returns the connection's rdma_cm identifier. Its events belong to the
-// Conn: do not wait on its channel.
+// Conn: do not wait on its channel. It stays on that channel: its
+// Migrate refuses (syscall.EINVAL).
 func (c *Conn) ID() *ID { return c.id }
 
 // PortNum returns the device port the connection uses.

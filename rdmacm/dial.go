@@ -117,7 +117,7 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err := id.checkPrivateData("rdma_connect", len(cfg.PrivateData), cmRequest); err != nil {
 		return fail(err)
 	}
-	c, err := newConn(id, cfg)
+	c, err := newConn(id, cfg, ch)
 	if err != nil {
 		return nil, err
 	}

@@ -60,3 +60,19 @@ func SetQPUseHook(f func(where string)) (restore func()) {
 	qpUseHook.Store(&f)
 	return func() { qpUseHook.Store(nil) }
 }
+
+// ForceMigrate moves id to ch as Migrate does, also where a Conn owns id
+// and Migrate refuses: for the tests of a Conn whose ID is on a channel
+// it did not make.
+func ForceMigrate(id *ID, ch *EventChannel) error {
+	id.chMu.Lock()
+	conn := id.conn
+	id.conn = false
+	id.chMu.Unlock()
+	defer func() {
+		id.chMu.Lock()
+		id.conn = conn
+		id.chMu.Unlock()
+	}()
+	return id.Migrate(ch)
+}

@@ -95,8 +95,11 @@ type ID struct {
 	// chMu serializes Migrate: librdmacm keeps the ID's channel
 	// (id->channel) beside the kernel's record of it, and two
 	// rdma_migrate_id at once left them apart (the ID's rdma_destroy_id
-	// then failed with EINVAL).
+	// then failed with EINVAL). It guards conn.
 	chMu sync.Mutex
+	// conn says a Conn owns the ID (claim): its watch reads the ID's
+	// events from the ID's channel, and Migrate refuses to move them.
+	conn bool
 	qp   atomic.Pointer[ibverbs.QP] // made by CreateQP, until its Close
 	// qpMu serializes CreateQP, the Close of the QP it made, which
 	// librdmacm makes and destroys as the ID's (id->qp), and the verbs,
@@ -713,7 +716,10 @@ func (id *ID) Disconnect() error {
 // waits for the ID's verbs, CreateQP, InitQPAttr and Notify under way,
 // which librdmacm sends through the ID's channel; they wait for it. The ID of a
 // connection request (Listener.GetRequest) that moves to another channel
-// closes the one made for it.
+// closes the one made for it; ConnRequest.Accept then refuses the request.
+// The ID of a Conn (Conn.ID, from Dial, Accept or JoinMulticast) stays on
+// the Conn's channel, where the Conn reads its events: Migrate refuses it
+// with an error matching syscall.EINVAL, and the ID stays where it was.
 func (id *ID) Migrate(ch *EventChannel) error {
 	if !id.use.Enter() {
 		return ErrClosed
@@ -730,6 +736,10 @@ func (id *ID) Migrate(ch *EventChannel) error {
 	defer id.qpMu.Unlock()
 	id.chMu.Lock()
 	defer id.chMu.Unlock()
+	if id.conn {
+		return fmt.Errorf("rdmacm: the ID is a Conn's, which reads its events from the ID's channel: %w",
+			os.NewSyscallError("rdma_migrate_id", syscall.EINVAL))
+	}
 	old := id.ch.Load()
 	// The ID joins ch before it moves and leaves old after, so that no
 	// Close of either finds it on neither meanwhile. rdma_migrate_id
@@ -755,6 +765,21 @@ func (id *ID) Migrate(ch *EventChannel) error {
 		}
 	}
 	return nil
+}
+
+// claim makes the ID a Conn's, whose watch reads the ID's events from
+// its channel: Migrate refuses from then on. It reports false, claiming
+// nothing, for the ID of a connection request that Migrate moved off the
+// channel made for it, to a channel of the caller's, which may carry other
+// IDs' events and is the caller's to read and close.
+func (id *ID) claim() bool {
+	id.chMu.Lock()
+	defer id.chMu.Unlock()
+	if id.request && id.ownCh == nil {
+		return false
+	}
+	id.conn = true
+	return true
 }
 
 // Context returns the device the ID is bound to (id->verbs), once an

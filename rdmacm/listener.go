@@ -695,6 +695,14 @@ func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
 // came through and accepts (rdma_create_qp, rdma_accept), then waits for
 // ESTABLISHED (RC; a UD request is answered at once). cfg nil takes the
 // listener's. On failure the request is rejected and freed.
+//
+// The Conn reads its ID's events from the channel GetRequest made for
+// it, and closes that channel with the ID. A request whose ID moved to
+// another channel (ID.Migrate) is refused at once, with an error matching
+// syscall.EINVAL, and rejected and freed: that channel is the caller's,
+// to read and close, and may carry other IDs' events, which the Conn
+// would take. Answer such a request through its ID (ID.Accept, with a
+// QP of the caller's), or do not move it.
 func (r *ConnRequest) Accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	checkContext(ctx, "(*ConnRequest).Accept")
 	c, err := r.accept(ctx, cfg)
@@ -719,6 +727,13 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 	refuse := func(err error) (*Conn, error) {
 		return nil, errors.Join(err, r.refuse())
 	}
+	// The Conn's watch, and the wait for ESTABLISHED, read every event
+	// on the ID's channel: on a caller's they would take, and act on,
+	// other IDs' events. Claimed, the ID can no longer move.
+	if !r.id.claim() {
+		return refuse(fmt.Errorf("the request's ID moved to a channel of the caller's (Migrate): a Conn reads its ID's events "+
+			"from a channel of its own; answer it through the ID (ID.Accept): %w", syscall.EINVAL))
+	}
 	if cfg.UD != (r.id.ps == PortSpaceUDP) {
 		return refuse(fmt.Errorf("Config.UD is %v on a %s request", cfg.UD, r.id.ps))
 	}
@@ -736,7 +751,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 			return refuse(err)
 		}
 	}
-	c, err := newConn(r.id, cfg)
+	c, err := newConn(r.id, cfg, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -119,7 +119,7 @@ func joinMulticast(ctx context.Context, group string, cfg *Config) (*Conn, error
 	ch := id.ch.Load()
 	ud := *cfg
 	ud.UD = true
-	c, err := newConn(id, &ud)
+	c, err := newConn(id, &ud, ch)
 	if err != nil {
 		return nil, err
 	}
