@@ -28,14 +28,7 @@ func TestAcceptNilWithoutQP(t *testing.T) {
 	if err := id.Listen(0); err != nil {
 		t.Fatal(err)
 	}
-	dialed := make(chan error, 1)
-	go func() {
-		c, err := rdmacm.Dial(ctx, id.LocalAddr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
-		if err == nil {
-			c.Close()
-		}
-		dialed <- err
-	}()
+	dialed := dialAndClose(ctx, id.LocalAddr().String(), n.IP)
 	var ev *rdmacm.Event
 	var err error
 	for ev == nil || ev.Type != rdmacm.EventConnectRequest {
@@ -205,14 +198,7 @@ func TestRejectDataLimit(t *testing.T) {
 	n := device(t)
 	l := listen(t, n.IP, nil)
 	ctx := timeout(t, 60*time.Second)
-	dialed := make(chan error, 1)
-	go func() {
-		c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
-		if c != nil {
-			c.Close()
-		}
-		dialed <- err
-	}()
+	dialed := dialAndClose(ctx, l.Addr().String(), n.IP)
 	r, err := l.GetRequest(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -279,14 +279,7 @@ func TestAwaitRejectsConnectRequest(t *testing.T) {
 	n := device(t)
 	ctx := timeout(t, 60*time.Second)
 	ch, lid := rawListener(t, n.IP)
-	dialed := make(chan error, 1)
-	go func() {
-		c, err := rdmacm.Dial(ctx, lid.LocalAddr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
-		if c != nil {
-			c.Close()
-		}
-		dialed <- err
-	}()
+	dialed := dialAndClose(ctx, lid.LocalAddr().String(), n.IP)
 	_, err := ch.Await(ctx, rdmacm.EventEstablished)
 	var ee *rdmacm.EventError
 	if !errors.As(err, &ee) || ee.Event != rdmacm.EventConnectRequest {

@@ -66,14 +66,7 @@ func TestAcceptAfterMigrateRefused(t *testing.T) {
 	ctx := timeout(t, 60*time.Second)
 	for _, failPrepare := range []bool{true, false} {
 		for _, shared := range []bool{false, true} {
-			dialed := make(chan error, 1)
-			go func() {
-				c, err := rdmacm.Dial(ctx, l.Addr().String(), &rdmacm.Config{SrcAddr: n.IP.String()})
-				if c != nil {
-					c.Close()
-				}
-				dialed <- err
-			}()
+			dialed := dialAndClose(ctx, l.Addr().String(), n.IP)
 			r, err := l.GetRequest(ctx)
 			if err != nil {
 				t.Fatal(err)

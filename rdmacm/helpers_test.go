@@ -358,3 +358,17 @@ func acceptOne(ctx context.Context, l *rdmacm.Listener) <-chan error {
 	}()
 	return acc
 }
+
+// dialAndClose dials addr from src in the background and closes the
+// connection should it be made; the channel has Dial's error.
+func dialAndClose(ctx context.Context, addr string, src netip.Addr) <-chan error {
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := rdmacm.Dial(ctx, addr, &rdmacm.Config{SrcAddr: src.String()})
+		if c != nil {
+			c.Close()
+		}
+		dialed <- err
+	}()
+	return dialed
+}
