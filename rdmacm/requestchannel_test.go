@@ -76,31 +76,13 @@ func TestRequestRejectAfterMigrate(t *testing.T) {
 	ctx := timeout(t, 60*time.Second)
 	for _, shared := range []bool{false, true} {
 		_, r := pendingRequest(t, ctx, n, l)
-		mine, err := rdmacm.CreateEventChannel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var other *rdmacm.ID
-		if shared {
-			if other, err = mine.CreateID(rdmacm.PortSpaceTCP); err != nil {
-				t.Fatal(err)
-			}
-		}
+		mine, openOK := callerChannel(t, shared)
 		if err := r.ID().Migrate(mine); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.Reject(nil); err != nil {
 			t.Errorf("shared %v: Reject after a Migrate to the caller's channel: %v", shared, err)
 		}
-		if other != nil {
-			closeOK(t, other)
-		}
-		id, err := mine.CreateID(rdmacm.PortSpaceTCP)
-		if err != nil {
-			t.Errorf("shared %v: CreateID on the caller's channel after Reject: %v, want it open", shared, err)
-		} else {
-			closeOK(t, id)
-		}
-		closeOK(t, mine)
+		openOK("Reject")
 	}
 }
