@@ -831,9 +831,15 @@ func checkNetdevMTU(root, at, netdev string, p portReport, overhead int) finding
 			"%s: %s MTU %d is too small for RDMA MTU %d, which needs %d+%d bytes of RoCE v2 headers, or for any RDMA MTU: RDMA over its GIDs loses its packets",
 			at, netdev, mtu, p.ActiveMTU, p.ActiveMTU, overhead)
 	case mtu < p.ActiveMTU+overhead:
+		gets := fmt.Sprintf("path MTU %d from gorperf and rdma_cm (-R)", fits)
+		if cm := bench.CarriedMTU(mtu, bench.RoCEOverhead, p.MaxMTU); cm != fits {
+			// rdma_cm counts 96 bytes of headers on any device
+			// (iboe_get_mtu), more than rxe's 80.
+			gets = fmt.Sprintf("path MTU %d from gorperf, %d from rdma_cm (-R, which counts %d bytes of headers)", fits, cm, bench.RoCEOverhead)
+		}
 		return warn(fmt.Sprintf("raise it: `ip link set %s mtu %d` (and the switch ports' MTU), or give perftest -m %d", netdev, p.ActiveMTU+overhead, fits),
-			"%s: %s MTU %d is too small for RDMA MTU %d, which needs %d+%d bytes of RoCE v2 headers: a test over its GIDs gets path MTU %d from gorperf and rdma_cm (-R), and loses its large packets where the path MTU is the port's (perftest without -R)",
-			at, netdev, mtu, p.ActiveMTU, p.ActiveMTU, overhead, fits)
+			"%s: %s MTU %d is too small for RDMA MTU %d, which needs %d+%d bytes of RoCE v2 headers: a test over its GIDs gets %s, and loses its large packets where the path MTU is the port's (perftest without -R)",
+			at, netdev, mtu, p.ActiveMTU, p.ActiveMTU, overhead, gets)
 	case fits > p.ActiveMTU && lowerNetdev(root, netdev) == netdev:
 		// The port's MTU follows its own netdev's, not a VLAN's over it.
 		return warn(fmt.Sprintf("most drivers set the port MTU from the netdev MTU: re-set it (`ip link set %s mtu %d`) and check `gorperf devices`", netdev, mtu),

@@ -143,3 +143,17 @@ func TestCheckGIDNetdevDown(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorVLANMTURdmaCM: where rdma_cm's count of RoCE's headers (96
+// bytes, on any device) gives a VLAN's GIDs another path MTU than rxe's
+// (80), doctor names both: at MTU 600 a test gets 512, one with -R 256.
+// It said 512 from gorperf and rdma_cm alike.
+func TestDoctorVLANMTURdmaCM(t *testing.T) {
+	files := rxeVLANFiles()
+	files["sys/class/net/rxeveth0.10/mtu"] = "600\n"
+	out, _ := doctorOn(t, files, rxeVLANPort(), "", 0)
+	want := "rxeveth0.10 MTU 600 is too small for RDMA MTU 1024, which needs 1024+80 bytes of RoCE v2 headers: a test over its GIDs gets path MTU 512 from gorperf, 256 from rdma_cm (-R, which counts 96 bytes of headers)"
+	if !strings.Contains(out, want) {
+		t.Errorf("doctor lacks %q:\n%s", want, out)
+	}
+}
