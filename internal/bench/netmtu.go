@@ -62,3 +62,35 @@ func CarriedMTU(mtu, overhead, most int) int {
 	}
 	return fits
 }
+
+// NetdevMTUError is the failure of a test over a GID whose netdev's MTU
+// carries no RDMA MTU, not even 256 bytes, with overhead bytes of headers
+// (CarriedMTU is 0): every packet of the test would be dropped, and the
+// test wait out its peer timeout. how, if set, says whose count of the
+// headers it is (", as rdma_cm counts them").
+type NetdevMTUError struct {
+	Netdev   string
+	MTU      int
+	Overhead int
+	How      string
+}
+
+func (e *NetdevMTUError) Error() string {
+	least := 256 + e.Overhead
+	return fmt.Sprintf("%s's MTU %d carries no RDMA MTU (256 bytes and %d of headers%s): raise it to at least %d (`ip link set %s mtu %d`)",
+		e.Netdev, e.MTU, e.Overhead, e.How, least, e.Netdev, least)
+}
+
+// capMTU is what a netdev of MTU mtu carries under a port active at
+// active bytes, with overhead bytes of headers (CarriedMTU): 0 where it
+// carries all of active, a *NetdevMTUError where it carries nothing.
+func capMTU(netdev string, mtu, overhead, active int, how string) (int, error) {
+	fits := CarriedMTU(mtu, overhead, active)
+	switch {
+	case fits >= active:
+		return 0, nil
+	case fits == 0:
+		return 0, &NetdevMTUError{Netdev: netdev, MTU: mtu, Overhead: overhead, How: how}
+	}
+	return fits, nil
+}

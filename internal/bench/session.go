@@ -817,8 +817,7 @@ func (s *session) openPort(cm bool) (err error) {
 	if err := s.chooseGID(); err != nil {
 		return err
 	}
-	s.capNetdevMTU()
-	return nil
+	return s.capNetdevMTU()
 }
 
 // capNetdevMTU caps the path MTU, where the netdev of this side's RoCE
@@ -827,16 +826,18 @@ func (s *session) openPort(cm bool) (err error) {
 // rdma_cm caps it for RoCE (cma_resolve_iboe_route: iboe_get_mtu of the
 // GID's netdev's MTU). The port's active MTU follows the MTU of its own
 // netdev; a VLAN or a macvlan over it may have a smaller one, which drops
-// the larger packets: a test over its GID timed out. A GID with no netdev,
-// or one whose MTU cannot be read, is not capped.
-func (s *session) capNetdevMTU() {
+// the larger packets: a test over its GID timed out. A netdev that carries
+// not even 256 bytes fails the test at once (a *NetdevMTUError), where
+// every packet would be dropped. A GID with no netdev, or one whose MTU
+// cannot be read, is not capped.
+func (s *session) capNetdevMTU() error {
 	nd := s.gid.Entry.Netdev
 	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || nd == "" {
-		return
+		return nil
 	}
 	mtu, err := NetdevMTU("", nd)
 	if err != nil {
-		return
+		return nil
 	}
 	da, err := s.ctx.QueryDevice()
 	overhead := MTUOverhead(err == nil && da.VendorID == rxeVendorID)
@@ -849,19 +850,18 @@ func (s *session) capNetdevMTU() {
 		overhead, count = RoCEOverhead, ", as rdma_cm counts them"
 	}
 	active := s.portAttr.ActiveMTU
-	fits := CarriedMTU(mtu, overhead, active.Bytes())
-	if fits >= active.Bytes() {
-		return
+	fits, err := capMTU(nd, mtu, overhead, active.Bytes(), count)
+	if err != nil || fits == 0 {
+		return err
 	}
-	s.mtuCap, s.capNetdev, s.netdevMTU = ibverbs.MTU256, nd, mtu
-	if m, err := ibverbs.MTUFromBytes(fits); err == nil {
-		s.mtuCap = m
+	m, err := ibverbs.MTUFromBytes(fits)
+	if err != nil {
+		return err
 	}
-	carries := fmt.Sprintf("carries RDMA MTU %d (+%d bytes of headers%s)", fits, overhead, count)
-	if fits == 0 {
-		carries = fmt.Sprintf("carries no RDMA MTU (256+%d bytes of headers%s)", overhead, count)
-	}
-	s.capWhy = fmt.Sprintf("path MTU at most %d: %s's MTU %d %s, not the port's active %d", s.mtuCap.Bytes(), nd, mtu, carries, active.Bytes())
+	s.mtuCap, s.capNetdev, s.netdevMTU = m, nd, mtu
+	s.capWhy = fmt.Sprintf("path MTU at most %d: %s's MTU %d carries RDMA MTU %d (+%d bytes of headers%s), not the port's active %d",
+		fits, nd, mtu, fits, overhead, count, active.Bytes())
+	return nil
 }
 
 // pdAndMR allocates the PD and registers the buffer: whole, or with

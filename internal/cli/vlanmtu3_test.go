@@ -1,0 +1,96 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// setVLANMTU sets the MTU of the VLAN netdevs of setUpVLAN: the
+// server's, then the client's.
+func setVLANMTU(t *testing.T, srv, cli int) (srvND, cliND string) {
+	t.Helper()
+	srvND, cliND = os.Getenv("RXE_NETDEV")+".10", os.Getenv("RXE_NETDEV2")+".10"
+	for nd, mtu := range map[string]int{srvND: srv, cliND: cli} {
+		if out, err := exec.Command("ip", "link", "set", nd, "mtu", fmt.Sprint(mtu)).CombinedOutput(); err != nil {
+			t.Fatalf("ip link set %s mtu %d: %v: %s", nd, mtu, err, out)
+		}
+	}
+	return srvND, cliND
+}
+
+// TestVLANNetdevMTUCarriesNothing: a test over the GID of a VLAN netdev
+// whose MTU, 300, carries no RDMA MTU with rxe's 80 bytes of headers
+// fails at once on that side, naming the netdev and the MTU it needs,
+// and its peer is told: where only one side's netdev is too small, its
+// reason reaches the other (a client's before it asks for its test, a
+// server's in the test's set-up). The test went ahead at path MTU 256,
+// whose packets the netdev dropped, and both sides waited out the peer
+// timeout, blaming VLANs or subnets.
+func TestVLANNetdevMTUCarriesNothing(t *testing.T) {
+	srvDev, cliDev, _ := peers(t)
+	n := setUpVLAN(t, srvDev, cliDev)
+	const within = 4 * time.Second // well under the peer timeout, 8 s
+	for _, tc := range []struct {
+		name             string
+		srvMTU, cliMTU   int
+		srvArgs, cliArgs []string
+		// small is the side whose netdev is too small: "both",
+		// "client" or "server".
+		small string
+	}{
+		{"both, --source_ip", 300, 300, []string{"--source_ip", n.srvAddr}, []string{"--source_ip", n.cliAddr}, "both"},
+		{"client, --source_ip", 1500, 300, []string{"--source_ip", n.srvAddr}, []string{"--source_ip", n.cliAddr}, "client"},
+		// No flag names the GIDs: the control connection, to and from
+		// the VLAN's addresses, picks them, in the test's set-up.
+		{"server, control connection", 300, 1500, nil, nil, "server"},
+	} {
+		srvND, cliND := setVLANMTU(t, tc.srvMTU, tc.cliMTU)
+		want := map[string]string{}
+		for _, nd := range []string{srvND, cliND} {
+			want[nd] = fmt.Sprintf("%s's MTU 300 carries no RDMA MTU (256 bytes and 80 of headers): raise it to at least 336 (`ip link set %s mtu 336`)", nd, nd)
+		}
+		port := freshPort()
+		ctx := testContext(t, 60*time.Second)
+		common := []string{"-s", "4096", "-n", "20", "--peer-timeout", "8"}
+		started := time.Now()
+		srvArgs := append(append([]string{"write-bw", "-d", srvDev, "-p", port}, common...), tc.srvArgs...)
+		var srv *exec.Cmd
+		var srvOut *syncBuffer
+		if tc.small == "both" {
+			// It fails before it listens.
+			srv, srvOut = start(t, ctx, srvArgs...)
+		} else {
+			srv, srvOut = startServer(t, ctx, srvDev, port, "write-bw", append(common, tc.srvArgs...)...)
+		}
+		args := append(append([]string{"write-bw", "-d", cliDev, "-p", port}, common...), append(tc.cliArgs, n.srvAddr)...)
+		cmd := gorperf(ctx, args...)
+		var cliOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &cliOut, &cliOut
+		err := cmd.Run()
+		serr := srv.Wait()
+		took := time.Since(started)
+		srvText := srvOut.String() + srv.Stderr.(*bytes.Buffer).String()
+		// What each side says: its own netdev's, or where only the
+		// peer's is too small, the peer's.
+		cliWant, srvWant := want[cliND], want[srvND]
+		switch tc.small {
+		case "client":
+			srvWant = want[cliND]
+		case "server":
+			cliWant = want[srvND]
+		}
+		if procExit(err) <= 0 || procExit(serr) <= 0 || took > within ||
+			!strings.Contains(cliOut.String(), cliWant) || !strings.Contains(srvText, srvWant) {
+			t.Errorf("%s: client exit %d, server exit %d, after %v; want both non-zero within %v, the client saying %q and the server %q\nclient %q:\n%s\nserver %q:\n%s",
+				tc.name, procExit(err), procExit(serr), took.Round(time.Millisecond), within, cliWant, srvWant, args, &cliOut, srvArgs, srvText)
+		}
+	}
+}
+
