@@ -85,6 +85,13 @@ type Local struct {
 	// smaller MTU, UD's default failed at once. In a test of several
 	// threads it is called for each thread's spec, from its goroutine.
 	FitMTU func(spec *exchange.TestSpec, m MTULimit)
+	// SizeFitted, if set, is called on a client whose UD test's default
+	// size (TestSpec.SizeDefault), spec's, is over the path MTU that the
+	// two sides agree on once they have swapped their endpoints, with
+	// that MTU, the size the test sends instead; before the header, and
+	// in a test of several threads for each thread's spec, from its
+	// goroutine. The Result's spec has the size sent.
+	SizeFitted func(spec exchange.TestSpec, size int)
 	// CMHost, for a client, is the address to dial rdma_cm at, when not the
 	// control connection's host (in loopback, the server side's GID).
 	CMHost string
@@ -1169,13 +1176,18 @@ func (s *session) header(client bool) report.Header {
 // those within the path MTU, which both sides compute alike once they
 // have swapped setups. A larger datagram would be dropped, and the
 // receiver wait out its idle timeout: -a stops at the MTU, as perftest's
-// does, and a single size over it fails at once.
+// does, and a single size over it fails at once, unless it is UD's
+// default (SizeDefault), the most the client offers, which is the path
+// MTU instead: the server's side may offer less.
 func (s *session) sizes() ([]uint32, error) {
 	all := s.spec.Sizes()
 	if s.spec.ConnType != ibverbs.QPTypeUD {
 		return all, nil
 	}
 	m := uint32(s.mtu().Bytes())
+	if s.spec.SizeDefault && len(all) == 1 && all[0] > m && !s.spec.Test.IsAtomic() {
+		return []uint32{m}, nil
+	}
 	n := len(all)
 	for n > 0 && all[n-1] > m {
 		n--

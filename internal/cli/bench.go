@@ -321,6 +321,16 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 		}
 		fmt.Fprintf(f.IO.ErrOut, "gorperf: %d threads on %s: some share a CPU, and the sum says less than it could\n", spec.Threads, cpus)
 	}
+	// UD's default size may be over the path MTU that the server's side
+	// makes smaller: both sides then send the path MTU (bench's sizes).
+	spec.SizeDefault = o.udSize
+	if o.udSize && (o.Host != "" || o.Loopback) {
+		l.SizeFitted = func(s exchange.TestSpec, size int) {
+			if s.Thread == 0 && o.text() {
+				fmt.Fprintf(f.IO.ErrOut, "gorperf: a UD message is at most the path MTU, %d bytes, the least the two sides offer: sending %d bytes, not %d (-s to choose)\n", size, size, s.Size)
+			}
+		}
+	}
 	if (o.udSize || spec.MTU != 0) && (o.Host != "" || o.Loopback) {
 		// Once the control connection is up: where no flag names the
 		// GID, it picks the GID, whose netdev may carry less than the

@@ -94,3 +94,27 @@ func TestVLANNetdevMTUCarriesNothing(t *testing.T) {
 	}
 }
 
+// TestVLANUDDefaultSizeServerCapped: a UD test's default size, the most
+// the client offers (its VLAN netdev carries the port's 1024), is over
+// the path MTU where only the server's VLAN netdev is capped (MTU 700
+// carries 512): both sides send 512, and the client says so. Both sides
+// failed at once: "a UD message is at most the path MTU, 512 bytes here,
+// not 1024: choose a smaller -s".
+func TestVLANUDDefaultSizeServerCapped(t *testing.T) {
+	srvDev, cliDev, _ := peers(t)
+	n := setUpVLAN(t, srvDev, cliDev)
+	setVLANMTU(t, 700, 1500)
+	port := freshPort()
+	ctx := testContext(t, 60*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "send-bw", "-c", "UD", "-n", "20", "--peer-timeout", "5", "--source_ip", n.srvAddr)
+	args := []string{"send-bw", "-d", cliDev, "-p", port, "-c", "UD", "-n", "20", "--peer-timeout", "5", "--source_ip", n.cliAddr, n.srvAddr}
+	out, err := gorperf(ctx, args...).CombinedOutput()
+	serr := srv.Wait()
+	srvText := srvOut.String() + srv.Stderr.(*bytes.Buffer).String()
+	const mtu = " Mtu             : 512[B]"
+	const note = "gorperf: a UD message is at most the path MTU, 512 bytes, the least the two sides offer: sending 512 bytes, not 1024 (-s to choose)"
+	if err != nil || serr != nil || !strings.Contains(string(out), mtu) || !strings.Contains(srvText, mtu) || !strings.Contains(string(out), note) ||
+		!strings.Contains(string(out), "\n 512 ") || !strings.Contains(srvText, "\n 512 ") {
+		t.Errorf("%q: client %v, server %v; want both to send 512 bytes, the client saying %q\nclient:\n%s\nserver:\n%s", args, err, serr, note, out, srvText)
+	}
+}

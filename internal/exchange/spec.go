@@ -239,6 +239,14 @@ type TestSpec struct {
 	// own receives, so the sides need not agree. Sent as bit 8 of the
 	// flags word.
 	RXDepthDefault bool
+	// SizeDefault says that Size is UD's default, the most the client
+	// offers as the path MTU (no -s), not a size the user asked for: once
+	// the endpoints are swapped both sides take it down to the path MTU,
+	// which the server's side may make smaller, where a size asked for
+	// over it is refused. Only a single size over UD heeds it. Sent as
+	// bit 9 of the flags word; a release that does not know the bit
+	// refuses the spec (Flags).
+	SizeDefault bool
 	// Threads, above 1, runs a bandwidth test as that many connections
 	// between the two sides at once, each with its own control
 	// connection, QPs, CQs and buffer, and its own thread and CPU on each
@@ -296,9 +304,10 @@ const (
 	flagMulticast
 	flagInlineDefault
 	flagRXDepthDefault
+	flagSizeDefault
 
 	knownFlags = flagHugePages | flagSRQ | flagReversed | flagImmediate | flagWarmUp | flagMRPerQP | flagMulticast |
-		flagInlineDefault | flagRXDepthDefault
+		flagInlineDefault | flagRXDepthDefault | flagSizeDefault
 )
 
 // flagOptions pairs the options sent in the flags word with their bits.
@@ -313,7 +322,7 @@ func (s *TestSpec) flagOptions() []struct {
 		{&s.HugePages, flagHugePages}, {&s.SRQ, flagSRQ}, {&s.Reversed, flagReversed},
 		{&s.Immediate, flagImmediate}, {&s.WarmUp, flagWarmUp}, {&s.MRPerQP, flagMRPerQP},
 		{&s.Multicast, flagMulticast}, {&s.InlineDefault, flagInlineDefault},
-		{&s.RXDepthDefault, flagRXDepthDefault},
+		{&s.RXDepthDefault, flagRXDepthDefault}, {&s.SizeDefault, flagSizeDefault},
 	}
 }
 
@@ -328,7 +337,7 @@ const specLen = 75
 // Bidirectional, 2 RdmaCM, 3 RunInfinitely, 4 ValidateData, 5 OldPostSend,
 // 6 NoRelaxedOrdering, 7 Events), flags uint32 (bit 0 HugePages, 1 SRQ,
 // 2 Reversed, 3 Immediate, 4 WarmUp, 5 MRPerQP, 6 Multicast, 7
-// InlineDefault, 8 RXDepthDefault), threads and thread
+// InlineDefault, 8 RXDepthDefault, 9 SizeDefault), threads and thread
 // uint16, group uint64, and a uint16 count of flow labels, each a uint32.
 func (s TestSpec) AppendPayload(b []byte) []byte {
 	b = append(b, uint8(s.Test), uint8(s.Atomic))

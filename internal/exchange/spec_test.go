@@ -443,9 +443,9 @@ func TestSpecHugePagesFlag(t *testing.T) {
 	if err != nil || !s.HugePages || s.Flags != 0 {
 		t.Fatalf("decoded HugePages %v, unknown flags %#x, %v; want true, 0", s.HugePages, s.Flags, err)
 	}
-	binary.BigEndian.PutUint32(p[flagsAt:], 0x201)
-	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Multicast || s.InlineDefault || s.RXDepthDefault || s.Flags != 0x200 {
-		t.Errorf("flags 0x201 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, Multicast %v, InlineDefault %v, RXDepthDefault %v, unknown %#x; want true, false, false, false, false, false, false, false, 0x200",
+	binary.BigEndian.PutUint32(p[flagsAt:], 0x401)
+	if s, _ := decodeSpec(p); !s.HugePages || s.SRQ || s.Reversed || s.Immediate || s.WarmUp || s.Multicast || s.InlineDefault || s.RXDepthDefault || s.Flags != 0x400 {
+		t.Errorf("flags 0x401 decoded as HugePages %v, SRQ %v, Reversed %v, Immediate %v, WarmUp %v, Multicast %v, InlineDefault %v, RXDepthDefault %v, unknown %#x; want true, false, false, false, false, false, false, false, 0x400",
 			s.HugePages, s.SRQ, s.Reversed, s.Immediate, s.WarmUp, s.Multicast, s.InlineDefault, s.RXDepthDefault, s.Flags)
 	}
 	p = TestSpec{RXDepthDefault: true}.AppendPayload(nil)
