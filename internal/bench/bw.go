@@ -338,7 +338,7 @@ func (s *session) runSender(ctx context.Context, size int, iters uint64, dur tim
 				pc.slept()
 			}
 		}
-		if now, ok := pc.due(); ok {
+		if now, ok := pc.dueAt(now); ok {
 			if peerEnded(ctx) {
 				break
 			}
@@ -916,7 +916,11 @@ func (s *session) runReceiver(ctx context.Context, size int, iters uint64, dur t
 			}
 			pc.slept()
 		}
-		if now, ok := pc.due(); ok {
+		var polled time.Time // the clock as poll read it, where it took completions
+		if k > 0 {
+			polled = r.last
+		}
+		if now, ok := pc.dueAt(polled); ok {
 			if intervals && rep.due(now) {
 				s.report(&rep, now, size, r.total, nil, 0, 0)
 			}

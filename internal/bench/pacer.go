@@ -50,14 +50,34 @@ type pacer struct {
 }
 
 // due reports whether the periodic work is due, and the time if it is.
-func (p *pacer) due() (time.Time, bool) {
-	if p.n++; p.n < p.stride {
+func (p *pacer) due() (time.Time, bool) { return p.dueAt(time.Time{}) }
+
+// dueAt is due for a loop that may have read the clock this iteration
+// anyway (now; zero where it did not), as the bandwidth loops do when
+// completions come: where a period has passed since the last reading,
+// the work is due at once, whatever the stride, and the stride shrinks
+// to the calls that took it. Without it a loop whose stride grew while
+// its iterations were quick (polls that found nothing) and whose
+// iterations then slowed (on soft-RoCE, each posting a list of 4 KiB
+// messages: milliseconds under emulation) came to its work only after
+// maxStride of them, and with each reading only halved its stride. (A
+// thread of an infinite run in a loaded VM reported its first 1 s
+// interval after 4.9 s, which that explains: 256 iterations of 15 ms.)
+func (p *pacer) dueAt(now time.Time) (time.Time, bool) {
+	p.n++
+	early := p.n < p.stride
+	if early && (now.IsZero() || p.last.IsZero() || now.Sub(p.last) < pacerPeriod) {
 		return time.Time{}, false
 	}
+	calls := p.n
 	p.n = 0
-	now := time.Now()
+	if now.IsZero() {
+		now = time.Now()
+	}
 	d := now.Sub(p.last)
 	switch {
+	case early:
+		p.stride = max(calls, 1)
 	case d > 2*pacerPeriod && p.stride > 1:
 		p.stride /= 2
 	case d < pacerPeriod/2 && p.stride < maxStride:

@@ -142,3 +142,46 @@ func TestPacerDueAfterASleep(t *testing.T) {
 		t.Errorf("stride %d after 12 sleeps of 1 ms, want 1", p.stride)
 	}
 }
+
+// TestPacerDueAtTheLoopsReading: a loop whose stride grew while its
+// iterations were quick, and whose iterations then take milliseconds
+// (posting lists of messages on soft-RoCE under emulation), runs its work
+// at the first iteration that read the clock a period after the last
+// reading (dueAt), and its stride shrinks to fit; with due alone it came
+// after maxStride of them, 256 ms here, seconds in a loaded VM.
+func TestPacerDueAtTheLoopsReading(t *testing.T) {
+	var p pacer
+	for start := time.Now(); p.stride < maxStride && time.Since(start) < time.Second; {
+		p.due()
+	}
+	if p.stride != maxStride {
+		t.Fatalf("a tight loop's stride grew to %d in 1 s, want %d", p.stride, maxStride)
+	}
+	grown := p
+	calls := 1
+	for ; calls <= 2*maxStride; calls++ {
+		time.Sleep(time.Millisecond)
+		if _, ok := grown.due(); ok {
+			break
+		}
+	}
+	if calls < maxStride-1 {
+		t.Fatalf("due alone: due after %d slow calls, want about %d", calls, maxStride)
+	}
+	for i := range 12 {
+		time.Sleep(time.Millisecond)
+		now := time.Now()
+		got, ok := p.dueAt(now)
+		if !ok || !got.Equal(now) {
+			t.Fatalf("slow call %d, with the loop's reading: due %v at %v, want due at the reading (stride %d)", i, ok, got, p.stride)
+		}
+	}
+	if p.stride > 2 {
+		t.Errorf("after 12 calls of 1 ms, each due, the stride is %d, want 1 or 2", p.stride)
+	}
+	// A reading less than a period after the last is not due early.
+	p.stride, p.n = maxStride, 0
+	if _, ok := p.dueAt(p.last.Add(pacerPeriod / 2)); ok {
+		t.Errorf("due at a reading half a period after the last, with the stride's calls not made")
+	}
+}
