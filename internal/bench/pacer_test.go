@@ -110,23 +110,10 @@ func BenchmarkPacedLoop(b *testing.B) {
 // it came only after the stride's calls: maxStride sleeps of eventSlice,
 // 2.5 s late for its deadline, its idle timeout or Ctrl-C.
 func TestPacerDueAfterASleep(t *testing.T) {
-	var p pacer
-	for start := time.Now(); p.stride < maxStride && time.Since(start) < time.Second; {
-		p.due()
-	}
-	if p.stride != maxStride {
-		t.Fatalf("a tight loop's stride grew to %d in 1 s, want %d", p.stride, maxStride)
-	}
-	grown := p
+	p := grownPacer(t)
 	// Without slept, what the loops did: the work comes after the
 	// stride's calls (here without sleeping them).
-	calls := 1
-	for ; calls <= 2*maxStride; calls++ {
-		if _, ok := grown.due(); ok {
-			break
-		}
-	}
-	if calls < maxStride-1 {
+	if calls := callsToDue(p, 0); calls < maxStride-1 {
 		t.Fatalf("without slept, due after %d calls, want about %d", calls, maxStride)
 	}
 	// With it, each call after a sleep is due, and the stride shrinks to
@@ -150,22 +137,8 @@ func TestPacerDueAfterASleep(t *testing.T) {
 // reading (dueAt), and its stride shrinks to fit; with due alone it came
 // after maxStride of them, 256 ms here, seconds in a loaded VM.
 func TestPacerDueAtTheLoopsReading(t *testing.T) {
-	var p pacer
-	for start := time.Now(); p.stride < maxStride && time.Since(start) < time.Second; {
-		p.due()
-	}
-	if p.stride != maxStride {
-		t.Fatalf("a tight loop's stride grew to %d in 1 s, want %d", p.stride, maxStride)
-	}
-	grown := p
-	calls := 1
-	for ; calls <= 2*maxStride; calls++ {
-		time.Sleep(time.Millisecond)
-		if _, ok := grown.due(); ok {
-			break
-		}
-	}
-	if calls < maxStride-1 {
+	p := grownPacer(t)
+	if calls := callsToDue(p, time.Millisecond); calls < maxStride-1 {
 		t.Fatalf("due alone: due after %d slow calls, want about %d", calls, maxStride)
 	}
 	for i := range 12 {
@@ -184,4 +157,30 @@ func TestPacerDueAtTheLoopsReading(t *testing.T) {
 	if _, ok := p.dueAt(p.last.Add(pacerPeriod / 2)); ok {
 		t.Errorf("due at a reading half a period after the last, with the stride's calls not made")
 	}
+}
+
+// grownPacer is a pacer whose stride a tight loop grew to maxStride.
+func grownPacer(t *testing.T) pacer {
+	t.Helper()
+	var p pacer
+	for start := time.Now(); p.stride < maxStride && time.Since(start) < time.Second; {
+		p.due()
+	}
+	if p.stride != maxStride {
+		t.Fatalf("a tight loop's stride grew to %d in 1 s, want %d", p.stride, maxStride)
+	}
+	return p
+}
+
+// callsToDue counts the calls of due, each after a sleep of d, until one
+// is due, on a copy of p; at most 2*maxStride.
+func callsToDue(p pacer, d time.Duration) int {
+	calls := 1
+	for ; calls <= 2*maxStride; calls++ {
+		time.Sleep(d)
+		if _, ok := p.due(); ok {
+			break
+		}
+	}
+	return calls
 }
