@@ -76,9 +76,9 @@ func portSpaceTable() map[PortSpace]int {
 // that succeeded. CreateQP and the Close of the QP it made run one at a
 // time, and so do Migrates, which also wait for the verbs, CreateQP,
 // InitQPAttr and Notify, and they for a Migrate: librdmacm sends each
-// through the ID's channel, which a Migrate changes. That QP's Close waits for a verb under way
-// and for a GetEvent reading an event from the ID's channel, in which
-// librdmacm uses the QP. The queries (LocalAddr, RemoteAddr, PortNum,
+// through the ID's channel, which a Migrate changes. That QP's Close
+// waits for a verb under way and for a GetEvent reading an event from
+// the ID's channel, in which librdmacm uses the QP. The queries (LocalAddr, RemoteAddr, PortNum,
 // Context) take no lock: librdmacm writes what they read in a verb, or
 // in the GetEvent that takes the verb's outcome, so read them once the
 // outcome has come. Close may run beside any of them (see Close).
@@ -108,10 +108,10 @@ type ID struct {
 	qpMu sync.Mutex
 	// mu serializes the ID's verbs (see the type's doc), InitQPAttr,
 	// Notify and the Migrates, taken after use.Enter and never with
-	// qpMu or chMu held: librdmacm runs them on
-	// the ID's state with no lock of its own (rdma_connect and
-	// rdma_accept set its depths before the kernel takes one of them,
-	// and rdma_accept moves its QP). It guards accepted.
+	// qpMu or chMu held: librdmacm runs them on the ID's state with no
+	// lock of its own (rdma_connect and rdma_accept set its depths
+	// before the kernel takes one of them, and rdma_accept moves its
+	// QP). It guards accepted.
 	mu sync.Mutex
 	// accepted says an Accept of the ID succeeded (under mu): librdmacm
 	// answers a second one by moving the QP it made to the error state
