@@ -69,6 +69,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -1000,10 +1001,46 @@ func summarize(runs []measure, bw bool) stat {
 	return st
 }
 
+// portTries is how many ports a run tries where its server finds its
+// port taken (portTaken): another program may take any port between
+// compare's runs.
+const portTries = 5
+
 // run runs one tool's server and client for n iterations and parses the
 // client's result; it also returns the client's output. A baseline run
-// (a few messages) may print a zero result.
+// (a few messages) may print a zero result. Where the server finds its
+// port taken, the run is made again on the next port, up to portTries:
+// the port is no fault of the tool's.
 func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps int, extra []string, n int, baseline bool) (measure, string) {
+	for try := 1; ; try++ {
+		m, out := c.runOn(ctx, gorperf, test, size, qps, extra, n, baseline)
+		if try == portTries || !c.portTaken(m.Err) {
+			return m, out
+		}
+	}
+}
+
+// portTaken reports whether a run's error, e, is its server's exit before
+// it listened on a port that is in use: gorperf says so ("bind: address
+// already in use"); perftest's tools say only that they could not listen,
+// so the port is tried.
+func (c *config) portTaken(e string) bool {
+	if !strings.Contains(e, errServerExited.Error()) {
+		return false
+	}
+	if strings.Contains(e, "address already in use") {
+		return true
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)))
+	if err != nil {
+		return errors.Is(err, syscall.EADDRINUSE)
+	}
+	l.Close()
+	return false
+}
+
+// runOn is run on the next port.
+func (c *config) runOn(ctx context.Context, gorperf bool, test string, size, qps int, extra []string, n int, baseline bool) (measure, string) {
 	c.port++
 	port := strconv.Itoa(c.port)
 	lat := strings.HasSuffix(test, "_lat")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,5 +275,32 @@ func TestParamsSplit(t *testing.T) {
 	}
 	if !slices.Equal(r.Gorperf.Runs[0].ThreadCPUs, []int{0, 1}) {
 		t.Errorf("the run's thread CPUs: %v", r.Gorperf.Runs[0].ThreadCPUs)
+	}
+}
+
+// TestPortTaken: a run whose server finds its port taken, by a program
+// that took it between compare's runs, is made again on the next port,
+// not counted as the tool's failure: the row is clean and compare exits
+// 0. It failed the run ("bind: address already in use"), marked the row
+// [2/3] and exited 1; CI's host tests, which take ports of their own,
+// once did so to TestSomeRunsFailed.
+func TestPortTaken(t *testing.T) {
+	dir := fakeTools(t, "ok")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// The first run's port, the one after -port, is taken.
+	first := l.Addr().(*net.TCPAddr).Port
+	r := runCompare(t, dir, "-reps", "3", "-port", strconv.Itoa(first-1))
+	if r.code != 0 {
+		t.Errorf("exit status %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if row := tableRow(t, r.stdout, "write_bw"); strings.Contains(row, "[") {
+		t.Errorf("the row is marked as having failed runs:\n%s", r.stdout)
+	}
+	if r.doc == nil || r.doc["failed_runs"] != nil && r.doc["failed_runs"] != 0.0 {
+		t.Errorf("the JSON counts failed runs: %v", r.doc["failed_runs"])
 	}
 }
