@@ -125,12 +125,17 @@ func dialPastCancelledAccept(t *testing.T, n testNet, l *rdmacm.Listener, actx c
 }
 
 // cancelInPrepare returns a Config whose Prepare calls the CancelFunc
-// stored in the pointer it returns, if any.
+// stored in the pointer it returns, if any, and then holds the handshake
+// 200 ms: an Accept returns a connection that is made by the time it
+// sees its context's end (Listener.accept), and on a loaded VM the
+// handshake, which goes on, could finish first (TestCloseClosesKept's
+// Accept returned it once in CI).
 func cancelInPrepare() (*rdmacm.Config, *atomic.Pointer[context.CancelFunc]) {
 	var f atomic.Pointer[context.CancelFunc]
 	return &rdmacm.Config{Prepare: func(*rdmacm.Conn) (func() error, error) {
 		if c := f.Load(); c != nil {
 			(*c)()
+			time.Sleep(200 * time.Millisecond)
 		}
 		return nil, nil
 	}}, &f
