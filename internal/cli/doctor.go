@@ -774,7 +774,7 @@ func checkGIDIndexLimit(at string, p portReport) []finding {
 	var past []gidReport
 	var netdevs []string
 	for _, g := range p.GIDs {
-		if g.Index > 255 && routableGID(g) {
+		if g.Index > maxGIDIndex && routableGID(g) {
 			past = append(past, g)
 			if g.Netdev != "" && !slices.Contains(netdevs, g.Netdev) {
 				netdevs = append(netdevs, g.Netdev)
