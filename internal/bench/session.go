@@ -474,7 +474,7 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if err := s.watchEvents(); err != nil {
 		return nil, err
 	}
-	da, err := s.ctx.QueryDevice()
+	da, err := queryDevice(s.ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -735,7 +735,7 @@ func checkSpec(spec exchange.TestSpec, l Local) error {
 	if err := s.openPort(false); err != nil {
 		return err
 	}
-	da, err := s.ctx.QueryDevice()
+	da, err := queryDevice(s.ctx)
 	if err != nil {
 		return err
 	}
@@ -792,6 +792,10 @@ func (s *session) mtuLimit() MTULimit {
 	return m
 }
 
+// queryDevice is how a session queries its device's attributes: tests
+// count the queries or make them fail through it.
+var queryDevice = (*ibverbs.Context).QueryDevice
+
 // openPort opens the device, through rdma_cm where cm is set, and chooses
 // the port's GID.
 func (s *session) openPort(cm bool) (err error) {
@@ -846,7 +850,7 @@ func (s *session) capNetdevMTU() error {
 	if err != nil {
 		return nil
 	}
-	da, err := s.ctx.QueryDevice()
+	da, err := queryDevice(s.ctx)
 	overhead := MTUOverhead(err == nil && da.VendorID == rxeVendorID)
 	count := ""
 	if s.spec.RdmaCM && s.spec.ConnType != ibverbs.QPTypeUD {
