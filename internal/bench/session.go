@@ -474,11 +474,7 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 	if err := s.watchEvents(); err != nil {
 		return nil, err
 	}
-	da, err := queryDevice(s.ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.devAttr = da
+	da := s.devAttr // openPort's
 	if l.PerftestInline {
 		s.inline = defaultInline(spec, da.VendorID)
 	}
@@ -735,11 +731,7 @@ func checkSpec(spec exchange.TestSpec, l Local) error {
 	if err := s.openPort(false); err != nil {
 		return err
 	}
-	da, err := queryDevice(s.ctx)
-	if err != nil {
-		return err
-	}
-	return s.sizeFits(spec, da)
+	return s.sizeFits(spec, s.devAttr)
 }
 
 // sizeFits checks spec's largest message against the device's largest
@@ -796,8 +788,9 @@ func (s *session) mtuLimit() MTULimit {
 // count the queries or make them fail through it.
 var queryDevice = (*ibverbs.Context).QueryDevice
 
-// openPort opens the device, through rdma_cm where cm is set, and chooses
-// the port's GID.
+// openPort opens the device, through rdma_cm where cm is set, keeps its
+// attributes (devAttr: set-up queries the device once, here, for
+// capNetdevMTU and openPort's callers) and chooses the port's GID.
 func (s *session) openPort(cm bool) (err error) {
 	if cm {
 		// rdma_cm needs the PD and CQs on its own context of the device.
@@ -807,6 +800,9 @@ func (s *session) openPort(cm bool) (err error) {
 	}
 	if err != nil {
 		return err
+	}
+	if s.devAttr, err = queryDevice(s.ctx); err != nil {
+		return fmt.Errorf("%s: %w", s.ctx.Name(), err)
 	}
 	if s.portAttr, err = s.ctx.QueryPort(s.port); err != nil {
 		return err
@@ -850,8 +846,7 @@ func (s *session) capNetdevMTU() error {
 	if err != nil {
 		return nil
 	}
-	da, err := queryDevice(s.ctx)
-	overhead := MTUOverhead(err == nil && da.VendorID == rxeVendorID)
+	overhead := MTUOverhead(s.devAttr.VendorID == rxeVendorID)
 	count := ""
 	if s.spec.RdmaCM && s.spec.ConnType != ibverbs.QPTypeUD {
 		// rdma_cm sets the connected QPs' path MTU itself, with
