@@ -26,9 +26,9 @@ func TestIdleErrGrownPackets(t *testing.T) {
 		size, passed int
 		want         string // "" for no hint
 	}{
-		{1024, 512, "a link between them may drop packets of 1024 bytes and headers, over its MTU, where those of 512 got through: check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them, or try -m 512)"},
-		{65536, 512, "a link between them may drop packets of 1024 bytes and headers, over its MTU, where those of 512 got through"},
-		{512, 128, "a link between them may drop packets of 512 bytes and headers, over its MTU, where those of 128 got through: check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them, or try -m 256)"},
+		{1024, 512, "try -m 512: a link between them may drop packets of 1024 bytes and headers, over its MTU, where those of 512 got through; check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them)"},
+		{65536, 512, "try -m 512: a link between them may drop packets of 1024 bytes and headers, over its MTU, where those of 512 got through"},
+		{512, 128, "try -m 256: a link between them may drop packets of 512 bytes and headers, over its MTU, where those of 128 got through; check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them)"},
 		{2048, 1024, ""}, // the same packets as before: the peer, not the MTU
 		{256, 128, ""},   // the least MTU
 		{1024, 0, ""},    // the first size

@@ -52,7 +52,7 @@ func TestIdleErrNamesMTU(t *testing.T) {
 	s.spec = exchange.TestSpec{Test: exchange.WriteBW, Size: 4096, ConnType: ibverbs.QPTypeRC}
 	got := s.idleErr("completion", 10*time.Second).Error()
 	for _, w := range []string{"may not reach each other: different VLANs or subnets?",
-		"Or a link between them drops packets of 1024 bytes and headers, over its MTU", "`ip link`", "try -m 512)"} {
+		"Or try -m 512: a link between them may drop packets of 1024 bytes and headers, over its MTU", "`ip link`"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("%q lacks %q", got, w)
 		}

@@ -1399,7 +1399,12 @@ func (s *session) idleAfter(what string, d time.Duration, got uint64) error {
 // whose MTU the port's active MTU does not follow) or a switch port of a
 // smaller MTU drops a packet too large for it, and the RDMA path is
 // silent while the control connection's small packets pass. It names a
-// smaller -m (-s over UD, whose messages are single packets) to try.
+// smaller -m (-s over UD, whose messages are single packets) to try,
+// first: the peer gets this side's error in its Result (or ErrorMsg),
+// whose text the protocol cuts to exchange.MaxString bytes (a one-byte
+// length, which an older peer's decoder holds to), and the idle error's
+// own words come before the hint; a hint that ended with its flag lost
+// it there, the part the peer's user can act on.
 func (s *session) mtuHint() string {
 	p := min(int(s.spec.MaxSize()), s.mtu().Bytes())
 	if p <= 256 {
@@ -1413,7 +1418,7 @@ func (s *session) mtuHint() string {
 	if s.spec.ConnType == ibverbs.QPTypeUD {
 		flag = fmt.Sprintf("-s %d", try)
 	}
-	return fmt.Sprintf("a link between them drops packets of %d bytes and headers, over its MTU: check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them, or try %s", p, flag)
+	return fmt.Sprintf("try %s: a link between them may drop packets of %d bytes and headers, over its MTU; check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them", flag, p)
 }
 
 // grownHint, where the sizes before this one got through (a sweep, -a)
@@ -1421,7 +1426,8 @@ func (s *session) mtuHint() string {
 // are larger than theirs and than 256 bytes, says that a link between
 // the two sides may drop the larger packets, with an -m of the largest
 // that got through to try: the peer answered the small sizes, then fell
-// silent, and the idle error asked only whether it still ran.
+// silent, and the idle error asked only whether it still ran. The -m
+// comes first, as mtuHint's flag does.
 func (s *session) grownHint() string {
 	m := s.mtu().Bytes()
 	p, q := min(s.size, m), min(s.passed, m)
@@ -1432,7 +1438,7 @@ func (s *session) grownHint() string {
 	for try*2 <= q && try < 2048 {
 		try *= 2
 	}
-	return fmt.Sprintf("a link between them may drop packets of %d bytes and headers, over its MTU, where those of %d got through: check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them, or try -m %d", p, q, try)
+	return fmt.Sprintf("try -m %d: a link between them may drop packets of %d bytes and headers, over its MTU, where those of %d got through; check the MTUs of both sides' netdevs (`ip link`) and of the switch ports between them", try, p, q)
 }
 
 // interrupted reports whether ctx has ended; loops call it every few
