@@ -1607,11 +1607,11 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		return refuse(err)
 	}
 	client := role == "client"
+	if spec.SizeDefault && client && l.SizeFitted != nil {
+		l.SizeFitted(spec, int(sizes[len(sizes)-1]))
+	}
 	if spec.SizeDefault && len(sizes) == 1 && sizes[0] < spec.Size {
 		// UD's default, over the path MTU: the size sent is the MTU.
-		if client && l.SizeFitted != nil {
-			l.SizeFitted(spec, int(sizes[0]))
-		}
 		spec.Size = sizes[0]
 	}
 	if spec.Receives() {

@@ -85,12 +85,15 @@ type Local struct {
 	// smaller MTU, UD's default failed at once. In a test of several
 	// threads it is called for each thread's spec, from its goroutine.
 	FitMTU func(spec *exchange.TestSpec, m MTULimit)
-	// SizeFitted, if set, is called on a client whose UD test's default
-	// size (TestSpec.SizeDefault), spec's, is over the path MTU that the
-	// two sides agree on once they have swapped their endpoints, with
-	// that MTU, the size the test sends instead; before the header, and
-	// in a test of several threads for each thread's spec, from its
-	// goroutine. The Result's spec has the size sent.
+	// SizeFitted, if set, is called on a client whose UD test has the
+	// default size (TestSpec.SizeDefault), spec's, once the two sides
+	// have swapped their endpoints, with the largest size the test
+	// sends: spec's, or the path MTU they agree on where that is less,
+	// which the test then sends instead. So the client can say once
+	// what it sends, where FitMTU's figure may be taken down again here.
+	// It is called before the header, and in a test of several threads
+	// for each thread's spec, from its goroutine. The Result's spec has
+	// the size sent.
 	SizeFitted func(spec exchange.TestSpec, size int)
 	// CMHost, for a client, is the address to dial rdma_cm at, when not the
 	// control connection's host (in loopback, the server side's GID).

@@ -323,12 +323,21 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 	}
 	// UD's default size may be over the path MTU that the server's side
 	// makes smaller: both sides then send the path MTU (bench's sizes).
+	// The first thread's note of the size comes once that is known, with
+	// the size sent: fitNote, FitMTU's, where the server's side takes it
+	// no lower. Both callbacks run on that thread's goroutine.
 	spec.SizeDefault = o.udSize
+	var fitNote string
 	if o.udSize && (o.Host != "" || o.Loopback) {
 		l.SizeFitted = func(s exchange.TestSpec, size int) {
-			if s.Thread == 0 && o.text() {
-				fmt.Fprintf(f.IO.ErrOut, "gorperf: a UD message is at most the path MTU, %d bytes, the least the two sides offer: sending %d bytes, not %d (-s to choose)\n", size, size, s.Size)
+			if s.Thread != 0 || !o.text() {
+				return
 			}
+			note := fitNote
+			if uint32(size) < s.Size && !s.AllSizes {
+				note = fmt.Sprintf("gorperf: a UD message is at most the path MTU, %d bytes, the least the two sides offer: sending %d bytes, not %d (-s to choose)\n", size, size, s.Size)
+			}
+			fmt.Fprint(f.IO.ErrOut, note)
 		}
 	}
 	if (o.udSize || spec.MTU != 0) && (o.Host != "" || o.Loopback) {
@@ -341,7 +350,9 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 			if s.Thread != 0 {
 				w = io.Discard
 			}
-			o.fitMTU(w, s, m)
+			if note := o.fitMTU(w, s, m); s.Thread == 0 {
+				fitNote = note
+			}
 		}
 	}
 	if err := o.openJSONFile(); err != nil {
@@ -1213,10 +1224,12 @@ func queuedNotice(errOut io.Writer) func(ahead int) {
 
 // fitMTU takes a UD test's default size down to the MTU this side
 // offers, m (the port's active MTU, or less where its GID's netdev
-// carries less), and says so, and says when -m asks for more than m,
-// which the path MTU then is at most (as perftest's set_mtu lowers it,
-// with "Requested mtu is higher than active mtu").
-func (o *testOptions) fitMTU(errOut io.Writer, spec *exchange.TestSpec, m bench.MTULimit) {
+// carries less), and returns the note that says so, which SizeFitted
+// prints where the path MTU takes the size no lower; it says on errOut
+// when -m asks for more than m, which the path MTU then is at most (as
+// perftest's set_mtu lowers it, with "Requested mtu is higher than
+// active mtu").
+func (o *testOptions) fitMTU(errOut io.Writer, spec *exchange.TestSpec, m bench.MTULimit) (sizeNote string) {
 	if o.udSize && uint32(m.MTU.Bytes()) < spec.Size {
 		spec.Size = uint32(m.MTU.Bytes())
 		if o.text() {
@@ -1224,12 +1237,13 @@ func (o *testOptions) fitMTU(errOut io.Writer, spec *exchange.TestSpec, m bench.
 			if m.Netdev != "" && m.MTU < m.Active {
 				what = mtuSource(m)
 			}
-			fmt.Fprintf(errOut, "gorperf: a UD message is at most %s: sending %d bytes (-s to choose)\n", what, spec.Size)
+			sizeNote = fmt.Sprintf("gorperf: a UD message is at most %s: sending %d bytes (-s to choose)\n", what, spec.Size)
 		}
 	}
 	if spec.MTU > m.MTU && o.text() {
 		fmt.Fprintf(errOut, "gorperf: -m %d is over %s: the path MTU is at most %d\n", spec.MTU.Bytes(), mtuSource(m), m.MTU.Bytes())
 	}
+	return sizeNote
 }
 
 // mtuSource names where m comes from, in fitMTU's and mtuNote's words:

@@ -44,7 +44,8 @@ func TestFitMTUNetdev(t *testing.T) {
 			}
 		}
 		var errOut bytes.Buffer
-		o.fitMTU(&errOut, &spec, tc.m)
+		note := o.fitMTU(&errOut, &spec, tc.m)
+		errOut.WriteString(note) // SizeFitted's to print
 		if spec.Size != tc.size {
 			t.Errorf("%s: size %d, want %d", tc.name, spec.Size, tc.size)
 		}

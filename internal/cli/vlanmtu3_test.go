@@ -97,9 +97,10 @@ func TestVLANNetdevMTUCarriesNothing(t *testing.T) {
 // TestVLANUDDefaultSizeServerCapped: a UD test's default size, the most
 // the client offers (its VLAN netdev carries the port's 1024), is over
 // the path MTU where only the server's VLAN netdev is capped (MTU 700
-// carries 512): both sides send 512, and the client says so. Both sides
-// failed at once: "a UD message is at most the path MTU, 512 bytes here,
-// not 1024: choose a smaller -s".
+// carries 512): both sides send 512, and the client says so, once. Both
+// sides failed at once: "a UD message is at most the path MTU, 512 bytes
+// here, not 1024: choose a smaller -s"; then the client said it sent
+// 1024 (its own port's MTU) before the dial, and 512 after.
 func TestVLANUDDefaultSizeServerCapped(t *testing.T) {
 	srvDev, cliDev, _ := peers(t)
 	n := setUpVLAN(t, srvDev, cliDev)
@@ -116,5 +117,8 @@ func TestVLANUDDefaultSizeServerCapped(t *testing.T) {
 	if err != nil || serr != nil || !strings.Contains(string(out), mtu) || !strings.Contains(srvText, mtu) || !strings.Contains(string(out), note) ||
 		!strings.Contains(string(out), "\n 512 ") || !strings.Contains(srvText, "\n 512 ") {
 		t.Errorf("%q: client %v, server %v; want both to send 512 bytes, the client saying %q\nclient:\n%s\nserver:\n%s", args, err, serr, note, out, srvText)
+	}
+	if n := strings.Count(string(out), "gorperf: a UD message is at most"); n != 1 || strings.Contains(string(out), "sending 1024") {
+		t.Errorf("%q: the client noted UD's size %d times, want once, with 512:\n%s", args, n, out)
 	}
 }
