@@ -62,7 +62,8 @@ func fakeTools(t *testing.T, mode string) string {
 // fake is a perftest tool or gorperf as run, a server or (its last
 // argument 127.0.0.1) a client:
 //
-//   - ok: the server listens on -p and stays until killed; the client
+//   - ok: the server listens on -p (a perftest tool's on every IPv4
+//     address, gorperf's on 127.0.0.1) and stays until killed; the client
 //     prints a result (perftest's at 2 bytes on rxe, or gorperf's JSON);
 //   - clientfail: the server as ok; the client prints perftest's table
 //     header on stdout and its error on stderr, and exits 1;
@@ -125,6 +126,18 @@ func fake(mode, name string, args []string) int {
 		return 1
 	case "silent":
 	default:
+		if name != "gorperf" {
+			// As perftest's server: on every address, and without
+			// saying why it could not.
+			l, err := net.Listen("tcp4", "0.0.0.0:"+port)
+			if err != nil {
+				fmt.Print(perftestResultLine)
+				fmt.Fprintf(os.Stderr, " Couldn't listen to port %s\n", port)
+				return 1
+			}
+			defer l.Close()
+			break
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+port)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -1023,7 +1023,9 @@ func (c *config) run(ctx context.Context, gorperf bool, test string, size, qps i
 // portTaken reports whether a run's error, e, is its server's exit before
 // it listened on a port that is in use: gorperf says so ("bind: address
 // already in use"); perftest's tools say only that they could not listen,
-// so the port is tried.
+// so the port is tried on every IPv4 address, where their servers listen
+// (SO_REUSEADDR, as Go's listeners): one held on any of this machine's
+// IPv4 addresses keeps them from it.
 func (c *config) portTaken(e string) bool {
 	if !strings.Contains(e, errServerExited.Error()) {
 		return false
@@ -1031,7 +1033,7 @@ func (c *config) portTaken(e string) bool {
 	if strings.Contains(e, "address already in use") {
 		return true
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)))
+	l, err := net.Listen("tcp4", net.JoinHostPort("0.0.0.0", strconv.Itoa(c.port)))
 	if err != nil {
 		return errors.Is(err, syscall.EADDRINUSE)
 	}

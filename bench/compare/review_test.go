@@ -304,3 +304,37 @@ func TestPortTaken(t *testing.T) {
 		t.Errorf("the JSON counts failed runs: %v", r.doc["failed_runs"])
 	}
 }
+
+// TestPortTakenOnAnotherAddress: a perftest tool's server listens on every
+// address, and says only that it could not listen, so a port held on
+// another of this machine's addresses than the one probed is taken too.
+func TestPortTakenOnAnotherAddress(t *testing.T) {
+	dir := fakeTools(t, "ok")
+	// The first two runs' ports, gorperf's and the perftest tool's,
+	// held on 127.0.0.2.
+	var first int
+	for try := 0; ; try++ {
+		l, err := net.Listen("tcp", "127.0.0.2:0")
+		if err != nil {
+			t.Skipf("no 127.0.0.2 here: %v", err)
+		}
+		first = l.Addr().(*net.TCPAddr).Port
+		l2, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(first+1)))
+		if err == nil {
+			defer l.Close()
+			defer l2.Close()
+			break
+		}
+		l.Close()
+		if try == 10 {
+			t.Fatalf("no two ports in a row free on 127.0.0.2: %v", err)
+		}
+	}
+	r := runCompare(t, dir, "-reps", "3", "-port", strconv.Itoa(first-1))
+	if r.code != 0 {
+		t.Errorf("exit status %d, want 0\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if row := tableRow(t, r.stdout, "write_bw"); strings.Contains(row, "[") {
+		t.Errorf("the row is marked as having failed runs:\n%s", r.stdout)
+	}
+}
