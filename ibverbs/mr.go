@@ -23,9 +23,16 @@ import (
 // with no lock: each answers from the registration as it was before the
 // change or as it is after, never a mix of the two (an SGE with the old
 // address and the new lkey).
+//
+// Raw, and a QP.BindMW or OpBindMW naming the MR, read the registration
+// through that same state too: its struct ibv_mr (nil once closed) and its
+// PD, which Rereg may change.
 type MR struct {
-	c  *C.struct_ibv_mr
-	pd *PD
+	// c is the registration's struct ibv_mr, set by RegMR and never
+	// written again (ibv_rereg_mr changes it in place), for the verbs
+	// that closeMu keeps from Close and for an OpBindMW's post: whether
+	// it is live is st's to say (st.c, nil once closed).
+	c *C.struct_ibv_mr
 
 	// st is what the getters answer, replaced whole by Rereg and Close:
 	// a getter beside them, which takes no lock, reads one
@@ -34,7 +41,8 @@ type MR struct {
 	st atomic.Pointer[mrState]
 
 	// closeMu is held by Close and Rereg, so that two of them never hand
-	// the verbs the same struct ibv_mr, one freed by the other. The
+	// the verbs the same struct ibv_mr, one freed by the other, and by a
+	// QP.BindMW to the region, which hands it to the verbs too. The
 	// getters the posts use (LKey, RKey, SGE) do not take it.
 	closeMu sync.Mutex
 }
@@ -42,6 +50,8 @@ type MR struct {
 // mrState is an MR's registration as its getters answer it; it does not
 // change once stored.
 type mrState struct {
+	c   *C.struct_ibv_mr // Raw's; nil once closed
+	pd  *PD              // the PD the region is in: Rereg may move it
 	buf *Buffer
 	b   []byte // nil once closed: the buffer may be unmapped then
 	n   int    // the region's length, kept by Close
@@ -160,8 +170,8 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, whole bool, iova 
 	}
 	pd.kids.add()
 	buf.kids.add()
-	mr := &MR{c: m, pd: pd}
-	mr.st.Store(&mrState{buf: buf, b: b, n: length, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova,
+	mr := &MR{c: m}
+	mr.st.Store(&mrState{c: m, pd: pd, buf: buf, b: b, n: length, lkey: uint32(m.lkey), rkey: uint32(m.rkey), addr: iova,
 		ptr: uint64(uintptr(p))})
 	liveMRs.Lock()
 	if liveMRs.m == nil {
@@ -246,8 +256,9 @@ func deregError(errno int) error {
 	return verbError("ibv_dereg_mr", errno)
 }
 
-// Raw returns the struct ibv_mr pointer, valid until Close.
-func (m *MR) Raw() unsafe.Pointer { return unsafe.Pointer(m.c) }
+// Raw returns the struct ibv_mr pointer, valid until Close; nil once
+// closed. It may run beside Close and Rereg, as the other getters.
+func (m *MR) Raw() unsafe.Pointer { return unsafe.Pointer(m.st.Load().c) }
 
 // Close deregisters the region (ibv_dereg_mr). Closing twice is a no-op.
 // Once closed, the MR forgets its keys and address: LKey, RKey and Addr
@@ -267,21 +278,20 @@ func (m *MR) Raw() unsafe.Pointer { return unsafe.Pointer(m.c) }
 func (m *MR) Close() error {
 	m.closeMu.Lock()
 	defer m.closeMu.Unlock()
-	if m.c == nil {
+	s := m.st.Load() // changed only under closeMu
+	if s.c == nil {
 		return nil
 	}
 	if rc := C.ibv_dereg_mr(m.c); rc != 0 {
 		return deregError(int(rc))
 	}
-	s := m.st.Load()
-	m.st.Store(&mrState{buf: s.buf, n: s.n})
+	m.st.Store(&mrState{pd: s.pd, buf: s.buf, n: s.n})
 	liveMRs.Lock()
-	if liveMRs.m[mrKey{m.pd.c, s.lkey}] == m {
-		delete(liveMRs.m, mrKey{m.pd.c, s.lkey})
+	if liveMRs.m[mrKey{s.pd.c, s.lkey}] == m {
+		delete(liveMRs.m, mrKey{s.pd.c, s.lkey})
 	}
 	liveMRs.Unlock()
-	m.c = nil
-	m.pd.kids.done()
+	s.pd.kids.done()
 	s.buf.kids.done()
 	return nil
 }

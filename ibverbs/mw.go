@@ -17,10 +17,15 @@ import (
 // atomics on a part of an MR that the window's owner chooses, and can move
 // or revoke, without registering memory again.
 type MW struct {
+	// c is the window's struct ibv_mw, set by AllocMW and never written
+	// again, so that a getter or a PostSend's check beside Close reads
+	// no field that Close writes: closed says whether it is live.
 	c    *C.struct_ibv_mw
 	pd   *PD
 	typ  MWType
 	rkey atomic.Uint32 // as c.rkey, which a concurrent Close frees
+	// closed is set by Close once it has deallocated the window.
+	closed atomic.Bool
 	// closeMu is held by Close and QP.BindMW, so that neither hands the
 	// verbs a struct ibv_mw that the other freed.
 	closeMu sync.Mutex
@@ -49,9 +54,10 @@ func (pd *PD) AllocMW(t MWType) (*MW, error) {
 // of the last bind posted, by QP.BindMW or an OpBindMW request (whose
 // successful post sets it, since providers name a window by this key), or
 // before any, the one it was allocated with. A bind that completes with
-// an error leaves the device with the window's old key.
+// an error leaves the device with the window's old key. It returns 0 once
+// the window is closed, and may run beside Close.
 func (mw *MW) RKey() uint32 {
-	if mw.c == nil {
+	if mw.closed.Load() {
 		return 0
 	}
 	return mw.rkey.Load()
@@ -63,8 +69,14 @@ func (mw *MW) Type() MWType { return mw.typ }
 // PD returns the protection domain the window belongs to.
 func (mw *MW) PD() *PD { return mw.pd }
 
-// Raw returns the struct ibv_mw pointer, valid until Close.
-func (mw *MW) Raw() unsafe.Pointer { return unsafe.Pointer(mw.c) }
+// Raw returns the struct ibv_mw pointer, valid until Close; nil once
+// closed. It may run beside Close.
+func (mw *MW) Raw() unsafe.Pointer {
+	if mw.closed.Load() {
+		return nil
+	}
+	return unsafe.Pointer(mw.c)
+}
 
 // Close deallocates the window (ibv_dealloc_mw); its rkey stops working.
 // Closing twice is a no-op; two Closes may run at once (one deallocates
@@ -74,13 +86,13 @@ func (mw *MW) Raw() unsafe.Pointer { return unsafe.Pointer(mw.c) }
 func (mw *MW) Close() error {
 	mw.closeMu.Lock()
 	defer mw.closeMu.Unlock()
-	if mw.c == nil {
+	if mw.closed.Load() {
 		return nil
 	}
 	if rc := C.ibv_dealloc_mw(mw.c); rc != 0 {
 		return verbError("ibv_dealloc_mw", int(rc))
 	}
-	mw.c = nil
+	mw.closed.Store(true)
 	mw.pd.kids.done()
 	return nil
 }
@@ -111,12 +123,16 @@ type MWBind struct {
 // checkBind says why a bind of b on mw through qp would fail before the
 // provider sees it, which for some (a missing MR) would crash.
 func (qp *QP) checkBind(verb string, mw *MW, b *MWBind) error {
+	var ms *mrState // the MR's, which its Close and Rereg may replace beside a PostSend
+	if b.MR != nil {
+		ms = b.MR.st.Load()
+	}
 	switch {
-	case mw == nil || mw.c == nil:
+	case mw == nil || mw.closed.Load():
 		return fmt.Errorf("%s: no memory window, or a closed one: %w", verb, syscall.EINVAL)
-	case b.MR == nil || b.MR.c == nil:
+	case ms == nil || ms.c == nil:
 		return fmt.Errorf("%s: no MR, or a closed one (to unbind, give the MR and length 0): %w", verb, syscall.EINVAL)
-	case b.MR.pd != mw.pd:
+	case ms.pd != mw.pd:
 		return fmt.Errorf("%s: the MR and the window belong to different PDs: %w", verb, syscall.EPERM)
 	}
 	if err := qp.pd.ctx.sameContext(verb, "the memory window", mw.pd.ctx); err != nil {
@@ -137,7 +153,10 @@ func (qp *QP) checkBind(verb string, mw *MW, b *MWBind) error {
 // flags (SendSignaled for a WCBindMW completion), and returns the
 // window's new rkey, which peers may use once the bind has completed. On
 // a failed completion the window keeps its old key on the device, but
-// MW.RKey reports the new one. The QP must be in a connected state.
+// MW.RKey reports the new one. The QP must be in a connected state. It
+// may run beside the Close or Rereg of b.MR, which waits for it, or
+// which it waits for and then refuses a closed MR (EINVAL) or binds to
+// the region as changed.
 func (qp *QP) BindMW(mw *MW, id uint64, flags SendFlags, b MWBind) (uint32, error) {
 	qp.sendMu.Lock() // a post to the send queue, as PostSend's
 	defer qp.sendMu.Unlock()
@@ -147,6 +166,12 @@ func (qp *QP) BindMW(mw *MW, id uint64, flags SendFlags, b MWBind) (uint32, erro
 	if mw != nil {
 		mw.closeMu.Lock() // as MW.Close, which would free mw.c
 		defer mw.closeMu.Unlock()
+	}
+	if b.MR != nil {
+		// As MR.Close and Rereg, which would free the struct ibv_mr
+		// the bind names, or change it, between the check and the bind.
+		b.MR.closeMu.Lock()
+		defer b.MR.closeMu.Unlock()
 	}
 	if err := qp.checkBind("ibv_bind_mw", mw, &b); err != nil {
 		return 0, err

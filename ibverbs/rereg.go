@@ -55,7 +55,8 @@ func (m *MR) Rereg(c MRChange) error {
 	const verb = "ibv_rereg_mr"
 	m.closeMu.Lock() // as Close, which would free m.c under it
 	defer m.closeMu.Unlock()
-	if m.c == nil {
+	s := *m.st.Load() // changed only under closeMu
+	if s.c == nil {
 		return ErrClosed
 	}
 	var flags C.int
@@ -65,7 +66,7 @@ func (m *MR) Rereg(c MRChange) error {
 			return ErrClosed
 		}
 		defer c.PD.use.Leave()
-		if err := m.pd.ctx.sameContext(verb, "the new PD", c.PD.ctx); err != nil {
+		if err := s.pd.ctx.sameContext(verb, "the new PD", c.PD.ctx); err != nil {
 			return err
 		}
 		flags |= C.IBV_REREG_MR_CHANGE_PD
@@ -100,12 +101,11 @@ func (m *MR) Rereg(c MRChange) error {
 	}
 	// Changed: the keys are the device's answer, under the PD the region
 	// is now in.
-	s := *m.st.Load()
-	old := mrKey{m.pd.c, s.lkey}
-	if c.PD != nil && c.PD != m.pd {
+	old := mrKey{s.pd.c, s.lkey}
+	if c.PD != nil && c.PD != s.pd {
 		c.PD.kids.add()
-		m.pd.kids.done()
-		m.pd = c.PD
+		s.pd.kids.done()
+		s.pd = c.PD
 	}
 	if c.Buf != nil {
 		if c.Buf != s.buf {
@@ -123,7 +123,7 @@ func (m *MR) Rereg(c MRChange) error {
 	if liveMRs.m[old] == m {
 		delete(liveMRs.m, old)
 	}
-	liveMRs.m[mrKey{m.pd.c, s.lkey}] = m
+	liveMRs.m[mrKey{s.pd.c, s.lkey}] = m
 	liveMRs.Unlock()
 	if rc != 0 {
 		// The change is made, only the old range's fork protection is not
