@@ -950,12 +950,17 @@ func (id *ID) QP() *ibverbs.QP { return id.qp.Load() }
 // (see the package's doc). An event of the ID that a GetEvent in another
 // goroutine has taken holds it up until GetEvent has named the event's
 // ID. Closing twice is a no-op. The ID of a connection request
-// (Listener.GetRequest) closes the event channel made for it too.
+// (Listener.GetRequest) closes the event channel made for it too
+// (Channel): where the caller has put IDs of its own on that channel
+// (CreateID, Migrate), the channel's Close refuses (EBUSY), and Close,
+// the ID destroyed, returns that error. The channel is then the
+// caller's to close once its IDs are (the channel's Close, or the ID's
+// again, which closes it then).
 func (id *ID) Close() error {
 	id.use.Lock()
 	defer id.use.Unlock()
 	if id.use.Closed() {
-		return nil
+		return id.closeOwnCh() // where a Close left it open
 	}
 	// A CreateQP under way may make a QP: Quiesce counts again once the
 	// calls under way have left.
@@ -974,11 +979,26 @@ func (id *ID) Close() error {
 	ch := id.ch.Load()
 	ch.remove(id)
 	id.c = nil
-	if ch == id.ownCh {
-		// Refused (EBUSY) only where the caller put IDs of its own
-		// on it, which are then the caller's to close, and it too.
-		ch.Close()
+	return id.closeOwnCh()
+}
+
+// closeOwnCh closes the channel made for the ID alone (ownCh), which
+// the ID, destroyed, has left, and forgets it; it is the ID's Close's,
+// which holds the guard's lock. Where the caller has put IDs of its own
+// on it, the channel's Close refuses (EBUSY): the ID keeps it, for its
+// next Close to close.
+func (id *ID) closeOwnCh() error {
+	id.chMu.Lock() // as claim, which reads ownCh
+	defer id.chMu.Unlock()
+	ch := id.ownCh
+	if ch == nil || ch != id.ch.Load() {
+		return nil
 	}
+	if err := ch.Close(); err != nil {
+		return fmt.Errorf("rdmacm: the ID is closed, but not the event channel made for its connection request "+
+			"(ID.Channel), which IDs of the caller's use: close them, then the channel or the ID again: %w", err)
+	}
+	id.ownCh = nil
 	return nil
 }
 
