@@ -76,3 +76,12 @@ func ForceMigrate(id *ID, ch *EventChannel) error {
 	}()
 	return id.Migrate(ch)
 }
+
+// MaxHandshakes bounds the handshakes under way on a Listener, its
+// Accepts' together.
+const MaxHandshakes = maxHandshakes
+
+// ListenerFd returns the descriptor of l's event channel, where the
+// requests that no Accept or GetRequest has taken yet wait: readable
+// while one does.
+func ListenerFd(l *Listener) int { return l.ch.Fd() }
