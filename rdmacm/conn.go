@@ -80,6 +80,21 @@ type Config struct {
 	// rdma_cm derives from the path; UD ignores it; above 31 is refused
 	// (EINVAL).
 	AckTimeout uint8
+	// PathMTU, when set, is the most path MTU an RC connection's QP
+	// gets: the least of it and the one rdma_cm derives from the route
+	// (rdma_init_qp_attr's path_mtu), which its RTR takes (ibv_modify_qp
+	// IBV_QP_PATH_MTU). librdmacm moves only the QPs it made
+	// (rdma_create_qp) and gives them the route's, so with PathMTU the
+	// Conn makes its QP with ibverbs (ibv_create_qp) and moves it itself,
+	// as the package doc's A QP made with ibverbs does: to INIT when it
+	// is made, to RTR and RTS with the CM's other attributes (InitQPAttr)
+	// before Accept replies, or on the CONNECT_RESPONSE that Dial then
+	// waits for, which it answers with rdma_establish. The QP offers no
+	// ECE options then (librdmacm sets those of its own QPs only). Zero
+	// leaves the path MTU, and the QP, to rdma_cm; UD ignores it; a value
+	// that is not an MTU (ibverbs.MTU256 to MTU4096) is refused (EINVAL).
+	// Conn.QP().Query() says the path MTU the QP got.
+	PathMTU ibverbs.MTU
 
 	// PrivateData goes to the peer in the connection request (Dial) or
 	// reply (Accept): at most 56 and 196 bytes for RC, 180 and 136 for UD,
@@ -324,6 +339,7 @@ type Conn struct {
 	sch     *ibverbs.CompChannel // the own CQs' channels, for CQ.Wait
 	rch     *ibverbs.CompChannel
 	qp      *ibverbs.QP
+	ownQP   bool // qp is the Conn's, made and moved by it (Config.PathMTU), not librdmacm's
 	ud      bool
 	param   ConnParam
 	udParam UDParam
@@ -470,7 +486,11 @@ func newConn(id *ID, cfg *Config, ownCh *EventChannel) (c *Conn, err error) {
 	if cfg.SRQ != nil {
 		qc.MaxRecvWR, qc.MaxRecvSGE = 0, 0
 	}
-	c.qp, err = id.CreateQP(c.pd, ibverbs.QPInit{SendCQ: c.scq, RecvCQ: c.rcq, SRQ: cfg.SRQ, Cap: qc, SigAll: cfg.SigAll, WRAPI: cfg.WRAPI})
+	qpInit := ibverbs.QPInit{SendCQ: c.scq, RecvCQ: c.rcq, SRQ: cfg.SRQ, Cap: qc, SigAll: cfg.SigAll, WRAPI: cfg.WRAPI}
+	if cfg.movesQP() {
+		return c, c.makeQP(qpInit)
+	}
+	c.qp, err = id.CreateQP(c.pd, qpInit)
 	return c, err
 }
 
@@ -504,6 +524,10 @@ func (cfg *Config) check() error {
 	if cfg.AckTimeout > maxAckTimeout {
 		return fmt.Errorf("Config.AckTimeout %d: want 1 to %d, or 0 for the one rdma_cm derives from the path: %w",
 			cfg.AckTimeout, maxAckTimeout, syscall.EINVAL)
+	}
+	if cfg.PathMTU != 0 && cfg.PathMTU.Bytes() == 0 {
+		return fmt.Errorf("Config.PathMTU %d: want ibverbs.MTU256 (%d) to MTU4096 (%d), or 0 for the one rdma_cm derives from the route: %w",
+			uint8(cfg.PathMTU), ibverbs.MTU256, ibverbs.MTU4096, syscall.EINVAL)
 	}
 	return nil
 }
@@ -807,9 +831,10 @@ func (c *Conn) Err() error {
 
 // Close disconnects (rdma_disconnect), or leaves the group of a Conn from
 // JoinMulticast (rdma_leave_multicast), and frees the connection: the QP
-// (rdma_destroy_qp), then a UD connection's AH (left open while the QP's
-// Close fails), the CQs and PD it made, the ID (rdma_destroy_id) and
-// its channel, and its handle on the device. PD, CQs passed in Config stay
+// (rdma_destroy_qp, or ibv_destroy_qp for one made with Config.PathMTU),
+// then a UD connection's AH (left open while the QP's Close fails), the
+// CQs and PD it made, the ID (rdma_destroy_id) and its channel, and its
+// handle on the device. PD, CQs passed in Config stay
 // open. Done closes, and Err says ErrClosed, once that is done, as Close
 // returns (unless an event had ended the connection before). MRs and
 // other objects made on PD() must be closed first: while one is open,
@@ -834,6 +859,13 @@ func (c *Conn) Close() error {
 	if c.Err() == nil && !c.ud {
 		if err := c.id.Disconnect(); err != nil {
 			errs = append(errs, err)
+		}
+		if c.ownQP {
+			// rdma_disconnect moves only a QP that librdmacm made
+			// to the error state: the Conn's own goes there too,
+			// so that what was posted on it flushes to CQs that
+			// stay (Config.SendCQ, RecvCQ) as before its Close.
+			c.qp.ToError()
 		}
 	}
 	err := c.teardown()

@@ -18,7 +18,10 @@ import (
 // (rdma_resolve_addr, rdma_resolve_route), makes the PD, CQs and QP on the
 // device the route goes through (rdma_create_qp), and connects
 // (rdma_connect). ctx bounds all of it; when it ends first, Dial returns
-// ctx's error and leaves nothing behind.
+// ctx's error and leaves nothing behind. With Config.PathMTU the QP is
+// made with ibv_create_qp instead, and on CONNECT_RESPONSE Dial moves it
+// to RTR, its path MTU capped, and RTS (rdma_init_qp_attr,
+// ibv_modify_qp) and completes the connection (rdma_establish).
 //
 // Without a deadline on ctx or a Config.Timeout, each step has a bound
 // of its own: resolving the address Config.AddrTimeout, the route
@@ -128,16 +131,28 @@ func dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	if err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
+	// librdmacm brings a QP it made to RTS when the reply comes, and
+	// reports ESTABLISHED; the Conn's own (Config.PathMTU) waits for
+	// CONNECT_RESPONSE, and the Conn moves it and answers the reply.
+	want := EventEstablished
+	if c.ownQP {
+		p.QPNum, p.SRQ, want = c.qp.Num(), cfg.SRQ != nil, EventConnectResponse
+	}
 	if err := id.Connect(p); err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
-	ev, err := awaitConnect(ctx, ch, "no answer")
+	ev, err := awaitConnect(ctx, ch, want, "no answer")
 	if err != nil {
 		err = id.repliedReason(err) // before the teardown, which frees the ID
 		return nil, errors.Join(fmt.Errorf("connecting: %w", err), c.teardown())
 	}
 	c.param, c.udParam = ev.Param, ev.UD
-	if err := c.setRNRTimer(cfg); err != nil {
+	if c.ownQP {
+		err = c.establish(cfg) // before the teardown, which frees the ID
+	} else {
+		err = c.setRNRTimer(cfg)
+	}
+	if err != nil {
 		return nil, errors.Join(err, c.teardown())
 	}
 	if cfg.UD {
@@ -159,17 +174,18 @@ const DefaultConnectTimeout = 2 * time.Minute
 // connectTimeout is DefaultConnectTimeout; tests shorten it.
 var connectTimeout = DefaultConnectTimeout
 
-// awaitConnect waits on ch for ESTABLISHED, bounded by connectTimeout
-// when ctx has no deadline (Config.Timeout gives it one). missing says
-// what did not come, for the error when that bound ends the wait.
-func awaitConnect(ctx context.Context, ch *EventChannel, missing string) (*Event, error) {
+// awaitConnect waits on ch for want (ESTABLISHED, or CONNECT_RESPONSE
+// for a QP the ID did not make), bounded by connectTimeout when ctx has
+// no deadline (Config.Timeout gives it one). missing says what did not
+// come, for the error when that bound ends the wait.
+func awaitConnect(ctx context.Context, ch *EventChannel, want EventType, missing string) (*Event, error) {
 	if _, ok := ctx.Deadline(); ok {
-		return ch.Await(ctx, EventEstablished)
+		return ch.Await(ctx, want)
 	}
 	d := connectTimeout
 	bctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	ev, err := ch.Await(bctx, EventEstablished)
+	ev, err := ch.Await(bctx, want)
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("%s in %v, the bound DefaultConnectTimeout gives when neither Config.Timeout nor a deadline on ctx does: %w (%w)",
 			missing, d, syscall.ETIMEDOUT, context.DeadlineExceeded)
@@ -376,7 +392,7 @@ func lookupUD(ctx context.Context, addr string, cfg *Config) (*UDParam, error) {
 	if err := id.Connect(&ConnParam{PrivateData: cfg.PrivateData}); err != nil {
 		return nil, err
 	}
-	ev, err := awaitConnect(ctx, ch, "no answer")
+	ev, err := awaitConnect(ctx, ch, EventEstablished, "no answer")
 	if err != nil {
 		return nil, fmt.Errorf("looking up the QP: %w", err)
 	}

@@ -114,6 +114,10 @@
 // before with EINVAL. For a datagram ID (PortSpaceUDP, PortSpaceIPoIB)
 // the CM's attributes are INIT's; InitQPAttr gives RTR and RTS as
 // librdmacm sets them on its own UD QPs (the state, and a send PSN of 0).
+// Dial and Accept do this themselves for a Conn's QP with
+// Config.PathMTU, whose RTR takes the least of the CM's path MTU and
+// that one: librdmacm gives a QP it made the route's, which the program
+// cannot lower.
 // Calls that need the ID's device (ResolveRoute, Connect, Accept) refuse
 // an ID on none, one neither resolved nor bound to a device's address,
 // with an error matching syscall.EINVAL.

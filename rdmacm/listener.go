@@ -693,8 +693,11 @@ func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
 
 // Accept makes the connection's PD, CQs and QP on the device the request
 // came through and accepts (rdma_create_qp, rdma_accept), then waits for
-// ESTABLISHED (RC; a UD request is answered at once). cfg nil takes the
-// listener's. On failure the request is rejected and freed.
+// ESTABLISHED (RC; a UD request is answered at once). With
+// Config.PathMTU the QP is made with ibv_create_qp instead, and Accept
+// moves it to RTR, its path MTU capped, and RTS (rdma_init_qp_attr,
+// ibv_modify_qp) before it replies. cfg nil takes the listener's. On
+// failure the request is rejected and freed.
 //
 // The Conn reads its ID's events from the channel GetRequest made for
 // it, and closes that channel with the ID. A request whose ID moved to
@@ -770,6 +773,21 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		r.id.Reject(nil)
 		return nil, errors.Join(err, c.teardown())
 	}
+	if c.ownQP {
+		// rdma_accept brings a QP it made to RTS before it replies;
+		// the Conn's own (Config.PathMTU) it moves itself, with the
+		// depths the reply says.
+		err := c.acceptDepths(p, &r.ev.Param)
+		if err == nil {
+			err = c.readyQP(cfg, p.ResponderResources, p.InitiatorDepth)
+		}
+		if err != nil {
+			err = r.id.peersReason(err) // before the Reject, which ends the request
+			r.id.Reject(nil)
+			return nil, errors.Join(err, c.teardown())
+		}
+		p.QPNum, p.SRQ = c.qp.Num(), cfg.SRQ != nil
+	}
 	if err := r.id.Accept(p); err != nil {
 		return nil, errors.Join(r.id.peersReason(err), c.teardown())
 	}
@@ -779,7 +797,7 @@ func (r *ConnRequest) accept(ctx context.Context, cfg *Config) (*Conn, error) {
 		return nil, errors.Join(err, c.teardown())
 	}
 	if !cfg.UD {
-		if _, err := awaitConnect(ctx, ch, "the peer did not confirm the connection (no ESTABLISHED)"); err != nil {
+		if _, err := awaitConnect(ctx, ch, EventEstablished, "the peer did not confirm the connection (no ESTABLISHED)"); err != nil {
 			return nil, errors.Join(fmt.Errorf("accepting: %w", err), c.teardown())
 		}
 	}
