@@ -57,6 +57,13 @@ func (s *session) cmConfig() *rdmacm.Config {
 			cfg.AckTimeout = ibverbs.DefaultAckTimeout
 		}
 	}
+	if !cfg.UD && s.spec.MTU != 0 {
+		// -m caps the path MTU that rdma_cm derives from the route, as
+		// it caps the one gorperf's own connections take: within the
+		// port's active MTU and what the GID's netdev carries (ownMTU).
+		// Without -m, rdma_cm's QPs are left as librdmacm moves them.
+		cfg.PathMTU = s.ownMTU()
+	}
 	return cfg
 }
 

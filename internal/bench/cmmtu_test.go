@@ -11,11 +11,12 @@ import (
 
 // TestCMPathMTU: where rdma_cm connected the QPs, the path MTU is the
 // one they got (cmMTU), not the two sides' offers, and the header's GID
-// line says so where they differ; the header showed the offers.
+// line says so where they differ; the header showed the offers. Here
+// the peer offered 512, which rdma_cm, setting the passive side's from
+// the active side's request, does not see.
 func TestCMPathMTU(t *testing.T) {
 	s := &session{}
 	s.portAttr.ActiveMTU = ibverbs.MTU1024
-	s.spec.MTU = ibverbs.MTU512 // -m, which rdma_cm leaves out
 	s.remote = []exchange.QPInfo{{Endpoint: ibverbs.Endpoint{MTU: ibverbs.MTU512}}}
 	if got := s.mtu(); got != ibverbs.MTU512 {
 		t.Fatalf("offers: %v, want 512", got)
@@ -27,16 +28,44 @@ func TestCMPathMTU(t *testing.T) {
 	if got := s.mtu(); got != ibverbs.MTU1024 {
 		t.Errorf("rdma_cm's 1024: %v", got)
 	}
-	if got, want := s.mtuWhy(), "path MTU 1024, as rdma_cm set it, where the two sides offered 512"; got != want {
+	if got, want := s.mtuWhy(), "path MTU 1024, as rdma_cm set it from the route, where the two sides offered 512"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	s.capWhy = "path MTU at most 512: x"
-	if got, want := s.mtuWhy(), "path MTU at most 512: x; path MTU 1024, as rdma_cm set it, where the two sides offered 512"; got != want {
+	if got, want := s.mtuWhy(), "path MTU at most 512: x; path MTU 1024, as rdma_cm set it from the route, where the two sides offered 512"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	s.cmMTU = ibverbs.MTU512
 	if got := s.mtuWhy(); got != s.capWhy {
 		t.Errorf("the same as offered: %q", got)
+	}
+}
+
+// TestCMConfigPathMTU: with -R, -m reaches rdma_cm as the most path MTU
+// of the RC QPs it connects (rdmacm.Config.PathMTU), within the port's
+// active MTU and what the GID's netdev carries, as it caps the path MTU
+// of the QPs gorperf connects itself; without -m, or for UD, none. rdma_cm
+// set the route's and -m was left out: -R -m 512 over ports active at
+// 1024 ran at 1024.
+func TestCMConfigPathMTU(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		conn      ibverbs.QPType
+		m, capped ibverbs.MTU
+		want      ibverbs.MTU
+	}{
+		{"no -m", ibverbs.QPTypeRC, 0, 0, 0},
+		{"-m 512", ibverbs.QPTypeRC, ibverbs.MTU512, 0, ibverbs.MTU512},
+		{"-m 4096 over a port active at 1024", ibverbs.QPTypeRC, ibverbs.MTU4096, 0, ibverbs.MTU1024},
+		{"-m 1024 over a netdev that carries 512", ibverbs.QPTypeRC, ibverbs.MTU1024, ibverbs.MTU512, ibverbs.MTU512},
+		{"UD", ibverbs.QPTypeUD, ibverbs.MTU512, 0, 0},
+	} {
+		s := &session{}
+		s.spec.ConnType, s.spec.MTU, s.spec.RdmaCM = tc.conn, tc.m, true
+		s.portAttr.ActiveMTU, s.mtuCap = ibverbs.MTU1024, tc.capped
+		if got := s.cmConfig().PathMTU; got != tc.want {
+			t.Errorf("%s: Config.PathMTU %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

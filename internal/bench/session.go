@@ -205,8 +205,9 @@ type session struct {
 	capNetdev string
 	netdevMTU int
 	// cmMTU, where rdma_cm connected the QPs (-R, not UD), is the path
-	// MTU it gave them (cmPathMTU), which the header then shows: rdma_cm
-	// sets it from its own count, not from what the two sides offered.
+	// MTU they got (cmPathMTU), which the header then shows: rdma_cm
+	// sets it from its own count of the route, within -m
+	// (rdmacm.Config.PathMTU), not from what the two sides offered.
 	cmMTU ibverbs.MTU
 	// size is the message size the run is at, and passed the largest of
 	// the sizes before it, which got through (runSide sets both): a
@@ -1003,8 +1004,9 @@ func (s *session) connect(remote exchange.Setup) error {
 
 // cmPathMTU notes the path MTU that rdma_cm gave the QPs it connected
 // (the least, should they differ), which may be neither side's offer:
-// rdma_cm counts its own headers (capNetdevMTU), leaves -m out, and the
-// passive side's QPs take the active side's path MTU from its request.
+// rdma_cm counts its own headers (capNetdevMTU), and the passive side's
+// QPs take the active side's path MTU from its request, each within this
+// side's -m (cmConfig).
 // A QP that cannot be queried leaves the header with the two sides'
 // offers, as before.
 func (s *session) cmPathMTU() {
@@ -1236,12 +1238,13 @@ func (s *session) offeredMTU() ibverbs.MTU {
 
 // mtuWhy is what the header's GID line says of the path MTU: why this
 // side's netdev caps it (capWhy), and where rdma_cm gave the QPs another
-// than the two sides offered, that.
+// than the two sides offered (its route's, which -m caps but does not
+// raise), that.
 func (s *session) mtuWhy() string {
 	if s.cmMTU == 0 || s.cmMTU == s.offeredMTU() {
 		return s.capWhy
 	}
-	set := fmt.Sprintf("path MTU %d, as rdma_cm set it, where the two sides offered %d", s.cmMTU.Bytes(), s.offeredMTU().Bytes())
+	set := fmt.Sprintf("path MTU %d, as rdma_cm set it from the route, where the two sides offered %d", s.cmMTU.Bytes(), s.offeredMTU().Bytes())
 	if s.capWhy == "" {
 		return set
 	}

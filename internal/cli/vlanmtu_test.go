@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/report"
 )
 
 // TestVLANNetdevMTUCapsPathMTU: over a VLAN whose netdevs' MTU, 700,
@@ -72,19 +74,20 @@ func TestVLANNetdevMTUCapsPathMTU(t *testing.T) {
 	}
 }
 
-// TestRdmaCMPathMTU: with -R, rdma_cm sets the RC QPs' path MTU itself,
-// and the header shows the one they got. rdma_cm ignores -m: -m 512 over
-// a port active at 1024 gets 1024, which the header showed as 512. And it
-// counts 96 bytes of headers in the netdev's MTU (iboe_get_mtu) where rxe
-// counts 80: netdevs of MTU 4180 make the ports active at 4096 and the
-// QPs 2048, which the header showed as 4096.
+// TestRdmaCMPathMTU: with -R, rdma_cm sets the RC QPs' path MTU from
+// the route, within -m, and the header shows the one they got. -m 512
+// over ports active at 1024 gets 512 on both sides, in the text header
+// and in the client's JSON: rdma_cm ignored -m, and the QPs got 1024. And
+// rdma_cm counts 96 bytes of headers in the netdev's MTU (iboe_get_mtu)
+// where rxe counts 80: netdevs of MTU 4180 make the ports active at 4096
+// and the QPs 2048, which the header showed as 4096.
 func TestRdmaCMPathMTU(t *testing.T) {
 	srvDev, cliDev, addr := peers(t)
 	nd0, nd1 := os.Getenv("RXE_NETDEV"), os.Getenv("RXE_NETDEV2")
 	if os.Getenv("RXE_VM") == "" || nd0 == "" || nd1 == "" || srvDev == cliDev {
 		t.Skip("needs the rxe VM's two devices (ci/rxe-vm/run -2): it changes their netdevs' MTU")
 	}
-	run := func(mtu string, want string) []string {
+	run := func(mtu string, want string, asJSON bool) []string {
 		t.Helper()
 		port := freshPort()
 		ctx := testContext(t, 60*time.Second)
@@ -93,17 +96,31 @@ func TestRdmaCMPathMTU(t *testing.T) {
 		if mtu != "" {
 			args = append(args, "-m", mtu)
 		}
-		out, err := gorperf(ctx, args...).CombinedOutput()
+		var out []byte
+		var err error
+		if asJSON {
+			args = append(args, "--json")
+			out, err = gorperf(ctx, args...).Output() // the JSON alone
+		} else {
+			out, err = gorperf(ctx, args...).CombinedOutput()
+		}
 		serr := srv.Wait()
 		line := fmt.Sprintf(" Mtu             : %s[B]", want)
-		if err != nil || serr != nil || !strings.Contains(string(out), line) || !strings.Contains(srvOut.String(), line) {
+		if err != nil || serr != nil || (!asJSON && !strings.Contains(string(out), line)) || !strings.Contains(srvOut.String(), line) {
 			t.Errorf("%q: client %v, server %v; want %q\nclient:\n%s\nserver:\n%s", args, err, serr, line, out, srvOut)
 		}
 		return []string{string(out), srvOut.String()}
 	}
-	outs := run("512", "1024")
-	if w := "path MTU 1024, as rdma_cm set it, where the two sides offered 512"; !strings.Contains(outs[0], w) {
-		t.Errorf("client lacks %q:\n%s", w, outs[0])
+	outs := run("512", "512", false)
+	for _, out := range outs {
+		if w := "as rdma_cm set it"; strings.Contains(out, w) {
+			t.Errorf("says %q, where the QPs got the path MTU the two sides offered:\n%s", w, out)
+		}
+	}
+	outs = run("512", "512", true)
+	var r report.Result
+	if err := json.Unmarshal([]byte(outs[0]), &r); err != nil || r.MTU != 512 {
+		t.Errorf("-R -m 512 --json: mtu %d, %v; want 512:\n%s", r.MTU, err, outs[0])
 	}
 
 	active, err := portActiveMTU(srvDev)
@@ -131,7 +148,7 @@ func TestRdmaCMPathMTU(t *testing.T) {
 	})
 	setMTU(map[string]string{nd0: "4180", nd1: "4180"})
 	waitActiveMTU(t, []string{srvDev, cliDev}, ibverbs.MTU4096)
-	outs = run("", "2048")
+	outs = run("", "2048", false)
 	for i, nd := range []string{nd1, nd0} {
 		w := fmt.Sprintf("path MTU at most 2048: %s's MTU 4180 carries RDMA MTU 2048 (+96 bytes of headers, as rdma_cm counts them), not the port's active 4096", nd)
 		if !strings.Contains(outs[i], w) {
