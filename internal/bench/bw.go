@@ -668,9 +668,13 @@ type receiver struct {
 	imm        *immCheck   // --validate with immediate data, else nil
 	total      uint64
 	start      time.Time
-	first      time.Time // the first completion seen
-	last       time.Time // the last completion seen
-	measured   span      // with a margin, the part of the run reported
+	// first is when the first poll that took completions returned, and
+	// firstN how many it took: those came before first, at times not
+	// seen, so the rate is timed from there (result).
+	first    time.Time
+	firstN   uint64
+	last     time.Time // when the last poll that took completions returned
+	measured span      // with a margin, the part of the run reported
 }
 
 func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error) {
@@ -812,7 +816,7 @@ func (r *receiver) poll() (int, error) {
 	}
 	r.last = time.Now()
 	if r.first.IsZero() {
-		r.first = r.last
+		r.first, r.firstN = r.last, uint64(k)
 	}
 	for _, wc := range r.wcs[:k] {
 		if err := wc.Err(); err != nil {
@@ -874,14 +878,31 @@ func (r *receiver) check(ctx context.Context, now time.Time) (over bool, err err
 	return interrupted(ctx), nil
 }
 
-// result is what was received, from the first message to the last.
+// result is what was received: every message, at the rate of those that
+// came after the first poll that took any, over the time from that poll
+// to the last (with a margin, the span's messages over its time). The
+// first poll's messages came before it, when is not known: counted over
+// its time they would raise the rate, and alone (every message in one
+// poll: a few, or a receiver that came late) they have no time at all,
+// and no rate. The Elapsed returned is the time all the messages took at
+// the rate of those timed, so that Iters over Elapsed is that rate, as
+// the peer and the threads' sum (addBandwidth) take it; 0, with Iters
+// above 0, where none were timed: the rate is unknown
+// (stats.Bandwidth.RateUnknown).
 func (r *receiver) result(size int) sideResult {
-	first := r.first
-	if first.IsZero() {
-		first = r.last
-	}
-	n, el := r.measured.measured(r.total, r.last.Sub(first))
+	n, el := r.measured.measured(r.total, timedSpan(r.total, r.firstN, r.last.Sub(r.first)))
 	return sideResult{Iters: n, Bytes: n * uint64(size), Elapsed: el, CPU: r.measured.cpuSpan()}
+}
+
+// timedSpan is the time that total messages took, where the first
+// firstN came before the clock started and the others in el after it:
+// el stretched by total/(total-firstN), the time at their rate; 0 where
+// none came after it.
+func timedSpan(total, firstN uint64, el time.Duration) time.Duration {
+	if total <= firstN || el <= 0 {
+		return 0
+	}
+	return time.Duration(float64(el) * float64(total) / float64(total-firstN))
 }
 
 // runReceiver counts the receives of a send test and keeps every receive

@@ -1519,6 +1519,11 @@ func writeTables(w io.Writer, res *bench.Result, o *testOptions, printed int) {
 		}
 		return
 	}
+	bws := make([]stats.Bandwidth, len(res.Sizes))
+	for i, s := range res.Sizes {
+		bws[i] = s.BW
+	}
+	report.WriteRateUnknownNote(w, bws) // why a row's rates are a dash
 	report.WriteRule(w)
 	if !o.ReportBoth || !res.Spec.Bidirectional {
 		// A server's --report-both where its client's test was one-way

@@ -81,8 +81,8 @@ func (c csvColumns) row(test string, s SizeResult) []string {
 	bw := !s.latency() // its bandwidth cells are written even when zero
 	for i, v := range []float64{s.BWPeakMBps, s.BWAvgMBps, s.BWAvgGbps, s.MsgRateMpps} {
 		// No peak (NoPeak) is an empty cell, as an interval's: csvFloat's
-		// of 0.
-		if bw && v == 0 && (i > 0 || !s.NoPeak()) {
+		// of 0; so are rates unknown (RateUnknown).
+		if bw && v == 0 && (i > 0 || !s.NoPeak()) && !s.RateUnknown() {
 			row = append(row, "0")
 			continue
 		}

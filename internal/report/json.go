@@ -171,7 +171,10 @@ func FormatTime(t time.Time) string {
 // are left out of the JSON. A bandwidth test's size has its bandwidth
 // fields even when they are zero (nothing completed), and a latency
 // test's size its latency fields (a t_stdev of 0), except where the peer
-// measured it. Latencies are in microseconds.
+// measured it; or where its rates are unknown (RateUnknown), which
+// bw_peak_mbps, bw_avg_mbps, bw_avg_gbps and msg_rate_mpps are then left
+// out of, as bw_peak_mbps is where there is no peak (NoPeak): a rate
+// not measured is not a rate of zero. Latencies are in microseconds.
 type SizeResult struct {
 	Bytes      int    `json:"bytes"`
 	Iterations uint64 `json:"iterations"`
@@ -365,14 +368,23 @@ func (s SizeResult) latency() bool {
 // average.
 func (s SizeResult) NoPeak() bool { return s.BWPeakMBps == 0 && s.BWAvgMBps != 0 }
 
+// RateUnknown reports whether s is a bandwidth test's size whose
+// messages came but whose rates are unknown: the receiver timed none of
+// them (stats.Bandwidth.RateUnknown), and its rates are zero. A rate
+// measured is never zero.
+func (s SizeResult) RateUnknown() bool {
+	return !s.MeasuredByPeer && !s.latency() && s.Iterations > 0 && s.BWAvgMBps == 0 && s.MsgRateMpps == 0
+}
+
 // MarshalJSON writes s with its bandwidth fields, zero or not, where it
 // is a bandwidth test's size, but bw_peak_mbps where it has no peak
-// (NoPeak); with its latency fields, zero or not, and without the
+// (NoPeak) and none of its rates where they are unknown (RateUnknown);
+// with its latency fields, zero or not, and without the
 // bandwidth fields where it is a latency test's size that this side
 // measured; and with neither where the peer measured it.
 func (s SizeResult) MarshalJSON() ([]byte, error) {
 	switch {
-	case s.MeasuredByPeer:
+	case s.MeasuredByPeer || s.RateUnknown():
 		type plain SizeResult // without this method
 		return json.Marshal(plain(s))
 	case s.latency():

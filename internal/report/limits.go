@@ -63,6 +63,11 @@ func (l Limits) Check(results []SizeResult) error {
 		unit = "Gbit/sec"
 	}
 	for _, r := range results {
+		if r.RateUnknown() && (l.BW > 0 || l.MsgRate > 0) {
+			// A pass mark is not met by a rate not measured.
+			misses = append(misses, fmt.Sprintf("%d bytes: rates unknown (%s)", r.Bytes, rateUnknownNote))
+			continue
+		}
 		bw := r.BWAvgMBps
 		if l.Gbits {
 			bw = r.BWAvgGbps

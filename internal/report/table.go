@@ -17,6 +17,10 @@ const (
 	// bwRowExt is perftest's REPORT_FMT_EXT, its row of more decimals
 	// for an average under 0.1 Gb/sec with --report_gbits.
 	bwRowExt = " %-7d    %d           %-7.6f            %-7.6f            %-7.6f\n"
+	// bwRowUnknown is gorperf's row of a size whose rates are unknown
+	// (stats.Bandwidth.RateUnknown): perftest's columns, with a dash for
+	// the average and the message rate.
+	bwRowUnknown = " %-7d    %-10d       %-7.2f            %-7s\t\t   %s\n"
 
 	latHeader = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
 	latRow    = " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n"
@@ -26,6 +30,23 @@ const (
 	latDurHeader = " #bytes        #iterations       t_avg[usec]    tps average\n"
 	latDurRow    = " %-7d       %d            %-7.2f        %-7.2f\n"
 )
+
+// rateUnknownNote says why a size's rates are unknown
+// (stats.Bandwidth.RateUnknown), and what to do.
+const rateUnknownNote = "not timed: every message had come before the receiver saw the first; raise -n or use -D"
+
+// WriteRateUnknownNote writes, after a bandwidth table's rows, a line
+// that says why a row has a dash for its rates, where one of bs has
+// (RateUnknown), and what to do; else nothing.
+func WriteRateUnknownNote(w io.Writer, bs []stats.Bandwidth) error {
+	for _, b := range bs {
+		if b.RateUnknown() {
+			_, err := io.WriteString(w, " -: "+rateUnknownNote+"\n")
+			return err
+		}
+	}
+	return nil
+}
 
 // nsPerUsec converts stats' nanosecond samples to the microseconds of the
 // reports.
@@ -57,7 +78,9 @@ const extGbps = 0.1
 // WriteBWRow writes one row of the bandwidth table, in the units chosen
 // by gbits as for WriteBWHeader. As perftest's, a row in Gb/sec whose
 // average is under 0.1 has six decimals and perftest's other spacing
-// (REPORT_FMT_EXT).
+// (REPORT_FMT_EXT). A row whose rates are unknown (b.RateUnknown: the
+// receiver timed none of its messages) has a dash for them, not 0.00;
+// WriteRateUnknownNote, after the rows, says why.
 func WriteBWRow(w io.Writer, b stats.Bandwidth, gbits bool) error {
 	return writeBWRow(w, b, b, gbits)
 }
@@ -88,6 +111,11 @@ func writeBWRow(w io.Writer, b, mine stats.Bandwidth, gbits bool) error {
 	peak, avg := b.PeakMBps, b.AvgMBps
 	if gbits {
 		peak, avg = b.Gbps()
+	}
+	if b.RateUnknown() {
+		p := &printer{w: w}
+		p.printf(bwRowUnknown, b.Bytes, mine.Iterations, peak, "-", "-")
+		return p.err
 	}
 	format := bwRow
 	if _, myAvg := mine.Gbps(); gbits && myAvg < extGbps {

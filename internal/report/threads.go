@@ -8,8 +8,9 @@ import (
 // WriteThreads writes each thread's part of a test of several threads
 // (gorperf's --threads), size by size, under a title: its CPU ("-" when
 // it was not pinned), its QPs and its own average bandwidth and message
-// rate, so that a thread that fell behind shows. It writes nothing for a
-// test of one thread.
+// rate, so that a thread that fell behind shows: a dash where they are
+// unknown (SizeResult.RateUnknown), with a note after the rows. It
+// writes nothing for a test of one thread.
 func WriteThreads(w io.Writer, threads []ThreadResult, gbits bool) error {
 	if len(threads) < 2 {
 		return nil
@@ -21,6 +22,7 @@ func WriteThreads(w io.Writer, threads []ThreadResult, gbits bool) error {
 	p := &printer{w: w}
 	p.printf(" Each thread's part (--threads):\n")
 	p.printf(" %-8s %-6s %-6s %-10s %-20s %s\n", "thread", "CPU", "QPs", "#bytes", unit, "MsgRate[Mpps]")
+	unknown := false
 	for k := range threads[0].Results {
 		for _, t := range threads {
 			cpu := "-"
@@ -32,12 +34,20 @@ func WriteThreads(w io.Writer, threads []ThreadResult, gbits bool) error {
 				continue
 			}
 			r := t.Results[k]
+			if r.RateUnknown() {
+				p.printf(" %-8d %-6s %-6d %-10d %-20s %s\n", t.Thread, cpu, t.QPs, r.Bytes, "-", "-")
+				unknown = true
+				continue
+			}
 			bw := r.BWAvgMBps
 			if gbits {
 				bw = r.BWAvgGbps
 			}
 			p.printf(" %-8d %-6s %-6d %-10d %-20.2f %.6f\n", t.Thread, cpu, t.QPs, r.Bytes, bw, r.MsgRateMpps)
 		}
+	}
+	if unknown {
+		p.printf(" -: %s\n", rateUnknownNote)
 	}
 	p.printf("%s", rule)
 	return p.err

@@ -41,7 +41,8 @@ type Bandwidth struct {
 // perftest's search includes the whole run, so its peak is never below
 // the average either.
 //
-// A non-positive elapsed or zero iters gives zero rates.
+// A non-positive elapsed or zero iters gives zero rates: with iters
+// above zero, rates that are unknown (RateUnknown), not zero.
 func ComputeBandwidth(size int, iters uint64, elapsed, peakInterval time.Duration) Bandwidth {
 	return ComputeBandwidthPeak(size, iters, elapsed, Window{Messages: 1, Elapsed: peakInterval})
 }
@@ -97,6 +98,15 @@ func ComputeBandwidthPeak(size int, iters uint64, elapsed time.Duration, peak Wi
 		b.PeakMBps = float64(size) * float64(peak.Messages) * 1e9 / float64(peak.Elapsed) / BytesPerMB
 	}
 	return b
+}
+
+// RateUnknown reports whether b has messages and no rates: they had no
+// time to be rated over (ComputeBandwidth's elapsed of 0), as where a
+// receiver saw them all at once (every one in its first poll, before its
+// clock started) and timed none. Its rates are to be shown as unknown,
+// not as rates of zero; a rate measured is never zero.
+func (b Bandwidth) RateUnknown() bool {
+	return b.Iterations > 0 && b.AvgMBps == 0 && b.MsgRateMpps == 0
 }
 
 // Gbps returns the peak and average bandwidth in Gbit/sec (bytes*8/1e9 a
