@@ -501,6 +501,9 @@ func (c *Conn) RecvSetup(ctx context.Context) (Setup, error) { return recvAs[Set
 // RecvSync receives the peer's Sync.
 func (c *Conn) RecvSync(ctx context.Context) (Sync, error) { return recvAs[Sync](ctx, c) }
 
+// RecvOffer receives the peer's Offer.
+func (c *Conn) RecvOffer(ctx context.Context) (Offer, error) { return recvAs[Offer](ctx, c) }
+
 // RecvResult receives the peer's Result.
 func (c *Conn) RecvResult(ctx context.Context) (Result, error) { return recvAs[Result](ctx, c) }
 

@@ -8,6 +8,10 @@
 //	both    Hello     Handshake: magic "GRPF" and ProtocolVersion must match
 //	client  TestSpec  the server learns the test from the client, then checks
 //	                  it with TestSpec.CheckLimits before it allocates anything
+//	both    Offer     with -R on RC (version 14), before rdma_cm connects the
+//	                  QPs: the client's path MTU, then the server's once it
+//	                  listens, so that both cap their QPs to the least
+//	                  (an -R test of another kind has a Sync there)
 //	both    Setup     SwapSetup: one QPInfo (endpoint, rkey, buffer) per QP, and the Env
 //	both    Sync      Barrier, as often as the test needs: before each
 //	                  size, and with a warm-up one more before that

@@ -35,6 +35,8 @@ func payloadBounds(t MsgType) (lo, hi int, ok bool) {
 		return 0, 0, true
 	case TypeQueued:
 		return 4, 4, true
+	case TypeOffer:
+		return 1, 1, true
 	}
 	return 0, 0, false
 }
@@ -96,6 +98,8 @@ func decodePayload(t MsgType, p []byte) (Message, error) {
 		m = Alive{}
 	case TypeQueued:
 		m, err = decodeQueued(p)
+	case TypeOffer:
+		m, err = decodeOffer(p)
 	default:
 		return nil, fmt.Errorf("%w: unknown message type %#02x", ErrMalformed, uint8(t))
 	}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
 )
 
 // ProtocolVersion is the version of the wire format this package speaks.
 // Both sides must speak the same one; it changes whenever a payload layout
 // or the order of messages does.
-const ProtocolVersion = 13
+const ProtocolVersion = 14
 
 // DefaultPort is the TCP port of the control connection, perftest's.
 const DefaultPort = 18515
@@ -32,19 +34,20 @@ const (
 	TypeError  MsgType = 6
 	TypeAlive  MsgType = 7
 	TypeQueued MsgType = 8
+	TypeOffer  MsgType = 9
 )
 
-var typeNames = [...]string{"", "Hello", "Spec", "Setup", "Sync", "Result", "Error", "Alive", "Queued"}
+var typeNames = [...]string{"", "Hello", "Spec", "Setup", "Sync", "Result", "Error", "Alive", "Queued", "Offer"}
 
 func (t MsgType) String() string {
-	if t >= TypeHello && t <= TypeQueued {
+	if t >= TypeHello && t <= TypeOffer {
 		return typeNames[t]
 	}
 	return fmt.Sprintf("MsgType(%#02x)", uint8(t))
 }
 
 // Message is one of Hello, TestSpec, Setup, Sync, Result, ErrorMsg,
-// Alive and Queued.
+// Alive, Queued and Offer.
 type Message interface {
 	// Type returns the message's frame type.
 	Type() MsgType
@@ -90,6 +93,19 @@ type Alive struct{}
 // they skip an Alive, after passing it to the Conn's OnQueued.
 type Queued struct {
 	Ahead uint32
+}
+
+// Offer is what a side offers before its QPs are connected through
+// rdma_cm (-R on RC), which replaces that test's first barrier: the
+// client sends its Offer, and the server, once it has it, listens and
+// sends its own. MTU is the most path MTU the side takes (its port's
+// active MTU within -m and what its GID's netdev carries), which the
+// Setup's endpoints carry too, but only once the QPs are connected: the
+// path MTU that rdma_cm gives both sides' QPs is the active side's, from
+// its route, and a passive side whose netdev carries less must cap its
+// QPs, and the active side's, before they connect.
+type Offer struct {
+	MTU ibverbs.MTU
 }
 
 // Result is what one side measured, sent at the end of a test so that the
@@ -139,6 +155,7 @@ func (Result) Type() MsgType   { return TypeResult }
 func (ErrorMsg) Type() MsgType { return TypeError }
 func (Alive) Type() MsgType    { return TypeAlive }
 func (Queued) Type() MsgType   { return TypeQueued }
+func (Offer) Type() MsgType    { return TypeOffer }
 
 func (Hello) message()    {}
 func (TestSpec) message() {}
@@ -148,6 +165,7 @@ func (Result) message()   {}
 func (ErrorMsg) message() {}
 func (Alive) message()    {}
 func (Queued) message()   {}
+func (Offer) message()    {}
 
 // AppendPayload appends nothing: an Alive has no payload.
 func (Alive) AppendPayload(b []byte) []byte { return b }
@@ -159,6 +177,21 @@ func decodeQueued(p []byte) (Queued, error) {
 	r := reader{t: TypeQueued, b: p}
 	q := Queued{Ahead: r.u32()}
 	return q, r.done()
+}
+
+// AppendPayload appends MTU uint8.
+func (o Offer) AppendPayload(b []byte) []byte { return append(b, uint8(o.MTU)) }
+
+func decodeOffer(p []byte) (Offer, error) {
+	r := reader{t: TypeOffer, b: p}
+	o := Offer{MTU: ibverbs.MTU(r.u8())}
+	if err := r.done(); err != nil {
+		return o, err
+	}
+	if o.MTU.Bytes() == 0 {
+		return o, fmt.Errorf("%w: offer of an invalid MTU %d", ErrMalformed, uint8(o.MTU))
+	}
+	return o, nil
 }
 
 // AppendPayload appends magic [4]byte, version uint16, tool string.

@@ -82,6 +82,7 @@ func messages() []struct {
 		{"alive", Alive{}},
 		{"queued", Queued{Ahead: 3}},
 		{"queued max", Queued{Ahead: math.MaxUint32}},
+		{"offer", Offer{MTU: ibverbs.MTU1024}},
 	}
 }
 
