@@ -57,14 +57,97 @@ func (s *session) cmConfig() *rdmacm.Config {
 			cfg.AckTimeout = ibverbs.DefaultAckTimeout
 		}
 	}
-	if !cfg.UD && s.spec.MTU != 0 {
-		// -m caps the path MTU that rdma_cm derives from the route, as
-		// it caps the one gorperf's own connections take: within the
-		// port's active MTU and what the GID's netdev carries (ownMTU).
-		// Without -m, rdma_cm's QPs are left as librdmacm moves them.
-		cfg.PathMTU = s.ownMTU()
+	if !cfg.UD {
+		// The path MTU the two sides' offers agree on, where it caps
+		// the one rdma_cm derives from the route (cmCap); else 0, and
+		// rdma_cm's QPs are left as librdmacm moves them.
+		cfg.PathMTU = s.cmCap
 	}
 	return cfg
+}
+
+// capCM sets cmCap, the most path MTU of the RC QPs that rdma_cm
+// connects (cmConfig), from this side's offer (ownMTU: the port's active
+// MTU within -m and what the GID's netdev carries) and the peer's, which
+// the two sides swap before they connect (cmConnect): the least of them,
+// which a test without -R takes (offeredMTU), where -m is given or it is
+// less than the client's offer. rdma_cm sets both sides' QPs from the
+// active side's route, the client's, which its netdev caps as the
+// client's offer counts it (capNetdevMTU): the server's QPs copy it from
+// the request, whatever the server's own netdev carries. A server whose
+// VLAN netdev of MTU 700 carries 512, its client's 1024, got 1024, and
+// the VLAN dropped its read responses. Where the client offers the least,
+// nothing caps the route's, and librdmacm makes and moves the QPs as
+// before.
+func (s *session) capCM(peer ibverbs.MTU, client bool) {
+	own := s.ownMTU()
+	agreed, active := min(own, peer), peer
+	if client {
+		active = own
+	}
+	if s.spec.MTU != 0 || agreed < active {
+		s.cmCap = agreed
+	}
+}
+
+// cmConnect makes the QPs through rdma_cm (-R): the server listens on its
+// GID's address, the client may then dial, and one connection is made
+// per QP. On RC, the client first sends its Offer and the server, once it
+// has it, listens and sends its own (each side's path MTU: capCM); an
+// -R test of another kind has a barrier there. Either is each side's
+// first wait for the other (first).
+func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host string, first func() (context.Context, context.CancelFunc)) error {
+	rc := s.spec.ConnType != ibverbs.QPTypeUD
+	bctx, cancel := first()
+	defer cancel()
+	if role == "server" {
+		if rc {
+			o, err := c.RecvOffer(bctx)
+			if err != nil {
+				return unbegun(role, awaited(bctx, role, offerError(err)))
+			}
+			s.capCM(o.MTU, false)
+		}
+		ln, err := s.cmListen(ctx)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		if rc {
+			err = offerError(c.Send(bctx, exchange.Offer{MTU: s.ownMTU()}))
+		} else {
+			err = c.Barrier(bctx, 0)
+		}
+		if err != nil {
+			return unbegun(role, awaited(bctx, role, err))
+		}
+		return s.cmAccept(ctx, c, ln)
+	}
+	var err error
+	if rc {
+		if err = c.Send(bctx, exchange.Offer{MTU: s.ownMTU()}); err == nil {
+			var o exchange.Offer
+			if o, err = c.RecvOffer(bctx); err == nil {
+				s.capCM(o.MTU, true)
+			}
+		}
+		err = offerError(err)
+	} else {
+		err = c.Barrier(bctx, 0)
+	}
+	if err != nil {
+		return unbegun(role, quieted(bctx, err))
+	}
+	return s.cmDial(ctx, host)
+}
+
+// offerError is err, the failure of cmConnect's swap of Offers, said so
+// as Barrier says its own.
+func offerError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("offer of path MTU: %w", exchange.PeerClosed(err))
 }
 
 // GIDAddr is the IP address of a GID for rdma_cm: a link-local IPv6

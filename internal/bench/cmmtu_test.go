@@ -41,28 +41,42 @@ func TestCMPathMTU(t *testing.T) {
 	}
 }
 
-// TestCMConfigPathMTU: with -R, -m reaches rdma_cm as the most path MTU
-// of the RC QPs it connects (rdmacm.Config.PathMTU), within the port's
-// active MTU and what the GID's netdev carries, as it caps the path MTU
-// of the QPs gorperf connects itself; without -m, or for UD, none. rdma_cm
-// set the route's and -m was left out: -R -m 512 over ports active at
-// 1024 ran at 1024.
+// TestCMConfigPathMTU: with -R on RC, the most path MTU of the QPs that
+// rdma_cm connects (rdmacm.Config.PathMTU) is the least of the two
+// sides' offers (each side's port's active MTU within -m and what its
+// GID's netdev carries), as a test without -R takes, where -m is given
+// or that is less than the client's offer, which rdma_cm's route gives
+// both sides' QPs; else none, and librdmacm's QPs. The server's QPs
+// copied the client's route: a server whose netdev carries 512 and its
+// client 1024 got 1024, and only -m reached rdma_cm; -R -m 512 over
+// ports active at 1024 ran at 1024 before that.
 func TestCMConfigPathMTU(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		conn      ibverbs.QPType
-		m, capped ibverbs.MTU
-		want      ibverbs.MTU
+		name       string
+		conn       ibverbs.QPType
+		client     bool
+		m, capped  ibverbs.MTU // -m, this side's netdev's
+		peer, want ibverbs.MTU
 	}{
-		{"no -m", ibverbs.QPTypeRC, 0, 0, 0},
-		{"-m 512", ibverbs.QPTypeRC, ibverbs.MTU512, 0, ibverbs.MTU512},
-		{"-m 4096 over a port active at 1024", ibverbs.QPTypeRC, ibverbs.MTU4096, 0, ibverbs.MTU1024},
-		{"-m 1024 over a netdev that carries 512", ibverbs.QPTypeRC, ibverbs.MTU1024, ibverbs.MTU512, ibverbs.MTU512},
-		{"UD", ibverbs.QPTypeUD, ibverbs.MTU512, 0, 0},
+		{"client, no -m", ibverbs.QPTypeRC, true, 0, 0, ibverbs.MTU1024, 0},
+		{"server, no -m", ibverbs.QPTypeRC, false, 0, 0, ibverbs.MTU1024, 0},
+		// The reviewer's case: the server's VLAN of MTU 700 carries 512,
+		// the client's 1024.
+		{"server whose netdev carries 512", ibverbs.QPTypeRC, false, 0, ibverbs.MTU512, ibverbs.MTU1024, ibverbs.MTU512},
+		{"client of a server that offers 512", ibverbs.QPTypeRC, true, 0, 0, ibverbs.MTU512, ibverbs.MTU512},
+		// The client's route gives both sides its 512.
+		{"client whose netdev carries 512", ibverbs.QPTypeRC, true, 0, ibverbs.MTU512, ibverbs.MTU1024, 0},
+		{"server of a client that offers 512", ibverbs.QPTypeRC, false, 0, 0, ibverbs.MTU512, 0},
+		{"-m 512", ibverbs.QPTypeRC, true, ibverbs.MTU512, 0, ibverbs.MTU512, ibverbs.MTU512},
+		{"-m 512, server", ibverbs.QPTypeRC, false, ibverbs.MTU512, 0, ibverbs.MTU512, ibverbs.MTU512},
+		{"-m 4096 over a port active at 1024", ibverbs.QPTypeRC, true, ibverbs.MTU4096, 0, ibverbs.MTU1024, ibverbs.MTU1024},
+		{"-m 1024 over a netdev that carries 512", ibverbs.QPTypeRC, true, ibverbs.MTU1024, ibverbs.MTU512, ibverbs.MTU1024, ibverbs.MTU512},
+		{"UD", ibverbs.QPTypeUD, true, ibverbs.MTU512, 0, ibverbs.MTU512, 0},
 	} {
 		s := &session{}
 		s.spec.ConnType, s.spec.MTU, s.spec.RdmaCM = tc.conn, tc.m, true
 		s.portAttr.ActiveMTU, s.mtuCap = ibverbs.MTU1024, tc.capped
+		s.capCM(tc.peer, tc.client)
 		if got := s.cmConfig().PathMTU; got != tc.want {
 			t.Errorf("%s: Config.PathMTU %v, want %v", tc.name, got, tc.want)
 		}

@@ -65,7 +65,8 @@ func TestServeClientPastSilentOnDevice(t *testing.T) {
 // the second waits its turn in the server's queue. Its wait (the first
 // test's 2 s) outlasts the control protocol's step (cut to 500 ms here)
 // and its peer timeout (1 s): the server's Alives keep it waiting. So
-// with rdma_cm (-R), whose first step is a barrier. The server told the
+// with rdma_cm (-R), whose first step is the client's Offer (a barrier
+// before protocol version 14). The server told the
 // second client it was busy. The two cases, each two tests of 2 s one
 // after the other, run side by side (t.Parallel).
 func TestServeQueuesClientsOnDevice(t *testing.T) {
@@ -149,7 +150,8 @@ func TestServeQueuesClientsOnDevice(t *testing.T) {
 // control connection after taking its test and telling it to wait its
 // turn, before the test began (the server killed: the kernel closes its
 // sockets, or resets them), says so, plain and with rdma_cm, whose
-// first step is a barrier, where it said "receiving: EOF" or "receiving:
+// first step is the swap of Offers (a barrier before protocol version
+// 14), where it said "receiving: EOF" or "receiving:
 // read tcp ...: connection reset by peer".
 func TestClientServerKilledOnDevice(t *testing.T) {
 	info := rdmatest.Device(t)

@@ -1935,36 +1935,10 @@ func (s *session) swapSetup(ctx context.Context, c *exchange.Conn, local exchang
 	return r, nil
 }
 
-// cmConnect makes the QPs through rdma_cm (-R): the server listens on its
-// GID's address, a barrier tells the client it may dial, and one
-// connection is made per QP.
-func (s *session) cmConnect(ctx context.Context, c *exchange.Conn, role, host string, first func() (context.Context, context.CancelFunc)) error {
-	// The barrier is each side's first wait for the other (first).
-	if role == "server" {
-		ln, err := s.cmListen(ctx)
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		bctx, cancel := first()
-		defer cancel()
-		if err := c.Barrier(bctx, 0); err != nil {
-			return unbegun(role, awaited(bctx, role, err))
-		}
-		return s.cmAccept(ctx, c, ln)
-	}
-	bctx, cancel := first()
-	defer cancel()
-	if err := c.Barrier(bctx, 0); err != nil {
-		return unbegun(role, quieted(bctx, err))
-	}
-	return s.cmDial(ctx, host)
-}
-
 // unbegun is err, the failure of a side's first step with the peer (the
-// Setup swap, -R's first barrier), said so where the peer closed the
-// connection: a server killed while its client waited its turn, or a
-// client that went as its turn came. It wraps err.
+// Setup swap, -R's swap of Offers or first barrier), said so where the
+// peer closed the connection: a server killed while its client waited
+// its turn, or a client that went as its turn came. It wraps err.
 func unbegun(role string, err error) error {
 	if err == nil || !closedByPeer(err) {
 		return err

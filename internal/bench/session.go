@@ -206,9 +206,12 @@ type session struct {
 	netdevMTU int
 	// cmMTU, where rdma_cm connected the QPs (-R, not UD), is the path
 	// MTU they got (cmPathMTU), which the header then shows: rdma_cm
-	// sets it from its own count of the route, within -m
-	// (rdmacm.Config.PathMTU), not from what the two sides offered.
+	// sets it from its own count of the active side's route, within
+	// cmCap (rdmacm.Config.PathMTU).
 	cmMTU ibverbs.MTU
+	// cmCap, with -R on RC, is the path MTU the two sides' offers agree
+	// on, where it caps rdma_cm's (capCM); else 0.
+	cmCap ibverbs.MTU
 	// size is the message size the run is at, and passed the largest of
 	// the sizes before it, which got through (runSide sets both): a
 	// sweep (-a) that stalls where its packets grow past those that got
@@ -1004,9 +1007,9 @@ func (s *session) connect(remote exchange.Setup) error {
 
 // cmPathMTU notes the path MTU that rdma_cm gave the QPs it connected
 // (the least, should they differ), which may be neither side's offer:
-// rdma_cm counts its own headers (capNetdevMTU), and the passive side's
-// QPs take the active side's path MTU from its request, each within this
-// side's -m (cmConfig).
+// the passive side's QPs take the active side's path MTU from its
+// request, within the least of the two sides' offers where that caps it
+// (capCM), and a route's MTU may be less than either offer.
 // A QP that cannot be queried leaves the header with the two sides'
 // offers, as before.
 func (s *session) cmPathMTU() {

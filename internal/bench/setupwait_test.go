@@ -18,8 +18,9 @@ import (
 // test waits for the client's set-up as long as the client sends Alives
 // (a client that registers a large buffer), past the control protocol's
 // step (cut to 2 s here), plain and with rdma_cm (-R), whose first step
-// is a barrier; once they stop, it gives up after its peer timeout (1 s),
-// says that it waited for that client's set-up, and tells the client. A
+// on RC is the client's Offer; once they stop, it gives up after its
+// peer timeout (1 s), says that it waited for that client's set-up, and
+// tells the client. A
 // client that sends nothing at all once it asked for its test is given
 // up after the step, said so. The server gave up after the step whatever
 // came, and said only "receiving: context deadline exceeded". The
@@ -33,7 +34,7 @@ func TestServeWaitsForSetUpOnDevice(t *testing.T) {
 		want, silent string
 	}{
 		{"alive", false, true, "waiting for the client's set-up: receiving: the peer has sent nothing for 1s", "1s"},
-		{"alive rdma_cm", true, true, "waiting for the client's set-up: barrier 0: receiving: the peer has sent nothing for 1s", "1s"},
+		{"alive rdma_cm", true, true, "waiting for the client's set-up: offer of path MTU: receiving: the peer has sent nothing for 1s", "1s"},
 		{"mute", false, false, "the client sent no set-up, nor anything else, for 2s after its test was taken (stopped or hung?)", "2s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func TestServeWaitsForSetUpOnDevice(t *testing.T) {
 			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 			defer rcancel()
 			err = nil
-			for n := 0; err == nil && n < 4; n++ { // the server's Setup, or -R's Sync, first
+			for n := 0; err == nil && n < 4; n++ { // the server's Setup first (-R on RC: nothing)
 				_, err = c.Recv(rctx)
 			}
 			if told := "the server gave up on this client, which had sent nothing for " + tc.silent; err == nil || !strings.Contains(err.Error(), told) {
