@@ -722,20 +722,46 @@ func (s *session) addQP(qp *ibverbs.QP) error {
 // it: its port is active and has a GID that fits l. Serve and Client call
 // it before they listen or dial, so that a wrong -d, -i or -x, or a host
 // with no device, fails at once with the reason, instead of when (or, for
-// a server, only if) a peer comes.
+// a server, only if) a peer comes. A GID whose netdev carries no RDMA MTU
+// (a *NetdevMTUError) fails it only where a flag names the GID
+// (unsetGID).
 func Check(l Local) error {
-	_, err := ActiveMTU(l)
+	_, err := LocalMTU(l)
+	return unsetGID(l, err)
+}
+
+// unsetGID is err, openPort's before the control connection is up, but
+// nil for a *NetdevMTUError where no flag names the GID (Local.gidNamed):
+// the control connection may then pick another GID than the rule's
+// (controlGID), whose netdev openSession judges. A server over a VLAN of
+// a small MTU, whose GID came first, refused to start, though its clients
+// reach it at another address.
+func unsetGID(l Local, err error) error {
+	var ne *NetdevMTUError
+	if errors.As(err, &ne) && !l.gidNamed() {
+		return nil
+	}
 	return err
+}
+
+// gidNamed reports whether l's flags name the GID: an index (-x), or an
+// address, subnet or netdev in the rule, where the control connection
+// picks none (controlGID).
+func (l Local) gidNamed() bool {
+	r := l.GIDRule
+	return l.GIDIndex >= 0 || r.Addr.IsValid() || r.Prefix.IsValid() || r.Netdev != ""
 }
 
 // checkSpec is Check, and that this side's device can take spec's
 // messages (sizeFits): a client checks so before it dials, so that a size
 // its device refuses fails at once, not after the connection is made
-// (or, where nothing listens, as the connection's error).
+// (or, where nothing listens, as the connection's error). As Check's, a
+// GID whose netdev carries no RDMA MTU fails it only where a flag names
+// the GID (unsetGID).
 func checkSpec(spec exchange.TestSpec, l Local) error {
 	s := &session{local: l, port: max(l.Port, 1)}
 	defer s.close()
-	if err := s.openPort(false); err != nil {
+	if err := unsetGID(l, s.openPort(false)); err != nil {
 		return err
 	}
 	return s.sizeFits(spec, s.devAttr)
@@ -927,8 +953,7 @@ func (s *session) chooseGID() error {
 // the rule decides.
 func (s *session) controlGID() (ibverbs.GIDChoice, bool) {
 	r, ip := s.local.GIDRule, s.local.ctlAddr
-	if !ip.IsValid() || r.Addr.IsValid() || r.Prefix.IsValid() || r.Netdev != "" ||
-		r.Family == 4 && !ip.Is4() || r.Family == 6 && !ip.Is6() {
+	if !ip.IsValid() || s.local.gidNamed() || r.Family == 4 && !ip.Is4() || r.Family == 6 && !ip.Is6() {
 		return ibverbs.GIDChoice{}, false
 	}
 	c, err := s.ctx.SelectGID(s.port, ibverbs.GIDRule{Family: r.Family, Addr: ip, AllowLinkLocal: r.AllowLinkLocal})

@@ -1,0 +1,203 @@
+//go:build linux && cgo
+
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// vlanFirst gives the VLAN's addresses of setUpVLAN (n) the GIDs before
+// the untagged ones' on both devices, as where the VLAN's addresses came
+// first: the rule (no GID flag) then picks the VLAN's GID. It takes the
+// four IPv4 addresses off, puts the VLAN's back first (a GID takes the
+// lowest free index), then the untagged ones, and the policy routes that
+// went with them (guest.sh's and setUpVLAN's). As the test ends, before
+// setUpVLAN's clean-up, it puts them back the other way round, so that
+// the untagged GIDs have their indices again (RXE_GID_INDEX).
+func vlanFirst(t *testing.T, srvDev, cliDev string, n vlanNet) {
+	t.Helper()
+	nd0, nd1 := os.Getenv("RXE_NETDEV"), os.Getenv("RXE_NETDEV2")
+	type addr struct{ dev, cidr, netdev, suffix string }
+	plain := []addr{{srvDev, "198.18.0.1/24", nd0, "c612:0001"}, {cliDev, "198.18.0.2/24", nd1, "c612:0002"}}
+	vlan := []addr{{srvDev, n.srvAddr + "/24", nd0 + ".10", "c612:0a01"}, {cliDev, n.cliAddr + "/24", nd1 + ".10", "c612:0a02"}}
+	wait := func(as []addr, there bool) error {
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			done := true
+			for _, a := range as {
+				done = done && (gidIndexOf(a.dev, a.suffix) >= 0) == there
+			}
+			switch {
+			case done:
+				return nil
+			case time.Now().After(end):
+				return fmt.Errorf("GIDs of %v still not there=%v after 10 s", as, there)
+			}
+		}
+	}
+	ip := func(args ...string) error {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %q: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	order := func(first, second []addr) error {
+		for _, a := range append(append([]addr{}, first...), second...) {
+			if err := ip("addr", "del", a.cidr, "dev", a.netdev); err != nil {
+				return err
+			}
+		}
+		if err := wait(append(append([]addr{}, first...), second...), false); err != nil {
+			return err
+		}
+		for _, as := range [][]addr{first, second} {
+			for _, a := range as {
+				if err := ip("addr", "add", a.cidr, "dev", a.netdev); err != nil {
+					return err
+				}
+			}
+			if err := wait(as, true); err != nil {
+				return err
+			}
+		}
+		// The routes whose source address went with it.
+		for _, r := range [][]string{
+			{"198.18.0.1", nd1, "198.18.0.2", "101"}, {"198.18.0.2", nd0, "198.18.0.1", "102"},
+			{n.srvAddr, nd1 + ".10", n.cliAddr, "103"}, {n.cliAddr, nd0 + ".10", n.srvAddr, "104"},
+		} {
+			if err := ip("route", "replace", r[0], "dev", r[1], "src", r[2], "table", r[3]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	t.Cleanup(func() {
+		if err := order(plain, vlan); err != nil {
+			t.Errorf("putting the untagged addresses' GIDs first again: %v", err)
+		}
+		if i := gidIndexOf(srvDev, "c612:0001"); i != n.srvPlain {
+			t.Errorf("%s's GID of 198.18.0.1 is at index %d again, not %d", srvDev, i, n.srvPlain)
+		}
+	})
+	if err := order(vlan, plain); err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{srvDev, cliDev} {
+		sfx := map[string][2]string{srvDev: {"c612:0a01", "c612:0001"}, cliDev: {"c612:0a02", "c612:0002"}}[dev]
+		if v, p := gidIndexOf(dev, sfx[0]), gidIndexOf(dev, sfx[1]); v < 0 || p < 0 || v > p {
+			t.Fatalf("%s: the VLAN's GID at index %d, the untagged one at %d: want the VLAN's first", dev, v, p)
+		}
+	}
+}
+
+// serverUp waits until the server srv listens on port, for at most 10 s;
+// where it does not, it stops it and fails with what it said.
+func serverUp(t *testing.T, srv *exec.Cmd, port string) {
+	t.Helper()
+	var p int
+	fmt.Sscan(port, &p)
+	hexPort := fmt.Sprintf(":%04X ", p)
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			b, _ := os.ReadFile(f)
+			for _, l := range strings.Split(string(b), "\n") {
+				if fs := strings.Fields(l); len(fs) > 3 && strings.HasSuffix(fs[1]+" ", hexPort) && fs[3] == "0A" {
+					return
+				}
+			}
+		}
+	}
+	srv.Process.Kill()
+	err := srv.Wait()
+	t.Fatalf("%q: no server on port %s after 10 s (%v): %s", srv.Args[1:], port, err, srv.Stderr.(*bytes.Buffer))
+}
+
+// onPlain reports whether every GID of gids (perftest's form) is one of
+// the untagged 198.18.0.1's and .2's, and there are some.
+func onPlain(gids []string) bool {
+	for _, g := range gids {
+		if !strings.HasSuffix(g, ":255:255:198:18:00:01") && !strings.HasSuffix(g, ":255:255:198:18:00:02") {
+			return false
+		}
+	}
+	return len(gids) > 0
+}
+
+// TestRuleGIDCarriesNothing: where the first routable GID on each side
+// is a VLAN's whose netdev's MTU, 300, carries no RDMA MTU, a server and
+// a client with no GID flag still start, and a client that reaches the
+// server at its untagged address runs the test over the untagged GIDs,
+// which the control connection picks (a server for one test, and
+// gorperf serve; a client of a server whose GID --source_ip names). Each
+// exited at once: "rxeveth0.10's MTU 300 carries no RDMA MTU ...", the
+// client "rxeveth1.10's ...", judging the rule's GID before any control
+// connection.
+// A client that reaches the server at its VLAN address gets the VLAN's
+// GIDs, and both sides fail at once, naming a VLAN netdev.
+func TestRuleGIDCarriesNothing(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	n := setUpVLAN(t, srvDev, cliDev)
+	vlanFirst(t, srvDev, cliDev, n)
+	srvND, cliND := setVLANMTU(t, 300, 300)
+	common := []string{"-s", "64", "-n", "100", "--peer-timeout", "8"}
+	for _, tc := range []struct{ test, srvFlag string }{
+		// The server's GID named: the client's check before it dials.
+		{"write-bw", "--source_ip"},
+		{"write-bw", ""},
+		{"serve", ""},
+	} {
+		test := tc.test
+		port := freshPort()
+		ctx := testContext(t, 60*time.Second)
+		srvArgs := common
+		switch {
+		case test == "serve":
+			srvArgs = nil
+		case tc.srvFlag != "":
+			srvArgs = append([]string{tc.srvFlag, addr}, common...)
+		}
+		srv, srvOut := start(t, ctx, append([]string{test, "-d", srvDev, "-p", port}, srvArgs...)...)
+		serverUp(t, srv, port)
+		args := append(append([]string{"write-bw", "-d", cliDev, "-p", port}, common...), addr)
+		out, err := gorperf(ctx, args...).CombinedOutput()
+		if test == "serve" {
+			srv.Process.Signal(syscall.SIGINT)
+		}
+		serr := srv.Wait()
+		if test == "serve" {
+			serr = nil // stopped
+		}
+		if cg, sg := gidLines(string(out)), gidLines(srvOut.String()); err != nil || serr != nil || !onPlain(cg) || !onPlain(sg) {
+			t.Errorf("%s %s: client %v, GIDs %q; server %v, GIDs %q\nclient %q:\n%s\nserver:\n%s%s",
+				test, tc.srvFlag, err, cg, serr, sg, args, out, srvOut, srv.Stderr.(*bytes.Buffer))
+		}
+	}
+
+	port := freshPort()
+	ctx := testContext(t, 60*time.Second)
+	started := time.Now()
+	srv, srvOut := startServer(t, ctx, srvDev, port, "write-bw", common...)
+	args := append(append([]string{"write-bw", "-d", cliDev, "-p", port}, common...), n.srvAddr)
+	out, err := gorperf(ctx, args...).CombinedOutput()
+	serr := srv.Wait()
+	took := time.Since(started)
+	srvText := srvOut.String() + srv.Stderr.(*bytes.Buffer).String()
+	names := func(text string) bool {
+		for _, nd := range []string{srvND, cliND} {
+			if strings.Contains(text, fmt.Sprintf("%s's MTU 300 carries no RDMA MTU (256 bytes and 80 of headers): raise it to at least 336", nd)) {
+				return true
+			}
+		}
+		return false
+	}
+	if procExit(err) <= 0 || procExit(serr) <= 0 || took > 5*time.Second || !names(string(out)) || !names(srvText) {
+		t.Errorf("over the VLAN: client exit %d, server exit %d, after %v; want both non-zero within 5 s, naming %s or %s\nclient %q:\n%s\nserver:\n%s",
+			procExit(err), procExit(serr), took.Round(time.Millisecond), srvND, cliND, args, out, srvText)
+	}
+}
