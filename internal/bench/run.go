@@ -1550,6 +1550,9 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		return refuse(err)
 	}
 	defer s.close()
+	if role == "server" && l.ServerMTU != nil {
+		l.ServerMTU(spec, s.mtuLimit())
+	}
 	if sc, ok := c.NetConn().(syscall.Conn); ok {
 		s.ctl, _ = sc.SyscallConn()
 	}

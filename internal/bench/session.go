@@ -41,6 +41,15 @@ type Local struct {
 	// (Serve) runs it: an error refuses the test, and the client is told
 	// why.
 	Admit func(exchange.TestSpec) error
+	// ServerMTU, if set, is called on a server once a test's session is
+	// open, before its header, with the client's spec and the most this
+	// side offers as the path MTU over the GID the test uses (the control
+	// connection's, where no flag names one: controlGID), so that it can
+	// say where the client's -m is over that. Admit comes before the
+	// connection's GID is known: LocalMTU there judged the rule's GID,
+	// which may be another netdev's. In a test of several threads it is
+	// called for each thread's spec, from its goroutine.
+	ServerMTU func(spec exchange.TestSpec, m MTULimit)
 	// CMPort is the rdma_cm port of -R tests (the server listens on it);
 	// gorperf uses the control connection's port number, in rdma_cm's own
 	// port space, as perftest does.
@@ -797,8 +806,8 @@ type MTULimit struct {
 }
 
 // LocalMTU is ActiveMTU, and why (MTULimit). Where l names no GID, the
-// GID is the rule's; a client's control connection may pick another
-// (controlGID), whose MTU Local.FitMTU gets.
+// GID is the rule's; a control connection may pick another (controlGID),
+// whose MTU a client's Local.FitMTU and a server's Local.ServerMTU get.
 func LocalMTU(l Local) (MTULimit, error) {
 	s := &session{local: l, port: max(l.Port, 1)}
 	defer s.close()

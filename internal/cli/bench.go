@@ -429,15 +429,21 @@ func testRun(ctx context.Context, f *Factory, o *testOptions, fs *pflag.FlagSet)
 			sync.Mutex
 			spec exchange.TestSpec
 		}
+		if text {
+			// Once the test's session is open: its GID may be the
+			// control connection's, not the rule's.
+			l.ServerMTU = func(s exchange.TestSpec, m bench.MTULimit) {
+				if s.Thread == 0 {
+					mtuNote(f.IO.ErrOut, s, m)
+				}
+			}
+		}
 		l.Admit = func(s exchange.TestSpec) error {
 			if o.rows != nil {
 				o.rows.start(s)
 			}
 			if err := checkBuffers(s, physMemory()); err != nil {
 				return err
-			}
-			if text {
-				mtuNote(f.IO.ErrOut, s, l)
 			}
 			asked.Lock()
 			asked.spec = s
@@ -1883,14 +1889,12 @@ func readPayload(path string, max int) ([]byte, error) {
 	return p, nil
 }
 
-// mtuNote says on w when a client's -m is over what the server's port l
-// offers (its active MTU, or less where the GID's netdev carries less):
-// the client's own check (fitMTU) saw its side only.
-func mtuNote(w io.Writer, s exchange.TestSpec, l bench.Local) {
-	if s.MTU == 0 {
-		return
-	}
-	if m, err := bench.LocalMTU(l); err == nil && s.MTU > m.MTU {
+// mtuNote says on w when a client's -m is over what the server offers,
+// m (its port's active MTU, or less where the netdev of the test's GID
+// carries less: bench's ServerMTU): the client's own check (fitMTU) saw
+// its side only.
+func mtuNote(w io.Writer, s exchange.TestSpec, m bench.MTULimit) {
+	if s.MTU != 0 && s.MTU > m.MTU {
 		fmt.Fprintf(w, "gorperf: the client's -m %d is over %s: the path MTU is at most %d\n", s.MTU.Bytes(), strings.Replace(mtuSource(m), "the port's", "this port's", 1), m.MTU.Bytes())
 	}
 }

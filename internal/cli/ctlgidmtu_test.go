@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/bench"
 )
 
 // vlanFirst gives the VLAN's addresses of setUpVLAN (n) the GIDs before
@@ -200,4 +203,56 @@ func TestRuleGIDCarriesNothing(t *testing.T) {
 		t.Errorf("over the VLAN: client exit %d, server exit %d, after %v; want both non-zero within 5 s, naming %s or %s\nclient %q:\n%s\nserver:\n%s",
 			procExit(err), procExit(serr), took.Round(time.Millisecond), srvND, cliND, args, out, srvText)
 	}
+}
+
+// TestServerMTUNoticeControlGID: the server's note of a client's -m over
+// what it offers judges the GID the test uses, the control
+// connection's, not the rule's. With the untagged GID first, a client
+// that reaches the server at its VLAN address, whose netdev's MTU 700
+// carries 512, gets the note, where it had none (the rule's untagged GID
+// carries the port's active MTU); with the VLAN's GID first, one that
+// reaches it at its untagged address gets none, where the note named
+// the VLAN's netdev and 512, and the header said 1024 over the untagged
+// GID.
+func TestServerMTUNoticeControlGID(t *testing.T) {
+	srvDev, cliDev, addr := peers(t)
+	active, err := bench.ActiveMTU(bench.Local{Device: srvDev, Port: 1, GIDIndex: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if active < ibverbs.MTU1024 {
+		t.Skipf("%s's active MTU is %d: -m 1024 is over it", srvDev, active.Bytes())
+	}
+	n := setUpVLAN(t, srvDev, cliDev)
+	srvND, _ := setVLANMTU(t, 700, 1500)
+	note := fmt.Sprintf("gorperf: the client's -m 1024 is over what the GID's netdev %s (MTU 700) carries, under this port's active %d: the path MTU is at most 512\n", srvND, active.Bytes())
+	run := func(host, mtu string, noted bool) {
+		t.Helper()
+		for _, test := range []string{"write-bw", "serve"} {
+			port := freshPort()
+			ctx := testContext(t, 60*time.Second)
+			var srvArgs []string
+			if test != "serve" {
+				srvArgs = []string{"-s", "64", "-n", "100"}
+			}
+			srv, srvOut := startServer(t, ctx, srvDev, port, test, srvArgs...)
+			args := []string{"write-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "-m", "1024", host}
+			out, err := gorperf(ctx, args...).CombinedOutput()
+			if test == "serve" {
+				srv.Process.Signal(syscall.SIGINT)
+			}
+			serr := srv.Wait()
+			stderr := srv.Stderr.(*bytes.Buffer).String()
+			line := " Mtu             : " + mtu + "[B]"
+			got := strings.Count(stderr, "the client's -m")
+			if err != nil || (test != "serve" && serr != nil) || !strings.Contains(srvOut.String(), line) ||
+				noted && (got != 1 || !strings.Contains(stderr, note)) || !noted && got != 0 {
+				t.Errorf("%s, client to %s: client %v, server %v; want %q, and the note %v (%q)\nclient %q:\n%s\nserver:\n%s\nserver's stderr:\n%s",
+					test, host, err, serr, line, noted, note, args, out, srvOut, stderr)
+			}
+		}
+	}
+	run(n.srvAddr, "512", true)
+	vlanFirst(t, srvDev, cliDev, n)
+	run(addr, "1024", false)
 }

@@ -36,8 +36,7 @@ type serveOptions struct {
 	// the goroutines that run the test and on Serve's, under mu.
 	mu       sync.Mutex
 	admitted exchange.TestSpec
-	// noted: Admit has seen the test (admitted holds it), and checked
-	// its -m (mtuNote), once for all its threads.
+	// noted: Admit has seen the test (admitted holds it).
 	noted bool
 	rows  *rowStream
 	// An infinite run's intervals are printed as they end, under a
@@ -167,13 +166,18 @@ func (o *serveOptions) streamRows(f *Factory, l *bench.Local) func(report.Header
 		// Called on each connection of a test of several threads:
 		// the same test but for the QPs, which the rows do not show.
 		o.mu.Lock()
-		first := !o.noted
 		o.admitted, o.noted = s, true
 		o.mu.Unlock()
-		if first && !o.test.JSON {
-			mtuNote(f.IO.ErrOut, s, *l)
-		}
 		return nil
+	}
+	if !o.test.JSON {
+		// Once a test, by its first thread, once its session is open:
+		// its GID may be the control connection's, not the rule's.
+		l.ServerMTU = func(s exchange.TestSpec, m bench.MTULimit) {
+			if s.Thread == 0 {
+				mtuNote(f.IO.ErrOut, s, m)
+			}
+		}
 	}
 	l.SizeDone = func(s bench.SizeResult) {
 		o.mu.Lock()
