@@ -100,7 +100,12 @@ type ID struct {
 	// conn says a Conn owns the ID (claim): its watch reads the ID's
 	// events from the ID's channel, and Migrate refuses to move them.
 	conn bool
-	qp   atomic.Pointer[ibverbs.QP] // made by CreateQP, until its Close
+	// listening says a Listener owns the ID, its listening one: its
+	// GetRequest and Accept read the connection requests from the ID's
+	// channel, and Migrate refuses to move them. Set before the ID is
+	// handed out, and never cleared.
+	listening bool
+	qp        atomic.Pointer[ibverbs.QP] // made by CreateQP, until its Close
 	// qpMu serializes CreateQP, the Close of the QP it made, which
 	// librdmacm makes and destroys as the ID's (id->qp), and the verbs,
 	// which use it (see lock): a QP's Close beside a CreateQP destroyed
@@ -718,8 +723,10 @@ func (id *ID) Disconnect() error {
 // connection request (Listener.GetRequest) that moves to another channel
 // closes the one made for it; ConnRequest.Accept then refuses the request.
 // The ID of a Conn (Conn.ID, from Dial, Accept or JoinMulticast) stays on
-// the Conn's channel, where the Conn reads its events: Migrate refuses it
-// with an error matching syscall.EINVAL, and the ID stays where it was.
+// the Conn's channel, where the Conn reads its events, and a Listener's
+// listening ID (Listener.ID) on the Listener's, where its Accept and
+// GetRequest read the connection requests: Migrate refuses either with
+// an error matching syscall.EINVAL, and the ID stays where it was.
 func (id *ID) Migrate(ch *EventChannel) error {
 	if !id.use.Enter() {
 		return ErrClosed
@@ -739,6 +746,10 @@ func (id *ID) Migrate(ch *EventChannel) error {
 	if id.conn {
 		return fmt.Errorf("rdmacm: the ID is a Conn's, which reads its events from the ID's channel: %w",
 			os.NewSyscallError("rdma_migrate_id", syscall.EINVAL))
+	}
+	if id.listening {
+		return fmt.Errorf("rdmacm: the ID is a Listener's, whose Accept and GetRequest read the connection requests "+
+			"from the ID's channel: %w", os.NewSyscallError("rdma_migrate_id", syscall.EINVAL))
 	}
 	old := id.ch.Load()
 	// The ID joins ch before it moves and leaves old after, so that no

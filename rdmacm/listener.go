@@ -127,6 +127,9 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err := id.Listen(cfg.Backlog); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
+	// getRequest reads the requests from ch: the ID stays on it
+	// (Migrate refuses).
+	id.listening = true
 	l := &Listener{id: id, ch: ch, cfg: *cfg, bound: id.LocalAddr(), sem: make(chan struct{}, 1), readyc: make(chan struct{}),
 		slots: make(chan struct{}, maxHandshakes)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
@@ -137,7 +140,10 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 // after Close too.
 func (l *Listener) Addr() netip.AddrPort { return l.bound }
 
-// ID returns the listening rdma_cm identifier.
+// ID returns the listening rdma_cm identifier. Its events belong to the
+// Listener, whose Accept and GetRequest take the connection requests:
+// do not wait on its channel. It stays on that channel: its Migrate
+// refuses (syscall.EINVAL).
 func (l *Listener) ID() *ID { return l.id }
 
 // Accept waits for a connection request and accepts it with the
