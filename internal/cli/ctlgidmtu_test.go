@@ -103,18 +103,8 @@ func vlanFirst(t *testing.T, srvDev, cliDev string, n vlanNet) {
 // where it does not, it stops it and fails with what it said.
 func serverUp(t *testing.T, srv *exec.Cmd, port string) {
 	t.Helper()
-	var p int
-	fmt.Sscan(port, &p)
-	hexPort := fmt.Sprintf(":%04X ", p)
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-			b, _ := os.ReadFile(f)
-			for _, l := range strings.Split(string(b), "\n") {
-				if fs := strings.Fields(l); len(fs) > 3 && strings.HasSuffix(fs[1]+" ", hexPort) && fs[3] == "0A" {
-					return
-				}
-			}
-		}
+	if listensWithin(port, 10*time.Second) {
+		return
 	}
 	srv.Process.Kill()
 	err := srv.Wait()

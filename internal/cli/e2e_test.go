@@ -189,22 +189,28 @@ func checkEnv(t *testing.T, env *report.Env, dev string) {
 // /proc/net/tcp{,6} rather than connecting, which would be a client.
 func waitListening(t *testing.T, port string) {
 	t.Helper()
+	if !listensWithin(port, 10*time.Second) {
+		t.Fatalf("no server on port %s after 10s", port)
+	}
+}
+
+// listensWithin reports whether a TCP socket listens on port (any
+// address, IPv4 or IPv6) within d.
+func listensWithin(port string, d time.Duration) bool {
 	var p int
 	fmt.Sscan(port, &p)
 	hexPort := fmt.Sprintf(":%04X ", p)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 			b, _ := os.ReadFile(f)
 			for _, l := range strings.Split(string(b), "\n") {
 				if fs := strings.Fields(l); len(fs) > 3 && strings.HasSuffix(fs[1]+" ", hexPort) && fs[3] == "0A" {
-					return
+					return true
 				}
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("no server on port %s after 10s", port)
+	return false
 }
 
 // TestEndToEnd runs a table of tests, each a server and a client
