@@ -345,7 +345,7 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 	}
 	f.Uint32VarP(&o.CQMod, "cq-mod", "Q", 0, "ask for one completion every this many sends, 1 to 1024 (default 100; 1 above 8 KiB; the list's length with -l; at most -t: a larger one is lowered to it, as perftest's)")
 	f.Uint32VarP(&o.PostList, "post_list", "l", 1, "post lists of this many requests in one call, 1 or more")
-	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU, or less where the GID's netdev carries less); -R's RC connections get rdma_cm's path MTU, within -m")
+	f.IntVarP(&o.MTU, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default: the port's active MTU, or less where the GID's netdev carries less); -R's RC connections get rdma_cm's path MTU, within -m and the two sides' offers")
 	f.IntVarP(&o.Port, "port", "p", exchange.DefaultPort, "TCP port of the control connection")
 	f.BoolVarP(&o.RdmaCM, "rdma_cm", "R", false, "connect the QPs through rdma_cm")
 	f.BoolVarP(&o.CPUFreq, "CPU-freq", "F", false, "accepted for perftest compatibility: gorperf uses the monotonic clock, not cycle counters")
