@@ -88,21 +88,7 @@ func besideRereg(t *testing.T, mr *ibverbs.MR, use func(calls *atomic.Int64) err
 			t.Fatalf("%d calls in 10 s", calls.Load())
 		}
 	}
-	reregs := 0
-	for i := range 20 {
-		a := ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessMWBind
-		if i%2 == 1 {
-			a |= ibverbs.AccessRemoteRead
-		}
-		err := mr.Rereg(ibverbs.MRChange{Access: a, SetAccess: true})
-		if errors.Is(err, errors.ErrUnsupported) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		reregs++
-	}
+	reregs := flipAccess(t, mr, 20, ibverbs.AccessLocalWrite|ibverbs.AccessRemoteWrite|ibverbs.AccessMWBind, ibverbs.AccessRemoteRead)
 	closeOK(t, mr)
 	select {
 	case err := <-done:

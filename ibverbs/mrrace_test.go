@@ -49,23 +49,30 @@ func TestMRGettersBesideRereg(t *testing.T) {
 		})
 	}
 	going.Wait()
-	reregs := 0
-	for i := range 200 {
-		a := ibverbs.AccessLocalWrite
-		if i%2 == 1 {
-			a |= ibverbs.AccessRemoteWrite
-		}
-		err := mr.Rereg(ibverbs.MRChange{Access: a, SetAccess: true})
-		if errors.Is(err, errors.ErrUnsupported) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		reregs++
-	}
+	reregs := flipAccess(t, mr, 200, ibverbs.AccessLocalWrite, ibverbs.AccessRemoteWrite)
 	t.Logf("%d changes of access made", reregs)
 	closeOK(t, mr)
 	close(stop)
 	wg.Wait()
+}
+
+// flipAccess changes mr's access n times (Rereg), to base, then base
+// with extra, in turn, and returns how many changes it made: none where
+// the device cannot re-register (errors.ErrUnsupported).
+func flipAccess(t *testing.T, mr *ibverbs.MR, n int, base, extra ibverbs.Access) int {
+	t.Helper()
+	for i := range n {
+		a := base
+		if i%2 == 1 {
+			a |= extra
+		}
+		err := mr.Rereg(ibverbs.MRChange{Access: a, SetAccess: true})
+		if errors.Is(err, errors.ErrUnsupported) {
+			return i
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
 }

@@ -18,10 +18,7 @@ import (
 // still ran. A stall at the size that passed before, or at 256 bytes,
 // or of a peer silent on the control connection too, is as it was.
 func TestIdleErrGrownPackets(t *testing.T) {
-	s := &session{remote: []exchange.QPInfo{{Endpoint: ibverbs.Endpoint{MTU: ibverbs.MTU1024}}}}
-	s.portAttr.ActiveMTU = ibverbs.MTU1024
-	s.portAttr.LinkLayer = ibverbs.LinkLayerEthernet
-	s.spec = exchange.TestSpec{Test: exchange.WriteBW, AllSizes: true, ConnType: ibverbs.QPTypeRC}
+	s := ethSession1024(exchange.TestSpec{Test: exchange.WriteBW, AllSizes: true, ConnType: ibverbs.QPTypeRC})
 	for _, tc := range []struct {
 		size, passed int
 		want         string // "" for no hint
@@ -48,4 +45,13 @@ func TestIdleErrGrownPackets(t *testing.T) {
 	if got := s.idleAfter("completion", 10*time.Second, 40).Error(); strings.Contains(got, "MTU") {
 		t.Errorf("silent peer: %q", got)
 	}
+}
+
+// ethSession1024 is a session for spec on an Ethernet port active at
+// 1024 bytes, whose peer's QP offers 1024.
+func ethSession1024(spec exchange.TestSpec) *session {
+	s := &session{remote: []exchange.QPInfo{{Endpoint: ibverbs.Endpoint{MTU: ibverbs.MTU1024}}}, spec: spec}
+	s.portAttr.ActiveMTU = ibverbs.MTU1024
+	s.portAttr.LinkLayer = ibverbs.LinkLayerEthernet
+	return s
 }

@@ -19,10 +19,7 @@ import (
 // check the MTUs of both sides' netdevs (`ip link`) and of the switch
 // ports betw", without the server's "-m 512".
 func TestIdleHintReachesPeer(t *testing.T) {
-	grown := &session{remote: []exchange.QPInfo{{Endpoint: ibverbs.Endpoint{MTU: ibverbs.MTU1024}}}}
-	grown.portAttr.ActiveMTU = ibverbs.MTU1024
-	grown.portAttr.LinkLayer = ibverbs.LinkLayerEthernet
-	grown.spec = exchange.TestSpec{Test: exchange.SendBW, AllSizes: true, ConnType: ibverbs.QPTypeUC}
+	grown := ethSession1024(exchange.TestSpec{Test: exchange.SendBW, AllSizes: true, ConnType: ibverbs.QPTypeUC})
 	grown.size, grown.passed = 1024, 512
 	none := roceSession("198.18.0.2", "198.18.10.1")
 	none.portAttr.ActiveMTU = ibverbs.MTU1024

@@ -64,19 +64,7 @@ func TestReceiverHasNoPeak(t *testing.T) {
 		t.Errorf("CSV: the receiver's bw_avg_mbps %q, want 200", avg)
 	}
 
-	var j bytes.Buffer
-	if err := WriteJSON(&j, r); err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Results []map[string]any `json:"results"`
-		Threads []struct {
-			Results []map[string]any `json:"results"`
-		} `json:"thread_results"`
-	}
-	if err := json.Unmarshal(j.Bytes(), &doc); err != nil || len(doc.Results) != 3 || len(doc.Threads) != 1 {
-		t.Fatalf("JSON: %v:\n%s", err, j.String())
-	}
+	doc, _ := jsonResults(t, r, 3, 1)
 	for _, s := range []map[string]any{doc.Results[0], doc.Threads[0].Results[0]} {
 		if _, ok := s["bw_peak_mbps"]; ok || s["bw_avg_mbps"] != 200.0 || s["iterations"] != 1600.0 {
 			t.Errorf("JSON: the receiver's size %v, want no bw_peak_mbps, bw_avg_mbps 200", s)
@@ -88,4 +76,28 @@ func TestReceiverHasNoPeak(t *testing.T) {
 	if doc.Results[2]["bw_peak_mbps"] != 625.0 {
 		t.Errorf("JSON: the sender's size %v, want bw_peak_mbps 625", doc.Results[2])
 	}
+}
+
+// resultsDoc is WriteJSON's document as jsonResults reads it back: each
+// size's object, the whole run's and each thread's.
+type resultsDoc struct {
+	Results []map[string]any `json:"results"`
+	Threads []struct {
+		Results []map[string]any `json:"results"`
+	} `json:"thread_results"`
+}
+
+// jsonResults is r as WriteJSON writes it, and read back, which must
+// have sizes sizes and threads threads.
+func jsonResults(t *testing.T, r Result, sizes, threads int) (resultsDoc, []byte) {
+	t.Helper()
+	var j bytes.Buffer
+	if err := WriteJSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc resultsDoc
+	if err := json.Unmarshal(j.Bytes(), &doc); err != nil || len(doc.Results) != sizes || len(doc.Threads) != threads {
+		t.Fatalf("JSON: %v:\n%s", err, j.String())
+	}
+	return doc, j.Bytes()
 }

@@ -95,19 +95,7 @@ func TestRateUnknown(t *testing.T) {
 		}
 	}
 
-	var j bytes.Buffer
-	if err := WriteJSON(&j, r); err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Results []map[string]any `json:"results"`
-		Threads []struct {
-			Results []map[string]any `json:"results"`
-		} `json:"thread_results"`
-	}
-	if err := json.Unmarshal(j.Bytes(), &doc); err != nil || len(doc.Results) != 1 || len(doc.Threads) != 2 {
-		t.Fatalf("JSON: %v:\n%s", err, j.String())
-	}
+	doc, raw := jsonResults(t, r, 1, 2)
 	for _, s := range []map[string]any{doc.Results[0], doc.Threads[0].Results[0]} {
 		for _, k := range []string{"bw_peak_mbps", "bw_avg_mbps", "bw_avg_gbps", "msg_rate_mpps"} {
 			if v, ok := s[k]; ok {
@@ -122,7 +110,7 @@ func TestRateUnknown(t *testing.T) {
 		t.Errorf("JSON: the timed thread's size has no bw_avg_mbps: %v", doc.Threads[1].Results[0])
 	}
 	var back Result
-	if err := json.Unmarshal(j.Bytes(), &back); err != nil || !back.Results[0].RateUnknown() {
+	if err := json.Unmarshal(raw, &back); err != nil || !back.Results[0].RateUnknown() {
 		t.Errorf("JSON read back: %v, RateUnknown false; want true", err)
 	}
 
