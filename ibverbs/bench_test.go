@@ -38,12 +38,13 @@ func BenchmarkWritePostPoll(b *testing.B) {
 // 16 times, "lists" makes one PostSendLists call. The difference is the
 // cost of 15 cgo calls and their Go-side set-up. "wr_api" is "lists" on a
 // QP that posts through the ibv_wr_* API (QPInit.WRAPI); "batch" posts
-// the same 16 from a SendBatch, built once, with Post(0, 16, 1). ns/write
-// is per write; allocs/op must be 0.
+// the same 16 from a SendBatch, built once, with Post(0, 16, 1), and
+// "batch_wr_api" does so on a WRAPI QP, as gorperf's sender does by
+// default. ns/write is per write; allocs/op must be 0.
 func BenchmarkWriteSinglePosts(b *testing.B) {
-	for _, mode := range []string{"loop", "lists", "wr_api", "batch"} {
+	for _, mode := range []string{"loop", "lists", "wr_api", "batch", "batch_wr_api"} {
 		b.Run(mode, func(b *testing.B) {
-			p := newPair(b, pairOpts{typ: ibverbs.QPTypeRC, wrapi: mode == "wr_api"})
+			p := newPair(b, pairOpts{typ: ibverbs.QPTypeRC, wrapi: mode == "wr_api" || mode == "batch_wr_api"})
 			const n = 16
 			wrs := writes(p, n)
 			wcs := make([]ibverbs.WC, 16)
@@ -54,7 +55,7 @@ func BenchmarkWriteSinglePosts(b *testing.B) {
 			b.Cleanup(func() { closeOK(b, batch) })
 			b.ReportAllocs()
 			for b.Loop() {
-				if mode == "batch" {
+				if mode == "batch" || mode == "batch_wr_api" {
 					if err := batch.Post(0, n, 1); err != nil {
 						b.Fatal(err)
 					}
