@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/gorperf/gorperf/ibverbs"
+	"github.com/gorperf/gorperf/internal/exchange"
 )
 
 // gidFamily is "IPv4" for a GID that maps an IPv4 address, else "IPv6".
@@ -24,7 +25,7 @@ func gidFamily(g ibverbs.GID) string {
 // QP to RTR would fail with only EINVAL; perftest says "Found
 // Incompatibility issue with GID types". Both sides see both GIDs in the
 // Setup swap, so each finds the same mismatch before its QPs are
-// touched.
+// touched: a *checkError, which each side reports once.
 func gidMismatch(local ibverbs.GIDEntry, remote ibverbs.Endpoint) error {
 	if local.GID.IsZero() || remote.GID.IsZero() {
 		return nil
@@ -39,8 +40,8 @@ func gidMismatch(local ibverbs.GIDEntry, remote ibverbs.Endpoint) error {
 	if lf == rf {
 		what = "RoCE version"
 	}
-	return fmt.Errorf("incompatible GIDs: this side's is index %d, %s (%s, %s), the peer's index %d, %s (%s, %s): "+
+	return &checkError{code: exchange.CodeGIDMismatch, msg: fmt.Sprintf("incompatible GIDs: this side's is index %d, %s (%s, %s), the peer's index %d, %s (%s, %s): "+
 		"both sides need GIDs of one %s; choose them with -x (each device's GID table is in `gorperf devices`), "+
 		"or leave -x out on both sides and give --gid-family 4 or 6",
-		local.Index, local.GID.Addr(), local.Type, lf, remote.GIDIndex, remote.GID.Addr(), remote.GIDType, rf, what)
+		local.Index, local.GID.Addr(), local.Type, lf, remote.GIDIndex, remote.GID.Addr(), remote.GIDType, rf, what)}
 }

@@ -163,7 +163,7 @@ func TestPeerWordRefused(t *testing.T) {
 		if !closedByPeer(sendErr) {
 			t.Fatalf("word %v: the Setup sent after the reset: %v; want a reset or a broken pipe", word, sendErr)
 		}
-		got := peerWord(c, unbegun("client", sendErr))
+		got := peerWord(c, "client", unbegun("client", sendErr))
 		const killed = "the server closed the connection before the test began (it exited or was killed)"
 		var pe *exchange.PeerError
 		switch {
@@ -175,7 +175,7 @@ func TestPeerWordRefused(t *testing.T) {
 			t.Errorf("a server that refused the test and reset: %v; want the refusal, wrapping %v", got, sendErr)
 		case strings.Contains(got.Error(), "exited or was killed"):
 			t.Errorf("a server that refused the test and reset: %v; want no word of its exit", got)
-		case got.Error() != "peer: "+refusal+"; this side then found: "+sendErr.Error():
+		case got.Error() != "the server said: "+refusal+"; this side then found: "+sendErr.Error():
 			t.Errorf("a server that refused the test and reset: %v; want the refusal, then %v", got, sendErr)
 		}
 	}

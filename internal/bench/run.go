@@ -1439,7 +1439,7 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 		// below), or refused its test, said why before it closed,
 		// which explains what this side found: the connection closed,
 		// or no completions.
-		err = peerWord(c, err)
+		err = peerWord(c, role, err)
 	}
 	if silent > 0 {
 		// The peer may only be stopped (Ctrl-Z): what this side says
@@ -1459,31 +1459,76 @@ func run(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Local,
 
 // peerWord is err, a side's failure, with what the peer said of why
 // before it closed (LastWord), unless it said it was interrupted
-// (withPeerWord).
-func peerWord(c *exchange.Conn, err error) error {
+// (withPeerWord). role is this side's.
+func peerWord(c *exchange.Conn, role string, err error) error {
 	if word := c.LastWord(); !peerAborted(word) {
-		return withPeerWord(word, err)
+		return withPeerWord(role, word, err)
 	}
 	return err
 }
 
 // withPeerWord puts said, the Error that the peer sent (why it gave up:
 // on this side, stopped meanwhile; or why it refused the test), before
-// err, what this side then found, unless said is nil or err is the
-// peer's Error itself. A peer that said why it closed the connection
-// before the test began did not exit or get killed, as a *closedEarly
-// says: err is then what that wraps (a server that refuses a test as it
-// asks closes at once, often before this side has sent its Setup, which
-// then fails with a reset).
-func withPeerWord(said, err error) error {
+// err, what this side then found, as a *peerSaid, unless said is nil or
+// err is the peer's Error itself, or both are the same check's
+// (sameCheck): err alone then says it in full, from this side's point of
+// view, where the peer's text, cut to exchange.MaxString bytes, said it
+// from the peer's. A peer that said why it closed the connection before
+// the test began did not exit or get killed, as a *closedEarly says: err
+// is then what that wraps (a server that refuses a test as it asks
+// closes at once, often before this side has sent its Setup, which then
+// fails with a reset). role is this side's.
+func withPeerWord(role string, said, err error) error {
 	var pe *exchange.PeerError
-	if said == nil || errors.As(err, &pe) {
+	if said == nil || errors.As(err, &pe) || sameCheck(said, err) {
 		return err
 	}
 	if ce, ok := err.(*closedEarly); ok {
 		err = ce.err
 	}
-	return fmt.Errorf("%w; this side then found: %w", said, err)
+	peer := "server"
+	if role == "server" {
+		peer = "client"
+	}
+	return &peerSaid{peer: peer, said: said, err: err}
+}
+
+// peerSaid is what the peer said (said, its Error) and what this side
+// then found (err), each from its own side's point of view: "the server
+// said: ...; this side then found: ...". It matches both.
+type peerSaid struct {
+	peer      string // "server" or "client"
+	said, err error
+}
+
+func (e *peerSaid) Error() string {
+	what := e.said.Error()
+	if pe, ok := e.said.(*exchange.PeerError); ok {
+		what = pe.Said()
+	}
+	return fmt.Sprintf("the %s said: %s; this side then found: %v", e.peer, what, e.err)
+}
+
+func (e *peerSaid) Unwrap() []error { return []error{e.said, e.err} }
+
+// checkError is the failure of a check that both sides make alike of
+// what they swapped (the GIDs, the path MTU), whose code the peer gets
+// with it (exchange.Coder): each side finds the same, from its own point
+// of view, and tells the peer.
+type checkError struct {
+	code exchange.ErrorCode
+	msg  string
+}
+
+func (e *checkError) Error() string                 { return e.msg }
+func (e *checkError) ErrorCode() exchange.ErrorCode { return e.code }
+
+// sameCheck reports whether said, the peer's Error, is the failure of
+// the same check as err, this side's (a *checkError of its code).
+func sameCheck(said, err error) bool {
+	var pe *exchange.PeerError
+	var ce *checkError
+	return errors.As(said, &pe) && errors.As(err, &ce) && pe.Code == ce.code
 }
 
 // runSide is run, less what it tells a peer that went silent and reads
@@ -1854,7 +1899,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				// Report what this side measured before the failure.
 				add(s.sizeResult(size, mine, exchange.Result{}, client))
 			}
-			return res, withPeerWord(watch.peerError(), runErr)
+			return res, withPeerWord(role, watch.peerError(), runErr)
 		}
 		if err != nil {
 			if interrupted || ctx.Err() != nil || res.PeerInterrupted {
@@ -1884,7 +1929,7 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 				// through the peer's run.
 				what = "waiting for the peer's run and its result"
 			}
-			return res, withPeerWord(watch.peerError(), fmt.Errorf("%s: %w", what, err))
+			return res, withPeerWord(role, watch.peerError(), fmt.Errorf("%s: %w", what, err))
 		}
 		if err := peer.Err(); err != nil {
 			return res, err // "peer: " and its reason, made printable

@@ -762,18 +762,45 @@ func (l Local) gidNamed() bool {
 }
 
 // checkSpec is Check, and that this side's device can take spec's
-// messages (sizeFits): a client checks so before it dials, so that a size
-// its device refuses fails at once, not after the connection is made
-// (or, where nothing listens, as the connection's error). As Check's, a
-// GID whose netdev carries no RDMA MTU fails it only where a flag names
-// the GID (unsetGID).
+// messages (sizeFits), and over UD that they fit within the most this
+// side offers as the path MTU (checkMTU), which the path MTU cannot
+// pass: a client checks so before it dials, so that a size its device
+// refuses, or a UD size that sizes would refuse once connected, fails at
+// once, not after the connection is made (or, where nothing listens, as
+// the connection's error; where a server is busy, after its queue). As
+// Check's, a GID whose netdev carries no RDMA MTU fails it only where a
+// flag names the GID (unsetGID).
 func checkSpec(spec exchange.TestSpec, l Local) error {
 	s := &session{local: l, port: max(l.Port, 1)}
 	defer s.close()
 	if err := unsetGID(l, s.openPort(false)); err != nil {
 		return err
 	}
-	return s.sizeFits(spec, s.devAttr)
+	if err := s.sizeFits(spec, s.devAttr); err != nil {
+		return err
+	}
+	if m := s.checkMTU(spec); m != 0 { // 0: not known here
+		_, err := udSizes(spec, m)
+		return err
+	}
+	return nil
+}
+
+// checkMTU is, before the control connection, the most that this side
+// can offer as the path MTU (ownMTU): the port's active MTU within -m,
+// and within what the GID's netdev carries only where a flag names the
+// GID (Local.gidNamed) and rdma_cm does not choose it: the control
+// connection may otherwise pick another GID than the rule's
+// (controlGID), over another netdev.
+func (s *session) checkMTU(spec exchange.TestSpec) ibverbs.MTU {
+	m := s.portAttr.ActiveMTU
+	if s.mtuCap != 0 && s.local.gidNamed() && !spec.RdmaCM {
+		m = min(m, s.mtuCap)
+	}
+	if spec.MTU != 0 {
+		m = min(m, spec.MTU)
+	}
+	return m
 }
 
 // sizeFits checks spec's largest message against the device's largest
@@ -1221,12 +1248,18 @@ func (s *session) header(client bool) report.Header {
 // default (SizeDefault), the most the client offers, which is the path
 // MTU instead: the server's side may offer less.
 func (s *session) sizes() ([]uint32, error) {
-	all := s.spec.Sizes()
-	if s.spec.ConnType != ibverbs.QPTypeUD {
+	return udSizes(s.spec, s.mtu())
+}
+
+// udSizes is sizes with mtu as the path MTU. Its error is a *checkError
+// (CodeUDSize): both sides find it alike.
+func udSizes(spec exchange.TestSpec, mtu ibverbs.MTU) ([]uint32, error) {
+	all := spec.Sizes()
+	if spec.ConnType != ibverbs.QPTypeUD {
 		return all, nil
 	}
-	m := uint32(s.mtu().Bytes())
-	if s.spec.SizeDefault && len(all) == 1 && all[0] > m && !s.spec.Test.IsAtomic() {
+	m := uint32(mtu.Bytes())
+	if spec.SizeDefault && len(all) == 1 && all[0] > m && !spec.Test.IsAtomic() {
 		return []uint32{m}, nil
 	}
 	n := len(all)
@@ -1234,7 +1267,8 @@ func (s *session) sizes() ([]uint32, error) {
 		n--
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("a UD message is at most the path MTU, %d bytes here, not %d: choose a smaller -s", m, all[len(all)-1])
+		return nil, &checkError{code: exchange.CodeUDSize,
+			msg: fmt.Sprintf("a UD message is at most the path MTU, %d bytes here, not %d: choose a smaller -s", m, all[len(all)-1])}
 	}
 	return all[:n], nil
 }
@@ -1360,9 +1394,9 @@ func (e *idleError) Error() string {
 	case e.after > 0:
 		return fmt.Sprintf("the peer stopped answering, %s: no %s for %v (is it still running?)", e.count(), e.what, e.d)
 	case e.gids != "" && e.mtu != "":
-		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks each side's GID. Or %s)", e.what, e.d, e.gids, e.mtu)
+		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks a GID. Or %s)", e.what, e.d, e.gids, e.mtu)
 	case e.gids != "":
-		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks each side's GID)", e.what, e.d, e.gids)
+		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks a GID)", e.what, e.d, e.gids)
 	}
 	return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running?)", e.what, e.d)
 }

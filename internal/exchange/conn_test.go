@@ -157,6 +157,8 @@ func TestErrorMsgCodes(t *testing.T) {
 		{errors.ErrUnsupported, CodeUnsupported, errors.ErrUnsupported},
 		{context.Canceled, CodeAborted, context.Canceled},
 		{&PeerError{Code: 77, Text: "relayed"}, 77, nil},
+		{fmt.Errorf("connecting: %w", coded{CodeGIDMismatch}), CodeGIDMismatch, nil},
+		{coded{CodeUDSize}, CodeUDSize, nil},
 	} {
 		m := NewErrorMsg(tc.err)
 		if m.Code != tc.code || m.Text != tc.err.Error() {
@@ -174,6 +176,9 @@ func TestErrorMsgCodes(t *testing.T) {
 	}
 	if s := (&PeerError{Code: CodeAborted}).Error(); s != "peer: aborted" {
 		t.Errorf("empty PeerError = %q", s)
+	}
+	if s := (&PeerError{Code: CodeUDSize, Text: "too\nlong"}).Said(); s != "too\ufffdlong" {
+		t.Errorf("Said = %q, want the text made printable, without \"peer: \"", s)
 	}
 	// A Result's error comes from the peer as well: Err sanitizes it.
 	if err := (Result{}).Err(); err != nil {
@@ -935,3 +940,9 @@ func TestBarrierPeerClosed(t *testing.T) {
 		t.Errorf("PeerClosed twice: %v", got)
 	}
 }
+
+// coded is an error of a check both sides make (a Coder).
+type coded struct{ code ErrorCode }
+
+func (c coded) Error() string        { return "check " + c.code.String() }
+func (c coded) ErrorCode() ErrorCode { return c.code }

@@ -68,12 +68,20 @@ const (
 	CodeOverLimit   ErrorCode = 3 // the TestSpec exceeds the server's Limits (ErrOverLimit)
 	CodeUnsupported ErrorCode = 4 // the device cannot run the test (errors.ErrUnsupported)
 	CodeAborted     ErrorCode = 5 // the side was interrupted (context.Canceled)
+
+	// The codes of checks that both sides make alike of what they
+	// swapped (the Setups), so that a side that finds what its peer
+	// said tells it once, in its own words (a Coder's code). A peer that
+	// predates them reads them as CodeFailed.
+	CodeGIDMismatch ErrorCode = 6 // the two sides' GIDs cannot reach each other
+	CodeUDSize      ErrorCode = 7 // a UD message is over the path MTU
 )
 
-var codeNames = [...]string{"", "failed", "invalid test", "over limit", "unsupported", "aborted"}
+var codeNames = [...]string{"", "failed", "invalid test", "over limit", "unsupported", "aborted",
+	"incompatible GIDs", "UD message over the path MTU"}
 
 func (c ErrorCode) String() string {
-	if c >= CodeFailed && c <= CodeAborted {
+	if c >= CodeFailed && c <= CodeUDSize {
 		return codeNames[c]
 	}
 	return fmt.Sprintf("ErrorCode(%d)", uint16(c))
@@ -87,14 +95,27 @@ var codeErrors = map[ErrorCode]error{
 	CodeAborted:     context.Canceled,
 }
 
+// Coder is an error that names its ErrorCode: a check's that both sides
+// make (CodeGIDMismatch, CodeUDSize).
+type Coder interface {
+	error
+	ErrorCode() ErrorCode
+}
+
 // NewErrorMsg returns the ErrorMsg that tells the peer about err, with the
 // code of the first of ErrInvalidSpec, ErrOverLimit, errors.ErrUnsupported
-// and context.Canceled that err matches (a *PeerError keeps its code).
+// and context.Canceled that err matches (a *PeerError keeps its code, a
+// Coder gives its own).
 func NewErrorMsg(err error) ErrorMsg {
 	m := ErrorMsg{Code: CodeFailed, Text: err.Error()}
 	var pe *PeerError
 	if errors.As(err, &pe) {
 		m.Code = pe.Code
+		return m
+	}
+	var ce Coder
+	if errors.As(err, &ce) {
+		m.Code = ce.ErrorCode()
 		return m
 	}
 	for _, c := range []ErrorCode{CodeInvalidSpec, CodeOverLimit, CodeUnsupported, CodeAborted} {
@@ -114,10 +135,16 @@ type PeerError struct {
 }
 
 func (e *PeerError) Error() string {
+	return "peer: " + e.Said()
+}
+
+// Said is what the peer said, made printable, without Error's "peer: ":
+// its text, or where it sent none, its code's name.
+func (e *PeerError) Said() string {
 	if e.Text == "" {
-		return "peer: " + e.Code.String()
+		return e.Code.String()
 	}
-	return "peer: " + sanitize(e.Text)
+	return sanitize(e.Text)
 }
 
 // Is reports whether target is the error e's code stands for.

@@ -130,24 +130,32 @@ func TestPayloadBounds(t *testing.T) {
 	}
 }
 
-// TestTruncate: a text cut to MaxString bytes keeps whole UTF-8
-// sequences, and one that is not UTF-8 where it is cut keeps MaxString
-// bytes: a backward scan through 300 continuation bytes made it empty,
-// and a failed Result read as a success on the peer.
+// TestTruncate: a text cut to MaxString bytes ends with an ellipsis,
+// cut at a space near the limit where there is one (the peer's fix in a
+// long error read "... or leave -x", as if whole), else before a split
+// UTF-8 sequence; one that is not UTF-8 where it is cut keeps all but
+// the ellipsis's bytes: a backward scan through 300 continuation bytes
+// made it empty, and a failed Result read as a success on the peer.
 func TestTruncate(t *testing.T) {
+	words := strings.Repeat("word ", 60) // 300 bytes, a space every 5
 	for _, tc := range []struct {
 		name string
 		s    string
-		want int
+		want string
 	}{
-		{"short", "abc", 3},
-		{"ascii", strings.Repeat("a", 300), MaxString},
-		{"split rune", strings.Repeat("a", MaxString-1) + "é", MaxString - 1},
-		{"split 4-byte rune", strings.Repeat("a", MaxString-2) + "😀", MaxString - 2},
-		{"not UTF-8", strings.Repeat("\x80", 300), MaxString},
+		{"short", "abc", "abc"},
+		{"whole", strings.Repeat("a", MaxString), strings.Repeat("a", MaxString)},
+		{"ascii", strings.Repeat("a", 300), strings.Repeat("a", MaxString-3) + "…"},
+		{"words", words, strings.TrimSpace(words[:250]) + "…"},
+		{"spaces", strings.Repeat("a", 250) + strings.Repeat(" ", 10), strings.Repeat("a", 250) + "…"},
+		{"space far back", "a " + strings.Repeat("b", 300), "a " + strings.Repeat("b", MaxString-5) + "…"},
+		{"split rune", strings.Repeat("a", MaxString-4) + "é" + "aaaa", strings.Repeat("a", MaxString-4) + "…"},
+		{"split 4-byte rune", strings.Repeat("a", MaxString-5) + "😀" + "aaaa", strings.Repeat("a", MaxString-5) + "…"},
+		{"not UTF-8", strings.Repeat("\x80", 300), strings.Repeat("\x80", MaxString-3) + "…"},
 	} {
-		if got := len(truncate(tc.s)); got != tc.want {
-			t.Errorf("%s: %d bytes, want %d", tc.name, got, tc.want)
+		got := truncate(tc.s)
+		if got != tc.want || len(got) > MaxString {
+			t.Errorf("%s: %q (%d bytes), want %q", tc.name, got, len(got), tc.want)
 		}
 	}
 	res, err := DecodeFrame(must(AppendFrame(nil, Result{Error: strings.Repeat("\x80", 300)})))
@@ -207,7 +215,7 @@ func TestEncodeBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := m.(ErrorMsg).Text
-	if len(text) != MaxString-1 || !strings.HasPrefix(long, text) {
+	if len(text) != MaxString || !strings.HasPrefix(long, strings.TrimSuffix(text, "…")) || !strings.HasSuffix(text, "…") {
 		t.Errorf("long text sent as %d bytes %q", len(text), text)
 	}
 

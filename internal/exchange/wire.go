@@ -4,12 +4,18 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
-// MaxString is the longest string a message carries, in bytes. Longer
-// strings are cut at a UTF-8 boundary when encoded.
+// MaxString is the longest string a message carries, in bytes (a
+// one-byte length, which older peers' decoders hold to). Longer strings
+// are cut when encoded, at a word boundary where one is near, and end
+// with an ellipsis ("…"), so that a cut text reads as cut.
 const MaxString = 255
+
+// ellipsis ends a string that was cut to MaxString bytes.
+const ellipsis = "…"
 
 // ErrMalformed is wrapped by every error about bytes that are not a valid
 // gorperf message.
@@ -20,26 +26,41 @@ func malformed(t MsgType, format string, args ...any) error {
 }
 
 // appendString appends s with a one-byte length, cut to MaxString bytes
-// without splitting a UTF-8 sequence.
+// (truncate).
 func appendString(b []byte, s string) []byte {
 	s = truncate(s)
 	b = append(b, uint8(len(s)))
 	return append(b, s...)
 }
 
-// truncate cuts s to MaxString bytes, before the UTF-8 sequence that
-// would be split; in a string that is not UTF-8 there, at MaxString, so
-// that a text never shrinks to nothing (an error to no error).
+// wordBack is how far back from the limit truncate looks for a space to
+// cut at; a text with none that near is cut within a word.
+const wordBack = 48
+
+// truncate cuts s to MaxString bytes, ellipsis included: where it is
+// longer, at the last space within wordBack bytes of the limit, else
+// before the UTF-8 sequence that would be split (in a string that is not
+// UTF-8 there, at the limit), and appends ellipsis. A text the peer cut
+// read as whole, cut mid-word or mid-sentence ("... or leave -x");
+// a cut text never shrinks to nothing (an error to no error).
 func truncate(s string) string {
 	if len(s) <= MaxString {
 		return s
 	}
-	for n := MaxString; n > MaxString-utf8.UTFMax; n-- {
-		if utf8.RuneStart(s[n]) {
-			return s[:n]
+	limit := MaxString - len(ellipsis)
+	n := limit
+	for i := limit; i > limit-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			n = i
+			break
 		}
 	}
-	return s[:MaxString]
+	if i := strings.LastIndexByte(s[:n+1], ' '); i > 0 && n-i <= wordBack {
+		if t := strings.TrimRight(s[:i], " "); t != "" {
+			n = len(t)
+		}
+	}
+	return s[:n] + ellipsis
 }
 
 // reader decodes a payload. The first error sticks: later reads return
