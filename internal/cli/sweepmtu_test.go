@@ -49,10 +49,11 @@ func TestSweepStallNamesMTU(t *testing.T) {
 	const hint = "try -m 512: a link between them may drop packets of 1024 bytes and headers, over its MTU, where those of 512 got through"
 	// The server's receives stall, and it says so in full; the client
 	// says what it was told (the protocol cuts the text short, after the
-	// hint).
+	// hint's flag, at a word, and ends it with "…").
+	const flag = "try -m 512: a link between them may drop packets of 1024 bytes and headers"
 	srvErr := srv.Stderr.(*bytes.Buffer).String()
 	if err == nil || serr == nil || !strings.Contains(srvErr, hint) || !strings.Contains(srvErr, "`ip link`") ||
-		!strings.Contains(string(out), "gorperf: peer: the peer stopped answering") || !strings.Contains(string(out), hint) {
+		!strings.Contains(string(out), "gorperf: peer: the peer stopped answering") || !strings.Contains(string(out), flag) {
 		t.Errorf("client %v, server %v; want both to fail, naming %q\nclient:\n%s\nserver:\n%s%s", err, serr, hint, out, srvOut, srvErr)
 	}
 	if !strings.Contains(string(out), "\n 512 ") {
