@@ -91,9 +91,14 @@ type Config struct {
 	// before Accept replies, or on the CONNECT_RESPONSE that Dial then
 	// waits for, which it answers with rdma_establish. The QP offers no
 	// ECE options then (librdmacm sets those of its own QPs only). Zero
-	// leaves the path MTU, and the QP, to rdma_cm; UD ignores it; a value
-	// that is not an MTU (ibverbs.MTU256 to MTU4096) is refused (EINVAL).
-	// Conn.QP().Query() says the path MTU the QP got.
+	// leaves the path MTU, and the QP, to rdma_cm; UD ignores it, and so
+	// does a connection on an iWARP device, whose QPs have no path MTU to
+	// cap (iWARP's frames are sized by its TCP connection, and the CM
+	// gives no path MTU: the kernel's iw_cm_init_qp_attr answers RTR with
+	// INIT's attributes) and whose provider moves them to RTS itself:
+	// there the QP is librdmacm's, as with PathMTU 0. A value that is not
+	// an MTU (ibverbs.MTU256 to MTU4096) is refused (EINVAL) on any
+	// device. Conn.QP().Query() says the path MTU the QP got.
 	PathMTU ibverbs.MTU
 
 	// PrivateData goes to the peer in the connection request (Dial) or
@@ -487,7 +492,7 @@ func newConn(id *ID, cfg *Config, ownCh *EventChannel) (c *Conn, err error) {
 		qc.MaxRecvWR, qc.MaxRecvSGE = 0, 0
 	}
 	qpInit := ibverbs.QPInit{SendCQ: c.scq, RecvCQ: c.rcq, SRQ: cfg.SRQ, Cap: qc, SigAll: cfg.SigAll, WRAPI: cfg.WRAPI}
-	if cfg.movesQP() {
+	if cfg.movesQP(id.transport()) {
 		return c, c.makeQP(qpInit)
 	}
 	c.qp, err = id.CreateQP(c.pd, qpInit)

@@ -18,10 +18,11 @@ import (
 // (rdma_resolve_addr, rdma_resolve_route), makes the PD, CQs and QP on the
 // device the route goes through (rdma_create_qp), and connects
 // (rdma_connect). ctx bounds all of it; when it ends first, Dial returns
-// ctx's error and leaves nothing behind. With Config.PathMTU the QP is
-// made with ibv_create_qp instead, and on CONNECT_RESPONSE Dial moves it
-// to RTR, its path MTU capped, and RTS (rdma_init_qp_attr,
-// ibv_modify_qp) and completes the connection (rdma_establish).
+// ctx's error and leaves nothing behind. With Config.PathMTU, on an
+// InfiniBand or RoCE device, the QP is made with ibv_create_qp instead,
+// and on CONNECT_RESPONSE Dial moves it to RTR, its path MTU capped, and
+// RTS (rdma_init_qp_attr, ibv_modify_qp) and completes the connection
+// (rdma_establish); an iWARP device's connection ignores PathMTU.
 //
 // Without a deadline on ctx or a Config.Timeout, each step has a bound
 // of its own: resolving the address Config.AddrTimeout, the route

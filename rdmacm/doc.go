@@ -117,7 +117,9 @@
 // Dial and Accept do this themselves for a Conn's QP with
 // Config.PathMTU, whose RTR takes the least of the CM's path MTU and
 // that one: librdmacm gives a QP it made the route's, which the program
-// cannot lower.
+// cannot lower. On an iWARP device, whose CM gives no path MTU (RTR's
+// attributes are INIT's) and whose provider moves the QP to RTS itself,
+// they keep librdmacm's QP and ignore PathMTU.
 // Calls that need the ID's device (ResolveRoute, Connect, Accept) refuse
 // an ID on none, one neither resolved nor bound to a device's address,
 // with an error matching syscall.EINVAL.

@@ -821,6 +821,21 @@ func (id *ID) onDevice() bool {
 	return id.c.verbs != nil
 }
 
+// transport returns the transport of the ID's device
+// (id->verbs->device->transport_type): ibverbs.TransportIB for
+// InfiniBand and RoCE, TransportIWARP for iWARP; TransportUnknown on no
+// device or once Close has begun.
+func (id *ID) transport() ibverbs.TransportType {
+	if !id.use.Enter() {
+		return ibverbs.TransportUnknown
+	}
+	defer id.use.Leave()
+	if id.c.verbs == nil {
+		return ibverbs.TransportUnknown
+	}
+	return ibverbs.TransportType(id.c.verbs.device.transport_type)
+}
+
 // verbs returns the ID's struct ibv_context (id->verbs), nil on no
 // device or once Close has begun.
 func (id *ID) verbs() unsafe.Pointer {

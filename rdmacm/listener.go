@@ -700,9 +700,10 @@ func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
 // Accept makes the connection's PD, CQs and QP on the device the request
 // came through and accepts (rdma_create_qp, rdma_accept), then waits for
 // ESTABLISHED (RC; a UD request is answered at once). With
-// Config.PathMTU the QP is made with ibv_create_qp instead, and Accept
-// moves it to RTR, its path MTU capped, and RTS (rdma_init_qp_attr,
-// ibv_modify_qp) before it replies. cfg nil takes the listener's. On
+// Config.PathMTU, on an InfiniBand or RoCE device, the QP is made with
+// ibv_create_qp instead, and Accept moves it to RTR, its path MTU
+// capped, and RTS (rdma_init_qp_attr, ibv_modify_qp) before it replies;
+// an iWARP device's connection ignores PathMTU. cfg nil takes the listener's. On
 // failure the request is rejected and freed.
 //
 // The Conn reads its ID's events from the channel GetRequest made for

@@ -18,8 +18,19 @@ import (
 // gives and no say of the caller's in the path MTU.
 
 // movesQP reports whether the connection's QP is the Conn's own, made and
-// moved by it: an RC connection with a PathMTU.
-func (cfg *Config) movesQP() bool { return !cfg.UD && cfg.PathMTU != 0 }
+// moved by it: an RC connection with a PathMTU on a device of transport
+// t that is InfiniBand's or RoCE's (ibverbs.TransportIB), whose CM gives
+// a path MTU in RTR's attributes. An iWARP device's has none to cap: the
+// kernel's iw_cm_init_qp_attr answers RTR with INIT's attributes (the
+// state and access flags) and RTS with none, the provider moves the QP
+// to RTS itself when the connection is made, and the active side gets
+// ESTABLISHED, never CONNECT_RESPONSE; iWARP's frames are sized by its
+// TCP connection, not by a path MTU. There the Conn keeps librdmacm's QP,
+// as UD does, and PathMTU is ignored. No other transport has rdma_cm
+// (its rdma_init_qp_attr fails with ENOSYS).
+func (cfg *Config) movesQP(t ibverbs.TransportType) bool {
+	return !cfg.UD && cfg.PathMTU != 0 && t == ibverbs.TransportIB
+}
 
 // notLoaded are the mask bits of rdma_init_qp_attr's that a Conn's own QP
 // is moved without: an alternate path (InfiniBand's APM), for which
