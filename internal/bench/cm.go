@@ -78,16 +78,51 @@ func (s *session) cmConfig() *rdmacm.Config {
 // VLAN netdev of MTU 700 carries 512, its client's 1024, got 1024, and
 // the VLAN dropped its read responses. Where the client offers the least,
 // nothing caps the route's, and librdmacm makes and moves the QPs as
-// before.
+// before. On an iWARP device (cmTransport) cmCap stays 0: its QPs have
+// no path MTU that rdma_cm sets or -m could cap (rdmacm.Config.PathMTU
+// ignores it there), as -m has no effect on iWARP without -R either,
+// where a QP that gorperf moves to RTS has no TCP connection under it
+// (siw refuses it: no socket); the header shows the path MTU the QPs
+// report (cmPathMTU).
 func (s *session) capCM(peer ibverbs.MTU, client bool) {
+	s.cmCap = s.pathMTUCap(peer, client, s.cmTransport())
+}
+
+// pathMTUCap is capCM's cap, for this side's device of transport t.
+func (s *session) pathMTUCap(peer ibverbs.MTU, client bool, t ibverbs.TransportType) ibverbs.MTU {
+	if t == ibverbs.TransportIWARP {
+		return 0
+	}
 	own := s.ownMTU()
 	agreed, active := min(own, peer), peer
 	if client {
 		active = own
 	}
 	if s.spec.MTU != 0 || agreed < active {
-		s.cmCap = agreed
+		return agreed
 	}
+	return 0
+}
+
+// cmTransport is the transport of this side's device (ibverbs.Devices'
+// entry of its name): ibverbs.TransportIB for InfiniBand and RoCE,
+// TransportIWARP for iWARP; TransportUnknown where none is open or the
+// list does not say, where capCM caps as on InfiniBand and rdmacm
+// decides by the device itself.
+func (s *session) cmTransport() ibverbs.TransportType {
+	if s.ctx == nil {
+		return ibverbs.TransportUnknown
+	}
+	infos, err := ibverbs.Devices()
+	if err != nil {
+		return ibverbs.TransportUnknown
+	}
+	for _, d := range infos {
+		if d.Name == s.ctx.Name() {
+			return d.Transport
+		}
+	}
+	return ibverbs.TransportUnknown
 }
 
 // cmConnect makes the QPs through rdma_cm (-R): the server listens on its
