@@ -668,11 +668,20 @@ type receiver struct {
 	imm        *immCheck   // --validate with immediate data, else nil
 	total      uint64
 	start      time.Time
-	// first is when the first poll that took completions returned, and
-	// firstN how many it took: those came before first, at times not
-	// seen, so the rate is timed from there (result).
+	// first is when the clock started: the return of the first poll
+	// that took completions or, while polls came back full, of the last
+	// of them; firstN is how many those polls took. They came before
+	// first, at times not seen, so the rate is timed from there (result).
+	// A receiver that comes late finds a backlog that polls of len(wcs)
+	// take in several, µs apart: timed, it would read as having arrived
+	// in those µs. timing is set (clock) once a poll comes back short or
+	// empty, or the polls have taken posted messages, the most that can
+	// have waited: later full polls are the sender's pace, not a
+	// backlog, so a saturated receiver (-D at a high rate) still times.
 	first    time.Time
 	firstN   uint64
+	timing   bool
+	posted   uint64    // receives posted when the loop began, on all its queues
 	last     time.Time // when the last poll that took completions returned
 	measured span      // with a margin, the part of the run reported
 }
@@ -694,6 +703,9 @@ func (s *session) newReceiver(iters uint64, dur time.Duration) (*receiver, error
 	if r.queues, err = s.recvQueues(len(r.wcs) + max(r.list, 1)); err != nil {
 		return nil, err
 	}
+	// prepostRecvs and settleReceives leave the RX depth posted on each
+	// queue: each QP's, or the one SRQ.
+	r.posted = uint64(max(s.spec.RXDepth, 1)) * uint64(len(r.queues))
 	if r.untilQuiet {
 		r.quiet = 500 * time.Millisecond
 	}
@@ -812,12 +824,11 @@ func (r *receiver) more() bool { return r.dur > 0 || r.total < r.want }
 func (r *receiver) poll() (int, error) {
 	k, err := r.s.rcq.Poll(r.wcs)
 	if err != nil || k == 0 {
+		r.clock(0)
 		return 0, err
 	}
 	r.last = time.Now()
-	if r.first.IsZero() {
-		r.first, r.firstN = r.last, uint64(k)
-	}
+	r.clock(k)
 	for _, wc := range r.wcs[:k] {
 		if err := wc.Err(); err != nil {
 			return 0, r.s.completionErr(err)
@@ -842,6 +853,21 @@ func (r *receiver) poll() (int, error) {
 	}
 	r.measured.observe(r.last, r.total)
 	return k, nil
+}
+
+// clock notes a poll that took k completions, at r.last where k > 0:
+// until timing, it moves the clock's start there and counts them as come
+// before it. An empty poll shows that the polls before took all there
+// was: the clock runs from the last of them.
+func (r *receiver) clock(k int) {
+	switch {
+	case r.timing:
+	case k == 0:
+		r.timing = r.firstN > 0
+	default:
+		r.first, r.firstN = r.last, r.firstN+uint64(k)
+		r.timing = k < len(r.wcs) || r.firstN >= r.posted
+	}
 }
 
 // drain polls until the CQ is empty and reports how many messages came: a
@@ -879,15 +905,21 @@ func (r *receiver) check(ctx context.Context, now time.Time) (over bool, err err
 }
 
 // result is what was received: every message, at the rate of those that
-// came after the first poll that took any, over the time from that poll
-// to the last (with a margin, the span's messages over its time). The
-// first poll's messages came before it, when is not known: counted over
-// its time they would raise the rate, and alone (every message in one
-// poll: a few, or a receiver that came late) they have no time at all,
-// and no rate. The Elapsed returned is the time all the messages took at
-// the rate of those timed, so that Iters over Elapsed is that rate, as
-// the peer and the threads' sum (addBandwidth) take it; 0, with Iters
-// above 0, where none were timed: the rate is unknown
+// came after the clock started, over the time from then to the last poll
+// (with a margin, the span's messages over its time). The clock starts at
+// the first poll that took completions, or where that one came back full,
+// at the poll that took the last of the backlog: one that came back
+// short, the last before one that came back empty, or the one that
+// brought what the polls took to the receives posted when the loop began,
+// the most that can have waited (clock). The messages those polls took
+// had come before, when is not known: counted over the polls' µs they
+// would raise the rate (a late receiver's backlog of 400 messages, timed
+// over the 1 ms its polls took: 100 times the sender's rate), and alone
+// (every message in them: a few, or a receiver that came late) they have
+// no time at all, and no rate. The Elapsed returned is the time all the
+// messages took at the rate of those timed, so that Iters over Elapsed
+// is that rate, as the peer and the threads' sum (addBandwidth) take it;
+// 0, with Iters above 0, where none were timed: the rate is unknown
 // (stats.Bandwidth.RateUnknown).
 func (r *receiver) result(size int) sideResult {
 	n, el := r.measured.measured(r.total, timedSpan(r.total, r.firstN, r.last.Sub(r.first)))

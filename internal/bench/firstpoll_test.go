@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/internal/stats"
 )
 
@@ -52,6 +53,82 @@ func TestReceiverTimesAfterFirstPoll(t *testing.T) {
 			if d := bw.MsgRateMpps/timed - 1; d > 1e-9 || d < -1e-9 {
 				t.Errorf("%s: %.6f Mpps, want the timed messages' %.6f", c.name, bw.MsgRateMpps, timed)
 			}
+		}
+	}
+}
+
+// TestReceiverClockAfterBacklog: a poll takes at most len(wcs)
+// completions, so a receiver that comes late to a backlog takes it in
+// several polls, µs apart. The clock starts where the backlog is taken:
+// at the first poll that comes back short, at the last full one where
+// the next comes back empty, or once the polls have taken what was
+// posted, the most that can have waited (later full polls are the
+// sender's pace: a saturated receiver still times them). The old
+// receiver started its clock at the first poll and timed the rest of
+// the backlog over the µs it took to drain (RC send_bw -n 400 -r 512, a
+// receiver held back: 1444 MB/s against the sender's 14).
+func TestReceiverClockAfterBacklog(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	type poll struct {
+		k  int
+		at time.Duration
+	}
+	polls := func(n, k int, from, every time.Duration) []poll {
+		var ps []poll
+		for i := range n {
+			ps = append(ps, poll{k, from + time.Duration(i)*every})
+		}
+		return ps
+	}
+	cat := func(pss ...[]poll) []poll {
+		var ps []poll
+		for _, p := range pss {
+			ps = append(ps, p...)
+		}
+		return ps
+	}
+	for _, c := range []struct {
+		name      string
+		posted    uint64
+		polls     []poll
+		wantFirst time.Duration // when the clock started
+		wantN     uint64        // messages before it
+	}{
+		{"late, 400 of 512 posted", 512, cat(polls(6, 64, 0, time.Microsecond), polls(1, 16, 6*time.Microsecond, 0)),
+			6 * time.Microsecond, 400},
+		{"late, then the sender's pace", 512, cat(polls(6, 64, 0, time.Microsecond), polls(1, 16, 6*time.Microsecond, 0),
+			polls(3, 1, time.Millisecond, time.Millisecond)), 6 * time.Microsecond, 400},
+		{"a backlog of whole polls", 512, cat(polls(2, 64, 0, time.Microsecond), polls(1, 0, 2*time.Microsecond, 0),
+			polls(5, 1, time.Millisecond, time.Millisecond)), time.Microsecond, 128},
+		{"saturated", 128, polls(100, 64, 0, 10*time.Microsecond), 10 * time.Microsecond, 128},
+		{"saturated, posted not a whole poll", 100, polls(100, 64, 0, 10*time.Microsecond), 10 * time.Microsecond, 128},
+		{"short first poll", 512, cat(polls(1, 3, 0, 0), polls(2, 64, time.Millisecond, time.Millisecond)), 0, 3},
+		{"one a poll", 512, polls(5, 1, 0, time.Millisecond), 0, 1},
+	} {
+		r := receiver{wcs: make([]ibverbs.WC, 64), posted: c.posted, start: t0.Add(-time.Second)}
+		r.last = r.start
+		for _, p := range c.polls {
+			if p.k > 0 {
+				r.last = t0.Add(p.at)
+				r.total += uint64(p.k)
+			}
+			r.clock(p.k)
+		}
+		if r.first != t0.Add(c.wantFirst) || r.firstN != c.wantN {
+			t.Errorf("%s: the clock started at %v after %d messages, want at %v after %d",
+				c.name, r.first.Sub(t0), r.firstN, c.wantFirst, c.wantN)
+		}
+		got := r.result(4096)
+		bw := stats.ComputeBandwidth(4096, got.Iters, got.Elapsed, 0)
+		if r.total == c.wantN {
+			if !bw.RateUnknown() {
+				t.Errorf("%s: every message before the clock, rate %.2f MB/s, want unknown", c.name, bw.AvgMBps)
+			}
+			continue
+		}
+		timed := float64(r.total-c.wantN) / r.last.Sub(t0.Add(c.wantFirst)).Seconds() / 1e6
+		if d := bw.MsgRateMpps/timed - 1; bw.RateUnknown() || d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s: %.6f Mpps (unknown %v), want the timed messages' %.6f", c.name, bw.MsgRateMpps, bw.RateUnknown(), timed)
 		}
 	}
 }
