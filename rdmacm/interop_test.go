@@ -82,7 +82,17 @@ func TestInteropRdmaServer(t *testing.T) {
 	}
 	copy(b[1024:], "0123456789abcdef")
 	postRecv(t, c, m, 0, 64)
-	send(t, c, m, 1024, utilMsg)
+	err = c.QP().PostSend([]ibverbs.SendWR{{ID: 1, Opcode: ibverbs.OpSend, Flags: ibverbs.SendSignaled,
+		SGL: []ibverbs.SGE{m.mr.SGE(1024, utilMsg)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rdma_server answers once it has the message, and disconnects once
+	// its answer has gone; the DISCONNECTED that moves the QP to the
+	// error state may come before soft-RoCE's completer has taken the
+	// ACK of this side's send, which then completes flushed. That the
+	// send got there, rdma_server's answer and its "end 0" say.
+	_, sendErr := pollWC(c.SendCQ(), 20*time.Second)
 	wc := waitWC(t, c.RecvCQ(), 20*time.Second)
 	if wc.ByteLen != utilMsg || !bytes.Equal(b[:utilMsg], make([]byte, utilMsg)) || b[utilMsg] != 0xaa {
 		t.Errorf("received %d bytes %x, want rdma_server's 16 zero bytes", wc.ByteLen, b[:32])
@@ -92,6 +102,11 @@ func TestInteropRdmaServer(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "rdma_server: end 0") {
 		t.Errorf("rdma_server said:\n%s", out.String())
+	}
+	if sendErr != nil && !errors.Is(sendErr, ibverbs.WCWRFlushErr) {
+		t.Errorf("the send: %v", sendErr)
+	} else if sendErr != nil {
+		t.Logf("the send completed flushed, after rdma_server had it: %v", sendErr)
 	}
 	select {
 	case <-c.Done():

@@ -122,3 +122,36 @@ func TestVLANUDDefaultSizeServerCapped(t *testing.T) {
 		t.Errorf("%q: the client noted UD's size %d times, want once, with 512:\n%s", args, n, out)
 	}
 }
+
+// TestVLANUDSizeServerCapped: a UD -s 1024, within what the client
+// offers (its VLAN netdev carries the port's 1024), over the path MTU
+// where only the server's VLAN netdev is capped (MTU 700 carries 512):
+// the client passes its own check before the dial, and both sides then
+// fail at once on the path MTU they agree on, each saying so once, in its
+// own words.
+func TestVLANUDSizeServerCapped(t *testing.T) {
+	srvDev, cliDev, _ := peers(t)
+	n := setUpVLAN(t, srvDev, cliDev)
+	setVLANMTU(t, 700, 1500)
+	port := freshPort()
+	ctx := testContext(t, 60*time.Second)
+	srv, srvOut := startServer(t, ctx, srvDev, port, "send-bw", "-c", "UD", "-s", "1024", "-n", "20", "--peer-timeout", "5", "--source_ip", n.srvAddr)
+	args := []string{"send-bw", "-d", cliDev, "-p", port, "-c", "UD", "-s", "1024", "-n", "20", "--peer-timeout", "5", "--source_ip", n.cliAddr, n.srvAddr}
+	start := time.Now()
+	out, err := gorperf(ctx, args...).CombinedOutput()
+	serr := srv.Wait()
+	took := time.Since(start)
+	srvText := srvOut.String() + srv.Stderr.(*bytes.Buffer).String()
+	const refusal = "a UD message is at most the path MTU, 512 bytes here, not 1024: choose a smaller -s"
+	for side, text := range map[string]string{"client": string(out), "server": srvText} {
+		if c := strings.Count(text, refusal); c != 1 || strings.Contains(text, "this side then found") {
+			t.Errorf("%s: the refusal said %d times, want once, in this side's words:\n%s", side, c, text)
+		}
+	}
+	if err == nil || serr == nil {
+		t.Errorf("%q: client %v, server %v; want both to fail", args, err, serr)
+	}
+	if took > 15*time.Second {
+		t.Errorf("the refusal took %v", took)
+	}
+}
