@@ -14,12 +14,9 @@ import (
 // versions, are refused with both GIDs named and the flags that choose
 // others; GIDs that match, or one unknown, pass.
 func TestGIDMismatch(t *testing.T) {
-	gid := func(s string) ibverbs.GID { return ibverbs.GID(netip.MustParseAddr(s).As16()) }
+	gid, ep := mustGID, gidEndpoint
 	v4 := ibverbs.GIDEntry{Index: 1, GID: gid("::ffff:198.18.0.1"), Type: ibverbs.GIDTypeRoCEv2}
 	v6 := ibverbs.GIDEntry{Index: 0, GID: gid("fe80::1"), Type: ibverbs.GIDTypeRoCEv2}
-	ep := func(e ibverbs.GIDEntry) ibverbs.Endpoint {
-		return ibverbs.Endpoint{GID: e.GID, GIDIndex: uint8(e.Index), GIDType: e.Type}
-	}
 	v4v1 := v4
 	v4v1.Type, v4v1.Index = ibverbs.GIDTypeRoCEv1, 3
 	for _, c := range []struct {
@@ -52,4 +49,12 @@ func TestGIDMismatch(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mustGID is the GID of the address s.
+func mustGID(s string) ibverbs.GID { return ibverbs.GID(netip.MustParseAddr(s).As16()) }
+
+// gidEndpoint is the Endpoint a peer sends of its GID e.
+func gidEndpoint(e ibverbs.GIDEntry) ibverbs.Endpoint {
+	return ibverbs.Endpoint{GID: e.GID, GIDIndex: uint8(e.Index), GIDType: e.Type}
 }

@@ -5,7 +5,6 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +18,7 @@ import (
 // answers with ENODATA) fail with why. soft-RoCE, where the device tests
 // run, has no RoCE v1 entry to give -x.
 func TestCheckGivenGID(t *testing.T) {
-	gid := func(s string) ibverbs.GID { return ibverbs.GID(netip.MustParseAddr(s).As16()) }
+	gid := mustGID
 	v2 := ibverbs.GIDEntry{Index: 1, Port: 1, GID: gid("::ffff:198.18.0.1"), Type: ibverbs.GIDTypeRoCEv2, Netdev: "eth0"}
 	v1 := ibverbs.GIDEntry{Index: 2, Port: 1, GID: gid("::ffff:198.18.0.1"), Type: ibverbs.GIDTypeRoCEv1, Netdev: "eth0"}
 	ib := ibverbs.GIDEntry{Index: 3, Port: 1, GID: gid("fe80::c42:a103:a1:b2c3"), Type: ibverbs.GIDTypeIB}

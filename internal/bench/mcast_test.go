@@ -77,7 +77,7 @@ func TestGroupOfIB(t *testing.T) {
 // InfiniBand port, whose chosen GID is zero, to none (the route picks
 // it), where it bound "::", which cannot resolve an IPv4 server.
 func TestCMSrcAddr(t *testing.T) {
-	gid := func(s string) ibverbs.GID { return ibverbs.GID(netip.MustParseAddr(s).As16()) }
+	gid := mustGID
 	for _, tc := range []struct {
 		e    ibverbs.GIDEntry
 		want string

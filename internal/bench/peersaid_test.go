@@ -4,7 +4,6 @@ package bench
 
 import (
 	"errors"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -22,12 +21,9 @@ import (
 // words of the peer still come first, said to be the peer's: "the
 // server said: ...".
 func TestPeerWordSameCheck(t *testing.T) {
-	gid := func(s string) ibverbs.GID { return ibverbs.GID(netip.MustParseAddr(s).As16()) }
+	gid, ep := mustGID, gidEndpoint
 	v6 := ibverbs.GIDEntry{Index: 0, GID: gid("fe80::1"), Type: ibverbs.GIDTypeRoCEv2}
 	v4 := ibverbs.GIDEntry{Index: 1, GID: gid("::ffff:198.18.0.2"), Type: ibverbs.GIDTypeRoCEv2}
-	ep := func(e ibverbs.GIDEntry) ibverbs.Endpoint {
-		return ibverbs.Endpoint{GID: e.GID, GIDIndex: uint8(e.Index), GIDType: e.Type}
-	}
 	serverErr, clientErr := gidMismatch(v6, ep(v4)), gidMismatch(v4, ep(v6))
 	_, udErr := udSizes(exchange.TestSpec{Test: exchange.SendBW, ConnType: ibverbs.QPTypeUD, Size: 4096}, ibverbs.MTU1024)
 	// wire is what a side gets of the peer's error: an ErrorMsg's code
