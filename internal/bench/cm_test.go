@@ -3,7 +3,9 @@
 package bench_test
 
 import (
+	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/gorperf/gorperf/internal/bench"
 	"github.com/gorperf/gorperf/internal/exchange"
 	"github.com/gorperf/gorperf/internal/rdmatest"
+	"github.com/gorperf/gorperf/rdmacm"
 )
 
 // TestGIDAddr: a link-local GID's address for rdma_cm carries its
@@ -94,5 +97,39 @@ func TestCMClientFailureEndsAccept(t *testing.T) {
 		if n := c.Sizes[0].BW.Iterations; n != 20 {
 			t.Fatalf("run %d: %d messages, want 20", i, n)
 		}
+	}
+}
+
+// TestCMListenTakenSaidOnce: a server whose rdma_cm port is taken fails
+// to listen, and tells its client, which fails on that word; the server
+// says its own failure alone. The client sent the server's word back,
+// and the server printed it as the client's: "the client said: offer of
+// path MTU: peer: rdmacm: listen ...: address already in use; this side
+// then found: ...".
+func TestCMListenTakenSaidOnce(t *testing.T) {
+	host := gidHost(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	held, err := rdmacm.Listen(ctx, net.JoinHostPort(host, "0"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := int(held.Addr().Port())
+	spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 64, Iterations: 10,
+		TXDepth: 4, CQModeration: 1, NumQPs: 1, RdmaCM: true}
+	_, _, cerr, serr := tryLoopback(t, spec, func(l *bench.Local, client bool) {
+		l.CMPort = port
+		if client {
+			l.CMHost = host
+		}
+	})
+	var pe *exchange.PeerError
+	if cerr == nil || !errors.As(cerr, &pe) || !strings.Contains(cerr.Error(), "address already in use") {
+		t.Errorf("the client's error: %v; want the server's word, its port in use", cerr)
+	}
+	if serr == nil || !strings.Contains(serr.Error(), "address already in use") ||
+		strings.Contains(serr.Error(), "said:") || strings.Contains(serr.Error(), "this side then found") || errors.As(serr, &pe) {
+		t.Errorf("the server's error: %v; want its own failure alone", serr)
 	}
 }

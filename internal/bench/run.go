@@ -1538,9 +1538,15 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		return context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 	}
 	// refuse tells the peer why this side cannot go on, and says so; run
-	// tells a peer gone silent itself, in its own terms.
+	// tells a peer gone silent itself, in its own terms. A failure that
+	// is the peer's word (a *exchange.PeerError: it gave up first, and
+	// said why) goes back to it as nothing: the peer knows its reason,
+	// and read its own words back as this side's ("the client said:
+	// offer of path MTU: peer: ..." on a server whose rdma_cm port was
+	// taken).
 	refuse := func(err error) (*Result, error) {
-		if se := (*exchange.SilenceError)(nil); !errors.As(err, &se) {
+		se, pe := (*exchange.SilenceError)(nil), (*exchange.PeerError)(nil)
+		if !errors.As(err, &se) && !errors.As(err, &pe) {
 			cctx, cancel := ctl()
 			c.SendError(cctx, err)
 			cancel()
