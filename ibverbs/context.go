@@ -23,6 +23,7 @@ import (
 type Context struct {
 	c        *C.struct_ibv_context
 	name     string
+	tr       TransportType // c->device->transport_type
 	ports    int
 	borrowed bool // lent by another library (rdmacm): never closed by us
 	kids     refs
@@ -57,6 +58,11 @@ func (c *Context) rdAtomicLimits() (resp, init int, err error) {
 
 // Name returns the device's name, e.g. "mlx5_0" or "rxe0".
 func (c *Context) Name() string { return c.name }
+
+// Transport returns the device's transport (struct ibv_device's
+// transport_type, as DeviceInfo.Transport): TransportIB for InfiniBand and
+// RoCE, TransportIWARP for iWARP.
+func (c *Context) Transport() TransportType { return c.tr }
 
 // Raw returns the underlying struct ibv_context pointer, for C code that
 // this package does not wrap. It stays valid until Close.
@@ -804,7 +810,7 @@ func WrapContext(raw unsafe.Pointer) (*Context, error) {
 	if rc := C.ibv_query_device(c, &a); rc != 0 {
 		return nil, verbError("ibv_query_device", int(rc))
 	}
-	ctx := &Context{c: c, name: C.GoString(C.ibv_get_device_name(c.device)), borrowed: true,
+	ctx := &Context{c: c, name: C.GoString(C.ibv_get_device_name(c.device)), tr: TransportType(c.device.transport_type), borrowed: true,
 		ports: int(a.phys_port_cnt), vectors: int(c.num_comp_vectors), dev: attachDev(c)}
 	ctx.use.Open()
 	return ctx, nil

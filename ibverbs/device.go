@@ -122,7 +122,7 @@ func Open(name string) (*Context, error) {
 			C.ibv_close_device(c)
 			return nil, fmt.Errorf("open %s: %w", dn, verbError("ibv_query_device", int(rc)))
 		}
-		ctx := &Context{c: c, name: dn, ports: int(a.phys_port_cnt), vectors: int(c.num_comp_vectors),
+		ctx := &Context{c: c, name: dn, tr: TransportType(c.device.transport_type), ports: int(a.phys_port_cnt), vectors: int(c.num_comp_vectors),
 			dev: attachDev(c)}
 		ctx.use.Open()
 		return ctx, nil

@@ -104,25 +104,15 @@ func (s *session) pathMTUCap(peer ibverbs.MTU, client bool, t ibverbs.TransportT
 	return 0
 }
 
-// cmTransport is the transport of this side's device (ibverbs.Devices'
-// entry of its name): ibverbs.TransportIB for InfiniBand and RoCE,
-// TransportIWARP for iWARP; TransportUnknown where none is open or the
-// list does not say, where capCM caps as on InfiniBand and rdmacm
-// decides by the device itself.
+// cmTransport is the transport of this side's device (Context.Transport):
+// ibverbs.TransportIB for InfiniBand and RoCE, TransportIWARP for iWARP;
+// TransportUnknown where none is open, where capCM caps as on InfiniBand
+// and rdmacm decides by the device itself.
 func (s *session) cmTransport() ibverbs.TransportType {
 	if s.ctx == nil {
 		return ibverbs.TransportUnknown
 	}
-	infos, err := ibverbs.Devices()
-	if err != nil {
-		return ibverbs.TransportUnknown
-	}
-	for _, d := range infos {
-		if d.Name == s.ctx.Name() {
-			return d.Transport
-		}
-	}
-	return ibverbs.TransportUnknown
+	return s.ctx.Transport()
 }
 
 // cmConnect makes the QPs through rdma_cm (-R): the server listens on its
