@@ -18,3 +18,10 @@ func SetDetachedHook(f func(raw unsafe.Pointer)) (restore func()) {
 	detachedHook.Store(&f)
 	return func() { detachedHook.Store(nil) }
 }
+
+// SetPostBindHook makes f run in each post of OpBindMW requests once they
+// are checked, just before they are posted; restore unsets it.
+func SetPostBindHook(f func()) (restore func()) {
+	postBindHook.Store(&f)
+	return func() { postBindHook.Store(nil) }
+}

@@ -42,8 +42,9 @@ type MR struct {
 
 	// closeMu is held by Close and Rereg, so that two of them never hand
 	// the verbs the same struct ibv_mr, one freed by the other, and by a
-	// QP.BindMW to the region, which hands it to the verbs too. The
-	// getters the posts use (LKey, RKey, SGE) do not take it.
+	// QP.BindMW to the region or a PostSend of an OpBindMW naming it
+	// (lockBinds), which hand it to the verbs too. The getters the posts
+	// use (LKey, RKey, SGE) do not take it.
 	closeMu sync.Mutex
 }
 

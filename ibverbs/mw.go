@@ -26,8 +26,9 @@ type MW struct {
 	rkey atomic.Uint32 // as c.rkey, which a concurrent Close frees
 	// closed is set by Close once it has deallocated the window.
 	closed atomic.Bool
-	// closeMu is held by Close and QP.BindMW, so that neither hands the
-	// verbs a struct ibv_mw that the other freed.
+	// closeMu is held by Close, QP.BindMW and a PostSend of an OpBindMW
+	// naming the window (lockBinds), so that none hands the verbs a
+	// struct ibv_mw that another freed.
 	closeMu sync.Mutex
 }
 
@@ -81,8 +82,9 @@ func (mw *MW) Raw() unsafe.Pointer {
 // Close deallocates the window (ibv_dealloc_mw); its rkey stops working.
 // Closing twice is a no-op; two Closes may run at once (one deallocates
 // the window and the other returns nil once it has), and so may a Close
-// and a QP.BindMW of the window, which then binds it before the Close or
-// returns an error for a closed window after it.
+// and a QP.BindMW of the window, or a PostSend of an OpBindMW naming it,
+// which then binds it before the Close or refuses a closed window after
+// it (EINVAL).
 func (mw *MW) Close() error {
 	mw.closeMu.Lock()
 	defer mw.closeMu.Unlock()

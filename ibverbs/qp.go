@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -448,6 +449,11 @@ func (qp *QP) Raw() unsafe.Pointer { return unsafe.Pointer(qp.c) }
 // INIT, and takes sends from RTS on"); where the state is not the cause,
 // it says so, and which opcode, SGEs and bytes the provider refused. A full send queue fails the post with
 // an error matching syscall.ENOMEM that says so, with the queue's size.
+//
+// A post of OpBindMW requests may run beside the Close of a window or MR
+// they name, or the MR's Rereg, as QP.BindMW may: it holds them from
+// its check of the requests to the post's end, so that the Close waits
+// for it, or it waits for the Close and refuses the request (EINVAL).
 func (qp *QP) PostSend(wrs []SendWR) error { return qp.postSend(wrs, 0) }
 
 // PostSendLists posts wrs as consecutive lists of listLen work requests,
@@ -488,31 +494,120 @@ func (qp *QP) postSend(wrs []SendWR, list int) error {
 	for base := 0; base < len(wrs); base += step {
 		chunk := wrs[base:min(base+step, len(wrs))]
 		var refused error // a request refused here: the ones before it still go
-		binds := false
+		// binds is the chunk from its first OpBindMW on, whose windows
+		// and MRs lockBinds holds from their check to the post's end.
+		var binds []SendWR
 		for i := range chunk {
 			w := &chunk[i]
+			if w.Opcode == OpBindMW && binds == nil {
+				binds = chunk[i:]
+				lockBinds(binds)
+			}
 			if why := qp.checkSend(w, maxSGE, &qp.inl); why != nil {
 				refused = &PostError{Index: base + i, Err: why}
 				chunk = chunk[:i]
 				break
 			}
 			fillSend(&ws[i], sges[i*maxSGE:(i+1)*maxSGE], w)
-			binds = binds || w.Opcode == OpBindMW
 		}
 		if len(chunk) > 0 {
+			if binds != nil {
+				if h := postBindHook.Load(); h != nil {
+					(*h)()
+				}
+			}
 			bad, err := qp.post(&ws[0], len(chunk), list)
-			if binds {
+			if binds != nil {
 				rekey(chunk[:bad])
 			}
 			if err != nil {
-				return &PostError{Index: base + bad, Err: err}
+				refused = &PostError{Index: base + bad, Err: err}
 			}
+		}
+		if binds != nil {
+			unlockBinds(binds)
 		}
 		if refused != nil {
 			return refused
 		}
 	}
 	return nil
+}
+
+// bindMu is held by a post of OpBindMW requests while lockBinds takes
+// their windows' and MRs' closeMu, so that two such posts, each taking
+// several, never wait on each other's. Every other holder of a closeMu
+// takes at most a window's and then an MR's (QP.BindMW), as lockBinds
+// takes all the windows' before any MR's.
+var bindMu sync.Mutex
+
+// postBindHook, if set, runs in a post of OpBindMW requests once they are
+// checked, just before they are posted (a test's way in between the
+// two).
+var postBindHook atomic.Pointer[func()]
+
+// lockBinds takes the closeMu of each window and MR that the OpBindMW
+// requests of wrs name, each once, so that neither MW.Close nor
+// MR.Close or Rereg frees or changes what a request names between its
+// check (checkBind) and the post's end, as QP.BindMW holds them;
+// unlockBinds releases them. Requests of other opcodes, and a request's
+// nil window or MR, which checkBind refuses, take nothing.
+func lockBinds(wrs []SendWR) {
+	bindMu.Lock()
+	defer bindMu.Unlock()
+	for i := range wrs {
+		if mw := bindWindow(wrs, i); mw != nil {
+			mw.closeMu.Lock()
+		}
+	}
+	for i := range wrs {
+		if mr := bindMR(wrs, i); mr != nil {
+			mr.closeMu.Lock()
+		}
+	}
+}
+
+// unlockBinds releases what lockBinds(wrs) took.
+func unlockBinds(wrs []SendWR) {
+	for i := range wrs {
+		if mr := bindMR(wrs, i); mr != nil {
+			mr.closeMu.Unlock()
+		}
+	}
+	for i := range wrs {
+		if mw := bindWindow(wrs, i); mw != nil {
+			mw.closeMu.Unlock()
+		}
+	}
+}
+
+// bindWindow returns the window that wrs[i] binds if it is an OpBindMW
+// and no earlier request of wrs binds the same; else nil.
+func bindWindow(wrs []SendWR, i int) *MW {
+	w := &wrs[i]
+	if w.Opcode != OpBindMW || w.Bind == nil || w.Bind.MW == nil {
+		return nil
+	}
+	for j := range i {
+		if v := &wrs[j]; v.Opcode == OpBindMW && v.Bind != nil && v.Bind.MW == w.Bind.MW {
+			return nil
+		}
+	}
+	return w.Bind.MW
+}
+
+// bindMR is bindWindow for the MR that wrs[i] binds a window to.
+func bindMR(wrs []SendWR, i int) *MR {
+	w := &wrs[i]
+	if w.Opcode != OpBindMW || w.Bind == nil || w.Bind.MR == nil {
+		return nil
+	}
+	for j := range i {
+		if v := &wrs[j]; v.Opcode == OpBindMW && v.Bind != nil && v.Bind.MR == w.Bind.MR {
+			return nil
+		}
+	}
+	return w.Bind.MR
 }
 
 // rekey gives the windows that posted OpBindMW requests bind their new
