@@ -90,8 +90,13 @@ type ID struct {
 	// ownCh is the channel made for the ID alone, a connection
 	// request's (GetRequest), which the ID's Close, or a Migrate away
 	// from it, closes: the caller never made it. Set before the ID is
-	// handed out; Migrate clears it (under chMu).
+	// handed out; cleared (under chMu) once closed. A Migrate away from
+	// it that cannot close it (EBUSY: IDs of the caller's on it) keeps
+	// it, for the ID's Close, and sets movedOff.
 	ownCh *EventChannel
+	// movedOff says Migrate has moved the ID off ownCh, and left it open
+	// (under chMu): claim refuses, as where it closed ownCh.
+	movedOff bool
 	// chMu serializes Migrate: librdmacm keeps the ID's channel
 	// (id->channel) beside the kernel's record of it, and two
 	// rdma_migrate_id at once left them apart (the ID's rdma_destroy_id
@@ -722,6 +727,11 @@ func (id *ID) Disconnect() error {
 // which librdmacm sends through the ID's channel; they wait for it. The ID of a
 // connection request (Listener.GetRequest) that moves to another channel
 // closes the one made for it; ConnRequest.Accept then refuses the request.
+// Where the caller has put IDs of its own on that channel (CreateID,
+// Migrate), the channel's Close refuses (EBUSY), as at the ID's Close:
+// Migrate, the ID moved, returns that error, and the channel is the
+// caller's to close once its IDs are (the channel's Close, or the ID's,
+// which closes it then).
 // The ID of a Conn (Conn.ID, from Dial, Accept or JoinMulticast) stays on
 // the Conn's channel, where the Conn reads its events, and a Listener's
 // listening ID (Listener.ID) on the Listener's, where its Accept and
@@ -771,10 +781,25 @@ func (id *ID) Migrate(ch *EventChannel) error {
 	if old != ch {
 		old.remove(id)
 		if old == id.ownCh {
-			id.ownCh = nil
-			old.Close() // as in Close
+			return id.leaveOwnCh()
 		}
 	}
+	return nil
+}
+
+// leaveOwnCh closes ownCh, which Migrate has moved the ID off, and
+// forgets it. Where the caller has put IDs of its own on it, the
+// channel's Close refuses (EBUSY), as at the ID's Close: the ID keeps it,
+// for its Close to close, and Migrate, the ID moved, returns the error.
+// The caller holds chMu.
+func (id *ID) leaveOwnCh() error {
+	id.movedOff = true
+	if err := id.ownCh.Close(); err != nil {
+		return fmt.Errorf("rdmacm: the ID moved, but the event channel made for its connection request "+
+			"(its ID.Channel before the Migrate) is still open: IDs of the caller's use it: close them, "+
+			"then the channel or the ID: %w", err)
+	}
+	id.ownCh = nil
 	return nil
 }
 
@@ -786,7 +811,7 @@ func (id *ID) Migrate(ch *EventChannel) error {
 func (id *ID) claim() bool {
 	id.chMu.Lock()
 	defer id.chMu.Unlock()
-	if id.request && id.ownCh == nil {
+	if id.request && (id.ownCh == nil || id.movedOff) {
 		return false
 	}
 	id.conn = true
@@ -977,7 +1002,7 @@ func (id *ID) QP() *ibverbs.QP { return id.qp.Load() }
 // goroutine has taken holds it up until GetEvent has named the event's
 // ID. Closing twice is a no-op. The ID of a connection request
 // (Listener.GetRequest) closes the event channel made for it too
-// (Channel): where the caller has put IDs of its own on that channel
+// (Channel, or the one a Migrate moved it off and left open): where the caller has put IDs of its own on that channel
 // (CreateID, Migrate), the channel's Close refuses (EBUSY), and Close,
 // the ID destroyed, returns that error. The channel is then the
 // caller's to close once its IDs are (the channel's Close, or the ID's
@@ -1009,15 +1034,15 @@ func (id *ID) Close() error {
 }
 
 // closeOwnCh closes the channel made for the ID alone (ownCh), which
-// the ID, destroyed, has left, and forgets it; it is the ID's Close's,
-// which holds the guard's lock. Where the caller has put IDs of its own
-// on it, the channel's Close refuses (EBUSY): the ID keeps it, for its
-// next Close to close.
+// the ID, destroyed, has left, or a Migrate moved it off and left open,
+// and forgets it; it is the ID's Close's, which holds the guard's lock.
+// Where the caller has put IDs of its own on it, the channel's Close
+// refuses (EBUSY): the ID keeps it, for its next Close to close.
 func (id *ID) closeOwnCh() error {
 	id.chMu.Lock() // as claim, which reads ownCh
 	defer id.chMu.Unlock()
 	ch := id.ownCh
-	if ch == nil || ch != id.ch.Load() {
+	if ch == nil {
 		return nil
 	}
 	if err := ch.Close(); err != nil {
