@@ -30,7 +30,7 @@ func TestIdleAfterCompletions(t *testing.T) {
 		{"stopped", 10 * time.Second, 1234, "the peer stopped answering, after 1234 completions and messages from it in the run: no completion for 10s, and it has sent nothing for 10s, not even a keepalive (was it stopped, with Ctrl-Z or SIGSTOP, or hung, or is the network between the two sides down?)", ""},
 		{"one", 10 * time.Second, 1, "the peer stopped answering, after 1 completion or message from it in the run: no completion", ""},
 		{"keepalives come", 100 * time.Millisecond, 1234, "the peer stopped answering, after 1234 completions and messages from it in the run: no completion for 10s (is it still running?)", "may not reach"},
-		{"nothing came", 10 * time.Second, 0, "this side's GID 198.18.0.2 on rxeveth1 and the peer's 198.18.0.1 may not reach each other", "keepalive"},
+		{"nothing came", 10 * time.Second, 0, "may not reach each other: different VLANs or subnets? --source_ip or -x picks a GID. The GIDs are this side's GID 198.18.0.2 on rxeveth1 and the peer's 198.18.0.1)", "keepalive"},
 	} {
 		var heard time.Time
 		if c.heard > 0 {

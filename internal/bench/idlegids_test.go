@@ -30,7 +30,7 @@ func TestIdleErrNamesGIDs(t *testing.T) {
 	s := roceSession("198.18.0.2", "198.18.10.1")
 	got := s.idleErr("completion", 10*time.Second).Error()
 	for _, w := range []string{"the peer stopped answering: no completion for 10s (is it still running?",
-		"this side's GID 198.18.0.2 on rxeveth1 and the peer's 198.18.10.1 may not reach each other", "--source_ip or -x"} {
+		"the two sides' GIDs may not reach each other: different VLANs or subnets? --source_ip or -x picks a GID. The GIDs are this side's GID 198.18.0.2 on rxeveth1 and the peer's 198.18.10.1)"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("%q lacks %q", got, w)
 		}

@@ -1367,9 +1367,11 @@ type idleError struct {
 	// stopped (SIGSTOP, Ctrl-Z) or hung.
 	silent time.Duration
 	// gids, on RoCE where nothing came in the run, names the two sides'
-	// GIDs, which may not reach each other: a peer that runs on (the
-	// control connection says nothing of the RDMA path) then waits as
-	// long.
+	// GIDs ("The GIDs are ..."), which may not reach each other: a peer
+	// that runs on (the control connection says nothing of the RDMA
+	// path) then waits as long. They come last, after the flags to try:
+	// the peer gets this side's error cut to exchange.MaxString bytes,
+	// and two IPv6 GIDs and a netdev's name take up to 93 of them.
 	gids string
 	// mtu, with gids, where this side's packets carry more than 256
 	// bytes, names a link of a smaller MTU between the two sides as the
@@ -1394,12 +1396,17 @@ func (e *idleError) Error() string {
 	case e.after > 0:
 		return fmt.Sprintf("the peer stopped answering, %s: no %s for %v (is it still running?)", e.count(), e.what, e.d)
 	case e.gids != "" && e.mtu != "":
-		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks a GID. Or %s)", e.what, e.d, e.gids, e.mtu)
+		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s. Or %s. %s)", e.what, e.d, gidsApart, e.mtu, e.gids)
 	case e.gids != "":
-		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s may not reach each other: different VLANs or subnets? --source_ip or -x picks a GID)", e.what, e.d, e.gids)
+		return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running? if it is, %s. %s)", e.what, e.d, gidsApart, e.gids)
 	}
 	return fmt.Sprintf("the peer stopped answering: no %s for %v (is it still running?)", e.what, e.d)
 }
+
+// gidsApart is the idle error's word on GIDs that cannot reach each
+// other, with the flags that choose others, ahead of the GIDs
+// themselves (idleError.gids).
+const gidsApart = "the two sides' GIDs may not reach each other: different VLANs or subnets? --source_ip or -x picks a GID"
 
 // count says what came from the peer in the run before the silence:
 // completions and messages of every size and direction together.
@@ -1457,14 +1464,14 @@ func (s *session) idleAfter(what string, d time.Duration, got uint64) error {
 	if s.portAttr.LinkLayer != ibverbs.LinkLayerEthernet || s.gid.Entry.GID.IsZero() {
 		return e
 	}
-	mine := "this side's GID " + s.gid.Entry.IP().String()
+	mine := s.gid.Entry.IP().String()
 	if s.gid.Entry.Netdev != "" {
 		mine += " on " + s.gid.Entry.Netdev
 	}
 	if len(s.remote) > 0 && !s.remote[0].Endpoint.GID.IsZero() {
-		e.gids = mine + " and the peer's " + s.remote[0].Endpoint.GID.Addr().String()
+		e.gids = "The GIDs are this side's GID " + mine + " and the peer's " + s.remote[0].Endpoint.GID.Addr().String()
 	} else {
-		e.gids = mine + " and the peer's"
+		e.gids = "This side's GID is " + mine
 	}
 	e.mtu = s.mtuHint()
 	return e
@@ -1480,8 +1487,9 @@ func (s *session) idleAfter(what string, d time.Duration, got uint64) error {
 // first: the peer gets this side's error in its Result (or ErrorMsg),
 // whose text the protocol cuts to exchange.MaxString bytes (a one-byte
 // length, which an older peer's decoder holds to), and the idle error's
-// own words come before the hint; a hint that ended with its flag lost
-// it there, the part the peer's user can act on.
+// own words come before the hint (its word on the GIDs too, but not the
+// GIDs themselves, which come after it); a hint that ended with its flag
+// lost it there, the part the peer's user can act on.
 func (s *session) mtuHint() string {
 	p := min(int(s.spec.MaxSize()), s.mtu().Bytes())
 	if p <= 256 {
