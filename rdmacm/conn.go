@@ -95,8 +95,10 @@ type Config struct {
 	// does a connection on an iWARP device, whose QPs have no path MTU to
 	// cap (iWARP's frames are sized by its TCP connection, and the CM
 	// gives no path MTU: the kernel's iw_cm_init_qp_attr answers RTR with
-	// INIT's attributes) and whose provider moves them to RTS itself:
-	// there the QP is librdmacm's, as with PathMTU 0. A value that is not
+	// INIT's attributes) and whose provider moves them to RTS itself,
+	// the active side getting ESTABLISHED, not CONNECT_RESPONSE: the flow
+	// above is not iWARP's, and there the QP is librdmacm's, as with
+	// PathMTU 0. A value that is not
 	// an MTU (ibverbs.MTU256 to MTU4096) is refused (EINVAL) on any
 	// device. Conn.QP().Query() says the path MTU the QP got.
 	PathMTU ibverbs.MTU

@@ -117,9 +117,13 @@
 // Dial and Accept do this themselves for a Conn's QP with
 // Config.PathMTU, whose RTR takes the least of the CM's path MTU and
 // that one: librdmacm gives a QP it made the route's, which the program
-// cannot lower. On an iWARP device, whose CM gives no path MTU (RTR's
-// attributes are INIT's) and whose provider moves the QP to RTS itself,
-// they keep librdmacm's QP and ignore PathMTU.
+// cannot lower. All of this is InfiniBand's and RoCE's. On an iWARP
+// device the CM gives attributes for INIT only (RTR's are INIT's, RTS
+// has none, and no path MTU): the program moves its QP to INIT, and the
+// provider moves it to RTS itself, at Accept and as the connection is
+// made; the active side gets ESTABLISHED, not CONNECT_RESPONSE, and
+// calls no Establish, and InitQPAttr refuses RTR and RTS, saying so.
+// Dial and Accept keep librdmacm's QP there and ignore PathMTU.
 // Calls that need the ID's device (ResolveRoute, Connect, Accept) refuse
 // an ID on none, one neither resolved nor bound to a device's address,
 // with an error matching syscall.EINVAL.

@@ -855,6 +855,11 @@ func (id *ID) transport() ibverbs.TransportType {
 		return ibverbs.TransportUnknown
 	}
 	defer id.use.Leave()
+	return id.transportHeld()
+}
+
+// transportHeld is transport for a caller that holds the guard.
+func (id *ID) transportHeld() ibverbs.TransportType {
 	if id.c.verbs == nil {
 		return ibverbs.TransportUnknown
 	}

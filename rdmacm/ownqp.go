@@ -49,6 +49,16 @@ import (
 // (QPAttrAV, QPAttrDestQPN) and RTS without the send PSN (QPAttrSQPSN),
 // with an error matching syscall.EINVAL that says what must come first.
 //
+// The flow above, RTR and RTS from the CM and CONNECT_RESPONSE then
+// Establish, is InfiniBand's and RoCE's. An iWARP device's CM gives
+// attributes for INIT only (the kernel's iw_cm_init_qp_attr answers RTR
+// with INIT's and RTS with none), and its provider moves the QP, found
+// by the number in ConnParam.QPNum, to RTS itself: at Accept on the
+// passive side, and as the connection is made on the active side, which
+// gets ESTABLISHED, never CONNECT_RESPONSE, and calls no Establish. The
+// QP is moved to INIT only; InitQPAttr refuses RTR and RTS there with an
+// error matching syscall.EINVAL that says so.
+//
 // A datagram ID (PortSpaceUDP, PortSpaceIPoIB) has no peer of its own to
 // take attributes from, and the kernel gives INIT's (state, P_Key index,
 // port and Q_Key) for any state, which Modify refuses past INIT. As
@@ -95,6 +105,20 @@ func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrM
 	case ud:
 		return attr, m, nil
 	}
+	if err := lacksPeer(id.transportHeld(), state, m); err != nil {
+		return ibverbs.QPAttr{}, 0, err
+	}
+	return attr, m, nil
+}
+
+// lacksPeer says why InitQPAttr refuses the kernel's attributes of mask m
+// for state, on a connected ID of a device of transport t, or returns
+// nil: RTR needs the address vector and destination QP, RTS the send PSN.
+// On InfiniBand and RoCE they are missing until the CM has the peer's
+// answer; on iWARP always, since its CM gives attributes for INIT only
+// (iw_cm_init_qp_attr answers RTR with INIT's, RTS with none) and its
+// provider moves the QP to RTS itself, as the connection is made.
+func lacksPeer(t ibverbs.TransportType, state ibverbs.QPState, m ibverbs.QPAttrMask) error {
 	var need ibverbs.QPAttrMask
 	switch state {
 	case ibverbs.QPStateRTR:
@@ -102,12 +126,18 @@ func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrM
 	case ibverbs.QPStateRTS:
 		need = ibverbs.QPAttrSQPSN
 	}
-	if m&need != need {
-		return ibverbs.QPAttr{}, 0, fmt.Errorf("QP state %s: the CM has no peer for the ID yet (mask %#x): "+
-			"take RTR and RTS on the CONNECT_REQUEST (passive side) or on CONNECT_RESPONSE (active side): %w",
-			state, uint32(m), os.NewSyscallError("rdma_init_qp_attr", syscall.EINVAL))
+	if m&need == need {
+		return nil
 	}
-	return attr, m, nil
+	errno := os.NewSyscallError("rdma_init_qp_attr", syscall.EINVAL)
+	if t == ibverbs.TransportIWARP {
+		return fmt.Errorf("QP state %s: an iWARP CM gives attributes for INIT only (mask %#x): the provider moves the QP "+
+			"to RTS itself, at Accept (passive side) or as the connection is made (active side, which gets ESTABLISHED, "+
+			"not CONNECT_RESPONSE, and calls no Establish): move it to INIT only: %w", state, uint32(m), errno)
+	}
+	return fmt.Errorf("QP state %s: the CM has no peer for the ID yet (mask %#x): "+
+		"take RTR and RTS on the CONNECT_REQUEST (passive side) or on CONNECT_RESPONSE (active side): %w",
+		state, uint32(m), errno)
 }
 
 // Establish completes, on the active side, a connection whose QP the ID
@@ -123,7 +153,8 @@ func (id *ID) InitQPAttr(state ibverbs.QPState) (ibverbs.QPAttr, ibverbs.QPAttrM
 // from CreateQP, whose connection librdmacm completes itself, is refused
 // the same way. The kernel's failures are wrapped with rdma_establish,
 // among them EINVAL for a second Establish; after Close it returns
-// ErrClosed.
+// ErrClosed. On an iWARP device the active side gets ESTABLISHED, never
+// CONNECT_RESPONSE, and has no Establish to call (see InitQPAttr).
 func (id *ID) Establish() error {
 	if !id.lock() {
 		return ErrClosed
