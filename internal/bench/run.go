@@ -1840,6 +1840,11 @@ func runSide(ctx context.Context, c *exchange.Conn, spec exchange.TestSpec, l Lo
 		local := exchange.Result{Iterations: mine.reported(), Bytes: mine.Bytes, Elapsed: mine.Elapsed,
 			PeakMessages: mine.Peak.Messages, PeakElapsed: mine.Peak.Elapsed}
 		if runErr != nil && !interrupted {
+			// The loop's failure, which has no code in a Result: the
+			// checks that both sides make alike (a *checkError) fail
+			// before the first barrier, and go to the peer in an
+			// ErrorMsg with theirs (refuse), so that a peer that
+			// finds the same says it once (TestChecksSentAsErrorMsg).
 			local.Error = runErr.Error()
 		}
 		if spec.ValidateData && (runErr == nil || interrupted) {
