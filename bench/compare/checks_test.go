@@ -74,7 +74,9 @@ func fakeTools(t *testing.T, mode string) string {
 //     gorperf's JSON error;
 //
 // gorperf's client, given --threads N, reports its N threads pinned in
-// turn to CPUs 0 and 1;
+// turn to CPUs 0 and 1; without --use_old_post_send (on the ibv_wr_* API,
+// compare's -wr-api) it reports 20% more bandwidth and message rate, and
+// in mode wrfail it fails there, with gorperf's JSON error;
 //
 // and, given only --help, it prints a usage as perftest 26.04's and
 // exits 1.
@@ -93,7 +95,11 @@ func fake(mode, name string, args []string) int {
 		_, ranBefore := os.Stat(mark)
 		os.WriteFile(mark, []byte(strings.Join(args, " ")), 0o644)
 		flaky := ranBefore != nil && (mode == "gorperfflaky" && name == "gorperf" || mode == "perftestflaky" && name != "gorperf")
+		wrAPI := name == "gorperf" && !slices.Contains(args, "--use_old_post_send")
 		switch {
+		case mode == "wrfail" && wrAPI:
+			fmt.Print(`{"error": {"code": "post", "message": "ibv_wr_complete: invalid argument"}}`)
+			return 1
 		case flaky && name == "gorperf":
 			fmt.Print(`{"error": {"code": "post", "message": "ibv_post_send: connection reset"}}`)
 			return 1
@@ -111,7 +117,11 @@ func fake(mode, name string, args []string) int {
 				}
 				threads = `, "thread_results": [` + strings.Join(ts, ", ") + `]`
 			}
-			fmt.Print(`{"results": [{"bw_avg_mbps": 0.050491676612154444, "msg_rate_mpps": 0.02647218014763323}]` + threads + `}`)
+			bw, rate := 0.050491676612154444, 0.02647218014763323
+			if wrAPI {
+				bw, rate = 1.2*bw, 1.2*rate
+			}
+			fmt.Printf(`{"results": [{"bw_avg_mbps": %v, "msg_rate_mpps": %v}]%s}`, bw, rate, threads)
 		default:
 			fmt.Print(header + perftestResultLine + perftestResultFmt + "\n" +
 				fmt.Sprintf(perftestReportFmt, 2, 2000, 0.06, 0.05, 0.027644) + "\n" + perftestResultLine)
@@ -195,7 +205,7 @@ func TestRunProcesses(t *testing.T) {
 			t.Errorf("perftest's precise bandwidth %v, want %v", m.BWPreciseMBps, want)
 		}
 		serverGone(t, dir, "ib_write_bw")
-		g, _ := c.run(context.Background(), true, "write_bw", 2, 1, nil, 2000, false)
+		g, _ := c.run(context.Background(), true, "write_bw", 2, 1, []string{"--use_old_post_send"}, 2000, false)
 		if g.Err != "" || g.MsgRateMpps != 0.02647218014763323 || g.BWPreciseMBps != 0 {
 			t.Errorf("gorperf: %+v", g)
 		}

@@ -56,6 +56,14 @@
 // share one. It warns where this host has fewer CPUs than a row's threads
 // (or, with -pin, where the client has one CPU), and the table lists the
 // rows where the client's threads shared a CPU, as gorperf reported them.
+//
+// Where perftest posts with ibv_post_send (its header says "ibv_wr* API :
+// OFF", as on rxe), gorperf is given --use_old_post_send for the row's
+// figures, and with -wr-api (the default) it also runs -reps times on its
+// own default post path, the ibv_wr_* API, alternating with the other
+// runs: the JSON's gorperf_wr_api and its wr_api_* ratios to perftest, and
+// the table's "wr* ratio" column. -wr-api=false leaves those runs out:
+// 3 of such a row's 11.
 package main
 
 import (
@@ -103,6 +111,9 @@ type config struct {
 	threadSizes          []int // sizes of the write_bw rows where gorperf runs its QPs as threads
 	pin                  bool
 	events               bool
+	// wrAPI also runs gorperf on the ibv_wr_* API in the rows where
+	// perftest posts with ibv_post_send (-wr-api).
+	wrAPI bool
 	// gorperfOnly are flags gorperf alone gets, so that both tools place
 	// themselves alike (numaParity), and numa says why.
 	gorperfOnly []string
@@ -225,6 +236,18 @@ type row struct {
 	SysCPURatio opt `json:"sys_cpu_ratio,omitzero"`
 	// Baselines are the short runs whose CPU time was subtracted: gorperf's, perftest's.
 	Baselines [2]measure `json:"baselines"`
+	// GorperfWRAPI is, in a row where perftest posted with ibv_post_send
+	// and gorperf was given --use_old_post_send for Gorperf, gorperf's
+	// runs on its default post path, the ibv_wr_* API, with the same
+	// flags otherwise (-wr-api); nil where there are none. Its CPU time
+	// is net of gorperf's baseline (Baselines[0]). The wr_api_* ratios
+	// are its figures ÷ perftest's, as BWRatio, MsgRateRatio,
+	// TypicalRatio and P99Ratio are Gorperf's.
+	GorperfWRAPI      *stat `json:"gorperf_wr_api,omitempty"`
+	WRAPIBWRatio      opt   `json:"wr_api_bw_ratio,omitzero"`
+	WRAPIMsgRateRatio opt   `json:"wr_api_msg_rate_ratio,omitzero"`
+	WRAPITypicalRatio opt   `json:"wr_api_t_typical_ratio,omitzero"`
+	WRAPIP99Ratio     opt   `json:"wr_api_p99_ratio,omitzero"`
 }
 
 func main() {
@@ -251,6 +274,7 @@ func main() {
 	thrSizes := flag.String("thread-sizes", "", "message sizes of write_bw rows, one for each QP count of -qps above 1, where gorperf runs the QPs as that many threads (--threads), pinned in turn to its side's CPUs (perftest, which has no threads, runs as in the other rows); none by default, and refused where it adds no row (no -qps above 1, -events, no write_bw)")
 	flag.BoolVar(&c.pin, "pin", false, "pin the server to CPU 0 and the client to CPU 1 (taskset)")
 	flag.BoolVar(&c.events, "events", false, "both tools sleep on completion events (-e); the write tests, which perftest cannot run with -e, are left out")
+	flag.BoolVar(&c.wrAPI, "wr-api", true, "in the rows where perftest posts with ibv_post_send (gorperf then gets --use_old_post_send), also run gorperf -reps times on its default post path, the ibv_wr_* API (the JSON's gorperf_wr_api, the table's \"wr* ratio\")")
 	flag.Parse()
 	given := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -547,7 +571,7 @@ func (c *config) runCases(ctx context.Context, cases []testCase, godebug string,
 		for _, t := range []struct {
 			tool string
 			st   stat
-		}{{"gorperf", r.Gorperf}, {"perftest", r.Perftest}} {
+		}{{"gorperf", r.Gorperf}, {"perftest", r.Perftest}, {"gorperf on the ibv_wr_* API", deref(r.GorperfWRAPI)}} {
 			if t.st.FailedRuns > 0 {
 				failed += fmt.Sprintf("; %s: %d of %d runs failed", t.tool, t.st.FailedRuns, len(t.st.Runs))
 			}
@@ -561,11 +585,19 @@ func (c *config) runCases(ctx context.Context, cases []testCase, godebug string,
 	return rows, nil
 }
 
+// deref is *st, or no runs where st is nil.
+func deref(st *stat) stat {
+	if st == nil {
+		return stat{}
+	}
+	return *st
+}
+
 // failedRows counts the rows where gorperf or perftest failed every run.
 func failedRows(rows []row) int {
 	n := 0
 	for _, r := range rows {
-		if r.Gorperf.Err != "" || r.Perftest.Err != "" {
+		if r.Gorperf.Err != "" || r.Perftest.Err != "" || r.GorperfWRAPI != nil && r.GorperfWRAPI.Err != "" {
 			n++
 		}
 	}
@@ -579,7 +611,11 @@ func shortRows(rows []row) (n, runs int) {
 		if r.failure() != "" {
 			continue
 		}
-		if f := r.Gorperf.FailedRuns + r.Perftest.FailedRuns; f > 0 {
+		f := r.Gorperf.FailedRuns + r.Perftest.FailedRuns
+		if w := r.GorperfWRAPI; w != nil && w.Err == "" {
+			f += w.FailedRuns
+		}
+		if f > 0 {
 			n++
 			runs += f
 		}
@@ -727,6 +763,9 @@ func failedRuns(rows []row) int {
 	n := 0
 	for _, r := range rows {
 		n += r.Gorperf.FailedRuns + r.Perftest.FailedRuns
+		if r.GorperfWRAPI != nil {
+			n += r.GorperfWRAPI.FailedRuns
+		}
 	}
 	return n
 }
@@ -772,7 +811,7 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 	// knows, for one): gorperf gets what perftest's header says it used.
 	var params []string
 	var known bool // params come from a perftest run that succeeded
-	var pruns, gruns []measure
+	var pruns, gruns, wruns []measure
 	for i := range c.reps {
 		// Alternate which tool goes first, so that a drift in the
 		// machine's state does not always favour the same one. The first
@@ -792,8 +831,24 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 				gruns = append(gruns, measure{Err: errNotRun})
 				continue
 			}
-			m, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), k.iters, false)
-			gruns = append(gruns, m)
+			gargs := append(append(slices.Clone(extra), params...), k.gorperfOnly()...)
+			wargs, wr := wrAPIArgs(gargs)
+			if !c.wrAPI || !wr {
+				m, _ := c.run(ctx, true, test, size, qps, gargs, k.iters, false)
+				gruns = append(gruns, m)
+				continue
+			}
+			// Both of gorperf's post paths, in turn: the one perftest
+			// took first in the rounds where perftest went first.
+			for _, w := range []bool{i%2 == 1, i%2 == 0} {
+				if w {
+					m, _ := c.run(ctx, true, test, size, qps, wargs, k.iters, false)
+					wruns = append(wruns, m)
+				} else {
+					m, _ := c.run(ctx, true, test, size, qps, gargs, k.iters, false)
+					gruns = append(gruns, m)
+				}
+			}
 		}
 	}
 	// Start-up costs the same whatever the run's length (and far more
@@ -806,17 +861,62 @@ func (c *config) compare(ctx context.Context, k testCase) row {
 	gb, _ := c.run(ctx, true, test, size, qps, append(append(slices.Clone(extra), params...), k.gorperfOnly()...), baseN, true)
 	netCPU(pruns, pb)
 	netCPU(gruns, gb)
+	netCPU(wruns, gb)
 	r.Baselines = [2]measure{gb, pb}
 	r.Params = strings.Join(append(append([]string{}, extra...), params...), " ")
 	r.CommonParams = strings.Join(extra, " ")
 	r.GorperfParams = strings.Join(append(append(slices.Clone(params), k.gorperfOnly()...), c.gorperfOnly...), " ")
 	bw := strings.HasSuffix(test, "_bw")
 	r.Perftest, r.Gorperf = summarize(pruns, bw), summarize(gruns, bw)
-	if r.Gorperf.Err != "" || r.Perftest.Err != "" {
+	if len(wruns) > 0 {
+		st := summarize(wruns, bw)
+		r.GorperfWRAPI = &st
+	}
+	if r.Perftest.Err != "" {
+		return r
+	}
+	r.setWRAPIRatios()
+	if r.Gorperf.Err != "" {
 		return r
 	}
 	r.setRatios()
 	return r
+}
+
+// wrAPIArgs is gorperf's flags args on its default post path, the
+// ibv_wr_* API: without --use_old_post_send, which perftest's header
+// gave where perftest posted with ibv_post_send; ok is false where args
+// have no such flag (gorperf already runs on the ibv_wr_* API).
+func wrAPIArgs(args []string) (_ []string, ok bool) {
+	if !slices.Contains(args, "--use_old_post_send") {
+		return nil, false
+	}
+	return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--use_old_post_send" }), true
+}
+
+// setWRAPIRatios sets the row's wr_api_* ratios, of gorperf's runs on the
+// ibv_wr_* API to perftest's figures, where both have figures.
+func (r *row) setWRAPIRatios() {
+	w, p := r.GorperfWRAPI, r.Perftest
+	if w == nil || w.Err != "" || p.Err != "" {
+		return
+	}
+	if strings.HasSuffix(r.Test, "_bw") {
+		r.WRAPIBWRatio = ratio(w.bw(), p.bw())
+		r.WRAPIMsgRateRatio = ratio(w.MsgRateMpps, p.MsgRateMpps)
+	} else {
+		r.WRAPITypicalRatio = ratio(w.TTypicalUs, p.TTypicalUs)
+		r.WRAPIP99Ratio = ratio(w.P99Us, p.P99Us)
+	}
+}
+
+// wrAPIRatio is the row's main ratio of gorperf on the ibv_wr_* API to
+// perftest: bandwidth, or t_typical; absent where it has none.
+func (r row) wrAPIRatio() opt {
+	if strings.HasSuffix(r.Test, "_bw") {
+		return r.WRAPIBWRatio
+	}
+	return r.WRAPITypicalRatio
 }
 
 // errNotRun is a gorperf run's error where perftest's runs so far failed:
@@ -1376,8 +1476,14 @@ func lcm(a, b int) int { return a / gcd(a, b) * b }
 // baselines, and the rows where gorperf's threads shared a CPU.
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	var failed, short, shared []string
-	fmt.Fprintln(tw, "test\tbytes\tqps\tlist\tgorperf\tperftest\tratio\tmsg rate ratio\tbest ratio\tΔ typical µs\tΔ p99 µs\tspread g/p\tretries g/p\tuser CPU/msg\tsys CPU/msg\t")
+	var failed, short, shared, wrFailed []string
+	// The column of gorperf on the ibv_wr_* API, where a row has its runs.
+	wrCol := slices.ContainsFunc(rows, func(r row) bool { return r.GorperfWRAPI != nil })
+	heading := "test\tbytes\tqps\tlist\tgorperf\tperftest\tratio\tmsg rate ratio\tbest ratio\tΔ typical µs\tΔ p99 µs\tspread g/p\tretries g/p\tuser CPU/msg\tsys CPU/msg\t"
+	if wrCol {
+		heading += "wr* ratio\t"
+	}
+	fmt.Fprintln(tw, heading)
 	for _, r := range rows {
 		list := "-"
 		if r.PostList > 1 {
@@ -1431,6 +1537,21 @@ func printTable(w io.Writer, rows []row) {
 			cpu = r.CPURatio.format("%.2f") + "\t" + r.SysCPURatio.format("%.2f") + "\t"
 		}
 		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%s", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, cpu)
+		if w := r.GorperfWRAPI; w != nil {
+			for i, m := range w.Runs {
+				if m.Err != "" && w.Err == "" {
+					short = append(short, fmt.Sprintf("%s, gorperf on the ibv_wr_* API run %d of %d: %s", name, i+1, len(w.Runs), m.Err))
+				}
+			}
+			if w.Err != "" {
+				common += "ERROR\t"
+				wrFailed = append(wrFailed, fmt.Sprintf("%s: %s", name, w.Err))
+			} else {
+				common += r.wrAPIRatio().format("%.3f") + w.runsMark() + "\t"
+			}
+		} else if wrCol {
+			common += "-\t"
+		}
 		if strings.HasSuffix(r.Test, "_bw") {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s MiB/s%s\t%s MiB/s%s\t%s\t%s\t%s\t\t\t%s\n", r.Test, r.Bytes, qps, list,
 				mbps(g.bw()), g.runsMark(), mbps(p.bw()), p.runsMark(), r.BWRatio.format("%.3f"), r.MsgRateRatio.format("%.3f"), r.BestRatio.format("%.3f"), common)
@@ -1460,6 +1581,16 @@ func printTable(w io.Writer, rows []row) {
 	if len(short) > 0 {
 		fmt.Fprintln(w, "[k/n]: the tool's figures are the medians of the k of its n runs that succeeded; the others failed:")
 		for _, f := range short {
+			fmt.Fprintln(w, "  "+f)
+		}
+	}
+	if wrCol {
+		fmt.Fprintln(w, "wr* ratio: gorperf on its default post path, the ibv_wr_* API, ÷ perftest (bandwidth or t_typical), in the rows")
+		fmt.Fprintln(w, "where perftest posted with ibv_post_send and the gorperf column is gorperf's with --use_old_post_send.")
+	}
+	if len(wrFailed) > 0 {
+		fmt.Fprintln(w, "ERROR under wr* ratio: every run of gorperf on the ibv_wr_* API failed:")
+		for _, f := range wrFailed {
 			fmt.Fprintln(w, "  "+f)
 		}
 	}
