@@ -38,6 +38,11 @@ type EventChannel struct {
 	idMu   sync.Mutex
 	closed atomic.Bool
 	ids    map[*C.struct_rdma_cm_id]*ID
+	// listener says the channel is a Listener's (under idMu, set by
+	// Listen): its Accept and GetRequest read every event on it and
+	// drop those that are not requests, so CreateID and Migrate refuse
+	// to put another ID on it.
+	listener bool
 
 	// evMu is held while GetEvent reads an event (rdma_get_cm_event),
 	// which uses the QP that CreateQP made for the event's ID, with no
@@ -211,14 +216,19 @@ var getEventHook atomic.Pointer[func(ch *EventChannel, ev *Event)]
 // takes an event would (for the tests).
 var getEventFault atomic.Pointer[func(ch *EventChannel) syscall.Errno]
 
-// addIfOpen runs create, which makes or moves an ID onto the channel, and
-// adds the ID it returns, unless the channel is closed: both under idMu,
-// so that Close cannot destroy the channel between them.
-func (ch *EventChannel) addIfOpen(create func(c *C.struct_rdma_event_channel) (*ID, error)) (*ID, error) {
+// addIfOpen runs create, which makes or moves an ID onto the channel (verb
+// names how, for the error), and adds the ID it returns, unless the
+// channel is closed, or a Listener's: both under idMu, so that Close
+// cannot destroy the channel between them.
+func (ch *EventChannel) addIfOpen(verb string, create func(c *C.struct_rdma_event_channel) (*ID, error)) (*ID, error) {
 	ch.idMu.Lock()
 	defer ch.idMu.Unlock()
 	if ch.closed.Load() {
 		return nil, ErrClosed
+	}
+	if ch.listener {
+		return nil, fmt.Errorf("rdmacm: the event channel is a Listener's, whose Accept and GetRequest read every event on it "+
+			"and drop all but the connection requests: use a channel of your own: %w", os.NewSyscallError(verb, syscall.EINVAL))
 	}
 	id, err := create(ch.c)
 	if err != nil {
@@ -226,6 +236,14 @@ func (ch *EventChannel) addIfOpen(create func(c *C.struct_rdma_event_channel) (*
 	}
 	ch.ids[id.c] = id
 	return id, nil
+}
+
+// markListener makes the channel a Listener's: CreateID and Migrate
+// refuse it from now on.
+func (ch *EventChannel) markListener() {
+	ch.idMu.Lock()
+	ch.listener = true
+	ch.idMu.Unlock()
 }
 
 // remove forgets id, unless its address is already another ID's.

@@ -146,9 +146,12 @@ func cUDPQKey() int { return C.RDMA_UDP_QKEY }
 
 // CreateID creates an identifier whose events arrive on ch (rdma_create_id).
 // PortSpaceTCP gives RC connections, PortSpaceUDP UD ones.
-// It fails with ErrClosed once ch is closed, also while Close runs.
+// It fails with ErrClosed once ch is closed, also while Close runs. A
+// Listener's channel (Listener.ID's Channel) is refused, with an error
+// matching syscall.EINVAL: the Listener's Accept and GetRequest read
+// every event on it, and would drop the new ID's.
 func (ch *EventChannel) CreateID(ps PortSpace) (*ID, error) {
-	return ch.addIfOpen(func(cc *C.struct_rdma_event_channel) (*ID, error) {
+	return ch.addIfOpen("rdma_create_id", func(cc *C.struct_rdma_event_channel) (*ID, error) {
 		var c *C.struct_rdma_cm_id
 		r, err := C.rdma_create_id(cc, &c, nil, C.enum_rdma_port_space(ps))
 		if r != 0 {
@@ -197,7 +200,9 @@ func (id *ID) unlock() {
 // GetEvent once it has read an event ("event") (for the tests).
 var qpUseHook atomic.Pointer[func(where string)]
 
-// Channel returns the event channel the ID's events arrive on.
+// Channel returns the event channel the ID's events arrive on. A
+// Listener's (that of Listener.ID) is the Listener's alone: CreateID and
+// Migrate refuse to put another ID on it.
 func (id *ID) Channel() *EventChannel { return id.ch.Load() }
 
 // PortSpace returns the ID's port space.
@@ -736,7 +741,9 @@ func (id *ID) Disconnect() error {
 // the Conn's channel, where the Conn reads its events, and a Listener's
 // listening ID (Listener.ID) on the Listener's, where its Accept and
 // GetRequest read the connection requests: Migrate refuses either with
-// an error matching syscall.EINVAL, and the ID stays where it was.
+// an error matching syscall.EINVAL, and the ID stays where it was. So it
+// does any ID's move onto a Listener's channel, whose Accept and
+// GetRequest read every event on it and would drop the ID's.
 func (id *ID) Migrate(ch *EventChannel) error {
 	if !id.use.Enter() {
 		return ErrClosed
@@ -767,7 +774,7 @@ func (id *ID) Migrate(ch *EventChannel) error {
 	// runs outside ch's idMu: it waits for the acks of the ID's events
 	// taken, and a GetEvent acknowledges its event only once it has
 	// looked the ID up under its channel's idMu.
-	if _, err := ch.addIfOpen(func(*C.struct_rdma_event_channel) (*ID, error) { return id, nil }); err != nil {
+	if _, err := ch.addIfOpen("rdma_migrate_id", func(*C.struct_rdma_event_channel) (*ID, error) { return id, nil }); err != nil {
 		return err
 	}
 	// ch.c stays: ch's Close refuses while the ID is in ch.ids.

@@ -127,9 +127,11 @@ func listen(ctx context.Context, addr string, cfg *Config) (*Listener, error) {
 	if err := id.Listen(cfg.Backlog); err != nil {
 		return nil, errors.Join(err, id.Close(), ch.Close())
 	}
-	// getRequest reads the requests from ch: the ID stays on it
-	// (Migrate refuses).
+	// getRequest reads the requests from ch, and drops its other
+	// events: the ID stays on it (Migrate refuses), and no other ID
+	// joins it (CreateID and Migrate refuse).
 	id.listening = true
+	ch.markListener()
 	l := &Listener{id: id, ch: ch, cfg: *cfg, bound: id.LocalAddr(), sem: make(chan struct{}, 1), readyc: make(chan struct{}),
 		slots: make(chan struct{}, maxHandshakes)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
@@ -143,7 +145,11 @@ func (l *Listener) Addr() netip.AddrPort { return l.bound }
 // ID returns the listening rdma_cm identifier. Its events belong to the
 // Listener, whose Accept and GetRequest take the connection requests:
 // do not wait on its channel. It stays on that channel: its Migrate
-// refuses (syscall.EINVAL).
+// refuses (syscall.EINVAL). The channel is the Listener's alone: Accept
+// and GetRequest read every event on it and drop all but the requests
+// (and DEVICE_REMOVAL), so CreateID on it, and Migrate of another ID onto
+// it, refuse too (syscall.EINVAL): put IDs of your own on a channel of
+// your own.
 func (l *Listener) ID() *ID { return l.id }
 
 // Accept waits for a connection request and accepts it with the

@@ -5,6 +5,7 @@ package rdmacm_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,6 +81,69 @@ func TestListenerIDMigrateRefused(t *testing.T) {
 				}
 			}
 			openOK("the refused Migrate")
+		})
+	}
+}
+
+// TestListenerChannelRefusesIDs: a Listener's channel is its own, whose
+// Accept and GetRequest read every event on it and drop all but the
+// requests: CreateID on it, and the Migrate of another ID onto it (one
+// of the caller's, a request's from GetRequest), refuse (EINVAL), the
+// IDs staying where they were, and Accept still takes a request; RC and
+// UD. CreateID and Migrate put the IDs there, whose events Accept and
+// GetRequest then dropped.
+func TestListenerChannelRefusesIDs(t *testing.T) {
+	n := device(t)
+	for _, ud := range []bool{false, true} {
+		name := "RC"
+		if ud {
+			name = "UD"
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := &rdmacm.Config{UD: ud}
+			l := listen(t, n.IP, cfg)
+			lch := l.ID().Channel()
+			refused := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "Listener's") {
+					t.Errorf("%s onto the Listener's channel: %v, want EINVAL saying the channel is a Listener's", what, err)
+				}
+			}
+
+			id, err := lch.CreateID(rdmacm.PortSpaceTCP)
+			if id != nil {
+				t.Cleanup(func() { closeOK(t, id) })
+			}
+			refused("CreateID", err)
+
+			ch, mine := newID(t, rdmacm.PortSpaceTCP)
+			refused("Migrate of an ID of the caller's", mine.Migrate(lch))
+			if mine.Channel() != ch {
+				t.Error("the caller's ID moved to the Listener's channel")
+			}
+
+			if !ud {
+				// A request's ID, which GetRequest moved to a
+				// channel of its own.
+				ctx := timeout(t, 20*time.Second)
+				_, r := pendingRequest(t, ctx, n, l)
+				own := r.ID().Channel()
+				refused("Migrate of a request's ID", r.ID().Migrate(lch))
+				if r.ID().Channel() != own {
+					t.Error("the request's ID moved to the Listener's channel")
+				}
+				if err := r.Reject(nil); err != nil {
+					t.Errorf("Reject: %v", err)
+				}
+			}
+
+			srv, cli, err := tryConnect(timeout(t, 20*time.Second), l, n.IP, cfg)
+			if err != nil {
+				t.Errorf("Accept after the refusals: %v", err)
+			} else {
+				closeOK(t, cli)
+				closeOK(t, srv)
+			}
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorperf/gorperf/ibverbs"
 	"github.com/gorperf/gorperf/rdmacm"
 )
 
@@ -195,29 +196,34 @@ func TestCloseRejectsParked(t *testing.T) {
 
 // TestListenerCloseRetry: a listener's Close that fails is tried again
 // by the next, where the first's error was kept and returned for good
-// and what it had not freed stayed: an ID of the test's own on the
-// listener's channel makes the channel's destruction fail (EBUSY); once
-// it is closed, the next Close frees the channel. (A failure of
-// rdma_destroy_id itself, which would leave the port bound, the test
-// cannot make: rdma_create_qp refuses a listening ID a QP, with EINVAL.)
+// and what it had not freed stayed: a QP of the test's own on the
+// listening ID (CreateQP; a UD listener's, as rdma_create_qp refuses an
+// RC listening ID a QP, with EINVAL) makes the ID's Close, and so the
+// channel's, fail (EBUSY); once the QP is closed, the next Close frees
+// the ID and the channel. (Its own IDs on the listener's channel, which
+// made it fail before, CreateID now refuses.)
 func TestListenerCloseRetry(t *testing.T) {
 	n := device(t)
-	l := listen(t, n.IP, nil)
+	l := listen(t, n.IP, &rdmacm.Config{UD: true})
 	ch := l.ID().Channel()
-	other, err := ch.CreateID(rdmacm.PortSpaceTCP)
+	pd, cq := idPDCQ(t, l.ID())
+	qp, err := l.ID().CreateQP(pd, ibverbs.QPInit{SendCQ: cq, Cap: ibverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4}})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("CreateQP on a UD Listener's ID: %v", err)
 	}
-	defer other.Close()
+	t.Cleanup(func() { closeOK(t, qp) })
 	if err := l.Close(); !errors.Is(err, syscall.EBUSY) {
-		t.Fatalf("Close with another ID on the listener's channel: %v, want EBUSY", err)
+		t.Fatalf("Close with a QP on the listening ID: %v, want EBUSY", err)
 	}
 	if ch.Fd() == -1 {
 		t.Fatal("the channel is closed after the Close that failed")
 	}
-	closeOK(t, other)
+	if _, err := l.Accept(timeout(t, 5*time.Second)); !errors.Is(err, rdmacm.ErrClosed) {
+		t.Errorf("Accept after the Close that failed: %v, want ErrClosed", err)
+	}
+	closeOK(t, qp)
 	if err := l.Close(); err != nil {
-		t.Fatalf("Close again once the other ID is closed: %v", err)
+		t.Fatalf("Close again once the QP is closed: %v", err)
 	}
 	if ch.Fd() != -1 {
 		t.Error("the listener's channel is still open after the second Close")
