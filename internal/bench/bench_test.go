@@ -647,7 +647,20 @@ func TestLatencyGap(t *testing.T) {
 // TestRelaxedOrdering registers the buffers with and without PCIe relaxed
 // ordering, as the client asks: both sides' headers say which, and the
 // data arrives intact either way (rxe takes the flag and ignores it).
+// write_lat registers without it whatever the client asks, as
+// ib_write_lat does: its receiver polls each message's last byte.
 func TestRelaxedOrdering(t *testing.T) {
+	t.Run("write_lat", func(t *testing.T) {
+		spec := exchange.TestSpec{Test: exchange.WriteLat, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 20,
+			NumQPs: 1, TXDepth: 1, RXDepth: 16, CQModeration: 1, ValidateData: true}
+		c, s := loopback(t, spec)
+		if c.Header.PCIeRelaxOrder || s.Header.PCIeRelaxOrder {
+			t.Errorf("write_lat's PCIe relax order: client %v, server %v; want off on both", c.Header.PCIeRelaxOrder, s.Header.PCIeRelaxOrder)
+		}
+		if c.Mismatches != 0 || s.Mismatches != 0 {
+			t.Errorf("data mismatches: client %d, server %d", c.Mismatches, s.Mismatches)
+		}
+	})
 	for _, off := range []bool{false, true} {
 		t.Run(fmt.Sprintf("disabled=%v", off), func(t *testing.T) {
 			spec := exchange.TestSpec{Test: exchange.WriteBW, ConnType: ibverbs.QPTypeRC, Size: 4096, Iterations: 100,

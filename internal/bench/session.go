@@ -520,7 +520,7 @@ func openSession(spec exchange.TestSpec, l Local) (_ *session, err error) {
 		s.fillPayload()
 	}
 	access := ibverbs.AccessLocalWrite | ibverbs.AccessRemoteWrite | ibverbs.AccessRemoteRead | ibverbs.AccessRemoteAtomic
-	if !spec.NoRelaxedOrdering {
+	if spec.RelaxedOrdering() {
 		// As perftest does by default: the NIC may then reorder its
 		// PCIe writes to the buffer, which some hosts need for full
 		// bandwidth. libibverbs drops the flag where the kernel or the
@@ -1195,7 +1195,7 @@ func (s *session) header(client bool) report.Header {
 		Connection: s.spec.ConnType.String(), Mtu: s.mtu().Bytes(), LinkType: linkType(s.portAttr.LinkLayer),
 		GIDIndex: s.gid.Entry.Index, GIDReason: gidReason(s.gid, s.mtuWhy()), MaxInline: s.inlineSize(0),
 		RdmaCM: cm, DataEx: "Ethernet", ShowRKey: s.spec.Test.UsesRemoteMemory(), WRAPI: s.qps[0].WRAPI(),
-		PCIeRelaxOrder: !s.spec.NoRelaxedOrdering, Events: s.spec.Events, UsingSRQ: s.srq != nil,
+		PCIeRelaxOrder: s.spec.RelaxedOrdering(), Events: s.spec.Events, UsingSRQ: s.srq != nil,
 		FlowLabels: s.spec.FlowLabels, Env: reportEnv(s.env()), PeerDevice: s.peerEnv.Device, PeerEnv: reportEnv(s.peerEnv),
 	}
 	if s.group.IsValid() {

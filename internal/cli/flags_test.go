@@ -478,8 +478,8 @@ func TestTestFlagErrors(t *testing.T) {
 		{exchange.WriteBW, []string{"-q", "-1"}, `invalid argument "-1" for "-q, --qp" flag: want a number from 0 to 65535`},
 		// perftest's PP rate limiter's, not its raw Ethernet tests'.
 		{exchange.SendBW, []string{"--typical_pkt_size", "1024"}, "perftest's --typical_pkt_size (the packet size of a burst of its PP rate limiter) is not offered: it only works with perftest's hardware packet-pacing rate limiter"},
-		{exchange.AtomicBW, []string{"-s", "16"}, "atomic_bw moves 8 bytes: leave out -s and -a"},
-		{exchange.AtomicLat, []string{"-a"}, "atomic_lat moves 8 bytes: leave out -s and -a"},
+		{exchange.AtomicBW, []string{"-s", "16"}, "atomic_bw moves 8 bytes: -s must be 8 or left out, and -a has no sizes to sweep"},
+		{exchange.AtomicLat, []string{"-a"}, "atomic_lat moves 8 bytes: -s must be 8 or left out, and -a has no sizes to sweep"},
 	} {
 		// The whole message a user sees goes to the golden file.
 		f, _, errOut := newTestFactory(nil, nil)

@@ -174,6 +174,7 @@ type TestSpec struct {
 	// NoRelaxedOrdering registers memory without PCIe relaxed ordering,
 	// which both sides otherwise ask for, as perftest does (its
 	// --disable_pcie_relaxed); a device without it ignores the request.
+	// WriteLat never asks for it (see RelaxedOrdering).
 	NoRelaxedOrdering bool
 	// Events makes both sides sleep on completion events while they wait
 	// for a completion, instead of polling (perftest's -e). write_lat,
@@ -268,6 +269,16 @@ const MaxThreads = 256
 // the write tests with Immediate.
 func (s TestSpec) Receives() bool {
 	return s.Test.Receives() || s.Immediate && s.Test.IsWrite()
+}
+
+// RelaxedOrdering reports whether both sides register their buffers with
+// PCIe relaxed ordering: unless NoRelaxedOrdering, and never for
+// WriteLat, as ib_write_lat never does. Its receiver learns that a
+// message came by polling the message's last byte, which tells only where
+// the NIC writes the buffer in order: with relaxed ordering the last byte
+// may land before the others.
+func (s TestSpec) RelaxedOrdering() bool {
+	return !s.NoRelaxedOrdering && s.Test != WriteLat
 }
 
 // MaxFlowLabel is the largest GRH flow label: it has 20 bits.
@@ -601,7 +612,7 @@ func (s TestSpec) Validate() error {
 	}
 	switch {
 	case t.IsAtomic() && (s.AllSizes || s.Size != 8):
-		return invalid("%s moves 8 bytes: leave out -s and -a", t)
+		return invalid("%s moves 8 bytes: -s must be 8 or left out, and -a has no sizes to sweep", t)
 	case !s.sweep() && s.Size == 0:
 		return invalid("message size 0")
 	}

@@ -113,7 +113,7 @@ func TestValidate(t *testing.T) {
 		{"read UC", "read_bw takes RC, not UC", func(s *TestSpec) { s.Test, s.ConnType = ReadBW, ibverbs.QPTypeUC }},
 		{"write UD", "write_bw takes RC or UC, not UD", func(s *TestSpec) { s.ConnType = ibverbs.QPTypeUD }},
 		{"atomic op", "unknown atomic operation", func(s *TestSpec) { s.Atomic = 2 }},
-		{"atomic size", "atomic_bw moves 8 bytes: leave out -s and -a", func(s *TestSpec) { s.Test = AtomicBW }},
+		{"atomic size", "atomic_bw moves 8 bytes: -s must be 8 or left out, and -a has no sizes to sweep", func(s *TestSpec) { s.Test = AtomicBW }},
 		{"size 0", "message size 0", func(s *TestSpec) { s.Size = 0 }},
 		{"MTU", "MTU 6", func(s *TestSpec) { s.MTU = 6 }},
 		{"UD over MTU", "at most the MTU, 1024 bytes", func(s *TestSpec) { s.Test, s.ConnType, s.Size = SendBW, ibverbs.QPTypeUD, 2048 }},
@@ -507,6 +507,20 @@ func TestSpecImmediate(t *testing.T) {
 		c.memory = (c.memory + page - 1) / page * page
 		if s.Receives() != c.receives || s.Memory() != c.memory {
 			t.Errorf("%v, immediate %v: Receives %v, Memory %d; want %v, %d", c.test, c.imm, s.Receives(), s.Memory(), c.receives, c.memory)
+		}
+	}
+}
+
+// TestRelaxedOrdering: every test asks for PCIe relaxed ordering unless
+// told not to, but write_lat never does, as ib_write_lat does not.
+func TestRelaxedOrdering(t *testing.T) {
+	for _, test := range []Test{WriteBW, WriteLat, ReadBW, ReadLat, SendBW, SendLat, AtomicBW, AtomicLat} {
+		for _, off := range []bool{false, true} {
+			s := testSpec()
+			s.Test, s.NoRelaxedOrdering = test, off
+			if want := !off && test != WriteLat; s.RelaxedOrdering() != want {
+				t.Errorf("%v, NoRelaxedOrdering %v: RelaxedOrdering %v; want %v", test, off, s.RelaxedOrdering(), want)
+			}
 		}
 	}
 }
