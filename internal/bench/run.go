@@ -1403,7 +1403,7 @@ func handshakeSpec(ctx context.Context, c *exchange.Conn, at time.Time, wait tim
 	}
 	spec, err := c.RecvSpec(hctx)
 	if pe := (*exchange.PeerError)(nil); errors.As(err, &pe) {
-		return exchange.TestSpec{}, &GaveUpError{from.String(), pe}
+		return exchange.TestSpec{}, &GaveUpError{Addr: from.String(), Err: pe}
 	}
 	if err != nil {
 		err = late(err, "said hello but asked for no test in %v")
@@ -2466,18 +2466,22 @@ type notATest struct{ err error }
 
 // GaveUpError is a client that, greeted, said why it gave up instead of
 // asking for its test (giveUp): a one-test server's Serve ends with it,
-// as it would with the failure of that client's test.
+// as it would with the failure of that client's test. Addr is the
+// client's address (its control connection's, as a Result's Peer), Err
+// what it said.
 type GaveUpError struct {
-	from string              // the client's address
-	why  *exchange.PeerError // what it said
+	Addr string
+	Err  *exchange.PeerError
 }
 
+// Error says "client ADDR gave up before it asked for a test: " and the
+// client's own words, without PeerError's "peer: ".
 func (e *GaveUpError) Error() string {
-	// The client's own words, without PeerError's "peer: ".
-	return fmt.Sprintf("client %s gave up before it asked for a test: %s", e.from, strings.TrimPrefix(e.why.Error(), "peer: "))
+	return fmt.Sprintf("client %s gave up before it asked for a test: %s", e.Addr, strings.TrimPrefix(e.Err.Error(), "peer: "))
 }
 
-func (e *GaveUpError) Unwrap() error { return e.why }
+// Unwrap returns what the client said.
+func (e *GaveUpError) Unwrap() error { return e.Err }
 
 func (e *notATest) Error() string { return e.err.Error() }
 func (e *notATest) Unwrap() error { return e.err }

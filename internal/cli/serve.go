@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -286,9 +287,16 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 }
 
 // clientAddr is the address of the client that err, a served test's
-// failure, names (Serve's "client ADDR: "), or "" where it names none.
-// An address holds no ": ", an IPv6 one's colons stand without a space.
+// failure, names, or "" where it names none: a client that gave up
+// before it asked for its test (a *bench.GaveUpError) by the address
+// it holds, whose text says "client ADDR gave up ..."; any other by
+// Serve's "client ADDR: " (bench.NameClient), where ADDR is an IP
+// address and a numeric port (an IPv6 one in brackets, its colons
+// without a space).
 func clientAddr(err error) string {
+	if gave := (*bench.GaveUpError)(nil); errors.As(err, &gave) {
+		return gave.Addr
+	}
 	rest, ok := strings.CutPrefix(err.Error(), "client ")
 	if !ok {
 		return ""
@@ -297,7 +305,7 @@ func clientAddr(err error) string {
 	if !ok {
 		return ""
 	}
-	if _, _, serr := net.SplitHostPort(addr); serr != nil {
+	if _, perr := netip.ParseAddrPort(addr); perr != nil {
 		return ""
 	}
 	return addr
