@@ -1854,8 +1854,11 @@ func (c *Conn) QP() *ibverbs.QP { return c.link.QP() }
 // receive free for it or every send buffer is on the wire, or another
 // sender has its turn, until ctx ends, the write deadline passes or the
 // Conn closes, and returns once the message is posted: that it arrived,
-// the peer's Recv says. A message longer than MaxSend is refused
-// (EMSGSIZE); an empty one is sent, and received as an empty message.
+// the peer's Recv says. A context already done, or a write deadline
+// already passed, fails it with that error before it posts anything, as
+// package net's calls fail once their deadline has passed. A message
+// longer than MaxSend is refused (EMSGSIZE); an empty one is sent, and
+// received as an empty message.
 func (c *Conn) Send(ctx context.Context, p []byte) error {
 	checkContext(ctx, "(*Conn).Send")
 	if c.wdl.passed() && !isClosed(c.closed) {
@@ -1875,11 +1878,16 @@ func (c *Conn) Send(ctx context.Context, p []byte) error {
 // recvTurn) and takes it, until ctx ends, the deadline dl passes or
 // closed (the Conn's or PacketConn's) is closed; once dl has passed, it
 // fails at once, as package net's calls do, unless closed is, which they
-// tell first. The caller gives the turn back (giveTurn). A turn free
-// takes no select on the rest, and nothing allocates.
+// tell first, and so it does once ctx is done (ctx.Err()), so that a call
+// with a context already cancelled posts and takes nothing. The caller
+// gives the turn back (giveTurn). A turn free takes no select on the
+// rest, and nothing allocates.
 func takeTurn(ctx context.Context, turn chan struct{}, dl *deadline, closed chan struct{}) error {
 	if isClosed(closed) {
 		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	select {
 	case turn <- struct{}{}:
@@ -1897,6 +1905,11 @@ func takeTurn(ctx context.Context, turn chan struct{}, dl *deadline, closed chan
 	if dl.passed() && !isClosed(closed) {
 		giveTurn(turn)
 		return os.ErrDeadlineExceeded
+	}
+	if err := ctx.Err(); err != nil && !isClosed(closed) {
+		// It ended as the turn came.
+		giveTurn(turn)
+		return err
 	}
 	return nil
 }
@@ -2108,7 +2121,10 @@ func (c *Conn) writeErr() error {
 // rdmacm.ErrDisconnected instead, and after its Abort one matching
 // syscall.ECONNRESET. If a Read took part of a message, Recv returns the
 // rest. Waiting, for a message or for another receiver's turn, ends when
-// ctx ends, the read deadline passes or the Conn closes.
+// ctx ends, the read deadline passes or the Conn closes; a context
+// already done, or a read deadline already passed, fails it at once with
+// that error, even with a message waiting, which stays for the next
+// call.
 func (c *Conn) Recv(ctx context.Context, p []byte) (int, error) {
 	checkContext(ctx, "(*Conn).Recv")
 	if err := takeTurn(ctx, c.recvTurn, &c.rdl, c.closed); err != nil {

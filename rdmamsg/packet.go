@@ -647,7 +647,8 @@ func (p *PacketConn) QP() *ibverbs.QP { return p.qp }
 // than b is cut, and the error matches io.ErrShortBuffer; MaxDatagram
 // bytes always suffice. Datagrams that do not come from a PacketConn are
 // dropped. Once the read deadline has passed it fails at once, even with
-// datagrams waiting, as package net's do.
+// datagrams waiting, as package net's do, and so does it once ctx is
+// done.
 func (p *PacketConn) ReadFrom(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
 	checkContext(ctx, "(*PacketConn).ReadFrom")
 	n, from, _, size, err := p.readFrom(ctx, b)
@@ -780,7 +781,8 @@ func (p *PacketConn) take(slot int, b []byte) (int, netip.AddrPort, net.Addr, in
 // arrives, UD does not say. One whose send the device fails is lost, and
 // counted (PacketStats.Failed); the PacketConn goes on (see the package
 // documentation). Once the write deadline has passed it fails at
-// once, as package net's do.
+// once, as package net's do, and so does it once ctx is done: nothing
+// is posted.
 func (p *PacketConn) WriteTo(ctx context.Context, b []byte, to netip.AddrPort) error {
 	checkContext(ctx, "(*PacketConn).WriteTo")
 	if p.wdl.passed() && !isClosed(p.closed) {

@@ -198,7 +198,10 @@ func (c *Conn) deregister() error {
 // completes, and dst's Close refuses until then.
 //
 // A wait that ends early returns ctx's error, os.ErrDeadlineExceeded
-// (SetReadDeadline) or, after Close, ErrClosed. Where the device fails
+// (SetReadDeadline) or, after Close, ErrClosed; a context already done,
+// or a read deadline already passed, fails the read with that error
+// before it posts anything, as package net's calls fail once their
+// deadline has passed. Where the device fails
 // the read (an rkey the peer's device does not know, a range beyond its
 // region, or a region without remote read access:
 // ibverbs.WCRemAccessErr), the error names the read, its length and the
@@ -284,6 +287,11 @@ func (c *Conn) oneSided(ctx context.Context, read bool, local *Region, loff int,
 	if dl.passed() {
 		return os.ErrDeadlineExceeded
 	}
+	if err := ctx.Err(); err != nil {
+		// A done context fails the operation before it posts, as a
+		// deadline passed does.
+		return err
+	}
 	want := op{read: read, region: local, n: n, addr: remote.Addr + roff, rkey: remote.RKey}
 	if n == 0 || isClosed(c.over) {
 		// Nothing to post, or nothing can be: say why, without a slot,
@@ -299,6 +307,11 @@ func (c *Conn) oneSided(ctx context.Context, read bool, local *Region, loff int,
 		return c.opErr(&want)
 	}
 	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		// It ended as the slot came (waitToken takes a free one first).
+		c.freeSlot(k, read)
 		return err
 	}
 	o := &c.ops[k]
