@@ -28,10 +28,19 @@ type Config struct {
 	// MaxMessage is the largest message this side receives, in bytes
 	// (default 4096, at most 1 GiB). The peer's Send refuses longer ones.
 	MaxMessage int
-	// Depth is how many messages this side keeps receives posted for: the
-	// peer may have that many on their way before it waits for this side
-	// to take them (default 32, 4 to 16384). Its memory is Depth ×
-	// MaxMessage bytes, registered with the device.
+	// Depth is how many messages this side keeps receives posted for
+	// (default 32, 4 to 16384); the peer holds a credit for each. It
+	// keeps the last credit for a credit update (flow.go), so it has at
+	// most Depth-1 messages on their way (sent and not yet taken by this
+	// side's Recv or Read) before it waits for this side to take them:
+	// 7 for a Depth of 8 (TestSendWaitsForReceiver). A receive taken
+	// and posted again counts for the peer only once this side reports
+	// it, in its next message or, once Depth/2 are unreported, in a
+	// credit update; so while up to Depth/2-1 of them wait for their
+	// report, the peer has as many fewer (more, where this side has no
+	// credit left for the update), and the peer's own updates and
+	// keepalives take receives too. Its memory is Depth × MaxMessage
+	// bytes, registered with the device.
 	Depth int
 	// SendBuffers is how many of this side's messages may be on their
 	// way at once, each in its own registered buffer of the smaller of
