@@ -399,9 +399,12 @@ func (qp *QP) Type() QPType { return qp.typ }
 // (ibv_create_qp) wrote back into its attributes: at least those asked
 // for. Some providers write back what was asked while the queues hold
 // more, as Query says (soft-RoCE: Cap's MaxRecvWR 8, Query's 15); Cap is
-// what the QP is promised, and so what PostSend and PostRecv may fill.
-// A queue full, the post fails with an error matching syscall.ENOMEM that
-// says so, with the queue's size.
+// what the QP is promised, and so what a program should post up to and
+// size the QP's CQs for. The provider takes posts beyond it, up to its
+// queue's real size, but a CQ sized from Cap may have no room for their
+// completions. A queue full, the post fails with an error matching
+// syscall.ENOMEM that says so, with the queue's size and, where Cap is
+// smaller, Cap's.
 func (qp *QP) Cap() QPCap { return qp.cap }
 
 // PSN returns the send PSN this QP uses when it moves to RTS through
@@ -867,7 +870,10 @@ func postErrno(verb string, qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, errno in
 }
 
 // queueFull is postErrno's error for ENOMEM from a post of what to qp or
-// srq: the queue is full, and holds as many requests as a query says.
+// srq: the queue is full, and holds as many requests as a query says;
+// for a QP's queue, where the QP was granted fewer (QP.Cap: on soft-RoCE
+// 4 where the queue holds 7), it says so, since a CQ sized from Cap has
+// no room for the completions of the requests beyond it.
 func queueFull(verb string, qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, what string) error {
 	var err error
 	switch {
@@ -880,18 +886,47 @@ func queueFull(verb string, qp *C.struct_ibv_qp, srq *C.struct_ibv_srq, what str
 		var a C.struct_ibv_qp_attr
 		var ia C.struct_ibv_qp_init_attr
 		if C.ibv_query_qp(qp, &a, C.IBV_QP_CAP, &ia) == 0 {
-			q, n, free := "send", uint32(a.cap.max_send_wr), "a send leaves it once its completion, or an unsignalled one's a later send's, is polled"
+			q, n, free := "send", int(a.cap.max_send_wr), "a send leaves it once its completion, or an unsignalled one's a later send's, is polled"
+			granted, known := grantedCap(qp)
+			g := granted.MaxSendWR
 			if what != "sends" {
-				q, n, free = "receive", uint32(a.cap.max_recv_wr), "a receive leaves it as it completes"
+				q, n, free = "receive", int(a.cap.max_recv_wr), "a receive leaves it as it completes"
+				g = granted.MaxRecvWR
 			}
-			err = fmt.Errorf("the %s queue of QP %#x is full: it holds %d requests; %s: %w",
-				q, uint32(qp.qp_num), n, free, syscall.ENOMEM)
+			var beyond string
+			switch {
+			case !known:
+			case n > g:
+				beyond = fmt.Sprintf(", %d more than the %d the QP was granted (QP.Cap), which a CQ sized from Cap has no room for", n-g, g)
+			case n == g:
+				beyond = " (QP.Cap)"
+			default:
+				beyond = fmt.Sprintf(", fewer than the %d the QP was granted (QP.Cap)", g)
+			}
+			err = fmt.Errorf("the %s queue of QP %#x is full: it holds %d requests%s; %s: %w",
+				q, uint32(qp.qp_num), n, beyond, free, syscall.ENOMEM)
 		}
 	}
 	if err == nil {
 		return verbError(verb, int(syscall.ENOMEM))
 	}
 	return os.NewSyscallError(verb, err)
+}
+
+// grantedCap returns the Cap of the QP whose C handle is qp, for
+// queueFull; known is false where no QP of this package's has it.
+func grantedCap(qp *C.struct_ibv_qp) (c QPCap, known bool) {
+	devStates.mu.Lock()
+	d := devStates.m[qp.context]
+	devStates.mu.Unlock()
+	if d == nil {
+		return QPCap{}, false
+	}
+	q, ok := d.lookup(unsafe.Pointer(qp)).(*QP)
+	if !ok {
+		return QPCap{}, false
+	}
+	return q.cap, true
 }
 
 // setImm writes v into w's imm_data (network order) or, for
