@@ -567,57 +567,61 @@ func (c *Conn) setRNRTimer(cfg *Config) error {
 // past a failure. Each Close is idempotent, so that a teardown
 // that failed can run again: what it closed stays closed, and what failed
 // is tried again.
-func (c *Conn) teardown() error {
+func (c *Conn) teardown() error { return errors.Join(c.teardownSteps()...) }
+
+// teardownSteps is teardown, returning the failures of its steps, each
+// naming what failed to close ("the Conn's PD: ibv_dealloc_pd: ..."). The
+// Conn's handle on the device (id.Context's, which closes no device: it
+// is librdmacm's) is left for the next teardown where a PD, CQ or channel
+// of the Conn's failed to close, since that one keeps it open: its
+// error ("ibv_close_device: 1 object ... still open") would only repeat
+// that failure.
+func (c *Conn) teardownSteps() []error {
 	var errs []error
-	closeIf := func(own bool, x interface{ Close() error }) {
-		if own {
-			if err := x.Close(); err != nil {
-				errs = append(errs, err)
-			}
+	step := func(what string, err error) bool {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+		return err == nil
+	}
+	kidsClosed := true // the handle's objects that the Conn made
+	closeIf := func(own bool, what string, x interface{ Close() error }) {
+		if own && !step(what, x.Close()) {
+			kidsClosed = false
 		}
 	}
-	if c.joined {
-		if err := c.id.LeaveMulticast(c.group); err != nil {
-			errs = append(errs, err)
-		} else {
-			c.joined = false
-		}
+	if c.joined && step("leaving the multicast group", c.id.LeaveMulticast(c.group)) {
+		c.joined = false
 	}
-	if c.cleanup != nil {
-		if err := c.cleanup(); err != nil {
-			errs = append(errs, err)
-		} else {
-			c.cleanup = nil
-		}
+	if c.cleanup != nil && step("Config.Prepare's cleanup", c.cleanup()) {
+		c.cleanup = nil
 	}
 	// The QP before the AH that addresses its sends: the QP's Close
 	// waits for a PostSend under way, which may be handing the AH to the
 	// provider, and the AH's Close takes no lock of the QP's. While the
 	// QP stays open, so does its AH.
-	qpClosed := true
-	if c.qp != nil {
-		if err := c.qp.Close(); err != nil {
-			errs = append(errs, err)
-			qpClosed = false
-		}
+	qpClosed := c.qp == nil || step("the Conn's QP", c.qp.Close())
+	if c.ah != nil && qpClosed {
+		step("the Conn's AH", c.ah.Close())
 	}
-	closeIf(c.ah != nil && qpClosed, c.ah)
-	closeIf(c.ownRCQ && c.rcq != c.scq, c.rcq)
-	closeIf(c.rch != nil, c.rch)
-	closeIf(c.ownSCQ, c.scq)
-	closeIf(c.sch != nil, c.sch)
-	closeIf(c.ownPD, c.pd)
-	closeIf(c.ownCtx, c.ctx)
-	if err := c.id.Close(); err != nil {
-		errs = append(errs, err)
-	} else {
+	closeIf(c.ownRCQ && c.rcq != c.scq, "the Conn's receive CQ", c.rcq)
+	closeIf(c.rch != nil, "the Conn's receive CQ's channel", c.rch)
+	closeIf(c.ownSCQ, "the Conn's CQ", c.scq)
+	closeIf(c.sch != nil, "the Conn's CQ's channel", c.sch)
+	closeIf(c.ownPD, "the Conn's PD", c.pd)
+	if c.ownCtx && kidsClosed {
+		step("the Conn's handle on the device", c.ctx.Close())
+	}
+	if step("the Conn's ID", c.id.Close()) {
 		c.joined = false // rdma_destroy_id has left it
 	}
 	// The channel the Conn made, never the one the ID is on: that may
 	// be a caller's, which other IDs use. A request's ID has closed the
 	// channel GetRequest made for it.
-	closeIf(c.ownCh != nil, c.ownCh)
-	return errors.Join(errs...)
+	if c.ownCh != nil {
+		step("the Conn's event channel", c.ownCh.Close())
+	}
+	return errs
 }
 
 // start keeps the connection's addresses and begins watching its channel
@@ -847,7 +851,12 @@ func (c *Conn) Err() error {
 // other objects made on PD() must be closed first: while one is open,
 // Close fails with an error matching syscall.EBUSY, having closed what it
 // could (the connection is down, the QP and CQs are closed: Done is
-// closed), and the PD and the device handle stay. Close again once they
+// closed), and the PD and the device handle stay. Its error names the
+// Conn and each part that failed, a line each ("rdmacm: close
+// 198.18.0.2:41234->198.18.0.1:7471: the Conn's PD: ibv_dealloc_pd: 1
+// object (an MR, ...) still open ..."), and leaves out the device
+// handle that such a PD keeps open (a handle on librdmacm's device,
+// whose Close closes no device). Close again once they
 // are closed: each Close tries again what failed before, and what closed
 // stays closed. Once a Close has returned nil, closing again is a no-op.
 func (c *Conn) Close() error {
@@ -865,7 +874,7 @@ func (c *Conn) Close() error {
 	// one that a Close failed to free ended then.
 	if c.Err() == nil && !c.ud {
 		if err := c.id.Disconnect(); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("disconnecting: %w", err))
 		}
 		if c.ownQP {
 			// rdma_disconnect moves only a QP that librdmacm made
@@ -875,11 +884,21 @@ func (c *Conn) Close() error {
 			c.qp.ToError()
 		}
 	}
-	err := c.teardown()
+	steps := c.teardownSteps()
 	// Done closes once the objects are freed (or Close has failed to
 	// free them): a goroutine it wakes finds them closed, not in the
 	// middle of their destruction.
 	c.end(ErrClosed)
-	c.closed = err == nil
-	return errors.Join(append(errs, err)...)
+	c.closed = len(steps) == 0
+	return c.closeError(append(errs, steps...))
+}
+
+// closeError is Close's error of the failures errs, each a line of its
+// own that names the Conn: "rdmacm: close 198.18.0.2:41234->198.18.0.1:7471:
+// the Conn's PD: ibv_dealloc_pd: 1 object (an MR, ...) still open: ...".
+func (c *Conn) closeError(errs []error) error {
+	for i, err := range errs {
+		errs[i] = fmt.Errorf("rdmacm: close %s->%s: %w", c.local, c.remote, err)
+	}
+	return errors.Join(errs...)
 }
