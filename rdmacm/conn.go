@@ -329,6 +329,17 @@ func (ch *EventChannel) Await(ctx context.Context, want EventType) (*Event, erro
 // says why the connection ended: errors.Is(c.Err(), ErrDisconnected).
 // The Conn sets Err before it moves the QP to the error state, and closes
 // Done after: a flushed completion finds Err set (ExampleConn_Err).
+//
+// A UD Conn's receives (Config.UD, JoinMulticast) start with the 40-byte
+// GRH: each must hold 40 bytes more than the largest datagram that may
+// come, up to the path MTU (the port's active MTU, ibverbs.PortAttr's
+// ActiveMTU: UD ignores Config.PathMTU). On soft-RoCE a shorter receive completes with
+// ibverbs.WCLocQPOpErr and moves the QP to the error state, where it
+// takes no datagram more; no event comes of it, so Done stays open and
+// Err nil. Close the Conn, or bring the QP back: take its port, P_Key
+// index, Q_Key and send PSN (QP.Query) first, then QP.Reset, QP.Modify
+// to INIT with the first three, to RTR, and to RTS with the PSN, and post
+// the receives again (TestUDShortReceive).
 type Conn struct {
 	id *ID
 	// ownCh is the channel the Conn made for its ID (Dial's,
@@ -780,7 +791,9 @@ func (c *Conn) Param() ConnParam { return c.param }
 // (ibverbs.SendWR.AH, RemoteQPN, RemoteQKey); for one from
 // JoinMulticast, the group's. Otherwise it returns nil.
 // The AH belongs to the Conn. A receive buffer on a UD QP starts with the
-// 40-byte GRH.
+// 40-byte GRH, and must hold 40 bytes more than the datagram: a shorter
+// one moves the QP to the error state on soft-RoCE, which leaves Done
+// open and Err nil (see Conn).
 func (c *Conn) RemoteUD() (ah *ibverbs.AH, qpn, qkey uint32) {
 	if c.ah == nil {
 		return nil, 0, 0
