@@ -229,7 +229,11 @@ func (o *serveOptions) streamRows(f *Factory, l *bench.Local) func(report.Header
 // gorperf client, or one that gave up before asking), not counted. Once
 // ctx has ended (Ctrl-C, which stops
 // serve), an error without a result is the stop cutting a test's set-up
-// or a greeting short, not a failure: it says nothing.
+// or a greeting short, not a failure: it says nothing; but for a client
+// that gave up before it asked for its test (a *bench.GaveUpError), whose
+// reason came whole before the stop and is reported as any other time
+// (Serve's loop hands done what its lobby heard before the stop, after
+// it too).
 func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, err error) {
 	// The test's rows printed so far, which finish does not print
 	// again; the next test starts its own.
@@ -239,7 +243,7 @@ func (o *serveOptions) done(ctx context.Context, f *Factory, r *bench.Result, er
 	o.test.intervals, o.intervals, o.live = o.intervals, nil, false
 	o.mu.Unlock()
 	defer func() { o.test.rows, o.test.intervals = nil, nil }()
-	if r == nil && err != nil && ctx.Err() != nil {
+	if r == nil && err != nil && ctx.Err() != nil && !errors.As(err, new(*bench.GaveUpError)) {
 		return
 	}
 	if r != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"syscall"
@@ -95,3 +96,29 @@ func TestServeJSONGaveUpEndToEnd(t *testing.T) {
 	}
 }
 
+// TestServeGaveUpAfterStop: a client that gave up before it asked for
+// its test is reported (its document, its line on stderr, counted) also
+// where serve's Ctrl-C or SIGTERM came before done had it: Serve hands
+// done what its lobby heard before the stop after it too, and the
+// client's reason came whole. It said nothing then, as of a greeting the
+// stop cut short, which still says nothing.
+func TestServeGaveUpAfterStop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f, out, errOut := newTestFactory(nil, nil)
+	o := &serveOptions{}
+	o.test.JSON, o.test.jsonLines, o.test.Device = true, true, "rxe0"
+	o.done(ctx, f, nil, &bench.GaveUpError{Addr: "198.18.0.2:45040",
+		Err: &exchange.PeerError{Code: exchange.CodeFailed, Text: "message size 100000000 over the device's maximum"}})
+	var r report.Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.PeerAddr != "198.18.0.2:45040" || r.Error == nil ||
+		!strings.Contains(errOut.String(), "gave up before it asked") || o.served != 1 || o.failed != 1 {
+		t.Errorf("after the stop: %v, served %d, failed %d; want its document, its line and it counted:\n%s%s", err, o.served, o.failed, out, errOut)
+	}
+	out.Reset()
+	errOut.Reset()
+	o.done(ctx, f, nil, fmt.Errorf("client 198.18.0.2:45042: connecting the QPs: %w", context.Canceled))
+	if out.Len() != 0 || errOut.Len() != 0 {
+		t.Errorf("a set-up the stop cut short said:\n%s%s", out, errOut)
+	}
+}
