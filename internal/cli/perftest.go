@@ -631,7 +631,10 @@ func (o *testOptions) spec() (exchange.TestSpec, error) {
 		RXDepth: o.RXDepth, CQModeration: o.CQMod, PostList: o.PostList, RecvPostList: o.RecvPostList, Inline: o.Inline, InlineDefault: o.inlineDefault,
 		RdmaCM: o.RdmaCM, TrafficClass: o.TClass, SL: o.SL, RunInfinitely: o.Infinite, OutReads: o.OutReads,
 		ValidateData: o.Validate,
-		OldPostSend:  o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed, Events: o.Events,
+		// write_lat never registers with relaxed ordering (see
+		// TestSpec.RelaxedOrdering); said on the wire too, so that a
+		// server of the same protocol from before that rule agrees.
+		OldPostSend: o.OldPostSend, NoRelaxedOrdering: o.NoRelaxed || o.Test == exchange.WriteLat, Events: o.Events,
 		HugePages: o.HugePages, SRQ: o.SRQ, Reversed: o.Reversed, Immediate: o.Immediate, WarmUp: o.WarmUp, MRPerQP: o.MRPerQP,
 		Multicast: o.Mcg,
 	}
