@@ -25,10 +25,15 @@ import (
 // it gets a rate. (That rate is not held to the client's, which counts
 // the 300 ms the sender waited on RNR NAKs: the server's was 2 to 4
 // times it, and within the rate of a run not held back.)
+//
+// The -n 128 check holds only where the client sent all 128 within the
+// hold: on a host so loaded that it took longer, the test says so and
+// leaves that check out, rather than fail on the host's speed.
 func TestReceiverBacklogRXDepth(t *testing.T) {
+	const hold = 300 * time.Millisecond
 	defer bench.SetBeforeLoop(func(client bool) {
 		if !client {
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(hold)
 		}
 	})()
 	for _, n := range []uint64{128, 384} {
@@ -41,7 +46,9 @@ func TestReceiverBacklogRXDepth(t *testing.T) {
 			t.Fatalf("-n %d: client: %d messages at %.2f MB/s, server: %d; want %d, the client's at a rate measured",
 				n, c.Iterations, c.AvgMBps, s.Iterations, n)
 		}
-		if n == 128 && !s.RateUnknown() {
+		if n == 128 && c.Elapsed > hold/2 {
+			t.Logf("-n 128: the client took %v, too near the server's %v hold for every message to have come before its first poll: its rate is not checked", c.Elapsed, hold)
+		} else if n == 128 && !s.RateUnknown() {
 			t.Errorf("-n 128: the server's %.2f MB/s (client's %.2f); want its rate unknown: every message came before its first poll", s.AvgMBps, c.AvgMBps)
 		}
 		if n > 128 && (s.RateUnknown() || !(s.AvgMBps > 0)) {
