@@ -1496,11 +1496,6 @@ func printTable(w io.Writer, rows []row) {
 		if r.Threads > 1 {
 			qps += "/" + strconv.Itoa(r.Threads) + "t"
 		}
-		if e := r.failure(); e != "" {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\tERROR: %s\t\t\t\t\t\t\t\t\t\t\t\n", r.Test, r.Bytes, qps, list, e)
-			continue
-		}
-		g, p := r.Gorperf, r.Perftest
 		name := fmt.Sprintf("%s %d B, %d QPs", r.Test, r.Bytes, r.QPs)
 		if r.PostList > 1 {
 			name += fmt.Sprintf(", list %d", r.PostList)
@@ -1508,6 +1503,32 @@ func printTable(w io.Writer, rows []row) {
 		if r.Threads > 1 {
 			name += fmt.Sprintf(", %d threads", r.Threads)
 		}
+		// The wr* ratio cell, with its tab, where the table has the
+		// column: gorperf on the ibv_wr_* API has its own runs, which
+		// may have succeeded where gorperf with --use_old_post_send
+		// failed every run.
+		wrCell, wrShort := "", []string(nil)
+		if w := r.GorperfWRAPI; w != nil {
+			for i, m := range w.Runs {
+				if m.Err != "" && w.Err == "" {
+					wrShort = append(wrShort, fmt.Sprintf("%s, gorperf on the ibv_wr_* API run %d of %d: %s", name, i+1, len(w.Runs), m.Err))
+				}
+			}
+			if w.Err != "" {
+				wrCell = "ERROR\t"
+				wrFailed = append(wrFailed, fmt.Sprintf("%s: %s", name, w.Err))
+			} else {
+				wrCell = r.wrAPIRatio().format("%.3f") + w.runsMark() + "\t"
+			}
+		} else if wrCol {
+			wrCell = "-\t"
+		}
+		if e := r.failure(); e != "" {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\tERROR: %s\t\t\t\t\t\t\t\t\t\t\t%s\n", r.Test, r.Bytes, qps, list, e, wrCell)
+			short = append(short, wrShort...)
+			continue
+		}
+		g, p := r.Gorperf, r.Perftest
 		for _, t := range []struct {
 			tool string
 			st   stat
@@ -1518,6 +1539,7 @@ func printTable(w io.Writer, rows []row) {
 				}
 			}
 		}
+		short = append(short, wrShort...)
 		for _, m := range g.Runs {
 			if cpus := m.ThreadCPUs; len(cpus) > 1 && sharesCPU(cpus) {
 				shared = append(shared, fmt.Sprintf("%s: the client's threads were on CPUs %s", name, intList(cpus)))
@@ -1536,22 +1558,7 @@ func printTable(w io.Writer, rows []row) {
 		case g.CPUKnown && p.CPUKnown:
 			cpu = r.CPURatio.format("%.2f") + "\t" + r.SysCPURatio.format("%.2f") + "\t"
 		}
-		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%s", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, cpu)
-		if w := r.GorperfWRAPI; w != nil {
-			for i, m := range w.Runs {
-				if m.Err != "" && w.Err == "" {
-					short = append(short, fmt.Sprintf("%s, gorperf on the ibv_wr_* API run %d of %d: %s", name, i+1, len(w.Runs), m.Err))
-				}
-			}
-			if w.Err != "" {
-				common += "ERROR\t"
-				wrFailed = append(wrFailed, fmt.Sprintf("%s: %s", name, w.Err))
-			} else {
-				common += r.wrAPIRatio().format("%.3f") + w.runsMark() + "\t"
-			}
-		} else if wrCol {
-			common += "-\t"
-		}
+		common := fmt.Sprintf("%.0f%%/%.0f%%\t%d/%d\t%s%s", 100*g.Spread, 100*p.Spread, g.Retries, p.Retries, cpu, wrCell)
 		if strings.HasSuffix(r.Test, "_bw") {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s MiB/s%s\t%s MiB/s%s\t%s\t%s\t%s\t\t\t%s\n", r.Test, r.Bytes, qps, list,
 				mbps(g.bw()), g.runsMark(), mbps(p.bw()), p.runsMark(), r.BWRatio.format("%.3f"), r.MsgRateRatio.format("%.3f"), r.BestRatio.format("%.3f"), common)

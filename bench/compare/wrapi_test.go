@@ -93,3 +93,47 @@ func TestWRAPIArgs(t *testing.T) {
 		t.Error("runs on the ibv_wr_* API where perftest used it too")
 	}
 }
+
+// TestWRAPIRatioGorperfFailed: where gorperf with --use_old_post_send
+// failed every run of a row but its runs on the ibv_wr_* API did not, the
+// row's ERROR line still has its wr* ratio under that heading, as the JSON
+// has it, with the failed ones among those runs marked and listed; where
+// they failed every run too, ERROR is under it and their error is listed
+// under the table, as in a row without an ERROR.
+func TestWRAPIRatioGorperfFailed(t *testing.T) {
+	ok := row{Test: "write_bw", Bytes: 2, QPs: 1, BWRatio: some(0.9), WRAPIBWRatio: some(1.1),
+		Gorperf: stat{measure: measure{BWAvgMBps: 9}}, Perftest: stat{measure: measure{BWAvgMBps: 10}},
+		GorperfWRAPI: &stat{measure: measure{BWAvgMBps: 11}}}
+	bad := stat{measure: measure{Err: "every run failed: ibv_post_send: x"}, FailedRuns: 2,
+		Runs: []measure{{Err: "ibv_post_send: x"}, {Err: "ibv_post_send: x"}}}
+	wrOK := row{Test: "write_bw", Bytes: 64, QPs: 1, WRAPIBWRatio: some(1.2), Gorperf: bad,
+		Perftest: stat{measure: measure{BWAvgMBps: 10}},
+		GorperfWRAPI: &stat{measure: measure{BWAvgMBps: 12}, FailedRuns: 1,
+			Runs: []measure{{BWAvgMBps: 12}, {Err: "ibv_wr_complete: y"}}}}
+	wrBad := row{Test: "write_bw", Bytes: 4096, QPs: 1, Gorperf: bad,
+		Perftest: stat{measure: measure{BWAvgMBps: 10}},
+		GorperfWRAPI: &stat{measure: measure{Err: "every run failed: ibv_wr_complete: z"}, FailedRuns: 2,
+			Runs: []measure{{Err: "ibv_wr_complete: z"}, {Err: "ibv_wr_complete: z"}}}}
+	var b strings.Builder
+	printTable(&b, []row{ok, wrOK, wrBad})
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	// tabwriter right-aligns: the wr* cell ends where its heading does,
+	// counted in characters, and is the line's last field.
+	end := len([]rune(strings.TrimRight(lines[0], " ")))
+	for i, want := range []string{"1.100", "1.200 [1/2]", "ERROR"} {
+		l := strings.TrimRight(lines[i+1], " ")
+		if !strings.HasSuffix(l, want) || len([]rune(l)) != end {
+			t.Errorf("line %d ends %q at %d, want %q at %d (under wr* ratio):\n%s", i+1, l, len([]rune(l)), want, end, out)
+		}
+	}
+	for _, want := range []string{
+		"ERROR: gorperf: every run failed: ibv_post_send: x",
+		"  write_bw 64 B, 1 QPs, gorperf on the ibv_wr_* API run 2 of 2: ibv_wr_complete: y",
+		"ERROR under wr* ratio: every run of gorperf on the ibv_wr_* API failed:\n  write_bw 4096 B, 1 QPs: every run failed: ibv_wr_complete: z",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table has no %q:\n%s", want, out)
+		}
+	}
+}
