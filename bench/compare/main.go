@@ -1579,33 +1579,25 @@ func printTable(w io.Writer, rows []row) {
 		fmt.Fprintln(w, "qps N/Mt: gorperf ran the N QPs as M threads (--threads), pinned in turn to its side's CPUs (with more threads")
 		fmt.Fprintln(w, "than CPUs, some share one; the client's are in the JSON's thread_cpus); perftest, which has no threads, as one.")
 	}
-	if len(shared) > 0 {
-		fmt.Fprintln(w, "Threads that shared a CPU:")
-		for _, f := range shared {
-			fmt.Fprintln(w, "  "+f)
-		}
-	}
-	if len(short) > 0 {
-		fmt.Fprintln(w, "[k/n]: the tool's figures are the medians of the k of its n runs that succeeded; the others failed:")
-		for _, f := range short {
-			fmt.Fprintln(w, "  "+f)
-		}
-	}
+	listNotes(w, "Threads that shared a CPU:", shared)
+	listNotes(w, "[k/n]: the tool's figures are the medians of the k of its n runs that succeeded; the others failed:", short)
 	if wrCol {
 		fmt.Fprintln(w, "wr* ratio: gorperf on its default post path, the ibv_wr_* API, ÷ perftest (bandwidth or t_typical), in the rows")
 		fmt.Fprintln(w, "where perftest posted with ibv_post_send and the gorperf column is gorperf's with --use_old_post_send.")
 	}
-	if len(wrFailed) > 0 {
-		fmt.Fprintln(w, "ERROR under wr* ratio: every run of gorperf on the ibv_wr_* API failed:")
-		for _, f := range wrFailed {
-			fmt.Fprintln(w, "  "+f)
-		}
+	listNotes(w, "ERROR under wr* ratio: every run of gorperf on the ibv_wr_* API failed:", wrFailed)
+	listNotes(w, "\"err\": a baseline run failed, so the runs' CPU could not be net of start-up:", failed)
+}
+
+// listNotes writes head and then lines, each indented, where there are
+// any lines.
+func listNotes(w io.Writer, head string, lines []string) {
+	if len(lines) == 0 {
+		return
 	}
-	if len(failed) > 0 {
-		fmt.Fprintln(w, "\"err\": a baseline run failed, so the runs' CPU could not be net of start-up:")
-		for _, f := range failed {
-			fmt.Fprintln(w, "  "+f)
-		}
+	fmt.Fprintln(w, head)
+	for _, l := range lines {
+		fmt.Fprintln(w, "  "+l)
 	}
 }
 
