@@ -4,6 +4,8 @@ package rdmacm_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +20,11 @@ import (
 // the handle no Events call, and the device's shared event stream, which
 // the two Conns' handles alone held open, closes. (The old Close ran
 // once: the second returned nil and did nothing, and the PD and handle
-// stayed open for good.)
+// stayed open for good.) The failed Close says so in one line that
+// names the Conn and its PD, and nothing of the Conn's handle on the
+// device, which only that PD keeps open (it said "ibv_dealloc_pd: 1
+// object ... still open" and "ibv_close_device: 1 object (a PD, CQ or
+// channel) still open", naming neither rdmacm nor the Conn).
 func TestCloseRetry(t *testing.T) {
 	n := device(t)
 	l := listen(t, n.IP, nil)
@@ -48,7 +54,10 @@ func TestCloseRetry(t *testing.T) {
 	if !errors.Is(err, syscall.EBUSY) {
 		t.Fatalf("Close with an MR open on the PD: %v, want EBUSY", err)
 	}
-	t.Logf("first Close: %v", err)
+	want := fmt.Sprintf("rdmacm: close %s->%s: the Conn's PD: ibv_dealloc_pd: 1 object", cli.LocalAddr(), cli.RemoteAddr())
+	if msg := err.Error(); !strings.HasPrefix(msg, want) || strings.Contains(msg, "\n") || strings.Contains(msg, "ibv_close_device") {
+		t.Errorf("Close with an MR open on the PD: %v;\nwant one line that begins %q and says nothing of ibv_close_device", err, want)
+	}
 	if !errors.Is(cli.Err(), rdmacm.ErrClosed) {
 		t.Errorf("Err after the failed Close: %v, want ErrClosed", cli.Err())
 	}
