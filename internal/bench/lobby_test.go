@@ -374,10 +374,20 @@ func TestServeLobbyBounded(t *testing.T) {
 	if grew > 4 {
 		t.Errorf("%d clients waiting grew %d goroutines", len(waiting), grew)
 	}
+	// Still waiting, each for 300 ms, all at once (one after the other
+	// they took 2.4 s).
+	errs = make([]error, len(waiting))
 	for i, c := range waiting {
-		ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
-		_, err := c.Recv(ctx)
-		cancel()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(s.ctx, 300*time.Millisecond)
+			_, errs[i] = c.Recv(ctx)
+			cancel()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("waiting client %d: %v; want it waiting", i, err)
 		}
