@@ -535,7 +535,17 @@ func serve(ctx context.Context, ln net.Listener, l Local, lim Limits, once bool,
 		if once && ctx.Err() == nil {
 			why = errOneTest
 		}
-		if once || ctx.Err() != nil {
+		if once {
+			return err
+		}
+		if ctx.Err() != nil {
+			// Clients that gave up while the test ran, which the
+			// lobby heard, still reach done.
+			for _, rep := range lb.takeReports() {
+				if done != nil {
+					done(nil, rep)
+				}
+			}
 			return err
 		}
 	}
@@ -1186,6 +1196,16 @@ func peerLeft(nc net.Conn) bool {
 	}
 	rc, err := sc.SyscallConn()
 	return err == nil && (&session{ctl: rc}).peerGone(time.Now()) != nil
+}
+
+// takeReports returns what take would return for done before its next
+// test: the reports of connections that asked for no test.
+func (lb *lobby) takeReports() []error {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	r := lb.reports
+	lb.reports = nil
+	return r
 }
 
 // take returns the next connection that asked for no test, for done, or
