@@ -511,37 +511,47 @@ func defaultGIDAddr(t *testing.T, dev string) string {
 // TestLatDurationOnDevice: latency tests of a duration print perftest's
 // table for one, whose t_avg and tps agree: tps is a second over an
 // iteration, two samples long where a sample is half a round trip.
+// The two tests, each timed by the clock, run side by side (t.Parallel).
 func TestLatDurationOnDevice(t *testing.T) {
 	_, cliDev, _ := peers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := testContext(t, 90*time.Second)
 	for _, tc := range []struct {
 		test   string
 		factor float64
 	}{{"write-lat", 2}, {"read-lat", 1}} {
-		out, err := gorperf(ctx, "loopback", tc.test, "-d", cliDev, "-D", "2").Output()
-		if err != nil {
-			t.Fatalf("%s -D 2: %v\n%s", tc.test, err, out)
-		}
-		text := string(out)
-		i := strings.Index(text, " #bytes        #iterations       t_avg[usec]    tps average\n")
-		if i < 0 || strings.Contains(text, "t_typical") {
-			t.Errorf("%s -D 2: not perftest's table of a duration:\n%s", tc.test, text)
-			continue
-		}
-		row := strings.Fields(strings.SplitN(text[i:], "\n", 3)[1])
-		if len(row) != 4 {
-			t.Fatalf("%s -D 2: row %q", tc.test, row)
-		}
-		n, _ := strconv.ParseUint(row[1], 10, 64)
-		avg, _ := strconv.ParseFloat(row[2], 64)
-		tps, _ := strconv.ParseFloat(row[3], 64)
-		if n < 100 || avg <= 0 || math.Abs(tps*avg*tc.factor/1e6-1) > 0.01 {
-			t.Errorf("%s -D 2: %d iterations, t_avg %g µs, tps %g: want tps × t_avg × %g of 1 s", tc.test, n, avg, tps, tc.factor)
-		}
-		// The iterations run in 2 s; rxe's are slow, but not that slow.
-		if secs := float64(n) / tps; secs < 1 || secs > 2.1 {
-			t.Errorf("%s -D 2: %d iterations at %g a second is %g s", tc.test, n, tps, secs)
-		}
+		t.Run(tc.test, func(t *testing.T) {
+			t.Parallel()
+			testLatDuration(t, ctx, cliDev, tc.test, tc.factor)
+		})
+	}
+}
+
+// testLatDuration is a case of TestLatDurationOnDevice: test's table,
+// whose tps × t_avg × factor is a second.
+func testLatDuration(t *testing.T, ctx context.Context, cliDev, test string, factor float64) {
+	out, err := gorperf(ctx, "loopback", test, "-d", cliDev, "-D", "2").Output()
+	if err != nil {
+		t.Fatalf("%s -D 2: %v\n%s", test, err, out)
+	}
+	text := string(out)
+	i := strings.Index(text, " #bytes        #iterations       t_avg[usec]    tps average\n")
+	if i < 0 || strings.Contains(text, "t_typical") {
+		t.Fatalf("%s -D 2: not perftest's table of a duration:\n%s", test, text)
+	}
+	row := strings.Fields(strings.SplitN(text[i:], "\n", 3)[1])
+	if len(row) != 4 {
+		t.Fatalf("%s -D 2: row %q", test, row)
+	}
+	n, _ := strconv.ParseUint(row[1], 10, 64)
+	avg, _ := strconv.ParseFloat(row[2], 64)
+	tps, _ := strconv.ParseFloat(row[3], 64)
+	if n < 100 || avg <= 0 || math.Abs(tps*avg*factor/1e6-1) > 0.01 {
+		t.Errorf("%s -D 2: %d iterations, t_avg %g µs, tps %g: want tps × t_avg × %g of 1 s", test, n, avg, tps, factor)
+	}
+	// The iterations run in 2 s; rxe's are slow, but not that slow.
+	if secs := float64(n) / tps; secs < 1 || secs > 2.1 {
+		t.Errorf("%s -D 2: %d iterations at %g a second is %g s", test, n, tps, secs)
+	} else {
+		t.Logf("%s -D 2: %d iterations at %g a second, %g s", test, n, tps, secs)
 	}
 }
