@@ -484,6 +484,60 @@ func start(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *syncB
 	return cmd, out
 }
 
+// refusedClient starts gorperf with args, a client that nothing will
+// accept, in the background: its 3 s of refused retries pass beside what
+// the test does next. It returns once the client has been refused (the
+// kernel's count of failed TCP connection attempts has grown), so that
+// it was refused while the server listened, before the test's other
+// clients took it; within 10 s, else the client's result tells. The
+// function it returns waits for the client and returns its output
+// (stdout, then stderr) and exit status.
+func refusedClient(t *testing.T, ctx context.Context, args ...string) func() (string, int) {
+	t.Helper()
+	fails, began := tcpAttemptFails(t), time.Now()
+	cmd, out := start(t, ctx, args...)
+	for tcpAttemptFails(t) == fails && time.Since(began) < 10*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("%q: %v after its start, %d connection attempts failed", args, time.Since(began).Round(time.Millisecond), tcpAttemptFails(t)-fails)
+	return func() (string, int) {
+		err := cmd.Wait()
+		return out.String() + cmd.Stderr.(*bytes.Buffer).String(), procExit(err)
+	}
+}
+
+// tcpAttemptFails is the kernel's count of TCP connection attempts that
+// failed (/proc/net/snmp's Tcp AttemptFails): one refused adds one.
+func tcpAttemptFails(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, name := range names {
+			if name == "AttemptFails" && i < len(f) {
+				n, err := strconv.ParseInt(f[i], 10, 64)
+				if err != nil {
+					t.Fatalf("/proc/net/snmp's AttemptFails: %v", err)
+				}
+				return n
+			}
+		}
+	}
+	t.Fatalf("no Tcp AttemptFails in /proc/net/snmp:\n%s", b)
+	return 0
+}
+
 // syncBuffer collects a process's output and may be read while it runs.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -1176,6 +1230,8 @@ func TestPayload(t *testing.T) {
 // TestBindSourceIP: with --bind_source_ip the server listens on its
 // address only and the client connects from its own, each on the GID of
 // its address; a client from an address this host lacks fails at once.
+// The client to 127.0.0.1, refused for its 3 s of retries, runs beside
+// the others (refusedClient).
 func TestBindSourceIP(t *testing.T) {
 	srvDev, cliDev, addr, port, ctx := setUpPeers(t, 90*time.Second)
 	cliIP := os.Getenv("RXE_IP2")
@@ -1183,13 +1239,15 @@ func TestBindSourceIP(t *testing.T) {
 		t.Skip("needs the rxe VM's two devices and addresses (RXE_IP, RXE_IP2)")
 	}
 	srv, srvOut := startServer(t, ctx, srvDev, port, "send-bw", "--bind_source_ip", addr, "--peer-timeout", "5")
-	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1").CombinedOutput()
-	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nothing accepted the connection there") {
-		t.Errorf("to 127.0.0.1, with the server on %s only: exit %d:\n%s", addr, code, out)
-	}
+	refused := refusedClient(t, ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1")
+	defer func() {
+		if out, code := refused(); code != 1 || !strings.Contains(out, "nothing accepted the connection there") {
+			t.Errorf("to 127.0.0.1, with the server on %s only: exit %d:\n%s", addr, code, out)
+		}
+	}()
 	// An address no interface has: no GID carries it, and with the GID
 	// given by -x the bind itself is refused.
-	out, err = gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "--bind_source_ip", "198.18.7.7", addr).CombinedOutput()
+	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "--bind_source_ip", "198.18.7.7", addr).CombinedOutput()
 	if code := procExit(err); code != 1 || !strings.Contains(string(out), "198.18.7.7") {
 		t.Errorf("from 198.18.7.7: exit %d:\n%s", code, out)
 	}
@@ -1216,15 +1274,19 @@ func TestBindSourceIP(t *testing.T) {
 
 // TestIPv6Control: with --ipv6-addr the server listens on IPv6 alone, so
 // a client over IPv4 finds nothing that accepts it and one over IPv6
-// runs the test; in loopback the two sides meet on ::1.
+// runs the test; in loopback the two sides meet on ::1. The client over
+// IPv4, refused for its 3 s of retries, runs beside the others
+// (refusedClient).
 func TestIPv6Control(t *testing.T) {
 	srvDev, cliDev, _, port, ctx := setUpPeers(t, 90*time.Second)
 	srv, srvOut := startServer(t, ctx, srvDev, port, "send-bw", "--ipv6-addr", "--peer-timeout", "5")
-	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1").CombinedOutput()
-	if code := procExit(err); code != 1 || !strings.Contains(string(out), "nothing accepted the connection there") {
-		t.Errorf("over IPv4 to a server on IPv6 alone: exit %d:\n%s", code, out)
-	}
-	out, err = gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "--ipv6-addr", "::1").CombinedOutput()
+	refused := refusedClient(t, ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "127.0.0.1")
+	defer func() {
+		if out, code := refused(); code != 1 || !strings.Contains(out, "nothing accepted the connection there") {
+			t.Errorf("over IPv4 to a server on IPv6 alone: exit %d:\n%s", code, out)
+		}
+	}()
+	out, err := gorperf(ctx, "send-bw", "-d", cliDev, "-p", port, "-s", "64", "-n", "100", "--ipv6-addr", "::1").CombinedOutput()
 	if err != nil {
 		t.Fatalf("over IPv6: %v\n%s", err, out)
 	}
