@@ -88,12 +88,26 @@ func TestRowsWhileSweeping(t *testing.T) {
 // --run_infinitely write test, which sees none of the client's writes
 // and reports no intervals, prints the table's column line once, above
 // the result's row, not once after its header and again at the end.
+// The client is stopped once it has printed its first interval's row
+// (where the test slept 3.5 s).
 func TestInfiniteServerOneColumnLine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv, srvOut, cli, cliOut := writeBWPair(t, ctx, "-s", "4096", "--run_infinitely", "-D", "1")
 	waitOutput(t, srvOut, "GID index")
-	time.Sleep(3500 * time.Millisecond)
+	interval := func() bool {
+		for _, l := range strings.Split(cliOut.String(), "\n") {
+			if f := strings.Fields(l); len(f) == 5 && f[0] == "4096" {
+				return true
+			}
+		}
+		return false
+	}
+	for end := time.Now().Add(30 * time.Second); !interval(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the client printed no interval in 30 s:\n%s", cliOut)
+		}
+	}
 	cli.Process.Signal(syscall.SIGINT)
 	cli.Wait()
 	err := srv.Wait()
