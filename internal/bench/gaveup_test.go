@@ -5,6 +5,8 @@ package bench_test
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,16 +28,7 @@ func TestClientGivesUpBeforeAsking(t *testing.T) {
 	for _, once := range []bool{true, false} {
 		l, ln := serverOnDevice(t, 5*time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		var mu sync.Mutex
-		var reports []error
-		served := make(chan error, 1)
-		go func() {
-			served <- bench.Serve(ctx, ln, l, exchange.DefaultLimits(), once, nil, func(r *bench.Result, err error) {
-				mu.Lock()
-				reports = append(reports, err)
-				mu.Unlock()
-			})
-		}()
+		served, reported := servingReports(ctx, ln, l, once)
 		bad := l
 		bad.GIDIndex = 100000
 		_, cerr := bench.Client(ctx, ln.Addr().String(), spec, bad, nil)
@@ -60,14 +53,11 @@ func TestClientGivesUpBeforeAsking(t *testing.T) {
 			}
 			// The server's side of the test ends after the client's.
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				mu.Lock()
-				n := len(reports)
-				mu.Unlock()
-				if n >= 2 || time.Now().After(deadline) {
+				if len(reported()) >= 2 || time.Now().After(deadline) {
 					break
 				}
 			}
-			mu.Lock()
+			reports := reported()
 			gaveUp, ran := 0, 0
 			for _, err := range reports {
 				switch {
@@ -80,7 +70,6 @@ func TestClientGivesUpBeforeAsking(t *testing.T) {
 			if len(reports) != 2 || gaveUp != 1 || ran != 1 {
 				t.Errorf("serve's reports: %v; want the client that gave up's, with its reason, and the test's (nil)", reports)
 			}
-			mu.Unlock()
 		}
 		cancel()
 		if !once {
@@ -88,5 +77,27 @@ func TestClientGivesUpBeforeAsking(t *testing.T) {
 				t.Errorf("serve: %v", err)
 			}
 		}
+	}
+}
+
+// servingReports runs bench.Serve on ln (once: a one-test server) until
+// ctx ends, and returns its end and a copy of what it has handed done so
+// far: each test's error, nil for one that ran, and the reports of the
+// clients that asked for none.
+func servingReports(ctx context.Context, ln net.Listener, l bench.Local, once bool) (served <-chan error, reported func() []error) {
+	var mu sync.Mutex
+	var reports []error
+	end := make(chan error, 1)
+	go func() {
+		end <- bench.Serve(ctx, ln, l, exchange.DefaultLimits(), once, nil, func(_ *bench.Result, err error) {
+			mu.Lock()
+			reports = append(reports, err)
+			mu.Unlock()
+		})
+	}()
+	return end, func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(reports)
 	}
 }

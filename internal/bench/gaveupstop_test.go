@@ -36,16 +36,7 @@ func TestGaveUpDuringStoppedTest(t *testing.T) {
 	l, ln := serverOnDevice(t, 5*time.Second)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var mu sync.Mutex
-	var reports []error
-	served := make(chan error, 1)
-	go func() {
-		served <- bench.Serve(ctx, ln, l, exchange.DefaultLimits(), false, nil, func(r *bench.Result, err error) {
-			mu.Lock()
-			reports = append(reports, err)
-			mu.Unlock()
-		})
-	}()
+	served, reported := servingReports(ctx, ln, l, false)
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
 	go bench.Client(cctx, ln.Addr().String(), spec, l, nil)
@@ -68,8 +59,7 @@ func TestGaveUpDuringStoppedTest(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve still runs 20 s after its stop")
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	reports := reported()
 	var gave *bench.GaveUpError
 	n := 0
 	for _, err := range reports {
