@@ -41,8 +41,9 @@ type EventChannel struct {
 	// listener says the channel is a Listener's (under idMu, set by
 	// Listen): its Accept and GetRequest read every event on it and
 	// drop those that are not requests, so CreateID and Migrate refuse
-	// to put another ID on it.
-	listener bool
+	// to put another ID on it, and GetEvent (so Await) refuses to take
+	// the Listener's events.
+	listener atomic.Bool
 
 	// evMu is held while GetEvent reads an event (rdma_get_cm_event),
 	// which uses the QP that CreateQP made for the event's ID, with no
@@ -88,9 +89,20 @@ func (ch *EventChannel) Fd() int {
 // made since at the same address. It returns ctx's error if ctx ends
 // first, and ErrClosed once the channel closes. Callers on one
 // channel take its events one at a time: another caller's wait is
-// queued, and ends with its own ctx or the channel's Close.
+// queued, and ends with its own ctx or the channel's Close. On a
+// Listener's channel (its ID's Channel) it fails with EINVAL: the
+// Listener's Accept and GetRequest take those events.
 func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 	checkContext(ctx, "(*EventChannel).GetEvent")
+	if ch.listener.Load() {
+		return nil, ch.listenersErr("rdma_get_cm_event", "no one else takes its events")
+	}
+	return ch.getEvent(ctx)
+}
+
+// getEvent is GetEvent without the check that the channel is not a
+// Listener's, for the Listener's own reads.
+func (ch *EventChannel) getEvent(ctx context.Context) (*Event, error) {
 	select {
 	case ch.getSem <- struct{}{}:
 	case <-ctx.Done():
@@ -226,9 +238,8 @@ func (ch *EventChannel) addIfOpen(verb string, create func(c *C.struct_rdma_even
 	if ch.closed.Load() {
 		return nil, ErrClosed
 	}
-	if ch.listener {
-		return nil, fmt.Errorf("rdmacm: the event channel is a Listener's, whose Accept and GetRequest read every event on it "+
-			"and drop all but the connection requests: use a channel of your own: %w", os.NewSyscallError(verb, syscall.EINVAL))
+	if ch.listener.Load() {
+		return nil, ch.listenersErr(verb, "it takes no other ID")
 	}
 	id, err := create(ch.c)
 	if err != nil {
@@ -238,12 +249,20 @@ func (ch *EventChannel) addIfOpen(verb string, create func(c *C.struct_rdma_even
 	return id, nil
 }
 
-// markListener makes the channel a Listener's: CreateID and Migrate
-// refuse it from now on.
+// markListener makes the channel a Listener's: CreateID, Migrate and
+// GetEvent refuse it from now on.
 func (ch *EventChannel) markListener() {
 	ch.idMu.Lock()
-	ch.listener = true
+	ch.listener.Store(true)
 	ch.idMu.Unlock()
+}
+
+// listenersErr is the EINVAL of verb on a Listener's channel, saying
+// what the channel refuses.
+func (ch *EventChannel) listenersErr(verb, refusal string) error {
+	return fmt.Errorf("rdmacm: the event channel is a Listener's, whose Accept and GetRequest read every event on it "+
+		"and drop all but the connection requests, so %s: use a channel of your own: %w",
+		refusal, os.NewSyscallError(verb, syscall.EINVAL))
 }
 
 // remove forgets id, unless its address is already another ID's.

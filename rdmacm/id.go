@@ -202,7 +202,8 @@ var qpUseHook atomic.Pointer[func(where string)]
 
 // Channel returns the event channel the ID's events arrive on. A
 // Listener's (that of Listener.ID) is the Listener's alone: CreateID and
-// Migrate refuse to put another ID on it.
+// Migrate refuse to put another ID on it, and its GetEvent and Await to
+// take its events.
 func (id *ID) Channel() *EventChannel { return id.ch.Load() }
 
 // PortSpace returns the ID's port space.

@@ -144,12 +144,12 @@ func (l *Listener) Addr() netip.AddrPort { return l.bound }
 
 // ID returns the listening rdma_cm identifier. Its events belong to the
 // Listener, whose Accept and GetRequest take the connection requests:
-// do not wait on its channel. It stays on that channel: its Migrate
-// refuses (syscall.EINVAL). The channel is the Listener's alone: Accept
-// and GetRequest read every event on it and drop all but the requests
-// (and DEVICE_REMOVAL), so CreateID on it, and Migrate of another ID onto
-// it, refuse too (syscall.EINVAL): put IDs of your own on a channel of
-// your own.
+// the channel's GetEvent and Await refuse (syscall.EINVAL). It stays on
+// that channel: its Migrate refuses (syscall.EINVAL). The channel is the
+// Listener's alone: Accept and GetRequest read every event on it and drop
+// all but the requests (and DEVICE_REMOVAL), so CreateID on it, and
+// Migrate of another ID onto it, refuse too (syscall.EINVAL): put IDs of
+// your own on a channel of your own.
 func (l *Listener) ID() *ID { return l.id }
 
 // Accept waits for a connection request and accepts it with the
@@ -533,7 +533,7 @@ func (l *Listener) getRequest(ctx context.Context, conns bool) (*ConnRequest, *C
 			wake()
 			return nil, nil, l.removed
 		}
-		ev, err := l.ch.GetEvent(wctx)
+		ev, err := l.ch.getEvent(wctx)
 		l.mu.Lock()
 		l.wake = nil
 		l.mu.Unlock()

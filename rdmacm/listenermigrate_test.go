@@ -89,9 +89,10 @@ func TestListenerIDMigrateRefused(t *testing.T) {
 // Accept and GetRequest read every event on it and drop all but the
 // requests: CreateID on it, and the Migrate of another ID onto it (one
 // of the caller's, a request's from GetRequest), refuse (EINVAL), the
-// IDs staying where they were, and Accept still takes a request; RC and
-// UD. CreateID and Migrate put the IDs there, whose events Accept and
-// GetRequest then dropped.
+// IDs staying where they were; GetEvent and Await on it refuse too,
+// taking no event; and Accept still takes a request; RC and UD. CreateID
+// and Migrate put the IDs there, whose events Accept and GetRequest then
+// dropped, and GetEvent took the Listener's requests from it.
 func TestListenerChannelRefusesIDs(t *testing.T) {
 	n := device(t)
 	for _, ud := range []bool{false, true} {
@@ -135,6 +136,21 @@ func TestListenerChannelRefusesIDs(t *testing.T) {
 				if err := r.Reject(nil); err != nil {
 					t.Errorf("Reject: %v", err)
 				}
+			}
+
+			// Before, GetEvent waited for the Listener's next event,
+			// and took it.
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			ev, err := lch.GetEvent(ctx)
+			refused("GetEvent", err)
+			if ev != nil {
+				t.Errorf("GetEvent on the Listener's channel took %v", ev.Type)
+			}
+			ev, err = lch.Await(ctx, rdmacm.EventConnectRequest)
+			refused("Await", err)
+			if ev != nil {
+				t.Errorf("Await on the Listener's channel took %v", ev.Type)
 			}
 
 			srv, cli, err := tryConnect(timeout(t, 20*time.Second), l, n.IP, cfg)
