@@ -30,11 +30,28 @@ func flagError(cmd *cobra.Command, err error) error {
 	}
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) {
+		if c := ambiguousPrefix(cmd, ne); c != nil {
+			return &usageError{fmt.Errorf("option '--%s' is ambiguous; possibilities: --%s", ne.GetSpecifiedName(), strings.Join(c, " --"))}
+		}
 		if why := explainUnknownFlag(cmd, ne); why != "" {
 			err = fmt.Errorf("%w: %s", err, why)
 		}
 	}
 	return &usageError{err}
+}
+
+// ambiguousPrefix returns the flags of cmd that the long flag ne names
+// is a prefix of, where it is a prefix of more than one, as perftest's
+// getopt_long calls it ambiguous; else nil. (A unique prefix is the flag
+// it begins, perftestNames.)
+func ambiguousPrefix(cmd *cobra.Command, ne *pflag.NotExistError) []string {
+	if _, err := exchange.ParseTest(strings.ReplaceAll(cmd.Name(), "-", "_")); (err != nil && cmd.Name() != "serve") || ne.GetSpecifiedShortnames() != "" {
+		return nil // a command without perftestNames, or letters
+	}
+	if c := prefixFlags(cmd.Flags(), ne.GetSpecifiedName()); len(c) > 1 {
+		return c
+	}
+	return nil
 }
 
 // explainUnknownFlag says where the flag ne names belongs, or "" if
@@ -91,7 +108,21 @@ func otherTestsFlag(cmd *cobra.Command, name string, short bool) string {
 	if short {
 		return fmt.Sprintf("-%s is --%s, which only %s have", name, flag.Name, joinAnd(have))
 	}
-	return "only " + joinAnd(have) + " have it"
+	why := "only " + joinAnd(have) + " have it"
+	if note := perftestIgnores[testFlag{cmd.Name(), flag.Name}]; note != "" {
+		why += "; " + note
+	}
+	return why
+}
+
+// testFlag is a test command's name and the name of a flag.
+type testFlag struct{ test, flag string }
+
+// perftestIgnores says of a flag that a gorperf test refuses, where the
+// same perftest test accepts it and does nothing with it, that leaving
+// it out changes nothing.
+var perftestIgnores = map[testFlag]string{
+	{"send-bw", "perform_warm_up"}: "perftest's ib_send_bw accepts it and does nothing with it (it warms up no send test), so leaving it out changes nothing",
 }
 
 // serveReportFlags are the tests' flags of what a side reports that a

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -417,8 +418,73 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 }
 
 // perftestNames is the tests' and serve's normalize function: it takes
-// perftest's long spellings of their flags too.
-func perftestNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+// perftest's long spellings of their flags too, and, as perftest's
+// getopt_long, a unique prefix of a flag's name or spelling (--bidir,
+// --iter=200, --run_inf): a name fs has exactly wins, and a prefix of
+// spellings of more than one flag stays as given, which flagError then
+// calls ambiguous. pflag parses the command line, so a flag's value, an
+// argument after --, and the letters of single-dash flags never come
+// here.
+func perftestNames(fs *pflag.FlagSet, name string) pflag.NormalizedName {
+	n := perftestSpelling(name)
+	if fs == nil || hasFlag(fs, n) {
+		return pflag.NormalizedName(n)
+	}
+	if c := prefixFlags(fs, name); len(c) == 1 {
+		return pflag.NormalizedName(c[0])
+	}
+	return pflag.NormalizedName(n)
+}
+
+// hasFlag reports whether fs has a flag of exactly the (normalized) name.
+// fs.Lookup would call perftestNames again.
+func hasFlag(fs *pflag.FlagSet, name string) bool {
+	found := false
+	fs.VisitAll(func(fl *pflag.Flag) { found = found || fl.Name == name })
+	return found
+}
+
+// perftestSpellings are the long spellings perftestNames takes for a
+// flag beyond its name, perftest's among them: those of perftestSpelling,
+// which each test's flags have where they have the flag.
+var perftestSpellings = []string{
+	"report-gbits", "run-infinitely", "rdma-cm", "inline-size", "post-list", "recv-post-list",
+	"atomic-type", "disable-pcie-relaxed", "use-hugepages", "limit-bw", "limit-msgrate",
+	"limit-lat", "limit-p99", "cpu-util", "rate-limit", "rate-units", "burst-size",
+	"rate-limit-type", "report_counters", "report_unsorted", "report_histogram",
+	"report_cycles", "report_both", "report-histogrm", "report_histogrm", "data_validation",
+	"data-validation", "pin-cores", "numa-node", "disable-numa", "flow-label", "pkey-index",
+	"payload-file-path", "bind-source-ip", "source-ip", "write-with-imm", "send-with-imm",
+	"out-json", "out-json-file", "perform-warm-up", "mr-per-qp", "latency-gap", "retry-count",
+	"use_srq", "ipv6_addr",
+}
+
+// prefixFlags returns the names of the flags of fs whose name, or a
+// spelling of it (perftestSpellings), begins with prefix, each once,
+// sorted.
+func prefixFlags(fs *pflag.FlagSet, prefix string) []string {
+	if prefix == "" {
+		return nil
+	}
+	var names []string
+	add := func(spelling, flag string) {
+		if strings.HasPrefix(spelling, prefix) && !slices.Contains(names, flag) {
+			names = append(names, flag)
+		}
+	}
+	fs.VisitAll(func(fl *pflag.Flag) { add(fl.Name, fl.Name) })
+	for _, sp := range perftestSpellings {
+		if n := perftestSpelling(sp); hasFlag(fs, n) {
+			add(sp, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// perftestSpelling is the name of gorperf's flag that name, one of
+// perftest's long spellings, is, or name.
+func perftestSpelling(name string) string {
 	switch name {
 	case "report-gbits":
 		name = "report_gbits"
@@ -456,7 +522,7 @@ func perftestNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 	case "ipv6_addr":
 		name = "ipv6-addr"
 	}
-	return pflag.NormalizedName(name)
+	return name
 }
 
 // addPortFlags adds the device, port and GID this side uses and where its
