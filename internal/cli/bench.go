@@ -728,6 +728,13 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 	if res != nil {
 		res = measured(res)
 		rs := reportSizes(res)
+		if err != nil && (len(res.Sizes) > 0 || o.rows.printed() > 0) && !errors.As(err, new(*silentError)) {
+			// An error that ended the run after it measured something
+			// (the peer killed, a work completion that failed): the
+			// figures reported are partial, as a stopped run's, and a
+			// row must not pass for a whole size's.
+			err = &partialError{err: err, where: o.resultsWhere()}
+		}
 		// Checked before the output is written, so that --json's
 		// document carries a mismatch or a missed limit as its error.
 		if err == nil && res.Mismatches > 0 {
@@ -804,14 +811,33 @@ type peerStoppedError struct {
 func (e *peerStoppedError) Error() string { return e.msg }
 func (e *peerStoppedError) Unwrap() error { return e.word }
 
+// partialError is an error that ended a run after some of its figures
+// were measured: the figures reported are what was measured until then.
+type partialError struct {
+	err   error
+	where string // "the results above are", or with --json "the results are"
+}
+
+func (e *partialError) Error() string {
+	return fmt.Sprintf("%v; %s what was measured until then", e.err, e.where)
+}
+func (e *partialError) Unwrap() error { return e.err }
+
+// resultsWhere says where this side's results are, for a message that
+// says they are partial: above the message, or with --json in its
+// document.
+func (o *testOptions) resultsWhere() string {
+	if o.JSON {
+		return "the results are"
+	}
+	return "the results above are"
+}
+
 // peerStopped is the error of res, a run of role's side that the peer's
 // stop cut short: it says how the peer was stopped, that the results are
 // what was measured until then, and which pass marks it did not judge.
 func (o *testOptions) peerStopped(role string, res *bench.Result) error {
-	where := "the results above are"
-	if o.JSON {
-		where = "the results are"
-	}
+	where := o.resultsWhere()
 	msg := fmt.Sprintf("the %s was %s before the run ended: %s what was measured until then", peerRole(role), peerStop(res), where)
 	if flags := o.limitFlags(); len(flags) > 0 {
 		msg += fmt.Sprintf(", and %s %s not judged", strings.Join(flags, " and "), map[bool]string{true: "was", false: "were"}[len(flags) == 1])
@@ -823,11 +849,7 @@ func (o *testOptions) peerStopped(role string, res *bench.Result) error {
 // server stopped at its maximum duration (serve --max-duration): the
 // results are what was measured until then.
 func (o *testOptions) overtime(res *bench.Result) error {
-	where := "the results above are"
-	if o.JSON {
-		where = "the results are"
-	}
-	return fmt.Errorf("a test of iterations (-n) stopped at this server's --max-duration of %d s: %s what was measured until then", res.Overtime, where)
+	return fmt.Errorf("a test of iterations (-n) stopped at this server's --max-duration of %d s: %s what was measured until then", res.Overtime, o.resultsWhere())
 }
 
 // peerStop says how the peer of res was stopped, in its words

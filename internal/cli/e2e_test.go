@@ -654,8 +654,9 @@ func testInterrupt(t *testing.T, extra ...string) {
 }
 
 // TestServerKilled kills the server mid-test: the client fails, with a
-// clear message, within a bounded time, whether it polls or sleeps on
-// completion events (-e).
+// clear message that says its results are what was measured until
+// then, within a bounded time, whether it polls or sleeps on completion
+// events (-e).
 func TestServerKilled(t *testing.T) {
 	t.Run("poll", func(t *testing.T) { t.Parallel(); testServerKilled(t) })
 	t.Run("events", func(t *testing.T) { t.Parallel(); testServerKilled(t, "-e") })
@@ -683,9 +684,14 @@ func testServerKilled(t *testing.T, extra ...string) {
 	if !strings.Contains(stderr, "gorperf:") {
 		t.Errorf("no error message:\n%s%s", cliOut, stderr)
 	}
-	// What was measured before the server died is still printed.
+	// What was measured before the server died is still printed, and
+	// said to be partial, as a stopped server's run is: the row is no
+	// whole -D run's.
 	if !strings.Contains(cliOut.String(), "#bytes") || !strings.Contains(cliOut.String(), " 4096 ") {
 		t.Errorf("the client printed no measurement:\n%s", cliOut)
+	}
+	if !strings.Contains(stderr, "; the results above are what was measured until then") {
+		t.Errorf("the client did not say its results were partial:\n%s", stderr)
 	}
 }
 

@@ -64,7 +64,7 @@ func TestServeNamesClients(t *testing.T) {
 	o.done(context.Background(), f, gone, errors.New("client 198.18.0.2:40002: peer gone"))
 	for _, want := range []string{
 		"gorperf: client 198.18.0.2:40000: data validation failed: 2 QPs",
-		"gorperf: client 198.18.0.2:40002: peer gone\n",
+		"gorperf: client 198.18.0.2:40002: peer gone; the results above are what was measured until then\n",
 	} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
