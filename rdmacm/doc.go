@@ -79,6 +79,11 @@
 // program must close each UD Conn itself when done with it. The device context of an ID
 // (ID.Context, Conn.Context, Devices) is librdmacm's, open while the
 // library is loaded; closing the Go handle never closes the device.
+// librdmacm opens every RDMA device of the host at its first use and
+// keeps them open until the process exits, so a soft-RoCE (rxe) or siw
+// device whose `rdma link delete` brought DEVICE_REMOVAL stays held by
+// the process, every object closed, and the delete blocks until the
+// process exits (hardware drivers such as mlx5 let it go).
 //
 // # Close and other goroutines
 //

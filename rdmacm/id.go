@@ -1074,11 +1074,13 @@ func (id *ID) hasQP() int64 {
 	return 0
 }
 
-// peersReason is err, a verb's failure on a connection request, with
-// ErrDisconnected in it when the peer has given up on the request: its
-// Dial ended, or it refused, and the CM left the state in which a request
-// can be answered. rdma_create_qp or rdma_accept then fails with a bare
-// EINVAL, and the kernel queues no event for it (Linux 6.1): the CM's
+// peersReason is err, a verb's failure on a connection request, or,
+// when the peer has given up on the request, ErrDisconnected with err's
+// text but not its EINVAL, which a server would take for a fault in its
+// own Config. The peer has given up when its Dial ended, or it refused,
+// and the CM left the state in which a request can be answered:
+// rdma_create_qp or rdma_accept then fails with a bare EINVAL, and the
+// kernel queues no event for it (Linux 6.1): the CM's
 // refusal to give the QP's attributes (rdma_init_qp_attr) tells it from
 // this side's own failure. Other IDs' errors are err.
 func (id *ID) peersReason(err error) error {
@@ -1089,7 +1091,7 @@ func (id *ID) peersReason(err error) error {
 	if !id.request || !errors.Is(err, syscall.EINVAL) || !id.cmGone() {
 		return err
 	}
-	return fmt.Errorf("%w: the peer gave up on its request: %w", err, ErrDisconnected)
+	return fmt.Errorf("the peer gave up on its request (%v): %w", err, ErrDisconnected)
 }
 
 // repliedReason is err, a Dial's wait for ESTABLISHED, with

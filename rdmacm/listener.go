@@ -710,7 +710,9 @@ func (r *ConnRequest) LocalAddr() netip.AddrPort { return r.id.LocalAddr() }
 // ibv_create_qp instead, and Accept moves it to RTR, its path MTU
 // capped, and RTS (rdma_init_qp_attr, ibv_modify_qp) before it replies;
 // an iWARP device's connection ignores PathMTU. cfg nil takes the listener's. On
-// failure the request is rejected and freed.
+// failure the request is rejected and freed. Where the requester gave up
+// first (its Dial ended), the error matches ErrDisconnected, and not the
+// EINVAL of the verb that found it.
 //
 // The Conn reads its ID's events from the channel GetRequest made for
 // it, and closes that channel with the ID. A request whose ID moved to
