@@ -65,7 +65,11 @@
 // sides that both send faster than they read cannot deadlock; flow.go
 // explains it and its test drives two simulated sides through random
 // schedules. A Send that has no credit waits until the peer reads, or its
-// context ends.
+// context ends. A peer that is alive but does not read (a stopped
+// process, whose device still acknowledges) is not a dead peer: as over
+// TCP, a Send with context.Background() then waits for good. Give Send a
+// deadline (its context, or NetConn's SetWriteDeadline), or Close the
+// Conn from another goroutine, which ends the wait with ErrClosed.
 //
 // # Goroutines and waiting
 //
