@@ -8,7 +8,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -133,7 +132,14 @@ const qpAttrFields = QPAttrState | QPAttrCurState | QPAttrAccessFlags | QPAttrPK
 // them: INIT from RESET or INIT, RTR from INIT, RTS from RTR, RTS, SQD
 // or SQE, SQD from RTS or SQD; RESET from any; ERR from any but RESET
 // (the kernel's table of transitions, as the InfiniBand spec's: a QP in
-// RESET goes to INIT, or stays in RESET).
+// RESET goes to INIT, or stays in RESET). Where the move is legal, the
+// error names, for the QP's type, the attributes the move requires that
+// the mask lacks and the bits it has that the move does not take (the
+// kernel's table, ib_modify_qp_is_ok's: RC's RESET to INIT requires
+// QPAttrPKeyIndex, QPAttrPort and QPAttrAccessFlags, UD's QPAttrQKey in
+// place of the last); and, on a RoCE (Ethernet) port, an address vector
+// (QPAttrAV) without a global route, which RoCE needs, or with a source
+// and a destination GID of different IP families.
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if bad := mask &^ qpAttrFields; bad != 0 {
 		them := "them"
@@ -182,61 +188,261 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		a.en_sqd_async_notify = 1
 	}
 	if rc := C.ibv_modify_qp(qp.c, &a, C.int(mask)); rc != 0 {
-		if mask&QPAttrState == 0 { // attributes only: no state to name
-			return fmt.Errorf("QP %#x: %w", qp.num, verbError("ibv_modify_qp", int(rc)))
-		}
-		err := verbError("ibv_modify_qp", int(rc))
-		if mask&QPAttrAV != 0 {
-			err = attr.AH.noGID(err)
-		}
-		if rc == C.int(syscall.EINVAL) || rc == -C.int(syscall.EINVAL) {
-			if why := qp.transition(attr.State); why != "" {
-				return fmt.Errorf("QP %#x to %s: %s: %w", qp.num, attr.State, why, err)
-			}
-		}
-		return fmt.Errorf("QP %#x to %s: %w", qp.num, attr.State, err)
+		return qp.modifyError(attr, mask, rc)
 	}
 	return nil
 }
 
-// transitionFrom lists the states each state is reached from by Modify
-// (ibv_modify_qp(3), and the kernel's qp_state_table for ERR); RESET,
-// reached from any, is not listed.
-var transitionFrom = map[QPState][]QPState{
-	QPStateInit:  {QPStateReset, QPStateInit},
-	QPStateRTR:   {QPStateInit},
-	QPStateRTS:   {QPStateRTR, QPStateRTS, QPStateSQD, QPStateSQE},
-	QPStateSQD:   {QPStateRTS, QPStateSQD},
-	QPStateError: {QPStateInit, QPStateRTR, QPStateRTS, QPStateSQD, QPStateSQE, QPStateError},
+// modifyError is Modify's error for rc, what ibv_modify_qp returned for
+// attr and mask. On EINVAL it says why, where it can tell: a move from
+// the QP's state that is not legal, a mask without the attributes the
+// move requires or with some it does not take (for the QP's type), or an
+// address vector that a RoCE port refuses. The caller has entered qp.
+func (qp *QP) modifyError(attr *QPAttr, mask QPAttrMask, rc C.int) error {
+	err := verbError("ibv_modify_qp", int(rc))
+	if mask&QPAttrAV != 0 {
+		err = attr.AH.noGID(err)
+	}
+	einval := rc == C.int(syscall.EINVAL) || rc == -C.int(syscall.EINVAL)
+	var av string
+	if einval && mask&QPAttrAV != 0 {
+		av = qp.avProblem(&attr.AH)
+	}
+	if mask&QPAttrState == 0 { // attributes only: no state to name
+		if av != "" {
+			return fmt.Errorf("QP %#x: %s: %w", qp.num, av, err)
+		}
+		return fmt.Errorf("QP %#x: %w", qp.num, err)
+	}
+	if einval {
+		if why := qp.transition(attr.State, mask, av); why != "" {
+			return fmt.Errorf("QP %#x to %s: %s: %w", qp.num, attr.State, why, err)
+		}
+		if av != "" {
+			return fmt.Errorf("QP %#x to %s: %s: %w", qp.num, attr.State, av, err)
+		}
+	}
+	return fmt.Errorf("QP %#x to %s: %w", qp.num, attr.State, err)
+}
+
+// maskRule is what the kernel asks of the mask of one move of a QP of
+// one type (ib_modify_qp_is_ok): the attributes the move requires, and
+// those it allows besides them and QPAttrState. Any other bit fails the
+// verb with EINVAL.
+type maskRule struct{ req, opt QPAttrMask }
+
+// qpMove is a move from one QP state to another.
+type qpMove struct{ from, to QPState }
+
+// Attribute sets that several moves of the connected types allow.
+const (
+	pathOpts   = QPAttrAltPath | QPAttrAccessFlags | QPAttrPathMigState
+	ucRTSOpts  = QPAttrCurState | pathOpts
+	rcRTSOpts  = ucRTSOpts | QPAttrMinRNRTimer
+	udRTSOpts  = QPAttrCurState | QPAttrQKey
+	rawRTSOpts = QPAttrRateLimit
+	rcRTRReq   = QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN
+	rcRTSReq   = QPAttrSQPSN | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic
+)
+
+// modifyRules are the legal moves of Modify and, for each, the mask each
+// QP type needs: the InfiniBand specification's table as the kernel
+// keeps it (qp_state_table in drivers/infiniband/core/verbs.c), which
+// soft-RoCE and the other providers check a mask against. A move not
+// listed is not legal; a type not listed under a legal move takes
+// QPAttrState alone. ToInit, ToRTR and ToRTS ask for the required
+// attributes from here; Modify names what a mask lacks or has too many
+// of from here where the verb refuses it with EINVAL.
+var modifyRules = func() map[qpMove]map[QPType]maskRule {
+	m := map[qpMove]map[QPType]maskRule{
+		{QPStateReset, QPStateInit}: {
+			QPTypeRC:        {req: QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags},
+			QPTypeUC:        {req: QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags},
+			QPTypeUD:        {req: QPAttrPKeyIndex | QPAttrPort | QPAttrQKey},
+			QPTypeRawPacket: {req: QPAttrPort},
+		},
+		{QPStateInit, QPStateInit}: {
+			QPTypeRC: {opt: QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags},
+			QPTypeUC: {opt: QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags},
+			QPTypeUD: {opt: QPAttrPKeyIndex | QPAttrPort | QPAttrQKey},
+		},
+		{QPStateInit, QPStateRTR}: {
+			QPTypeRC: {req: rcRTRReq | QPAttrMaxDestRdAtomic | QPAttrMinRNRTimer,
+				opt: QPAttrAltPath | QPAttrAccessFlags | QPAttrPKeyIndex},
+			QPTypeUC: {req: rcRTRReq, opt: QPAttrAltPath | QPAttrAccessFlags | QPAttrPKeyIndex},
+			QPTypeUD: {opt: QPAttrPKeyIndex | QPAttrQKey},
+		},
+		{QPStateRTR, QPStateRTS}: {
+			QPTypeRC:        {req: rcRTSReq, opt: rcRTSOpts},
+			QPTypeUC:        {req: QPAttrSQPSN, opt: ucRTSOpts},
+			QPTypeUD:        {req: QPAttrSQPSN, opt: udRTSOpts},
+			QPTypeRawPacket: {opt: rawRTSOpts},
+		},
+		{QPStateRTS, QPStateRTS}: {
+			QPTypeRC:        {opt: rcRTSOpts},
+			QPTypeUC:        {opt: ucRTSOpts},
+			QPTypeUD:        {opt: udRTSOpts},
+			QPTypeRawPacket: {opt: rawRTSOpts},
+		},
+		{QPStateRTS, QPStateSQD}: {
+			QPTypeRC: {opt: QPAttrEnSQDAsync},
+			QPTypeUC: {opt: QPAttrEnSQDAsync},
+			QPTypeUD: {opt: QPAttrEnSQDAsync},
+		},
+		{QPStateSQD, QPStateRTS}: {
+			QPTypeRC: {opt: rcRTSOpts},
+			QPTypeUC: {opt: ucRTSOpts},
+			QPTypeUD: {opt: udRTSOpts},
+		},
+		{QPStateSQD, QPStateSQD}: {
+			QPTypeRC: {opt: QPAttrPort | QPAttrAV | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry |
+				QPAttrMaxQPRdAtomic | QPAttrMaxDestRdAtomic | QPAttrPKeyIndex | QPAttrMinRNRTimer | pathOpts},
+			QPTypeUC: {opt: QPAttrAV | QPAttrPKeyIndex | pathOpts},
+			QPTypeUD: {opt: QPAttrPKeyIndex | QPAttrQKey},
+		},
+		{QPStateSQE, QPStateRTS}: {
+			QPTypeUC: {opt: QPAttrCurState | QPAttrAccessFlags},
+			QPTypeUD: {opt: udRTSOpts},
+		},
+	}
+	// RESET from any state, ERR from any but RESET, with the state alone.
+	for s := QPStateReset; s <= QPStateError; s++ {
+		m[qpMove{s, QPStateReset}] = nil
+		if s != QPStateReset {
+			m[qpMove{s, QPStateError}] = nil
+		}
+	}
+	return m
+}()
+
+// required returns the attributes the kernel requires of a QP of type typ
+// for move m (modifyRules), and whether the table knows the move and
+// type.
+func required(typ QPType, m qpMove) (QPAttrMask, bool) {
+	rules, ok := modifyRules[m]
+	if !ok || !knownType(typ) {
+		return 0, false
+	}
+	return rules[typ].req, true
+}
+
+// knownType says whether modifyRules has the masks of QPs of type typ.
+func knownType(typ QPType) bool {
+	switch typ {
+	case QPTypeRC, QPTypeUC, QPTypeUD, QPTypeRawPacket:
+		return true
+	}
+	return false
+}
+
+// maskProblem says what is wrong with mask for the legal move m of a QP of
+// type typ (modifyRules): the required attributes it lacks, and the bits
+// the move does not take; "" where it has neither, or the table does not
+// know the type.
+func maskProblem(typ QPType, m qpMove, mask QPAttrMask) string {
+	if !knownType(typ) {
+		return ""
+	}
+	r := modifyRules[m][typ]
+	lacks := r.req &^ mask
+	extra := mask &^ (r.req | r.opt | QPAttrState)
+	if lacks == 0 && extra == 0 {
+		return ""
+	}
+	a := "a"
+	if typ == QPTypeRC {
+		a = "an"
+	}
+	var parts []string
+	if lacks != 0 {
+		parts = append(parts, fmt.Sprintf("lacks %s, which the move requires", andList(maskBits(lacks))))
+	}
+	if extra != 0 {
+		parts = append(parts, fmt.Sprintf("has %s, which the move does not take", andList(maskBits(extra))))
+	}
+	return fmt.Sprintf("the mask is wrong for %s %s QP's move from %s to %s: it %s",
+		a, typ, m.from, m.to, strings.Join(parts, ", and "))
 }
 
 // transition says, for a move to state that the verb refused with
 // EINVAL, which state the QP is in (ibv_query_qp) and which the move
-// needs; or, where the QP is in one of those, that the move is legal and
-// so an attribute is what the verb refused. It returns "" where the
-// query fails. The caller has entered qp.
-func (qp *QP) transition(to QPState) string {
+// needs; or, where the QP is in one of those, that the move is legal, and
+// what mask, with the attributes in it, was wrong for it: the required
+// attributes the mask lacks and the bits the move does not take, for the
+// QP's type (modifyRules), and what av, the address vector's problem
+// (avProblem), says. It returns "" where the query fails. The caller has
+// entered qp.
+func (qp *QP) transition(to QPState, mask QPAttrMask, av string) string {
 	var a C.struct_ibv_qp_attr
 	var ia C.struct_ibv_qp_init_attr
 	if C.ibv_query_qp(qp.c, &a, C.IBV_QP_STATE, &ia) != 0 {
 		return ""
 	}
 	cur := QPState(a.qp_state)
-	from, ok := transitionFrom[to]
-	if !ok {
-		return fmt.Sprintf("the QP is in %s", cur)
-	}
-	if slices.Contains(from, cur) {
-		return fmt.Sprintf("the QP is in %s, from which %s may be reached: an attribute or the mask is wrong for the QP's type or device", cur, to)
+	move := qpMove{cur, to}
+	if _, ok := modifyRules[move]; ok {
+		var why []string
+		if p := maskProblem(qp.typ, move, mask); p != "" {
+			why = append(why, p)
+		}
+		if av != "" {
+			why = append(why, av)
+		}
+		if len(why) == 0 {
+			why = append(why, "an attribute or the mask is wrong for the QP's type or device")
+		}
+		return fmt.Sprintf("the QP is in %s, from which %s may be reached: %s", cur, to, strings.Join(why, "; "))
 	}
 	if to == QPStateError && cur == QPStateReset {
 		return "the QP is in RESET, from which ERR is not reached (ERR is reached from any state but RESET; a QP in RESET has no work to flush)"
 	}
-	names := make([]string, len(from))
-	for i, s := range from {
-		names[i] = s.String()
+	var from []string
+	for s := QPStateReset; s <= QPStateError; s++ {
+		if _, ok := modifyRules[qpMove{s, to}]; ok {
+			from = append(from, s.String())
+		}
 	}
-	return fmt.Sprintf("the QP is in %s, and %s is reached from %s", cur, to, orList(names))
+	if len(from) == 0 { // a state no move reaches
+		return fmt.Sprintf("the QP is in %s", cur)
+	}
+	return fmt.Sprintf("the QP is in %s, and %s is reached from %s", cur, to, orList(from))
+}
+
+// avProblem says, for an address vector that the verb refused with
+// EINVAL, what the kernel finds wrong with it on a RoCE (Ethernet) port:
+// no global route, which RoCE needs (ToRTR and Connect make none for a
+// remote Endpoint without a GID), or a source GID (ibv_query_gid_ex, on
+// this error path only) and a destination GID of different IP families,
+// IPv4 and IPv6, between which the kernel resolves no route. It returns
+// "" for anything else. The caller has entered qp.
+func (qp *QP) avProblem(ah *AHAttr) string {
+	ctx := qp.pd.ctx
+	if !ctx.isEthernet(int(ah.Port)) {
+		return ""
+	}
+	if !ah.IsGlobal {
+		return fmt.Sprintf("the address vector on %s port %d, which is RoCE (Ethernet), has no global route, "+
+			"which RoCE needs (AHAttr.IsGlobal and the destination's GID in GRH.DGID; for ToRTR and Connect, "+
+			"a remote Endpoint with a GID)", ctx.name, ah.Port)
+	}
+	src, err := ctx.QueryGID(int(ah.Port), int(ah.GRH.SGIDIndex))
+	if err != nil || src.GID.IsZero() || ah.GRH.DGID.IsZero() {
+		return ""
+	}
+	if s4, d4 := src.GID.Addr().Is4(), ah.GRH.DGID.Addr().Is4(); s4 != d4 {
+		return fmt.Sprintf("the source GID %s (index %d of %s port %d) and the destination GID %s are of different IP families "+
+			"(%s and %s): RoCE v2 cannot route between them", src.GID, ah.GRH.SGIDIndex, ctx.name, ah.Port,
+			ah.GRH.DGID, ipFamily(s4), ipFamily(d4))
+	}
+	return ""
+}
+
+// ipFamily names an address's family: IPv4 where is4, else IPv6.
+func ipFamily(is4 bool) string {
+	if is4 {
+		return "IPv4"
+	}
+	return "IPv6"
 }
 
 // orList joins names as "A", "A or B", "A, B or C".
@@ -247,14 +453,34 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// maskNames names the bits of m that Modify refuses.
-func maskNames(m QPAttrMask) string {
+// andList joins names as "A", "A and B", "A, B and C".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// qpAttrNames are the mask bits' names, in the bits' order.
+var qpAttrNames = []struct {
+	bit  QPAttrMask
+	name string
+}{
+	{QPAttrState, "QPAttrState"}, {QPAttrCurState, "QPAttrCurState"}, {QPAttrEnSQDAsync, "QPAttrEnSQDAsync"},
+	{QPAttrAccessFlags, "QPAttrAccessFlags"}, {QPAttrPKeyIndex, "QPAttrPKeyIndex"}, {QPAttrPort, "QPAttrPort"},
+	{QPAttrQKey, "QPAttrQKey"}, {QPAttrAV, "QPAttrAV"}, {QPAttrPathMTU, "QPAttrPathMTU"},
+	{QPAttrTimeout, "QPAttrTimeout"}, {QPAttrRetryCnt, "QPAttrRetryCnt"}, {QPAttrRNRRetry, "QPAttrRNRRetry"},
+	{QPAttrRQPSN, "QPAttrRQPSN"}, {QPAttrMaxQPRdAtomic, "QPAttrMaxQPRdAtomic"}, {QPAttrAltPath, "QPAttrAltPath"},
+	{QPAttrMinRNRTimer, "QPAttrMinRNRTimer"}, {QPAttrSQPSN, "QPAttrSQPSN"},
+	{QPAttrMaxDestRdAtomic, "QPAttrMaxDestRdAtomic"}, {QPAttrPathMigState, "QPAttrPathMigState"},
+	{QPAttrCap, "QPAttrCap"}, {QPAttrDestQPN, "QPAttrDestQPN"}, {QPAttrRateLimit, "QPAttrRateLimit"},
+}
+
+// maskBits names the bits of m, in their order, the ones verbs.h does not
+// define together as "unknown bits 0x...".
+func maskBits(m QPAttrMask) []string {
 	var names []string
-	for _, b := range []struct {
-		bit  QPAttrMask
-		name string
-	}{{QPAttrAltPath, "QPAttrAltPath"}, {QPAttrPathMigState, "QPAttrPathMigState"},
-		{QPAttrRateLimit, "QPAttrRateLimit"}} {
+	for _, b := range qpAttrNames {
 		if m&b.bit != 0 {
 			names = append(names, b.name)
 			m &^= b.bit
@@ -263,8 +489,11 @@ func maskNames(m QPAttrMask) string {
 	if m != 0 {
 		names = append(names, fmt.Sprintf("unknown bits %#x", uint32(m)))
 	}
-	return strings.Join(names, ", ")
+	return names
 }
+
+// maskNames names the bits of m that Modify refuses.
+func maskNames(m QPAttrMask) string { return strings.Join(maskBits(m), ", ") }
 
 // Query returns the QP's current attributes and its init capacities
 // (ibv_query_qp with every mask bit). Its CurState is State, the state
@@ -455,16 +684,13 @@ func (qp *QP) ToInit(p ConnParams) error {
 		return err
 	}
 	a := QPAttr{State: QPStateInit, PKeyIndex: p.PKeyIndex, Port: uint8(p.Port), Access: p.Access, QKey: p.QKey}
-	mask := QPAttrState | QPAttrPKeyIndex | QPAttrPort
-	switch qp.typ {
-	case QPTypeUD:
-		mask |= QPAttrQKey
-	case QPTypeRawPacket:
-		mask = QPAttrState | QPAttrPort
-	default:
-		mask |= QPAttrAccessFlags
+	// The attributes the kernel requires (modifyRules); a type the table
+	// does not know gets RC's.
+	req, ok := required(qp.typ, qpMove{QPStateReset, QPStateInit})
+	if !ok {
+		req = QPAttrPKeyIndex | QPAttrPort | QPAttrAccessFlags
 	}
-	return qp.Modify(&a, mask)
+	return qp.Modify(&a, QPAttrState|req)
 }
 
 // ToRTR moves the QP from INIT to ready-to-receive, aimed at remote
@@ -477,7 +703,9 @@ func (qp *QP) ToRTR(remote Endpoint, p ConnParams) error {
 		return err
 	}
 	a := QPAttr{State: QPStateRTR}
-	mask := QPAttrState
+	// The attributes the kernel requires (modifyRules): those of the path
+	// to remote for RC and UC, none for UD and raw packet QPs.
+	req, _ := required(qp.typ, qpMove{QPStateInit, QPStateRTR})
 	if qp.typ == QPTypeRC || qp.typ == QPTypeUC {
 		mtu := p.MTU
 		if mtu == 0 {
@@ -494,14 +722,10 @@ func (qp *QP) ToRTR(remote Endpoint, p ConnParams) error {
 		a.DestQPN = remote.QPN
 		a.RQPSN = remote.PSN
 		a.AH = qp.ahFor(remote, p)
-		mask |= QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN
-		if qp.typ == QPTypeRC {
-			a.MaxDestRdAtomic = p.MaxDestRdAtomic
-			a.MinRNRTimer = p.MinRNRTimer
-			mask |= QPAttrMaxDestRdAtomic | QPAttrMinRNRTimer
-		}
+		a.MaxDestRdAtomic = p.MaxDestRdAtomic // RC's
+		a.MinRNRTimer = p.MinRNRTimer
 	}
-	return qp.Modify(&a, mask)
+	return qp.Modify(&a, QPAttrState|req)
 }
 
 // ToRTS moves the QP from RTR to ready-to-send with send PSN qp.PSN()
@@ -516,14 +740,12 @@ func (qp *QP) ToRTS(p ConnParams) error {
 }
 
 // rtsMask is the mask ToRTS modifies a QP of type typ with: the attributes
-// the kernel requires from RTR to RTS (ib_modify_qp_is_ok). A raw packet
-// QP has no send PSN, nor any other: the kernel refuses the mask with one.
+// the kernel requires from RTR to RTS (modifyRules). A raw packet QP has
+// no send PSN, nor any other: the kernel refuses the mask with one. A type
+// the table does not know gets a send PSN.
 func rtsMask(typ QPType) QPAttrMask {
-	switch typ {
-	case QPTypeRawPacket:
-		return QPAttrState
-	case QPTypeRC:
-		return QPAttrState | QPAttrSQPSN | QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic
+	if req, ok := required(typ, qpMove{QPStateRTR, QPStateRTS}); ok {
+		return QPAttrState | req
 	}
 	return QPAttrState | QPAttrSQPSN
 }
