@@ -96,7 +96,12 @@ func (m *MR) covers(addr uint64, n uint32) bool {
 
 // RegMR registers the whole buffer with the given access (ibv_reg_mr). A
 // nil buf is an error matching syscall.EINVAL, as for RegMRRange and
-// RegMRIOVA.
+// RegMRIOVA; so is remote write or atomic access without
+// AccessLocalWrite, which the verbs require (see RegMRRange), refused
+// before the verb, with an error that says so.
+//
+// The three register through ibv_reg_mr_iova2 (ibv_reg_mr is a macro
+// over it), which a verb's error names.
 func (pd *PD) RegMR(buf *Buffer, access Access) (*MR, error) {
 	return pd.regMR("ibv_reg_mr", buf, 0, 0, true, 0, false, access)
 }
@@ -125,6 +130,9 @@ func (pd *PD) RegMRIOVA(buf *Buffer, off, length int, iova uint64, access Access
 func (pd *PD) regMR(verb string, buf *Buffer, off, length int, whole bool, iova uint64, withIOVA bool, access Access) (*MR, error) {
 	if buf == nil {
 		return nil, fmt.Errorf("%s: no Buffer (nil): %w", verb, syscall.EINVAL)
+	}
+	if err := checkAccess(verb, access); err != nil {
+		return nil, err
 	}
 	if !pd.use.Enter() {
 		return nil, ErrClosed
@@ -162,7 +170,7 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, whole bool, iova 
 	var errno C.int
 	m := C.gv_reg_mr(pd.c, p, C.size_t(length), C.uint64_t(iova), C.uint(access), &errno)
 	if m == nil {
-		err := verbError(verb, int(errno))
+		err := verbError("ibv_reg_mr_iova2", int(errno)) // the verb gv_reg_mr calls
 		if errno == C.int(syscall.ENOMEM) || errno == C.int(syscall.EPERM) {
 			return nil, fmt.Errorf("registering %d bytes: %w (the locked-memory limit may be too low: "+
 				"raise it with `ulimit -l unlimited`, or `--ulimit memlock=-1` for a container)", length, err)
@@ -181,6 +189,18 @@ func (pd *PD) regMR(verb string, buf *Buffer, off, length int, whole bool, iova 
 	liveMRs.m[mrKey{pd.c, uint32(m.lkey)}] = mr
 	liveMRs.Unlock()
 	return mr, nil
+}
+
+// checkAccess refuses, as the verbs do with EINVAL (the kernel's
+// ib_check_mr_access), an access to registered memory with remote write
+// or atomic access but not local write, saying so where the verb would
+// not: verb names the call in the error.
+func checkAccess(verb string, access Access) error {
+	if remote := access & (AccessRemoteWrite | AccessRemoteAtomic); remote != 0 && access&AccessLocalWrite == 0 {
+		return fmt.Errorf("%s: access %s: %s needs LOCAL_WRITE too (REMOTE_WRITE and REMOTE_ATOMIC require AccessLocalWrite): %w",
+			verb, access, remote, syscall.EINVAL)
+	}
+	return nil
 }
 
 // regMRHook, if set, runs in each RegMR just before it registers the

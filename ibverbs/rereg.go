@@ -38,8 +38,9 @@ type MRChange struct {
 // of the new PD and Buffer, whose Close refuses while the MR is open, and
 // no longer of the old ones. A change of nothing fails with an error
 // matching syscall.EINVAL, as do a range outside Buf and a PD of another
-// context; a closed MR, PD or Buffer fails with ErrClosed. All of these
-// leave the MR as it was.
+// context, and an Access with remote write or atomic access but not
+// AccessLocalWrite (as RegMR); a closed MR, PD or Buffer fails with
+// ErrClosed. All of these leave the MR as it was.
 //
 // Many providers do not implement it (soft-RoCE's does not): their error
 // matches errors.ErrUnsupported and leaves the MR as it was, to be closed
@@ -74,6 +75,9 @@ func (m *MR) Rereg(c MRChange) error {
 	}
 	var access C.int
 	if c.SetAccess {
+		if err := checkAccess(verb, c.Access); err != nil {
+			return err
+		}
 		flags |= C.IBV_REREG_MR_CHANGE_ACCESS
 		access = C.int(c.Access)
 	}
