@@ -3,6 +3,7 @@ package ibverbs
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -82,9 +83,11 @@ type GIDChoice struct {
 	Skipped []SkippedGID // every other entry of the table, in table order
 	// Tied holds the other candidates that ranked as Entry did and lost
 	// only for their higher index, in table order; Reason names them.
-	// Index order is the order in which the kernel added the addresses
-	// and netdevs, so another host may pick its entry of another
-	// subnet or VLAN: a rule naming the netdev, subnet or address decides.
+	// The kernel puts a new address's GIDs in the lowest free slots,
+	// reusing those an address removed left, so index order is not the
+	// order the addresses were added in, and another host may pick its
+	// entry of another subnet or VLAN: a rule naming the netdev, subnet
+	// or address decides.
 	Tied []GIDEntry
 }
 
@@ -121,7 +124,9 @@ const MaxGIDIndex = 255
 // kind of entry whatever order their drivers fill the table in; where
 // entries of the same kind tie, the index decides, and the choice's Reason
 // and Tied say so. An entry past MaxGIDIndex never passes. It fails with a
-// *NoGIDError when nothing passes, and with an *AmbiguousGIDError when Addr
+// *NoGIDError when nothing passes (which, where Netdev is no entry's,
+// says whether this host has a netdev of that name), and with an
+// *AmbiguousGIDError when Addr
 // names a link-local address, with no zone or Netdev, that more than one
 // netdev has. A rule whose Family is not 0, 4 or 6 fails with an error
 // matching syscall.EINVAL.
@@ -158,7 +163,7 @@ func SelectGID(table []GIDEntry, rule GIDRule) (GIDChoice, error) {
 		for i, e := range table {
 			c.Skipped = append(c.Skipped, SkippedGID{e, why[i]})
 		}
-		return c, &NoGIDError{Rule: rule, Skipped: c.Skipped, miss: miss}
+		return c, newNoGIDError(table, rule, c.Skipped, miss, twins)
 	}
 	if a := rule.Addr; len(cands) > 1 && a.IsValid() && a.Zone() == "" && rule.Netdev == "" && a.Unmap().IsLinkLocalUnicast() {
 		return GIDChoice{}, &AmbiguousGIDError{Rule: rule, Entries: cands}
@@ -380,9 +385,56 @@ func mapped4(p netip.Prefix) bool { return p.Bits() >= 96 && p.Addr().Is4In6() }
 type NoGIDError struct {
 	Rule    GIDRule      // the rule nothing passed
 	Skipped []SkippedGID // every entry of the table, with why it failed the rule
+	// LinkLocal holds the indexes of the entries, in table order, that
+	// failed the rule only for being link-local: the rule with
+	// AllowLinkLocal takes one, and so does naming its index or address.
+	LinkLocal []int
 	// miss is the check each of Skipped failed, as rejectGID made them;
 	// nil in an error made by hand.
 	miss []gidMiss
+	// absent says that no entry is on Rule.Netdev; then netdevs are the
+	// netdevs the entries are on, in table order, and noNetdev says that
+	// this host has no netdev of Rule.Netdev's name.
+	absent   bool
+	netdevs  []string
+	noNetdev bool
+}
+
+// newNoGIDError is SelectGID's *NoGIDError: nothing in table passed rule,
+// and skipped and miss say why; v2 maps a GID on a netdev to its RoCE v2
+// entry's index, as rejectGID takes it.
+func newNoGIDError(table []GIDEntry, rule GIDRule, skipped []SkippedGID, miss []gidMiss, v2 map[gidKey]int) *NoGIDError {
+	e := &NoGIDError{Rule: rule, Skipped: skipped, miss: miss}
+	allow := rule
+	allow.AllowLinkLocal = true
+	for i, g := range table {
+		if miss[i] == missLinkLocal {
+			if _, m := rejectGID(g, allow, v2); m == gidPasses {
+				e.LinkLocal = append(e.LinkLocal, g.Index)
+			}
+		}
+	}
+	if rule.Netdev == "" || len(table) == 0 || slices.ContainsFunc(table, func(g GIDEntry) bool { return g.Netdev == rule.Netdev }) {
+		return e
+	}
+	e.absent = true
+	for _, g := range table {
+		if g.Netdev != "" && !slices.Contains(e.netdevs, g.Netdev) {
+			e.netdevs = append(e.netdevs, g.Netdev)
+		}
+	}
+	e.noNetdev = !netdevExists(rule.Netdev)
+	return e
+}
+
+// netdevExists reports whether this host has a network device of that
+// name, or cannot tell; tests replace it.
+var netdevExists = func(name string) bool {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(ifs, func(i net.Interface) bool { return i.Name == name })
 }
 
 // noGIDErrorMax is as long as NoGIDError's text grows, unless its first
@@ -400,12 +452,29 @@ const noGIDErrorMax = 1000
 // index 6 ::ffff:198.18.0.3 and 240 more: address is not 198.18.0.9").
 // The text stops short of 1000 bytes (unless its first group is longer),
 // counting the entries it leaves out; Skipped has every entry and its
-// reason.
+// reason. Where no entry is on the rule's Netdev, the text says so first,
+// with up to three of the netdevs the entries are on, or that the host
+// has no netdev of that name at all; where LinkLocal has entries, it ends
+// saying that naming the index of one takes it.
 func (e *NoGIDError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "no GID matches %s", e.Rule)
 	if len(e.Skipped) == 0 {
 		b.WriteString(" (the GID table is empty: is the port's netdev up with an IP address?)")
+	}
+	if e.absent {
+		on := "the port has no GID on " + e.Rule.Netdev + " (its GIDs are on "
+		if e.noNetdev {
+			on = "there is no netdev " + e.Rule.Netdev + " (the port's GIDs are on "
+		}
+		nds := "no netdev"
+		if len(e.netdevs) > 0 {
+			nds = strings.Join(e.netdevs[:min(len(e.netdevs), 3)], ", ")
+		}
+		if n := len(e.netdevs) - 3; n > 0 {
+			nds += " and " + strconv.Itoa(n) + " more"
+		}
+		fmt.Fprintf(&b, ": %s%s)", on, nds)
 	}
 	shown := 0
 	for _, g := range e.groups() {
@@ -417,7 +486,26 @@ func (e *NoGIDError) Error() string {
 		shown += len(g.entries)
 	}
 	b.WriteString(notShown(len(e.Skipped) - shown))
+	if len(e.LinkLocal) > 0 {
+		fmt.Fprintf(&b, "; to use a link-local GID anyway, name its index (%s)", indexesOr(e.LinkLocal))
+	}
 	return b.String()
+}
+
+// indexesOr writes indexes as "0", "0 or 4", "0, 4 or 6", or past three
+// "0, 4, 6 or one of 2 more".
+func indexesOr(indexes []int) string {
+	var s []string
+	for _, i := range indexes[:min(len(indexes), 3)] {
+		s = append(s, strconv.Itoa(i))
+	}
+	if n := len(indexes) - 3; n > 0 {
+		return strings.Join(s, ", ") + " or one of " + strconv.Itoa(n) + " more"
+	}
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // notShown is what NoGIDError's text ends with when it leaves n entries

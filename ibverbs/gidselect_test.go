@@ -604,6 +604,7 @@ func TestNoGIDErrorCap(t *testing.T) {
 		tab = append(tab, GIDEntry{Index: i, GID: mustGID(t, "::ffff:10.0."+strconv.Itoa(i/256)+"."+strconv.Itoa(i%256)),
 			Type: GIDTypeRoCEv2, Netdev: "eth" + strconv.Itoa(i), Ifindex: i + 2})
 	}
+	stubNetdevs(t, "eth0")
 	_, err := SelectGID(tab, GIDRule{Netdev: "eth999"})
 	var ne *NoGIDError
 	if !errors.As(err, &ne) || len(ne.Skipped) != 300 {
@@ -615,7 +616,8 @@ func TestNoGIDErrorCap(t *testing.T) {
 		t.Errorf("%d bytes, %d entries shown: %q; want at most %d bytes ending with the count of the %d left out",
 			len(s), shown, s, noGIDErrorMax, 300-shown)
 	}
-	if !strings.HasPrefix(s, "no GID matches RoCE v2 GID, on eth999; index 0 ::ffff:10.0.0.0: on eth0, not eth999; index 1 ") {
+	if !strings.HasPrefix(s, "no GID matches RoCE v2 GID, on eth999: there is no netdev eth999 (the port's GIDs are on eth0, eth1, eth2 and 297 more)"+
+		"; index 0 ::ffff:10.0.0.0: on eth0, not eth999; index 1 ") {
 		t.Errorf("%.200q does not begin with the rule and index 0", s)
 	}
 }
