@@ -65,7 +65,9 @@ type portReport struct {
 	LID       uint16      `json:"lid,omitempty"`
 	GIDs      []gidReport `json:"gids"`
 	// DefaultGID is the entry SelectGID picks with the default rule, nil
-	// when it finds none (then NoGIDReason says why) or on InfiniBand.
+	// when it finds none (then NoGIDReason says why) or on InfiniBand. A
+	// test with no GID flag uses it only where its control connection's
+	// local address has no GID on the port; else that address's GID.
 	DefaultGID  *gidChoice `json:"default_gid"`
 	NoGIDReason string     `json:"no_gid_reason,omitempty"`
 	Error       string     `json:"error,omitempty"`
@@ -143,7 +145,11 @@ func newCmdDevices(f *Factory, runF func(*DevicesOptions) error) *cobra.Command 
 		Short: "List RDMA devices, their ports and GID tables",
 		Long: `List every RDMA device with its node GUID, node type and transport, and for
 each port its state, MTU, link layer, speed and GID table. The GID marked
-with * is the one gorperf uses unless told otherwise (-x), with the reason.
+with * is the port's default, with the reason. A test given no GID flag
+(-x, --source_ip, --bind_source_ip, --gid-*, --ipv6) takes the GID of its
+control connection's local address where the port has one, and the default
+only where it has none: a control connection over loopback (as loopback's
+is) or over another NIC.
 An entry past index 255 is marked unusable: the verbs' GID index
 (sgid_index) is 8 bits, so no test can use it, and -x cannot name it.`,
 		Args: noArgs,
@@ -253,11 +259,17 @@ func writePortText(b *strings.Builder, p portReport) {
 	}
 	switch {
 	case p.DefaultGID != nil:
-		fmt.Fprintf(b, "    default GID: index %d, %s\n", p.DefaultGID.Index, p.DefaultGID.Reason)
+		fmt.Fprintf(b, "    default GID: index %d, %s; %s\n", p.DefaultGID.Index, p.DefaultGID.Reason, defaultGIDUse)
 	case p.NoGIDReason != "":
 		fmt.Fprintf(b, "    default GID: none: %s\n", p.NoGIDReason)
 	}
 }
+
+// defaultGIDUse says when a test uses a port's default GID, as devices
+// and doctor follow it: a test with no GID flag takes its control
+// connection's local address's GID where the port has one (the peer
+// reached it there, bench's controlGID), else the default.
+const defaultGIDUse = "a test with no GID flag uses it only where its control connection's local address has no GID on this port"
 
 // speedString formats a port's signalling rate (PortAttr.Gbps) and width:
 // "103.125 Gb/s (4X)".

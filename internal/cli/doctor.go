@@ -651,9 +651,11 @@ func routableGID(g gidReport) bool {
 	return err == nil && g.Type == "RoCE v2" && !ip.Unmap().IsLinkLocalUnicast()
 }
 
-// checkGID reports the RoCE v2 GID SelectGID would choose and whether its
-// address is one the netdev has, and the netdev is up, so that peers can
-// route to it; root is where sysfs is.
+// checkGID reports the port's default GID, the RoCE v2 GID SelectGID
+// would choose (which a test uses where its control connection's local
+// address has no GID on the port), and whether its address is one the
+// netdev has, and the netdev is up, so that peers can route to it; root
+// is where sysfs is.
 func checkGID(root, at string, p portReport, netdev string, addrs func(string) ([]netip.Prefix, error)) []finding {
 	if p.DefaultGID == nil {
 		nd := netdev
@@ -673,7 +675,7 @@ func checkGID(root, at string, p portReport, netdev string, addrs func(string) (
 			g = e
 		}
 	}
-	fs := []finding{ok("%s: RoCE v2 GID index %d (%s on %s) would be used: %s", at, g.Index, g.IP, dash(g.Netdev), p.DefaultGID.Reason)}
+	fs := []finding{ok("%s: RoCE v2 GID index %d (%s on %s) is the default: %s; %s", at, g.Index, g.IP, dash(g.Netdev), p.DefaultGID.Reason, defaultGIDUse)}
 	fs = append(fs, checkGIDTie(at, p, g, addrs)...)
 	fs = append(fs, checkGIDAddrState(at, p)...)
 	fs = append(fs, checkGIDIndexLimit(at, p)...)
@@ -706,8 +708,11 @@ func checkGID(root, at string, p portReport, netdev string, addrs func(string) (
 }
 
 // checkGIDTie warns when the default GID g tied with entries of other
-// netdevs or subnets: the table's order, which is the order the addresses
-// were added in, then decides, and another host may pick another network.
+// netdevs or subnets: the table's order then decides, which is not the
+// order the addresses were added in (the kernel puts a new address's GIDs
+// in the lowest free slots), and another host may pick another network.
+// That matters where a test takes the default GID: where its control
+// connection's local address has no GID on the port.
 func checkGIDTie(at string, p portReport, g gidReport, addrs func(string) ([]netip.Prefix, error)) []finding {
 	if len(p.DefaultGID.Tied) == 0 {
 		return nil
@@ -742,8 +747,8 @@ func checkGIDTie(at string, p portReport, g gidReport, addrs func(string) ([]net
 	if len(netdevs) < 2 && len(subnets) < 2 {
 		return nil
 	}
-	return []finding{warn("choose with --gid-netdev, --gid-subnet or --source_ip (each host picks the lowest index, which is the order its addresses were added in)",
-		"%s: the default GID index %d ties with %d other entries (netdevs %s; subnets %s): another host may pick another network",
+	return []finding{warn("choose with --gid-netdev, --gid-subnet or --source_ip: each host takes the lowest-numbered of the tied entries, and the kernel puts a new address's GIDs in the lowest free slots, reusing those of addresses removed, so that order is not the order the addresses were added in",
+		"%s: the default GID index %d ties with %d other entries (netdevs %s; subnets %s): where a test's control connection's local address has no GID on this port (loopback, a control connection over another NIC), another host may pick another network",
 		at, g.Index, len(p.DefaultGID.Tied), strings.Join(netdevs, ", "), dash(strings.Join(subnets, ", ")))}
 }
 

@@ -203,7 +203,7 @@ func TestCheckGID(t *testing.T) {
 	if len(fs) != 2 {
 		t.Fatalf("findings: %+v", fs)
 	}
-	wantFinding(t, fs[0], levelOK, "RoCE v2 GID index 1 (198.18.0.1 on rxeveth0) would be used: first routable IPv4")
+	wantFinding(t, fs[0], levelOK, "RoCE v2 GID index 1 (198.18.0.1 on rxeveth0) is the default: first routable IPv4")
 	wantFinding(t, fs[1], levelOK, "rxeveth0 has 198.18.0.1/24: routable")
 
 	fs = checkGID(t.TempDir(), "rxe0 port 1", p, "rxeveth0", func(string) ([]netip.Prefix, error) { return nil, nil })
