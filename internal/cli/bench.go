@@ -74,6 +74,13 @@ func testCmdName(t exchange.Test) string { return strings.ReplaceAll(t.String(),
 // newCmdTest wires one test's command; runF, if not nil, replaces the
 // work (testRun) so that tests can check how flags are read.
 func newCmdTest(f *Factory, t exchange.Test, loopback bool, runF func(*testOptions) error) *cobra.Command {
+	return newTestCmd(f, t, loopback, runF, perftestNames)
+}
+
+// newTestCmd is newCmdTest with norm, if not nil, its flags' normalize
+// function: testFlagNames lists the flags of tests built without one,
+// which perftestNames, which consults it, would recurse into.
+func newTestCmd(f *Factory, t exchange.Test, loopback bool, runF func(*testOptions) error, norm func(*pflag.FlagSet, string) pflag.NormalizedName) *cobra.Command {
 	o := &testOptions{Test: t, Loopback: loopback}
 	name := testCmdName(t)
 	cmd := &cobra.Command{
@@ -132,7 +139,7 @@ device too), and a client started before its server keeps trying for 3 s.`, benc
 		cmd.Long = fmt.Sprintf("%s with server and client in this process.", bench.Title(t))
 		cmd.Example = fmt.Sprintf("  gorperf loopback %s -d mlx5_0", name)
 	}
-	addTestFlags(cmd, o)
+	addTestFlags(cmd, o, norm)
 	if loopback {
 		cmd.Flags().StringVar(&o.PeerDev, "peer-dev", "", "device of the server side (default: -d); on another device the server side chooses its GID automatically: -x, --source_ip, --bind_source_ip, --gid-subnet and --gid-netdev are the client side's, --gid-family and --ipv6 both sides'")
 	}
@@ -757,7 +764,7 @@ func (o *testOptions) finish(f *Factory, role string, res *bench.Result, err err
 		}
 		// --out_json's file first, so that --json's document below
 		// carries its failure (a full disk).
-		if ferr := o.writeJSONFile(o.document(role, res, err)); err == nil {
+		if ferr := o.writeJSONFile(o.document(role, res, inDocument(err))); err == nil {
 			err = ferr
 		}
 		var werr error // the output's, which a run that failed keeps to its own error
@@ -830,8 +837,32 @@ func (o *testOptions) resultsWhere() string {
 	if o.JSON {
 		return "the results are"
 	}
-	return "the results above are"
+	return resultsAbove
 }
+
+// resultsAbove is where a text report's results are, for a message that
+// says they are partial: a JSON document says "the results are"
+// (inDocument).
+const resultsAbove = "the results above are"
+
+// inDocument is err as a JSON document says it: --out_json's file of a
+// run reported in text holds its results, which are not above its
+// message. It unwraps to err.
+func inDocument(err error) error {
+	if err == nil || !strings.Contains(err.Error(), resultsAbove) {
+		return err
+	}
+	return &documentError{msg: strings.Replace(err.Error(), resultsAbove, "the results are", 1), err: err}
+}
+
+// documentError is an error with the words of a JSON document's message.
+type documentError struct {
+	msg string
+	err error
+}
+
+func (e *documentError) Error() string { return e.msg }
+func (e *documentError) Unwrap() error { return e.err }
 
 // peerStopped is the error of res, a run of role's side that the peer's
 // stop cut short: it says how the peer was stopped, that the results are

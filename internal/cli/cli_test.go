@@ -279,7 +279,7 @@ func TestWantsJSON(t *testing.T) {
 		{[]string{"write-bw", "--", "--json"}, false},
 		{[]string{"write-bw"}, false},
 	} {
-		if got := wantsJSON(tc.args); got != tc.want {
+		if got := wantsJSON(nil, tc.args); got != tc.want {
 			t.Errorf("wantsJSON(%q) = %v, want %v", tc.args, got, tc.want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,8 +31,12 @@ func flagError(cmd *cobra.Command, err error) error {
 	}
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) {
-		if c := ambiguousPrefix(cmd, ne); c != nil {
-			return &usageError{fmt.Errorf("option '--%s' is ambiguous; possibilities: --%s", ne.GetSpecifiedName(), strings.Join(c, " --"))}
+		if c, testOnly := ambiguousPrefix(cmd, ne); c != nil {
+			err := fmt.Errorf("option '--%s' is ambiguous; possibilities: --%s", ne.GetSpecifiedName(), strings.Join(c, " --"))
+			if len(testOnly) > 0 {
+				err = fmt.Errorf("%w; %s", err, serveTestFlag(testOnly[0], false))
+			}
+			return &usageError{err}
 		}
 		if why := explainUnknownFlag(cmd, ne); why != "" {
 			err = fmt.Errorf("%w: %s", err, why)
@@ -43,15 +48,29 @@ func flagError(cmd *cobra.Command, err error) error {
 // ambiguousPrefix returns the flags of cmd that the long flag ne names
 // is a prefix of, where it is a prefix of more than one, as perftest's
 // getopt_long calls it ambiguous; else nil. (A unique prefix is the flag
-// it begins, perftestNames.)
-func ambiguousPrefix(cmd *cobra.Command, ne *pflag.NotExistError) []string {
+// it begins, perftestNames.) For serve they include the tests' flags it
+// begins that serve lacks, also returned alone as testOnly (serve --bi:
+// --bind_source_ip and a test's --bidirectional). A name that is exactly
+// a test's flag or perftest's option is no prefix: explainUnknownFlag
+// says where it belongs.
+func ambiguousPrefix(cmd *cobra.Command, ne *pflag.NotExistError) (c, testOnly []string) {
 	if _, err := exchange.ParseTest(strings.ReplaceAll(cmd.Name(), "-", "_")); (err != nil && cmd.Name() != "serve") || ne.GetSpecifiedShortnames() != "" {
-		return nil // a command without perftestNames, or letters
+		return nil, nil // a command without perftestNames, or letters
 	}
-	if c := prefixFlags(cmd.Flags(), ne.GetSpecifiedName()); len(c) > 1 {
-		return c
+	name := ne.GetSpecifiedName()
+	if knownFlagName(name) {
+		return nil, nil
 	}
-	return nil
+	c = prefixFlags(cmd.Flags(), name)
+	if cmd.Name() == "serve" {
+		testOnly = testOnlyPrefixFlags(cmd.Flags(), name)
+		c = append(c, testOnly...)
+		slices.Sort(c)
+	}
+	if len(c) > 1 {
+		return c, testOnly
+	}
+	return nil, nil
 }
 
 // explainUnknownFlag says where the flag ne names belongs, or "" if

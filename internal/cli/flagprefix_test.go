@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -85,5 +86,81 @@ func TestFlagPrefixesKeepNames(t *testing.T) {
 	f, out, errOut := newTestFactory(nil, nil)
 	if code := run(t.Context(), f, []string{"write-bw", "--help"}); code != 0 || !strings.Contains(out.String(), "--cpuprofile") || !strings.Contains(out.String(), "-V, --version") {
 		t.Errorf("write-bw --help: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestServePrefixOfTestFlag: serve takes no prefix that is exactly a
+// test's flag (--qp, which begins serve's --qp-timeout), nor one that
+// also begins a flag only the tests have (--bi: --bidirectional and
+// serve's --bind_source_ip): it refuses them, exit 2, and says that
+// serve takes no test flags. Before, serve --qp 4 set --qp-timeout and
+// served. (The last flag, unknown, stops the old code before it
+// serves.)
+func TestServePrefixOfTestFlag(t *testing.T) {
+	const testFlags = "serve takes no test flags (%s): each client's test sets them; give them to the client"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--qp", "4"}, "unknown flag: --qp: " + fmt.Sprintf(testFlags, "--qp")},
+		{[]string{"--qp=4"}, "unknown flag: --qp: " + fmt.Sprintf(testFlags, "--qp")},
+		{[]string{"--bi", "127.0.0.1"}, "option '--bi' is ambiguous; possibilities: --bidirectional --bind_source_ip; " + fmt.Sprintf(testFlags, "--bidirectional")},
+		{[]string{"--disable"}, "option '--disable' is ambiguous; possibilities: --disable_numa --disable_pcie_relaxed; " + fmt.Sprintf(testFlags, "--disable_pcie_relaxed")},
+		{[]string{"--pe", "3"}, "option '--pe' is ambiguous; possibilities: --peer-timeout --perform_warm_up; " + fmt.Sprintf(testFlags, "--perform_warm_up")},
+		{[]string{"--po", "1"}, "option '--po' is ambiguous; possibilities: --port --post_list; " + fmt.Sprintf(testFlags, "--post_list")},
+	} {
+		f, _, errOut := newTestFactory(nil, nil)
+		args := append(append([]string{"serve"}, tc.args...), "--no-such-flag")
+		if code := run(t.Context(), f, args); code != exitUsage || !strings.Contains(errOut.String(), "gorperf: "+tc.want+"\n") {
+			t.Errorf("%q: exit %d, %s\nwant exit 2, %q", args, code, errOut, tc.want)
+		}
+	}
+	// A prefix of serve's flags alone is still taken.
+	if o, err := parseServe(t, "--qp-t", "5", "--max-q", "7"); err != nil || o.test.QPTimeout != 5 || o.maxQPs != 7 {
+		t.Errorf("serve --qp-t 5 --max-q 7: %v, %+v", err, o)
+	}
+	// A test takes another test's exact flag for no prefix of its own:
+	// send-bw's --perform_warm_up is explained, not ambiguous.
+	if _, _, err := parseTest(t, exchange.SendBW, "--perform_warm_up"); !strings.Contains(fmt.Sprint(err), "unknown flag: --perform_warm_up: only") {
+		t.Errorf("send-bw --perform_warm_up: %v", err)
+	}
+}
+
+// TestPrefixSkipsHidden: a hidden flag (serve's --version) is taken by
+// its exact name alone and listed among no prefix's flags: serve --ve is
+// --vector, where it was ambiguous with "--vector --version".
+func TestPrefixSkipsHidden(t *testing.T) {
+	f, _, errOut := newTestFactory(nil, nil)
+	if code := run(t.Context(), f, []string{"serve", "--ve"}); code != exitUsage || !strings.Contains(errOut.String(), "gorperf: flag needs an argument: --ve\n") {
+		t.Errorf("serve --ve: exit %d, %s\nwant exit 2, --vector's missing argument", code, errOut)
+	}
+	f, out, errOut := newTestFactory(nil, nil)
+	if code := run(t.Context(), f, []string{"serve", "--version"}); code != 0 || !strings.HasPrefix(out.String(), "gorperf ") {
+		t.Errorf("serve --version: exit %d, %s %s", code, out, errOut)
+	}
+}
+
+// TestJSONPrefixErrorDocument: a prefix of --json (--js) promises the
+// JSON error document as --json does, for a test and for serve; before,
+// only the usage error on stderr, exit 2.
+func TestJSONPrefixErrorDocument(t *testing.T) {
+	for _, args := range [][]string{
+		{"write-bw", "--js", "--bogus"},
+		{"write-bw", "--js=true", "--bogus"},
+		{"loopback", "write-bw", "--js", "--bogus"},
+		{"serve", "--js", "--bogus"},
+	} {
+		f, out, _ := newTestFactory(nil, nil)
+		var doc struct {
+			Error *struct{ Code, Message string } `json:"error"`
+		}
+		code := run(t.Context(), f, args)
+		if err := json.Unmarshal(out.Bytes(), &doc); code != exitUsage || err != nil || doc.Error == nil || !strings.Contains(doc.Error.Message, "--bogus") {
+			t.Errorf("%q: exit %d, %v, want exit 2 and the error's JSON document:\n%s", args, code, err, out)
+		}
+	}
+	f, out, _ := newTestFactory(nil, nil)
+	if code := run(t.Context(), f, []string{"write-bw", "--js=false", "--bogus"}); code != exitUsage || out.Len() != 0 {
+		t.Errorf("--js=false: exit %d, %s, want exit 2 and no document", code, out)
 	}
 }

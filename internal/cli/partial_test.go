@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,5 +50,31 @@ func TestErrorAfterResultsSaysPartial(t *testing.T) {
 	res.Sizes = []bench.SizeResult{}
 	if err := o.finish(f, "client", res, exchange.ErrPeerClosed); strings.Contains(fmt.Sprint(err), "results") {
 		t.Errorf("no figures: finish = %v, want the error alone", err)
+	}
+}
+
+// TestOutJSONFileSaysResultsAre: --out_json's file of a run reported in
+// text holds the results, so its error's message says "the results are",
+// not "the results above are" as the text's error does.
+func TestOutJSONFileSaysResultsAre(t *testing.T) {
+	f, _, _ := newTestFactory(nil, nil)
+	fh, err := os.Create(filepath.Join(t.TempDir(), "out.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions{Test: exchange.WriteBW, jsonFile: fh}
+	err = o.finish(f, "client", fakeBW(), exchange.ErrPeerClosed)
+	if want := exchange.ErrPeerClosed.Error() + "; the results above are what was measured until then"; fmt.Sprint(err) != want {
+		t.Errorf("finish = %v, want %q", err, want)
+	}
+	b, rerr := os.ReadFile(fh.Name())
+	var doc struct {
+		Gorperf report.Result `json:"gorperf"`
+	}
+	if jerr := json.Unmarshal(b, &doc); rerr != nil || jerr != nil || doc.Gorperf.Error == nil {
+		t.Fatalf("%v %v:\n%s", rerr, jerr, b)
+	}
+	if got, want := doc.Gorperf.Error.Message, exchange.ErrPeerClosed.Error()+"; the results are what was measured until then"; got != want || doc.Gorperf.Error.Code != "peer" {
+		t.Errorf("the file's error: %q (code %q), want %q, code peer", got, doc.Gorperf.Error.Code, want)
 	}
 }

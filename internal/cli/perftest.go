@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -309,7 +310,7 @@ func (o *testOptions) defaults(cmd *cobra.Command) {
 	}
 }
 
-func addTestFlags(cmd *cobra.Command, o *testOptions) {
+func addTestFlags(cmd *cobra.Command, o *testOptions, norm func(*pflag.FlagSet, string) pflag.NormalizedName) {
 	f := cmd.Flags()
 	f.SortFlags = false
 	addPortFlags(f, o)
@@ -413,27 +414,91 @@ func addTestFlags(cmd *cobra.Command, o *testOptions) {
 		addRateFlags(f, o)
 		f.Uint16Var(&o.Threads, "threads", 1, "run the test as this many connections at once, each with its share of the -q QPs (default: one each), its own CQs and buffer, and its own thread on its own CPU on both sides; the total is all their messages over the longest one's time, the sum of their rates where they run as long (-D) (perftest has no such option: it takes one ib_*_bw per core)")
 	}
-	f.SetNormalizeFunc(perftestNames)
+	if norm != nil {
+		f.SetNormalizeFunc(norm)
+	}
 	refuseRepeats(f)
 }
 
-// perftestNames is the tests' and serve's normalize function: it takes
-// perftest's long spellings of their flags too, and, as perftest's
+// perftestNames is the tests' normalize function, and serveNames's: it
+// takes perftest's long spellings of their flags too, and, as perftest's
 // getopt_long, a unique prefix of a flag's name or spelling (--bidir,
 // --iter=200, --run_inf): a name fs has exactly wins, and a prefix of
 // spellings of more than one flag stays as given, which flagError then
-// calls ambiguous. pflag parses the command line, so a flag's value, an
-// argument after --, and the letters of single-dash flags never come
-// here.
+// calls ambiguous. A name that is exactly a flag, or a spelling, of
+// another test, or one of perftest's options, stays as given too, for
+// flagError to say where it belongs (serve --qp is no --qp-timeout). A
+// hidden flag is taken by its exact name alone (serve's --version).
+// pflag parses the command line, so a flag's value, an argument after
+// --, and the letters of single-dash flags never come here.
 func perftestNames(fs *pflag.FlagSet, name string) pflag.NormalizedName {
 	n := perftestSpelling(name)
 	if fs == nil || hasFlag(fs, n) {
 		return pflag.NormalizedName(n)
 	}
-	if c := prefixFlags(fs, name); len(c) == 1 {
+	if c := prefixFlags(fs, name); len(c) == 1 && !knownFlagName(name) {
 		return pflag.NormalizedName(c[0])
 	}
 	return pflag.NormalizedName(n)
+}
+
+// serveNames is serve's normalize function: perftestNames, but a prefix
+// of a flag serve has that also begins a flag that only the tests have
+// stays as given, which flagError then calls ambiguous: serve --bi is
+// not --bind_source_ip, as a test's --bidirectional begins so too.
+func serveNames(fs *pflag.FlagSet, name string) pflag.NormalizedName {
+	n := perftestNames(fs, name)
+	if sp := perftestSpelling(name); string(n) != sp && len(testOnlyPrefixFlags(fs, name)) > 0 {
+		return pflag.NormalizedName(sp)
+	}
+	return n
+}
+
+// testFlagNames holds the names of every test's flags, loopback's
+// included, each true where a test that is no loopback's has it (not
+// --peer-dev). Their flag sets are built without perftestNames, which
+// consults this and so would call it again while it is computed.
+var testFlagNames = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{}
+	for _, loopback := range []bool{false, true} {
+		for t := exchange.WriteBW; t <= exchange.AtomicLat; t++ {
+			newTestCmd(nil, t, loopback, nil, nil).Flags().VisitAll(func(fl *pflag.Flag) { names[fl.Name] = names[fl.Name] || !loopback })
+		}
+	}
+	return names
+})
+
+// knownFlagName reports whether name is exactly the name of a test's
+// flag, or a spelling of one (perftestSpellings), or one of perftest's
+// options that gorperf does not offer (perftestOnly).
+func knownFlagName(name string) bool {
+	_, only := perftestOnly[strings.ReplaceAll(name, "-", "_")]
+	_, test := testFlagNames()[perftestSpelling(name)]
+	return only || test
+}
+
+// testOnlyPrefixFlags returns the names of the flags of the tests (not
+// loopback's) that fs lacks whose name, or a spelling of it, begins with prefix, each once,
+// sorted.
+func testOnlyPrefixFlags(fs *pflag.FlagSet, prefix string) []string {
+	var names []string
+	add := func(spelling, flag string) {
+		if prefix != "" && strings.HasPrefix(spelling, prefix) && !hasFlag(fs, flag) && !slices.Contains(names, flag) {
+			names = append(names, flag)
+		}
+	}
+	for n, client := range testFlagNames() {
+		if client {
+			add(n, n)
+		}
+	}
+	for _, sp := range perftestSpellings {
+		if n := perftestSpelling(sp); testFlagNames()[n] {
+			add(sp, n)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // hasFlag reports whether fs has a flag of exactly the (normalized) name.
@@ -459,9 +524,9 @@ var perftestSpellings = []string{
 	"use_srq", "ipv6_addr",
 }
 
-// prefixFlags returns the names of the flags of fs whose name, or a
-// spelling of it (perftestSpellings), begins with prefix, each once,
-// sorted.
+// prefixFlags returns the names of the flags of fs, but hidden ones,
+// whose name, or a spelling of it (perftestSpellings), begins with
+// prefix, each once, sorted.
 func prefixFlags(fs *pflag.FlagSet, prefix string) []string {
 	if prefix == "" {
 		return nil
@@ -472,9 +537,15 @@ func prefixFlags(fs *pflag.FlagSet, prefix string) []string {
 			names = append(names, flag)
 		}
 	}
-	fs.VisitAll(func(fl *pflag.Flag) { add(fl.Name, fl.Name) })
+	visible := map[string]bool{}
+	fs.VisitAll(func(fl *pflag.Flag) { visible[fl.Name] = !fl.Hidden })
+	for n, v := range visible {
+		if v {
+			add(n, n)
+		}
+	}
 	for _, sp := range perftestSpellings {
-		if n := perftestSpelling(sp); hasFlag(fs, n) {
+		if n := perftestSpelling(sp); visible[n] {
 			add(sp, n)
 		}
 	}

@@ -163,12 +163,16 @@ func run(ctx context.Context, f *Factory, args []string) int {
 	if code == exitInterrupted {
 		code = stoppedStatus(ctx)
 	}
-	if err != nil && out.n == 0 && wantsJSON(args) {
+	c, rest, ferr := cmd.Find(args)
+	var cfs *pflag.FlagSet // the flags of the command found, which name --json's prefixes
+	if ferr == nil {
+		cfs = c.Flags()
+	}
+	if err != nil && out.n == 0 && wantsJSON(cfs, args) {
 		// --json promises one valid document on every path, also when the
 		// command line itself was wrong and no command ran: gorperf
 		// devices's own, or a test's, also where the command or
 		// loopback's test was unknown.
-		c, rest, ferr := cmd.Find(args)
 		switch {
 		case ferr == nil && c.Parent() == cmd && c.Name() == "devices":
 			writeDevicesJSONError(out, err)
@@ -431,19 +435,31 @@ func flagGiven(args []string, flags ...string) bool {
 
 // wantsJSON reports whether args ask for --json, in any spelling of true
 // that the flag takes (--json, --json=1, =t, =TRUE, …); the last one
-// given counts, as the flag's.
-func wantsJSON(args []string) bool {
+// given counts, as the flag's. A long flag's name is taken as fs, the
+// flags of the command found, if not nil, normalizes it: a test's or
+// serve's --js, a prefix, is --json (perftestNames).
+func wantsJSON(fs *pflag.FlagSet, args []string) bool {
+	norm := func(name string) string { return name }
+	if fs != nil {
+		norm = func(name string) string { return string(fs.GetNormalizeFunc()(fs, name)) }
+	}
 	want := false
 	for _, a := range args {
 		if a == "--" {
 			break
 		}
-		if a == "--json" {
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok || name == "" {
+			continue
+		}
+		name, v, hasValue := strings.Cut(name, "=")
+		if norm(name) != "json" {
+			continue
+		}
+		if !hasValue {
 			want = true
-		} else if v, ok := strings.CutPrefix(a, "--json="); ok {
-			if b, err := strconv.ParseBool(v); err == nil {
-				want = b
-			}
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			want = b
 		}
 	}
 	return want

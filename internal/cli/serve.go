@@ -96,7 +96,7 @@ that can (mlx5, say) are not held up.`,
 	fl.Uint16Var(&o.maxQPs, "max-qps", lim.MaxQPs, "most QPs one test may create")
 	fl.Uint32Var(&o.maxSize, "max-size", lim.MaxMsgSize, "largest message size a test may use")
 	fl.Uint32Var(&o.maxDuration, "max-duration", lim.MaxDuration, "most seconds a test may run by the clock (-D, on each size of an -a sweep together): a test of a duration over it, and any --run_infinitely, is refused, and a test of -n iterations is stopped once it has run that long, its client told why (0: no limit)")
-	fl.SetNormalizeFunc(perftestNames) // the tests' spellings
+	fl.SetNormalizeFunc(serveNames) // the tests' spellings
 	refuseRepeats(fl)
 	return cmd
 }
