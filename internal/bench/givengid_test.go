@@ -60,3 +60,24 @@ func TestCheckGivenGID(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkLocalFlag: a NoGIDError whose link-local entries the rule
+// refused for that alone ends with the -x of the first, which takes it;
+// another error, and a NoGIDError without them, stay as they were.
+func TestLinkLocalFlag(t *testing.T) {
+	ll := &ibverbs.NoGIDError{Rule: ibverbs.GIDRule{Family: 6}, LinkLocal: []int{2, 5}}
+	err := linkLocalFlag(ll)
+	if !strings.HasSuffix(err.Error(), "name its index (2 or 5): -x 2") || !errors.Is(err, error(ll)) {
+		t.Errorf("with link-local entries: %q, want it to end with the index's -x and wrap the NoGIDError", err)
+	}
+	none := &ibverbs.NoGIDError{Rule: ibverbs.GIDRule{Family: 6}}
+	if err := linkLocalFlag(none); err != error(none) {
+		t.Errorf("without link-local entries: %v, want the NoGIDError as it was", err)
+	}
+	if err := linkLocalFlag(syscall.ENODEV); err != syscall.ENODEV {
+		t.Errorf("another error: %v, want it as it was", err)
+	}
+	if err := linkLocalFlag(nil); err != nil {
+		t.Errorf("no error: %v", err)
+	}
+}

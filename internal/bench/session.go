@@ -975,7 +975,25 @@ func (s *session) chooseGID() error {
 		s.gid = c
 		return nil
 	}
-	s.gid, err = s.ctx.SelectGID(s.port, s.local.GIDRule)
+	s.gid, err = SelectGID(s.ctx, s.port, s.local.GIDRule)
+	return err
+}
+
+// SelectGID is ctx's SelectGID for a test's side, whose error, where an
+// entry failed only for being link-local, names the -x that takes it.
+func SelectGID(ctx *ibverbs.Context, port int, rule ibverbs.GIDRule) (ibverbs.GIDChoice, error) {
+	c, err := ctx.SelectGID(port, rule)
+	return c, linkLocalFlag(err)
+}
+
+// linkLocalFlag is err, and where it is a *ibverbs.NoGIDError with
+// link-local entries that the rule refused for that alone, the -x of the
+// first.
+func linkLocalFlag(err error) error {
+	var nog *ibverbs.NoGIDError
+	if errors.As(err, &nog) && len(nog.LinkLocal) > 0 {
+		return fmt.Errorf("%w: -x %d", err, nog.LinkLocal[0])
+	}
 	return err
 }
 

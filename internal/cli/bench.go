@@ -1895,7 +1895,7 @@ func chosenGID(l bench.Local) (ibverbs.GIDEntry, error) {
 	if l.GIDIndex >= 0 {
 		return ctx.QueryGID(port, l.GIDIndex)
 	}
-	c, err := ctx.SelectGID(port, l.GIDRule)
+	c, err := bench.SelectGID(ctx, port, l.GIDRule)
 	return c.Entry, err
 }
 
