@@ -94,7 +94,7 @@ func (ch *EventChannel) Fd() int {
 // Listener's Accept and GetRequest take those events.
 func (ch *EventChannel) GetEvent(ctx context.Context) (*Event, error) {
 	checkContext(ctx, "(*EventChannel).GetEvent")
-	if ch.listener.Load() {
+	if ch.listener.Load() && !ch.closed.Load() {
 		return nil, ch.listenersErr("rdma_get_cm_event", "no one else takes its events")
 	}
 	return ch.getEvent(ctx)

@@ -79,11 +79,13 @@
 // program must close each UD Conn itself when done with it. The device context of an ID
 // (ID.Context, Conn.Context, Devices) is librdmacm's, open while the
 // library is loaded; closing the Go handle never closes the device.
-// librdmacm opens every RDMA device of the host at its first use and
-// keeps them open until the process exits, so a soft-RoCE (rxe) or siw
-// device whose `rdma link delete` brought DEVICE_REMOVAL stays held by
-// the process, every object closed, and the delete blocks until the
-// process exits (hardware drivers such as mlx5 let it go).
+// A device librdmacm opened (for an ID bound to it, or every device, for
+// Devices) stays open after its DEVICE_REMOVAL until librdmacm next reads
+// the device list again, which it does only in rdma_get_devices or when
+// an address finds no device it knows: in practice often until the
+// process exits. A soft-RoCE (rxe) or siw device's `rdma link delete`
+// then blocks, every object closed, for as long (hardware drivers such as
+// mlx5 let the device go).
 //
 // # Close and other goroutines
 //

@@ -90,7 +90,8 @@ func TestListenerIDMigrateRefused(t *testing.T) {
 // requests: CreateID on it, and the Migrate of another ID onto it (one
 // of the caller's, a request's from GetRequest), refuse (EINVAL), the
 // IDs staying where they were; GetEvent and Await on it refuse too,
-// taking no event; and Accept still takes a request; RC and UD. CreateID
+// taking no event, and ErrClosed once the Listener closed; and Accept
+// still takes a request; RC and UD. CreateID
 // and Migrate put the IDs there, whose events Accept and GetRequest then
 // dropped, and GetEvent took the Listener's requests from it.
 func TestListenerChannelRefusesIDs(t *testing.T) {
@@ -159,6 +160,12 @@ func TestListenerChannelRefusesIDs(t *testing.T) {
 			} else {
 				closeOK(t, cli)
 				closeOK(t, srv)
+			}
+
+			// Once the Listener closed, its channel says so, as any.
+			closeOK(t, l)
+			if _, err := lch.GetEvent(context.Background()); !errors.Is(err, rdmacm.ErrClosed) {
+				t.Errorf("GetEvent on a closed Listener's channel: %v, want ErrClosed", err)
 			}
 		})
 	}
