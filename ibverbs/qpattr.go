@@ -215,7 +215,7 @@ func (qp *QP) modifyError(attr *QPAttr, mask QPAttrMask, rc C.int) error {
 		return fmt.Errorf("QP %#x: %w", qp.num, err)
 	}
 	if einval {
-		if why := qp.transition(attr.State, mask, av); why != "" {
+		if why := qp.transition(attr.State, mask, attr.CurState, av); why != "" {
 			return fmt.Errorf("QP %#x to %s: %s: %w", qp.num, attr.State, why, err)
 		}
 		if av != "" {
@@ -365,24 +365,40 @@ func maskProblem(typ QPType, m qpMove, mask QPAttrMask) string {
 }
 
 // transition says, for a move to state that the verb refused with
-// EINVAL, which state the QP is in (ibv_query_qp) and which the move
-// needs; or, where the QP is in one of those, that the move is legal, and
-// what mask, with the attributes in it, was wrong for it: the required
-// attributes the mask lacks and the bits the move does not take, for the
-// QP's type (modifyRules), and what av, the address vector's problem
-// (avProblem), says. It returns "" where the query fails. The caller has
-// entered qp.
-func (qp *QP) transition(to QPState, mask QPAttrMask, av string) string {
+// EINVAL, which state the QP is in (ibv_query_qp), and what judgeMove
+// says of the move. Where the mask has QPAttrCurState, the kernel judges
+// the move from claimed, the attribute's CurState, not from the state the
+// QP is in, and so does transition, saying so where the two differ. It
+// returns "" where the query fails. The caller has entered qp.
+func (qp *QP) transition(to QPState, mask QPAttrMask, claimed QPState, av string) string {
 	var a C.struct_ibv_qp_attr
 	var ia C.struct_ibv_qp_init_attr
 	if C.ibv_query_qp(qp.c, &a, C.IBV_QP_STATE, &ia) != 0 {
 		return ""
 	}
 	cur := QPState(a.qp_state)
-	move := qpMove{cur, to}
+	from, why := cur, "the QP is in "+cur.String()
+	if mask&QPAttrCurState != 0 && claimed != cur {
+		from, why = claimed, why+", and the mask's CurState says "+claimed.String()
+	}
+	if j := judgeMove(qp.typ, from, to, mask, av); j != "" {
+		why += ", " + j
+	}
+	return why
+}
+
+// judgeMove says, of a move of a QP of type typ from state from to state
+// to that the verb refused, which states the move needs where from is
+// none of them; or, where it is one, that the move is legal, and what
+// mask, with the attributes in it, was wrong for it: the required
+// attributes the mask lacks and the bits the move does not take
+// (modifyRules), and what av, the address vector's problem (avProblem),
+// says. It returns "" for a state no move reaches.
+func judgeMove(typ QPType, from, to QPState, mask QPAttrMask, av string) string {
+	move := qpMove{from, to}
 	if _, ok := modifyRules[move]; ok {
 		var why []string
-		if p := maskProblem(qp.typ, move, mask); p != "" {
+		if p := maskProblem(typ, move, mask); p != "" {
 			why = append(why, p)
 		}
 		if av != "" {
@@ -391,21 +407,21 @@ func (qp *QP) transition(to QPState, mask QPAttrMask, av string) string {
 		if len(why) == 0 {
 			why = append(why, "an attribute or the mask is wrong for the QP's type or device")
 		}
-		return fmt.Sprintf("the QP is in %s, from which %s may be reached: %s", cur, to, strings.Join(why, "; "))
+		return fmt.Sprintf("from which %s may be reached: %s", to, strings.Join(why, "; "))
 	}
-	if to == QPStateError && cur == QPStateReset {
-		return "the QP is in RESET, from which ERR is not reached (ERR is reached from any state but RESET; a QP in RESET has no work to flush)"
+	if to == QPStateError && from == QPStateReset {
+		return "from which ERR is not reached (ERR is reached from any state but RESET; a QP in RESET has no work to flush)"
 	}
-	var from []string
+	var states []string
 	for s := QPStateReset; s <= QPStateError; s++ {
 		if _, ok := modifyRules[qpMove{s, to}]; ok {
-			from = append(from, s.String())
+			states = append(states, s.String())
 		}
 	}
-	if len(from) == 0 { // a state no move reaches
-		return fmt.Sprintf("the QP is in %s", cur)
+	if len(states) == 0 { // a state no move reaches
+		return ""
 	}
-	return fmt.Sprintf("the QP is in %s, and %s is reached from %s", cur, to, orList(from))
+	return fmt.Sprintf("and %s is reached from %s", to, orList(states))
 }
 
 // avProblem says, for an address vector that the verb refused with

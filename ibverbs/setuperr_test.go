@@ -67,6 +67,16 @@ func TestModifyNamesMaskBits(t *testing.T) {
 		ibverbs.QPAttrState|ibverbs.QPAttrPathMTU),
 		"the QP is in RTS, from which RTS may be reached",
 		"an RC QP's move from RTS to RTS: it has QPAttrPathMTU, which the move does not take")
+	// With QPAttrCurState the kernel judges the move from CurState,
+	// SQE here, not from the QP's RTS, and an RC QP's move from SQE takes
+	// no CurState: the error says so, where it judged RTS to RTS.
+	refusedWith(t, "RC RTS to RTS with CurState SQE", p.a.qp.Modify(&ibverbs.QPAttr{State: ibverbs.QPStateRTS, CurState: ibverbs.QPStateSQE},
+		ibverbs.QPAttrState|ibverbs.QPAttrCurState),
+		"the QP is in RTS, and the mask's CurState says SQE, from which RTS may be reached",
+		"an RC QP's move from SQE to RTS: it has QPAttrCurState, which the move does not take")
+	if s, err := p.a.qp.State(); err != nil || s != ibverbs.QPStateRTS {
+		t.Errorf("state after the refused CurState: %v, %v; want RTS", s, err)
+	}
 }
 
 // ethernetPort skips the test where the pair's port is not RoCE.
