@@ -146,10 +146,10 @@ func newCmdDevices(f *Factory, runF func(*DevicesOptions) error) *cobra.Command 
 		Long: `List every RDMA device with its node GUID, node type and transport, and for
 each port its state, MTU, link layer, speed and GID table. The GID marked
 with * is the port's default, with the reason. A test given no GID flag
-(-x, --source_ip, --bind_source_ip, --gid-*, --ipv6) takes the GID of its
-control connection's local address where the port has one, and the default
-only where it has none: a control connection over loopback (as loopback's
-is) or over another NIC.
+(-x, --source_ip, --bind_source_ip, --gid-*, or --ipv6 over an IPv4 control
+connection) takes the GID of its control connection's local address where
+the port has one, and the default only where it has none: a control
+connection over loopback (as loopback's is) or over another NIC.
 An entry past index 255 is marked unusable: the verbs' GID index
 (sgid_index) is 8 bits, so no test can use it, and -x cannot name it.`,
 		Args: noArgs,
