@@ -478,27 +478,16 @@ func knownFlagName(name string) bool {
 }
 
 // testOnlyPrefixFlags returns the names of the flags of the tests (not
-// loopback's) that fs lacks whose name, or a spelling of it, begins with prefix, each once,
-// sorted.
+// loopback's) that fs lacks whose name, or a spelling of it, begins with
+// prefix, each once, sorted.
 func testOnlyPrefixFlags(fs *pflag.FlagSet, prefix string) []string {
-	var names []string
-	add := func(spelling, flag string) {
-		if prefix != "" && strings.HasPrefix(spelling, prefix) && !hasFlag(fs, flag) && !slices.Contains(names, flag) {
-			names = append(names, flag)
-		}
-	}
+	has := map[string]bool{}
+	fs.VisitAll(func(fl *pflag.Flag) { has[fl.Name] = true })
+	only := map[string]bool{}
 	for n, client := range testFlagNames() {
-		if client {
-			add(n, n)
-		}
+		only[n] = client && !has[n]
 	}
-	for _, sp := range perftestSpellings {
-		if n := perftestSpelling(sp); testFlagNames()[n] {
-			add(sp, n)
-		}
-	}
-	slices.Sort(names)
-	return names
+	return prefixOf(prefix, only)
 }
 
 // hasFlag reports whether fs has a flag of exactly the (normalized) name.
@@ -528,29 +517,32 @@ var perftestSpellings = []string{
 // whose name, or a spelling of it (perftestSpellings), begins with
 // prefix, each once, sorted.
 func prefixFlags(fs *pflag.FlagSet, prefix string) []string {
+	visible := map[string]bool{}
+	fs.VisitAll(func(fl *pflag.Flag) { visible[fl.Name] = !fl.Hidden })
+	return prefixOf(prefix, visible)
+}
+
+// prefixOf returns the names that names holds true whose name, or a
+// spelling of it (perftestSpellings), begins with prefix, each once,
+// sorted; none for an empty prefix.
+func prefixOf(prefix string, names map[string]bool) []string {
 	if prefix == "" {
 		return nil
 	}
-	var names []string
+	var found []string
 	add := func(spelling, flag string) {
-		if strings.HasPrefix(spelling, prefix) && !slices.Contains(names, flag) {
-			names = append(names, flag)
+		if names[flag] && strings.HasPrefix(spelling, prefix) && !slices.Contains(found, flag) {
+			found = append(found, flag)
 		}
 	}
-	visible := map[string]bool{}
-	fs.VisitAll(func(fl *pflag.Flag) { visible[fl.Name] = !fl.Hidden })
-	for n, v := range visible {
-		if v {
-			add(n, n)
-		}
+	for n := range names {
+		add(n, n)
 	}
 	for _, sp := range perftestSpellings {
-		if n := perftestSpelling(sp); visible[n] {
-			add(sp, n)
-		}
+		add(sp, perftestSpelling(sp))
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(found)
+	return found
 }
 
 // perftestSpelling is the name of gorperf's flag that name, one of
